@@ -1,0 +1,49 @@
+"""The ``sessionsched`` command. Each subcommand lives in ``sessionsched/commands/<name>.py``
+with ``add_parser(subparsers)`` and ``run(args) -> int``; this module only dispatches.
+
+Errors a user can fix (a bad config file, an unreachable server, a bad argument) are printed
+as one line on stderr with exit code 2; nobody sees a traceback for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .config import ConfigError
+
+# Order is the order in --help.
+COMMANDS = ["simulate"]
+
+
+class UserError(Exception):
+    """A problem the user can fix; the message is printed as is, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sessionsched",
+        description="A session scheduler for Apache Spark: driver queues with priorities and "
+        "StateAware admission, executors arbitrated live by fifo, priority or fairshare.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"sessionsched.commands.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ConfigError, UserError) as e:
+        print(f"sessionsched {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

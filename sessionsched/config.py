@@ -1,0 +1,233 @@
+"""YAML configuration -> validated, typed configuration.
+
+Every error is reported as one line naming where it is and what is wrong, e.g.
+``queues[0].queues[1].policy: 'fairness' is not one of fifo, priority, fairshare``.
+The CLI prints that line and exits 2; nobody sees a traceback for a bad file.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .model import PRIORITY_DEFAULT, Admission, Policy, Queue, parse_priority
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used. ``str()`` is the one-line message for the user."""
+
+
+def _enum_value(enum: type[Enum], value: Any) -> Any:
+    if isinstance(value, enum) or not isinstance(value, str):
+        return value
+    allowed = [m.value for m in enum]
+    if value.strip().lower() not in allowed:
+        raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+    return value.strip().lower()
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class QueueConfig(_Strict):
+    """One queue as written in YAML. Seconds are plain numbers; ``min_share``/``max_cores`` are cores."""
+
+    name: str
+    queues: list[QueueConfig] = Field(default_factory=list)
+    admission: Admission = Admission.STATEAWARE
+    starting_limit: int = Field(1, ge=1)
+    starting_timeout: float = Field(300.0, gt=0)
+    policy: Policy = Policy.FAIRSHARE
+    weight: float = Field(1.0, gt=0)
+    min_share: int = Field(0, ge=0)
+    max_cores: int | None = Field(None, ge=1)
+    max_running_apps: int | None = Field(None, ge=1)
+    reclaim_timeout: float = 0.0
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v or "." in v or v != v.strip():
+            raise ValueError(f"{v!r} is not a queue name (no dots, no surrounding spaces)")
+        return v
+
+    @field_validator("admission", mode="before")
+    @classmethod
+    def _admission(cls, v: Any) -> Any:
+        return _enum_value(Admission, v)
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy(cls, v: Any) -> Any:
+        return _enum_value(Policy, v)
+
+    @field_validator("reclaim_timeout")
+    @classmethod
+    def _reclaim(cls, v: float) -> float:
+        if v < 0 and v != -1:
+            raise ValueError(f"{v} is not -1 (non-preemptive), 0 (kill now) or a positive timeout")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_children(self) -> QueueConfig:
+        seen: set[str] = set()
+        for child in self.queues:
+            if child.name in seen:
+                raise ValueError(f"queue {self.name!r} has two children named {child.name!r}")
+            seen.add(child.name)
+        return self
+
+    def to_queue(self, parent: str = "") -> Queue:
+        full = f"{parent}.{self.name}" if parent else self.name
+        return Queue(
+            name=full,
+            children=tuple(c.to_queue(full) for c in self.queues),
+            admission=self.admission,
+            starting_limit=self.starting_limit,
+            starting_timeout_s=self.starting_timeout,
+            policy=self.policy,
+            weight=self.weight,
+            min_share_cores=self.min_share,
+            max_cores=self.max_cores,
+            max_running_apps=self.max_running_apps,
+            reclaim_timeout_s=self.reclaim_timeout,
+        )
+
+
+DEFAULT_QUEUES = [QueueConfig(name="root", queues=[QueueConfig(name="default")])]
+
+
+def build_queue_tree(queues: list[QueueConfig]) -> Queue:
+    """The root queue. A list that is not a single ``root`` is taken as root's children."""
+    if len(queues) == 1 and queues[0].name == "root":
+        return queues[0].to_queue()
+    return QueueConfig(name="root", queues=queues).to_queue()
+
+
+def resolve_queue(root: Queue, name: str) -> Queue:
+    """A leaf queue by full path (``root.etl``), path without ``root.``, or unique leaf name.
+
+    Raises LookupError naming the known leaf queues.
+    """
+    leaves = root.leaves()
+    wanted = name.strip()
+    for q in leaves:
+        if wanted in (q.name, q.name.removeprefix("root.")):
+            return q
+    by_last = [q for q in leaves if q.name.rsplit(".", 1)[-1] == wanted]
+    if len(by_last) == 1:
+        return by_last[0]
+    known = ", ".join(q.name for q in leaves)
+    if any(q.name == wanted for q in root.walk()):
+        raise LookupError(f"queue {name!r} is a parent queue; submit to a leaf queue: {known}")
+    raise LookupError(f"unknown queue {name!r}; known queues: {known}")
+
+
+class ServerSection(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(6066, ge=1, le=65535)
+    state_dir: str = "./.sessionsched"
+    cycle_ms: int = Field(200, ge=10, le=500)
+
+
+class ClusterSection(_Strict):
+    backend: Literal["standalone", "local"] = "standalone"
+    master: str = "spark://127.0.0.1:7077"
+    master_ui: str = "http://127.0.0.1:8080"
+    driver_slots: int = Field(4, ge=1)
+
+
+class AuthSection(_Strict):
+    mode: Literal["none", "tokens"] = "none"
+
+
+class DefaultsSection(_Strict):
+    queue: str = "root.default"
+    priority: int = PRIORITY_DEFAULT
+
+    @field_validator("priority", mode="before")
+    @classmethod
+    def _priority(cls, v: Any) -> int:
+        return parse_priority(v)
+
+
+class ServerConfig(_Strict):
+    """The server's YAML file (DESIGN.md, "Server configuration")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: ServerSection = ServerSection()
+    cluster: ClusterSection = ClusterSection()
+    auth: AuthSection = AuthSection()
+    defaults: DefaultsSection = DefaultsSection()
+    queues: list[QueueConfig] = Field(default_factory=lambda: list(DEFAULT_QUEUES))
+
+    @model_validator(mode="after")
+    def _default_queue_exists(self) -> ServerConfig:
+        try:
+            resolve_queue(self.queue_tree(), self.defaults.queue)
+        except LookupError as e:
+            raise ValueError(f"defaults.queue: {e}") from None
+        return self
+
+    def queue_tree(self) -> Queue:
+        return build_queue_tree(self.queues)
+
+
+def format_validation_error(err: ValidationError) -> str:
+    """The first problem as ``path.to[0].field: message``."""
+    first = err.errors()[0]
+    path = ""
+    for part in first["loc"]:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("function-after", "function-before") or str(part).startswith("function"):
+            continue
+        else:
+            path += f".{part}" if path else str(part)
+    msg = first["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(prefix)
+    if first["type"] == "extra_forbidden":
+        msg = "unknown setting"
+    elif first["type"] == "missing":
+        msg = "missing"
+    more = len(err.errors()) - 1
+    tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{path}: {msg}{tail}" if path else f"{msg}{tail}"
+
+
+def load_yaml(path: str | Path) -> Any:
+    """Parsed YAML, or ConfigError naming the file and the problem."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{p}:{where} not valid YAML: {getattr(e, 'problem', e)}") from None
+    return {} if data is None else data
+
+
+def parse_model(model: type[BaseModel], data: Any, source: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"{source}: {format_validation_error(e)}") from None
+
+
+def load_server_config(path: str | Path | None) -> ServerConfig:
+    if path is None:
+        return ServerConfig()
+    return parse_model(ServerConfig, load_yaml(path), str(path))

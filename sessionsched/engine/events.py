@@ -1,0 +1,158 @@
+"""Events the engine takes in and decisions it gives out.
+
+Whoever drives the engine (the server, the simulator, a test) turns what it observed into
+events, calls ``Scheduler.step(now, events)``, and carries out the decisions. Both sides are
+frozen dataclasses so a decision list can be compared, logged and replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import AppSpec, AppState, Executor, Queue, ReclaimMode, Resources
+
+# --- events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submitted:
+    spec: AppSpec
+
+
+@dataclass(frozen=True)
+class Adopted:
+    """An app that was launched before the scheduler restarted: back on the books, not relaunched."""
+
+    spec: AppSpec
+    state: AppState
+    priority: int
+    launched_at: float
+    first_executor_at: float | None = None
+
+
+@dataclass(frozen=True)
+class PriorityChanged:
+    app_id: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class KillRequested:
+    app_id: str
+
+
+@dataclass(frozen=True)
+class DriverStarted:
+    """The driver process is up (the Spark application id may be known by now)."""
+
+    app_id: str
+    spark_app_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DriverExited:
+    app_id: str
+    exit_code: int
+
+
+@dataclass(frozen=True)
+class ExecutorsChanged:
+    """The complete list of the app's live executors, as its agent or the cluster sees it."""
+
+    app_id: str
+    executors: tuple[Executor, ...]
+
+
+@dataclass(frozen=True)
+class DemandChanged:
+    """How many executors the app could use now (Spark's maxNumExecutorsNeeded)."""
+
+    app_id: str
+    demand: int
+
+
+@dataclass(frozen=True)
+class CapacityChanged:
+    """Cluster resources for this scheduler: alive workers minus apps it does not manage."""
+
+    capacity: Resources
+    driver_slots: int | None = None
+
+
+@dataclass(frozen=True)
+class QueuesChanged:
+    """A new queue tree (config reload or a time-of-day plan). Apps in removed queues stay put."""
+
+    root: Queue
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Only time has passed."""
+
+
+Event = (
+    Submitted
+    | Adopted
+    | PriorityChanged
+    | KillRequested
+    | DriverStarted
+    | DriverExited
+    | ExecutorsChanged
+    | DemandChanged
+    | CapacityChanged
+    | QueuesChanged
+    | Tick
+)
+
+# --- decisions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchDriver:
+    app_id: str
+
+
+@dataclass(frozen=True)
+class StopDriver:
+    """Kill an admitted app's driver (and with it its executors)."""
+
+    app_id: str
+
+
+@dataclass(frozen=True)
+class SetTarget:
+    """``target``: the executors the app deserves by its queue's policy.
+
+    ``grant``: how many it may hold right now. It is below ``target`` while the executors it is
+    owed are still held by others being reclaimed; that is what keeps the cluster from being
+    overcommitted. The agent caps dynamic allocation at ``grant``.
+    """
+
+    app_id: str
+    target: int
+    grant: int
+
+
+@dataclass(frozen=True)
+class Reclaim:
+    """Take these executors back from the app.
+
+    KILL: now. DECOMMISSION: gracefully now, kill any still there at ``deadline``.
+    IDLE: these executors are idle now; release them.
+    """
+
+    app_id: str
+    executor_ids: tuple[str, ...]
+    mode: ReclaimMode
+    deadline: float | None = None
+
+
+@dataclass(frozen=True)
+class MarkState:
+    app_id: str
+    state: AppState
+    reason: str
+
+
+Decision = LaunchDriver | StopDriver | SetTarget | Reclaim | MarkState

@@ -1,0 +1,194 @@
+"""The shared vocabulary: application states, queue settings, resources. Plain data, no IO.
+
+Units are in the names: ``*_s`` seconds, ``*_mib`` mebibytes. Times are floats in seconds on
+whatever clock the caller drives the engine with (wall clock in the server, simulated time in
+the simulator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+PRIORITY_MIN = 1
+PRIORITY_MAX = 10000
+PRIORITY_DEFAULT = 5000
+
+
+class AppState(str, Enum):
+    """Lifecycle of an application (DESIGN.md, "Applications and states").
+
+    ACCEPTED --launch--> STARTING --first executor (or timeout)--> RUNNING --> FINISHED|FAILED|KILLED
+    """
+
+    ACCEPTED = "ACCEPTED"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (AppState.FINISHED, AppState.FAILED, AppState.KILLED)
+
+    @property
+    def admitted(self) -> bool:
+        """Launched and not yet ended: holds a driver."""
+        return self in (AppState.STARTING, AppState.RUNNING)
+
+
+class Admission(str, Enum):
+    """How a leaf queue lets drivers start."""
+
+    STATEAWARE = "stateaware"  # at most `starting_limit` apps STARTING (YuniKorn StateAware)
+    RESERVE = "reserve"  # admit when the driver and max(minExecutors, 1) executors are reserved
+    NONE = "none"  # stock Spark: start every driver that fits
+
+
+class Policy(str, Enum):
+    """How a leaf queue shares its executors among its running apps."""
+
+    FIFO = "fifo"
+    PRIORITY = "priority"
+    FAIRSHARE = "fairshare"
+
+
+class ReclaimMode(str, Enum):
+    """How surplus executors are taken back, from the queue's ``reclaim_timeout``."""
+
+    KILL = "kill"  # reclaim_timeout 0: kill now, running tasks are retried elsewhere
+    DECOMMISSION = "decommission"  # > 0: graceful decommission now, kill at the deadline
+    IDLE = "idle"  # -1: non-preemptive, only executors that go idle are released
+
+
+def parse_priority(value: object) -> int:
+    """A priority from user input (int or numeric string), or ValueError naming the problem."""
+    if isinstance(value, bool):
+        raise ValueError(f"priority must be a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.lstrip("-").isdigit():
+            raise ValueError(
+                f"priority {value!r} is not a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}"
+            )
+        value = int(text)
+    if not isinstance(value, int):
+        raise ValueError(f"priority must be a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}")
+    if not PRIORITY_MIN <= value <= PRIORITY_MAX:
+        raise ValueError(f"priority {value} is outside {PRIORITY_MIN}..{PRIORITY_MAX}")
+    return value
+
+
+@dataclass(frozen=True)
+class Resources:
+    cores: int = 0
+    mem_mib: int = 0
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(self.cores + other.cores, self.mem_mib + other.mem_mib)
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(self.cores - other.cores, self.mem_mib - other.mem_mib)
+
+    def times(self, n: int) -> Resources:
+        return Resources(self.cores * n, self.mem_mib * n)
+
+    def fits_in(self, other: Resources) -> bool:
+        return self.cores <= other.cores and self.mem_mib <= other.mem_mib
+
+
+@dataclass(frozen=True)
+class Queue:
+    """One node of the queue tree. Leaf queues hold apps; parents share among children.
+
+    ``name`` is the full dotted path (``root.etl``). Settings that only make sense on a leaf
+    (admission, policy, limits of starting apps, reclaim) are ignored on parents.
+    """
+
+    name: str
+    children: tuple[Queue, ...] = ()
+    admission: Admission = Admission.STATEAWARE
+    starting_limit: int = 1
+    starting_timeout_s: float = 300.0
+    policy: Policy = Policy.FAIRSHARE
+    weight: float = 1.0
+    min_share_cores: int = 0
+    max_cores: int | None = None
+    max_running_apps: int | None = None
+    reclaim_timeout_s: float = 0.0
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    @property
+    def reclaim_mode(self) -> ReclaimMode:
+        if self.reclaim_timeout_s < 0:
+            return ReclaimMode.IDLE
+        return ReclaimMode.KILL if self.reclaim_timeout_s == 0 else ReclaimMode.DECOMMISSION
+
+    def walk(self):
+        """This queue and every queue below it, parents before children."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def leaves(self) -> list[Queue]:
+        return [q for q in self.walk() if q.is_leaf]
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """What a submission asks for; fixed once submitted (priority aside, which lives in state).
+
+    ``seq`` is the global submission order given by whoever stores submissions; it breaks every
+    tie, so two schedulers fed the same events decide the same.
+    """
+
+    app_id: str
+    queue: str
+    seq: int
+    submitted_at: float
+    priority: int = PRIORITY_DEFAULT
+    name: str = ""
+    user: str = ""
+    driver: Resources = Resources(1, 1024)
+    driver_in_cluster: bool = False
+    executor: Resources = Resources(1, 1024)
+    min_executors: int = 0
+    max_executors: int | None = None
+    slots_max: int | None = None  # spark.ego.slots.max: cores for the app's executors
+
+    @property
+    def executor_cap(self) -> int | None:
+        """Most executors the app may hold: maxExecutors and spark.ego.slots.max, whichever is lower."""
+        caps = []
+        if self.max_executors is not None:
+            caps.append(self.max_executors)
+        if self.slots_max is not None:
+            caps.append(self.slots_max // max(self.executor.cores, 1))
+        return min(caps) if caps else None
+
+
+@dataclass(frozen=True)
+class Executor:
+    """An executor as its app or the cluster reports it."""
+
+    executor_id: str
+    started_at: float = 0.0
+    idle: bool = False
+
+
+@dataclass
+class QueueUsage:
+    """Per-queue figures for status pages and metrics (a read-only view)."""
+
+    name: str
+    pending: int = 0
+    starting: int = 0
+    running: int = 0
+    executor_cores: int = 0
+    driver_cores: int = 0
+    demand_cores: int = 0
+    apps: list[str] = field(default_factory=list)
