@@ -14,7 +14,7 @@ import sys
 from .config import ConfigError
 
 # Order is the order in --help.
-COMMANDS = ["simulate"]
+COMMANDS: list[str] = []
 
 
 class UserError(Exception):
