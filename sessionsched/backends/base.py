@@ -1,0 +1,87 @@
+"""The contract between the service and a Spark cluster.
+
+The service owns the decisions (from the engine); a backend carries them out on one kind of
+cluster and reports what it observes as engine events. A backend holds no policy.
+
+Calls come from the service's scheduling loop, one at a time (never concurrently). None of
+them may block for long: ``launch`` starts a process or sends one request and returns.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from ..engine.events import Event
+from ..model import Resources
+
+
+class BackendError(Exception):
+    """The cluster refused or could not be reached. ``str()`` says what happened, for a user."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything needed to start one application's driver.
+
+    ``argv`` are the user's spark-submit arguments (options then the app resource and its
+    arguments), exactly as given to ``sessionsched submit``, without ``--master``. For a REST
+    submission (JVM app, cluster deploy mode) ``rest_request`` is the original
+    CreateSubmissionRequest body and ``argv`` is empty.
+
+    ``conf`` are the Spark properties the service adds or overrides (dynamic allocation,
+    agent settings); they win over the user's. ``env`` is added to the driver's environment.
+    """
+
+    app_id: str
+    name: str
+    argv: tuple[str, ...] = ()
+    rest_request: dict | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    in_cluster: bool = False
+    log_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Handle:
+    """What the service stores to find a launched driver again after a restart
+    (a process id and its start time, or the cluster's own driver id)."""
+
+    app_id: str
+    kind: str  # "process" | "cluster-driver"
+    ref: str
+    started_at: float = 0.0
+
+
+class ClusterBackend(ABC):
+    @abstractmethod
+    def capacity(self) -> tuple[Resources, int]:
+        """(cores/memory for executors and in-cluster drivers of managed apps, driver slots).
+
+        Alive workers' totals minus what applications this scheduler does not manage use.
+        Raises BackendError when the cluster cannot be read.
+        """
+
+    @abstractmethod
+    def launch(self, launch: Launch) -> Handle:
+        """Start the driver. Returns at once. Raises BackendError if it could not be started."""
+
+    @abstractmethod
+    def stop(self, app_id: str) -> None:
+        """Stop the driver and so its executors. No error if it has already gone."""
+
+    @abstractmethod
+    def adopt(self, handle: Handle) -> bool:
+        """After a restart: take back a driver launched earlier. False if it is gone."""
+
+    @abstractmethod
+    def poll(self, now: float) -> list[Event]:
+        """What changed since the last poll, as engine events: DriverStarted (Spark app id
+        learnt), DriverExited (with the exit code), ExecutorsChanged (the cluster's own view of
+        an app's executors), CapacityChanged. Events for one app come in the order they
+        happened."""
+
+    def close(self) -> None:
+        """Release resources held by the backend (not the drivers: they outlive the service)."""

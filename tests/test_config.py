@@ -1,0 +1,129 @@
+"""Config validation: good files load, bad ones give one line naming the path and the problem."""
+
+import pytest
+
+from sessionsched.config import (
+    ConfigError,
+    QueueConfig,
+    ServerConfig,
+    build_queue_tree,
+    load_server_config,
+    resolve_queue,
+)
+from sessionsched.model import Admission, Policy, ReclaimMode
+
+GOOD = """
+server: {port: 7000, cycle_ms: 250}
+cluster: {master: spark://127.0.0.1:7078, driver_slots: 2}
+defaults: {queue: root.etl, priority: 4000}
+queues:
+  - name: root
+    queues:
+      - {name: etl, admission: reserve, policy: priority, weight: 2, reclaim_timeout: 30}
+      - name: science
+        max_cores: 16
+        queues:
+          - {name: notebooks, policy: FAIRSHARE, reclaim_timeout: -1}
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "sessionsched.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_good_file_builds_the_queue_tree(tmp_path):
+    cfg = load_server_config(write(tmp_path, GOOD))
+    root = cfg.queue_tree()
+    assert [q.name for q in root.leaves()] == ["root.etl", "root.science.notebooks"]
+    etl, nb = root.leaves()
+    assert (etl.admission, etl.policy, etl.weight) == (Admission.RESERVE, Policy.PRIORITY, 2)
+    assert etl.reclaim_mode is ReclaimMode.DECOMMISSION
+    assert nb.policy is Policy.FAIRSHARE and nb.reclaim_mode is ReclaimMode.IDLE
+    assert root.children[1].max_cores == 16
+    assert cfg.defaults.priority == 4000 and cfg.server.cycle_ms == 250
+
+
+def test_defaults_are_one_default_queue():
+    root = ServerConfig().queue_tree()
+    assert [q.name for q in root.leaves()] == ["root.default"]
+    q = root.leaves()[0]
+    assert (q.admission, q.starting_limit, q.starting_timeout_s) == (Admission.STATEAWARE, 1, 300)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "queues: [{name: root, queues: [{name: a}, {name: b, policy: fairness}]}]",
+            "queues[0].queues[1].policy: 'fairness' is not one of fifo, priority, fairshare",
+        ),
+        (
+            "queues: [{name: root, queues: [{name: a, admission: gang}]}]",
+            "queues[0].queues[0].admission: 'gang' is not one of stateaware, reserve, none",
+        ),
+        ("queues: [{name: a, weight: 0}]", "queues[0].weight: Input should be greater than 0"),
+        ("queues: [{name: a, reclaim_timeout: -5}]", "queues[0].reclaim_timeout: -5.0 is not -1"),
+        ("queues: [{name: a, starting_limit: 0}]", "queues[0].starting_limit: Input should be"),
+        ("queues: [{name: a.b}]", "queues[0].name: 'a.b' is not a queue name"),
+        ("queues: [{name: a}, {name: a}]", "two children named 'a'"),
+        ("queues: [{name: a, colour: red}]", "queues[0].colour: unknown setting"),
+        ("defaults: {queue: nope}", "defaults.queue: unknown queue 'nope'; known queues: root.default"),
+        ("defaults: {priority: 20000}", "defaults.priority: priority 20000 is outside 1..10000"),
+        ("server: {port: http}", "server.port: Input should be a valid integer"),
+        ("queues: [a, b", "not valid YAML"),
+        ("- just\n- a list\n", "expected a mapping at the top level"),
+    ],
+    ids=[
+        "unknown policy",
+        "unknown admission",
+        "zero weight",
+        "bad reclaim timeout",
+        "zero starting limit",
+        "dotted name",
+        "duplicate sibling",
+        "unknown key",
+        "unknown default queue",
+        "default priority out of range",
+        "port not a number",
+        "broken yaml",
+        "not a mapping",
+    ],
+)
+def test_bad_file_gives_one_line_naming_the_problem(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_server_config(path)
+    line = str(err.value)
+    assert "\n" not in line
+    assert line.startswith(str(path))
+    assert message in line
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_server_config(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("root.etl", "root.etl"),
+        ("etl", "root.etl"),
+        ("science.notebooks", "root.science.notebooks"),
+        ("notebooks", "root.science.notebooks"),
+    ],
+    ids=["full path", "without root", "partial path", "unique leaf name"],
+)
+def test_resolve_queue(tmp_path, name, expected):
+    root = load_server_config(write(tmp_path, GOOD)).queue_tree()
+    assert resolve_queue(root, name).name == expected
+
+
+def test_resolve_queue_names_the_known_queues():
+    root = build_queue_tree([QueueConfig(name="a"), QueueConfig(name="b")])
+    with pytest.raises(LookupError, match="unknown queue 'c'; known queues: root.a, root.b"):
+        resolve_queue(root, "c")
+    with pytest.raises(LookupError, match="parent queue"):
+        resolve_queue(root, "root")
