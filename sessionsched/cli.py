@@ -14,7 +14,7 @@ import sys
 from .config import ConfigError
 
 # Order is the order in --help.
-COMMANDS: list[str] = []
+COMMANDS: list[str] = ["submit", "client_cmds"]
 
 
 class UserError(Exception):

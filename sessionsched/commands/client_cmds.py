@@ -1,0 +1,268 @@
+"""The commands that read and steer a running scheduler: ``status``, ``kill``, ``priority``,
+``apps``, ``queues`` — thin wrappers over ``sessionsched.client``.
+
+Every one takes ``--server URL`` (default ``$SESSIONSCHED_SERVER``, else
+http://127.0.0.1:6066) and ``--token T`` (default ``$SESSIONSCHED_TOKEN``). ``--json`` prints the
+server's JSON unchanged (the app object of docs/api.md); without it, a table. A refusal from the
+server (4xx) is its ``detail`` on one line and exit code 2. ``submit`` and ``demo`` reuse the
+helpers and renderers here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from rich.console import Console
+from rich.table import Table
+
+from ..cli import UserError
+from ..client import (
+    SERVER_ENV,
+    TOKEN_ENV,
+    App,
+    QueueInfo,
+    SchedulerClient,
+    SchedulerError,
+    Unreachable,
+    default_server,
+    default_token,
+)
+from ..model import AppState, parse_priority
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help=f"scheduler address (default: ${SERVER_ENV}, else http://127.0.0.1:6066)",
+    )
+    parser.add_argument(
+        "--token", metavar="T", help=f"bearer token for the scheduler (default: ${TOKEN_ENV})"
+    )
+
+
+def connect(args: argparse.Namespace) -> SchedulerClient:
+    return SchedulerClient(args.server or default_server(), args.token or default_token())
+
+
+def user_error(e: SchedulerError) -> UserError:
+    """A client failure as the CLI's one-line error, with a hint where there is one."""
+    if isinstance(e, Unreachable):
+        return UserError(f"{e}; start it with 'sessionsched serve' or set --server / {SERVER_ENV}")
+    return UserError(str(e))
+
+
+def call(args: argparse.Namespace, action: Callable[[SchedulerClient], int]) -> int:
+    """Run ``action`` with a connected client; scheduler failures become one-line UserErrors."""
+    try:
+        with connect(args) as client:
+            return action(client)
+    except SchedulerError as e:
+        raise user_error(e) from None
+
+
+def console() -> Console:
+    # Not a terminal (a pipe, a test): do not squeeze tables into 80 columns.
+    out = Console()
+    return out if out.is_terminal else Console(width=200)
+
+
+def print_json(data: object) -> None:
+    print(json.dumps(data, indent=2))
+
+
+# --- renderers, also used by `submit --wait` and `demo` ----------------------------------------
+
+
+def clock(t: datetime | None) -> str:
+    return t.astimezone().strftime("%H:%M:%S") if t else "-"
+
+
+def app_table(apps: Iterable[App], title: str | None = None) -> Table:
+    table = Table(title=title, box=None, header_style="bold", pad_edge=False)
+    for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "SUBMITTED", "EXIT"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("REASON", overflow="fold")
+    for a in apps:
+        table.add_row(
+            a.id,
+            a.name,
+            a.queue,
+            str(a.priority),
+            a.state.value,
+            "-" if a.position is None else str(a.position),
+            f"{a.executors}/{a.target}",
+            clock(a.submitted_at),
+            "-" if a.exit_code is None else str(a.exit_code),
+            a.reason or "",
+        )
+    return table
+
+
+def queue_table(queues: Iterable[QueueInfo]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    cols = ("QUEUE", "ADMISSION", "POLICY", "WEIGHT", "PENDING", "STARTING", "RUNNING")
+    for col in (*cols, "CORES", "DEMAND"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("WAITING", overflow="fold")
+    for q in queues:
+        table.add_row(
+            q.name,
+            q.admission,
+            q.policy,
+            f"{q.weight:g}",
+            str(q.pending),
+            str(q.starting),
+            str(q.running),
+            str(q.executor_cores),
+            str(q.demand_cores),
+            q.waiting_reason or "",
+        )
+    return table
+
+
+def describe(app: App) -> str:
+    """One line on where an app stands, e.g. ``ACCEPTED, position 2 in root.etl (reason)``."""
+    where = f"position {app.position} in {app.queue}" if app.position else app.queue
+    parts = [f"{app.id}: {app.state.value}", where, f"priority {app.priority}"]
+    if app.state.admitted:
+        parts.append(f"executors {app.executors}/{app.target}")
+    if app.exit_code is not None:
+        parts.append(f"exit code {app.exit_code}")
+    line = ", ".join(parts)
+    return f"{line} ({app.reason})" if app.reason else line
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def _status(args: argparse.Namespace) -> int:
+    def action(client: SchedulerClient) -> int:
+        app = client.app(args.id)
+        if args.json:
+            print_json(app.raw)
+            return 0
+        table = Table(box=None, show_header=False, pad_edge=False)
+        table.add_column(style="bold")
+        table.add_column(overflow="fold")
+        for key, value in app.raw.items():
+            table.add_row(key, "-" if value is None else str(value))
+        console().print(table)
+        return 0
+
+    return call(args, action)
+
+
+def _kill(args: argparse.Namespace) -> int:
+    def action(client: SchedulerClient) -> int:
+        print(describe(client.kill(args.id)))
+        return 0
+
+    return call(args, action)
+
+
+def _priority(args: argparse.Namespace) -> int:
+    try:
+        priority = parse_priority(args.priority)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+    def action(client: SchedulerClient) -> int:
+        print(describe(client.set_priority(args.id, priority)))
+        return 0
+
+    return call(args, action)
+
+
+def parse_state(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return AppState(text.strip().upper()).value
+    except ValueError:
+        known = ", ".join(s.value for s in AppState)
+        raise UserError(f"unknown state {text!r}; one of {known}") from None
+
+
+def _apps(args: argparse.Namespace) -> int:
+    state = parse_state(args.state)
+
+    def action(client: SchedulerClient) -> int:
+        apps = client.apps(queue=args.queue, state=state)
+        if args.json:
+            print_json([a.raw for a in apps])
+        elif apps:
+            console().print(app_table(apps))
+        else:
+            print("no applications", file=sys.stderr)
+        return 0
+
+    return call(args, action)
+
+
+def _queues(args: argparse.Namespace) -> int:
+    def action(client: SchedulerClient) -> int:
+        queues = client.queues()
+        if args.json:
+            print_json([q.raw for q in queues])
+        else:
+            console().print(queue_table(queues))
+        return 0
+
+    return call(args, action)
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "status", help="show one application", description="Show one application."
+    )
+    p.add_argument("id", metavar="ID", help="submission id (driver-YYYYMMDDHHMMSS-NNNN)")
+    p.add_argument("--json", action="store_true", help="print the app JSON of docs/api.md")
+    add_connection_options(p)
+    p.set_defaults(func=_status)
+
+    p = subparsers.add_parser(
+        "kill",
+        help="kill an application",
+        description="Kill an application: a queued one never starts, a running one is stopped.",
+    )
+    p.add_argument("id", metavar="ID", help="submission id")
+    add_connection_options(p)
+    p.set_defaults(func=_kill)
+
+    p = subparsers.add_parser(
+        "priority",
+        help="change an application's priority",
+        description="Change an application's priority (1..10000, higher first). A queued app "
+        "moves in its queue at once; a running app keeps its driver and gets executors by the "
+        "new priority.",
+    )
+    p.add_argument("id", metavar="ID", help="submission id")
+    p.add_argument("priority", metavar="N", help="new priority, 1..10000")
+    add_connection_options(p)
+    p.set_defaults(func=_priority)
+
+    p = subparsers.add_parser(
+        "apps",
+        help="list applications",
+        description="List applications: queued ones in queue order first, then the rest "
+        "by submission.",
+    )
+    p.add_argument("--queue", metavar="Q", help="only this queue")
+    p.add_argument("--state", metavar="S", help="only this state (ACCEPTED, RUNNING, ...)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of app objects")
+    add_connection_options(p)
+    p.set_defaults(func=_apps)
+
+    p = subparsers.add_parser(
+        "queues",
+        help="list queues and their load",
+        description="List every queue (parents too) with its settings and load.",
+    )
+    p.add_argument("--json", action="store_true", help="print the server's JSON list")
+    add_connection_options(p)
+    p.set_defaults(func=_queues)

@@ -1,0 +1,302 @@
+"""``sessionsched submit``: spark-submit through the scheduler's queues.
+
+``sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] [--wait]
+<spark-submit args…>``
+
+Decisions, so that a spark-submit user gets no surprise:
+
+- The wrapper's own options are taken from anywhere before the application file (after it,
+  every argument is the app's). ``--queue`` is the scheduler's queue; spark-submit's
+  ``--queue`` is YARN-only and means nothing on a standalone or Kubernetes cluster.
+- Every other argument goes to the server unchanged, in order, and the server runs
+  spark-submit with it. ``--master`` is refused: the scheduler picks the cluster. A
+  ``spark.master`` from a properties file is dropped for the same reason.
+- Python apps run in client mode (spark-submit cannot run a Python driver in cluster mode on
+  standalone): ``--deploy-mode cluster`` with a ``.py`` file is refused here.
+- The properties spark-submit would read on this host (``spark-defaults.conf``,
+  ``--properties-file``, ``--conf``, the dedicated options) are resolved here, checked, and sent
+  as ``conf``: the server may run with another ``SPARK_CONF_DIR``, but the app must get
+  the settings its user sees. ``--priority``/``--queue`` win over ``spark.ego.priority``/
+  ``spark.sessionsched.queue`` and are written into ``conf`` as those properties.
+- The working directory is sent absolute, so relative paths resolve on the server.
+- ``--wait`` follows the app until it ends and exits with its exit code: FINISHED gives the
+  driver's code (0); FAILED a non-zero code (1 if the driver left none); KILLED 143 (SIGTERM's
+  shell code) unless the driver left a non-zero code. A driver ended by signal N gives 128+N.
+  Ctrl-C stops waiting, not the app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+
+from ..cli import UserError
+from ..client import App, SchedulerClient, SchedulerError, Submission, Unreachable
+from ..model import AppState, parse_priority
+from ..sparkargs import (
+    SPARK_SUBMIT_OPTIONS,
+    SPARK_SUBMIT_SWITCHES,
+    SparkArgsError,
+    effective_properties,
+    parse_spark_submit,
+    scheduling_properties,
+)
+from .client_cmds import add_connection_options, connect, describe, user_error
+
+WRAPPER_OPTIONS = {"--server", "--queue", "--priority", "--token"}  # take a value
+WRAPPER_SWITCHES = {"--wait", "--help", "-h"}
+# Environment a Python driver depends on; sent so the server launches it the same way.
+FORWARDED_ENV = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+POLL_S = 0.5
+SERVER_OUTAGE_S = 60.0  # --wait rides out a scheduler restart this long, then gives up
+KILLED_EXIT = 143
+
+
+def split_wrapper_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(wrapper arguments, spark-submit arguments), each in their original order.
+
+    Walks spark-submit's grammar so that an option's value is never mistaken for a wrapper
+    option, and stops at the application file: the app's own arguments are left alone.
+    """
+    ours: list[str] = []
+    spark: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if name in WRAPPER_OPTIONS:
+            ours.append(arg)
+            if "=" not in arg and i + 1 < len(argv):
+                i += 1
+                ours.append(argv[i])
+        elif name in WRAPPER_SWITCHES:
+            ours.append(arg)
+        elif name in SPARK_SUBMIT_OPTIONS or arg == "-c":
+            spark.append(arg)
+            if "=" not in arg and i + 1 < len(argv):
+                i += 1
+                spark.append(argv[i])
+        elif name in SPARK_SUBMIT_SWITCHES or arg.startswith("-"):
+            spark.append(arg)  # unknown options are reported by the spark-submit parser
+        else:
+            spark.extend(argv[i:])
+            break
+        i += 1
+    return ours, spark
+
+
+def _local_path(resource: str, cwd: str) -> Path | None:
+    """The file behind an application resource on this host; None for remote URIs
+    (hdfs:, s3a:, http:, local: — those are for the cluster to fetch)."""
+    if resource.startswith("file://"):
+        return Path(resource.removeprefix("file://"))
+    if resource.startswith("file:"):
+        return Path(resource.removeprefix("file:"))
+    if ":" in resource.split("/", 1)[0]:
+        return None
+    return Path(cwd, resource)
+
+
+def _refuse_dropped_options(spark) -> None:
+    if spark.last("--master") is not None or "spark.master" in spark.conf:
+        raise UserError(
+            "--master is chosen by the scheduler; drop it (sessionsched submits to its cluster)"
+        )
+    if spark.last("--remote") is not None or "spark.remote" in spark.conf:
+        raise UserError("--remote (Spark Connect) cannot be scheduled; drop it")
+    for option, command in (("--status", "status"), ("--kill", "kill")):
+        if spark.last(option) is not None:
+            raise UserError(f"use 'sessionsched {command} ID' instead of spark-submit {option}")
+    for switch in ("--version", "--usage-error"):
+        if spark.has(switch):
+            raise UserError(f"{switch} is not a submission; run spark-submit {switch} directly")
+
+
+def plan_submission(
+    wrapper: argparse.Namespace, spark_argv: list[str], environ: Mapping[str, str], cwd: str
+) -> Submission:
+    """The request for POST /api/v1/apps, or UserError naming what is wrong. Pure but for
+    reading the properties files and checking the application file exists."""
+    try:
+        spark = parse_spark_submit(spark_argv)
+        props = effective_properties(spark, environ, cwd)
+        sched = scheduling_properties(props)
+    except SparkArgsError as e:
+        raise UserError(str(e)) from None
+    _refuse_dropped_options(spark)
+    if spark.app_file is None:
+        raise UserError("no application file given: submit [options] <app.py|app.jar> [app args]")
+    if spark.is_python and sched.deploy_mode == "cluster":
+        raise UserError(
+            "Python apps run in client mode on a standalone cluster (the scheduler launches "
+            "the driver on its host); drop --deploy-mode cluster / spark.submit.deployMode"
+        )
+    path = _local_path(spark.app_file, cwd)
+    if path is not None:
+        if not path.is_file():
+            raise UserError(f"application file {spark.app_file} not found (looked in {cwd})")
+        if not os.access(path, os.R_OK):
+            raise UserError(f"application file {path} is not readable")
+
+    conf = {key: prop.value for key, prop in props.items() if key != "spark.master"}
+    priority = sched.priority
+    if wrapper.priority is not None:
+        try:
+            priority = parse_priority(wrapper.priority)
+        except ValueError as e:
+            raise UserError(f"--priority: {e}") from None
+        conf["spark.ego.priority"] = str(priority)
+    queue = sched.queue
+    if wrapper.queue is not None:
+        queue = wrapper.queue.strip()
+        if not queue:
+            raise UserError("--queue: empty queue name")
+        conf["spark.sessionsched.queue"] = queue
+
+    name = conf.get("spark.app.name") or spark.last("--class") or Path(spark.app_file).name
+    env = {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
+    return Submission(
+        argv=tuple(spark_argv),
+        cwd=str(Path(cwd).resolve()),
+        queue=queue,
+        priority=priority,
+        name=name,
+        conf=conf,
+        env=env,
+    )
+
+
+# --- --wait -------------------------------------------------------------------------------------
+
+
+def exit_code_of(app: App) -> int:
+    """The process exit code that mirrors an ended app (see the module doc)."""
+    code = app.exit_code
+    if code is not None and code < 0:
+        code = 128 - code  # killed by signal -code
+    if app.state is AppState.FINISHED:
+        return code or 0
+    if app.state is AppState.FAILED:
+        return code or 1
+    return code or KILLED_EXIT
+
+
+def wait_for(client: SchedulerClient, app_id: str, out: Console) -> App:
+    """Poll until the app ends, showing where it stands: a live line on a terminal, a plain
+    line per change otherwise. Rides out a server outage of up to SERVER_OUTAGE_S."""
+    last_line = ""
+    outage_since: float | None = None
+
+    def poll() -> App | None:
+        nonlocal outage_since
+        try:
+            app = client.app(app_id)
+        except Unreachable:
+            outage_since = outage_since or time.monotonic()
+            if time.monotonic() - outage_since > SERVER_OUTAGE_S:
+                raise
+            return None
+        outage_since = None
+        return app
+
+    if out.is_terminal:
+        with Live("", console=out, refresh_per_second=4, transient=False) as live:
+            while True:
+                app = poll()
+                if app is not None:
+                    live.update(describe(app))
+                    if app.state.terminal:
+                        return app
+                time.sleep(POLL_S)
+    while True:
+        app = poll()
+        if app is not None:
+            line = describe(app)
+            if line != last_line:
+                print(line, file=sys.stderr, flush=True)
+                last_line = line
+            if app.state.terminal:
+                return app
+        time.sleep(POLL_S)
+
+
+def _print_log_tail(client: SchedulerClient, app_id: str) -> None:
+    """On failure, the end of the driver's log: what spark-submit would have shown."""
+    try:
+        tail = client.log(app_id, tail=20).rstrip()
+    except SchedulerError:
+        return
+    if tail:
+        print(f"--- last lines of {app_id}'s driver log ---\n{tail}", file=sys.stderr)
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def wrapper_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sessionsched submit",
+        usage="sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] "
+        "[--wait] <spark-submit args…>",
+        description="Submit a Spark application to the scheduler's queues. Every spark-submit "
+        "argument (options, the application file, its arguments) passes through unchanged, "
+        "except --master (the scheduler picks the cluster). Properties are read from --conf, "
+        "--properties-file and $SPARK_CONF_DIR/spark-defaults.conf as spark-submit does "
+        "(spark.ego.priority, spark.ego.slots.max, spark.sessionsched.queue, ...). Prints the "
+        "submission id.",
+    )
+    p.add_argument("--queue", metavar="Q", help="queue (sets spark.sessionsched.queue)")
+    p.add_argument(
+        "--priority", metavar="N", help="1..10000, higher first (sets spark.ego.priority)"
+    )
+    p.add_argument("--wait", action="store_true",
+                   help="follow the app's state and queue position until it ends; exit with its "
+                   "exit code (non-zero for FAILED and KILLED)")  # fmt: skip
+    add_connection_options(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    ours, spark_argv = split_wrapper_args(args.args)
+    wrapper = wrapper_parser().parse_args(ours)
+    submission = plan_submission(wrapper, spark_argv, os.environ, os.getcwd())
+    try:
+        with connect(wrapper) as client:
+            app = client.submit(submission)
+            print(app.id, flush=True)
+            print(describe(app), file=sys.stderr, flush=True)
+            if not wrapper.wait:
+                return 0
+            try:
+                app = wait_for(client, app.id, Console(stderr=True))
+            except KeyboardInterrupt:
+                print(
+                    f"stopped waiting; {app.id} goes on (sessionsched kill {app.id} stops it)",
+                    file=sys.stderr,
+                )
+                return 130
+            if app.state is AppState.FAILED:
+                _print_log_tail(client, app.id)
+            return exit_code_of(app)
+    except SchedulerError as e:
+        raise user_error(e) from None
+
+
+def add_parser(subparsers) -> None:
+    # spark-submit's grammar is not argparse's: take every argument raw, in order, and split
+    # ours from spark-submit's in run() (wrapper_parser() then parses ours and gives --help).
+    p = subparsers.add_parser(
+        "submit",
+        help="submit a Spark application (spark-submit arguments pass through)",
+        prefix_chars="\0",
+        add_help=False,
+    )
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=run)

@@ -1,0 +1,342 @@
+"""spark-submit's command line and its properties files, read the way spark-submit 4.0.1 reads them.
+
+Pure functions over strings and files; nothing here talks to a server or starts a process.
+
+Grammar (``org.apache.spark.launcher.SparkSubmitOptionParser`` in spark-launcher 4.0.1):
+
+1. Arguments are read left to right. ``--opt=value`` is the same as ``--opt value`` for options
+   that take a value (only for ``--`` options, and only with a non-empty value).
+2. An option that takes a value (``SPARK_SUBMIT_OPTIONS``) consumes the next argument, whatever it
+   looks like. ``-c`` is ``--conf``.
+3. A switch (``SPARK_SUBMIT_SWITCHES``) takes no value. ``-h``/``-v`` are ``--help``/``--verbose``.
+4. Any other argument starting with ``-`` is an error ("Unrecognized option").
+5. The first other argument is the application file; everything after it belongs to the app,
+   untouched, even if it looks like a spark-submit option.
+
+``--conf`` takes exactly one argument of the form ``KEY=VALUE`` (split at the first ``=``);
+``--conf KEY VALUE`` is refused by spark-submit ("Invalid argument to --conf"), and so here.
+
+Property precedence, lowest first (measured with ``spark-submit --verbose`` 4.0.1):
+
+1. ``spark-defaults.conf`` from ``$SPARK_CONF_DIR`` (else ``$SPARK_HOME/conf``) — skipped when
+   ``--properties-file`` is given, unless ``--load-spark-defaults`` is given too;
+2. ``--properties-file FILE``;
+3. ``--conf KEY=VALUE`` (the last one of a key wins);
+4. the dedicated options (``--executor-memory 2g`` beats ``--conf spark.executor.memory=4g``).
+
+Only keys starting with ``spark.`` are kept; spark-submit ignores the others with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model import parse_priority
+
+# Options that take a value, and switches, exactly as spark-launcher 4.0.1 lists them.
+SPARK_SUBMIT_OPTIONS = frozenset(
+    """--archives --class --conf --deploy-mode --driver-class-path --driver-cores
+    --driver-default-class-path --driver-java-options --driver-library-path --driver-memory
+    --executor-cores --executor-memory --files --jars --keytab --kill --master --remote --name
+    --num-executors --packages --exclude-packages --principal --properties-file --proxy-user
+    --py-files --queue --repositories --status --total-executor-cores""".split()
+)
+SPARK_SUBMIT_SWITCHES = frozenset(
+    "--help --supervise --usage-error --verbose --version --load-spark-defaults".split()
+)
+SHORT_ALIASES = {"-c": "--conf", "-h": "--help", "-v": "--verbose"}
+
+# The dedicated options that are shorthands for a Spark property (they win over --conf).
+OPTION_PROPERTIES = {
+    "--name": "spark.app.name",
+    "--deploy-mode": "spark.submit.deployMode",
+    "--driver-cores": "spark.driver.cores",
+    "--driver-memory": "spark.driver.memory",
+    "--executor-cores": "spark.executor.cores",
+    "--executor-memory": "spark.executor.memory",
+    "--num-executors": "spark.executor.instances",
+    "--total-executor-cores": "spark.cores.max",
+    "--py-files": "spark.submit.pyFiles",
+    "--jars": "spark.jars",
+    "--files": "spark.files",
+    "--archives": "spark.archives",
+    "--packages": "spark.jars.packages",
+}
+
+_EQ_OPTION = re.compile(r"(--[^=]+)=(.+)", re.DOTALL)
+
+
+class SparkArgsError(ValueError):
+    """spark-submit arguments or a properties file that cannot be used; ``str()`` is one line."""
+
+
+@dataclass(frozen=True)
+class SparkSubmitArgs:
+    """One spark-submit command line, split into its parts. ``argv`` is kept as given."""
+
+    argv: tuple[str, ...]
+    options: tuple[tuple[str, str | None], ...] = ()  # (canonical option, value) in order
+    conf: Mapping[str, str] = field(default_factory=dict)  # from --conf, last one wins
+    app_file: str | None = None
+    app_args: tuple[str, ...] = ()
+
+    def last(self, option: str) -> str | None:
+        """The value of the last occurrence of ``option`` (spark-submit keeps the last)."""
+        value = None
+        for name, v in self.options:
+            if name == option:
+                value = v
+        return value
+
+    def has(self, switch: str) -> bool:
+        return any(name == switch for name, _ in self.options)
+
+    @property
+    def is_python(self) -> bool:
+        return self.app_file is not None and self.app_file.endswith(".py")
+
+
+def parse_spark_submit(argv: list[str] | tuple[str, ...]) -> SparkSubmitArgs:
+    """Split a spark-submit command line (without ``spark-submit`` itself), see the module doc."""
+    options: list[tuple[str, str | None]] = []
+    conf: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        value: str | None = None
+        m = _EQ_OPTION.fullmatch(arg)
+        if m and m.group(1) in SPARK_SUBMIT_OPTIONS:
+            arg, value = m.group(1), m.group(2)
+        name = SHORT_ALIASES.get(arg, arg)
+        if name in SPARK_SUBMIT_OPTIONS:
+            if value is None:
+                if i + 1 >= len(argv):
+                    raise SparkArgsError(f"spark-submit option {arg} needs a value")
+                i += 1
+                value = argv[i]
+            if name == "--conf":
+                key, sep, conf_value = value.partition("=")
+                if not sep or not key:
+                    raise SparkArgsError(
+                        f"--conf {value!r}: expected KEY=VALUE in one argument "
+                        "(spark-submit does not take --conf KEY VALUE)"
+                    )
+                conf[key] = conf_value
+            options.append((name, value))
+        elif name in SPARK_SUBMIT_SWITCHES:
+            options.append((name, None))
+        elif arg.startswith("-"):
+            raise SparkArgsError(f"unknown spark-submit option {arg!r}")
+        else:
+            return SparkSubmitArgs(tuple(argv), tuple(options), conf, arg, tuple(argv[i + 1 :]))
+        i += 1
+    return SparkSubmitArgs(tuple(argv), tuple(options), conf)
+
+
+# --- properties files -------------------------------------------------------------------------
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _logical_lines(text: str):
+    """Lines of a java.util.Properties file with continuations (odd trailing backslashes) joined."""
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f") if pending else raw
+        if not pending and (not line.strip() or line.lstrip(" \t\f")[:1] in ("#", "!")):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        yield pending + line
+        pending = ""
+    if pending:
+        yield pending
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """``java.util.Properties.load`` syntax: ``key=value``, ``key: value`` or ``key value``;
+    ``#``/``!`` comments; backslash escapes and continuations. Values are trimmed, as Spark does."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        line = line.lstrip(" \t\f")
+        i = 0
+        while i < len(line):
+            if line[i] == "\\":
+                i += 2
+                continue
+            if line[i] in "=: \t\f":
+                break
+            i += 1
+        key, rest = line[:i], line[i:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        props[_unescape(key)] = _unescape(rest).strip()
+    return props
+
+
+def read_properties_file(path: str | Path) -> dict[str, str]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SparkArgsError(f"cannot read properties file {p}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise SparkArgsError(f"properties file {p} is not UTF-8 text") from None
+    return parse_properties(text)
+
+
+def spark_defaults_path(environ: Mapping[str, str]) -> Path | None:
+    """Where spark-submit looks for spark-defaults.conf: ``$SPARK_CONF_DIR``, else
+    ``$SPARK_HOME/conf``. None when neither variable is set."""
+    if environ.get("SPARK_CONF_DIR"):
+        return Path(environ["SPARK_CONF_DIR"]) / "spark-defaults.conf"
+    if environ.get("SPARK_HOME"):
+        return Path(environ["SPARK_HOME"]) / "conf" / "spark-defaults.conf"
+    return None
+
+
+@dataclass(frozen=True)
+class Prop:
+    value: str
+    source: str  # where it was set, for messages: "--conf", "--executor-memory", a file path
+
+
+def effective_properties(
+    args: SparkSubmitArgs, environ: Mapping[str, str], cwd: str | Path
+) -> dict[str, Prop]:
+    """Every ``spark.*`` property the command line sets, with where it came from, by the
+    precedence in the module doc. A relative ``--properties-file`` is taken from ``cwd``."""
+    layers: list[tuple[str, Mapping[str, str]]] = []
+    props_file = args.last("--properties-file")
+    defaults = spark_defaults_path(environ)
+    if defaults is not None and (props_file is None or args.has("--load-spark-defaults")):
+        if defaults.is_file():
+            layers.append((str(defaults), read_properties_file(defaults)))
+    if props_file is not None:
+        path = Path(cwd, props_file)
+        layers.append((str(path), read_properties_file(path)))
+    layers.append(("--conf", args.conf))
+    for option, prop in OPTION_PROPERTIES.items():
+        value = args.last(option)
+        if value is not None:
+            layers.append((option, {prop: value}))
+
+    merged: dict[str, Prop] = {}
+    for source, values in layers:
+        for key, value in values.items():
+            if key.startswith("spark."):
+                merged[key] = Prop(value, source)
+    return merged
+
+
+# --- the properties the scheduler acts on (DESIGN.md, "Properties read at submission") ----------
+
+_MEMORY = re.compile(r"\d+\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SchedulingProps:
+    """The scheduler's view of a submission's properties, checked. None: not set."""
+
+    priority: int | None = None
+    slots_max: int | None = None
+    queue: str | None = None
+    policy: str | None = None
+    deploy_mode: str | None = None
+    dynamic_allocation: bool | None = None
+    min_executors: int | None = None
+    max_executors: int | None = None
+    initial_executors: int | None = None
+    executor_idle_timeout: str | None = None
+    executor_cores: int | None = None
+    executor_memory: str | None = None
+    driver_cores: int | None = None
+    driver_memory: str | None = None
+
+
+def _where(key: str, prop: Prop) -> str:
+    return f"{key}={prop.value!r} (from {prop.source})"
+
+
+def _int(props: Mapping[str, Prop], key: str, minimum: int) -> int | None:
+    prop = props.get(key)
+    if prop is None:
+        return None
+    text = prop.value.strip()
+    if not text.lstrip("-").isdigit() or int(text) < minimum:
+        raise SparkArgsError(f"{_where(key, prop)}: expected a whole number >= {minimum}")
+    return int(text)
+
+
+def _memory(props: Mapping[str, Prop], key: str) -> str | None:
+    prop = props.get(key)
+    if prop is None:
+        return None
+    if not _MEMORY.fullmatch(prop.value.strip()):
+        raise SparkArgsError(f"{_where(key, prop)}: expected a size like 512m or 2g")
+    return prop.value.strip()
+
+
+def scheduling_properties(props: Mapping[str, Prop]) -> SchedulingProps:
+    """The properties DESIGN.md lists, checked; SparkArgsError names the property, its value
+    and where it was set."""
+    priority = None
+    if "spark.ego.priority" in props:
+        prop = props["spark.ego.priority"]
+        try:
+            priority = parse_priority(prop.value)
+        except ValueError as e:
+            raise SparkArgsError(f"{_where('spark.ego.priority', prop)}: {e}") from None
+    dyn = props.get("spark.dynamicAllocation.enabled")
+    if dyn is not None and dyn.value.strip().lower() not in ("true", "false"):
+        raise SparkArgsError(
+            f"{_where('spark.dynamicAllocation.enabled', dyn)}: expected true or false"
+        )
+    mode = props.get("spark.submit.deployMode")
+    if mode is not None and mode.value.strip() not in ("client", "cluster"):
+        raise SparkArgsError(
+            f"{_where('spark.submit.deployMode', mode)}: expected client or cluster"
+        )
+    queue = props.get("spark.sessionsched.queue")
+    policy = props.get("spark.ego.app.schedule.policy")
+    idle = props.get("spark.dynamicAllocation.executorIdleTimeout")
+    return SchedulingProps(
+        priority=priority,
+        slots_max=_int(props, "spark.ego.slots.max", 1),
+        queue=queue.value.strip() if queue else None,
+        policy=policy.value.strip() if policy else None,
+        deploy_mode=mode.value.strip() if mode else None,
+        dynamic_allocation=None if dyn is None else dyn.value.strip().lower() == "true",
+        min_executors=_int(props, "spark.dynamicAllocation.minExecutors", 0),
+        max_executors=_int(props, "spark.dynamicAllocation.maxExecutors", 0),
+        initial_executors=_int(props, "spark.dynamicAllocation.initialExecutors", 0),
+        executor_idle_timeout=idle.value.strip() if idle else None,
+        executor_cores=_int(props, "spark.executor.cores", 1),
+        executor_memory=_memory(props, "spark.executor.memory"),
+        driver_cores=_int(props, "spark.driver.cores", 1),
+        driver_memory=_memory(props, "spark.driver.memory"),
+    )
