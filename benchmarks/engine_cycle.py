@@ -1,0 +1,291 @@
+"""Engine cycle cost at scale: ``Scheduler.step`` with thousands of running and queued apps.
+
+Not a test: it prints a table. Usage::
+
+    .venv/bin/python benchmarks/engine_cycle.py            # growth 1k..10k running + 100k queued
+    .venv/bin/python benchmarks/engine_cycle.py --quick    # 1k and 10k running only, fewer cycles
+    .venv/bin/python benchmarks/engine_cycle.py --profile 10000   # cProfile one size
+
+The queue tree has 10 parents x 10 leaves (100 queues) with mixed policies (fifo, priority,
+fairshare), admission modes (stateaware, reserve, none), weights, min_share and max_cores.
+Running apps are adopted (as after a restart) and settle first; then every measured cycle carries
+what a busy cluster reports in one 200 ms cycle:
+
+  * 20 demand changes and up to 40 executor changes (launches up to the grant, reclaims carried
+    out, executors going idle or busy);
+  * 5 drivers exiting, so about 5 queued apps are admitted per cycle (each leaf's
+    ``max_running_apps`` keeps the queued backlog in the queues);
+  * 5 new submissions, 5 priority changes of queued apps and 2 of running apps.
+
+Only ``step`` is timed; the harness that plays the cluster is not. Target (issue 2): at most
+50 ms per cycle at 10k running + 100k queued on a 2-core machine, growing no worse than n log n.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import math
+import pstats
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sessionsched.engine import (  # noqa: E402
+    Adopted,
+    DemandChanged,
+    DriverExited,
+    DriverStarted,
+    ExecutorsChanged,
+    LaunchDriver,
+    PriorityChanged,
+    Reclaim,
+    Scheduler,
+    SetTarget,
+    Submitted,
+)
+from sessionsched.model import (  # noqa: E402
+    Admission,
+    AppSpec,
+    AppState,
+    Executor,
+    Policy,
+    Queue,
+    Resources,
+)
+
+PARENTS = 10
+LEAVES = 10
+CYCLE_S = 0.2
+
+
+def queue_tree(running: int) -> Queue:
+    """10 parents x 10 leaves; leaf max_running_apps holds ``running`` apps in total."""
+    per_leaf = max(running // (PARENTS * LEAVES), 1)
+    policies = [Policy.FIFO, Policy.PRIORITY, Policy.FAIRSHARE]
+    modes = [Admission.STATEAWARE, Admission.RESERVE, Admission.NONE]
+    timeouts = [0.0, 30.0, -1.0]
+    parents = []
+    for p in range(PARENTS):
+        leaves = tuple(
+            Queue(
+                name=f"root.p{p}.l{leaf}",
+                policy=policies[(p + leaf) % 3],
+                admission=modes[leaf % 3],
+                starting_limit=1 + leaf % 2,
+                max_running_apps=per_leaf,
+                reclaim_timeout_s=timeouts[(p * LEAVES + leaf) % 3],
+                weight=1.0 + leaf % 4,
+            )
+            for leaf in range(LEAVES)
+        )
+        parents.append(
+            Queue(
+                name=f"root.p{p}",
+                children=leaves,
+                weight=1.0 + p % 3,
+                min_share_cores=running // 20 if p % 4 == 0 else 0,
+                max_cores=running if p % 5 == 1 else None,
+            )
+        )
+    return Queue(name="root", children=tuple(parents))
+
+
+class Workload:
+    """Plays the cluster: makes specs, carries out decisions, produces each cycle's events."""
+
+    def __init__(self, running: int, queued: int, seed: int = 1):
+        self.rng = random.Random(seed)
+        self.root = queue_tree(running)
+        self.leaves = [q.name for q in self.root.leaves()]
+        self.seq = 0
+        self.running = running
+        self.queued = queued
+        self.grant: dict[str, int] = {}
+        self.executors: dict[str, dict[str, Executor]] = {}
+        self.doomed: dict[str, set[str]] = {}  # reclaimed executors, removed next cycle
+        self.launched: list[str] = []  # LaunchDriver seen, DriverStarted not yet sent
+        self.live: list[str] = []  # apps with a driver, for picking at random
+        self.pending_ids: list[str] = []
+        self.next_executor = 0
+
+    def spec(self, leaf: str | None = None) -> AppSpec:
+        rng = self.rng
+        self.seq += 1
+        return AppSpec(
+            app_id=f"app-{self.seq:07d}",
+            queue=leaf or rng.choice(self.leaves),
+            seq=self.seq,
+            submitted_at=0.0,
+            priority=rng.randint(1, 10000),
+            driver=Resources(1, 1024),
+            driver_in_cluster=rng.random() < 0.3,
+            executor=Resources(rng.choice((1, 2, 4)), rng.choice((2048, 4096))),
+            min_executors=rng.choice((0, 0, 0, 1, 2)),
+            max_executors=rng.choice((None, 4, 16)),
+        )
+
+    def setup_events(self) -> list:
+        events = []
+        for i in range(self.running):
+            spec = self.spec(self.leaves[i % len(self.leaves)])
+            events.append(Adopted(spec, AppState.RUNNING, spec.priority, launched_at=0.0,
+                                  first_executor_at=0.0))
+            events.append(DemandChanged(spec.app_id, self.rng.randint(0, 12)))
+            self.live.append(spec.app_id)
+            self.executors[spec.app_id] = {}
+        for _ in range(self.queued):
+            spec = self.spec()
+            events.append(Submitted(spec))
+            self.pending_ids.append(spec.app_id)
+        return events
+
+    def carry_out(self, decisions: list) -> None:
+        for d in decisions:
+            if isinstance(d, SetTarget):
+                self.grant[d.app_id] = d.grant
+            elif isinstance(d, Reclaim):
+                self.doomed.setdefault(d.app_id, set()).update(d.executor_ids)
+            elif isinstance(d, LaunchDriver):
+                self.launched.append(d.app_id)
+
+    def _executors_event(self, app_id: str, now: float) -> ExecutorsChanged:
+        have = self.executors.setdefault(app_id, {})
+        for eid in self.doomed.pop(app_id, ()):
+            have.pop(eid, None)
+        want = self.grant.get(app_id, 0)
+        while len(have) < want:
+            self.next_executor += 1
+            eid = str(self.next_executor)
+            have[eid] = Executor(eid, started_at=now, idle=False)
+        for eid in list(have)[: self.rng.randint(0, 2)]:
+            have[eid] = Executor(eid, have[eid].started_at, idle=not have[eid].idle)
+        return ExecutorsChanged(app_id, tuple(have.values()))
+
+    def settle_events(self, now: float, sched: Scheduler) -> list:
+        """Bring every app to its grant (used before measuring)."""
+        return [self._executors_event(a, now) for a in self.live if a in sched.apps]
+
+    def cycle_events(self, now: float, sched: Scheduler) -> list:
+        rng = self.rng
+        events = []
+        for app_id in self.launched:
+            events.append(DriverStarted(app_id))
+            self.live.append(app_id)
+            self.pending_ids_remove(app_id)
+        self.launched = []
+        touched = set(self.doomed)
+        touched.update(rng.sample(self.live, min(20, len(self.live))))
+        for app_id in sorted(touched)[:40]:
+            if sched.apps[app_id].state.admitted:
+                events.append(self._executors_event(app_id, now))
+        for app_id in rng.sample(self.live, min(20, len(self.live))):
+            events.append(DemandChanged(app_id, rng.randint(0, 12)))
+        for _ in range(5):
+            app_id = self.live.pop(rng.randrange(len(self.live)))
+            self.executors.pop(app_id, None)
+            self.doomed.pop(app_id, None)
+            events.append(DriverExited(app_id, 0))
+        for _ in range(5):
+            spec = self.spec()
+            events.append(Submitted(spec))
+            self.pending_ids.append(spec.app_id)
+        for app_id in rng.sample(self.pending_ids, min(5, len(self.pending_ids))):
+            events.append(PriorityChanged(app_id, rng.randint(1, 10000)))
+        for app_id in rng.sample(self.live, 2):
+            events.append(PriorityChanged(app_id, rng.randint(1, 10000)))
+        return events
+
+    def pending_ids_remove(self, app_id: str) -> None:
+        # Swap-remove keeps this O(1); order does not matter for random picks.
+        try:
+            i = self.pending_ids.index(app_id)
+        except ValueError:
+            return
+        self.pending_ids[i] = self.pending_ids[-1]
+        self.pending_ids.pop()
+
+
+def run(running: int, queued: int, cycles: int, profile: bool = False) -> dict:
+    wl = Workload(running, queued)
+    sched = Scheduler(wl.root, Resources(running * 3, running * 3 * 4096), driver_slots=running * 2)
+    t0 = time.perf_counter()
+    wl.carry_out(sched.step(0.0, wl.setup_events()))
+    setup_s = time.perf_counter() - t0
+    now = 0.0
+    for _ in range(3):  # settle: executors reach their grants, reclaims are carried out
+        now += CYCLE_S
+        wl.carry_out(sched.step(now, wl.settle_events(now, sched)))
+    for _ in range(5):  # warm-up
+        now += CYCLE_S
+        wl.carry_out(sched.step(now, wl.cycle_events(now, sched)))
+    times = []
+    decisions = 0
+    prof = cProfile.Profile() if profile else None
+    gc.collect()
+    for _ in range(cycles):
+        now += CYCLE_S
+        events = wl.cycle_events(now, sched)
+        if prof:
+            prof.enable()
+        t = time.perf_counter()
+        out = sched.step(now, events)
+        times.append((time.perf_counter() - t) * 1000)
+        if prof:
+            prof.disable()
+        decisions += len(out)
+        wl.carry_out(out)
+    if prof:
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+    times.sort()
+    admitted = sum(1 for r in sched.apps.values() if r.state.admitted)
+    queued_now = sum(len(sched.pending(q)) for q in wl.leaves)
+    return {
+        "running": running,
+        "admitted": admitted,
+        "queued": queued_now,
+        "setup_s": setup_s,
+        "p50": statistics.median(times),
+        "p95": times[min(len(times) - 1, math.ceil(0.95 * len(times)) - 1)],
+        "max": times[-1],
+        "decisions": decisions / cycles,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1k and 10k running, 20 cycles")
+    ap.add_argument("--cycles", type=int, default=None)
+    ap.add_argument("--queued", type=int, default=100_000)
+    ap.add_argument("--profile", type=int, metavar="RUNNING", help="cProfile one size")
+    args = ap.parse_args()
+    if args.profile:
+        run(args.profile, args.queued, args.cycles or 20, profile=True)
+        return
+    sizes = [1000, 10_000] if args.quick else [1000, 2000, 5000, 10_000]
+    cycles = args.cycles or (20 if args.quick else 50)
+    print(f"engine cycle: {PARENTS * LEAVES} leaf queues, {args.queued:,} queued, "
+          f"{cycles} cycles per size")
+    head = (f"{'running':>8} {'admitted':>8} {'queued':>8} {'setup s':>8} {'p50 ms':>8} "
+            f"{'p95 ms':>8} {'max ms':>8} {'dec/cyc':>8} {'p50/(n log n)':>14}")
+    print(head)
+    print("-" * len(head))
+    base = None
+    for n in sizes:
+        r = run(n, args.queued, cycles)
+        nlogn = n * math.log2(n)
+        base = base or r["p50"] / nlogn
+        print(f"{r['running']:>8,} {r['admitted']:>8,} {r['queued']:>8,} {r['setup_s']:>8.1f} "
+              f"{r['p50']:>8.1f} {r['p95']:>8.1f} {r['max']:>8.1f} {r['decisions']:>8.1f} "
+              f"{r['p50'] / nlogn / base:>14.2f}")
+    print("p50/(n log n): cycle cost per n log n, relative to the first row (<= 1 means no worse "
+          "than n log n)")
+
+
+if __name__ == "__main__":
+    main()
