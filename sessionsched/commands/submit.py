@@ -256,9 +256,12 @@ def wrapper_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--priority", metavar="N", help="1..10000, higher first (sets spark.ego.priority)"
     )
-    p.add_argument("--wait", action="store_true",
-                   help="follow the app's state and queue position until it ends; exit with its "
-                   "exit code (non-zero for FAILED and KILLED)")  # fmt: skip
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the app's state and queue position until it ends; exit with its "
+        "exit code (non-zero for FAILED and KILLED)",
+    )
     add_connection_options(p)
     return p
 

@@ -1,0 +1,107 @@
+"""A scheduler (``sessionsched serve``) run as a child process on a free 127.0.0.1 port, for the
+demo and for tests that need a real server. Not a command itself.
+
+The child gets its own process session, so a Ctrl-C in the terminal reaches only the parent,
+which then stops things in the right order (apps first, then the server). It is stopped by its
+PID only: SIGTERM, then SIGKILL if it has not gone within the timeout.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import yaml
+
+
+class ServerStartError(RuntimeError):
+    """The server did not come up; ``str()`` says why and ends with its log's last line."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+@dataclass
+class ServerProcess:
+    proc: subprocess.Popen
+    url: str
+    config_path: Path
+    log_path: Path
+
+    @classmethod
+    def start(cls, config: dict, workdir: Path, ready_timeout_s: float = 60.0) -> ServerProcess:
+        """Write ``config`` (a server YAML as a dict; ``server.port`` is set to a free port)
+        into ``workdir`` and start ``sessionsched serve`` on it; return once it answers."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        config = copy.deepcopy(config)
+        server = config.setdefault("server", {})
+        server["host"] = "127.0.0.1"
+        server["port"] = free_port()
+        config_path = workdir / "sessionsched.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        log_path = workdir / "server.log"
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sessionsched.cli", "serve", "--config", str(config_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=workdir,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        self = cls(proc, f"http://127.0.0.1:{server['port']}", config_path, log_path)
+        try:
+            self.wait_ready(ready_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerStartError(
+                    f"the scheduler exited with code {self.proc.returncode} while starting; "
+                    f"{self.log_path}:\n{log_tail(self.log_path)}"
+                )
+            try:
+                if httpx.get(f"{self.url}/api/v1/queues", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise ServerStartError(
+            f"the scheduler did not answer at {self.url} within {timeout_s:g}s; "
+            f"{self.log_path}:\n{log_tail(self.log_path)}"
+        )
+
+    def stop(self, timeout_s: float = 15.0) -> int | None:
+        """Stop the server by its PID (SIGTERM, then SIGKILL); its exit code."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout_s)
+        return self.proc.returncode
