@@ -35,7 +35,8 @@ class _Strict(BaseModel):
 
 
 class QueueConfig(_Strict):
-    """One queue as written in YAML. Seconds are plain numbers; ``min_share``/``max_cores`` are cores."""
+    """One queue as written in YAML. Seconds are plain numbers; ``min_share``/``max_cores``
+    are cores."""
 
     name: str
     queues: list[QueueConfig] = Field(default_factory=list)
@@ -129,10 +130,22 @@ def resolve_queue(root: Queue, name: str) -> Queue:
 
 
 class ServerSection(_Strict):
+    """Where the service listens and keeps its state.
+
+    ``db_url``: a SQLAlchemy URL for the store; default a SQLite file (WAL mode) in
+    ``state_dir``. ``heartbeat_s``: how often driver agents report; an agent silent for three
+    heartbeats no longer speaks for its app's executors (the cluster's view does).
+    ``session_timeout``: a notebook session whose agent has been silent this many seconds is
+    ended (FAILED), so a notebook that died without ``stop()`` does not hold a driver slot.
+    """
+
     host: str = "127.0.0.1"
     port: int = Field(6066, ge=1, le=65535)
     state_dir: str = "./.sessionsched"
     cycle_ms: int = Field(200, ge=10, le=500)
+    db_url: str | None = None
+    heartbeat_s: float = Field(1.0, gt=0, le=60)
+    session_timeout: float = Field(600.0, gt=0)
 
 
 class ClusterSection(_Strict):
@@ -156,6 +169,98 @@ class DefaultsSection(_Strict):
         return parse_priority(v)
 
 
+class QueueOverride(_Strict):
+    """Queue settings a time-of-day plan changes; unset fields keep the configured value."""
+
+    admission: Admission | None = None
+    starting_limit: int | None = Field(None, ge=1)
+    starting_timeout: float | None = Field(None, gt=0)
+    policy: Policy | None = None
+    weight: float | None = Field(None, gt=0)
+    min_share: int | None = Field(None, ge=0)
+    max_cores: int | None = Field(None, ge=1)
+    max_running_apps: int | None = Field(None, ge=1)
+    reclaim_timeout: float | None = None
+
+    @field_validator("admission", mode="before")
+    @classmethod
+    def _admission(cls, v: Any) -> Any:
+        return _enum_value(Admission, v)
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy(cls, v: Any) -> Any:
+        return _enum_value(Policy, v)
+
+    @field_validator("reclaim_timeout")
+    @classmethod
+    def _reclaim(cls, v: float | None) -> float | None:
+        return v if v is None else QueueConfig._reclaim(v)
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+class PlanConfig(_Strict):
+    """A time-of-day queue plan: from each time ``cron`` fires (5-field crontab, in
+    ``timezone``, default the server's local zone), the queues run with the configured settings
+    plus these ``queues`` overrides — until the next plan fires. Plans do not stack."""
+
+    cron: str
+    queues: dict[str, QueueOverride] = Field(default_factory=dict)
+    timezone: str | None = None
+
+    @model_validator(mode="after")
+    def _cron(self) -> PlanConfig:
+        from .server.plans import cron_trigger  # the same parser the server runs plans with
+
+        try:
+            cron_trigger(self.cron, self.timezone)
+        except Exception as e:  # noqa: BLE001 - APScheduler raises ValueError or zone errors
+            raise ValueError(f"cron {self.cron!r}: {e}") from None
+        return self
+
+
+def _full_names(queues: list[QueueConfig], parent: str = "") -> dict[str, QueueConfig]:
+    out: dict[str, QueueConfig] = {}
+    for q in queues:
+        full = f"{parent}.{q.name}" if parent else q.name
+        out[full] = q
+        out.update(_full_names(q.queues, full))
+    return out
+
+
+def _root_configs(queues: list[QueueConfig]) -> list[QueueConfig]:
+    if len(queues) == 1 and queues[0].name == "root":
+        return queues
+    return [QueueConfig(name="root", queues=queues)]
+
+
+def resolve_any_queue(queues: list[QueueConfig], name: str) -> str:
+    """The full path of a queue at any level (``root.etl`` or ``etl``), or LookupError."""
+    names = _full_names(_root_configs(queues))
+    wanted = name.strip()
+    for candidate in (wanted, f"root.{wanted}"):
+        if candidate in names:
+            return candidate
+    raise LookupError(f"unknown queue {name!r}; known queues: {', '.join(names)}")
+
+
+def apply_overrides(
+    queues: list[QueueConfig], overrides: dict[str, QueueOverride]
+) -> list[QueueConfig]:
+    """The queue configs with each override's changes applied (names as in a plan)."""
+    wanted = {resolve_any_queue(queues, k): v.changes() for k, v in overrides.items()}
+
+    def rebuild(q: QueueConfig, parent: str) -> QueueConfig:
+        full = f"{parent}.{q.name}" if parent else q.name
+        update = dict(wanted.get(full, {}))
+        update["queues"] = [rebuild(c, full) for c in q.queues]
+        return q.model_copy(update=update)
+
+    return [rebuild(q, "") for q in _root_configs(queues)]
+
+
 class ServerConfig(_Strict):
     """The server's YAML file (DESIGN.md, "Server configuration")."""
 
@@ -166,6 +271,7 @@ class ServerConfig(_Strict):
     auth: AuthSection = AuthSection()
     defaults: DefaultsSection = DefaultsSection()
     queues: list[QueueConfig] = Field(default_factory=lambda: list(DEFAULT_QUEUES))
+    plans: list[PlanConfig] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _default_queue_exists(self) -> ServerConfig:
@@ -173,10 +279,24 @@ class ServerConfig(_Strict):
             resolve_queue(self.queue_tree(), self.defaults.queue)
         except LookupError as e:
             raise ValueError(f"defaults.queue: {e}") from None
+        for i, plan in enumerate(self.plans):
+            for name in plan.queues:
+                try:
+                    resolve_any_queue(self.queues, name)
+                except LookupError as e:
+                    raise ValueError(f"plans[{i}].queues: {e}") from None
         return self
 
-    def queue_tree(self) -> Queue:
-        return build_queue_tree(self.queues)
+    def queue_tree(self, plan: PlanConfig | None = None) -> Queue:
+        """The queue tree, with a time-of-day plan's overrides when one is given."""
+        if plan is None:
+            return build_queue_tree(self.queues)
+        return build_queue_tree(apply_overrides(self.queues, plan.queues))
+
+    def database_url(self) -> str:
+        if self.server.db_url:
+            return self.server.db_url
+        return f"sqlite:///{Path(self.server.state_dir).resolve() / 'sessionsched.db'}"
 
 
 def format_validation_error(err: ValidationError) -> str:

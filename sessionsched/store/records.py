@@ -1,0 +1,98 @@
+"""What the store keeps about an application, as plain data.
+
+``StoredApp`` is one row of the ``apps`` table: everything needed to show the app, to launch it
+(the spark-submit arguments or the Spark REST request, its conf, environment and working
+directory) and to find its driver again after a restart (``handle``). The service keeps these
+records in memory as its books; the store writes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..model import AppSpec, AppState, Resources
+
+
+class AppKind:
+    """How an application reached the scheduler (docs/api.md, "kind")."""
+
+    SUBMIT = "submit"  # native API: spark-submit arguments, launched by the server
+    REST = "rest"  # Spark REST CreateSubmissionRequest: a JVM app, driver in the cluster
+    SESSION = "session"  # a notebook's driver, running in the notebook's own process
+
+    ALL = (SUBMIT, REST, SESSION)
+
+
+@dataclass
+class StoredApp:
+    id: str
+    seq: int
+    kind: str
+    name: str
+    user: str
+    queue: str
+    priority: int
+    submitted_at: float
+    spec: AppSpec
+    state: AppState = AppState.ACCEPTED
+    reason: str = ""
+    started_at: float | None = None
+    first_executor_at: float | None = None
+    finished_at: float | None = None
+    exit_code: int | None = None
+    spark_app_id: str | None = None
+    argv: list[str] = field(default_factory=list)
+    conf: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    rest_request: dict[str, Any] | None = None
+    handle: dict[str, Any] | None = None
+    log_path: str | None = None
+    sender: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One line of an app's audit trail."""
+
+    app_id: str
+    at: float
+    kind: str  # submitted | state | priority | kill | launch | adopted | warning | agent | exit
+    detail: str
+
+
+# The AppSpec's sizing fields, stored as one JSON object (the rest are columns of their own).
+
+
+def spec_to_json(spec: AppSpec) -> dict[str, Any]:
+    return {
+        "driver": asdict(spec.driver),
+        "driver_in_cluster": spec.driver_in_cluster,
+        "executor": asdict(spec.executor),
+        "min_executors": spec.min_executors,
+        "max_executors": spec.max_executors,
+        "slots_max": spec.slots_max,
+    }
+
+
+def spec_from_json(
+    data: dict[str, Any], *, app_id: str, queue: str, seq: int, submitted_at: float,
+    priority: int, name: str, user: str,
+) -> AppSpec:
+    return AppSpec(
+        app_id=app_id,
+        queue=queue,
+        seq=seq,
+        submitted_at=submitted_at,
+        priority=priority,
+        name=name,
+        user=user,
+        driver=Resources(**data["driver"]),
+        driver_in_cluster=bool(data["driver_in_cluster"]),
+        executor=Resources(**data["executor"]),
+        min_executors=int(data["min_executors"]),
+        max_executors=data["max_executors"],
+        slots_max=data["slots_max"],
+    )

@@ -1,0 +1,61 @@
+"""The tables. Times are epoch seconds (floats); structured parts are JSON columns.
+
+``apps``: one row per application, with all it takes to relaunch or re-adopt it.
+``events``: the audit trail — every submission, state change, priority change and kill.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class AppRow(Base):
+    __tablename__ = "apps"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, unique=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(Text)
+    user: Mapped[str] = mapped_column(String(128))
+    queue: Mapped[str] = mapped_column(String(256))
+    priority: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    submitted_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    first_executor_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    spark_app_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    argv: Mapped[list[str]] = mapped_column(JSON, default=list)
+    conf: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    env: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    cwd: Mapped[str | None] = mapped_column(Text, nullable=True)
+    rest_request: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    handle: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    log_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    sender: Mapped[str] = mapped_column(String(256), default="")
+    warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
+
+    __table_args__ = (
+        Index("ix_apps_state", "state"),
+        Index("ix_apps_spark_app_id", "spark_app_id"),
+    )
+
+
+class EventRow(Base):
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id"), index=True)
+    at: Mapped[float] = mapped_column(Float)
+    kind: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[str] = mapped_column(Text)
