@@ -1,0 +1,256 @@
+"""The agent loop: a daemon thread in the driver that reports facts and applies decisions.
+
+Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
+  1. reads the facts from Spark (demand, pending/running tasks, executors with idle state);
+  2. sends them (``register`` first, then ``heartbeat``) and reads the answer;
+  3. applies the answer: the ``grant`` becomes the dynamic-allocation cap, each reclaim order is
+     carried out once (``reclaim.ReclaimExecutor``), a terminal ``state`` stops the SparkContext;
+  4. re-asserts the cap and runs due reclaim work (decommission deadlines, idle releases) --
+     this step also runs while the server is unreachable.
+
+It holds no policy: what it reports is read from Spark, what it does is what it was told.
+
+Until the first answer the cap is 0: the scheduler has granted nothing yet, and an app that
+asked for executors before being counted would overcommit the cluster. When the server cannot
+be reached the agent keeps the last cap, logs one warning per outage (and one line when it is
+back), and retries with exponential backoff up to ``max_backoff_s``. A ``404`` to a heartbeat
+means the server lost the app (a restart without its state): the agent registers again. A
+``404`` to the registration means the app is not the scheduler's: the agent restores the
+user's own maxExecutors and stops, and the app runs on unmanaged.
+
+Nothing here may break the user's program: every error is caught, logged (bounded) and
+retried; the loop ends quietly when the SparkContext stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from . import protocol
+from .protocol import Answer
+from .reclaim import ReclaimExecutor
+from .spark_control import SparkControl, SparkControlError, SparkFacts
+from .transport import JsonClient, Refused, Unreachable
+
+log = logging.getLogger("sessionsched.agent")
+
+
+class Agent:
+    def __init__(
+        self,
+        control: SparkControl,
+        client: JsonClient,
+        app_id: str,
+        *,
+        spark_app_id: str | None = None,
+        spark_version: str = "",
+        heartbeat_s: float = 1.0,
+        max_backoff_s: float = 15.0,
+        on_terminal: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.control = control
+        self.client = client
+        self.app_id = app_id
+        self.spark_app_id = spark_app_id
+        self.spark_version = spark_version
+        self.heartbeat_s = heartbeat_s
+        self.max_backoff_s = max_backoff_s
+        self.on_terminal = on_terminal
+        self.clock = clock
+        self.reclaim = ReclaimExecutor(control)
+        self.registered = False
+        self.last_answer: Answer | None = None
+        self.grant: int | None = None
+        self.sent = 0  # successful exchanges with the server
+        self._failures = 0  # consecutive failed exchanges (0 = connected)
+        self._outage_since: float | None = None
+        self._next_attempt = 0.0
+        self._spark_errors = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.control.probe.full:
+            self._set_cap(0)
+        else:
+            log.warning(
+                "sessionsched agent: %s: executor control unavailable (%s); reporting "
+                "control: admission-only. The app runs normally; the scheduler only orders "
+                "its driver.",
+                self.app_id,
+                self.control.probe.reason,
+            )
+        self._thread = threading.Thread(target=self._run, name="sessionsched-agent", daemon=True)
+        self._thread.start()
+
+    def stop(self, release: bool = False, timeout_s: float = 10.0) -> None:
+        """Stop reporting. ``release``: hand the user's own maxExecutors back to Spark."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+        if release:
+            self._release()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self.control.stopped():
+                break
+            try:
+                self._cycle(self.clock())
+            except Exception as e:  # the last line of defence for the user's app
+                if self.control.stopped():
+                    break
+                self._spark_error(e)
+            self._stop.wait(self.heartbeat_s)
+        log.info("sessionsched agent: %s stopped reporting", self.app_id)
+
+    def _cycle(self, now: float) -> None:
+        facts = self._facts()
+        if facts is not None and now >= self._next_attempt:
+            answer = self._exchange(facts, now)
+            if answer is not None:
+                self._apply(answer)
+                if self._stop.is_set():
+                    return
+        if self.control.probe.full:
+            if self.grant is not None:
+                self._set_cap(self.grant)
+            if facts is not None:
+                self.reclaim.tick(facts.executors, self.clock())
+
+    def _facts(self) -> SparkFacts | None:
+        try:
+            return self.control.facts()
+        except SparkControlError as e:
+            if not self.control.stopped():
+                self._spark_error(e)
+            return None
+
+    def _exchange(self, facts: SparkFacts, now: float) -> Answer | None:
+        try:
+            if not self.registered:
+                body = self.client.post(protocol.REGISTER_PATH, self._register_body())
+                self.registered = True
+                log.info("sessionsched agent: %s registered (control %s)", self.app_id,
+                         self.control.probe.control)
+            else:
+                body = self.client.post(protocol.HEARTBEAT_PATH, self._heartbeat_body(facts))
+            answer = Answer.from_json(body, self.heartbeat_s)
+        except Refused as e:
+            self._refused(e, now)
+            return None
+        except (Unreachable, ValueError, TypeError) as e:
+            self._unreachable(str(e), now)
+            return None
+        self._connected(now)
+        self.sent += 1
+        return answer
+
+    def _register_body(self) -> dict:
+        p = self.control.probe
+        return protocol.register_body(
+            self.app_id, self.spark_app_id, self.spark_version, os.getpid(), p.control, p.reason
+        )
+
+    def _heartbeat_body(self, facts: SparkFacts) -> dict:
+        if self.reclaim.killed:
+            facts = SparkFacts(
+                facts.demand,
+                facts.pending_tasks,
+                facts.running_tasks,
+                tuple(e for e in facts.executors if e.executor_id not in self.reclaim.killed),
+            )
+        return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control)
+
+    def _apply(self, answer: Answer) -> None:
+        self.last_answer = answer
+        self.heartbeat_s = answer.heartbeat_s
+        if answer.terminal:
+            log.warning(
+                "sessionsched agent: the scheduler reports %s as %s; stopping its SparkContext",
+                self.app_id,
+                answer.state,
+            )
+            self._stop.set()
+            if self.on_terminal is not None:
+                self.on_terminal(answer.state)
+            return
+        if self.control.probe.full:
+            self.grant = answer.grant
+            self._set_cap(answer.grant)  # before reclaim: a killed executor must not be replaced
+            self.reclaim.accept(answer.reclaim)
+
+    # --- server trouble -------------------------------------------------------------------
+
+    def _unreachable(self, why: str, now: float) -> None:
+        self._failures += 1
+        backoff = min(self.heartbeat_s * 2 ** (self._failures - 1), self.max_backoff_s)
+        self._next_attempt = now + backoff
+        if self._outage_since is None:
+            self._outage_since = now
+            cap = self.grant if self.grant is not None else 0
+            log.warning(
+                "sessionsched agent: scheduler unreachable (%s); %s keeps its executor cap at %d "
+                "and retries with backoff up to %gs",
+                why, self.app_id, cap, self.max_backoff_s,
+            )
+
+    def _connected(self, now: float) -> None:
+        if self._outage_since is not None:
+            down_s = now - self._outage_since
+            log.warning("sessionsched agent: scheduler reachable again after %.1fs", down_s)
+        self._failures = 0
+        self._outage_since = None
+        self._next_attempt = 0.0
+
+    def _refused(self, e: Refused, now: float) -> None:
+        if e.status == 404 and self.registered:
+            log.warning("sessionsched agent: the scheduler lost %s (%s); registering again",
+                        self.app_id, e.detail)
+            self.registered = False
+            return
+        if e.status == 404:
+            log.warning(
+                "sessionsched agent: the scheduler does not know %s (%s); the app runs unmanaged",
+                self.app_id, e.detail,
+            )
+            self._stop.set()
+            self._release()
+            return
+        # 400/401/403...: a configuration problem (token, version). Keep the cap, retry slowly.
+        self._unreachable(f"refused: {e}", now)
+
+    # --- Spark trouble --------------------------------------------------------------------
+
+    def _set_cap(self, cap: int) -> None:
+        try:
+            self.control.set_cap(cap)
+        except SparkControlError as e:
+            if not self.control.stopped():
+                self._spark_error(e)
+
+    def _release(self) -> None:
+        try:
+            self.control.release_cap()
+        except SparkControlError as e:
+            if not self.control.stopped():
+                self._spark_error(e)
+
+    def _spark_error(self, e: Exception) -> None:
+        self._spark_errors += 1
+        if self._spark_errors <= 3 or self._spark_errors % 60 == 0:
+            log.warning("sessionsched agent: Spark call failed (%d so far): %s",
+                        self._spark_errors, e)

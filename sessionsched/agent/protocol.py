@@ -1,0 +1,89 @@
+"""The agent's side of the wire protocol (``docs/agent-protocol.md``): bodies it sends and the
+answer it reads. Plain data, standard library only.
+
+Reading an answer is lenient: a field the server leaves out takes its default, so a newer
+server can add fields and an older one can omit them without breaking a running app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .spark_control import SparkFacts
+
+REGISTER_PATH = "/api/v1/agent/register"
+HEARTBEAT_PATH = "/api/v1/agent/heartbeat"
+TERMINAL_STATES = frozenset({"FINISHED", "FAILED", "KILLED"})
+MODES = frozenset({"kill", "decommission", "idle"})
+
+
+@dataclass(frozen=True)
+class ReclaimOrder:
+    executor_ids: tuple[str, ...]
+    mode: str  # kill | decommission | idle
+    deadline: float | None = None  # epoch seconds; decommission: kill any still alive then
+
+
+@dataclass(frozen=True)
+class Answer:
+    heartbeat_s: float
+    target: int
+    grant: int
+    state: str
+    reclaim: tuple[ReclaimOrder, ...] = ()
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+    @classmethod
+    def from_json(cls, body: dict, default_heartbeat_s: float) -> Answer:
+        orders = []
+        for o in body.get("reclaim") or ():
+            mode = str(o.get("mode", ""))
+            if mode not in MODES:
+                raise ValueError(f"unknown reclaim mode {mode!r}")
+            deadline = o.get("deadline")
+            orders.append(
+                ReclaimOrder(
+                    tuple(str(i) for i in o.get("executor_ids") or ()),
+                    mode,
+                    float(deadline) if deadline is not None else None,
+                )
+            )
+        heartbeat_s = float(body.get("heartbeat_s") or default_heartbeat_s)
+        return cls(
+            heartbeat_s=min(max(heartbeat_s, 0.1), 60.0),
+            target=int(body.get("target") or 0),
+            grant=int(body.get("grant") or 0),
+            state=str(body.get("state") or ""),
+            reclaim=tuple(orders),
+        )
+
+
+def register_body(
+    app_id: str, spark_app_id: str | None, spark_version: str, pid: int, control: str,
+    reason: str | None,
+) -> dict:
+    return {
+        "app_id": app_id,
+        "spark_app_id": spark_app_id,
+        "spark_version": spark_version,
+        "pid": pid,
+        "control": control,
+        "reason": reason,
+    }
+
+
+def heartbeat_body(app_id: str, facts: SparkFacts, control: str) -> dict:
+    return {
+        "app_id": app_id,
+        "demand": facts.demand,
+        "pending_tasks": facts.pending_tasks,
+        "running_tasks": facts.running_tasks,
+        "executors": [
+            {"id": e.executor_id, "idle": e.idle, "started_at": e.started_at}
+            for e in facts.executors
+        ],
+        "control": control,
+    }

@@ -1,0 +1,59 @@
+"""JSON over HTTP POST with urllib (standard library: the agent may ship as a bare zip).
+
+Two kinds of failure, because the agent reacts differently:
+``Unreachable`` (connection refused, timeout, 5xx: the server is down or busy -- retry later)
+and ``Refused`` (a 4xx: the server answered and said no -- e.g. 404 for an app it does not know).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+
+class Unreachable(Exception):
+    """No usable answer: the server is down, slow or failing. Worth retrying."""
+
+
+class Refused(Exception):
+    """The server answered with a 4xx. ``status`` and ``detail`` say why."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class JsonClient:
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 5.0):
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout_s = timeout_s
+
+    def post(self, path: str, body: dict) -> dict:
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        url = self.base_url + path
+        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            detail = _detail(e)
+            if 400 <= e.code < 500:
+                raise Refused(e.code, detail) from None
+            raise Unreachable(f"HTTP {e.code}: {detail}") from None
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            # ValueError: a body that is not JSON (a proxy's error page, a half-written answer).
+            raise Unreachable(f"{self.base_url}: {getattr(e, 'reason', e)}") from None
+
+
+def _detail(e: urllib.error.HTTPError) -> str:
+    try:
+        body = json.loads(e.read() or b"{}")
+        return str(body.get("detail") or body.get("message") or e.reason)
+    except Exception:
+        return str(e.reason)
