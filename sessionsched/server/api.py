@@ -1,0 +1,226 @@
+"""The native API under ``/api/v1`` (docs/api.md) and the agent protocol
+(docs/agent-protocol.md). Thin: parse the body (pydantic), call the service, map its errors to
+HTTP (404 unknown app, 409 ended, 400 bad value, 503 store or cycle too slow), render.
+
+With auth mode ``none`` every caller acts as the admin (priorities 1..10000 on any app).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi.responses import PlainTextResponse
+
+from ..config import resolve_queue
+from ..model import AppState, Executor, parse_priority
+from . import submissions
+from .metrics import CONTENT_TYPE
+from .schemas import (
+    AgentHeartbeat,
+    AgentRegister,
+    AgentReply,
+    AppIn,
+    AppOut,
+    EventOut,
+    HealthOut,
+    PriorityIn,
+    QueueOut,
+    SessionIn,
+    StopIn,
+)
+from .service import Conflict, NotFound, Service
+from .views import app_out, iso
+
+SUBMIT_WAIT_S = 30.0
+CYCLE_WAIT_S = 10.0
+ADMIN = "Admin"
+
+router = APIRouter()
+
+
+def get_service(request: Request) -> Service:
+    return request.app.state.service
+
+
+def get_defaults(request: Request) -> submissions.Defaults:
+    return request.app.state.defaults
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]
+DefaultsDep = Annotated[submissions.Defaults, Depends(get_defaults)]
+
+
+async def _wait(future, timeout_s: float, what: str):
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
+    except NotFound as e:
+        raise HTTPException(404, str(e)) from None
+    except Conflict as e:
+        raise HTTPException(409, str(e)) from None
+    except asyncio.TimeoutError:
+        raise HTTPException(503, f"{what} not confirmed within {timeout_s:g}s; "
+                                 "the scheduler is overloaded, try again") from None
+
+
+def _out(service: Service, app_id: str) -> AppOut:
+    snap = service.snapshot(app_id)
+    if snap is None:
+        raise HTTPException(404, f"no app {app_id!r}")
+    return app_out(**snap)
+
+
+def _sender(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client else ""
+
+
+def _call(fn, *args, **kwargs):
+    """A service operation, its refusals as HTTP errors."""
+    try:
+        return fn(*args, **kwargs)
+    except NotFound as e:
+        raise HTTPException(404, str(e)) from None
+    except Conflict as e:
+        raise HTTPException(409, str(e)) from None
+
+
+# --- queues and apps --------------------------------------------------------------------------
+
+
+@router.get("/api/v1/queues", response_model=list[QueueOut])
+def queues(service: ServiceDep):
+    out = []
+    for row in service.queue_rows():
+        q, u = row["queue"], row["usage"]
+        out.append(QueueOut(
+            name=q.name, admission=q.admission.value, policy=q.policy.value, weight=q.weight,
+            min_share=q.min_share_cores, max_cores=q.max_cores,
+            max_running_apps=q.max_running_apps, starting_limit=q.starting_limit,
+            starting_timeout=q.starting_timeout_s, reclaim_timeout=q.reclaim_timeout_s,
+            pending=u.pending if u else 0, starting=u.starting if u else 0,
+            running=u.running if u else 0, executor_cores=u.executor_cores if u else 0,
+            demand_cores=u.demand_cores if u else 0, waiting_reason=row["waiting"],
+        ))
+    return out
+
+
+@router.get("/api/v1/apps", response_model=list[AppOut])
+def list_apps(service: ServiceDep, queue: str | None = None, state: str | None = None):
+    leaf = None
+    if queue:
+        try:
+            leaf = resolve_queue(service.engine.root, queue).name
+        except LookupError as e:
+            raise HTTPException(400, str(e)) from None
+    wanted = None
+    if state:
+        try:
+            wanted = AppState(state.strip().upper())
+        except ValueError:
+            names = ", ".join(s.value for s in AppState)
+            raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
+    return [app_out(**snap) for snap in service.snapshots(leaf, wanted)]
+
+
+@router.post("/api/v1/apps", status_code=201, response_model=AppOut)
+async def submit(body: AppIn, request: Request, service: ServiceDep,
+                 defaults: DefaultsDep):
+    try:
+        app = submissions.from_argv(body.argv, body.cwd, body.conf, body.env, body.queue,
+                                    body.priority, body.name, defaults)
+    except submissions.SubmissionError as e:
+        raise HTTPException(400, str(e)) from None
+    stored = await _wait(service.submit(app, _sender(request)), SUBMIT_WAIT_S, "submission")
+    return _out(service, stored.id)
+
+
+@router.get("/api/v1/apps/{app_id}", response_model=AppOut)
+def get_app(app_id: str, service: ServiceDep):
+    return _out(service, app_id)
+
+
+@router.post("/api/v1/apps/{app_id}/priority", response_model=AppOut)
+async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep):
+    try:
+        priority = parse_priority(body.priority)
+    except ValueError as e:
+        raise HTTPException(400, str(e)) from None
+    future = _call(service.set_priority, app_id, priority, actor=ADMIN)
+    await _wait(future, CYCLE_WAIT_S, "priority change")
+    return _out(service, app_id)
+
+
+@router.post("/api/v1/apps/{app_id}/kill", response_model=AppOut)
+async def kill(app_id: str, service: ServiceDep):
+    future = _call(service.kill, app_id, actor=ADMIN)
+    await _wait(future, CYCLE_WAIT_S, "kill")
+    out = _out(service, app_id)
+    if out.state != AppState.KILLED.value:
+        raise HTTPException(409, f"{app_id} ended ({out.state}) before it could be killed")
+    return out
+
+
+@router.get("/api/v1/apps/{app_id}/events", response_model=list[EventOut])
+def events(app_id: str, service: ServiceDep):
+    rows = _call(service.events, app_id)
+    return [EventOut(at=iso(e.at), kind=e.kind, detail=e.detail) for e in rows]
+
+
+@router.get("/api/v1/apps/{app_id}/log", response_class=PlainTextResponse)
+def log_tail(app_id: str, service: ServiceDep,
+             tail: Annotated[int, Query(ge=0, le=100000)] = 50):
+    return PlainTextResponse(_call(service.log_tail, app_id, tail))
+
+
+# --- notebook sessions ------------------------------------------------------------------------
+
+
+@router.post("/api/v1/sessions", status_code=201, response_model=AppOut)
+async def create_session(body: SessionIn, request: Request,
+                         service: ServiceDep,
+                         defaults: DefaultsDep):
+    try:
+        app = submissions.from_session(body.name, body.queue, body.priority, body.conf, defaults)
+    except submissions.SubmissionError as e:
+        raise HTTPException(400, str(e)) from None
+    stored = await _wait(service.submit(app, _sender(request)), SUBMIT_WAIT_S, "session")
+    return _out(service, stored.id)
+
+
+@router.post("/api/v1/sessions/{app_id}/stop", response_model=AppOut)
+async def stop_session(app_id: str, service: ServiceDep, body: StopIn | None = None):
+    code = body.exit_code if body is not None else 0
+    future = _call(service.stop_session, app_id, code)
+    await _wait(future, CYCLE_WAIT_S, "session stop")
+    return _out(service, app_id)
+
+
+# --- the driver agent -------------------------------------------------------------------------
+
+
+@router.post("/api/v1/agent/register", response_model=AgentReply)
+def agent_register(body: AgentRegister, service: ServiceDep):
+    return _call(service.agent_register, body.app_id, body.spark_app_id, body.control,
+                 body.reason, body.pid, body.spark_version)
+
+
+@router.post("/api/v1/agent/heartbeat", response_model=AgentReply)
+def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep):
+    executors = [Executor(e.id, e.started_at, e.idle) for e in body.executors]
+    return _call(service.agent_heartbeat, body.app_id, body.demand, executors, body.control)
+
+
+# --- health and metrics -----------------------------------------------------------------------
+
+
+@router.get("/api/v1/health", response_model=HealthOut)
+def health(service: ServiceDep):
+    row = service.health_row()
+    row["last_cycle_at"] = iso(row["last_cycle_at"])
+    return HealthOut(**row)
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics(service: ServiceDep):
+    return Response(service.metrics.render(), media_type=CONTENT_TYPE)

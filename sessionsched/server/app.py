@@ -1,0 +1,115 @@
+"""The ASGI application: the service behind FastAPI, started and stopped with the app.
+
+``create_app(config, backend)`` builds it; ``sessionsched serve`` runs it under uvicorn.
+Every refusal is a 4xx with one line naming the problem: ``{"detail": "..."}`` on the native
+API (request-shape errors included: FastAPI's list of errors becomes its first line), Spark's
+``ErrorResponse`` on ``/v1/submissions``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from ..backends.base import ClusterBackend
+from ..config import ServerConfig
+from . import api, submissions
+from .dashboard import DASHBOARD_HTML
+from .service import Service
+from .spark_rest import SparkRest
+
+log = logging.getLogger("sessionsched.server")
+
+
+class UnsafeListen(ValueError):
+    """Listening beyond loopback without authentication."""
+
+
+def check_listen(host: str, auth_mode: str) -> None:
+    """Refuse a non-loopback address while auth is off: anyone could submit and kill."""
+    if auth_mode != "none":
+        return
+    if host == "localhost":
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise UnsafeListen(
+            f"refusing to listen on {host} with auth mode none: anyone who can reach it could "
+            "submit and kill applications; use 127.0.0.1 or turn auth on"
+        )
+
+
+def backend_for(config: ServerConfig) -> ClusterBackend:
+    """The cluster backend named by ``cluster.backend``."""
+    from ..backends import create_backend  # the backends package owns the registry
+
+    return create_backend(config)
+
+
+def _one_line(err: RequestValidationError) -> str:
+    first = err.errors()[0] if err.errors() else {}
+    loc = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    msg = first.get("msg", "invalid request")
+    if first.get("type") == "json_invalid":
+        return f"request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
+    if first.get("type") == "missing":
+        return f"{loc}: missing" if loc else "request body is missing"
+    return f"{loc}: {msg}" if loc else msg
+
+
+def create_app(
+    config: ServerConfig,
+    backend: ClusterBackend | None = None,
+    *,
+    url: str | None = None,
+    run_cycles: bool = True,
+) -> FastAPI:
+    """``run_cycles=False`` leaves the cycle to the caller (``app.state.service.cycle()``),
+    for tests that step the scheduler by hand."""
+    service = Service(config, backend if backend is not None else backend_for(config), url=url)
+    defaults = submissions.Defaults(
+        root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        service.start(run_cycles=run_cycles)
+        try:
+            yield
+        finally:
+            service.stop()
+
+    app = FastAPI(
+        title="sessionsched",
+        description="Session scheduler for Apache Spark: native API (docs/api.md), the driver "
+        "agent protocol, and Spark's REST submission protocol under /v1/submissions.",
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    app.state.defaults = defaults
+    # Spark's protocol first: its status read is the hot path of spark-submit's polling.
+    app.router.routes[0:0] = SparkRest(service, defaults).routes()
+    app.include_router(api.router)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, err: RequestValidationError):
+        return JSONResponse({"detail": _one_line(err)}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, err: Exception):  # pragma: no cover - a bug
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": f"internal error: {type(err).__name__}: {err}"}, 500)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def dashboard():
+        return DASHBOARD_HTML
+
+    return app

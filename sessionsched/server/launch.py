@@ -1,0 +1,80 @@
+"""From a stored submission to the ``Launch`` a backend starts: the one place that decides what
+a driver is started with.
+
+The driver agent's bootstrap plugs in here: ``build_launch`` is the hook that may wrap a Python
+app's ``argv`` and add the agent's settings (it is called for every launch, after a restart
+too, so what it adds never has to be stored).
+
+What the service adds to the user's properties (``Launch.conf`` wins over the user's):
+
+- ``spark.app.name``: the name the app is shown under;
+- submit kind, unless the user turned dynamic allocation off:
+  ``spark.dynamicAllocation.enabled=true`` and ``spark.dynamicAllocation.shuffleTracking.enabled
+  =true`` (standalone has no external shuffle service by default; shuffle tracking keeps
+  executors holding shuffle data until it is no longer needed);
+- ``spark.executor.cores`` when unset: Spark standalone's default is "every free core of the
+  worker", which would make the scheduler's executor count meaningless;
+- ``spark.cores.max`` from ``spark.ego.slots.max`` when unset: the cluster enforces the cap even
+  for an app without an agent (JVM apps get this static cap only).
+
+The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
+one for the app, ``SESSIONSCHED_TOKEN`` (docs/agent-protocol.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..backends.base import Launch
+from ..store.records import AppKind, StoredApp
+
+
+def service_conf(app: StoredApp) -> dict[str, str]:
+    """The properties the service adds for this app (see the module doc)."""
+    user = app.conf
+    out: dict[str, str] = {"spark.app.name": app.name}
+    if app.kind == AppKind.SUBMIT:
+        dynamic = user.get("spark.dynamicAllocation.enabled", "true").strip().lower() != "false"
+        if dynamic:
+            out["spark.dynamicAllocation.enabled"] = "true"
+            if "spark.dynamicAllocation.shuffleTracking.enabled" not in user:
+                out["spark.dynamicAllocation.shuffleTracking.enabled"] = "true"
+    if "spark.executor.cores" not in user:
+        out["spark.executor.cores"] = str(app.spec.executor.cores)
+    if app.spec.slots_max is not None and "spark.cores.max" not in user:
+        out["spark.cores.max"] = str(app.spec.slots_max)
+    return out
+
+
+def build_launch(
+    app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None
+) -> Launch:
+    """The Launch for an app of kind ``submit`` or ``rest`` (sessions are not launched: the
+    notebook starts its own driver once admitted)."""
+    if app.kind == AppKind.SESSION:
+        raise ValueError(f"{app.id} is a notebook session: its notebook starts the driver")
+    env = {"SESSIONSCHED_APP_ID": app.id, "SESSIONSCHED_SERVER": server_url}
+    if token:
+        env["SESSIONSCHED_TOKEN"] = token
+    ours = service_conf(app)
+    if app.kind == AppKind.REST:
+        return Launch(
+            app_id=app.id,
+            name=app.name,
+            rest_request=app.rest_request,
+            conf=ours,
+            env=env,
+            in_cluster=True,
+        )
+    conf = {k: v for k, v in app.conf.items() if k != "spark.master"}
+    conf.update(ours)
+    return Launch(
+        app_id=app.id,
+        name=app.name,
+        argv=tuple(app.argv),
+        conf=conf,
+        env={**app.env, **env},
+        cwd=app.cwd,
+        in_cluster=app.spec.driver_in_cluster,
+        log_path=str(Path(log_dir) / f"{app.id}.log"),
+    )

@@ -1,0 +1,139 @@
+"""Typed request and response bodies of the native API and the agent protocol (pydantic).
+
+Shapes are those of docs/api.md and docs/agent-protocol.md. Values that need a clear message
+when wrong (priority, queue, paths) are taken loosely here and checked by the service with a
+message naming the problem; everything else is checked by the types.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- native API ---------------------------------------------------------------------------
+
+
+class AppIn(_In):
+    argv: list[str]
+    cwd: str
+    queue: str | None = None
+    priority: int | str | None = None
+    name: str | None = None
+    conf: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class SessionIn(_In):
+    name: str | None = None
+    queue: str | None = None
+    priority: int | str | None = None
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class PriorityIn(_In):
+    priority: int | str
+
+
+class StopIn(_In):
+    exit_code: int = 0
+
+
+class AppOut(BaseModel):
+    id: str
+    name: str
+    user: str
+    queue: str
+    priority: int
+    state: str
+    position: int | None
+    submitted_at: str
+    started_at: str | None
+    first_executor_at: str | None
+    finished_at: str | None
+    exit_code: int | None
+    executors: int
+    target: int
+    demand: int
+    spark_app_id: str | None
+    kind: str
+    reason: str
+    warnings: list[str]
+
+
+class QueueOut(BaseModel):
+    name: str
+    admission: str
+    policy: str
+    weight: float
+    min_share: int
+    max_cores: int | None
+    max_running_apps: int | None
+    starting_limit: int
+    starting_timeout: float
+    reclaim_timeout: float
+    pending: int
+    starting: int
+    running: int
+    executor_cores: int
+    demand_cores: int
+    waiting_reason: str | None
+
+
+class EventOut(BaseModel):
+    at: str
+    kind: str
+    detail: str
+
+
+class HealthOut(BaseModel):
+    status: str  # "ok" | "degraded"
+    cluster_reachable: bool | None
+    cluster: str
+    plan: str | None
+    apps: int
+    last_cycle_at: str | None
+
+
+# --- agent protocol -----------------------------------------------------------------------
+
+
+class AgentExecutor(BaseModel):
+    id: str
+    idle: bool = False
+    started_at: float = 0.0
+
+
+class AgentRegister(BaseModel):
+    app_id: str
+    spark_app_id: str | None = None
+    spark_version: str | None = None
+    pid: int | None = None
+    control: str = "full"
+    reason: str | None = None
+
+
+class AgentHeartbeat(BaseModel):
+    app_id: str
+    demand: int = Field(0, ge=0)
+    pending_tasks: int = Field(0, ge=0)
+    running_tasks: int = Field(0, ge=0)
+    executors: list[AgentExecutor] = Field(default_factory=list)
+    control: str | None = None
+
+
+class ReclaimOrder(BaseModel):
+    executor_ids: list[str]
+    mode: str
+    deadline: float | None
+
+
+class AgentReply(BaseModel):
+    heartbeat_s: float
+    target: int
+    grant: int
+    state: str
+    reclaim: list[ReclaimOrder]

@@ -1,0 +1,204 @@
+"""Spark's REST submission protocol, as a Spark 4.0.1 standalone master speaks it
+(reference/spark-rest-protocol.md), so unmodified ``spark-submit --master spark://HOST:PORT
+--deploy-mode cluster --conf spark.master.rest.enabled=true`` (and ``--status``/``--kill``)
+talks to the scheduler; plus Conductor's ``update`` for priorities.
+
+Plain Starlette routes rather than FastAPI operations: the protocol's error shapes
+(``ErrorResponse``, 468 for a wrong version, ``success:false`` with HTTP 200 for an unknown id)
+are Spark's, not FastAPI's, and the status read is the hot path of ``spark-submit``'s polling.
+
+What differs from a master, on purpose:
+- ``driverState`` maps our states (ACCEPTED -> SUBMITTED, STARTING/RUNNING -> RUNNING, ended as
+  named) and status answers also carry ``schedulerState``, ``queue``, ``priority``,
+  ``position`` (while queued) and ``message`` (why it waits or how it ended);
+- error messages name the problem in one line instead of a Java stack trace;
+- a create's warnings (e.g. a ``spark.ego.app.schedule.policy`` the queue overrides) are
+  appended to its ``message``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib import metadata
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..model import AppState, parse_priority
+from . import submissions
+from .service import Conflict, NotFound, Service
+from .views import DRIVER_STATE
+
+JSON_TYPE = "application/json;charset=utf-8"
+ACTIONS = ("create", "kill", "status", "readyz", "update")
+_ACTION_METHODS = {"create": "POST", "kill": "POST", "status": "GET", "readyz": "GET",
+                   "update": "POST"}
+_SUBMIT_THROUGH = "Please submit requests through http://[host]:[port]/v1/submissions/..."
+SUBMIT_WAIT_S = 30.0
+CYCLE_WAIT_S = 10.0
+
+
+def _spark_version() -> str:
+    try:
+        return metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        return "4.0.1"
+
+
+SPARK_VERSION = _spark_version()
+
+
+def reply(body: dict[str, Any], status: int = 200) -> Response:
+    return Response(json.dumps(body), status_code=status, headers={"content-type": JSON_TYPE})
+
+
+def error(message: str, status: int = 400, **extra: Any) -> Response:
+    return reply({"action": "ErrorResponse", "message": message, **extra,
+                  "serverSparkVersion": SPARK_VERSION}, status)
+
+
+async def wait(future, timeout_s: float):
+    return await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        raise ValueError("empty request body")
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"not JSON: {e}") from None
+
+
+def _sender(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client else ""
+
+
+class SparkRest:
+    def __init__(self, service: Service, defaults: submissions.Defaults):
+        self.service = service
+        self.defaults = defaults
+
+    def routes(self) -> list[Route]:
+        # The status read comes first: spark-submit polls it.
+        return [
+            Route("/v1/submissions/status/{sid}", self.status, methods=["GET"]),
+            Route("/v1/submissions/create", self.create, methods=["POST"]),
+            Route("/v1/submissions/kill/{sid}", self.kill, methods=["POST"]),
+            Route("/v1/submissions/update/{sid}", self.update, methods=["POST"]),
+            Route("/v1/submissions/readyz", self.readyz, methods=["GET"]),
+            Route("/{version}/submissions", self.other),
+            Route("/{version}/submissions/{rest:path}", self.other),
+        ]
+
+    async def create(self, request: Request) -> Response:
+        try:
+            body = await _json_body(request)
+            app, unknown = submissions.from_rest(body, self.defaults)
+        except (ValueError, submissions.SubmissionError) as e:
+            return error(f"Malformed request: {e}")
+        try:
+            stored = await wait(self.service.submit(app, _sender(request)), SUBMIT_WAIT_S)
+        except Exception as e:  # noqa: BLE001 - not stored: say so, never a 500 page
+            return error(f"Submission not stored: {e}", 503)
+        message = f"Driver successfully submitted as {stored.id}"
+        if stored.warnings:
+            message += ". Warning: " + "; ".join(stored.warnings)
+        out = {"action": "CreateSubmissionResponse", "message": message,
+               "serverSparkVersion": SPARK_VERSION, "submissionId": stored.id, "success": True}
+        if unknown:
+            out["unknownFields"] = unknown
+        return reply(out)
+
+    async def status(self, request: Request) -> Response:
+        sid = request.path_params["sid"]
+        snap = self.service.snapshot(sid)
+        if snap is None:
+            return reply({"action": "SubmissionStatusResponse",
+                          "message": f"Submission {sid} does not exist",
+                          "serverSparkVersion": SPARK_VERSION, "submissionId": sid,
+                          "success": False})
+        app = snap["app"]
+        out = {"action": "SubmissionStatusResponse", "driverState": DRIVER_STATE[app.state],
+               "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": True,
+               "schedulerState": app.state.value, "queue": app.queue, "priority": app.priority}
+        if app.state is AppState.ACCEPTED:
+            out["position"] = snap["position"]
+        if snap["reason"]:
+            out["message"] = snap["reason"]
+        return reply(out)
+
+    async def kill(self, request: Request) -> Response:
+        sid = request.path_params["sid"]
+        gone = {"action": "KillSubmissionResponse",
+                "message": f"Driver {sid} has already finished or does not exist",
+                "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": False}
+        try:
+            future = self.service.kill(sid, actor=f"Spark REST client {_sender(request)}")
+        except (NotFound, Conflict):
+            return reply(gone)
+        try:
+            await wait(future, CYCLE_WAIT_S)
+        except asyncio.TimeoutError:
+            return reply({**gone, "message": f"Kill request for {sid} is queued; the scheduler "
+                                             f"did not confirm it within {CYCLE_WAIT_S:g}s"})
+        snap = self.service.snapshot(sid)
+        if snap is None or snap["app"].state is not AppState.KILLED:
+            return reply(gone)
+        return reply({**gone, "message": f"Kill request for {sid} submitted", "success": True})
+
+    async def update(self, request: Request) -> Response:
+        sid = request.path_params["sid"]
+        try:
+            body = await _json_body(request)
+            if not isinstance(body, dict):
+                raise ValueError("expected a JSON object")
+            if body.get("action") != "UpdateSubmissionRequest":
+                raise ValueError(f"Validation of message {body.get('action')} failed! expected "
+                                 "action UpdateSubmissionRequest")
+            if "priority" not in body:
+                raise ValueError("priority is missing")
+            priority = parse_priority(body["priority"])
+        except ValueError as e:
+            return error(f"Malformed request: {e}")
+        out = {"action": "UpdateSubmissionResponse", "serverSparkVersion": SPARK_VERSION,
+               "submissionId": sid}
+        unknown = sorted(set(body) - {"action", "clientSparkVersion", "priority"})
+        if unknown:
+            out["unknownFields"] = unknown
+        resolved = self.service.resolve(sid)
+        if resolved is None:
+            return reply({**out, "message": f"Submission {sid} does not exist", "success": False})
+        app_id, is_spark_app = resolved
+        try:
+            future = self.service.set_priority(app_id, priority,
+                                               actor=f"Spark REST client {_sender(request)}")
+            await wait(future, CYCLE_WAIT_S)
+        except (NotFound, Conflict) as e:
+            return reply({**out, "message": str(e), "success": False})
+        except asyncio.TimeoutError:
+            pass  # committed; the engine applies it at its next cycle
+        what = "application" if is_spark_app else "driver"
+        return reply({**out, "message": f"Update request for {what} {sid} submitted.",
+                      "success": True})
+
+    async def readyz(self, request: Request) -> Response:
+        return reply({"action": "ReadyzResponse", "message": self.service.health.describe(),
+                      "serverSparkVersion": SPARK_VERSION, "success": True})
+
+    async def other(self, request: Request) -> Response:
+        version = request.path_params["version"]
+        if version != "v1":
+            return error(f"Unknown protocol version '{version}'. {_SUBMIT_THROUGH}", 468,
+                         highestProtocolVersion="v1")
+        action = request.path_params.get("rest", "").split("/", 1)[0]
+        if action in _ACTION_METHODS and request.method != _ACTION_METHODS[action]:
+            return error(f"HTTP method {request.method} is not supported by this URL", 405)
+        if action in ("kill", "status", "update"):
+            return error(f"Submission ID is missing in {action} request.")
+        return error("Missing an action: please specify one of /create, /kill, /status, "
+                     f"/update or /readyz. {_SUBMIT_THROUGH}")
