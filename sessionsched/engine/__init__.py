@@ -2,3 +2,4 @@
 
 from .events import *  # noqa: F401,F403 - the engine's vocabulary
 from .scheduler import AppRecord, Scheduler  # noqa: F401
+from .validate import EventError  # noqa: F401

@@ -5,35 +5,47 @@ Order of pending apps inside a leaf queue (the sort key of ``pending_key``):
   2. submission sequence, oldest first;
   3. application id (never reached: sequences are unique; it keeps the order total).
 
-A queue is strict first-in-line: if its head cannot start, nothing behind it in that queue does
+A queue is strict head-of-line: if its head cannot start, nothing behind it in that queue does
 (a small late driver must not starve a big early one). Queues are independent tenants, so a
 blocked queue does not hold back the others.
 
-Across queues the next head is taken from the queue that uses least for its weight, walking the
-tree from the root (YuniKorn's parent queues are fair): at each level the child with the lowest
-``usage / weight`` first, ties by the head's priority and then its age.
+Across queues the next head is found by walking the tree from the root (YuniKorn's parent
+queues are fair). At each parent the child queue is chosen by:
+  1. usage / weight, lowest first - usage is the cores of executors its apps hold or were
+     granted plus the cores of their drivers (wherever a driver runs: a queue of client-mode
+     drivers must not take every driver slot just because its usage in the cluster is zero);
+  2. the priority of the head the walk would pick inside that child, highest first;
+  3. that head's submission sequence, then its app id.
 
 Checks on a head, in order; the first that fails defers the queue with that reason:
-  1. ``max_running_apps`` of the leaf and of every parent;
-  2. ``stateaware``: fewer than ``starting_limit`` apps of the leaf are STARTING;
+  1. ``max_running_apps`` of every queue on its path, root first;
+  2. ``stateaware``: fewer than ``starting_limit`` apps of the leaf are STARTING (YuniKorn's
+     StateAware: one app starting at a time, the next one only when it has an executor or its
+     ``starting_timeout`` passed);
   3. driver room: a client-mode driver needs a free driver slot on the scheduler host; an
-     in-cluster driver needs its cores and memory free in the cluster right now (drivers wait
-     for free cores like a standalone master's waiting drivers) - except under ``reserve``,
-     where check 4 covers it;
-  4. ``reserve``: the driver (if in-cluster) plus ``max(minExecutors, 1)`` executors fit in what
-     is left of the capacity after every admitted app's guaranteed part (its in-cluster driver
-     and its floor, see ``arbitration``). Arbitration gives floors first, taking elastic
-     executors back, so every admitted app gets its first executors: no deadlock, and no
-     StateAware timeout stall behind a driver that pre-processes for long.
+     in-cluster driver needs its cores and memory free in the cluster now - not held or granted
+     to executors, and not promised to a ``reserve`` app (drivers wait for free cores like a
+     standalone master's waiting drivers; a reservation must not be eaten by another driver).
+     Under ``reserve`` check 4 covers the in-cluster driver instead;
+  4. ``reserve``: the driver (if in-cluster) plus ``reservation()`` executors fit in what is
+     left of the capacity after every admitted app's in-cluster driver and floor, and the
+     executors fit under ``max_cores`` of every queue on the path beside the floors already
+     there. Arbitration gives reserve floors before anything else, taking elastic executors
+     back, so every admitted app gets its first executors: no deadlock, and no StateAware
+     timeout stall behind a driver that pre-processes for long.
 ``none`` runs checks 1 and 3 only: what stock Spark does.
+
+Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
+whose head fails at the start of the cycle is deferred for the whole cycle with that reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..model import Admission, AppSpec, Queue, Resources
+from .tree import QueueTree
 
 
 def pending_key(priority: int, spec: AppSpec) -> tuple[int, int, str]:
@@ -41,8 +53,18 @@ def pending_key(priority: int, spec: AppSpec) -> tuple[int, int, str]:
 
 
 def reservation(spec: AppSpec) -> int:
-    """Executors a ``reserve`` queue sets aside for an app until it holds them."""
-    return max(spec.min_executors, 1)
+    """Executors a ``reserve`` queue sets aside for an app until it holds them:
+    ``max(minExecutors, 1)``, but never more than the app may hold (maxExecutors, slots.max)."""
+    n = max(spec.min_executors, 1)
+    cap = spec.executor_cap
+    return n if cap is None else min(n, cap)
+
+
+def admitted_floor(spec: AppSpec, queue: Queue) -> int:
+    """The floor an app has right after admission (``AppRecord.floor`` from then on)."""
+    n = reservation(spec) if queue.admission is Admission.RESERVE else spec.min_executors
+    cap = spec.executor_cap
+    return n if cap is None else min(n, cap)
 
 
 @dataclass
@@ -54,40 +76,29 @@ class LeafView:
 
     queue: Queue
     pending: Sequence[AppSpec]
-    priority_of: dict[str, int]
+    priority_of: Mapping[str, int]
     starting: int = 0
 
 
 @dataclass
 class Room:
-    """What is free for new drivers this cycle (working copy: admission spends it)."""
+    """What is free for new drivers this cycle (working copy: admission spends it).
 
-    free: Resources  # capacity - in-cluster drivers - executors held or granted
+    Per-queue figures are keyed by every queue name (parents included).
+    """
+
+    free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
     uncommitted: Resources  # capacity - in-cluster drivers - floors of admitted apps
     driver_slots_free: int
-    admitted_in: dict[str, int] = field(default_factory=dict)  # queue (any level) -> admitted apps
-    usage_cores: dict[str, float] = field(default_factory=dict)  # queue (any level) -> cores used
+    admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
+    usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
+    floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
 
 
 @dataclass(frozen=True)
 class Plan:
     admit: tuple[str, ...]  # app ids, in the order they were admitted
     waiting: dict[str, str]  # leaf queue name -> why its head waits
-
-
-def _ancestry(root: Queue) -> dict[str, tuple[Queue, ...]]:
-    """Leaf name -> (root, ..., leaf)."""
-    out: dict[str, tuple[Queue, ...]] = {}
-
-    def walk(q: Queue, path: tuple[Queue, ...]) -> None:
-        path = path + (q,)
-        if q.is_leaf:
-            out[q.name] = path
-        for c in q.children:
-            walk(c, path)
-
-    walk(root, ())
-    return out
 
 
 def _defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
@@ -106,9 +117,18 @@ def _defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: 
             f"no room for the driver in the cluster (needs {head.driver.cores} cores/"
             f"{head.driver.mem_mib} MiB, free {room.free.cores}/{room.free.mem_mib})"
         )
-    if q.admission is Admission.RESERVE and not _commitment(head).fits_in(room.uncommitted):
+    if q.admission is Admission.RESERVE:
         n = reservation(head)
-        return f"no room to reserve the driver and {n} executor(s) beside the admitted apps"
+        if not _commitment(head).fits_in(room.uncommitted):
+            return f"no room to reserve the driver and {n} executor(s) beside the admitted apps"
+        cores = n * head.executor.cores
+        for node in path:
+            cap = node.max_cores
+            if cap is not None and room.floor_cores_in.get(node.name, 0) + cores > cap:
+                return (
+                    f"no room to reserve {n} executor(s) under queue {node.name} "
+                    f"(max_cores {cap})"
+                )
     return None
 
 
@@ -120,50 +140,75 @@ def _commitment(spec: AppSpec) -> Resources:
 def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room) -> Plan:
     """Admit heads in fair order until every queue with pending apps is deferred or empty.
 
-    Pure apart from spending ``room`` (the caller's working copy).
+    Pure apart from spending ``room`` and the views' ``starting`` (the caller's working copies).
+    Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head.
     """
-    ancestry = _ancestry(root)
-    nxt = {v.queue.name: 0 for v in leaves}
-    active = {v.queue.name: v for v in leaves if v.pending}
-    admitted: list[str] = []
+    tree = QueueTree(root)
+    views = {v.queue.name: v for v in leaves if len(v.pending)}
+    nxt = dict.fromkeys(views, 0)
     waiting: dict[str, str] = {}
+    for name in sorted(views):
+        view = views[name]
+        reason = _defer_reason(view, view.pending[0], tree.path[name], room)
+        if reason is not None:
+            waiting[name] = reason
+            del views[name]
 
-    def order_key(view: LeafView) -> tuple:
-        head = view.pending[nxt[view.queue.name]]
-        path = ancestry[view.queue.name]
-        shares = tuple(room.usage_cores.get(n.name, 0.0) / n.weight for n in path[1:])
-        return (shares, -view.priority_of[head.app_id], head.seq, head.app_id)
+    best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
 
-    while active:
-        view = min(active.values(), key=order_key)
-        name = view.queue.name
+    def head_key(leaf: str) -> tuple[int, int, str]:
+        view = views[leaf]
+        head = view.pending[nxt[leaf]]
+        return (-view.priority_of[head.app_id], head.seq, head.app_id)
+
+    def child_key(name: str) -> tuple:
+        share = room.usage_cores.get(name, 0.0) / tree.node[name].weight
+        return (share, head_key(best[name]))
+
+    def settle(name: str) -> None:
+        kids = tree.children[name]
+        if not kids:
+            best[name] = name if name in views else None
+            return
+        live = [c for c in kids if best[c] is not None]
+        best[name] = best[min(live, key=child_key)] if live else None
+
+    for name in tree.postorder:
+        settle(name)
+    admitted: list[str] = []
+    while best[root.name] is not None:
+        name = best[root.name]
+        view = views[name]
         head = view.pending[nxt[name]]
-        path = ancestry[name]
+        path = tree.path[name]
         reason = _defer_reason(view, head, path, room)
         if reason is not None:
             waiting[name] = reason
-            del active[name]
-            continue
-        admitted.append(head.app_id)
-        _spend(room, view, head, path)
-        nxt[name] += 1
-        if nxt[name] >= len(view.pending):
-            del active[name]
+            del views[name]
+        else:
+            admitted.append(head.app_id)
+            _spend(room, view, head, path)
+            nxt[name] += 1
+            if nxt[name] >= len(view.pending):
+                del views[name]
+        for node in reversed(path):
+            settle(node.name)
     return Plan(tuple(admitted), waiting)
 
 
 def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -> None:
     view.starting += 1
+    floor = admitted_floor(head, view.queue)
+    driver = head.driver if head.driver_in_cluster else Resources()
+    reserve = view.queue.admission is Admission.RESERVE
     for node in path:
         room.admitted_in[node.name] = room.admitted_in.get(node.name, 0) + 1
-    if head.driver_in_cluster:
-        room.free = room.free - head.driver
-        for node in path:
-            room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores
-    else:
+        room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores
+        room.floor_cores_in[node.name] = (
+            room.floor_cores_in.get(node.name, 0) + floor * head.executor.cores
+        )
+    if not head.driver_in_cluster:
         room.driver_slots_free -= 1
-    if view.queue.admission is Admission.RESERVE:
-        room.uncommitted = room.uncommitted - _commitment(head)
-    else:
-        floor = head.driver if head.driver_in_cluster else Resources()
-        room.uncommitted = room.uncommitted - floor - head.executor.times(head.min_executors)
+    promised = head.executor.times(floor) if reserve else Resources()
+    room.free = room.free - driver - promised
+    room.uncommitted = room.uncommitted - driver - head.executor.times(floor)

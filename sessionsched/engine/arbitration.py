@@ -1,261 +1,377 @@
 """Executor targets: how many executors each admitted application deserves this cycle.
 
-Input is a tuple of ``Claim`` (one per admitted app) and the capacity left for executors
-(cluster capacity minus in-cluster drivers). Output: app id -> target, in whole executors of the
-app's own size. Pure and deterministic: same claims, same targets.
+Input: one ``Claim`` per admitted app and the capacity left for executors (cluster capacity
+minus in-cluster drivers). Output: app id -> target, in whole executors of the app's own size.
+Deterministic: the same claims, queue tree and capacity give the same targets, whatever came
+before (``compute_targets`` is the from-scratch form; ``Arbiter`` gives the same answers while
+reusing last cycle's work).
 
 Phases:
-  1. Floors. Every app first gets its floor (``minExecutors``, or its reservation under a
-     ``reserve`` queue until met), in rank order, as far as capacity goes. Admission made sure
-     the floors fit, so this only falls short if the cluster shrank.
-  2. Shares. What is left is divided down the queue tree in cores: at each parent the children
-     get a weighted max-min fair share, clamped between ``min_share`` (a guarantee, as far as
-     the queue wants it) and the least of its wanted cores and ``max_cores`` (water-filling: what
-     one queue does not want goes to its siblings). A leaf divides its cores among its apps by
-     its ``policy`` (``LEAF_POLICIES``).
-  3. Remainders. Cores left over by rounding to whole executors go one executor at a time to
-     apps that still want more, by rank, within their queues' ``max_cores``.
-Memory is checked at every grant of an executor: an executor that does not fit in the memory
-left is not given, whatever its cores.
+  1. Floors. Every app's floor (``minExecutors``, or its reservation under a ``reserve`` queue
+     until met) is set aside first. When they do not all fit (the cluster shrank, or floors
+     exceed a queue's ``max_cores``) they are given in the order: 1. guaranteed (``reserve``
+     queues, whose floors admission made room for) first; 2. rank; as capacity and every
+     ``max_cores`` on the app's path allow.
+  2. Shares. The cores are divided down the queue tree. At each parent the children get a
+     weighted max-min fair share (water-filling), each between its guarantee - its floors, or
+     ``min_share`` as far as it wants that much - and what it wants (its apps' wants, cut to its
+     ``max_cores``); what one queue does not want goes to its siblings. If the guarantees do not
+     all fit, floors are kept and the ``min_share`` guarantees share the rest. A leaf divides its
+     whole cores among its apps by its ``policy`` (``policies.LEAF_POLICIES``), floors first.
+  3. Memory. Shares are in cores. If the executors they give do not all fit in memory, the
+     growth above floors is taken in rank order as memory allows.
+  4. Remainders. Cores left over by rounding to whole executors go one executor at a time to
+     apps that still want more, in rank order (repeated while any is given), within memory and
+     every ``max_cores`` on the app's path.
+Rank: 1. priority, highest first; 2. submission sequence, oldest first; 3. app id.
 
-Rank (used by floors, fifo/priority leaves and remainders):
-  1. priority, highest first; 2. submission sequence, oldest first; 3. app id.
+Why incremental: at 10k running apps a from-scratch pass costs more than a scheduling cycle
+may. Phase 2 is cheap above the leaves (one water-fill per parent), and a leaf's result depends
+only on its whole cores, its claims and its policy, so ``Arbiter`` keeps each leaf's result
+and recomputes a leaf only when one of those changed. Phases 1 and 3 normally have nothing to
+cut (checked from running sums); when they do, everything is recomputed for that cycle.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
-from ..model import Policy, Queue, Resources
+from ..model import Queue, Resources
+from .policies import (  # noqa: F401 - re-exported: the policies are part of arbitration's spec
+    LEAF_POLICIES,
+    Claim,
+    by_priority_then_seq,
+    by_seq,
+    fairshare,
+    water_fill,
+)
+from .tree import QueueTree
+
+_EPS = 1e-9
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One admitted app's claim on executors this cycle.
+class _LeafBook:
+    """One leaf's claims, running sums over them, and its last result."""
 
-    ``want`` is what it could use now: its demand (executors Spark needs for pending and running
-    tasks), raised to its floor and cut to its cap (maxExecutors, spark.ego.slots.max).
+    def __init__(self) -> None:
+        self.claims: dict[str, Claim] = {}
+        self.version = 0
+        self.floor_cores = 0
+        self.floor_mem_mib = 0
+        self.want_cores = 0
+        self.key: tuple | None = None  # (cores, version, policy) the result was computed for
+        self.result: dict[str, int] = {}
+        self.unsat: list[Claim] = []  # claims below their want, in rank order
+        self.unsat_min_cores = 0  # smallest executor among them
+        self.used_cores = 0
+        self.used_mem_mib = 0
+
+    def add(self, c: Claim, sign: int = 1) -> None:
+        if sign > 0:
+            self.claims[c.app_id] = c
+        else:
+            del self.claims[c.app_id]
+        self.floor_cores += sign * c.floor * c.executor.cores
+        self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
+        self.want_cores += sign * c.want * c.executor.cores
+        self.version += 1
+
+    def settle(self, key: tuple | None, result: dict[str, int], claims: Iterable[Claim]) -> None:
+        self.key = key
+        self.result = result
+        self.unsat = sorted(
+            (c for c in claims if result[c.app_id] < c.want), key=by_priority_then_seq
+        )
+        self.unsat_min_cores = min((c.executor.cores for c in self.unsat), default=0)
+        self.used_cores = sum(result[c.app_id] * c.executor.cores for c in self.claims.values())
+        self.used_mem_mib = sum(result[c.app_id] * c.executor.mem_mib for c in self.claims.values())
+
+
+class Arbiter:
+    """Targets for a changing set of claims, recomputing only the leaves that changed.
+
+    Feed it with ``set_claim``/``drop``; ``compute`` returns the app ids whose target changed
+    and leaves every target in ``targets``.
     """
 
-    app_id: str
-    queue: str
-    priority: int
-    seq: int
-    executor: Resources
-    floor: int
-    want: int
+    def __init__(self) -> None:
+        self._claims: dict[str, Claim] = {}
+        self._books: dict[str, _LeafBook] = {}
+        self._floor_cores = 0
+        self._floor_mem_mib = 0
+        self.targets: dict[str, int] = {}
+        self._bonus: dict[str, int] = {}  # remainders given by the last compute
+        self._exact = True  # targets == leaf results + bonus (no phase 1/3 cut last time)
 
+    def set_claim(self, c: Claim) -> None:
+        old = self._claims.get(c.app_id)
+        if old == c:
+            return
+        if old is not None:
+            self._remove(old)
+        self._claims[c.app_id] = c
+        self._books.setdefault(c.queue, _LeafBook()).add(c)
+        self._floor_cores += c.floor * c.executor.cores
+        self._floor_mem_mib += c.floor * c.executor.mem_mib
 
-def by_priority_then_seq(c: Claim) -> tuple[int, int, str]:
-    return (-c.priority, c.seq, c.app_id)
+    def drop(self, app_id: str) -> None:
+        old = self._claims.pop(app_id, None)
+        if old is not None:
+            self._remove(old)
+        self.targets.pop(app_id, None)
+        self._bonus.pop(app_id, None)
 
+    def _remove(self, c: Claim) -> None:
+        self._books[c.queue].add(c, -1)
+        self._floor_cores -= c.floor * c.executor.cores
+        self._floor_mem_mib -= c.floor * c.executor.mem_mib
 
-def by_seq(c: Claim) -> tuple[int, str]:
-    return (c.seq, c.app_id)
+    # --- the computation ----------------------------------------------------------------
 
+    def compute(self, root: Queue, capacity: Resources) -> list[str]:
+        """Targets for every claim (phases 1-4); returns the ids whose target changed."""
+        tree = QueueTree(root)
+        unknown = sorted(q for q, b in self._books.items() if b.claims and q not in tree.path)
+        if unknown:
+            raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
+        low, high = self._node_sums(tree, None)
+        floors = None
+        if not self._floors_fit(tree, capacity, low):
+            floors = self._cut_floors(tree, capacity)
+            low, high = self._node_sums(tree, floors)
+        cores_of = _divide(tree, low, high, max(min(capacity.cores, high[root.name]), 0))
+        recomputed = self._leaf_results(tree, cores_of, floors)
+        used_mem = sum(b.used_mem_mib for b in self._books.values())
+        if floors is None and used_mem <= capacity.mem_mib:
+            return self._finish_exact(tree, capacity, recomputed)
+        return self._finish_cut(tree, capacity, floors)
 
-def water_fill(total: float, weights: Sequence[float], lo: Sequence[float], hi: Sequence[float]) -> list[float]:
-    """Weighted max-min fair division of ``total``: x_i = clamp(w_i * level, lo_i, hi_i), sum = total.
+    def _floors_fit(self, tree: QueueTree, capacity: Resources, low: dict[str, int]) -> bool:
+        if self._floor_cores > capacity.cores or self._floor_mem_mib > capacity.mem_mib:
+            return False
+        return all(q.max_cores is None or low[q.name] <= q.max_cores for q in tree.node.values())
 
-    If even the guarantees ``lo`` do not fit, they are shared the same way with ``lo`` as caps.
-    If ``total`` exceeds what everyone wants, everyone gets ``hi``. ``hi`` may be ``math.inf``.
-    Exact (sweep over the breakpoints of the piecewise-linear sum), O(n log n).
-    """
-    n = len(weights)
-    if n == 0:
-        return []
-    if total <= 0:
-        return [0.0] * n
-    if sum(lo) > total:
-        return water_fill(total, weights, [0.0] * n, lo)
-    if sum(hi) <= total:
-        return list(hi)
-    # Each i adds slope w_i to S(level) between lo_i/w_i and hi_i/w_i.
-    points = []
-    for i in range(n):
-        points.append((lo[i] / weights[i], 1, i))
-        points.append((hi[i] / weights[i], -1, i))
-    points.sort(key=lambda p: (p[0], -p[1], p[2]))
-    level, filled, slope = 0.0, float(sum(lo)), 0.0
-    for at, kind, i in points:
-        if at > level and slope > 0:
-            reach = filled + slope * (at - level)
-            if reach >= total:
-                level += (total - filled) / slope
-                break
-            filled = reach
-        level = max(level, at)
-        slope += weights[i] if kind == 1 else -weights[i]
-    else:  # pragma: no cover - excluded by the sum(hi) check above
-        return list(hi)
-    return [min(max(weights[i] * level, lo[i]), hi[i]) for i in range(n)]
-
-
-class _Pool:
-    """Capacity left to hand out, in cores and memory."""
-
-    def __init__(self, capacity: Resources):
-        self.cores = capacity.cores
-        self.mem_mib = capacity.mem_mib
-
-    def take(self, size: Resources, n: int) -> int:
-        """Take up to ``n`` executors of ``size``; return how many were taken."""
-        if n <= 0:
-            return 0
-        fit = n
-        if size.cores > 0:
-            fit = min(fit, self.cores // size.cores)
-        if size.mem_mib > 0:
-            fit = min(fit, self.mem_mib // size.mem_mib)
-        fit = max(fit, 0)
-        self.cores -= size.cores * fit
-        self.mem_mib -= size.mem_mib * fit
-        return fit
-
-
-# --- leaf policies: (cores for the queue, claims with their extra wants) -> extra executors ---
-
-LeafPolicy = Callable[[float, Sequence[Claim], dict[str, int]], dict[str, int]]
-
-
-def _greedy(order: Callable[[Claim], tuple]) -> LeafPolicy:
-    def policy(cores: float, claims: Sequence[Claim], extra: dict[str, int]) -> dict[str, int]:
-        left = math.floor(cores + 1e-9)
+    def _cut_floors(self, tree: QueueTree, capacity: Resources) -> dict[str, int]:
+        """Phase 1 when floors do not all fit: guaranteed first, then rank."""
+        cores, mem = capacity.cores, capacity.mem_mib
+        used: dict[str, int] = {}
         out = {}
-        for c in sorted(claims, key=order):
-            n = min(extra[c.app_id], left // max(c.executor.cores, 1))
+        order = sorted(
+            self._claims.values(), key=lambda c: (not c.guaranteed, *by_priority_then_seq(c))
+        )
+        for c in order:
+            size = c.executor
+            n = min(c.floor, max(cores, 0) // size.cores)
+            if size.mem_mib:
+                n = min(n, max(mem, 0) // size.mem_mib)
+            for q in tree.capped_path(c.queue):
+                n = min(n, max(q.max_cores - used.get(q.name, 0), 0) // size.cores)
+            n = max(n, 0)
             out[c.app_id] = n
-            left -= n * c.executor.cores
+            cores -= n * size.cores
+            mem -= n * size.mem_mib
+            for q in tree.capped_path(c.queue):
+                used[q.name] = used.get(q.name, 0) + n * size.cores
         return out
 
-    return policy
+    def _node_sums(
+        self, tree: QueueTree, floors: dict[str, int] | None
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """Per queue: (floor cores, wanted cores cut to max_cores and at least the floors)."""
+        low: dict[str, int] = {}
+        high: dict[str, int] = {}
+        for name in tree.postorder:
+            q = tree.node[name]
+            kids = tree.children[name]
+            if kids:
+                f = sum(low[k] for k in kids)
+                w = sum(high[k] for k in kids)
+            else:
+                book = self._books.get(name)
+                if book is None:
+                    f = w = 0
+                else:
+                    w = book.want_cores
+                    f = book.floor_cores if floors is None else sum(
+                        floors[c.app_id] * c.executor.cores for c in book.claims.values()
+                    )
+            if q.max_cores is not None:
+                w = min(w, q.max_cores)
+            low[name] = f
+            high[name] = max(w, f)
+        return low, high
+
+    def _leaf_results(
+        self, tree: QueueTree, cores_of: dict[str, float], floors: dict[str, int] | None
+    ) -> list[_LeafBook]:
+        recomputed = []
+        for name, book in self._books.items():
+            if not book.claims:
+                continue
+            cores = max(math.floor(cores_of.get(name, 0.0) + _EPS), 0)
+            policy = tree.node[name].policy
+            key = (cores, book.version, policy)
+            if floors is None and book.key == key:
+                continue
+            claims = list(book.claims.values())
+            if floors is not None:
+                claims = [replace(c, floor=floors[c.app_id]) for c in claims]
+            result = LEAF_POLICIES[policy](cores, claims)
+            book.settle(key if floors is None else None, result, claims)
+            recomputed.append(book)
+        return recomputed
+
+    def _finish_exact(
+        self, tree: QueueTree, capacity: Resources, recomputed: list[_LeafBook]
+    ) -> list[str]:
+        """Phase 4 when nothing was cut: targets are leaf results plus remainders."""
+        books = self._books
+        left_cores = capacity.cores - sum(b.used_cores for b in books.values())
+        left_mem = capacity.mem_mib - sum(b.used_mem_mib for b in books.values())
+        used_by_leaf = {name: b.used_cores for name, b in books.items()}
+        unsat = [b.unsat for b in books.values() if b.unsat]
+        smallest = min((b.unsat_min_cores for b in books.values() if b.unsat), default=0)
+
+        def base(c: Claim) -> int:
+            return books[c.queue].result[c.app_id]
+
+        bonus: dict[str, int] = {}
+        if unsat and left_cores >= smallest:  # else no executor fits: skip the scan
+            bonus = _remainders(
+                lambda: heapq.merge(*unsat, key=by_priority_then_seq),
+                base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree,
+            )
+        if self._exact:
+            candidates: Iterable[str] = {a for b in recomputed for a in b.claims}
+            candidates = set(candidates) | self._bonus.keys() | bonus.keys()
+        else:
+            candidates = self._claims.keys()
+        self._bonus = bonus
+        self._exact = True
+        return self._update(
+            (a, base(self._claims[a]) + bonus.get(a, 0)) for a in candidates
+        )
+
+    def _finish_cut(
+        self, tree: QueueTree, capacity: Resources, floors: dict[str, int] | None
+    ) -> list[str]:
+        """Phases 3 and 4 from scratch (floors or memory were cut this cycle)."""
+        ranked = sorted(self._claims.values(), key=by_priority_then_seq)
+        given = floors or {c.app_id: c.floor for c in ranked}
+        cores = capacity.cores - sum(given[c.app_id] * c.executor.cores for c in ranked)
+        mem = capacity.mem_mib - sum(given[c.app_id] * c.executor.mem_mib for c in ranked)
+        final: dict[str, int] = {}
+        for c in ranked:
+            size = c.executor
+            grown = self._books[c.queue].result[c.app_id] - given[c.app_id]
+            n = min(grown, max(cores, 0) // size.cores)
+            if size.mem_mib:
+                n = min(n, max(mem, 0) // size.mem_mib)
+            n = max(n, 0)
+            final[c.app_id] = given[c.app_id] + n
+            cores -= n * size.cores
+            mem -= n * size.mem_mib
+        used_by_leaf: dict[str, int] = {}
+        for c in ranked:
+            cores_given = final[c.app_id] * c.executor.cores
+            used_by_leaf[c.queue] = used_by_leaf.get(c.queue, 0) + cores_given
+        bonus = _remainders(
+            lambda: (c for c in ranked if final[c.app_id] < c.want),
+            lambda c: final[c.app_id], cores, mem, _capped_used(tree, used_by_leaf), tree,
+        )
+        for book in self._books.values():
+            book.key = None  # results were cut: recompute every leaf next time
+        self._bonus = bonus
+        self._exact = False
+        return self._update((a, n + bonus.get(a, 0)) for a, n in final.items())
+
+    def _update(self, pairs: Iterable[tuple[str, int]]) -> list[str]:
+        changed = []
+        for app_id, n in pairs:
+            if self.targets.get(app_id) != n:
+                self.targets[app_id] = n
+                changed.append(app_id)
+        return changed
 
 
-def fairshare(cores: float, claims: Sequence[Claim], extra: dict[str, int]) -> dict[str, int]:
-    """Weighted max-min fair share with weight = priority; an app that wants less than its share
-    returns the rest to the others. Shares are rounded down to whole executors; the cores left go
-    one executor at a time by priority, then age."""
-    ranked = sorted(claims, key=by_priority_then_seq)
-    size = [max(c.executor.cores, 1) for c in ranked]
-    shares = water_fill(
-        cores,
-        [float(c.priority) for c in ranked],
-        [0.0] * len(ranked),
-        [float(extra[c.app_id] * s) for c, s in zip(ranked, size)],
-    )
-    out = {c.app_id: int(sh // s + 1e-9) for c, sh, s in zip(ranked, shares, size)}
-    left = math.floor(cores + 1e-9) - sum(out[c.app_id] * s for c, s in zip(ranked, size))
-    for c, s in zip(ranked, size):
-        if left < s:
+def _divide(
+    tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float
+) -> dict[str, float]:
+    """Phase 2 above the leaves: leaf name -> cores (fractional)."""
+    out: dict[str, float] = {}
+    stack = [(tree.root.name, float(cores))]
+    while stack:
+        name, c = stack.pop()
+        kids = [k for k in tree.children[name] if high[k] > 0]
+        if not tree.children[name]:
+            out[name] = c
             continue
-        if out[c.app_id] < extra[c.app_id]:
-            out[c.app_id] += 1
-            left -= s
+        if not kids:
+            continue
+        weights = [tree.node[k].weight for k in kids]
+        guarantee = [
+            float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids
+        ]
+        if sum(guarantee) > c:
+            shares = water_fill(c, weights, [float(low[k]) for k in kids], guarantee)
+        else:
+            shares = water_fill(c, weights, guarantee, [float(high[k]) for k in kids])
+        stack.extend(zip(kids, shares, strict=True))
     return out
 
 
-LEAF_POLICIES: dict[Policy, LeafPolicy] = {
-    Policy.FIFO: _greedy(by_seq),
-    Policy.PRIORITY: _greedy(by_priority_then_seq),
-    Policy.FAIRSHARE: fairshare,
-}
+def _capped_used(tree: QueueTree, used_by_leaf: dict[str, int]) -> dict[str, int]:
+    """Executor cores given under each queue that has ``max_cores``."""
+    used: dict[str, int] = {}
+    for leaf, cores in used_by_leaf.items():
+        for q in tree.capped_path(leaf):
+            used[q.name] = used.get(q.name, 0) + cores
+    return used
+
+
+def _remainders(
+    order: Callable[[], Iterable[Claim]],
+    base: Callable[[Claim], int],
+    left_cores: int,
+    left_mem: int,
+    used: dict[str, int],
+    tree: QueueTree,
+) -> dict[str, int]:
+    """Phase 4: app id -> extra executors. ``order()`` yields the claims below their want in
+    rank order (their targets so far by ``base``); called once per pass."""
+    bonus: dict[str, int] = {}
+    progress = True
+    while progress and left_cores > 0:
+        progress = False
+        for c in order():
+            size = c.executor
+            if size.cores > left_cores or size.mem_mib > left_mem:
+                continue
+            if base(c) + bonus.get(c.app_id, 0) >= c.want:
+                continue
+            capped = tree.capped_path(c.queue)
+            if any(used.get(q.name, 0) + size.cores > q.max_cores for q in capped):
+                continue
+            bonus[c.app_id] = bonus.get(c.app_id, 0) + 1
+            left_cores -= size.cores
+            left_mem -= size.mem_mib
+            for q in capped:
+                used[q.name] = used.get(q.name, 0) + size.cores
+            progress = True
+            if left_cores <= 0:
+                break
+    return bonus
 
 
 def compute_targets(root: Queue, capacity: Resources, claims: Sequence[Claim]) -> dict[str, int]:
-    """Targets for every claim. Never more than capacity, ``want`` or the queues' ``max_cores``."""
-    pool = _Pool(capacity)
-    ranked = sorted(claims, key=by_priority_then_seq)
-    target = {c.app_id: pool.take(c.executor, min(c.floor, c.want)) for c in ranked}
-
-    by_leaf: dict[str, list[Claim]] = defaultdict(list)
+    """Targets for every claim, from scratch. Never more than capacity, ``want`` or the queues'
+    ``max_cores`` (floors aside only if a queue's floors alone exceed its ``max_cores``: they do
+    not; floors are cut to fit)."""
+    arbiter = Arbiter()
     for c in claims:
-        by_leaf[c.queue].append(c)
-    extra = {c.app_id: c.want - target[c.app_id] for c in claims}
-
-    # Cores each queue holds after floors, and cores it still wants, bottom-up.
-    held: dict[str, float] = {}
-    wants: dict[str, float] = {}
-
-    def sums(q: Queue) -> None:
-        if q.is_leaf:
-            cs = by_leaf.get(q.name, ())
-            held[q.name] = float(sum(target[c.app_id] * c.executor.cores for c in cs))
-            wants[q.name] = float(sum(extra[c.app_id] * c.executor.cores for c in cs))
-        else:
-            for ch in q.children:
-                sums(ch)
-            held[q.name] = sum(held[ch.name] for ch in q.children)
-            wants[q.name] = sum(wants[ch.name] for ch in q.children)
-        if q.max_cores is not None:
-            wants[q.name] = min(wants[q.name], max(q.max_cores - held[q.name], 0.0))
-
-    sums(root)
-
-    def divide(q: Queue, cores: float) -> None:
-        if q.is_leaf:
-            cs = by_leaf.get(q.name)
-            if cs:
-                for app_id, n in LEAF_POLICIES[q.policy](cores, cs, extra).items():
-                    target[app_id] += n
-            return
-        kids = [ch for ch in q.children if wants[ch.name] > 0]
-        shares = water_fill(
-            cores,
-            [ch.weight for ch in kids],
-            [min(max(ch.min_share_cores - held[ch.name], 0.0), wants[ch.name]) for ch in kids],
-            [wants[ch.name] for ch in kids],
-        )
-        for ch, share in zip(kids, shares):
-            divide(ch, share)
-
-    share_pool = _Pool(Resources(pool.cores, pool.mem_mib))
-    before = dict(target)
-    divide(root, min(float(pool.cores), wants[root.name]))
-    # Memory is not divided down the tree: take what the shares gave, in rank order, as memory allows.
-    for c in ranked:
-        grown = target[c.app_id] - before[c.app_id]
-        target[c.app_id] = before[c.app_id] + share_pool.take(c.executor, grown)
-
-    _hand_out_remainders(root, ranked, target, share_pool, by_leaf)
-    return target
-
-
-def _hand_out_remainders(
-    root: Queue,
-    ranked: Sequence[Claim],
-    target: dict[str, int],
-    pool: _Pool,
-    by_leaf: dict[str, list[Claim]],
-) -> None:
-    ancestry: dict[str, list[Queue]] = {}
-
-    def walk(q: Queue, path: list[Queue]) -> None:
-        path = path + [q]
-        if q.is_leaf:
-            ancestry[q.name] = [n for n in path if n.max_cores is not None]
-        for ch in q.children:
-            walk(ch, path)
-
-    walk(root, [])
-    used: dict[str, int] = defaultdict(int)
-    for leaf, cs in by_leaf.items():
-        cores = sum(target[c.app_id] * c.executor.cores for c in cs)
-        for node in ancestry.get(leaf, ()):
-            used[node.name] += cores
-    progress = True
-    while progress:
-        progress = False
-        for c in ranked:
-            if target[c.app_id] >= c.want:
-                continue
-            capped = ancestry.get(c.queue, ())
-            if any(used[n.name] + c.executor.cores > n.max_cores for n in capped):
-                continue
-            if pool.take(c.executor, 1):
-                target[c.app_id] += 1
-                for n in capped:
-                    used[n.name] += c.executor.cores
-                progress = True
+        arbiter.set_claim(c)
+    arbiter.compute(root, capacity)
+    return dict(arbiter.targets)

@@ -21,7 +21,7 @@ class Submitted:
 
 @dataclass(frozen=True)
 class Adopted:
-    """An app that was launched before the scheduler restarted: back on the books, not relaunched."""
+    """An app launched before the scheduler restarted: back on the books, not relaunched."""
 
     spec: AppSpec
     state: AppState

@@ -12,7 +12,7 @@ data, least work done), then by executor id. The driver is never a victim: it is
 executor.
 
 An executor already under a reclaim order is not ordered again, except that a decommissioned
-one still alive at its deadline is ordered killed (``overdue``).
+one still alive at its deadline is ordered killed (the scheduler keeps the deadlines in a heap).
 """
 
 from __future__ import annotations
@@ -49,12 +49,3 @@ def deadline_for(mode: ReclaimMode, now: float, timeout_s: float) -> float | Non
         return now + timeout_s
     return None
 
-
-def overdue(reclaiming: Mapping[str, float | None], alive: Iterable[str], now: float) -> list[str]:
-    """Executors whose graceful deadline passed while they are still alive."""
-    alive_ids = set(alive)
-    return sorted(
-        eid
-        for eid, deadline in reclaiming.items()
-        if deadline is not None and deadline <= now and eid in alive_ids
-    )

@@ -5,21 +5,32 @@ targets) and reads no clock, opens no socket and starts no thread: the server, t
 and the tests drive it the same way and carry out what it decides.
 
 A step, in order:
+  0. check every event (``validate``); a bad one refuses the whole batch with one line and
+     changes nothing;
   1. apply the events to the books;
-  2. StateAware fallback: an app STARTING for longer than its queue's ``starting_timeout``
-     moves on to RUNNING (YuniKorn's 5-minute rule, made a queue setting);
+  2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
+     on to RUNNING (YuniKorn's 5-minute rule, made a queue setting);
   3. admission (``admission.plan_admissions``): launch the drivers that may start;
-  4. arbitration (``arbitration.compute_targets``): each admitted app's executor target;
-  5. grants: how much of its target each app may hold right now, so that executors still being
-     taken from others are never promised twice (no overcommit);
-  6. reclaim (``reclaim``): orders for apps holding more than their target, and kills of
-     decommissioned executors past their deadline.
+  4. arbitration (``arbitration.Arbiter``): each admitted app's executor target;
+  5. grants (``grants``): how much of its target each app may hold right now, so that
+     executors still being taken from others are never promised twice (no overcommit);
+  6. reclaim (``reclaim``): kills of decommissioned executors past their deadline, and orders
+     for apps holding more than their target.
+
+Decisions come out in that order. Within phases 2, 5 and 6 they are in app rank order
+(1. priority, highest first; 2. submission sequence; 3. app id); launches in the order
+admission chose. The same events in the same order give the same decisions, in a long-lived
+scheduler or in a fresh one fed the same history.
+
+Cost: the books keep running totals (``books.Ledger``), the arbiter reuses last cycle's leaf
+results, and grants and reclaims only look at apps that changed, so a cycle costs about the
+number of changed apps and queues, not of all apps (see ``benchmarks/engine_cycle.py``).
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
 
@@ -33,7 +44,9 @@ from ..model import (
     ReclaimMode,
     Resources,
 )
-from . import admission, arbitration, reclaim
+from . import admission, reclaim
+from .arbitration import Arbiter, Claim
+from .books import AppRecord, Ledger
 from .events import (
     Adopted,
     CapacityChanged,
@@ -54,51 +67,42 @@ from .events import (
     Submitted,
     Tick,
 )
+from .grants import Grants
+from .tree import QueueTree
+from .validate import check_events
+
+__all__ = ["AppRecord", "Scheduler"]
 
 
-@dataclass
-class AppRecord:
-    """The engine's books on one app. Read it through ``Scheduler.apps``; never write it."""
-
-    spec: AppSpec
-    priority: int
-    state: AppState = AppState.ACCEPTED
-    launched_at: float | None = None
-    first_executor_at: float | None = None
-    finished_at: float | None = None
-    exit_code: int | None = None
-    spark_app_id: str | None = None
-    executors: dict[str, Executor] = field(default_factory=dict)
-    demand: int = 0
-    target: int = 0
-    grant: int = 0
-    reserved: int = 0  # executors still reserved for it (reserve admission), 0 once met
-    reclaiming: dict[str, float | None] = field(default_factory=dict)  # executor -> kill deadline
-    reason: str = ""  # why it is waiting, or how it got its last state
-
-    @property
-    def app_id(self) -> str:
-        return self.spec.app_id
-
-    @property
-    def held(self) -> int:
-        return len(self.executors)
-
-    @property
-    def floor(self) -> int:
-        return max(self.spec.min_executors, self.reserved)
+_NOTHING = Resources()
 
 
 class Scheduler:
-    def __init__(self, root: Queue, capacity: Resources = Resources(), driver_slots: int = 4):
-        self.root = root
+    def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4):
         self.capacity = capacity
         self.driver_slots = driver_slots
         self.apps: dict[str, AppRecord] = {}
-        self._leaves: dict[str, Queue] = {q.name: q for q in root.leaves()}
-        self._pending: dict[str, SortedList] = {name: SortedList() for name in self._leaves}
-        self._admitted: dict[str, AppRecord] = {}  # STARTING/RUNNING, plus ended apps still holding executors
         self.waiting: dict[str, str] = {}  # leaf queue -> why its head waits (last step)
+        self._pending: dict[str, SortedList] = {}
+        self._set_tree(root)
+        # On the books: STARTING/RUNNING, or ended and still holding executors.
+        self._admitted: dict[str, AppRecord] = {}
+        self._starting: dict[str, AppRecord] = {}
+        self._ledger = Ledger()
+        self._arbiter = Arbiter()
+        self._grants = Grants()
+        self._deadlines: list[tuple[float, str, str]] = []  # (kill deadline, app, executor) heap
+        self._dirty: set[str] = set()  # changed since the totals were last brought up to date
+        self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
+
+    def _set_tree(self, root: Queue) -> None:
+        self.root = root
+        self._tree = QueueTree(root)
+        self._leaves = {name: self._tree.node[name] for name in self._tree.leaves}
+        for name in self._leaves:
+            self._pending.setdefault(name, SortedList())
+        for name in [n for n, pend in self._pending.items() if n not in self._leaves and not pend]:
+            del self._pending[name]
 
     # --- reading the books ----------------------------------------------------------------
 
@@ -117,38 +121,60 @@ class Scheduler:
         return [key[2] for key in self._pending[queue]]
 
     def usage(self) -> dict[str, QueueUsage]:
+        """Per queue (parents sum their children): apps pending/starting/running, executor and
+        in-cluster driver cores held, demand in cores. O(queues)."""
         out = {q.name: QueueUsage(q.name) for q in self.root.walk()}
-        for name, pend in self._pending.items():
-            out[name].pending = len(pend)
-        for rec in self._admitted.values():
-            u = out[rec.spec.queue]
-            if rec.state is AppState.STARTING:
-                u.starting += 1
-            elif rec.state is AppState.RUNNING:
-                u.running += 1
-            u.executor_cores += rec.held * rec.spec.executor.cores
-            if rec.spec.driver_in_cluster and rec.state.admitted:
-                u.driver_cores += rec.spec.driver.cores
-            u.demand_cores += rec.demand * rec.spec.executor.cores
+        for leaf, path in self._tree.path.items():
+            t = self._ledger.leaf(leaf)
+            pending = len(self._pending.get(leaf, ()))
+            for q in path:
+                u = out[q.name]
+                u.pending += pending
+                u.starting += t.starting
+                u.running += t.running
+                u.executor_cores += t.executor_cores
+                u.driver_cores += t.driver_cores
+                u.demand_cores += t.demand_cores
         return out
+
+    def next_wakeup(self) -> float | None:
+        """The earliest time at which a step without events may decide something (a starting
+        timeout or a decommission deadline), or None. A caller that steps on events and at this
+        time misses nothing; it may be early (the executor may already be gone)."""
+        times = [
+            r.launched_at + self._leaves[r.spec.queue].starting_timeout_s
+            for r in self._starting.values()
+        ]
+        if self._deadlines:
+            times.append(self._deadlines[0][0])
+        return min(times, default=None)
 
     # --- the step -------------------------------------------------------------------------
 
     def step(self, now: float, events: Iterable[Event] = ()) -> list[Decision]:
+        events = list(events)
+        check_events(events, self.apps, self._leaves, self._occupied_leaves)
         out: list[Decision] = []
         for event in events:
             self._apply(now, event, out)
         self._starting_timeouts(now, out)
+        self._sync()
         self._admit(now, out)
-        self._arbitrate(out)
-        self._reclaim(now, out)
+        self._sync()
+        changed = self._arbiter.compute(self.root, self._executor_capacity())
+        self._grant(changed, out)
+        self._reclaim(now, changed, out)
+        self._touched = set()
+        self._sync()
         return out
 
     # 1. events
 
     def _apply(self, now: float, ev: Event, out: list[Decision]) -> None:
         if isinstance(ev, Submitted):
-            self._submit(ev.spec)
+            rec = AppRecord(spec=ev.spec, priority=ev.spec.priority)
+            self.apps[rec.app_id] = rec
+            self._pending[rec.spec.queue].add(self._key(rec))
             return
         if isinstance(ev, Adopted):
             self._adopt(ev)
@@ -159,13 +185,12 @@ class Scheduler:
                 self.driver_slots = ev.driver_slots
             return
         if isinstance(ev, QueuesChanged):
-            self._requeue(ev.root)
+            self._set_tree(ev.root)
+            self._dirty.update(self._admitted)  # a queue's admission mode decides what is promised
             return
         if isinstance(ev, Tick):
             return
-        rec = self.apps.get(ev.app_id)
-        if rec is None:
-            raise KeyError(f"unknown app {ev.app_id!r}")
+        rec = self.apps[ev.app_id]
         if isinstance(ev, PriorityChanged):
             self._set_priority(rec, ev.priority)
         elif isinstance(ev, KillRequested):
@@ -177,42 +202,22 @@ class Scheduler:
         elif isinstance(ev, ExecutorsChanged):
             self._executors_changed(now, rec, ev.executors, out)
         elif isinstance(ev, DemandChanged):
-            rec.demand = max(ev.demand, 0)
-        else:  # pragma: no cover - the Event union is closed
-            raise TypeError(f"not an event: {ev!r}")
-
-    def _submit(self, spec: AppSpec) -> None:
-        if spec.app_id in self.apps:
-            raise ValueError(f"app {spec.app_id!r} was already submitted")
-        if spec.queue not in self._leaves:
-            raise ValueError(f"{spec.queue!r} is not a leaf queue")
-        rec = AppRecord(spec=spec, priority=spec.priority)
-        self.apps[spec.app_id] = rec
-        self._pending[spec.queue].add(self._key(rec))
+            rec.demand = ev.demand
+            self._dirty.add(rec.app_id)
 
     def _adopt(self, ev: Adopted) -> None:
-        """An app launched before a restart: back on the books without launching it again."""
-        self._submit(ev.spec)
-        rec = self.apps[ev.spec.app_id]
-        self._pending[rec.spec.queue].remove(self._key(rec))
-        rec.priority = ev.priority
-        rec.state = ev.state
+        """An app launched before a restart: back on the books without launching it again.
+        A ``reserve`` app that had no executor yet gets its reservation back."""
+        rec = AppRecord(spec=ev.spec, priority=ev.priority, state=ev.state)
         rec.launched_at = ev.launched_at
         rec.first_executor_at = ev.first_executor_at
-        if ev.state.admitted:
-            self._admitted[rec.app_id] = rec
-
-    def _requeue(self, root: Queue) -> None:
-        leaves = {q.name: q for q in root.leaves()}
-        orphaned = sorted(
-            {r.spec.queue for r in self.apps.values() if not r.state.terminal} - leaves.keys()
-        )
-        if orphaned:
-            raise ValueError(f"queues still hold apps and cannot be removed: {', '.join(orphaned)}")
-        self.root = root
-        self._leaves = leaves
-        for name in leaves:
-            self._pending.setdefault(name, SortedList())
+        reserve = self._leaves[ev.spec.queue].admission is Admission.RESERVE
+        if reserve and ev.first_executor_at is None:
+            rec.reserved = admission.reservation(ev.spec)
+        self.apps[rec.app_id] = rec
+        if rec.state is AppState.STARTING:
+            self._starting[rec.app_id] = rec
+        self._dirty.add(rec.app_id)
 
     def _set_priority(self, rec: AppRecord, priority: int) -> None:
         if rec.state is AppState.ACCEPTED:
@@ -222,6 +227,7 @@ class Scheduler:
             pend.add(self._key(rec))
         else:
             rec.priority = priority
+        self._dirty.add(rec.app_id)
 
     def _kill(self, now: float, rec: AppRecord, out: list[Decision]) -> None:
         if rec.state.terminal:
@@ -234,71 +240,72 @@ class Scheduler:
 
     def _driver_exited(self, now: float, rec: AppRecord, code: int, out: list[Decision]) -> None:
         rec.exit_code = code
+        if rec.state is AppState.ACCEPTED:  # a driver that was never ours to launch
+            self._pending[rec.spec.queue].remove(self._key(rec))
         # A driver's executors die with it.
-        rec.executors.clear()
+        rec.executors = {}
         rec.reclaiming.clear()
         rec.demand = 0
         if not rec.state.terminal:
             state = AppState.FINISHED if code == 0 else AppState.FAILED
             self._mark(now, rec, state, f"driver exited with code {code}", out)
-        self._admitted.pop(rec.app_id, None)
+        self._dirty.add(rec.app_id)
 
     def _executors_changed(
         self, now: float, rec: AppRecord, executors: tuple[Executor, ...], out: list[Decision]
     ) -> None:
         rec.executors = {e.executor_id: e for e in executors}
-        for eid in list(rec.reclaiming):
-            if eid not in rec.executors:
-                del rec.reclaiming[eid]
+        for eid in [e for e in rec.reclaiming if e not in rec.executors]:
+            del rec.reclaiming[eid]
         if rec.reserved and rec.held >= rec.reserved:
             rec.reserved = 0
         if executors and rec.first_executor_at is None:
             rec.first_executor_at = now
         if executors and rec.state is AppState.STARTING:
             self._mark(now, rec, AppState.RUNNING, "first executor registered", out)
-        if rec.state.terminal and not executors:
-            self._admitted.pop(rec.app_id, None)
+        self._dirty.add(rec.app_id)
 
-    def _mark(self, now: float, rec: AppRecord, state: AppState, why: str, out: list[Decision]) -> None:
+    def _mark(
+        self, now: float, rec: AppRecord, state: AppState, why: str, out: list[Decision]
+    ) -> None:
         rec.state = state
         rec.reason = why
+        if state is AppState.STARTING:
+            self._starting[rec.app_id] = rec
+        else:
+            self._starting.pop(rec.app_id, None)
         if state.terminal:
             rec.finished_at = now
             rec.target = rec.grant = 0
             rec.reserved = 0
-            if not rec.executors:
-                self._admitted.pop(rec.app_id, None)
+        self._dirty.add(rec.app_id)
         out.append(MarkState(rec.app_id, state, why))
 
     # 2. StateAware fallback
 
     def _starting_timeouts(self, now: float, out: list[Decision]) -> None:
-        for rec in list(self._admitted.values()):
-            if rec.state is not AppState.STARTING:
-                continue
+        late = []
+        for rec in self._starting.values():
             timeout = self._leaves[rec.spec.queue].starting_timeout_s
             if now - rec.launched_at >= timeout:
-                self._mark(now, rec, AppState.RUNNING, f"no executor after {timeout:g}s: starting timeout", out)
+                late.append((rec.rank, rec, timeout))
+        for _, rec, timeout in sorted(late, key=lambda x: x[0]):
+            why = f"no executor after {timeout:g}s: starting timeout"
+            self._mark(now, rec, AppState.RUNNING, why, out)
 
     # 3. admission
 
     def _admit(self, now: float, out: list[Decision]) -> None:
-        views = []
-        starting: dict[str, int] = {}
-        for rec in self._admitted.values():
-            if rec.state is AppState.STARTING:
-                starting[rec.spec.queue] = starting.get(rec.spec.queue, 0) + 1
-        for name, pend in self._pending.items():
-            if not pend:
-                continue
-            views.append(
-                admission.LeafView(
-                    queue=self._leaves[name],
-                    pending=_PendingSpecs(pend, self.apps),
-                    priority_of=_PriorityOf(self.apps),
-                    starting=starting.get(name, 0),
-                )
+        views = [
+            admission.LeafView(
+                queue=self._leaves[name],
+                pending=_PendingSpecs(pend, self.apps),
+                priority_of=_PriorityOf(self.apps),
+                starting=self._ledger.leaf(name).starting,
             )
+            for name, pend in self._pending.items()
+            if pend
+        ]
         if not views:
             self.waiting = {}
             return
@@ -310,123 +317,92 @@ class Scheduler:
             rec.launched_at = now
             if self._leaves[rec.spec.queue].admission is Admission.RESERVE:
                 rec.reserved = admission.reservation(rec.spec)
-            self._admitted[app_id] = rec
             out.append(LaunchDriver(app_id))
             self._mark(now, rec, AppState.STARTING, "driver launched", out)
 
     def _room(self) -> admission.Room:
-        drivers = Resources()
-        in_use = Resources()
-        floors = Resources()
-        admitted_in: dict[str, int] = {}
-        usage: dict[str, float] = {}
-        client_drivers = 0
-        ancestry = self._ancestry()
-        for rec in self._admitted.values():
-            spec = rec.spec
-            in_use = in_use + spec.executor.times(max(rec.held, rec.grant))
-            if not rec.state.admitted:
-                continue
-            cores = max(rec.held, rec.grant) * spec.executor.cores
-            if spec.driver_in_cluster:
-                drivers = drivers + spec.driver
-                cores += spec.driver.cores
-            else:
-                client_drivers += 1
-            floors = floors + spec.executor.times(rec.floor)
-            for name in ancestry[spec.queue]:
-                admitted_in[name] = admitted_in.get(name, 0) + 1
-                usage[name] = usage.get(name, 0.0) + cores
-        return admission.Room(
-            free=self.capacity - drivers - in_use,
-            uncommitted=self.capacity - drivers - floors,
-            driver_slots_free=self.driver_slots - client_drivers,
-            admitted_in=admitted_in,
-            usage_cores=usage,
+        t = self._ledger.total
+        drivers = Resources(t.driver_cores, t.driver_mem_mib)
+        room = admission.Room(
+            free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib),
+            uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib),
+            driver_slots_free=self.driver_slots - t.client_drivers,
         )
-
-    def _ancestry(self) -> dict[str, tuple[str, ...]]:
-        out: dict[str, tuple[str, ...]] = {}
-
-        def walk(q: Queue, path: tuple[str, ...]) -> None:
-            path = path + (q.name,)
-            if q.is_leaf:
-                out[q.name] = path
-            for c in q.children:
-                walk(c, path)
-
-        walk(self.root, ())
-        return out
+        for leaf, path in self._tree.path.items():
+            lt = self._ledger.leaf(leaf)
+            for q in path:
+                room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
+                room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores
+                room.floor_cores_in[q.name] = room.floor_cores_in.get(q.name, 0) + lt.floor_cores
+        return room
 
     # 4. + 5. arbitration and grants
 
-    def _arbitrate(self, out: list[Decision]) -> None:
-        live = [r for r in self._admitted.values() if r.state.admitted]
-        drivers = Resources()
-        for rec in live:
-            if rec.spec.driver_in_cluster:
-                drivers = drivers + rec.spec.driver
-        claims = []
-        for rec in live:
-            cap = rec.spec.executor_cap
-            want = max(rec.demand, rec.floor)
-            if cap is not None:
-                want = min(want, cap)
-            claims.append(
-                arbitration.Claim(
-                    app_id=rec.app_id,
-                    queue=rec.spec.queue,
-                    priority=rec.priority,
-                    seq=rec.spec.seq,
-                    executor=rec.spec.executor,
-                    floor=min(rec.floor, want),
-                    want=want,
-                )
-            )
-        targets = arbitration.compute_targets(self.root, self.capacity - drivers, claims)
-        self._grant(live, targets, self.capacity - drivers, out)
+    def _executor_capacity(self) -> Resources:
+        """Cluster capacity minus the in-cluster drivers of admitted apps."""
+        t = self._ledger.total
+        return self.capacity - Resources(t.driver_cores, t.driver_mem_mib)
 
-    def _grant(self, live: list[AppRecord], targets: dict[str, int], capacity: Resources, out: list[Decision]) -> None:
-        """Grant = target, except that growth only comes out of what nobody holds or was granted."""
-        free = capacity
-        for rec in self._admitted.values():
-            if not rec.state.admitted:  # ended, executors not yet gone
-                free = free - rec.spec.executor.times(rec.held)
-        base: dict[str, int] = {}
-        for rec in live:
-            t = targets[rec.app_id]
-            base[rec.app_id] = max(rec.held, min(rec.grant, t))
-            free = free - rec.spec.executor.times(base[rec.app_id])
-        for rec in sorted(live, key=lambda r: (-r.priority, r.spec.seq, r.app_id)):
-            t = targets[rec.app_id]
-            b = base[rec.app_id]
-            if t <= b:
-                grant = t
-            else:
-                size = rec.spec.executor
-                more = t - b
-                if size.cores > 0:
-                    more = min(more, max(free.cores, 0) // size.cores)
-                if size.mem_mib > 0:
-                    more = min(more, max(free.mem_mib, 0) // size.mem_mib)
-                free = free - size.times(more)
-                grant = b + more
-            if (t, grant) != (rec.target, rec.grant):
-                out.append(SetTarget(rec.app_id, t, grant))
-            rec.target, rec.grant = t, grant
+    def _claim(self, rec: AppRecord) -> Claim:
+        spec = rec.spec
+        cap = spec.executor_cap
+        floor = rec.floor
+        want = max(rec.demand, floor)
+        if cap is not None:
+            want = min(want, cap)
+        return Claim(
+            app_id=rec.app_id,
+            queue=spec.queue,
+            priority=rec.priority,
+            seq=spec.seq,
+            executor=spec.executor,
+            floor=min(floor, want),
+            want=want,
+            guaranteed=self._guaranteed(rec),
+        )
+
+    def _guaranteed(self, rec: AppRecord) -> bool:
+        leaf = self._leaves.get(rec.spec.queue)
+        return leaf is not None and leaf.admission is Admission.RESERVE
+
+    def _grant(self, changed: list[str], out: list[Decision]) -> None:
+        targets = self._arbiter.targets
+        touched = self._touched.union(changed)
+        for app_id in touched:
+            rec = self.apps[app_id]
+            self._grants.rebase(rec, targets.get(app_id, 0))
+        grown = self._grants.grow(self._executor_capacity())
+        for app_id in sorted(touched.union(grown), key=lambda a: self.apps[a].rank):
+            rec = self.apps[app_id]
+            if not rec.state.admitted:
+                continue
+            t = targets[app_id]
+            g = grown.get(app_id, t)
+            if (t, g) != (rec.target, rec.grant):
+                out.append(SetTarget(app_id, t, g))
+                rec.target, rec.grant = t, g
+                self._grants.rebase(rec, t)
+                self._dirty.add(app_id)
 
     # 6. reclaim
 
-    def _reclaim(self, now: float, out: list[Decision]) -> None:
-        for rec in self._admitted.values():
+    def _reclaim(self, now: float, changed: list[str], out: list[Decision]) -> None:
+        late: dict[str, list[str]] = {}
+        while self._deadlines and self._deadlines[0][0] <= now:
+            deadline, app_id, eid = heapq.heappop(self._deadlines)
+            rec = self.apps[app_id]
+            if rec.state.admitted and eid in rec.executors and rec.reclaiming.get(eid) == deadline:
+                late.setdefault(app_id, []).append(eid)
+        apps = self._touched.union(changed, late)
+        for app_id in sorted(apps, key=lambda a: self.apps[a].rank):
+            rec = self.apps[app_id]
             if not rec.state.admitted:
                 continue
-            queue = self._leaves[rec.spec.queue]
-            late = reclaim.overdue(rec.reclaiming, rec.executors, now)
-            if late:
-                for eid in late:
+            if app_id in late:
+                for eid in late[app_id]:
                     rec.reclaiming[eid] = None
-                out.append(Reclaim(rec.app_id, tuple(late), ReclaimMode.KILL, now))
+                out.append(Reclaim(app_id, tuple(sorted(late[app_id])), ReclaimMode.KILL, now))
+            queue = self._leaves[rec.spec.queue]
             surplus = rec.held - len(rec.reclaiming) - rec.target
             mode = queue.reclaim_mode
             victims = reclaim.choose_victims(rec.executors.values(), rec.reclaiming, surplus, mode)
@@ -434,10 +410,34 @@ class Scheduler:
                 continue
             deadline = reclaim.deadline_for(mode, now, queue.reclaim_timeout_s)
             for e in victims:
-                rec.reclaiming[e.executor_id] = deadline if mode is ReclaimMode.DECOMMISSION else None
-            out.append(Reclaim(rec.app_id, tuple(e.executor_id for e in victims), mode, deadline))
+                if mode is ReclaimMode.DECOMMISSION:
+                    rec.reclaiming[e.executor_id] = deadline
+                    heapq.heappush(self._deadlines, (deadline, app_id, e.executor_id))
+                else:
+                    rec.reclaiming[e.executor_id] = None
+            out.append(Reclaim(app_id, tuple(e.executor_id for e in victims), mode, deadline))
 
-    # --- helpers --------------------------------------------------------------------------
+    # --- keeping the totals true ----------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Bring the totals, the admitted set and the claims up to date with changed apps."""
+        for app_id in self._dirty:
+            rec = self.apps[app_id]
+            self._ledger.refresh(rec, self._guaranteed(rec))
+            if rec.on_books:
+                self._admitted[app_id] = rec
+            else:
+                self._admitted.pop(app_id, None)
+            if rec.state.admitted:
+                self._arbiter.set_claim(self._claim(rec))
+            else:
+                self._arbiter.drop(app_id)
+        self._touched |= self._dirty
+        self._dirty = set()
+
+    def _occupied_leaves(self) -> set[str]:
+        held = {name for name, pend in self._pending.items() if pend}
+        return held | {rec.spec.queue for rec in self._admitted.values()}
 
     @staticmethod
     def _key(rec: AppRecord) -> tuple[int, int, str]:

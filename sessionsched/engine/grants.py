@@ -1,0 +1,70 @@
+"""Grants: how much of its target each app may hold right now (``SetTarget.grant``).
+
+A target says what an app deserves; executors it is owed may still be held by others that are
+being reclaimed. Promising them twice would overcommit the cluster, so:
+
+  base(app)  = max(held, min(previous grant, target))   what the app keeps in any case
+               (an ended app still holding executors: what it holds)
+  free       = executor capacity - sum of base over every app on the books
+  growth     : apps with target > base, in rank order (1. priority, highest first;
+               2. submission sequence; 3. app id): grant = base + the executors that fit in
+               free (cores and memory), taken from free as they go
+  otherwise  : grant = target (at or below base: the executors above it are reclaimed)
+
+Hence the sum over apps of max(held, grant) never exceeds the capacity while reclaims are in
+flight. ``Grants`` keeps the sum of bases and the set of growing apps up to date, so a cycle only
+touches apps that changed and apps still waiting to grow.
+"""
+
+from __future__ import annotations
+
+from ..model import Resources
+from .books import AppRecord
+
+
+class Grants:
+    def __init__(self) -> None:
+        self._base: dict[str, tuple[int, int]] = {}  # app -> (base cores, base memory)
+        self.cores = 0
+        self.mem_mib = 0
+        # app -> (rank, base, target, record) of apps whose target is above their base
+        self._growing: dict[str, tuple[tuple, int, int, AppRecord]] = {}
+
+    def rebase(self, rec: AppRecord, target: int) -> None:
+        """Recompute the app's base for ``target`` and its current held and grant."""
+        app_id = rec.app_id
+        old = self._base.pop(app_id, None)
+        if old is not None:
+            self.cores -= old[0]
+            self.mem_mib -= old[1]
+        self._growing.pop(app_id, None)
+        if not rec.on_books:
+            return
+        held = len(rec.executors)
+        if rec.state.admitted:
+            base = max(held, min(rec.grant, target))
+            if target > base:
+                self._growing[app_id] = (rec.rank, base, target, rec)
+        else:
+            base = held
+        size = rec.spec.executor
+        self._base[app_id] = (base * size.cores, base * size.mem_mib)
+        self.cores += base * size.cores
+        self.mem_mib += base * size.mem_mib
+
+    def grow(self, capacity: Resources) -> dict[str, int]:
+        """Grants of the growing apps, in rank order, out of what is free in ``capacity``."""
+        free_cores = capacity.cores - self.cores
+        free_mem = capacity.mem_mib - self.mem_mib
+        out = {}
+        growing = sorted(self._growing.items(), key=lambda kv: kv[1][0])
+        for app_id, (_, base, target, rec) in growing:
+            size = rec.spec.executor
+            more = min(target - base, max(free_cores, 0) // size.cores)
+            if size.mem_mib:
+                more = min(more, max(free_mem, 0) // size.mem_mib)
+            more = max(more, 0)
+            free_cores -= more * size.cores
+            free_mem -= more * size.mem_mib
+            out[app_id] = base + more
+        return out

@@ -1,0 +1,146 @@
+"""Leaf queue policies and the weighted water-filling they and the queue tree share.
+
+A leaf policy divides a leaf queue's whole cores among its apps' claims. Contract of every
+policy (``LeafPolicy``): given ``cores`` (an int, at least the sum of the claims' floors in
+cores) it returns app id -> executors ``n`` with ``floor <= n <= want`` and
+``sum(n * executor cores) <= cores``. Floors (``minExecutors``, reservations) always come first.
+
+  * ``fifo``: floors, then each app up to its want in submission order (oldest first, then
+    app id). An app whose executor does not fit in what is left is passed over for a smaller
+    one behind it.
+  * ``priority``: the same in rank order (1. priority, highest first; 2. submission sequence;
+    3. app id): the higher-priority app gets all it wants, the others the rest.
+  * ``fairshare``: weighted max-min fair share in cores with weight = priority, each app
+    between its floor and its want (an app that wants less than its share returns the rest to
+    the others: IBM Conductor's fairshare). Shares are rounded down to whole executors; the
+    cores left go one executor at a time in rank order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..model import Policy, Resources
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One admitted app's claim on executors this cycle.
+
+    ``want`` is what it could use now: its demand (executors Spark needs for pending and running
+    tasks), raised to its floor and cut to its cap (maxExecutors, spark.ego.slots.max).
+    ``floor`` (<= ``want``) is given before any share: ``minExecutors``, or the reservation of a
+    ``reserve`` queue until it is met. ``guaranteed`` floors (apps of ``reserve`` queues, whose
+    floors admission made room for) are given before the others when floors do not all fit.
+    """
+
+    app_id: str
+    queue: str
+    priority: int
+    seq: int
+    executor: Resources
+    floor: int
+    want: int
+    guaranteed: bool = False
+
+
+def by_priority_then_seq(c: Claim) -> tuple[int, int, str]:
+    return (-c.priority, c.seq, c.app_id)
+
+
+def by_seq(c: Claim) -> tuple[int, str]:
+    return (c.seq, c.app_id)
+
+
+def water_fill(
+    total: float, weights: Sequence[float], lo: Sequence[float], hi: Sequence[float]
+) -> list[float]:
+    """Weighted max-min fair division: x_i = clamp(w_i * level, lo_i, hi_i), sum x_i = total.
+
+    If even the guarantees ``lo`` do not fit, they are shared the same way with ``lo`` as caps.
+    If ``total`` exceeds what everyone wants, everyone gets ``hi``. ``hi`` may be ``math.inf``.
+    Exact (sweep over the breakpoints of the piecewise-linear sum), O(n log n).
+    """
+    n = len(weights)
+    if n == 0:
+        return []
+    if total <= 0:
+        return [0.0] * n
+    if sum(lo) > total:
+        return water_fill(total, weights, [0.0] * n, lo)
+    if sum(hi) <= total:
+        return list(hi)
+    # Each i adds slope w_i to S(level) between lo_i/w_i and hi_i/w_i.
+    points = []
+    for i in range(n):
+        points.append((lo[i] / weights[i], 1, i))
+        points.append((hi[i] / weights[i], -1, i))
+    points.sort(key=lambda p: (p[0], -p[1], p[2]))
+    level, filled, slope = 0.0, float(sum(lo)), 0.0
+    for at, kind, i in points:
+        if at > level and slope > 0:
+            reach = filled + slope * (at - level)
+            if reach >= total:
+                level += (total - filled) / slope
+                break
+            filled = reach
+        level = max(level, at)
+        slope += weights[i] if kind == 1 else -weights[i]
+    else:  # pragma: no cover - excluded by the sum(hi) check above
+        return list(hi)
+    return [min(max(weights[i] * level, lo[i]), hi[i]) for i in range(n)]
+
+
+LeafPolicy = Callable[[int, Sequence[Claim]], dict[str, int]]
+
+
+def _greedy(order: Callable[[Claim], tuple]) -> LeafPolicy:
+    def policy(cores: int, claims: Sequence[Claim]) -> dict[str, int]:
+        ordered = sorted(claims, key=order)
+        left = cores - sum(c.floor * c.executor.cores for c in ordered)
+        out = {}
+        for c in ordered:
+            extra = min(c.want - c.floor, max(left, 0) // c.executor.cores)
+            out[c.app_id] = c.floor + extra
+            left -= extra * c.executor.cores
+        return out
+
+    return policy
+
+
+def fairshare(cores: int, claims: Sequence[Claim]) -> dict[str, int]:
+    ranked = sorted(claims, key=by_priority_then_seq)
+    shares = water_fill(
+        float(cores),
+        [float(c.priority) for c in ranked],
+        [float(c.floor * c.executor.cores) for c in ranked],
+        [float(c.want * c.executor.cores) for c in ranked],
+    )
+    out = {}
+    left = cores
+    for c, share in zip(ranked, shares, strict=True):
+        n = min(max(c.floor, int(share / c.executor.cores + 1e-9)), c.want)
+        out[c.app_id] = n
+        left -= n * c.executor.cores
+    for c in reversed(ranked):  # float error may round a share up past ``cores``: undo it
+        while left < 0 and out[c.app_id] > c.floor:
+            out[c.app_id] -= 1
+            left += c.executor.cores
+    for c in ranked:
+        if left < c.executor.cores:
+            continue
+        if out[c.app_id] < c.want:
+            out[c.app_id] += 1
+            left -= c.executor.cores
+    return out
+
+
+fifo = _greedy(by_seq)
+priority = _greedy(by_priority_then_seq)
+
+LEAF_POLICIES: dict[Policy, LeafPolicy] = {
+    Policy.FIFO: fifo,
+    Policy.PRIORITY: priority,
+    Policy.FAIRSHARE: fairshare,
+}

@@ -1,0 +1,36 @@
+"""An index over the queue tree: parents, children and paths by name, built once per tree."""
+
+from __future__ import annotations
+
+from ..model import Queue
+
+
+class QueueTree:
+    """Children in configuration order; ``postorder`` lists children before their parent."""
+
+    def __init__(self, root: Queue):
+        self.root = root
+        self.node: dict[str, Queue] = {}
+        self.children: dict[str, tuple[str, ...]] = {}
+        self.path: dict[str, tuple[Queue, ...]] = {}  # leaf -> (root, ..., leaf)
+        self.postorder: list[str] = []
+        self._walk(root, ())
+        self.leaves: tuple[str, ...] = tuple(self.path)
+        self._capped = {
+            leaf: tuple(q for q in path if q.max_cores is not None)
+            for leaf, path in self.path.items()
+        }
+
+    def _walk(self, q: Queue, path: tuple[Queue, ...]) -> None:
+        path = path + (q,)
+        self.node[q.name] = q
+        self.children[q.name] = tuple(c.name for c in q.children)
+        if q.is_leaf:
+            self.path[q.name] = path
+        for c in q.children:
+            self._walk(c, path)
+        self.postorder.append(q.name)
+
+    def capped_path(self, leaf: str) -> tuple[Queue, ...]:
+        """The queues on a leaf's path that have a ``max_cores`` cap."""
+        return self._capped[leaf]

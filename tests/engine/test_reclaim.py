@@ -1,0 +1,131 @@
+"""Reclaim in each mode, victim order, and grants that never overcommit while reclaims run."""
+
+import pytest
+from engine_builders import Run, app, executors, one_queue, reclaims, set_targets
+
+from sessionsched.engine import DemandChanged, DriverExited, ExecutorsChanged, KillRequested
+from sessionsched.engine.reclaim import choose_victims
+from sessionsched.model import Executor, ReclaimMode
+
+# e1..e4 started at 1..4; e1 and e2 idle
+POOL = (
+    Executor("e1", started_at=1, idle=True),
+    Executor("e2", started_at=2, idle=True),
+    Executor("e3", started_at=3, idle=False),
+    Executor("e4", started_at=4, idle=False),
+)
+
+
+@pytest.mark.parametrize(
+    "surplus, mode, reclaiming, victims",
+    [
+        (1, ReclaimMode.KILL, {}, ["e2"]),
+        (3, ReclaimMode.KILL, {}, ["e2", "e1", "e4"]),
+        (4, ReclaimMode.DECOMMISSION, {}, ["e2", "e1", "e4", "e3"]),
+        (4, ReclaimMode.IDLE, {}, ["e2", "e1"]),
+        (2, ReclaimMode.KILL, {"e2": None}, ["e1", "e4"]),
+        (0, ReclaimMode.KILL, {}, []),
+    ],
+    ids=[
+        "idle first, youngest idle first",
+        "then the youngest busy",
+        "decommission: same order",
+        "idle mode: only idle ones",
+        "not ordered twice",
+        "no surplus, no victim",
+    ],
+)
+def test_victim_order(surplus, mode, reclaiming, victims):
+    before = dict(reclaiming)
+    chosen = choose_victims(POOL, reclaiming, surplus, mode)
+    assert [e.executor_id for e in chosen] == victims
+    assert reclaiming == before
+
+
+def preempted(timeout: float) -> Run:
+    """``low`` holds 4 executors (2 idle) on 4 cores; ``high`` arrives wanting all 4."""
+    run = Run(one_queue(admission="none", policy="priority", reclaim_timeout_s=timeout), cores=4)
+    run.submit(app("low").priority(1), at=0.0)
+    run.step(DemandChanged("low", 4))
+    run.hold("low", 4, idle=2)
+    run.submit(app("high").priority(9000), at=10.0)
+    return run
+
+
+@pytest.mark.parametrize(
+    "timeout, victims, mode, deadline",
+    [
+        (0.0, ("low-2", "low-1", "low-4", "low-3"), ReclaimMode.KILL, 20.0),
+        (30.0, ("low-2", "low-1", "low-4", "low-3"), ReclaimMode.DECOMMISSION, 50.0),
+        (-1.0, ("low-2", "low-1"), ReclaimMode.IDLE, None),
+    ],
+    ids=["reclaim_timeout 0: kill now", "> 0: decommission, kill at deadline",
+         "-1: idle executors only"],
+)
+def test_reclaim_modes(timeout, victims, mode, deadline):
+    run = preempted(timeout)
+    out = run.step(DemandChanged("high", 4), at=20.0)
+    assert set_targets(out) == {"low": (0, 0), "high": (4, 0)}  # nothing free until low lets go
+    [order] = reclaims(out)
+    assert (order.app_id, order.executor_ids, order.mode, order.deadline) == (
+        "low", victims, mode, deadline
+    )
+    assert run.step(at=21.0) == []  # ordered once
+
+
+def test_decommissioned_executors_still_alive_at_the_deadline_are_killed():
+    run = preempted(30.0)
+    run.step(DemandChanged("high", 4), at=20.0)
+    assert run.sched.next_wakeup() == 50.0
+    still = tuple(e for e in executors("low", 4, idle=2) if e.executor_id in ("low-3", "low-4"))
+    run.step(ExecutorsChanged("low", still), at=30.0)  # the idle two are gone
+    assert reclaims(run.step(at=49.0)) == []
+    [kill] = reclaims(run.step(at=50.0))
+    assert (kill.executor_ids, kill.mode) == (("low-3", "low-4"), ReclaimMode.KILL)
+    assert reclaims(run.step(at=51.0)) == []
+
+
+def test_idle_mode_takes_busy_executors_when_they_go_idle():
+    run = preempted(-1.0)
+    run.step(DemandChanged("high", 4), at=20.0)
+    busy_now_idle = tuple(
+        Executor(e.executor_id, e.started_at, idle=e.executor_id == "low-3")
+        for e in executors("low", 4, idle=2)
+        if e.executor_id in ("low-3", "low-4")
+    )
+    [order] = reclaims(run.step(ExecutorsChanged("low", busy_now_idle), at=30.0))
+    assert (order.executor_ids, order.mode) == (("low-3",), ReclaimMode.IDLE)
+
+
+def committed(run: Run) -> int:
+    """Executors held or granted, summed: what the cluster is promised."""
+    return sum(max(r.held, r.grant) for r in run.sched.apps.values() if r.on_books)
+
+
+def test_freed_executors_go_by_rank_and_never_twice():
+    run = Run(one_queue(admission="none", policy="priority"), cores=4)
+    run.submit(app("low").priority(1))
+    run.step(DemandChanged("low", 4))
+    run.hold("low", 4)
+    run.submit(app("mid").priority(5000), app("top").priority(9000))
+    out = run.step(DemandChanged("mid", 2), DemandChanged("top", 2))
+    assert set_targets(out) == {"top": (2, 0), "mid": (2, 0), "low": (0, 0)}
+    assert committed(run) == 4
+    out = run.hold("low", 2)  # two of the four killed executors are gone
+    assert set_targets(out) == {"top": (2, 2)}  # the higher rank first
+    assert committed(run) == 4
+    out = run.hold("low", 0)
+    assert set_targets(out) == {"mid": (2, 2)}
+    assert committed(run) == 4
+
+
+def test_killed_app_keeps_its_executors_on_the_books_until_they_are_gone():
+    run = Run(one_queue(admission="none", policy="fifo"), cores=4)
+    run.submit(app("a"))
+    run.step(DemandChanged("a", 4))
+    run.hold("a", 4)
+    run.submit(app("b"))
+    run.step(DemandChanged("b", 4), KillRequested("a"))
+    assert run.targets() == {"b": (4, 0)}
+    run.step(DriverExited("a", 143))
+    assert run.targets() == {"b": (4, 4)}
