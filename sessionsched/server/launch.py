@@ -17,6 +17,11 @@ What the service adds to the user's properties (``Launch.conf`` wins over the us
 - ``spark.cores.max`` from ``spark.ego.slots.max`` when unset: the cluster enforces the cap even
   for an app without an agent (JVM apps get this static cap only).
 
+The driver agent (``agent/launch.py``), submit kind with dynamic allocation on: a Python app
+runs through the agent's bootstrap (``wrap_argv``), and ``agent_conf`` adds decommission when
+the queue reclaims gracefully (``reclaim_timeout`` > 0) and ``maxExecutors`` at the cluster
+ceiling, each only where the user did not set it.
+
 The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
 one for the app, ``SESSIONSCHED_TOKEN`` (docs/agent-protocol.md).
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..agent.launch import agent_conf, wrap_argv
 from ..backends.base import Launch
 from ..store.records import AppKind, StoredApp
 
@@ -47,7 +53,8 @@ def service_conf(app: StoredApp) -> dict[str, str]:
 
 
 def build_launch(
-    app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None
+    app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None,
+    reclaim_timeout_s: float = 0.0, max_executors: int | None = None,
 ) -> Launch:
     """The Launch for an app of kind ``submit`` or ``rest`` (sessions are not launched: the
     notebook starts its own driver once admitted)."""
@@ -68,10 +75,14 @@ def build_launch(
         )
     conf = {k: v for k, v in app.conf.items() if k != "spark.master"}
     conf.update(ours)
+    # Static apps run through the bootstrap too: their agent reports admission-only.
+    argv = wrap_argv(app.argv)
+    if ours.get("spark.dynamicAllocation.enabled") == "true":
+        conf.update(agent_conf(app.conf, reclaim_timeout_s, max_executors)[0])
     return Launch(
         app_id=app.id,
         name=app.name,
-        argv=tuple(app.argv),
+        argv=argv,
         conf=conf,
         env={**app.env, **env},
         cwd=app.cwd,

@@ -631,7 +631,11 @@ class Service:
             self.metrics.launches.labels("session").inc()
             return None  # the notebook, polling its app, sees STARTING and starts its driver
         try:
-            launch = build_launch(app, self.url, self.log_dir)
+            queue = self.engine.queue(app.queue)
+            ceiling = self.engine.capacity.cores // max(app.spec.executor.cores, 1)
+            launch = build_launch(app, self.url, self.log_dir,
+                                  reclaim_timeout_s=queue.reclaim_timeout_s,
+                                  max_executors=ceiling or None)
             handle = self.backend.launch(launch)
         except (BackendError, OSError, ValueError) as e:
             log.error("launch of %s failed: %s", app_id, e)
