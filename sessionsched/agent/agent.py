@@ -99,6 +99,11 @@ class Agent:
             self._release()
 
     @property
+    def failures(self) -> int:
+        """Consecutive failed exchanges with the server (0 while connected)."""
+        return self._failures
+
+    @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
