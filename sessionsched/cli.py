@@ -14,7 +14,7 @@ import sys
 from .config import ConfigError
 
 # Order is the order in --help.
-COMMANDS: list[str] = ["submit", "client_cmds"]
+COMMANDS: list[str] = ["submit", "client_cmds", "simulate"]
 
 
 class UserError(Exception):

@@ -1,0 +1,115 @@
+"""``sessionsched simulate WORKLOAD.yaml [--json OUT] [--plot OUT.png]``
+
+Runs a workload through the discrete-event simulator (``sessionsched.sim``), which drives the
+same engine as the server. Without ``--json`` it prints a table of the apps and the summary;
+``--json OUT`` writes DESIGN.md's result JSON instead (``-`` for stdout); ``--plot`` draws
+executors, states and queue lengths over time. A run with stuck apps is a result, not an
+error: exit code 0. A bad workload: one line, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from ..cli import UserError
+from ..sim import SimResult, load_workload, simulate
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "simulate",
+        help="run a workload through the scheduler on a simulated Spark cluster",
+        description="Simulate a workload (YAML) on a simulated Spark standalone cluster driven "
+        "by the real scheduler. Prints a table, or writes the result JSON with --json.",
+    )
+    p.add_argument("workload", metavar="WORKLOAD.yaml", help="the workload file")
+    p.add_argument("--json", metavar="OUT", help="write the result JSON here ('-' for stdout)")
+    p.add_argument("--plot", metavar="OUT.png", help="draw executors, states and queues over time")
+    p.set_defaults(func=run)
+
+
+def _writable(path: str, what: str) -> Path:
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{what} {path}: is a directory")
+    if not p.parent.exists():
+        raise UserError(f"{what} {path}: directory {p.parent} does not exist")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    # Check where results go before a long run, not after.
+    json_out = None if args.json in (None, "-") else _writable(args.json, "--json")
+    plot_out = None if args.plot is None else _writable(args.plot, "--plot")
+    workload = load_workload(args.workload)
+    result = simulate(workload)
+    if args.json is not None:
+        text = json.dumps(result.to_json(), indent=2) + "\n"
+        if json_out is None:
+            sys.stdout.write(text)
+        else:
+            _write(json_out, text, "--json")
+    else:
+        print_table(result, Path(args.workload).name)
+    if plot_out is not None:
+        from ..sim.plot import plot  # matplotlib is slow to import: only when asked
+
+        try:
+            plot(result, plot_out, title=Path(args.workload).name)
+        except OSError as e:
+            raise UserError(f"--plot {plot_out}: cannot write: {e.strerror or e}") from None
+    return 0
+
+
+def _write(path: Path, text: str, what: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise UserError(f"{what} {path}: cannot write: {e.strerror or e}") from None
+
+
+def _t(x: float | None) -> str:
+    return "-" if x is None else f"{x:g}"
+
+
+def print_table(result: SimResult, title: str) -> None:
+    console = Console()
+    table = Table(
+        title=title, box=box.SIMPLE_HEAD, caption="times in seconds from the start", pad_edge=False
+    )
+    for col in ("app", "queue", "prio", "state", "submit", "admitted", "1st exec", "finished"):
+        table.add_column(
+            col, justify="left" if col in ("app", "queue", "state") else "right", no_wrap=True
+        )
+    for a in result.apps:
+        style = None if a.state == "FINISHED" else "bold red"
+        table.add_row(
+            a.name,
+            a.queue,
+            str(a.priority),
+            a.state,
+            _t(a.submitted),
+            _t(a.admitted),
+            _t(a.first_executor),
+            _t(a.finished),
+            style=style,
+        )
+    console.print(table)
+    s = result.summary
+    e = result.engine
+    lines = [
+        f"makespan {_t(s['makespan'])} s   completed {s['completed']}   stuck {s['stuck']}",
+        f"completion mean {_t(s['mean_completion'])} s   p95 {_t(s['p95_completion'])} s",
+        f"utilization {s['utilization']:.1%}   fairness (Jain) {_t(s['fairness_jain'])}",
+        f"engine: {e['cycles']} cycles, {e['cycle_ms_p50']:g} ms p50, {e['cycle_ms_max']:g} ms max",
+        f"run ended at t={result.end_s:g}s: {result.end_reason}",
+    ]
+    for line in lines:
+        console.print(line, highlight=False)

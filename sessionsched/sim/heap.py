@@ -1,0 +1,36 @@
+"""The simulator's event heap: entries ``(time, priority, seq, event)`` (SimPy's layout).
+
+Ties on time pop by ``priority`` (lower first), then in insertion order (``seq``), so a run
+never depends on how events compare and two runs of one workload pop the same sequence.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+# Priorities of things that happen at the same instant. The cluster's facts come first so
+# that a scheduler cycle at that instant sees them; submissions and priority updates come
+# next, for the same reason; the scheduler cycle comes last.
+CLUSTER = 0
+WORKLOAD = 1
+CYCLE = 2
+
+
+class EventHeap(Generic[T]):
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, int, T]] = []
+        self._seq = itertools.count()
+
+    def push(self, time: float, priority: int, event: T) -> None:
+        heapq.heappush(self._heap, (time, priority, next(self._seq), event))
+
+    def pop(self) -> tuple[float, int, T]:
+        time, priority, _, event = heapq.heappop(self._heap)
+        return time, priority, event
+
+    def __len__(self) -> int:
+        return len(self._heap)

@@ -1,0 +1,169 @@
+"""A run's result: per-app milestones, a summary and the engine's cost (DESIGN.md's JSON).
+
+Definitions (seconds from the start of the run):
+- ``state``: FINISHED, or the state the app was stuck in (ACCEPTED, STARTING or RUNNING).
+- ``makespan``: when the last app finished; with stuck apps, when the run last changed anything
+  (after that only scheduler cycles happened until the deadlock was detected or ``max_time_s``).
+- ``completed`` / ``stuck``: apps that finished / did not.
+- ``mean_completion``, ``p95_completion``: of ``finished - submitted`` over finished apps
+  (p95 by nearest rank); null when none finished.
+- ``utilization``: core-seconds spent running tasks / (cluster cores x makespan). Cores held by
+  idle executors or by drivers are not use: a deadlocked cluster is at 0.
+- ``fairness_jain``: Jain's index (sum x)^2 / (n sum x^2) of each app's speed
+  x = alone / (finished - submitted), where ``alone`` is its run time on the empty cluster (driver
+  and executor start, pre-processing, stages on as many executors as it may hold); a stuck app's
+  speed is 0. 1.0 means every app was slowed down alike; priorities lower it on purpose.
+- ``engine``: number of ``Scheduler.step`` calls and their wall-clock cost (the only figures
+  that differ between two runs of one workload).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from ..model import AppState
+from .record import Record, Timeline
+from .workload import SimApp, Workload
+
+
+@dataclass(frozen=True)
+class AppResult:
+    name: str
+    queue: str
+    priority: int
+    state: str
+    submitted: float
+    admitted: float | None
+    first_executor: float | None
+    finished: float | None
+
+
+@dataclass(frozen=True)
+class SimResult:
+    apps: tuple[AppResult, ...]
+    summary: dict[str, Any]
+    engine: dict[str, Any]
+    timeline: Timeline
+    end_s: float
+    end_reason: str
+    queues: tuple[str, ...]
+    cluster_cores: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "apps": [
+                {
+                    "name": a.name,
+                    "queue": a.queue,
+                    "priority": a.priority,
+                    "state": a.state,
+                    "submitted": a.submitted,
+                    "admitted": a.admitted,
+                    "first_executor": a.first_executor,
+                    "finished": a.finished,
+                }
+                for a in self.apps
+            ],
+            "summary": dict(self.summary),
+            "engine": dict(self.engine),
+        }
+
+    @property
+    def stuck(self) -> int:
+        return int(self.summary["stuck"])
+
+
+def _r(x: float | None) -> float | None:
+    """Times are reported to the millisecond; it also hides float noise like 0.30000000000000004."""
+    return None if x is None else round(x, 3)
+
+
+def alone_s(app: SimApp, workload: Workload) -> float:
+    """The app's run time with the whole cluster to itself (``inf`` if it can hold no executor)."""
+    c = workload.cluster
+    spec = app.spec
+    room = c.capacity - spec.driver if spec.driver_in_cluster else c.capacity
+    fit = min(room.cores // spec.executor.cores, room.mem_mib // spec.executor.mem_mib)
+    cap = spec.executor_cap
+    fit = fit if cap is None else min(fit, cap)
+    if fit < 1:
+        return math.inf
+    total = c.driver_start_s + app.startup_s + c.executor_start_s
+    for stage in app.stages:
+        slots = min(fit, -(-stage.tasks // spec.executor.cores)) * spec.executor.cores
+        total += -(-stage.tasks // slots) * stage.task_s
+    return total
+
+
+def jain(xs: list[float]) -> float | None:
+    square_sum = sum(x * x for x in xs)
+    if not xs or square_sum == 0:
+        return None
+    return sum(xs) ** 2 / (len(xs) * square_sum)
+
+
+def build_result(workload: Workload, rec: Record) -> SimResult:
+    apps = []
+    completions = []
+    speeds = []
+    for app in workload.apps:
+        t = rec.apps[app.name]
+        state = t.state.value if t.state is not None else AppState.ACCEPTED.value
+        if t.finished is not None:
+            state = AppState.FINISHED.value
+            took = t.finished - t.submitted
+            completions.append(took)
+            speeds.append(alone_s(app, workload) / took if took > 0 else 1.0)
+        else:
+            speeds.append(0.0)
+        apps.append(
+            AppResult(
+                name=app.name,
+                queue=app.spec.queue,
+                priority=t.priority,
+                state=state,
+                submitted=_r(t.submitted),
+                admitted=_r(t.admitted),
+                first_executor=_r(t.first_executor),
+                finished=_r(t.finished),
+            )
+        )
+    stuck = len(workload.apps) - len(completions)
+    finishes = [t.finished for t in rec.apps.values() if t.finished is not None]
+    makespan = max(finishes, default=0.0)
+    if stuck:
+        makespan = max(makespan, rec.last_change_s)
+    cores = workload.cluster.capacity.cores
+    utilization = rec.busy_core_s / (cores * makespan) if makespan > 0 else 0.0
+    summary = {
+        "makespan": _r(makespan),
+        "completed": len(completions),
+        "stuck": stuck,
+        "mean_completion": _r(sum(completions) / len(completions)) if completions else None,
+        "p95_completion": _r(_nearest_rank(completions, 0.95)) if completions else None,
+        "utilization": round(utilization, 4),
+        "fairness_jain": None if (j := jain(speeds)) is None else round(j, 4),
+    }
+    engine = {
+        "cycles": len(rec.cycle_ms),
+        "cycle_ms_p50": round(median(rec.cycle_ms), 3) if rec.cycle_ms else 0.0,
+        "cycle_ms_max": round(max(rec.cycle_ms), 3) if rec.cycle_ms else 0.0,
+    }
+    return SimResult(
+        apps=tuple(apps),
+        summary=summary,
+        engine=engine,
+        timeline=rec.timeline,
+        end_s=rec.end_s,
+        end_reason=rec.end_reason,
+        queues=tuple(q.name for q in workload.root.leaves()),
+        cluster_cores=cores,
+    )
+
+
+def _nearest_rank(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p * len(ordered)) - 1)]

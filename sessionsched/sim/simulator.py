@@ -1,0 +1,430 @@
+"""A discrete-event model of a Spark standalone cluster driven by the real ``Scheduler``.
+
+The simulator is one of the engine's drivers, like the server: it turns what happens in the
+simulated cluster into engine events, calls ``Scheduler.step(now, events)`` every ``cycle_s``
+and carries out the decisions. Nothing here decides who runs.
+
+Model (the Spark side is in ``spark.py``):
+- Time is simulated seconds from 0. Events sit in a heap as ``(time, priority, seq, event)``;
+  at one instant the cluster's facts come first, then submissions and priority updates, then
+  the scheduler cycle, so a cycle sees everything that happened up to and including its time.
+- The cluster is one pool of cores and memory (no per-worker packing). In-cluster drivers hold
+  their cores and memory from launch until they exit; client-mode drivers hold a driver slot.
+  Executors hold theirs from the request (they are being launched) until they are gone. The
+  pool is checked on every take: an overcommit is a bug in the engine or here, and raises.
+- What the engine hears, at each cycle (an agent's heartbeat): submissions, priority updates,
+  DriverStarted, each app's executor list (with idle flags) and demand when they changed, and
+  DriverExited. ``LaunchDriver`` starts a driver after ``driver_start_s``; ``SetTarget.grant``
+  caps the app's executors; ``Reclaim`` KILL kills now (running tasks go back to pending),
+  DECOMMISSION stops new tasks and lets the executor leave when its tasks are done (killed at
+  the deadline), IDLE releases the executor when it is idle (now, or when its tasks are done).
+- The run ends when every app finished; or when nothing can change any more: no simulated
+  event is pending (only scheduler cycles) and nothing changed for longer than every timeout in
+  play (starting and reclaim timeouts, idle timeout, start latencies) - a deadlock; or at
+  ``max_time_s``. Apps not finished then are ``stuck``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..engine import (
+    Decision,
+    DemandChanged,
+    DriverExited,
+    DriverStarted,
+    Event,
+    ExecutorsChanged,
+    LaunchDriver,
+    MarkState,
+    PriorityChanged,
+    Reclaim,
+    Scheduler,
+    SetTarget,
+    StopDriver,
+    Submitted,
+)
+from ..model import AppState, Executor, ReclaimMode, Resources
+from .heap import CLUSTER, CYCLE, WORKLOAD, EventHeap
+from .record import AppTimes, Record
+from .result import SimResult, build_result
+from .spark import Phase, SimExecutor, SparkApp
+from .workload import Workload
+
+KILLED_EXIT = 143  # a driver stopped by the scheduler, as SIGTERM's shell code
+
+
+# --- simulated events -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Submit:
+    app: str
+
+
+@dataclass(frozen=True)
+class _Update:
+    app: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class _DriverUp:
+    app: str
+
+
+@dataclass(frozen=True)
+class _StartupDone:
+    app: str
+
+
+@dataclass(frozen=True)
+class _ExecutorUp:
+    app: str
+    executor_id: str
+
+
+@dataclass(frozen=True)
+class _TaskDone:
+    app: str
+    executor_id: str
+    task_id: int
+
+
+@dataclass(frozen=True)
+class _IdleCheck:
+    app: str
+    executor_id: str
+    idle_since: float
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    app: str
+    executor_id: str
+
+
+@dataclass(frozen=True)
+class _Cycle:
+    n: int
+
+
+class Overcommit(AssertionError):
+    """The simulated cluster was asked for more than it has: a bug, never a user error."""
+
+
+class Simulator:
+    def __init__(self, workload: Workload):
+        self.w = workload
+        c = workload.cluster
+        self.sched = Scheduler(workload.root, c.capacity, c.driver_slots)
+        self.apps = {a.name: SparkApp(a) for a in workload.apps}
+        self.heap: EventHeap = EventHeap()
+        self.rec = Record(
+            apps={a.name: AppTimes(a.spec.submitted_at, a.spec.priority) for a in workload.apps}
+        )
+        self._outbox: list[Event] = []
+        self._reported: dict[str, tuple[tuple[Executor, ...], int]] = {}
+        self._facts = 0  # simulated events in the heap (everything but cycles)
+        self._used = Resources()
+        self._slots_used = 0
+        self._busy_cores = 0
+        self._clock = 0.0
+        self._task_ids = 0
+        self._done = 0
+        self._horizon_s = self._quiet_horizon()
+
+    def _quiet_horizon(self) -> float:
+        """Longer than every timeout in play: a run quiet for this long cannot change again."""
+        c = self.w.cluster
+        timeouts = [c.driver_start_s, c.executor_start_s, c.executor_idle_timeout_s]
+        for q in self.w.root.leaves():
+            timeouts += [q.starting_timeout_s, max(q.reclaim_timeout_s, 0.0)]
+        return max(timeouts) + 2 * c.cycle_s
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        for app in self.w.apps:
+            self._push(app.spec.submitted_at, WORKLOAD, _Submit(app.name))
+            for up in app.updates:
+                self._push(up.at_s, WORKLOAD, _Update(app.name, up.priority))
+        self.heap.push(0.0, CYCLE, _Cycle(0))
+        while self.heap:
+            now, _, ev = self.heap.pop()
+            self.rec.busy_core_s += self._busy_cores * (now - self._clock)
+            self._clock = now
+            if isinstance(ev, _Cycle):
+                if self._cycle(now, ev.n):
+                    break
+                continue
+            self._facts -= 1
+            self.rec.last_change_s = now
+            self._handle(now, ev)
+        self.rec.end_s = self._clock
+        return build_result(self.w, self.rec)
+
+    def _push(self, at: float, priority: int, ev: object) -> None:
+        self._facts += 1
+        self.heap.push(at, priority, ev)
+
+    def _cycle(self, now: float, n: int) -> bool:
+        """One scheduler step; True when the run is over."""
+        events = self._outbox + self._reports()
+        self._outbox = []
+        t0 = time.perf_counter()
+        decisions = self.sched.step(now, events)
+        self.rec.cycle_ms.append((time.perf_counter() - t0) * 1000.0)
+        if events or decisions:
+            self.rec.last_change_s = now
+        self._apply(now, decisions)
+        self._sample(now)
+        if self._done == len(self.apps):
+            self.rec.end_reason = "every app finished"
+            return True
+        if now >= self.w.cluster.max_time_s:
+            self.rec.end_reason = f"stopped at max_time_s {self.w.cluster.max_time_s:g}"
+            return True
+        if self._facts == 0 and now - self.rec.last_change_s >= self._horizon_s:
+            since = self.rec.last_change_s
+            self.rec.end_reason = f"deadlock: nothing changed since t={since:g}s, nothing can"
+            return True
+        self.heap.push((n + 1) * self.w.cluster.cycle_s, CYCLE, _Cycle(n + 1))
+        return False
+
+    def _reports(self) -> list[Event]:
+        """Each live app's executor list and demand, when changed since the last report."""
+        out: list[Event] = []
+        for name, sa in self.apps.items():
+            if sa.phase in (Phase.QUEUED, Phase.DONE):
+                continue
+            executors = tuple(
+                Executor(e.executor_id, e.started_at, idle=not e.tasks)
+                for e in sa.executors.values()
+            )
+            demand = sa.demand()
+            last = self._reported.get(name, ((), 0))
+            if executors != last[0]:
+                out.append(ExecutorsChanged(name, executors))
+            if demand != last[1]:
+                out.append(DemandChanged(name, demand))
+            self._reported[name] = (executors, demand)
+        return out
+
+    def _sample(self, now: float) -> None:
+        execs = {n: len(sa.executors) for n, sa in self.apps.items()}
+        cores = {n: len(sa.executors) * sa.cores_per_executor for n, sa in self.apps.items()}
+        states = {}
+        for name, t in self.rec.apps.items():
+            states[name] = "" if t.state is None else t.state.value
+        pending = {q: len(self.sched.pending(q)) for q in self._leaf_names()}
+        drivers = sum(
+            sa.app.spec.driver.cores
+            for sa in self.apps.values()
+            if sa.app.spec.driver_in_cluster and sa.phase not in (Phase.QUEUED, Phase.DONE)
+        )
+        self.rec.timeline.sample(now, execs, cores, states, pending, drivers)
+
+    def _leaf_names(self) -> list[str]:
+        return [q.name for q in self.w.root.leaves()]
+
+    # --- decisions ------------------------------------------------------------------------
+
+    def _apply(self, now: float, decisions: list[Decision]) -> None:
+        """Carry out one step's decisions, giving back before taking: the engine decides a
+        cycle at once, and what it grants one app may be what it takes from another in the same
+        step (a lower grant cancels executors still starting; a reclaim kills). Applied in list
+        order, the taker could launch before the giver let go and overfill the cluster."""
+        shrunk: list[SparkApp] = []
+        grown: list[SparkApp] = []
+        for d in decisions:
+            if isinstance(d, SetTarget):
+                sa = self.apps[d.app_id]
+                (grown if d.grant > sa.grant else shrunk).append(sa)
+                sa.grant = d.grant
+        for d in decisions:
+            sa = self.apps[d.app_id]
+            if isinstance(d, MarkState):
+                if sa.phase is not Phase.DONE or d.state.terminal:
+                    self.rec.apps[sa.name].state = d.state
+            elif isinstance(d, Reclaim):
+                self._reclaim(now, sa, d)
+            elif isinstance(d, StopDriver):
+                self._end(now, sa, KILLED_EXIT)
+        for sa in shrunk:
+            self._settle(now, sa)
+        for d in decisions:
+            if isinstance(d, LaunchDriver):
+                self._launch(now, self.apps[d.app_id])
+        for sa in grown:
+            self._settle(now, sa)
+
+    def _launch(self, now: float, sa: SparkApp) -> None:
+        spec = sa.app.spec
+        if spec.driver_in_cluster:
+            self._take(spec.driver, f"driver of {sa.name}")
+        else:
+            if self._slots_used >= self.w.cluster.driver_slots:
+                raise Overcommit(f"driver of {sa.name}: every driver slot is in use")
+            self._slots_used += 1
+        sa.phase = Phase.LAUNCHING
+        self.rec.apps[sa.name].admitted = now
+        self._push(now + self.w.cluster.driver_start_s, CLUSTER, _DriverUp(sa.name))
+
+    def _reclaim(self, now: float, sa: SparkApp, d: Reclaim) -> None:
+        for eid in d.executor_ids:
+            e = sa.executors.get(eid)
+            if e is None:  # already gone (idle timeout) since the engine last heard
+                continue
+            if d.mode is ReclaimMode.KILL:
+                self._kill(sa, e)
+                continue
+            e.leaving = True
+            if d.mode is ReclaimMode.DECOMMISSION and d.deadline is not None:
+                self._push(max(d.deadline, now), CLUSTER, _Deadline(sa.name, eid))
+            if not e.tasks:
+                self._remove(sa, e)
+        self._settle(now, sa)
+
+    # --- simulated events -----------------------------------------------------------------
+
+    def _handle(self, now: float, ev: object) -> None:
+        sa = self.apps[ev.app]  # type: ignore[attr-defined]
+        if isinstance(ev, _Submit):
+            self._outbox.append(Submitted(sa.app.spec))
+            self.rec.apps[sa.name].state = AppState.ACCEPTED
+        elif isinstance(ev, _Update):
+            self._outbox.append(PriorityChanged(sa.name, ev.priority))
+            self.rec.apps[sa.name].priority = ev.priority
+        elif sa.phase is Phase.DONE:
+            return  # anything still in flight for an app that ended is moot
+        elif isinstance(ev, _DriverUp):
+            sa.phase = Phase.PREPROCESSING
+            self._outbox.append(DriverStarted(sa.name))
+            self._push(now + sa.app.startup_s, CLUSTER, _StartupDone(sa.name))
+        elif isinstance(ev, _StartupDone):
+            sa.phase = Phase.RUNNING
+            sa.start_next_stage()
+            self._settle(now, sa)
+        elif isinstance(ev, _ExecutorUp):
+            if sa.starting.pop(ev.executor_id, None) is None:
+                return  # the request was cancelled
+            sa.executors[ev.executor_id] = SimExecutor(
+                ev.executor_id, sa.cores_per_executor, started_at=now
+            )
+            if self.rec.apps[sa.name].first_executor is None:
+                self.rec.apps[sa.name].first_executor = now
+            self._settle(now, sa)
+        elif isinstance(ev, _TaskDone):
+            self._task_done(now, sa, ev)
+        elif isinstance(ev, _IdleCheck):
+            e = sa.executors.get(ev.executor_id)
+            if e is None or e.tasks or e.idle_since != ev.idle_since or e.leaving:
+                return
+            if sa.active() > sa.app.spec.min_executors:
+                self._remove(sa, e)
+                self._settle(now, sa)
+        elif isinstance(ev, _Deadline):
+            e = sa.executors.get(ev.executor_id)
+            if e is not None:
+                self._kill(sa, e)
+                self._settle(now, sa)
+
+    def _task_done(self, now: float, sa: SparkApp, ev: _TaskDone) -> None:
+        e = sa.executors.get(ev.executor_id)
+        if e is None or e.tasks.pop(ev.task_id, None) is None:
+            return  # the executor was killed and the task went back to pending
+        sa.running -= 1
+        self._busy_cores -= 1
+        if sa.pending == 0 and sa.running == 0 and not sa.start_next_stage():
+            self._end(now, sa, 0)
+            return
+        self._settle(now, sa)
+
+    # --- the app's own moves --------------------------------------------------------------
+
+    def _settle(self, now: float, sa: SparkApp) -> None:
+        """After any change to an app: start the tasks that can start, note idle executors
+        (release the ones being given back), then request or cancel executors."""
+        if sa.phase is Phase.DONE:
+            return
+        if sa.phase is Phase.RUNNING:
+            task_s = sa.task_s
+            for eid in sa.placements():
+                self._task_ids += 1
+                sa.executors[eid].tasks[self._task_ids] = now + task_s
+                sa.pending -= 1
+                sa.running += 1
+                self._busy_cores += 1
+                self._push(now + task_s, CLUSTER, _TaskDone(sa.name, eid, self._task_ids))
+        for e in list(sa.executors.values()):
+            if e.tasks:
+                e.idle_since = None
+            elif e.leaving:
+                self._remove(sa, e)
+            elif e.idle_since is None:
+                e.idle_since = now
+                timeout = self.w.cluster.executor_idle_timeout_s
+                self._push(now + timeout, CLUSTER, _IdleCheck(sa.name, e.executor_id, now))
+        want = sa.starting_wanted()
+        size = sa.app.spec.executor
+        while len(sa.starting) < want:
+            eid = sa.new_executor_id()
+            self._take(size, f"executor {eid}")
+            sa.starting[eid] = now + self.w.cluster.executor_start_s
+            self._push(sa.starting[eid], CLUSTER, _ExecutorUp(sa.name, eid))
+        while len(sa.starting) > want:
+            eid = next(reversed(sa.starting))
+            del sa.starting[eid]
+            self._give(size)
+
+    def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
+        lost = len(e.tasks)
+        sa.pending += lost
+        sa.running -= lost
+        self._busy_cores -= lost
+        e.tasks.clear()
+        self._remove(sa, e)
+
+    def _remove(self, sa: SparkApp, e: SimExecutor) -> None:
+        assert not e.tasks, "an executor leaves with running tasks only through _kill"
+        del sa.executors[e.executor_id]
+        self._give(sa.app.spec.executor)
+
+    def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
+        for e in list(sa.executors.values()):
+            self._kill(sa, e)
+        for _ in list(sa.starting):
+            self._give(sa.app.spec.executor)
+        sa.starting.clear()
+        spec = sa.app.spec
+        if spec.driver_in_cluster:
+            self._give(spec.driver)
+        else:
+            self._slots_used -= 1
+        sa.phase = Phase.DONE
+        self._done += 1
+        self._reported.pop(sa.name, None)
+        if exit_code == 0:
+            self.rec.apps[sa.name].finished = now
+        self._outbox.append(DriverExited(sa.name, exit_code))
+
+    # --- the physical pool ----------------------------------------------------------------
+
+    def _take(self, r: Resources, what: str) -> None:
+        after = self._used + r
+        cap = self.w.cluster.capacity
+        if not after.fits_in(cap):
+            raise Overcommit(
+                f"{what} ({r.cores} cores/{r.mem_mib} MiB) does not fit: {self._used.cores} cores/"
+                f"{self._used.mem_mib} MiB of {cap.cores}/{cap.mem_mib} already in use"
+            )
+        self._used = after
+
+    def _give(self, r: Resources) -> None:
+        self._used = self._used - r
+
+
+def simulate(workload: Workload) -> SimResult:
+    return Simulator(workload).run()

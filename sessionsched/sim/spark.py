@@ -1,0 +1,130 @@
+"""One simulated Spark application: its driver's phases, its stages of tasks, its executors and
+the dynamic-allocation arithmetic. Plain data and small functions; the simulator
+(``simulator.py``) moves time and carries out what these functions say.
+
+Assumptions of the model (Spark standalone, dynamic allocation on, ``spark.task.cpus=1``):
+- Phases: QUEUED -> LAUNCHING (``driver_start_s``) -> PREPROCESSING (``startup_s``: the driver
+  works before it creates its SparkContext, so it asks for no executor) -> RUNNING (stages)
+  -> DONE (the driver exits with code 0 right after the last task).
+- Stages run one after another; a stage's tasks are all pending when it starts. Each task takes
+  one core of an executor for ``task_s``. A task on a killed executor goes back to pending and
+  starts over (its work is lost).
+- Task placement: round-robin over the executors in the order they came up, one task per
+  executor per round (Spark's ``resourceOffers`` spreads tasks the same way, minus its shuffle).
+- Demand (Spark's ``maxNumExecutorsNeeded``): ``ceil((pending + running) / executor cores)``,
+  capped by ``max_executors``. Spark ramps its request up exponentially every backlog timeout;
+  the model asks for all of it at once (the scheduler's grant is the real limit here).
+- Allocation: the app wants ``min(max(min_executors, demand), grant)`` working executors and
+  never holds more than ``grant`` executors alive or starting (the master's executor limit), so
+  executors it is giving back (decommissioning, or released when idle) count against its grant
+  until they are gone. Surplus requests still starting are cancelled, newest first.
+- Idle timeout: an executor idle for ``executor_idle_timeout_s`` is released, unless that would
+  leave fewer than ``min_executors`` working executors (Spark keeps the minimum).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .workload import SimApp
+
+
+class Phase(str, Enum):
+    QUEUED = "QUEUED"
+    LAUNCHING = "LAUNCHING"
+    PREPROCESSING = "PREPROCESSING"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+
+
+@dataclass
+class SimExecutor:
+    executor_id: str
+    cores: int
+    started_at: float
+    tasks: dict[int, float] = field(default_factory=dict)  # task id -> done at
+    idle_since: float | None = None
+    leaving: bool = False  # decommissioning or to be released when idle: takes no new task
+
+    @property
+    def free_cores(self) -> int:
+        return 0 if self.leaving else self.cores - len(self.tasks)
+
+
+@dataclass
+class SparkApp:
+    app: SimApp
+    phase: Phase = Phase.QUEUED
+    stage: int = -1
+    pending: int = 0  # tasks of the current stage not running
+    running: int = 0
+    executors: dict[str, SimExecutor] = field(default_factory=dict)  # up, in start order
+    starting: dict[str, float] = field(default_factory=dict)  # requested id -> ready at
+    grant: int = 0
+    _made: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.app.name
+
+    @property
+    def cores_per_executor(self) -> int:
+        return self.app.spec.executor.cores
+
+    def active(self) -> int:
+        """Executors that take tasks (up and not being given back)."""
+        return sum(1 for e in self.executors.values() if not e.leaving)
+
+    def demand(self) -> int:
+        """Spark's maxNumExecutorsNeeded, capped by maxExecutors; 0 before the SparkContext."""
+        if self.phase is not Phase.RUNNING:
+            return 0
+        c = self.cores_per_executor
+        need = -(-(self.pending + self.running) // c)
+        cap = self.app.spec.max_executors
+        return need if cap is None else min(need, cap)
+
+    def starting_wanted(self) -> int:
+        """How many executors should be starting, by the allocation rule in the module doc."""
+        if self.phase is not Phase.RUNNING:
+            return 0
+        desired = max(self.app.spec.min_executors, self.demand())
+        cap = self.app.spec.max_executors
+        if cap is not None:
+            desired = min(desired, cap)
+        want = min(desired, self.grant) - self.active()
+        room = self.grant - len(self.executors)
+        return max(0, min(want, room))
+
+    def new_executor_id(self) -> str:
+        self._made += 1
+        return f"{self.name}-exec-{self._made}"
+
+    def start_next_stage(self) -> bool:
+        """Move to the next stage; False when there is none (the job is done)."""
+        self.stage += 1
+        if self.stage >= len(self.app.stages):
+            return False
+        self.pending = self.app.stages[self.stage].tasks
+        return True
+
+    @property
+    def task_s(self) -> float:
+        return self.app.stages[self.stage].task_s
+
+    def placements(self) -> list[str]:
+        """Executor ids for the pending tasks that can start now, round-robin (module doc)."""
+        free = {eid: e.free_cores for eid, e in self.executors.items() if e.free_cores > 0}
+        out: list[str] = []
+        budget = self.pending
+        while budget > 0 and free:
+            for eid in list(free):
+                if budget == 0:
+                    break
+                out.append(eid)
+                budget -= 1
+                free[eid] -= 1
+                if free[eid] == 0:
+                    del free[eid]
+        return out

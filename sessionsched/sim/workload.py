@@ -1,0 +1,291 @@
+"""Simulator workload YAML -> validated, typed workload (DESIGN.md, "Simulator workload").
+
+```yaml
+cluster: {cores: 64, memory: 256g, driver_slots: 8, driver_start_s: 5, executor_start_s: 3,
+          executor_idle_timeout_s: 60, cycle_s: 1, max_time_s: 86400}
+queues: [...]      # the server config's `queues` schema; default: one queue root.default
+apps:
+  - {name: etl-1, submit: 0, queue: root.etl, user: alice, priority: 5000,
+     driver: {cores: 1, memory: 2g, in_cluster: true}, executor: {cores: 2, memory: 4g},
+     min_executors: 0, max_executors: 16, slots_max: null, startup_s: 20,
+     stages: [{tasks: 200, task_s: 5}], updates: [{at: 60, priority: 9000}]}
+```
+
+Decisions where DESIGN.md is silent:
+- ``cycle_s`` (how often the scheduler steps) and ``max_time_s`` (the run is stopped there and
+  unfinished apps count as stuck) are cluster settings.
+- Memory is a Spark size (``512m``, ``2g``); a bare number is MiB, as for ``spark.executor.memory``.
+- An app's ``queue`` is resolved like a submission's (``root.etl``, ``etl``); default
+  ``root.default``. Names are unique: they are the app ids in the result.
+- Submission order (``seq``) is by submit time, then by place in the file.
+- A workload that could never run is refused, not simulated: an executor or an in-cluster
+  driver larger than the whole cluster, ``min_executors`` above ``max_executors``, a priority
+  update before the app is submitted. An app that merely waits forever is a result (``stuck``).
+- Bursts of identical apps: YAML anchors and merge keys (``<<: *app``). Top-level keys that
+  start with ``x-`` are ignored, to hold the anchored templates (as in docker compose files).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from ..config import (
+    DEFAULT_QUEUES,
+    QueueConfig,
+    build_queue_tree,
+    load_yaml,
+    parse_model,
+    resolve_queue,
+)
+from ..model import PRIORITY_DEFAULT, AppSpec, Queue, Resources, parse_priority
+
+_SIZE = re.compile(r"(\d+)\s*([kmgt])?i?b?", re.IGNORECASE)
+_MIB_PER_UNIT = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2}
+
+
+def mem_mib(value: Any) -> int:
+    """A Spark memory size (``512m``, ``2g``; a bare number is MiB) in MiB."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a size like 512m or 2g")
+    if isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value.strip()
+    else:
+        raise ValueError(f"{value!r} is not a size like 512m or 2g")
+    m = _SIZE.fullmatch(text)
+    if not m:
+        raise ValueError(f"{value!r} is not a size like 512m or 2g")
+    mib = int(int(m.group(1)) * _MIB_PER_UNIT[(m.group(2) or "m").lower()])
+    if mib < 1:
+        raise ValueError(f"{value!r} is less than 1 MiB")
+    return mib
+
+
+MiB = Annotated[int, BeforeValidator(mem_mib)]
+Priority = Annotated[int, BeforeValidator(parse_priority)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterConfig(_Strict):
+    cores: int = Field(64, ge=1)
+    memory: MiB = mem_mib("256g")
+    driver_slots: int = Field(8, ge=0)
+    driver_start_s: float = Field(5.0, ge=0)
+    executor_start_s: float = Field(3.0, ge=0)
+    executor_idle_timeout_s: float = Field(
+        60.0, gt=0
+    )  # spark.dynamicAllocation.executorIdleTimeout
+    cycle_s: float = Field(1.0, gt=0)
+    max_time_s: float = Field(86400.0, gt=0)
+
+
+class DriverConfig(_Strict):
+    cores: int = Field(1, ge=0)
+    memory: MiB = 1024
+    in_cluster: bool = False
+
+
+class ExecutorConfig(_Strict):
+    cores: int = Field(1, ge=1)
+    memory: MiB = 1024
+
+
+class StageConfig(_Strict):
+    tasks: int = Field(ge=1)
+    task_s: float = Field(gt=0)
+
+
+class UpdateConfig(_Strict):
+    at: float = Field(ge=0)
+    priority: Priority
+
+
+class AppConfig(_Strict):
+    name: str
+    submit: float = Field(0.0, ge=0)
+    queue: str = "root.default"
+    user: str = ""
+    priority: Priority = PRIORITY_DEFAULT
+    driver: DriverConfig = DriverConfig()
+    executor: ExecutorConfig = ExecutorConfig()
+    min_executors: int = Field(0, ge=0)
+    max_executors: int | None = Field(None, ge=1)
+    slots_max: int | None = Field(None, ge=1)
+    startup_s: float = Field(0.0, ge=0)
+    stages: list[StageConfig] = Field(min_length=1)
+    updates: list[UpdateConfig] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("an app needs a name")
+        return v.strip()
+
+
+class WorkloadConfig(_Strict):
+    cluster: ClusterConfig = ClusterConfig()
+    queues: list[QueueConfig] = Field(default_factory=lambda: list(DEFAULT_QUEUES))
+    apps: list[AppConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> WorkloadConfig:
+        problem = _first_problem(self)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+def _first_problem(w: WorkloadConfig) -> str | None:
+    root = build_queue_tree(w.queues)
+    seen: dict[str, int] = {}
+    c = w.cluster
+    for i, app in enumerate(w.apps):
+        where = f"apps[{i}]"
+        if app.name in seen:
+            return f"{where}.name: {app.name!r} is already the name of apps[{seen[app.name]}]"
+        seen[app.name] = i
+        try:
+            resolve_queue(root, app.queue)
+        except LookupError as e:
+            return f"{where}.queue: {e}"
+        ex = app.executor
+        if ex.cores > c.cores or ex.memory > c.memory:
+            return (
+                f"{where}.executor: {ex.cores} cores/{ex.memory} MiB does not fit in the cluster "
+                f"({c.cores} cores/{c.memory} MiB)"
+            )
+        dr = app.driver
+        if dr.in_cluster and (dr.cores > c.cores or dr.memory > c.memory):
+            return (
+                f"{where}.driver: {dr.cores} cores/{dr.memory} MiB does not fit in the cluster "
+                f"({c.cores} cores/{c.memory} MiB)"
+            )
+        if not dr.in_cluster and c.driver_slots == 0:
+            return (
+                f"{where}.driver: a client-mode driver needs a driver slot; "
+                "cluster.driver_slots is 0"
+            )
+        if app.max_executors is not None and app.min_executors > app.max_executors:
+            return (
+                f"{where}.min_executors: {app.min_executors} is above max_executors "
+                f"{app.max_executors}"
+            )
+        if app.slots_max is not None and app.slots_max < ex.cores:
+            return (
+                f"{where}.slots_max: {app.slots_max} cores cannot hold one executor of "
+                f"{ex.cores} cores"
+            )
+        for j, up in enumerate(app.updates):
+            if up.at < app.submit:
+                return (
+                    f"{where}.updates[{j}].at: {up.at:g} is before the app is submitted "
+                    f"(submit {app.submit:g})"
+                )
+    return None
+
+
+# --- typed workload: what the simulator reads -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stage:
+    tasks: int
+    task_s: float
+
+
+@dataclass(frozen=True)
+class Update:
+    at_s: float
+    priority: int
+
+
+@dataclass(frozen=True)
+class SimApp:
+    """One app of the workload: what it asks the scheduler for, and how its Spark job runs."""
+
+    spec: AppSpec
+    startup_s: float
+    stages: tuple[Stage, ...]
+    updates: tuple[Update, ...]
+
+    @property
+    def name(self) -> str:
+        return self.spec.app_id
+
+
+@dataclass(frozen=True)
+class Cluster:
+    capacity: Resources
+    driver_slots: int
+    driver_start_s: float
+    executor_start_s: float
+    executor_idle_timeout_s: float
+    cycle_s: float
+    max_time_s: float
+
+
+@dataclass(frozen=True)
+class Workload:
+    cluster: Cluster
+    root: Queue
+    apps: tuple[SimApp, ...]  # in file order
+
+
+def to_workload(cfg: WorkloadConfig) -> Workload:
+    c = cfg.cluster
+    cluster = Cluster(
+        capacity=Resources(c.cores, c.memory),
+        driver_slots=c.driver_slots,
+        driver_start_s=c.driver_start_s,
+        executor_start_s=c.executor_start_s,
+        executor_idle_timeout_s=c.executor_idle_timeout_s,
+        cycle_s=c.cycle_s,
+        max_time_s=c.max_time_s,
+    )
+    root = build_queue_tree(cfg.queues)
+    order = sorted(range(len(cfg.apps)), key=lambda i: (cfg.apps[i].submit, i))
+    seq = {i: n for n, i in enumerate(order)}
+    apps = tuple(_sim_app(a, seq[i], root) for i, a in enumerate(cfg.apps))
+    return Workload(cluster=cluster, root=root, apps=apps)
+
+
+def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
+    spec = AppSpec(
+        app_id=a.name,
+        queue=resolve_queue(root, a.queue).name,
+        seq=seq,
+        submitted_at=a.submit,
+        priority=a.priority,
+        name=a.name,
+        user=a.user,
+        driver=Resources(a.driver.cores, a.driver.memory),
+        driver_in_cluster=a.driver.in_cluster,
+        executor=Resources(a.executor.cores, a.executor.memory),
+        min_executors=a.min_executors,
+        max_executors=a.max_executors,
+        slots_max=a.slots_max,
+    )
+    return SimApp(
+        spec=spec,
+        startup_s=a.startup_s,
+        stages=tuple(Stage(s.tasks, s.task_s) for s in a.stages),
+        updates=tuple(Update(u.at, u.priority) for u in a.updates),
+    )
+
+
+def load_workload(path: str | Path) -> Workload:
+    """The workload in ``path``, or ConfigError with one line naming the file and the problem."""
+    data = load_yaml(path)
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith("x-"))}
+    return to_workload(parse_model(WorkloadConfig, data, str(path)))
