@@ -14,7 +14,7 @@ import sys
 from .config import ConfigError
 
 # Order is the order in --help.
-COMMANDS: list[str] = ["submit", "client_cmds", "simulate"]
+COMMANDS: list[str] = ["serve", "submit", "client_cmds", "simulate"]
 
 
 class UserError(Exception):
@@ -46,4 +46,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run the imported module's main: under ``python -m`` this file is also ``__main__``, and
+    # commands raise ``sessionsched.cli.UserError``, not ``__main__.UserError``.
+    from sessionsched.cli import main as _main
+
+    sys.exit(_main())

@@ -49,8 +49,10 @@ def check_listen(host: str, auth_mode: str) -> None:
 
 def backend_for(config: ServerConfig) -> ClusterBackend:
     """The cluster backend named by ``cluster.backend``."""
-    from ..backends import create_backend  # the backends package owns the registry
-
+    try:
+        from ..backends import create_backend  # the backends package owns the registry
+    except ImportError as e:
+        raise LookupError(f"no cluster backend is available ({e})") from None
     return create_backend(config)
 
 

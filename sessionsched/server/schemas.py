@@ -7,11 +7,18 @@ message naming the problem; everything else is checked by the types.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# Taken as given and checked by ``model.parse_priority``, so that "high", 0 or true get a
+# message naming the problem rather than being coerced (pydantic would take true as 1).
+PRIORITY = Field(None, description="1..10000, higher first (a number or a numeric string)")
 
 
 # --- native API ---------------------------------------------------------------------------
@@ -21,7 +28,7 @@ class AppIn(_In):
     argv: list[str]
     cwd: str
     queue: str | None = None
-    priority: int | str | None = None
+    priority: Any = PRIORITY
     name: str | None = None
     conf: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
@@ -30,12 +37,12 @@ class AppIn(_In):
 class SessionIn(_In):
     name: str | None = None
     queue: str | None = None
-    priority: int | str | None = None
+    priority: Any = PRIORITY
     conf: dict[str, str] = Field(default_factory=dict)
 
 
 class PriorityIn(_In):
-    priority: int | str
+    priority: Any = Field(..., description="1..10000, higher first")
 
 
 class StopIn(_In):

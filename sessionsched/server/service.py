@@ -4,26 +4,21 @@ HTTP handlers and the backend never touch the engine directly. What they observe
 engine event in the *inbox*; every ``server.cycle_ms`` an APScheduler job runs ``cycle()``:
 
   1. drain the inbox (submissions, priority changes, kills, agent reports);
-  2. observe the cluster (``backend.poll``, capacity); reconcile executor counts: an app's live
-     agent speaks for its executors, else the cluster's own view does;
+  2. observe the cluster (``backend.poll``, capacity) and reconcile executor counts
+     (``reconcile``: a live agent speaks for its app, else the cluster's own view does);
   3. ``Scheduler.step(now, events) -> decisions``;
-  4. record: every state change (and kill, exit code, Spark app id) is written to the store
-     and committed *before* any driver is launched or stopped, so a crash can never leave a
-     launched driver the store does not know was launched;
-  5. carry out: LaunchDriver -> ``backend.launch`` (sessions: nothing, the waiting notebook sees
-     STARTING and starts its own driver), StopDriver -> ``backend.stop``, Reclaim -> kept for
-     the app's agent to pick up once; SetTarget needs nothing (the agent reads the engine's
-     target and grant at its next heartbeat);
+  4. record (``recording``): every state change, kill, exit code and Spark app id is written
+     to the store and committed *before* any driver is launched or stopped, so a crash can
+     never leave a launched driver the store does not know was launched;
+  5. carry out: LaunchDriver -> ``backend.launch`` of ``build_launch(app)`` (sessions: nothing,
+     the waiting notebook sees STARTING and starts its own driver), StopDriver ->
+     ``backend.stop``, Reclaim -> kept for the app's agent to pick up once; SetTarget needs
+     nothing (the agent reads the engine's target and grant at its next heartbeat);
   6. answer whoever waits on an inbox item (a kill's HTTP request returns once it is done).
 
-Writes go through the store's single writer (group commit). A submission is acknowledged only
-after its commit; the in-memory books (``apps``) change only after the commit they mirror, so
-whatever a reader sees is on disk.
-
-Restart (``start``): ACCEPTED apps go back to the engine in submission order (same ids, same
-positions); STARTING/RUNNING apps are adopted (``backend.adopt``) and never relaunched — an app
-whose launch was decided but whose handle was never recorded is failed rather than launched a
-second time.
+All writes go through the store's single writer (group commit). A submission is acknowledged
+only after its commit; the in-memory books (``apps``) change only after the commit they
+mirror, so whatever a reader sees is on disk. Restart: ``restore``.
 """
 
 from __future__ import annotations
@@ -44,17 +39,12 @@ from apscheduler.triggers.interval import IntervalTrigger
 from ..backends.base import BackendError, ClusterBackend, Handle
 from ..config import ServerConfig
 from ..engine.events import (
-    Adopted,
     CapacityChanged,
     Decision,
-    DemandChanged,
     DriverExited,
-    DriverStarted,
     Event,
-    ExecutorsChanged,
     KillRequested,
     LaunchDriver,
-    MarkState,
     PriorityChanged,
     QueuesChanged,
     Reclaim,
@@ -62,12 +52,18 @@ from ..engine.events import (
     Submitted,
 )
 from ..engine.scheduler import Scheduler
-from ..model import AppState, Executor, Resources
+from ..engine.validate import EventError
+from ..model import AppState, Resources
 from ..store import AppKind, EventRecord, Store, StoredApp, Writer
 from . import plans
+from .agents import AgentsMixin
 from .books import AgentState, ClusterHealth
 from .launch import build_launch
 from .metrics import ServiceMetrics, count_states
+from .reads import NotFound, ReadsMixin
+from .reconcile import reconcile
+from .recording import record_step
+from .restore import restore
 
 log = logging.getLogger("sessionsched.service")
 audit = logging.getLogger("sessionsched.audit")
@@ -75,9 +71,7 @@ audit = logging.getLogger("sessionsched.audit")
 COMMIT_TIMEOUT_S = 30.0
 CAPACITY_EVERY_S = 2.0  # re-read the cluster's capacity at least this often
 
-
-class NotFound(LookupError):
-    """No such app. ``str()`` is the message for the caller."""
+__all__ = ["Conflict", "NotFound", "Service"]
 
 
 class Conflict(Exception):
@@ -90,7 +84,7 @@ class _Item:
     done: Future | None = None
 
 
-class Service:
+class Service(ReadsMixin, AgentsMixin):
     def __init__(
         self,
         config: ServerConfig,
@@ -103,37 +97,41 @@ class Service:
         self.backend = backend
         self.clock = clock
         self.url = url or f"http://{config.server.host}:{config.server.port}"
-        self.state_dir = Path(config.server.state_dir).resolve()
-        self.log_dir = self.state_dir / "logs"
+        self.log_dir = Path(config.server.state_dir).resolve() / "logs"
         self.heartbeat_s = config.server.heartbeat_s
         self.store = Store(config.database_url())
         self.writer = Writer(self.store)
-        self.lock = threading.RLock()
         self.engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
+        # The books, guarded by ``lock``: the committed state of every app, the agents.
+        self.lock = threading.RLock()
         self.apps: dict[str, StoredApp] = {}
         self.by_spark_id: dict[str, str] = {}
         self.agents: dict[str, AgentState] = {}
+        self.sessions: set[str] = set()  # notebook sessions not yet ended
+        self.session_since: dict[str, float] = {}  # sessions adopted at a restart: since when
+        self.adopt_retry: dict[str, Handle] = {}  # adopted while the backend could not check
         self.health = ClusterHealth()
         self.plan: int | None = None
-        self.metrics = ServiceMetrics(self._metrics_snapshot)
         self.last_cycle_at: float | None = None
+        self.metrics = ServiceMetrics(self._metrics_snapshot)
         self._inbox: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-        self._next_seq = 1
+        self._next_seq = 1  # only the writer thread touches it
         self._why: dict[str, str] = {}  # app -> reason for its next terminal state
-        self._killers: dict[str, str] = {}  # app -> who asked for the kill
-        self._adopt_retry: dict[str, Handle] = {}
-        self._session_since: dict[str, float] = {}  # restored sessions: restart time
-        self._sessions: set[str] = set()  # notebook sessions not yet ended
-        self._capacity_read_at = -1e18
+        self._killers: dict[str, str] = {}  # app -> who asked for its kill
+        self._capacity_read_at = float("-inf")
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def start(self, run_cycles: bool = True) -> None:
+        """Load the books and start writing and cycling. ``run_cycles=False``: the caller
+        runs ``cycle()`` itself."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.writer.start()
-        self._restore()
+        self._next_seq = self.store.max_seq() + 1
+        for event in restore(self, self.clock()):
+            self._put(event)
         self._start_plans()
         if run_cycles:
             self._scheduler.add_job(
@@ -148,67 +146,12 @@ class Service:
         """Stop cycling and writing. Drivers keep running: they are adopted at the next start."""
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)
-        with self._cycle_lock:  # a cycle run by hand (tests) finishes first
-            pass
-        self.writer.stop()
+        with self._cycle_lock:  # a cycle run by hand finishes first
+            self.writer.stop()
         try:
             self.backend.close()
         finally:
             self.store.close()
-
-    def _restore(self) -> None:
-        self._next_seq = self.store.max_seq() + 1
-        now = self.clock()
-        failed: list[tuple[StoredApp, str]] = []
-        adopted: list[str] = []
-        for app in self.store.load_apps():
-            self.apps[app.id] = app
-            if app.spark_app_id:
-                self.by_spark_id[app.spark_app_id] = app.id
-            if app.kind == AppKind.SESSION and not app.state.terminal:
-                self._sessions.add(app.id)
-            if app.state is AppState.ACCEPTED:
-                self._put(Submitted(replace(app.spec, priority=app.priority)))
-            elif app.state.admitted:
-                if app.kind == AppKind.SESSION:
-                    self._session_since[app.id] = now
-                elif not app.handle:
-                    failed.append((app, "its launch was decided before a restart but never "
-                                        "recorded; not relaunched, so that no driver runs twice"))
-                    continue
-                else:
-                    handle = Handle(**app.handle)
-                    try:
-                        alive = self.backend.adopt(handle)
-                    except BackendError as e:
-                        log.warning("cannot check %s's driver now (%s); will retry", app.id, e)
-                        self._adopt_retry[app.id] = handle
-                        alive = True
-                    if not alive:
-                        failed.append((app, "its driver was gone when the scheduler restarted"))
-                        continue
-                adopted.append(app.id)
-                self._put(Adopted(
-                    spec=replace(app.spec, priority=app.priority), state=app.state,
-                    priority=app.priority, launched_at=app.started_at or app.submitted_at,
-                    first_executor_at=app.first_executor_at,
-                ))
-        rows = [EventRecord(i, now, "adopted", "re-adopted after a scheduler restart")
-                for i in adopted]
-        changes = []
-        for app, why in failed:
-            changes.append({"id": app.id, "state": AppState.FAILED, "reason": why,
-                            "finished_at": now})
-            rows.append(EventRecord(app.id, now, "state", f"{app.state.value} -> FAILED: {why}"))
-
-        def after(_):
-            for app, why in failed:
-                app.state, app.reason, app.finished_at = AppState.FAILED, why, now
-
-        if changes or rows:
-            self._write(changes, rows, after).result(COMMIT_TIMEOUT_S)
-        if adopted or failed:
-            log.info("restart: %d driver(s) adopted, %d failed", len(adopted), len(failed))
 
     def _start_plans(self) -> None:
         if not self.config.plans:
@@ -221,6 +164,7 @@ class Service:
                                     id=f"plan-{i}", coalesce=True, misfire_grace_time=60)
 
     def apply_plan(self, index: int) -> None:
+        """Run the queues with plan ``index`` from the next cycle on."""
         plan = self.config.plans[index]
         self.plan = index
         self._put(QueuesChanged(self.config.queue_tree(plan)))
@@ -229,14 +173,15 @@ class Service:
     # --- operations (thread-safe; called by the HTTP layer) -----------------------------------
 
     def submit(self, app: StoredApp, sender: str) -> Future:
-        """Store a checked submission; the future resolves to the stored app once committed."""
+        """Store a checked submission; the future resolves to the stored app once committed.
+        The writer gives it its sequence number, id (``driver-YYYYMMDDHHMMSS-NNNN``, NNNN the
+        sequence, as a Spark master numbers drivers) and submit time."""
 
         def insert(session) -> StoredApp:
             now = self.clock()
             seq = self._next_seq
             self._next_seq += 1
-            stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(now))
-            app_id = f"driver-{stamp}-{seq:04d}"
+            app_id = f"driver-{time.strftime('%Y%m%d%H%M%S', time.localtime(now))}-{seq:04d}"
             spec = replace(app.spec, app_id=app_id, seq=seq, submitted_at=now)
             stored = replace(app, id=app_id, seq=seq, submitted_at=now, spec=spec, sender=sender)
             self.store.add_apps(session, [stored])
@@ -251,15 +196,15 @@ class Service:
             with self.lock:
                 self.apps[stored.id] = stored
                 if stored.kind == AppKind.SESSION:
-                    self._sessions.add(stored.id)
+                    self.sessions.add(stored.id)
             self._put(Submitted(stored.spec))
             self.metrics.submissions.labels(stored.kind).inc()
             spec = stored.spec
-            reserve = spec.min_executors * spec.executor.cores
             cap = spec.executor_cap
-            limit = "unlimited" if cap is None else str(cap * spec.executor.cores)
             audit.info("Registering app %s from sender %s, reserve:%d, priority:%d, limit:%s",
-                       stored.name, stored.sender or "unknown", reserve, stored.priority, limit)
+                       stored.name, stored.sender or "unknown",
+                       spec.min_executors * spec.executor.cores, stored.priority,
+                       "unlimited" if cap is None else cap * spec.executor.cores)
             for w in stored.warnings:
                 audit.warning("%s: %s", stored.id, w)
 
@@ -271,9 +216,9 @@ class Service:
         done: Future = Future()
 
         def write(session) -> int:
-            app = self.apps[app_id]
+            app = self.apps[app_id]  # its state only changes in this thread (after commits)
             if app.state.terminal:
-                raise Conflict(f"{app_id} has ended ({app.state.value}); its priority is final")
+                raise Conflict(f"{app_id} has already ended ({app.state.value})")
             old = app.priority
             self.store.update_apps(session, [{"id": app_id, "priority": priority}])
             self.store.add_events(session, [EventRecord(
@@ -287,7 +232,7 @@ class Service:
             audit.info("%s updated the priority of %s from %d to %d", actor, app_id, old, priority)
             self._put(PriorityChanged(app_id, priority), done)
 
-        _chain(self.writer.submit(write, after), done)
+        _fail_with(self.writer.submit(write, after), done)
         return done
 
     def kill(self, app_id: str, actor: str = "Admin") -> Future:
@@ -300,19 +245,20 @@ class Service:
         return done
 
     def stop_session(self, app_id: str, exit_code: int) -> Future:
-        """A notebook ended its session: its driver is gone with this exit code."""
+        """A notebook ended its session: its driver is gone with this exit code (a session
+        still queued is withdrawn: KILLED)."""
         app = self._live_app(app_id)
         if app.kind != AppKind.SESSION:
             raise Conflict(f"{app_id} is not a notebook session (kind {app.kind})")
         done: Future = Future()
-        if app.state is AppState.ACCEPTED:  # gave up waiting: nothing ran
-            with self.lock:
+        with self.lock:
+            if app.state is AppState.ACCEPTED:
                 self._killers[app_id] = "its notebook"
-            self._put(KillRequested(app_id), done)
-        else:
-            with self.lock:
+                event: Event = KillRequested(app_id)
+            else:
                 self._why[app_id] = f"session stopped by its notebook (exit code {exit_code})"
-            self._put(DriverExited(app_id, exit_code), done)
+                event = DriverExited(app_id, exit_code)
+        self._put(event, done)
         return done
 
     def _live_app(self, app_id: str) -> StoredApp:
@@ -324,72 +270,6 @@ class Service:
                 raise Conflict(f"{app_id} has already ended ({app.state.value})")
             return app
 
-    # --- the agent protocol ---------------------------------------------------------------------
-
-    def agent_register(self, app_id: str, spark_app_id: str | None, control: str,
-                       reason: str | None, pid: int | None, spark_version: str | None) -> dict:
-        now = self.clock()
-        with self.lock:
-            app = self._agent_app(app_id)
-            agent = self.agents.setdefault(app_id, AgentState(seen_at=now))
-            agent.seen_at = now
-            agent.control, agent.reason, agent.pid = control, reason, pid
-            agent.spark_version = spark_version
-            reply = self._agent_reply(app, agent)
-            agent.orders = []
-        if spark_app_id:
-            self._put(DriverStarted(app_id, spark_app_id))
-        detail = f"agent registered: control {control}, pid {pid}, Spark {spark_version}"
-        if control != "full":
-            detail += f" ({reason or 'no reason given'})"
-            log.warning("%s: agent has %s control: %s", app_id, control, reason)
-        self.writer.submit(lambda s: self.store.add_events(
-            s, [EventRecord(app_id, now, "agent", detail)]))
-        return reply
-
-    def agent_heartbeat(self, app_id: str, demand: int, executors: list[Executor],
-                        control: str | None) -> dict:
-        now = self.clock()
-        events: list[Event] = []
-        with self.lock:
-            app = self._agent_app(app_id)
-            agent = self.agents.setdefault(app_id, AgentState(seen_at=now))
-            agent.seen_at = now
-            if control:
-                agent.control = control
-            seen = tuple((e.executor_id, e.idle) for e in executors)
-            if seen != agent.executors:
-                agent.executors = seen
-                events.append(ExecutorsChanged(app_id, tuple(executors)))
-            if demand != agent.demand:
-                agent.demand = demand
-                events.append(DemandChanged(app_id, demand))
-            reply = self._agent_reply(app, agent)
-            agent.orders = []
-        for ev in events:
-            self._put(ev)
-        return reply
-
-    def _agent_app(self, app_id: str) -> StoredApp:
-        app = self.apps.get(app_id)
-        if app is None:
-            raise NotFound(f"no app {app_id!r}: the agent should stop reporting")
-        return app
-
-    def _agent_reply(self, app: StoredApp, agent: AgentState) -> dict:
-        rec = self.engine.apps.get(app.id)
-        return {
-            "heartbeat_s": self.heartbeat_s,
-            "target": rec.target if rec else 0,
-            "grant": rec.grant if rec else 0,
-            "state": app.state.value,
-            "reclaim": [
-                {"executor_ids": list(o.executor_ids), "mode": o.mode.value,
-                 "deadline": o.deadline}
-                for o in agent.orders
-            ],
-        }
-
     # --- the cycle ----------------------------------------------------------------------------
 
     def cycle(self) -> None:
@@ -400,7 +280,7 @@ class Service:
             items = self._drain()
             error: BaseException | None = None
             try:
-                self._cycle(items)
+                self._cycle([i.event for i in items])
             except Exception as e:  # noqa: BLE001 - the loop must go on
                 log.exception("scheduling cycle failed")
                 error = e
@@ -413,20 +293,19 @@ class Service:
             self.last_cycle_at = self.clock()
             self.metrics.cycle_seconds.observe(time.perf_counter() - started)
 
-    def _cycle(self, items: list[_Item]) -> None:
+    def _cycle(self, events: list[Event]) -> None:
         now = self.clock()
-        events = [i.event for i in items]
-        events += self._observe(now)
-        events += self._housekeeping(now)
+        events = events + self._observe(now) + self._housekeeping(now)
         with self.lock:
-            events = self._known(events)
-            decisions = self.engine.step(now, events)
-            changes, rows = self._record(now, events, decisions)
+            decisions = self._step(now, events)
+            record = record_step(now, events, decisions, self.apps, self.engine.apps,
+                                 self._why, self._killers)
             for d in decisions:
                 if isinstance(d, Reclaim):
                     self.agents.setdefault(d.app_id, AgentState(seen_at=0.0)).orders.append(d)
         try:
-            self._write(changes, rows, self._apply_changes(changes)).result(COMMIT_TIMEOUT_S)
+            self.write(record.rows_for_store(), record.rows,
+                       self._apply(record.changes)).result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001 - nothing may be launched that is not recorded
             log.error("could not record the cycle's decisions (%s); launches are held back", e)
             for d in decisions:
@@ -434,6 +313,17 @@ class Service:
                     self._fail_launch(d.app_id, f"could not record the launch: {e}")
             return
         self._carry_out(now, decisions)
+
+    def _step(self, now: float, events: list[Event]) -> list[Decision]:
+        """Step the engine; an event it refuses (it names it and changes nothing) is dropped
+        with a warning and the rest stepped again — late facts about ended apps and the like
+        must not hold up everyone else's submissions."""
+        while True:
+            try:
+                return self.engine.step(now, events)
+            except EventError as e:
+                log.warning("engine refused %s; dropped", e)
+                events = events[:e.index] + events[e.index + 1:]
 
     def _drain(self) -> list[_Item]:
         items = []
@@ -447,131 +337,63 @@ class Service:
         self._inbox.put(_Item(event, done))
 
     def _observe(self, now: float) -> list[Event]:
-        """The backend's news, reconciled with the agents', plus capacity when due."""
+        """The backend's news, reconciled with the agents', plus capacity when due. While the
+        cluster cannot be reached, capacity is nil: nothing is admitted, everything queues."""
         try:
-            polled = self.backend.poll(now)
-            capacity = next((e for e in polled if isinstance(e, CapacityChanged)), None)
-            if capacity is None and (not self.health.reachable
-                                     or now - self._capacity_read_at >= CAPACITY_EVERY_S):
+            polled = list(self.backend.poll(now))
+            if any(isinstance(e, CapacityChanged) for e in polled):
+                self._capacity_read_at = now
+            elif not self.health.reachable or now - self._capacity_read_at >= CAPACITY_EVERY_S:
                 cores_mem, slots = self.backend.capacity()
                 polled.append(CapacityChanged(cores_mem, slots))
                 self._capacity_read_at = now
-            elif capacity is not None:
-                self._capacity_read_at = now
         except BackendError as e:
-            if self.health.reachable is not False:
-                log.warning("cluster unreachable: %s; submissions are queued until it is back", e)
-                self.health = ClusterHealth(False, str(e), now)
-                # Nothing is admitted while the cluster cannot be reached.
-                return [CapacityChanged(Resources(), 0)]
-            self.health.message = str(e)
-            return []
+            if self.health.reachable is False:
+                self.health.message = str(e)
+                return []
+            log.warning("cluster unreachable: %s; submissions are queued until it is back", e)
+            self.health = ClusterHealth(False, str(e), now)
+            return [CapacityChanged(Resources(), 0)]
         if self.health.reachable is not True:
             if self.health.reachable is False:
                 log.info("cluster reachable again")
             self.health = ClusterHealth(True, "", now)
-        out: list[Event] = []
         with self.lock:
-            for ev in polled:
-                if isinstance(ev, ExecutorsChanged):
-                    agent = self.agents.get(ev.app_id)
-                    if agent is not None and agent.executors is not None and agent.live(
-                            now, self.heartbeat_s):
-                        continue  # a live agent speaks for its app's executors
-                    if agent is None or agent.executors is None:
-                        # No agent reports demand: the app is taken to want what it holds.
-                        out.append(ev)
-                        out.append(DemandChanged(ev.app_id, len(ev.executors)))
-                        continue
-                out.append(ev)
-        return out
+            return reconcile(polled, self.agents, now, self.heartbeat_s)
 
     def _housekeeping(self, now: float) -> list[Event]:
-        """Adoptions to retry after a backend outage; notebook sessions gone silent."""
+        """Adoptions to check again after a backend outage; notebook sessions gone silent."""
         events: list[Event] = []
-        for app_id, handle in list(self._adopt_retry.items()):
+        for app_id, handle in list(self.adopt_retry.items()):
             try:
                 alive = self.backend.adopt(handle)
             except BackendError:
                 continue
-            del self._adopt_retry[app_id]
+            del self.adopt_retry[app_id]
             if not alive:
-                self._why[app_id] = "its driver was gone when the scheduler restarted"
+                with self.lock:
+                    self._why[app_id] = "its driver was gone when the scheduler restarted"
                 events.append(DriverExited(app_id, -1))
         limit = self.config.server.session_timeout
         with self.lock:
-            for app_id in list(self._sessions):
+            for app_id in list(self.sessions):
                 app = self.apps[app_id]
                 if app.state.terminal:
-                    self._sessions.discard(app_id)
+                    self.sessions.discard(app_id)
                     continue
-                if app.state is AppState.ACCEPTED:
+                if app.state is AppState.ACCEPTED or app_id in self._why:
                     continue
                 agent = self.agents.get(app_id)
                 last = max(agent.seen_at if agent else 0.0, app.started_at or 0.0,
-                           self._session_since.get(app_id, 0.0))
-                if now - last > limit and app_id not in self._why:
+                           self.session_since.get(app_id, 0.0))
+                if now - last > limit:
                     self._why[app_id] = f"session silent for over {limit:g}s: its notebook is gone"
                     events.append(DriverExited(app_id, -1))
         return events
 
-    def _known(self, events: list[Event]) -> list[Event]:
-        """Drop events about apps the engine does not know (it refuses them)."""
-        known = self.engine.apps
-        fresh: set[str] = set()
-        out = []
-        for ev in events:
-            if isinstance(ev, Submitted | Adopted):
-                fresh.add(ev.spec.app_id)
-                out.append(ev)
-                continue
-            app_id = getattr(ev, "app_id", None)
-            if app_id is not None and app_id not in known and app_id not in fresh:
-                log.debug("dropping %s for an app not on the books", type(ev).__name__)
-                continue
-            out.append(ev)
-        return out
+    def _apply(self, changes: dict[str, dict]) -> Callable[[object], None]:
+        """The after-commit step: the books take the committed changes."""
 
-    def _record(self, now: float, events: list[Event], decisions: list[Decision]):
-        """Store changes and audit rows for this step: (changes by app, event rows)."""
-        changes: dict[str, dict] = {}
-        rows: list[EventRecord] = []
-        for ev in events:
-            if isinstance(ev, DriverStarted) and ev.spark_app_id:
-                app = self.apps.get(ev.app_id)
-                if app is not None and app.spark_app_id != ev.spark_app_id:
-                    changes.setdefault(ev.app_id, {})["spark_app_id"] = ev.spark_app_id
-                    rows.append(EventRecord(ev.app_id, now, "driver",
-                                            f"Spark application id {ev.spark_app_id}"))
-            elif isinstance(ev, DriverExited):
-                changes.setdefault(ev.app_id, {})["exit_code"] = ev.exit_code
-                rows.append(EventRecord(ev.app_id, now, "exit",
-                                        f"driver exited with code {ev.exit_code}"))
-            elif isinstance(ev, KillRequested):
-                who = self._killers.pop(ev.app_id, "Admin")
-                rows.append(EventRecord(ev.app_id, now, "kill", f"kill requested by {who}"))
-        for d in decisions:
-            if not isinstance(d, MarkState):
-                continue
-            rec = self.engine.apps[d.app_id]
-            change = changes.setdefault(d.app_id, {})
-            old = change.get("state", self.apps[d.app_id].state)
-            reason = d.reason
-            if d.state.terminal and d.app_id in self._why:
-                reason = self._why.pop(d.app_id)
-            change.update(state=d.state, reason=reason)
-            if d.state is AppState.STARTING:
-                change["started_at"] = rec.launched_at
-            elif d.state is AppState.RUNNING:
-                change["first_executor_at"] = rec.first_executor_at
-            elif d.state.terminal:
-                change["finished_at"] = rec.finished_at
-                change["exit_code"] = rec.exit_code
-            rows.append(EventRecord(d.app_id, now, "state",
-                                    f"{old.value} -> {d.state.value}: {reason}"))
-        return changes, rows
-
-    def _apply_changes(self, changes: dict[str, dict]) -> Callable[[object], None]:
         def after(_):
             with self.lock:
                 for app_id, change in changes.items():
@@ -581,16 +403,17 @@ class Service:
                     if change.get("spark_app_id"):
                         self.by_spark_id[change["spark_app_id"]] = app_id
                     if app.state.terminal:
-                        self._session_since.pop(app_id, None)
+                        self.sessions.discard(app_id)
+                        self.session_since.pop(app_id, None)
                         agent = self.agents.get(app_id)
                         if agent is not None:
                             agent.orders = []
+
         return after
 
-    def _write(self, changes: dict[str, dict] | list[dict], rows: list[EventRecord],
-               after: Callable | None = None) -> Future:
-        if isinstance(changes, dict):
-            changes = [{"id": k, **v} for k, v in changes.items()]
+    def write(self, changes: list[dict], rows: list[EventRecord],
+              after: Callable | None = None) -> Future:
+        """Column changes (dicts with ``id``) and audit rows, in one commit of the writer."""
 
         def job(session) -> None:
             self.store.update_apps(session, changes)
@@ -599,42 +422,44 @@ class Service:
         return self.writer.submit(job, after)
 
     def _carry_out(self, now: float, decisions: list[Decision]) -> None:
-        handles: list[tuple[str, Handle]] = []
+        launched: list[tuple[str, Handle, str | None]] = []
         for d in decisions:
             if isinstance(d, LaunchDriver):
-                handle = self._launch(d.app_id)
-                if handle is not None:
-                    handles.append((d.app_id, handle))
+                result = self._launch(d.app_id)
+                if result is not None:
+                    launched.append((d.app_id, *result))
             elif isinstance(d, StopDriver):
                 self._stop(d.app_id)
-        if not handles:
+        if not launched:
             return
-        changes = [{"id": app_id, "handle": _handle_json(h)} for app_id, h in handles]
+        changes = [{"id": app_id, "handle": _handle_json(h), "log_path": log_path}
+                   for app_id, h, log_path in launched]
         rows = [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
-                for app_id, h in handles]
+                for app_id, h, _ in launched]
 
         def after(_):
             with self.lock:
-                for app_id, h in handles:
-                    self.apps[app_id].handle = _handle_json(h)
+                for change in changes:
+                    app = self.apps[change["id"]]
+                    app.handle, app.log_path = change["handle"], change["log_path"]
 
         try:
-            self._write(changes, rows, after).result(COMMIT_TIMEOUT_S)
+            self.write(changes, rows, after).result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
-            # The drivers run; a restart would fail them rather than launch them again.
+            # The drivers run; a restart fails them (no handle) rather than launch them again.
             log.error("could not record launch handles: %s", e)
 
-    def _launch(self, app_id: str) -> Handle | None:
+    def _launch(self, app_id: str) -> tuple[Handle, str | None] | None:
         with self.lock:
             app = replace(self.apps[app_id])
+            queue_conf = self.engine.queue(app.queue)
+            ceiling = self.engine.capacity.cores // max(app.spec.executor.cores, 1)
         if app.kind == AppKind.SESSION:
             self.metrics.launches.labels("session").inc()
             return None  # the notebook, polling its app, sees STARTING and starts its driver
         try:
-            queue = self.engine.queue(app.queue)
-            ceiling = self.engine.capacity.cores // max(app.spec.executor.cores, 1)
             launch = build_launch(app, self.url, self.log_dir,
-                                  reclaim_timeout_s=queue.reclaim_timeout_s,
+                                  reclaim_timeout_s=queue_conf.reclaim_timeout_s,
                                   max_executors=ceiling or None)
             handle = self.backend.launch(launch)
         except (BackendError, OSError, ValueError) as e:
@@ -643,10 +468,7 @@ class Service:
             self._fail_launch(app_id, f"launch failed: {e}")
             return None
         self.metrics.launches.labels("ok").inc()
-        if launch.log_path:
-            with self.lock:
-                self.apps[app_id].log_path = launch.log_path
-        return handle
+        return handle, launch.log_path
 
     def _fail_launch(self, app_id: str, why: str) -> None:
         with self.lock:
@@ -663,126 +485,6 @@ class Service:
         except BackendError as e:
             log.error("could not stop %s's driver: %s", app_id, e)
 
-    # --- reads ------------------------------------------------------------------------------------
-
-    def resolve(self, any_id: str) -> tuple[str, bool] | None:
-        """(our app id, given as a Spark application id?) for a driver id or a Spark app id."""
-        with self.lock:
-            if any_id in self.apps:
-                return any_id, False
-            app_id = self.by_spark_id.get(any_id)
-            return (app_id, True) if app_id else None
-
-    def snapshot(self, app_id: str) -> dict | None:
-        """One app as the views need it, read consistently under the lock."""
-        with self.lock:
-            app = self.apps.get(app_id)
-            if app is None:
-                return None
-            return self._snapshot(app)
-
-    def _snapshot(self, app: StoredApp) -> dict:
-        rec = self.engine.apps.get(app.id)
-        position = None
-        reason = app.reason
-        if app.state is AppState.ACCEPTED:
-            if rec is not None and rec.state is not AppState.ACCEPTED:
-                reason = rec.reason  # decided this cycle, being recorded
-            else:
-                position = self.engine.position(app.id) if rec is not None else None
-                reason = self._waiting_reason(app.queue, position)
-        return {
-            "app": app,
-            "executors": rec.held if rec else 0,
-            "target": rec.target if rec else 0,
-            "demand": rec.demand if rec else 0,
-            "position": position,
-            "reason": reason,
-        }
-
-    def _waiting_reason(self, queue_name: str, position: int | None) -> str:
-        if self.health.reachable is False:
-            return self.health.describe()
-        if position is None:
-            return "accepted; joins its queue at the next scheduling cycle"
-        why = self.engine.waiting.get(queue_name)
-        if position == 1:
-            return why or "next to start"
-        ahead = f"{position - 1} app(s) ahead in {queue_name}"
-        return f"{ahead}; {why}" if why else ahead
-
-    def snapshots(self, queue_name: str | None = None,
-                  state: AppState | None = None) -> list[dict]:
-        """Queued apps in queue order first (leaf queues in tree order), then the rest by
-        submission."""
-        with self.lock:
-            out: list[dict] = []
-            listed: set[str] = set()
-            for leaf in self.engine.root.leaves():
-                if queue_name not in (None, leaf.name):
-                    continue
-                if state not in (None, AppState.ACCEPTED):
-                    continue
-                for app_id in self.engine.pending(leaf.name):
-                    listed.add(app_id)
-                    out.append(self._snapshot(self.apps[app_id]))
-            rest = sorted(
-                (a for a in self.apps.values()
-                 if a.id not in listed and queue_name in (None, a.queue)
-                 and state in (None, a.state)),
-                key=lambda a: a.seq,
-            )
-            out.extend(self._snapshot(a) for a in rest)
-            return out
-
-    def queue_rows(self) -> list[dict]:
-        with self.lock:
-            usage = self.engine.usage()
-            rows = []
-            for q in self.engine.root.walk():
-                u = usage.get(q.name)
-                waiting = self.engine.waiting.get(q.name) if q.is_leaf else None
-                if self.health.reachable is False and u is not None and u.pending:
-                    waiting = self.health.describe()
-                rows.append({"queue": q, "usage": u, "waiting": waiting})
-            return rows
-
-    def events(self, app_id: str) -> list[EventRecord]:
-        if self.snapshot(app_id) is None:
-            raise NotFound(f"no app {app_id!r}")
-        return self.store.events(app_id)
-
-    def log_tail(self, app_id: str, lines: int) -> str:
-        with self.lock:
-            app = self.apps.get(app_id)
-            if app is None:
-                raise NotFound(f"no app {app_id!r}")
-            path = app.log_path
-        if not path:
-            raise NotFound(f"{app_id} has no driver log here (kind {app.kind}, state "
-                           f"{app.state.value})")
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, 2)
-                size = f.tell()
-                f.seek(max(0, size - 256 * 1024))
-                text = f.read().decode("utf-8", "replace")
-        except OSError as e:
-            raise NotFound(f"driver log of {app_id} cannot be read: {e.strerror}") from None
-        return "\n".join(text.splitlines()[-lines:]) + "\n" if lines > 0 else ""
-
-    def health_row(self) -> dict:
-        with self.lock:
-            plan = self.config.plans[self.plan] if self.plan is not None else None
-            return {
-                "status": "ok" if self.health.reachable else "degraded",
-                "cluster_reachable": self.health.reachable,
-                "cluster": self.health.describe(),
-                "plan": plans.describe(plan) if plan else None,
-                "apps": len(self.apps),
-                "last_cycle_at": self.last_cycle_at,
-            }
-
     def _metrics_snapshot(self) -> dict:
         with self.lock:
             usage = self.engine.usage()
@@ -798,7 +500,7 @@ def _handle_json(h: Handle) -> dict:
     return {"app_id": h.app_id, "kind": h.kind, "ref": h.ref, "started_at": h.started_at}
 
 
-def _chain(first: Future, done: Future) -> None:
+def _fail_with(first: Future, done: Future) -> None:
     """Fail ``done`` if ``first`` fails (``first``'s success path resolves ``done`` itself)."""
 
     def relay(f: Future) -> None:

@@ -36,6 +36,7 @@ JSON_TYPE = "application/json;charset=utf-8"
 ACTIONS = ("create", "kill", "status", "readyz", "update")
 _ACTION_METHODS = {"create": "POST", "kill": "POST", "status": "GET", "readyz": "GET",
                    "update": "POST"}
+_ANY = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 _SUBMIT_THROUGH = "Please submit requests through http://[host]:[port]/v1/submissions/..."
 SUBMIT_WAIT_S = 30.0
 CYCLE_WAIT_S = 10.0
@@ -91,8 +92,8 @@ class SparkRest:
             Route("/v1/submissions/kill/{sid}", self.kill, methods=["POST"]),
             Route("/v1/submissions/update/{sid}", self.update, methods=["POST"]),
             Route("/v1/submissions/readyz", self.readyz, methods=["GET"]),
-            Route("/{version}/submissions", self.other),
-            Route("/{version}/submissions/{rest:path}", self.other),
+            Route("/{version}/submissions", self.other, methods=_ANY),
+            Route("/{version}/submissions/{rest:path}", self.other, methods=_ANY),
         ]
 
     async def create(self, request: Request) -> Response:

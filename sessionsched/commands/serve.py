@@ -1,0 +1,63 @@
+"""``sessionsched serve [--config F] [--host H] [--port P]``: run the scheduler service.
+
+Listens on 127.0.0.1:6066 by default — the Spark REST port, so ``spark-submit --master
+spark://127.0.0.1:6066 --deploy-mode cluster --conf spark.master.rest.enabled=true`` submits
+to the scheduler. ``--host``/``--port`` override the config's ``server`` section. With auth
+mode ``none`` a non-loopback host is refused. Stops cleanly on SIGTERM or Ctrl-C; drivers keep
+running and are adopted at the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from ..cli import UserError
+from ..config import load_server_config
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the scheduler (Spark REST protocol, native API, agent API, /metrics)",
+        description="Run the scheduler service: driver queues and executor arbitration in "
+        "front of a Spark cluster.",
+    )
+    p.add_argument("--config", metavar="F", help="server YAML (default: built-in defaults)")
+    p.add_argument("--host", metavar="H", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", metavar="P", type=int, help="port to listen on (default 6066)")
+    p.add_argument("--log-level", default="info",
+                   choices=["debug", "info", "warning", "error"], help="default: info")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ..backends.base import BackendError
+    from ..server.app import UnsafeListen, check_listen, create_app
+
+    config = load_server_config(args.config)
+    server = config.server.model_copy(update={
+        k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None
+    })
+    if not 1 <= server.port <= 65535:
+        raise UserError(f"--port {server.port}: expected 1..65535")
+    config = config.model_copy(update={"server": server})
+    try:
+        check_listen(server.host, config.auth.mode)
+    except UnsafeListen as e:
+        raise UserError(str(e)) from None
+
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per cycle otherwise
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    try:
+        app = create_app(config, url=f"http://{host}:{server.port}")
+    except (BackendError, LookupError, ValueError) as e:
+        raise UserError(f"cannot start: {e}") from None
+    uvicorn.run(app, host=server.host, port=server.port, log_level=args.log_level,
+                access_log=False, lifespan="on")
+    return 0

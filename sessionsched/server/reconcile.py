@@ -1,0 +1,34 @@
+"""Whose word counts for an app's executors: its agent's or the cluster's (no IO).
+
+An app's driver agent reports its executors with idle/busy flags every heartbeat; the backend
+reports the cluster's own view (master JSON) every cycle. While the agent is live (heard from
+within three heartbeats) it speaks for the app — its view is the one the driver acts on. When
+it goes silent, or there never was one (JVM apps, static apps, a driver still starting), the
+cluster's view is the truth: a silent agent does not take executors off the books, the cluster
+does. An app without an agent reports no demand either; it is taken to want what it holds, so
+the engine does not try to take back what nobody could give up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..engine.events import DemandChanged, Event, ExecutorsChanged
+from .books import AgentState
+
+
+def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: float,
+              heartbeat_s: float) -> list[Event]:
+    out: list[Event] = []
+    for ev in polled:
+        if not isinstance(ev, ExecutorsChanged):
+            out.append(ev)
+            continue
+        agent = agents.get(ev.app_id)
+        reports = agent is not None and agent.executors is not None
+        if reports and agent.live(now, heartbeat_s):
+            continue
+        out.append(ev)
+        if not reports:
+            out.append(DemandChanged(ev.app_id, len(ev.executors)))
+    return out

@@ -1,0 +1,198 @@
+"""The server's pure parts, table by table: reconciling executor reports, recording a step,
+time-of-day plans, reading submissions, the launch conf."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from sessionsched.config import ConfigError, PlanConfig, ServerConfig, parse_model
+from sessionsched.engine.events import (
+    CapacityChanged,
+    DemandChanged,
+    DriverExited,
+    DriverStarted,
+    ExecutorsChanged,
+    KillRequested,
+    MarkState,
+)
+from sessionsched.model import AppSpec, AppState, Executor, Resources
+from sessionsched.server import plans, submissions
+from sessionsched.server.books import AgentState
+from sessionsched.server.launch import service_conf
+from sessionsched.server.reconcile import reconcile
+from sessionsched.server.recording import record_step
+from sessionsched.store import StoredApp
+
+E1 = (Executor("1"),)
+
+# --- reconcile: whose word counts for executors -----------------------------------------------
+
+RECONCILE = [
+    # name, agent (None: never registered), events in -> events out
+    ("no agent: cluster view, demand = held", None,
+     [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1), DemandChanged("a", 1)]),
+    ("live agent speaks for the app", AgentState(seen_at=99.0, executors=(("1", False),)),
+     [ExecutorsChanged("a", ())], []),
+    ("silent agent: cluster view, agent's demand kept",
+     AgentState(seen_at=90.0, executors=(("1", False),)),
+     [ExecutorsChanged("a", ())], [ExecutorsChanged("a", ())]),
+    ("registered but never reported executors", AgentState(seen_at=99.0),
+     [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1), DemandChanged("a", 1)]),
+    ("other events pass", None,
+     [CapacityChanged(Resources(4, 4096), 2), DriverExited("a", 0)],
+     [CapacityChanged(Resources(4, 4096), 2), DriverExited("a", 0)]),
+]
+
+
+@pytest.mark.parametrize("agent,events,expected", [r[1:] for r in RECONCILE],
+                         ids=[r[0] for r in RECONCILE])
+def test_reconcile(agent, events, expected):
+    agents = {"a": agent} if agent is not None else {}
+    # now 100, heartbeat 1 s: live means heard from since 97
+    assert reconcile(events, agents, now=100.0, heartbeat_s=1.0) == expected
+
+
+# --- recording a step -------------------------------------------------------------------------
+
+
+class _Rec:
+    def __init__(self, **kw):
+        self.launched_at = kw.get("launched_at")
+        self.first_executor_at = kw.get("first_executor_at")
+        self.finished_at = kw.get("finished_at")
+        self.exit_code = kw.get("exit_code")
+
+
+def stored(app_id: str, state=AppState.ACCEPTED) -> StoredApp:
+    spec = AppSpec(app_id=app_id, queue="root.default", seq=1, submitted_at=0.0)
+    return StoredApp(id=app_id, seq=1, kind="submit", name="n", user="u", queue="root.default",
+                     priority=5000, submitted_at=0.0, spec=spec, state=state)
+
+
+def test_record_step_writes_every_state_change_with_its_times():
+    apps = {"a": stored("a"), "b": stored("b", AppState.RUNNING), "c": stored("c")}
+    engine = {"a": _Rec(launched_at=10.0), "b": _Rec(finished_at=10.0, exit_code=3),
+              "c": _Rec(finished_at=10.0)}
+    why = {"b": "launch failed: no java"}
+    killers = {"c": "Spark REST client 127.0.0.1:5"}
+    rec = record_step(
+        10.0,
+        [DriverStarted("a", "app-1"), DriverExited("b", 3), KillRequested("c")],
+        [MarkState("a", AppState.STARTING, "driver launched"),
+         MarkState("b", AppState.FAILED, "driver exited with code 3"),
+         MarkState("c", AppState.KILLED, "killed on request")],
+        apps, engine, why, killers,
+    )
+    assert rec.changes == {
+        "a": {"spark_app_id": "app-1", "state": AppState.STARTING, "reason": "driver launched",
+              "started_at": 10.0},
+        "b": {"exit_code": 3, "state": AppState.FAILED, "reason": "launch failed: no java",
+              "finished_at": 10.0},
+        "c": {"state": AppState.KILLED, "reason": "killed on request", "finished_at": 10.0,
+              "exit_code": None},
+    }
+    assert [(r.app_id, r.kind, r.detail) for r in rec.rows] == [
+        ("a", "driver", "Spark application id app-1"),
+        ("b", "exit", "driver exited with code 3"),
+        ("c", "kill", "kill requested by Spark REST client 127.0.0.1:5"),
+        ("a", "state", "ACCEPTED -> STARTING: driver launched"),
+        ("b", "state", "RUNNING -> FAILED: launch failed: no java"),
+        ("c", "state", "ACCEPTED -> KILLED: killed on request"),
+    ]
+    assert why == {} and killers == {}  # consumed
+    assert apps["a"].state is AppState.ACCEPTED  # the books change only after the commit
+
+
+# --- time-of-day plans ------------------------------------------------------------------------
+
+SATURDAY_1730 = datetime(2026, 11, 21, 17, 30, tzinfo=timezone.utc)
+
+LAST_FIRE = [
+    ("weekdays 08:00 (crontab 1-5 = Mon-Fri)", "0 8 * * 1-5", datetime(2026, 11, 20, 8, 0)),
+    ("weekends by number (0 = Sunday)", "0 9 * * 0,6", datetime(2026, 11, 21, 9, 0)),
+    ("7 is Sunday too", "0 9 * * 7", datetime(2026, 11, 15, 9, 0)),
+    ("by name", "0 18 * * fri", datetime(2026, 11, 20, 18, 0)),
+    ("every minute", "* * * * *", datetime(2026, 11, 21, 17, 30)),
+    ("first of the month", "0 0 1 * *", datetime(2026, 11, 1, 0, 0)),
+]
+
+
+@pytest.mark.parametrize("cron,expected", [r[1:] for r in LAST_FIRE], ids=[r[0] for r in LAST_FIRE])
+def test_last_fire_time(cron, expected):
+    plan = PlanConfig(cron=cron, timezone="UTC")
+    assert plans.last_fire_time(plan, SATURDAY_1730) == expected.replace(tzinfo=timezone.utc)
+
+
+def test_the_plan_that_fired_last_is_current_and_overrides_the_config():
+    cfg = ServerConfig.model_validate({
+        "queues": [{"name": "root", "queues": [{"name": "default"}, {"name": "batch"}]}],
+        "plans": [
+            {"cron": "0 8 * * 1-5", "timezone": "UTC", "queues": {"default": {"weight": 10}}},
+            {"cron": "0 18 * * 1-5", "timezone": "UTC",
+             "queues": {"root.batch": {"weight": 10, "policy": "fifo"}}},
+        ],
+    })
+    index = plans.current_plan(cfg.plans, SATURDAY_1730)  # Friday 18:00 fired last
+    assert index == 1
+    tree = {q.name: q for q in cfg.queue_tree(cfg.plans[index]).walk()}
+    assert (tree["root.batch"].weight, tree["root.batch"].policy.value) == (10, "fifo")
+    assert tree["root.default"].weight == 1  # plans do not stack
+    assert plans.describe(cfg.plans[1]) == (
+        "plan '0 18 * * 1-5': root.batch policy=fifo, weight=10.0")
+
+
+@pytest.mark.parametrize("plan,message", [
+    ({"cron": "0 8 * *"},
+     "plans[0]: cron '0 8 * *': expected 5 fields (minute hour day month day-of-week), got 4"),
+    ({"cron": "0 8 * * 9"}, "plans[0]: cron '0 8 * * 9': day of week '9' is not within 0-7"),
+    ({"cron": "0 8 * * *", "queues": {"gpu": {"weight": 2}}},
+     "plans[0].queues: unknown queue 'gpu'; known queues: root, root.default"),
+    ({"cron": "0 8 * * *", "queues": {"default": {"weight": 0}}},
+     "plans[0].queues.default.weight: Input should be greater than 0"),
+    ({"cron": "0 8 * * *", "queues": {"default": {"colour": "red"}}},
+     "plans[0].queues.default.colour: unknown setting"),
+], ids=["four-fields", "bad-weekday", "unknown-queue", "zero-weight", "unknown-setting"])
+def test_bad_plans_are_config_errors(plan, message):
+    with pytest.raises(ConfigError) as err:
+        parse_model(ServerConfig, {"plans": [plan]}, "f.yaml")
+    assert str(err.value) == f"f.yaml: {message}"
+
+
+# --- submissions ------------------------------------------------------------------------------
+
+DEFAULTS = submissions.Defaults(root=ServerConfig().queue_tree(), queue="root.default")
+
+
+@pytest.mark.parametrize("text,mib", [("512m", 512), ("2g", 2048), ("1024", 1024), ("1t", 2**20),
+                                      ("2048k", 2), ("1gb", 1024)])
+def test_memory_sizes(text, mib):
+    assert submissions.mem_mib(text) == mib
+
+
+def test_rest_submission_sizing():
+    app, unknown = submissions.from_rest({
+        "action": "CreateSubmissionRequest", "appResource": "file:/a.jar", "mainClass": "M",
+        "sparkProperties": {"spark.driver.cores": "2", "spark.driver.memory": "2g",
+                            "spark.executor.cores": "2", "spark.executor.memory": "3g",
+                            "spark.cores.max": "8", "spark.ego.slots.max": "6"},
+    }, DEFAULTS)
+    spec = app.spec
+    assert (spec.driver, spec.executor) == (Resources(2, 2048), Resources(2, 3072))
+    assert spec.driver_in_cluster is True
+    # A JVM app without dynamic allocation: static, capped at cores.max/executor cores = 4
+    # executors, and by slots.max 6 cores = 3 executors.
+    assert (spec.max_executors, spec.slots_max, spec.executor_cap) == (4, 6, 3)
+    assert unknown == [] and app.warnings == []
+
+
+def test_launch_conf_turns_dynamic_allocation_on_unless_turned_off():
+    app, _ = submissions.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
+                                    "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
+    app.kind, app.name, app.conf = "submit", "etl", {}
+    assert service_conf(app) == {
+        "spark.app.name": "etl", "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.shuffleTracking.enabled": "true", "spark.executor.cores": "1"}
+    app.conf = {"spark.dynamicAllocation.enabled": "false", "spark.executor.cores": "2"}
+    assert service_conf(app) == {"spark.app.name": "etl"}
