@@ -10,7 +10,8 @@ are Spark's, not FastAPI's, and the status read is the hot path of ``spark-submi
 What differs from a master, on purpose:
 - ``driverState`` maps our states (ACCEPTED -> SUBMITTED, STARTING/RUNNING -> RUNNING, ended as
   named) and status answers also carry ``schedulerState``, ``queue``, ``priority``,
-  ``position`` (while queued) and ``message`` (why it waits or how it ended);
+  ``position`` (while queued) and ``schedulerReason`` (why it waits or how it ended); a
+  FAILED driver's reason is also its ``message``, which spark-submit prints as the error;
 - error messages name the problem in one line instead of a Java stack trace;
 - a create's warnings (e.g. a ``spark.ego.app.schedule.policy`` the queue overrides) are
   appended to its ``message``.
@@ -130,6 +131,9 @@ class SparkRest:
         if app.state is AppState.ACCEPTED:
             out["position"] = snap["position"]
         if snap["reason"]:
+            out["schedulerReason"] = snap["reason"]
+        if app.state is AppState.FAILED:
+            # spark-submit logs a status ``message`` as the driver's error: only for failures.
             out["message"] = snap["reason"]
         return reply(out)
 
