@@ -210,6 +210,8 @@ class Arbiter:
         recomputed = []
         for name, book in self._books.items():
             if not book.claims:
+                if book.result:  # its last apps left: forget their results
+                    book.settle(None, {}, ())
                 continue
             cores = max(math.floor(cores_of.get(name, 0.0) + _EPS), 0)
             policy = tree.node[name].policy

@@ -45,7 +45,7 @@ from ..model import (
     Resources,
 )
 from . import admission, reclaim
-from .arbitration import Arbiter, Claim
+from .arbitration import Arbiter, Claim, compute_targets
 from .books import AppRecord, Ledger
 from .events import (
     Adopted,
@@ -148,6 +148,46 @@ class Scheduler:
         if self._deadlines:
             times.append(self._deadlines[0][0])
         return min(times, default=None)
+
+    def audit(self) -> list[str]:
+        """Check the running totals against the books, from scratch: every total recounted,
+        every target recomputed by ``arbitration.compute_targets``, every grant base summed
+        again, every queue listing rebuilt. Returns the differences (empty when all is true).
+        O(apps): for tests and debugging, not for every cycle."""
+        problems = []
+        recs = list(self.apps.values())
+        total = Ledger.recount((r, self._guaranteed(r)) for r in recs)
+        if total != self._ledger.total:
+            problems.append(f"totals {self._ledger.total} != recount {total}")
+        for leaf in self._leaves:
+            t = Ledger.recount((r, self._guaranteed(r)) for r in recs if r.spec.queue == leaf)
+            if t != self._ledger.leaf(leaf):
+                problems.append(f"totals of {leaf} {self._ledger.leaf(leaf)} != recount {t}")
+        live = [r for r in recs if r.state.admitted]
+        claims = [self._claim(r) for r in live]
+        fresh = compute_targets(self.root, self._executor_capacity(), claims)
+        for r in live:
+            if fresh[r.app_id] != r.target:
+                problems.append(f"{r.app_id}: target {r.target}, from scratch {fresh[r.app_id]}")
+        base = Grants()
+        for r in recs:
+            base.rebase(r, r.target)
+        if (base.cores, base.mem_mib) != (self._grants.cores, self._grants.mem_mib):
+            problems.append(
+                f"grant bases {self._grants.cores}/{self._grants.mem_mib} != "
+                f"recount {base.cores}/{base.mem_mib}"
+            )
+        if set(self._admitted) != {r.app_id for r in recs if r.on_books}:
+            problems.append("the set of apps on the books is wrong")
+        if set(self._starting) != {r.app_id for r in recs if r.state is AppState.STARTING}:
+            problems.append("the set of starting apps is wrong")
+        for leaf, pend in self._pending.items():
+            queued = sorted(
+                self._key(r) for r in recs if r.spec.queue == leaf and r.state is AppState.ACCEPTED
+            )
+            if list(pend) != queued:
+                problems.append(f"queue {leaf} lists {len(pend)} apps, the books {len(queued)}")
+        return problems
 
     # --- the step -------------------------------------------------------------------------
 

@@ -41,7 +41,14 @@ _APP_EVENTS = (
 
 
 class EventError(ValueError):
-    """An event the engine cannot take. ``str()`` is one line naming the event and the problem."""
+    """An event the engine cannot take. ``str()`` is one line naming the event and the problem;
+    ``index`` is its place in the batch and ``event`` the event itself, so a caller that must
+    not lose the rest of the batch can drop that one event and step again."""
+
+    def __init__(self, message: str, index: int, event: object):
+        super().__init__(message)
+        self.index = index
+        self.event = event
 
 
 def _whole(value: object) -> bool:
@@ -172,5 +179,5 @@ def check_events(
             problem = "not an event"
         if problem is not None:
             what = f"{name} {subject}".strip() if subject else name
-            raise EventError(f"event {i} ({what}): {problem}")
+            raise EventError(f"event {i} ({what}): {problem}", i, ev)
 

@@ -147,6 +147,20 @@ def test_reserve_does_not_let_another_queue_eat_a_reservation():
     assert "no room for the driver" in run.sched.waiting["root.n"]
 
 
+def test_reservation_waiting_for_a_reclaim_is_not_given_to_another_driver():
+    root = tree(leaf("r", admission="reserve"), leaf("n", admission="none", policy="fifo"))
+    run = Run(root, cores=2)
+    run.submit(app("e").queue("n"))
+    run.step(DemandChanged("e", 2))
+    run.hold("e", 2)
+    assert launched(run.submit(app("r1").queue("r"))) == ["r1"]
+    assert run.targets() == {"e": (1, 1), "r1": (1, 0)}  # r1's executor is still e's
+    assert launched(run.submit(app("n1").queue("n").in_cluster())) == []
+    out = run.hold("e", 1)  # e's reclaimed executor is gone: the core is r1's, not n1's
+    assert launched(out) == []
+    assert run.targets() == {"e": (1, 1), "r1": (1, 1)}
+
+
 def test_reserve_respects_max_cores_of_the_path():
     root = tree(parent("p", leaf("r", admission="reserve"), max_cores=4))
     run = Run(root, cores=100)

@@ -283,6 +283,17 @@ def test_fairshare_priority_change_moves_the_split():
     assert {a: t for a, (t, _) in run.targets().items()} == {"a": 6, "b": 6}  # 1:1
 
 
+def test_rounding_remainder_moves_when_priorities_change():
+    root = tree(leaf("A", admission="none"), leaf("B", admission="none"))
+    run = Run(root, cores=3)
+    run.submit(app("a").queue("A").priority(9000), app("b").queue("B").priority(1))
+    run.step(DemandChanged("a", 9), DemandChanged("b", 9))
+    assert {a: t for a, (t, _) in run.targets().items()} == {"a": 2, "b": 1}  # 1.5 + 1.5 cores
+    run.step(PriorityChanged("b", 10000))
+    assert {a: t for a, (t, _) in run.targets().items()} == {"a": 1, "b": 2}
+    assert run.sched.audit() == []
+
+
 def test_executors_of_each_app_are_of_its_own_size():
     run = Run(one_queue(admission="none", policy="priority"), cores=10)
     run.submit(app("big").executor(4).priority(9000), app("small"))

@@ -257,6 +257,7 @@ def test_bad_event_is_refused_with_one_line_and_changes_nothing(name):
         run.sched.step(5.0, [Submitted(newcomer), event])
     text = str(err.value)
     assert message in text and "\n" not in text and text.startswith("event 1 (")
+    assert (err.value.index, err.value.event) == (1, event)
     assert run.sched.apps == books  # the good event before it was not applied either
     assert run.sched.pending("root.q") == ["b"]
     run.hold("a", 1)  # and the scheduler goes on as before
