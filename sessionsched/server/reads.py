@@ -130,6 +130,7 @@ class ReadsMixin:
                 "status": "ok" if self.health.reachable else "degraded",
                 "cluster_reachable": self.health.reachable,
                 "cluster": self.health.describe(),
+                "master": self.config.cluster.master,
                 "plan": plans.describe(plan) if plan else None,
                 "apps": len(self.apps),
                 "last_cycle_at": self.last_cycle_at,

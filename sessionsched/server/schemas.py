@@ -100,6 +100,7 @@ class HealthOut(BaseModel):
     status: str  # "ok" | "degraded"
     cluster_reachable: bool | None
     cluster: str
+    master: str  # the Spark master URL: where a notebook session starts its driver's executors
     plan: str | None
     apps: int
     last_cycle_at: str | None
