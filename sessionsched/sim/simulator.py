@@ -115,10 +115,13 @@ class Overcommit(AssertionError):
 
 
 class Simulator:
-    def __init__(self, workload: Workload):
+    """``scheduler``: the engine to drive; a fresh ``Scheduler`` for the workload by default
+    (tests pass a stand-in to exercise the cluster model alone)."""
+
+    def __init__(self, workload: Workload, scheduler: Scheduler | None = None):
         self.w = workload
         c = workload.cluster
-        self.sched = Scheduler(workload.root, c.capacity, c.driver_slots)
+        self.sched = scheduler or Scheduler(workload.root, c.capacity, c.driver_slots)
         self.apps = {a.name: SparkApp(a) for a in workload.apps}
         self.heap: EventHeap = EventHeap()
         self.rec = Record(
@@ -186,12 +189,21 @@ class Simulator:
         if now >= self.w.cluster.max_time_s:
             self.rec.end_reason = f"stopped at max_time_s {self.w.cluster.max_time_s:g}"
             return True
-        if self._facts == 0 and now - self.rec.last_change_s >= self._horizon_s:
+        if self._facts == 0 and self._nothing_can_change(now, events, decisions):
             since = self.rec.last_change_s
             self.rec.end_reason = f"deadlock: nothing changed since t={since:g}s, nothing can"
             return True
         self.heap.push((n + 1) * self.w.cluster.cycle_s, CYCLE, _Cycle(n + 1))
         return False
+
+    def _nothing_can_change(self, now: float, events: list, decisions: list) -> bool:
+        """Called when no simulated event is pending: only the engine's own timers could still
+        change anything. Quiet for longer than every timeout in play means none will; an engine
+        that tells its next wake-up (``next_wakeup()``, None: never) lets the run stop at once."""
+        if now - self.rec.last_change_s >= self._horizon_s:
+            return True
+        wakeup = getattr(self.sched, "next_wakeup", None)
+        return not events and not decisions and wakeup is not None and wakeup() is None
 
     def _reports(self) -> list[Event]:
         """Each live app's executor list and demand, when changed since the last report."""

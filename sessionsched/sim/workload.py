@@ -15,8 +15,8 @@ Decisions where DESIGN.md is silent:
 - ``cycle_s`` (how often the scheduler steps) and ``max_time_s`` (the run is stopped there and
   unfinished apps count as stuck) are cluster settings.
 - Memory is a Spark size (``512m``, ``2g``); a bare number is MiB, as for ``spark.executor.memory``.
-- An app's ``queue`` is resolved like a submission's (``root.etl``, ``etl``); default
-  ``root.default``. Names are unique: they are the app ids in the result.
+- An app's ``queue`` is resolved like a submission's (``root.etl``, ``etl``); default: the only
+  leaf queue if there is one, else ``root.default``. Names are unique: they are the app ids.
 - Submission order (``seq``) is by submit time, then by place in the file.
 - A workload that could never run is refused, not simulated: an executor or an in-cluster
   driver larger than the whole cluster, ``min_executors`` above ``max_executors``, a priority
@@ -112,7 +112,7 @@ class UpdateConfig(_Strict):
 class AppConfig(_Strict):
     name: str
     submit: float = Field(0.0, ge=0)
-    queue: str = "root.default"
+    queue: str | None = None
     user: str = ""
     priority: Priority = PRIORITY_DEFAULT
     driver: DriverConfig = DriverConfig()
@@ -145,6 +145,13 @@ class WorkloadConfig(_Strict):
         return self
 
 
+def _queue_name(app: AppConfig, root: Queue) -> str:
+    if app.queue is not None:
+        return app.queue
+    leaves = root.leaves()
+    return leaves[0].name if len(leaves) == 1 else "root.default"
+
+
 def _first_problem(w: WorkloadConfig) -> str | None:
     root = build_queue_tree(w.queues)
     seen: dict[str, int] = {}
@@ -155,7 +162,7 @@ def _first_problem(w: WorkloadConfig) -> str | None:
             return f"{where}.name: {app.name!r} is already the name of apps[{seen[app.name]}]"
         seen[app.name] = i
         try:
-            resolve_queue(root, app.queue)
+            resolve_queue(root, _queue_name(app, root))
         except LookupError as e:
             return f"{where}.queue: {e}"
         ex = app.executor
@@ -262,7 +269,7 @@ def to_workload(cfg: WorkloadConfig) -> Workload:
 def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
     spec = AppSpec(
         app_id=a.name,
-        queue=resolve_queue(root, a.queue).name,
+        queue=resolve_queue(root, _queue_name(a, root)).name,
         seq=seq,
         submitted_at=a.submit,
         priority=a.priority,

@@ -1,0 +1,213 @@
+"""`sessionsched simulate`: the result JSON's shape, determinism, the table, the plot, and one
+clear line (exit 2) for every bad workload."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from sim_builders import app, data, queue
+
+from sessionsched.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
+APP_KEYS = {
+    "name",
+    "queue",
+    "priority",
+    "state",
+    "submitted",
+    "admitted",
+    "first_executor",
+    "finished",
+}
+SUMMARY_KEYS = {
+    "makespan",
+    "completed",
+    "stuck",
+    "mean_completion",
+    "p95_completion",
+    "utilization",
+    "fairness_jain",
+}
+ENGINE_KEYS = {"cycles", "cycle_ms_p50", "cycle_ms_max"}
+
+
+def run_json(tmp_path: Path, workload: Path, name: str = "out.json") -> dict:
+    out = tmp_path / name
+    assert main(["simulate", str(workload), "--json", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def write(tmp_path: Path, content) -> Path:
+    p = tmp_path / "w.yaml"
+    p.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
+    return p
+
+
+def test_json_has_exactly_the_designed_keys(tmp_path):
+    r = run_json(tmp_path, EXAMPLES / "burst-none.yaml")
+    assert set(r) == {"apps", "summary", "engine"}
+    assert all(set(a) == APP_KEYS for a in r["apps"])
+    assert set(r["summary"]) == SUMMARY_KEYS
+    assert set(r["engine"]) == ENGINE_KEYS
+    assert r["engine"]["cycles"] > 0
+    assert 0 <= r["engine"]["cycle_ms_p50"] <= r["engine"]["cycle_ms_max"]
+
+
+def test_json_to_stdout(capsys):
+    assert main(["simulate", str(EXAMPLES / "seed000-stateaware.yaml"), "--json", "-"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert [a["name"] for a in r["apps"]] == ["App1", "App2"]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
+def test_two_runs_give_the_same_json_apart_from_engine_timings(tmp_path, name):
+    first = run_json(tmp_path, EXAMPLES / f"{name}.yaml", "a.json")
+    second = run_json(tmp_path, EXAMPLES / f"{name}.yaml", "b.json")
+    for r in (first, second):
+        del r["engine"]["cycle_ms_p50"], r["engine"]["cycle_ms_max"]
+    assert first == second
+
+
+def test_table_without_json(capsys):
+    assert main(["simulate", str(EXAMPLES / "burst-none.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "etl-10" in out and "ACCEPTED" in out
+    assert "stuck 10" in out
+    assert "deadlock" in out
+
+
+def test_plot_writes_a_png(tmp_path):
+    import matplotlib.image
+
+    out = tmp_path / "run.png"
+    assert (
+        main(
+            [
+                "simulate",
+                str(EXAMPLES / "notebooks-fairshare.yaml"),
+                "--json",
+                str(tmp_path / "r.json"),
+                "--plot",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    height, width, _ = matplotlib.image.imread(out).shape
+    assert width > 600 and height > 400
+
+
+GOOD = data(app("a", queue="a"), app("b", queue="b"), queues=[queue("a"), queue("b")])
+
+
+def bad(path: str, value) -> dict:
+    """GOOD with one value replaced (path like "apps.1.queue") or removed (value None)."""
+    doc = json.loads(json.dumps(GOOD))
+    *parents, last = path.split(".")
+    node = doc
+    for p in parents:
+        node = node[int(p)] if p.isdigit() else node[p]
+    key = int(last) if last.isdigit() else last
+    if value is None:
+        del node[key]
+    else:
+        node[key] = value
+    return doc
+
+
+BAD = {
+    "unknown queue": (
+        bad("apps.1.queue", "etl"),
+        "apps[1].queue: unknown queue 'etl'; known queues: root.a, root.b",
+    ),
+    "unknown policy": (
+        bad("queues.0.queues.0.policy", "fairness"),
+        "queues[0].queues[0].policy: 'fairness' is not one of fifo, priority, fairshare",
+    ),
+    "no stages": (bad("apps.0.stages", None), "apps[0].stages: missing"),
+    "empty stages": (bad("apps.0.stages", []), "apps[0].stages: List should have at least 1 item"),
+    "task without time": (
+        bad("apps.0.stages", [{"tasks": 3}]),
+        "apps[0].stages[0].task_s: missing",
+    ),
+    "unknown app setting": (bad("apps.0.colour", "red"), "apps[0].colour: unknown setting"),
+    "unknown cluster setting": (bad("cluster.nodes", 3), "cluster.nodes: unknown setting"),
+    "bad memory": (
+        bad("cluster.memory", "12x"),
+        "cluster.memory: '12x' is not a size like 512m or 2g",
+    ),
+    "priority too high": (
+        bad("apps.0.priority", 20000),
+        "apps[0].priority: priority 20000 is outside 1..10000",
+    ),
+    "priority update out of range": (
+        bad("apps.0.updates", [{"at": 5, "priority": 0}]),
+        "apps[0].updates[0].priority: priority 0 is outside 1..10000",
+    ),
+    "update before submit": (
+        {**GOOD, "apps": [app("a", queue="a", submit=10, updates=[{"at": 5, "priority": 7}])]},
+        "apps[0].updates[0].at: 5 is before the app is submitted (submit 10)",
+    ),
+    "duplicate names": (
+        bad("apps.1.name", "a"),
+        "apps[1].name: 'a' is already the name of apps[0]",
+    ),
+    "executor larger than the cluster": (
+        bad("apps.0.executor", {"cores": 16}),
+        "apps[0].executor: 16 cores/1024 MiB does not fit in the cluster (8 cores/32768 MiB)",
+    ),
+    "min above max executors": (
+        {**GOOD, "apps": [app("a", queue="a", min_executors=3, max_executors=2)]},
+        "apps[0].min_executors: 3 is above max_executors 2",
+    ),
+    "negative submit": (
+        bad("apps.0.submit", -1),
+        "apps[0].submit: Input should be greater than or equal to 0",
+    ),
+    "no apps": (bad("apps", []), "apps: List should have at least 1 item"),
+    "top level is a list": ([GOOD], "expected a mapping at the top level"),
+    "not YAML": ("apps: [\n", "not valid YAML"),
+}
+
+
+@pytest.mark.parametrize("content,message", BAD.values(), ids=BAD.keys())
+def test_bad_workload_is_one_line_exit_2(tmp_path, capsys, content, message):
+    path = write(tmp_path, content)
+    assert main(["simulate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert message in err
+    assert str(path) in err
+    assert "Traceback" not in err
+
+
+ARGS = {
+    "missing workload file": (["simulate", "{tmp}/nope.yaml"], "nope.yaml: cannot read"),
+    "--json into a missing directory": (
+        ["simulate", "{good}", "--json", "{tmp}/no/such/dir/r.json"],
+        "--json {tmp}/no/such/dir/r.json: directory {tmp}/no/such/dir does not exist",
+    ),
+    "--plot onto a directory": (
+        ["simulate", "{good}", "--plot", "{tmp}"],
+        "--plot {tmp}: is a directory",
+    ),
+}
+
+
+@pytest.mark.parametrize("argv,message", ARGS.values(), ids=ARGS.keys())
+def test_bad_arguments_are_one_line_exit_2(tmp_path, capsys, argv, message):
+    good = write(tmp_path, GOOD)
+    fill = {"tmp": str(tmp_path), "good": str(good)}
+    assert main([a.format(**fill) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert message.format(**fill) in err
+
+
+def test_good_workload_of_the_bad_table_runs(tmp_path):
+    """The table's base workload is valid: each row fails only for its own change."""
+    r = run_json(tmp_path, write(tmp_path, GOOD))
+    assert [a["state"] for a in r["apps"]] == ["FINISHED", "FINISHED"]

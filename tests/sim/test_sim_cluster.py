@@ -1,0 +1,224 @@
+"""The simulated cluster on its own: the event heap, the Spark app's arithmetic, and the
+executor mechanics (idle timeout, kill, decommission, release-when-idle) driven by a stand-in
+engine that launches everything and follows a script of decisions."""
+
+import pytest
+from sim_builders import app, stage, workload
+
+from sessionsched.engine import LaunchDriver, MarkState, Reclaim, SetTarget, Submitted
+from sessionsched.model import AppState, ReclaimMode
+from sessionsched.sim.heap import CLUSTER, CYCLE, WORKLOAD, EventHeap
+from sessionsched.sim.simulator import Overcommit, Simulator
+from sessionsched.sim.spark import Phase, SimExecutor, SparkApp
+
+
+class ScriptedEngine:
+    """Launches each app when it is submitted with ``grant`` executors, and at the given
+    times issues the scripted decisions (``{time: [decision, ...]}``). No policy at all."""
+
+    def __init__(self, grant: int, script: dict[float, list] | None = None):
+        self.grant = grant
+        self.script = dict(script or {})
+
+    def step(self, now, events):
+        out = []
+        for ev in events:
+            if isinstance(ev, Submitted):
+                app_id = ev.spec.app_id
+                out += [
+                    LaunchDriver(app_id),
+                    MarkState(app_id, AppState.STARTING, "scripted"),
+                    SetTarget(app_id, self.grant, self.grant),
+                ]
+        return out + self.script.pop(now, [])
+
+    def pending(self, queue):
+        return []
+
+
+def run(w, engine):
+    return Simulator(w, scheduler=engine).run()
+
+
+def executors_at(result, name, t):
+    tl = result.timeline
+    return tl.at(tl.executors[name], t)
+
+
+# --- the heap -------------------------------------------------------------------------------
+
+
+def test_heap_ties_pop_by_priority_then_insertion_order():
+    heap = EventHeap()
+    heap.push(5.0, CYCLE, "cycle at 5")
+    heap.push(5.0, CLUSTER, "first fact at 5")
+    heap.push(1.0, CYCLE, "cycle at 1")
+    heap.push(5.0, WORKLOAD, "submission at 5")
+    heap.push(5.0, CLUSTER, "second fact at 5")
+    popped = [heap.pop()[2] for _ in range(len(heap))]
+    assert popped == [
+        "cycle at 1",
+        "first fact at 5",
+        "second fact at 5",
+        "submission at 5",
+        "cycle at 5",
+    ]
+
+
+# --- the Spark app's arithmetic -------------------------------------------------------------
+
+
+def spark_app(cores=2, min_executors=0, max_executors=None, **state) -> SparkApp:
+    w = workload(
+        app(
+            "a",
+            executor={"cores": cores},
+            min_executors=min_executors,
+            max_executors=max_executors,
+        )
+    )
+    sa = SparkApp(w.apps[0], phase=Phase.RUNNING, stage=0)
+    for key, value in state.items():
+        setattr(sa, key, value)
+    return sa
+
+
+DEMAND = {
+    # ceil((pending + running) / executor cores), capped by max_executors
+    "7 tasks on 2-core executors: 4": (dict(pending=5, running=2), 4),
+    "capped by max_executors": (dict(pending=100, max_executors=3), 3),
+    "nothing left: 0": (dict(pending=0, running=0), 0),
+    "pre-processing asks for nothing": (dict(pending=9, phase=Phase.PREPROCESSING), 0),
+}
+
+
+@pytest.mark.parametrize("state,expected", DEMAND.values(), ids=DEMAND.keys())
+def test_demand(state, expected):
+    max_executors = state.pop("max_executors", None)
+    assert spark_app(max_executors=max_executors, **state).demand() == expected
+
+
+def up(n: int, leaving: int = 0) -> dict:
+    out = {f"e{i}": SimExecutor(f"e{i}", 2, 0.0) for i in range(n)}
+    for e in list(out.values())[:leaving]:
+        e.leaving = True
+    return out
+
+
+STARTING = {
+    "demand 4, grant 3, none up: start 3": (dict(pending=8, grant=3), 3),
+    "demand 4, grant 10, 1 up: start 3": (dict(pending=8, grant=10, executors=up(1)), 3),
+    "min_executors above demand": (dict(pending=1, grant=5, min_executors=3), 3),
+    # 2 leaving still count against the grant of 4: only 2 may be up or starting besides them
+    "leaving executors count against the grant": (
+        dict(pending=20, grant=4, executors=up(2, leaving=2)),
+        2,
+    ),
+    "above the grant: start nothing": (dict(pending=20, grant=1, executors=up(2)), 0),
+    "not running yet: nothing": (dict(pending=20, grant=5, phase=Phase.LAUNCHING), 0),
+}
+
+
+@pytest.mark.parametrize("state,expected", STARTING.values(), ids=STARTING.keys())
+def test_starting_wanted(state, expected):
+    min_executors = state.pop("min_executors", 0)
+    assert spark_app(min_executors=min_executors, **state).starting_wanted() == expected
+
+
+PLACEMENT = {
+    # round-robin, one task per executor per round, in the order they came up
+    "3 tasks on 2 free executors": (3, up(2), ["e0", "e1", "e0"]),
+    "more tasks than cores": (9, up(2), ["e0", "e1", "e0", "e1"]),
+    "leaving executors take nothing": (3, up(2, leaving=1), ["e1", "e1"]),
+    "no pending tasks": (0, up(2), []),
+}
+
+
+@pytest.mark.parametrize("pending,executors,expected", PLACEMENT.values(), ids=PLACEMENT.keys())
+def test_placements(pending, executors, expected):
+    assert spark_app(pending=pending, executors=executors).placements() == expected
+
+
+# --- executor mechanics ---------------------------------------------------------------------
+
+# driver_start_s 2, executor_start_s 1 (sim_builders.QUICK_CLUSTER): an app submitted at 0 is
+# launched at 0, its driver is up at 2, it asks for executors at 2, they are up at 3.
+
+
+@pytest.mark.parametrize(
+    "min_executors,left",
+    [(0, 1), (3, 3)],
+    ids=["idle executors leave after the idle timeout", "but never below min_executors"],
+)
+def test_idle_timeout(min_executors, left):
+    w = workload(
+        app(
+            "a",
+            max_executors=8,
+            min_executors=min_executors,
+            stages=[stage(8, 5), stage(1, 60)],  # stage 2 from t=8 keeps one executor busy
+        ),
+        cluster={"executor_idle_timeout_s": 10},
+    )
+    r = run(w, ScriptedEngine(grant=8))
+    assert executors_at(r, "a", 7) == 8
+    assert executors_at(r, "a", 17) == 8  # idle since 8, timeout 10
+    for t in (18, 19, 30):  # released at 18; kept ones are never released and re-requested
+        assert executors_at(r, "a", t) == left
+    assert r.apps[0].finished == 68
+
+
+# 2 one-core executors run 2 tasks of 10 s from t=3. At t=5 the script takes e1 (a-exec-2) away.
+def reclaim_at_5(mode: ReclaimMode, deadline=None):
+    return {5.0: [SetTarget("a", 1, 1), Reclaim("a", ("a-exec-2",), mode, deadline)]}
+
+
+MECHANICS = {
+    # killed at 5: its task reruns on e1 after e1's own task (13 -> 23)
+    "kill: running task goes back to pending": (reclaim_at_5(ReclaimMode.KILL, 5.0), 23.0),
+    # decommissioned at 5, deadline 20: its task finishes at 13, no work lost
+    "decommission: leaves when its task is done": (
+        reclaim_at_5(ReclaimMode.DECOMMISSION, 20.0),
+        13.0,
+    ),
+    # decommissioned at 5, deadline 8: killed at 8, task reruns after e1's (13 -> 23)
+    "decommission: killed at the deadline": (reclaim_at_5(ReclaimMode.DECOMMISSION, 8.0), 23.0),
+    # released when idle: finishes its task at 13, takes no new one
+    "idle: busy executor leaves after its task": (reclaim_at_5(ReclaimMode.IDLE), 13.0),
+    "no reclaim": ({}, 13.0),
+}
+
+
+@pytest.mark.parametrize("script,finished", MECHANICS.values(), ids=MECHANICS.keys())
+def test_reclaim_mechanics(script, finished):
+    w = workload(app("a", max_executors=2, stages=[stage(2, 10)]))
+    r = run(w, ScriptedEngine(grant=2, script=script))
+    assert r.apps[0].finished == finished
+    if script:
+        assert executors_at(r, "a", 14) <= 1
+
+
+def test_released_executor_takes_no_new_task():
+    # 3 tasks, 2 executors: without a reclaim e2 would take the third task at 13.
+    script = {5.0: [SetTarget("a", 1, 1), Reclaim("a", ("a-exec-2",), ReclaimMode.IDLE)]}
+    w = workload(app("a", max_executors=2, stages=[stage(3, 10)]))
+    r = run(w, ScriptedEngine(grant=2, script=script))
+    assert executors_at(r, "a", 14) == 1
+    assert r.apps[0].finished == 23  # third task on e1 after its first
+
+
+def test_an_engine_that_overcommits_is_caught():
+    # 8-core cluster, 1-core executors: a grant of 9 cannot be honoured.
+    w = workload(app("a", max_executors=20, stages=[stage(20, 5)]))
+    with pytest.raises(Overcommit, match="does not fit"):
+        run(w, ScriptedEngine(grant=9))
+
+
+def test_in_cluster_drivers_count_against_the_cluster():
+    # 8 cores: a 3-core in-cluster driver leaves 5 for executors; a grant of 6 overfills it.
+    w = workload(
+        app("a", driver={"cores": 3, "in_cluster": True}, max_executors=20, stages=[stage(20, 5)])
+    )
+    with pytest.raises(Overcommit):
+        run(w, ScriptedEngine(grant=6))
+    assert run(w, ScriptedEngine(grant=5)).apps[0].state == "FINISHED"

@@ -1,0 +1,124 @@
+"""Each example workload in examples/workloads/ shows what its header says: asserted from the
+result JSON that `sessionsched simulate --json` writes."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sessionsched.cli import main
+from sessionsched.sim import load_workload, simulate
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
+
+
+@pytest.fixture(scope="module")
+def result_json(tmp_path_factory):
+    """name -> the JSON of `sessionsched simulate examples/workloads/<name>.yaml --json OUT`."""
+    cache: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in cache:
+            out = tmp_path_factory.mktemp("sim") / f"{name}.json"
+            assert main(["simulate", str(EXAMPLES / f"{name}.yaml"), "--json", str(out)]) == 0
+            cache[name] = json.loads(out.read_text())
+        return cache[name]
+
+    return get
+
+
+def by_name(result: dict) -> dict[str, dict]:
+    return {a["name"]: a for a in result["apps"]}
+
+
+def check_burst_none(r):
+    # 8 cores, 1-core drivers: 8 drivers take every core, 2 never start, nobody gets an executor.
+    assert r["summary"]["stuck"] == 10
+    assert r["summary"]["completed"] == 0
+    assert sum(a["admitted"] is not None for a in r["apps"]) == 8
+    assert all(a["first_executor"] is None for a in r["apps"])
+    assert r["summary"]["utilization"] == 0
+
+
+def check_burst_stateaware(r):
+    assert r["summary"]["stuck"] == 0
+    assert {a["state"] for a in r["apps"]} == {"FINISHED"}
+
+
+def check_seed000(r):
+    apps = by_name(r)
+    app1, app2 = apps["App1"], apps["App2"]
+    # Step 2: App1 (oldest) is launched; App2 waits while App1 is STARTING.
+    assert app1["admitted"] == 0
+    assert app2["admitted"] > app1["admitted"]
+    # Steps 3-4: App2's driver only after App1 got its first executor.
+    assert app2["admitted"] >= app1["first_executor"]
+    # Step 5: App2 gets its executor, both finish.
+    assert app2["first_executor"] > app2["admitted"]
+    assert [a["state"] for a in r["apps"]] == ["FINISHED", "FINISHED"]
+
+
+def check_notebooks(r):
+    apps = by_name(r)
+    assert apps["nb-b"]["priority"] == 10000  # the update at t=60 is in the final priority
+    assert apps["nb-b"]["finished"] < apps["nb-a"]["finished"]
+    assert r["summary"]["stuck"] == 0
+
+
+def check_preprocessing(r_reserve, r_stateaware):
+    assert r_reserve["summary"]["stuck"] == r_stateaware["summary"]["stuck"] == 0
+    # reserve: every driver admitted at once; stateaware: one after another.
+    assert {a["admitted"] for a in r_reserve["apps"]} == {0}
+    ordered = sorted(r_stateaware["apps"], key=lambda a: a["admitted"])
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        assert after["admitted"] >= before["first_executor"]
+    # "far sooner": less than half (measured 228 s vs 818 s).
+    assert r_reserve["summary"]["makespan"] < 0.5 * r_stateaware["summary"]["makespan"]
+
+
+SINGLE = {
+    "burst-none": check_burst_none,
+    "burst-stateaware": check_burst_stateaware,
+    "seed000-stateaware": check_seed000,
+    "notebooks-fairshare": check_notebooks,
+}
+PAIRS = {
+    "preprocessing": (("preprocessing-reserve", "preprocessing-stateaware"), check_preprocessing)
+}
+
+
+def test_every_example_has_an_expected_outcome():
+    paired = {name for names, _ in PAIRS.values() for name in names}
+    assert {p.stem for p in EXAMPLES.glob("*.yaml")} == set(SINGLE) | paired
+
+
+@pytest.mark.parametrize("name", SINGLE, ids=SINGLE.keys())
+def test_example_outcome(name, result_json):
+    SINGLE[name](result_json(name))
+
+
+@pytest.mark.parametrize("key", PAIRS, ids=PAIRS.keys())
+def test_example_pair_outcome(key, result_json):
+    names, check = PAIRS[key]
+    check(*(result_json(n) for n in names))
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
+def test_example_header_says_how_to_run_it(name):
+    head = (EXAMPLES / f"{name}.yaml").read_text().split("\ncluster:")[0]
+    assert f"sessionsched simulate examples/workloads/{name}.yaml" in head
+
+
+# Notebooks: the executor split follows the priorities before and after the update at t=60.
+# 48 cores / 2-core executors = 24 executors; both notebooks want more than their share.
+SPLIT = {
+    "before the update: 5000:5000 -> 12:12": (50.0, {"nb-a": 12, "nb-b": 12}),
+    "after the update: 5000:10000 -> 8:16": (100.0, {"nb-a": 8, "nb-b": 16}),
+}
+
+
+@pytest.mark.parametrize("at,expected", SPLIT.values(), ids=SPLIT.keys())
+def test_notebooks_split_follows_priorities(at, expected):
+    result = simulate(load_workload(EXAMPLES / "notebooks-fairshare.yaml"))
+    tl = result.timeline
+    assert {n: tl.at(tl.executors[n], at) for n in expected} == expected
