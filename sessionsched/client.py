@@ -83,6 +83,7 @@ class App:
     spark_app_id: str | None
     kind: str
     reason: str | None
+    warnings: tuple[str, ...]
     raw: dict[str, Any]
 
     @classmethod
@@ -106,6 +107,7 @@ class App:
             spark_app_id=data.get("spark_app_id"),
             kind=data.get("kind") or "",
             reason=data.get("reason"),
+            warnings=tuple(data.get("warnings") or ()),
             raw=data,
         )
 

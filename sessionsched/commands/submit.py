@@ -275,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
             app = client.submit(submission)
             print(app.id, flush=True)
             print(describe(app), file=sys.stderr, flush=True)
+            for warning in app.warnings:
+                print(f"warning: {warning}", file=sys.stderr, flush=True)
             if not wrapper.wait:
                 return 0
             try:

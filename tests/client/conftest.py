@@ -1,0 +1,99 @@
+"""Fixtures for the client tests: a real scheduler (``sessionsched serve`` as a child process on
+a free 127.0.0.1 port, real SQLite in a temporary state directory) and a way to run the real
+``sessionsched`` command against it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sessionsched.commands._serverproc import ServerProcess, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SLEEP_TASKS = REPO / "examples" / "apps" / "sleep_tasks.py"
+QUEUES = [
+    {
+        "name": "root",
+        "queues": [
+            {"name": "etl", "admission": "stateaware", "policy": "priority"},
+            {"name": "adhoc", "admission": "stateaware", "policy": "fairshare"},
+        ],
+    }
+]
+# Variables that would make the CLI talk to another server or read another spark-defaults.
+_CLEAN_ENV = ("SESSIONSCHED_SERVER", "SESSIONSCHED_TOKEN", "SPARK_CONF_DIR")
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _CLEAN_ENV}
+    env.update(extra)
+    return env
+
+
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout_s: float = 60
+) -> subprocess.CompletedProcess:
+    """The real command in its own process: exit code, stdout and stderr as a user sees them."""
+    return subprocess.run(
+        [sys.executable, "-m", "sessionsched.cli", *args],
+        cwd=cwd,
+        env=env if env is not None else cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float = 15.0, what: str = "it"):
+    """Poll until ``predicate`` gives something truthy and return it; AssertionError on timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port nothing listens on."""
+    return free_port()
+
+
+@pytest.fixture
+def offline_server(tmp_path, closed_port):
+    """A real scheduler whose cluster cannot be reached: submissions are accepted and queue,
+    nothing is launched, so queue positions stay put while a test looks at them."""
+    config = {
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
+        "cluster": {
+            "backend": "standalone",
+            "master": f"spark://127.0.0.1:{closed_port}",
+            "master_ui": f"http://127.0.0.1:{closed_port}",
+            "driver_slots": 1,
+        },
+        "defaults": {"queue": "root.etl"},
+        "queues": QUEUES,
+    }
+    server = ServerProcess.start(config, tmp_path / "server")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def app_dir(tmp_path) -> Path:
+    """A working directory with a tiny application file, ``job.py``."""
+    d = tmp_path / "work"
+    d.mkdir()
+    (d / "job.py").write_text("print('hello')\n")
+    return d
