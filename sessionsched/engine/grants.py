@@ -1,19 +1,23 @@
 """Grants: how much of its target each app may hold right now (``SetTarget.grant``).
 
 A target says what an app deserves; executors it is owed may still be held by others that are
-being reclaimed. Promising them twice would overcommit the cluster, so:
+being reclaimed. Promising them twice would overcommit the cluster, so, in order:
 
-  base(app)  = max(held, min(previous grant, target))   what the app keeps in any case
-               (an ended app still holding executors: what it holds)
-  free       = executor capacity - sum of base over every app on the books
-  growth     : apps with target > base, in rank order (1. priority, highest first;
-               2. submission sequence; 3. app id): grant = base + the executors that fit in
-               free (cores and memory), taken from free as they go
-  otherwise  : grant = target (at or below base: the executors above it are reclaimed)
+  1. base(app) = max(held, min(previous grant, target)): what the app keeps in any case
+     (an ended app still holding executors: what it holds);
+     free = executor capacity - sum of base over every app on the books.
+  2. Shrink: if free < 0 (the capacity shrank), grants not yet filled with executors are cut
+     back towards what their app holds, lowest rank first, until free >= 0 (a cut only cancels
+     executors Spark has not started yet).
+  3. Growth: apps with target > base, in rank order (1. priority, highest first; 2. submission
+     sequence; 3. app id): grant = base + the executors that fit in free (cores and memory),
+     taken from free as they go.
+  4. Every other app: grant = target (at or below its base: executors above it are reclaimed).
 
-Hence the sum over apps of max(held, grant) never exceeds the capacity while reclaims are in
-flight. ``Grants`` keeps the sum of bases and the set of growing apps up to date, so a cycle only
-touches apps that changed and apps still waiting to grow.
+Hence, whenever the executors held fit in the capacity, the sum over apps of max(held, grant)
+does too: nothing is promised twice while reclaims are in flight. ``Grants`` keeps the sum of
+bases, the growing apps and the unfilled grants up to date, so a cycle only touches apps that
+changed and apps still waiting to grow.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class Grants:
         self.mem_mib = 0
         # app -> (rank, base, target, record) of apps whose target is above their base
         self._growing: dict[str, tuple[tuple, int, int, AppRecord]] = {}
+        # app -> (rank, base, held, record) of apps granted more than they hold
+        self._unfilled: dict[str, tuple[tuple, int, int, AppRecord]] = {}
 
     def rebase(self, rec: AppRecord, target: int) -> None:
         """Recompute the app's base for ``target`` and its current held and grant."""
@@ -38,6 +44,7 @@ class Grants:
             self.cores -= old[0]
             self.mem_mib -= old[1]
         self._growing.pop(app_id, None)
+        self._unfilled.pop(app_id, None)
         if not rec.on_books:
             return
         held = len(rec.executors)
@@ -45,6 +52,8 @@ class Grants:
             base = max(held, min(rec.grant, target))
             if target > base:
                 self._growing[app_id] = (rec.rank, base, target, rec)
+            if base > held:
+                self._unfilled[app_id] = (rec.rank, base, held, rec)
         else:
             base = held
         size = rec.spec.executor
@@ -53,12 +62,25 @@ class Grants:
         self.mem_mib += base * size.mem_mib
 
     def grow(self, capacity: Resources) -> dict[str, int]:
-        """Grants of the growing apps, in rank order, out of what is free in ``capacity``."""
+        """New grants: of apps cut back because the bases exceed ``capacity``, and of the
+        growing apps, in rank order, out of what is free in ``capacity``."""
         free_cores = capacity.cores - self.cores
         free_mem = capacity.mem_mib - self.mem_mib
         out = {}
+        if free_cores < 0 or free_mem < 0:
+            unfilled = sorted(self._unfilled.items(), key=lambda kv: kv[1][0], reverse=True)
+            for app_id, (_, base, held, rec) in unfilled:
+                if free_cores >= 0 and free_mem >= 0:
+                    break
+                size = rec.spec.executor
+                cut = max(_ceil_div(-free_cores, size.cores), _ceil_div(-free_mem, size.mem_mib))
+                cut = min(cut, base - held)
+                free_cores += cut * size.cores
+                free_mem += cut * size.mem_mib
+                out[app_id] = base - cut
         growing = sorted(self._growing.items(), key=lambda kv: kv[1][0])
         for app_id, (_, base, target, rec) in growing:
+            base = out.get(app_id, base)
             size = rec.spec.executor
             more = min(target - base, max(free_cores, 0) // size.cores)
             if size.mem_mib:
@@ -68,3 +90,10 @@ class Grants:
             free_mem -= more * size.mem_mib
             out[app_id] = base + more
         return out
+
+
+def _ceil_div(need: int, size: int) -> int:
+    """Executors of ``size`` needed to free ``need`` (0 if nothing is needed)."""
+    if need <= 0 or size <= 0:
+        return 0
+    return -(-need // size)

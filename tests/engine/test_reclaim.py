@@ -3,9 +3,15 @@
 import pytest
 from engine_builders import Run, app, executors, one_queue, reclaims, set_targets
 
-from sessionsched.engine import DemandChanged, DriverExited, ExecutorsChanged, KillRequested
+from sessionsched.engine import (
+    CapacityChanged,
+    DemandChanged,
+    DriverExited,
+    ExecutorsChanged,
+    KillRequested,
+)
 from sessionsched.engine.reclaim import choose_victims
-from sessionsched.model import Executor, ReclaimMode
+from sessionsched.model import Executor, ReclaimMode, Resources
 
 # e1..e4 started at 1..4; e1 and e2 idle
 POOL = (
@@ -129,3 +135,17 @@ def test_killed_app_keeps_its_executors_on_the_books_until_they_are_gone():
     assert run.targets() == {"b": (4, 0)}
     run.step(DriverExited("a", 143))
     assert run.targets() == {"b": (4, 4)}
+
+
+def test_unfilled_grants_are_cut_when_the_cluster_shrinks():
+    run = Run(one_queue(admission="none", policy="fifo"), cores=1)
+    run.submit(app("a"), app("b"))
+    run.step(DemandChanged("a", 1), DemandChanged("b", 1))
+    run.hold("a", 1)
+    run.step(DemandChanged("a", 0))  # a's executor is being killed; b is owed it
+    assert run.targets() == {"a": (0, 0), "b": (1, 0)}
+    run.step(CapacityChanged(Resources(2, 1 << 20)))
+    assert run.targets() == {"a": (0, 0), "b": (1, 1)}  # a worker joined: b starts there
+    run.step(CapacityChanged(Resources(1, 1 << 20)))  # ... and left before b's executor started
+    assert run.targets() == {"a": (0, 0), "b": (1, 0)}  # a still holds the only core
+    assert committed(run) == 1
