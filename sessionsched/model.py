@@ -18,7 +18,8 @@ PRIORITY_DEFAULT = 5000
 class AppState(str, Enum):
     """Lifecycle of an application (DESIGN.md, "Applications and states").
 
-    ACCEPTED --launch--> STARTING --first executor (or timeout)--> RUNNING --> FINISHED|FAILED|KILLED
+    ACCEPTED --launch--> STARTING --first executor (or timeout)--> RUNNING
+    RUNNING --> FINISHED | FAILED | KILLED      (any live state --kill--> KILLED)
     """
 
     ACCEPTED = "ACCEPTED"
@@ -162,7 +163,7 @@ class AppSpec:
 
     @property
     def executor_cap(self) -> int | None:
-        """Most executors the app may hold: maxExecutors and spark.ego.slots.max, whichever is lower."""
+        """Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max."""
         caps = []
         if self.max_executors is not None:
             caps.append(self.max_executors)

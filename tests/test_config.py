@@ -69,7 +69,10 @@ def test_defaults_are_one_default_queue():
         ("queues: [{name: a.b}]", "queues[0].name: 'a.b' is not a queue name"),
         ("queues: [{name: a}, {name: a}]", "two children named 'a'"),
         ("queues: [{name: a, colour: red}]", "queues[0].colour: unknown setting"),
-        ("defaults: {queue: nope}", "defaults.queue: unknown queue 'nope'; known queues: root.default"),
+        (
+            "defaults: {queue: nope}",
+            "defaults.queue: unknown queue 'nope'; known queues: root.default",
+        ),
         ("defaults: {priority: 20000}", "defaults.priority: priority 20000 is outside 1..10000"),
         ("server: {port: http}", "server.port: Input should be a valid integer"),
         ("queues: [a, b", "not valid YAML"),

@@ -83,5 +83,5 @@ class ClusterBackend(ABC):
         an app's executors), CapacityChanged. Events for one app come in the order they
         happened."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook, a no-op unless overridden
         """Release resources held by the backend (not the drivers: they outlive the service)."""
