@@ -39,6 +39,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
+from sortedcontainers import SortedList
+
 from ..model import Queue, Resources
 from .policies import (  # noqa: F401 - re-exported: the policies are part of arbitration's spec
     LEAF_POLICIES,
@@ -58,6 +60,7 @@ class _LeafBook:
 
     def __init__(self) -> None:
         self.claims: dict[str, Claim] = {}
+        self._ranked: list[Claim] | None = []  # claims in rank order, rebuilt when they change
         self.version = 0
         self.floor_cores = 0
         self.floor_mem_mib = 0
@@ -78,13 +81,18 @@ class _LeafBook:
         self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
         self.want_cores += sign * c.want * c.executor.cores
         self.version += 1
+        self._ranked = None
 
-    def settle(self, key: tuple | None, result: dict[str, int], claims: Iterable[Claim]) -> None:
+    def ranked(self) -> list[Claim]:
+        if self._ranked is None:
+            self._ranked = sorted(self.claims.values(), key=by_priority_then_seq)
+        return self._ranked
+
+    def settle(self, key: tuple | None, result: dict[str, int], ranked: Iterable[Claim]) -> None:
+        """Keep a result computed from ``ranked`` (the claims, in rank order)."""
         self.key = key
         self.result = result
-        self.unsat = sorted(
-            (c for c in claims if result[c.app_id] < c.want), key=by_priority_then_seq
-        )
+        self.unsat = [c for c in ranked if result[c.app_id] < c.want]
         self.unsat_min_cores = min((c.executor.cores for c in self.unsat), default=0)
         self.used_cores = sum(result[c.app_id] * c.executor.cores for c in self.claims.values())
         self.used_mem_mib = sum(result[c.app_id] * c.executor.mem_mib for c in self.claims.values())
@@ -99,6 +107,7 @@ class Arbiter:
 
     def __init__(self) -> None:
         self._claims: dict[str, Claim] = {}
+        self._ranked = SortedList()  # rank keys of all claims, for the phases that go by rank
         self._books: dict[str, _LeafBook] = {}
         self._floor_cores = 0
         self._floor_mem_mib = 0
@@ -113,6 +122,7 @@ class Arbiter:
         if old is not None:
             self._remove(old)
         self._claims[c.app_id] = c
+        self._ranked.add(by_priority_then_seq(c))
         self._books.setdefault(c.queue, _LeafBook()).add(c)
         self._floor_cores += c.floor * c.executor.cores
         self._floor_mem_mib += c.floor * c.executor.mem_mib
@@ -125,6 +135,7 @@ class Arbiter:
         self._bonus.pop(app_id, None)
 
     def _remove(self, c: Claim) -> None:
+        self._ranked.remove(by_priority_then_seq(c))
         self._books[c.queue].add(c, -1)
         self._floor_cores -= c.floor * c.executor.cores
         self._floor_mem_mib -= c.floor * c.executor.mem_mib
@@ -218,7 +229,7 @@ class Arbiter:
             key = (cores, book.version, policy)
             if floors is None and book.key == key:
                 continue
-            claims = list(book.claims.values())
+            claims = book.ranked()
             if floors is not None:
                 claims = [replace(c, floor=floors[c.app_id]) for c in claims]
             result = LEAF_POLICIES[policy](cores, claims)
@@ -260,32 +271,45 @@ class Arbiter:
     def _finish_cut(
         self, tree: QueueTree, capacity: Resources, floors: dict[str, int] | None
     ) -> list[str]:
-        """Phases 3 and 4 from scratch (floors or memory were cut this cycle)."""
-        ranked = sorted(self._claims.values(), key=by_priority_then_seq)
-        given = floors or {c.app_id: c.floor for c in ranked}
-        cores = capacity.cores - sum(given[c.app_id] * c.executor.cores for c in ranked)
-        mem = capacity.mem_mib - sum(given[c.app_id] * c.executor.mem_mib for c in ranked)
+        """Phases 3 and 4 over every claim (floors or memory were cut this cycle). The leaves'
+        results stay valid unless floors were cut (then they were not kept)."""
+        claims, books = self._claims, self._books
+        if floors is None:
+            cores = capacity.cores - self._floor_cores
+            mem = capacity.mem_mib - self._floor_mem_mib
+        else:
+            cores = capacity.cores - sum(floors[a] * c.executor.cores for a, c in claims.items())
+            mem = capacity.mem_mib - sum(floors[a] * c.executor.mem_mib for a, c in claims.items())
         final: dict[str, int] = {}
-        for c in ranked:
-            size = c.executor
-            grown = self._books[c.queue].result[c.app_id] - given[c.app_id]
-            n = min(grown, max(cores, 0) // size.cores)
-            if size.mem_mib:
-                n = min(n, max(mem, 0) // size.mem_mib)
-            n = max(n, 0)
-            final[c.app_id] = given[c.app_id] + n
-            cores -= n * size.cores
-            mem -= n * size.mem_mib
         used_by_leaf: dict[str, int] = {}
-        for c in ranked:
-            cores_given = final[c.app_id] * c.executor.cores
-            used_by_leaf[c.queue] = used_by_leaf.get(c.queue, 0) + cores_given
-        bonus = _remainders(
-            lambda: (c for c in ranked if final[c.app_id] < c.want),
-            lambda c: final[c.app_id], cores, mem, _capped_used(tree, used_by_leaf), tree,
-        )
-        for book in self._books.values():
-            book.key = None  # results were cut: recompute every leaf next time
+        below: list[Claim] = []  # below their want, in rank order
+        for key in self._ranked:
+            c = claims[key[2]]
+            size = c.executor
+            floor = c.floor if floors is None else floors[c.app_id]
+            n = books[c.queue].result[c.app_id] - floor
+            if n > 0:
+                n = min(n, max(cores, 0) // size.cores)
+                if size.mem_mib:
+                    n = min(n, max(mem, 0) // size.mem_mib)
+                n = max(n, 0)
+                cores -= n * size.cores
+                mem -= n * size.mem_mib
+            t = floor + max(n, 0)
+            final[c.app_id] = t
+            used_by_leaf[c.queue] = used_by_leaf.get(c.queue, 0) + t * size.cores
+            if t < c.want:
+                below.append(c)
+        bonus: dict[str, int] = {}
+        if (
+            below  # else no executor fits: skip the scan
+            and min(c.executor.cores for c in below) <= cores
+            and min(c.executor.mem_mib for c in below) <= mem
+        ):
+            bonus = _remainders(
+                lambda: (c for c in below if final[c.app_id] < c.want),
+                lambda c: final[c.app_id], cores, mem, _capped_used(tree, used_by_leaf), tree,
+            )
         self._bonus = bonus
         self._exact = False
         return self._update((a, n + bonus.get(a, 0)) for a, n in final.items())

@@ -9,8 +9,10 @@ equal to a sum over the books; ``Ledger.recount`` recomputes them from scratch t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..model import AppSpec, AppState, Executor
 
@@ -63,9 +65,9 @@ class AppRecord:
         return self.state.admitted or (self.state.terminal and bool(self.executors))
 
 
-@dataclass(slots=True)
-class Totals:
-    """Sums over apps on the books (see ``contribution`` for what each app adds)."""
+class Totals(NamedTuple):
+    """Sums over apps on the books (see ``contribution`` for what each app adds). Immutable:
+    ``plus``/``minus`` give new totals."""
 
     members: int = 0
     live: int = 0
@@ -82,12 +84,14 @@ class Totals:
     executor_cores: int = 0
     demand_cores: int = 0
 
-    def add(self, other: Totals, sign: int = 1) -> None:
-        for f in _FIELDS:
-            setattr(self, f, getattr(self, f) + sign * getattr(other, f))
+    def plus(self, other: Totals) -> Totals:
+        return Totals._make(map(operator.add, self, other))
+
+    def minus(self, other: Totals) -> Totals:
+        return Totals._make(map(operator.sub, self, other))
 
 
-_FIELDS = tuple(f.name for f in fields(Totals))
+NOTHING = Totals()
 
 
 def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
@@ -102,58 +106,69 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     spec = rec.spec
     size = spec.executor
     held = len(rec.executors)
-    t = Totals(members=1, executor_cores=held * size.cores, demand_cores=rec.demand * size.cores)
-    if not rec.state.admitted:
-        t.committed_cores = held * size.cores
-        t.committed_mem_mib = held * size.mem_mib
-        return t
-    t.live = 1
-    t.starting = int(rec.state is AppState.STARTING)
-    t.running = int(rec.state is AppState.RUNNING)
+    state = rec.state
+    if not state.admitted:
+        return Totals(
+            members=1,
+            committed_cores=held * size.cores,
+            committed_mem_mib=held * size.mem_mib,
+            executor_cores=held * size.cores,
+            demand_cores=rec.demand * size.cores,
+        )
     floor = rec.floor
-    t.floor_cores = floor * size.cores
-    t.floor_mem_mib = floor * size.mem_mib
     promised = max(held, rec.grant, floor if guaranteed else 0)
-    t.committed_cores = promised * size.cores
-    t.committed_mem_mib = promised * size.mem_mib
-    t.usage_cores = max(held, rec.grant) * size.cores + spec.driver.cores
-    if spec.driver_in_cluster:
-        t.driver_cores = spec.driver.cores
-        t.driver_mem_mib = spec.driver.mem_mib
-    else:
-        t.client_drivers = 1
-    return t
+    in_cluster = spec.driver_in_cluster
+    return Totals(
+        members=1,
+        live=1,
+        starting=int(state is AppState.STARTING),
+        running=int(state is AppState.RUNNING),
+        client_drivers=0 if in_cluster else 1,
+        driver_cores=spec.driver.cores if in_cluster else 0,
+        driver_mem_mib=spec.driver.mem_mib if in_cluster else 0,
+        floor_cores=floor * size.cores,
+        floor_mem_mib=floor * size.mem_mib,
+        committed_cores=promised * size.cores,
+        committed_mem_mib=promised * size.mem_mib,
+        usage_cores=max(held, rec.grant) * size.cores + spec.driver.cores,
+        executor_cores=held * size.cores,
+        demand_cores=rec.demand * size.cores,
+    )
 
 
 class Ledger:
     """Totals over all apps on the books, and per leaf queue."""
 
     def __init__(self) -> None:
-        self.total = Totals()
+        self.total = NOTHING
         self.by_leaf: dict[str, Totals] = {}
         self._last: dict[str, tuple[str, Totals]] = {}
 
     def refresh(self, rec: AppRecord, guaranteed: bool) -> None:
         """Take the app's previous contribution out and its current one (if any) in."""
-        old = self._last.pop(rec.app_id, None)
+        new = (rec.spec.queue, contribution(rec, guaranteed)) if rec.on_books else None
+        old = self._last.get(rec.app_id)
+        if new == old:
+            return
         if old is not None:
             leaf, t = old
-            self.total.add(t, -1)
-            self.by_leaf[leaf].add(t, -1)
-        if rec.on_books:
-            t = contribution(rec, guaranteed)
-            self.total.add(t)
-            self.by_leaf.setdefault(rec.spec.queue, Totals()).add(t)
-            self._last[rec.app_id] = (rec.spec.queue, t)
+            self.total = self.total.minus(t)
+            self.by_leaf[leaf] = self.by_leaf[leaf].minus(t)
+            del self._last[rec.app_id]
+        if new is not None:
+            leaf, t = new
+            self.total = self.total.plus(t)
+            self.by_leaf[leaf] = self.by_leaf.get(leaf, NOTHING).plus(t)
+            self._last[rec.app_id] = new
 
     def leaf(self, name: str) -> Totals:
-        return self.by_leaf.get(name) or Totals()
+        return self.by_leaf.get(name, NOTHING)
 
     @staticmethod
     def recount(records: Iterable[tuple[AppRecord, bool]]) -> Totals:
         """The total from scratch (for tests and checks)."""
-        out = Totals()
+        out = NOTHING
         for rec, guaranteed in records:
             if rec.on_books:
-                out.add(contribution(rec, guaranteed))
+                out = out.plus(contribution(rec, guaranteed))
         return out

@@ -2,8 +2,10 @@
 
 A leaf policy divides a leaf queue's whole cores among its apps' claims. Contract of every
 policy (``LeafPolicy``): given ``cores`` (an int, at least the sum of the claims' floors in
-cores) it returns app id -> executors ``n`` with ``floor <= n <= want`` and
-``sum(n * executor cores) <= cores``. Floors (``minExecutors``, reservations) always come first.
+cores) and the claims in rank order (``by_priority_then_seq``: the caller keeps them sorted,
+so a leaf whose share moved is recomputed without sorting again), it returns app id ->
+executors ``n`` with ``floor <= n <= want`` and ``sum(n * executor cores) <= cores``.
+Floors (``minExecutors``, reservations) always come first.
 
   * ``fifo``: floors, then each app up to its want in submission order (oldest first, then
     app id). An app whose executor does not fit in what is left is passed over for a smaller
@@ -95,9 +97,11 @@ def water_fill(
 LeafPolicy = Callable[[int, Sequence[Claim]], dict[str, int]]
 
 
-def _greedy(order: Callable[[Claim], tuple]) -> LeafPolicy:
+def _greedy(order: Callable[[Claim], tuple] | None) -> LeafPolicy:
+    """Floors, then each claim up to its want in ``order`` (None: rank order, as given)."""
+
     def policy(cores: int, claims: Sequence[Claim]) -> dict[str, int]:
-        ordered = sorted(claims, key=order)
+        ordered = claims if order is None else sorted(claims, key=order)
         left = cores - sum(c.floor * c.executor.cores for c in ordered)
         out = {}
         for c in ordered:
@@ -109,8 +113,7 @@ def _greedy(order: Callable[[Claim], tuple]) -> LeafPolicy:
     return policy
 
 
-def fairshare(cores: int, claims: Sequence[Claim]) -> dict[str, int]:
-    ranked = sorted(claims, key=by_priority_then_seq)
+def fairshare(cores: int, ranked: Sequence[Claim]) -> dict[str, int]:
     shares = water_fill(
         float(cores),
         [float(c.priority) for c in ranked],
@@ -137,7 +140,7 @@ def fairshare(cores: int, claims: Sequence[Claim]) -> dict[str, int]:
 
 
 fifo = _greedy(by_seq)
-priority = _greedy(by_priority_then_seq)
+priority = _greedy(None)
 
 LEAF_POLICIES: dict[Policy, LeafPolicy] = {
     Policy.FIFO: fifo,

@@ -92,6 +92,7 @@ class Scheduler:
         self._arbiter = Arbiter()
         self._grants = Grants()
         self._deadlines: list[tuple[float, str, str]] = []  # (kill deadline, app, executor) heap
+        self._claimed: dict[str, tuple] = {}  # app -> what its claim was built from
         self._dirty: set[str] = set()  # changed since the totals were last brought up to date
         self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
 
@@ -463,14 +464,19 @@ class Scheduler:
         """Bring the totals, the admitted set and the claims up to date with changed apps."""
         for app_id in self._dirty:
             rec = self.apps[app_id]
-            self._ledger.refresh(rec, self._guaranteed(rec))
+            guaranteed = self._guaranteed(rec)
+            self._ledger.refresh(rec, guaranteed)
             if rec.on_books:
                 self._admitted[app_id] = rec
             else:
                 self._admitted.pop(app_id, None)
             if rec.state.admitted:
-                self._arbiter.set_claim(self._claim(rec))
-            else:
+                # Most changes (grants, targets, executors) leave the claim as it was.
+                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue)
+                if self._claimed.get(app_id) != inputs:
+                    self._claimed[app_id] = inputs
+                    self._arbiter.set_claim(self._claim(rec))
+            elif self._claimed.pop(app_id, None) is not None:
                 self._arbiter.drop(app_id)
         self._touched |= self._dirty
         self._dirty = set()
