@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
 
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per cycle otherwise
+    # APScheduler logs every run (INFO) and every skipped overlapping run (WARNING).
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
     host = f"[{server.host}]" if ":" in server.host else server.host
     try:
         app = create_app(config, url=f"http://{host}:{server.port}")

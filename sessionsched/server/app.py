@@ -21,7 +21,7 @@ from ..config import ServerConfig
 from . import api, submissions
 from .dashboard import DASHBOARD_HTML
 from .service import Service
-from .spark_rest import SparkRest
+from .spark_rest import SparkRest, StatusFastPath
 
 log = logging.getLogger("sessionsched.server")
 
@@ -97,9 +97,10 @@ def create_app(
     )
     app.state.service = service
     app.state.defaults = defaults
-    # Spark's protocol first: its status read is the hot path of spark-submit's polling.
-    app.router.routes[0:0] = SparkRest(service, defaults).routes()
+    spark_rest = SparkRest(service, defaults)
+    app.router.routes[0:0] = spark_rest.routes()
     app.include_router(api.router)
+    app.add_middleware(StatusFastPath, spark_rest=spark_rest)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, err: RequestValidationError):
