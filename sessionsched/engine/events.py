@@ -3,6 +3,11 @@
 Whoever drives the engine (the server, the simulator, a test) turns what it observed into
 events, calls ``Scheduler.step(now, events)``, and carries out the decisions. Both sides are
 frozen dataclasses so a decision list can be compared, logged and replayed.
+
+A batch is checked before any of it is applied (``validate``): an event the engine cannot take
+(an unknown app or queue, a priority outside 1..10000, executors of an app never launched...)
+refuses the whole batch with one ``EventError`` line and changes nothing. Late facts are not
+errors: a kill of an app that already ended does nothing.
 """
 
 from __future__ import annotations
@@ -81,7 +86,12 @@ class CapacityChanged:
 
 @dataclass(frozen=True)
 class QueuesChanged:
-    """A new queue tree (config reload or a time-of-day plan). Apps in removed queues stay put."""
+    """A new queue tree (config reload or a time-of-day plan), in force from this step.
+
+    Every leaf that holds apps (queued, running, or ended but still holding executors) must
+    stay a leaf: a tree that drops one is refused (``EventError``), and the old tree stays.
+    Outstanding reservations stay until met even if their queue no longer admits by ``reserve``.
+    """
 
     root: Queue
 

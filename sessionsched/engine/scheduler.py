@@ -78,6 +78,15 @@ _NOTHING = Resources()
 
 
 class Scheduler:
+    """The engine. ``root``: the queue tree; ``capacity``: cluster cores and memory for the
+    managed apps' executors and in-cluster drivers; ``driver_slots``: client-mode drivers the
+    scheduler host may run at once. Both change by ``CapacityChanged``.
+
+    Read (never write) ``apps`` (app id -> ``AppRecord``), ``waiting`` (leaf queue -> why its
+    head waits, as of the last step), ``position()``, ``pending()``, ``usage()``,
+    ``next_wakeup()``; ``audit()`` checks the running totals against the books.
+    """
+
     def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4):
         self.capacity = capacity
         self.driver_slots = driver_slots
