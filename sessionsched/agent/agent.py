@@ -67,6 +67,8 @@ class Agent:
         self.last_answer: Answer | None = None
         self.grant: int | None = None
         self.sent = 0  # successful exchanges with the server
+        self.cycles = 0  # loop iterations, and the wall time spent in them (the agent's cost)
+        self.busy_s = 0.0
         self._failures = 0  # consecutive failed exchanges (0 = connected)
         self._outage_since: float | None = None
         self._next_attempt = 0.0
@@ -113,12 +115,15 @@ class Agent:
         while not self._stop.is_set():
             if self.control.stopped():
                 break
+            started = time.perf_counter()
             try:
                 self._cycle(self.clock())
             except Exception as e:  # the last line of defence for the user's app
                 if self.control.stopped():
                     break
                 self._spark_error(e)
+            self.cycles += 1
+            self.busy_s += time.perf_counter() - started
             self._stop.wait(self.heartbeat_s)
         log.info("sessionsched agent: %s stopped reporting", self.app_id)
 
