@@ -40,11 +40,12 @@ ADMIN = "Admin"
 router = APIRouter()
 
 
-def get_service(request: Request) -> Service:
+# Async, so that FastAPI does not hop to a worker thread to run them.
+async def get_service(request: Request) -> Service:
     return request.app.state.service
 
 
-def get_defaults(request: Request) -> submissions.Defaults:
+async def get_defaults(request: Request) -> submissions.Defaults:
     return request.app.state.defaults
 
 
