@@ -307,6 +307,12 @@ class Scheduler:
         rec.executors = {e.executor_id: e for e in executors}
         for eid in [e for e in rec.reclaiming if e not in rec.executors]:
             del rec.reclaiming[eid]
+        if self._leaves[rec.spec.queue].reclaim_mode is ReclaimMode.IDLE:
+            # The agent skips an idle-only order for an executor that got busy again: forget
+            # the order, so the executor is ordered again once it is idle.
+            for eid in [e for e, d in rec.reclaiming.items() if d is None]:
+                if not rec.executors[eid].idle:
+                    del rec.reclaiming[eid]
         if rec.reserved and rec.held >= rec.reserved:
             rec.reserved = 0
         if executors and rec.first_executor_at is None:

@@ -103,6 +103,16 @@ def test_idle_mode_takes_busy_executors_when_they_go_idle():
     assert (order.executor_ids, order.mode) == (("low-3",), ReclaimMode.IDLE)
 
 
+def test_idle_mode_orders_again_an_executor_that_got_busy_before_it_was_released():
+    run = preempted(-1.0)
+    run.step(DemandChanged("high", 4), at=20.0)  # low-1, low-2 ordered while idle
+    busy_again = tuple(Executor(e.executor_id, e.started_at, idle=False)
+                       for e in executors("low", 4))
+    assert reclaims(run.step(ExecutorsChanged("low", busy_again), at=21.0)) == []
+    [order] = reclaims(run.hold("low", 4, idle=1, at=30.0))  # low-1 idle once more
+    assert (order.executor_ids, order.mode) == (("low-1",), ReclaimMode.IDLE)
+
+
 def committed(run: Run) -> int:
     """Executors held or granted, summed: what the cluster is promised."""
     return sum(max(r.held, r.grant) for r in run.sched.apps.values() if r.on_books)
