@@ -23,7 +23,7 @@ import yaml
 
 
 class ServerStartError(RuntimeError):
-    """The server did not come up; ``str()`` says why and ends with its log's last line."""
+    """The server did not come up; ``str()`` is one line: why, its log's last line, the log."""
 
 
 def free_port() -> int:
@@ -32,11 +32,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def log_tail(path: Path, lines: int = 20) -> str:
+def last_log_line(path: Path) -> str:
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         return ""
+    return lines[-1].strip() if lines else ""
 
 
 @dataclass
@@ -81,8 +82,8 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise ServerStartError(
-                    f"the scheduler exited with code {self.proc.returncode} while starting; "
-                    f"{self.log_path}:\n{log_tail(self.log_path)}"
+                    f"the scheduler exited with code {self.proc.returncode} while starting "
+                    f"({last_log_line(self.log_path)!r}; log: {self.log_path})"
                 )
             try:
                 if httpx.get(f"{self.url}/api/v1/queues", timeout=2).status_code == 200:
@@ -91,8 +92,8 @@ class ServerProcess:
                 pass
             time.sleep(0.2)
         raise ServerStartError(
-            f"the scheduler did not answer at {self.url} within {timeout_s:g}s; "
-            f"{self.log_path}:\n{log_tail(self.log_path)}"
+            f"the scheduler did not answer at {self.url} within {timeout_s:g}s "
+            f"({last_log_line(self.log_path)!r}; log: {self.log_path})"
         )
 
     def stop(self, timeout_s: float = 15.0) -> int | None:

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..cli import UserError
 from ..client import (
@@ -78,6 +79,11 @@ def print_json(data: object) -> None:
 # --- renderers, also used by `submit --wait` and `demo` ----------------------------------------
 
 
+def plain(*values: object) -> list[Text]:
+    """Table cells shown as given: an app name like ``etl[1]`` is not rich markup."""
+    return [Text(str(v)) for v in values]
+
+
 def clock(t: datetime | None) -> str:
     return t.astimezone().strftime("%H:%M:%S") if t else "-"
 
@@ -89,16 +95,18 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
     table.add_column("REASON", overflow="fold")
     for a in apps:
         table.add_row(
-            a.id,
-            a.name,
-            a.queue,
-            str(a.priority),
-            a.state.value,
-            "-" if a.position is None else str(a.position),
-            f"{a.executors}/{a.target}",
-            clock(a.submitted_at),
-            "-" if a.exit_code is None else str(a.exit_code),
-            a.reason or "",
+            *plain(
+                a.id,
+                a.name,
+                a.queue,
+                str(a.priority),
+                a.state.value,
+                "-" if a.position is None else str(a.position),
+                f"{a.executors}/{a.target}",
+                clock(a.submitted_at),
+                "-" if a.exit_code is None else str(a.exit_code),
+                a.reason or "",
+            )
         )
     return table
 
@@ -111,16 +119,18 @@ def queue_table(queues: Iterable[QueueInfo]) -> Table:
     table.add_column("WAITING", overflow="fold")
     for q in queues:
         table.add_row(
-            q.name,
-            q.admission,
-            q.policy,
-            f"{q.weight:g}",
-            str(q.pending),
-            str(q.starting),
-            str(q.running),
-            str(q.executor_cores),
-            str(q.demand_cores),
-            q.waiting_reason or "",
+            *plain(
+                q.name,
+                q.admission,
+                q.policy,
+                f"{q.weight:g}",
+                str(q.pending),
+                str(q.starting),
+                str(q.running),
+                str(q.executor_cores),
+                str(q.demand_cores),
+                q.waiting_reason or "",
+            )
         )
     return table
 
@@ -150,7 +160,7 @@ def _status(args: argparse.Namespace) -> int:
         table.add_column(style="bold")
         table.add_column(overflow="fold")
         for key, value in app.raw.items():
-            table.add_row(key, "-" if value is None else str(value))
+            table.add_row(*plain(key, "-" if value is None else value))
         console().print(table)
         return 0
 

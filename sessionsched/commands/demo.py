@@ -35,7 +35,7 @@ from ..cli import UserError
 from ..client import App, SchedulerClient, SchedulerError
 from ..model import AppState
 from ._serverproc import ServerProcess, ServerStartError
-from .client_cmds import app_table, console, user_error
+from .client_cmds import app_table, console, plain, user_error
 from .submit import plan_submission, wrapper_parser
 
 APP_FILE = Path(__file__).resolve().parents[2] / "examples" / "apps" / "sleep_tasks.py"
@@ -148,7 +148,7 @@ def follow(client: SchedulerClient, ids: dict[str, DemoApp], out: Console, timeo
     apps: list[App] = []
 
     def say(line: str) -> None:
-        out.print(f"[{time.monotonic() - started:6.1f}s] {line}")
+        out.print(f"[{time.monotonic() - started:6.1f}s] {line}", markup=False)
 
     live = Live(console=out, refresh_per_second=4, transient=True) if out.is_terminal else None
     if live:
@@ -198,15 +198,17 @@ def summary_table(apps: list[App], ids: dict[str, DemoApp]) -> Table:
         table.add_column(col, no_wrap=True)
     for n, a in enumerate(order, 1):
         table.add_row(
-            str(n) if a.started_at else "-",
-            str(submitted[a.id]),
-            a.name,
-            a.queue,
-            str(a.priority),
-            _seconds(a.submitted_at, a.started_at),
-            _seconds(a.started_at, a.finished_at),
-            a.state.value,
-            "-" if a.exit_code is None else str(a.exit_code),
+            *plain(
+                str(n) if a.started_at else "-",
+                str(submitted[a.id]),
+                a.name,
+                a.queue,
+                str(a.priority),
+                _seconds(a.submitted_at, a.started_at),
+                _seconds(a.started_at, a.finished_at),
+                a.state.value,
+                "-" if a.exit_code is None else str(a.exit_code),
+            )
         )
     return table
 
@@ -258,19 +260,20 @@ def run(args: argparse.Namespace) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     cluster = server = None
+    succeeded = False
     ids: dict[str, DemoApp] = {}
     client: SchedulerClient | None = None
     try:
-        out.print(f"[bold]sessionsched demo[/] — working in {workdir}")
+        out.print(f"sessionsched demo — working in {workdir}", style="bold", markup=False)
         cluster = start_cluster(workdir)
-        out.print(f"cluster: {cluster.master_url} (UI {cluster.master_ui})")
+        out.print(f"cluster: {cluster.master_url} (UI {cluster.master_ui})", markup=False)
         state_dir = workdir / "state"
         config = demo_config(cluster.master_url, cluster.master_ui, state_dir)
         try:
             server = ServerProcess.start(config, workdir / "server")
         except ServerStartError as e:
             raise UserError(str(e)) from None
-        out.print(f"scheduler: {server.url} (log {server.log_path})")
+        out.print(f"scheduler: {server.url} (log {server.log_path})", markup=False)
         client = SchedulerClient(server.url)
         ids = submit_burst(client, workdir)
         out.print(
@@ -279,7 +282,8 @@ def run(args: argparse.Namespace) -> int:
         )
         apps = follow(client, ids, out, args.timeout)
         out.print(summary_table(apps, ids))
-        out.print(_verdict(apps, ids))
+        out.print(_verdict(apps, ids), markup=False)
+        succeeded = True
         return 0
     except SchedulerError as e:
         raise user_error(e) from None
@@ -296,7 +300,9 @@ def run(args: argparse.Namespace) -> int:
         if cluster is not None:
             cluster.stop()
         signal.signal(signal.SIGTERM, previous)
-        if not args.keep:
+        if args.keep or not succeeded:
+            print(f"sessionsched demo: logs and state kept in {workdir}", file=sys.stderr)
+        else:
             shutil.rmtree(workdir, ignore_errors=True)
 
 

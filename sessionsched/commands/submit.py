@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.live import Live
+from rich.text import Text
 
 from ..cli import UserError
 from ..client import App, SchedulerClient, SchedulerError, Submission, Unreachable
@@ -211,7 +212,7 @@ def wait_for(client: SchedulerClient, app_id: str, out: Console) -> App:
             while True:
                 app = poll()
                 if app is not None:
-                    live.update(describe(app))
+                    live.update(Text(describe(app)))
                     if app.state.terminal:
                         return app
                 time.sleep(POLL_S)
