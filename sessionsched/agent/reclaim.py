@@ -9,9 +9,10 @@ Modes (``docs/agent-protocol.md``):
     the order degrades to: release each executor as soon as it is idle, kill at the deadline.
     (Sending a decommission to an executor with decommission disabled is worse than nothing:
     it stops taking tasks yet keeps its core until the idle timeout -- measured on 4.0.1.)
-  * ``idle``: release these executors when they are idle. One that turned busy since the
-    scheduler looked is kept on the list and released when it next goes idle: the scheduler
-    counts it as being reclaimed and will not order it again.
+  * ``idle``: release these executors if they are idle. One that turned busy since the
+    scheduler looked is skipped and the order dropped: the scheduler sees it busy in the next
+    report, forgets the order, and orders it again once it is idle (so an executor is never
+    released twice over for one surplus).
 
 An order is remembered per (executor, mode), so an order the server repeats in later answers is
 carried out once; a ``kill`` after a ``decommission`` (the deadline passed on the server's clock)
@@ -74,6 +75,7 @@ class ReclaimExecutor:
         force: list[str] = []
         if_idle: list[str] = []
         to_decommission: list[str] = []
+        one_shot: list[str] = []
         for eid, w in self._wanted.items():
             due = w.deadline is not None and now >= w.deadline
             if w.mode == "kill" or (w.mode == "decommission" and due):
@@ -81,27 +83,36 @@ class ReclaimExecutor:
             elif w.mode == "decommission" and self._control.probe.can_decommission:
                 if not w.decommissioned:
                     to_decommission.append(eid)
-            elif alive[eid].idle:  # idle order, or a decommission that cannot decommission
-                if_idle.append(eid)
+            else:  # an idle order, or a decommission that cannot decommission
+                if alive[eid].idle:
+                    if_idle.append(eid)
+                if w.mode == "idle":
+                    one_shot.append(eid)
         self._kill(force, force=True)
         # force=False: the backend re-checks "not busy" under its own lock, so an executor that
-        # took a task since our look is left alone and stays on the list.
-        self._kill(if_idle, force=False)
+        # took a task since our look is left alone.
+        reached_spark = self._kill(if_idle, force=False)
         self._decommission(to_decommission)
+        if reached_spark:  # a failed call is retried next cycle
+            for eid in one_shot:  # released or skipped: either way the order is spent
+                if self._wanted.pop(eid, None) is not None:
+                    self._seen.discard((eid, "idle"))
 
-    def _kill(self, ids: list[str], force: bool) -> None:
+    def _kill(self, ids: list[str], force: bool) -> bool:
+        """Kill what Spark lets us; False if the call itself failed."""
         if not ids:
-            return
+            return True
         try:
             done = set(self._control.kill(sorted(ids), force=force))
         except SparkControlError as e:
             self._error(e)
-            return
+            return False
         for eid in done:
             self.killed.add(eid)
             self._wanted.pop(eid, None)
         if done:
             log.info("killed executors %s (%s)", sorted(done), "forced" if force else "idle")
+        return True
 
     def _decommission(self, ids: list[str]) -> None:
         if not ids:
