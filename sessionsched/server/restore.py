@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from ..backends.base import BackendError, Handle
+from ..backends.base import Handle
 from ..engine.events import Adopted, Event, Submitted
 from ..model import AppState
 from ..store import AppKind, EventRecord, StoredApp
@@ -56,7 +56,7 @@ def restore(service, now: float) -> list[Event]:
             handle = Handle(**app.handle)
             try:
                 alive = service.backend.adopt(handle)
-            except BackendError as e:
+            except Exception as e:  # noqa: BLE001 - cannot tell now: adopt, check again later
                 log.warning("cannot check %s's driver now (%s); will retry", app.id, e)
                 service.adopt_retry[app.id] = handle
                 alive = True

@@ -338,22 +338,24 @@ class Service(ReadsMixin, AgentsMixin):
 
     def _observe(self, now: float) -> list[Event]:
         """The backend's news, reconciled with the agents', plus capacity when due. While the
-        cluster cannot be reached, capacity is nil: nothing is admitted, everything queues."""
+        cluster cannot be reached, capacity is nil: nothing is admitted, everything queues.
+        A backend failure of any kind is taken as "unreachable": the cycle goes on with the
+        inbox's events, so no submission waits on a broken backend."""
         try:
             polled = list(self.backend.poll(now))
-            if any(isinstance(e, CapacityChanged) for e in polled):
-                self._capacity_read_at = now
-            elif not self.health.reachable or now - self._capacity_read_at >= CAPACITY_EVERY_S:
+        except Exception as e:  # noqa: BLE001 - BackendError, or a backend bug: same answer
+            return self._unreachable(now, e)
+        if any(isinstance(e, CapacityChanged) for e in polled):
+            self._capacity_read_at = now
+        elif not self.health.reachable or now - self._capacity_read_at >= CAPACITY_EVERY_S:
+            try:
                 cores_mem, slots = self.backend.capacity()
-                polled.append(CapacityChanged(cores_mem, slots))
-                self._capacity_read_at = now
-        except BackendError as e:
-            if self.health.reachable is False:
-                self.health.message = str(e)
-                return []
-            log.warning("cluster unreachable: %s; submissions are queued until it is back", e)
-            self.health = ClusterHealth(False, str(e), now)
-            return [CapacityChanged(Resources(), 0)]
+            except Exception as e:  # noqa: BLE001
+                with self.lock:
+                    return reconcile(polled, self.agents, now, self.heartbeat_s) + \
+                        self._unreachable(now, e)
+            polled.append(CapacityChanged(cores_mem, slots))
+            self._capacity_read_at = now
         if self.health.reachable is not True:
             if self.health.reachable is False:
                 log.info("cluster reachable again")
@@ -361,13 +363,24 @@ class Service(ReadsMixin, AgentsMixin):
         with self.lock:
             return reconcile(polled, self.agents, now, self.heartbeat_s)
 
+    def _unreachable(self, now: float, error: Exception) -> list[Event]:
+        if not isinstance(error, BackendError):
+            log.exception("cluster backend failed", exc_info=error)
+        message = str(error) or type(error).__name__
+        if self.health.reachable is False:
+            self.health.message = message
+            return []
+        log.warning("cluster unreachable: %s; submissions are queued until it is back", message)
+        self.health = ClusterHealth(False, message, now)
+        return [CapacityChanged(Resources(), 0)]
+
     def _housekeeping(self, now: float) -> list[Event]:
         """Adoptions to check again after a backend outage; notebook sessions gone silent."""
         events: list[Event] = []
         for app_id, handle in list(self.adopt_retry.items()):
             try:
                 alive = self.backend.adopt(handle)
-            except BackendError:
+            except Exception:  # noqa: BLE001 - try again next cycle
                 continue
             del self.adopt_retry[app_id]
             if not alive:
@@ -462,7 +475,9 @@ class Service(ReadsMixin, AgentsMixin):
                                   reclaim_timeout_s=queue_conf.reclaim_timeout_s,
                                   max_executors=ceiling or None)
             handle = self.backend.launch(launch)
-        except (BackendError, OSError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - whatever went wrong, the app must not hang
+            if not isinstance(e, BackendError | OSError | ValueError):
+                log.exception("backend failed to launch %s", app_id)
             log.error("launch of %s failed: %s", app_id, e)
             self.metrics.launches.labels("failed").inc()
             self._fail_launch(app_id, f"launch failed: {e}")
@@ -482,7 +497,7 @@ class Service(ReadsMixin, AgentsMixin):
             return  # the notebook's agent hears the terminal state at its next heartbeat
         try:
             self.backend.stop(app_id)
-        except BackendError as e:
+        except Exception as e:  # noqa: BLE001 - the kill is recorded; the cluster view follows
             log.error("could not stop %s's driver: %s", app_id, e)
 
     def _metrics_snapshot(self) -> dict:
