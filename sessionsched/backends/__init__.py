@@ -1,0 +1,60 @@
+"""Cluster backends, by the name ``cluster.backend`` gives in the server's config.
+
+* ``standalone``: a Spark standalone cluster at ``cluster.master`` / ``cluster.master_ui``
+  (``standalone.StandaloneBackend``);
+* ``local``: the same backend on the local cluster ``sessionsched cluster up`` recorded in
+  ``<server.state_dir>/cluster`` (the default ``--dir`` of ``cluster up`` when the state dir
+  is the default ``./.sessionsched``); its URLs come from that record, not from the config.
+
+Both keep their driver records, exit files and default logs in ``<server.state_dir>/drivers``.
+An unknown name raises LookupError naming the known ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .base import BackendError, ClusterBackend, Handle, Launch
+
+if TYPE_CHECKING:
+    from ..config import ServerConfig
+
+__all__ = ["BACKENDS", "BackendError", "ClusterBackend", "Handle", "Launch", "create_backend"]
+
+
+def _standalone(config: ServerConfig) -> ClusterBackend:
+    from .standalone import StandaloneBackend
+
+    state = Path(config.server.state_dir)
+    return StandaloneBackend(config.cluster.master, config.cluster.master_ui, state / "drivers",
+                             config.cluster.driver_slots)
+
+
+def _local(config: ServerConfig) -> ClusterBackend:
+    from .local import ClusterError, LocalCluster
+    from .standalone import StandaloneBackend
+
+    state = Path(config.server.state_dir)
+    try:
+        cluster = LocalCluster.load(state / "cluster")
+    except ClusterError as e:
+        raise BackendError(f"cluster.backend local: {e}") from None
+    return StandaloneBackend(cluster.master_url, cluster.master_ui, state / "drivers",
+                             config.cluster.driver_slots, rest_url=cluster.rest_url)
+
+
+BACKENDS: dict[str, Callable[[ServerConfig], ClusterBackend]] = {
+    "standalone": _standalone,
+    "local": _local,
+}
+
+
+def create_backend(config: ServerConfig) -> ClusterBackend:
+    """The backend ``config.cluster.backend`` names."""
+    name = config.cluster.backend
+    factory = BACKENDS.get(name)
+    if factory is None:
+        raise LookupError(f"unknown cluster backend {name!r}; known: {', '.join(BACKENDS)}")
+    return factory(config)

@@ -46,8 +46,12 @@ class Launch:
 
 @dataclass(frozen=True)
 class Handle:
-    """What the service stores to find a launched driver again after a restart
-    (a process id and its start time, or the cluster's own driver id)."""
+    """What the service stores to find a launched driver again after a restart.
+
+    ``kind`` "process": ``ref`` is ``"PID:START_TICKS"`` (the process and its start time, so a
+    reused PID is never mistaken for it); "cluster-driver": ``ref`` is the master's driver id.
+    ``started_at``: when it was launched (epoch seconds).
+    """
 
     app_id: str
     kind: str  # "process" | "cluster-driver"
@@ -66,15 +70,29 @@ class ClusterBackend(ABC):
 
     @abstractmethod
     def launch(self, launch: Launch) -> Handle:
-        """Start the driver. Returns at once. Raises BackendError if it could not be started."""
+        """Start the driver. Returns at once. Raises BackendError if it could not be started
+        (including arguments it cannot use: the message names the problem)."""
 
     @abstractmethod
     def stop(self, app_id: str) -> None:
-        """Stop the driver and so its executors. No error if it has already gone."""
+        """Stop the driver and so its executors. Returns at once: the stop is under way
+        (a process gets SIGTERM now and SIGKILL after a grace, at a later ``poll`` or at
+        ``close``) and ``poll`` reports the DriverExited. No error if it has already gone or
+        is unknown. BackendError if the cluster could not be asked."""
 
     @abstractmethod
     def adopt(self, handle: Handle) -> bool:
-        """After a restart: take back a driver launched earlier. False if it is gone."""
+        """After a restart: take back a driver launched earlier (by another instance).
+
+        True when the backend reports on it from now on: it still runs, or it ended while
+        nobody watched and its exit code is known -- then the next ``poll`` reports
+        DriverExited with that code. False when it is gone without a trace. BackendError
+        when the cluster cannot be asked now (try again later)."""
+
+    def manage(self, app_id: str, spark_app_id: str) -> None:  # noqa: B027 - optional hook
+        """An application the service manages but did not ask this backend to launch (a
+        notebook session's driver, known from its agent): its usage is no longer taken off
+        the capacity, and ``poll`` reports its executors (not its exit). Default: nothing."""
 
     @abstractmethod
     def poll(self, now: float) -> list[Event]:

@@ -1,0 +1,217 @@
+"""The standalone cluster as its master and workers describe it, as typed data (no IO).
+
+Sources, both the JSON of the web UIs (Spark 4.0.1 field names):
+
+* the master's ``/json/``: workers (state, cores, memory), applications (``cores`` = cores
+  granted now), drivers of cluster deploy mode (state, cores, memory, worker);
+* each worker's ``/json/``: ``executors[]`` running on it, each with its ``id`` (unique within
+  its application), ``appid`` and ``memory``. It carries no start time, so whoever reads it
+  stamps an executor with the time it was first seen.
+
+``parse_*`` raise ValueError on JSON that is not what a Spark master or worker sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..model import Resources
+
+# How a cluster-mode driver's final state (``DriverState``) becomes an exit code. The master
+# does not report the driver's real exit code, only whether it succeeded; KILLED is reported
+# as a SIGTERM death (128 + 15), as a client-mode driver stopped the same way would be.
+DRIVER_EXIT_CODES: Mapping[str, int] = {"FINISHED": 0, "FAILED": 1, "ERROR": 1, "KILLED": 143}
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    id: str
+    host_port: str
+    webui: str
+    state: str
+    cores: int
+    cores_used: int
+    memory_mib: int
+    memory_used_mib: int
+
+    @property
+    def alive(self) -> bool:
+        return self.state == "ALIVE"
+
+
+@dataclass(frozen=True)
+class AppInfo:
+    id: str
+    name: str
+    user: str
+    state: str
+    cores: int  # granted now
+    memory_per_executor_mib: int
+    start_ms: int
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    id: str
+    state: str
+    cores: int
+    memory_mib: int
+    worker_id: str | None
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code if the driver has ended, else None."""
+        return DRIVER_EXIT_CODES.get(self.state)
+
+
+@dataclass(frozen=True)
+class ExecutorInfo:
+    spark_app_id: str
+    executor_id: str
+    memory_mib: int
+    worker_id: str
+
+
+@dataclass(frozen=True)
+class MasterView:
+    url: str
+    status: str
+    workers: tuple[WorkerInfo, ...]
+    active_apps: tuple[AppInfo, ...]
+    completed_apps: tuple[AppInfo, ...]
+    drivers: tuple[DriverInfo, ...]  # active first, then completed
+
+    def alive_workers(self) -> list[WorkerInfo]:
+        return [w for w in self.workers if w.alive]
+
+    def driver(self, driver_id: str) -> DriverInfo | None:
+        return next((d for d in self.drivers if d.id == driver_id), None)
+
+    def worker(self, worker_id: str | None) -> WorkerInfo | None:
+        return next((w for w in self.workers if w.id == worker_id), None)
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """The master's view plus the executors of the workers that answered."""
+
+    master: MasterView
+    executors: tuple[ExecutorInfo, ...]
+
+    def executors_of(self, spark_app_id: str) -> list[ExecutorInfo]:
+        return [e for e in self.executors if e.spark_app_id == spark_app_id]
+
+
+def _req(obj: Mapping, key: str, kind: type, where: str):
+    if not isinstance(obj, Mapping) or key not in obj:
+        raise ValueError(f"{where}: field {key!r} missing")
+    value = obj[key]
+    if kind is int:
+        try:
+            return int(value)  # the master sends some numbers as strings (driver starttime)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: field {key!r} is not a number: {value!r}") from None
+    if not isinstance(value, kind):
+        raise ValueError(f"{where}: field {key!r} has the wrong type")
+    return value
+
+
+def _list(obj: Mapping, key: str, where: str) -> list:
+    value = obj.get(key, [])
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: {key!r} is not a list")
+    return value
+
+
+def _app(a: Mapping) -> AppInfo:
+    where = "master JSON application"
+    return AppInfo(
+        id=_req(a, "id", str, where),
+        name=str(a.get("name", "")),
+        user=str(a.get("user", "")),
+        state=str(a.get("state", "")),
+        cores=_req(a, "cores", int, where),
+        memory_per_executor_mib=_req(a, "memoryperexecutor", int, where),
+        start_ms=_req(a, "starttime", int, where),
+    )
+
+
+def _driver(d: Mapping) -> DriverInfo:
+    where = "master JSON driver"
+    worker = d.get("worker")
+    return DriverInfo(
+        id=_req(d, "id", str, where),
+        state=_req(d, "state", str, where),
+        cores=_req(d, "cores", int, where),
+        memory_mib=_req(d, "memory", int, where),
+        worker_id=worker if isinstance(worker, str) and worker != "None" else None,
+    )
+
+
+def parse_master(data: object) -> MasterView:
+    """A master's ``/json/`` document."""
+    where = "master JSON"
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: not a JSON object")
+    workers = tuple(
+        WorkerInfo(
+            id=_req(w, "id", str, "master JSON worker"),
+            host_port=f"{w.get('host', '?')}:{w.get('port', '?')}",
+            webui=_req(w, "webuiaddress", str, "master JSON worker"),
+            state=_req(w, "state", str, "master JSON worker"),
+            cores=_req(w, "cores", int, "master JSON worker"),
+            cores_used=_req(w, "coresused", int, "master JSON worker"),
+            memory_mib=_req(w, "memory", int, "master JSON worker"),
+            memory_used_mib=_req(w, "memoryused", int, "master JSON worker"),
+        )
+        for w in _list(data, "workers", where)
+    )
+    drivers = _list(data, "activedrivers", where) + _list(data, "completeddrivers", where)
+    return MasterView(
+        url=_req(data, "url", str, where),
+        status=str(data.get("status", "")),
+        workers=workers,
+        active_apps=tuple(_app(a) for a in _list(data, "activeapps", where)),
+        completed_apps=tuple(_app(a) for a in _list(data, "completedapps", where)),
+        drivers=tuple(_driver(d) for d in drivers),
+    )
+
+
+def parse_worker_executors(data: object, worker_id: str) -> tuple[ExecutorInfo, ...]:
+    """The running executors in a worker's ``/json/`` document."""
+    where = f"worker {worker_id} JSON"
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: not a JSON object")
+    return tuple(
+        ExecutorInfo(
+            spark_app_id=_req(e, "appid", str, where),
+            executor_id=str(_req(e, "id", int, where)),
+            memory_mib=_req(e, "memory", int, where),
+            worker_id=worker_id,
+        )
+        for e in _list(data, "executors", where)
+    )
+
+
+def capacity_for_managed(
+    view: ClusterView, managed_apps: Iterable[str], managed_drivers: Iterable[str]
+) -> Resources:
+    """Alive workers' cores and memory minus what the cluster gives to applications and
+    cluster-mode drivers that are not managed (not in ``managed_apps`` / ``managed_drivers``).
+
+    An unmanaged application holds the cores the master granted it and the memory of its
+    executors (from the workers' lists); an unmanaged driver holds its cores and memory while
+    it runs. Never below zero.
+    """
+    apps, drivers = set(managed_apps), set(managed_drivers)
+    alive = view.master.alive_workers()
+    total = Resources(sum(w.cores for w in alive), sum(w.memory_mib for w in alive))
+    foreign = {a.id for a in view.master.active_apps} - apps
+    foreign_cores = sum(a.cores for a in view.master.active_apps if a.id in foreign)
+    foreign_mem = sum(e.memory_mib for e in view.executors if e.spark_app_id in foreign)
+    for d in view.master.drivers:
+        if d.state == "RUNNING" and d.id not in drivers:
+            foreign_cores += d.cores
+            foreign_mem += d.memory_mib
+    return Resources(max(total.cores - foreign_cores, 0), max(total.mem_mib - foreign_mem, 0))

@@ -1,0 +1,163 @@
+"""Talking to a standalone master and its workers over HTTP (httpx, bounded timeouts).
+
+* ``read()``: the master's ``/json/`` and every alive worker's ``/json/`` as a ClusterView.
+  An unreachable master is a BackendError; a worker that does not answer only leaves its
+  executors out of that view (it is usually dying, and the master will say so).
+* The master's REST submission server (``create``/``kill``): cluster deploy mode drivers.
+  Its URL is given, or read once from the master's UI page ("REST URL: spark://H:P"), which
+  shows it only when ``spark.master.rest.enabled=true``.
+* ``driver_log()``: the head of a cluster-mode driver's stderr, through its worker's
+  ``/log/`` endpoint (the driver runs on the worker's machine, not ours).
+
+Environment proxies are ignored (``trust_env=False``): the cluster is addressed directly.
+"""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+from .base import BackendError
+from .clusterview import (
+    ClusterView,
+    ExecutorInfo,
+    MasterView,
+    parse_master,
+    parse_worker_executors,
+)
+
+_REST_URL = re.compile(r"REST URL:</strong>\s*spark://([^\s<]+)")
+
+
+def http_url(spark_url: str) -> str:
+    """``spark://host:port`` -> ``http://host:port`` (the REST server speaks HTTP)."""
+    if not spark_url.startswith("spark://"):
+        raise ValueError(f"not a spark:// URL: {spark_url!r}")
+    return "http://" + spark_url[len("spark://"):].rstrip("/")
+
+
+class MasterClient:
+    def __init__(self, master_ui: str, rest_url: str | None = None, timeout_s: float = 3.0):
+        self.master_ui = master_ui.rstrip("/")
+        self._rest_url = rest_url.rstrip("/") if rest_url else None
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0)),
+            trust_env=False,
+            follow_redirects=True,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def _get_json(self, url: str, what: str) -> object:
+        try:
+            response = self._http.get(url)
+        except httpx.HTTPError as e:
+            raise BackendError(f"cannot reach the {what} at {url}: {_reason(e)}") from None
+        if response.status_code != 200:
+            raise BackendError(f"the {what} at {url} answered HTTP {response.status_code}")
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendError(f"the {what} at {url} did not answer JSON") from None
+
+    def read_master(self) -> MasterView:
+        """The master's own view. Raises BackendError if it cannot be read."""
+        url = f"{self.master_ui}/json/"
+        try:
+            return parse_master(self._get_json(url, "Spark master"))
+        except ValueError as e:
+            raise BackendError(f"unexpected answer from the Spark master at {url}: {e}") from None
+
+    def read(self) -> ClusterView:
+        """The whole cluster, now. Raises BackendError if the master cannot be read."""
+        master = self.read_master()
+        executors: list[ExecutorInfo] = []
+        for worker in master.alive_workers():
+            try:
+                data = self._get_json(f"{worker.webui.rstrip('/')}/json/", "Spark worker")
+                executors.extend(parse_worker_executors(data, worker.id))
+            except (BackendError, ValueError):
+                continue
+        return ClusterView(master, tuple(executors))
+
+    def driver_log(self, view: ClusterView, driver_id: str, max_bytes: int = 256 * 1024) -> str:
+        """The first ``max_bytes`` of a cluster-mode driver's stderr; "" if not readable now."""
+        driver = view.master.driver(driver_id)
+        worker = view.master.worker(driver.worker_id) if driver else None
+        if worker is None:
+            return ""
+        url = f"{worker.webui.rstrip('/')}/log/"
+        params = {"driverId": driver_id, "logType": "stderr", "offset": 0,
+                  "byteLength": max_bytes}
+        try:
+            response = self._http.get(url, params=params)
+        except httpx.HTTPError:
+            return ""
+        return response.text if response.status_code == 200 else ""
+
+    # --- the REST submission server -------------------------------------------------------
+
+    def rest_url(self) -> str:
+        """The master's REST server, ``http://host:port``. Raises BackendError if it has none."""
+        if self._rest_url is None:
+            try:
+                page = self._http.get(f"{self.master_ui}/")
+            except httpx.HTTPError as e:
+                raise BackendError(
+                    f"cannot reach the Spark master at {self.master_ui}: {_reason(e)}"
+                ) from None
+            m = _REST_URL.search(page.text)
+            if m is None:
+                raise BackendError(
+                    f"the Spark master at {self.master_ui} has no REST submission server "
+                    "(start it with spark.master.rest.enabled=true); cluster deploy mode "
+                    "needs it"
+                )
+            self._rest_url = f"http://{m.group(1)}"
+        return self._rest_url
+
+    def _post(self, path: str, body: dict | None) -> dict:
+        url = f"{self.rest_url()}{path}"
+        try:
+            response = self._http.post(url, json=body) if body is not None else self._http.post(url)
+        except httpx.HTTPError as e:
+            raise BackendError(
+                f"cannot reach the Spark master's REST server at {url}: {_reason(e)}"
+            ) from None
+        try:
+            data = response.json()
+        except ValueError:
+            raise BackendError(
+                f"the Spark master's REST server at {url} answered HTTP {response.status_code} "
+                "without JSON"
+            ) from None
+        if not isinstance(data, dict):
+            raise BackendError(f"the Spark master's REST server at {url} answered {data!r}")
+        return data
+
+    def create(self, request: dict) -> str:
+        """Submit a CreateSubmissionRequest; the master's driver id. BackendError if refused."""
+        data = self._post("/v1/submissions/create", request)
+        driver_id = data.get("submissionId")
+        if data.get("success") is not True or not isinstance(driver_id, str):
+            raise BackendError(
+                f"the Spark master refused the submission: {data.get('message') or data}"
+            )
+        return driver_id
+
+    def kill(self, driver_id: str) -> bool:
+        """Ask the master to kill a driver. False if it had already finished or is unknown."""
+        data = self._post(f"/v1/submissions/kill/{driver_id}", None)
+        return data.get("success") is True
+
+
+def _reason(e: httpx.HTTPError) -> str:
+    if isinstance(e, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(e, httpx.ConnectError):
+        return "connection refused" if "refused" in str(e).lower() else (str(e) or "cannot connect")
+    return str(e) or type(e).__name__

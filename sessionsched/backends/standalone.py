@@ -1,0 +1,438 @@
+"""The Spark standalone backend: drivers launched on the scheduler host or in the cluster,
+observed through the master's and workers' JSON.
+
+Launching (``launch``):
+* a client-mode driver (Python apps; any app not ``in_cluster``): ``spark-submit --master M
+  --deploy-mode client ...`` (command line: ``commands.submit_command``) run by ``runner.py``
+  as the leader of a new process session, output to the app's log file. The session keeps
+  it alive when the scheduler stops; the runner writes its exit code to
+  ``<run_dir>/<app>.exit``, so a restarted scheduler still learns how it ended.
+* a REST submission (``Launch.rest_request``, JVM app in cluster deploy mode): forwarded to
+  the master's own REST server (``spark.master`` set to the real master); the master's
+  driver id is kept.
+* a ``submit`` JVM app in cluster deploy mode (``in_cluster``, no REST request): real
+  ``spark-submit --deploy-mode cluster`` to the master's REST server, run like a client-mode
+  driver; the driver id it logs ("Submission successfully created as driver-...") turns the
+  app into a cluster driver. Its spark-submit exits 0 even when the submission fails, so an
+  exit without a driver id counts as a failure (exit code 1 if it said 0).
+
+Observing (``poll``), in this order for each app, in launch order:
+* ``DriverStarted(app, spark_app_id)`` once, when the Spark application id is learnt from the
+  driver's log (``applog`` says why the log);
+* ``ExecutorsChanged`` when the set of the application's executors in the workers' JSON
+  changed (``idle`` is unknown there: False; ``started_at`` is when it was first seen);
+* ``DriverExited(app, code)``: the runner's exit file; a driver process gone without one (it
+  was SIGKILLed) gives 137 if we stopped it, else -1 (unknown). Cluster drivers: the master's
+  final driver state (``clusterview.DRIVER_EXIT_CODES``);
+* then ``CapacityChanged`` when capacity or driver slots changed since last reported.
+
+Capacity: alive workers minus the usage of applications and cluster drivers this backend did
+not launch, adopt, or get told about (``manage``); driver slots are configured.
+
+Stopping: SIGTERM to the driver's process group at once; ``poll`` (or ``close``) sends
+SIGKILL to whatever is left after ``stop_grace_s``. Cluster drivers: the master's REST kill.
+
+Files in ``run_dir``: ``<app>.json`` (``records``), ``<app>.exit``, ``<app>.log`` (unless
+``Launch.log_path`` says otherwise).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..engine.events import (
+    CapacityChanged,
+    DriverExited,
+    DriverStarted,
+    Event,
+    ExecutorsChanged,
+)
+from ..model import Executor, Resources
+from . import procs, records
+from .applog import LogWatch, find_app_id
+from .base import BackendError, ClusterBackend, Handle, Launch
+from .clusterview import ClusterView, capacity_for_managed
+from .commands import rest_request, submit_command
+from .master import MasterClient
+from .procs import ProcessId
+from .records import DriverRecord
+from .spark_home import SparkNotFound, spark_home, spark_submit
+
+RUNNER = str(Path(__file__).with_name("runner.py"))
+UNKNOWN_EXIT = -1
+KILLED_EXIT = 128 + signal.SIGKILL
+DRIVER_LOG_EVERY_S = 1.0  # a cluster driver's log is fetched over HTTP: at most this often
+DRIVER_MISSING_S = 30.0  # a cluster driver the master no longer lists is gone after this
+
+
+@dataclass
+class _Tracked:
+    record: DriverRecord
+    proc: ProcessId | None = None
+    popen: subprocess.Popen | None = None
+    watch: LogWatch | None = None
+    external: bool = False  # told by ``manage``: report executors only
+    started_sent: bool = False
+    first_seen: dict[str, float] = field(default_factory=dict)  # executor id -> time
+    reported: frozenset[str] = frozenset()
+    exited: bool = False
+    stop_requested: bool = False
+    log_read_at: float = -1e18
+
+
+class StandaloneBackend(ClusterBackend):
+    """A Spark standalone cluster (``master`` spark://..., ``master_ui`` http://...).
+
+    ``rest_url``: the master's REST server (http://host:port); default: read from the master's
+    UI page when first needed. ``run_dir``: where records, exit files and default logs go;
+    a backend created with the same ``run_dir`` after a restart finds the drivers again.
+    """
+
+    def __init__(
+        self,
+        master: str,
+        master_ui: str,
+        run_dir: str | Path,
+        driver_slots: int = 4,
+        *,
+        rest_url: str | None = None,
+        stop_grace_s: float = 10.0,
+        http_timeout_s: float = 3.0,
+    ):
+        if not master.startswith("spark://"):
+            raise ValueError(f"cluster master {master!r}: expected spark://HOST:PORT")
+        self.master = master
+        self.driver_slots = driver_slots
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.stop_grace_s = stop_grace_s
+        self.client = MasterClient(master_ui, rest_url, http_timeout_s)
+        self._apps: dict[str, _Tracked] = {}
+        self._ours_spark: set[str] = set()  # Spark app ids that are ours, even once ended
+        self._ours_drivers: set[str] = set()
+        self._kill_at: dict[str, float] = {}  # app -> monotonic time to SIGKILL its group
+        self._capacity_sent: tuple[Resources, int] | None = None
+        loopback = _is_loopback(urlparse(master.replace("spark://", "http://", 1)).hostname)
+        # A loopback cluster only reaches a driver bound to loopback (reference doc pitfall).
+        self._conf_defaults = {"spark.driver.host": "127.0.0.1"} if loopback else {}
+        self._env_defaults = {"SPARK_LOCAL_IP": "127.0.0.1"} if loopback else {}
+
+    # --- contract ---------------------------------------------------------------------------
+
+    def capacity(self) -> tuple[Resources, int]:
+        view = self.client.read()
+        self._learn_ids(view)
+        cap = (self._free(view), self.driver_slots)
+        self._capacity_sent = cap
+        return cap
+
+    def launch(self, launch: Launch) -> Handle:
+        current = self._apps.get(launch.app_id)
+        if current is not None and not current.exited:
+            raise BackendError(f"{launch.app_id} has a driver already")
+        if launch.rest_request is not None:
+            return self._launch_rest(launch)
+        if not launch.argv:
+            raise BackendError(f"{launch.app_id}: nothing to launch (no spark-submit arguments)")
+        return self._launch_process(launch)
+
+    def stop(self, app_id: str) -> None:
+        t = self._apps.get(app_id)
+        if t is None or t.exited:
+            return
+        t.stop_requested = True
+        if t.record.kind == "cluster-driver":
+            self.client.kill(t.record.driver_id)
+            return
+        if t.proc is not None and procs.signal_group(t.proc, signal.SIGTERM):
+            self._kill_at[app_id] = time.monotonic() + self.stop_grace_s
+
+    def adopt(self, handle: Handle) -> bool:
+        """True when this backend will report on the driver from now on: it still runs, or it
+        ended meanwhile and its exit code is known (the next ``poll`` reports DriverExited).
+        False when it is gone without a trace."""
+        current = self._apps.get(handle.app_id)
+        if current is not None:
+            return not current.exited
+        record = records.load(self.run_dir, handle.app_id)
+        if handle.kind == "cluster-driver" or (record and record.kind == "cluster-driver"):
+            driver_id = record.driver_id if record and record.driver_id else handle.ref
+            view = self.client.read()
+            if view.master.driver(driver_id) is None:
+                return False
+            record = record or DriverRecord(handle.app_id, "cluster-driver", handle.started_at)
+            record.kind, record.driver_id = "cluster-driver", driver_id
+            self._track(_Tracked(record))
+            return True
+        if handle.kind != "process":
+            return False
+        try:
+            proc = ProcessId.parse(handle.ref)
+        except ValueError:
+            return False
+        if record is None:  # no record (another run_dir?): the handle alone still identifies it
+            record = DriverRecord(handle.app_id, "process", handle.started_at, process=handle.ref,
+                                  exit_path=str(self.run_dir / f"{handle.app_id}.exit"))
+        if not procs.is_running(proc) and records.read_exit_code(record.exit_path) is None:
+            return False
+        self._track(_Tracked(record, proc=proc, watch=_watch(record)))
+        return True
+
+    def manage(self, app_id: str, spark_app_id: str) -> None:
+        if app_id in self._apps:
+            return
+        record = DriverRecord(app_id, "external", time.time(), spark_app_id=spark_app_id)
+        self._track(_Tracked(record, external=True))
+
+    def poll(self, now: float) -> list[Event]:
+        view = self.client.read()
+        self._escalate_stops()
+        self._learn_ids(view)
+        events: list[Event] = []
+        for t in list(self._apps.values()):
+            if not t.exited:
+                events.extend(self._observe(t, view, now))
+        cap = (self._free(view), self.driver_slots)
+        if cap != self._capacity_sent:
+            self._capacity_sent = cap
+            events.append(CapacityChanged(*cap))
+        return events
+
+    def close(self) -> None:
+        """Finish pending stops (bounded by their grace), then close the HTTP client. Drivers
+        that were not stopped keep running: they are adopted at the next start."""
+        try:
+            for app_id, deadline in list(self._kill_at.items()):
+                t = self._apps[app_id]
+                if t.proc is not None:
+                    left = max(deadline - time.monotonic(), 0.0)
+                    if not procs.wait_group_gone(t.proc.pid, left):
+                        procs.signal_group(t.proc, signal.SIGKILL)
+                        procs.wait_group_gone(t.proc.pid, 5.0)
+                self._reap(t)
+            self._kill_at.clear()
+        finally:
+            self.client.close()
+
+    # --- launching --------------------------------------------------------------------------
+
+    def _launch_process(self, launch: Launch) -> Handle:
+        try:
+            submit = spark_submit(spark_home())
+        except SparkNotFound as e:
+            raise BackendError(str(e)) from None
+        submitter = launch.in_cluster
+        try:
+            if submitter:
+                master = "spark://" + self.client.rest_url().removeprefix("http://")
+                conf = {**launch.conf, "spark.master.rest.enabled": "true"}
+                cmd = submit_command(submit, master, "cluster", launch.argv, conf)
+            else:
+                cmd = submit_command(submit, self.master, "client", launch.argv, launch.conf,
+                                     self._conf_defaults)
+        except ValueError as e:
+            raise BackendError(f"{launch.app_id}: {e}") from None
+        log_path = Path(launch.log_path or self.run_dir / f"{launch.app_id}.log")
+        exit_path = self.run_dir / f"{launch.app_id}.exit"
+        exit_path.unlink(missing_ok=True)
+        env = {**self._env_defaults, **os.environ, **launch.env}
+        if not ({"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"} & env.keys()
+                or "spark.pyspark.python" in launch.conf):
+            # pyspark's bundled Spark would run "python3" from PATH, which may lack pyspark.
+            env["PYSPARK_PYTHON"] = sys.executable
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        launched_at = time.time()
+        try:
+            with open(log_path, "ab") as log:
+                log.write(f"sessionsched: launching {launch.app_id}: {' '.join(cmd)}\n".encode())
+                log.flush()
+                popen = subprocess.Popen(
+                    [sys.executable, RUNNER, "--exit-file", str(exit_path), "--", *cmd],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    cwd=launch.cwd, env=env, start_new_session=True,
+                )
+        except OSError as e:
+            raise BackendError(f"{launch.app_id}: cannot start spark-submit: {e}") from None
+        try:
+            proc = procs.identify(popen.pid)
+        except ProcessLookupError:  # ended at once; its exit file says how
+            proc = ProcessId(popen.pid, 0)
+        record = DriverRecord(launch.app_id, "process", launched_at, process=str(proc),
+                              log_path=str(log_path), exit_path=str(exit_path),
+                              submitter=submitter)
+        records.save(self.run_dir, record)
+        self._track(_Tracked(record, proc=proc, popen=popen, watch=LogWatch(log_path)))
+        return Handle(launch.app_id, "process", str(proc), launched_at)
+
+    def _launch_rest(self, launch: Launch) -> Handle:
+        try:
+            body = rest_request(launch.rest_request, self.master, launch.conf, launch.env)
+        except ValueError as e:
+            raise BackendError(f"{launch.app_id}: {e}") from None
+        driver_id = self.client.create(body)
+        record = DriverRecord(launch.app_id, "cluster-driver", time.time(), driver_id=driver_id)
+        records.save(self.run_dir, record)
+        self._track(_Tracked(record))
+        return Handle(launch.app_id, "cluster-driver", driver_id, record.launched_at)
+
+    def _track(self, t: _Tracked) -> None:
+        self._apps[t.record.app_id] = t
+        if t.record.spark_app_id:
+            self._ours_spark.add(t.record.spark_app_id)
+        if t.record.driver_id:
+            self._ours_drivers.add(t.record.driver_id)
+
+    # --- observing --------------------------------------------------------------------------
+
+    def _free(self, view: ClusterView) -> Resources:
+        return capacity_for_managed(view, self._ours_spark, self._ours_drivers)
+
+    def _learn_ids(self, view: ClusterView) -> None:
+        """Read what the drivers' logs say now (ids are needed before capacity is computed)."""
+        now = time.monotonic()
+        for t in self._apps.values():
+            if t.exited or t.external:
+                continue
+            rec = t.record
+            if t.watch is not None and (rec.spark_app_id is None
+                                        or (rec.submitter and rec.driver_id is None)):
+                t.watch.scan()
+                if rec.submitter and rec.driver_id is None and t.watch.driver_id:
+                    self._became_cluster_driver(t, t.watch.driver_id)
+                elif not rec.submitter and t.watch.app_id and rec.spark_app_id is None:
+                    self._learnt_spark_id(t, t.watch.app_id)
+            if (rec.kind == "cluster-driver" and rec.spark_app_id is None
+                    and now - t.log_read_at >= DRIVER_LOG_EVERY_S):
+                t.log_read_at = now
+                found = find_app_id(self.client.driver_log(view, rec.driver_id))
+                if found:
+                    self._learnt_spark_id(t, found)
+
+    def _learnt_spark_id(self, t: _Tracked, spark_app_id: str) -> None:
+        t.record.spark_app_id = spark_app_id
+        self._ours_spark.add(spark_app_id)
+        records.save(self.run_dir, t.record)
+
+    def _became_cluster_driver(self, t: _Tracked, driver_id: str) -> None:
+        t.record.kind, t.record.driver_id = "cluster-driver", driver_id
+        self._ours_drivers.add(driver_id)
+        records.save(self.run_dir, t.record)
+        self._kill_at.pop(t.record.app_id, None)
+        if t.stop_requested:  # stopped while spark-submit was still submitting
+            self.client.kill(driver_id)
+
+    def _observe(self, t: _Tracked, view: ClusterView, now: float) -> list[Event]:
+        if t.external:
+            return self._observe_external(t, view, now)
+        out: list[Event] = []
+        app_id, rec = t.record.app_id, t.record
+        if rec.spark_app_id and not t.started_sent:
+            t.started_sent = True
+            out.append(DriverStarted(app_id, rec.spark_app_id))
+        if rec.spark_app_id:
+            changed = self._executors(t, view, now)
+            if changed is not None:
+                out.append(changed)
+        code = self._exit_code(t, view, now)
+        if code is not None:
+            t.exited = True
+            out.append(DriverExited(app_id, code))
+        return out
+
+    def _observe_external(self, t: _Tracked, view: ClusterView, now: float) -> list[Event]:
+        sid = t.record.spark_app_id
+        if any(a.id == sid for a in view.master.active_apps):
+            changed = self._executors(t, view, now)
+            return [changed] if changed is not None else []
+        if any(a.id == sid for a in view.master.completed_apps):
+            t.exited = True  # its driver is not ours to report on; its executors are gone
+            if t.reported:
+                t.reported = frozenset()
+                return [ExecutorsChanged(t.record.app_id, ())]
+        return []
+
+    def _executors(self, t: _Tracked, view: ClusterView, now: float) -> ExecutorsChanged | None:
+        """ExecutorsChanged if the app's executors in the cluster differ from the last report."""
+        current = {e.executor_id for e in view.executors_of(t.record.spark_app_id)}
+        for eid in current - t.first_seen.keys():
+            t.first_seen[eid] = now
+        for eid in t.first_seen.keys() - current:
+            del t.first_seen[eid]
+        if frozenset(current) == t.reported:
+            return None
+        t.reported = frozenset(current)
+        executors = sorted(
+            (Executor(eid, started_at=t.first_seen[eid], idle=False) for eid in current),
+            key=lambda e: (e.started_at, _numeric(e.executor_id)),
+        )
+        return ExecutorsChanged(t.record.app_id, tuple(executors))
+
+    def _exit_code(self, t: _Tracked, view: ClusterView, now: float) -> int | None:
+        rec = t.record
+        if rec.kind == "cluster-driver":
+            driver = view.master.driver(rec.driver_id)
+            if driver is None:
+                missing = time.time() - rec.launched_at > DRIVER_MISSING_S
+                return UNKNOWN_EXIT if missing else None
+            return driver.exit_code
+        code = records.read_exit_code(rec.exit_path)
+        if code is None:
+            if self._process_alive(t):
+                return None
+            # Gone: the runner writes the file before it exits, so look once more.
+            code = records.read_exit_code(rec.exit_path)
+            if code is None:
+                code = KILLED_EXIT if t.stop_requested else UNKNOWN_EXIT
+        self._reap(t)
+        if rec.submitter:  # spark-submit ended without a driver id: the submission failed
+            return code or 1
+        return code
+
+    def _process_alive(self, t: _Tracked) -> bool:
+        if t.popen is not None and t.popen.poll() is not None:
+            return False
+        return t.proc is not None and procs.is_running(t.proc)
+
+    def _reap(self, t: _Tracked) -> None:
+        if t.popen is not None:
+            t.popen.poll()
+
+    def _escalate_stops(self) -> None:
+        now = time.monotonic()
+        for app_id, deadline in list(self._kill_at.items()):
+            t = self._apps[app_id]
+            self._reap(t)
+            if t.proc is None or not procs.group_alive(t.proc.pid):
+                del self._kill_at[app_id]
+            elif now >= deadline:
+                procs.signal_group(t.proc, signal.SIGKILL)
+                del self._kill_at[app_id]
+
+
+def _watch(record: DriverRecord) -> LogWatch | None:
+    if not record.log_path:
+        return None
+    return LogWatch(record.log_path)
+
+
+def _numeric(executor_id: str) -> tuple[int, str]:
+    return (int(executor_id), "") if executor_id.isdigit() else (1 << 62, executor_id)
+
+
+def _is_loopback(host: str | None) -> bool:
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
