@@ -58,6 +58,12 @@ def run(args: argparse.Namespace) -> int:
             _write(json_out, text, "--json")
     else:
         print_table(result, Path(args.workload).name)
+    if result.executor_waits:
+        print(
+            f"warning: {result.executor_waits} granted executor(s) found no room in the cluster "
+            "and waited: the scheduler promised cores twice",
+            file=sys.stderr,
+        )
     if plot_out is not None:
         from ..sim.plot import plot  # matplotlib is slow to import: only when asked
 

@@ -83,3 +83,4 @@ class Record:
     last_change_s: float = 0.0  # when the cluster or the scheduler last changed anything
     end_s: float = 0.0
     end_reason: str = ""
+    executor_waits: int = 0  # executor requests within a grant that found no room (pool.py)

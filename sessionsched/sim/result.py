@@ -51,6 +51,7 @@ class SimResult:
     end_reason: str
     queues: tuple[str, ...]
     cluster_cores: int
+    executor_waits: int = 0  # granted executors that had to wait for room (pool.py); not in JSON
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -161,6 +162,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
         end_reason=rec.end_reason,
         queues=tuple(q.name for q in workload.root.leaves()),
         cluster_cores=cores,
+        executor_waits=rec.executor_waits,
     )
 
 

@@ -10,8 +10,8 @@ Model (the Spark side is in ``spark.py``):
   the scheduler cycle, so a cycle sees everything that happened up to and including its time.
 - The cluster is one pool of cores and memory (no per-worker packing). In-cluster drivers hold
   their cores and memory from launch until they exit; client-mode drivers hold a driver slot.
-  Executors hold theirs from the request (they are being launched) until they are gone. The
-  pool is checked on every take: an overcommit is a bug in the engine or here, and raises.
+  Executors hold theirs from launch (``executor_start_s`` before they are usable) until they
+  are gone. What does not fit waits for room, as in a standalone master (``pool.py``).
 - What the engine hears, at each cycle (an agent's heartbeat): submissions, priority updates,
   DriverStarted, each app's executor list (with idle flags) and demand when they changed, and
   DriverExited. ``LaunchDriver`` starts a driver after ``driver_start_s``; ``SetTarget.grant``
@@ -47,6 +47,7 @@ from ..engine import (
 )
 from ..model import AppState, Executor, ReclaimMode, Resources
 from .heap import CLUSTER, CYCLE, WORKLOAD, EventHeap
+from .pool import Pool, Started
 from .record import AppTimes, Record
 from .result import SimResult, build_result
 from .spark import Phase, SimExecutor, SparkApp
@@ -110,10 +111,6 @@ class _Cycle:
     n: int
 
 
-class Overcommit(AssertionError):
-    """The simulated cluster was asked for more than it has: a bug, never a user error."""
-
-
 class Simulator:
     """``scheduler``: the engine to drive; a fresh ``Scheduler`` for the workload by default
     (tests pass a stand-in to exercise the cluster model alone)."""
@@ -130,8 +127,7 @@ class Simulator:
         self._outbox: list[Event] = []
         self._reported: dict[str, tuple[tuple[Executor, ...], int]] = {}
         self._facts = 0  # simulated events in the heap (everything but cycles)
-        self._used = Resources()
-        self._slots_used = 0
+        self.pool = Pool(c.capacity, c.driver_slots)
         self._busy_cores = 0
         self._clock = 0.0
         self._task_ids = 0
@@ -166,6 +162,7 @@ class Simulator:
             self.rec.last_change_s = now
             self._handle(now, ev)
         self.rec.end_s = self._clock
+        self.rec.executor_waits = self.pool.executor_waits
         return build_result(self.w, self.rec)
 
     def _push(self, at: float, priority: int, ev: object) -> None:
@@ -234,7 +231,7 @@ class Simulator:
         drivers = sum(
             sa.app.spec.driver.cores
             for sa in self.apps.values()
-            if sa.app.spec.driver_in_cluster and sa.phase not in (Phase.QUEUED, Phase.DONE)
+            if sa.app.spec.driver_in_cluster and sa.driver_placed and sa.phase is not Phase.DONE
         )
         self.rec.timeline.sample(now, execs, cores, states, pending, drivers)
 
@@ -273,16 +270,28 @@ class Simulator:
             self._settle(now, sa)
 
     def _launch(self, now: float, sa: SparkApp) -> None:
-        spec = sa.app.spec
-        if spec.driver_in_cluster:
-            self._take(spec.driver, f"driver of {sa.name}")
-        else:
-            if self._slots_used >= self.w.cluster.driver_slots:
-                raise Overcommit(f"driver of {sa.name}: every driver slot is in use")
-            self._slots_used += 1
+        """The driver starts when it has room: a driver slot now, or cluster cores when free."""
         sa.phase = Phase.LAUNCHING
         self.rec.apps[sa.name].admitted = now
-        self._push(now + self.w.cluster.driver_start_s, CLUSTER, _DriverUp(sa.name))
+        spec = sa.app.spec
+        if spec.driver_in_cluster:
+            self._started(self.pool.request_driver(sa.name, spec.driver))
+        else:
+            self.pool.take_slot(f"driver of {sa.name}")
+            self._driver_placed(sa)
+
+    def _driver_placed(self, sa: SparkApp) -> None:
+        sa.driver_placed = True
+        self._push(self._clock + self.w.cluster.driver_start_s, CLUSTER, _DriverUp(sa.name))
+
+    def _started(self, started: Started) -> None:
+        """Drivers and executors that were waiting for room and got it now."""
+        for name in started.drivers:
+            self._driver_placed(self.apps[name])
+        for name, eid in started.executors:
+            ready = self._clock + self.w.cluster.executor_start_s
+            self.apps[name].starting[eid] = ready
+            self._push(ready, CLUSTER, _ExecutorUp(name, eid))
 
     def _reclaim(self, now: float, sa: SparkApp, d: Reclaim) -> None:
         for eid in d.executor_ids:
@@ -383,13 +392,15 @@ class Simulator:
         size = sa.app.spec.executor
         while len(sa.starting) < want:
             eid = sa.new_executor_id()
-            self._take(size, f"executor {eid}")
-            sa.starting[eid] = now + self.w.cluster.executor_start_s
-            self._push(sa.starting[eid], CLUSTER, _ExecutorUp(sa.name, eid))
+            sa.starting[eid] = None  # asked for; a start time once the master found room
+            self._started(self.pool.request_executor(sa.name, eid, size))
         while len(sa.starting) > want:
-            eid = next(reversed(sa.starting))
-            del sa.starting[eid]
-            self._give(size)
+            self._cancel_executor(sa, next(reversed(sa.starting)))
+
+    def _cancel_executor(self, sa: SparkApp, eid: str) -> None:
+        del sa.starting[eid]
+        if not self.pool.cancel(eid):
+            self._give(sa.app.spec.executor)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
         lost = len(e.tasks)
@@ -407,14 +418,15 @@ class Simulator:
     def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
         for e in list(sa.executors.values()):
             self._kill(sa, e)
-        for _ in list(sa.starting):
-            self._give(sa.app.spec.executor)
-        sa.starting.clear()
+        for eid in list(sa.starting):
+            self._cancel_executor(sa, eid)
         spec = sa.app.spec
-        if spec.driver_in_cluster:
+        if not spec.driver_in_cluster:
+            self.pool.give_slot()
+        elif sa.driver_placed:
             self._give(spec.driver)
         else:
-            self._slots_used -= 1
+            self.pool.cancel(sa.name)
         sa.phase = Phase.DONE
         self._done += 1
         self._reported.pop(sa.name, None)
@@ -422,20 +434,8 @@ class Simulator:
             self.rec.apps[sa.name].finished = now
         self._outbox.append(DriverExited(sa.name, exit_code))
 
-    # --- the physical pool ----------------------------------------------------------------
-
-    def _take(self, r: Resources, what: str) -> None:
-        after = self._used + r
-        cap = self.w.cluster.capacity
-        if not after.fits_in(cap):
-            raise Overcommit(
-                f"{what} ({r.cores} cores/{r.mem_mib} MiB) does not fit: {self._used.cores} cores/"
-                f"{self._used.mem_mib} MiB of {cap.cores}/{cap.mem_mib} already in use"
-            )
-        self._used = after
-
-    def _give(self, r: Resources) -> None:
-        self._used = self._used - r
+    def _give(self, size: Resources) -> None:
+        self._started(self.pool.give(size))
 
 
 def simulate(workload: Workload) -> SimResult:

@@ -60,7 +60,9 @@ class SparkApp:
     pending: int = 0  # tasks of the current stage not running
     running: int = 0
     executors: dict[str, SimExecutor] = field(default_factory=dict)  # up, in start order
-    starting: dict[str, float] = field(default_factory=dict)  # requested id -> ready at
+    # requested executors: id -> when it is up, None while it waits for room in the cluster
+    starting: dict[str, float | None] = field(default_factory=dict)
+    driver_placed: bool = False  # the driver has its slot or its cores (it may still be starting)
     grant: int = 0
     _made: int = 0
 

@@ -6,9 +6,10 @@ import pytest
 from sim_builders import app, stage, workload
 
 from sessionsched.engine import LaunchDriver, MarkState, Reclaim, SetTarget, Submitted
-from sessionsched.model import AppState, ReclaimMode
+from sessionsched.model import AppState, ReclaimMode, Resources
 from sessionsched.sim.heap import CLUSTER, CYCLE, WORKLOAD, EventHeap
-from sessionsched.sim.simulator import Overcommit, Simulator
+from sessionsched.sim.pool import Overcommit, Pool, Started
+from sessionsched.sim.simulator import Simulator
 from sessionsched.sim.spark import Phase, SimExecutor, SparkApp
 
 
@@ -207,18 +208,68 @@ def test_released_executor_takes_no_new_task():
     assert r.apps[0].finished == 23  # third task on e1 after its first
 
 
-def test_an_engine_that_overcommits_is_caught():
-    # 8-core cluster, 1-core executors: a grant of 9 cannot be honoured.
+def test_an_engine_that_grants_too_much_cannot_overfill_the_cluster():
+    # 8-core cluster, 1-core executors: of a grant of 9, the ninth waits for room.
     w = workload(app("a", max_executors=20, stages=[stage(20, 5)]))
-    with pytest.raises(Overcommit, match="does not fit"):
-        run(w, ScriptedEngine(grant=9))
+    r = run(w, ScriptedEngine(grant=9))
+    assert max(r.timeline.executors["a"]) == 8
+    assert r.executor_waits == 1
+    assert r.apps[0].state == "FINISHED"
 
 
-def test_in_cluster_drivers_count_against_the_cluster():
-    # 8 cores: a 3-core in-cluster driver leaves 5 for executors; a grant of 6 overfills it.
+@pytest.mark.parametrize("grant,waits", [(5, 0), (6, 1)], ids=["grant fits", "grant too big"])
+def test_in_cluster_drivers_count_against_the_cluster(grant, waits):
+    # 8 cores: a 3-core in-cluster driver leaves 5 for executors.
     w = workload(
         app("a", driver={"cores": 3, "in_cluster": True}, max_executors=20, stages=[stage(20, 5)])
     )
-    with pytest.raises(Overcommit):
-        run(w, ScriptedEngine(grant=6))
-    assert run(w, ScriptedEngine(grant=5)).apps[0].state == "FINISHED"
+    r = run(w, ScriptedEngine(grant=grant))
+    assert max(r.timeline.executors["a"]) == 5
+    assert r.executor_waits == waits
+
+
+# --- the pool: what waits for room, and in which order ---------------------------------------
+
+CORE = Resources(1, 1024)
+
+
+def full_pool() -> Pool:
+    pool = Pool(Resources(2, 8192), driver_slots=1)
+    pool.request_executor("x", "x1", CORE)
+    pool.request_executor("x", "x2", CORE)
+    return pool
+
+
+def test_pool_starts_what_fits_at_once():
+    pool = Pool(Resources(2, 8192), driver_slots=1)
+    assert pool.request_driver("d", CORE) == Started(drivers=["d"])
+    assert pool.request_executor("a", "a1", CORE) == Started(executors=[("a", "a1")])
+    assert pool.used == Resources(2, 2048)
+    assert pool.executor_waits == 0
+
+
+def test_pool_gives_freed_room_to_waiting_drivers_before_executors():
+    pool = full_pool()
+    assert pool.request_executor("a", "a1", CORE) == Started()
+    assert pool.request_driver("d", CORE) == Started()
+    assert pool.give(CORE) == Started(drivers=["d"])
+    assert pool.give(CORE) == Started(executors=[("a", "a1")])
+    assert pool.executor_waits == 1  # a1 was asked for when nothing was free
+
+
+def test_pool_forgets_cancelled_requests():
+    pool = full_pool()
+    pool.request_executor("a", "a1", CORE)
+    assert pool.cancel("a1") is True
+    assert pool.cancel("x1") is False  # started: its resources come back through give()
+    assert pool.give(CORE) == Started()
+    assert pool.used == CORE
+
+
+def test_pool_driver_slots():
+    pool = Pool(Resources(2, 8192), driver_slots=1)
+    pool.take_slot("driver of a")
+    with pytest.raises(Overcommit, match="all 1 driver slots are in use"):
+        pool.take_slot("driver of b")
+    pool.give_slot()
+    pool.take_slot("driver of b")

@@ -41,6 +41,26 @@ def test_reclaim_mode_decides_when_the_high_priority_app_gets_executors(
     assert apps["low"].state == apps["high"].state == "FINISHED"
 
 
+def test_reserve_driver_waits_for_the_cores_it_is_reclaiming():
+    # a holds all 8 cores with 50 s tasks. b (reserve, in-cluster driver) is admitted at 10:
+    # its driver and reserved executor come out of a's executors, decommissioned with a 10 s
+    # deadline; the driver waits for them like a standalone master's waiting driver.
+    w = workload(
+        app("a", max_executors=8, stages=[stage(8, 50)]),
+        app("b", submit=10, driver={"cores": 1, "in_cluster": True}, stages=[stage(2, 5)]),
+        queues=[queue("q", admission="reserve", reclaim_timeout=10)],
+    )
+    r = simulate(w)
+    b = by_name(r)["b"]
+    assert b.admitted == 10
+    tl = r.timeline
+    assert tl.at(tl.driver_cores, 15) == 0  # still waiting for a's cores
+    assert tl.at(tl.driver_cores, 21) == 1  # a's executors killed at the deadline (20)
+    assert b.first_executor == 23  # driver start 2 s, executor 1 s
+    assert r.summary["stuck"] == 0
+    assert r.executor_waits == 0
+
+
 def test_driver_slots_limit_client_mode_drivers():
     w = workload(
         *(app(n, submit=i) for i, n in enumerate("abc")),

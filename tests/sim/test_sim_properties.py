@@ -1,0 +1,65 @@
+"""Random small workloads through the real engine (hypothesis): the run always ends, every app
+ends FINISHED or counted as stuck, the engine never grants an executor the cluster has no room
+for (``executor_waits``; the pool itself raises Overcommit if it were ever overfilled), and under
+`reserve` admission no app is ever stuck."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sim_builders import app, queue, stage, workload
+
+from sessionsched.sim import simulate
+
+apps = st.lists(
+    st.fixed_dictionaries(
+        {
+            "submit": st.integers(0, 30),
+            "priority": st.integers(1, 10000),
+            "driver": st.fixed_dictionaries(
+                {"cores": st.integers(1, 2), "in_cluster": st.booleans()}
+            ),
+            "executor": st.fixed_dictionaries({"cores": st.integers(1, 3)}),
+            "max_executors": st.integers(1, 6),
+            "startup_s": st.integers(0, 20),
+            "stages": st.lists(
+                st.builds(stage, st.integers(1, 12), st.integers(1, 15)), min_size=1, max_size=3
+            ),
+        }
+    ),
+    min_size=1,
+    max_size=6,
+)
+queues = st.fixed_dictionaries(
+    {
+        "admission": st.sampled_from(["stateaware", "reserve", "none"]),
+        "policy": st.sampled_from(["fifo", "priority", "fairshare"]),
+        "reclaim_timeout": st.sampled_from([0, 5, -1]),
+    }
+)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def build(specs, q):
+    named = [app(f"app{i}", **s) for i, s in enumerate(specs)]
+    return workload(*named, queues=[queue("q", starting_timeout=60, **q)])
+
+
+@SETTINGS
+@given(specs=apps, q=queues)
+def test_every_run_ends_and_accounts_for_every_app(specs, q):
+    r = simulate(build(specs, q))
+    s = r.summary
+    assert s["completed"] + s["stuck"] == len(specs)
+    assert {a.state for a in r.apps} <= {"FINISHED", "ACCEPTED", "STARTING", "RUNNING"}
+    assert sum(a.state == "FINISHED" for a in r.apps) == s["completed"]
+    assert 0 <= s["utilization"] <= 1
+    assert r.executor_waits == 0
+    for a in r.apps:
+        if a.finished is not None:
+            assert a.submitted <= a.admitted <= a.first_executor <= a.finished
+
+
+@SETTINGS
+@given(specs=apps, policy=st.sampled_from(["fifo", "priority", "fairshare"]))
+def test_reserve_admission_never_leaves_an_app_stuck(specs, policy):
+    r = simulate(build(specs, {"admission": "reserve", "policy": policy}))
+    assert r.summary["stuck"] == 0, [(a.name, a.state) for a in r.apps]
