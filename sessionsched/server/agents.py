@@ -55,7 +55,8 @@ class AgentsMixin:
             if control:
                 agent.control = control
             seen = tuple((e.executor_id, e.idle) for e in executors)
-            if seen != agent.executors:
+            # An admission-only agent cannot read its executors: the cluster's view stands.
+            if agent.control == "full" and seen != agent.executors:
                 agent.executors = seen
                 events.append(ExecutorsChanged(app_id, tuple(executors)))
             if demand != agent.demand:
