@@ -1,11 +1,11 @@
 """The run as a picture (matplotlib, Agg: no display needed), three panels over time:
 
 1. cores held by in-cluster drivers (hatched, at the bottom) and executor cores per app,
-   stacked, against the cluster's cores;
+   stacked, against the cluster's cores; a dotted line where an app's priority changed;
 2. each app's state as a bar: queued (ACCEPTED), STARTING, RUNNING; nothing once FINISHED;
 3. queue lengths: apps waiting in each leaf queue.
 
-The timeline holds step samples taken at scheduler cycles (``record.Timeline``).
+The timeline holds step functions recorded at scheduler cycles (``record.Timeline``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from .record import Series  # noqa: E402
 from .result import SimResult  # noqa: E402
 
 STATE_COLORS = {
@@ -31,24 +32,27 @@ STATE_COLORS = {
 MAX_LEGEND_APPS = 16
 
 
-def _segments(times: list[float], values: list, end: float):
+def _segments(series: Series, end: float):
     """(start, length, value) runs of a step series up to ``end``."""
-    out = []
-    for i, (t, v) in enumerate(zip(times, values, strict=True)):
-        stop = times[i + 1] if i + 1 < len(times) else end
-        if out and out[-1][2] == v:
-            start, _, _ = out[-1]
-            out[-1] = (start, stop - start, v)
-        else:
-            out.append((t, stop - t, v))
-    return out
+    bounds = series.times[1:] + [end]
+    return [
+        (t, stop - t, v)
+        for t, stop, v in zip(series.times, bounds, series.values, strict=True)
+        if stop > t
+    ]
+
+
+def _on_grid(series: Series, grid: list[float]) -> list:
+    return [series.at(t) or 0 for t in grid]
 
 
 def plot(result: SimResult, out: str | Path, title: str = "") -> None:
     tl = result.timeline
-    end = max(result.end_s, tl.times[-1] if tl.times else 0.0, 1.0)
-    times = tl.times + [end]
     names = [a.name for a in result.apps]
+    changes = {t for s in tl.executor_cores.values() for t in s.times}
+    changes.update(tl.driver_cores.times)
+    end = max(result.end_s, max(changes, default=0.0), 1.0)
+    times = sorted(changes | {end})
     cmap = plt.get_cmap("tab20")
     colors = {n: cmap(i % 20) for i, n in enumerate(names)}
 
@@ -60,7 +64,7 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
         gridspec_kw={"height_ratios": [3, max(1.2, 0.28 * len(names)), 1.4]},
     )
 
-    bottom = tl.driver_cores + tl.driver_cores[-1:] if tl.driver_cores else [0] * len(times)
+    bottom = _on_grid(tl.driver_cores, times)
     if any(bottom):
         ax_ex.fill_between(
             times,
@@ -74,11 +78,20 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
             label="in-cluster drivers",
         )
     for n in names:
-        series = tl.executor_cores.get(n, [])
-        values = series + series[-1:] if series else [0] * len(times)
+        values = _on_grid(tl.executor_cores[n], times)
         top = [b + v for b, v in zip(bottom, values, strict=True)]
         ax_ex.fill_between(times, bottom, top, step="post", color=colors[n], label=n, lw=0)
         bottom = top
+    for n in names:  # priority updates: a dotted line where they happen
+        prio = tl.priorities[n]
+        for t, before, after in zip(prio.times[1:], prio.values, prio.values[1:], strict=False):
+            ax_ex.axvline(t, color="black", ls=":", lw=1)
+            ax_ex.annotate(
+                f" {n}: {before} → {after}",
+                (t, result.cluster_cores * 1.02),
+                fontsize=8,
+                color="black",
+            )
     ax_ex.axhline(result.cluster_cores, color="black", ls="--", lw=1, label="cluster cores")
     ax_ex.set_ylabel("cores")
     ax_ex.set_ylim(0, result.cluster_cores * 1.08)
@@ -89,8 +102,7 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
     ax_ex.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
 
     for row, n in enumerate(names):
-        states = tl.states.get(n, [])
-        for start, length, state in _segments(tl.times, states, end):
+        for start, length, state in _segments(tl.states[n], end):
             if state in STATE_COLORS:
                 ax_st.broken_barh([(start, length)], (row - 0.4, 0.8), color=STATE_COLORS[state])
     ax_st.set_yticks(range(len(names)), names, fontsize=8)
@@ -108,10 +120,10 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
     )
 
     for q, series in tl.pending.items():
-        ax_q.step(times, series + series[-1:], where="post", label=q)
+        ax_q.step(series.times + [end], series.values + series.values[-1:], where="post", label=q)
     ax_q.set_ylabel("queued apps")
     ax_q.set_xlabel("time (s)")
-    most = max((max(v) for v in tl.pending.values() if v), default=0)
+    most = max((s.max() for s in tl.pending.values()), default=0)
     ax_q.set_ylim(0, max(most, 1) * 1.15)
     ax_q.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax_q.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)

@@ -1,12 +1,12 @@
 """What a run records: each app's milestones, a timeline for the plot, busy core-seconds for
 utilization and the wall-clock cost of every ``Scheduler.step``.
 
-The timeline keeps a sample only when something in it changed since the last one (it is drawn
-as steps), so a long quiet run costs no memory.
+The timeline is a set of step functions (``Series``) that keep only their changes.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from ..model import AppState
@@ -25,53 +25,44 @@ class AppTimes:
 
 
 @dataclass
-class Timeline:
-    """Step samples: value i holds from ``times[i]`` until ``times[i + 1]``."""
+class Series:
+    """A step function: ``values[i]`` holds from ``times[i]`` until ``times[i + 1]``.
+    Only changes are kept, so a long quiet run costs nothing."""
 
     times: list[float] = field(default_factory=list)
-    executors: dict[str, list[int]] = field(default_factory=dict)  # app -> executors up
-    executor_cores: dict[str, list[int]] = field(default_factory=dict)  # app -> their cores
-    states: dict[str, list[str]] = field(default_factory=dict)  # app -> state ("" not submitted)
-    pending: dict[str, list[int]] = field(default_factory=dict)  # leaf queue -> queued apps
-    driver_cores: list[int] = field(default_factory=list)  # cores held by in-cluster drivers
-    _last: tuple | None = None
+    values: list = field(default_factory=list)
 
-    def sample(
-        self,
-        now: float,
-        executors: dict[str, int],
-        cores: dict[str, int],
-        states: dict[str, str],
-        pending: dict[str, int],
-        driver_cores: int,
-    ) -> None:
-        snapshot = (
-            driver_cores,
-            tuple(executors.values()),
-            tuple(states.values()),
-            tuple(pending.values()),
-        )
-        if snapshot == self._last:
+    def set(self, t: float, value) -> None:
+        if self.values and self.values[-1] == value:
             return
-        self._last = snapshot
-        self.times.append(now)
-        self.driver_cores.append(driver_cores)
-        for name, n in executors.items():
-            self.executors.setdefault(name, []).append(n)
-            self.executor_cores.setdefault(name, []).append(cores[name])
-        for name, s in states.items():
-            self.states.setdefault(name, []).append(s)
-        for name, n in pending.items():
-            self.pending.setdefault(name, []).append(n)
+        if self.times and self.times[-1] == t:
+            self.values[-1] = value
+            if len(self.values) > 1 and self.values[-2] == value:
+                self.times.pop()
+                self.values.pop()
+            return
+        self.times.append(t)
+        self.values.append(value)
 
-    def at(self, series: list, t: float):
-        """The value of a step series at time ``t`` (None before the first sample)."""
-        value = None
-        for when, v in zip(self.times, series, strict=True):
-            if when > t:
-                break
-            value = v
-        return value
+    def at(self, t: float):
+        """The value at time ``t`` (None before the first change)."""
+        i = bisect_right(self.times, t)
+        return self.values[i - 1] if i else None
+
+    def max(self, default=0):
+        return max(self.values, default=default)
+
+
+@dataclass
+class Timeline:
+    """What the plot draws, recorded at scheduler cycles."""
+
+    executors: dict[str, Series] = field(default_factory=dict)  # app -> executors up
+    executor_cores: dict[str, Series] = field(default_factory=dict)  # app -> their cores
+    states: dict[str, Series] = field(default_factory=dict)  # app -> state name
+    pending: dict[str, Series] = field(default_factory=dict)  # leaf queue -> queued apps
+    driver_cores: Series = field(default_factory=Series)  # cores held by in-cluster drivers
+    priorities: dict[str, Series] = field(default_factory=dict)  # app -> priority
 
 
 @dataclass

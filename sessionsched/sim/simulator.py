@@ -48,7 +48,7 @@ from ..engine import (
 from ..model import AppState, Executor, ReclaimMode, Resources
 from .heap import CLUSTER, CYCLE, WORKLOAD, EventHeap
 from .pool import Pool, Started
-from .record import AppTimes, Record
+from .record import AppTimes, Record, Series
 from .result import SimResult, build_result
 from .spark import Phase, SimExecutor, SparkApp
 from .workload import Workload
@@ -133,6 +133,24 @@ class Simulator:
         self._task_ids = 0
         self._done = 0
         self._horizon_s = self._quiet_horizon()
+        # Apps changed since their last report to the engine / since the last timeline sample.
+        self._order = {a.name: i for i, a in enumerate(workload.apps)}
+        self._unreported: dict[str, None] = {}
+        self._unsampled: dict[str, None] = {}
+        self._queued = {q.name: 0 for q in workload.root.leaves()}  # ACCEPTED apps per queue
+        self._driver_cores = 0  # cores of in-cluster drivers that have their room
+        self._start_timeline()
+
+    def _start_timeline(self) -> None:
+        tl = self.rec.timeline
+        for name in self.apps:
+            tl.executors[name] = Series([0.0], [0])
+            tl.executor_cores[name] = Series([0.0], [0])
+            tl.states[name] = Series([0.0], [""])
+            tl.priorities[name] = Series([0.0], [self.apps[name].app.spec.priority])
+        for q in self._queued:
+            tl.pending[q] = Series([0.0], [0])
+        tl.driver_cores = Series([0.0], [0])
 
     def _quiet_horizon(self) -> float:
         """Longer than every timeout in play: a run quiet for this long cannot change again."""
@@ -202,10 +220,15 @@ class Simulator:
         wakeup = getattr(self.sched, "next_wakeup", None)
         return not events and not decisions and wakeup is not None and wakeup() is None
 
+    def _touch(self, name: str) -> None:
+        self._unreported[name] = None
+        self._unsampled[name] = None
+
     def _reports(self) -> list[Event]:
         """Each live app's executor list and demand, when changed since the last report."""
         out: list[Event] = []
-        for name, sa in self.apps.items():
+        for name in sorted(self._unreported, key=self._order.__getitem__):
+            sa = self.apps[name]
             if sa.phase in (Phase.QUEUED, Phase.DONE):
                 continue
             executors = tuple(
@@ -219,24 +242,28 @@ class Simulator:
             if demand != last[1]:
                 out.append(DemandChanged(name, demand))
             self._reported[name] = (executors, demand)
+        self._unreported.clear()
         return out
 
     def _sample(self, now: float) -> None:
-        execs = {n: len(sa.executors) for n, sa in self.apps.items()}
-        cores = {n: len(sa.executors) * sa.cores_per_executor for n, sa in self.apps.items()}
-        states = {}
-        for name, t in self.rec.apps.items():
-            states[name] = "" if t.state is None else t.state.value
-        pending = {q: len(self.sched.pending(q)) for q in self._leaf_names()}
-        drivers = sum(
-            sa.app.spec.driver.cores
-            for sa in self.apps.values()
-            if sa.app.spec.driver_in_cluster and sa.driver_placed and sa.phase is not Phase.DONE
-        )
-        self.rec.timeline.sample(now, execs, cores, states, pending, drivers)
+        tl = self.rec.timeline
+        for name in self._unsampled:
+            sa = self.apps[name]
+            tl.executors[name].set(now, len(sa.executors))
+            tl.executor_cores[name].set(now, len(sa.executors) * sa.cores_per_executor)
+            state = self.rec.apps[name].state
+            tl.states[name].set(now, "" if state is None else state.value)
+        self._unsampled.clear()
+        for q, n in self._queued.items():
+            tl.pending[q].set(now, n)
+        tl.driver_cores.set(now, self._driver_cores)
 
-    def _leaf_names(self) -> list[str]:
-        return [q.name for q in self.w.root.leaves()]
+    def _set_state(self, name: str, state: AppState) -> None:
+        times = self.rec.apps[name]
+        queue = self.apps[name].app.spec.queue
+        self._queued[queue] += (state is AppState.ACCEPTED) - (times.state is AppState.ACCEPTED)
+        times.state = state
+        self._touch(name)
 
     # --- decisions ------------------------------------------------------------------------
 
@@ -256,7 +283,7 @@ class Simulator:
             sa = self.apps[d.app_id]
             if isinstance(d, MarkState):
                 if sa.phase is not Phase.DONE or d.state.terminal:
-                    self.rec.apps[sa.name].state = d.state
+                    self._set_state(sa.name, d.state)
             elif isinstance(d, Reclaim):
                 self._reclaim(now, sa, d)
             elif isinstance(d, StopDriver):
@@ -282,6 +309,8 @@ class Simulator:
 
     def _driver_placed(self, sa: SparkApp) -> None:
         sa.driver_placed = True
+        if sa.app.spec.driver_in_cluster:
+            self._driver_cores += sa.app.spec.driver.cores
         self._push(self._clock + self.w.cluster.driver_start_s, CLUSTER, _DriverUp(sa.name))
 
     def _started(self, started: Started) -> None:
@@ -314,10 +343,11 @@ class Simulator:
         sa = self.apps[ev.app]  # type: ignore[attr-defined]
         if isinstance(ev, _Submit):
             self._outbox.append(Submitted(sa.app.spec))
-            self.rec.apps[sa.name].state = AppState.ACCEPTED
+            self._set_state(sa.name, AppState.ACCEPTED)
         elif isinstance(ev, _Update):
             self._outbox.append(PriorityChanged(sa.name, ev.priority))
             self.rec.apps[sa.name].priority = ev.priority
+            self.rec.timeline.priorities[sa.name].set(now, ev.priority)
         elif sa.phase is Phase.DONE:
             return  # anything still in flight for an app that ended is moot
         elif isinstance(ev, _DriverUp):
@@ -370,6 +400,7 @@ class Simulator:
         (release the ones being given back), then request or cancel executors."""
         if sa.phase is Phase.DONE:
             return
+        self._touch(sa.name)
         if sa.phase is Phase.RUNNING:
             task_s = sa.task_s
             for eid in sa.placements():
@@ -413,6 +444,7 @@ class Simulator:
     def _remove(self, sa: SparkApp, e: SimExecutor) -> None:
         assert not e.tasks, "an executor leaves with running tasks only through _kill"
         del sa.executors[e.executor_id]
+        self._touch(sa.name)
         self._give(sa.app.spec.executor)
 
     def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
@@ -424,10 +456,12 @@ class Simulator:
         if not spec.driver_in_cluster:
             self.pool.give_slot()
         elif sa.driver_placed:
+            self._driver_cores -= spec.driver.cores
             self._give(spec.driver)
         else:
             self.pool.cancel(sa.name)
         sa.phase = Phase.DONE
+        self._touch(sa.name)
         self._done += 1
         self._reported.pop(sa.name, None)
         if exit_code == 0:

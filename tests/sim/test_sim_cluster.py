@@ -42,8 +42,7 @@ def run(w, engine):
 
 
 def executors_at(result, name, t):
-    tl = result.timeline
-    return tl.at(tl.executors[name], t)
+    return result.timeline.executors[name].at(t)
 
 
 # --- the heap -------------------------------------------------------------------------------
@@ -212,7 +211,7 @@ def test_an_engine_that_grants_too_much_cannot_overfill_the_cluster():
     # 8-core cluster, 1-core executors: of a grant of 9, the ninth waits for room.
     w = workload(app("a", max_executors=20, stages=[stage(20, 5)]))
     r = run(w, ScriptedEngine(grant=9))
-    assert max(r.timeline.executors["a"]) == 8
+    assert r.timeline.executors["a"].max() == 8
     assert r.executor_waits == 1
     assert r.apps[0].state == "FINISHED"
 
@@ -224,7 +223,7 @@ def test_in_cluster_drivers_count_against_the_cluster(grant, waits):
         app("a", driver={"cores": 3, "in_cluster": True}, max_executors=20, stages=[stage(20, 5)])
     )
     r = run(w, ScriptedEngine(grant=grant))
-    assert max(r.timeline.executors["a"]) == 5
+    assert r.timeline.executors["a"].max() == 5
     assert r.executor_waits == waits
 
 

@@ -120,5 +120,5 @@ SPLIT = {
 @pytest.mark.parametrize("at,expected", SPLIT.values(), ids=SPLIT.keys())
 def test_notebooks_split_follows_priorities(at, expected):
     result = simulate(load_workload(EXAMPLES / "notebooks-fairshare.yaml"))
-    tl = result.timeline
-    assert {n: tl.at(tl.executors[n], at) for n in expected} == expected
+    executors = result.timeline.executors
+    assert {n: executors[n].at(at) for n in expected} == expected

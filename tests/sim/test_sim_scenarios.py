@@ -53,9 +53,9 @@ def test_reserve_driver_waits_for_the_cores_it_is_reclaiming():
     r = simulate(w)
     b = by_name(r)["b"]
     assert b.admitted == 10
-    tl = r.timeline
-    assert tl.at(tl.driver_cores, 15) == 0  # still waiting for a's cores
-    assert tl.at(tl.driver_cores, 21) == 1  # a's executors killed at the deadline (20)
+    drivers = r.timeline.driver_cores
+    assert drivers.at(15) == 0  # still waiting for a's cores
+    assert drivers.at(21) == 1  # a's executors killed at the deadline (20)
     assert b.first_executor == 23  # driver start 2 s, executor 1 s
     assert r.summary["stuck"] == 0
     assert r.executor_waits == 0
@@ -78,7 +78,7 @@ def test_in_cluster_driver_cores_are_not_given_to_executors():
         app("a", driver={"cores": 3, "in_cluster": True}, max_executors=20, stages=[stage(40, 5)])
     )
     r = simulate(w)
-    assert max(r.timeline.executors["a"]) == 5
+    assert r.timeline.executors["a"].max() == 5
     assert r.apps[0].state == "FINISHED"
 
 
