@@ -17,7 +17,8 @@ Model (the Spark side is in ``spark.py``):
   DriverExited. ``LaunchDriver`` starts a driver after ``driver_start_s``; ``SetTarget.grant``
   caps the app's executors; ``Reclaim`` KILL kills now (running tasks go back to pending),
   DECOMMISSION stops new tasks and lets the executor leave when its tasks are done (killed at
-  the deadline), IDLE releases the executor when it is idle (now, or when its tasks are done).
+  the deadline), IDLE releases the executor if it is idle and else skips the order (the
+  engine orders it again once it is idle), as the driver agent does.
 - The run ends when every app finished; or when nothing can change any more: no simulated
   event is pending (only scheduler cycles) and nothing changed for longer than every timeout in
   play (starting and reclaim timeouts, idle timeout, start latencies) - a deadlock; or at
@@ -329,6 +330,12 @@ class Simulator:
                 continue
             if d.mode is ReclaimMode.KILL:
                 self._kill(sa, e)
+                continue
+            if d.mode is ReclaimMode.IDLE:
+                # As the agent does: release it if idle, else skip the order; the engine sees
+                # it busy in the next report and orders it again once it is idle.
+                if not e.tasks:
+                    self._remove(sa, e)
                 continue
             e.leaving = True
             if d.mode is ReclaimMode.DECOMMISSION and d.deadline is not None:

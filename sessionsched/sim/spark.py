@@ -16,8 +16,8 @@ Assumptions of the model (Spark standalone, dynamic allocation on, ``spark.task.
   the model asks for all of it at once (the scheduler's grant is the real limit here).
 - Allocation: the app wants ``min(max(min_executors, demand), grant)`` working executors and
   never holds more than ``grant`` executors alive or starting (the master's executor limit), so
-  executors it is giving back (decommissioning, or released when idle) count against its grant
-  until they are gone. Surplus requests still starting are cancelled, newest first.
+  executors it is giving back (decommissioning) count against its grant until they are gone.
+  Surplus requests still starting are cancelled, newest first.
 - Idle timeout: an executor idle for ``executor_idle_timeout_s`` is released, unless that would
   leave fewer than ``min_executors`` working executors (Spark keeps the minimum).
 """
@@ -45,7 +45,7 @@ class SimExecutor:
     started_at: float
     tasks: dict[int, float] = field(default_factory=dict)  # task id -> done at
     idle_since: float | None = None
-    leaving: bool = False  # decommissioning or to be released when idle: takes no new task
+    leaving: bool = False  # decommissioning: takes no new task, leaves when its tasks are done
 
     @property
     def free_cores(self) -> int:
