@@ -1,0 +1,85 @@
+"""Fixtures for the server tests: the app in-process (FastAPI TestClient, a real SQLite file,
+the real APScheduler cycle) in a temporary state directory."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from server_helpers import QUEUES, make_config
+
+from sessionsched.server.app import create_app
+
+
+@pytest.fixture
+def state_dir(tmp_path) -> Path:
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def db(state_dir) -> Path:
+    return state_dir / "sessionsched.db"
+
+
+@pytest.fixture
+def free_port():
+    """A function giving a free TCP port on 127.0.0.1 (the OS picks it)."""
+
+    def pick() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    return pick
+
+
+@pytest.fixture
+def closed_port(free_port) -> int:
+    """A port nothing listens on: a cluster that cannot be reached."""
+    return free_port()
+
+
+@pytest.fixture
+def offline_cluster(closed_port) -> dict:
+    """The ``cluster`` config section of a standalone cluster that cannot be reached:
+    submissions are accepted and queue, nothing starts, queue positions hold still."""
+    return {"backend": "standalone", "master": f"spark://127.0.0.1:{closed_port}",
+            "master_ui": f"http://127.0.0.1:{closed_port}"}
+
+
+@pytest.fixture
+def offline_config(offline_cluster):
+    """A server config (as YAML data, for ``sessionsched serve``) whose cluster cannot be
+    reached."""
+
+    def make(state_dir: Path) -> dict:
+        return {"server": {"state_dir": str(state_dir), "cycle_ms": 50},
+                "cluster": offline_cluster, "queues": QUEUES}
+
+    return make
+
+
+@pytest.fixture
+def offline_app(state_dir, offline_cluster):
+    """A function building the app (in-process) on the offline cluster, with the real
+    standalone backend; ``sections`` change the config."""
+
+    def make(**sections):
+        return create_app(make_config(state_dir, cluster=offline_cluster, **sections))
+
+    return make
+
+
+@pytest.fixture
+def client(offline_app):
+    with TestClient(offline_app()) as c:
+        yield c
+
+
+@pytest.fixture
+def app_file(tmp_path) -> Path:
+    p = tmp_path / "job.py"
+    p.write_text("print('hello')\n")
+    return p
