@@ -20,7 +20,8 @@ Decisions where DESIGN.md is silent:
 - Submission order (``seq``) is by submit time, then by place in the file.
 - A workload that could never run is refused, not simulated: an executor or an in-cluster
   driver larger than the whole cluster, ``min_executors`` above ``max_executors``, a priority
-  update before the app is submitted. An app that merely waits forever is a result (``stuck``).
+  update before the app is submitted, a submission after ``max_time_s``. An app that merely
+  waits forever is a result (``stuck``).
 - Bursts of identical apps: YAML anchors and merge keys (``<<: *app``). Top-level keys that
   start with ``x-`` are ignored, to hold the anchored templates (as in docker compose files).
 """
@@ -161,6 +162,11 @@ def _first_problem(w: WorkloadConfig) -> str | None:
         if app.name in seen:
             return f"{where}.name: {app.name!r} is already the name of apps[{seen[app.name]}]"
         seen[app.name] = i
+        if app.submit > c.max_time_s:
+            return (
+                f"{where}.submit: {app.submit:g} is after the end of the run "
+                f"(cluster.max_time_s {c.max_time_s:g})"
+            )
         try:
             resolve_queue(root, _queue_name(app, root))
         except LookupError as e:

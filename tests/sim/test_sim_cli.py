@@ -151,6 +151,10 @@ BAD = {
         {**GOOD, "apps": [app("a", queue="a", submit=10, updates=[{"at": 5, "priority": 7}])]},
         "apps[0].updates[0].at: 5 is before the app is submitted (submit 10)",
     ),
+    "submitted after the end of the run": (
+        {**GOOD, "cluster": {"max_time_s": 50}, "apps": [app("a", queue="a", submit=60)]},
+        "apps[0].submit: 60 is after the end of the run (cluster.max_time_s 50)",
+    ),
     "duplicate names": (
         bad("apps.1.name", "a"),
         "apps[1].name: 'a' is already the name of apps[0]",

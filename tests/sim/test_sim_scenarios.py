@@ -61,6 +61,14 @@ def test_reserve_driver_waits_for_the_cores_it_is_reclaiming():
     assert r.executor_waits == 0
 
 
+def test_a_late_priority_update_does_not_keep_a_finished_run_going():
+    w = workload(app("a", updates=[{"at": 500, "priority": 9000}]))
+    r = simulate(w)
+    assert r.apps[0].state == "FINISHED"
+    assert r.end_s == r.apps[0].finished < 500
+    assert r.apps[0].priority == 5000  # the run ended before the update
+
+
 def test_driver_slots_limit_client_mode_drivers():
     w = workload(
         *(app(n, submit=i) for i, n in enumerate("abc")),
