@@ -73,5 +73,6 @@ class Record:
     cycle_ms: list[float] = field(default_factory=list)
     last_change_s: float = 0.0  # when the cluster or the scheduler last changed anything
     end_s: float = 0.0
+    makespan_s: float = 0.0  # see result.py
     end_reason: str = ""
     executor_waits: int = 0  # executor requests within a grant that found no room (pool.py)

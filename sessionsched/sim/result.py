@@ -2,8 +2,9 @@
 
 Definitions (seconds from the start of the run):
 - ``state``: FINISHED, or the state the app was stuck in (ACCEPTED, STARTING or RUNNING).
-- ``makespan``: when the last app finished; with stuck apps, when the run last changed anything
-  (after that only scheduler cycles happened until the deadlock was detected or ``max_time_s``).
+- ``makespan``: when the last app finished; in a deadlock, when the run last changed anything
+  (after that only scheduler cycles happened until it was detected); ``max_time_s`` if the run
+  was cut short there.
 - ``completed`` / ``stuck``: apps that finished / did not.
 - ``mean_completion``, ``p95_completion``: of ``finished - submitted`` over finished apps
   (p95 by nearest rank); null when none finished.
@@ -133,10 +134,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
             )
         )
     stuck = len(workload.apps) - len(completions)
-    finishes = [t.finished for t in rec.apps.values() if t.finished is not None]
-    makespan = max(finishes, default=0.0)
-    if stuck:
-        makespan = max(makespan, rec.last_change_s)
+    makespan = rec.makespan_s
     cores = workload.cluster.capacity.cores
     utilization = rec.busy_core_s / (cores * makespan) if makespan > 0 else 0.0
     summary = {

@@ -201,16 +201,24 @@ class Simulator:
         self._sample(now)
         if self._done == len(self.apps):
             self.rec.end_reason = "every app finished"
+            self.rec.makespan_s = self._last_finish()
             return True
         if now >= self.w.cluster.max_time_s:
             self.rec.end_reason = f"stopped at max_time_s {self.w.cluster.max_time_s:g}"
+            self.rec.makespan_s = now  # cut short while still working
             return True
         if self._facts == 0 and self._nothing_can_change(now, events, decisions):
             since = self.rec.last_change_s
             self.rec.end_reason = f"deadlock: nothing changed since t={since:g}s, nothing can"
+            self.rec.makespan_s = max(self._last_finish(), since)
             return True
         self.heap.push((n + 1) * self.w.cluster.cycle_s, CYCLE, _Cycle(n + 1))
         return False
+
+    def _last_finish(self) -> float:
+        return max(
+            (t.finished for t in self.rec.apps.values() if t.finished is not None), default=0.0
+        )
 
     def _nothing_can_change(self, now: float, events: list, decisions: list) -> bool:
         """Called when no simulated event is pending: only the engine's own timers could still

@@ -141,8 +141,10 @@ def test_max_time_bounds_a_run_that_would_take_longer():
     r = simulate(w)
     assert r.apps[0].state == "RUNNING"
     assert r.summary["stuck"] == 1
-    assert r.end_s == 100
+    assert r.end_s == r.summary["makespan"] == 100
     assert "max_time_s" in r.end_reason
+    # one core busy from t=3 (driver 2 s, executor 1 s) of 8 cores for 100 s
+    assert r.summary["utilization"] == pytest.approx(97 / 800, abs=1e-4)
 
 
 JAIN = {
