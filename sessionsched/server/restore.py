@@ -49,6 +49,8 @@ def restore(service, now: float) -> list[Event]:
             continue
         if app.kind == AppKind.SESSION:
             service.session_since[app.id] = now
+            if app.spark_app_id:
+                service.backend.manage(app.id, app.spark_app_id)
         elif not app.handle:
             failed.append((app, UNRECORDED))
             continue

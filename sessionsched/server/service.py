@@ -42,6 +42,7 @@ from ..engine.events import (
     CapacityChanged,
     Decision,
     DriverExited,
+    DriverStarted,
     Event,
     KillRequested,
     LaunchDriver,
@@ -300,6 +301,11 @@ class Service(ReadsMixin, AgentsMixin):
             decisions = self._step(now, events)
             record = record_step(now, events, decisions, self.apps, self.engine.apps,
                                  self._why, self._killers)
+            # A notebook's driver is not the backend's: tell it the Spark app is ours, so it
+            # reports its executors and stops counting them as someone else's usage.
+            sessions = [(ev.app_id, ev.spark_app_id) for ev in events
+                        if isinstance(ev, DriverStarted) and ev.spark_app_id
+                        and self.apps[ev.app_id].kind == AppKind.SESSION]
             for d in decisions:
                 if isinstance(d, Reclaim):
                     self.agents.setdefault(d.app_id, AgentState(seen_at=0.0)).orders.append(d)
@@ -312,6 +318,11 @@ class Service(ReadsMixin, AgentsMixin):
                 if isinstance(d, LaunchDriver):
                     self._fail_launch(d.app_id, f"could not record the launch: {e}")
             return
+        for app_id, spark_app_id in sessions:
+            try:
+                self.backend.manage(app_id, spark_app_id)
+            except Exception:  # noqa: BLE001 - executors then come from the agent alone
+                log.exception("backend could not take %s's executors into account", app_id)
         self._carry_out(now, decisions)
 
     def _step(self, now: float, events: list[Event]) -> list[Decision]:
