@@ -1,0 +1,287 @@
+"""The standalone backend's parts that need no Spark: command lines, the cluster's JSON,
+log matching, process identity, the runner, and errors for bad input or no master."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sessionsched.backends import procs
+from sessionsched.backends.applog import LogWatch, find_app_id, find_driver_id
+from sessionsched.backends.base import BackendError, Launch
+from sessionsched.backends.clusterview import (
+    ClusterView,
+    ExecutorInfo,
+    capacity_for_managed,
+    parse_master,
+    parse_worker_executors,
+)
+from sessionsched.backends.commands import rest_request, submit_command
+from sessionsched.backends.standalone import RUNNER, StandaloneBackend
+from sessionsched.model import Resources
+from tests.sparkcluster import free_port, wait_until
+
+# --- spark-submit command lines ---------------------------------------------------------
+
+
+def _cmd(user_argv, conf, defaults=None):
+    return submit_command("spark-submit", "spark://m:7077", "client", user_argv, conf,
+                          defaults or {})
+
+
+@pytest.mark.parametrize(
+    "user_argv, conf, defaults, expected",
+    [
+        pytest.param(
+            ["--conf", "spark.executor.memory=1g", "app.py", "--conf", "x=1"],
+            {"spark.executor.memory": "2g"}, {},
+            ["--conf", "spark.executor.memory=2g", "app.py", "--conf", "x=1"],
+            id="ours beat the user's --conf; app args untouched even if they look like options",
+        ),
+        pytest.param(
+            ["--executor-memory", "1g", "--name", "mine", "app.py"],
+            {"spark.executor.memory": "1g", "spark.app.name": "queued-name"}, {},
+            ["--conf", "spark.executor.memory=1g", "--conf", "spark.app.name=queued-name",
+             "app.py"],
+            id="a dedicated option for one of our keys is dropped (it would beat --conf)",
+        ),
+        pytest.param(
+            ["--master", "yarn", "--deploy-mode", "cluster", "--py-files", "a.zip", "app.py"],
+            {}, {},
+            ["--py-files", "a.zip", "app.py"],
+            id="--master and --deploy-mode are always ours",
+        ),
+        pytest.param(
+            ["--conf", "spark.driver.host=10.0.0.5", "app.py"], {},
+            {"spark.driver.host": "127.0.0.1", "spark.x": "1"},
+            ["--conf", "spark.x=1", "--conf", "spark.driver.host=10.0.0.5", "app.py"],
+            id="defaults only where nobody set the key",
+        ),
+    ],
+)
+def test_submit_command_precedence(user_argv, conf, defaults, expected):
+    cmd = _cmd(user_argv, conf, defaults)
+    assert cmd[:5] == ["spark-submit", "--master", "spark://m:7077", "--deploy-mode", "client"]
+    assert cmd[5:] == expected
+
+
+@pytest.mark.parametrize(
+    "user_argv, message",
+    [
+        (["--conf", "spark.x=1"], "no application file"),
+        (["--bogus", "app.py"], "unknown spark-submit option '--bogus'"),
+        (["--conf"], "needs a value"),
+    ],
+    ids=["no app file", "unknown option", "option without value"],
+)
+def test_submit_command_refuses_unusable_arguments(user_argv, message):
+    with pytest.raises(ValueError, match=message):
+        _cmd(user_argv, {})
+
+
+def test_rest_request_points_the_driver_at_the_real_master():
+    original = {"action": "CreateSubmissionRequest", "mainClass": "A",
+                "sparkProperties": {"spark.master": "spark://127.0.0.1:6066", "spark.a": "1"},
+                "environmentVariables": {"SPARK_X": "1"}}
+    body = rest_request(original, "spark://127.0.0.1:7077", {"spark.a": "2"}, {"E": "v"})
+    assert body["sparkProperties"] == {"spark.master": "spark://127.0.0.1:7077", "spark.a": "2"}
+    assert body["environmentVariables"] == {"SPARK_X": "1", "E": "v"}
+    assert original["sparkProperties"]["spark.master"] == "spark://127.0.0.1:6066"  # unchanged
+    with pytest.raises(ValueError, match="not a CreateSubmissionRequest"):
+        rest_request({"action": "KillSubmissionRequest"}, "spark://m:1", {}, {})
+
+
+# --- the cluster's JSON -----------------------------------------------------------------
+
+
+def _worker(wid, cores, memory, state="ALIVE"):
+    return {"id": wid, "host": "127.0.0.1", "port": 1, "webuiaddress": f"http://{wid}",
+            "cores": cores, "coresused": 0, "memory": memory, "memoryused": 0, "state": state}
+
+
+def _app(aid, cores):
+    return {"id": aid, "name": aid, "user": "u", "state": "RUNNING", "cores": cores,
+            "memoryperexecutor": 512, "starttime": 1}
+
+
+def _driver(did, state, cores=1, memory=1024):
+    return {"id": did, "state": state, "cores": cores, "memory": memory, "worker": "w1",
+            "starttime": "1"}
+
+
+def _view(workers, apps, drivers=(), executors=()):
+    master = parse_master({"url": "spark://m:1", "status": "ALIVE", "workers": list(workers),
+                           "activeapps": list(apps), "activedrivers": list(drivers)})
+    return ClusterView(master, tuple(ExecutorInfo(a, e, 512, "w1") for a, e in executors))
+
+
+@pytest.mark.parametrize(
+    "view, managed_apps, managed_drivers, expected",
+    [
+        pytest.param(_view([_worker("w1", 8, 8192), _worker("w2", 4, 4096, "DEAD")], []),
+                     (), (), Resources(8, 8192), id="only alive workers count"),
+        # foreign app: 2 cores, two 512 MiB executors -> 8-2 cores, 8192-1024 MiB
+        pytest.param(_view([_worker("w1", 8, 8192)], [_app("app-1", 2)],
+                           executors=[("app-1", "0"), ("app-1", "1")]),
+                     (), (), Resources(6, 7168), id="an unmanaged app's cores and executors"),
+        pytest.param(_view([_worker("w1", 8, 8192)], [_app("app-1", 2)],
+                           executors=[("app-1", "0"), ("app-1", "1")]),
+                     ("app-1",), (), Resources(8, 8192), id="a managed app is not subtracted"),
+        # a foreign running driver holds 1 core/1024 MiB; a finished one nothing; ours nothing
+        pytest.param(_view([_worker("w1", 8, 8192)], [],
+                           drivers=[_driver("d-1", "RUNNING"), _driver("d-2", "FINISHED"),
+                                    _driver("d-3", "RUNNING")]),
+                     (), ("d-3",), Resources(7, 7168), id="unmanaged cluster-mode drivers"),
+        pytest.param(_view([_worker("w1", 1, 512)], [_app("app-1", 4)]),
+                     (), (), Resources(0, 512), id="never below zero"),
+    ],
+)
+def test_capacity_for_managed(view, managed_apps, managed_drivers, expected):
+    assert capacity_for_managed(view, managed_apps, managed_drivers) == expected
+
+
+def test_cluster_json_that_is_not_sparks_is_refused_with_the_field_named():
+    with pytest.raises(ValueError, match="'url' missing"):
+        parse_master({"workers": []})
+    with pytest.raises(ValueError, match="'cores' is not a number"):
+        parse_master({"url": "spark://m:1", "workers": [_worker("w1", "many", 1)]})
+    with pytest.raises(ValueError, match="'appid' missing"):
+        parse_worker_executors({"executors": [{"id": 1, "memory": 512}]}, "w1")
+
+
+def test_driver_states_become_exit_codes():
+    master = parse_master({"url": "spark://m:1", "activedrivers": [_driver("a", "RUNNING")],
+                           "completeddrivers": [_driver("b", "FINISHED"),
+                                                _driver("c", "FAILED"), _driver("d", "KILLED")]})
+    assert [master.driver(d).exit_code for d in "abcd"] == [None, 0, 1, 143]
+
+
+# --- logs -------------------------------------------------------------------------------
+
+
+def test_ids_are_found_in_driver_and_submitter_logs():
+    line = ("26/11/21 17:46:28 INFO StandaloneSchedulerBackend: Connected to Spark cluster "
+            "with app ID app-20261121174628-0000")
+    assert find_app_id(line) == "app-20261121174628-0000"
+    assert find_app_id("Connected to Spark cluster with app ID later") is None
+    sub = "INFO RestSubmissionClient: Submission successfully created as driver-20261121-0001."
+    assert find_driver_id(sub) == "driver-20261121-0001"
+
+
+def test_log_watch_reads_only_whole_new_lines(tmp_path):
+    log = tmp_path / "driver.log"
+    watch = LogWatch(log)
+    watch.scan()  # no file yet: nothing, no error
+    assert watch.app_id is None
+    log.write_text("start\nConnected to Spark cluster with app ID app-1-")
+    watch.scan()
+    assert watch.app_id is None  # the line is still being written
+    with open(log, "a") as f:
+        f.write("0002\n")
+    watch.scan()
+    assert watch.app_id == "app-1-0002"
+
+
+# --- processes and the runner -----------------------------------------------------------
+
+
+def _run_runner(tmp_path, *command, **kwargs):
+    exit_file = tmp_path / "x.exit"
+    popen = subprocess.Popen([sys.executable, RUNNER, "--exit-file", str(exit_file), "--",
+                              *command], start_new_session=True, **kwargs)
+    return popen, exit_file
+
+
+@pytest.mark.parametrize(
+    "command, code",
+    [
+        ([sys.executable, "-c", "import sys; sys.exit(3)"], 3),
+        ([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], 137),
+        (["/nonexistent/spark-submit"], 127),
+    ],
+    ids=["exit code", "killed by a signal", "cannot start"],
+)
+def test_runner_records_the_exit_code(tmp_path, command, code):
+    popen, exit_file = _run_runner(tmp_path, *command, stderr=subprocess.DEVNULL)
+    assert popen.wait(timeout=30) == code
+    assert exit_file.read_text().strip() == str(code)
+    assert not (tmp_path / "x.exit.tmp").exists()
+
+
+def test_sigterm_to_the_group_is_recorded_as_143_and_empties_it(tmp_path):
+    popen, exit_file = _run_runner(tmp_path, sys.executable, "-c", "import time; time.sleep(60)")
+    proc = procs.identify(popen.pid)
+    wait_until(lambda: len(_group(proc.pid)) >= 2, 10, "the runner's child")
+    procs.stop_group(proc, grace_s=10)  # it also collects the runner's status (our child)
+    popen.wait(timeout=10)
+    assert exit_file.read_text().strip() == "143"
+    assert not procs.group_alive(proc.pid)
+
+
+def _group(pgid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "-g", str(pgid)], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def test_a_process_is_known_by_pid_and_start_time():
+    popen = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        me = procs.identify(popen.pid)
+        assert procs.is_running(me)
+        assert procs.ProcessId.parse(str(me)) == me
+        stranger = procs.ProcessId(me.pid, me.start_ticks + 1)  # same PID, another process
+        assert not procs.is_running(stranger)
+        assert not procs.signal_group(stranger, signal.SIGTERM)  # a stranger is never signalled
+        assert popen.poll() is None
+    finally:
+        popen.kill()
+        popen.wait(timeout=10)
+    assert not procs.is_running(me)
+
+
+# --- errors a user sees -----------------------------------------------------------------
+
+
+def test_an_unreachable_master_is_a_clear_backend_error(tmp_path):
+    port = free_port()
+    backend = StandaloneBackend(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{port}",
+                                tmp_path, http_timeout_s=1.0)
+    try:
+        started = time.monotonic()
+        for call in (backend.capacity, lambda: backend.poll(0.0)):
+            with pytest.raises(BackendError,
+                               match=rf"cannot reach the Spark master at http://127.0.0.1:{port}"
+                                     r"/json/: connection refused"):
+                call()
+        assert time.monotonic() - started < 5
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize(
+    "launch, message",
+    [
+        (Launch("driver-1", "a"), "nothing to launch"),
+        (Launch("driver-1", "a", argv=("--conf", "spark.x=1")), "no application file"),
+        (Launch("driver-1", "a", rest_request={"action": "Nope"}, in_cluster=True),
+         "not a CreateSubmissionRequest"),
+    ],
+    ids=["no arguments", "no application file", "not a REST create request"],
+)
+def test_a_launch_that_cannot_work_is_refused_with_the_reason(tmp_path, launch, message):
+    backend = StandaloneBackend("spark://127.0.0.1:1", "http://127.0.0.1:1", tmp_path)
+    try:
+        with pytest.raises(BackendError, match=message):
+            backend.launch(launch)
+        assert not list(tmp_path.glob("*.json"))  # nothing recorded for a refused launch
+    finally:
+        backend.close()
+
+
+def test_a_bad_master_url_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="expected spark://HOST:PORT"):
+        StandaloneBackend("127.0.0.1:7077", "http://127.0.0.1:8080", tmp_path)
