@@ -1,0 +1,91 @@
+"""The agent protocol's server side (docs/agent-protocol.md), with the test playing the driver
+agent of two notebook sessions. The scheduler runs in-process on the real local cluster (its
+capacity: 4 cores); the sessions' executors are the ones the test reports."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from server_helpers import make_config, wait_until
+
+from sessionsched.server.app import create_app
+
+EXECUTORS = [{"id": str(i), "idle": False, "started_at": 1763744400.0 + i} for i in range(4)]
+
+
+def test_unknown_app_is_404_for_the_agent(client):
+    for path, body in (("/api/v1/agent/register", {"app_id": "driver-x", "control": "full"}),
+                       ("/api/v1/agent/heartbeat", {"app_id": "driver-x", "demand": 1})):
+        r = client.post(path, json=body)
+        assert (r.status_code, r.json()) == (
+            404, {"detail": "no app 'driver-x': the agent should stop reporting"})
+
+
+def test_bad_heartbeat_is_refused(client):
+    r = client.post("/api/v1/agent/heartbeat", json={"app_id": "driver-x", "demand": -1})
+    assert r.status_code == 422
+    assert r.json() == {"detail": "demand: Input should be greater than or equal to 0"}
+
+
+@pytest.mark.cluster
+def test_sessions_get_targets_grants_and_reclaim_orders_once(spark_cluster, state_dir):
+    cfg = make_config(
+        state_dir,
+        server={"cycle_ms": 50, "heartbeat_s": 0.5},
+        cluster={"backend": "standalone", "master": spark_cluster.master_url,
+                 "master_ui": spark_cluster.master_ui},
+        queues=[{"name": "root", "queues": [
+            {"name": "notebooks", "policy": "priority", "reclaim_timeout": 0}]}],
+        defaults={"queue": "root.notebooks"},
+    )
+    with TestClient(create_app(cfg)) as c:
+        def beat(app_id, demand, executors):
+            r = c.post("/api/v1/agent/heartbeat",
+                       json={"app_id": app_id, "demand": demand, "executors": executors,
+                             "pending_tasks": demand, "running_tasks": len(executors),
+                             "control": "full"})
+            assert r.status_code == 200
+            return r.json()
+
+        a = c.post("/api/v1/sessions", json={"name": "nb-a", "priority": 5000}).json()["id"]
+        wait_until(lambda: c.get(f"/api/v1/apps/{a}").json()["state"] == "STARTING", 30,
+                   "session a to be admitted")
+        r = c.post("/api/v1/agent/register", json={
+            "app_id": a, "spark_app_id": "app-20261121170001-9001", "spark_version": "4.0.1",
+            "pid": 4242, "control": "full", "reason": None})
+        assert r.json() == {"heartbeat_s": 0.5, "target": 0, "grant": 0, "reclaim": [],
+                            "state": "STARTING"}
+
+        # a asks for 4 executors: the cluster has 4 cores, it gets all of them.
+        wait_until(lambda: beat(a, 4, [])["grant"] == 4, 30, "a's grant of 4")
+        assert beat(a, 4, EXECUTORS)["state"] in ("STARTING", "RUNNING")
+        wait_until(lambda: beat(a, 4, EXECUTORS)["state"] == "RUNNING", 30, "a running")
+        app_a = c.get(f"/api/v1/apps/{a}").json()
+        assert (app_a["executors"], app_a["target"], app_a["demand"]) == (4, 4, 4)
+        assert app_a["spark_app_id"] == "app-20261121170001-9001"
+
+        # b, priority 9000, in the same priority-policy queue: everything goes to b...
+        b = c.post("/api/v1/sessions", json={"name": "nb-b", "priority": 9000}).json()["id"]
+        wait_until(lambda: c.get(f"/api/v1/apps/{b}").json()["state"] == "STARTING", 30,
+                   "session b to be admitted")
+        c.post("/api/v1/agent/register", json={"app_id": b, "control": "full"})
+        reply_b = wait_until(lambda: (r := beat(b, 4, []))["target"] == 4 and r, 30,
+                             "b's target of 4")
+        assert reply_b["grant"] == 0  # ...but not before a has given its executors back
+        # ...and a is told, once, to give them back now (reclaim_timeout 0: kill).
+        order = wait_until(lambda: beat(a, 4, EXECUTORS)["reclaim"], 30, "a's reclaim order")
+        assert order == [{"executor_ids": ["3", "2", "1", "0"], "mode": "kill",
+                          "deadline": order[0]["deadline"]}]
+        again = beat(a, 4, EXECUTORS)
+        assert (again["reclaim"], again["target"], again["grant"]) == ([], 0, 0)
+        beat(a, 4, [])  # a's executors are gone
+        wait_until(lambda: beat(b, 4, [])["grant"] == 4, 30, "b's grant once a let go")
+
+        # A killed session's agent hears it at its next heartbeat; a stopped one finishes.
+        assert c.post(f"/api/v1/apps/{a}/kill").json()["state"] == "KILLED"
+        assert beat(a, 0, [])["state"] == "KILLED"
+        stopped = c.post(f"/api/v1/sessions/{b}/stop", json={"exit_code": 0}).json()
+        assert (stopped["state"], stopped["exit_code"]) == ("FINISHED", 0)
+        assert beat(b, 0, [])["state"] == "FINISHED"
+        kinds = [e["kind"] for e in c.get(f"/api/v1/apps/{a}/events").json()]
+        assert kinds[:2] == ["submitted", "state"] and "agent" in kinds and "driver" in kinds
