@@ -91,6 +91,7 @@ class Writer:
         try:
             with self.store.session() as session:
                 results = [job.fn(session) for job in batch]
+                self.store.flush(session)
                 session.commit()
         except Exception as e:  # noqa: BLE001 - any job's failure is reported on its future
             if len(batch) > 1:
