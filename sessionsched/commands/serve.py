@@ -28,8 +28,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--config", metavar="F", help="server YAML (default: built-in defaults)")
     p.add_argument("--host", metavar="H", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", metavar="P", type=int, help="port to listen on (default 6066)")
-    p.add_argument("--log-level", default="info",
-                   choices=["debug", "info", "warning", "error"], help="default: info")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="default: info",
+    )
     p.set_defaults(func=run)
 
 
@@ -37,12 +41,12 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..backends.base import BackendError
-    from ..server.app import UnsafeListen, check_listen, create_app
+    from ..server.app import UnsafeListen, asgi, check_listen, create_app
 
     config = load_server_config(args.config)
-    server = config.server.model_copy(update={
-        k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None
-    })
+    server = config.server.model_copy(
+        update={k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    )
     if not 1 <= server.port <= 65535:
         raise UserError(f"--port {server.port}: expected 1..65535")
     config = config.model_copy(update={"server": server})
@@ -59,6 +63,12 @@ def run(args: argparse.Namespace) -> int:
         app = create_app(config, url=f"http://{host}:{server.port}")
     except (BackendError, LookupError, ValueError) as e:
         raise UserError(f"cannot start: {e}") from None
-    uvicorn.run(app, host=server.host, port=server.port, log_level=args.log_level,
-                access_log=False, lifespan="on")
+    uvicorn.run(
+        asgi(app),
+        host=server.host,
+        port=server.port,
+        log_level=args.log_level,
+        access_log=False,
+        lifespan="on",
+    )
     return 0

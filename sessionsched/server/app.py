@@ -1,6 +1,7 @@
 """The ASGI application: the service behind FastAPI, started and stopped with the app.
 
-``create_app(config, backend)`` builds it; ``sessionsched serve`` runs it under uvicorn.
+``create_app(config, backend)`` builds it; ``sessionsched serve`` runs ``asgi(app)`` under
+uvicorn.
 Every refusal is a 4xx with one line naming the problem: ``{"detail": "..."}`` on the native
 API (request-shape errors included: FastAPI's list of errors becomes its first line), Spark's
 ``ErrorResponse`` on ``/v1/submissions``.
@@ -97,10 +98,9 @@ def create_app(
     )
     app.state.service = service
     app.state.defaults = defaults
-    spark_rest = SparkRest(service, defaults)
-    app.router.routes[0:0] = spark_rest.routes()
+    app.state.spark_rest = SparkRest(service, defaults)
+    app.router.routes[0:0] = app.state.spark_rest.routes()
     app.include_router(api.router)
-    app.add_middleware(StatusFastPath, spark_rest=spark_rest)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, err: RequestValidationError):
@@ -116,3 +116,9 @@ def create_app(
         return DASHBOARD_HTML
 
     return app
+
+
+def asgi(app: FastAPI) -> StatusFastPath:
+    """What uvicorn serves: the app behind the status-read fast path (``StatusFastPath``),
+    which answers spark-submit's polling before FastAPI's per-request machinery."""
+    return StatusFastPath(app, app.state.spark_rest)
