@@ -3,9 +3,11 @@ spark-submit sends, what a Spark 4.0.1 master answers, and our additions."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from server_helpers import rows, wait_until
 
+from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.server.spark_rest import SPARK_VERSION
 
 JSON_TYPE = "application/json;charset=utf-8"
@@ -249,3 +251,29 @@ def test_protocol_errors(client, method, path, status_code, message):
     if status_code == 468:
         expected["highestProtocolVersion"] = "v1"
     assert r.json() == expected
+
+
+def test_status_over_real_http_matches_the_routed_answer(tmp_path, offline_config):
+    """``sessionsched serve`` answers status reads on its fast path; the answer is the one the
+    routed path gives (checked in-process above)."""
+    server = ServerProcess.start(offline_config(tmp_path / "state"), tmp_path / "serve")
+    try:
+        sid = httpx.post(f"{server.url}/v1/submissions/create", json=create_body(),
+                         timeout=10).json()["submissionId"]
+        out = wait_until(lambda: (r := httpx.get(f"{server.url}/v1/submissions/status/{sid}",
+                                                 timeout=10)).json().get("position") and r,
+                         what="the driver to be queued")
+        assert out.headers["content-type"] == JSON_TYPE
+        body = out.json()
+        assert body == {"action": "SubmissionStatusResponse", "driverState": "SUBMITTED",
+                        "serverSparkVersion": SPARK_VERSION, "submissionId": sid,
+                        "success": True, "schedulerState": "ACCEPTED", "queue": "root.default",
+                        "priority": 5000, "position": 1,
+                        "schedulerReason": body["schedulerReason"]}
+        unknown = httpx.get(f"{server.url}/v1/submissions/status/driver-nope", timeout=10)
+        assert (unknown.status_code, unknown.json()["success"]) == (200, False)
+        missing = httpx.get(f"{server.url}/v1/submissions/status/", timeout=10)
+        assert (missing.status_code, missing.json()["message"]) == (
+            400, "Submission ID is missing in status request.")
+    finally:
+        server.stop()
