@@ -13,7 +13,7 @@ Sources, both the JSON of the web UIs (Spark 4.0.1 field names):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import Resources
@@ -215,3 +215,25 @@ def capacity_for_managed(
             foreign_cores += d.cores
             foreign_mem += d.memory_mib
     return Resources(max(total.cores - foreign_cores, 0), max(total.mem_mib - foreign_mem, 0))
+
+
+def presumed_ours(view: ClusterView, ours: Iterable[str], launched_at: Sequence[float]) -> set[str]:
+    """Applications presumed to be drivers of ours whose Spark app id is not known yet.
+
+    ``launched_at``: launch times (epoch seconds) of our live drivers still unidentified.
+    A driver registers (the master lists it, and may grant it cores at once) a moment before
+    its log says so; in that moment its usage would look foreign and the capacity would dip
+    for a cycle -- enough for the engine to reclaim executors for nothing. So an application
+    not known to be anyone's that started after such a driver was launched (with 1 s of clock
+    slack) is presumed ours: the earliest ones first, one per unidentified driver. Wrong only
+    briefly and on the safe side: a foreign app that started in that moment is subtracted
+    once our drivers' real ids are known.
+    """
+    if not launched_at:
+        return set()
+    known = set(ours)
+    since_ms = (min(launched_at) - 1.0) * 1000
+    candidates = sorted((a for a in view.master.active_apps
+                         if a.id not in known and a.start_ms >= since_ms),
+                        key=lambda a: (a.start_ms, a.id))
+    return {a.id for a in candidates[: len(launched_at)]}

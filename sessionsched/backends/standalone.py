@@ -27,7 +27,9 @@ Observing (``poll``), in this order for each app, in launch order:
 * then ``CapacityChanged`` when capacity or driver slots changed since last reported.
 
 Capacity: alive workers minus the usage of applications and cluster drivers this backend did
-not launch, adopt, or get told about (``manage``); driver slots are configured.
+not launch, adopt, or get told about (``manage``); driver slots are configured. An application
+that has just registered is presumed to be one of our drivers whose log line is not read yet
+(``clusterview.presumed_ours``), so that capacity does not dip for a cycle at every launch.
 
 Stopping: SIGTERM to the driver's process group at once; ``poll`` (or ``close``) sends
 SIGKILL to whatever is left after ``stop_grace_s``. Cluster drivers: the master's REST kill.
@@ -59,7 +61,7 @@ from ..model import Executor, Resources
 from . import procs, records
 from .applog import LogWatch, find_app_id
 from .base import BackendError, ClusterBackend, Handle, Launch
-from .clusterview import ClusterView, capacity_for_managed
+from .clusterview import ClusterView, capacity_for_managed, presumed_ours
 from .commands import rest_request, submit_command
 from .master import MasterClient
 from .procs import ProcessId
@@ -70,6 +72,7 @@ RUNNER = str(Path(__file__).with_name("runner.py"))
 UNKNOWN_EXIT = -1
 KILLED_EXIT = 128 + signal.SIGKILL
 DRIVER_LOG_EVERY_S = 1.0  # a cluster driver's log is fetched over HTTP: at most this often
+CLAIM_S = 120.0  # how long after launch an unidentified driver may be presumed an app's
 DRIVER_MISSING_S = 30.0  # a cluster driver the master no longer lists is gone after this
 
 
@@ -86,6 +89,7 @@ class _Tracked:
     exited: bool = False
     stop_requested: bool = False
     log_read_at: float = -1e18
+    log_read_for: frozenset[str] = frozenset()  # the unplaced apps at that read
 
 
 class StandaloneBackend(ClusterBackend):
@@ -293,11 +297,25 @@ class StandaloneBackend(ClusterBackend):
     # --- observing --------------------------------------------------------------------------
 
     def _free(self, view: ClusterView) -> Resources:
-        return capacity_for_managed(view, self._ours_spark, self._ours_drivers)
+        waiting = [t.record.launched_at for t in self._unidentified()]
+        presumed = presumed_ours(view, self._ours_spark, waiting)
+        return capacity_for_managed(view, self._ours_spark | presumed, self._ours_drivers)
+
+    def _unidentified(self) -> list[_Tracked]:
+        """Our live drivers launched less than CLAIM_S ago whose Spark app id is not known."""
+        now = time.time()
+        return [t for t in self._apps.values()
+                if not t.exited and not t.external and t.record.spark_app_id is None
+                and now - t.record.launched_at < CLAIM_S]
 
     def _learn_ids(self, view: ClusterView) -> None:
-        """Read what the drivers' logs say now (ids are needed before capacity is computed)."""
+        """Read what the drivers' logs say now (ids are needed before capacity is computed).
+
+        A cluster driver's log is fetched over HTTP only when an application the backend
+        cannot place has appeared since the last fetch (it may be this driver's), or at most
+        every DRIVER_LOG_EVERY_S while one stays unplaced."""
         now = time.monotonic()
+        unplaced = frozenset(a.id for a in view.master.active_apps) - self._ours_spark
         for t in self._apps.values():
             if t.exited or t.external:
                 continue
@@ -309,9 +327,9 @@ class StandaloneBackend(ClusterBackend):
                     self._became_cluster_driver(t, t.watch.driver_id)
                 elif not rec.submitter and t.watch.app_id and rec.spark_app_id is None:
                     self._learnt_spark_id(t, t.watch.app_id)
-            if (rec.kind == "cluster-driver" and rec.spark_app_id is None
-                    and now - t.log_read_at >= DRIVER_LOG_EVERY_S):
-                t.log_read_at = now
+            if (rec.kind == "cluster-driver" and rec.spark_app_id is None and unplaced
+                    and (unplaced != t.log_read_for or now - t.log_read_at >= DRIVER_LOG_EVERY_S)):
+                t.log_read_at, t.log_read_for = now, unplaced
                 found = find_app_id(self.client.driver_log(view, rec.driver_id))
                 if found:
                     self._learnt_spark_id(t, found)

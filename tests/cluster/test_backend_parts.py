@@ -19,6 +19,7 @@ from sessionsched.backends.clusterview import (
     capacity_for_managed,
     parse_master,
     parse_worker_executors,
+    presumed_ours,
 )
 from sessionsched.backends.commands import rest_request, submit_command
 from sessionsched.backends.standalone import RUNNER, StandaloneBackend
@@ -103,9 +104,9 @@ def _worker(wid, cores, memory, state="ALIVE"):
             "cores": cores, "coresused": 0, "memory": memory, "memoryused": 0, "state": state}
 
 
-def _app(aid, cores):
+def _app(aid, cores, start_s=1):
     return {"id": aid, "name": aid, "user": "u", "state": "RUNNING", "cores": cores,
-            "memoryperexecutor": 512, "starttime": 1}
+            "memoryperexecutor": 512, "starttime": int(start_s * 1000)}
 
 
 def _driver(did, state, cores=1, memory=1024):
@@ -142,6 +143,26 @@ def _view(workers, apps, drivers=(), executors=()):
 )
 def test_capacity_for_managed(view, managed_apps, managed_drivers, expected):
     assert capacity_for_managed(view, managed_apps, managed_drivers) == expected
+
+
+_APPS = [_app("app-old", 1, start_s=50), _app("app-a", 1, start_s=100),
+         _app("app-b", 1, start_s=101), _app("app-mine", 1, start_s=102)]
+
+
+@pytest.mark.parametrize(
+    "ours, launched_at, expected",
+    [
+        pytest.param({"app-mine"}, [], set(), id="no unidentified driver: nothing presumed"),
+        pytest.param({"app-mine"}, [99.5], {"app-a"},
+                     id="one driver: the earliest unclaimed app started after its launch"),
+        pytest.param({"app-mine"}, [100.5, 99.0], {"app-a", "app-b"},
+                     id="one app per driver, from the earliest launch (1 s slack)"),
+        pytest.param(set(), [200.0], set(), id="apps older than the launch are never presumed"),
+    ],
+)
+def test_presumed_ours(ours, launched_at, expected):
+    view = _view([_worker("w1", 8, 8192)], _APPS)
+    assert presumed_ours(view, ours, launched_at) == expected
 
 
 def test_cluster_json_that_is_not_sparks_is_refused_with_the_field_named():
