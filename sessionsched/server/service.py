@@ -211,8 +211,10 @@ class Service(ReadsMixin, AgentsMixin):
 
         return self.writer.submit(insert, after)
 
-    def set_priority(self, app_id: str, priority: int, actor: str = "Admin") -> Future:
-        """Change an app's priority; resolves once the engine has re-ordered its queue."""
+    def set_priority(self, app_id: str, priority: int, actor: str = "Admin",
+                     via: str = "") -> Future:
+        """Change an app's priority; resolves once the engine has re-ordered its queue.
+        ``actor``: who (with auth off everyone is the admin); ``via``: how, for the trail."""
         self._live_app(app_id)
         done: Future = Future()
 
@@ -224,7 +226,8 @@ class Service(ReadsMixin, AgentsMixin):
             self.store.update_apps(session, [{"id": app_id, "priority": priority}])
             self.store.add_events(session, [EventRecord(
                 app_id, self.clock(), "priority",
-                f"{actor} updated the priority from {old} to {priority}")])
+                f"{actor} updated the priority from {old} to {priority}"
+                + (f" ({via})" if via else ""))])
             return old
 
         def after(old: int) -> None:

@@ -144,7 +144,7 @@ class SparkRest:
                 "message": f"Driver {sid} has already finished or does not exist",
                 "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": False}
         try:
-            future = self.service.kill(sid, actor=f"Spark REST client {_sender(request)}")
+            future = self.service.kill(sid, actor=f"Admin (Spark REST from {_sender(request)})")
         except (NotFound, Conflict):
             return reply(gone)
         try:
@@ -181,8 +181,8 @@ class SparkRest:
             return reply({**out, "message": f"Submission {sid} does not exist", "success": False})
         app_id, is_spark_app = resolved
         try:
-            future = self.service.set_priority(app_id, priority,
-                                               actor=f"Spark REST client {_sender(request)}")
+            future = self.service.set_priority(
+                app_id, priority, via=f"Spark REST update from {_sender(request)}")
             await wait(future, CYCLE_WAIT_S)
         except (NotFound, Conflict) as e:
             return reply({**out, "message": str(e), "success": False})

@@ -4,7 +4,11 @@ stay put while we look at them."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+from fastapi.testclient import TestClient
 from server_helpers import rows, wait_until
 
 APP_KEYS = {
@@ -252,9 +256,9 @@ def test_an_unreachable_cluster_is_reported_and_submissions_still_queue(client, 
                         what="a cycle")
     assert health["status"] == "degraded" and health["cluster_reachable"] is False
     assert health["cluster"].startswith("cluster unreachable (")
-    queues = {q["name"]: q for q in client.get("/api/v1/queues").json()}
+    queues = wait_until(lambda: (q := {x["name"]: x for x in client.get("/api/v1/queues").json()})
+                        ["root.default"]["pending"] == 1 and q, what="the app to join its queue")
     assert set(queues) == {"root", "root.default", "root.etl"}
-    assert queues["root.default"]["pending"] == 1
     assert queues["root.default"]["waiting_reason"].startswith("cluster unreachable")
     assert queues["root.etl"]["policy"] == "priority"
 
@@ -269,3 +273,22 @@ def test_metrics_count_what_the_api_shows(client, app_file):
     assert 'sessionsched_submissions_total{kind="submit"} 3.0' in text
     assert "sessionsched_cycle_seconds_count" in text
     assert "sessionsched_cluster_reachable 0.0" in text
+
+
+def test_the_time_of_day_plan_in_force_shapes_the_queues(offline_app):
+    # "every minute" has always fired last minute: it is in force from the start.
+    app = offline_app(plans=[{"cron": "* * * * *", "queues": {"etl": {"weight": 7}}}])
+    with TestClient(app) as c:
+        queues = wait_until(lambda: (q := {x["name"]: x for x in c.get("/api/v1/queues").json()})
+                            ["root.etl"]["weight"] == 7 and q, what="the plan's weight")
+        assert queues["root.default"]["weight"] == 1
+        assert c.get("/api/v1/health").json()["plan"] == "plan '* * * * *': etl weight=7.0"
+
+
+def test_serve_refuses_to_listen_beyond_loopback_without_auth():
+    r = subprocess.run([sys.executable, "-m", "sessionsched.cli", "serve", "--host", "0.0.0.0",
+                        "--port", "16999"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        "sessionsched serve: refusing to listen on 0.0.0.0 with auth mode none: anyone who can "
+        "reach it could submit and kill applications; use 127.0.0.1 or turn auth on")

@@ -20,7 +20,7 @@ from sessionsched.engine.events import (
 from sessionsched.model import AppSpec, AppState, Executor, Resources
 from sessionsched.server import plans, submissions
 from sessionsched.server.books import AgentState
-from sessionsched.server.launch import service_conf
+from sessionsched.server.launch import build_launch, service_conf
 from sessionsched.server.reconcile import reconcile
 from sessionsched.server.recording import record_step
 from sessionsched.store import StoredApp
@@ -76,7 +76,7 @@ def test_record_step_writes_every_state_change_with_its_times():
     engine = {"a": _Rec(launched_at=10.0), "b": _Rec(finished_at=10.0, exit_code=3),
               "c": _Rec(finished_at=10.0)}
     why = {"b": "launch failed: no java"}
-    killers = {"c": "Spark REST client 127.0.0.1:5"}
+    killers = {"c": "Admin (Spark REST from 127.0.0.1:5)"}
     rec = record_step(
         10.0,
         [DriverStarted("a", "app-1"), DriverExited("b", 3), KillRequested("c")],
@@ -96,7 +96,7 @@ def test_record_step_writes_every_state_change_with_its_times():
     assert [(r.app_id, r.kind, r.detail) for r in rec.rows] == [
         ("a", "driver", "Spark application id app-1"),
         ("b", "exit", "driver exited with code 3"),
-        ("c", "kill", "kill requested by Spark REST client 127.0.0.1:5"),
+        ("c", "kill", "kill requested by Admin (Spark REST from 127.0.0.1:5)"),
         ("a", "state", "ACCEPTED -> STARTING: driver launched"),
         ("b", "state", "RUNNING -> FAILED: launch failed: no java"),
         ("c", "state", "ACCEPTED -> KILLED: killed on request"),
@@ -196,3 +196,21 @@ def test_launch_conf_turns_dynamic_allocation_on_unless_turned_off():
         "spark.dynamicAllocation.shuffleTracking.enabled": "true", "spark.executor.cores": "1"}
     app.conf = {"spark.dynamicAllocation.enabled": "false", "spark.executor.cores": "2"}
     assert service_conf(app) == {"spark.app.name": "etl"}
+
+
+def test_the_launch_gives_the_driver_its_identity_and_the_service_conf(tmp_path):
+    (tmp_path / "job.py").write_text("")
+    app = submissions.from_argv(["--conf", "spark.executor.cores=2", "job.py", "7"],
+                                str(tmp_path), {"spark.executor.memory": "1g"},
+                                {"PYSPARK_PYTHON": "/usr/bin/python3"}, None, None, "etl",
+                                DEFAULTS)
+    app.id = "driver-20261121170000-0001"
+    launch = build_launch(app, "http://127.0.0.1:6066", tmp_path / "logs")
+    assert launch.env["SESSIONSCHED_APP_ID"] == "driver-20261121170000-0001"
+    assert launch.env["SESSIONSCHED_SERVER"] == "http://127.0.0.1:6066"
+    assert launch.env["PYSPARK_PYTHON"] == "/usr/bin/python3"
+    assert launch.argv[-2:] == ("job.py", "7") and launch.cwd == str(tmp_path)
+    assert launch.log_path == str(tmp_path / "logs" / "driver-20261121170000-0001.log")
+    assert (launch.conf["spark.app.name"], launch.conf["spark.executor.memory"]) == ("etl", "1g")
+    assert launch.conf["spark.dynamicAllocation.enabled"] == "true"
+    assert launch.in_cluster is False and launch.rest_request is None
