@@ -1,40 +1,48 @@
 """A PySpark app for the agent's cluster tests: one job of sleeping tasks, then a report line.
 
-    sleepy_job.py --tasks N --seconds S [--detach-agent] [--linger-s L]
+    sleepy_job.py --tasks N --seconds S [--detach-agent-at E] [--linger-s L]
 
 Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ...}``: the job's result (the
 sum of the task indexes, so a lost or duplicated task shows), and the number of failed task
 attempts over the job's stages (a task killed with its executor is one; a gracefully
 decommissioned executor leaves none).
 
-``--detach-agent`` stops the agent right after the SparkContext starts, leaving the cap where it
-is: the app runs on as if its agent had died. ``--linger-s`` keeps the driver alive after the
-job (idle, holding its executors until Spark's idle timeout).
+``--detach-agent-at E`` stops the agent once E executors are registered, leaving the cap where
+it is: the app runs on as if its agent had died. ``--linger-s`` keeps the driver alive after
+the job (idle: its executors leave at Spark's idle timeout).
 """
 
 import argparse
 import json
 import sys
+import threading
 import time
 
 from pyspark.sql import SparkSession
+
+
+def detach_at(sc, executors: int) -> None:
+    from sessionsched.agent.attach import detach
+
+    tracker = sc._jsc.sc().statusTracker()  # the Java tracker lists executors (+ the driver)
+    while len(tracker.getExecutorInfos()) - 1 < executors:
+        time.sleep(0.2)
+    detach(release=False)
+    print(f"AGENT detached at {executors} executors", flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, required=True)
     parser.add_argument("--seconds", type=float, required=True)
-    parser.add_argument("--detach-agent", action="store_true")
+    parser.add_argument("--detach-agent-at", type=int, default=0)
     parser.add_argument("--linger-s", type=float, default=0.0)
     args = parser.parse_args()
 
     spark = SparkSession.builder.getOrCreate()
     sc = spark.sparkContext
-    if args.detach_agent:
-        from sessionsched.agent.attach import detach
-
-        detach(release=False)
-        print("AGENT detached", flush=True)
+    if args.detach_agent_at:
+        threading.Thread(target=detach_at, args=(sc, args.detach_agent_at), daemon=True).start()
     started = time.monotonic()
     sc.setJobGroup("work", "sleeping tasks")
     seconds = args.seconds

@@ -1,0 +1,236 @@
+"""The agent on a real cluster: executors of running apps arbitrated live, through the real
+submit path (``POST /api/v1/apps`` -> ``sessionsched serve`` -> spark-submit with the agent's
+bootstrap -> a PySpark driver whose agent heartbeats the server).
+
+A 6-core, 1-worker local cluster of its own (1-core/512m executors, sleep-based tasks): six
+is the smallest size where 1:2 and 1:1 are whole numbers of executors (2:4, 3:3).
+
+Each test names the behaviour it checks; every wait is bounded. Between tests every app is
+killed and the cluster is back to idle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sessionsched.backends.local import LocalCluster
+from sessionsched.client import SchedulerClient, Submission
+from sessionsched.commands._serverproc import ServerProcess
+from tests.sparkcluster import SMALL, master_ports, wait_until
+
+pytestmark = pytest.mark.cluster
+
+CORES = 6
+APP = Path(__file__).parent / "apps" / "sleepy_job.py"
+QUEUES = [{"name": "root", "queues": [
+    {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0},
+    {"name": "prio", "policy": "priority", "reclaim_timeout": 0},
+    {"name": "graceful", "policy": "priority", "reclaim_timeout": 60},
+]}]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    port, rest_port, ui_port = master_ports()
+    c = LocalCluster(tmp_path_factory.mktemp("agent-cluster"), workers=1, cores=CORES,
+                     memory="4g", port=port, ui_port=ui_port, rest_port=rest_port,
+                     start_timeout_s=180)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def server(cluster, tmp_path_factory):
+    work = tmp_path_factory.mktemp("agent-server")
+    config = {
+        "server": {"state_dir": str(work / "state"), "cycle_ms": 200, "heartbeat_s": 1.0},
+        "cluster": {"backend": "standalone", "master": cluster.master_url,
+                    "master_ui": cluster.master_ui, "driver_slots": 4},
+        "defaults": {"queue": "root.fair"},
+        "queues": QUEUES,
+    }
+    s = ServerProcess.start(config, work)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def api(server, cluster):
+    """A client; every app it submitted is killed afterwards and the cluster left idle."""
+    client = SchedulerClient(server.url)
+    client.submitted = []
+    try:
+        yield client
+    finally:
+        for app_id in client.submitted:
+            if not client.app(app_id).state.terminal:
+                client.kill(app_id)
+        wait_until(lambda: all(client.app(a).state.terminal for a in client.submitted), 60,
+                   "every app to end")
+        wait_until(lambda: not cluster.status().apps, 60, "the cluster to have no app left")
+        client.close()
+
+
+def submit(api, name, queue, priority, *args, conf=None, idle_timeout_s=60):
+    props = {**SMALL, "spark.driver.host": "127.0.0.1",
+             "spark.dynamicAllocation.executorIdleTimeout": f"{idle_timeout_s}s", **(conf or {})}
+    argv = ["--name", name]
+    for k, v in props.items():
+        argv += ["--conf", f"{k}={v}"]
+    argv += [str(APP), *map(str, args)]
+    app = api.submit(Submission(tuple(argv), str(APP.parent), queue=queue, priority=priority))
+    api.submitted.append(app.id)
+    return app.id
+
+
+def held(api, *ids):
+    return tuple(api.app(i).executors for i in ids)
+
+
+def settle(api, ids, expected, timeout_s, what):
+    """Wait until the apps hold ``expected`` executors, and still do 3 s later (converged,
+    not passing through)."""
+    def converged():
+        if held(api, *ids) != expected:
+            return False
+        time.sleep(3)
+        return held(api, *ids) == expected
+    wait_until(converged, timeout_s, what, interval_s=0.5)
+
+
+def report(api, app_id):
+    """The app's REPORT line: result, failed task attempts, seconds."""
+    for line in api.log(app_id, tail=400).splitlines():
+        if line.startswith("REPORT "):
+            return json.loads(line.removeprefix("REPORT "))
+    return None
+
+
+def driver_pid(api, app_id):
+    """The driver's PID, from the agent's registration in the app's audit trail."""
+    for e in api.events(app_id):
+        if e["kind"] == "agent" and "pid " in e["detail"]:
+            return int(e["detail"].split("pid ")[1].split(",")[0])
+    return None
+
+
+def finished(api, app_id):
+    app = api.app(app_id)
+    return app if app.state.terminal else None
+
+
+# --- fairshare: weights are priorities ----------------------------------------------------
+
+
+def test_fairshare_splits_by_priority_and_follows_a_priority_change_and_a_killed_driver(api):
+    # Both want 30 executors (30 tasks of 120 s): far more than the 6 the cluster has.
+    a = submit(api, "fair-a", "root.fair", 5000, "--tasks", 30, "--seconds", 120)
+    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
+    b = submit(api, "fair-b", "root.fair", 10000, "--tasks", 30, "--seconds", 120)
+    # 5000 : 10000 of 6 executors = 2 : 4. A gives back 4 (killed: reclaim_timeout 0).
+    settle(api, (a, b), (2, 4), 120, "the 1:2 split")
+
+    api.set_priority(a, 10000)  # equal weights now: 3 : 3
+    settle(api, (a, b), (3, 3), 90, "the 1:1 split after A's priority change")
+
+    # A killed driver gives its executors back: B (demand 30) grows into all six.
+    pid = wait_until(lambda: driver_pid(api, a), 10, "A's driver pid")
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: finished(api, a), 60, "A's driver to be seen gone")
+    settle(api, (b,), (CORES,), 120, "B to take A's executors")
+
+
+# --- priority: the higher one gets what it asks, the other the rest ---------------------------
+
+
+def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api):
+    # A: 12 tasks of 25 s, alone on the cluster: 6 executors, all busy.
+    a = submit(api, "prio-a", "root.prio", 3000, "--tasks", 12, "--seconds", 25)
+    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
+    # B asks for 4 (4 tasks of 40 s) at a higher priority: it gets 4, A keeps the other 2.
+    b = submit(api, "prio-b", "root.prio", 9000, "--tasks", 4, "--seconds", 40)
+    wait_until(lambda: api.app(b).target == 4, 90, "B's target of 4")
+    cut_at = time.monotonic()
+    # reclaim_timeout 0: A's surplus goes at once, busy or not.
+    wait_until(lambda: held(api, a)[0] <= 2, 30, "A's surplus killed")
+    assert time.monotonic() - cut_at < 30
+    settle(api, (a, b), (2, 4), 90, "B at 4 (all it asks), A at the remaining 2")
+    # A's killed tasks were retried elsewhere: its job completes with every task counted once.
+    done = wait_until(lambda: finished(api, a), 240, "A to finish")
+    assert (done.state.value, done.exit_code) == ("FINISHED", 0)
+    r = report(api, a)
+    assert r["result"] == sum(range(12))
+    assert r["failed_tasks"] >= 1  # busy executors were really killed
+
+
+# --- graceful reclaim: decommission, no task lost -------------------------------------------
+
+
+def test_graceful_reclaim_decommissions_and_loses_no_task(api):
+    # A: 12 tasks of 20 s; when B arrives A's 6 executors are mid-task.
+    a = submit(api, "grace-a", "root.graceful", 3000, "--tasks", 12, "--seconds", 20)
+    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
+    b = submit(api, "grace-b", "root.graceful", 9000, "--tasks", 4, "--seconds", 20)
+    wait_until(lambda: api.app(b).target == 4, 90, "B's target of 4")
+    cut_at = time.monotonic()
+    # Decommissioned executors finish their running task (<= 20 s), hand over their blocks and
+    # leave well before the 60 s deadline; B takes their cores.
+    wait_until(lambda: held(api, a)[0] <= 2, 55, "A's surplus decommissioned")
+    assert time.monotonic() - cut_at < 55
+    wait_until(lambda: held(api, b) == (4,), 60, "B at 4")
+    done = wait_until(lambda: finished(api, a), 240, "A to finish")
+    assert (done.state.value, done.exit_code) == ("FINISHED", 0)
+    r = report(api, a)
+    assert r == {**r, "result": sum(range(12)), "failed_tasks": 0}
+
+
+# --- a dead agent: the cluster's view gives the executors back ------------------------------
+
+
+def test_a_dead_agent_gives_its_executors_back_once_spark_releases_them(api):
+    # A's agent dies once A holds the cluster (the app detaches it); A's job of 6 tasks x 60 s
+    # ends, its executors go idle and Spark's own idle timeout (5 s) releases them; the driver
+    # lingers.
+    a = submit(api, "deadagent-a", "root.fair", 5000, "--tasks", 6, "--seconds", 60,
+               "--detach-agent-at", CORES, "--linger-s", 300, idle_timeout_s=5)
+    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
+    b = submit(api, "deadagent-b", "root.fair", 5000, "--tasks", 30, "--seconds", 120)
+    # While A's agent is silent nobody takes A's busy executors: B waits.
+    wait_until(lambda: api.app(b).demand > 0, 90, "B's demand")
+    assert held(api, a, b) == (CORES, 0)
+    wait_until(lambda: report(api, a), 150, "A's job to end")
+    # Nobody heartbeats for A; the master's view shows its executors leaving; B gets them all.
+    settle(api, (a, b), (0, CORES), 120, "B to take the executors A's Spark released")
+    assert not api.app(a).state.terminal  # A's driver is alive: only its executors went
+
+
+# --- probe failure: admission-only ----------------------------------------------------------
+
+
+def test_an_app_without_dynamic_allocation_is_admission_only_and_completes(api):
+    # A static app: no allocation manager to cap. The agent says so and the app runs as is.
+    a = submit(api, "static-a", "root.fair", 5000, "--tasks", 2, "--seconds", 2,
+               conf={"spark.dynamicAllocation.enabled": "false", "spark.cores.max": "2"})
+    done = wait_until(lambda: finished(api, a), 180, "the static app to finish")
+    assert (done.state.value, done.exit_code) == ("FINISHED", 0)
+    assert report(api, a)["result"] == 1
+    agent = [e["detail"] for e in api.events(a) if e["kind"] == "agent"]
+    assert len(agent) == 1
+    assert "control admission-only" in agent[0]
+    assert "executorAllocationManager() is empty: dynamic allocation is off" in agent[0]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-v"]))
