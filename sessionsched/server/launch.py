@@ -32,12 +32,29 @@ from pathlib import Path
 
 from ..agent.launch import agent_conf, wrap_argv
 from ..backends.base import Launch
+from ..sparkargs import SparkArgsError, effective_properties, parse_spark_submit
 from ..store.records import AppKind, StoredApp
+
+
+def user_conf(app: StoredApp) -> dict[str, str]:
+    """The user's own properties: the request's ``conf`` (spark-defaults' part), then what
+    ``argv`` sets (``--conf``, dedicated options), which wins -- as ``submissions.from_argv``
+    reads them. ``--conf spark.dynamicAllocation.enabled=false`` on the command line must keep
+    an app static."""
+    props = dict(app.conf)
+    if app.argv:
+        try:
+            args = parse_spark_submit(list(app.argv))
+            props.update({k: p.value for k, p in
+                          effective_properties(args, {}, app.cwd or ".").items()})
+        except (SparkArgsError, OSError):
+            pass  # checked at submission; a file gone since then changes nothing here
+    return props
 
 
 def service_conf(app: StoredApp) -> dict[str, str]:
     """The properties the service adds for this app (see the module doc)."""
-    user = app.conf
+    user = user_conf(app)
     out: dict[str, str] = {"spark.app.name": app.name}
     if app.kind == AppKind.SUBMIT:
         dynamic = user.get("spark.dynamicAllocation.enabled", "true").strip().lower() != "false"
@@ -78,7 +95,7 @@ def build_launch(
     # Static apps run through the bootstrap too: their agent reports admission-only.
     argv = wrap_argv(app.argv)
     if ours.get("spark.dynamicAllocation.enabled") == "true":
-        conf.update(agent_conf(app.conf, reclaim_timeout_s, max_executors)[0])
+        conf.update(agent_conf(user_conf(app), reclaim_timeout_s, max_executors)[0])
     return Launch(
         app_id=app.id,
         name=app.name,

@@ -27,6 +27,20 @@ def test_bad_heartbeat_is_refused(client):
     assert r.json() == {"detail": "demand: Input should be greater than or equal to 0"}
 
 
+def test_a_report_the_engine_refuses_is_dropped_and_the_rest_go_through(client):
+    """Executors reported for a session still queued (its driver cannot exist yet) are refused
+    by the engine; that refusal must not hold up a submission taken in the same cycle."""
+    a = client.post("/api/v1/sessions", json={"name": "early"}).json()["id"]
+    wait_until(lambda: client.get(f"/api/v1/apps/{a}").json()["position"] == 1, what="a queued")
+    r = client.post("/api/v1/agent/heartbeat",
+                    json={"app_id": a, "demand": 1, "executors": EXECUTORS[:1]})
+    assert (r.status_code, r.json()["state"]) == (200, "ACCEPTED")
+    b = client.post("/api/v1/sessions", json={"name": "later"}).json()["id"]
+    wait_until(lambda: client.get(f"/api/v1/apps/{b}").json()["position"] == 2,
+               what="b to join its queue in spite of the refused report")
+    assert client.get(f"/api/v1/apps/{a}").json()["executors"] == 0
+
+
 @pytest.mark.cluster
 def test_sessions_get_targets_grants_and_reclaim_orders_once(spark_cluster, state_dir):
     cfg = make_config(

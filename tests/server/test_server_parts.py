@@ -214,3 +214,4 @@ def test_the_launch_gives_the_driver_its_identity_and_the_service_conf(tmp_path)
     assert (launch.conf["spark.app.name"], launch.conf["spark.executor.memory"]) == ("etl", "1g")
     assert launch.conf["spark.dynamicAllocation.enabled"] == "true"
     assert launch.in_cluster is False and launch.rest_request is None
+
