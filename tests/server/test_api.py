@@ -292,3 +292,12 @@ def test_serve_refuses_to_listen_beyond_loopback_without_auth():
     assert r.stderr.strip() == (
         "sessionsched serve: refusing to listen on 0.0.0.0 with auth mode none: anyone who can "
         "reach it could submit and kill applications; use 127.0.0.1 or turn auth on")
+
+
+def test_dashboard_and_openapi_are_served(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "/api/v1/queues" in page.text and "/api/v1/apps" in page.text
+    spec = client.get("/openapi.json").json()
+    assert {"/api/v1/apps", "/api/v1/apps/{app_id}/priority", "/api/v1/agent/heartbeat",
+            "/api/v1/sessions", "/api/v1/health"} <= set(spec["paths"])
