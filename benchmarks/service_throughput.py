@@ -1,0 +1,301 @@
+"""Durable submissions/s and status reads/s of the scheduler, beside a real Spark master's REST
+server, on loopback. Prints one table.
+
+What runs (all on 127.0.0.1, every process stopped by its PID at the end, even on failure):
+- ``sessionsched serve`` in its own process: real uvicorn, real SQLite store (WAL, synchronous
+  FULL: a submission is on disk before it is acknowledged; concurrent ones share a commit).
+  Its backend points at the Spark master below, which has no workers: drivers queue, none
+  starts, so the figures are the service's own.
+- a Spark 4.0.1 standalone master from pyspark's jars, REST server on (its default recovery
+  mode NONE: its submissions are *not* durable).
+- the load: C keep-alive HTTP/1.1 connections from one asyncio (uvloop) client process,
+  each sending its next request as soon as the last answer arrived.
+
+Both servers get the same requests: Spark REST ``CreateSubmissionRequest``s (spark-submit's
+body), then ``GET /v1/submissions/status/ID`` for random known ids. Status reads are measured
+at each book size in ``--books`` (apps each server holds): a Spark master looks a driver up by
+scanning all of its drivers, so its reads slow down as its queue grows; ours are a dict lookup
+and a sorted-list rank. Each measurement is preceded by a warm-up (the JVM's JIT).
+
+    .venv/bin/python benchmarks/service_throughput.py [--books 200,5000] [--concurrency 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import uvloop
+import yaml
+
+PORTS = range(16000, 17000)  # the range this project's by-hand processes may use
+
+
+def free_port(taken: set[int]) -> int:
+    for port in random.sample(PORTS, len(PORTS)):
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        taken.add(port)
+        return port
+    raise RuntimeError("no free port in 16000-16999")
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def create_body(i: int) -> bytes:
+    return json.dumps({
+        "action": "CreateSubmissionRequest", "appArgs": [str(i)],
+        "appResource": "file:/tmp/bench.jar", "clientSparkVersion": "4.0.1",
+        "environmentVariables": {}, "mainClass": "Bench",
+        "sparkProperties": {"spark.app.name": f"bench-{i}", "spark.submit.deployMode": "cluster",
+                            "spark.master": "spark://127.0.0.1:7077",
+                            "spark.driver.supervise": "false"},
+    }).encode()
+
+
+# --- the load -------------------------------------------------------------------------------
+
+
+async def _connection(port: int, requests: list[bytes], answers: list, latencies: list):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for req in requests:
+            t0 = time.perf_counter()
+            writer.write(req)
+            status_line = await reader.readline()
+            length = 0
+            while True:
+                line = await reader.readline()
+                if line in (b"\r\n", b""):
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            body = await reader.readexactly(length)
+            latencies.append(time.perf_counter() - t0)
+            answers.append((int(status_line.split()[1]), body))
+    finally:
+        writer.close()
+
+
+def run_load(port: int, requests: list[bytes], concurrency: int) -> dict:
+    """Send ``requests`` over ``concurrency`` connections; rate and latencies."""
+    shares = [requests[i::concurrency] for i in range(concurrency)]
+    answers: list = []
+    latencies: list[float] = []
+
+    async def main():
+        await asyncio.gather(*(_connection(port, s, answers, latencies) for s in shares if s))
+
+    t0 = time.perf_counter()
+    uvloop.run(main())
+    elapsed = time.perf_counter() - t0
+    latencies.sort()
+    return {
+        "n": len(answers), "rate": len(answers) / elapsed, "answers": answers,
+        "p50_ms": 1000 * latencies[len(latencies) // 2],
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+    }
+
+
+def post(path: str, body: bytes) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def get(path: str) -> bytes:
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+
+
+def submit_many(port: int, first: int, count: int, concurrency: int) -> tuple[dict, list[str]]:
+    result = run_load(port, [post("/v1/submissions/create", create_body(first + i))
+                             for i in range(count)], concurrency)
+    ids = []
+    for status, body in result["answers"]:
+        answer = json.loads(body)
+        if status != 200 or not answer.get("success"):
+            raise RuntimeError(f"create refused: {status} {body[:200]!r}")
+        ids.append(answer["submissionId"])
+    return result, ids
+
+
+def read_many(port: int, ids: list[str], count: int, concurrency: int) -> dict:
+    rnd = random.Random(7)
+    result = run_load(port, [get(f"/v1/submissions/status/{rnd.choice(ids)}")
+                             for _ in range(count)], concurrency)
+    bad = [a for a in result["answers"] if a[0] != 200 or b'"success":true' not in
+           a[1].replace(b" ", b"")]
+    if bad:
+        raise RuntimeError(f"{len(bad)} status reads failed, e.g. {bad[0]!r}")
+    return result
+
+
+# --- the processes --------------------------------------------------------------------------
+
+
+class Proc:
+    """A child in its own process session, stopped by PID (its group) at the end."""
+
+    def __init__(self, argv: list[str], log: Path, **kw):
+        self.log = log
+        self._out = open(log, "wb")
+        self.popen = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT,
+                                      start_new_session=True, **kw)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.popen.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(10)
+        self._out.close()
+
+
+def wait_ready(url: str, proc: Proc, timeout_s: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.popen.poll() is not None:
+            tail = proc.log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{proc.log.name}: exited with {proc.popen.returncode}:\n{tail}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"{url} not ready after {timeout_s:g}s (log {proc.log})")
+
+
+def start_spark_master(work: Path, taken: set[int]) -> tuple[Proc, int, int, int]:
+    port, ui, rest = free_port(taken), free_port(taken), free_port(taken)
+    props = work / "master.conf"
+    props.write_text(f"spark.master.rest.enabled true\nspark.master.rest.port {rest}\n"
+                     f"spark.master.rest.host 127.0.0.1\n")
+    home = spark_home()
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = Proc([str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+                 "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui),
+                 "--properties-file", str(props)], work / "master.log", env=env)
+    wait_ready(f"http://127.0.0.1:{rest}/v1/submissions/readyz", proc)
+    return proc, port, ui, rest
+
+
+def start_scheduler(work: Path, taken: set[int], master: int, ui: int) -> tuple[Proc, int]:
+    port = free_port(taken)
+    config = {
+        "server": {"host": "127.0.0.1", "port": port, "state_dir": str(work / "state"),
+                   "cycle_ms": 200},
+        "cluster": {"backend": "standalone", "master": f"spark://127.0.0.1:{master}",
+                    "master_ui": f"http://127.0.0.1:{ui}"},
+    }
+    path = work / "sessionsched.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = Proc([sys.executable, "-m", "sessionsched.cli", "serve", "--config", str(path),
+                 "--log-level", "warning"], work / "scheduler.log")
+    wait_ready(f"http://127.0.0.1:{port}/v1/submissions/readyz", proc)
+    return proc, port
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+def measure(name: str, port: int, books: list[int], concurrency: int, reads: int,
+            rows: list[list]) -> list[dict]:
+    ids: list[str] = []
+    submitted = 0
+    for size in books:
+        result, new = submit_many(port, submitted, size - submitted, concurrency)
+        ids += new
+        rows.append([name, "create (submission)", f"{submitted}->{size}", concurrency,
+                     result["n"], result["rate"], result["p50_ms"], result["p99_ms"]])
+        submitted = size
+        read_many(port, ids, min(reads, 2000), concurrency)  # warm-up
+        result = read_many(port, ids, reads, concurrency)
+        rows.append([name, "status read", size, concurrency, result["n"], result["rate"],
+                     result["p50_ms"], result["p99_ms"]])
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--books", default="200,5000",
+                   help="comma-separated book sizes (apps on each server) to read status at")
+    p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--reads", type=int, default=20000, help="status reads per measurement")
+    args = p.parse_args(argv)
+    books = sorted(int(b) for b in args.books.split(","))
+    taken: set[int] = set()
+    procs: list[Proc] = []
+    rows: list[list] = []
+    with tempfile.TemporaryDirectory(prefix="sessionsched-bench-") as tmp:
+        work = Path(tmp)
+        try:
+            master, port, ui, rest = start_spark_master(work, taken)
+            procs.append(master)
+            sched, sched_port = start_scheduler(work, taken, port, ui)
+            procs.append(sched)
+            measure("sessionsched", sched_port, books, args.concurrency, args.reads, rows)
+            db = work / "state" / "sessionsched.db"
+            with sqlite3.connect(db) as c:
+                stored = c.execute("select count(*) from apps").fetchone()[0]
+            if stored != books[-1]:
+                raise RuntimeError(f"{books[-1]} submissions acknowledged, {stored} stored")
+            sched.stop()  # leave the cores to the master's measurement
+            measure("Spark master", rest, books, args.concurrency, args.reads, rows)
+        finally:
+            for proc in reversed(procs):
+                proc.stop()
+    print_table(rows, books)
+    return 0
+
+
+def print_table(rows: list[list], books: list[int]) -> None:
+    head = ["server", "operation", "apps on books", "conc", "requests", "req/s", "p50 ms",
+            "p99 ms"]
+    cells = [head] + [[r[0], r[1], str(r[2]), str(r[3]), str(r[4]), f"{r[5]:,.0f}",
+                       f"{r[6]:.2f}", f"{r[7]:.2f}"] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
+    for n, line in enumerate(cells):
+        print("  ".join(c.rjust(w) if i >= 2 else c.ljust(w) for i, (c, w) in
+                        enumerate(zip(line, widths, strict=True))))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    ours = {(r[1], r[2]): r[5] for r in rows if r[0] == "sessionsched"}
+    spark = {(r[1], r[2]): r[5] for r in rows if r[0] == "Spark master"}
+    creates = [r for r in rows if r[0] == "sessionsched" and r[1].startswith("create")]
+    total = sum(r[4] for r in creates) / sum(r[4] / r[5] for r in creates)
+    print(f"\ndurable submissions: {total:,.0f}/s (target >= 1,000/s: "
+          f"{'met' if total >= 1000 else 'NOT met'})")
+    for size in books:
+        ratio = ours[("status read", size)] / spark[("status read", size)]
+        print(f"status reads with {size} apps on the books: {ratio:.2f}x the Spark master's "
+              f"(target >= 2x: {'met' if ratio >= 2 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
