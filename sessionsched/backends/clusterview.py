@@ -58,6 +58,7 @@ class DriverInfo:
     cores: int
     memory_mib: int
     worker_id: str | None
+    start_ms: int = 0
 
     @property
     def exit_code(self) -> int | None:
@@ -146,6 +147,7 @@ def _driver(d: Mapping) -> DriverInfo:
         cores=_req(d, "cores", int, where),
         memory_mib=_req(d, "memory", int, where),
         worker_id=worker if isinstance(worker, str) and worker != "None" else None,
+        start_ms=_req(d, "starttime", int, where),
     )
 
 
@@ -217,23 +219,37 @@ def capacity_for_managed(
     return Resources(max(total.cores - foreign_cores, 0), max(total.mem_mib - foreign_mem, 0))
 
 
-def presumed_ours(view: ClusterView, ours: Iterable[str], launched_at: Sequence[float]) -> set[str]:
-    """Applications presumed to be drivers of ours whose Spark app id is not known yet.
+def presumed_ours(
+    view: ClusterView,
+    ours: Iterable[str],
+    ours_drivers: Iterable[str],
+    apps_launched_at: Sequence[float],
+    drivers_launched_at: Sequence[float] = (),
+) -> tuple[set[str], set[str]]:
+    """(applications, cluster drivers) presumed ours although not yet known to be.
 
-    ``launched_at``: launch times (epoch seconds) of our live drivers still unidentified.
-    A driver registers (the master lists it, and may grant it cores at once) a moment before
-    its log says so; in that moment its usage would look foreign and the capacity would dip
-    for a cycle -- enough for the engine to reclaim executors for nothing. So an application
-    not known to be anyone's that started after such a driver was launched (with 1 s of clock
-    slack) is presumed ours: the earliest ones first, one per unidentified driver. Wrong only
-    briefly and on the safe side: a foreign app that started in that moment is subtracted
-    once our drivers' real ids are known.
+    ``apps_launched_at``: launch times (epoch seconds) of our live drivers whose Spark app id
+    is not known yet; ``drivers_launched_at``: of our cluster-mode submissions whose driver id
+    is not known yet. A driver registers (the master lists it, and may grant it cores at once)
+    a moment before its log says so, and a submission's driver runs a moment before
+    spark-submit logs its id; in that moment its usage would look foreign and the capacity
+    would dip for a cycle -- enough for the engine to reclaim executors for nothing. So an
+    application (driver) known to be nobody's that started after such a launch (with 1 s of
+    clock slack) is presumed ours: the earliest ones first, one per unidentified launch. Wrong
+    only briefly and on the safe side: a foreign one that started in that moment is subtracted
+    once the real ids are known.
     """
+    apps = _earliest_after(view.master.active_apps, set(ours), apps_launched_at)
+    running = [d for d in view.master.drivers if d.exit_code is None]
+    drivers = _earliest_after(running, set(ours_drivers), drivers_launched_at)
+    return apps, drivers
+
+
+def _earliest_after(items: Sequence[AppInfo | DriverInfo], known: set[str],
+                    launched_at: Sequence[float]) -> set[str]:
     if not launched_at:
         return set()
-    known = set(ours)
     since_ms = (min(launched_at) - 1.0) * 1000
-    candidates = sorted((a for a in view.master.active_apps
-                         if a.id not in known and a.start_ms >= since_ms),
-                        key=lambda a: (a.start_ms, a.id))
-    return {a.id for a in candidates[: len(launched_at)]}
+    candidates = sorted((i for i in items if i.id not in known and i.start_ms >= since_ms),
+                        key=lambda i: (i.start_ms, i.id))
+    return {i.id for i in candidates[: len(launched_at)]}

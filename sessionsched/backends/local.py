@@ -19,8 +19,9 @@ Choices:
   the next port (the URLs we print would be wrong).
 * Workers take free ports chosen by the OS (RPC and web UI); their addresses are in the
   master's JSON. Workers may advertise more cores than the machine has.
-* Workers keep the last 100 finished executors and drivers in their JSON (Spark keeps
-  1000): the standalone backend reads every worker's JSON each poll.
+* Workers keep the last 20 finished executors and drivers in their JSON (Spark keeps
+  1000, each with its full launch command): the standalone backend reads every worker's
+  JSON every second.
 """
 
 from __future__ import annotations
@@ -202,8 +203,8 @@ class LocalCluster:
             "spark.port.maxRetries": "0",
         })
         worker_conf = self._write_conf("worker.conf", {
-            "spark.worker.ui.retainedExecutors": "100",
-            "spark.worker.ui.retainedDrivers": "100",
+            "spark.worker.ui.retainedExecutors": "20",
+            "spark.worker.ui.retainedDrivers": "20",
         })
         deadline = time.monotonic() + self.start_timeout_s
         try:

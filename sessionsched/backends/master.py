@@ -15,6 +15,7 @@ Environment proxies are ignored (``trust_env=False``): the cluster is addressed 
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 
@@ -46,6 +47,8 @@ class MasterClient:
             trust_env=False,
             follow_redirects=True,
         )
+        self._executors: dict[str, tuple[ExecutorInfo, ...]] = {}  # worker id -> last list
+        self._executors_read_at = -1e18
 
     def close(self) -> None:
         self._http.close()
@@ -72,17 +75,27 @@ class MasterClient:
         except ValueError as e:
             raise BackendError(f"unexpected answer from the Spark master at {url}: {e}") from None
 
-    def read(self) -> ClusterView:
-        """The whole cluster, now. Raises BackendError if the master cannot be read."""
+    def read(self, executors_max_age_s: float = 0.0) -> ClusterView:
+        """The whole cluster. The master is read now (BackendError if it cannot be); the
+        workers' executor lists are re-read when older than ``executors_max_age_s``. A worker
+        that does not answer keeps its last known list: a slow worker must not make executors
+        seem to come and go."""
         master = self.read_master()
-        executors: list[ExecutorInfo] = []
-        for worker in master.alive_workers():
-            try:
-                data = self._get_json(f"{worker.webui.rstrip('/')}/json/", "Spark worker")
-                executors.extend(parse_worker_executors(data, worker.id))
-            except (BackendError, ValueError):
-                continue
-        return ClusterView(master, tuple(executors))
+        now = time.monotonic()
+        alive = {w.id: w for w in master.alive_workers()}
+        stale = now - self._executors_read_at >= executors_max_age_s
+        if stale or alive.keys() - self._executors.keys():
+            self._executors_read_at = now
+            for worker in alive.values():
+                try:
+                    data = self._get_json(f"{worker.webui.rstrip('/')}/json/", "Spark worker")
+                    self._executors[worker.id] = parse_worker_executors(data, worker.id)
+                except (BackendError, ValueError):
+                    self._executors.setdefault(worker.id, ())
+        for gone in self._executors.keys() - alive.keys():
+            del self._executors[gone]  # a dead worker's executors are dead
+        executors = tuple(e for wid in alive for e in self._executors.get(wid, ()))
+        return ClusterView(master, executors)
 
     def driver_log(self, view: ClusterView, driver_id: str, max_bytes: int = 256 * 1024) -> str:
         """The first ``max_bytes`` of a cluster-mode driver's stderr; "" if not readable now."""

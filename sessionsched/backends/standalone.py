@@ -96,8 +96,10 @@ class StandaloneBackend(ClusterBackend):
     """A Spark standalone cluster (``master`` spark://..., ``master_ui`` http://...).
 
     ``rest_url``: the master's REST server (http://host:port); default: read from the master's
-    UI page when first needed. ``run_dir``: where records, exit files and default logs go;
-    a backend created with the same ``run_dir`` after a restart finds the drivers again.
+    UI page when first needed. ``executors_every_s``: how often the workers' JSON (the
+    executor lists) is read; the master's JSON is read at every call. ``run_dir``: where
+    records, exit files and default logs go; a backend created with the same ``run_dir``
+    after a restart finds the drivers again.
     """
 
     def __init__(
@@ -110,6 +112,7 @@ class StandaloneBackend(ClusterBackend):
         rest_url: str | None = None,
         stop_grace_s: float = 10.0,
         http_timeout_s: float = 3.0,
+        executors_every_s: float = 1.0,
     ):
         if not master.startswith("spark://"):
             raise ValueError(f"cluster master {master!r}: expected spark://HOST:PORT")
@@ -118,6 +121,7 @@ class StandaloneBackend(ClusterBackend):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.stop_grace_s = stop_grace_s
+        self.executors_every_s = executors_every_s
         self.client = MasterClient(master_ui, rest_url, http_timeout_s)
         self._apps: dict[str, _Tracked] = {}
         self._ours_spark: set[str] = set()  # Spark app ids that are ours, even once ended
@@ -132,7 +136,7 @@ class StandaloneBackend(ClusterBackend):
     # --- contract ---------------------------------------------------------------------------
 
     def capacity(self) -> tuple[Resources, int]:
-        view = self.client.read()
+        view = self.client.read(self.executors_every_s)
         self._learn_ids(view)
         cap = (self._free(view), self.driver_slots)
         self._capacity_sent = cap
@@ -169,7 +173,7 @@ class StandaloneBackend(ClusterBackend):
         record = records.load(self.run_dir, handle.app_id)
         if handle.kind == "cluster-driver" or (record and record.kind == "cluster-driver"):
             driver_id = record.driver_id if record and record.driver_id else handle.ref
-            view = self.client.read()
+            view = self.client.read(self.executors_every_s)
             if view.master.driver(driver_id) is None:
                 return False
             record = record or DriverRecord(handle.app_id, "cluster-driver", handle.started_at)
@@ -197,7 +201,7 @@ class StandaloneBackend(ClusterBackend):
         self._track(_Tracked(record, external=True))
 
     def poll(self, now: float) -> list[Event]:
-        view = self.client.read()
+        view = self.client.read(self.executors_every_s)
         self._escalate_stops()
         self._learn_ids(view)
         events: list[Event] = []
@@ -297,11 +301,15 @@ class StandaloneBackend(ClusterBackend):
     # --- observing --------------------------------------------------------------------------
 
     def _free(self, view: ClusterView) -> Resources:
-        waiting = [t.record.launched_at for t in self._unidentified()]
-        presumed = presumed_ours(view, self._ours_spark, waiting)
-        return capacity_for_managed(view, self._ours_spark | presumed, self._ours_drivers)
+        recent = self._recent_unidentified()
+        apps, drivers = presumed_ours(
+            view, self._ours_spark, self._ours_drivers,
+            [t.record.launched_at for t in recent],
+            [t.record.launched_at for t in recent
+             if t.record.submitter and t.record.driver_id is None])
+        return capacity_for_managed(view, self._ours_spark | apps, self._ours_drivers | drivers)
 
-    def _unidentified(self) -> list[_Tracked]:
+    def _recent_unidentified(self) -> list[_Tracked]:
         """Our live drivers launched less than CLAIM_S ago whose Spark app id is not known."""
         now = time.time()
         return [t for t in self._apps.values()

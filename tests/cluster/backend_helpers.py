@@ -45,6 +45,11 @@ class Seen:
     def max_executors(self, app_id: str) -> int:
         return max((len(e.executors) for _, e in self.of(app_id, ExecutorsChanged)), default=0)
 
+    def timeline(self) -> str:
+        """The events one per line, seconds from the first: for failure messages."""
+        t0 = self.events[0][0] if self.events else 0.0
+        return "\n".join(f"{t - t0:7.2f} {e}" for t, e in self.events)
+
     def capacities(self) -> list[CapacityChanged]:
         return [e for _, e in self.events if isinstance(e, CapacityChanged)]
 

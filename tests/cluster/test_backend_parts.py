@@ -109,9 +109,9 @@ def _app(aid, cores, start_s=1):
             "memoryperexecutor": 512, "starttime": int(start_s * 1000)}
 
 
-def _driver(did, state, cores=1, memory=1024):
+def _driver(did, state, cores=1, memory=1024, start_s=1):
     return {"id": did, "state": state, "cores": cores, "memory": memory, "worker": "w1",
-            "starttime": "1"}
+            "starttime": str(int(start_s * 1000))}
 
 
 def _view(workers, apps, drivers=(), executors=()):
@@ -147,22 +147,28 @@ def test_capacity_for_managed(view, managed_apps, managed_drivers, expected):
 
 _APPS = [_app("app-old", 1, start_s=50), _app("app-a", 1, start_s=100),
          _app("app-b", 1, start_s=101), _app("app-mine", 1, start_s=102)]
+_DRIVERS = [_driver("d-done", "FINISHED", start_s=100), _driver("d-x", "RUNNING", start_s=100),
+            _driver("d-y", "RUNNING", start_s=103)]
 
 
 @pytest.mark.parametrize(
-    "ours, launched_at, expected",
+    "apps_launched_at, drivers_launched_at, expected",
     [
-        pytest.param({"app-mine"}, [], set(), id="no unidentified driver: nothing presumed"),
-        pytest.param({"app-mine"}, [99.5], {"app-a"},
+        pytest.param([], [], (set(), set()), id="nothing unidentified: nothing presumed"),
+        pytest.param([99.5], [], ({"app-a"}, set()),
                      id="one driver: the earliest unclaimed app started after its launch"),
-        pytest.param({"app-mine"}, [100.5, 99.0], {"app-a", "app-b"},
+        pytest.param([100.5, 99.0], [], ({"app-a", "app-b"}, set()),
                      id="one app per driver, from the earliest launch (1 s slack)"),
-        pytest.param(set(), [200.0], set(), id="apps older than the launch are never presumed"),
+        pytest.param([200.0], [], (set(), set()), id="apps older than the launch never"),
+        pytest.param([], [101.0, 102.5], (set(), {"d-x", "d-y"}),
+                     id="running cluster drivers of submissions whose driver id is unknown"),
+        pytest.param([], [102.5], (set(), {"d-y"}), id="an ended driver is never presumed"),
     ],
 )
-def test_presumed_ours(ours, launched_at, expected):
-    view = _view([_worker("w1", 8, 8192)], _APPS)
-    assert presumed_ours(view, ours, launched_at) == expected
+def test_presumed_ours(apps_launched_at, drivers_launched_at, expected):
+    view = _view([_worker("w1", 8, 8192)], _APPS, _DRIVERS)
+    assert presumed_ours(view, {"app-mine"}, set(), apps_launched_at,
+                         drivers_launched_at) == expected
 
 
 def test_cluster_json_that_is_not_sparks_is_refused_with_the_field_named():

@@ -69,7 +69,7 @@ def test_cluster_mode_drivers(spark_cluster, jvm_app_jar, tmp_path):
         executor = seen.first(app_id, ExecutorsChanged, lambda e: len(e.executors) >= 1)
         assert started[0] < executor[0] < seen.first(app_id, DriverExited)[0]
     # Drivers of ours in the cluster are the engine's to count, not taken off the capacity.
-    assert {c.capacity for c in seen.capacities()} == {Resources(4, 4096)}
+    assert {c.capacity for c in seen.capacities()} == {Resources(4, 4096)}, seen.timeline()
 
     # A scheduler restart: a fresh backend adopts both and reports how they ended.
     fresh = make_backend(spark_cluster, run_dir)
