@@ -84,7 +84,10 @@ class CycleMixin:
         now = self.clock()
         events = events + self._observe(now) + self._housekeeping(now)
         with self.lock:
+            waiting = dict(self.engine.waiting)
             decisions, events = self._step(now, events)
+            if events or decisions or self.engine.waiting != waiting:
+                self.version += 1
             record = record_step(now, events, decisions, self.apps, self.engine.apps,
                                  self._why, self._killers)
             # A notebook's driver is not the backend's: tell it the Spark app is ours, so it
@@ -157,6 +160,7 @@ class CycleMixin:
             if self.health.reachable is False:
                 log.info("cluster reachable again")
             self.health = ClusterHealth(True, "", now)
+            self.version += 1
         with self.lock:
             return reconcile(polled, self.agents, now, self.heartbeat_s)
 
@@ -169,6 +173,7 @@ class CycleMixin:
             return []
         log.warning("cluster unreachable: %s; submissions are queued until it is back", message)
         self.health = ClusterHealth(False, message, now)
+        self.version += 1
         return [CapacityChanged(Resources(), 0)]
 
     def _housekeeping(self, now: float) -> list[Event]:
@@ -218,6 +223,8 @@ class CycleMixin:
                         agent = self.agents.get(app_id)
                         if agent is not None:
                             agent.orders = []
+                if changes:
+                    self.version += 1
 
         return after
 

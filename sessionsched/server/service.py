@@ -83,6 +83,9 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin):
         self.session_since: dict[str, float] = {}  # sessions adopted at a restart: since when
         self.adopt_retry: dict[str, Handle] = {}  # adopted while the backend could not check
         self.health = ClusterHealth()
+        # Bumped after every change a reader could see (books, engine, health): answers cached
+        # under an older version are stale.
+        self.version = 0
         self.plan: int | None = None
         self.last_cycle_at: float | None = None
         self.metrics = ServiceMetrics(self._metrics_snapshot)
@@ -169,6 +172,7 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin):
                 self.apps[stored.id] = stored
                 if stored.kind == AppKind.SESSION:
                     self.sessions.add(stored.id)
+                self.version += 1
             self._put(Submitted(stored.spec))
             self.metrics.submissions.labels(stored.kind).inc()
             spec = stored.spec
@@ -204,6 +208,7 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin):
         def after(old: int) -> None:
             with self.lock:
                 self.apps[app_id].priority = priority
+                self.version += 1
             audit.info("%s updated the priority of %s from %d to %d", actor, app_id, old, priority)
             self._put(PriorityChanged(app_id, priority), done)
 

@@ -84,6 +84,7 @@ class SparkRest:
     def __init__(self, service: Service, defaults: submissions.Defaults):
         self.service = service
         self.defaults = defaults
+        self._status_cache: dict[str, tuple[int, bytes]] = {}
 
     def routes(self) -> list[Route]:
         # The status read comes first: spark-submit polls it.
@@ -117,7 +118,22 @@ class SparkRest:
         return reply(out)
 
     async def status(self, request: Request) -> Response:
-        return reply(self.status_body(request.path_params["sid"]))
+        return Response(self.status_bytes(request.path_params["sid"]),
+                        headers={"content-type": JSON_TYPE})
+
+    def status_bytes(self, sid: str) -> bytes:
+        """The status answer as sent. Cached per driver until the service's books change
+        (``Service.version``): spark-submit and scripts poll the same ids over and over.
+        Only the event loop's thread calls this, so the cache needs no lock."""
+        hit = self._status_cache.get(sid)
+        version = self.service.version  # read first: a change while we build makes it stale
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        body = self.status_body(sid)
+        data = json.dumps(body).encode()
+        if body["success"]:  # unknown ids are not kept: anyone can make them up
+            self._status_cache[sid] = (version, data)
+        return data
 
     def status_body(self, sid: str) -> dict[str, Any]:
         snap = self.service.snapshot(sid)
@@ -233,7 +249,7 @@ class StatusFastPath:
             sid = path[len(self.PREFIX):]
             if sid and "/" not in sid:
                 try:
-                    body = json.dumps(self.spark_rest.status_body(sid)).encode()
+                    body = self.spark_rest.status_bytes(sid)
                 except Exception:  # noqa: BLE001 - the application answers (and logs) instead
                     body = None
                 if body is not None:
