@@ -18,6 +18,12 @@ Hence, whenever the executors held fit in the capacity, the sum over apps of max
 does too: nothing is promised twice while reclaims are in flight. ``Grants`` keeps the sum of
 bases, the growing apps and the unfilled grants up to date, so a cycle only touches apps that
 changed and apps still waiting to grow.
+
+Reclaim (``reclaim``) reads two more running sums, kept the same way:
+  * short: over the apps still growing after step 3, (target - base) x executor size - what
+    free capacity could not grant them (their deficit);
+  * freeing: how much the sum of bases drops once the executors already ordered back (and
+    every executor of an ended app) are gone: max(held, grant) - max(held - ordered, grant).
 """
 
 from __future__ import annotations
@@ -35,6 +41,17 @@ class Grants:
         self._growing: dict[str, tuple[tuple, int, int, AppRecord]] = {}
         # app -> (rank, base, held, record) of apps granted more than they hold
         self._unfilled: dict[str, tuple[tuple, int, int, AppRecord]] = {}
+        # app -> (short cores, short memory, freeing cores, freeing memory), when not all 0
+        self._owed: dict[str, tuple[int, int, int, int]] = {}
+        self.short_cores = 0
+        self.short_mem_mib = 0
+        self.freeing_cores = 0
+        self.freeing_mem_mib = 0
+
+    @property
+    def short(self) -> bool:
+        """Some app's target is above what it may hold now (it waits for free capacity)."""
+        return bool(self._growing)
 
     def rebase(self, rec: AppRecord, target: int) -> None:
         """Recompute the app's base for ``target`` and its current held and grant."""
@@ -45,21 +62,43 @@ class Grants:
             self.mem_mib -= old[1]
         self._growing.pop(app_id, None)
         self._unfilled.pop(app_id, None)
+        owed = self._owed.pop(app_id, None)
+        if owed is not None:
+            self.short_cores -= owed[0]
+            self.short_mem_mib -= owed[1]
+            self.freeing_cores -= owed[2]
+            self.freeing_mem_mib -= owed[3]
         if not rec.on_books:
             return
         held = len(rec.executors)
+        short = 0
         if rec.state.admitted:
             base = max(held, min(rec.grant, target))
             if target > base:
                 self._growing[app_id] = (rec.rank, base, target, rec)
+                short = target - base
             if base > held:
                 self._unfilled[app_id] = (rec.rank, base, held, rec)
+            freeing = base - max(held - len(rec.reclaiming), min(rec.grant, target))
         else:
-            base = held
+            base = freeing = held
         size = rec.spec.executor
         self._base[app_id] = (base * size.cores, base * size.mem_mib)
         self.cores += base * size.cores
         self.mem_mib += base * size.mem_mib
+        if short or freeing:
+            owed = (short * size.cores, short * size.mem_mib,
+                    freeing * size.cores, freeing * size.mem_mib)
+            self._owed[app_id] = owed
+            self.short_cores += owed[0]
+            self.short_mem_mib += owed[1]
+            self.freeing_cores += owed[2]
+            self.freeing_mem_mib += owed[3]
+
+    def sums(self) -> tuple[int, ...]:
+        """Every running sum, to compare with a recount (``Scheduler.audit``)."""
+        return (self.cores, self.mem_mib, self.short_cores, self.short_mem_mib,
+                self.freeing_cores, self.freeing_mem_mib)
 
     def grow(self, capacity: Resources) -> dict[str, int]:
         """New grants: of apps cut back because the bases exceed ``capacity``, and of the

@@ -15,7 +15,10 @@ A step, in order:
   5. grants (``grants``): how much of its target each app may hold right now, so that
      executors still being taken from others are never promised twice (no overcommit);
   6. reclaim (``reclaim``): kills of decommissioned executors past their deadline, and orders
-     for apps holding more than their target.
+     for apps holding more than their target - only as many as the short apps' deficit needs
+     beyond free capacity and the orders already out, taken from the lowest-ranked apps above
+     their target first. An app whose own demand dipped is not made to shrink unless someone
+     else needs its executors (else stage tails would churn executors; see ``reclaim``).
 
 Decisions come out in that order. Within phases 2, 5 and 6 they are in app rank order
 (1. priority, highest first; 2. submission sequence; 3. app id); launches in the order
@@ -25,6 +28,8 @@ scheduler or in a fresh one fed the same history.
 Cost: the books keep running totals (``books.Ledger``), the arbiter reuses last cycle's leaf
 results, and grants and reclaims only look at apps that changed, so a cycle costs about the
 number of changed apps and queues, not of all apps (see ``benchmarks/engine_cycle.py``).
+Reclaim reads the deficit and what is being freed from running sums (``grants.Grants``) and
+keeps the apps above their target in rank order, so it walks them only while there is a need.
 """
 
 from __future__ import annotations
@@ -101,6 +106,10 @@ class Scheduler:
         self._arbiter = Arbiter()
         self._grants = Grants()
         self._deadlines: list[tuple[float, str, str]] = []  # (kill deadline, app, executor) heap
+        # Admitted apps holding more than their target and not yet ordered to give it back:
+        # app -> rank, and the ranks in order (reclaim takes from the lowest rank first).
+        self._over: dict[str, tuple[int, int, str]] = {}
+        self._over_ranked = SortedList()
         self._claimed: dict[str, tuple] = {}  # app -> what its claim was built from
         self._dirty: set[str] = set()  # changed since the totals were last brought up to date
         self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
@@ -182,11 +191,13 @@ class Scheduler:
         base = Grants()
         for r in recs:
             base.rebase(r, r.target)
-        if (base.cores, base.mem_mib) != (self._grants.cores, self._grants.mem_mib):
-            problems.append(
-                f"grant bases {self._grants.cores}/{self._grants.mem_mib} != "
-                f"recount {base.cores}/{base.mem_mib}"
-            )
+        if base.sums() != self._grants.sums():
+            problems.append(f"grant sums {self._grants.sums()} != recount {base.sums()}")
+        over = {r.app_id for r in recs if r.state.admitted and self._surplus(r) > 0}
+        if set(self._over) != over or list(self._over_ranked) != sorted(
+            self.apps[a].rank for a in over
+        ):
+            problems.append(f"apps above their target {sorted(self._over)} != {sorted(over)}")
         if set(self._admitted) != {r.app_id for r in recs if r.on_books}:
             problems.append("the set of apps on the books is wrong")
         if set(self._starting) != {r.app_id for r in recs if r.state is AppState.STARTING}:
@@ -443,35 +454,88 @@ class Scheduler:
     # 6. reclaim
 
     def _reclaim(self, now: float, changed: list[str], out: list[Decision]) -> None:
+        """Deadline kills, then new orders driven by the deficit of the apps still short.
+
+        Executors above an app's target are only taken back as far as another app needs them:
+        need = deficit (target - grant, summed over the short apps) - free capacity left after
+        grants - what the orders already out will free. While need > 0 (in cores or in
+        memory), victims are taken from the apps above their target, lowest rank first
+        (1. lowest priority; 2. most recent submission; 3. app id, reversed), inside an app in
+        ``reclaim.victim_order`` up to its surplus (only idle ones under ``IDLE``).
+        """
         late: dict[str, list[str]] = {}
         while self._deadlines and self._deadlines[0][0] <= now:
             deadline, app_id, eid = heapq.heappop(self._deadlines)
             rec = self.apps[app_id]
             if rec.state.admitted and eid in rec.executors and rec.reclaiming.get(eid) == deadline:
                 late.setdefault(app_id, []).append(eid)
-        apps = self._touched.union(changed, late)
-        for app_id in sorted(apps, key=lambda a: self.apps[a].rank):
+        for app_id in self._touched.union(changed):
+            self._index_over(self.apps[app_id])
+        victims = self._choose_victims()
+        for app_id in sorted(late.keys() | victims.keys(), key=lambda a: self.apps[a].rank):
             rec = self.apps[app_id]
-            if not rec.state.admitted:
-                continue
             if app_id in late:
                 for eid in late[app_id]:
                     rec.reclaiming[eid] = None
                 out.append(Reclaim(app_id, tuple(sorted(late[app_id])), ReclaimMode.KILL, now))
-            queue = self._leaves[rec.spec.queue]
-            surplus = rec.held - len(rec.reclaiming) - rec.target
-            mode = queue.reclaim_mode
-            victims = reclaim.choose_victims(rec.executors.values(), rec.reclaiming, surplus, mode)
-            if not victims:
+            chosen = victims.get(app_id)
+            if not chosen:
                 continue
+            queue = self._leaves[rec.spec.queue]
+            mode = queue.reclaim_mode
             deadline = reclaim.deadline_for(mode, now, queue.reclaim_timeout_s)
-            for e in victims:
+            for e in chosen:
                 if mode is ReclaimMode.DECOMMISSION:
                     rec.reclaiming[e.executor_id] = deadline
                     heapq.heappush(self._deadlines, (deadline, app_id, e.executor_id))
                 else:
                     rec.reclaiming[e.executor_id] = None
-            out.append(Reclaim(app_id, tuple(e.executor_id for e in victims), mode, deadline))
+            out.append(Reclaim(app_id, tuple(e.executor_id for e in chosen), mode, deadline))
+            self._grants.rebase(rec, rec.target)  # what its orders will free
+            self._index_over(rec)
+
+    def _choose_victims(self) -> dict[str, list[Executor]]:
+        """app -> executors to order back this step (``_reclaim``'s rule). O(1) when nobody is
+        short or the orders already out cover the deficit."""
+        g = self._grants
+        if not g.short:
+            return {}
+        cap = self._executor_capacity()
+        need_cores = g.short_cores - (cap.cores - g.cores) - g.freeing_cores
+        need_mem = g.short_mem_mib - (cap.mem_mib - g.mem_mib) - g.freeing_mem_mib
+        out: dict[str, list[Executor]] = {}
+        for key in reversed(self._over_ranked):
+            if need_cores <= 0 and need_mem <= 0:
+                break
+            rec = self.apps[key[2]]
+            size = rec.spec.executor
+            mode = self._leaves[rec.spec.queue].reclaim_mode
+            chosen = []
+            for e in reclaim.choose_victims(
+                rec.executors.values(), rec.reclaiming, self._surplus(rec), mode
+            ):
+                if need_cores <= 0 and need_mem <= 0:
+                    break
+                chosen.append(e)
+                need_cores -= size.cores
+                need_mem -= size.mem_mib
+            if chosen:
+                out[rec.app_id] = chosen
+        return out
+
+    @staticmethod
+    def _surplus(rec: AppRecord) -> int:
+        """Executors held above the target and not yet ordered back."""
+        return rec.held - len(rec.reclaiming) - rec.target
+
+    def _index_over(self, rec: AppRecord) -> None:
+        """Keep ``_over`` true for one app after a change to it."""
+        old = self._over.pop(rec.app_id, None)
+        if old is not None:
+            self._over_ranked.remove(old)
+        if rec.state.admitted and self._surplus(rec) > 0:
+            self._over[rec.app_id] = rec.rank
+            self._over_ranked.add(rec.rank)
 
     # --- keeping the totals true ----------------------------------------------------------
 

@@ -312,8 +312,12 @@ def test_reserve_never_leaves_an_admitted_app_without_its_reservation(root, core
             break
     for r in reserve_apps(cluster.sched):
         assert r.grant >= r.floor, r.app_id
-    for r in cluster.sched.apps.values():  # and every reclaim has been carried out
-        assert r.held <= (r.target if r.state.admitted else 0), r.app_id
+    # and every reclaim has been carried out: no app is still short while another holds
+    # executors above its target (above-target executors nobody needs are kept).
+    apps = cluster.sched.apps.values()
+    short = [r.app_id for r in apps if r.state.admitted and r.grant < r.target]
+    over = [r.app_id for r in apps if r.held > (r.target if r.state.admitted else 0)]
+    assert not (short and over), (short, over)
 
 
 # --- fairshare follows priority weights ---------------------------------------------------
