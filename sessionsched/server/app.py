@@ -22,7 +22,7 @@ from ..config import ServerConfig
 from . import api, submissions
 from .dashboard import DASHBOARD_HTML
 from .service import Service
-from .spark_rest import SparkRest, StatusFastPath
+from .spark_rest import SparkFront, SparkRest
 
 log = logging.getLogger("sessionsched.server")
 
@@ -118,7 +118,7 @@ def create_app(
     return app
 
 
-def asgi(app: FastAPI) -> StatusFastPath:
-    """What uvicorn serves: the app behind the status-read fast path (``StatusFastPath``),
-    which answers spark-submit's polling before FastAPI's per-request machinery."""
-    return StatusFastPath(app, app.state.spark_rest)
+def asgi(app: FastAPI) -> SparkFront:
+    """What uvicorn serves: Spark's protocol answered in front of FastAPI (``SparkFront``),
+    the rest by the FastAPI application."""
+    return SparkFront(app, app.state.spark_rest)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..engine.events import Reclaim
+from ..model import Executor
 
 
 @dataclass
@@ -20,6 +21,9 @@ class AgentState:
     executors: tuple[tuple[str, bool], ...] | None = None  # (id, idle) as last reported
     demand: int | None = None
     orders: list[Reclaim] = field(default_factory=list)  # reclaim orders not yet handed out
+    # The cluster's latest view of the app while the agent spoke for it (reconcile): the
+    # truth again once the agent goes silent. None when already handed to the engine.
+    cluster_view: tuple[Executor, ...] | None = None
 
     def live(self, now: float, heartbeat_s: float) -> bool:
         """Heard from within three heartbeats: it speaks for the app's executors."""

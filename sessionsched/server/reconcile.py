@@ -5,8 +5,11 @@ reports the cluster's own view (master JSON) every cycle. While the agent is liv
 within three heartbeats) it speaks for the app — its view is the one the driver acts on. When
 it goes silent, or there never was one (JVM apps, static apps, a driver still starting), the
 cluster's view is the truth: a silent agent does not take executors off the books, the cluster
-does. An app without an agent reports no demand either; it is taken to want what it holds, so
-the engine does not try to take back what nobody could give up.
+does. The backend reports a view only when it changes, so the view it reported while the agent
+spoke is kept (``AgentState.cluster_view``) and handed to the engine when the agent falls
+silent -- else an app whose agent died would keep its agent's last word until the cluster
+changed again. An app without an agent reports no demand either; it is taken to want what it
+holds, so the engine does not try to take back what nobody could give up.
 """
 
 from __future__ import annotations
@@ -27,8 +30,15 @@ def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: fl
         agent = agents.get(ev.app_id)
         reports = agent is not None and agent.executors is not None
         if reports and agent.live(now, heartbeat_s):
+            agent.cluster_view = ev.executors
             continue
+        if agent is not None:
+            agent.cluster_view = None
         out.append(ev)
         if not reports:
             out.append(DemandChanged(ev.app_id, len(ev.executors)))
+    for app_id, agent in agents.items():
+        if agent.cluster_view is not None and not agent.live(now, heartbeat_s):
+            out.append(ExecutorsChanged(app_id, agent.cluster_view))
+            agent.cluster_view = None
     return out

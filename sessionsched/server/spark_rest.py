@@ -26,7 +26,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, Router
 
 from ..model import AppState, parse_priority
 from . import submissions
@@ -226,38 +226,41 @@ class SparkRest:
                      f"/update or /readyz. {_SUBMIT_THROUGH}")
 
 
-class StatusFastPath:
-    """ASGI wrapper answering ``GET /v1/submissions/status/ID`` before the application.
+class SparkFront:
+    """The ASGI front ``sessionsched serve`` runs: Spark's protocol (``/vN/submissions/...``)
+    is answered by its own light Starlette router, and the status read even before that;
+    everything else goes to the FastAPI application.
 
-    spark-submit polls this read, ``--status`` and scripts hammer it. Answered here it skips
-    FastAPI's per-request machinery (error and telemetry middleware, routing, request objects):
-    about 1.5-2x the reads per second of the routed path (``benchmarks/service_throughput.py``).
-    The answer is the routed one's (``SparkRest.status_body``); anything else, or a failure
-    here, goes to the application.
+    spark-submit's creates and status polls, ``--status`` and scripts hammering a status make
+    the busiest paths; answered here they skip FastAPI's per-request machinery (error and
+    telemetry middleware, its router): about 1.5-2x the requests per second
+    (``benchmarks/service_throughput.py``). The handlers are the same ``SparkRest`` methods the
+    FastAPI application routes (tests drive them in-process there).
     """
 
-    PREFIX = "/v1/submissions/status/"
+    STATUS = "/v1/submissions/status/"
 
     def __init__(self, app, spark_rest: SparkRest):
         self.app = app
         self.spark_rest = spark_rest
+        self.router = Router(routes=spark_rest.routes())
 
     async def __call__(self, scope, receive, send):
-        path = scope.get("path", "")
-        if (scope["type"] == "http" and scope["method"] == "GET"
-                and path.startswith(self.PREFIX)):
-            sid = path[len(self.PREFIX):]
-            if sid and "/" not in sid:
-                try:
+        if scope["type"] == "http":
+            path = scope["path"]
+            if scope["method"] == "GET" and path.startswith(self.STATUS):
+                sid = path[len(self.STATUS):]
+                if sid and "/" not in sid:
                     body = self.spark_rest.status_bytes(sid)
-                except Exception:  # noqa: BLE001 - the application answers (and logs) instead
-                    body = None
-                if body is not None:
                     await send({"type": "http.response.start", "status": 200,
                                 "headers": [(b"content-type", _JSON_TYPE_BYTES),
                                             (b"content-length", str(len(body)).encode())]})
                     await send({"type": "http.response.body", "body": body})
                     return
+            parts = path.split("/", 3)
+            if len(parts) >= 3 and parts[2] == "submissions":
+                await self.router(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
