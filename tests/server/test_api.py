@@ -301,3 +301,16 @@ def test_dashboard_and_openapi_are_served(client):
     spec = client.get("/openapi.json").json()
     assert {"/api/v1/apps", "/api/v1/apps/{app_id}/priority", "/api/v1/agent/heartbeat",
             "/api/v1/sessions", "/api/v1/health"} <= set(spec["paths"])
+
+
+def test_audit_log_lines_in_the_conductor_style(client, app_file, caplog):
+    caplog.set_level("INFO", logger="sessionsched.audit")
+    app = submit(client, app_file, name="etl-daily", queue="etl",
+                 conf={"spark.dynamicAllocation.minExecutors": "1",
+                       "spark.dynamicAllocation.maxExecutors": "4",
+                       "spark.executor.cores": "2"})
+    client.post(f"/api/v1/apps/{app['id']}/priority", json={"priority": 10000})
+    lines = [r.getMessage() for r in caplog.records if r.name == "sessionsched.audit"]
+    assert lines[0].startswith("Registering app etl-daily from sender testclient:")
+    assert lines[0].endswith(", reserve:2, priority:5000, limit:8")  # cores: 1x2 and 4x2
+    assert lines[1] == f"Admin updated the priority of {app['id']} from 5000 to 10000"
