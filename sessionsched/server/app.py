@@ -78,6 +78,11 @@ def create_app(
     """``run_cycles=False`` leaves the cycle to the caller (``app.state.service.cycle()``),
     for tests that step the scheduler by hand."""
     service = Service(config, backend if backend is not None else backend_for(config), url=url)
+    try:
+        service.check_queues()
+    except ValueError:
+        service.stop()  # nothing started yet: closes the backend's client and the store
+        raise
     defaults = submissions.Defaults(
         root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority
     )

@@ -99,6 +99,16 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin):
 
     # --- lifecycle ----------------------------------------------------------------------------
 
+    def check_queues(self) -> None:
+        """ValueError if the store holds live apps in queues the configuration no longer has:
+        they could neither start nor be shown their place, so the server does not start."""
+        leaves = {q.name for q in self.engine.root.leaves()}
+        lost = {q: n for q, n in self.store.live_queues().items() if q not in leaves}
+        if lost:
+            held = ", ".join(f"{q} ({n} app(s))" for q, n in sorted(lost.items()))
+            raise ValueError(f"queues missing from the configuration still hold live apps: "
+                             f"{held}; put them back (or kill those apps first)")
+
     def start(self, run_cycles: bool = True) -> None:
         """Load the books and start writing and cycling. ``run_cycles=False``: the caller
         runs ``cycle()`` itself."""

@@ -76,6 +76,14 @@ class Store:
         with self.session() as s:
             return [_from_row(r) for r in s.scalars(q)]
 
+    def live_queues(self) -> dict[str, int]:
+        """Queue -> how many apps in it have not ended (queued or running)."""
+        live = [s.value for s in AppState if not s.terminal]
+        q = (select(AppRow.queue, func.count()).where(AppRow.state.in_(live))
+             .group_by(AppRow.queue))
+        with self.session() as s:
+            return {queue: n for queue, n in s.execute(q)}
+
     def get_app(self, app_id: str) -> StoredApp | None:
         with self.session() as s:
             row = s.get(AppRow, app_id)

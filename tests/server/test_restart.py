@@ -117,3 +117,15 @@ def test_a_crash_loses_no_acknowledged_submission(tmp_path, state_dir, offline_c
     ordered = sorted(listed, key=lambda a: a["position"])
     assert [a["position"] for a in ordered] == list(range(1, len(listed) + 1))
     assert [a["id"] for a in ordered] == sorted(by_id, key=lambda i: int(i.rsplit("-", 1)[1]))
+
+
+def test_a_queue_removed_from_the_config_while_it_holds_apps_stops_the_start(app_file,
+                                                                            offline_app):
+    with TestClient(offline_app()) as c:
+        r = c.post("/api/v1/apps", json={"argv": [app_file.name], "cwd": str(app_file.parent),
+                                         "queue": "etl"})
+        assert r.status_code == 201
+    with pytest.raises(ValueError) as err:
+        offline_app(queues=[{"name": "root", "queues": [{"name": "default"}]}])
+    assert str(err.value) == ("queues missing from the configuration still hold live apps: "
+                              "root.etl (1 app(s)); put them back (or kill those apps first)")
