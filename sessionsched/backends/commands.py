@@ -14,11 +14,14 @@ Property precedence, lowest first:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from ..sparkargs import OPTION_PROPERTIES, SparkArgsError, parse_spark_submit
 
 _OURS = {"--master", "--deploy-mode"}
+# Spark's own default for spark.redaction.regex: values of matching keys are not logged.
+_SECRET = re.compile(r"(?i)secret|password|token|access[.]?key")
 
 
 def submit_command(
@@ -83,3 +86,13 @@ def rest_request(
     body["sparkProperties"] = {**props, **conf, "spark.master": master}
     body["environmentVariables"] = {**variables, **env}
     return body
+
+
+def redacted(cmd: Sequence[str]) -> list[str]:
+    """``cmd`` fit for a log: ``--conf`` values of secret-looking keys replaced, as Spark does."""
+    out = list(cmd)
+    for i, arg in enumerate(out):
+        key, sep, _ = arg.partition("=")
+        if i > 0 and out[i - 1] in ("--conf", "-c") and sep and _SECRET.search(key):
+            out[i] = f"{key}=*********(redacted)"
+    return out

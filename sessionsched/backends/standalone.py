@@ -41,6 +41,7 @@ Files in ``run_dir``: ``<app>.json`` (``records``), ``<app>.exit``, ``<app>.log`
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import signal
 import subprocess
@@ -62,11 +63,13 @@ from . import procs, records
 from .applog import LogWatch, find_app_id
 from .base import BackendError, ClusterBackend, Handle, Launch
 from .clusterview import ClusterView, capacity_for_managed, presumed_ours
-from .commands import rest_request, submit_command
+from .commands import redacted, rest_request, submit_command
 from .master import MasterClient
 from .procs import ProcessId
 from .records import DriverRecord
 from .spark_home import SparkNotFound, spark_home, spark_submit
+
+log = logging.getLogger("sessionsched.backend")
 
 RUNNER = str(Path(__file__).with_name("runner.py"))
 UNKNOWN_EXIT = -1
@@ -127,6 +130,7 @@ class StandaloneBackend(ClusterBackend):
         self._ours_spark: set[str] = set()  # Spark app ids that are ours, even once ended
         self._ours_drivers: set[str] = set()
         self._kill_at: dict[str, float] = {}  # app -> monotonic time to SIGKILL its group
+        self._kill_later: set[str] = set()  # cluster drivers to kill through the master
         self._capacity_sent: tuple[Resources, int] | None = None
         loopback = _is_loopback(urlparse(master.replace("spark://", "http://", 1)).hostname)
         # A loopback cluster only reaches a driver bound to loopback (reference doc pitfall).
@@ -204,6 +208,7 @@ class StandaloneBackend(ClusterBackend):
         view = self.client.read(self.executors_every_s)
         self._escalate_stops()
         self._learn_ids(view)
+        self._kill_pending()
         events: list[Event] = []
         for t in list(self._apps.values()):
             if not t.exited:
@@ -259,12 +264,13 @@ class StandaloneBackend(ClusterBackend):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         launched_at = time.time()
         try:
-            with open(log_path, "ab") as log:
-                log.write(f"sessionsched: launching {launch.app_id}: {' '.join(cmd)}\n".encode())
-                log.flush()
+            with open(log_path, "ab") as out:
+                line = f"sessionsched: launching {launch.app_id}: {' '.join(redacted(cmd))}\n"
+                out.write(line.encode())
+                out.flush()
                 popen = subprocess.Popen(
                     [sys.executable, RUNNER, "--exit-file", str(exit_path), "--", *cmd],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                     cwd=launch.cwd, env=env, start_new_session=True,
                 )
         except OSError as e:
@@ -345,15 +351,36 @@ class StandaloneBackend(ClusterBackend):
     def _learnt_spark_id(self, t: _Tracked, spark_app_id: str) -> None:
         t.record.spark_app_id = spark_app_id
         self._ours_spark.add(spark_app_id)
-        records.save(self.run_dir, t.record)
+        self._save(t.record)
 
     def _became_cluster_driver(self, t: _Tracked, driver_id: str) -> None:
         t.record.kind, t.record.driver_id = "cluster-driver", driver_id
         self._ours_drivers.add(driver_id)
-        records.save(self.run_dir, t.record)
+        self._save(t.record)
         self._kill_at.pop(t.record.app_id, None)
         if t.stop_requested:  # stopped while spark-submit was still submitting
-            self.client.kill(driver_id)
+            self._kill_later.add(t.record.app_id)
+
+    def _save(self, record: DriverRecord) -> None:
+        """Rewrite a record mid-poll. A failure costs only what a restart could re-learn
+        (from the log), so it is logged rather than allowed to lose this poll's events."""
+        try:
+            records.save(self.run_dir, record)
+        except OSError as e:
+            log.warning("cannot update %s's record in %s: %s", record.app_id, self.run_dir, e)
+
+    def _kill_pending(self) -> None:
+        """Cluster drivers stopped before their id was known: ask the master now (again at the
+        next poll if it cannot be asked)."""
+        for app_id in list(self._kill_later):
+            t = self._apps[app_id]
+            try:
+                if not t.exited:
+                    self.client.kill(t.record.driver_id)
+            except BackendError as e:
+                log.warning("cannot kill %s's driver yet: %s", app_id, e)
+                continue
+            self._kill_later.discard(app_id)
 
     def _observe(self, t: _Tracked, view: ClusterView, now: float) -> list[Event]:
         if t.external:

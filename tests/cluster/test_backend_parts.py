@@ -21,7 +21,7 @@ from sessionsched.backends.clusterview import (
     parse_worker_executors,
     presumed_ours,
 )
-from sessionsched.backends.commands import rest_request, submit_command
+from sessionsched.backends.commands import redacted, rest_request, submit_command
 from sessionsched.backends.standalone import RUNNER, StandaloneBackend
 from sessionsched.model import Resources
 from tests.sparkcluster import free_port, wait_until
@@ -82,6 +82,13 @@ def test_submit_command_precedence(user_argv, conf, defaults, expected):
 def test_submit_command_refuses_unusable_arguments(user_argv, message):
     with pytest.raises(ValueError, match=message):
         _cmd(user_argv, {})
+
+
+def test_the_logged_command_hides_secrets_like_spark_does():
+    cmd = ["spark-submit", "--conf", "spark.authenticate.secret=s3", "--conf", "spark.a=1",
+           "app.py", "--token=abc"]
+    assert redacted(cmd) == ["spark-submit", "--conf", "spark.authenticate.secret=*********"
+                             "(redacted)", "--conf", "spark.a=1", "app.py", "--token=abc"]
 
 
 def test_rest_request_points_the_driver_at_the_real_master():
