@@ -27,7 +27,15 @@ from sessionsched.engine import (
     Tick,
 )
 from sessionsched.engine.arbitration import Claim, compute_targets
-from sessionsched.model import Admission, AppSpec, Executor, Policy, Queue, Resources
+from sessionsched.model import (
+    Admission,
+    AppSpec,
+    Executor,
+    Policy,
+    Queue,
+    ReclaimMode,
+    Resources,
+)
 
 FAST = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -255,11 +263,39 @@ def check_invariants(cluster: Cluster) -> None:
                 if r.spec.queue == q.name or r.spec.queue.startswith(q.name + ".")
             )
             assert under <= q.max_cores, q.name
+    check_reclaim_serves_a_need(cluster)
     on_books = [r for r in sched.apps.values() if r.on_books]
     held = sum(r.held * r.spec.executor.cores for r in on_books)
     if held <= cap.cores:  # no overcommit while reclaims are in flight
         promised = sum(max(r.held, r.grant) * r.spec.executor.cores for r in on_books)
         assert promised <= cap.cores
+
+
+def check_reclaim_serves_a_need(cluster: Cluster) -> None:
+    """A step that orders executors back has an app short of its target (grant < target) at
+    its end: nothing is taken only because its app's own demand dipped. Kills at a decommission
+    deadline finish an earlier order and are not new ones."""
+    sched = cluster.sched
+    decommissioned = {
+        (d.app_id, e)
+        for out in cluster.log[:-1]
+        for d in out
+        if isinstance(d, Reclaim) and d.mode is ReclaimMode.DECOMMISSION
+        for e in d.executor_ids
+    }
+    new = [
+        d
+        for d in cluster.log[-1]
+        if isinstance(d, Reclaim)
+        and not (d.mode is ReclaimMode.KILL and {(d.app_id, e) for e in d.executor_ids}
+                 <= decommissioned)
+    ]
+    if new:
+        short = [r.app_id for r in sched.apps.values() if r.state.admitted and r.grant < r.target]
+        assert short, new
+    for d in new:  # and only from apps above their target
+        r = sched.apps[d.app_id]
+        assert r.held - len(d.executor_ids) >= r.target, d
 
 
 @FAST

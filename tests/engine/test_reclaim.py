@@ -159,3 +159,112 @@ def test_unfilled_grants_are_cut_when_the_cluster_shrinks():
     run.step(CapacityChanged(Resources(1, 1 << 20)))  # ... and left before b's executor started
     assert run.targets() == {"a": (0, 0), "b": (1, 0)}  # a still holds the only core
     assert committed(run) == 1
+
+
+# --- reclaim follows the others' unmet need ------------------------------------------------
+
+
+def dipped(timeout: float = 0.0, cores: int = 8) -> Run:
+    """``mid`` (priority 5000) and ``low`` (1) hold 4 executors each (``*-1`` idle, the rest
+    busy); then their demand dips to 1: targets 1, each holds 3 above it, nobody else waits."""
+    q = one_queue(admission="none", policy="priority", reclaim_timeout_s=timeout)
+    run = Run(q, cores=cores)
+    run.submit(app("mid").priority(5000), app("low").priority(1), at=0.0)
+    run.step(DemandChanged("mid", 4), DemandChanged("low", 4))
+    run.hold("mid", 4, idle=1)
+    run.hold("low", 4, idle=1)
+    run.step(DemandChanged("mid", 1), DemandChanged("low", 1), at=5.0)
+    return run
+
+
+def ordered(decisions: list) -> dict[str, tuple[str, ...]]:
+    return {d.app_id: d.executor_ids for d in reclaims(decisions)}
+
+
+@pytest.mark.parametrize("timeout", [0.0, 30.0, -1.0], ids=["kill", "decommission", "idle"])
+def test_demand_dip_with_nobody_waiting_reclaims_nothing(timeout):
+    run = dipped(timeout)
+    assert [reclaims(out) for out in run.log[-2:]] == [[], []]
+    assert run.targets() == {"mid": (1, 1), "low": (1, 1)}
+    assert [r.held for r in run.sched.apps.values()] == [4, 4]  # kept until Spark's idle timeout
+    assert reclaims(run.step(at=100.0)) == []  # ... however long it lasts
+
+
+# top (priority 9000) arrives after the dip wanting ``want`` executors.
+# mid and low are above their target of 1 by 3 each; victims inside an app: idle, then youngest.
+NEED = {
+    "deficit 2, from the lowest-ranked app (low) first": (
+        8, 2, {"low": ("low-1", "low-4")}),
+    "deficit 5: all of low's surplus (3), then 2 from mid": (
+        8, 5, {"mid": ("mid-1", "mid-4"), "low": ("low-1", "low-4", "low-3")}),
+    "deficit 7: low's target falls to 0 (all 4 of its), 3 from mid": (
+        8, 7, {"mid": ("mid-1", "mid-4", "mid-3"), "low": ("low-1", "low-4", "low-3", "low-2")}),
+    "partial: 2 of 5 free (10 cores), only the other 3 are reclaimed": (
+        10, 5, {"low": ("low-1", "low-4", "low-3")}),
+    "free capacity covers it (12 cores): nothing reclaimed": (
+        12, 4, {}),
+}
+
+
+@pytest.mark.parametrize("cores, want, victims", NEED.values(), ids=NEED.keys())
+def test_reclaim_takes_exactly_the_deficit_from_the_lowest_ranked_first(cores, want, victims):
+    run = dipped(cores=cores)
+    run.submit(app("top").priority(9000), at=10.0)
+    out = run.step(DemandChanged("top", want), at=11.0)
+    assert ordered(out) == victims
+    assert [d.mode for d in reclaims(out)] == [ReclaimMode.KILL] * len(victims)
+    assert committed(run) <= cores
+    assert reclaims(run.step(at=12.0)) == []  # the orders out cover the need: not ordered twice
+
+
+def test_a_deficit_that_grows_takes_only_the_rest():
+    run = dipped()
+    run.submit(app("top").priority(9000), at=10.0)
+    assert ordered(run.step(DemandChanged("top", 2), at=11.0)) == {"low": ("low-1", "low-4")}
+    # top now wants 5: 2 are on their way, 3 more - low's last one above target, then mid
+    out = run.step(DemandChanged("top", 5), at=12.0)
+    assert ordered(out) == {"mid": ("mid-1", "mid-4"), "low": ("low-3",)}
+
+
+def test_surplus_is_kept_once_the_need_is_met_otherwise():
+    run = dipped()
+    run.submit(app("top").priority(9000), at=10.0)
+    run.step(DemandChanged("top", 2), at=11.0)  # low-1, low-4 ordered
+    run.step(ExecutorsChanged("mid", executors("mid", 2)), at=12.0)  # mid's idle timeout: -2
+    assert run.targets()["top"] == (2, 2)  # granted out of the cores mid let go
+    low = tuple(e for e in executors("low", 4) if e.executor_id in ("low-2", "low-3"))
+    out = run.step(ExecutorsChanged("low", low), at=13.0)  # the ordered two are gone
+    assert reclaims(out) == []
+    assert run.sched.apps["low"].held == 2  # one above its target of 1, kept: nobody needs it
+    assert run.sched.audit() == []
+
+
+def test_idle_only_mode_takes_only_idle_executors_while_the_need_lasts():
+    run = dipped(-1.0)
+    run.submit(app("top").priority(9000), at=10.0)
+    out = run.step(DemandChanged("top", 3), at=11.0)
+    assert ordered(out) == {"mid": ("mid-1",), "low": ("low-1",)}  # the only idle ones
+    assert [d.mode for d in reclaims(out)] == [ReclaimMode.IDLE] * 2
+    # low-3 goes idle while top still lacks one: ordered (low ranks below mid)
+    low = tuple(Executor(e.executor_id, e.started_at, idle=e.executor_id in ("low-1", "low-3"))
+                for e in executors("low", 4))
+    assert ordered(run.step(ExecutorsChanged("low", low), at=12.0)) == {"low": ("low-3",)}
+    # top's demand drops to 2: the orders out cover it; mid-4 going idle is kept
+    run.step(DemandChanged("top", 2), at=13.0)
+    mid = tuple(Executor(e.executor_id, e.started_at, idle=e.executor_id in ("mid-1", "mid-4"))
+                for e in executors("mid", 4))
+    assert reclaims(run.step(ExecutorsChanged("mid", mid), at=14.0)) == []
+
+
+def test_decommission_deadlines_unchanged():
+    run = dipped(30.0)
+    run.submit(app("top").priority(9000), at=10.0)
+    [order] = reclaims(run.step(DemandChanged("top", 2), at=11.0))
+    assert (order.app_id, order.executor_ids, order.mode, order.deadline) == (
+        "low", ("low-1", "low-4"), ReclaimMode.DECOMMISSION, 41.0)
+    assert run.sched.next_wakeup() == 41.0
+    run.step(DemandChanged("top", 0), at=20.0)  # the need is gone; the two are leaving anyway
+    assert reclaims(run.step(at=40.0)) == []
+    [kill] = reclaims(run.step(at=41.0))
+    assert (kill.app_id, kill.executor_ids, kill.mode, kill.deadline) == (
+        "low", ("low-1", "low-4"), ReclaimMode.KILL, 41.0)
