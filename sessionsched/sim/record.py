@@ -1,5 +1,5 @@
 """What a run records: each app's milestones, a timeline for the plot, busy core-seconds for
-utilization and the wall-clock cost of every ``Scheduler.step``.
+utilization, the executors reclaim killed and the wall-clock cost of every ``Scheduler.step``.
 
 The timeline is a set of step functions (``Series``) that keep only their changes.
 """
@@ -76,3 +76,6 @@ class Record:
     makespan_s: float = 0.0  # see result.py
     end_reason: str = ""
     executor_waits: int = 0  # executor requests within a grant that found no room (pool.py)
+    # Executors killed by a reclaim order (now, or at a decommission deadline):
+    # (time, app, executor id, running tasks lost).
+    reclaim_kills: list[tuple[float, str, str, int]] = field(default_factory=list)

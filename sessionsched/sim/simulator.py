@@ -337,7 +337,7 @@ class Simulator:
             if e is None:  # already gone (idle timeout) since the engine last heard
                 continue
             if d.mode is ReclaimMode.KILL:
-                self._kill(sa, e)
+                self._reclaim_kill(now, sa, e)
                 continue
             if d.mode is ReclaimMode.IDLE:
                 # As the agent does: release it if idle, else skip the order; the engine sees
@@ -394,7 +394,7 @@ class Simulator:
         elif isinstance(ev, _Deadline):
             e = sa.executors.get(ev.executor_id)
             if e is not None:
-                self._kill(sa, e)
+                self._reclaim_kill(now, sa, e)
                 self._settle(now, sa)
 
     def _task_done(self, now: float, sa: SparkApp, ev: _TaskDone) -> None:
@@ -447,6 +447,10 @@ class Simulator:
         del sa.starting[eid]
         if not self.pool.cancel(eid):
             self._give(sa.app.spec.executor)
+
+    def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
+        self.rec.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
+        self._kill(sa, e)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
         lost = len(e.tasks)

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from sessionsched.cli import main
+from sessionsched.engine import Scheduler
 from sessionsched.sim import load_workload, simulate
+from sessionsched.sim.simulator import Simulator
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
 
@@ -122,3 +124,35 @@ def test_notebooks_split_follows_priorities(at, expected):
     result = simulate(load_workload(EXAMPLES / "notebooks-fairshare.yaml"))
     executors = result.timeline.executors
     assert {n: executors[n].at(at) for n in expected} == expected
+
+
+class ShortApps:
+    """The real engine, noting after each step which apps are short (target above grant)."""
+
+    def __init__(self, sched: Scheduler):
+        self.sched = sched
+        self.short_at: dict[float, set[str]] = {}
+
+    def step(self, now, events):
+        out = self.sched.step(now, events)
+        apps = self.sched.apps.values()
+        self.short_at[now] = {r.app_id for r in apps if r.state.admitted and r.target > r.grant}
+        return out
+
+    def next_wakeup(self):
+        return self.sched.next_wakeup()
+
+
+def test_notebooks_kill_only_executors_the_other_notebook_needs():
+    # reclaim_timeout 0: every reclaim is a kill at the cycle that ordered it. A notebook whose
+    # demand dips (a stage's tail, the end of its job) keeps its executors unless the other is
+    # short; before the fix nb-a's last 16 executors were killed at t=221 with nobody waiting.
+    w = load_workload(EXAMPLES / "notebooks-fairshare.yaml")
+    spy = ShortApps(Scheduler(w.root, w.cluster.capacity, w.cluster.driver_slots))
+    sim = Simulator(w, spy)
+    result = sim.run()
+    kills = sim.rec.reclaim_kills
+    assert [k for k in kills if not spy.short_at[k[0]] - {k[1]}] == []
+    # The priority raise at t=60 still takes 4 executors from nb-a for nb-b (12:12 -> 8:16).
+    assert sum(1 for t, a, _, _ in kills if (t, a) == (60.0, "nb-a")) == 4
+    assert result.summary["stuck"] == 0

@@ -12,6 +12,7 @@ from sim_builders import app, queue, stage, workload
 
 from sessionsched.sim import simulate
 from sessionsched.sim.result import alone_s, jain
+from sessionsched.sim.simulator import Simulator
 
 
 def by_name(result):
@@ -39,6 +40,24 @@ def test_reclaim_mode_decides_when_the_high_priority_app_gets_executors(
     apps = by_name(simulate(w))
     assert earliest <= apps["high"].first_executor <= latest
     assert apps["low"].state == apps["high"].state == "FINISHED"
+
+
+@pytest.mark.parametrize("reclaim_timeout", [0, 30, -1], ids=["kill", "decommission", "idle"])
+def test_an_app_alone_keeps_its_executors_through_a_stage_tail(reclaim_timeout):
+    # 8 executors up at 3 run 12 tasks of 10 s: from 13 only 4 run, so demand dips to 4 (its
+    # target with it); the second stage asks for 8 again at 23. Nobody else wants the cores:
+    # nothing is reclaimed, the 4 idle executors wait (idle timeout 30 s) and run stage 2.
+    # (Reclaiming at the dip gave 8 -> 4 at 13 -> 8 at 24, done at 34.)
+    w = workload(
+        app("a", max_executors=8, stages=[stage(12, 10), stage(8, 10)]),
+        queues=[queue("q", reclaim_timeout=reclaim_timeout)],
+    )
+    sim = Simulator(w)
+    result = sim.run()
+    held = result.timeline.executors["a"]
+    assert (held.times, held.values) == ([0.0, 3.0, 33.0], [0, 8, 0])
+    assert by_name(result)["a"].finished == 33.0  # 3 + 20 s + 10 s
+    assert sim.rec.reclaim_kills == []
 
 
 def test_reserve_driver_waits_for_the_cores_it_is_reclaiming():
