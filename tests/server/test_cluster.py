@@ -43,6 +43,7 @@ def serve(tmp_path):
         servers.append(server)
         return server
 
+    start.track = servers.append  # a server started some other way, cleaned up the same way
     yield start
     for server in servers:
         if server.proc.poll() is None:
@@ -212,17 +213,15 @@ def test_a_running_driver_is_adopted_after_a_crash_not_launched_again(spark_clus
                                  str(server.config_path)], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     again = ServerProcess(proc, server.url, server.config_path, server.log_path)
-    try:
-        again.wait_ready(60)
-        adopted = app(again, app_id)
-        assert adopted["state"] == "RUNNING"
-        ended = wait_until(lambda: all_ended(again, [app_id]), END_S, "the adopted app to end")
-        assert (ended[0]["state"], ended[0]["exit_code"]) == ("FINISHED", 0)
-        kinds = [e["kind"] for e in events(again, app_id)]
-        assert kinds.count("launch") == 1 and "adopted" in kinds
-        # The cluster saw one application of that name: it was not launched twice.
-        names = [a["name"] for a in master_json(spark_cluster)["activeapps"]
-                 + master_json(spark_cluster)["completedapps"]]
-        assert names.count("survivor") == 1
-    finally:
-        again.stop()
+    serve.track(again)  # stopped (its live apps killed first) however the test ends
+    again.wait_ready(60)
+    adopted = app(again, app_id)
+    assert adopted["state"] == "RUNNING"
+    ended = wait_until(lambda: all_ended(again, [app_id]), END_S, "the adopted app to end")
+    assert (ended[0]["state"], ended[0]["exit_code"]) == ("FINISHED", 0)
+    kinds = [e["kind"] for e in events(again, app_id)]
+    assert kinds.count("launch") == 1 and "adopted" in kinds
+    # The cluster saw one application of that name: it was not launched twice.
+    names = [a["name"] for a in master_json(spark_cluster)["activeapps"]
+             + master_json(spark_cluster)["completedapps"]]
+    assert names.count("survivor") == 1
