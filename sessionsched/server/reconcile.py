@@ -8,8 +8,10 @@ cluster's view is the truth: a silent agent does not take executors off the book
 does. The backend reports a view only when it changes, so the view it reported while the agent
 spoke is kept (``AgentState.cluster_view``) and handed to the engine when the agent falls
 silent -- else an app whose agent died would keep its agent's last word until the cluster
-changed again. An app without an agent reports no demand either; it is taken to want what it
-holds, so the engine does not try to take back what nobody could give up.
+changed again. An app whose agent reports no demand (no agent: JVM apps, a driver still
+starting) is taken to want what it holds, so the engine does not try to take back what nobody
+could give up. An ``admission-only`` agent reports demand but no executors: the cluster's view
+counts for those, its demand stands.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: fl
         if agent is not None:
             agent.cluster_view = None
         out.append(ev)
-        if not reports:
+        if agent is None or agent.demand is None:
             out.append(DemandChanged(ev.app_id, len(ev.executors)))
     for app_id, agent in agents.items():
         if agent.cluster_view is not None and not agent.live(now, heartbeat_s):
