@@ -33,10 +33,11 @@ RECONCILE = [
     # name, agent (None: never registered), events in -> events out
     ("no agent: cluster view, demand = held", None,
      [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1), DemandChanged("a", 1)]),
-    ("live agent speaks for the app", AgentState(seen_at=99.0, executors=(("1", False),)),
+    ("live agent speaks for the app",
+     AgentState(seen_at=99.0, executors=(("1", False),), demand=1),
      [ExecutorsChanged("a", ())], []),
     ("silent agent: cluster view, agent's demand kept",
-     AgentState(seen_at=90.0, executors=(("1", False),)),
+     AgentState(seen_at=90.0, executors=(("1", False),), demand=1),
      [ExecutorsChanged("a", ())], [ExecutorsChanged("a", ())]),
     ("registered, no report yet", AgentState(seen_at=99.0),
      [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1), DemandChanged("a", 1)]),
