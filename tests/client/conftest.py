@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -68,26 +69,40 @@ def closed_port() -> int:
     return free_port()
 
 
-@pytest.fixture
-def offline_server(tmp_path, closed_port):
+@contextmanager
+def offline_scheduler(directory: Path):
     """A real scheduler whose cluster cannot be reached: submissions are accepted and queue,
     nothing is launched, so queue positions stay put while a test looks at them."""
+    closed = free_port()
     config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
+        "server": {"state_dir": str(directory / "state"), "cycle_ms": 50},
         "cluster": {
             "backend": "standalone",
-            "master": f"spark://127.0.0.1:{closed_port}",
-            "master_ui": f"http://127.0.0.1:{closed_port}",
+            "master": f"spark://127.0.0.1:{closed}",
+            "master_ui": f"http://127.0.0.1:{closed}",
             "driver_slots": 1,
         },
         "defaults": {"queue": "root.etl"},
         "queues": QUEUES,
     }
-    server = ServerProcess.start(config, tmp_path / "server")
+    server = ServerProcess.start(config, directory / "server")
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def offline_server(tmp_path):
+    with offline_scheduler(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shared_offline_server(tmp_path_factory):
+    """One offline scheduler for a module's tests that only read or are refused."""
+    with offline_scheduler(tmp_path_factory.mktemp("shared")) as server:
+        yield server
 
 
 @pytest.fixture
