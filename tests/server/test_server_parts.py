@@ -219,3 +219,14 @@ def test_the_launch_gives_the_driver_its_identity_and_the_service_conf(tmp_path)
     assert launch.conf["spark.dynamicAllocation.enabled"] == "true"
     assert launch.in_cluster is False and launch.rest_request is None
 
+
+
+def test_the_cluster_view_held_back_while_the_agent_spoke_counts_once_it_falls_silent():
+    agent = AgentState(seen_at=100.0, executors=(("1", False), ("2", False)), demand=2)
+    agents = {"a": agent}
+    # The agent is live: the cluster's news (executor 2 gone) is held back...
+    assert reconcile([ExecutorsChanged("a", E1)], agents, now=100.5, heartbeat_s=1.0) == []
+    assert reconcile([], agents, now=102.0, heartbeat_s=1.0) == []
+    # ...and handed over, once, when the agent has been silent for three heartbeats.
+    assert reconcile([], agents, now=104.0, heartbeat_s=1.0) == [ExecutorsChanged("a", E1)]
+    assert reconcile([], agents, now=105.0, heartbeat_s=1.0) == []
