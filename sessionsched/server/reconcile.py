@@ -11,7 +11,9 @@ silent -- else an app whose agent died would keep its agent's last word until th
 changed again. An app whose agent reports no demand (no agent: JVM apps, a driver still
 starting) is taken to want what it holds, so the engine does not try to take back what nobody
 could give up. An ``admission-only`` agent reports demand but no executors: the cluster's view
-counts for those, its demand stands.
+counts for those, its demand stands. A silent agent's last demand does not: its app too is
+taken to want what the cluster says it holds (a dead agent's app whose job ended would
+otherwise keep a claim on executors it no longer uses).
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: fl
         if agent is not None:
             agent.cluster_view = None
         out.append(ev)
-        if agent is None or agent.demand is None:
+        if agent is None or agent.demand is None or not agent.live(now, heartbeat_s):
             out.append(DemandChanged(ev.app_id, len(ev.executors)))
     for app_id, agent in agents.items():
         if agent.cluster_view is not None and not agent.live(now, heartbeat_s):
             out.append(ExecutorsChanged(app_id, agent.cluster_view))
+            out.append(DemandChanged(app_id, len(agent.cluster_view)))
             agent.cluster_view = None
     return out
