@@ -36,9 +36,10 @@ RECONCILE = [
     ("live agent speaks for the app",
      AgentState(seen_at=99.0, executors=(("1", False),), demand=1),
      [ExecutorsChanged("a", ())], []),
-    ("silent agent: cluster view, agent's demand kept",
+    # A silent agent cannot get a grant to the app: its last demand is no claim to grow.
+    ("silent agent: cluster view, demand = held",
      AgentState(seen_at=90.0, executors=(("1", False),), demand=1),
-     [ExecutorsChanged("a", ())], [ExecutorsChanged("a", ())]),
+     [ExecutorsChanged("a", ())], [ExecutorsChanged("a", ()), DemandChanged("a", 0)]),
     ("registered, no report yet", AgentState(seen_at=99.0),
      [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1), DemandChanged("a", 1)]),
     ("admission-only agent: its demand, the cluster's executors",
@@ -228,5 +229,6 @@ def test_the_cluster_view_held_back_while_the_agent_spoke_counts_once_it_falls_s
     assert reconcile([ExecutorsChanged("a", E1)], agents, now=100.5, heartbeat_s=1.0) == []
     assert reconcile([], agents, now=102.0, heartbeat_s=1.0) == []
     # ...and handed over, once, when the agent has been silent for three heartbeats.
-    assert reconcile([], agents, now=104.0, heartbeat_s=1.0) == [ExecutorsChanged("a", E1)]
+    assert reconcile([], agents, now=104.0, heartbeat_s=1.0) == [ExecutorsChanged("a", E1),
+                                                                 DemandChanged("a", 1)]
     assert reconcile([], agents, now=105.0, heartbeat_s=1.0) == []
