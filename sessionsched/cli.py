@@ -14,7 +14,7 @@ import sys
 from .config import ConfigError
 
 # Order is the order in --help.
-COMMANDS: list[str] = ["serve", "submit", "client_cmds", "cluster", "simulate"]
+COMMANDS: list[str] = ["demo", "serve", "submit", "client_cmds", "cluster", "simulate"]
 
 
 class UserError(Exception):

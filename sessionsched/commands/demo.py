@@ -70,6 +70,7 @@ DEMO_CONF = {
     "spark.executor.memory": "512m",
     "spark.driver.memory": "512m",
     "spark.dynamicAllocation.maxExecutors": "2",
+    "spark.ui.port": "0",  # any free port: several drivers at once, none on 4040
 }
 
 
@@ -107,7 +108,8 @@ def submit_burst(client: SchedulerClient, workdir: Path) -> dict[str, DemoApp]:
         for key, value in DEMO_CONF.items():
             argv += ["--conf", f"{key}={value}"]
         argv += [str(APP_FILE), *app.args]
-        sub = plan_submission(wrapper, argv, {}, str(workdir))
+        # The drivers and executors run this Python, which has pyspark.
+        sub = plan_submission(wrapper, argv, {"PYSPARK_PYTHON": sys.executable}, str(workdir))
         ids[client.submit(sub).id] = app
     return ids
 
@@ -161,7 +163,7 @@ def follow(client: SchedulerClient, ids: dict[str, DemoApp], out: Console, timeo
                     exit_note = f" (exit code {a.exit_code})" if a.state.terminal else ""
                     say(f"{a.name:<14} {a.state.value}{exit_note}")
                     seen[a.id] = a.state
-            if not boosted and len(apps) == len(ids):
+            if not boosted and _boost_is_visible(apps, ids):
                 boosted = True
                 boost(client, ids, say)
                 apps = snapshot(client, ids)
@@ -174,6 +176,24 @@ def follow(client: SchedulerClient, ids: dict[str, DemoApp], out: Console, timeo
         if live:
             live.stop()
     raise UserError(f"the demo apps did not all finish within {timeout_s:g}s")
+
+
+def _boost_is_visible(apps: list[App], ids: dict[str, DemoApp]) -> bool:
+    """Raise the priority only once the boosted app visibly waits: its queue has an app
+    started ahead of it and it has a place in line (the first cycle has placed it)."""
+    boosted = [a for a in apps if ids[a.id].boost]
+    if len(apps) < len(ids) or not boosted:
+        return False
+    b = boosted[0]
+    if b.state is not AppState.ACCEPTED:
+        return True  # too late to show a jump; boost() says so
+    started = any(a.queue == b.queue and a.state is not AppState.ACCEPTED for a in apps)
+    return started and b.position is not None
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _seconds(a, b) -> str:
@@ -316,8 +336,9 @@ def _verdict(apps: list[App], ids: dict[str, DemoApp]) -> str:
     b = boosted[0]
     submitted_n = list(ids).index(b.id) + 1
     return (
-        f"{b.name} was submitted {submitted_n}th overall with priority {ids[b.id].priority}, "
-        f"raised to {b.priority}, and started {etl.index(b) + 1}th in root.etl."
+        f"{b.name} was submitted {_ordinal(submitted_n)} overall with priority "
+        f"{ids[b.id].priority}, raised to {b.priority}, and started "
+        f"{_ordinal(etl.index(b) + 1)} in root.etl."
     )
 
 
