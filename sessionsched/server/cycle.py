@@ -25,14 +25,19 @@ from dataclasses import dataclass, replace
 
 from ..backends.base import BackendError, Handle
 from ..engine.events import (
+    Adopted,
     CapacityChanged,
     Decision,
     DriverExited,
     DriverStarted,
     Event,
+    KillRequested,
     LaunchDriver,
+    PriorityChanged,
+    QueuesChanged,
     Reclaim,
     StopDriver,
+    Submitted,
 )
 from ..engine.validate import EventError
 from ..model import AppState, Resources
@@ -46,6 +51,11 @@ log = logging.getLogger("sessionsched.service")
 
 COMMIT_TIMEOUT_S = 30.0
 CAPACITY_EVERY_S = 2.0  # re-read the cluster's capacity at least this often
+
+
+# Events that can move apps in their queues (what a status answer shows besides states,
+# which come as decisions): the service's version is bumped when one was stepped.
+_REORDERS = (Submitted, Adopted, PriorityChanged, KillRequested, QueuesChanged)
 
 
 @dataclass
@@ -86,7 +96,8 @@ class CycleMixin:
         with self.lock:
             waiting = dict(self.engine.waiting)
             decisions, events = self._step(now, events)
-            if events or decisions or self.engine.waiting != waiting:
+            if (decisions or self.engine.waiting != waiting
+                    or any(isinstance(ev, _REORDERS) for ev in events)):
                 self.version += 1
             record = record_step(now, events, decisions, self.apps, self.engine.apps,
                                  self._why, self._killers)

@@ -83,8 +83,8 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin):
         self.session_since: dict[str, float] = {}  # sessions adopted at a restart: since when
         self.adopt_retry: dict[str, Handle] = {}  # adopted while the backend could not check
         self.health = ClusterHealth()
-        # Bumped after every change a reader could see (books, engine, health): answers cached
-        # under an older version are stale.
+        # Bumped after every change a status answer could show (an app's record, queue order,
+        # why queues wait, the cluster's health): answers cached under an older one are stale.
         self.version = 0
         self.plan: int | None = None
         self.last_cycle_at: float | None = None
