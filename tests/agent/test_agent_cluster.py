@@ -1,9 +1,7 @@
 """The agent on a real cluster: executors of running apps arbitrated live, through the real
 submit path (``POST /api/v1/apps`` -> ``sessionsched serve`` -> spark-submit with the agent's
-bootstrap -> a PySpark driver whose agent heartbeats the server).
-
-A 6-core, 1-worker local cluster of its own (1-core/512m executors, sleep-based tasks): six
-is the smallest size where 1:2 and 1:1 are whole numbers of executors (2:4, 3:3).
+bootstrap -> a PySpark driver whose agent heartbeats the server). Fixtures and helpers:
+``conftest.py`` (a 6-core cluster of these tests' own, 1-core/512m executors, sleep-based tasks).
 
 Each test names the behaviour it checks; every wait is bounded. Between tests every app is
 killed and the cluster is back to idle.
@@ -11,124 +9,16 @@ killed and the cluster is back to idle.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sys
 import time
-from pathlib import Path
 
 import pytest
+from agent_stack import CORES, driver_pid, finished, held, report, settle, submit
 
-from sessionsched.backends.local import LocalCluster
-from sessionsched.client import SchedulerClient, Submission
-from sessionsched.commands._serverproc import ServerProcess
-from tests.sparkcluster import SMALL, master_ports, wait_until
+from tests.sparkcluster import wait_until
 
 pytestmark = pytest.mark.cluster
-
-CORES = 6
-APP = Path(__file__).parent / "apps" / "sleepy_job.py"
-QUEUES = [{"name": "root", "queues": [
-    {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0},
-    {"name": "prio", "policy": "priority", "reclaim_timeout": 0},
-    {"name": "graceful", "policy": "priority", "reclaim_timeout": 60},
-]}]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    port, rest_port, ui_port = master_ports()
-    c = LocalCluster(tmp_path_factory.mktemp("agent-cluster"), workers=1, cores=CORES,
-                     memory="4g", port=port, ui_port=ui_port, rest_port=rest_port,
-                     start_timeout_s=180)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture(scope="module")
-def server(cluster, tmp_path_factory):
-    work = tmp_path_factory.mktemp("agent-server")
-    config = {
-        "server": {"state_dir": str(work / "state"), "cycle_ms": 200, "heartbeat_s": 1.0},
-        "cluster": {"backend": "standalone", "master": cluster.master_url,
-                    "master_ui": cluster.master_ui, "driver_slots": 4},
-        "defaults": {"queue": "root.fair"},
-        "queues": QUEUES,
-    }
-    s = ServerProcess.start(config, work)
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
-@pytest.fixture
-def api(server, cluster):
-    """A client; every app it submitted is killed afterwards and the cluster left idle."""
-    client = SchedulerClient(server.url)
-    client.submitted = []
-    try:
-        yield client
-    finally:
-        for app_id in client.submitted:
-            if not client.app(app_id).state.terminal:
-                client.kill(app_id)
-        wait_until(lambda: all(client.app(a).state.terminal for a in client.submitted), 60,
-                   "every app to end")
-        wait_until(lambda: not cluster.status().apps, 60, "the cluster to have no app left")
-        client.close()
-
-
-def submit(api, name, queue, priority, *args, conf=None, idle_timeout_s=60):
-    props = {**SMALL, "spark.driver.host": "127.0.0.1",
-             "spark.dynamicAllocation.executorIdleTimeout": f"{idle_timeout_s}s", **(conf or {})}
-    argv = ["--name", name]
-    for k, v in props.items():
-        argv += ["--conf", f"{k}={v}"]
-    argv += [str(APP), *map(str, args)]
-    app = api.submit(Submission(tuple(argv), str(APP.parent), queue=queue, priority=priority))
-    api.submitted.append(app.id)
-    return app.id
-
-
-def held(api, *ids):
-    return tuple(api.app(i).executors for i in ids)
-
-
-def settle(api, ids, expected, timeout_s, what):
-    """Wait until the apps hold ``expected`` executors, and still do 3 s later (converged,
-    not passing through)."""
-    def converged():
-        if held(api, *ids) != expected:
-            return False
-        time.sleep(3)
-        return held(api, *ids) == expected
-    wait_until(converged, timeout_s, what, interval_s=0.5)
-
-
-def report(api, app_id):
-    """The app's REPORT line: result, failed task attempts, seconds."""
-    for line in api.log(app_id, tail=400).splitlines():
-        if line.startswith("REPORT "):
-            return json.loads(line.removeprefix("REPORT "))
-    return None
-
-
-def driver_pid(api, app_id):
-    """The driver's PID, from the agent's registration in the app's audit trail."""
-    for e in api.events(app_id):
-        if e["kind"] == "agent" and "pid " in e["detail"]:
-            return int(e["detail"].split("pid ")[1].split(",")[0])
-    return None
-
-
-def finished(api, app_id):
-    app = api.app(app_id)
-    return app if app.state.terminal else None
 
 
 # --- fairshare: weights are priorities ----------------------------------------------------
@@ -231,6 +121,3 @@ def test_an_app_without_dynamic_allocation_is_admission_only_and_completes(api):
     assert "control admission-only" in agent[0]
     assert "executorAllocationManager() is empty: dynamic allocation is off" in agent[0]
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(pytest.main([__file__, "-v"]))

@@ -1,0 +1,68 @@
+"""Helpers of the agent's real-cluster tests (fixtures: ``conftest.py``): the cluster's size,
+the queues, submitting the test app, reading apps' executors, reports and driver PIDs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from sessionsched.client import Submission
+from tests.sparkcluster import SMALL, wait_until
+
+CORES = 6
+APP = Path(__file__).parent / "apps" / "sleepy_job.py"
+QUEUES = [{"name": "root", "queues": [
+    {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0},
+    {"name": "prio", "policy": "priority", "reclaim_timeout": 0},
+    {"name": "graceful", "policy": "priority", "reclaim_timeout": 60},
+    {"name": "solo", "policy": "fifo", "max_running_apps": 1},
+]}]
+
+
+def submit(api, name, queue, priority, *args, conf=None, idle_timeout_s=60):
+    props = {**SMALL, "spark.driver.host": "127.0.0.1",
+             "spark.dynamicAllocation.executorIdleTimeout": f"{idle_timeout_s}s", **(conf or {})}
+    argv = ["--name", name]
+    for k, v in props.items():
+        argv += ["--conf", f"{k}={v}"]
+    argv += [str(APP), *map(str, args)]
+    app = api.submit(Submission(tuple(argv), str(APP.parent), queue=queue, priority=priority))
+    api.submitted.append(app.id)
+    return app.id
+
+
+def held(api, *ids):
+    return tuple(api.app(i).executors for i in ids)
+
+
+def settle(api, ids, expected, timeout_s, what):
+    """Wait until the apps hold ``expected`` executors, and still do 3 s later (converged,
+    not passing through)."""
+    def converged():
+        if held(api, *ids) != expected:
+            return False
+        time.sleep(3)
+        return held(api, *ids) == expected
+    wait_until(converged, timeout_s, what, interval_s=0.5)
+
+
+def report(api, app_id):
+    """The app's REPORT line: result, failed task attempts, seconds."""
+    for line in api.log(app_id, tail=400).splitlines():
+        if line.startswith("REPORT "):
+            return json.loads(line.removeprefix("REPORT "))
+    return None
+
+
+def driver_pid(api, app_id):
+    """The driver's PID, from the agent's registration in the app's audit trail."""
+    for e in api.events(app_id):
+        if e["kind"] == "agent" and "pid " in e["detail"]:
+            return int(e["detail"].split("pid ")[1].split(",")[0])
+    return None
+
+
+def finished(api, app_id):
+    app = api.app(app_id)
+    return app if app.state.terminal else None

@@ -1,0 +1,62 @@
+"""Fixtures of the agent's real-cluster tests: a 6-core, 1-worker local cluster of their own
+(1-core/512m executors; six is the smallest size where 1:2 and 1:1 are whole numbers of
+executors, 2:4 and 3:3) and ``sessionsched serve`` on it, started once for the run and stopped
+by PID at the end; ``api`` kills every app a test submitted and waits for the cluster to be idle.
+"""
+
+from __future__ import annotations
+
+import pytest
+from agent_stack import CORES, QUEUES
+
+from sessionsched.backends.local import LocalCluster
+from sessionsched.client import SchedulerClient
+from sessionsched.commands._serverproc import ServerProcess
+from tests.sparkcluster import master_ports, wait_until
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    port, rest_port, ui_port = master_ports()
+    c = LocalCluster(tmp_path_factory.mktemp("agent-cluster"), workers=1, cores=CORES,
+                     memory="4g", port=port, ui_port=ui_port, rest_port=rest_port,
+                     start_timeout_s=180)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="session")
+def server(cluster, tmp_path_factory):
+    work = tmp_path_factory.mktemp("agent-server")
+    config = {
+        "server": {"state_dir": str(work / "state"), "cycle_ms": 200, "heartbeat_s": 1.0},
+        "cluster": {"backend": "standalone", "master": cluster.master_url,
+                    "master_ui": cluster.master_ui, "driver_slots": 4},
+        "defaults": {"queue": "root.fair"},
+        "queues": QUEUES,
+    }
+    s = ServerProcess.start(config, work)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def api(server, cluster):
+    """A client; every app it submitted is killed afterwards and the cluster left idle."""
+    client = SchedulerClient(server.url)
+    client.submitted = []
+    try:
+        yield client
+    finally:
+        for app_id in client.submitted:
+            if not client.app(app_id).state.terminal:
+                client.kill(app_id)
+        wait_until(lambda: all(client.app(a).state.terminal for a in client.submitted), 60,
+                   "every app to end")
+        wait_until(lambda: not cluster.status().apps, 60, "the cluster to have no app left")
+        client.close()
