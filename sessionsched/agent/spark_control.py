@@ -183,6 +183,14 @@ class SparkControl:
         except Exception as e:
             raise SparkControlError(f"reading Spark state failed: {_one_line(e)}") from e
 
+    def demand(self) -> int:
+        """The demand alone (one py4j call), for cheap checks between heartbeats."""
+        self._require_full()
+        try:
+            return int(self._eam.maxNumExecutorsNeededPerResourceProfile(DEFAULT_PROFILE))
+        except Exception as e:
+            raise SparkControlError(f"reading the demand failed: {_one_line(e)}") from e
+
     def executors(self) -> tuple[ExecutorFact, ...]:
         """Registered executors, oldest first. Ones being killed or decommissioned are included:
         they hold their cores until they are gone, and the scheduler must count them."""
