@@ -8,19 +8,21 @@ cluster's view is the truth: a silent agent does not take executors off the book
 does. The backend reports a view only when it changes, so the view it reported while the agent
 spoke is kept (``AgentState.cluster_view``) and handed to the engine when the agent falls
 silent -- else an app whose agent died would keep its agent's last word until the cluster
-changed again. An app whose agent reports no demand (no agent: JVM apps, a driver still
-starting) is taken to want what it holds, so the engine does not try to take back what nobody
-could give up. An ``admission-only`` agent reports demand but no executors: the cluster's view
-counts for those, its demand stands. A silent agent's last demand does not: its app too is
-taken to want what the cluster says it holds (a dead agent's app whose job ended would
-otherwise keep a claim on executors it no longer uses).
+changed again. A driver that exited has nothing to hand over (its executors died with it).
+
+An app whose agent reports no demand (no agent: JVM apps, a driver still starting) is taken to
+want what it holds, so the engine does not try to take back what nobody could give up. An
+``admission-only`` agent reports demand but no executors: the cluster's view counts for those,
+its demand stands. A silent agent's last demand does not: its app too is taken to want what the
+cluster says it holds (a dead agent's app whose job ended would otherwise keep a claim on
+executors it no longer uses).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..engine.events import DemandChanged, Event, ExecutorsChanged
+from ..engine.events import DemandChanged, DriverExited, Event, ExecutorsChanged
 from .books import AgentState
 
 
@@ -28,6 +30,8 @@ def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: fl
               heartbeat_s: float) -> list[Event]:
     out: list[Event] = []
     for ev in polled:
+        if isinstance(ev, DriverExited) and ev.app_id in agents:
+            agents[ev.app_id].cluster_view = None  # its executors died with it: nothing to hand
         if not isinstance(ev, ExecutorsChanged):
             out.append(ev)
             continue

@@ -232,3 +232,13 @@ def test_the_cluster_view_held_back_while_the_agent_spoke_counts_once_it_falls_s
     assert reconcile([], agents, now=104.0, heartbeat_s=1.0) == [ExecutorsChanged("a", E1),
                                                                  DemandChanged("a", 1)]
     assert reconcile([], agents, now=105.0, heartbeat_s=1.0) == []
+
+
+def test_a_driver_that_exited_hands_over_no_cluster_view():
+    agent = AgentState(seen_at=100.0, executors=(("1", False),), demand=1)
+    agents = {"a": agent}
+    assert reconcile([ExecutorsChanged("a", E1)], agents, now=100.5, heartbeat_s=1.0) == []
+    exited = DriverExited("a", 137)
+    assert reconcile([exited], agents, now=101.0, heartbeat_s=1.0) == [exited]
+    # Silent now, but its executors died with the driver: no stale view comes back.
+    assert reconcile([], agents, now=110.0, heartbeat_s=1.0) == []
