@@ -18,6 +18,9 @@ def test_example_server_config_loads():
     assert set(leaves) == {"root.etl", "root.adhoc", "root.default"}
     assert leaves["root.etl"].policy.value == "priority"
     assert leaves["root.adhoc"].reclaim_mode.value == "idle"
+    # The weekday plan puts interactive work first.
+    weekday = cfg.queue_tree(cfg.plans[0])
+    assert {q.name: q.weight for q in weekday.leaves()}["root.adhoc"] == 10
 
 
 def test_spark_defaults_template_is_read_as_spark_submit_would():
