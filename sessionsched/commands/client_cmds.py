@@ -156,12 +156,11 @@ def _status(args: argparse.Namespace) -> int:
         if args.json:
             print_json(app.raw)
             return 0
-        table = Table(box=None, show_header=False, pad_edge=False)
-        table.add_column(style="bold")
-        table.add_column(overflow="fold")
+        width = max(len(key) for key in app.raw)
         for key, value in app.raw.items():
-            table.add_row(*plain(key, "-" if value is None else value))
-        console().print(table)
+            if isinstance(value, list):
+                value = "; ".join(str(v) for v in value)
+            print(f"{key:<{width}}  {'-' if value in (None, '') else value}")
         return 0
 
     return call(args, action)
