@@ -248,10 +248,11 @@ def wrapper_parser() -> argparse.ArgumentParser:
         "[--wait] <spark-submit args…>",
         description="Submit a Spark application to the scheduler's queues. Every spark-submit "
         "argument (options, the application file, its arguments) passes through unchanged, "
-        "except --master (the scheduler picks the cluster). Properties are read from --conf, "
-        "--properties-file and $SPARK_CONF_DIR/spark-defaults.conf as spark-submit does "
-        "(spark.ego.priority, spark.ego.slots.max, spark.sessionsched.queue, ...). Prints the "
-        "submission id.",
+        "except --master (the scheduler picks the cluster). Python apps run in client mode. "
+        "Wrapper options are taken from before the application file; after it, every argument "
+        "is the app's. Properties are read from --conf, --properties-file and "
+        "$SPARK_CONF_DIR/spark-defaults.conf as spark-submit does (spark.ego.priority, "
+        "spark.ego.slots.max, spark.sessionsched.queue, ...). Prints the submission id.",
     )
     p.add_argument("--queue", metavar="Q", help="queue (sets spark.sessionsched.queue)")
     p.add_argument(
@@ -261,7 +262,7 @@ def wrapper_parser() -> argparse.ArgumentParser:
         "--wait",
         action="store_true",
         help="follow the app's state and queue position until it ends; exit with its "
-        "exit code (non-zero for FAILED and KILLED)",
+        "exit code (FAILED without one: 1, KILLED: 143); Ctrl-C stops waiting, not the app",
     )
     add_connection_options(p)
     return p

@@ -5,7 +5,13 @@ import argparse
 import pytest
 
 from sessionsched.cli import UserError
-from sessionsched.commands.submit import plan_submission, split_wrapper_args, wrapper_parser
+from sessionsched.client import App
+from sessionsched.commands.submit import (
+    exit_code_of,
+    plan_submission,
+    split_wrapper_args,
+    wrapper_parser,
+)
 
 SPLIT = {
     "wrapper options first": (
@@ -176,3 +182,27 @@ def test_wrapper_parser_is_what_help_shows():
     assert ns == argparse.Namespace(
         queue="q", priority=None, wait=True, server="http://h:1", token=None
     )
+
+
+def ended(state: str, exit_code):
+    return App.from_json(
+        {"id": "driver-1", "priority": 5000, "state": state, "exit_code": exit_code}
+    )
+
+
+# (state, the driver's exit code as the server reports it, what `submit --wait` exits with)
+EXIT_CODES = {
+    "finished": ("FINISHED", 0, 0),
+    "finished, no code known": ("FINISHED", None, 0),
+    "failed with its code": ("FAILED", 3, 3),
+    "failed without a code": ("FAILED", None, 1),
+    "failed yet said 0": ("FAILED", 0, 1),
+    "killed while queued": ("KILLED", None, 143),
+    "killed by SIGTERM, code 143": ("KILLED", 143, 143),
+    "killed by signal 9 (negative code)": ("KILLED", -9, 137),
+}
+
+
+@pytest.mark.parametrize("state,code,expected", EXIT_CODES.values(), ids=EXIT_CODES.keys())
+def test_wait_exit_code_mirrors_the_app(state, code, expected):
+    assert exit_code_of(ended(state, code)) == expected
