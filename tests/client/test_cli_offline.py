@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import cli_env, run_cli
 
+from sessionsched.client import default_server
+
 COMMANDS = {
     "status": ["status", "driver-1"],
     "kill": ["kill", "driver-1"],
@@ -32,10 +34,10 @@ def test_server_option_beats_the_environment(closed_port, app_dir):
     assert f"cannot reach the scheduler at {url} " in r.stderr
 
 
-def test_default_server_address(app_dir):
-    r = run_cli("queues", "--server", "", env=cli_env())
-    # Whatever runs on the default port, the address the command used is the documented one.
-    assert r.returncode == 0 or "http://127.0.0.1:6066" in r.stderr
+def test_default_server_address():
+    assert default_server({}) == "http://127.0.0.1:6066"
+    assert default_server({"SESSIONSCHED_SERVER": "http://h:1"}) == "http://h:1"
+    assert default_server({"SESSIONSCHED_SERVER": ""}) == "http://127.0.0.1:6066"
 
 
 BAD_SUBMIT = {
