@@ -58,5 +58,8 @@ def api(server, cluster):
                 client.kill(app_id)
         wait_until(lambda: all(client.app(a).state.terminal for a in client.submitted), 60,
                    "every app to end")
+        for app_id in client.submitted:  # the agent never failed quietly inside a driver
+            if client.app(app_id).kind == "submit":
+                assert "sessionsched agent: Spark call failed" not in client.log(app_id, 5000)
         wait_until(lambda: not cluster.status().apps, 60, "the cluster to have no app left")
         client.close()

@@ -20,14 +20,6 @@ from tests.sparkcluster import wait_until
 
 pytestmark = pytest.mark.cluster
 
-KNOWN_LEAK = pytest.mark.xfail(
-    reason="open (issue 4): after an earlier test's apps are killed, the next app registers its "
-    "agent with full control but is never granted an executor (stays STARTING); seen in CI runs "
-    "where the first test passes and these, run after it, time out at their first step",
-    strict=False,
-)
-
-
 
 # --- fairshare: weights are priorities ----------------------------------------------------
 
@@ -53,7 +45,6 @@ def test_fairshare_splits_by_priority_and_follows_a_priority_change_and_a_killed
 # --- priority: the higher one gets what it asks, the other the rest ---------------------------
 
 
-@KNOWN_LEAK
 def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api):
     # A: 12 tasks of 25 s, alone on the cluster: 6 executors, all busy.
     a = submit(api, "prio-a", "root.prio", 3000, "--tasks", 12, "--seconds", 25)
@@ -77,7 +68,6 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api):
 # --- graceful reclaim: decommission, no task lost -------------------------------------------
 
 
-@KNOWN_LEAK
 def test_graceful_reclaim_decommissions_and_loses_no_task(api):
     # A: 12 tasks of 20 s; when B arrives A's 6 executors are mid-task.
     a = submit(api, "grace-a", "root.graceful", 3000, "--tasks", 12, "--seconds", 20)
@@ -99,7 +89,6 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api):
 # --- a dead agent: the cluster's view gives the executors back ------------------------------
 
 
-@KNOWN_LEAK
 def test_a_dead_agent_gives_its_executors_back_once_spark_releases_them(api):
     # A's agent dies once A holds the cluster (the app detaches it); A's job of 6 tasks x 60 s
     # ends, its executors go idle and Spark's own idle timeout (5 s) releases them; the driver

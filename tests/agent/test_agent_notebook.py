@@ -48,12 +48,6 @@ class Notebook:
         self.proc.wait(30)
 
 
-@pytest.mark.xfail(
-    reason="open (issue 4): runs after the cluster tests and meets the same leak as their "
-    "KNOWN_LEAK cases (a killed app's executors left on the books); fixed in the server's "
-    "reconcile step, not yet confirmed by a full run",
-    strict=False,
-)
 def test_a_notebook_session_waits_its_turn_shares_and_gives_back(api, server, cluster):
     # The queue runs one app at a time: the notebook waits behind a running app.
     blocker = submit(api, "blocker", "root.solo", 5000, "--tasks", 1, "--seconds", 600)
