@@ -344,19 +344,57 @@ def overhead(server: str, master: str, reps: int, work: Path) -> None:
           f"= {statistics.median(busy) * 100:.2f} % of one core")
 
 
-def start_stack(cores: int, work: Path):
-    """A local cluster and ``sessionsched serve`` on it; (cluster, server), both started."""
+def free_ports(first: int, last: int, n: int) -> list[int]:
+    """``n`` ports of first..last that are free on 127.0.0.1 now."""
+    import socket
+
+    out = []
+    for port in range(first, last + 1):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        out.append(port)
+        if len(out) == n:
+            return out
+    raise RuntimeError(f"fewer than {n} free ports in {first}-{last}")
+
+
+def start_stack(cores: int, work: Path, port_range: tuple[int, int]):
+    """A local cluster and ``sessionsched serve`` on it, their ports in ``port_range``;
+    (cluster, server), both started."""
+    import yaml
+
     from sessionsched.backends.local import LocalCluster
     from sessionsched.commands._serverproc import ServerProcess
 
-    cluster = LocalCluster(work / "cluster", workers=1, cores=cores, memory="4g")
+    master, rest, ui, api = free_ports(*port_range, 4)
+    cluster = LocalCluster(work / "cluster", workers=1, cores=cores, memory="4g", port=master,
+                           rest_port=rest, ui_port=ui, start_timeout_s=180)
     cluster.start()
     try:
-        config = {"server": {"state_dir": str(work / "state"), "cycle_ms": 200},
+        config = {"server": {"host": "127.0.0.1", "port": api, "cycle_ms": 200,
+                             "state_dir": str(work / "state")},
                   "cluster": {"backend": "standalone", "master": cluster.master_url,
                               "master_ui": cluster.master_ui, "driver_slots": 4},
                   "defaults": {"queue": "root.kill"}, "queues": QUEUES}
-        return cluster, ServerProcess.start(config, work / "server")
+        (work / "server").mkdir()
+        config_path = work / "server" / "sessionsched.yaml"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        log_path = work / "server" / "server.log"
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sessionsched.cli", "serve", "--config", str(config_path)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        server = ServerProcess(proc, f"http://127.0.0.1:{api}", config_path, log_path)
+        try:
+            server.wait_ready(60)
+        except BaseException:
+            server.stop()
+            raise
+        return cluster, server
     except BaseException:
         cluster.stop()
         raise
@@ -370,6 +408,8 @@ def main() -> None:
     p.add_argument("--master", help="use this running cluster (its cores = --cores), ...")
     p.add_argument("--master-ui", help="... its master's web UI, ...")
     p.add_argument("--server", help="... and this running server, whose queues are QUEUES")
+    p.add_argument("--ports", default="27000-27999",
+                   help="range for the cluster's and the server's ports (default 27000-27999)")
     a = p.parse_args()
     skip = set(filter(None, a.skip.split(",")))
 
@@ -379,7 +419,8 @@ def main() -> None:
         if a.master and a.master_ui and a.server:
             master, master_ui, url = a.master, a.master_ui, a.server
         else:
-            cluster, server = start_stack(a.cores, work)
+            first, _, last = a.ports.partition("-")
+            cluster, server = start_stack(a.cores, work, (int(first), int(last)))
             master, master_ui, url = cluster.master_url, cluster.master_ui, server.url
         print(f"cluster {master}: 1 worker, {a.cores} cores; server {url}; logs in {work}")
         if "reaction" not in skip:
