@@ -4,12 +4,15 @@ runs to completion. Real Python subprocesses and a real local-mode SparkContext.
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 from sessionsched.agent.launch import bootstrap_path
+from sessionsched.agent.package import build_zip
 
 PY = sys.executable
 
@@ -88,3 +91,34 @@ def test_admission_only_app_completes_while_the_scheduler_is_down(tmp_path):
     assert int(result.split()[3]) >= 3
     assert "executorAllocationManager() is empty: dynamic allocation is off" in out.stderr
     assert out.stderr.count("scheduler unreachable") == 1  # once per outage, not per retry
+
+
+def test_the_agent_zip_alone_attaches_the_agent(tmp_path):
+    """Shipped as a zip in --py-files (no sessionsched installed on the driver): the bootstrap,
+    copied away from the source tree, imports the agent from the zip and the app runs."""
+    zip_path = build_zip(str(tmp_path / "sessionsched-agent.zip"))
+    boot = tmp_path / "bootstrap.py"
+    shutil.copy(bootstrap_path(), boot)
+    script = tmp_path / "zip_job.py"
+    script.write_text(textwrap.dedent("""
+        import sessionsched.agent.attach as attach
+        from pyspark.sql import SparkSession
+        spark = (SparkSession.builder.master("local[1]").appName("zip")
+                 .config("spark.ui.enabled", "false").getOrCreate())
+        print("FROM", attach.__file__)
+        print("AGENT", attach.current().control.probe.control)
+        print("RESULT", spark.sparkContext.parallelize(range(10), 2).sum())
+        spark.stop()
+    """))
+    # -S: no site processing, so the editable install of sessionsched is invisible; pyspark and
+    # py4j come from site-packages as a plain directory, the agent only from the zip.
+    env = {**os.environ, "PYTHONPATH": f"{zip_path}:{sysconfig.get_paths()['purelib']}",
+           "SESSIONSCHED_APP_ID": "driver-20261121000000-0002",
+           "SESSIONSCHED_SERVER": f"http://127.0.0.1:{free_port()}", "SPARK_LOCAL_IP": "127.0.0.1"}
+    out = subprocess.run([PY, "-S", str(boot), str(script)], capture_output=True, text=True,
+                         timeout=120, cwd="/", env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
+    assert lines["FROM"].startswith(zip_path + "/")
+    assert lines["AGENT"] == "admission-only"
+    assert lines["RESULT"] == "45"
