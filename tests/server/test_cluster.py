@@ -77,6 +77,9 @@ def all_ended(server: ServerProcess, ids: list[str]) -> list[dict] | None:
     return apps if all(a["state"] in ("FINISHED", "FAILED", "KILLED") for a in apps) else None
 
 
+JOINS_NEXT_CYCLE = "accepted; joins its queue at the next scheduling cycle"
+
+
 def master_json(spark_cluster) -> dict:
     return httpx.get(f"{spark_cluster.master_ui}/json/", timeout=10).json()
 
@@ -114,8 +117,10 @@ def test_stateaware_launches_the_next_app_only_once_the_first_has_an_executor(
     b = submit_python(server, pyspark_app, "--tasks", "1", "--task-s", "1", name="sa-2")
     first = wait_until(lambda: (x := app(server, a))["state"] == "STARTING" and x, 60,
                        "the first app to start")
-    # Driver slots are free (4), yet the second waits for the first's executor.
-    waiting = app(server, b)
+    # Driver slots are free (4), yet the second waits for the first's executor. It may have
+    # arrived after the cycle that launched the first: wait for a cycle to have placed it.
+    waiting = wait_until(lambda: (x := app(server, b))["reason"] != JOINS_NEXT_CYCLE and x, 30,
+                         "a scheduling cycle to place the second app")
     assert waiting["state"] == "ACCEPTED"
     assert waiting["reason"] == "1 app(s) starting in root.default (starting_limit 1)"
     first, second = wait_until(lambda: all_ended(server, [a, b]), END_S, "both to end")
