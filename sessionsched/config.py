@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .model import PRIORITY_DEFAULT, Admission, Policy, Queue, parse_priority
 
@@ -30,6 +39,18 @@ def _enum_value(enum: type[Enum], value: Any) -> Any:
     return value.strip().lower()
 
 
+def _reclaim_timeout(v: float) -> float:
+    if v < 0 and v != -1:
+        raise ValueError(f"{v} is not -1 (non-preemptive), 0 (kill now) or a positive timeout")
+    return v
+
+
+# Field types shared by a queue and a plan's override of it: the same words, the same errors.
+AdmissionField = Annotated[Admission, BeforeValidator(lambda v: _enum_value(Admission, v))]
+PolicyField = Annotated[Policy, BeforeValidator(lambda v: _enum_value(Policy, v))]
+ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,38 +61,21 @@ class QueueConfig(_Strict):
 
     name: str
     queues: list[QueueConfig] = Field(default_factory=list)
-    admission: Admission = Admission.STATEAWARE
+    admission: AdmissionField = Admission.STATEAWARE
     starting_limit: int = Field(1, ge=1)
     starting_timeout: float = Field(300.0, gt=0)
-    policy: Policy = Policy.FAIRSHARE
+    policy: PolicyField = Policy.FAIRSHARE
     weight: float = Field(1.0, gt=0)
     min_share: int = Field(0, ge=0)
     max_cores: int | None = Field(None, ge=1)
     max_running_apps: int | None = Field(None, ge=1)
-    reclaim_timeout: float = 0.0
+    reclaim_timeout: ReclaimTimeout = 0.0
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         if not v or "." in v or v != v.strip():
             raise ValueError(f"{v!r} is not a queue name (no dots, no surrounding spaces)")
-        return v
-
-    @field_validator("admission", mode="before")
-    @classmethod
-    def _admission(cls, v: Any) -> Any:
-        return _enum_value(Admission, v)
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _policy(cls, v: Any) -> Any:
-        return _enum_value(Policy, v)
-
-    @field_validator("reclaim_timeout")
-    @classmethod
-    def _reclaim(cls, v: float) -> float:
-        if v < 0 and v != -1:
-            raise ValueError(f"{v} is not -1 (non-preemptive), 0 (kill now) or a positive timeout")
         return v
 
     @model_validator(mode="after")
@@ -172,30 +176,15 @@ class DefaultsSection(_Strict):
 class QueueOverride(_Strict):
     """Queue settings a time-of-day plan changes; unset fields keep the configured value."""
 
-    admission: Admission | None = None
+    admission: AdmissionField | None = None
     starting_limit: int | None = Field(None, ge=1)
     starting_timeout: float | None = Field(None, gt=0)
-    policy: Policy | None = None
+    policy: PolicyField | None = None
     weight: float | None = Field(None, gt=0)
     min_share: int | None = Field(None, ge=0)
     max_cores: int | None = Field(None, ge=1)
     max_running_apps: int | None = Field(None, ge=1)
-    reclaim_timeout: float | None = None
-
-    @field_validator("admission", mode="before")
-    @classmethod
-    def _admission(cls, v: Any) -> Any:
-        return _enum_value(Admission, v)
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _policy(cls, v: Any) -> Any:
-        return _enum_value(Policy, v)
-
-    @field_validator("reclaim_timeout")
-    @classmethod
-    def _reclaim(cls, v: float | None) -> float | None:
-        return v if v is None else QueueConfig._reclaim(v)
+    reclaim_timeout: ReclaimTimeout | None = None
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)

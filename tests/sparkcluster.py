@@ -110,8 +110,8 @@ public class SleepApp {
 """
 
 
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str = "the condition",
-               interval_s: float = 0.2) -> T:
+def wait_until(condition: Callable[[], T], timeout_s: float = 15.0, what: str = "the condition",
+               interval_s: float = 0.05) -> T:
     """Call ``condition`` until it returns something truthy, and return that. Fails the test
     after ``timeout_s`` seconds."""
     deadline = time.monotonic() + timeout_s

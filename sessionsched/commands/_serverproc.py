@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,15 +20,11 @@ from pathlib import Path
 import httpx
 import yaml
 
+from ..backends.local import free_port
+
 
 class ServerStartError(RuntimeError):
     """The server did not come up; ``str()`` is one line: why, its log's last line, the log."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def last_log_line(path: Path) -> str:

@@ -5,7 +5,6 @@ runs to completion. Real Python subprocesses and a real local-mode SparkContext.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -13,14 +12,9 @@ import textwrap
 
 from sessionsched.agent.launch import bootstrap_path
 from sessionsched.agent.package import build_zip
+from sessionsched.backends.local import free_port
 
 PY = sys.executable
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(script, args, env=None, timeout_s=120):

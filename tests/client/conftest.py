@@ -7,14 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from sessionsched.commands._serverproc import ServerProcess, free_port
+from sessionsched.backends.local import free_port
+from sessionsched.commands._serverproc import ServerProcess
+from tests.sparkcluster import wait_until  # noqa: F401 (the one polling helper, re-exported)
 
 REPO = Path(__file__).resolve().parents[2]
 SLEEP_TASKS = REPO / "examples" / "apps" / "sleep_tasks.py"
@@ -49,18 +49,6 @@ def run_cli(
         text=True,
         timeout=timeout_s,
     )
-
-
-def wait_until(predicate: Callable[[], object], timeout_s: float = 15.0, what: str = "it"):
-    """Poll until ``predicate`` gives something truthy and return it; AssertionError on timeout."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -3,13 +3,13 @@ the real APScheduler cycle) in a temporary state directory."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import QUEUES, make_config
 
+from sessionsched.backends.local import free_port
 from sessionsched.server.app import create_app
 
 
@@ -24,19 +24,7 @@ def db(state_dir) -> Path:
 
 
 @pytest.fixture
-def free_port():
-    """A function giving a free TCP port on 127.0.0.1 (the OS picks it)."""
-
-    def pick() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-    return pick
-
-
-@pytest.fixture
-def closed_port(free_port) -> int:
+def closed_port() -> int:
     """A port nothing listens on: a cluster that cannot be reached."""
     return free_port()
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from sessionsched.config import ServerConfig
+from tests.sparkcluster import wait_until  # noqa: F401 (the one polling helper, re-exported)
 
 QUEUES = [{"name": "root", "queues": [
     {"name": "default", "policy": "fairshare"},
@@ -20,18 +19,6 @@ def make_config(state_dir: Path, **sections) -> ServerConfig:
     for key, value in sections.items():
         data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
     return ServerConfig.model_validate(data)
-
-
-def wait_until(predicate: Callable[[], object], timeout_s: float = 10.0, what: str = "condition"):
-    """Poll ``predicate`` until it returns something truthy; that value, or AssertionError."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
-        time.sleep(0.02)
 
 
 def rows(db: Path, sql: str) -> list[tuple]:
