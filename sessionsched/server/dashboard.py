@@ -1,4 +1,9 @@
-"""The dashboard at ``/``: one static page that polls the native API every two seconds."""
+"""The dashboard at ``/``: one static page that polls the native API every two seconds.
+
+Every value is escaped before it goes into the tables. Polls do not overlap (the next starts two
+seconds after the last ended), and each request gives up after five seconds, so a scheduler that
+stops answering shows as unreachable instead of leaving the last tables up as if all were well.
+"""
 
 DASHBOARD_HTML = """<!doctype html>
 <html><head><meta charset="utf-8"><title>sessionsched</title>
@@ -8,29 +13,48 @@ DASHBOARD_HTML = """<!doctype html>
  th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left}
  th{background:#f4f4f4} .ACCEPTED{color:#a60} .STARTING{color:#06c} .RUNNING{color:#080}
  .FAILED,.KILLED{color:#b00} #health{margin-bottom:1em}
+ .stale table{opacity:.45}
 </style></head>
 <body><h1>sessionsched</h1><div id="health"></div>
 <h2>Queues</h2><table id="queues"></table>
 <h2>Applications</h2><table id="apps"></table>
 <script>
-const ENT = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
-const esc = s => String(s ?? "").replace(/[&<>"]/g, c => ENT[c]);
+const ENT = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"};
+const esc = s => String(s ?? "").replace(/[&<>"']/g, c => ENT[c]);
+const POLL_MS = 2000, TIMEOUT_MS = 5000;
+class HttpError extends Error {}
 function table(el, cols, rows, cls) {
   el.innerHTML = "<tr>" + cols.map(c => "<th>" + c + "</th>").join("") + "</tr>" +
     rows.map(r => "<tr class='" + (cls ? esc(r[cls]) : "") + "'>" +
       cols.map(c => "<td>" + esc(r[c]) + "</td>").join("") + "</tr>").join("");
 }
+async function get(u) {
+  const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+  try {
+    const r = await fetch(u, {signal: ctl.signal, cache: "no-store"});
+    if (!r.ok) throw new HttpError("scheduler error: HTTP " + r.status + " from " + u);
+    return await r.json();
+  } finally { clearTimeout(timer); }
+}
 async function refresh() {
+  const health = document.getElementById("health");
   try {
     const [h, q, a] = await Promise.all(["/api/v1/health", "/api/v1/queues", "/api/v1/apps"]
-      .map(u => fetch(u).then(r => r.json())));
-    document.getElementById("health").textContent = h.cluster + (h.plan ? " | " + h.plan : "");
+      .map(get));
+    health.textContent = h.cluster + (h.plan ? " | " + h.plan : "");
     table(document.getElementById("queues"), ["name", "admission", "policy", "weight", "pending",
       "starting", "running", "executor_cores", "demand_cores", "waiting_reason"], q);
     table(document.getElementById("apps"), ["id", "name", "queue", "priority", "state",
       "position", "executors", "target", "demand", "reason"], a.slice(0, 500), "state");
-  } catch (e) { document.getElementById("health").textContent = "scheduler unreachable"; }
+    document.body.classList.remove("stale");
+  } catch (e) {
+    health.textContent = e instanceof HttpError ? e.message : "scheduler unreachable";
+    document.body.classList.add("stale");
+  }
 }
-refresh(); setInterval(refresh, 2000);
+async function poll() {
+  try { await refresh(); } finally { setTimeout(poll, POLL_MS); }
+}
+poll();
 </script></body></html>
 """
