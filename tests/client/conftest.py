@@ -1,83 +1,21 @@
 """Fixtures for the client tests: a real scheduler (``sessionsched serve`` as a child process on
 a free 127.0.0.1 port, real SQLite in a temporary state directory) and a way to run the real
-``sessionsched`` command against it."""
+``sessionsched`` command against it (tests/client/cli_helpers.py)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from sessionsched.backends.local import free_port
-from sessionsched.commands._serverproc import ServerProcess
-from tests.sparkcluster import wait_until  # noqa: F401 (the one polling helper, re-exported)
-
-REPO = Path(__file__).resolve().parents[2]
-SLEEP_TASKS = REPO / "examples" / "apps" / "sleep_tasks.py"
-QUEUES = [
-    {
-        "name": "root",
-        "queues": [
-            {"name": "etl", "admission": "stateaware", "policy": "priority"},
-            {"name": "adhoc", "admission": "stateaware", "policy": "fairshare"},
-        ],
-    }
-]
-# Variables that would make the CLI talk to another server or read another spark-defaults.
-_CLEAN_ENV = ("SESSIONSCHED_SERVER", "SESSIONSCHED_TOKEN", "SPARK_CONF_DIR")
-
-
-def cli_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _CLEAN_ENV}
-    env.update(extra)
-    return env
-
-
-def run_cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout_s: float = 60
-) -> subprocess.CompletedProcess:
-    """The real command in its own process: exit code, stdout and stderr as a user sees them."""
-    return subprocess.run(
-        [sys.executable, "-m", "sessionsched.cli", *args],
-        cwd=cwd,
-        env=env if env is not None else cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
+from tests.client.cli_helpers import offline_scheduler
 
 
 @pytest.fixture
 def closed_port() -> int:
     """A port nothing listens on."""
     return free_port()
-
-
-@contextmanager
-def offline_scheduler(directory: Path):
-    """A real scheduler whose cluster cannot be reached: submissions are accepted and queue,
-    nothing is launched, so queue positions stay put while a test looks at them."""
-    closed = free_port()
-    config = {
-        "server": {"state_dir": str(directory / "state"), "cycle_ms": 50},
-        "cluster": {
-            "backend": "standalone",
-            "master": f"spark://127.0.0.1:{closed}",
-            "master_ui": f"http://127.0.0.1:{closed}",
-            "driver_slots": 1,
-        },
-        "defaults": {"queue": "root.etl"},
-        "queues": QUEUES,
-    }
-    server = ServerProcess.start(config, directory / "server")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import cli_env, run_cli
 
 from sessionsched.client import default_server
+from tests.client.cli_helpers import cli_env, run_cli
 
 COMMANDS = {
     "status": ["status", "driver-1"],

@@ -7,7 +7,9 @@ import json
 import re
 
 import pytest
-from conftest import cli_env, run_cli, wait_until
+
+from tests.client.cli_helpers import cli_env, run_cli
+from tests.sparkcluster import wait_until
 
 APP_KEYS = {
     "id", "name", "user", "queue", "priority", "state", "position", "submitted_at",

@@ -10,9 +10,9 @@ import sys
 
 import httpx
 import pytest
-from conftest import QUEUES, SLEEP_TASKS, cli_env, run_cli
 
 from sessionsched.commands._serverproc import ServerProcess
+from tests.client.cli_helpers import QUEUES, SLEEP_TASKS, cli_env, run_cli
 from tests.sparkcluster import SMALL, conf_args
 
 pytestmark = pytest.mark.cluster

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from sessionsched.commands._serverproc import ServerProcess
-from tests.client.conftest import offline_scheduler
+from tests.client.cli_helpers import offline_scheduler
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
