@@ -29,6 +29,7 @@ from .schemas import (
     QueueOut,
     SessionIn,
     StopIn,
+    error_responses,
 )
 from .service import Conflict, NotFound, Service
 from .views import app_out, iso
@@ -106,7 +107,7 @@ def queues(service: ServiceDep):
     return out
 
 
-@router.get("/api/v1/apps", response_model=list[AppOut])
+@router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
 def list_apps(service: ServiceDep, queue: str | None = None, state: str | None = None):
     leaf = None
     if queue:
@@ -124,7 +125,8 @@ def list_apps(service: ServiceDep, queue: str | None = None, state: str | None =
     return [app_out(**snap) for snap in service.snapshots(leaf, wanted)]
 
 
-@router.post("/api/v1/apps", status_code=201, response_model=AppOut)
+@router.post("/api/v1/apps", status_code=201, response_model=AppOut,
+             responses=error_responses(400, 422, 503))
 async def submit(body: AppIn, request: Request, service: ServiceDep,
                  defaults: DefaultsDep):
     try:
@@ -136,12 +138,14 @@ async def submit(body: AppIn, request: Request, service: ServiceDep,
     return _out(service, stored.id)
 
 
-@router.get("/api/v1/apps/{app_id}", response_model=AppOut)
+@router.get("/api/v1/apps/{app_id}", response_model=AppOut,
+            responses=error_responses(404, 422))
 def get_app(app_id: str, service: ServiceDep):
     return _out(service, app_id)
 
 
-@router.post("/api/v1/apps/{app_id}/priority", response_model=AppOut)
+@router.post("/api/v1/apps/{app_id}/priority", response_model=AppOut,
+             responses=error_responses(400, 404, 409, 422, 503))
 async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep):
     try:
         priority = parse_priority(body.priority)
@@ -152,7 +156,8 @@ async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep):
     return _out(service, app_id)
 
 
-@router.post("/api/v1/apps/{app_id}/kill", response_model=AppOut)
+@router.post("/api/v1/apps/{app_id}/kill", response_model=AppOut,
+             responses=error_responses(404, 409, 422, 503))
 async def kill(app_id: str, service: ServiceDep):
     future = _call(service.kill, app_id, actor=ADMIN)
     await _wait(future, CYCLE_WAIT_S, "kill")
@@ -162,13 +167,15 @@ async def kill(app_id: str, service: ServiceDep):
     return out
 
 
-@router.get("/api/v1/apps/{app_id}/events", response_model=list[EventOut])
+@router.get("/api/v1/apps/{app_id}/events", response_model=list[EventOut],
+            responses=error_responses(404, 422))
 def events(app_id: str, service: ServiceDep):
     rows = _call(service.events, app_id)
     return [EventOut(at=iso(e.at), kind=e.kind, detail=e.detail) for e in rows]
 
 
-@router.get("/api/v1/apps/{app_id}/log", response_class=PlainTextResponse)
+@router.get("/api/v1/apps/{app_id}/log", response_class=PlainTextResponse,
+            responses=error_responses(404, 422, text=True))
 def log_tail(app_id: str, service: ServiceDep,
              tail: Annotated[int, Query(ge=0, le=100000)] = 50):
     return PlainTextResponse(_call(service.log_tail, app_id, tail))
@@ -177,7 +184,8 @@ def log_tail(app_id: str, service: ServiceDep,
 # --- notebook sessions ------------------------------------------------------------------------
 
 
-@router.post("/api/v1/sessions", status_code=201, response_model=AppOut)
+@router.post("/api/v1/sessions", status_code=201, response_model=AppOut,
+             responses=error_responses(400, 422, 503))
 async def create_session(body: SessionIn, request: Request,
                          service: ServiceDep,
                          defaults: DefaultsDep):
@@ -189,7 +197,8 @@ async def create_session(body: SessionIn, request: Request,
     return _out(service, stored.id)
 
 
-@router.post("/api/v1/sessions/{app_id}/stop", response_model=AppOut)
+@router.post("/api/v1/sessions/{app_id}/stop", response_model=AppOut,
+             responses=error_responses(404, 409, 422, 503))
 async def stop_session(app_id: str, service: ServiceDep, body: StopIn | None = None):
     code = body.exit_code if body is not None else 0
     future = _call(service.stop_session, app_id, code)
@@ -200,13 +209,15 @@ async def stop_session(app_id: str, service: ServiceDep, body: StopIn | None = N
 # --- the driver agent -------------------------------------------------------------------------
 
 
-@router.post("/api/v1/agent/register", response_model=AgentReply)
+@router.post("/api/v1/agent/register", response_model=AgentReply,
+             responses=error_responses(404, 422))
 def agent_register(body: AgentRegister, service: ServiceDep):
     return _call(service.agent_register, body.app_id, body.spark_app_id, body.control,
                  body.reason, body.pid, body.spark_version)
 
 
-@router.post("/api/v1/agent/heartbeat", response_model=AgentReply)
+@router.post("/api/v1/agent/heartbeat", response_model=AgentReply,
+             responses=error_responses(404, 422))
 def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep):
     executors = [Executor(e.id, e.started_at, e.idle) for e in body.executors]
     return _call(service.agent_heartbeat, body.app_id, body.demand, executors, body.control)

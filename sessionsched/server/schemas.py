@@ -49,6 +49,38 @@ class StopIn(_In):
     exit_code: int = 0
 
 
+class ErrorOut(BaseModel):
+    """Every refusal of the native API (4xx, and 503 when the store or cycle is too slow)."""
+
+    detail: str = Field(..., description="one line naming the problem")
+
+
+# What each status means (docs/api.md), for the OpenAPI spec of each operation.
+ERROR_MEANINGS = {
+    400: "a value that cannot be used (unknown queue, priority outside 1..10000, bad property, "
+         "missing application file); nothing stored",
+    404: "unknown app",
+    409: "the app has ended (or is not a notebook session)",
+    422: "a body or parameter of the wrong shape (not JSON, a missing or unknown field, a wrong "
+         "type): the first problem as `field: message`; nothing stored",
+    503: "the store or the scheduling cycle did not confirm in time: read the app before "
+         "retrying",
+}
+
+
+def error_responses(*codes: int, text: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of an operation that can refuse with ``codes`` (``ErrorOut``).
+
+    ``text``: the operation answers ``text/plain``, but its refusals are JSON all the same
+    (FastAPI would give a ``model`` the operation's media type; ``ErrorOut``'s component is
+    in the spec from the JSON operations)."""
+    if text:
+        json_error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}
+        return {code: {"description": ERROR_MEANINGS[code], "content": json_error}
+                for code in codes}
+    return {code: {"model": ErrorOut, "description": ERROR_MEANINGS[code]} for code in codes}
+
+
 class AppOut(BaseModel):
     id: str
     name: str
