@@ -7,12 +7,14 @@ the simulator).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
 PRIORITY_MIN = 1
 PRIORITY_MAX = 10000
 PRIORITY_DEFAULT = 5000
+_WHOLE = re.compile(r"-?[0-9]+")
 
 
 class AppState(str, Enum):
@@ -69,7 +71,7 @@ def parse_priority(value: object) -> int:
         raise ValueError(f"priority must be a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}")
     if isinstance(value, str):
         text = value.strip()
-        if not text.lstrip("-").isdigit():
+        if not _WHOLE.fullmatch(text):  # ASCII digits: "²".isdigit() is true, int() refuses it
             raise ValueError(
                 f"priority {value!r} is not a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}"
             )

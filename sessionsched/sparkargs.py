@@ -255,7 +255,10 @@ def effective_properties(
 
 # --- the properties the scheduler acts on (DESIGN.md, "Properties read at submission") ----------
 
-_MEMORY = re.compile(r"\d+\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
+_MEMORY = re.compile(r"[0-9]+\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
+# ASCII digits only: str.isdigit() and \d also take "²" or "٣", which int() refuses or Spark
+# would not read.
+_WHOLE = re.compile(r"-?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,7 @@ def _int(props: Mapping[str, Prop], key: str, minimum: int) -> int | None:
     if prop is None:
         return None
     text = prop.value.strip()
-    if not text.lstrip("-").isdigit() or int(text) < minimum:
+    if not _WHOLE.fullmatch(text) or int(text) < minimum:
         raise SparkArgsError(f"{_where(key, prop)}: expected a whole number >= {minimum}")
     return int(text)
 

@@ -45,7 +45,7 @@ ANONYMOUS_USER = "anonymous"  # who unauthenticated submissions belong to (auth 
 USER_PROPERTY = "spark.sessionsched.user"
 DEFAULT_MEM_MIB = 1024
 
-_SIZE = re.compile(r"(\d+)\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]+)\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
 _MIB_PER = {"b": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
 
 
@@ -158,9 +158,14 @@ def from_rest(body: Any, defaults: Defaults) -> tuple[StoredApp, list[str]]:
         if body.get(key) is not None and not isinstance(body[key], kind):
             raise SubmissionError(f"{failed} '{key}' must be a JSON {what}")
     spark_props = body.get("sparkProperties") or {}
-    bad = [k for k, v in spark_props.items() if not isinstance(v, str)]
-    if bad:
-        raise SubmissionError(f"{failed} sparkProperties values must be strings: {bad[0]}")
+    # Strings, as spark-submit sends them: they are forwarded to the master and the driver.
+    for key in ("sparkProperties", "environmentVariables"):
+        bad = [k for k, v in (body.get(key) or {}).items() if not isinstance(v, str)]
+        if bad:
+            raise SubmissionError(f"{failed} {key} values must be strings: {bad[0]}")
+    bad_args = [i for i, a in enumerate(body.get("appArgs") or []) if not isinstance(a, str)]
+    if bad_args:
+        raise SubmissionError(f"{failed} appArgs must be strings: appArgs[{bad_args[0]}]")
     props = {k: Prop(v, "sparkProperties") for k, v in spark_props.items()}
     sched = _scheduling(props, failed)
     priority = body.get("priority")
@@ -225,7 +230,7 @@ def _int_prop(props: Mapping[str, Prop], key: str, minimum: int) -> int | None:
     text = _value(props, key)
     if text is None:
         return None
-    if not text.isdigit() or int(text) < minimum:
+    if not text.isascii() or not text.isdigit() or int(text) < minimum:
         raise SubmissionError(f"{key}={text!r}: expected a whole number >= {minimum}")
     return int(text)
 
