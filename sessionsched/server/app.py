@@ -14,8 +14,10 @@ import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
@@ -59,13 +61,32 @@ def backend_for(config: ServerConfig) -> ClusterBackend:
 
 def _one_line(err: RequestValidationError) -> str:
     first = err.errors()[0] if err.errors() else {}
-    loc = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    # A field name from the body can hold anything: a newline or control character is shown
+    # escaped, so the detail stays one line.
+    loc = ".".join(str(p) if str(p).isprintable() else repr(p)
+                   for p in first.get("loc", ()) if p != "body")
     msg = first.get("msg", "invalid request")
     if first.get("type") == "json_invalid":
         return f"request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
     if first.get("type") == "missing":
         return f"{loc}: missing" if loc else "request body is missing"
     return f"{loc}: {msg}" if loc else msg
+
+
+def unreadable_body(err: StarletteHTTPException) -> str | None:
+    """One line for a body FastAPI could not even parse as JSON — bytes that are not UTF-8, or
+    nesting deeper than Python's parser goes — instead of its "There was an error parsing the
+    body"; None for any other HTTP error. FastAPI raises those from the parser's exception
+    (our own refusals are raised ``from None``)."""
+    cause = err.__cause__
+    if err.status_code != 400:
+        return None
+    if isinstance(cause, UnicodeDecodeError):
+        return (f"request body is not valid JSON: not UTF-8 (byte 0x{cause.object[cause.start]:02x}"
+                f" at position {cause.start})")
+    if isinstance(cause, RecursionError):
+        return "request body is not valid JSON: nested too deeply"
+    return None
 
 
 def create_app(
@@ -110,6 +131,13 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, err: RequestValidationError):
         return JSONResponse({"detail": _one_line(err)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, err: StarletteHTTPException):
+        detail = unreadable_body(err)
+        if detail is not None:
+            return JSONResponse({"detail": detail}, status_code=422)
+        return await http_exception_handler(request, err)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, err: Exception):  # pragma: no cover - a bug

@@ -74,6 +74,8 @@ async def _json_body(request: Request) -> Any:
         return json.loads(raw)
     except ValueError as e:
         raise ValueError(f"not JSON: {e}") from None
+    except RecursionError:
+        raise ValueError("not JSON: nested too deeply") from None
 
 
 def _sender(request: Request) -> str:
