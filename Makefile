@@ -3,6 +3,8 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
+CHROMIUM := /usr/bin/chromium
+
 .PHONY: install demo test lint bench
 
 $(VENV)/.installed: pyproject.toml
@@ -13,13 +15,19 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# The dashboard's browser tests drive Debian's chromium (Playwright's own browser download is
+# not used). Installed here, as root or through sudo, when it is missing.
+$(CHROMIUM):
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium'
+
 demo: install
 	$(VENV)/bin/sessionsched demo
 
 lint: install
 	$(VENV)/bin/ruff check sessionsched tests benchmarks
 
-test: lint
+test: lint $(CHROMIUM)
 	$(VENV)/bin/pytest -q -ra
 
 bench: install
