@@ -92,8 +92,11 @@ NATIVE = sorted(
 _IGNORED = {"description": "the client's Spark version, ignored"}
 # null is taken as not given, as the Spark master's JSON reader does.
 _STR_MAP = {"type": ["object", "null"], "additionalProperties": {"type": "string"}}
+# A string: what ``parse_priority`` reads as a number (around it, what str.strip() takes off),
+# the range aside; the server refuses more than the spec does, never less.
 _PRIORITY = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 10000},
-                       {"type": "string", "pattern": "^[1-9][0-9]{0,3}$"}]}
+                       {"type": "string",
+                        "pattern": r"^[\s\x1c-\x1f\x85]*-?[0-9]+[\s\x1c-\x1f\x85]*$"}]}
 
 
 def _answer(action: str, *required: str, **props: Any) -> dict:
@@ -191,7 +194,11 @@ NUMBERISH = st.sampled_from(["0", "1", "-1", "--1", "+1", "1.5", "1e3", "²", "�
 WORDISH = st.sampled_from(["", " ", "true", "FALSE", "512m", "2g", "1.5g", "0m", "٣g", "cluster",
                            "client", "etl", "root", "root.etl.", "fifo", "nope", "a=b", "\x00"])
 AWKWARD = NUMBERISH | WORDISH | st.text(max_size=6)
+SANE = {"spark.executor.memory": "2g", "spark.executor.cores": "2", "spark.ego.priority": "7000",
+        "spark.dynamicAllocation.maxExecutors": "4", "spark.sessionsched.queue": "etl"}
 PROPERTIES = st.dictionaries(st.sampled_from(PROPERTY_KEYS), AWKWARD, max_size=4)
+MOSTLY_SANE = st.dictionaries(st.sampled_from(sorted(SANE)), st.just(""), max_size=3).map(
+    lambda keys: {k: SANE[k] for k in keys})  # submissions that pass, to be queued and ended
 ARGV_OPTIONS = st.lists(  # flattened: ["--executor-cores", "²", "--conf", "spark.x=y", ...]
     st.tuples(st.sampled_from(OPTIONS), AWKWARD)
     | st.tuples(st.just("--conf"), st.builds("{}={}".format, st.sampled_from(PROPERTY_KEYS),
@@ -237,31 +244,38 @@ class Fuzz:
         options and properties the server reads, with awkward values (some of the time):
         random ids, paths and property names would only ever meet 404s and 400s."""
         known = sorted(self.acknowledged)
+
+        def a_known_app() -> str:
+            # An index drawn independently of how many apps there are by now: hypothesis
+            # needs the same draws for the same choices, while the server's apps accumulate.
+            return known[data.draw(st.integers(0, 255), label="a known app") % len(known)]
+
         params = case.path_parameters or {}
         for key in ("app_id", "sid"):
             if key in params and data.draw(st.booleans(), label=f"aim {key} at a known app"):
-                params[key] = data.draw(st.sampled_from(known))
+                params[key] = a_known_app()
         body = case.body
         if not isinstance(body, dict) or not data.draw(st.booleans(), label="aim the body"):
             return
         label = case.operation.label
         if label.startswith("POST /api/v1/agent/"):
-            body["app_id"] = data.draw(st.sampled_from(known))
-        elif label == "POST /api/v1/apps":
-            options = data.draw(ARGV_OPTIONS, label="spark-submit options")
-            app = data.draw(st.sampled_from([self.app_file.name, "hdfs:/jobs/app.jar"]))
-            body["cwd"] = str(self.app_file.parent)
-            body["argv"] = [*options, app, *body["argv"]]
-            body["conf"] = data.draw(PROPERTIES, label="conf")
-            body["queue"] = data.draw(QUEUE, label="queue")
+            body["app_id"] = a_known_app()
+        elif label == "POST /api/v1/apps/{app_id}/priority":
             body["priority"] = data.draw(PRIORITY, label="priority")
-        elif label == "POST /api/v1/sessions":
-            body["conf"] = data.draw(PROPERTIES, label="conf")
-            body["queue"] = data.draw(QUEUE, label="queue")
-            body["priority"] = data.draw(PRIORITY, label="priority")
-        elif label == "POST /v1/submissions/create":
-            body["sparkProperties"] = data.draw(PROPERTIES, label="sparkProperties")
-            body["priority"] = data.draw(PRIORITY, label="priority")
+        elif label in CREATES:
+            sane = data.draw(st.booleans(), label="a submission that passes")
+            props = data.draw(MOSTLY_SANE if sane else PROPERTIES, label="properties")
+            body["priority"] = data.draw(st.none() if sane else PRIORITY, label="priority")
+            if label == "POST /v1/submissions/create":
+                body["sparkProperties"] = props
+                return
+            body["conf"] = props
+            body["queue"] = data.draw(st.sampled_from([None, "etl"]) if sane else QUEUE)
+            if label == "POST /api/v1/apps":
+                options = [] if sane else data.draw(ARGV_OPTIONS, label="spark-submit options")
+                app = data.draw(st.sampled_from([self.app_file.name, "hdfs:/jobs/app.jar"]))
+                body["cwd"] = str(self.app_file.parent)
+                body["argv"] = [*options, app, *body["argv"]]  # the rest: the app's arguments
 
     def record(self, case, response: httpx.Response) -> None:
         label = case.operation.label
@@ -275,17 +289,24 @@ class Fuzz:
             self.acknowledged[answer["id"]] = label
 
     def check_nothing_lost(self) -> None:
-        """Every acknowledged app is readable, and the store holds exactly those."""
+        """Every acknowledged app is readable and listed, the store holds exactly those, and
+        the server still answers its health and metrics."""
         lost = {}
         for app_id, how in self.acknowledged.items():
             r = self.client.get(f"/api/v1/apps/{app_id}")
             if r.status_code != 200 or r.json()["id"] != app_id:
                 lost[app_id] = f"{how} acknowledged it; GET answers {r.status_code} {r.text}"
         assert not lost, f"acknowledged apps lost: {lost}"
+        listed = {a["id"] for a in self.client.get("/api/v1/apps").json()}
+        assert listed == set(self.acknowledged), (
+            f"not listed: {sorted(set(self.acknowledged) - listed)}; "
+            f"listed, never acknowledged: {sorted(listed - set(self.acknowledged))}")
         stored = {row[0] for row in rows(self.db, "select id from apps")}
         assert stored == set(self.acknowledged), (
             f"store holds apps never acknowledged: {sorted(stored - set(self.acknowledged))}; "
             f"acknowledged but not stored: {sorted(set(self.acknowledged) - stored)}")
+        for path in ("/api/v1/health", "/metrics"):
+            assert self.client.get(path).status_code == 200, path
 
 
 @pytest.fixture
@@ -339,6 +360,27 @@ def test_operation_survives_fuzzing(fuzz, label):
             fuzz.record(case, response)
 
         run()
+    fuzz.check_nothing_lost()
+
+
+def test_operations_interleaved_lose_nothing(fuzz):
+    """Every operation against one server, a few at a time in the order drawn: kills, stops,
+    priority changes and agent reports meet apps that other requests created or ended."""
+    any_operation = st.one_of([
+        fuzz.operation(label).as_strategy(generation_mode=GenerationMode.POSITIVE)
+        for label in NATIVE + SPARK_REST])
+
+    @settings(FUZZ_SETTINGS, max_examples=4 * EXAMPLES)
+    @given(data=st.data())
+    def run(data):
+        for _ in range(data.draw(st.integers(1, 4), label="requests")):
+            case = data.draw(any_operation, label="request")
+            fuzz.aim(case, data)
+            response = fuzz.send(case)
+            case.validate_response(response, checks=CHECKS)
+            fuzz.record(case, response)
+
+    run()
     fuzz.check_nothing_lost()
 
 
