@@ -5,19 +5,24 @@ that cannot be reached, so nothing is ever launched.
 Every operation of the served OpenAPI spec (``/openapi.json``) and of the Spark REST protocol
 (described below from reference/spark-rest-protocol.md: Spark's routes are plain Starlette
 ones, outside FastAPI's spec) gets schema-valid and schema-invalid requests, sent through
-``asgi(app)`` — what ``sessionsched serve`` runs. Each answer must be
+``asgi(app)`` — what ``sessionsched serve`` runs — one operation at a time and then all of
+them interleaved on one server. Each answer must be
 
 - no 5xx, and of a status the spec declares;
 - of the declared content type and shape, where one is declared;
 - a refusal (4xx) for input the spec says is invalid;
+- when a refusal (a 4xx, or Spark's ``success: false``), one line in our own words;
 
-and after each operation's run nothing acknowledged is lost and nothing refused was kept: every
-app a create answered 2xx for is still readable via ``GET /api/v1/apps/{id}``, and the store
-holds exactly those apps (plus the seeded ones).
+and after each run nothing acknowledged is lost and nothing refused was kept: every app a create
+answered 2xx for is still readable via ``GET /api/v1/apps/{id}`` and listed, the store holds
+exactly those apps (plus the seeded ones), and health and metrics still answer.
 
-Requests are aimed (in positive mode) at the apps that exist, so priority changes, kills, stops
-and agent reports reach real apps instead of only 404s. Example counts are bounded and derived
-from a fixed seed (``derandomize``), so runs are reproducible.
+Schema-valid requests are aimed at the apps that exist (so priority changes, kills, stops and
+agent reports reach real apps, not only 404s), and submissions get the options and properties
+the server reads, with sane or awkward values. The submission checks are also fuzzed alone,
+without HTTP, with many more examples. Example counts are bounded and derived from a fixed seed
+(``derandomize``), so runs are reproducible. Each bug the fuzzing found has a named test at the
+end.
 """
 
 from __future__ import annotations
@@ -181,7 +186,7 @@ SPARK_REST = sorted(f"{m.upper()} {p}" for p, ops in SPARK_REST_SPEC["paths"].it
 # What ``Fuzz.aim`` puts into submissions: the options and properties the server reads, with
 # values that are awkward for them.
 # (--master and spark.master are always refused: tests/server/test_api.py has those rows.)
-OPTIONS = sorted(SPARK_SUBMIT_OPTIONS | SPARK_SUBMIT_SWITCHES - {"--master"})
+OPTIONS = sorted((SPARK_SUBMIT_OPTIONS | SPARK_SUBMIT_SWITCHES) - {"--master"})
 PROPERTY_KEYS = sorted({*OPTION_PROPERTIES.values(), "spark.ego.priority", "spark.ego.slots.max",
                         "spark.ego.app.schedule.policy", "spark.sessionsched.queue",
                         "spark.sessionsched.user", "spark.dynamicAllocation.enabled",
@@ -197,7 +202,7 @@ AWKWARD = NUMBERISH | WORDISH | st.text(max_size=6)
 SANE = {"spark.executor.memory": "2g", "spark.executor.cores": "2", "spark.ego.priority": "7000",
         "spark.dynamicAllocation.maxExecutors": "4", "spark.sessionsched.queue": "etl"}
 PROPERTIES = st.dictionaries(st.sampled_from(PROPERTY_KEYS), AWKWARD, max_size=4)
-MOSTLY_SANE = st.dictionaries(st.sampled_from(sorted(SANE)), st.just(""), max_size=3).map(
+SANE_PROPERTIES = st.dictionaries(st.sampled_from(sorted(SANE)), st.just(""), max_size=3).map(
     lambda keys: {k: SANE[k] for k in keys})  # submissions that pass, to be queued and ended
 ARGV_OPTIONS = st.lists(  # flattened: ["--executor-cores", "²", "--conf", "spark.x=y", ...]
     st.tuples(st.sampled_from(OPTIONS), AWKWARD)
@@ -264,7 +269,7 @@ class Fuzz:
             body["priority"] = data.draw(PRIORITY, label="priority")
         elif label in CREATES:
             sane = data.draw(st.booleans(), label="a submission that passes")
-            props = data.draw(MOSTLY_SANE if sane else PROPERTIES, label="properties")
+            props = data.draw(SANE_PROPERTIES if sane else PROPERTIES, label="properties")
             body["priority"] = data.draw(st.none() if sane else PRIORITY, label="priority")
             if label == "POST /v1/submissions/create":
                 body["sparkProperties"] = props
