@@ -28,7 +28,7 @@ lint: install
 	$(VENV)/bin/ruff check sessionsched tests benchmarks
 
 test: lint $(CHROMIUM)
-	$(VENV)/bin/pytest -q -ra
+	$(VENV)/bin/pytest -q -ra --durations=12
 
 bench: install
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
