@@ -18,8 +18,11 @@ Phases:
      ``max_cores``); what one queue does not want goes to its siblings. If the guarantees do not
      all fit, floors are kept and the ``min_share`` guarantees share the rest. A leaf divides its
      whole cores among its apps by its ``policy`` (``policies.LEAF_POLICIES``), floors first.
-  3. Memory. Shares are in cores. If the executors they give do not all fit in memory, the
-     growth above floors is taken in rank order as memory allows.
+  3. Memory. Shares are in cores. When the wanted executors need more memory than there is,
+     phase 2 divides only the cores memory can back (the cluster's memory at the wanted
+     executors' mean MiB per core), so a memory-bound cluster is still shared by the queues'
+     weights and policies. If executor sizes differ and the executors still do not all fit,
+     the growth above floors is taken in rank order as memory allows.
   4. Remainders. Cores left over by rounding to whole executors go one executor at a time to
      apps that still want more, in rank order (repeated while any is given), within memory and
      every ``max_cores`` on the app's path.
@@ -65,6 +68,7 @@ class _LeafBook:
         self.floor_cores = 0
         self.floor_mem_mib = 0
         self.want_cores = 0
+        self.want_mem_mib = 0
         self.key: tuple | None = None  # (cores, version, policy) the result was computed for
         self.result: dict[str, int] = {}
         self.unsat: list[Claim] = []  # claims below their want, in rank order
@@ -80,6 +84,7 @@ class _LeafBook:
         self.floor_cores += sign * c.floor * c.executor.cores
         self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
         self.want_cores += sign * c.want * c.executor.cores
+        self.want_mem_mib += sign * c.want * c.executor.mem_mib
         self.version += 1
         self._ranked = None
 
@@ -153,12 +158,24 @@ class Arbiter:
         if not self._floors_fit(tree, capacity, low):
             floors = self._cut_floors(tree, capacity)
             low, high = self._node_sums(tree, floors)
-        cores_of = _divide(tree, low, high, max(min(capacity.cores, high[root.name]), 0))
+        budget = min(self._cores_memory_backs(capacity), high[root.name])
+        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0))
         recomputed = self._leaf_results(tree, cores_of, floors)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
         if floors is None and used_mem <= capacity.mem_mib:
             return self._finish_exact(tree, capacity, recomputed)
         return self._finish_cut(tree, capacity, floors)
+
+    def _cores_memory_backs(self, capacity: Resources) -> float:
+        """The cores phase 2 divides: all of them, or when the wanted executors need more
+        memory than the cluster has, the cores its memory backs at their mean MiB per core.
+        Dividing cores that memory cannot back would leave phase 3 to cut the shares in rank
+        order: a fairshare queue would be run as fifo whenever memory is the scarce part."""
+        want_cores = sum(b.want_cores for b in self._books.values())
+        want_mem = sum(b.want_mem_mib for b in self._books.values())
+        if want_mem <= capacity.mem_mib or want_cores <= 0:
+            return capacity.cores
+        return min(capacity.cores, capacity.mem_mib * want_cores / want_mem)
 
     def _floors_fit(self, tree: QueueTree, capacity: Resources, low: dict[str, int]) -> bool:
         if self._floor_cores > capacity.cores or self._floor_mem_mib > capacity.mem_mib:

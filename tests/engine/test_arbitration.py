@@ -228,17 +228,39 @@ def test_caps(spec, expected):
 
 
 @pytest.mark.parametrize(
-    "prio_a, prio_b, expected",
-    [(5000, 5000, {"a": 2, "b": 0}), (5000, 9000, {"a": 0, "b": 2})],
-    ids=["memory to the older", "memory to the higher priority"],
+    "policy, prio_a, prio_b, gib, expected",
+    [
+        ("fairshare", 5000, 5000, 8, {"a": 1, "b": 1}),
+        ("fairshare", 5000, 10000, 12, {"a": 1, "b": 2}),
+        ("fifo", 5000, 5000, 8, {"a": 2, "b": 0}),
+        ("priority", 5000, 9000, 8, {"a": 0, "b": 2}),
+    ],
+    ids=["fairshare: even split of what memory allows", "fairshare: 1:2 by priority",
+         "fifo: the older first", "priority: the higher first"],
 )
-def test_memory_is_checked_for_every_executor(prio_a, prio_b, expected):
+def test_a_memory_bound_cluster_is_shared_by_the_queues_policy(policy, prio_a, prio_b, gib,
+                                                               expected):
     claims = [
         claim("a", want=4, mem_mib=4096, priority=prio_a),
         claim("b", want=4, mem_mib=4096, priority=prio_b),
     ]
-    # 100 cores but 8 GiB: two 4 GiB executors in all
-    assert targets(one_queue(), 100, claims, mem_mib=8192) == expected
+    # 100 cores but only `gib` GiB: memory, not cores, limits the 4 GiB executors
+    assert targets(one_queue(policy=policy), 100, claims, mem_mib=gib * 1024) == expected
+
+
+def test_memory_bound_queues_share_by_weight():
+    root = tree(leaf("a", weight=1), leaf("b", weight=2))
+    claims = [claim("x", want=10, mem_mib=2048, queue="root.a"),
+              claim("y", want=10, mem_mib=2048, queue="root.b")]
+    # 64 cores, 12 GiB: six 2 GiB executors, split 1:2 by the queues' weights
+    assert targets(root, 64, claims, mem_mib=12 * 1024) == {"x": 2, "y": 4}
+
+
+def test_mixed_executor_sizes_never_overcommit_memory():
+    claims = [claim("small", want=8, mem_mib=1024), claim("big", want=8, mem_mib=4096)]
+    out = targets(one_queue(policy="fairshare"), 100, claims, mem_mib=10 * 1024)
+    assert out["small"] * 1024 + out["big"] * 4096 <= 10 * 1024
+    assert out["small"] >= 1 and out["big"] >= 1  # both get a part, not the oldest alone
 
 
 # --- water-filling ------------------------------------------------------------------------

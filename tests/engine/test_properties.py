@@ -364,14 +364,20 @@ def test_reserve_never_leaves_an_admitted_app_without_its_reservation(root, core
     priorities=st.lists(st.integers(1, 10000), min_size=2, max_size=6),
     size=st.sampled_from([1, 2, 4]),
     cores=st.integers(1, 200),
+    memory_bound=st.booleans(),
 )
-def test_fairshare_shares_follow_priority_weights(priorities, size, cores):
+def test_fairshare_shares_follow_priority_weights(priorities, size, cores, memory_bound):
+    """``cores`` is what the cluster can back: its cores, or (memory-bound) its memory, with
+    ten times the cores idle beside it."""
+    executor = Resources(size, 2048 * size)
     claims = [
-        Claim(f"a{i}", "root.q", p, i, Resources(size, 1024), floor=0, want=cores)  # all want more
+        Claim(f"a{i}", "root.q", p, i, executor, floor=0, want=cores)  # all want more
         for i, p in enumerate(priorities)
     ]
     root = Queue("root", children=(Queue("root.q", policy=Policy.FAIRSHARE),))
-    got = compute_targets(root, Resources(cores, 1 << 30), claims)
+    capacity = Resources(10 * cores + size, 2048 * cores) if memory_bound else Resources(
+        cores, 1 << 30)
+    got = compute_targets(root, capacity, claims)
     total = sum(priorities)
     for c in claims:
         share = cores * c.priority / total  # in cores
