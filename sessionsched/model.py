@@ -14,7 +14,10 @@ from enum import Enum
 PRIORITY_MIN = 1
 PRIORITY_MAX = 10000
 PRIORITY_DEFAULT = 5000
-_WHOLE = re.compile(r"-?[0-9]+")
+# ASCII digits only: "²".isdigit() is true and "٣" matches \d, but int() or Spark refuse them.
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+_SIZE = re.compile(r"([0-9]+)\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
+_MIB_PER_UNIT = {"b": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
 
 
 class AppState(str, Enum):
@@ -71,7 +74,7 @@ def parse_priority(value: object) -> int:
         raise ValueError(f"priority must be a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}")
     if isinstance(value, str):
         text = value.strip()
-        if not _WHOLE.fullmatch(text):  # ASCII digits: "²".isdigit() is true, int() refuses it
+        if not WHOLE_NUMBER.fullmatch(text):
             raise ValueError(
                 f"priority {value!r} is not a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}"
             )
@@ -81,6 +84,24 @@ def parse_priority(value: object) -> int:
     if not PRIORITY_MIN <= value <= PRIORITY_MAX:
         raise ValueError(f"priority {value} is outside {PRIORITY_MIN}..{PRIORITY_MAX}")
     return value
+
+
+def parse_mem_mib(value: object) -> int:
+    """A Spark memory size (``512m``, ``2g``, ``1gb``; a bare number is MiB, as for
+    ``spark.executor.memory``) in MiB, or ValueError naming the problem."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value.strip()
+    else:
+        raise ValueError(f"{value!r} is not a size like 512m or 2g")
+    m = _SIZE.fullmatch(text)
+    if not m:
+        raise ValueError(f"{value!r} is not a size like 512m or 2g")
+    mib = int(int(m.group(1)) * _MIB_PER_UNIT[(m.group(2) or "m")[0].lower()])
+    if mib < 1:
+        raise ValueError(f"{value!r} is less than 1 MiB")
+    return mib
 
 
 @dataclass(frozen=True)

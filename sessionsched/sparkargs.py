@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import parse_priority
+from .model import WHOLE_NUMBER, parse_mem_mib, parse_priority
 
 # Options that take a value, and switches, exactly as spark-launcher 4.0.1 lists them.
 SPARK_SUBMIT_OPTIONS = frozenset(
@@ -255,10 +255,6 @@ def effective_properties(
 
 # --- the properties the scheduler acts on (DESIGN.md, "Properties read at submission") ----------
 
-_MEMORY = re.compile(r"[0-9]+\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
-# ASCII digits only: str.isdigit() and \d also take "²" or "٣", which int() refuses or Spark
-# would not read.
-_WHOLE = re.compile(r"-?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -275,10 +271,12 @@ class SchedulingProps:
     max_executors: int | None = None
     initial_executors: int | None = None
     executor_idle_timeout: str | None = None
+    executor_instances: int | None = None
+    cores_max: int | None = None
     executor_cores: int | None = None
-    executor_memory: str | None = None
+    executor_mem_mib: int | None = None
     driver_cores: int | None = None
-    driver_memory: str | None = None
+    driver_mem_mib: int | None = None
 
 
 def _where(key: str, prop: Prop) -> str:
@@ -290,18 +288,19 @@ def _int(props: Mapping[str, Prop], key: str, minimum: int) -> int | None:
     if prop is None:
         return None
     text = prop.value.strip()
-    if not _WHOLE.fullmatch(text) or int(text) < minimum:
+    if not WHOLE_NUMBER.fullmatch(text) or int(text) < minimum:
         raise SparkArgsError(f"{_where(key, prop)}: expected a whole number >= {minimum}")
     return int(text)
 
 
-def _memory(props: Mapping[str, Prop], key: str) -> str | None:
+def _mem_mib(props: Mapping[str, Prop], key: str) -> int | None:
     prop = props.get(key)
     if prop is None:
         return None
-    if not _MEMORY.fullmatch(prop.value.strip()):
-        raise SparkArgsError(f"{_where(key, prop)}: expected a size like 512m or 2g")
-    return prop.value.strip()
+    try:
+        return parse_mem_mib(prop.value)
+    except ValueError:
+        raise SparkArgsError(f"{_where(key, prop)}: expected a size like 512m or 2g") from None
 
 
 def scheduling_properties(props: Mapping[str, Prop]) -> SchedulingProps:
@@ -338,8 +337,10 @@ def scheduling_properties(props: Mapping[str, Prop]) -> SchedulingProps:
         max_executors=_int(props, "spark.dynamicAllocation.maxExecutors", 0),
         initial_executors=_int(props, "spark.dynamicAllocation.initialExecutors", 0),
         executor_idle_timeout=idle.value.strip() if idle else None,
+        executor_instances=_int(props, "spark.executor.instances", 0),
+        cores_max=_int(props, "spark.cores.max", 1),
         executor_cores=_int(props, "spark.executor.cores", 1),
-        executor_memory=_memory(props, "spark.executor.memory"),
+        executor_mem_mib=_mem_mib(props, "spark.executor.memory"),
         driver_cores=_int(props, "spark.driver.cores", 1),
-        driver_memory=_memory(props, "spark.driver.memory"),
+        driver_mem_mib=_mem_mib(props, "spark.driver.memory"),
     )

@@ -45,8 +45,6 @@ ANONYMOUS_USER = "anonymous"  # who unauthenticated submissions belong to (auth 
 USER_PROPERTY = "spark.sessionsched.user"
 DEFAULT_MEM_MIB = 1024
 
-_SIZE = re.compile(r"([0-9]+)\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
-_MIB_PER = {"b": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
 
 
 class SubmissionError(ValueError):
@@ -60,15 +58,6 @@ class Defaults:
     root: Queue
     queue: str
     priority: int = PRIORITY_DEFAULT
-
-
-def mem_mib(text: str) -> int:
-    """A Spark memory string (``512m``, ``2g``, ``1024`` = MiB) in MiB, at least 1."""
-    m = _SIZE.fullmatch(text.strip())
-    if not m:
-        raise ValueError(f"{text!r} is not a size like 512m or 2g")
-    unit = (m.group(2) or "m")[0].lower()
-    return max(1, int(int(m.group(1)) * _MIB_PER[unit]))
 
 
 # --- the three ways in ----------------------------------------------------------------------
@@ -226,15 +215,6 @@ def _check_app_file(resource: str, cwd: str) -> None:
         raise SubmissionError(f"application file {path} is not readable")
 
 
-def _int_prop(props: Mapping[str, Prop], key: str, minimum: int) -> int | None:
-    text = _value(props, key)
-    if text is None:
-        return None
-    if not text.isascii() or not text.isdigit() or int(text) < minimum:
-        raise SubmissionError(f"{key}={text!r}: expected a whole number >= {minimum}")
-    return int(text)
-
-
 def _new_app(
     *, kind: str, name: str, props: Mapping[str, Prop], sched: SchedulingProps,
     in_cluster: bool, queue: str | None, priority: Any, defaults: Defaults,
@@ -256,11 +236,8 @@ def _new_app(
             f"spark.ego.app.schedule.policy={sched.policy} ignored: queue {leaf.name} "
             f"shares executors by its policy {leaf.policy.value}"
         )
-    try:
-        driver = Resources(sched.driver_cores or 1, mem_mib(sched.driver_memory or "1g"))
-        executor = Resources(sched.executor_cores or 1, mem_mib(sched.executor_memory or "1g"))
-    except ValueError as e:
-        raise SubmissionError(str(e)) from None
+    driver = Resources(sched.driver_cores or 1, sched.driver_mem_mib or DEFAULT_MEM_MIB)
+    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB)
     # Native submissions get dynamic allocation unless their user turned it off; JVM REST
     # submissions keep what they asked for (no agent can steer them).
     dynamic = sched.dynamic_allocation
@@ -276,10 +253,9 @@ def _new_app(
                 "and caps it but does not arbitrate its executors"
             )
         min_execs = 0
-        max_execs = _int_prop(props, "spark.executor.instances", 0)
-        cores_max = _int_prop(props, "spark.cores.max", 1)
-        if max_execs is None and cores_max is not None:
-            max_execs = cores_max // executor.cores
+        max_execs = sched.executor_instances
+        if max_execs is None and sched.cores_max is not None:
+            max_execs = sched.cores_max // executor.cores
     if max_execs is not None and min_execs > max_execs:
         raise SubmissionError(
             f"spark.dynamicAllocation.minExecutors={min_execs} is above maxExecutors={max_execs}"

@@ -28,10 +28,9 @@ Decisions where DESIGN.md is silent:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -43,32 +42,9 @@ from ..config import (
     parse_model,
     resolve_queue,
 )
-from ..model import PRIORITY_DEFAULT, AppSpec, Queue, Resources, parse_priority
+from ..model import PRIORITY_DEFAULT, AppSpec, Queue, Resources, parse_mem_mib, parse_priority
 
-_SIZE = re.compile(r"(\d+)\s*([kmgt])?i?b?", re.IGNORECASE)
-_MIB_PER_UNIT = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2}
-
-
-def mem_mib(value: Any) -> int:
-    """A Spark memory size (``512m``, ``2g``; a bare number is MiB) in MiB."""
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a size like 512m or 2g")
-    if isinstance(value, int):
-        text = str(value)
-    elif isinstance(value, str):
-        text = value.strip()
-    else:
-        raise ValueError(f"{value!r} is not a size like 512m or 2g")
-    m = _SIZE.fullmatch(text)
-    if not m:
-        raise ValueError(f"{value!r} is not a size like 512m or 2g")
-    mib = int(int(m.group(1)) * _MIB_PER_UNIT[(m.group(2) or "m").lower()])
-    if mib < 1:
-        raise ValueError(f"{value!r} is less than 1 MiB")
-    return mib
-
-
-MiB = Annotated[int, BeforeValidator(mem_mib)]
+MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 Priority = Annotated[int, BeforeValidator(parse_priority)]
 
 
@@ -78,7 +54,7 @@ class _Strict(BaseModel):
 
 class ClusterConfig(_Strict):
     cores: int = Field(64, ge=1)
-    memory: MiB = mem_mib("256g")
+    memory: MiB = parse_mem_mib("256g")
     driver_slots: int = Field(8, ge=0)
     driver_start_s: float = Field(5.0, ge=0)
     executor_start_s: float = Field(3.0, ge=0)

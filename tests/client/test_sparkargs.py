@@ -212,7 +212,7 @@ def test_scheduling_properties_read():
     )  # fmt: skip
     assert (sched.priority, sched.slots_max, sched.queue) == (9000, 4, "root.adhoc")
     assert (sched.dynamic_allocation, sched.max_executors) == (True, 3)
-    assert (sched.executor_cores, sched.driver_memory) == (2, "512m")
+    assert (sched.executor_cores, sched.driver_mem_mib) == (2, 512)
 
 
 BAD_PROPERTIES = {

@@ -476,7 +476,7 @@ DIGIT_LOOKALIKES = [
      "spark.dynamicAllocation.maxExecutors='--1' (from conf): expected a whole number >= 0"),
     ("superscript-executor-instances", {"spark.dynamicAllocation.enabled": "false",
                                         "spark.executor.instances": "²"},
-     "spark.executor.instances='²': expected a whole number >= 0"),
+     "spark.executor.instances='²' (from conf): expected a whole number >= 0"),
     ("arabic-indic-memory", {"spark.executor.memory": "٣g"},
      "spark.executor.memory='٣g' (from conf): expected a size like 512m or 2g"),
     ("superscript-priority", {"spark.ego.priority": "²"},

@@ -17,7 +17,7 @@ from sessionsched.engine.events import (
     KillRequested,
     MarkState,
 )
-from sessionsched.model import AppSpec, AppState, Executor, Resources
+from sessionsched.model import AppSpec, AppState, Executor, Resources, parse_mem_mib
 from sessionsched.server import plans, submissions
 from sessionsched.server.books import AgentState
 from sessionsched.server.launch import build_launch, service_conf
@@ -171,9 +171,15 @@ DEFAULTS = submissions.Defaults(root=ServerConfig().queue_tree(), queue="root.de
 
 
 @pytest.mark.parametrize("text,mib", [("512m", 512), ("2g", 2048), ("1024", 1024), ("1t", 2**20),
-                                      ("2048k", 2), ("1gb", 1024)])
+                                      ("2048k", 2), ("1gb", 1024), (" 3 G ", 3072), (64, 64)])
 def test_memory_sizes(text, mib):
-    assert submissions.mem_mib(text) == mib
+    assert parse_mem_mib(text) == mib
+
+
+@pytest.mark.parametrize("text", ["512k", "²g", "1.5g", "-1g", "g", "", True, 1.5])
+def test_memory_sizes_refused(text):
+    with pytest.raises(ValueError, match="size like 512m|less than 1 MiB"):
+        parse_mem_mib(text)
 
 
 def test_rest_submission_sizing():
