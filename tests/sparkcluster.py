@@ -178,6 +178,22 @@ def wait_idle(cluster: LocalCluster, timeout_s: float = 60) -> None:
         client.close()
 
 
+def stop_server_and_its_apps(server) -> None:
+    """Stop a ``ServerProcess`` whose apps ran on a real cluster. Drivers run in their own
+    sessions and outlive a stopped server (it adopts them on restart), so a test kills every
+    live app through the API first, then stops the server."""
+    import httpx
+
+    if server.proc.poll() is None:
+        try:
+            for app in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json():
+                if app["state"] in ("ACCEPTED", "STARTING", "RUNNING"):
+                    httpx.post(f"{server.url}/api/v1/apps/{app['id']}/kill", timeout=30)
+        except httpx.HTTPError:
+            pass
+    server.stop()
+
+
 def spark_env() -> dict[str, str]:
     """The environment for a spark-submit a test starts itself: loopback only."""
     return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}

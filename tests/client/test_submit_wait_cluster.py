@@ -8,12 +8,11 @@ import json
 import subprocess
 import sys
 
-import httpx
 import pytest
 
 from sessionsched.commands._serverproc import ServerProcess
 from tests.client.cli_helpers import QUEUES, SLEEP_TASKS, cli_env, run_cli
-from tests.sparkcluster import SMALL, conf_args
+from tests.sparkcluster import SMALL, conf_args, stop_server_and_its_apps
 
 pytestmark = pytest.mark.cluster
 
@@ -37,14 +36,7 @@ def cluster_server(tmp_path, spark_cluster):
     try:
         yield server
     finally:
-        # Drivers run in their own sessions and would outlive the server: kill live apps first.
-        try:
-            for app in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json():
-                if app["state"] in ("ACCEPTED", "STARTING", "RUNNING"):
-                    httpx.post(f"{server.url}/api/v1/apps/{app['id']}/kill", timeout=30)
-        except httpx.HTTPError:
-            pass
-        server.stop()
+        stop_server_and_its_apps(server)
 
 
 def start_submit(server, queue: str, exit_code: int) -> subprocess.Popen:

@@ -15,7 +15,7 @@ import pytest
 
 from sessionsched.backends.spark_home import spark_submit
 from sessionsched.commands._serverproc import ServerProcess
-from tests.sparkcluster import SMALL, conf_args, spark_env, wait_until
+from tests.sparkcluster import SMALL, conf_args, spark_env, stop_server_and_its_apps, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -46,14 +46,7 @@ def serve(tmp_path):
     start.track = servers.append  # a server started some other way, cleaned up the same way
     yield start
     for server in servers:
-        if server.proc.poll() is None:
-            try:
-                for app in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json():
-                    if app["state"] in ("ACCEPTED", "STARTING", "RUNNING"):
-                        httpx.post(f"{server.url}/api/v1/apps/{app['id']}/kill", timeout=30)
-            except httpx.HTTPError:
-                pass
-        server.stop()
+        stop_server_and_its_apps(server)
 
 
 def submit_python(server: ServerProcess, app_path, *app_args: str, **body) -> str:
