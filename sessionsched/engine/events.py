@@ -97,6 +97,15 @@ class QueuesChanged:
 
 
 @dataclass(frozen=True)
+class Forget:
+    """Drop an ended app from the books: a long-running server keeps only so many ended apps
+    in memory (its store keeps them all). Only an app that has ended and holds no executor on
+    the books may be forgotten; after it, the id is unknown to the engine."""
+
+    app_id: str
+
+
+@dataclass(frozen=True)
 class Tick:
     """Only time has passed."""
 
@@ -112,6 +121,7 @@ Event = (
     | DemandChanged
     | CapacityChanged
     | QueuesChanged
+    | Forget
     | Tick
 )
 

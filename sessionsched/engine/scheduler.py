@@ -61,6 +61,7 @@ from .events import (
     DriverStarted,
     Event,
     ExecutorsChanged,
+    Forget,
     KillRequested,
     LaunchDriver,
     MarkState,
@@ -252,6 +253,9 @@ class Scheduler:
         if isinstance(ev, Tick):
             return
         rec = self.apps[ev.app_id]
+        if isinstance(ev, Forget):
+            self._forget(rec)
+            return
         if isinstance(ev, PriorityChanged):
             self._set_priority(rec, ev.priority)
         elif isinstance(ev, KillRequested):
@@ -279,6 +283,23 @@ class Scheduler:
         if rec.state is AppState.STARTING:
             self._starting[rec.app_id] = rec
         self._dirty.add(rec.app_id)
+
+    def _forget(self, rec: AppRecord) -> None:
+        """Drop an ended app without executors (``validate`` made sure) from the books and
+        from every running total it may still be in: it may have ended earlier in this very
+        batch, before ``_sync`` took it out."""
+        app_id = rec.app_id
+        del self.apps[app_id]
+        self._dirty.discard(app_id)
+        self._touched.discard(app_id)
+        self._ledger.refresh(rec, False)  # not on the books: takes its last contribution out
+        self._admitted.pop(app_id, None)
+        self._starting.pop(app_id, None)
+        if self._claimed.pop(app_id, None) is not None:
+            self._arbiter.drop(app_id)
+        self._grants.rebase(rec, 0)
+        self._index_over(rec)
+        # Its decommission deadlines stay in the heap; ``_reclaim`` skips unknown apps.
 
     def _set_priority(self, rec: AppRecord, priority: int) -> None:
         if rec.state is AppState.ACCEPTED:
@@ -466,7 +487,9 @@ class Scheduler:
         late: dict[str, list[str]] = {}
         while self._deadlines and self._deadlines[0][0] <= now:
             deadline, app_id, eid = heapq.heappop(self._deadlines)
-            rec = self.apps[app_id]
+            rec = self.apps.get(app_id)
+            if rec is None:  # forgotten since: it ended with its executors gone
+                continue
             if rec.state.admitted and eid in rec.executors and rec.reclaiming.get(eid) == deadline:
                 late.setdefault(app_id, []).append(eid)
         for app_id in self._touched.union(changed):

@@ -7,7 +7,8 @@ them (an app submitted earlier in the batch is known; a queue tree replaced earl
 is the one later submissions are checked against).
 
 Facts from the cluster that merely arrive late are not errors: a kill of an app that already
-ended does nothing, executors of an ended app are still booked until they are gone.
+ended does nothing, executors of an ended app are still booked until they are gone. Facts about
+an app the engine was told to ``Forget`` are about an unknown app: refused like any other.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .events import (
     DriverExited,
     DriverStarted,
     ExecutorsChanged,
+    Forget,
     KillRequested,
     PriorityChanged,
     QueuesChanged,
@@ -112,14 +114,28 @@ def check_events(
     holding executors); a new queue tree must keep each of them as a leaf.
     """
     leaf_set = set(leaves)
-    state_of: dict[str, AppState] = {}  # apps added by this batch
+    state_of: dict[str, AppState | None] = {}  # apps added (None: forgotten) by this batch
     queue_of: dict[str, str] = {}
+    # What Forget needs of the batch so far: apps it ended, and whether apps hold executors.
+    ended: set[str] = set()
+    holds: dict[str, bool] = {}
 
     def state(app_id: str) -> AppState | None:
         if app_id in state_of:
             return state_of[app_id]
         rec = apps.get(app_id)
         return rec.state if rec is not None else None
+
+    def forget_problem(app_id: str, current: AppState | None) -> str | None:
+        if current is None:
+            return "unknown app"
+        if not current.terminal and app_id not in ended:
+            return f"app is {current.value}, not ended: only an ended app may be forgotten"
+        rec = apps.get(app_id)
+        held = holds[app_id] if app_id in holds else rec is not None and bool(rec.executors)
+        if held:
+            return "app still holds executors on the books: forget it once they are gone"
+        return None
 
     for i, ev in enumerate(events):
         name = type(ev).__name__
@@ -139,6 +155,7 @@ def check_events(
                 adopted = isinstance(ev, Adopted)
                 state_of[ev.spec.app_id] = ev.state if adopted else AppState.ACCEPTED
                 queue_of[ev.spec.app_id] = ev.spec.queue
+                holds[ev.spec.app_id] = False  # a new app (even under a forgotten one's id)
         elif isinstance(ev, _APP_EVENTS):
             subject = ev.app_id
             current = state(ev.app_id)
@@ -158,6 +175,20 @@ def check_events(
                     problem = "the same executor id is listed twice"
             if isinstance(ev, KillRequested) and current is AppState.ACCEPTED:
                 state_of[ev.app_id] = AppState.KILLED
+            if problem is None and isinstance(ev, KillRequested | DriverExited):
+                ended.add(ev.app_id)
+            if problem is None and isinstance(ev, DriverExited):
+                holds[ev.app_id] = False  # a driver's executors die with it
+            elif problem is None and isinstance(ev, ExecutorsChanged):
+                holds[ev.app_id] = bool(ev.executors)
+        elif isinstance(ev, Forget):
+            subject = ev.app_id
+            problem = forget_problem(ev.app_id, state(ev.app_id))
+            if problem is None:
+                state_of[ev.app_id] = None
+                queue_of.pop(ev.app_id, None)
+                ended.discard(ev.app_id)
+                holds.pop(ev.app_id, None)
         elif isinstance(ev, CapacityChanged):
             problem = _resources_problem("capacity", ev.capacity, 0)
             if problem is None and ev.driver_slots is not None and (
@@ -169,7 +200,8 @@ def check_events(
                 problem = "root must be a Queue"
             else:
                 new = {q.name for q in ev.root.leaves()}
-                batch = {queue_of[a] for a, s in state_of.items() if not s.terminal}
+                batch = {queue_of[a] for a, s in state_of.items()
+                         if s is not None and not s.terminal}
                 lost = sorted((occupied() | batch) - new)
                 if lost:
                     problem = f"queues still hold apps and cannot be removed: {', '.join(lost)}"

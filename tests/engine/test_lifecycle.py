@@ -23,6 +23,7 @@ from sessionsched.engine import (
     DriverStarted,
     EventError,
     ExecutorsChanged,
+    Forget,
     KillRequested,
     LaunchDriver,
     MarkState,
@@ -210,6 +211,100 @@ def test_an_empty_queue_may_be_removed():
     run.step(QueuesChanged(one_queue()))
     assert set(run.sched.usage()) == {"root", "root.q"}
     assert run.sched.usage()["root"].starting == 1
+
+
+# --- forgetting ended apps ----------------------------------------------------------------
+
+# How an app ended before it is forgotten: the events, in one batch or one per step. In every
+# case "a" held 2 executors, "b" is queued behind it and "c" running beside it.
+FORGET_CASES = {
+    "killed while queued": ([KillRequested("b")], "b"),
+    "driver exited, executors die with it": ([DriverExited("a", 0)], "a"),
+    "failed driver": ([DriverExited("a", 3)], "a"),
+    "killed while running, executors gone later": (
+        [KillRequested("a"), ExecutorsChanged("a", ())], "a"),
+}
+
+
+def forget_setup() -> Run:
+    run = Run(one_queue(admission="none", policy="fairshare"), cores=4, slots=2)
+    run.submit(app("a"), app("c"), app("b"))  # two driver slots: b waits
+    run.step(DemandChanged("a", 4), DemandChanged("c", 4))
+    run.hold("a", 2)
+    run.hold("c", 2)
+    return run
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["steps", "same batch"])
+@pytest.mark.parametrize("name", list(FORGET_CASES))
+def test_forget_an_ended_app(name, batched):
+    events, gone = FORGET_CASES[name]
+    run = forget_setup()
+    if batched:
+        run.step(*events, Forget(gone))
+    else:
+        for ev in events:
+            run.step(ev)
+        assert run.step(Forget(gone)) == []  # forgetting decides nothing by itself
+    assert gone not in run.sched.apps and run.sched.audit() == []
+    assert set(run.sched.apps) == {"a", "b", "c"} - {gone}
+    with pytest.raises(EventError, match="unknown app"):
+        run.step(DemandChanged(gone, 1))  # late facts about it are about an unknown app
+
+
+def test_forgetting_leaves_the_others_as_they_were_and_frees_nothing_twice():
+    run = forget_setup()
+    run.step(DriverExited("a", 0))  # b starts in a's driver slot; c may take a's cores
+    before = {i: (r.state, r.target, r.grant) for i, r in run.sched.apps.items() if i != "a"}
+    usage = run.sched.usage()
+    run.step(Forget("a"))
+    assert {i: (r.state, r.target, r.grant) for i, r in run.sched.apps.items()} == before
+    assert run.sched.usage() == usage and run.sched.audit() == []
+
+
+def test_forgotten_app_with_a_decommission_deadline_pending():
+    run = Run(one_queue(admission="none", policy="priority", reclaim_timeout_s=30.0), cores=4)
+    run.submit(app("low").priority(1))
+    run.step(DemandChanged("low", 4))
+    run.hold("low", 4)
+    run.submit(app("high").priority(9000), at=10.0)
+    run.step(DemandChanged("high", 4), at=20.0)  # low ordered to decommission by 50.0
+    assert run.sched.next_wakeup() == 50.0
+    run.step(DriverExited("low", 0), Forget("low"), at=30.0)
+    run.step(at=50.0)  # its deadline passes: nothing to kill, nothing breaks
+    assert "low" not in run.sched.apps and run.sched.audit() == []
+
+
+def test_a_forgotten_id_may_be_submitted_again_as_a_new_app():
+    run = Run(one_queue(), slots=10)
+    run.submit(app("a"))
+    run.step(KillRequested("a"), Forget("a"), Submitted(app("a").spec()))
+    assert run.state("a") == "STARTING" and run.sched.audit() == []
+
+
+# Forget refused: the setup, the events, the message.
+FORGET_REFUSED = {
+    "queued": ([], "b", "app is ACCEPTED, not ended"),
+    "running": ([], "c", "app is RUNNING, not ended"),
+    "killed, executors still on the books": (
+        [KillRequested("a")], "a", "still holds executors"),
+    "executors came back in the batch": (
+        [DriverExited("a", 0), ExecutorsChanged("a", executors("a", 1))], "a",
+        "still holds executors"),
+    "forgotten twice": ([KillRequested("b"), Forget("b")], "b", "unknown app"),
+    "unknown id": ([], "nobody", "unknown app"),
+}
+
+
+@pytest.mark.parametrize("name", list(FORGET_REFUSED))
+def test_forget_refused(name):
+    events, target, message = FORGET_REFUSED[name]
+    run = forget_setup()
+    books = copy.deepcopy(run.sched.apps)
+    with pytest.raises(EventError) as err:
+        run.sched.step(5.0, [*events, Forget(target)])
+    assert message in str(err.value) and f"(Forget {target})" in str(err.value)
+    assert run.sched.apps == books and run.sched.audit() == []
 
 
 # --- bad events: one line, and nothing changes --------------------------------------------
