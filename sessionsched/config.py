@@ -141,6 +141,10 @@ class ServerSection(_Strict):
     heartbeats no longer speaks for its app's executors (the cluster's view does).
     ``session_timeout``: a notebook session whose agent has been silent this many seconds is
     ended (FAILED), so a notebook that died without ``stop()`` does not hold a driver slot.
+    ``retained_ended_apps``: how many ended apps (FINISHED/FAILED/KILLED) stay in memory and in
+    the app list, the most recently ended; older ones are forgotten by the engine and the
+    service but stay in the store, and reads by id answer for them from there (a Spark master's
+    ``spark.deploy.retainedDrivers``). Keeps a long-running server's memory bounded.
     """
 
     host: str = "127.0.0.1"
@@ -150,6 +154,7 @@ class ServerSection(_Strict):
     db_url: str | None = None
     heartbeat_s: float = Field(1.0, gt=0, le=60)
     session_timeout: float = Field(600.0, gt=0)
+    retained_ended_apps: int = Field(1000, ge=0)
 
 
 class ClusterSection(_Strict):

@@ -12,6 +12,8 @@
      ``backend.stop``, Reclaim -> kept for the app's agent to pick up once; SetTarget needs
      nothing (the agent reads the engine's target and grant at its next heartbeat);
   6. answer whoever waits on an inbox item (a kill's HTTP request returns once it is done).
+
+Ended apps beyond ``server.retained_ended_apps`` are forgotten in step 3 (``retention``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..engine.events import (
     DriverExited,
     DriverStarted,
     Event,
+    Forget,
     KillRequested,
     LaunchDriver,
     PriorityChanged,
@@ -94,6 +97,8 @@ class CycleMixin:
         now = self.clock()
         events = events + self._observe(now) + self._housekeeping(now)
         with self.lock:
+            forgets, unbooked = self._due_forgets()
+            events = self._known(events) + forgets
             waiting = dict(self.engine.waiting)
             decisions, events = self._step(now, events)
             if (decisions or self.engine.waiting != waiting
@@ -109,6 +114,7 @@ class CycleMixin:
             for d in decisions:
                 if isinstance(d, Reclaim):
                     self.agents.setdefault(d.app_id, AgentState(seen_at=0.0)).orders.append(d)
+            self._forget(unbooked + [ev.app_id for ev in events if isinstance(ev, Forget)])
         try:
             self.write(record.rows_for_store(), record.rows,
                        self._apply(record.changes)).result(COMMIT_TIMEOUT_S)
@@ -124,6 +130,17 @@ class CycleMixin:
             except Exception:  # noqa: BLE001 - executors then come from the agent alone
                 log.exception("backend could not take %s's executors into account", app_id)
         self._carry_out(now, decisions)
+
+    def _known(self, events: list[Event]) -> list[Event]:
+        """The events about apps in memory. News of a forgotten app (its driver's exit code
+        arriving after it was forgotten, an agent's last word) is dropped here quietly: the
+        engine would refuse it as unknown, and its record in the store is final."""
+        apps = self.apps
+        known = [ev for ev in events
+                 if (app_id := getattr(ev, "app_id", None)) is None or app_id in apps]
+        if len(known) < len(events):
+            log.debug("dropped %d event(s) about forgotten apps", len(events) - len(known))
+        return known
 
     def _step(self, now: float, events: list[Event]) -> tuple[list[Decision], list[Event]]:
         """Step the engine: (decisions, the events it took). An event it refuses (it names it
@@ -223,9 +240,13 @@ class CycleMixin:
         def after(_):
             with self.lock:
                 for app_id, change in changes.items():
-                    app = self.apps[app_id]
+                    app = self.apps.get(app_id)
+                    if app is None:  # forgotten this cycle: the store has the change
+                        continue
                     for key, value in change.items():
                         setattr(app, key, value)
+                    if "state" in change and app.state.terminal:
+                        self.ended[app_id] = None  # retention: ended, newest last
                     if change.get("spark_app_id"):
                         self.by_spark_id[change["spark_app_id"]] = app_id
                     if app.state.terminal:
@@ -258,8 +279,9 @@ class CycleMixin:
         def after(_):
             with self.lock:
                 for change in changes:
-                    app = self.apps[change["id"]]
-                    app.handle, app.log_path = change["handle"], change["log_path"]
+                    app = self.apps.get(change["id"])
+                    if app is not None:
+                        app.handle, app.log_path = change["handle"], change["log_path"]
 
         try:
             self.write(changes, rows, after).result(COMMIT_TIMEOUT_S)

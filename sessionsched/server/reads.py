@@ -2,7 +2,9 @@
 
 Every read takes the service lock once and copies what it shows, so a reader never sees half
 a cycle. What it shows of an app comes from the committed books (state, times, priority) and
-from the engine (executors, target, demand, queue position).
+from the engine (executors, target, demand, queue position). An ended app forgotten beyond
+``server.retained_ended_apps`` (``retention``) is read by id from the store: it is no longer
+listed, but never lost.
 """
 
 from __future__ import annotations
@@ -25,13 +27,24 @@ class ReadsMixin:
             if any_id in self.apps:
                 return any_id, False
             app_id = self.by_spark_id.get(any_id)
-            return (app_id, True) if app_id else None
+            if app_id:
+                return app_id, True
+        if self.stored_app(any_id) is not None:  # forgotten: in the store
+            return any_id, False
+        app_id = self.store.app_id_of_spark_app(any_id)
+        return (app_id, True) if app_id else None
 
     def snapshot(self, app_id: str) -> dict | None:
         """One app as the views need it (keyword arguments of ``views.app_out``)."""
         with self.lock:
             app = self.apps.get(app_id)
-            return self._snapshot(app) if app is not None else None
+            if app is not None:
+                return self._snapshot(app)
+        app = self.stored_app(app_id)  # forgotten (ended): from the store
+        if app is None:
+            return None
+        with self.lock:
+            return self._snapshot(app)
 
     def snapshots(self, queue_name: str | None = None,
                   state: AppState | None = None) -> list[dict]:
@@ -106,11 +119,10 @@ class ReadsMixin:
 
     def log_tail(self, app_id: str, lines: int) -> str:
         """The last ``lines`` lines of the driver's log (read from its last 256 KiB)."""
-        with self.lock:
-            app = self.apps.get(app_id)
-            if app is None:
-                raise NotFound(f"no app {app_id!r}")
-            path, kind, state = app.log_path, app.kind, app.state
+        app = self.stored_app(app_id)
+        if app is None:
+            raise NotFound(f"no app {app_id!r}")
+        path, kind, state = app.log_path, app.kind, app.state
         if not path:
             raise NotFound(f"{app_id} has no driver log here (kind {kind}, state {state.value})")
         try:

@@ -9,6 +9,8 @@
 - A driver that is gone is FAILED (its exit code is unknown). An app whose launch was decided
   but whose handle was never recorded (a crash between the two) is FAILED too rather than
   launched a second time: the driver may be running.
+- Ended apps: only the ``server.retained_ended_apps`` most recently ended are loaded into
+  memory (and listed); older ones are read from the store by id.
 - Notebook sessions have no handle (the driver lives in the notebook): they are adopted and
   their agent re-registers; one that stays silent ends by ``server.session_timeout``.
 """
@@ -36,11 +38,12 @@ def restore(service, now: float) -> list[Event]:
     events: list[Event] = []
     failed: list[tuple[StoredApp, str]] = []
     adopted: list[str] = []
-    for app in service.store.load_apps():
-        service.apps[app.id] = app
-        if app.spark_app_id:
-            service.by_spark_id[app.spark_app_id] = app.id
-        if app.kind == AppKind.SESSION and not app.state.terminal:
+    for app in service.store.load_last_ended(service.config.server.retained_ended_apps):
+        service.remember(app)
+        service.ended[app.id] = None
+    for app in service.store.load_apps([s for s in AppState if not s.terminal]):
+        service.remember(app)
+        if app.kind == AppKind.SESSION:
             service.sessions.add(app.id)
         if app.state is AppState.ACCEPTED:
             events.append(Submitted(replace(app.spec, priority=app.priority)))
@@ -82,6 +85,7 @@ def restore(service, now: float) -> list[Event]:
         for app, why in failed:
             app.state, app.reason, app.finished_at = AppState.FAILED, why, now
             service.sessions.discard(app.id)
+            service.ended[app.id] = None
 
     if rows:
         service.write(changes, rows, after).result(60)

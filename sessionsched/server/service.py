@@ -16,6 +16,7 @@ import logging
 import queue
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
@@ -45,6 +46,7 @@ from .cycle import CycleMixin, Item
 from .metrics import ServiceMetrics, count_states
 from .reads import NotFound, ReadsMixin
 from .restore import restore
+from .retention import RetentionMixin
 
 log = logging.getLogger("sessionsched.service")
 audit = logging.getLogger("sessionsched.audit")
@@ -56,7 +58,7 @@ class Conflict(Exception):
     """The app is in a state that does not allow the request (e.g. it has ended)."""
 
 
-class Service(CycleMixin, ReadsMixin, AgentsMixin):
+class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
     def __init__(
         self,
         config: ServerConfig,
@@ -78,6 +80,10 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin):
         self.lock = threading.RLock()
         self.apps: dict[str, StoredApp] = {}
         self.by_spark_id: dict[str, str] = {}
+        # Ended apps in memory, oldest-ended first (``retention``: beyond
+        # ``server.retained_ended_apps`` they are forgotten, the store keeps them).
+        self.ended: dict[str, None] = {}
+        self._forgotten_cache: OrderedDict[str, StoredApp] = OrderedDict()
         self.agents: dict[str, AgentState] = {}
         self.sessions: set[str] = set()  # notebook sessions not yet ended
         self.session_since: dict[str, float] = {}  # sessions adopted at a restart: since when
@@ -204,9 +210,11 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin):
         done: Future = Future()
 
         def write(session) -> int:
-            app = self.apps[app_id]  # its state only changes in this thread (after commits)
-            if app.state.terminal:
-                raise Conflict(f"{app_id} has already ended ({app.state.value})")
+            # Its state only changes in this thread (after commits); gone from memory: forgotten.
+            app = self.stored_app(app_id)
+            if app is None or app.state.terminal:
+                state = app.state.value if app is not None else "forgotten"
+                raise Conflict(f"{app_id} has already ended ({state})")
             old = app.priority
             self.store.update_apps(session, [{"id": app_id, "priority": priority}])
             self.store.add_events(session, [EventRecord(
@@ -252,13 +260,12 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin):
         return done
 
     def _live_app(self, app_id: str) -> StoredApp:
-        with self.lock:
-            app = self.apps.get(app_id)
-            if app is None:
-                raise NotFound(f"no app {app_id!r}")
-            if app.state.terminal:
-                raise Conflict(f"{app_id} has already ended ({app.state.value})")
-            return app
+        app = self.stored_app(app_id)  # a forgotten one too: it has ended, say so
+        if app is None:
+            raise NotFound(f"no app {app_id!r}")
+        if app.state.terminal:
+            raise Conflict(f"{app_id} has already ended ({app.state.value})")
+        return app
 
     # --- the store ------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ _ACTION_METHODS = {"create": "POST", "kill": "POST", "status": "GET", "readyz": 
 _ANY = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 _SUBMIT_THROUGH = "Please submit requests through http://[host]:[port]/v1/submissions/..."
 SUBMIT_WAIT_S = 30.0
+STATUS_CACHE_MAX = 20_000  # cached status answers; past it the cache starts over (bounded memory)
 CYCLE_WAIT_S = 10.0
 
 
@@ -134,6 +135,8 @@ class SparkRest:
         body = self.status_body(sid)
         data = json.dumps(body).encode()
         if body["success"]:  # unknown ids are not kept: anyone can make them up
+            if len(self._status_cache) >= STATUS_CACHE_MAX:
+                self._status_cache.clear()  # rare; apps polled again are cached again at once
             self._status_cache[sid] = (version, data)
         return data
 

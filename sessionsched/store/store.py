@@ -76,6 +76,24 @@ class Store:
         with self.session() as s:
             return [_from_row(r) for r in s.scalars(q)]
 
+    def load_last_ended(self, limit: int) -> list[StoredApp]:
+        """The ``limit`` most recently ended apps (FINISHED/FAILED/KILLED), oldest-ended first:
+        what a restarted server keeps in memory (``server.retained_ended_apps``)."""
+        if limit <= 0:
+            return []
+        ended = [s.value for s in AppState if s.terminal]
+        when = func.coalesce(AppRow.finished_at, AppRow.submitted_at)
+        q = (select(AppRow).where(AppRow.state.in_(ended))
+             .order_by(when.desc(), AppRow.seq.desc()).limit(limit))
+        with self.session() as s:
+            return [_from_row(r) for r in reversed(s.scalars(q).all())]
+
+    def app_id_of_spark_app(self, spark_app_id: str) -> str | None:
+        """Our app id for a Spark application id (indexed), or None."""
+        q = select(AppRow.id).where(AppRow.spark_app_id == spark_app_id).limit(1)
+        with self.session() as s:
+            return s.scalar(q)
+
     def live_queues(self) -> dict[str, int]:
         """Queue -> how many apps in it have not ended (queued or running)."""
         live = [s.value for s in AppState if not s.terminal]
