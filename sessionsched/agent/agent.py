@@ -76,8 +76,11 @@ class Agent:
         self.last_answer: Answer | None = None
         self.grant: int | None = None
         self.sent = 0  # successful exchanges with the server
-        self.cycles = 0  # loop iterations, and the wall time spent in them (the agent's cost)
+        # Loop iterations, and the time spent in them (the agent's cost): wall time (includes
+        # waiting on the JVM and the scheduler) and this thread's CPU time.
+        self.cycles = 0
         self.busy_s = 0.0
+        self.cpu_s = 0.0
         self._failures = 0  # consecutive failed exchanges (0 = connected)
         self._outage_since: float | None = None
         self._next_attempt = 0.0  # not before: backoff while the server is unreachable
@@ -126,7 +129,7 @@ class Agent:
         while not self._stop.is_set():
             if self.control.stopped():
                 break
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             try:
                 self._cycle(self.clock())
             except Exception as e:  # the last line of defence for the user's app
@@ -135,6 +138,7 @@ class Agent:
                 self._spark_error(e)
             self.cycles += 1
             self.busy_s += time.perf_counter() - started
+            self.cpu_s += time.thread_time() - cpu_started
             self._stop.wait(min(TICK_S, self.heartbeat_s))
         log.info("sessionsched agent: %s stopped reporting", self.app_id)
 
