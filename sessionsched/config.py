@@ -165,7 +165,20 @@ class ClusterSection(_Strict):
 
 
 class AuthSection(_Strict):
-    mode: Literal["none", "tokens"] = "none"
+    """Authentication. Only ``none`` exists yet, and with it the server listens on loopback
+    only. ``tokens`` is refused rather than accepted and ignored: it would lift the loopback
+    guard without checking anyone."""
+
+    mode: str = "none"
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str) -> str:
+        if v == "tokens":
+            raise ValueError("'tokens' is not available yet; use none (loopback only)")
+        if v != "none":
+            raise ValueError(f"{v!r} is not an auth mode; use none (loopback only)")
+        return v
 
 
 class DefaultsSection(_Strict):

@@ -46,7 +46,7 @@ def check_listen(host: str, auth_mode: str) -> None:
     if not loopback:
         raise UnsafeListen(
             f"refusing to listen on {host} with auth mode none: anyone who can reach it could "
-            "submit and kill applications; use 127.0.0.1 or turn auth on"
+            "submit and kill applications; use 127.0.0.1 (authentication is not implemented yet)"
         )
 
 

@@ -291,7 +291,8 @@ def test_serve_refuses_to_listen_beyond_loopback_without_auth():
     assert r.returncode == 2
     assert r.stderr.strip() == (
         "sessionsched serve: refusing to listen on 0.0.0.0 with auth mode none: anyone who can "
-        "reach it could submit and kill applications; use 127.0.0.1 or turn auth on")
+        "reach it could submit and kill applications; use 127.0.0.1 (authentication is not "
+        "implemented yet)")
 
 
 def test_dashboard_and_openapi_are_served(client):
