@@ -25,6 +25,7 @@ from . import api, submissions
 from .dashboard import DASHBOARD_HTML
 from .service import Service
 from .spark_rest import SparkFront, SparkRest
+from .views import one_line
 
 log = logging.getLogger("sessionsched.server")
 
@@ -61,8 +62,7 @@ def backend_for(config: ServerConfig) -> ClusterBackend:
 
 def _one_line(err: RequestValidationError) -> str:
     first = err.errors()[0] if err.errors() else {}
-    # A field name from the body can hold anything: a newline or control character is shown
-    # escaped, so the detail stays one line.
+    # A field name from the body can hold anything: one that is not printable is quoted.
     loc = ".".join(str(p) if str(p).isprintable() else repr(p)
                    for p in first.get("loc", ()) if p != "body")
     msg = first.get("msg", "invalid request")
@@ -128,15 +128,18 @@ def create_app(
     app.router.routes[0:0] = app.state.spark_rest.routes()
     app.include_router(api.router)
 
+    # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, err: RequestValidationError):
-        return JSONResponse({"detail": _one_line(err)}, status_code=422)
+        return JSONResponse({"detail": one_line(_one_line(err))}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, err: StarletteHTTPException):
         detail = unreadable_body(err)
         if detail is not None:
             return JSONResponse({"detail": detail}, status_code=422)
+        if isinstance(err.detail, str):
+            err.detail = one_line(err.detail)
         return await http_exception_handler(request, err)
 
     @app.exception_handler(Exception)

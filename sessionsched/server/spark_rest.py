@@ -31,7 +31,7 @@ from starlette.routing import Route, Router
 from ..model import AppState, parse_priority
 from . import submissions
 from .service import Conflict, NotFound, Service
-from .views import DRIVER_STATE
+from .views import DRIVER_STATE, one_line
 
 JSON_TYPE = "application/json;charset=utf-8"
 ACTIONS = ("create", "kill", "status", "readyz", "update")
@@ -59,7 +59,7 @@ def reply(body: dict[str, Any], status: int = 200) -> Response:
 
 
 def error(message: str, status: int = 400, **extra: Any) -> Response:
-    return reply({"action": "ErrorResponse", "message": message, **extra,
+    return reply({"action": "ErrorResponse", "message": one_line(message), **extra,
                   "serverSparkVersion": SPARK_VERSION}, status)
 
 

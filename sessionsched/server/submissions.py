@@ -40,6 +40,7 @@ from ..sparkargs import (
     scheduling_properties,
 )
 from ..store.records import AppKind, StoredApp
+from .views import one_line
 
 ANONYMOUS_USER = "anonymous"  # who unauthenticated submissions belong to (auth mode none)
 USER_PROPERTY = "spark.sessionsched.user"
@@ -48,7 +49,11 @@ DEFAULT_MEM_MIB = 1024
 
 
 class SubmissionError(ValueError):
-    """A submission that cannot be accepted; ``str()`` is one line for the submitter."""
+    """A submission that cannot be accepted; ``str()`` is one line for the submitter, even
+    when it quotes a file name or an argument with a newline in it."""
+
+    def __init__(self, message: str):
+        super().__init__(one_line(message))
 
 
 @dataclass(frozen=True)

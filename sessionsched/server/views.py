@@ -19,6 +19,14 @@ DRIVER_STATE = {
 }
 
 
+def one_line(text: str) -> str:
+    """A refusal's message as one printable line: user input quoted in it (a file name, a
+    directory, a field name) may hold a newline or another control character, shown escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def iso(t: float | None) -> str | None:
     """Epoch seconds as ISO 8601 UTC with milliseconds and ``Z``."""
     if t is None:

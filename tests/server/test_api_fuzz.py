@@ -558,3 +558,17 @@ def test_unknown_field_with_a_newline_in_its_name_is_named_on_one_line(front, db
     assert (r.status_code, r.json()) == (
         422, {"detail": "'a\\nb': Extra inputs are not permitted"})
     _no_apps_stored(front, db)
+
+
+def test_a_file_name_with_a_newline_is_refused_in_one_line(front, tmp_path, db):
+    """Found: ``application file \\n not found`` — the quoted name broke the one-line detail."""
+    r = front.post("/api/v1/apps", json={"argv": ["bad\nname.py"], "cwd": str(tmp_path)})
+    assert (r.status_code, r.json()) == (
+        400, {"detail": f"application file bad\\nname.py not found (looked in {tmp_path})"})
+    r = front.post("/v1/submissions/create", json={
+        "action": "CreateSubmissionRequest", "appResource": "hdfs:/a.jar", "mainClass": "M",
+        "appArgs": [], "sparkProperties": {"spark.ego.priority": "x\ny"},
+        "environmentVariables": {}, "clientSparkVersion": "4.0.1"})
+    assert r.status_code == 400 and "\n" not in r.json()["message"]
+    assert "'x\\ny'" in r.json()["message"]
+    _no_apps_stored(front, db)
