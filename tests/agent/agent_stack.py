@@ -14,6 +14,7 @@ CORES = 6
 APP = Path(__file__).parent / "apps" / "sleepy_job.py"
 QUEUES = [{"name": "root", "queues": [
     {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0},
+    {"name": "default", "policy": "fairshare", "reclaim_timeout": 0},  # the example notebook's
     {"name": "prio", "policy": "priority", "reclaim_timeout": 0},
     {"name": "graceful", "policy": "priority", "reclaim_timeout": 60},
     {"name": "solo", "policy": "fifo", "max_running_apps": 1},
