@@ -282,6 +282,12 @@ class Fuzz:
                 body["cwd"] = str(self.app_file.parent)
                 body["argv"] = [*options, app, *body["argv"]]  # the rest: the app's arguments
 
+    def exchange(self, case) -> None:
+        """Send the request, check the answer against the spec, note what it acknowledged."""
+        response = self.send(case)
+        case.validate_response(response, checks=CHECKS)
+        self.record(case, response)
+
     def record(self, case, response: httpx.Response) -> None:
         label = case.operation.label
         if label not in CREATES or not 200 <= response.status_code < 300:
@@ -360,9 +366,7 @@ def test_operation_survives_fuzzing(fuzz, label):
         def run(case, data):
             if aimed:  # noqa: B023 - run() is called right here, in this iteration
                 fuzz.aim(case, data)
-            response = fuzz.send(case)
-            case.validate_response(response, checks=CHECKS)
-            fuzz.record(case, response)
+            fuzz.exchange(case)
 
         run()
     fuzz.check_nothing_lost()
@@ -381,9 +385,7 @@ def test_operations_interleaved_lose_nothing(fuzz):
         for _ in range(data.draw(st.integers(1, 4), label="requests")):
             case = data.draw(any_operation, label="request")
             fuzz.aim(case, data)
-            response = fuzz.send(case)
-            case.validate_response(response, checks=CHECKS)
-            fuzz.record(case, response)
+            fuzz.exchange(case)
 
     run()
     fuzz.check_nothing_lost()
