@@ -350,20 +350,13 @@ def overhead(server: str, master: str, reps: int, work: Path) -> None:
 
 
 def free_ports(first: int, last: int, n: int) -> list[int]:
-    """``n`` ports of first..last that are free on 127.0.0.1 now."""
-    import socket
+    """``n`` ports of first..last that are free on 127.0.0.1 now, lowest first."""
+    from sessionsched.backends.local import free_port_in
 
-    out = []
-    for port in range(first, last + 1):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        out.append(port)
-        if len(out) == n:
-            return out
-    raise RuntimeError(f"fewer than {n} free ports in {first}-{last}")
+    out: list[int] = []
+    while len(out) < n:
+        out.append(free_port_in(range(first, last + 1), set(out)))
+    return out
 
 
 def start_stack(cores: int, work: Path, port_range: tuple[int, int]):

@@ -37,7 +37,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -50,21 +49,15 @@ import httpx
 import uvloop
 import yaml
 
+from sessionsched.backends.local import free_port_in
+
 PORTS = range(16000, 17000)  # the range this project's by-hand processes may use
 
 
 def free_port(taken: set[int]) -> int:
-    for port in random.sample(PORTS, len(PORTS)):
-        if port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        taken.add(port)
-        return port
-    raise RuntimeError("no free port in 16000-16999")
+    port = free_port_in(random.sample(PORTS, len(PORTS)), taken)
+    taken.add(port)
+    return port
 
 
 def spark_home() -> Path:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -35,7 +34,7 @@ from typing import TypeVar
 import pytest
 
 from sessionsched.backends import procs
-from sessionsched.backends.local import ClusterError, LocalCluster
+from sessionsched.backends.local import ClusterError, LocalCluster, free_port_in, port_free
 from sessionsched.backends.spark_home import spark_home, spark_jars, spark_submit
 
 T = TypeVar("T")
@@ -126,18 +125,8 @@ def wait_until(condition: Callable[[], T], timeout_s: float = 15.0, what: str = 
 
 def free_port(taken: set[int] = frozenset()) -> int:
     """A port of PORT_RANGE that is free now on 127.0.0.1."""
-    candidates = list(range(PORT_RANGE[0], PORT_RANGE[1] + 1))
-    random.shuffle(candidates)
-    for port in candidates:
-        if port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {PORT_RANGE}")
+    ports = range(PORT_RANGE[0], PORT_RANGE[1] + 1)
+    return free_port_in(random.sample(ports, len(ports)), taken)
 
 
 def free_ports(n: int) -> list[int]:
@@ -151,13 +140,8 @@ def master_ports() -> tuple[int, int, int]:
     """(master, rest, ui) ports, the REST port being the master's + 1 as ``cluster up`` does."""
     while True:
         port = free_port()
-        if port + 1 > PORT_RANGE[1]:
+        if port + 1 > PORT_RANGE[1] or not port_free(port + 1):
             continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
         return port, port + 1, free_port({port, port + 1})
 
 

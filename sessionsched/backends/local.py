@@ -32,6 +32,7 @@ import re
 import socket
 import subprocess
 import time
+from collections.abc import Container, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -89,6 +90,16 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return False
         return True
+
+
+def free_port_in(ports: Iterable[int], taken: Container[int] = frozenset(),
+                 host: str = "127.0.0.1") -> int:
+    """The first of ``ports`` not in ``taken`` that is free now (processes that must stay in
+    a port range: tests and benchmarks running beside others)."""
+    for port in ports:
+        if port not in taken and port_free(port, host):
+            return port
+    raise RuntimeError("no free port in the range given")
 
 
 class LocalCluster:
