@@ -36,7 +36,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -49,6 +48,7 @@ import httpx
 import uvloop
 import yaml
 
+from sessionsched.backends import procs
 from sessionsched.backends.local import free_port_in
 
 PORTS = range(16000, 17000)  # the range this project's by-hand processes may use
@@ -250,18 +250,11 @@ class Proc:
         self._out = open(log, "wb")
         self.popen = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT,
                                       start_new_session=True, **kw)
+        self._group = procs.ProcessId(self.popen.pid, procs.start_ticks(self.popen.pid) or 0)
 
     def stop(self) -> None:
-        if self.popen.poll() is None:
-            try:
-                os.killpg(self.popen.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.popen.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait(10)
+        """SIGTERM its process group, SIGKILL what is left after 20 s."""
+        procs.stop_group(self._group, grace_s=20)
         self._out.close()
 
 
