@@ -10,6 +10,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from sessionsched.backends.local import free_port
 from sessionsched.commands._serverproc import ServerProcess
 
@@ -69,3 +71,28 @@ def offline_scheduler(directory: Path):
         yield server
     finally:
         server.stop()
+
+
+# Fixtures (re-exported by tests/client/conftest.py; other directories import them).
+
+
+@pytest.fixture
+def offline_server(tmp_path):
+    with offline_scheduler(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shared_offline_server(tmp_path_factory):
+    """One offline scheduler for a module's tests that only read or are refused."""
+    with offline_scheduler(tmp_path_factory.mktemp("shared")) as server:
+        yield server
+
+
+@pytest.fixture
+def app_dir(tmp_path) -> Path:
+    """A working directory with a tiny application file, ``job.py``."""
+    d = tmp_path / "work"
+    d.mkdir()
+    (d / "job.py").write_text("print('hello')\n")
+    return d

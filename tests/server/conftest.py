@@ -11,6 +11,7 @@ from server_helpers import QUEUES, make_config
 
 from sessionsched.backends.local import free_port
 from sessionsched.server.app import create_app
+from tests.client.cli_helpers import app_dir, offline_server  # noqa: F401 - fixtures
 
 
 @pytest.fixture

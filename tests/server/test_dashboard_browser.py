@@ -19,7 +19,6 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from sessionsched.commands._serverproc import ServerProcess
-from tests.client.cli_helpers import offline_scheduler
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -81,21 +80,6 @@ def tab(browser) -> Iterator[Tab]:
         context.close()
 
 
-@pytest.fixture
-def server(tmp_path) -> Iterator[ServerProcess]:
-    with offline_scheduler(tmp_path) as s:
-        yield s
-
-
-@pytest.fixture
-def work(tmp_path) -> Path:
-    """The submissions' working directory, with the application file they name."""
-    d = tmp_path / "work"
-    d.mkdir()
-    (d / "job.py").write_text("print('hello')\n")
-    return d
-
-
 def submit(server: ServerProcess, work: Path, name: str, priority: int,
            queue: str = "root.etl") -> str:
     r = httpx.post(f"{server.url}/api/v1/apps", timeout=30, json={
@@ -123,10 +107,10 @@ def cell(page: Page, table: str, first_cell: str, column: str):
 
 
 def test_health_queues_and_apps_in_priority_order_follow_a_priority_change(
-        server, work, tab):
-    low = submit(server, work, "nightly-low", 5000)
-    high = submit(server, work, "urgent-high", 9000)
-    page = tab.open(f"{server.url}/")
+        offline_server, app_dir, tab):
+    low = submit(offline_server, app_dir, "nightly-low", 5000)
+    high = submit(offline_server, app_dir, "urgent-high", 9000)
+    page = tab.open(f"{offline_server.url}/")
 
     # The health line is the scheduler's own one-line view of the (unreachable) cluster.
     expect(page.locator("#health")).to_contain_text("cannot reach the Spark master",
@@ -147,7 +131,7 @@ def test_health_queues_and_apps_in_priority_order_follow_a_priority_change(
     expect(row(page, "apps", low)).to_have_class("ACCEPTED")
 
     # Raise the low one above the other through the API; the page follows by itself.
-    r = httpx.post(f"{server.url}/api/v1/apps/{low}/priority", json={"priority": 10000},
+    r = httpx.post(f"{offline_server.url}/api/v1/apps/{low}/priority", json={"priority": 10000},
                    timeout=30)
     assert r.status_code == 200, r.text
     expect(cell(page, "apps", low, "priority")).to_have_text("10000", timeout=WAIT_MS)
@@ -158,16 +142,16 @@ def test_health_queues_and_apps_in_priority_order_follow_a_priority_change(
     assert tab.errors == [] and tab.dialogs == []
 
 
-def test_app_names_are_shown_as_text_never_as_markup(server, work, tab):
-    hostile = submit(server, work, HOSTILE, 9000)
-    entity = submit(server, work, "a&amp;b \"q\" 'q'", 5000, queue="root.adhoc")
-    page = tab.open(f"{server.url}/")
+def test_app_names_are_shown_as_text_never_as_markup(offline_server, app_dir, tab):
+    hostile = submit(offline_server, app_dir, HOSTILE, 9000)
+    entity = submit(offline_server, app_dir, "a&amp;b \"q\" 'q'", 5000, queue="root.adhoc")
+    page = tab.open(f"{offline_server.url}/")
 
     expect(cell(page, "apps", hostile, "name")).to_have_text(exactly(HOSTILE), timeout=WAIT_MS)
     expect(cell(page, "apps", entity, "name")).to_have_text(exactly("a&amp;b \"q\" 'q'"))
     assert page.locator("img").count() == 0
     # One more poll renders the tables again (the priority shows it): still nothing runs.
-    r = httpx.post(f"{server.url}/api/v1/apps/{hostile}/priority", json={"priority": 9500},
+    r = httpx.post(f"{offline_server.url}/api/v1/apps/{hostile}/priority", json={"priority": 9500},
                    timeout=30)
     assert r.status_code == 200, r.text
     expect(cell(page, "apps", hostile, "priority")).to_have_text("9500", timeout=WAIT_MS)
@@ -176,24 +160,24 @@ def test_app_names_are_shown_as_text_never_as_markup(server, work, tab):
     assert tab.errors == []
 
 
-def test_page_says_scheduler_unreachable_when_it_hangs_or_stops(server, tab):
-    page = tab.open(f"{server.url}/")
+def test_page_says_scheduler_unreachable_when_it_hangs_or_stops(offline_server, tab):
+    page = tab.open(f"{offline_server.url}/")
     health = page.locator("#health")
     expect(health).to_contain_text("cannot reach the Spark master", timeout=WAIT_MS)
 
     # A scheduler that accepts connections but never answers (stopped, not gone).
-    os.kill(server.proc.pid, signal.SIGSTOP)
+    os.kill(offline_server.proc.pid, signal.SIGSTOP)
     try:
         expect(health).to_have_text("scheduler unreachable", timeout=WAIT_MS)
         expect(page.locator("body")).to_have_class("stale")  # the tables shown are old
     finally:
-        os.kill(server.proc.pid, signal.SIGCONT)
+        os.kill(offline_server.proc.pid, signal.SIGCONT)
     # Back again: the page recovers on its own.
     expect(health).to_contain_text("cannot reach the Spark master", timeout=WAIT_MS)
     expect(page.locator("body")).not_to_have_class("stale")
 
     # Gone: nothing listens on the port any more.
-    server.stop()
+    offline_server.stop()
     expect(health).to_have_text("scheduler unreachable", timeout=WAIT_MS)
     assert tab.same_document()
     assert tab.errors == [] and tab.dialogs == []
