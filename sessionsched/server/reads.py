@@ -35,12 +35,9 @@ class ReadsMixin:
         return (app_id, True) if app_id else None
 
     def snapshot(self, app_id: str) -> dict | None:
-        """One app as the views need it (keyword arguments of ``views.app_out``)."""
-        with self.lock:
-            app = self.apps.get(app_id)
-            if app is not None:
-                return self._snapshot(app)
-        app = self.stored_app(app_id)  # forgotten (ended): from the store
+        """One app as the views need it (keyword arguments of ``views.app_out``); a forgotten
+        (ended) app from the store."""
+        app = self.stored_app(app_id)
         if app is None:
             return None
         with self.lock:
