@@ -60,7 +60,7 @@ def backend_for(config: ServerConfig) -> ClusterBackend:
     return create_backend(config)
 
 
-def _one_line(err: RequestValidationError) -> str:
+def _validation_detail(err: RequestValidationError) -> str:
     first = err.errors()[0] if err.errors() else {}
     # A field name from the body can hold anything: one that is not printable is quoted.
     loc = ".".join(str(p) if str(p).isprintable() else repr(p)
@@ -131,7 +131,7 @@ def create_app(
     # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, err: RequestValidationError):
-        return JSONResponse({"detail": one_line(_one_line(err))}, status_code=422)
+        return JSONResponse({"detail": one_line(_validation_detail(err))}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, err: StarletteHTTPException):
