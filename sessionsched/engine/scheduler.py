@@ -40,7 +40,6 @@ from collections.abc import Iterable
 from sortedcontainers import SortedList
 
 from ..model import (
-    Admission,
     AppSpec,
     AppState,
     Executor,
@@ -134,7 +133,7 @@ class Scheduler:
         rec = self.apps.get(app_id)
         if rec is None or rec.state is not AppState.ACCEPTED:
             return None
-        return self._pending[rec.spec.queue].index(self._key(rec)) + 1
+        return self._pending[rec.spec.queue].index(rec.rank) + 1
 
     def pending(self, queue: str) -> list[str]:
         """Queued app ids of a leaf queue, head first."""
@@ -205,7 +204,7 @@ class Scheduler:
             problems.append("the set of starting apps is wrong")
         for leaf, pend in self._pending.items():
             queued = sorted(
-                self._key(r) for r in recs if r.spec.queue == leaf and r.state is AppState.ACCEPTED
+                r.rank for r in recs if r.spec.queue == leaf and r.state is AppState.ACCEPTED
             )
             if list(pend) != queued:
                 problems.append(f"queue {leaf} lists {len(pend)} apps, the books {len(queued)}")
@@ -236,7 +235,7 @@ class Scheduler:
         if isinstance(ev, Submitted):
             rec = AppRecord(spec=ev.spec, priority=ev.spec.priority)
             self.apps[rec.app_id] = rec
-            self._pending[rec.spec.queue].add(self._key(rec))
+            self._pending[rec.spec.queue].add(rec.rank)
             return
         if isinstance(ev, Adopted):
             self._adopt(ev)
@@ -276,7 +275,7 @@ class Scheduler:
         rec = AppRecord(spec=ev.spec, priority=ev.priority, state=ev.state)
         rec.launched_at = ev.launched_at
         rec.first_executor_at = ev.first_executor_at
-        reserve = self._leaves[ev.spec.queue].admission is Admission.RESERVE
+        reserve = admission.mode_of(self._leaves[ev.spec.queue]).reserves
         if reserve and ev.first_executor_at is None:
             rec.reserved = admission.reservation(ev.spec)
         self.apps[rec.app_id] = rec
@@ -304,9 +303,9 @@ class Scheduler:
     def _set_priority(self, rec: AppRecord, priority: int) -> None:
         if rec.state is AppState.ACCEPTED:
             pend = self._pending[rec.spec.queue]
-            pend.remove(self._key(rec))
+            pend.remove(rec.rank)
             rec.priority = priority
-            pend.add(self._key(rec))
+            pend.add(rec.rank)
         else:
             rec.priority = priority
         self._dirty.add(rec.app_id)
@@ -315,7 +314,7 @@ class Scheduler:
         if rec.state.terminal:
             return
         if rec.state is AppState.ACCEPTED:
-            self._pending[rec.spec.queue].remove(self._key(rec))
+            self._pending[rec.spec.queue].remove(rec.rank)
         else:
             out.append(StopDriver(rec.app_id))
         self._mark(now, rec, AppState.KILLED, "killed on request", out)
@@ -323,7 +322,7 @@ class Scheduler:
     def _driver_exited(self, now: float, rec: AppRecord, code: int, out: list[Decision]) -> None:
         rec.exit_code = code
         if rec.state is AppState.ACCEPTED:  # a driver that was never ours to launch
-            self._pending[rec.spec.queue].remove(self._key(rec))
+            self._pending[rec.spec.queue].remove(rec.rank)
         # A driver's executors die with it.
         rec.executors = {}
         rec.reclaiming.clear()
@@ -401,9 +400,9 @@ class Scheduler:
         self.waiting = plan.waiting
         for app_id in plan.admit:
             rec = self.apps[app_id]
-            self._pending[rec.spec.queue].remove(self._key(rec))
+            self._pending[rec.spec.queue].remove(rec.rank)
             rec.launched_at = now
-            if self._leaves[rec.spec.queue].admission is Admission.RESERVE:
+            if admission.mode_of(self._leaves[rec.spec.queue]).reserves:
                 rec.reserved = admission.reservation(rec.spec)
             out.append(LaunchDriver(app_id))
             self._mark(now, rec, AppState.STARTING, "driver launched", out)
@@ -451,7 +450,7 @@ class Scheduler:
 
     def _guaranteed(self, rec: AppRecord) -> bool:
         leaf = self._leaves.get(rec.spec.queue)
-        return leaf is not None and leaf.admission is Admission.RESERVE
+        return leaf is not None and admission.mode_of(leaf).reserves
 
     def _grant(self, changed: list[str], out: list[Decision]) -> None:
         targets = self._arbiter.targets
@@ -586,10 +585,6 @@ class Scheduler:
     def _occupied_leaves(self) -> set[str]:
         held = {name for name, pend in self._pending.items() if pend}
         return held | {rec.spec.queue for rec in self._admitted.values()}
-
-    @staticmethod
-    def _key(rec: AppRecord) -> tuple[int, int, str]:
-        return admission.pending_key(rec.priority, rec.spec)
 
 
 class _PendingSpecs:
