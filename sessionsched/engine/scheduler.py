@@ -34,7 +34,6 @@ keeps the apps above their target in rank order, so it walks them only while the
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 
 from sortedcontainers import SortedList
@@ -45,7 +44,6 @@ from ..model import (
     Executor,
     Queue,
     QueueUsage,
-    ReclaimMode,
     Resources,
 )
 from . import admission, reclaim
@@ -66,7 +64,6 @@ from .events import (
     MarkState,
     PriorityChanged,
     QueuesChanged,
-    Reclaim,
     SetTarget,
     StopDriver,
     Submitted,
@@ -105,11 +102,7 @@ class Scheduler:
         self._ledger = Ledger()
         self._arbiter = Arbiter()
         self._grants = Grants()
-        self._deadlines: list[tuple[float, str, str]] = []  # (kill deadline, app, executor) heap
-        # Admitted apps holding more than their target and not yet ordered to give it back:
-        # app -> rank, and the ranks in order (reclaim takes from the lowest rank first).
-        self._over: dict[str, tuple[int, int, str]] = {}
-        self._over_ranked = SortedList()
+        self._reclaimer = reclaim.Reclaimer()
         self._claimed: dict[str, tuple] = {}  # app -> what its claim was built from
         self._dirty: set[str] = set()  # changed since the totals were last brought up to date
         self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
@@ -164,8 +157,9 @@ class Scheduler:
             r.launched_at + self._leaves[r.spec.queue].starting_timeout_s
             for r in self._starting.values()
         ]
-        if self._deadlines:
-            times.append(self._deadlines[0][0])
+        deadline = self._reclaimer.next_deadline()
+        if deadline is not None:
+            times.append(deadline)
         return min(times, default=None)
 
     def audit(self) -> list[str]:
@@ -193,11 +187,7 @@ class Scheduler:
             base.rebase(r, r.target)
         if base.sums() != self._grants.sums():
             problems.append(f"grant sums {self._grants.sums()} != recount {base.sums()}")
-        over = {r.app_id for r in recs if r.state.admitted and self._surplus(r) > 0}
-        if set(self._over) != over or list(self._over_ranked) != sorted(
-            self.apps[a].rank for a in over
-        ):
-            problems.append(f"apps above their target {sorted(self._over)} != {sorted(over)}")
+        problems += self._reclaimer.audit(recs)
         if set(self._admitted) != {r.app_id for r in recs if r.on_books}:
             problems.append("the set of apps on the books is wrong")
         if set(self._starting) != {r.app_id for r in recs if r.state is AppState.STARTING}:
@@ -297,7 +287,7 @@ class Scheduler:
         if self._claimed.pop(app_id, None) is not None:
             self._arbiter.drop(app_id)
         self._grants.rebase(rec, 0)
-        self._index_over(rec)
+        self._reclaimer.index(rec)
         # Its decommission deadlines stay in the heap; ``_reclaim`` skips unknown apps.
 
     def _set_priority(self, rec: AppRecord, priority: int) -> None:
@@ -336,14 +326,7 @@ class Scheduler:
         self, now: float, rec: AppRecord, executors: tuple[Executor, ...], out: list[Decision]
     ) -> None:
         rec.executors = {e.executor_id: e for e in executors}
-        for eid in [e for e in rec.reclaiming if e not in rec.executors]:
-            del rec.reclaiming[eid]
-        if self._leaves[rec.spec.queue].reclaim_mode is ReclaimMode.IDLE:
-            # The agent skips an idle-only order for an executor that got busy again: forget
-            # the order, so the executor is ordered again once it is idle.
-            for eid in [e for e, d in rec.reclaiming.items() if d is None]:
-                if not rec.executors[eid].idle:
-                    del rec.reclaiming[eid]
+        reclaim.executors_changed(rec, self._leaves[rec.spec.queue])
         if rec.reserved and rec.held >= rec.reserved:
             rec.reserved = 0
         if executors and rec.first_executor_at is None:
@@ -471,93 +454,11 @@ class Scheduler:
                 self._grants.rebase(rec, t)
                 self._dirty.add(app_id)
 
-    # 6. reclaim
+    # 6. reclaim (``reclaim.Reclaimer.step``)
 
     def _reclaim(self, now: float, changed: list[str], out: list[Decision]) -> None:
-        """Deadline kills, then new orders driven by the deficit of the apps still short.
-
-        Executors above an app's target are only taken back as far as another app needs them:
-        need = deficit (target - grant, summed over the short apps) - free capacity left after
-        grants - what the orders already out will free. While need > 0 (in cores or in
-        memory), victims are taken from the apps above their target, lowest rank first
-        (1. lowest priority; 2. most recent submission; 3. app id, reversed), inside an app in
-        ``reclaim.victim_order`` up to its surplus (only idle ones under ``IDLE``).
-        """
-        late: dict[str, list[str]] = {}
-        while self._deadlines and self._deadlines[0][0] <= now:
-            deadline, app_id, eid = heapq.heappop(self._deadlines)
-            rec = self.apps.get(app_id)
-            if rec is None:  # forgotten since: it ended with its executors gone
-                continue
-            if rec.state.admitted and eid in rec.executors and rec.reclaiming.get(eid) == deadline:
-                late.setdefault(app_id, []).append(eid)
-        for app_id in self._touched.union(changed):
-            self._index_over(self.apps[app_id])
-        victims = self._choose_victims()
-        for app_id in sorted(late.keys() | victims.keys(), key=lambda a: self.apps[a].rank):
-            rec = self.apps[app_id]
-            if app_id in late:
-                for eid in late[app_id]:
-                    rec.reclaiming[eid] = None
-                out.append(Reclaim(app_id, tuple(sorted(late[app_id])), ReclaimMode.KILL, now))
-            chosen = victims.get(app_id)
-            if not chosen:
-                continue
-            queue = self._leaves[rec.spec.queue]
-            mode = queue.reclaim_mode
-            deadline = reclaim.deadline_for(mode, now, queue.reclaim_timeout_s)
-            for e in chosen:
-                if mode is ReclaimMode.DECOMMISSION:
-                    rec.reclaiming[e.executor_id] = deadline
-                    heapq.heappush(self._deadlines, (deadline, app_id, e.executor_id))
-                else:
-                    rec.reclaiming[e.executor_id] = None
-            out.append(Reclaim(app_id, tuple(e.executor_id for e in chosen), mode, deadline))
-            self._grants.rebase(rec, rec.target)  # what its orders will free
-            self._index_over(rec)
-
-    def _choose_victims(self) -> dict[str, list[Executor]]:
-        """app -> executors to order back this step (``_reclaim``'s rule). O(1) when nobody is
-        short or the orders already out cover the deficit."""
-        g = self._grants
-        if not g.short:
-            return {}
-        cap = self._executor_capacity()
-        need_cores = g.short_cores - (cap.cores - g.cores) - g.freeing_cores
-        need_mem = g.short_mem_mib - (cap.mem_mib - g.mem_mib) - g.freeing_mem_mib
-        out: dict[str, list[Executor]] = {}
-        for key in reversed(self._over_ranked):
-            if need_cores <= 0 and need_mem <= 0:
-                break
-            rec = self.apps[key[2]]
-            size = rec.spec.executor
-            mode = self._leaves[rec.spec.queue].reclaim_mode
-            chosen = []
-            for e in reclaim.choose_victims(
-                rec.executors.values(), rec.reclaiming, self._surplus(rec), mode
-            ):
-                if need_cores <= 0 and need_mem <= 0:
-                    break
-                chosen.append(e)
-                need_cores -= size.cores
-                need_mem -= size.mem_mib
-            if chosen:
-                out[rec.app_id] = chosen
-        return out
-
-    @staticmethod
-    def _surplus(rec: AppRecord) -> int:
-        """Executors held above the target and not yet ordered back."""
-        return rec.held - len(rec.reclaiming) - rec.target
-
-    def _index_over(self, rec: AppRecord) -> None:
-        """Keep ``_over`` true for one app after a change to it."""
-        old = self._over.pop(rec.app_id, None)
-        if old is not None:
-            self._over_ranked.remove(old)
-        if rec.state.admitted and self._surplus(rec) > 0:
-            self._over[rec.app_id] = rec.rank
-            self._over_ranked.add(rec.rank)
+        self._reclaimer.step(now, self.apps, self._leaves, self._touched.union(changed),
+                             self._grants, self._executor_capacity(), out)
 
     # --- keeping the totals true ----------------------------------------------------------
 
