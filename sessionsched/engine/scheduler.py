@@ -41,7 +41,6 @@ from sortedcontainers import SortedList
 from ..model import (
     AppSpec,
     AppState,
-    Executor,
     Queue,
     QueueUsage,
     Resources,
@@ -222,44 +221,41 @@ class Scheduler:
     # 1. events
 
     def _apply(self, now: float, ev: Event, out: list[Decision]) -> None:
-        if isinstance(ev, Submitted):
-            rec = AppRecord(spec=ev.spec, priority=ev.spec.priority)
-            self.apps[rec.app_id] = rec
-            self._pending[rec.spec.queue].add(rec.rank)
-            return
-        if isinstance(ev, Adopted):
-            self._adopt(ev)
-            return
-        if isinstance(ev, CapacityChanged):
-            self.capacity = ev.capacity
-            if ev.driver_slots is not None:
-                self.driver_slots = ev.driver_slots
-            return
-        if isinstance(ev, QueuesChanged):
-            self._set_tree(ev.root)
-            self._dirty.update(self._admitted)  # a queue's admission mode decides what is promised
-            return
-        if isinstance(ev, Tick):
-            return
-        rec = self.apps[ev.app_id]
-        if isinstance(ev, Forget):
-            self._forget(rec)
-            return
-        if isinstance(ev, PriorityChanged):
-            self._set_priority(rec, ev.priority)
-        elif isinstance(ev, KillRequested):
-            self._kill(now, rec, out)
-        elif isinstance(ev, DriverStarted):
-            rec.spark_app_id = ev.spark_app_id or rec.spark_app_id
-        elif isinstance(ev, DriverExited):
-            self._driver_exited(now, rec, ev.exit_code, out)
-        elif isinstance(ev, ExecutorsChanged):
-            self._executors_changed(now, rec, ev.executors, out)
-        elif isinstance(ev, DemandChanged):
-            rec.demand = ev.demand
-            self._dirty.add(rec.app_id)
+        _ON_EVENT[type(ev)](self, now, ev, out)
 
-    def _adopt(self, ev: Adopted) -> None:
+    def _submitted(self, now: float, ev: Submitted, out: list[Decision]) -> None:
+        rec = AppRecord(spec=ev.spec, priority=ev.spec.priority)
+        self.apps[rec.app_id] = rec
+        self._pending[rec.spec.queue].add(rec.rank)
+
+    def _capacity_changed(self, now: float, ev: CapacityChanged, out: list[Decision]) -> None:
+        self.capacity = ev.capacity
+        if ev.driver_slots is not None:
+            self.driver_slots = ev.driver_slots
+
+    def _queues_changed(self, now: float, ev: QueuesChanged, out: list[Decision]) -> None:
+        self._set_tree(ev.root)
+        self._dirty.update(self._admitted)  # a queue's admission mode decides what is promised
+
+    def _tick(self, now: float, ev: Tick, out: list[Decision]) -> None:
+        pass
+
+    def _priority_changed(self, now: float, ev: PriorityChanged, out: list[Decision]) -> None:
+        self._set_priority(self.apps[ev.app_id], ev.priority)
+
+    def _kill_requested(self, now: float, ev: KillRequested, out: list[Decision]) -> None:
+        self._kill(now, self.apps[ev.app_id], out)
+
+    def _driver_started(self, now: float, ev: DriverStarted, out: list[Decision]) -> None:
+        rec = self.apps[ev.app_id]
+        rec.spark_app_id = ev.spark_app_id or rec.spark_app_id
+
+    def _demand_changed(self, now: float, ev: DemandChanged, out: list[Decision]) -> None:
+        rec = self.apps[ev.app_id]
+        rec.demand = ev.demand
+        self._dirty.add(rec.app_id)
+
+    def _adopt(self, now: float, ev: Adopted, out: list[Decision]) -> None:
         """An app launched before a restart: back on the books without launching it again.
         A ``reserve`` app that had no executor yet gets its reservation back."""
         rec = AppRecord(spec=ev.spec, priority=ev.priority, state=ev.state)
@@ -273,11 +269,12 @@ class Scheduler:
             self._starting[rec.app_id] = rec
         self._dirty.add(rec.app_id)
 
-    def _forget(self, rec: AppRecord) -> None:
+    def _forget(self, now: float, ev: Forget, out: list[Decision]) -> None:
         """Drop an ended app without executors (``validate`` made sure) from the books and
         from every running total it may still be in: it may have ended earlier in this very
         batch, before ``_sync`` took it out."""
-        app_id = rec.app_id
+        app_id = ev.app_id
+        rec = self.apps[app_id]
         del self.apps[app_id]
         self._dirty.discard(app_id)
         self._touched.discard(app_id)
@@ -309,8 +306,9 @@ class Scheduler:
             out.append(StopDriver(rec.app_id))
         self._mark(now, rec, AppState.KILLED, "killed on request", out)
 
-    def _driver_exited(self, now: float, rec: AppRecord, code: int, out: list[Decision]) -> None:
-        rec.exit_code = code
+    def _driver_exited(self, now: float, ev: DriverExited, out: list[Decision]) -> None:
+        rec = self.apps[ev.app_id]
+        code = rec.exit_code = ev.exit_code
         if rec.state is AppState.ACCEPTED:  # a driver that was never ours to launch
             self._pending[rec.spec.queue].remove(rec.rank)
         # A driver's executors die with it.
@@ -322,9 +320,9 @@ class Scheduler:
             self._mark(now, rec, state, f"driver exited with code {code}", out)
         self._dirty.add(rec.app_id)
 
-    def _executors_changed(
-        self, now: float, rec: AppRecord, executors: tuple[Executor, ...], out: list[Decision]
-    ) -> None:
+    def _executors_changed(self, now: float, ev: ExecutorsChanged, out: list[Decision]) -> None:
+        rec = self.apps[ev.app_id]
+        executors = ev.executors
         rec.executors = {e.executor_id: e for e in executors}
         reclaim.executors_changed(rec, self._leaves[rec.spec.queue])
         if rec.reserved and rec.held >= rec.reserved:
@@ -486,6 +484,23 @@ class Scheduler:
     def _occupied_leaves(self) -> set[str]:
         held = {name for name, pend in self._pending.items() if pend}
         return held | {rec.spec.queue for rec in self._admitted.values()}
+
+
+# Step 1: how each kind of event changes the books (events were checked by ``validate``).
+_ON_EVENT = {
+    Submitted: Scheduler._submitted,
+    Adopted: Scheduler._adopt,
+    PriorityChanged: Scheduler._priority_changed,
+    KillRequested: Scheduler._kill_requested,
+    DriverStarted: Scheduler._driver_started,
+    DriverExited: Scheduler._driver_exited,
+    ExecutorsChanged: Scheduler._executors_changed,
+    DemandChanged: Scheduler._demand_changed,
+    CapacityChanged: Scheduler._capacity_changed,
+    QueuesChanged: Scheduler._queues_changed,
+    Forget: Scheduler._forget,
+    Tick: Scheduler._tick,
+}
 
 
 class _PendingSpecs:
