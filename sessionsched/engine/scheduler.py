@@ -71,6 +71,7 @@ from .events import (
 from .grants import Grants
 from .tree import QueueTree
 from .validate import check_events
+from .view import EngineView, ViewKeeper
 
 __all__ = ["AppRecord", "Scheduler"]
 
@@ -83,9 +84,10 @@ class Scheduler:
     managed apps' executors and in-cluster drivers; ``driver_slots``: client-mode drivers the
     scheduler host may run at once. Both change by ``CapacityChanged``.
 
-    Read (never write) ``apps`` (app id -> ``AppRecord``), ``waiting`` (leaf queue -> why its
-    head waits, as of the last step), ``position()``, ``pending()``, ``usage()``,
-    ``next_wakeup()``; ``audit()`` checks the running totals against the books.
+    Outside the engine, read ``view()`` (a frozen ``EngineView``), never the books themselves;
+    ``next_wakeup()`` tells a driver of the engine when to step without news, and ``audit()``
+    checks the running totals against the books (tests). The engine's own tests read ``apps``
+    (app id -> ``AppRecord``), ``waiting``, ``position()``, ``pending()`` and ``usage()``.
     """
 
     def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4):
@@ -94,6 +96,7 @@ class Scheduler:
         self.apps: dict[str, AppRecord] = {}
         self.waiting: dict[str, str] = {}  # leaf queue -> why its head waits (last step)
         self._pending: dict[str, SortedList] = {}
+        self._views = ViewKeeper()
         self._set_tree(root)
         # On the books: STARTING/RUNNING, or ended and still holding executors.
         self._admitted: dict[str, AppRecord] = {}
@@ -107,6 +110,7 @@ class Scheduler:
         self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
 
     def _set_tree(self, root: Queue) -> None:
+        self._views.touch_all()
         self.root = root
         self._tree = QueueTree(root)
         self._leaves = {name: self._tree.node[name] for name in self._tree.leaves}
@@ -116,6 +120,12 @@ class Scheduler:
             del self._pending[name]
 
     # --- reading the books ----------------------------------------------------------------
+
+    def view(self) -> EngineView:
+        """The books as they stand, frozen (``view``): what everyone outside the engine reads.
+        The same object again while nothing changed."""
+        return self._views.take(self.root, self.capacity, self.driver_slots, self.apps,
+                                self._pending, self.waiting, self.usage)
 
     def queue(self, name: str) -> Queue:
         return self._leaves[name]
@@ -216,6 +226,7 @@ class Scheduler:
         self._reclaim(now, changed, out)
         self._touched = set()
         self._sync()
+        self._views.touch(_app_ids(events, out))
         return out
 
     # 1. events
@@ -227,6 +238,7 @@ class Scheduler:
         rec = AppRecord(spec=ev.spec, priority=ev.spec.priority)
         self.apps[rec.app_id] = rec
         self._pending[rec.spec.queue].add(rec.rank)
+        self._views.touch_queue(rec.spec.queue)
 
     def _capacity_changed(self, now: float, ev: CapacityChanged, out: list[Decision]) -> None:
         self.capacity = ev.capacity
@@ -293,6 +305,7 @@ class Scheduler:
             pend.remove(rec.rank)
             rec.priority = priority
             pend.add(rec.rank)
+            self._views.touch_queue(rec.spec.queue)
         else:
             rec.priority = priority
         self._dirty.add(rec.app_id)
@@ -302,6 +315,7 @@ class Scheduler:
             return
         if rec.state is AppState.ACCEPTED:
             self._pending[rec.spec.queue].remove(rec.rank)
+            self._views.touch_queue(rec.spec.queue)
         else:
             out.append(StopDriver(rec.app_id))
         self._mark(now, rec, AppState.KILLED, "killed on request", out)
@@ -311,6 +325,7 @@ class Scheduler:
         code = rec.exit_code = ev.exit_code
         if rec.state is AppState.ACCEPTED:  # a driver that was never ours to launch
             self._pending[rec.spec.queue].remove(rec.rank)
+            self._views.touch_queue(rec.spec.queue)
         # A driver's executors die with it.
         rec.executors = {}
         rec.reclaiming.clear()
@@ -347,7 +362,11 @@ class Scheduler:
             rec.target = rec.grant = 0
             rec.reserved = 0
         self._dirty.add(rec.app_id)
-        out.append(MarkState(rec.app_id, state, why))
+        out.append(MarkState(
+            rec.app_id, state, why, at=now,
+            first_executor_at=rec.first_executor_at if state is AppState.RUNNING else None,
+            exit_code=rec.exit_code if state.terminal else None,
+        ))
 
     # 2. StateAware fallback
 
@@ -382,6 +401,7 @@ class Scheduler:
         for app_id in plan.admit:
             rec = self.apps[app_id]
             self._pending[rec.spec.queue].remove(rec.rank)
+            self._views.touch_queue(rec.spec.queue)
             rec.launched_at = now
             if admission.mode_of(self._leaves[rec.spec.queue]).reserves:
                 rec.reserved = admission.reservation(rec.spec)
@@ -484,6 +504,18 @@ class Scheduler:
     def _occupied_leaves(self) -> set[str]:
         held = {name for name, pend in self._pending.items() if pend}
         return held | {rec.spec.queue for rec in self._admitted.values()}
+
+
+def _app_ids(events: list[Event], decisions: list[Decision]) -> set[str]:
+    """The apps a step's events and decisions are about: what the next view re-reads."""
+    ids = {d.app_id for d in decisions}
+    for ev in events:
+        app_id = getattr(ev, "app_id", None)
+        if app_id is None and isinstance(ev, Submitted | Adopted):
+            app_id = ev.spec.app_id
+        if app_id is not None:
+            ids.add(app_id)
+    return ids
 
 
 # Step 1: how each kind of event changes the books (events were checked by ``validate``).
