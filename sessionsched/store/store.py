@@ -102,7 +102,13 @@ class Store:
         with self.session() as s:
             return {queue: n for queue, n in s.execute(q)}
 
-    def get_app(self, app_id: str) -> StoredApp | None:
+    def get_app(self, app_id: str, session: Session | None = None) -> StoredApp | None:
+        """The app's row; inside a writer job pass its ``session`` to read what the job's
+        transaction sees."""
+        if session is not None:
+            Store.flush(session)
+            row = session.get(AppRow, app_id)
+            return _from_row(row) if row is not None else None
         with self.session() as s:
             row = s.get(AppRow, app_id)
             return _from_row(row) if row is not None else None
