@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..model import Admission, AppSpec, Queue, Resources
+from .books import AppRecord
 from .rank import Rank, rank
 from .tree import QueueTree
 
@@ -257,3 +258,25 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     promised = head.executor.times(floor) if reserve else Resources()
     room.free = room.free - driver - promised
     room.uncommitted = room.uncommitted - driver - head.executor.times(floor)
+
+
+class PendingSpecs:
+    """A read-only sequence of AppSpec over a queue's sorted keys (no copy of 100k entries)."""
+
+    def __init__(self, keys: Sequence[Rank], apps: dict[str, AppRecord]):
+        self._keys = keys
+        self._apps = apps
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, i: int) -> AppSpec:
+        return self._apps[self._keys[i][2]].spec
+
+
+class PriorityOf:
+    def __init__(self, apps: dict[str, AppRecord]):
+        self._apps = apps
+
+    def __getitem__(self, app_id: str) -> int:
+        return self._apps[app_id].priority

@@ -39,39 +39,25 @@ from collections.abc import Iterable
 from sortedcontainers import SortedList
 
 from ..model import (
-    AppSpec,
     AppState,
     Queue,
     QueueUsage,
     Resources,
 )
-from . import admission, reclaim
-from .arbitration import Arbiter, Claim, compute_targets
+from . import admission, lifecycle, reclaim
+from .arbitration import Arbiter, Claim
 from .books import AppRecord, Ledger
 from .events import (
-    Adopted,
-    CapacityChanged,
     Decision,
-    DemandChanged,
-    DriverExited,
-    DriverStarted,
     Event,
-    ExecutorsChanged,
-    Forget,
-    KillRequested,
     LaunchDriver,
     MarkState,
-    PriorityChanged,
-    QueuesChanged,
     SetTarget,
-    StopDriver,
-    Submitted,
-    Tick,
 )
 from .grants import Grants
 from .tree import QueueTree
 from .validate import check_events
-from .view import EngineView, ViewKeeper
+from .view import EngineView, ViewKeeper, touched_by
 
 __all__ = ["AppRecord", "Scheduler"]
 
@@ -172,42 +158,10 @@ class Scheduler:
         return min(times, default=None)
 
     def audit(self) -> list[str]:
-        """Check the running totals against the books, from scratch: every total recounted,
-        every target recomputed by ``arbitration.compute_targets``, every grant base summed
-        again, every queue listing rebuilt. Returns the differences (empty when all is true).
-        O(apps): for tests and debugging, not for every cycle."""
-        problems = []
-        recs = list(self.apps.values())
-        total = Ledger.recount((r, self._guaranteed(r)) for r in recs)
-        if total != self._ledger.total:
-            problems.append(f"totals {self._ledger.total} != recount {total}")
-        for leaf in self._leaves:
-            t = Ledger.recount((r, self._guaranteed(r)) for r in recs if r.spec.queue == leaf)
-            if t != self._ledger.leaf(leaf):
-                problems.append(f"totals of {leaf} {self._ledger.leaf(leaf)} != recount {t}")
-        live = [r for r in recs if r.state.admitted]
-        claims = [self._claim(r) for r in live]
-        fresh = compute_targets(self.root, self._executor_capacity(), claims)
-        for r in live:
-            if fresh[r.app_id] != r.target:
-                problems.append(f"{r.app_id}: target {r.target}, from scratch {fresh[r.app_id]}")
-        base = Grants()
-        for r in recs:
-            base.rebase(r, r.target)
-        if base.sums() != self._grants.sums():
-            problems.append(f"grant sums {self._grants.sums()} != recount {base.sums()}")
-        problems += self._reclaimer.audit(recs)
-        if set(self._admitted) != {r.app_id for r in recs if r.on_books}:
-            problems.append("the set of apps on the books is wrong")
-        if set(self._starting) != {r.app_id for r in recs if r.state is AppState.STARTING}:
-            problems.append("the set of starting apps is wrong")
-        for leaf, pend in self._pending.items():
-            queued = sorted(
-                r.rank for r in recs if r.spec.queue == leaf and r.state is AppState.ACCEPTED
-            )
-            if list(pend) != queued:
-                problems.append(f"queue {leaf} lists {len(pend)} apps, the books {len(queued)}")
-        return problems
+        """Check the running totals against the books, from scratch (``audit.audit``)."""
+        from .audit import audit
+
+        return audit(self)
 
     # --- the step -------------------------------------------------------------------------
 
@@ -226,127 +180,13 @@ class Scheduler:
         self._reclaim(now, changed, out)
         self._touched = set()
         self._sync()
-        self._views.touch(_app_ids(events, out))
+        self._views.touch(touched_by(events, out))
         return out
 
     # 1. events
 
     def _apply(self, now: float, ev: Event, out: list[Decision]) -> None:
-        _ON_EVENT[type(ev)](self, now, ev, out)
-
-    def _submitted(self, now: float, ev: Submitted, out: list[Decision]) -> None:
-        rec = AppRecord(spec=ev.spec, priority=ev.spec.priority)
-        self.apps[rec.app_id] = rec
-        self._pending[rec.spec.queue].add(rec.rank)
-        self._views.touch_queue(rec.spec.queue)
-
-    def _capacity_changed(self, now: float, ev: CapacityChanged, out: list[Decision]) -> None:
-        self.capacity = ev.capacity
-        if ev.driver_slots is not None:
-            self.driver_slots = ev.driver_slots
-
-    def _queues_changed(self, now: float, ev: QueuesChanged, out: list[Decision]) -> None:
-        self._set_tree(ev.root)
-        self._dirty.update(self._admitted)  # a queue's admission mode decides what is promised
-
-    def _tick(self, now: float, ev: Tick, out: list[Decision]) -> None:
-        pass
-
-    def _priority_changed(self, now: float, ev: PriorityChanged, out: list[Decision]) -> None:
-        self._set_priority(self.apps[ev.app_id], ev.priority)
-
-    def _kill_requested(self, now: float, ev: KillRequested, out: list[Decision]) -> None:
-        self._kill(now, self.apps[ev.app_id], out)
-
-    def _driver_started(self, now: float, ev: DriverStarted, out: list[Decision]) -> None:
-        rec = self.apps[ev.app_id]
-        rec.spark_app_id = ev.spark_app_id or rec.spark_app_id
-
-    def _demand_changed(self, now: float, ev: DemandChanged, out: list[Decision]) -> None:
-        rec = self.apps[ev.app_id]
-        rec.demand = ev.demand
-        self._dirty.add(rec.app_id)
-
-    def _adopt(self, now: float, ev: Adopted, out: list[Decision]) -> None:
-        """An app launched before a restart: back on the books without launching it again.
-        A ``reserve`` app that had no executor yet gets its reservation back."""
-        rec = AppRecord(spec=ev.spec, priority=ev.priority, state=ev.state)
-        rec.launched_at = ev.launched_at
-        rec.first_executor_at = ev.first_executor_at
-        reserve = admission.mode_of(self._leaves[ev.spec.queue]).reserves
-        if reserve and ev.first_executor_at is None:
-            rec.reserved = admission.reservation(ev.spec)
-        self.apps[rec.app_id] = rec
-        if rec.state is AppState.STARTING:
-            self._starting[rec.app_id] = rec
-        self._dirty.add(rec.app_id)
-
-    def _forget(self, now: float, ev: Forget, out: list[Decision]) -> None:
-        """Drop an ended app without executors (``validate`` made sure) from the books and
-        from every running total it may still be in: it may have ended earlier in this very
-        batch, before ``_sync`` took it out."""
-        app_id = ev.app_id
-        rec = self.apps[app_id]
-        del self.apps[app_id]
-        self._dirty.discard(app_id)
-        self._touched.discard(app_id)
-        self._ledger.refresh(rec, False)  # not on the books: takes its last contribution out
-        self._admitted.pop(app_id, None)
-        self._starting.pop(app_id, None)
-        if self._claimed.pop(app_id, None) is not None:
-            self._arbiter.drop(app_id)
-        self._grants.rebase(rec, 0)
-        self._reclaimer.index(rec)
-        # Its decommission deadlines stay in the heap; ``_reclaim`` skips unknown apps.
-
-    def _set_priority(self, rec: AppRecord, priority: int) -> None:
-        if rec.state is AppState.ACCEPTED:
-            pend = self._pending[rec.spec.queue]
-            pend.remove(rec.rank)
-            rec.priority = priority
-            pend.add(rec.rank)
-            self._views.touch_queue(rec.spec.queue)
-        else:
-            rec.priority = priority
-        self._dirty.add(rec.app_id)
-
-    def _kill(self, now: float, rec: AppRecord, out: list[Decision]) -> None:
-        if rec.state.terminal:
-            return
-        if rec.state is AppState.ACCEPTED:
-            self._pending[rec.spec.queue].remove(rec.rank)
-            self._views.touch_queue(rec.spec.queue)
-        else:
-            out.append(StopDriver(rec.app_id))
-        self._mark(now, rec, AppState.KILLED, "killed on request", out)
-
-    def _driver_exited(self, now: float, ev: DriverExited, out: list[Decision]) -> None:
-        rec = self.apps[ev.app_id]
-        code = rec.exit_code = ev.exit_code
-        if rec.state is AppState.ACCEPTED:  # a driver that was never ours to launch
-            self._pending[rec.spec.queue].remove(rec.rank)
-            self._views.touch_queue(rec.spec.queue)
-        # A driver's executors die with it.
-        rec.executors = {}
-        rec.reclaiming.clear()
-        rec.demand = 0
-        if not rec.state.terminal:
-            state = AppState.FINISHED if code == 0 else AppState.FAILED
-            self._mark(now, rec, state, f"driver exited with code {code}", out)
-        self._dirty.add(rec.app_id)
-
-    def _executors_changed(self, now: float, ev: ExecutorsChanged, out: list[Decision]) -> None:
-        rec = self.apps[ev.app_id]
-        executors = ev.executors
-        rec.executors = {e.executor_id: e for e in executors}
-        reclaim.executors_changed(rec, self._leaves[rec.spec.queue])
-        if rec.reserved and rec.held >= rec.reserved:
-            rec.reserved = 0
-        if executors and rec.first_executor_at is None:
-            rec.first_executor_at = now
-        if executors and rec.state is AppState.STARTING:
-            self._mark(now, rec, AppState.RUNNING, "first executor registered", out)
-        self._dirty.add(rec.app_id)
+        lifecycle.ON_EVENT[type(ev)](self, now, ev, out)
 
     def _mark(
         self, now: float, rec: AppRecord, state: AppState, why: str, out: list[Decision]
@@ -386,8 +226,8 @@ class Scheduler:
         views = [
             admission.LeafView(
                 queue=self._leaves[name],
-                pending=_PendingSpecs(pend, self.apps),
-                priority_of=_PriorityOf(self.apps),
+                pending=admission.PendingSpecs(pend, self.apps),
+                priority_of=admission.PriorityOf(self.apps),
                 starting=self._ledger.leaf(name).starting,
             )
             for name, pend in self._pending.items()
@@ -504,54 +344,3 @@ class Scheduler:
     def _occupied_leaves(self) -> set[str]:
         held = {name for name, pend in self._pending.items() if pend}
         return held | {rec.spec.queue for rec in self._admitted.values()}
-
-
-def _app_ids(events: list[Event], decisions: list[Decision]) -> set[str]:
-    """The apps a step's events and decisions are about: what the next view re-reads."""
-    ids = {d.app_id for d in decisions}
-    for ev in events:
-        app_id = getattr(ev, "app_id", None)
-        if app_id is None and isinstance(ev, Submitted | Adopted):
-            app_id = ev.spec.app_id
-        if app_id is not None:
-            ids.add(app_id)
-    return ids
-
-
-# Step 1: how each kind of event changes the books (events were checked by ``validate``).
-_ON_EVENT = {
-    Submitted: Scheduler._submitted,
-    Adopted: Scheduler._adopt,
-    PriorityChanged: Scheduler._priority_changed,
-    KillRequested: Scheduler._kill_requested,
-    DriverStarted: Scheduler._driver_started,
-    DriverExited: Scheduler._driver_exited,
-    ExecutorsChanged: Scheduler._executors_changed,
-    DemandChanged: Scheduler._demand_changed,
-    CapacityChanged: Scheduler._capacity_changed,
-    QueuesChanged: Scheduler._queues_changed,
-    Forget: Scheduler._forget,
-    Tick: Scheduler._tick,
-}
-
-
-class _PendingSpecs:
-    """A read-only sequence of AppSpec over a queue's sorted keys (no copy of 100k entries)."""
-
-    def __init__(self, keys: SortedList, apps: dict[str, AppRecord]):
-        self._keys = keys
-        self._apps = apps
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __getitem__(self, i: int) -> AppSpec:
-        return self._apps[self._keys[i][2]].spec
-
-
-class _PriorityOf:
-    def __init__(self, apps: dict[str, AppRecord]):
-        self._apps = apps
-
-    def __getitem__(self, app_id: str) -> int:
-        return self._apps[app_id].priority

@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 from ..model import AppState, Queue, QueueUsage, Resources
 from .books import AppRecord
+from .events import Adopted, Decision, Event, Submitted
 from .rank import Rank, rank
 
 
@@ -147,3 +148,15 @@ class ViewKeeper:
         )
         self._apps, self._leaves, self._all = set(), set(), False
         return self._last
+
+
+def touched_by(events: list[Event], decisions: list[Decision]) -> set[str]:
+    """The apps a step's events and decisions are about: what the next view re-reads."""
+    ids = {d.app_id for d in decisions}
+    for ev in events:
+        app_id = getattr(ev, "app_id", None)
+        if app_id is None and isinstance(ev, Submitted | Adopted):
+            app_id = ev.spec.app_id
+        if app_id is not None:
+            ids.add(app_id)
+    return ids
