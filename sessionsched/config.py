@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from .cron import cron_trigger  # the same parser the server runs plans with
 from .model import PRIORITY_DEFAULT, Admission, Policy, Queue, parse_priority
 
 
@@ -219,8 +220,6 @@ class PlanConfig(_Strict):
 
     @model_validator(mode="after")
     def _cron(self) -> PlanConfig:
-        from .server.plans import cron_trigger  # the same parser the server runs plans with
-
         try:
             cron_trigger(self.cron, self.timezone)
         except Exception as e:  # noqa: BLE001 - APScheduler raises ValueError or zone errors
