@@ -160,13 +160,15 @@ class Cycle:
         p.sessions.ended(ended + forgotten)
         p.desk.take(decisions)
         p.desk.forget(forgotten)
+        # Dropped first: the view still showing a forgotten app's facts then falls back to the
+        # store (its final record), never to "accepted, not stepped yet".
+        p.registry.drop(forgotten)
         view = p.reads.view
         changes: dict = {"engine": p.engine.view(), "health": p.watch.health,
                          "last_cycle_at": now}
         if unbooked:
             changes["final"] = {a: r for a, r in view.final.items() if a not in unbooked}
         p.reads.publish(**changes)
-        p.registry.drop(forgotten)
         if forgotten:
             log.debug("forgot %d ended app(s) beyond server.retained_ended_apps", len(forgotten))
 
