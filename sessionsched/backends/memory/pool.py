@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model import Resources
+from ...model import Resources
 
 
 class Overcommit(AssertionError):
