@@ -39,6 +39,7 @@ from ..engine.events import (
     PriorityChanged,
     QueuesChanged,
     Reclaim,
+    SetTarget,
     StopDriver,
     Submitted,
 )
@@ -269,6 +270,14 @@ class CycleMixin:
                     launched.append((d.app_id, *result))
             elif isinstance(d, StopDriver):
                 self._stop(d.app_id)
+        # Grants and reclaim orders for drivers without an agent to ask (the memory cluster's);
+        # a no-op elsewhere. (backends.carry.carry_out does this when the cycle moves to it.)
+        steering = [d for d in decisions if isinstance(d, SetTarget | Reclaim)]
+        if steering:
+            try:
+                self.backend.steer(steering)
+            except Exception:  # noqa: BLE001 - the agents' heartbeats carry the same orders
+                log.exception("backend could not steer the drivers")
         if not launched:
             return
         changes = [{"id": app_id, "handle": _handle_json(h), "log_path": log_path}
