@@ -78,53 +78,51 @@ def exited(*app_ids: str) -> Callable[[Watch], bool]:
     return lambda w: all(w.exit_code(a) is not None for a in app_ids)
 
 
-def test_launch_reports_start_executors_and_exit_codes(rig):
-    backend = rig.new_backend()
-    watch = Watch(rig, backend)
-    first = watch.poll()
-    codes = {"driver-ok": 0, "driver-fails": 3}
-    handles = {a: backend.launch(rig.app(a, work_s=2, exit_code=c)) for a, c in codes.items()}
-    grant_one(backend, *codes)
-    assert {a: h.app_id for a, h in handles.items()} == {a: a for a in codes}
-    with pytest.raises(BackendError, match="driver-ok"):
-        backend.launch(rig.app("driver-ok", work_s=2))  # it has a driver already
-    watch.until(exited(*codes), "both drivers to exit")
-
-    for app_id, code in codes.items():
-        assert watch.exit_code(app_id) == code
-        started = watch.of(app_id, DriverStarted)
-        assert len(started) == 1 and started[0].spark_app_id, watch.events
-        assert len(watch.of(app_id, DriverExited)) == 1
-        # in the order they happened: started, an executor, exited
-        assert (watch.index(app_id, DriverStarted)
-                < watch.index(app_id, ExecutorsChanged, lambda e: len(e.executors) >= 1)
-                < watch.index(app_id, DriverExited)), watch.events
-    # Capacity at the first poll; our own apps' executors are never taken off it.
-    assert [e for e in first if isinstance(e, CapacityChanged)] == [
-        CapacityChanged(rig.capacity, backend.capacity()[1])]
-    assert {c.capacity for c in watch.capacities()} == {rig.capacity}
-    assert backend.capacity()[0] == rig.capacity
-
-
-def test_a_restarted_backend_adopts_drivers_and_stops_one(rig):
+def test_drivers_report_start_executors_and_exit_codes_through_a_restart(rig):
+    """One story, so a real cluster starts only three apps: two drivers end (0, 3) and one runs
+    on; the scheduler "restarts" (a new backend instance) and adopts the running one and an
+    ended one, answers False for an unknown handle, and stops the running one (143)."""
     first = rig.new_backend()
     before = Watch(rig, first)
-    long = first.launch(rig.app("driver-long", work_s=600))
-    short = first.launch(rig.app("driver-short", work_s=1, exit_code=4))
-    grant_one(first, "driver-long", "driver-short")
-    before.until(lambda w: w.executors("driver-long") >= 1 and w.exit_code("driver-short")
-                 is not None, "the long driver's executor and the short driver's exit")
+    opening = before.poll()
+    codes = {"driver-ok": 0, "driver-fails": 3}
+    handles = {a: first.launch(rig.app(a, work_s=2, exit_code=c)) for a, c in codes.items()}
+    handles["driver-long"] = first.launch(rig.app("driver-long", work_s=600))
+    assert {a: h.app_id for a, h in handles.items()} == {a: a for a in handles}
+    with pytest.raises(BackendError, match="driver-ok"):
+        first.launch(rig.app("driver-ok", work_s=2))  # it has a driver already
+    grant_one(first, *handles)
+    before.until(lambda w: exited(*codes)(w) and w.executors("driver-long") >= 1,
+                 "two drivers to exit and the long one to get an executor")
+
+    for app_id, code in codes.items():
+        assert before.exit_code(app_id) == code
+        started = before.of(app_id, DriverStarted)
+        assert len(started) == 1 and started[0].spark_app_id, before.events
+        assert len(before.of(app_id, DriverExited)) == 1
+        # in the order they happened: started, an executor, exited
+        assert (before.index(app_id, DriverStarted)
+                < before.index(app_id, ExecutorsChanged, lambda e: len(e.executors) >= 1)
+                < before.index(app_id, DriverExited)), before.events
+    assert before.exit_code("driver-long") is None
+    # Capacity at the first poll; our own apps' executors are never taken off it.
+    assert [e for e in opening if isinstance(e, CapacityChanged)] == [
+        CapacityChanged(rig.capacity, first.capacity()[1])]
+    assert {c.capacity for c in before.capacities()} == {rig.capacity}
     first.close()  # the scheduler is gone; its drivers are not
 
     second = rig.new_backend()
-    assert second.adopt(long) is True  # still running
-    assert second.adopt(short) is True  # ended meanwhile: its exit code is known
-    assert second.adopt(replace(long, app_id="driver-unknown", ref=long.ref + "0")) is False
+    assert second.adopt(handles["driver-long"]) is True  # still running
+    assert second.adopt(handles["driver-fails"]) is True  # ended: its exit code is known
+    unknown = replace(handles["driver-long"], app_id="driver-unknown",
+                      ref=handles["driver-long"].ref + "0")
+    assert second.adopt(unknown) is False
     after = Watch(rig, second)
-    after.until(lambda w: w.exit_code("driver-short") is not None
+    after.until(lambda w: w.exit_code("driver-fails") is not None
                 and w.executors("driver-long") >= 1, "the adopted drivers' news")
-    assert after.exit_code("driver-short") == 4
+    assert after.exit_code("driver-fails") == 3
     assert after.exit_code("driver-long") is None
+    assert after.of("driver-ok", DriverExited) == []  # not adopted: not reported
 
     second.stop("driver-long")
     second.stop("driver-unknown")  # unknown: no error
