@@ -221,7 +221,7 @@ class MemoryCluster:
         """An app someone else submitted, holding ``executors`` executors now (they must fit)."""
         ext = External(spark_app_id, executor, started_at=self.now)
         for i in range(executors):
-            self.pool._take(executor)
+            self.pool.hold(executor)
             ext.executor_ids.append(str(i))
         self.externals[spark_app_id] = ext
         return ext

@@ -69,6 +69,11 @@ class Pool:
         self._executors[executor_id] = (app, size)
         return self._start()
 
+    def hold(self, size: Resources) -> None:
+        """Take room now for something that is not waiting its turn (an external app's
+        executor, already running); Overcommit if it does not fit."""
+        self._take(size)
+
     # --- both -----------------------------------------------------------------------------
 
     def cancel(self, key: str) -> bool:
