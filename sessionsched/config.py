@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from .cron import cron_trigger  # the same parser the server runs plans with
-from .model import PRIORITY_DEFAULT, Admission, Policy, Queue, parse_priority
+from .model import PRIORITY_DEFAULT, Admission, Policy, Queue, parse_mem_mib, parse_priority
 
 
 class ConfigError(ValueError):
@@ -158,11 +158,42 @@ class ServerSection(_Strict):
     retained_ended_apps: int = Field(1000, ge=0)
 
 
+def _mem_mib(value: Any) -> Any:
+    return parse_mem_mib(value) if isinstance(value, str) else value
+
+
+MEMORY_ONLY = ("workers", "cores", "memory", "driver_start_s", "executor_start_s",
+               "executor_idle_timeout_s", "work_s")
+
+
 class ClusterSection(_Strict):
-    backend: Literal["standalone", "local"] = "standalone"
+    """The cluster backend (``backends.BACKENDS``). ``master``/``master_ui``: ``standalone``'s.
+    The rest but ``driver_slots`` are the ``memory`` backend's (refused with another backend,
+    where they would do nothing): ``workers`` x ``cores`` cores and ``memory`` (a Spark size,
+    per worker), as ``sessionsched cluster up`` takes them; seconds before a driver / an
+    executor is up; ``spark.dynamicAllocation.executorIdleTimeout``; the seconds an app works
+    unless ``spark.sessionsched.memory.work`` says otherwise (``backends/memory/job.py``)."""
+
+    backend: Literal["standalone", "local", "memory"] = "standalone"
     master: str = "spark://127.0.0.1:7077"
     master_ui: str = "http://127.0.0.1:8080"
     driver_slots: int = Field(4, ge=1)
+    workers: int = Field(1, ge=1)
+    cores: int = Field(2, ge=1)
+    memory: Annotated[int, BeforeValidator(_mem_mib), Field(ge=1)] = 2048
+    driver_start_s: float = Field(0.5, ge=0)
+    executor_start_s: float = Field(0.5, ge=0)
+    executor_idle_timeout_s: float = Field(60.0, gt=0)
+    work_s: float = Field(2.0, ge=0)
+
+    @model_validator(mode="after")
+    def _memory_settings(self) -> ClusterSection:
+        if self.backend != "memory":
+            for key in MEMORY_ONLY:
+                if key in self.model_fields_set:
+                    raise ValueError(f"{key} is a setting of the memory backend only "
+                                     f"(backend is {self.backend})")
+        return self
 
 
 class AuthSection(_Strict):
