@@ -10,6 +10,13 @@ the commit instead of relaxing durability.
 A job that raises must not sink the others: the batch is rolled back and its jobs are run again
 one transaction each, so only the failing job's future carries the error. Jobs therefore must
 not change anything outside the transaction (that is what ``after`` is for).
+
+A store fault (disk full, database gone, PostgreSQL restarted: ``StoreUnavailable``) is not a
+job's fault: the batch is rolled back, every job's future carries that one exception and no
+``after`` runs, so nothing is half-written and nothing in memory changes. The next batch simply
+tries again, on a fresh connection: the writer recovers by itself when the store is back.
+Sequence numbers come from ``Store.next_seq`` inside the transaction, so a failed batch burns
+none.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from .faults import StoreUnavailable, store_faults
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -47,6 +55,7 @@ class Writer:
         self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
         self.batches = 0  # transactions committed (for the benchmark's figures)
         self.jobs = 0
+        self.faults = 0  # batches lost to a store fault
 
     def start(self) -> None:
         self._thread.start()
@@ -89,10 +98,19 @@ class Writer:
 
     def _commit(self, batch: list[_Job]) -> None:
         try:
-            with self.store.session() as session:
+            with store_faults(), self.store.session() as session:
                 results = [job.fn(session) for job in batch]
                 self.store.flush(session)
                 session.commit()
+        except StoreUnavailable as fault:
+            # Leaving the session rolled the transaction back; retrying the jobs one by one
+            # would only fail again, slower.
+            self.store.fault = fault
+            self.faults += 1
+            log.warning("%d write(s) failed: %s", len(batch), fault)
+            for job in batch:
+                job.future.set_exception(fault)
+            return
         except Exception as e:  # noqa: BLE001 - any job's failure is reported on its future
             if len(batch) > 1:
                 for job in batch:
@@ -100,6 +118,9 @@ class Writer:
                 return
             batch[0].future.set_exception(e)
             return
+        if self.store.fault is not None:
+            log.info("state store available again")
+            self.store.fault = None
         self.batches += 1
         self.jobs += len(batch)
         for job, result in zip(batch, results, strict=True):
