@@ -10,6 +10,7 @@ instead of SQLAlchemy's several lines of SQL, parameters and links.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 from sqlalchemy import exc as sa_exc
@@ -61,8 +62,18 @@ def as_store_fault(error: BaseException) -> StoreUnavailable | None:
     # of resources (SQLSTATE classes 08, 53, 57); a lost connection SQLAlchemy marks invalid.
     if (error.connection_invalidated
             or isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError)):
+        connect = _PG_CONNECT.match(text)
+        if connect:
+            host, port, why = connect.groups()
+            return StoreUnavailable(f"cannot connect to PostgreSQL at {host}:{port}: {why}")
         return StoreUnavailable(text or type(orig).__name__)
     return None
+
+
+# psycopg's "connection failed: connection to server at "HOST", port PORT failed: FATAL:  WHY"
+_PG_CONNECT = re.compile(
+    r'connection failed: connection to server at "([^"]*)"(?: \([^)]*\))?, port (\d+) '
+    r"failed: (?:FATAL:\s+)?(.*)")
 
 
 @contextlib.contextmanager

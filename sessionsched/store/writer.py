@@ -105,9 +105,10 @@ class Writer:
         except StoreUnavailable as fault:
             # Leaving the session rolled the transaction back; retrying the jobs one by one
             # would only fail again, slower.
+            if self.store.fault is None or self.store.fault.reason != fault.reason:
+                log.warning("%s (writes fail until it is back)", fault)  # once, not per batch
             self.store.fault = fault
             self.faults += 1
-            log.warning("%d write(s) failed: %s", len(batch), fault)
             for job in batch:
                 job.future.set_exception(fault)
             return
