@@ -7,8 +7,9 @@ to run as root, so as root the server runs as the ``postgres`` user the package 
 ``stop()`` stops it by PID (fast shutdown, then SIGKILL); ``start()`` again restarts it on the
 same data, port and socket — a restart under a running client.
 
-The ``pg_server`` session fixture (``tests/store/conftest.py``) starts one for the test session
-and stops it at the end, also when tests fail.
+``fresh_database()`` makes an empty database for one test. The ``pg_server`` session fixture
+(registered for every test by ``tests/conftest.py``) starts one server for the test session,
+the first time a test asks for it, and stops it at the end, also when tests fail.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import psycopg
+import pytest
 
 from sessionsched.backends.local import free_port_in
 
@@ -51,6 +56,7 @@ class PgServer:
         self.log = self.base / "postgres.log"
         self._user = "postgres" if os.geteuid() == 0 else None
         self.proc: subprocess.Popen | None = None
+        self._databases = 0
 
     @property
     def version(self) -> str:
@@ -116,10 +122,12 @@ class PgServer:
         self.stop()
         shutil.rmtree(self.base, ignore_errors=True)
 
-    def create_database(self, name: str) -> str:
+    def fresh_database(self) -> str:
         """A new empty database; its URL."""
-        self._run([self.bindir / "createdb", "-h", "127.0.0.1", "-p", str(self.port),
-                   "-U", "postgres", name])
+        self._databases += 1
+        name = f"test_{self._databases}"
+        with psycopg.connect(self.url(), autocommit=True, connect_timeout=10) as c:
+            c.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
     def _run(self, argv: list) -> None:
@@ -127,3 +135,15 @@ class PgServer:
                               user=self._user, timeout=120, cwd=self.base)
         if done.returncode != 0:
             raise RuntimeError(f"{Path(str(argv[0])).name} failed: {done.stderr.strip()}")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One PostgreSQL server for the test session, stopped by PID at the end."""
+    server = PgServer()
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.remove()

@@ -19,7 +19,6 @@ import pytest
 from sessionsched.model import AppSpec, Resources
 from sessionsched.store import EventRecord, Store, StoredApp, StoreUnavailable, Writer
 from tests.sparkcluster import wait_until
-from tests.store.conftest import fresh_pg_database
 
 pytestmark = pytest.mark.storefault
 
@@ -145,7 +144,7 @@ def test_a_full_disk_fails_writes_in_one_line_and_the_writer_recovers_when_space
 
 def test_a_postgresql_restart_under_a_running_writer_loses_nothing_and_needs_no_restart(
         pg_server):
-    store = Store(fresh_pg_database(pg_server))
+    store = Store(pg_server.fresh_database())
     writer = Writer(store)
     writer.start()
     acknowledged: set[int] = set()
