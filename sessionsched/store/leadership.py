@@ -8,7 +8,10 @@ Nothing has to expire on a clock, so there are no leases to tune and no clocks t
 
 The lock is only as good as its connection: a leader checks that connection every ``check_s``
 (``renew``) and, the first time it fails, has lost leadership for good — it must stop writing
-(``on_lost``) and may compete again as a standby with a new ``Leadership``. A standby polls
+(``on_lost``) and may compete again as a standby with a new ``Leadership``. Between the loss
+and that check, ``fence`` keeps its writes out: given as the ``Writer``'s ``before_commit``, it
+checks inside each write transaction that the lock is still held by our session, and fails the
+batch (``NotLeader``) if not. A standby polls
 ``try_acquire`` every ``check_s``, so it takes over within about ``check_s`` of the leader's
 death (and within the keepalive bound when the leader's host vanished).
 
@@ -17,6 +20,7 @@ Usage::
     leadership = Leadership(config.database_url(), name="sessionsched")
     leadership.acquire()              # blocks, as a standby, until leader
     leadership.keep(on_lost=stop_writing)   # checks the lock's connection in the background
+    writer = Writer(store, before_commit=leadership.fence)
     ...
     leadership.release()
 """
@@ -31,9 +35,10 @@ from collections.abc import Callable
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
-from .faults import as_store_fault
+from .faults import StoreUnavailable, as_store_fault
 from .store import CONNECT_TIMEOUT_S, database_url
 
 log = logging.getLogger(__name__)
@@ -43,6 +48,10 @@ log = logging.getLogger(__name__)
 # than tcp_user_timeout on unacknowledged data.
 _KEEPALIVE = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 1,
               "keepalives_count": 3, "tcp_user_timeout": 8000}
+
+
+class NotLeader(StoreUnavailable):
+    """A write by a scheduler that does not (or no longer) lead: the batch is not committed."""
 
 
 def lock_key(name: str) -> int:
@@ -65,6 +74,7 @@ class Leadership:
             parsed, poolclass=NullPool, isolation_level="AUTOCOMMIT",
             connect_args={"connect_timeout": CONNECT_TIMEOUT_S, **_KEEPALIVE})
         self._conn: Connection | None = None  # holds the lock while we lead
+        self._backend_pid: int | None = None  # the server process of that session
         self._lost = threading.Event()
         self._lost_reason = ""
         self._stop = threading.Event()
@@ -104,6 +114,7 @@ class Leadership:
             conn.close()
             return False
         self._conn = conn
+        self._backend_pid = conn.execute(text("SELECT pg_backend_pid()")).scalar()
         log.info("leadership of %r acquired", self.name)
         return True
 
@@ -133,6 +144,21 @@ class Leadership:
                 raise
             self._lose(fault.reason)
         return False
+
+    def fence(self, session: Session) -> None:
+        """Inside a write transaction: raise ``NotLeader`` unless our session still holds the
+        lock (``pg_locks``: a bigint key is classid = high half, objid = low half)."""
+        if not self.is_leader:
+            raise NotLeader(f"this scheduler does not lead {self.name!r}"
+                            + (f" (lost: {self._lost_reason})" if self._lost_reason else ""))
+        held = session.execute(text(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND pid = :pid AND classid = CAST((CAST(:k AS bigint) >> 32) & 4294967295 AS oid) "
+            "AND objid = CAST(CAST(:k AS bigint) & 4294967295 AS oid)"),
+            {"pid": self._backend_pid, "k": self.key}).scalar()
+        if not held:
+            raise NotLeader(f"this scheduler no longer leads {self.name!r}: its lock's session "
+                            "has ended")
 
     def keep(self, on_lost: Callable[[str], None]) -> None:
         """Renew every ``check_s`` in a background thread; on loss call ``on_lost(reason)``

@@ -48,9 +48,15 @@ _STOP = object()
 
 
 class Writer:
-    def __init__(self, store: Store, max_batch: int = 2000):
+    """``before_commit(session)``: called in each transaction just before it commits; raising
+    ``StoreUnavailable`` there fails the batch whole (``Leadership.fence`` does: only the
+    leader writes)."""
+
+    def __init__(self, store: Store, max_batch: int = 2000,
+                 before_commit: Callable[[Session], None] | None = None):
         self.store = store
         self.max_batch = max_batch
+        self.before_commit = before_commit
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
         self.batches = 0  # transactions committed (for the benchmark's figures)
@@ -101,6 +107,8 @@ class Writer:
             with store_faults(), self.store.session() as session:
                 results = [job.fn(session) for job in batch]
                 self.store.flush(session)
+                if self.before_commit is not None:
+                    self.before_commit(session)
                 session.commit()
         except StoreUnavailable as fault:
             # Leaving the session rolled the transaction back; retrying the jobs one by one

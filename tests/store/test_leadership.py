@@ -14,7 +14,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sessionsched.store.leadership import Leadership, lock_key
+from sessionsched.store import Store, Writer
+from sessionsched.store.leadership import Leadership, NotLeader, lock_key
 from tests.sparkcluster import wait_until
 from tests.store import leader_proc
 
@@ -44,13 +45,28 @@ def test_one_leader_and_a_leader_whose_session_is_cut_has_lost(pg_server):
         assert not second.try_acquire()
         assert not second.acquire(timeout_s=0.5)  # a standby waits; the lock stays taken
         assert len(lock_holders(url, lock_key("sessionsched"))) == 1
-        first.keep(on_lost=lost.append)
+        store = Store(url)
+        writer = Writer(store, before_commit=first.fence)
+        writer.start()
+        try:
+            writer.submit(lambda s: Store.add_events(s, [])).result(30)  # the leader writes
 
-        # The server ends the leader's session (what a restart or a cut network does).
-        with psycopg.connect(url, autocommit=True) as c:
-            for pid in lock_holders(url, lock_key("sessionsched")):
-                c.execute("SELECT pg_terminate_backend(%s)", [pid])
-        wait_until(lambda: lost, 10, "the leader to learn it lost")
+            # The server ends the leader's session (what a restart or a cut network does) and
+            # waits until it is gone. Before the leader has noticed, the fence keeps its
+            # writes out.
+            with psycopg.connect(url, autocommit=True) as c:
+                for pid in lock_holders(url, lock_key("sessionsched")):
+                    assert c.execute("SELECT pg_terminate_backend(%s, 10000)", [pid]).fetchone()[0]
+            with pytest.raises(NotLeader, match="^state store unavailable: this scheduler no "
+                                                "longer leads 'sessionsched'"):
+                writer.submit(lambda s: Store.add_events(s, [])).result(30)
+            first.keep(on_lost=lost.append)
+            wait_until(lambda: lost, 10, "the leader to learn it lost")
+            with pytest.raises(NotLeader, match="does not lead 'sessionsched' \\(lost: "):
+                writer.submit(lambda s: Store.add_events(s, [])).result(30)
+        finally:
+            writer.stop()
+            store.close()
         assert not first.is_leader and first.lost and "\n" not in lost[0]
         with pytest.raises(RuntimeError, match="compete again"):
             first.try_acquire()
