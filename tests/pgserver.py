@@ -76,7 +76,7 @@ class PgServer:
                 os.chown(path, pw.pw_uid, pw.pw_gid)
         # trust on loopback: a throwaway server only this test session can reach.
         self._run([self.bindir / "initdb", "-D", self.data, "-U", "postgres", "-A", "trust",
-                   "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions"])
+                   "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions", "--no-sync"])
 
     def start(self) -> None:
         """Start ``postgres`` and wait until it accepts connections."""
@@ -105,12 +105,13 @@ class PgServer:
                 raise RuntimeError(f"postgres not ready after {START_TIMEOUT_S:g}s")
             time.sleep(0.1)
 
-    def stop(self) -> None:
-        """Fast shutdown by PID (SIGINT: sessions are ended, open transactions rolled back),
-        SIGKILL if it has not stopped in time."""
+    def stop(self, immediate: bool = False) -> None:
+        """Fast shutdown by PID (SIGINT: sessions are ended, open transactions rolled back, a
+        checkpoint written), or with ``immediate`` SIGQUIT (no checkpoint: for a server whose
+        data is thrown away); SIGKILL if it has not stopped in time."""
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.proc.send_signal(signal.SIGINT)
+        self.proc.send_signal(signal.SIGQUIT if immediate else signal.SIGINT)
         try:
             self.proc.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -119,7 +120,7 @@ class PgServer:
             self.proc.wait(10)
 
     def remove(self) -> None:
-        self.stop()
+        self.stop(immediate=True)
         shutil.rmtree(self.base, ignore_errors=True)
 
     def fresh_database(self) -> str:
