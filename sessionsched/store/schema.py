@@ -68,3 +68,13 @@ class ProbeRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     at: Mapped[float] = mapped_column(Float)
+
+
+class CommitRow(Base):
+    """One row: the token of the last committed write transaction. A commit whose answer was
+    lost (the connection died during COMMIT) is settled by reading it back (``Writer``)."""
+
+    __tablename__ = "store_commits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    token: Mapped[str] = mapped_column(String(32))

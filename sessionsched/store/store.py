@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ..model import AppState
 from .faults import StoreUnavailable, store_faults
 from .records import EventRecord, StoredApp, spec_from_json, spec_to_json
-from .schema import AppRow, Base, EventRow, ProbeRow
+from .schema import AppRow, Base, CommitRow, EventRow, ProbeRow
 
 _COLUMNS = (
     "id seq kind name user queue priority reason submitted_at started_at first_executor_at "
@@ -205,6 +205,18 @@ class Store:
             n = session.scalar(select(func.max(AppRow.seq))) or 0
         session.info[_SEQ] = n + 1
         return n + 1
+
+    @staticmethod
+    def mark_commit(session: Session, token: str) -> None:
+        """Record ``token`` as the last committed transaction's, inside that transaction."""
+        done = session.execute(update(CommitRow).where(CommitRow.id == 1).values(token=token))
+        if done.rowcount == 0:
+            session.execute(insert(CommitRow).values(id=1, token=token))
+
+    @staticmethod
+    def last_commit(session: Session) -> str | None:
+        """The token of the last committed transaction (``mark_commit``)."""
+        return session.scalar(select(CommitRow.token).where(CommitRow.id == 1))
 
     @staticmethod
     def add_apps(session: Session, apps: list[StoredApp]) -> None:

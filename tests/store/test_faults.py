@@ -123,9 +123,9 @@ def test_a_full_disk_fails_writes_in_one_line_and_the_writer_recovers_when_space
         assert inside.wait(30)
         batch = [writer.submit(submission(30_000)) for _ in range(20)]
         gate.set()
-        held.result(30)
-        ok, errors = results(batch + [writer.submit(submission(30_000)) for _ in range(3)])
-        assert ok == set() and len(errors) == 23
+        ok, errors = results([held] + batch + [writer.submit(submission(30_000))
+                                               for _ in range(3)])
+        assert ok == set() and len(errors) == 24  # the held one too: every commit writes
         for e in errors:
             assert_one_line_fault(e, "disk full")
         health = store.health()
@@ -135,7 +135,7 @@ def test_a_full_disk_fails_writes_in_one_line_and_the_writer_recovers_when_space
         (tiny_fs / "filler").unlink()  # space returns; same writer, same store
         assert store.health().ok
         ok, errors = results([writer.submit(submission(30_000)) for _ in range(10)])
-        assert errors == [] and ok == set(range(6, 16))  # 6..15: the 23 failures took none
+        assert errors == [] and ok == set(range(6, 16))  # 6..15: the failures took none
         assert_whole_and_gapless(store, acknowledged | ok)
     finally:
         writer.stop()
@@ -197,3 +197,50 @@ def test_a_postgresql_restart_under_a_running_writer_loses_nothing_and_needs_no_
         assert_whole_and_gapless(store, acknowledged)
     finally:
         store.close()
+
+
+class CommitFault:
+    """A fault hook in the database driver's COMMIT: armed, the next commit raises the
+    driver's own OperationalError — a lost connection on PostgreSQL, an I/O error on SQLite —
+    either before the database commits or after it has (the answer lost in transit)."""
+
+    def __init__(self, store: Store, after: bool):
+        self.armed = False
+        dialect = store.engine.dialect
+        real_commit = dialect.do_commit
+        self.reason = ("disk I/O error" if dialect.name == "sqlite"
+                       else "server closed the connection unexpectedly")
+
+        def do_commit(dbapi_connection) -> None:
+            if not self.armed:
+                return real_commit(dbapi_connection)
+            self.armed = False
+            if after:
+                real_commit(dbapi_connection)
+            raise dialect.loaded_dbapi.OperationalError(self.reason)
+
+        dialect.do_commit = do_commit  # this engine's dialect only
+
+
+@pytest.mark.parametrize("committed", [True, False], ids=["committed", "not-committed"])
+def test_a_commit_whose_answer_is_lost_is_settled_by_reading_it_back(store, writer, committed):
+    fault = CommitFault(store, after=committed)
+    ran: list[int] = []
+    first, errors = results([writer.submit(submission(), after=ran.append)])
+    assert first == {1} and errors == []
+
+    fault.armed = True
+    in_doubt = writer.submit(submission(), after=ran.append)
+    error = in_doubt.exception(30)
+    assert not fault.armed  # the hook did fire
+    if committed:  # it went through: acknowledged (late), its after-step ran
+        assert error is None and in_doubt.result() == 2 and ran == [1, 2]
+    else:  # it did not: the fault, nothing ran, nothing kept
+        assert_one_line_fault(error)
+        assert fault.reason in str(error)
+        assert ran == [1]
+    later, errors = results([writer.submit(submission()) for _ in range(3)])
+    assert errors == []
+    acknowledged = {1} | ({2} if committed else set()) | later
+    assert later == ({3, 4, 5} if committed else {2, 3, 4})  # no number burned
+    assert_whole_and_gapless(store, acknowledged)
