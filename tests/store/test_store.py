@@ -4,15 +4,20 @@ group commit, isolation of a failing job, reading back, URLs."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 
 import psycopg
 import pytest
+import yaml
 from sqlalchemy.exc import IntegrityError
 
+from sessionsched.backends.local import free_port_in
 from sessionsched.model import AppSpec, AppState, Resources
 from sessionsched.store import EventRecord, Store, StoredApp
 from sessionsched.store.store import database_url
+from tests.pgserver import PORT_RANGE
 
 
 def make_app(i: int, **kw) -> StoredApp:
@@ -152,3 +157,20 @@ def test_apps_and_events_read_back_as_written(store, writer):
     assert [e.kind for e in store.events(app.id)] == ["submitted", "state"]
     assert store.max_seq() == 7
     assert store.load_apps([AppState.ACCEPTED]) == []
+
+
+def test_serve_refuses_in_one_line_a_store_it_cannot_reach(tmp_path):
+    """``sessionsched serve`` on a PostgreSQL server that is not there: one line naming the
+    store and the cause, exit code 2, no traceback, no password."""
+    port = free_port_in(range(*PORT_RANGE))  # nothing listens there
+    config = tmp_path / "sessionsched.yaml"
+    config.write_text(yaml.safe_dump({
+        "server": {"state_dir": str(tmp_path / "state"), "port": port,
+                   "db_url": f"postgresql://sched:secret@127.0.0.1:{port}/s"},
+        "queues": [{"name": "root", "queues": [{"name": "default"}]}]}))
+    done = subprocess.run([sys.executable, "-m", "sessionsched.cli", "serve", "--config",
+                           str(config)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"sessionsched serve: cannot start: state store unavailable: cannot connect to "
+        f"PostgreSQL at 127.0.0.1:{port}: Connection refused")
