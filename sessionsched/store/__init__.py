@@ -2,9 +2,10 @@
 PostgreSQL for teams)."""
 
 from .faults import StoreUnavailable
+from .leadership import Leadership, NotLeader
 from .records import AppKind, EventRecord, StoredApp
 from .store import Store, StoreHealth
 from .writer import Writer
 
-__all__ = ["AppKind", "EventRecord", "StoredApp", "Store", "StoreHealth", "StoreUnavailable",
-           "Writer"]
+__all__ = ["AppKind", "EventRecord", "Leadership", "NotLeader", "StoredApp", "Store",
+           "StoreHealth", "StoreUnavailable", "Writer"]
