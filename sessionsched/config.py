@@ -137,9 +137,10 @@ def resolve_queue(root: Queue, name: str) -> Queue:
 class ServerSection(_Strict):
     """Where the service listens and keeps its state.
 
-    ``db_url``: a SQLAlchemy URL for the store; default a SQLite file (WAL mode) in
-    ``state_dir``. ``heartbeat_s``: how often driver agents report; an agent silent for three
-    heartbeats no longer speaks for its app's executors (the cluster's view does).
+    ``db_url``: the store, ``sqlite:///PATH`` or ``postgresql://USER:PASSWORD@HOST:PORT/DB``
+    (psycopg 3); default a SQLite file (WAL mode) in ``state_dir``. ``heartbeat_s``: how often
+    driver agents report; an agent silent for three heartbeats no longer speaks for its app's
+    executors (the cluster's view does).
     ``session_timeout``: a notebook session whose agent has been silent this many seconds is
     ended (FAILED), so a notebook that died without ``stop()`` does not hold a driver slot.
     ``retained_ended_apps``: how many ended apps (FINISHED/FAILED/KILLED) stay in memory and in

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
+from ..store import StoreUnavailable
 from . import api, submissions
 from .dashboard import DASHBOARD_HTML
 from .service import Service
@@ -141,6 +142,10 @@ def create_app(
         if isinstance(err.detail, str):
             err.detail = one_line(err.detail)
         return await http_exception_handler(request, err)
+
+    @app.exception_handler(StoreUnavailable)
+    async def _store_unavailable(_request: Request, err: StoreUnavailable):
+        return JSONResponse({"detail": str(err)}, status_code=503)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, err: Exception):  # pragma: no cover - a bug

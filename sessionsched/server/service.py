@@ -100,7 +100,6 @@ class Service:
             reads=self.reads, write=self.write, metrics=self.metrics, clock=clock,
             url=self.url, log_dir=self.log_dir,
         ))
-        self._next_seq = 1  # only the writer thread touches it
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
 
@@ -125,7 +124,6 @@ class Service:
         runs ``cycle()`` itself."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.writer.start()
-        self._next_seq = self.store.max_seq() + 1
         restored = restore(self.store, self.watch, self.registry, self.retention,
                            self.sessions, lambda c, r: self.write(c, r).result(60), self.clock())
         self.reads.publish(final=restored.final)
@@ -231,8 +229,7 @@ class Service:
 
         def insert(session) -> StoredApp:
             now = self.clock()
-            seq = self._next_seq
-            self._next_seq += 1
+            seq = self.store.next_seq(session)
             app_id = f"driver-{time.strftime('%Y%m%d%H%M%S', time.localtime(now))}-{seq:04d}"
             spec = replace(app.spec, app_id=app_id, seq=seq, submitted_at=now)
             stored = replace(app, id=app_id, seq=seq, submitted_at=now, spec=spec, sender=sender)
