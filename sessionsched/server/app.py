@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -96,10 +98,12 @@ def create_app(
     *,
     url: str | None = None,
     run_cycles: bool = True,
+    clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     """``run_cycles=False`` leaves the cycle to the caller (``app.state.service.cycle()``),
-    for tests that step the scheduler by hand."""
-    service = Service(config, backend if backend is not None else backend_for(config), url=url)
+    for tests that step the scheduler by hand (with ``clock``, on a time of their own)."""
+    service = Service(config, backend if backend is not None else backend_for(config), url=url,
+                      clock=clock)
     try:
         service.check_queues()
     except ValueError:

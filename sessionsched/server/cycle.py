@@ -112,24 +112,17 @@ class Cycle:
     def _cycle(self, items: list[Item]) -> None:
         p = self.p
         now = p.clock()
-        why: dict[str, str] = {}
-        killers: dict[str, str] = {}
-        for item in items:
-            if item.note is not None and isinstance(item.event, KillRequested):
-                killers[item.event.app_id] = item.note
-            elif item.note is not None and isinstance(item.event, DriverExited):
-                why[item.event.app_id] = item.note
+        killers = {i.event.app_id: i.note for i in items
+                   if i.note is not None and isinstance(i.event, KillRequested)}
         before = p.reads.view
         events = [i.event for i in items]
         events += p.desk.reconcile(p.watch.observe(now), now)
-        events += p.watch.retry_adoptions(why.__setitem__)
-        for exited, reason in p.sessions.silent(now, before, p.desk.last_seen):
-            why[exited.app_id] = reason
-            events.append(exited)
+        events += p.watch.retry_adoptions()
+        events += p.sessions.silent(now, before, p.desk.last_seen)
         forgets, unbooked = p.retention.due(before.engine)
         events = self._known(events) + forgets
         decisions, events = self._step(now, events)
-        record = record_step(now, events, decisions, _Before(before), why, killers)
+        record = record_step(now, events, decisions, _Before(before), killers)
         sessions = [(ev.app_id, ev.spark_app_id) for ev in events
                     if isinstance(ev, DriverStarted) and ev.spark_app_id
                     and self._kind(ev.app_id) == AppKind.SESSION]
@@ -139,8 +132,7 @@ class Cycle:
             log.error("could not record the cycle's decisions (%s); launches are held back", e)
             for d in decisions:
                 if isinstance(d, LaunchDriver):
-                    p.inbox.put(DriverExited(d.app_id, -1),
-                                note=f"could not record the launch: {e}")
+                    p.inbox.put(DriverExited(d.app_id, -1, f"could not record the launch: {e}"))
             return
         self._publish(now, events, decisions, unbooked)
         for app_id, spark_app_id in sessions:
@@ -214,7 +206,7 @@ class Cycle:
         carried = carry_out(ours, self.backend, self._launch_for)
         for app_id, why in carried.failed:
             p.metrics.launches.labels("failed").inc()
-            p.inbox.put(DriverExited(app_id, -1), note=f"launch failed: {why}")
+            p.inbox.put(DriverExited(app_id, -1, f"launch failed: {why}"))
         launched = carried.launched
         for _ in launched:
             p.metrics.launches.labels("ok").inc()

@@ -36,7 +36,6 @@ from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..engine.events import (
     DriverExited,
-    Event,
     KillRequested,
     PriorityChanged,
     QueuesChanged,
@@ -305,9 +304,8 @@ class Service:
         if app.state is AppState.ACCEPTED:
             self.inbox.put(KillRequested(app_id), done, note="its notebook")
         else:
-            event: Event = DriverExited(app_id, exit_code)
             why = f"session stopped by its notebook (exit code {exit_code})"
-            self.inbox.put(event, done, note=why)
+            self.inbox.put(DriverExited(app_id, exit_code, why), done)
         return done
 
     def _live_app(self, app_id: str) -> AppRead:
