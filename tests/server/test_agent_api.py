@@ -4,7 +4,6 @@ capacity: 4 cores); the sessions' executors are the ones the test reports."""
 
 from __future__ import annotations
 
-import pytest
 from fastapi.testclient import TestClient
 from server_helpers import make_config, wait_until
 
@@ -41,7 +40,6 @@ def test_a_report_the_engine_refuses_is_dropped_and_the_rest_go_through(client):
     assert client.get(f"/api/v1/apps/{a}").json()["executors"] == 0
 
 
-@pytest.mark.cluster
 def test_sessions_get_targets_grants_and_reclaim_orders_once(state_dir):
     # The memory cluster's 4 cores: the sessions' drivers are their notebooks', their
     # executors are what this test's agents report.
