@@ -4,7 +4,8 @@ Fixtures (registered for every test by ``tests/conftest.py``):
 
 * ``spark_cluster`` (session): a started ``LocalCluster`` (1 worker, 4 cores, 4g; workers may
   advertise more cores than the machine has) on free ports in 17000-17999 (the range this
-  project's machines reserve for it), in a temporary directory. Stopped by PID at the end of
+  project's machines reserve for it; ``$SESSIONSCHED_TEST_PORTS`` changes it), in a temporary
+  directory. Stopped by PID at the end of
   the session, also when tests fail. Use ``spark_cluster.master_url`` / ``.master_ui`` /
   ``.rest_url``.
 * ``pyspark_app`` (session): the path of ``APP_SOURCE``, a tiny PySpark app (see its doc).
@@ -39,7 +40,15 @@ from sessionsched.backends.spark_home import spark_home, spark_jars, spark_submi
 
 T = TypeVar("T")
 
-PORT_RANGE = (17000, 17999)
+
+def _port_range() -> tuple[int, int]:
+    """17000-17999, or ``$SESSIONSCHED_TEST_PORTS`` ("LOW-HIGH"): several checkouts testing on
+    one machine at once each keep to their own range."""
+    low, _, high = os.environ.get("SESSIONSCHED_TEST_PORTS", "17000-17999").partition("-")
+    return int(low), int(high)
+
+
+PORT_RANGE = _port_range()
 
 SMALL = {
     "spark.executor.cores": "1",

@@ -45,6 +45,15 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where the cluster runs an app's driver, as a Spark master's REST status names it
+    (``workerId``, ``workerHostPort``)."""
+
+    worker_id: str
+    worker_host_port: str
+
+
+@dataclass(frozen=True)
 class Handle:
     """What the service stores to find a launched driver again after a restart.
 
@@ -93,6 +102,11 @@ class ClusterBackend(ABC):
         """An application the service manages but did not ask this backend to launch (a
         notebook session's driver, known from its agent): its usage is no longer taken off
         the capacity, and ``poll`` reports its executors (not its exit). Default: nothing."""
+
+    def placement(self, app_id: str) -> Placement | None:
+        """The worker running the app's driver, if it runs in the cluster and the backend has
+        seen it placed; None otherwise (default). Called from any thread: must not block."""
+        return None
 
     @abstractmethod
     def poll(self, now: float) -> list[Event]:

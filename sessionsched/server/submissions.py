@@ -170,7 +170,7 @@ def from_rest(body: Any, defaults: Defaults) -> tuple[StoredApp, list[str]]:
     )
     new.rest_request = body
     new.conf = dict(spark_props)
-    unknown = sorted(k for k in body if k not in REST_FIELDS)
+    unknown = [k for k in body if k not in REST_FIELDS]  # in the request's order, as a master
     return new, unknown
 
 
