@@ -62,21 +62,24 @@ def livy(file: str, *args: str, kill: bool = False) -> dict:
     from airflow.providers.apache.livy.hooks.livy import BatchState, LivyHook
 
     hook = LivyHook(livy_conn_id="livy_sched")
+    started = time.monotonic()
     batch_id = hook.post_batch(file=file, args=list(args), name="livy-door",
                                conf={"spark.ego.priority": "7000", **SMALL})
     seen = [hook.get_batch_state(batch_id).value]
+    times = [round(time.monotonic() - started, 1)]
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         state = hook.get_batch_state(batch_id)
         if state.value != seen[-1]:
             seen.append(state.value)
+            times.append(round(time.monotonic() - started, 1))
         if kill and state == BatchState.RUNNING:
             hook.delete_batch(batch_id)
             kill = False
         if state in hook.TERMINAL_STATES:
             break
         time.sleep(0.5)
-    return {"id": batch_id, "states": seen, "batch": hook.get_batch(batch_id),
+    return {"id": batch_id, "states": seen, "at_s": times, "batch": hook.get_batch(batch_id),
             "logs": hook.get_batch_logs(batch_id, 0, 100)}
 
 
