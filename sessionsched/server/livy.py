@@ -15,7 +15,8 @@ Routes (Livy's shapes; errors ``{"msg": "..."}`` with 400 or 404):
   its last 256 KiB; ``from`` defaults to the last ``size`` (100) lines, as Livy's);
 - ``DELETE /batches/ID`` -> ``{"msg": "deleted"}`` (kills it; an ended batch stays in the
   books, unlike Livy, and is answered the same);
-- ``GET /version``.
+- ``GET /version``;
+- ``/sessions`` (interactive sessions): not served yet, a 404 saying so.
 
 States: ACCEPTED (queued) ``not_started``, STARTING ``starting``, RUNNING ``running``,
 FINISHED ``success``, FAILED ``dead``, KILLED ``killed``.
@@ -57,6 +58,9 @@ LIVY_STATE = {
     AppState.KILLED: "killed",
 }
 BATCH_KINDS = (AppKind.SUBMIT, AppKind.REST)
+_ANY = ["GET", "POST", "PUT", "DELETE", "PATCH"]
+NO_SESSIONS = ("Livy interactive sessions are not served by sessionsched yet; submit batches "
+               "(POST /batches), or use sessionsched.session() in a notebook")
 
 
 class LivyPort:
@@ -127,6 +131,8 @@ class Livy:
             Route("/batches/{bid}/state", self.state, methods=["GET"]),
             Route("/batches/{bid}/log", self.log, methods=["GET"]),
             Route("/version", self.version, methods=["GET"]),
+            Route("/sessions", self.no_sessions, methods=_ANY),
+            Route("/sessions/{rest:path}", self.no_sessions, methods=_ANY),
         ]
 
     # --- shapes -------------------------------------------------------------------------------
@@ -246,6 +252,9 @@ class Livy:
         except (Conflict, NotFound):
             pass  # it ended meanwhile
         return JSONResponse({"msg": "deleted"})
+
+    async def no_sessions(self, request: Request) -> Response:
+        return _msg(NO_SESSIONS, 404)
 
     async def version(self, request: Request) -> Response:
         from importlib import metadata
