@@ -63,4 +63,13 @@ def _value(value: Any, level: int) -> str:
 
 def dumps(body: dict[str, Any]) -> bytes:
     """``body`` as a Spark master would send it (UTF-8 bytes)."""
+    if body and all(v is None or isinstance(v, str | int | float) for v in body.values()):
+        # A flat object (every status answer): the standard library's indent gives the same
+        # layout, about twice as fast as ``_value`` (a status is rebuilt after every change).
+        text = json.dumps(body, indent=2, separators=(",", " : "), sort_keys=True,
+                          ensure_ascii=False)
+        if "\\u" in text:
+            text = _LOWER_HEX_ESCAPE.sub(lambda m: m.group(0).upper().replace("\\U", "\\u"),
+                                         text)
+        return text.encode()
     return _value(body, 0).encode()
