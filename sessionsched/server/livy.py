@@ -1,4 +1,5 @@
-"""An Apache Livy-compatible REST API (batches), so Livy clients — Airflow's ``LivyOperator``,
+"""An Apache Livy-compatible REST API (batches here, interactive sessions in
+``livy_sessions``), so Livy clients — Airflow's ``LivyOperator``,
 sparkmagic, Zeppelin — submit into the scheduler's queues (reference/livy-and-airflow.md).
 
 A batch is an app like any other: it waits its turn in its queue with its priority, and the
@@ -16,7 +17,7 @@ Routes (Livy's shapes; errors ``{"msg": "..."}`` with 400 or 404):
 - ``DELETE /batches/ID`` -> ``{"msg": "deleted"}`` (kills it; an ended batch stays in the
   books, unlike Livy, and is answered the same);
 - ``GET /version``;
-- ``/sessions`` (interactive sessions): not served yet, a 404 saying so.
+- ``/sessions``: interactive sessions (``livy_sessions``).
 
 States: ACCEPTED (queued) ``not_started``, STARTING ``starting``, RUNNING ``running``,
 FINISHED ``success``, FAILED ``dead``, KILLED ``killed``.
@@ -39,6 +40,7 @@ from ..model import AppState
 from ..store.records import AppKind
 from . import submissions
 from .livy_schemas import LivyBatchIn, ValidationError, first_error
+from .livy_sessions import LivySessions
 from .service import Conflict, NotFound, Service
 from .views import one_line
 
@@ -58,9 +60,7 @@ LIVY_STATE = {
     AppState.KILLED: "killed",
 }
 BATCH_KINDS = (AppKind.SUBMIT, AppKind.REST)
-_ANY = ["GET", "POST", "PUT", "DELETE", "PATCH"]
-NO_SESSIONS = ("Livy interactive sessions are not served by sessionsched yet; submit batches "
-               "(POST /batches), or use sessionsched.session() in a notebook")
+
 
 
 class LivyPort:
@@ -71,6 +71,7 @@ class LivyPort:
     def __init__(self, service: Service):
         self._service = service
         self.url = service.url
+        self.master = service.config.cluster.master
         self.workdir = str(service.log_dir.parent)  # the state directory: drivers run there
 
     def submit(self, app, sender: str) -> Future:
@@ -121,6 +122,7 @@ class Livy:
     def __init__(self, port: LivyPort, defaults: submissions.Defaults):
         self.port = port
         self.defaults = defaults
+        self.sessions = LivySessions(port, defaults, port.master)
 
     def routes(self) -> list[Route]:
         return [
@@ -131,8 +133,7 @@ class Livy:
             Route("/batches/{bid}/state", self.state, methods=["GET"]),
             Route("/batches/{bid}/log", self.log, methods=["GET"]),
             Route("/version", self.version, methods=["GET"]),
-            Route("/sessions", self.no_sessions, methods=_ANY),
-            Route("/sessions/{rest:path}", self.no_sessions, methods=_ANY),
+            *self.sessions.routes(),
         ]
 
     # --- shapes -------------------------------------------------------------------------------
@@ -252,9 +253,6 @@ class Livy:
         except (Conflict, NotFound):
             pass  # it ended meanwhile
         return JSONResponse({"msg": "deleted"})
-
-    async def no_sessions(self, request: Request) -> Response:
-        return _msg(NO_SESSIONS, 404)
 
     async def version(self, request: Request) -> Response:
         from importlib import metadata

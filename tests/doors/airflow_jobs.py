@@ -9,6 +9,8 @@ killed (``on_kill``, as Airflow does when a task is stopped).
 ``livy FILE [ARGS...]``: ``LivyHook`` against ``livy_sched``: ``post_batch``, poll
 ``get_batch_state`` to a terminal state, ``get_batch``, ``get_batch_logs``; prints what it
 saw. ``livy-kill FILE [ARGS...]``: post, wait for ``running``, ``delete_batch``.
+``livy-session``: pylivy's ``LivySession`` on ``$LIVY_URL``: three statements (a Spark job,
+printed output with a last expression, an error), then closed (``DELETE``).
 """
 
 from __future__ import annotations
@@ -83,12 +85,36 @@ def livy(file: str, *args: str, kill: bool = False) -> dict:
             "logs": hook.get_batch_logs(batch_id, 0, 100)}
 
 
+def livy_session() -> dict:
+    """pylivy's ``LivySession`` (an interactive pyspark session) on ``$LIVY_URL``."""
+    import os
+
+    from livy import LivySession, SessionKind
+    from livy.models import SparkRuntimeError
+
+    out: dict = {}
+    with LivySession.create(os.environ["LIVY_URL"], kind=SessionKind.PYSPARK, name="repl",
+                            spark_conf={**SMALL, "spark.ego.priority": "6000"},
+                            heartbeat_timeout=120, echo=False) as session:
+        out["session"] = session.session_id
+        out["count"] = session.run("spark.range(100).count()").text
+        out["printed"] = session.run("x = 21\nprint('hi')\nx * 2").text
+        try:
+            session.run("1 / 0")
+        except SparkRuntimeError as e:
+            out["error"] = [e.ename, e.evalue]
+        out["state_before_close"] = session.state.value
+    return out
+
+
 def main(argv: list[str]) -> None:
     command, rest = argv[0], argv[1:]
     if command in ("spark", "spark-kill"):
         out = spark(*rest, kill=command == "spark-kill")
     elif command in ("livy", "livy-kill"):
         out = livy(*rest, kill=command == "livy-kill")
+    elif command == "livy-session":
+        out = livy_session()
     else:
         raise SystemExit(f"unknown command {command!r}")
     print("RESULT " + json.dumps(out), flush=True)

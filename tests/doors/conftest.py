@@ -55,6 +55,7 @@ def airflow(airflow_python, sched, tmp_path):
         "AIRFLOW_CONN_SPARK_SCHED": json.dumps({
             "conn_type": "spark", "host": "spark://127.0.0.1", "port": port,
             "extra": {"deploy-mode": "cluster", "rest-port": port}}),
+        "LIVY_URL": sched.url,
         "AIRFLOW_CONN_LIVY_SCHED": json.dumps({
             "conn_type": "livy", "host": "127.0.0.1", "port": port}),
     }

@@ -66,12 +66,12 @@ def test_delete_kills_and_answers_deleted(client, app_file, db):
     ("DELETE", "/batches/41", 404, "batch 41 not found"),
     ("GET", "/batches/abc/state", 404, "batch id 'abc' is not a number"),
     ("GET", "/batches?from=x", 400, "query parameter from='x' is not a whole number"),
-    ("POST", "/sessions", 404, "Livy interactive sessions are not served by sessionsched yet; "
-                              "submit batches (POST /batches), or use sessionsched.session() in "
-                              "a notebook"),
-], ids=["get-unknown", "delete-unknown", "id-not-a-number", "bad-paging", "no-sessions"])
+    ("GET", "/sessions/3", 404, "session 3 not found"),
+    ("POST", "/sessions", 400, "session kind 'spark' is not served; use pyspark"),
+], ids=["get-unknown", "delete-unknown", "id-not-a-number", "bad-paging", "unknown-session",
+        "scala-session"])
 def test_lookups_that_fail(client, method, path, status, msg):
-    r = client.request(method, path)
+    r = client.request(method, path, json={"kind": "spark"} if method == "POST" else None)
     assert (r.status_code, r.json()) == (status, {"msg": msg})
 
 
