@@ -391,7 +391,8 @@ class LivySessions:
             s = self._find(request, touch=False)
         except LookupError:
             return JSONResponse({"stop": True})
-        if s.stopping:
+        snap = self.port.snapshot(s.app_id)
+        if s.stopping or snap is None or snap["app"].state.terminal:  # killed elsewhere too
             return JSONResponse({"stop": True})
         with self.lock:
             for st in s.statements:
