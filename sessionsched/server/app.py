@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..store import StoreUnavailable
-from . import api, submissions
+from . import api, livy, submissions
 from .dashboard import DASHBOARD_HTML
 from .service import Service
 from .spark_rest import SparkFront, SparkRest
@@ -132,6 +132,8 @@ def create_app(
     app.state.spark_rest = SparkRest(service, defaults)
     app.router.routes[0:0] = app.state.spark_rest.routes()
     app.include_router(api.router)
+    # Apache Livy's API (batches) beside the native one: its own routes and error shapes.
+    app.router.routes.extend(livy.Livy(livy.LivyPort(service), defaults).routes())
 
     # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.
     @app.exception_handler(RequestValidationError)
