@@ -102,13 +102,16 @@ def test_a_killed_scheduler_container_loses_nothing(stack, apps):
     queued = sessionsched_submit(stack, apps["py"], "one")
     assert queued.returncode == 0, queued.stderr[-2000:]
     queued_id = queued.stdout.strip()
-    wait_until(lambda: state_of(stack, queued_id) == "QUEUED", 30, "the second app queued")
+    # Queued: ACCEPTED, first in line (1-based; known from the next cycle's view), held by the
+    # queue's max_running_apps.
+    wait_until(lambda: (stack.app(queued_id)["state"], stack.app(queued_id)["position"])
+               == ("ACCEPTED", 1), 30, "the second app queued first in line", interval_s=0.5)
     keys = ("id", "state", "queue", "priority", "position", "spark_app_id", "exit_code")
     before = {a["id"]: {k: a[k] for k in keys} for a in stack.apps()}
     driver_ids = {d["id"] for d in stack.master_json()["activedrivers"]}
     assert len(driver_ids) == 1
 
-    scheduler = stack.container("scheduler")
+    scheduler = stack.stack.container("scheduler")
     scheduler.kill()  # SIGKILL: no clean shutdown
     scheduler.reload()
     assert scheduler.status == "exited"
