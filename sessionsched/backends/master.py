@@ -38,6 +38,12 @@ def http_url(spark_url: str) -> str:
     return "http://" + spark_url[len("spark://"):].rstrip("/")
 
 
+# A create or kill is not given up after the reads' few seconds: the master may still carry it
+# out (a busy master has been seen answering a create after more than 3 s, and the driver it
+# launched then ran unknown to the scheduler).
+WRITE_TIMEOUT_S = 30.0
+
+
 class MasterClient:
     def __init__(self, master_ui: str, rest_url: str | None = None, timeout_s: float = 3.0):
         self.master_ui = master_ui.rstrip("/")
@@ -136,7 +142,7 @@ class MasterClient:
     def _post(self, path: str, body: dict | None) -> dict:
         url = f"{self.rest_url()}{path}"
         try:
-            response = self._http.post(url, json=body) if body is not None else self._http.post(url)
+            response = self._http.post(url, json=body, timeout=WRITE_TIMEOUT_S)
         except httpx.HTTPError as e:
             raise BackendError(
                 f"cannot reach the Spark master's REST server at {url}: {_reason(e)}"
