@@ -7,6 +7,7 @@ The CLI prints that line and exits 2; nobody sees a traceback for a bad file.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -157,11 +158,64 @@ class ServerSection(_Strict):
     retained_ended_apps: int = Field(1000, ge=0)
 
 
+class KubernetesSection(_Strict):
+    """``cluster.kubernetes``: where and how drivers run on Kubernetes (``backends/kubernetes``).
+
+    The API server: ``api_server`` (a URL, no credentials: a local proxy such as ``kubectl
+    proxy``, or a fake), else ``kubeconfig`` (and ``context``), else the pod's own service
+    account (the scheduler running in the cluster). ``server_url``: how driver pods reach this
+    scheduler (their agent's ``SESSIONSCHED_SERVER``), e.g. ``http://sessionsched.spark:6066``.
+    ``upload_path``: Spark's ``spark.kubernetes.file.upload.path``, a filesystem the driver pods
+    can read (s3a://, a shared volume): how local files -- the agent, a Python app -- reach
+    them. ``conf``: Spark properties for every app, unless the app sets them.
+    ``watch_timeout_s``: each watch request's ``timeoutSeconds``; ``max_failures``: consecutive
+    failed list/watch requests after which the cluster counts as unreachable (requests go on).
+    """
+
+    api_server: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str = "default"
+    image: str
+    service_account: str | None = None
+    driver_pod_template: str | None = None
+    executor_pod_template: str | None = None
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    spark_submit: str | None = None
+    server_url: str | None = None
+    upload_path: str | None = None
+    conf: dict[str, str] = Field(default_factory=dict)
+    watch_timeout_s: int = Field(300, ge=1)
+    max_failures: int = Field(5, ge=1)
+
+    @field_validator("api_server")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"{v!r}: expected http(s)://HOST:PORT")
+        return v.rstrip("/") if v else v
+
+    @field_validator("namespace")
+    @classmethod
+    def _dns_label(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", v):
+            raise ValueError(f"{v!r} is not a valid namespace name (lower-case DNS label)")
+        return v
+
+
 class ClusterSection(_Strict):
-    backend: Literal["standalone", "local"] = "standalone"
+    backend: Literal["standalone", "local", "kubernetes"] = "standalone"
     master: str = "spark://127.0.0.1:7077"
     master_ui: str = "http://127.0.0.1:8080"
     driver_slots: int = Field(4, ge=1)
+    kubernetes: KubernetesSection | None = None
+
+    @model_validator(mode="after")
+    def _kubernetes_configured(self) -> ClusterSection:
+        if self.backend == "kubernetes" and self.kubernetes is None:
+            raise ValueError("backend kubernetes needs a cluster.kubernetes section (at least "
+                             "image)")
+        return self
 
 
 class AuthSection(_Strict):

@@ -4,9 +4,11 @@
   (``standalone.StandaloneBackend``);
 * ``local``: the same backend on the local cluster ``sessionsched cluster up`` recorded in
   ``<server.state_dir>/cluster`` (the default ``--dir`` of ``cluster up`` when the state dir
-  is the default ``./.sessionsched``); its URLs come from that record, not from the config.
+  is the default ``./.sessionsched``); its URLs come from that record, not from the config;
+* ``kubernetes``: drivers as pods, launched with ``spark-submit --master k8s://...`` in
+  cluster mode (``kubernetes.KubernetesBackend``, settings in ``cluster.kubernetes``).
 
-Both keep their driver records, exit files and default logs in ``<server.state_dir>/drivers``.
+All keep their driver records, exit files and default logs in ``<server.state_dir>/drivers``.
 An unknown name raises LookupError naming the known ones.
 """
 
@@ -45,9 +47,18 @@ def _local(config: ServerConfig) -> ClusterBackend:
                              config.cluster.driver_slots, rest_url=cluster.rest_url)
 
 
+def _kubernetes(config: ServerConfig) -> ClusterBackend:
+    from .kubernetes import KubernetesBackend
+
+    state = Path(config.server.state_dir)
+    return KubernetesBackend(config.cluster.kubernetes, state / "drivers",
+                             config.cluster.driver_slots)
+
+
 BACKENDS: dict[str, Callable[[ServerConfig], ClusterBackend]] = {
     "standalone": _standalone,
     "local": _local,
+    "kubernetes": _kubernetes,
 }
 
 

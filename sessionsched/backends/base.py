@@ -31,6 +31,8 @@ class Launch:
 
     ``conf`` are the Spark properties the service adds or overrides (dynamic allocation,
     agent settings); they win over the user's. ``env`` is added to the driver's environment.
+    ``queue`` and ``priority`` (at launch) are for backends that label what they start
+    (Kubernetes); the others ignore them.
     """
 
     app_id: str
@@ -42,6 +44,8 @@ class Launch:
     cwd: str | None = None
     in_cluster: bool = False
     log_path: str | None = None
+    queue: str | None = None
+    priority: int | None = None
 
 
 @dataclass(frozen=True)
