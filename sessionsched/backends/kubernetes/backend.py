@@ -17,7 +17,9 @@ on the API server. For each app, in launch order:
   ``spark-app-selector``) changed; ids from ``spark-exec-id``;
 * ``DriverExited``: the pod's phase and driver container's exit code decide (Succeeded: its
   code, 0; Failed: its code, at least 1) -- spark-submit's own exit code does not tell a
-  failed driver. A pod that vanished: 143 if we stopped it, else its last known code, else -1.
+  failed driver. A pod that vanished: 143 if we stopped it, else spark-submit's failure code
+  (it deletes its pod when the rest of the submission fails), else the pod's last known code,
+  else -1.
   spark-submit ended without a pod: its exit code, at least 1 (after POD_WAIT_S, so a pod it
   did create has reached the cache);
 * then ``CapacityChanged`` when capacity changed.
@@ -368,8 +370,15 @@ class KubernetesBackend(ClusterBackend):
             if t.reported:
                 t.reported = frozenset()
                 out.append(ExecutorsChanged(app_id, ()))
-            code = KILLED_EXIT if t.stop_requested else (
-                t.last_code if t.last_code is not None else UNKNOWN_EXIT)
+            if t.proc is not None and self._submitting(t):
+                return out  # spark-submit deletes its pod when it fails: its code will say
+            submitted = records.read_exit_code(rec.exit_path) if t.proc is not None else None
+            if t.stop_requested:
+                code = KILLED_EXIT
+            elif submitted:
+                code = submitted
+            else:
+                code = t.last_code if t.last_code is not None else UNKNOWN_EXIT
             return out + self._ended(t, code)
         if t.proc is None or self._submitting(t):
             return out
