@@ -53,7 +53,8 @@ class Handle:
     """What the service stores to find a launched driver again after a restart.
 
     ``kind`` "process": ``ref`` is ``"PID:START_TICKS"`` (the process and its start time, so a
-    reused PID is never mistaken for it); "cluster-driver": ``ref`` is the master's driver id.
+    reused PID is never mistaken for it); "cluster-driver": ``ref`` is the master's driver id
+    (Kubernetes: the namespace; the driver pod is found by its app-id label).
     ``started_at``: when it was launched (epoch seconds).
     """
 

@@ -348,6 +348,7 @@ class KubernetesBackend(ClusterBackend):
                 t.pod_name = pod["metadata"]["name"]
                 rec.driver_id = f"{self.namespace}:{t.pod_name}"
                 rec.spark_app_id = pods.labels(pod).get("spark-app-selector")
+                t.in_cluster = pods.labels(pod).get(pods.LABEL_IN_CLUSTER) != "false"
                 self._save(rec)
             if t.stop_requested and not t.deleted:
                 try:
