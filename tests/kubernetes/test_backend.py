@@ -246,8 +246,13 @@ def test_unreachable_api_server_is_one_line_backend_error(kubernetes_rig, tmp_pa
         with pytest.raises(BackendError):
             backend.poll(time.time())
         rig.fake.state.faults.clear()
-        wait_until(lambda: backend.pods.healthy, 30, "the informer to recover")
-        assert backend.capacity()[0] == Resources(8, 16384)
+        def capacity_again():
+            try:
+                return backend.capacity()
+            except BackendError:
+                return None
+
+        assert wait_until(capacity_again, 30, "the backend to recover")[0] == Resources(8, 16384)
     finally:
         backend.close()
 
