@@ -284,3 +284,25 @@ def test_managed_notebook_app_reports_its_executors(kubernetes_rig):
     events = collect(rig.backend, lambda ev: of(ev, ExecutorsChanged, "session-1"))
     assert [e.executor_id for e in of(events, ExecutorsChanged)[0].executors] == ["1"]
     assert rig.backend.capacity()[0] == before + Resources(1, 1024)
+
+
+def test_kubeconfig_is_read_and_a_missing_one_refused(fake, tmp_path):
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: fake, cluster: {{server: "{fake.url}"}}}}]
+users: [{{name: me, user: {{}}}}]
+contexts: [{{name: ctx, context: {{cluster: fake, user: me}}}}]
+current-context: ctx
+""")
+    fake.add_node("n1", cpu="2", memory="4Gi")
+    settings = KubernetesSection(kubeconfig=str(kubeconfig), context="ctx", image="i")
+    backend = KubernetesBackend(settings, tmp_path / "drivers")
+    try:
+        assert backend.capacity()[0] == Resources(2, 4096)
+        assert backend.master == f"k8s://{fake.url}"
+    finally:
+        backend.close()
+    missing = KubernetesSection(kubeconfig=str(tmp_path / "nope"), image="i")
+    with pytest.raises(BackendError, match="nope does not exist"):
+        KubernetesBackend(missing, tmp_path / "drivers")

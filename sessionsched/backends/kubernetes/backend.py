@@ -103,9 +103,11 @@ def api_client(settings: KubernetesSection) -> tuple[client.ApiClient, str, dict
         if settings.api_server:
             cfg.host = settings.api_server
         elif settings.kubeconfig:
-            config.load_kube_config(settings.kubeconfig, settings.context,
-                                    client_configuration=cfg)
-            env["KUBECONFIG"] = os.path.abspath(settings.kubeconfig)
+            path = os.path.abspath(os.path.expanduser(settings.kubeconfig))
+            if not os.path.isfile(path):
+                raise BackendError(f"cluster.kubernetes.kubeconfig: {path} does not exist")
+            config.load_kube_config(path, settings.context, client_configuration=cfg)
+            env["KUBECONFIG"] = path  # spark-submit's client reads the same file
         else:
             config.load_incluster_config(client_configuration=cfg)
     except (config.ConfigException, OSError) as e:
