@@ -23,6 +23,14 @@ import uuid
 import httpx
 
 
+def java_properties(conf: dict[str, str]) -> str:
+    """``conf`` as java.util.Properties stores it (Spark's spark.properties)."""
+    def esc(text: str) -> str:
+        return re.sub(r"([=:\\#!])", r"\\\1", text)
+
+    return "".join(f"{esc(k)}={esc(v)}\n" for k, v in sorted(conf.items()))
+
+
 def main(argv: list[str]) -> int:
     time.sleep(float(os.environ.get("STANDIN_DELAY_S", "0")))
     if os.environ.get("STANDIN_EXIT"):
@@ -79,7 +87,7 @@ def main(argv: list[str]) -> int:
                                                      "selector": {"spark-app-selector":
                                                                   labels["spark-app-selector"]}}}),
                 ("configmaps", f"spark-drv-{hexid[:16]}-conf-map",
-                 {"immutable": True, "data": {"spark.properties": json.dumps(conf)}})):
+                 {"immutable": True, "data": {"spark.properties": java_properties(conf)}})):
             kind = "Service" if resource == "services" else "ConfigMap"
             doc = {"apiVersion": "v1", "kind": kind,
                    "metadata": {"name": name_, "ownerReferences": owner}, **extra}

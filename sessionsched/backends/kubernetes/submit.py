@@ -50,9 +50,9 @@ def _rest_argv(request: Mapping) -> tuple[list[str], dict[str, str], dict[str, s
     """(argv, properties, environment) of a CreateSubmissionRequest."""
     props = {k: str(v) for k, v in (request.get("sparkProperties") or {}).items()
              if k not in _REST_DROP}
-    argv = []
-    if request.get("mainClass"):
-        argv += ["--class", str(request["mainClass"])]
+    if not request.get("mainClass"):
+        raise ValueError("Main class is missing.")  # the Spark master's words
+    argv = ["--class", str(request["mainClass"])]
     resource = str(request.get("appResource") or "")
     if not resource:
         raise ValueError("the REST request has no appResource")
