@@ -168,6 +168,9 @@ class KubernetesSection(_Strict):
     ``upload_path``: Spark's ``spark.kubernetes.file.upload.path``, a filesystem the driver pods
     can read (s3a://, a shared volume): how local files -- the agent, a Python app -- reach
     them. ``conf``: Spark properties for every app, unless the app sets them.
+    ``node_selector``: the nodes every pod runs on, and whose room is the capacity;
+    ``driver_node_selector``: where driver pods run instead (a node pool of their own, its
+    keys overriding ``node_selector``'s for drivers), outside the capacity when it differs.
     ``watch_timeout_s``: each watch request's ``timeoutSeconds``; ``max_failures``: consecutive
     failed list/watch requests after which the cluster counts as unreachable (requests go on).
     """
@@ -181,6 +184,7 @@ class KubernetesSection(_Strict):
     driver_pod_template: str | None = None
     executor_pod_template: str | None = None
     node_selector: dict[str, str] = Field(default_factory=dict)
+    driver_node_selector: dict[str, str] = Field(default_factory=dict)
     spark_submit: str | None = None
     server_url: str | None = None
     upload_path: str | None = None

@@ -33,8 +33,9 @@ def read_properties(text: str) -> dict[str, str]:
 
 class ScriptedKubelet:
     def __init__(self, fake: FakeApiServer, namespace: str, node: str = "n1",
-                 start_s: float = 1.0) -> None:
+                 start_s: float = 1.0, executor_node: str | None = None) -> None:
         self.fake, self.namespace, self.node, self.start_s = fake, namespace, node, start_s
+        self.executor_node = executor_node or node
         self._plans: dict[str, dict] = {}  # driver pod uid -> its script's state
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="scripted-kubelet", daemon=True)
@@ -90,7 +91,8 @@ class ScriptedKubelet:
                 "spec": {"containers": [{"name": "spark-kubernetes-executor", "image": "x",
                                          "resources": {"requests": {"cpu": "1",
                                                                     "memory": "1408Mi"}}}]}})
-            self.fake.set_pod_phase(self.namespace, exec_name, "Running", node=self.node)
+            self.fake.set_pod_phase(self.namespace, exec_name, "Running",
+                                    node=self.executor_node)
             plan["end_at"] = now + plan["work_s"]
             plan["executor"] = exec_name
         elif phase == "Running" and plan["end_at"] is not None and now >= plan["end_at"]:

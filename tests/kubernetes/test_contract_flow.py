@@ -42,7 +42,7 @@ def test_contract_flow_through_a_restart(kubernetes_rig, tmp_path):
     app_py = str(tmp_path / "job.py")
     (tmp_path / "job.py").write_text("")
     rig, fake = kubernetes_rig, kubernetes_rig.fake
-    with ScriptedKubelet(fake, rig.namespace):
+    with ScriptedKubelet(fake, rig.namespace, node="n1"):
         first = rig.backend
         handles = {a: first.launch(app(app_py, a, 2, c))
                    for a, c in (("driver-ok", 0), ("driver-fails", 3))}
@@ -81,3 +81,50 @@ def test_refusals_are_one_line(kubernetes_rig):
             kubernetes_rig.backend.launch(launch)
         assert "\n" not in str(e.value)
     assert kubernetes_rig.fake.pods("spark") == []
+
+
+def test_contract_rig_capacity_follows_what_the_backend_does_not_manage(tmp_path):
+    """The rig the lead adds to tests/backends (contract_rig.py), run through the contract's
+    capacity flow with a minimal stand-in for the suite's Rig class."""
+    from contextlib import ExitStack
+    from dataclasses import dataclass
+
+    from sessionsched.engine.events import CapacityChanged
+    from tests.kubernetes.contract_rig import kubernetes_contract_rig
+
+    @dataclass
+    class Rig:
+        name: str
+        new_backend: object
+        clock: object
+        patience_s: float
+        app_file: object
+        capacity: object
+        external: object
+
+    with ExitStack() as stack:
+        rig = kubernetes_contract_rig(Rig, None, tmp_path / "job.py", tmp_path, stack)
+        backend = rig.new_backend()
+        stack.callback(backend.close)
+        watch = Watch(backend)
+
+        def capacity():
+            caps = [e for e in watch.events if isinstance(e, CapacityChanged)]
+            return caps[-1].capacity if caps else None
+
+        watch.until(lambda: capacity() == rig.capacity, "the full capacity")
+        (tmp_path / "job.py").write_text("")
+        backend.launch(app(str(tmp_path / "job.py"), "driver-1", 600))  # on the driver pool
+        with rig.external("notebook") as spark_app_id:
+            watch.until(lambda: capacity().cores == rig.capacity.cores - 2, "2 cores less")
+            backend.manage("driver-nb", spark_app_id)
+            watch.until(lambda: capacity() == rig.capacity
+                        and watch.of("driver-nb", ExecutorsChanged)
+                        and len(watch.of("driver-nb", ExecutorsChanged)[-1].executors) == 2,
+                        "capacity back, the managed app's executors")
+        watch.until(lambda: watch.of("driver-nb", ExecutorsChanged)[-1].executors == (),
+                    "the managed app's executors gone")
+        watch.until(lambda: watch.of("driver-1", ExecutorsChanged), "driver-1 running")
+        assert capacity() == rig.capacity  # its driver and executor: ours, or off the pool
+        backend.stop("driver-1")
+        watch.until(lambda: watch.code("driver-1") == 143, "driver-1 stopped")

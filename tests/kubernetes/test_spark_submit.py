@@ -44,7 +44,8 @@ def real_backend(fake, tmp_path):
     settings = KubernetesSection(
         api_server=fake.url, namespace=NS, image="apache/spark:4.0.1",
         service_account="spark-driver", upload_path=f"file://{upload}",
-        server_url="http://sessionsched.spark.svc:6066", node_selector={"pool": "spark"})
+        server_url="http://sessionsched.spark.svc:6066", node_selector={"pool": "spark"},
+        driver_node_selector={"pool": "drivers", "zone": "a"})
     backend = KubernetesBackend(settings, tmp_path / "drivers")
     try:
         yield backend, upload
@@ -84,7 +85,7 @@ def test_pod_spec_carries_our_labels_properties_and_agent_then_failed_is_failed(
     assert pod["metadata"]["annotations"]["sessionsched.io/priority"] == "8000"
     spec = pod["spec"]
     assert spec["serviceAccountName"] == "spark-driver"
-    assert spec["nodeSelector"] == {"pool": "spark"}
+    assert spec["nodeSelector"] == {"pool": "drivers", "zone": "a"}  # the drivers' own pool
     container = spec["containers"][0]
     assert container["image"] == "apache/spark:4.0.1"
     env = {e["name"]: e.get("value") for e in container.get("env", [])}

@@ -11,7 +11,8 @@ from sessionsched.config import KubernetesSection
 
 SETTINGS = KubernetesSection(namespace="spark", image="spark:4.0.1", upload_path="s3a://b/u",
                              service_account="drv", server_url="http://sched:6066",
-                             node_selector={"pool": "spark"})
+                             node_selector={"pool": "spark"},
+                             driver_node_selector={"pool": "drivers"})
 
 
 def confs(cmd: list[str]) -> dict[str, str]:
@@ -36,6 +37,7 @@ def test_python_app_ships_agent_and_script_and_names_the_script():
     assert c["spark.kubernetes.executor.label.sessionsched.io/queue"] == "root.etl"
     assert c["spark.kubernetes.driver.annotation.sessionsched.io/priority"] == "9000"
     assert c["spark.kubernetes.node.selector.pool"] == "spark"
+    assert c["spark.kubernetes.driver.node.selector.pool"] == "drivers"
     assert c["spark.kubernetes.driverEnv.SESSIONSCHED_SERVER"] == "http://sched:6066"
     assert c["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
     assert c["spark.kubernetes.submission.waitAppCompletion"] == "false"

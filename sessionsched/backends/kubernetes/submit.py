@@ -3,7 +3,7 @@
 
 What the backend adds to the app's properties (``Launch.conf`` and these win over the user's):
 
-* ``spark.kubernetes.namespace`` (the namespace the backend watches) and the node selector;
+* ``spark.kubernetes.namespace`` (the namespace the backend watches) and the node selectors;
 * labels on the driver and executor pods: ``sessionsched.io/app-id`` (the submission id: how
   a restarted scheduler finds its drivers), ``sessionsched.io/driver-in-cluster``, and the
   queue and priority at launch (also as driver annotations, which take any text);
@@ -79,6 +79,8 @@ def pod_conf(launch: Launch, settings: KubernetesSection) -> dict[str, str]:
         out[f"spark.kubernetes.driver.annotation.{LABEL_PRIORITY}"] = str(launch.priority)
     for k, v in settings.node_selector.items():
         out[f"spark.kubernetes.node.selector.{k}"] = v
+    for k, v in settings.driver_node_selector.items():
+        out[f"spark.kubernetes.driver.node.selector.{k}"] = v
     return out
 
 
