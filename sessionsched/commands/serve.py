@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..backends.base import BackendError
     from ..server.app import UnsafeListen, asgi, check_listen, create_app
+    from ..store import StoreUnavailable
 
     config = load_server_config(args.config)
     server = config.server.model_copy(
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     host = f"[{server.host}]" if ":" in server.host else server.host
     try:
         app = create_app(config, url=f"http://{host}:{server.port}")
-    except (BackendError, LookupError, ValueError) as e:
+    except (BackendError, LookupError, ValueError, StoreUnavailable) as e:
         raise UserError(f"cannot start: {e}") from None
     uvicorn.run(
         asgi(app),

@@ -1,9 +1,7 @@
 """Driver admission: which queued applications may launch their driver now.
 
-Order of pending apps inside a leaf queue (the sort key of ``pending_key``):
-  1. priority, highest first (``spark.ego.priority``; an update re-orders at once);
-  2. submission sequence, oldest first;
-  3. application id (never reached: sequences are unique; it keeps the order total).
+Order of pending apps inside a leaf queue: the engine's one rank (``rank``): 1. priority,
+highest first (an update re-orders at once); 2. submission sequence; 3. application id.
 
 A queue is strict head-of-line: if its head cannot start, nothing behind it in that queue does
 (a small late driver must not starve a big early one). Queues are independent tenants, so a
@@ -14,26 +12,27 @@ queues are fair). At each parent the child queue is chosen by:
   1. usage / weight, lowest first - usage is the cores of executors its apps hold or were
      granted plus the cores of their drivers (wherever a driver runs: a queue of client-mode
      drivers must not take every driver slot just because its usage in the cluster is zero);
-  2. the priority of the head the walk would pick inside that child, highest first;
-  3. that head's submission sequence, then its app id.
+  2. the rank of the head the walk would pick inside that child.
 
-Checks on a head, in order; the first that fails defers the queue with that reason:
-  1. ``max_running_apps`` of every queue on its path, root first;
-  2. ``stateaware``: fewer than ``starting_limit`` apps of the leaf are STARTING (YuniKorn's
-     StateAware: one app starting at a time, the next one only when it has an executor or its
-     ``starting_timeout`` passed);
-  3. driver room: a client-mode driver needs a free driver slot on the scheduler host; an
-     in-cluster driver needs its cores and memory free in the cluster now - not held or granted
-     to executors, and not promised to a ``reserve`` app (drivers wait for free cores like a
-     standalone master's waiting drivers; a reservation must not be eaten by another driver).
-     Under ``reserve`` check 4 covers the in-cluster driver instead;
-  4. ``reserve``: the driver (if in-cluster) plus ``reservation()`` executors fit in what is
-     left of the capacity after every admitted app's in-cluster driver and floor, and the
-     executors fit under ``max_cores`` of every queue on the path beside the floors already
-     there. Arbitration gives reserve floors before anything else, taking elastic executors
-     back, so every admitted app gets its first executors: no deadlock, and no StateAware
-     timeout stall behind a driver that pre-processes for long.
-``none`` runs checks 1 and 3 only: what stock Spark does.
+Checks on a head, in order; the first that fails defers the queue with that reason. Which checks
+a queue runs is its admission mode's row in ``ADMISSION_MODES``:
+  1. ``queue_limits``: ``max_running_apps`` of every queue on its path, root first;
+  2. ``starting_limit`` (``stateaware``): fewer than ``starting_limit`` apps of the leaf are
+     STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
+     has an executor or its ``starting_timeout`` passed);
+  3. ``driver_slot``: a client-mode driver needs a free driver slot on the scheduler host;
+  4. ``cluster_driver_room``: an in-cluster driver needs its cores and memory free in the
+     cluster now - not held or granted to executors, and not promised to a ``reserve`` app
+     (drivers wait for free cores like a standalone master's waiting drivers; a reservation
+     must not be eaten by another driver);
+  5. ``reserve_room`` (``reserve``, in place of 4): the driver (if in-cluster) plus
+     ``reservation()`` executors fit in what is left of the capacity after every admitted
+     app's in-cluster driver and floor, and the executors fit under ``max_cores`` of every
+     queue on the path beside the floors already there. Arbitration gives reserve floors
+     before anything else, taking elastic executors back, so every admitted app gets its first
+     executors: no deadlock, and no StateAware timeout stall behind a driver that
+     pre-processes for long.
+``none`` runs checks 1, 3 and 4 only: what stock Spark does.
 
 Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
 whose head fails at the start of the cycle is deferred for the whole cycle with that reason.
@@ -41,15 +40,13 @@ whose head fails at the start of the cycle is deferred for the whole cycle with 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..model import Admission, AppSpec, Queue, Resources
+from .books import AppRecord
+from .rank import Rank, rank
 from .tree import QueueTree
-
-
-def pending_key(priority: int, spec: AppSpec) -> tuple[int, int, str]:
-    return (-priority, spec.seq, spec.app_id)
 
 
 def reservation(spec: AppSpec) -> int:
@@ -62,7 +59,7 @@ def reservation(spec: AppSpec) -> int:
 
 def admitted_floor(spec: AppSpec, queue: Queue) -> int:
     """The floor an app has right after admission (``AppRecord.floor`` from then on)."""
-    n = reservation(spec) if queue.admission is Admission.RESERVE else spec.min_executors
+    n = reservation(spec) if mode_of(queue).reserves else spec.min_executors
     cap = spec.executor_cap
     return n if cap is None else min(n, cap)
 
@@ -101,34 +98,83 @@ class Plan:
     waiting: dict[str, str]  # leaf queue name -> why its head waits
 
 
-def _defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
-    q = view.queue
+Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], str | None]
+
+
+def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
     for node in path:
         limit = node.max_running_apps
         if limit is not None and room.admitted_in.get(node.name, 0) >= limit:
             return f"queue {node.name} runs {limit} apps (max_running_apps {limit})"
-    if q.admission is Admission.STATEAWARE and view.starting >= q.starting_limit:
+    return None
+
+
+def starting_limit(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                   room: Room) -> str | None:
+    q = view.queue
+    if view.starting >= q.starting_limit:
         return f"{view.starting} app(s) starting in {q.name} (starting_limit {q.starting_limit})"
-    if not head.driver_in_cluster:
-        if room.driver_slots_free < 1:
-            return "every driver slot is in use"
-    elif q.admission is not Admission.RESERVE and not head.driver.fits_in(room.free):
+    return None
+
+
+def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+    if not head.driver_in_cluster and room.driver_slots_free < 1:
+        return "every driver slot is in use"
+    return None
+
+
+def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                        room: Room) -> str | None:
+    if head.driver_in_cluster and not head.driver.fits_in(room.free):
         return (
             f"no room for the driver in the cluster (needs {head.driver.cores} cores/"
             f"{head.driver.mem_mib} MiB, free {room.free.cores}/{room.free.mem_mib})"
         )
-    if q.admission is Admission.RESERVE:
-        n = reservation(head)
-        if not _commitment(head).fits_in(room.uncommitted):
-            return f"no room to reserve the driver and {n} executor(s) beside the admitted apps"
-        cores = n * head.executor.cores
-        for node in path:
-            cap = node.max_cores
-            if cap is not None and room.floor_cores_in.get(node.name, 0) + cores > cap:
-                return (
-                    f"no room to reserve {n} executor(s) under queue {node.name} "
-                    f"(max_cores {cap})"
-                )
+    return None
+
+
+def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+    n = reservation(head)
+    if not _commitment(head).fits_in(room.uncommitted):
+        return f"no room to reserve the driver and {n} executor(s) beside the admitted apps"
+    cores = n * head.executor.cores
+    for node in path:
+        cap = node.max_cores
+        if cap is not None and room.floor_cores_in.get(node.name, 0) + cores > cap:
+            return f"no room to reserve {n} executor(s) under queue {node.name} (max_cores {cap})"
+    return None
+
+
+@dataclass(frozen=True)
+class AdmissionMode:
+    """What a leaf queue's admission mode checks, and what it promises an admitted app.
+
+    ``reserves``: an admitted app holds a reservation of ``reservation()`` executors until it
+    has them; arbitration serves it before anything else (its floor is *guaranteed*) and
+    ``free`` room for other drivers excludes it.
+    """
+
+    checks: tuple[Check, ...]
+    reserves: bool = False
+
+
+ADMISSION_MODES: dict[Admission, AdmissionMode] = {
+    Admission.STATEAWARE: AdmissionMode(
+        (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
+    Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),
+    Admission.NONE: AdmissionMode((queue_limits, driver_slot, cluster_driver_room)),
+}
+
+
+def mode_of(queue: Queue) -> AdmissionMode:
+    return ADMISSION_MODES[queue.admission]
+
+
+def _defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+    for check in mode_of(view.queue).checks:
+        reason = check(view, head, path, room)
+        if reason is not None:
+            return reason
     return None
 
 
@@ -156,10 +202,10 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room) -> Plan
 
     best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
 
-    def head_key(leaf: str) -> tuple[int, int, str]:
+    def head_key(leaf: str) -> Rank:
         view = views[leaf]
         head = view.pending[nxt[leaf]]
-        return (-view.priority_of[head.app_id], head.seq, head.app_id)
+        return rank(view.priority_of[head.app_id], head.seq, head.app_id)
 
     def child_key(name: str) -> tuple:
         share = room.usage_cores.get(name, 0.0) / tree.node[name].weight
@@ -200,7 +246,7 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     view.starting += 1
     floor = admitted_floor(head, view.queue)
     driver = head.driver if head.driver_in_cluster else Resources()
-    reserve = view.queue.admission is Admission.RESERVE
+    reserve = mode_of(view.queue).reserves
     for node in path:
         room.admitted_in[node.name] = room.admitted_in.get(node.name, 0) + 1
         room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores
@@ -212,3 +258,25 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     promised = head.executor.times(floor) if reserve else Resources()
     room.free = room.free - driver - promised
     room.uncommitted = room.uncommitted - driver - head.executor.times(floor)
+
+
+class PendingSpecs:
+    """A read-only sequence of AppSpec over a queue's sorted keys (no copy of 100k entries)."""
+
+    def __init__(self, keys: Sequence[Rank], apps: dict[str, AppRecord]):
+        self._keys = keys
+        self._apps = apps
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, i: int) -> AppSpec:
+        return self._apps[self._keys[i][2]].spec
+
+
+class PriorityOf:
+    def __init__(self, apps: dict[str, AppRecord]):
+        self._apps = apps
+
+    def __getitem__(self, app_id: str) -> int:
+        return self._apps[app_id].priority

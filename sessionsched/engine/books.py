@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..model import AppSpec, AppState, Executor
+from .rank import Rank, rank
 
 
 @dataclass
@@ -54,10 +55,9 @@ class AppRecord:
         return n if cap is None else min(n, cap)
 
     @property
-    def rank(self) -> tuple[int, int, str]:
-        """The engine's one order of apps: 1. priority, highest first; 2. submission sequence,
-        oldest first; 3. app id (never reached: sequences are unique)."""
-        return (-self.priority, self.spec.seq, self.spec.app_id)
+    def rank(self) -> Rank:
+        """Its place in the engine's one order of apps (``rank``)."""
+        return rank(self.priority, self.spec.seq, self.spec.app_id)
 
     @property
     def on_books(self) -> bool:

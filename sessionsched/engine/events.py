@@ -12,7 +12,7 @@ errors: a kill of an app that already ended does nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..model import AppSpec, AppState, Executor, Queue, ReclaimMode, Resources
 
@@ -56,8 +56,12 @@ class DriverStarted:
 
 @dataclass(frozen=True)
 class DriverExited:
+    """The driver is gone with this exit code. ``reason``: why, when the code alone would not
+    say (a launch that failed, a notebook gone silent); it becomes the app's reason."""
+
     app_id: str
     exit_code: int
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -170,9 +174,18 @@ class Reclaim:
 
 @dataclass(frozen=True)
 class MarkState:
+    """The app is now in ``state``, for ``reason``. It carries the facts that go with the
+    change, for whoever records it (they do not take part in comparing decisions): ``at``, when
+    (STARTING: the launch; terminal: the end); ``first_executor_at`` on RUNNING (None when the
+    starting timeout moved it on); ``exit_code`` on a terminal state (None: killed before its
+    driver reported one)."""
+
     app_id: str
     state: AppState
     reason: str
+    at: float = field(default=0.0, compare=False)
+    first_executor_at: float | None = field(default=None, compare=False)
+    exit_code: int | None = field(default=None, compare=False)
 
 
 Decision = LaunchDriver | StopDriver | SetTarget | Reclaim | MarkState

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..model import Policy, Resources
+from .rank import Rank, rank
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,8 @@ class Claim:
     guaranteed: bool = False
 
 
-def by_priority_then_seq(c: Claim) -> tuple[int, int, str]:
-    return (-c.priority, c.seq, c.app_id)
+def by_priority_then_seq(c: Claim) -> Rank:
+    return rank(c.priority, c.seq, c.app_id)
 
 
 def by_seq(c: Claim) -> tuple[int, str]:

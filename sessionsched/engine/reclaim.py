@@ -37,9 +37,45 @@ even if the need has gone meanwhile: it takes no new task since its order, so it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import heapq
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
-from ..model import Executor, ReclaimMode
+from sortedcontainers import SortedList
+
+from ..model import Executor, Queue, ReclaimMode, Resources
+from .books import AppRecord
+from .events import Decision, Reclaim
+from .grants import Grants
+from .rank import Rank
+
+
+@dataclass(frozen=True)
+class ReclaimRule:
+    """How a reclaim mode takes an executor back (the three modes in the module doc).
+
+    ``deadline(now, timeout)``: when the executor must be gone, as the order says (None: never
+    forced). ``kill_at_deadline``: the scheduler keeps the deadline and orders a kill of an
+    executor still there at it. ``idle_only``: only idle executors are victims, and an order
+    for one that got busy again is dropped (the agent skips it), so it is ordered again once
+    it is idle.
+    """
+
+    deadline: Callable[[float, float], float | None]
+    kill_at_deadline: bool = False
+    idle_only: bool = False
+
+
+RECLAIM_RULES: dict[ReclaimMode, ReclaimRule] = {
+    ReclaimMode.KILL: ReclaimRule(deadline=lambda now, timeout_s: now),
+    ReclaimMode.DECOMMISSION: ReclaimRule(deadline=lambda now, timeout_s: now + timeout_s,
+                                          kill_at_deadline=True),
+    ReclaimMode.IDLE: ReclaimRule(deadline=lambda now, timeout_s: None, idle_only=True),
+}
+
+
+def rule_of(queue: Queue) -> ReclaimRule:
+    return RECLAIM_RULES[queue.reclaim_mode]
 
 
 def victim_order(e: Executor) -> tuple[bool, float, str]:
@@ -57,16 +93,125 @@ def choose_victims(
     if surplus <= 0:
         return []
     candidates = [e for e in executors if e.executor_id not in reclaiming]
-    if mode is ReclaimMode.IDLE:
+    if RECLAIM_RULES[mode].idle_only:
         candidates = [e for e in candidates if e.idle]
     return sorted(candidates, key=victim_order)[:surplus]
 
 
 def deadline_for(mode: ReclaimMode, now: float, timeout_s: float) -> float | None:
     """When a reclaimed executor must be gone: now for KILL, now + timeout for DECOMMISSION."""
-    if mode is ReclaimMode.KILL:
-        return now
-    if mode is ReclaimMode.DECOMMISSION:
-        return now + timeout_s
-    return None
+    return RECLAIM_RULES[mode].deadline(now, timeout_s)
 
+
+def surplus(rec: AppRecord) -> int:
+    """Executors held above the target and not yet ordered back."""
+    return rec.held - len(rec.reclaiming) - rec.target
+
+
+def executors_changed(rec: AppRecord, queue: Queue) -> None:
+    """The app's executor list changed: orders for executors gone are settled, and under an
+    ``idle_only`` rule an order for an executor that got busy again is dropped."""
+    for eid in [e for e in rec.reclaiming if e not in rec.executors]:
+        del rec.reclaiming[eid]
+    if rule_of(queue).idle_only:
+        for eid in [e for e, d in rec.reclaiming.items() if d is None]:
+            if not rec.executors[eid].idle:
+                del rec.reclaiming[eid]
+
+
+class Reclaimer:
+    """Phase 6 of a step, and what it keeps between steps: the decommission deadlines (a heap
+    of ``(deadline, app, executor)``) and the admitted apps above their target, by rank
+    (taken from the lowest rank first), kept true by ``index`` after every change to an app.
+    """
+
+    def __init__(self) -> None:
+        self._deadlines: list[tuple[float, str, str]] = []
+        self._over: dict[str, Rank] = {}
+        self._over_ranked = SortedList()
+
+    def next_deadline(self) -> float | None:
+        return self._deadlines[0][0] if self._deadlines else None
+
+    def index(self, rec: AppRecord) -> None:
+        """Keep the apps-above-target index true for one app after a change to it."""
+        old = self._over.pop(rec.app_id, None)
+        if old is not None:
+            self._over_ranked.remove(old)
+        if rec.state.admitted and surplus(rec) > 0:
+            self._over[rec.app_id] = rec.rank
+            self._over_ranked.add(rec.rank)
+
+    def audit(self, recs: Iterable[AppRecord]) -> list[str]:
+        over = {r.app_id: r.rank for r in recs if r.state.admitted and surplus(r) > 0}
+        if self._over.keys() != over.keys() or list(self._over_ranked) != sorted(over.values()):
+            return [f"apps above their target {sorted(self._over)} != {sorted(over)}"]
+        return []
+
+    def step(
+        self, now: float, apps: Mapping[str, AppRecord], leaves: Mapping[str, Queue],
+        changed: Iterable[str], grants: Grants, capacity: Resources, out: list[Decision],
+    ) -> None:
+        """Deadline kills, then new orders driven by the deficit of the apps still short
+        (the module doc's rule). ``changed``: the apps changed this step; ``capacity``: what
+        executors may use; ``grants``: this step's grants (their running sums are read, and
+        rebased on what new orders will free)."""
+        late: dict[str, list[str]] = {}
+        while self._deadlines and self._deadlines[0][0] <= now:
+            deadline, app_id, eid = heapq.heappop(self._deadlines)
+            rec = apps.get(app_id)
+            if rec is None:  # forgotten since: it ended with its executors gone
+                continue
+            if rec.state.admitted and eid in rec.executors and rec.reclaiming.get(eid) == deadline:
+                late.setdefault(app_id, []).append(eid)
+        for app_id in changed:
+            self.index(apps[app_id])
+        victims = self._choose(apps, leaves, grants, capacity)
+        for app_id in sorted(late.keys() | victims.keys(), key=lambda a: apps[a].rank):
+            rec = apps[app_id]
+            if app_id in late:
+                for eid in late[app_id]:
+                    rec.reclaiming[eid] = None
+                out.append(Reclaim(app_id, tuple(sorted(late[app_id])), ReclaimMode.KILL, now))
+            chosen = victims.get(app_id)
+            if not chosen:
+                continue
+            queue = leaves[rec.spec.queue]
+            rule = rule_of(queue)
+            deadline = rule.deadline(now, queue.reclaim_timeout_s)
+            for e in chosen:
+                if rule.kill_at_deadline:
+                    rec.reclaiming[e.executor_id] = deadline
+                    heapq.heappush(self._deadlines, (deadline, app_id, e.executor_id))
+                else:
+                    rec.reclaiming[e.executor_id] = None
+            out.append(Reclaim(app_id, tuple(e.executor_id for e in chosen), queue.reclaim_mode,
+                               deadline))
+            grants.rebase(rec, rec.target)  # what its orders will free
+            self.index(rec)
+
+    def _choose(self, apps: Mapping[str, AppRecord], leaves: Mapping[str, Queue], g: Grants,
+                capacity: Resources) -> dict[str, list[Executor]]:
+        """app -> executors to order back this step. O(1) when nobody is short or the orders
+        already out cover the deficit."""
+        if not g.short:
+            return {}
+        need_cores = g.short_cores - (capacity.cores - g.cores) - g.freeing_cores
+        need_mem = g.short_mem_mib - (capacity.mem_mib - g.mem_mib) - g.freeing_mem_mib
+        out: dict[str, list[Executor]] = {}
+        for key in reversed(self._over_ranked):
+            if need_cores <= 0 and need_mem <= 0:
+                break
+            rec = apps[key[2]]
+            size = rec.spec.executor
+            mode = leaves[rec.spec.queue].reclaim_mode
+            chosen = []
+            for e in choose_victims(rec.executors.values(), rec.reclaiming, surplus(rec), mode):
+                if need_cores <= 0 and need_mem <= 0:
+                    break
+                chosen.append(e)
+                need_cores -= size.cores
+                need_mem -= size.mem_mib
+            if chosen:
+                out[rec.app_id] = chosen
+        return out

@@ -34,48 +34,30 @@ keeps the apps above their target in rank order, so it walks them only while the
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 
 from sortedcontainers import SortedList
 
 from ..model import (
-    Admission,
-    AppSpec,
     AppState,
-    Executor,
     Queue,
     QueueUsage,
-    ReclaimMode,
     Resources,
 )
-from . import admission, reclaim
-from .arbitration import Arbiter, Claim, compute_targets
+from . import admission, lifecycle, reclaim
+from .arbitration import Arbiter, Claim
 from .books import AppRecord, Ledger
 from .events import (
-    Adopted,
-    CapacityChanged,
     Decision,
-    DemandChanged,
-    DriverExited,
-    DriverStarted,
     Event,
-    ExecutorsChanged,
-    Forget,
-    KillRequested,
     LaunchDriver,
     MarkState,
-    PriorityChanged,
-    QueuesChanged,
-    Reclaim,
     SetTarget,
-    StopDriver,
-    Submitted,
-    Tick,
 )
 from .grants import Grants
 from .tree import QueueTree
 from .validate import check_events
+from .view import EngineView, ViewKeeper, touched_by
 
 __all__ = ["AppRecord", "Scheduler"]
 
@@ -88,9 +70,10 @@ class Scheduler:
     managed apps' executors and in-cluster drivers; ``driver_slots``: client-mode drivers the
     scheduler host may run at once. Both change by ``CapacityChanged``.
 
-    Read (never write) ``apps`` (app id -> ``AppRecord``), ``waiting`` (leaf queue -> why its
-    head waits, as of the last step), ``position()``, ``pending()``, ``usage()``,
-    ``next_wakeup()``; ``audit()`` checks the running totals against the books.
+    Outside the engine, read ``view()`` (a frozen ``EngineView``), never the books themselves;
+    ``next_wakeup()`` tells a driver of the engine when to step without news, and ``audit()``
+    checks the running totals against the books (tests). The engine's own tests read ``apps``
+    (app id -> ``AppRecord``), ``waiting``, ``position()``, ``pending()`` and ``usage()``.
     """
 
     def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4):
@@ -99,6 +82,7 @@ class Scheduler:
         self.apps: dict[str, AppRecord] = {}
         self.waiting: dict[str, str] = {}  # leaf queue -> why its head waits (last step)
         self._pending: dict[str, SortedList] = {}
+        self._views = ViewKeeper()
         self._set_tree(root)
         # On the books: STARTING/RUNNING, or ended and still holding executors.
         self._admitted: dict[str, AppRecord] = {}
@@ -106,16 +90,13 @@ class Scheduler:
         self._ledger = Ledger()
         self._arbiter = Arbiter()
         self._grants = Grants()
-        self._deadlines: list[tuple[float, str, str]] = []  # (kill deadline, app, executor) heap
-        # Admitted apps holding more than their target and not yet ordered to give it back:
-        # app -> rank, and the ranks in order (reclaim takes from the lowest rank first).
-        self._over: dict[str, tuple[int, int, str]] = {}
-        self._over_ranked = SortedList()
+        self._reclaimer = reclaim.Reclaimer()
         self._claimed: dict[str, tuple] = {}  # app -> what its claim was built from
         self._dirty: set[str] = set()  # changed since the totals were last brought up to date
         self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
 
     def _set_tree(self, root: Queue) -> None:
+        self._views.touch_all()
         self.root = root
         self._tree = QueueTree(root)
         self._leaves = {name: self._tree.node[name] for name in self._tree.leaves}
@@ -126,6 +107,12 @@ class Scheduler:
 
     # --- reading the books ----------------------------------------------------------------
 
+    def view(self) -> EngineView:
+        """The books as they stand, frozen (``view``): what everyone outside the engine reads.
+        The same object again while nothing changed."""
+        return self._views.take(self.root, self.capacity, self.driver_slots, self.apps,
+                                self._pending, self.waiting, self.usage)
+
     def queue(self, name: str) -> Queue:
         return self._leaves[name]
 
@@ -134,7 +121,7 @@ class Scheduler:
         rec = self.apps.get(app_id)
         if rec is None or rec.state is not AppState.ACCEPTED:
             return None
-        return self._pending[rec.spec.queue].index(self._key(rec)) + 1
+        return self._pending[rec.spec.queue].index(rec.rank) + 1
 
     def pending(self, queue: str) -> list[str]:
         """Queued app ids of a leaf queue, head first."""
@@ -165,51 +152,16 @@ class Scheduler:
             r.launched_at + self._leaves[r.spec.queue].starting_timeout_s
             for r in self._starting.values()
         ]
-        if self._deadlines:
-            times.append(self._deadlines[0][0])
+        deadline = self._reclaimer.next_deadline()
+        if deadline is not None:
+            times.append(deadline)
         return min(times, default=None)
 
     def audit(self) -> list[str]:
-        """Check the running totals against the books, from scratch: every total recounted,
-        every target recomputed by ``arbitration.compute_targets``, every grant base summed
-        again, every queue listing rebuilt. Returns the differences (empty when all is true).
-        O(apps): for tests and debugging, not for every cycle."""
-        problems = []
-        recs = list(self.apps.values())
-        total = Ledger.recount((r, self._guaranteed(r)) for r in recs)
-        if total != self._ledger.total:
-            problems.append(f"totals {self._ledger.total} != recount {total}")
-        for leaf in self._leaves:
-            t = Ledger.recount((r, self._guaranteed(r)) for r in recs if r.spec.queue == leaf)
-            if t != self._ledger.leaf(leaf):
-                problems.append(f"totals of {leaf} {self._ledger.leaf(leaf)} != recount {t}")
-        live = [r for r in recs if r.state.admitted]
-        claims = [self._claim(r) for r in live]
-        fresh = compute_targets(self.root, self._executor_capacity(), claims)
-        for r in live:
-            if fresh[r.app_id] != r.target:
-                problems.append(f"{r.app_id}: target {r.target}, from scratch {fresh[r.app_id]}")
-        base = Grants()
-        for r in recs:
-            base.rebase(r, r.target)
-        if base.sums() != self._grants.sums():
-            problems.append(f"grant sums {self._grants.sums()} != recount {base.sums()}")
-        over = {r.app_id for r in recs if r.state.admitted and self._surplus(r) > 0}
-        if set(self._over) != over or list(self._over_ranked) != sorted(
-            self.apps[a].rank for a in over
-        ):
-            problems.append(f"apps above their target {sorted(self._over)} != {sorted(over)}")
-        if set(self._admitted) != {r.app_id for r in recs if r.on_books}:
-            problems.append("the set of apps on the books is wrong")
-        if set(self._starting) != {r.app_id for r in recs if r.state is AppState.STARTING}:
-            problems.append("the set of starting apps is wrong")
-        for leaf, pend in self._pending.items():
-            queued = sorted(
-                self._key(r) for r in recs if r.spec.queue == leaf and r.state is AppState.ACCEPTED
-            )
-            if list(pend) != queued:
-                problems.append(f"queue {leaf} lists {len(pend)} apps, the books {len(queued)}")
-        return problems
+        """Check the running totals against the books, from scratch (``audit.audit``)."""
+        from .audit import audit
+
+        return audit(self)
 
     # --- the step -------------------------------------------------------------------------
 
@@ -228,130 +180,13 @@ class Scheduler:
         self._reclaim(now, changed, out)
         self._touched = set()
         self._sync()
+        self._views.touch(touched_by(events, out))
         return out
 
     # 1. events
 
     def _apply(self, now: float, ev: Event, out: list[Decision]) -> None:
-        if isinstance(ev, Submitted):
-            rec = AppRecord(spec=ev.spec, priority=ev.spec.priority)
-            self.apps[rec.app_id] = rec
-            self._pending[rec.spec.queue].add(self._key(rec))
-            return
-        if isinstance(ev, Adopted):
-            self._adopt(ev)
-            return
-        if isinstance(ev, CapacityChanged):
-            self.capacity = ev.capacity
-            if ev.driver_slots is not None:
-                self.driver_slots = ev.driver_slots
-            return
-        if isinstance(ev, QueuesChanged):
-            self._set_tree(ev.root)
-            self._dirty.update(self._admitted)  # a queue's admission mode decides what is promised
-            return
-        if isinstance(ev, Tick):
-            return
-        rec = self.apps[ev.app_id]
-        if isinstance(ev, Forget):
-            self._forget(rec)
-            return
-        if isinstance(ev, PriorityChanged):
-            self._set_priority(rec, ev.priority)
-        elif isinstance(ev, KillRequested):
-            self._kill(now, rec, out)
-        elif isinstance(ev, DriverStarted):
-            rec.spark_app_id = ev.spark_app_id or rec.spark_app_id
-        elif isinstance(ev, DriverExited):
-            self._driver_exited(now, rec, ev.exit_code, out)
-        elif isinstance(ev, ExecutorsChanged):
-            self._executors_changed(now, rec, ev.executors, out)
-        elif isinstance(ev, DemandChanged):
-            rec.demand = ev.demand
-            self._dirty.add(rec.app_id)
-
-    def _adopt(self, ev: Adopted) -> None:
-        """An app launched before a restart: back on the books without launching it again.
-        A ``reserve`` app that had no executor yet gets its reservation back."""
-        rec = AppRecord(spec=ev.spec, priority=ev.priority, state=ev.state)
-        rec.launched_at = ev.launched_at
-        rec.first_executor_at = ev.first_executor_at
-        reserve = self._leaves[ev.spec.queue].admission is Admission.RESERVE
-        if reserve and ev.first_executor_at is None:
-            rec.reserved = admission.reservation(ev.spec)
-        self.apps[rec.app_id] = rec
-        if rec.state is AppState.STARTING:
-            self._starting[rec.app_id] = rec
-        self._dirty.add(rec.app_id)
-
-    def _forget(self, rec: AppRecord) -> None:
-        """Drop an ended app without executors (``validate`` made sure) from the books and
-        from every running total it may still be in: it may have ended earlier in this very
-        batch, before ``_sync`` took it out."""
-        app_id = rec.app_id
-        del self.apps[app_id]
-        self._dirty.discard(app_id)
-        self._touched.discard(app_id)
-        self._ledger.refresh(rec, False)  # not on the books: takes its last contribution out
-        self._admitted.pop(app_id, None)
-        self._starting.pop(app_id, None)
-        if self._claimed.pop(app_id, None) is not None:
-            self._arbiter.drop(app_id)
-        self._grants.rebase(rec, 0)
-        self._index_over(rec)
-        # Its decommission deadlines stay in the heap; ``_reclaim`` skips unknown apps.
-
-    def _set_priority(self, rec: AppRecord, priority: int) -> None:
-        if rec.state is AppState.ACCEPTED:
-            pend = self._pending[rec.spec.queue]
-            pend.remove(self._key(rec))
-            rec.priority = priority
-            pend.add(self._key(rec))
-        else:
-            rec.priority = priority
-        self._dirty.add(rec.app_id)
-
-    def _kill(self, now: float, rec: AppRecord, out: list[Decision]) -> None:
-        if rec.state.terminal:
-            return
-        if rec.state is AppState.ACCEPTED:
-            self._pending[rec.spec.queue].remove(self._key(rec))
-        else:
-            out.append(StopDriver(rec.app_id))
-        self._mark(now, rec, AppState.KILLED, "killed on request", out)
-
-    def _driver_exited(self, now: float, rec: AppRecord, code: int, out: list[Decision]) -> None:
-        rec.exit_code = code
-        if rec.state is AppState.ACCEPTED:  # a driver that was never ours to launch
-            self._pending[rec.spec.queue].remove(self._key(rec))
-        # A driver's executors die with it.
-        rec.executors = {}
-        rec.reclaiming.clear()
-        rec.demand = 0
-        if not rec.state.terminal:
-            state = AppState.FINISHED if code == 0 else AppState.FAILED
-            self._mark(now, rec, state, f"driver exited with code {code}", out)
-        self._dirty.add(rec.app_id)
-
-    def _executors_changed(
-        self, now: float, rec: AppRecord, executors: tuple[Executor, ...], out: list[Decision]
-    ) -> None:
-        rec.executors = {e.executor_id: e for e in executors}
-        for eid in [e for e in rec.reclaiming if e not in rec.executors]:
-            del rec.reclaiming[eid]
-        if self._leaves[rec.spec.queue].reclaim_mode is ReclaimMode.IDLE:
-            # The agent skips an idle-only order for an executor that got busy again: forget
-            # the order, so the executor is ordered again once it is idle.
-            for eid in [e for e, d in rec.reclaiming.items() if d is None]:
-                if not rec.executors[eid].idle:
-                    del rec.reclaiming[eid]
-        if rec.reserved and rec.held >= rec.reserved:
-            rec.reserved = 0
-        if executors and rec.first_executor_at is None:
-            rec.first_executor_at = now
-        if executors and rec.state is AppState.STARTING:
-            self._mark(now, rec, AppState.RUNNING, "first executor registered", out)
-        self._dirty.add(rec.app_id)
+        lifecycle.ON_EVENT[type(ev)](self, now, ev, out)
 
     def _mark(
         self, now: float, rec: AppRecord, state: AppState, why: str, out: list[Decision]
@@ -367,7 +202,11 @@ class Scheduler:
             rec.target = rec.grant = 0
             rec.reserved = 0
         self._dirty.add(rec.app_id)
-        out.append(MarkState(rec.app_id, state, why))
+        out.append(MarkState(
+            rec.app_id, state, why, at=now,
+            first_executor_at=rec.first_executor_at if state is AppState.RUNNING else None,
+            exit_code=rec.exit_code if state.terminal else None,
+        ))
 
     # 2. StateAware fallback
 
@@ -387,8 +226,8 @@ class Scheduler:
         views = [
             admission.LeafView(
                 queue=self._leaves[name],
-                pending=_PendingSpecs(pend, self.apps),
-                priority_of=_PriorityOf(self.apps),
+                pending=admission.PendingSpecs(pend, self.apps),
+                priority_of=admission.PriorityOf(self.apps),
                 starting=self._ledger.leaf(name).starting,
             )
             for name, pend in self._pending.items()
@@ -401,9 +240,10 @@ class Scheduler:
         self.waiting = plan.waiting
         for app_id in plan.admit:
             rec = self.apps[app_id]
-            self._pending[rec.spec.queue].remove(self._key(rec))
+            self._pending[rec.spec.queue].remove(rec.rank)
+            self._views.touch_queue(rec.spec.queue)
             rec.launched_at = now
-            if self._leaves[rec.spec.queue].admission is Admission.RESERVE:
+            if admission.mode_of(self._leaves[rec.spec.queue]).reserves:
                 rec.reserved = admission.reservation(rec.spec)
             out.append(LaunchDriver(app_id))
             self._mark(now, rec, AppState.STARTING, "driver launched", out)
@@ -451,7 +291,7 @@ class Scheduler:
 
     def _guaranteed(self, rec: AppRecord) -> bool:
         leaf = self._leaves.get(rec.spec.queue)
-        return leaf is not None and leaf.admission is Admission.RESERVE
+        return leaf is not None and admission.mode_of(leaf).reserves
 
     def _grant(self, changed: list[str], out: list[Decision]) -> None:
         targets = self._arbiter.targets
@@ -472,93 +312,11 @@ class Scheduler:
                 self._grants.rebase(rec, t)
                 self._dirty.add(app_id)
 
-    # 6. reclaim
+    # 6. reclaim (``reclaim.Reclaimer.step``)
 
     def _reclaim(self, now: float, changed: list[str], out: list[Decision]) -> None:
-        """Deadline kills, then new orders driven by the deficit of the apps still short.
-
-        Executors above an app's target are only taken back as far as another app needs them:
-        need = deficit (target - grant, summed over the short apps) - free capacity left after
-        grants - what the orders already out will free. While need > 0 (in cores or in
-        memory), victims are taken from the apps above their target, lowest rank first
-        (1. lowest priority; 2. most recent submission; 3. app id, reversed), inside an app in
-        ``reclaim.victim_order`` up to its surplus (only idle ones under ``IDLE``).
-        """
-        late: dict[str, list[str]] = {}
-        while self._deadlines and self._deadlines[0][0] <= now:
-            deadline, app_id, eid = heapq.heappop(self._deadlines)
-            rec = self.apps.get(app_id)
-            if rec is None:  # forgotten since: it ended with its executors gone
-                continue
-            if rec.state.admitted and eid in rec.executors and rec.reclaiming.get(eid) == deadline:
-                late.setdefault(app_id, []).append(eid)
-        for app_id in self._touched.union(changed):
-            self._index_over(self.apps[app_id])
-        victims = self._choose_victims()
-        for app_id in sorted(late.keys() | victims.keys(), key=lambda a: self.apps[a].rank):
-            rec = self.apps[app_id]
-            if app_id in late:
-                for eid in late[app_id]:
-                    rec.reclaiming[eid] = None
-                out.append(Reclaim(app_id, tuple(sorted(late[app_id])), ReclaimMode.KILL, now))
-            chosen = victims.get(app_id)
-            if not chosen:
-                continue
-            queue = self._leaves[rec.spec.queue]
-            mode = queue.reclaim_mode
-            deadline = reclaim.deadline_for(mode, now, queue.reclaim_timeout_s)
-            for e in chosen:
-                if mode is ReclaimMode.DECOMMISSION:
-                    rec.reclaiming[e.executor_id] = deadline
-                    heapq.heappush(self._deadlines, (deadline, app_id, e.executor_id))
-                else:
-                    rec.reclaiming[e.executor_id] = None
-            out.append(Reclaim(app_id, tuple(e.executor_id for e in chosen), mode, deadline))
-            self._grants.rebase(rec, rec.target)  # what its orders will free
-            self._index_over(rec)
-
-    def _choose_victims(self) -> dict[str, list[Executor]]:
-        """app -> executors to order back this step (``_reclaim``'s rule). O(1) when nobody is
-        short or the orders already out cover the deficit."""
-        g = self._grants
-        if not g.short:
-            return {}
-        cap = self._executor_capacity()
-        need_cores = g.short_cores - (cap.cores - g.cores) - g.freeing_cores
-        need_mem = g.short_mem_mib - (cap.mem_mib - g.mem_mib) - g.freeing_mem_mib
-        out: dict[str, list[Executor]] = {}
-        for key in reversed(self._over_ranked):
-            if need_cores <= 0 and need_mem <= 0:
-                break
-            rec = self.apps[key[2]]
-            size = rec.spec.executor
-            mode = self._leaves[rec.spec.queue].reclaim_mode
-            chosen = []
-            for e in reclaim.choose_victims(
-                rec.executors.values(), rec.reclaiming, self._surplus(rec), mode
-            ):
-                if need_cores <= 0 and need_mem <= 0:
-                    break
-                chosen.append(e)
-                need_cores -= size.cores
-                need_mem -= size.mem_mib
-            if chosen:
-                out[rec.app_id] = chosen
-        return out
-
-    @staticmethod
-    def _surplus(rec: AppRecord) -> int:
-        """Executors held above the target and not yet ordered back."""
-        return rec.held - len(rec.reclaiming) - rec.target
-
-    def _index_over(self, rec: AppRecord) -> None:
-        """Keep ``_over`` true for one app after a change to it."""
-        old = self._over.pop(rec.app_id, None)
-        if old is not None:
-            self._over_ranked.remove(old)
-        if rec.state.admitted and self._surplus(rec) > 0:
-            self._over[rec.app_id] = rec.rank
-            self._over_ranked.add(rec.rank)
+        self._reclaimer.step(now, self.apps, self._leaves, self._touched.union(changed),
+                             self._grants, self._executor_capacity(), out)
 
     # --- keeping the totals true ----------------------------------------------------------
 
@@ -586,29 +344,3 @@ class Scheduler:
     def _occupied_leaves(self) -> set[str]:
         held = {name for name, pend in self._pending.items() if pend}
         return held | {rec.spec.queue for rec in self._admitted.values()}
-
-    @staticmethod
-    def _key(rec: AppRecord) -> tuple[int, int, str]:
-        return admission.pending_key(rec.priority, rec.spec)
-
-
-class _PendingSpecs:
-    """A read-only sequence of AppSpec over a queue's sorted keys (no copy of 100k entries)."""
-
-    def __init__(self, keys: SortedList, apps: dict[str, AppRecord]):
-        self._keys = keys
-        self._apps = apps
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __getitem__(self, i: int) -> AppSpec:
-        return self._apps[self._keys[i][2]].spec
-
-
-class _PriorityOf:
-    def __init__(self, apps: dict[str, AppRecord]):
-        self._apps = apps
-
-    def __getitem__(self, app_id: str) -> int:
-        return self._apps[app_id].priority

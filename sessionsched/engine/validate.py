@@ -14,6 +14,7 @@ an app the engine was told to ``Forget`` are about an unknown app: refused like 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..model import PRIORITY_MAX, PRIORITY_MIN, AppSpec, AppState, Queue, Resources
 from .books import AppRecord
@@ -30,15 +31,6 @@ from .events import (
     QueuesChanged,
     Submitted,
     Tick,
-)
-
-_APP_EVENTS = (
-    PriorityChanged,
-    KillRequested,
-    DriverStarted,
-    DriverExited,
-    ExecutorsChanged,
-    DemandChanged,
 )
 
 
@@ -102,6 +94,141 @@ def spec_problem(spec: object, leaves: Iterable[str]) -> str | None:
     return None
 
 
+class _Batch:
+    """The books as the events checked so far would leave them: apps added (None: forgotten)
+    and their queues, apps ended, whether apps hold executors, the leaf queues in force."""
+
+    def __init__(self, apps: Mapping[str, AppRecord], leaves: Iterable[str],
+                 occupied: Callable[[], set[str]]):
+        self.apps = apps
+        self.leaves = set(leaves)
+        self.occupied = occupied
+        self.state_of: dict[str, AppState | None] = {}
+        self.queue_of: dict[str, str] = {}
+        self.ended: set[str] = set()
+        self.holds: dict[str, bool] = {}
+
+    def state(self, app_id: str) -> AppState | None:
+        if app_id in self.state_of:
+            return self.state_of[app_id]
+        rec = self.apps.get(app_id)
+        return rec.state if rec is not None else None
+
+    # One checker per event type: the problem (None: fine), and the batch's books updated.
+
+    def submitted(self, ev: Submitted | Adopted) -> str | None:
+        problem = spec_problem(ev.spec, self.leaves)
+        if problem is None and self.state(ev.spec.app_id) is not None:
+            problem = "already submitted"
+        if problem is None and isinstance(ev, Adopted):
+            if ev.state not in (AppState.STARTING, AppState.RUNNING):
+                problem = f"an adopted app must be STARTING or RUNNING, not {ev.state}"
+            else:
+                problem = _priority_problem(ev.priority)
+        if problem is None:
+            self.state_of[ev.spec.app_id] = (
+                ev.state if isinstance(ev, Adopted) else AppState.ACCEPTED)
+            self.queue_of[ev.spec.app_id] = ev.spec.queue
+            self.holds[ev.spec.app_id] = False  # a new app (even under a forgotten one's id)
+        return problem
+
+    def about_app(self, ev: object) -> str | None:
+        """Events about one known app."""
+        app_id = ev.app_id  # type: ignore[attr-defined]
+        current = self.state(app_id)
+        if current is None:
+            return "unknown app"
+        problem = _APP_EVENT_PROBLEMS[type(ev)](ev, current)
+        if problem is not None:
+            return problem
+        if isinstance(ev, KillRequested | DriverExited):
+            if isinstance(ev, KillRequested) and current is AppState.ACCEPTED:
+                self.state_of[app_id] = AppState.KILLED
+            self.ended.add(app_id)
+        if isinstance(ev, DriverExited):
+            self.holds[app_id] = False  # a driver's executors die with it
+        elif isinstance(ev, ExecutorsChanged):
+            self.holds[app_id] = bool(ev.executors)
+        return None
+
+    def forget(self, ev: Forget) -> str | None:
+        current = self.state(ev.app_id)
+        if current is None:
+            return "unknown app"
+        if not current.terminal and ev.app_id not in self.ended:
+            return f"app is {current.value}, not ended: only an ended app may be forgotten"
+        rec = self.apps.get(ev.app_id)
+        held = (self.holds[ev.app_id] if ev.app_id in self.holds
+                else rec is not None and bool(rec.executors))
+        if held:
+            return "app still holds executors on the books: forget it once they are gone"
+        self.state_of[ev.app_id] = None
+        self.queue_of.pop(ev.app_id, None)
+        self.ended.discard(ev.app_id)
+        self.holds.pop(ev.app_id, None)
+        return None
+
+    def capacity_changed(self, ev: CapacityChanged) -> str | None:
+        problem = _resources_problem("capacity", ev.capacity, 0)
+        if problem is None and ev.driver_slots is not None and (
+            not _whole(ev.driver_slots) or ev.driver_slots < 0
+        ):
+            problem = f"driver_slots {ev.driver_slots!r} is not a whole number >= 0"
+        return problem
+
+    def queues_changed(self, ev: QueuesChanged) -> str | None:
+        if not isinstance(ev.root, Queue):
+            return "root must be a Queue"
+        new = {q.name for q in ev.root.leaves()}
+        batch = {self.queue_of[a] for a, s in self.state_of.items()
+                 if s is not None and not s.terminal}
+        lost = sorted((self.occupied() | batch) - new)
+        if lost:
+            return f"queues still hold apps and cannot be removed: {', '.join(lost)}"
+        self.leaves = new
+        return None
+
+    def tick(self, ev: Tick) -> str | None:
+        return None
+
+
+def _executors_problem(ev: ExecutorsChanged, current: AppState) -> str | None:
+    ids = [getattr(e, "executor_id", None) for e in ev.executors]
+    if current is AppState.ACCEPTED and ids:
+        return "executors reported for an app whose driver was never launched"
+    if len(set(ids)) != len(ids):
+        return "the same executor id is listed twice"
+    return None
+
+
+def _no_problem(ev: object, current: AppState) -> str | None:
+    return None
+
+
+# What can be wrong with an event about a known app, besides the app (current: its state).
+_APP_EVENT_PROBLEMS: dict[type, Callable[[Any, AppState], str | None]] = {
+    PriorityChanged: lambda ev, current: _priority_problem(ev.priority),
+    KillRequested: _no_problem,
+    DriverStarted: _no_problem,
+    DriverExited: lambda ev, current: (
+        None if _whole(ev.exit_code) else f"exit code {ev.exit_code!r} is not a whole number"),
+    ExecutorsChanged: _executors_problem,
+    DemandChanged: lambda ev, current: (
+        None if _whole(ev.demand) and ev.demand >= 0
+        else f"demand {ev.demand!r} is not a whole number >= 0"),
+}
+
+_CHECKS: dict[type, Callable[[_Batch, Any], str | None]] = {
+    Submitted: _Batch.submitted,
+    Adopted: _Batch.submitted,
+    Forget: _Batch.forget,
+    CapacityChanged: _Batch.capacity_changed,
+    QueuesChanged: _Batch.queues_changed,
+    Tick: _Batch.tick,
+    **{t: _Batch.about_app for t in _APP_EVENT_PROBLEMS},
+}
+
+
 def check_events(
     events: Iterable[object],
     apps: Mapping[str, AppRecord],
@@ -113,103 +240,13 @@ def check_events(
     ``occupied()`` names the leaf queues that hold apps (queued, running, or ended but still
     holding executors); a new queue tree must keep each of them as a leaf.
     """
-    leaf_set = set(leaves)
-    state_of: dict[str, AppState | None] = {}  # apps added (None: forgotten) by this batch
-    queue_of: dict[str, str] = {}
-    # What Forget needs of the batch so far: apps it ended, and whether apps hold executors.
-    ended: set[str] = set()
-    holds: dict[str, bool] = {}
-
-    def state(app_id: str) -> AppState | None:
-        if app_id in state_of:
-            return state_of[app_id]
-        rec = apps.get(app_id)
-        return rec.state if rec is not None else None
-
-    def forget_problem(app_id: str, current: AppState | None) -> str | None:
-        if current is None:
-            return "unknown app"
-        if not current.terminal and app_id not in ended:
-            return f"app is {current.value}, not ended: only an ended app may be forgotten"
-        rec = apps.get(app_id)
-        held = holds[app_id] if app_id in holds else rec is not None and bool(rec.executors)
-        if held:
-            return "app still holds executors on the books: forget it once they are gone"
-        return None
-
+    batch = _Batch(apps, leaves, occupied)
     for i, ev in enumerate(events):
-        name = type(ev).__name__
-        problem: str | None = None
-        subject = ""
-        if isinstance(ev, (Submitted, Adopted)):
-            subject = getattr(ev.spec, "app_id", "")
-            problem = spec_problem(ev.spec, leaf_set)
-            if problem is None and state(ev.spec.app_id) is not None:
-                problem = "already submitted"
-            if problem is None and isinstance(ev, Adopted):
-                if ev.state not in (AppState.STARTING, AppState.RUNNING):
-                    problem = f"an adopted app must be STARTING or RUNNING, not {ev.state}"
-                else:
-                    problem = _priority_problem(ev.priority)
-            if problem is None:
-                adopted = isinstance(ev, Adopted)
-                state_of[ev.spec.app_id] = ev.state if adopted else AppState.ACCEPTED
-                queue_of[ev.spec.app_id] = ev.spec.queue
-                holds[ev.spec.app_id] = False  # a new app (even under a forgotten one's id)
-        elif isinstance(ev, _APP_EVENTS):
-            subject = ev.app_id
-            current = state(ev.app_id)
-            if current is None:
-                problem = "unknown app"
-            elif isinstance(ev, PriorityChanged):
-                problem = _priority_problem(ev.priority)
-            elif isinstance(ev, DemandChanged) and (not _whole(ev.demand) or ev.demand < 0):
-                problem = f"demand {ev.demand!r} is not a whole number >= 0"
-            elif isinstance(ev, DriverExited) and not _whole(ev.exit_code):
-                problem = f"exit code {ev.exit_code!r} is not a whole number"
-            elif isinstance(ev, ExecutorsChanged):
-                ids = [getattr(e, "executor_id", None) for e in ev.executors]
-                if current is AppState.ACCEPTED and ids:
-                    problem = "executors reported for an app whose driver was never launched"
-                elif len(set(ids)) != len(ids):
-                    problem = "the same executor id is listed twice"
-            if isinstance(ev, KillRequested) and current is AppState.ACCEPTED:
-                state_of[ev.app_id] = AppState.KILLED
-            if problem is None and isinstance(ev, KillRequested | DriverExited):
-                ended.add(ev.app_id)
-            if problem is None and isinstance(ev, DriverExited):
-                holds[ev.app_id] = False  # a driver's executors die with it
-            elif problem is None and isinstance(ev, ExecutorsChanged):
-                holds[ev.app_id] = bool(ev.executors)
-        elif isinstance(ev, Forget):
-            subject = ev.app_id
-            problem = forget_problem(ev.app_id, state(ev.app_id))
-            if problem is None:
-                state_of[ev.app_id] = None
-                queue_of.pop(ev.app_id, None)
-                ended.discard(ev.app_id)
-                holds.pop(ev.app_id, None)
-        elif isinstance(ev, CapacityChanged):
-            problem = _resources_problem("capacity", ev.capacity, 0)
-            if problem is None and ev.driver_slots is not None and (
-                not _whole(ev.driver_slots) or ev.driver_slots < 0
-            ):
-                problem = f"driver_slots {ev.driver_slots!r} is not a whole number >= 0"
-        elif isinstance(ev, QueuesChanged):
-            if not isinstance(ev.root, Queue):
-                problem = "root must be a Queue"
-            else:
-                new = {q.name for q in ev.root.leaves()}
-                batch = {queue_of[a] for a, s in state_of.items()
-                         if s is not None and not s.terminal}
-                lost = sorted((occupied() | batch) - new)
-                if lost:
-                    problem = f"queues still hold apps and cannot be removed: {', '.join(lost)}"
-                else:
-                    leaf_set = new
-        elif not isinstance(ev, Tick):
-            problem = "not an event"
+        check = _CHECKS.get(type(ev))
+        problem = "not an event" if check is None else check(batch, ev)
         if problem is not None:
+            spec = getattr(ev, "spec", None)
+            subject = getattr(ev, "app_id", None) or getattr(spec, "app_id", "")
+            name = type(ev).__name__
             what = f"{name} {subject}".strip() if subject else name
             raise EventError(f"event {i} ({what}): {problem}", i, ev)
-

@@ -67,10 +67,10 @@ async def _wait(future, timeout_s: float, what: str):
 
 
 def _out(service: Service, app_id: str) -> AppOut:
-    snap = service.snapshot(app_id)
-    if snap is None:
+    app = service.app(app_id)
+    if app is None:
         raise HTTPException(404, f"no app {app_id!r}")
-    return app_out(**snap)
+    return app_out(app)
 
 
 def _sender(request: Request) -> str:
@@ -93,8 +93,7 @@ def _call(fn, *args, **kwargs):
 @router.get("/api/v1/queues", response_model=list[QueueOut])
 def queues(service: ServiceDep):
     out = []
-    for row in service.queue_rows():
-        q, u = row["queue"], row["usage"]
+    for q, u, waiting in service.view.queue_rows():
         out.append(QueueOut(
             name=q.name, admission=q.admission.value, policy=q.policy.value, weight=q.weight,
             min_share=q.min_share_cores, max_cores=q.max_cores,
@@ -102,17 +101,18 @@ def queues(service: ServiceDep):
             starting_timeout=q.starting_timeout_s, reclaim_timeout=q.reclaim_timeout_s,
             pending=u.pending if u else 0, starting=u.starting if u else 0,
             running=u.running if u else 0, executor_cores=u.executor_cores if u else 0,
-            demand_cores=u.demand_cores if u else 0, waiting_reason=row["waiting"],
+            demand_cores=u.demand_cores if u else 0, waiting_reason=waiting,
         ))
     return out
 
 
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
 def list_apps(service: ServiceDep, queue: str | None = None, state: str | None = None):
+    view = service.view
     leaf = None
     if queue:
         try:
-            leaf = resolve_queue(service.engine.root, queue).name
+            leaf = resolve_queue(view.engine.root, queue).name
         except LookupError as e:
             raise HTTPException(400, str(e)) from None
     wanted = None
@@ -122,7 +122,7 @@ def list_apps(service: ServiceDep, queue: str | None = None, state: str | None =
         except ValueError:
             names = ", ".join(s.value for s in AppState)
             raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
-    return [app_out(**snap) for snap in service.snapshots(leaf, wanted)]
+    return [app_out(app) for app in view.apps(leaf, wanted)]
 
 
 @router.post("/api/v1/apps", status_code=201, response_model=AppOut,
@@ -212,7 +212,7 @@ async def stop_session(app_id: str, service: ServiceDep, body: StopIn | None = N
 @router.post("/api/v1/agent/register", response_model=AgentReply,
              responses=error_responses(404, 422))
 def agent_register(body: AgentRegister, service: ServiceDep):
-    return _call(service.agent_register, body.app_id, body.spark_app_id, body.control,
+    return _call(service.desk.register, body.app_id, body.spark_app_id, body.control,
                  body.reason, body.pid, body.spark_version)
 
 
@@ -220,7 +220,7 @@ def agent_register(body: AgentRegister, service: ServiceDep):
              responses=error_responses(404, 422))
 def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep):
     executors = [Executor(e.id, e.started_at, e.idle) for e in body.executors]
-    return _call(service.agent_heartbeat, body.app_id, body.demand, executors, body.control)
+    return _call(service.desk.heartbeat, body.app_id, body.demand, executors, body.control)
 
 
 # --- health and metrics -----------------------------------------------------------------------
@@ -228,7 +228,11 @@ def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep):
 
 @router.get("/api/v1/health", response_model=HealthOut)
 def health(service: ServiceDep):
-    row = service.health_row()
+    row = service.view.health_row()
+    store = service.store.health()  # a round trip to the database: not part of the view
+    row["store"] = str(store)
+    if not store.ok:
+        row["status"] = "degraded"
     row["last_cycle_at"] = iso(row["last_cycle_at"])
     return HealthOut(**row)
 

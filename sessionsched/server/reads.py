@@ -1,146 +1,248 @@
-"""The service's read side: apps, queues, health, the audit trail, driver logs.
+"""The read side: one frozen view of everything the service shows, published after each
+committed cycle (and after each committed submission), read without a lock.
 
-Every read takes the service lock once and copies what it shows, so a reader never sees half
-a cycle. What it shows of an app comes from the committed books (state, times, priority) and
-from the engine (executors, target, demand, queue position). An ended app forgotten beyond
-``server.retained_ended_apps`` (``retention``) is read by id from the store: it is no longer
-listed, but never lost.
+Every reader - the native API, Spark REST status, the dashboard, ``/metrics``, agent replies -
+takes ``ReadModel.view`` once and answers from it, so it can never see half a cycle, and never
+waits for one. A ``ReadView`` joins two books, each the only one of its kind in memory:
+
+- the engine's frozen view (``EngineView``): each app's scheduling state, priority, times,
+  executors, target, demand and queue place;
+- the submissions registry (``Submissions``): what each app was submitted with, which never
+  changes (and where its driver's log is, once launched).
+
+An app whose submission is committed but which no cycle has stepped yet is shown ACCEPTED
+without a position. Ended apps loaded at a restart, and ended apps forgotten beyond
+``server.retained_ended_apps`` (``retention``), are final: they are read from the store.
+``ReadModel.publish`` is the one place that makes a new view (and bumps its ``version``, which
+keys answer caches).
 """
 
 from __future__ import annotations
 
-from ..model import AppState
-from ..store import EventRecord, StoredApp
-from . import plans
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+
+from ..engine.view import AppFacts, EngineView
+from ..model import AppState, Queue, QueueUsage
+from ..store import StoredApp
+from .registry import Submission, Submissions
+
+JOINS_NEXT_CYCLE = "accepted; joins its queue at the next scheduling cycle"
 
 
 class NotFound(LookupError):
     """No such app. ``str()`` is the message for the caller."""
 
 
-class ReadsMixin:
-    """Mixed into ``Service``; uses its lock, books, engine, health and store."""
+@dataclass(frozen=True)
+class ClusterHealth:
+    """Whether the backend reached the cluster at its last attempt."""
 
-    def resolve(self, any_id: str) -> tuple[str, bool] | None:
-        """(our app id, given as a Spark application id?) for a driver id or a Spark app id."""
-        with self.lock:
-            if any_id in self.apps:
-                return any_id, False
-            app_id = self.by_spark_id.get(any_id)
-            if app_id:
-                return app_id, True
-        if self.stored_app(any_id) is not None:  # forgotten: in the store
-            return any_id, False
-        app_id = self.store.app_id_of_spark_app(any_id)
-        return (app_id, True) if app_id else None
+    reachable: bool | None = None  # None: not tried yet
+    message: str = ""
+    since: float = 0.0
 
-    def snapshot(self, app_id: str) -> dict | None:
-        """One app as the views need it (keyword arguments of ``views.app_out``); a forgotten
-        (ended) app from the store."""
-        app = self.stored_app(app_id)
-        if app is None:
+    def describe(self) -> str:
+        if self.reachable is None:
+            return "cluster not contacted yet"
+        if self.reachable:
+            return "cluster reachable"
+        return f"cluster unreachable ({self.message}): submissions are queued until it is back"
+
+
+@dataclass(frozen=True)
+class AppRead:
+    """One app as every reader shows it (docs/api.md's app object, Spark REST status)."""
+
+    id: str
+    seq: int
+    name: str
+    user: str
+    kind: str
+    queue: str
+    priority: int
+    state: AppState
+    position: int | None
+    reason: str
+    submitted_at: float
+    started_at: float | None
+    first_executor_at: float | None
+    finished_at: float | None
+    exit_code: int | None
+    executors: int
+    target: int
+    demand: int
+    spark_app_id: str | None
+    warnings: tuple[str, ...]
+    log_path: str | None
+
+    @staticmethod
+    def of(sub: Submission, facts: AppFacts | None, position: int | None,
+           reason: str) -> AppRead:
+        if facts is None:  # committed, not stepped yet
+            return AppRead(
+                id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind,
+                queue=sub.queue, priority=sub.spec.priority, state=AppState.ACCEPTED, position=None,
+                reason=reason, submitted_at=sub.submitted_at, started_at=None,
+                first_executor_at=None, finished_at=None, exit_code=None, executors=0,
+                target=0, demand=0, spark_app_id=None, warnings=sub.warnings,
+                log_path=sub.log_path)
+        return AppRead(
+            id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind, queue=sub.queue,
+            priority=facts.priority, state=facts.state, position=position, reason=reason,
+            submitted_at=sub.submitted_at, started_at=facts.launched_at,
+            first_executor_at=facts.first_executor_at, finished_at=facts.finished_at,
+            exit_code=facts.exit_code, executors=facts.executors, target=facts.target,
+            demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
+            log_path=sub.log_path)
+
+    @staticmethod
+    def stored(app: StoredApp) -> AppRead:
+        """A final app from the store (ended: nothing about it changes any more)."""
+        return AppRead(
+            id=app.id, seq=app.seq, name=app.name, user=app.user, kind=app.kind, queue=app.queue,
+            priority=app.priority, state=app.state, position=None, reason=app.reason,
+            submitted_at=app.submitted_at, started_at=app.started_at,
+            first_executor_at=app.first_executor_at, finished_at=app.finished_at,
+            exit_code=app.exit_code, executors=0, target=0, demand=0,
+            spark_app_id=app.spark_app_id, warnings=tuple(app.warnings),
+            log_path=app.log_path)
+
+
+@dataclass(frozen=True)
+class ReadView:
+    version: int
+    engine: EngineView
+    submissions: Submissions
+    final: Mapping[str, AppRead]  # ended apps loaded at a restart: never in the engine
+    health: ClusterHealth = ClusterHealth()
+    plan: str | None = None
+    master: str = ""
+    last_cycle_at: float | None = None
+    # Built on first use, per view (not copied by ``replace``: each view has its own).
+    _by_spark_id: dict[str, str] = field(default_factory=dict, init=False, compare=False,
+                                         repr=False)
+
+    # --- apps -----------------------------------------------------------------------------
+
+    def app(self, app_id: str) -> AppRead | None:
+        """The app in memory (None: unknown, or forgotten - the store has it then)."""
+        final = self.final.get(app_id)
+        if final is not None:
+            return final
+        sub = self.submissions.get(app_id)
+        if sub is None:
             return None
-        with self.lock:
-            return self._snapshot(app)
+        facts = self.engine.apps.get(app_id)
+        position = self.engine.position(app_id) if facts is not None else None
+        return AppRead.of(sub, facts, position, self._reason(sub, facts, position))
 
-    def snapshots(self, queue_name: str | None = None,
-                  state: AppState | None = None) -> list[dict]:
+    def apps(self, queue: str | None = None, state: AppState | None = None) -> list[AppRead]:
         """Queued apps in queue order first (leaf queues in tree order), then the rest by
         submission."""
-        with self.lock:
-            out: list[dict] = []
-            listed: set[str] = set()
-            if state in (None, AppState.ACCEPTED):
-                for leaf in self.engine.root.leaves():
-                    if queue_name in (None, leaf.name):
-                        for app_id in self.engine.pending(leaf.name):
-                            listed.add(app_id)
-                            out.append(self._snapshot(self.apps[app_id]))
-            rest = sorted(
-                (a for a in self.apps.values()
-                 if a.id not in listed and queue_name in (None, a.queue)
-                 and state in (None, a.state)),
-                key=lambda a: a.seq,
-            )
-            out.extend(self._snapshot(a) for a in rest)
-            return out
+        out: list[AppRead] = []
+        listed: set[str] = set()
+        subs = self.submissions.snapshot()
+        if state in (None, AppState.ACCEPTED):
+            for leaf in self.engine.root.leaves():
+                if queue not in (None, leaf.name):
+                    continue
+                for i, app_id in enumerate(self.engine.pending.get(leaf.name, ()), 1):
+                    sub = subs.get(app_id)
+                    if sub is None:
+                        continue
+                    facts = self.engine.apps[app_id]
+                    listed.add(app_id)
+                    out.append(AppRead.of(sub, facts, i, self._reason(sub, facts, i)))
+        rest = [a for a in self._unlisted(subs, listed)
+                if queue in (None, a.queue) and state in (None, a.state)]
+        rest.sort(key=lambda a: a.seq)
+        return out + rest
 
-    def _snapshot(self, app: StoredApp) -> dict:
-        rec = self.engine.apps.get(app.id)
-        position = None
-        reason = app.reason
-        if app.state is AppState.ACCEPTED:
-            if rec is not None and rec.state is not AppState.ACCEPTED:
-                reason = rec.reason  # decided this cycle, being recorded
-            else:
-                position = self.engine.position(app.id) if rec is not None else None
-                reason = self._waiting_reason(app.queue, position)
-        return {
-            "app": app,
-            "executors": rec.held if rec else 0,
-            "target": rec.target if rec else 0,
-            "demand": rec.demand if rec else 0,
-            "position": position,
-            "reason": reason,
-        }
+    def _unlisted(self, subs: dict[str, Submission], listed: set[str]) -> Iterator[AppRead]:
+        yield from (a for a in self.final.values() if a.id not in listed)
+        for app_id, sub in subs.items():
+            if app_id in listed or app_id in self.final:
+                continue
+            facts = self.engine.apps.get(app_id)
+            position = self.engine.position(app_id) if facts is not None else None
+            yield AppRead.of(sub, facts, position, self._reason(sub, facts, position))
 
-    def _waiting_reason(self, queue_name: str, position: int | None) -> str:
-        if position is None:
-            return "accepted; joins its queue at the next scheduling cycle"
+    def resolve(self, any_id: str) -> tuple[str, bool] | None:
+        """(our app id, given as a Spark application id?) for an app in memory."""
+        if self.app(any_id) is not None:
+            return any_id, False
+        if not self._by_spark_id:
+            for facts in self.engine.apps.values():
+                if facts.spark_app_id:
+                    self._by_spark_id[facts.spark_app_id] = facts.app_id
+            for a in self.final.values():
+                if a.spark_app_id:
+                    self._by_spark_id[a.spark_app_id] = a.id
+        app_id = self._by_spark_id.get(any_id)
+        return (app_id, True) if app_id else None
+
+    def _reason(self, sub: Submission, facts: AppFacts | None, position: int | None) -> str:
+        if facts is None:
+            return JOINS_NEXT_CYCLE
+        if facts.state is not AppState.ACCEPTED:
+            return facts.reason
         if self.health.reachable is False:
             why = self.health.describe()
         else:
-            why = self.engine.waiting.get(queue_name)
+            why = self.engine.waiting.get(sub.queue)
         if position == 1:
             return why or "next to start"
-        ahead = f"{position - 1} app(s) ahead in {queue_name}"
+        ahead = f"{position - 1} app(s) ahead in {sub.queue}"
         return f"{ahead}; {why}" if why else ahead
 
-    def queue_rows(self) -> list[dict]:
+    # --- queues, health, metrics ------------------------------------------------------------
+
+    def queue_rows(self) -> list[tuple[Queue, QueueUsage | None, str | None]]:
         """Every queue, parents too: its settings (plans applied), usage and why it waits."""
-        with self.lock:
-            usage = self.engine.usage()
-            rows = []
-            for q in self.engine.root.walk():
-                u = usage.get(q.name)
-                waiting = self.engine.waiting.get(q.name) if q.is_leaf else None
-                if self.health.reachable is False and u is not None and u.pending:
-                    waiting = self.health.describe()
-                rows.append({"queue": q, "usage": u, "waiting": waiting})
-            return rows
-
-    def events(self, app_id: str) -> list[EventRecord]:
-        if self.snapshot(app_id) is None:
-            raise NotFound(f"no app {app_id!r}")
-        return self.store.events(app_id)
-
-    def log_tail(self, app_id: str, lines: int) -> str:
-        """The last ``lines`` lines of the driver's log (read from its last 256 KiB)."""
-        app = self.stored_app(app_id)
-        if app is None:
-            raise NotFound(f"no app {app_id!r}")
-        path, kind, state = app.log_path, app.kind, app.state
-        if not path:
-            raise NotFound(f"{app_id} has no driver log here (kind {kind}, state {state.value})")
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - 256 * 1024))
-                text = f.read().decode("utf-8", "replace")
-        except OSError as e:
-            raise NotFound(f"driver log of {app_id} cannot be read: {e.strerror}") from None
-        tail = text.splitlines()[-lines:] if lines > 0 else []
-        return "".join(line + "\n" for line in tail)
+        rows = []
+        for q in self.engine.root.walk():
+            u = self.engine.usage.get(q.name)
+            waiting = self.engine.waiting.get(q.name) if q.is_leaf else None
+            if self.health.reachable is False and u is not None and u.pending:
+                waiting = self.health.describe()
+            rows.append((q, u, waiting))
+        return rows
 
     def health_row(self) -> dict:
-        with self.lock:
-            plan = self.config.plans[self.plan] if self.plan is not None else None
-            return {
-                "status": "ok" if self.health.reachable else "degraded",
-                "cluster_reachable": self.health.reachable,
-                "cluster": self.health.describe(),
-                "master": self.config.cluster.master,
-                "plan": plans.describe(plan) if plan else None,
-                "apps": len(self.apps),
-                "last_cycle_at": self.last_cycle_at,
-            }
+        return {
+            "status": "ok" if self.health.reachable else "degraded",
+            "cluster_reachable": self.health.reachable,
+            "cluster": self.health.describe(),
+            "master": self.master,
+            "plan": self.plan,
+            "apps": len(self.submissions) + len(self.final),
+            "last_cycle_at": self.last_cycle_at,
+        }
+
+    def states(self) -> Iterable[tuple[str, AppState]]:
+        """(queue, state) of every app in memory, for the metrics."""
+        yield from ((a.queue, a.state) for a in self.final.values())
+        for app_id, sub in self.submissions.snapshot().items():
+            if app_id in self.final:
+                continue
+            facts = self.engine.apps.get(app_id)
+            yield sub.queue, facts.state if facts is not None else AppState.ACCEPTED
+
+
+class ReadModel:
+    """Holds the current ``ReadView``; ``publish`` makes the next one."""
+
+    def __init__(self, first: ReadView):
+        self._view = first
+        self._lock = threading.Lock()  # two publishers (cycle, writer) must not lose a change
+
+    @property
+    def view(self) -> ReadView:
+        return self._view
+
+    def publish(self, **changes) -> ReadView:
+        with self._lock:
+            self._view = replace(self._view, version=self._view.version + 1, **changes)
+            return self._view

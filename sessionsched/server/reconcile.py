@@ -21,9 +21,31 @@ executors it no longer uses).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from ..engine.events import DemandChanged, DriverExited, Event, ExecutorsChanged
-from .books import AgentState
+from ..engine.events import DemandChanged, DriverExited, Event, ExecutorsChanged, Reclaim
+from ..model import Executor
+
+
+@dataclass
+class AgentState:
+    """What the app's driver agent last said (docs/agent-protocol.md)."""
+
+    seen_at: float
+    control: str = "full"
+    reason: str | None = None
+    pid: int | None = None
+    spark_version: str | None = None
+    executors: tuple[tuple[str, bool], ...] | None = None  # (id, idle) as last reported
+    demand: int | None = None
+    orders: list[Reclaim] = field(default_factory=list)  # reclaim orders not yet handed out
+    # The cluster's latest view of the app while the agent spoke for it: the truth again once
+    # the agent goes silent. None when already handed to the engine.
+    cluster_view: tuple[Executor, ...] | None = None
+
+    def live(self, now: float, heartbeat_s: float) -> bool:
+        """Heard from within three heartbeats: it speaks for the app's executors."""
+        return now - self.seen_at <= 3 * heartbeat_s
 
 
 def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: float,

@@ -3,17 +3,18 @@
 ``record_step`` turns the events a step took and the decisions it gave into column changes per
 app and audit rows: every state change (with the timestamps and exit code that go with it), the
 Spark application id once learnt, exit codes, kill requests. The service commits them before
-it carries out any decision, and applies the same changes to its in-memory books afterwards.
+it carries out any decision, and publishes the engine's new view only after that commit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..engine.events import Decision, DriverExited, DriverStarted, Event, KillRequested, MarkState
 from ..model import AppState
-from ..store import EventRecord, StoredApp
+from ..store import EventRecord
 
 
 @dataclass
@@ -25,22 +26,29 @@ class Record:
         return [{"id": app_id, **change} for app_id, change in self.changes.items()]
 
 
+class Before(Protocol):
+    """An app as it was before the step (its state, its Spark application id)."""
+
+    state: AppState
+    spark_app_id: str | None
+
+
 def record_step(
     now: float,
     events: Sequence[Event],
     decisions: Sequence[Decision],
-    apps: Mapping[str, StoredApp],
-    engine_apps: Mapping,
-    why: MutableMapping[str, str],
+    before: Mapping[str, Before],
     killers: MutableMapping[str, str],
 ) -> Record:
-    """``why``: a reason that replaces the engine's for an app's next terminal state (a failed
-    launch, a silent session); ``killers``: who asked for each kill. Both are consumed."""
+    """``before``: the apps as the last published view showed them; ``killers``: who asked
+    for each kill (consumed). Everything else comes from the events and decisions themselves
+    (``MarkState`` carries its reason, times and exit code): recording never reads the
+    engine's books."""
     out = Record()
     for ev in events:
         if isinstance(ev, DriverStarted) and ev.spark_app_id:
-            app = apps.get(ev.app_id)
-            if app is not None and app.spark_app_id != ev.spark_app_id:
+            app = before.get(ev.app_id)
+            if app is None or app.spark_app_id != ev.spark_app_id:
                 out.changes.setdefault(ev.app_id, {})["spark_app_id"] = ev.spark_app_id
                 out.rows.append(EventRecord(ev.app_id, now, "driver",
                                             f"Spark application id {ev.spark_app_id}"))
@@ -54,20 +62,18 @@ def record_step(
     for d in decisions:
         if not isinstance(d, MarkState):
             continue
-        rec = engine_apps[d.app_id]
         change = out.changes.setdefault(d.app_id, {})
-        old = change.get("state", apps[d.app_id].state)
+        app = before.get(d.app_id)
+        old = change.get("state", app.state if app is not None else AppState.ACCEPTED)
         reason = d.reason
-        if d.state.terminal and d.app_id in why:
-            reason = why.pop(d.app_id)
         change.update(state=d.state, reason=reason)
         if d.state is AppState.STARTING:
-            change["started_at"] = rec.launched_at
+            change["started_at"] = d.at
         elif d.state is AppState.RUNNING:
-            change["first_executor_at"] = rec.first_executor_at
+            change["first_executor_at"] = d.first_executor_at
         elif d.state.terminal:
-            change["finished_at"] = rec.finished_at
-            change["exit_code"] = rec.exit_code
+            change["finished_at"] = d.at
+            change["exit_code"] = d.exit_code
         out.rows.append(EventRecord(d.app_id, now, "state",
                                     f"{old.value} -> {d.state.value}: {reason}"))
     return out

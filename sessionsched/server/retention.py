@@ -1,49 +1,58 @@
 """Keeping only so many ended apps in memory (``server.retained_ended_apps``).
 
 A long-running server would otherwise hold every FINISHED/FAILED/KILLED app forever, in the
-engine's books and in the service's, and list them all. As a Spark master does with
-``spark.deploy.retainedDrivers``, only the most recently ended ones are kept: ``ended`` records
-the ended ids in memory, oldest-ended first, so each cycle finds the ones to forget without
-scanning all apps. A forgotten app leaves the engine (``Forget``) and the service's memory, and
-stays in the store: reads by id (``stored_app``) answer for it from there, and a kill or
-priority change of it is refused as for any ended app.
+engine's books and in the registry, and list them all. As a Spark master does with
+``spark.deploy.retainedDrivers``, only the most recently ended ones are kept: ``Retention``
+records the ended ids, oldest-ended first, so each cycle finds the ones to forget without
+scanning all apps. A forgotten app leaves the engine (``Forget``), the registry and the read
+view's final apps, and stays in the store: reads by id (``Retention.stored``) answer for it
+from there, and a kill or priority change of it is refused as for any ended app.
 """
 
 from __future__ import annotations
 
-import logging
+import threading
+from collections import OrderedDict
 
-from ..engine.events import Event, Forget
-from ..store import StoredApp
-
-log = logging.getLogger("sessionsched.service")
+from ..engine.events import Forget
+from ..engine.view import EngineView
+from ..store import Store
+from .reads import AppRead
 
 FORGOTTEN_CACHE = 256  # forgotten apps read back from the store, kept for repeated polls
 
 
-class RetentionMixin:
-    """Mixed into ``Service``; uses its lock, books (``apps``, ``ended``...), engine, store."""
+class Retention:
+    def __init__(self, limit: int, store: Store):
+        self.limit = limit
+        self._store = store
+        self._ended: dict[str, None] = {}  # ended ids, oldest-ended first (insertion order)
+        self._cache: OrderedDict[str, AppRead] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def remember(self, app: StoredApp) -> None:
-        """Put a loaded app in the in-memory books (restart)."""
-        self.apps[app.id] = app
-        if app.spark_app_id:
-            self.by_spark_id[app.spark_app_id] = app.id
+    def ended(self, app_ids: list[str]) -> None:
+        """These apps have ended (committed): newest last."""
+        for app_id in app_ids:
+            self._ended[app_id] = None
 
-    def _due_forgets(self) -> tuple[list[Event], list[str]]:
-        """The oldest-ended apps beyond the limit: (Forget events for the engine, ids the engine
-        never had: ended apps loaded at a restart). Call with the lock held. An app the engine
-        still books executors for is kept until they are gone (and its Forget accepted)."""
-        excess = len(self.ended) - self.config.server.retained_ended_apps
-        events: list[Event] = []
+    def ended_ids(self) -> list[str]:
+        """The ended apps in memory, oldest-ended first."""
+        return list(self._ended)
+
+    def due(self, engine: EngineView) -> tuple[list[Forget], list[str]]:
+        """The oldest-ended apps beyond the limit: (Forget events for the engine, ids the
+        engine never had: ended apps loaded at a restart). An app the engine still books
+        executors for is kept until they are gone (and its Forget accepted)."""
+        excess = len(self._ended) - self.limit
+        events: list[Forget] = []
         unbooked: list[str] = []
         if excess <= 0:
             return events, unbooked
-        for app_id in self.ended:  # oldest first; stops after ``excess`` (few are skipped)
-            rec = self.engine.apps.get(app_id)
-            if rec is None:
+        for app_id in self._ended:  # oldest first; stops after ``excess`` (few are skipped)
+            facts = engine.apps.get(app_id)
+            if facts is None:
                 unbooked.append(app_id)
-            elif rec.state.terminal and not rec.executors:
+            elif facts.state.terminal and not facts.executors:
                 events.append(Forget(app_id))
             else:
                 continue
@@ -52,40 +61,26 @@ class RetentionMixin:
                 break
         return events, unbooked
 
-    def _forget(self, app_ids: list[str]) -> None:
-        """Drop forgotten apps from the service's memory (lock held). Their ended state was
-        committed before they entered ``ended``, so the store answers for them from now on."""
+    def forgotten(self, app_ids: list[str]) -> None:
         for app_id in app_ids:
-            self.ended.pop(app_id, None)
-            app = self.apps.pop(app_id, None)
-            if app is not None and app.spark_app_id and \
-                    self.by_spark_id.get(app.spark_app_id) == app_id:
-                del self.by_spark_id[app.spark_app_id]
-            self.agents.pop(app_id, None)
-            self.sessions.discard(app_id)
-            self.session_since.pop(app_id, None)
-            self.adopt_retry.pop(app_id, None)
-            self._why.pop(app_id, None)
-            self._killers.pop(app_id, None)
-        if app_ids:
-            self.version += 1
-            log.debug("forgot %d ended app(s) beyond server.retained_ended_apps", len(app_ids))
+            self._ended.pop(app_id, None)
 
-    def stored_app(self, app_id: str) -> StoredApp | None:
-        """The app from memory, else (forgotten) from the store. Only an ended app is read from
-        the store: a live one not in memory is a submission whose commit is being applied."""
-        with self.lock:
-            app = self.apps.get(app_id)
-            if app is not None:
-                return app
-            app = self._forgotten_cache.get(app_id)
-        if app is not None:
-            return app
-        app = self.store.get_app(app_id)
+    def stored(self, app_id: str) -> AppRead | None:
+        """A forgotten (ended) app, read from the store. Only an ended app is read from there:
+        a live one not in memory is a submission whose commit is being applied."""
+        with self._lock:
+            hit = self._cache.get(app_id)
+        if hit is not None:
+            return hit
+        app = self._store.get_app(app_id)
         if app is None or not app.state.terminal:
             return None
-        with self.lock:
-            self._forgotten_cache[app_id] = app
-            while len(self._forgotten_cache) > FORGOTTEN_CACHE:
-                self._forgotten_cache.popitem(last=False)
-        return app
+        read = AppRead.stored(app)
+        with self._lock:
+            self._cache[app_id] = read
+            while len(self._cache) > FORGOTTEN_CACHE:
+                self._cache.popitem(last=False)
+        return read
+
+    def spark_app(self, spark_app_id: str) -> str | None:
+        return self._store.app_id_of_spark_app(spark_app_id)

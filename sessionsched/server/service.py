@@ -1,22 +1,28 @@
 """The scheduler service: the engine, the store and a cluster backend, wired together.
 
-HTTP handlers and the backend never touch the engine directly. What they observe becomes an
-engine event in the *inbox*; every ``server.cycle_ms`` an APScheduler job runs the scheduling
-cycle (``cycle``), which steps the engine and carries out its decisions. This module holds
-the lifecycle and the operations the HTTP layer calls; ``reads`` and ``agents`` the rest.
+Composed of small parts, each with one job and a constructor that says what it needs:
 
-All writes go through the store's single writer (group commit). A submission is acknowledged
-only after its commit; the in-memory books (``apps``) change only after the commit they
-mirror, so whatever a reader sees is on disk. Restart: ``restore``.
+- ``Inbox``: what happened between two cycles, as engine events (HTTP handlers, agents);
+- ``Cycle``: every ``server.cycle_ms`` (an APScheduler job) steps the engine with the inbox's
+  and the cluster's news (``ClusterWatch``), commits what changed, publishes the new view and
+  carries out the decisions through the backend;
+- ``ReadModel``: the one frozen ``ReadView`` every reader answers from (``reads``);
+- ``AgentDesk``: the driver agents' register/heartbeat, answered without waiting for a cycle;
+- ``Submissions`` (what each app was submitted with), ``Retention`` (ended apps kept in
+  memory), ``SessionWatch`` (notebooks gone silent);
+- the store and its single ``Writer`` (group commit).
+
+One book per fact: an app's scheduling state (state, priority, times, executors, target) is
+the engine's in memory and the store's on disk; the registry holds only what never changes.
+A submission is acknowledged only after its commit; a cycle publishes only after its commit,
+so whatever a reader sees is on disk. Restart: ``restore``.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
@@ -26,11 +32,10 @@ from pathlib import Path
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from ..backends.base import ClusterBackend, Handle
+from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..engine.events import (
     DriverExited,
-    Event,
     KillRequested,
     PriorityChanged,
     QueuesChanged,
@@ -40,13 +45,16 @@ from ..engine.scheduler import Scheduler
 from ..model import AppState, Resources
 from ..store import AppKind, EventRecord, Store, StoredApp, Writer
 from . import plans
-from .agents import AgentsMixin
-from .books import AgentState, ClusterHealth
-from .cycle import CycleMixin, Item
+from .agents import AgentDesk
+from .cycle import Cycle, Parts
+from .inbox import Inbox
 from .metrics import ServiceMetrics, count_states
-from .reads import NotFound, ReadsMixin
+from .reads import AppRead, NotFound, ReadModel, ReadView
+from .registry import Submission, Submissions
 from .restore import restore
-from .retention import RetentionMixin
+from .retention import Retention
+from .sessions import SessionWatch
+from .watch import ClusterWatch
 
 log = logging.getLogger("sessionsched.service")
 audit = logging.getLogger("sessionsched.audit")
@@ -58,7 +66,7 @@ class Conflict(Exception):
     """The app is in a state that does not allow the request (e.g. it has ended)."""
 
 
-class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
+class Service:
     def __init__(
         self,
         config: ServerConfig,
@@ -68,47 +76,42 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
         clock: Callable[[], float] = time.time,
     ):
         self.config = config
-        self.backend = backend
         self.clock = clock
-        self.url = url or f"http://{config.server.host}:{config.server.port}"
-        self.log_dir = Path(config.server.state_dir).resolve() / "logs"
-        self.heartbeat_s = config.server.heartbeat_s
+        server = config.server
+        self.url = url or f"http://{server.host}:{server.port}"
+        self.log_dir = Path(server.state_dir).resolve() / "logs"
         self.store = Store(config.database_url())
         self.writer = Writer(self.store)
         self.engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
-        # The books, guarded by ``lock``: the committed state of every app, the agents.
-        self.lock = threading.RLock()
-        self.apps: dict[str, StoredApp] = {}
-        self.by_spark_id: dict[str, str] = {}
-        # Ended apps in memory, oldest-ended first (``retention``: beyond
-        # ``server.retained_ended_apps`` they are forgotten, the store keeps them).
-        self.ended: dict[str, None] = {}
-        self._forgotten_cache: OrderedDict[str, StoredApp] = OrderedDict()
-        self.agents: dict[str, AgentState] = {}
-        self.sessions: set[str] = set()  # notebook sessions not yet ended
-        self.session_since: dict[str, float] = {}  # sessions adopted at a restart: since when
-        self.adopt_retry: dict[str, Handle] = {}  # adopted while the backend could not check
-        self.health = ClusterHealth()
-        # Bumped after every change a status answer could show (an app's record, queue order,
-        # why queues wait, the cluster's health): answers cached under an older one are stale.
-        self.version = 0
-        self.plan: int | None = None
-        self.last_cycle_at: float | None = None
+        self.inbox = Inbox()
+        self.registry = Submissions()
+        self.reads = ReadModel(ReadView(
+            version=0, engine=self.engine.view(), submissions=self.registry, final={},
+            master=config.cluster.master))
         self.metrics = ServiceMetrics(self._metrics_snapshot)
-        self._inbox: queue.SimpleQueue[Item] = queue.SimpleQueue()
-        self._next_seq = 1  # only the writer thread touches it
-        self._why: dict[str, str] = {}  # app -> reason for its next terminal state
-        self._killers: dict[str, str] = {}  # app -> who asked for its kill
-        self._capacity_read_at = float("-inf")
+        self.watch = ClusterWatch(backend)
+        self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
+        self.sessions = SessionWatch(server.session_timeout)
+        self.retention = Retention(server.retained_ended_apps, self.store)
+        self._cycle = Cycle(Parts(
+            engine=self.engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
+            sessions=self.sessions, retention=self.retention, registry=self.registry,
+            reads=self.reads, write=self.write, metrics=self.metrics, clock=clock,
+            url=self.url, log_dir=self.log_dir,
+        ))
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
+
+    @property
+    def backend(self) -> ClusterBackend:
+        return self.watch.backend
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def check_queues(self) -> None:
         """ValueError if the store holds live apps in queues the configuration no longer has:
         they could neither start nor be shown their place, so the server does not start."""
-        leaves = {q.name for q in self.engine.root.leaves()}
+        leaves = {q.name for q in self.config.queue_tree().leaves()}
         lost = {q: n for q, n in self.store.live_queues().items() if q not in leaves}
         if lost:
             held = ", ".join(f"{q} ({n} app(s))" for q, n in sorted(lost.items()))
@@ -120,9 +123,11 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
         runs ``cycle()`` itself."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.writer.start()
-        self._next_seq = self.store.max_seq() + 1
-        for event in restore(self, self.clock()):
-            self._put(event)
+        restored = restore(self.store, self.watch, self.registry, self.retention,
+                           self.sessions, lambda c, r: self.write(c, r).result(60), self.clock())
+        self.reads.publish(final=restored.final)
+        for event in restored.events:
+            self.inbox.put(event)
         self._start_plans()
         if run_cycles:
             self._scheduler.add_job(
@@ -131,7 +136,7 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
             )
         self._scheduler.start()
         log.info("scheduler service started: %d apps on the books, store %s",
-                 len(self.apps), self.store.url)
+                 len(self.registry) + len(restored.final), self.store.url)
 
     def stop(self) -> None:
         """Stop cycling and writing. Drivers keep running: they are adopted at the next start."""
@@ -143,6 +148,11 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
             self.backend.close()
         finally:
             self.store.close()
+
+    def cycle(self) -> None:
+        """One scheduling cycle (``cycle.Cycle``); never two at once."""
+        with self._cycle_lock:
+            self._cycle.run()
 
     def _start_plans(self) -> None:
         if not self.config.plans:
@@ -157,9 +167,57 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
     def apply_plan(self, index: int) -> None:
         """Run the queues with plan ``index`` from the next cycle on."""
         plan = self.config.plans[index]
-        self.plan = index
-        self._put(QueuesChanged(self.config.queue_tree(plan)))
+        self.reads.publish(plan=plans.describe(plan))
+        self.inbox.put(QueuesChanged(self.config.queue_tree(plan)))
         log.info("queue %s applied", plans.describe(plan))
+
+    # --- reads ------------------------------------------------------------------------------
+
+    @property
+    def view(self) -> ReadView:
+        return self.reads.view
+
+    @property
+    def version(self) -> int:
+        """Bumped with every published view: answers cached under an older one are stale."""
+        return self.reads.view.version
+
+    def app(self, app_id: str) -> AppRead | None:
+        """The app from the current view, else (forgotten: ended) from the store."""
+        return self.reads.view.app(app_id) or self.retention.stored(app_id)
+
+    def resolve(self, any_id: str) -> tuple[str, bool] | None:
+        """(our app id, given as a Spark application id?) for a driver id or a Spark app id."""
+        found = self.reads.view.resolve(any_id)
+        if found is not None:
+            return found
+        if self.retention.stored(any_id) is not None:
+            return any_id, False
+        app_id = self.retention.spark_app(any_id)
+        return (app_id, True) if app_id else None
+
+    def events(self, app_id: str) -> list[EventRecord]:
+        if self.app(app_id) is None:
+            raise NotFound(f"no app {app_id!r}")
+        return self.store.events(app_id)
+
+    def log_tail(self, app_id: str, lines: int) -> str:
+        """The last ``lines`` lines of the driver's log (read from its last 256 KiB)."""
+        app = self.app(app_id)
+        if app is None:
+            raise NotFound(f"no app {app_id!r}")
+        if not app.log_path:
+            raise NotFound(f"{app_id} has no driver log here (kind {app.kind}, state "
+                           f"{app.state.value})")
+        try:
+            with open(app.log_path, "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - 256 * 1024))
+                text = f.read().decode("utf-8", "replace")
+        except OSError as e:
+            raise NotFound(f"driver log of {app_id} cannot be read: {e.strerror}") from None
+        tail = text.splitlines()[-lines:] if lines > 0 else []
+        return "".join(line + "\n" for line in tail)
 
     # --- operations (thread-safe; called by the HTTP layer) -----------------------------------
 
@@ -170,8 +228,7 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
 
         def insert(session) -> StoredApp:
             now = self.clock()
-            seq = self._next_seq
-            self._next_seq += 1
+            seq = self.store.next_seq(session)
             app_id = f"driver-{time.strftime('%Y%m%d%H%M%S', time.localtime(now))}-{seq:04d}"
             spec = replace(app.spec, app_id=app_id, seq=seq, submitted_at=now)
             stored = replace(app, id=app_id, seq=seq, submitted_at=now, spec=spec, sender=sender)
@@ -184,12 +241,11 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
             return stored
 
         def after(stored: StoredApp) -> None:
-            with self.lock:
-                self.apps[stored.id] = stored
-                if stored.kind == AppKind.SESSION:
-                    self.sessions.add(stored.id)
-                self.version += 1
-            self._put(Submitted(stored.spec))
+            self.registry.put(Submission.of(stored))
+            if stored.kind == AppKind.SESSION:
+                self.sessions.watch(stored.id)
+            self.reads.publish()
+            self.inbox.put(Submitted(stored.spec))
             self.metrics.submissions.labels(stored.kind).inc()
             spec = stored.spec
             cap = spec.executor_cap
@@ -210,12 +266,13 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
         done: Future = Future()
 
         def write(session) -> int:
-            # Its state only changes in this thread (after commits); gone from memory: forgotten.
-            app = self.stored_app(app_id)
-            if app is None or app.state.terminal:
-                state = app.state.value if app is not None else "forgotten"
+            # The store is the book the old value comes from: the change lands on what is on
+            # disk, whatever the last view showed.
+            stored = self.store.get_app(app_id, session)
+            if stored is None or stored.state.terminal:
+                state = stored.state.value if stored is not None else "forgotten"
                 raise Conflict(f"{app_id} has already ended ({state})")
-            old = app.priority
+            old = stored.priority
             self.store.update_apps(session, [{"id": app_id, "priority": priority}])
             self.store.add_events(session, [EventRecord(
                 app_id, self.clock(), "priority",
@@ -224,11 +281,8 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
             return old
 
         def after(old: int) -> None:
-            with self.lock:
-                self.apps[app_id].priority = priority
-                self.version += 1
             audit.info("%s updated the priority of %s from %d to %d", actor, app_id, old, priority)
-            self._put(PriorityChanged(app_id, priority), done)
+            self.inbox.put(PriorityChanged(app_id, priority), done)
 
         _fail_with(self.writer.submit(write, after), done)
         return done
@@ -237,9 +291,7 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
         """Kill an app; resolves once the kill is recorded and the driver told to stop."""
         self._live_app(app_id)
         done: Future = Future()
-        with self.lock:
-            self._killers[app_id] = actor
-        self._put(KillRequested(app_id), done)
+        self.inbox.put(KillRequested(app_id), done, note=actor)
         return done
 
     def stop_session(self, app_id: str, exit_code: int) -> Future:
@@ -249,18 +301,15 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
         if app.kind != AppKind.SESSION:
             raise Conflict(f"{app_id} is not a notebook session (kind {app.kind})")
         done: Future = Future()
-        with self.lock:
-            if app.state is AppState.ACCEPTED:
-                self._killers[app_id] = "its notebook"
-                event: Event = KillRequested(app_id)
-            else:
-                self._why[app_id] = f"session stopped by its notebook (exit code {exit_code})"
-                event = DriverExited(app_id, exit_code)
-        self._put(event, done)
+        if app.state is AppState.ACCEPTED:
+            self.inbox.put(KillRequested(app_id), done, note="its notebook")
+        else:
+            why = f"session stopped by its notebook (exit code {exit_code})"
+            self.inbox.put(DriverExited(app_id, exit_code, why), done)
         return done
 
-    def _live_app(self, app_id: str) -> StoredApp:
-        app = self.stored_app(app_id)  # a forgotten one too: it has ended, say so
+    def _live_app(self, app_id: str) -> AppRead:
+        app = self.app(app_id)  # a forgotten one too: it has ended, say so
         if app is None:
             raise NotFound(f"no app {app_id!r}")
         if app.state.terminal:
@@ -269,25 +318,29 @@ class Service(CycleMixin, ReadsMixin, AgentsMixin, RetentionMixin):
 
     # --- the store ------------------------------------------------------------------------------
 
-    def write(self, changes: list[dict], rows: list[EventRecord],
-              after: Callable | None = None) -> Future:
+    def write(self, changes: list[dict], rows: list[EventRecord]) -> Future:
         """Column changes (dicts with ``id``) and audit rows, in one commit of the writer."""
 
         def job(session) -> None:
             self.store.update_apps(session, changes)
             self.store.add_events(session, rows)
 
-        return self.writer.submit(job, after)
+        return self.writer.submit(job)
+
+    def _note(self, app_id: str, at: float, detail: str) -> None:
+        self.writer.submit(lambda s: self.store.add_events(
+            s, [EventRecord(app_id, at, "agent", detail)]))
 
     def _metrics_snapshot(self) -> dict:
-        with self.lock:
-            usage = self.engine.usage()
-            return {
-                "apps": count_states((a.queue, a.state) for a in self.apps.values()),
-                "pending": {q.name: usage[q.name].pending for q in self.engine.root.leaves()},
-                "executor_cores": {name: u.executor_cores for name, u in usage.items()},
-                "reachable": bool(self.health.reachable),
-            }
+        view = self.reads.view
+        usage = view.engine.usage
+        return {
+            "apps": count_states(view.states()),
+            "pending": {q.name: len(view.engine.pending.get(q.name, ()))
+                        for q in view.engine.root.leaves()},
+            "executor_cores": {name: u.executor_cores for name, u in usage.items()},
+            "reachable": bool(view.health.reachable),
+        }
 
 
 def _fail_with(first: Future, done: Future) -> None:

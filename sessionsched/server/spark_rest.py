@@ -141,22 +141,21 @@ class SparkRest:
         return data
 
     def status_body(self, sid: str) -> dict[str, Any]:
-        snap = self.service.snapshot(sid)
-        if snap is None:
+        app = self.service.app(sid)
+        if app is None:
             return {"action": "SubmissionStatusResponse",
                     "message": f"Submission {sid} does not exist",
                     "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": False}
-        app = snap["app"]
         out = {"action": "SubmissionStatusResponse", "driverState": DRIVER_STATE[app.state],
                "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": True,
                "schedulerState": app.state.value, "queue": app.queue, "priority": app.priority}
         if app.state is AppState.ACCEPTED:
-            out["position"] = snap["position"]
-        if snap["reason"]:
-            out["schedulerReason"] = snap["reason"]
+            out["position"] = app.position
+        if app.reason:
+            out["schedulerReason"] = app.reason
         if app.state is AppState.FAILED:
             # spark-submit logs a status ``message`` as the driver's error: only for failures.
-            out["message"] = snap["reason"]
+            out["message"] = app.reason
         return out
 
     async def kill(self, request: Request) -> Response:
@@ -173,8 +172,8 @@ class SparkRest:
         except asyncio.TimeoutError:
             return reply({**gone, "message": f"Kill request for {sid} is queued; the scheduler "
                                              f"did not confirm it within {CYCLE_WAIT_S:g}s"})
-        snap = self.service.snapshot(sid)
-        if snap is None or snap["app"].state is not AppState.KILLED:
+        app = self.service.app(sid)
+        if app is None or app.state is not AppState.KILLED:
             return reply(gone)
         return reply({**gone, "message": f"Kill request for {sid} submitted", "success": True})
 
@@ -214,7 +213,7 @@ class SparkRest:
                       "success": True})
 
     async def readyz(self, request: Request) -> Response:
-        return reply({"action": "ReadyzResponse", "message": self.service.health.describe(),
+        return reply({"action": "ReadyzResponse", "message": self.service.view.health.describe(),
                       "serverSparkVersion": SPARK_VERSION, "success": True})
 
     async def other(self, request: Request) -> Response:

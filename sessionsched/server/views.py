@@ -1,11 +1,11 @@
-"""How the service's books are shown: the app object of docs/api.md and Spark's driverState."""
+"""How apps are shown: the app object of docs/api.md and Spark's driverState."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 from ..model import AppState
-from ..store.records import StoredApp
+from .reads import AppRead
 from .schemas import AppOut
 
 # Spark REST driverState for each of our states (DESIGN.md, "Applications and states").
@@ -35,10 +35,7 @@ def iso(t: float | None) -> str | None:
     return text.replace("+00:00", "Z")
 
 
-def app_out(
-    app: StoredApp, *, executors: int, target: int, demand: int, position: int | None,
-    reason: str,
-) -> AppOut:
+def app_out(app: AppRead) -> AppOut:
     return AppOut(
         id=app.id,
         name=app.name,
@@ -46,17 +43,17 @@ def app_out(
         queue=app.queue,
         priority=app.priority,
         state=app.state.value,
-        position=position,
+        position=app.position,
         submitted_at=iso(app.submitted_at),
         started_at=iso(app.started_at),
         first_executor_at=iso(app.first_executor_at),
         finished_at=iso(app.finished_at),
         exit_code=app.exit_code,
-        executors=executors,
-        target=target,
-        demand=demand,
+        executors=app.executors,
+        target=app.target,
+        demand=app.demand,
         spark_app_id=app.spark_app_id,
         kind=app.kind,
-        reason=reason,
+        reason=app.reason,
         warnings=list(app.warnings),
     )

@@ -35,10 +35,10 @@ def end_four(client, app_file) -> tuple[list[str], str]:
 
 
 def forgotten(client, ids: list[str]) -> bool:
-    """The engine and the service both let go of these apps."""
-    service = service_of(client)
-    with service.lock:
-        return all(i not in service.apps and i not in service.engine.apps for i in ids)
+    """The engine (its published view) and the service's registry both let go of these apps."""
+    view = service_of(client).view
+    return all(i not in view.submissions and i not in view.engine.apps and i not in view.final
+               for i in ids)
 
 
 def check_forgotten_still_answer(client, old: list[str]) -> None:
@@ -70,7 +70,7 @@ def test_only_the_most_recently_ended_apps_stay_in_memory(offline_app, app_file)
         old, recent = ended[:2], ended[2:]
         wait_until(lambda: forgotten(client, old), timeout_s=10, what="the oldest to be forgotten")
         assert listed(client) == {live: "ACCEPTED", recent[0]: "KILLED", recent[1]: "KILLED"}
-        assert list(service_of(client).ended) == recent
+        assert service_of(client).retention.ended_ids() == recent
         assert service_of(client).engine.audit() == []
         check_forgotten_still_answer(client, old)
         unknown = client.get("/v1/submissions/status/driver-nope").json()
@@ -83,7 +83,7 @@ def test_a_restart_loads_only_the_retained_ended_apps(offline_app, app_file):
         wait_until(lambda: forgotten(client, ended[:2]), timeout_s=10, what="forgetting")
     with TestClient(offline_app(server={"retained_ended_apps": RETAINED})) as client:
         assert listed(client) == {live: "ACCEPTED", ended[2]: "KILLED", ended[3]: "KILLED"}
-        assert list(service_of(client).ended) == ended[2:]
+        assert service_of(client).retention.ended_ids() == ended[2:]
         check_forgotten_still_answer(client, ended[:2])
     # A smaller limit at the next start: fewer loaded; zero: no ended app in memory at all.
     with TestClient(offline_app(server={"retained_ended_apps": 0})) as client:

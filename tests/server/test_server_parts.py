@@ -19,9 +19,8 @@ from sessionsched.engine.events import (
 )
 from sessionsched.model import AppSpec, AppState, Executor, Resources, parse_mem_mib
 from sessionsched.server import plans, submissions
-from sessionsched.server.books import AgentState
 from sessionsched.server.launch import build_launch, service_conf
-from sessionsched.server.reconcile import reconcile
+from sessionsched.server.reconcile import AgentState, reconcile
 from sessionsched.server.recording import record_step
 from sessionsched.store import StoredApp
 
@@ -62,14 +61,6 @@ def test_reconcile(agent, events, expected):
 # --- recording a step -------------------------------------------------------------------------
 
 
-class _Rec:
-    def __init__(self, **kw):
-        self.launched_at = kw.get("launched_at")
-        self.first_executor_at = kw.get("first_executor_at")
-        self.finished_at = kw.get("finished_at")
-        self.exit_code = kw.get("exit_code")
-
-
 def stored(app_id: str, state=AppState.ACCEPTED) -> StoredApp:
     spec = AppSpec(app_id=app_id, queue="root.default", seq=1, submitted_at=0.0)
     return StoredApp(id=app_id, seq=1, kind="submit", name="n", user="u", queue="root.default",
@@ -78,17 +69,14 @@ def stored(app_id: str, state=AppState.ACCEPTED) -> StoredApp:
 
 def test_record_step_writes_every_state_change_with_its_times():
     apps = {"a": stored("a"), "b": stored("b", AppState.RUNNING), "c": stored("c")}
-    engine = {"a": _Rec(launched_at=10.0), "b": _Rec(finished_at=10.0, exit_code=3),
-              "c": _Rec(finished_at=10.0)}
-    why = {"b": "launch failed: no java"}
     killers = {"c": "Admin (Spark REST from 127.0.0.1:5)"}
     rec = record_step(
         10.0,
         [DriverStarted("a", "app-1"), DriverExited("b", 3), KillRequested("c")],
-        [MarkState("a", AppState.STARTING, "driver launched"),
-         MarkState("b", AppState.FAILED, "driver exited with code 3"),
-         MarkState("c", AppState.KILLED, "killed on request")],
-        apps, engine, why, killers,
+        [MarkState("a", AppState.STARTING, "driver launched", at=10.0),
+         MarkState("b", AppState.FAILED, "launch failed: no java", at=10.0, exit_code=3),
+         MarkState("c", AppState.KILLED, "killed on request", at=10.0)],
+        apps, killers,
     )
     assert rec.changes == {
         "a": {"spark_app_id": "app-1", "state": AppState.STARTING, "reason": "driver launched",
@@ -106,7 +94,7 @@ def test_record_step_writes_every_state_change_with_its_times():
         ("b", "state", "RUNNING -> FAILED: launch failed: no java"),
         ("c", "state", "ACCEPTED -> KILLED: killed on request"),
     ]
-    assert why == {} and killers == {}  # consumed
+    assert killers == {}  # consumed
     assert apps["a"].state is AppState.ACCEPTED  # the books change only after the commit
 
 

@@ -1,0 +1,86 @@
+"""What each app was submitted with: the service's in-memory record of submissions.
+
+A ``Submission`` holds what never changes once an app is accepted (its id and sequence, kind,
+name, user, queue, sizing, the spark-submit arguments or REST request to launch it with) plus
+where its driver's log is once it has been launched. It holds no scheduling state: the app's
+state, priority, times and executors are the engine's (``EngineView``) and the store's. Read
+views share the registry; entries are immutable and replaced whole, so a reader that looked
+one up holds a consistent record.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..model import AppSpec
+from ..store import StoredApp
+
+
+@dataclass(frozen=True)
+class Submission:
+    id: str
+    seq: int
+    kind: str
+    name: str
+    user: str
+    queue: str
+    submitted_at: float
+    spec: AppSpec  # its priority is the one submitted; the live one is the engine's
+    argv: tuple[str, ...] = ()
+    conf: dict[str, str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    rest_request: dict[str, Any] | None = None
+    sender: str = ""
+    warnings: tuple[str, ...] = ()
+    log_path: str | None = None
+
+    @staticmethod
+    def of(app: StoredApp) -> Submission:
+        return Submission(
+            id=app.id, seq=app.seq, kind=app.kind, name=app.name, user=app.user,
+            queue=app.queue, submitted_at=app.submitted_at, spec=app.spec,
+            argv=tuple(app.argv), conf=dict(app.conf), env=dict(app.env), cwd=app.cwd,
+            rest_request=app.rest_request, sender=app.sender, warnings=tuple(app.warnings),
+            log_path=app.log_path,
+        )
+
+
+class Submissions:
+    """app id -> Submission, safe to read from any thread."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Submission] = {}
+        self._lock = threading.Lock()
+
+    def get(self, app_id: str) -> Submission | None:
+        return self._by_id.get(app_id)
+
+    def __contains__(self, app_id: object) -> bool:
+        return app_id in self._by_id
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def snapshot(self) -> dict[str, Submission]:
+        """A copy to iterate over while others add and remove."""
+        with self._lock:
+            return dict(self._by_id)
+
+    def put(self, sub: Submission) -> None:
+        with self._lock:
+            self._by_id[sub.id] = sub
+
+    def launched(self, app_id: str, log_path: str | None) -> None:
+        with self._lock:
+            sub = self._by_id.get(app_id)
+            if sub is not None and sub.log_path != log_path:
+                self._by_id[app_id] = replace(sub, log_path=log_path)
+
+    def drop(self, app_ids: list[str]) -> None:
+        with self._lock:
+            for app_id in app_ids:
+                self._by_id.pop(app_id, None)
+
