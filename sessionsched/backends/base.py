@@ -31,7 +31,7 @@ class Launch:
 
     ``conf`` are the Spark properties the service adds or overrides (dynamic allocation,
     agent settings); they win over the user's. ``env`` is added to the driver's environment.
-    ``queue`` and ``priority`` (at launch) are for backends that label what they start
+    ``queue`` and ``priority`` (as submitted) are for backends that label what they start
     (Kubernetes); the others ignore them.
     """
 

@@ -90,7 +90,7 @@ def build_launch(
             env=env,
             in_cluster=True,
             queue=app.queue,
-            priority=app.priority,
+            priority=app.spec.priority,
         )
     conf = {k: v for k, v in app.conf.items() if k != "spark.master"}
     conf.update(ours)
@@ -108,5 +108,5 @@ def build_launch(
         in_cluster=app.spec.driver_in_cluster,
         log_path=str(Path(log_dir) / f"{app.id}.log"),
         queue=app.queue,
-        priority=app.priority,
+        priority=app.spec.priority,
     )

@@ -6,7 +6,7 @@ What the backend adds to the app's properties (``Launch.conf`` and these win ove
 * ``spark.kubernetes.namespace`` (the namespace the backend watches) and the node selectors;
 * labels on the driver and executor pods: ``sessionsched.io/app-id`` (the submission id: how
   a restarted scheduler finds its drivers), ``sessionsched.io/driver-in-cluster``, and the
-  queue and priority at launch (also as driver annotations, which take any text);
+  queue and priority as submitted (also as driver annotations, which take any text);
 * ``spark.kubernetes.submission.waitAppCompletion=false``: spark-submit returns once the pod
   exists (its exit code would not tell a failed driver anyway: the pod's status does);
 * dynamic allocation with shuffle tracking unless the user turned allocation off (Kubernetes
