@@ -7,6 +7,7 @@ The CLI prints that line and exits 2; nobody sees a traceback for a bad file.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -159,6 +160,55 @@ class ServerSection(_Strict):
     retained_ended_apps: int = Field(1000, ge=0)
 
 
+class KubernetesSection(_Strict):
+    """``cluster.kubernetes``: where and how drivers run on Kubernetes (``backends/kubernetes``).
+
+    The API server: ``api_server`` (a URL, no credentials: a local proxy such as ``kubectl
+    proxy``, or a fake), else ``kubeconfig`` (and ``context``), else the pod's own service
+    account (the scheduler running in the cluster). ``server_url``: how driver pods reach this
+    scheduler (their agent's ``SESSIONSCHED_SERVER``), e.g. ``http://sessionsched.spark:6066``.
+    ``upload_path``: Spark's ``spark.kubernetes.file.upload.path``, a filesystem the driver pods
+    can read (s3a://, a shared volume): how local files -- the agent, a Python app -- reach
+    them. ``conf``: Spark properties for every app, unless the app sets them.
+    ``node_selector``: the nodes every pod runs on, and whose room is the capacity;
+    ``driver_node_selector``: where driver pods run instead (a node pool of their own, its
+    keys overriding ``node_selector``'s for drivers), outside the capacity when it differs.
+    ``watch_timeout_s``: each watch request's ``timeoutSeconds``; ``max_failures``: consecutive
+    failed list/watch requests after which the cluster counts as unreachable (requests go on).
+    """
+
+    api_server: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str = "default"
+    image: str
+    service_account: str | None = None
+    driver_pod_template: str | None = None
+    executor_pod_template: str | None = None
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    driver_node_selector: dict[str, str] = Field(default_factory=dict)
+    spark_submit: str | None = None
+    server_url: str | None = None
+    upload_path: str | None = None
+    conf: dict[str, str] = Field(default_factory=dict)
+    watch_timeout_s: int = Field(300, ge=1)
+    max_failures: int = Field(5, ge=1)
+
+    @field_validator("api_server")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"{v!r}: expected http(s)://HOST:PORT")
+        return v.rstrip("/") if v else v
+
+    @field_validator("namespace")
+    @classmethod
+    def _dns_label(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", v):
+            raise ValueError(f"{v!r} is not a valid namespace name (lower-case DNS label)")
+        return v
+
+
 def _mem_mib(value: Any) -> Any:
     return parse_mem_mib(value) if isinstance(value, str) else value
 
@@ -173,9 +223,10 @@ class ClusterSection(_Strict):
     where they would do nothing): ``workers`` x ``cores`` cores and ``memory`` (a Spark size,
     per worker), as ``sessionsched cluster up`` takes them; seconds before a driver / an
     executor is up; ``spark.dynamicAllocation.executorIdleTimeout``; the seconds an app works
-    unless ``spark.sessionsched.memory.work`` says otherwise (``backends/memory/job.py``)."""
+    unless ``spark.sessionsched.memory.work`` says otherwise (``backends/memory/job.py``).
+    ``kubernetes``: the ``kubernetes`` backend's settings (``KubernetesSection``)."""
 
-    backend: Literal["standalone", "local", "memory"] = "standalone"
+    backend: Literal["standalone", "local", "memory", "kubernetes"] = "standalone"
     master: str = "spark://127.0.0.1:7077"
     master_ui: str = "http://127.0.0.1:8080"
     driver_slots: int = Field(4, ge=1)
@@ -186,6 +237,7 @@ class ClusterSection(_Strict):
     executor_start_s: float = Field(0.5, ge=0)
     executor_idle_timeout_s: float = Field(60.0, gt=0)
     work_s: float = Field(2.0, ge=0)
+    kubernetes: KubernetesSection | None = None
 
     @model_validator(mode="after")
     def _memory_settings(self) -> ClusterSection:
@@ -194,6 +246,9 @@ class ClusterSection(_Strict):
                 if key in self.model_fields_set:
                     raise ValueError(f"{key} is a setting of the memory backend only "
                                      f"(backend is {self.backend})")
+        if self.backend == "kubernetes" and self.kubernetes is None:
+            raise ValueError("backend kubernetes needs a cluster.kubernetes section (at least "
+                             "image)")
         return self
 
 

@@ -39,10 +39,22 @@ def _import_agent():
             sys.path.remove(root)
 
 
+def find_script(script: str) -> str:
+    """``script``, or -- when it is a bare file name not in the working directory -- the
+    ``sys.path`` entry with that name: on Kubernetes the scheduler ships the user's script in
+    ``--py-files`` and passes its name, and PythonRunner puts each py-file on the path."""
+    if os.path.exists(script) or os.sep in script:
+        return script
+    for entry in sys.path:
+        if os.path.basename(entry) == script and os.path.isfile(entry):
+            return entry
+    return script
+
+
 def main(argv: list[str]) -> None:
     if len(argv) < 2:
         sys.exit("usage: bootstrap.py SCRIPT [ARGS...]")
-    script = argv[1]
+    script = find_script(argv[1])
     # Run as a script, sys.path[0] is this file's directory: the agent package's own modules
     # must not be importable as top-level names by the user's code.
     here = os.path.dirname(os.path.abspath(__file__))

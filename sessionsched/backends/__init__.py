@@ -9,9 +9,11 @@
   ``cluster.memory`` (``memory.MemoryBackend``): no Spark at all; drivers and executors start
   after ``cluster.driver_start_s`` / ``cluster.executor_start_s``, run their work
   (``cluster.work_s`` unless ``spark.sessionsched.memory.work`` says otherwise) and exit. It
-  lives in the server's process: drivers do not survive a server restart.
+  lives in the server's process: drivers do not survive a server restart;
+* ``kubernetes``: drivers as pods, launched with ``spark-submit --master k8s://...`` in
+  cluster mode (``kubernetes.KubernetesBackend``, settings in ``cluster.kubernetes``).
 
-standalone and local keep their driver records, exit files and default logs in
+standalone, local and kubernetes keep their driver records, exit files and default logs in
 ``<server.state_dir>/drivers``.
 An unknown name raises LookupError naming the known ones.
 """
@@ -52,6 +54,14 @@ def _local(config: ServerConfig) -> ClusterBackend:
                              config.cluster.driver_slots, rest_url=cluster.rest_url)
 
 
+def _kubernetes(config: ServerConfig) -> ClusterBackend:
+    from .kubernetes import KubernetesBackend
+
+    state = Path(config.server.state_dir)
+    return KubernetesBackend(config.cluster.kubernetes, state / "drivers",
+                             config.cluster.driver_slots)
+
+
 def _memory(config: ServerConfig) -> ClusterBackend:
     from .memory import MemoryBackend, MemoryCluster
 
@@ -67,6 +77,7 @@ def _memory(config: ServerConfig) -> ClusterBackend:
 BACKENDS: dict[str, Callable[[ServerConfig], ClusterBackend]] = {
     "standalone": _standalone,
     "local": _local,
+    "kubernetes": _kubernetes,
     "memory": _memory,
 }
 

@@ -31,6 +31,8 @@ class Launch:
 
     ``conf`` are the Spark properties the service adds or overrides (dynamic allocation,
     agent settings); they win over the user's. ``env`` is added to the driver's environment.
+    ``queue`` and ``priority`` (as submitted) are for backends that label what they start
+    (Kubernetes); the others ignore them.
     """
 
     app_id: str
@@ -42,6 +44,8 @@ class Launch:
     cwd: str | None = None
     in_cluster: bool = False
     log_path: str | None = None
+    queue: str | None = None
+    priority: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,8 @@ class Handle:
     """What the service stores to find a launched driver again after a restart.
 
     ``kind`` "process": ``ref`` is ``"PID:START_TICKS"`` (the process and its start time, so a
-    reused PID is never mistaken for it); "cluster-driver": ``ref`` is the master's driver id;
+    reused PID is never mistaken for it); "cluster-driver": ``ref`` is the master's driver id
+    (Kubernetes: the namespace; the driver pod is found by its app-id label);
     "memory": ``ref`` is the memory cluster's driver id.
     ``started_at``: when it was launched (epoch seconds).
     """

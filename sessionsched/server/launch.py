@@ -89,6 +89,8 @@ def build_launch(
             conf=ours,
             env=env,
             in_cluster=True,
+            queue=app.queue,
+            priority=app.spec.priority,
         )
     conf = {k: v for k, v in app.conf.items() if k != "spark.master"}
     conf.update(ours)
@@ -105,4 +107,6 @@ def build_launch(
         cwd=app.cwd,
         in_cluster=app.spec.driver_in_cluster,
         log_path=str(Path(log_dir) / f"{app.id}.log"),
+        queue=app.queue,
+        priority=app.spec.priority,
     )

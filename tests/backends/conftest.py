@@ -28,9 +28,9 @@ and when usage it does not manage changes it, and stops taking an app's usage of
 it is managed (``manage``), reporting that app's executors instead; and refuses what cannot
 run with a one-line BackendError.
 
-For Kubernetes: a rig whose ``new_backend`` builds the Kubernetes backend over one namespace,
-``app`` a Launch with the pod template the backend needs, ``external`` a bare Spark driver
-pod, marked with its own marker like ``cluster``.
+Kubernetes: ``tests/kubernetes/contract_rig.py`` (the fake API server, the stand-in
+spark-submit, a scripted kubelet playing the driver pods from the same properties the memory
+cluster reads; ``external`` is another team's executor pods).
 """
 
 from __future__ import annotations
@@ -158,13 +158,20 @@ def _standalone_rig(request, app_file: Path, run_dir: Path) -> Rig:
 RIGS = {
     "memory": pytest.param("memory", id="memory"),
     "standalone": pytest.param("standalone", id="standalone", marks=pytest.mark.cluster),
+    "kubernetes": pytest.param("kubernetes", id="kubernetes"),  # tests/kubernetes/contract_rig
 }
 
 
 @pytest.fixture(params=list(RIGS.values()))
 def rig(request, pyspark_app, tmp_path) -> Iterator[Rig]:
+    stack = contextlib.ExitStack()  # what a rig runs beside its backends, ended after them
     if request.param == "memory":
         made = _memory_rig(pyspark_app)
+    elif request.param == "kubernetes":
+        from tests.kubernetes.contract_rig import kubernetes_contract_rig
+
+        made = kubernetes_contract_rig(Rig, WallClock(), pyspark_app, tmp_path, stack,
+                                       EXTERNAL_CORES)
     else:
         made = _standalone_rig(request, pyspark_app, tmp_path / "run")
     backends: list[ClusterBackend] = []
@@ -186,6 +193,7 @@ def rig(request, pyspark_app, tmp_path) -> Iterator[Rig]:
                     backend.stop(app_id)
             with contextlib.suppress(Exception):
                 backend.close()
+        stack.close()
         if made.name == "standalone":
             wait_idle(request.getfixturevalue("spark_cluster"), timeout_s=120)
 
