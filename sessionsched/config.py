@@ -137,6 +137,13 @@ def resolve_queue(root: Queue, name: str) -> Queue:
     raise LookupError(f"unknown queue {name!r}; known queues: {known}")
 
 
+class TlsSection(_Strict):
+    """HTTPS: a PEM certificate (chain) and its private key."""
+
+    cert: str
+    key: str
+
+
 class ServerSection(_Strict):
     """Where the service listens and keeps its state.
 
@@ -159,6 +166,7 @@ class ServerSection(_Strict):
     heartbeat_s: float = Field(1.0, gt=0, le=60)
     session_timeout: float = Field(600.0, gt=0)
     retained_ended_apps: int = Field(1000, ge=0)
+    tls: TlsSection | None = None  # serve HTTPS (clients verify it: --ca)
 
 
 class ClusterSection(_Strict):

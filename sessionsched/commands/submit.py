@@ -51,10 +51,12 @@ from ..sparkargs import (
 )
 from .client_cmds import add_connection_options, connect, describe, user_error
 
-WRAPPER_OPTIONS = {"--server", "--queue", "--priority", "--token"}  # take a value
+WRAPPER_OPTIONS = {"--server", "--queue", "--priority", "--token", "--ca"}  # take a value
 WRAPPER_SWITCHES = {"--wait", "--help", "-h"}
 # Environment a Python driver depends on; sent so the server launches it the same way.
-FORWARDED_ENV = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+# Not PYSPARK_DRIVER_PYTHON: it replaces the driver's program (a Jupyter setting would start
+# a notebook instead of the app), and the server's auth.env_allow refuses it by default.
+FORWARDED_ENV = ("PYSPARK_PYTHON",)
 POLL_S = 0.5
 SERVER_OUTAGE_S = 60.0  # --wait rides out a scheduler restart this long, then gives up
 KILLED_EXIT = 143

@@ -11,6 +11,7 @@ users change only their own apps, within their priority range; agents report for
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
@@ -19,6 +20,7 @@ from fastapi.responses import PlainTextResponse
 from ..config import resolve_queue
 from ..model import AppState, Executor, parse_priority
 from . import auth, submissions
+from .audit_read import audit_rows
 from .guard import Refused, strip_token, strip_token_argv
 from .metrics import CONTENT_TYPE
 from .schemas import (
@@ -27,6 +29,7 @@ from .schemas import (
     AgentReply,
     AppIn,
     AppOut,
+    AuditOut,
     EventOut,
     HealthOut,
     PriorityIn,
@@ -292,6 +295,32 @@ def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep, caller: CallerDep
     _may_report(request, service, caller, body.app_id)
     executors = [Executor(e.id, e.started_at, e.idle) for e in body.executors]
     return _call(service.desk.heartbeat, body.app_id, body.demand, executors, body.control)
+
+
+# --- the audit trail (admins) ------------------------------------------------------------------
+
+
+@router.get("/api/v1/audit", response_model=list[AuditOut],
+            responses=error_responses(400, 422))
+def audit(service: ServiceDep, caller: CallerDep, request: Request,
+          app: Annotated[str | None, Query(max_length=200)] = None,
+          user: Annotated[str | None, Query(max_length=200)] = None,
+          since: Annotated[str | None, Query(max_length=64)] = None):
+    """Submissions, priority changes and kills, oldest first: who, which app, what."""
+    if _gate(request).on and caller.role != auth.ADMIN:
+        raise HTTPException(403, f"{caller.role} {caller.user} may not read the audit trail "
+                                 "(admins only)")
+    start = None
+    if since:
+        try:
+            start = float(since) if since.replace(".", "", 1).isdigit() else \
+                datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise HTTPException(400, f"since {since!r} is not a time (ISO 8601 or epoch "
+                                     "seconds)") from None
+    rows = audit_rows(service.store, app, user, start)
+    return [AuditOut(at=iso(r.at), app_id=r.app_id, kind=r.kind, who=r.who, detail=r.detail)
+            for r in rows]
 
 
 # --- health and metrics -----------------------------------------------------------------------

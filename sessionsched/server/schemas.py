@@ -134,6 +134,14 @@ class EventOut(BaseModel):
     detail: str
 
 
+class AuditOut(BaseModel):
+    at: str
+    app_id: str
+    kind: str  # submitted | priority | kill
+    who: str
+    detail: str
+
+
 class HealthOut(BaseModel):
     status: str  # "ok" | "degraded"
     cluster_reachable: bool | None
