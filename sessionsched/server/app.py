@@ -99,7 +99,8 @@ def create_app(
 ) -> FastAPI:
     """``run_cycles=False`` leaves the cycle to the caller (``app.state.service.cycle()``),
     for tests that step the scheduler by hand."""
-    gate = auth.Gate(config.auth, config.queues, config.server.state_dir)
+    gate = auth.Gate(config.auth, config.queues, config.server.state_dir,
+                     config.defaults.priority)
     service = Service(config, backend if backend is not None else backend_for(config), url=url)
     service.secret_for = gate.secret_for
     try:

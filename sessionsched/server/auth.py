@@ -115,8 +115,12 @@ def _queue_users(queues: Iterable[QueueConfig], parent: str = "",
 
 
 class Gate:
-    def __init__(self, auth: AuthSection, queues: list[QueueConfig], state_dir: str | Path):
+    def __init__(self, auth: AuthSection, queues: list[QueueConfig], state_dir: str | Path,
+                 default_priority: int = 5000):
+        """``default_priority``: the server's ``defaults.priority``, which every submission
+        without a priority gets and which is allowed whatever the caller's range."""
         self.auth = auth
+        self.default_priority = default_priority
         self.on = auth.mode == "tokens"
         self.book = TokenBook(auth.tokens_file) if self.on and auth.tokens_file else None
         self.secrets = AppSecrets(state_dir) if self.on else None
@@ -176,7 +180,8 @@ class Gate:
         if users is not None and caller.role != ADMIN and caller.user not in users:
             raise Forbidden(f"user {caller.user} may not submit to queue {queue} "
                             f"(submit_users: {', '.join(users) or 'nobody'})")
-        self.check_priority(caller, priority)
+        if priority != self.default_priority:
+            self.check_priority(caller, priority)
 
     def may_change(self, caller: Caller, app_id: str, owner: str, what: str) -> None:
         """Kill, re-prioritise or stop ``app_id`` (owned by ``owner``)."""
