@@ -99,7 +99,7 @@ def test_team_over_https_with_tokens(https_team, tmp_path, app_dir):
     r = cli("priority", app_id, "100", *at, "--token", made["alice"],
             env={**env, "SESSIONSCHED_TOKEN": "ss_wrong"})
     assert r.returncode == 0, r.stderr
-    r = cli("priority", app_id, "9000", env=env, *["--server", server.url])
+    r = cli("priority", app_id, "9000", "--server", server.url, env=env)
     assert (r.returncode, r.stderr.strip()) == (
         2, "sessionsched priority: user alice may set priority 1-5000, not 9000")
 
