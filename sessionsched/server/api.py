@@ -101,8 +101,9 @@ def _admit(request: Request, caller: auth.Caller, app):
         raise HTTPException(e.status, str(e), headers=headers) from None
 
 
-# Every operation's possible refusals with auth on (``create_app`` adds them to the spec).
-AUTH_RESPONSES = error_responses(401, 403, 413, 429)
+# Every operation's possible refusals with auth on (``create_app`` adds them to the spec); as
+# explicit JSON content, so that the text/plain log read declares them as JSON too.
+AUTH_RESPONSES = error_responses(401, 403, 413, 429, text=True)
 
 ServiceDep = Annotated[Service, Depends(get_service)]
 CallerDep = Annotated[auth.Caller, Depends(get_caller)]
