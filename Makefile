@@ -21,13 +21,18 @@ $(CHROMIUM):
 	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium'
 
+# The HTTPS test makes its certificate with openssl.
+/usr/bin/openssl:
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl'
+
 demo: install
 	$(VENV)/bin/sessionsched demo
 
 lint: install
 	$(VENV)/bin/ruff check sessionsched tests benchmarks
 
-test: lint $(CHROMIUM)
+test: lint $(CHROMIUM) /usr/bin/openssl
 	$(VENV)/bin/pytest -q -ra --durations=12
 
 bench: install
