@@ -1,6 +1,6 @@
 """``sessionsched submit``: spark-submit through the scheduler's queues.
 
-``sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] [--wait]
+``sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] [--ca PEM] [--wait]
 <spark-submit args…>``
 
 Decisions, so that a spark-submit user gets no surprise:
@@ -247,7 +247,7 @@ def wrapper_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sessionsched submit",
         usage="sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] "
-        "[--wait] <spark-submit args…>",
+        "[--ca PEM] [--wait] <spark-submit args…>",
         description="Submit a Spark application to the scheduler's queues. Every spark-submit "
         "argument (options, the application file, its arguments) passes through unchanged, "
         "except --master (the scheduler picks the cluster). Python apps run in client mode. "
