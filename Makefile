@@ -4,8 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 
 CHROMIUM := /usr/bin/chromium
+SUDO := $$( [ "$$(id -u)" = 0 ] || echo sudo )
 
-.PHONY: install demo test lint bench
+.PHONY: install demo test lint bench postgresql
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -32,7 +33,16 @@ demo: install
 lint: install
 	$(VENV)/bin/ruff check sessionsched tests benchmarks
 
-test: lint $(CHROMIUM) /usr/bin/openssl
+# The store tests start their own PostgreSQL server from Debian's postgresql binaries
+# (/usr/lib/postgresql/*/bin). Installed when missing, without the package's own "main"
+# cluster (a server on port 5432 nobody asked for).
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(SUDO) sh -c 'apt-get update -q && \
+	  mkdir -p /etc/postgresql-common/createcluster.d && \
+	  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/sessionsched.conf && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql'
+
+test: lint $(CHROMIUM) postgresql /usr/bin/openssl
 	$(VENV)/bin/pytest -q -ra --durations=12
 
 bench: install

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from .cron import cron_trigger  # the same parser the server runs plans with
-from .model import PRIORITY_DEFAULT, Admission, Policy, Queue, parse_priority
+from .model import PRIORITY_DEFAULT, Admission, Policy, Queue, parse_mem_mib, parse_priority
 
 
 class ConfigError(ValueError):
@@ -147,9 +147,10 @@ class TlsSection(_Strict):
 class ServerSection(_Strict):
     """Where the service listens and keeps its state.
 
-    ``db_url``: a SQLAlchemy URL for the store; default a SQLite file (WAL mode) in
-    ``state_dir``. ``heartbeat_s``: how often driver agents report; an agent silent for three
-    heartbeats no longer speaks for its app's executors (the cluster's view does).
+    ``db_url``: the store, ``sqlite:///PATH`` or ``postgresql://USER:PASSWORD@HOST:PORT/DB``
+    (psycopg 3); default a SQLite file (WAL mode) in ``state_dir``. ``heartbeat_s``: how often
+    driver agents report; an agent silent for three heartbeats no longer speaks for its app's
+    executors (the cluster's view does).
     ``session_timeout``: a notebook session whose agent has been silent this many seconds is
     ended (FAILED), so a notebook that died without ``stop()`` does not hold a driver slot.
     ``retained_ended_apps``: how many ended apps (FINISHED/FAILED/KILLED) stay in memory and in
@@ -169,11 +170,42 @@ class ServerSection(_Strict):
     tls: TlsSection | None = None  # serve HTTPS (clients verify it: --ca)
 
 
+def _mem_mib(value: Any) -> Any:
+    return parse_mem_mib(value) if isinstance(value, str) else value
+
+
+MEMORY_ONLY = ("workers", "cores", "memory", "driver_start_s", "executor_start_s",
+               "executor_idle_timeout_s", "work_s")
+
+
 class ClusterSection(_Strict):
-    backend: Literal["standalone", "local"] = "standalone"
+    """The cluster backend (``backends.BACKENDS``). ``master``/``master_ui``: ``standalone``'s.
+    The rest but ``driver_slots`` are the ``memory`` backend's (refused with another backend,
+    where they would do nothing): ``workers`` x ``cores`` cores and ``memory`` (a Spark size,
+    per worker), as ``sessionsched cluster up`` takes them; seconds before a driver / an
+    executor is up; ``spark.dynamicAllocation.executorIdleTimeout``; the seconds an app works
+    unless ``spark.sessionsched.memory.work`` says otherwise (``backends/memory/job.py``)."""
+
+    backend: Literal["standalone", "local", "memory"] = "standalone"
     master: str = "spark://127.0.0.1:7077"
     master_ui: str = "http://127.0.0.1:8080"
     driver_slots: int = Field(4, ge=1)
+    workers: int = Field(1, ge=1)
+    cores: int = Field(2, ge=1)
+    memory: Annotated[int, BeforeValidator(_mem_mib), Field(ge=1)] = 2048
+    driver_start_s: float = Field(0.5, ge=0)
+    executor_start_s: float = Field(0.5, ge=0)
+    executor_idle_timeout_s: float = Field(60.0, gt=0)
+    work_s: float = Field(2.0, ge=0)
+
+    @model_validator(mode="after")
+    def _memory_settings(self) -> ClusterSection:
+        if self.backend != "memory":
+            for key in MEMORY_ONLY:
+                if key in self.model_fields_set:
+                    raise ValueError(f"{key} is a setting of the memory backend only "
+                                     f"(backend is {self.backend})")
+        return self
 
 
 DEFAULT_ENV_ALLOW = ("PYSPARK_PYTHON", "SPARK_*", "TZ", "LANG", "LC_*")

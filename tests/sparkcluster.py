@@ -4,9 +4,10 @@ Fixtures (registered for every test by ``tests/conftest.py``):
 
 * ``spark_cluster`` (session): a started ``LocalCluster`` (1 worker, 4 cores, 4g; workers may
   advertise more cores than the machine has) on free ports in 17000-17999 (the range this
-  project's machines reserve for it), in a temporary directory. Stopped by PID at the end of
-  the session, also when tests fail. Use ``spark_cluster.master_url`` / ``.master_ui`` /
-  ``.rest_url``.
+  project's machines reserve for it; ``$SESSIONSCHED_TEST_PORTS``, e.g. ``40000-40999``,
+  picks another), in a temporary directory; workers and drivers take ports the OS picks.
+  Stopped by PID at the end of the session, also when tests fail. Use
+  ``spark_cluster.master_url`` / ``.master_ui`` / ``.rest_url``.
 * ``pyspark_app`` (session): the path of ``APP_SOURCE``, a tiny PySpark app (see its doc).
 * ``jvm_app_jar`` (session): a jar with ``SleepApp`` (``JAVA_SOURCE``), compiled with ``javac``
   against pyspark's jars: ``SleepApp TASK_MS TASKS EXIT_CODE``.
@@ -39,7 +40,13 @@ from sessionsched.backends.spark_home import spark_home, spark_jars, spark_submi
 
 T = TypeVar("T")
 
-PORT_RANGE = (17000, 17999)
+def _port_range(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high)
+
+
+# Agents sharing a machine each set their own range in SESSIONSCHED_TEST_PORTS ("LOW-HIGH").
+PORT_RANGE = _port_range(os.environ.get("SESSIONSCHED_TEST_PORTS", "17000-17999"))
 
 SMALL = {
     "spark.executor.cores": "1",

@@ -45,6 +45,12 @@ def test_good_file_builds_the_queue_tree(tmp_path):
     assert cfg.defaults.priority == 4000 and cfg.server.cycle_ms == 250
 
 
+def test_memory_backend_takes_cluster_up_options(tmp_path):
+    text = "cluster: {backend: memory, workers: 2, cores: 4, memory: 4g, work_s: 0.5}"
+    c = load_server_config(write(tmp_path, text)).cluster
+    assert (c.backend, c.workers, c.cores, c.memory, c.work_s) == ("memory", 2, 4, 4096, 0.5)
+
+
 def test_defaults_are_one_default_queue():
     root = ServerConfig().queue_tree()
     assert [q.name for q in root.leaves()] == ["root.default"]
@@ -79,6 +85,12 @@ def test_defaults_are_one_default_queue():
                                  "token create --file PATH ...')"),
         ("queues: [a, b", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping at the top level"),
+        ("cluster: {backend: mesos}", "cluster.backend: Input should be 'standalone', 'local'"),
+        ("cluster: {backend: memory, memory: lots}",
+         "cluster.memory: 'lots' is not a size like 512m or 2g"),
+        ("cluster: {backend: memory, workers: 0}", "cluster.workers: Input should be greater"),
+        ("cluster: {workers: 2}",
+         "cluster: workers is a setting of the memory backend only (backend is standalone)"),
     ],
     ids=[
         "unknown policy",
@@ -95,6 +107,10 @@ def test_defaults_are_one_default_queue():
         "auth tokens without a tokens file",
         "broken yaml",
         "not a mapping",
+        "unknown backend",
+        "memory backend: bad worker memory",
+        "memory backend: no workers",
+        "memory backend settings with another backend",
     ],
 )
 def test_bad_file_gives_one_line_naming_the_problem(tmp_path, text, message):

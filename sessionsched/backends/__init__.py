@@ -4,9 +4,15 @@
   (``standalone.StandaloneBackend``);
 * ``local``: the same backend on the local cluster ``sessionsched cluster up`` recorded in
   ``<server.state_dir>/cluster`` (the default ``--dir`` of ``cluster up`` when the state dir
-  is the default ``./.sessionsched``); its URLs come from that record, not from the config.
+  is the default ``./.sessionsched``); its URLs come from that record, not from the config;
+* ``memory``: an in-process cluster of ``cluster.workers`` x ``cluster.cores`` cores and
+  ``cluster.memory`` (``memory.MemoryBackend``): no Spark at all; drivers and executors start
+  after ``cluster.driver_start_s`` / ``cluster.executor_start_s``, run their work
+  (``cluster.work_s`` unless ``spark.sessionsched.memory.work`` says otherwise) and exit. It
+  lives in the server's process: drivers do not survive a server restart.
 
-Both keep their driver records, exit files and default logs in ``<server.state_dir>/drivers``.
+standalone and local keep their driver records, exit files and default logs in
+``<server.state_dir>/drivers``.
 An unknown name raises LookupError naming the known ones.
 """
 
@@ -16,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..model import Resources
 from .base import BackendError, ClusterBackend, Handle, Launch
 
 if TYPE_CHECKING:
@@ -45,9 +52,22 @@ def _local(config: ServerConfig) -> ClusterBackend:
                              config.cluster.driver_slots, rest_url=cluster.rest_url)
 
 
+def _memory(config: ServerConfig) -> ClusterBackend:
+    from .memory import MemoryBackend, MemoryCluster
+
+    c = config.cluster
+    cluster = MemoryCluster(
+        Resources(c.workers * c.cores, c.workers * c.memory), c.driver_slots,
+        driver_start_s=c.driver_start_s, executor_start_s=c.executor_start_s,
+        executor_idle_timeout_s=c.executor_idle_timeout_s, work_s=c.work_s,
+    )
+    return MemoryBackend(cluster)
+
+
 BACKENDS: dict[str, Callable[[ServerConfig], ClusterBackend]] = {
     "standalone": _standalone,
     "local": _local,
+    "memory": _memory,
 }
 
 

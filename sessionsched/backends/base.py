@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from ..engine.events import Event
+from ..engine.events import Decision, Event
 from ..model import Resources
 
 
@@ -49,12 +49,13 @@ class Handle:
     """What the service stores to find a launched driver again after a restart.
 
     ``kind`` "process": ``ref`` is ``"PID:START_TICKS"`` (the process and its start time, so a
-    reused PID is never mistaken for it); "cluster-driver": ``ref`` is the master's driver id.
+    reused PID is never mistaken for it); "cluster-driver": ``ref`` is the master's driver id;
+    "memory": ``ref`` is the memory cluster's driver id.
     ``started_at``: when it was launched (epoch seconds).
     """
 
     app_id: str
-    kind: str  # "process" | "cluster-driver"
+    kind: str  # "process" | "cluster-driver" | "memory"
     ref: str
     started_at: float = 0.0
 
@@ -93,6 +94,13 @@ class ClusterBackend(ABC):
         """An application the service manages but did not ask this backend to launch (a
         notebook session's driver, known from its agent): its usage is no longer taken off
         the capacity, and ``poll`` reports its executors (not its exit). Default: nothing."""
+
+    def steer(self, decisions: list[Decision]) -> None:  # noqa: B027 - optional hook
+        """One step's ``SetTarget`` and ``Reclaim`` decisions (``carry.carry_out``). Default:
+        nothing -- on a real cluster each driver's agent picks up its grant and reclaim orders
+        at its next heartbeat. A backend whose drivers have no agent to ask (the memory
+        cluster) makes them obey here, as the agent would. Must not raise for an app it does
+        not know."""
 
     @abstractmethod
     def poll(self, now: float) -> list[Event]:

@@ -157,9 +157,9 @@ class MasterClient:
         data = self._post("/v1/submissions/create", request)
         driver_id = data.get("submissionId")
         if data.get("success") is not True or not isinstance(driver_id, str):
-            raise BackendError(
-                f"the Spark master refused the submission: {data.get('message') or data}"
-            )
+            # The master's message may carry a Java stack trace after its first line.
+            message = str(data.get("message") or data).strip().splitlines()[0]
+            raise BackendError(f"the Spark master refused the submission: {message}")
         return driver_id
 
     def kill(self, driver_id: str) -> bool:

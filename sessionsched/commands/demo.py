@@ -2,10 +2,13 @@
 
 What it does, in order:
 
-1. starts a local Spark standalone cluster from pyspark's own Spark (``LocalCluster``) and the
-   scheduler (a child ``sessionsched serve`` on a free 127.0.0.1 port) with a temporary state
-   directory and two queues: ``root.etl`` (stateaware, executors by priority) and
-   ``root.adhoc`` (fairshare), and only ``DRIVER_SLOTS`` driver slots so queueing is visible;
+1. starts a local Spark standalone cluster from pyspark's own Spark (``LocalCluster``) -- or,
+   with ``--backend memory``, no Spark at all: the scheduler runs on the memory cluster
+   (``backends/memory``), where each app's sleeping stages become its simulated work, and the
+   whole demo takes seconds -- and the scheduler (a child ``sessionsched serve`` on a free
+   127.0.0.1 port) with a temporary state directory and two queues: ``root.etl`` (stateaware,
+   executors by priority) and ``root.adhoc`` (fairshare), and only ``DRIVER_SLOTS`` driver
+   slots so queueing is visible;
 2. submits a burst of example PySpark apps (``examples/apps/sleep_tasks.py``: tasks that sleep,
    so a 2-core machine behaves like a big one) with different priorities into both queues;
 3. raises the priority of the last queued ETL app: it jumps ahead in its queue;
@@ -75,16 +78,15 @@ DEMO_CONF = {
 }
 
 
-def demo_config(master: str, master_ui: str, state_dir: Path) -> dict:
-    """The scheduler's config (ServerProcess picks the port)."""
+def demo_config(master: str | None, master_ui: str | None, state_dir: Path) -> dict:
+    """The scheduler's config (ServerProcess picks the port); no master: the memory backend,
+    a cluster like ``start_cluster``'s."""
+    cluster: dict = {"backend": "standalone", "master": master, "master_ui": master_ui}
+    if master is None:
+        cluster = {"backend": "memory", "workers": 1, "cores": 2, "memory": "2g"}
     return {
         "server": {"state_dir": str(state_dir), "cycle_ms": 200},
-        "cluster": {
-            "backend": "standalone",
-            "master": master,
-            "master_ui": master_ui,
-            "driver_slots": DRIVER_SLOTS,
-        },
+        "cluster": {**cluster, "driver_slots": DRIVER_SLOTS},
         "defaults": {"queue": "root.etl", "priority": 5000},
         "queues": [
             {
@@ -98,7 +100,17 @@ def demo_config(master: str, master_ui: str, state_dir: Path) -> dict:
     }
 
 
-def submit_burst(client: SchedulerClient, workdir: Path) -> dict[str, DemoApp]:
+def memory_conf(args: tuple[str, ...]) -> dict[str, str]:
+    """sleep_tasks.py's arguments as the memory cluster's work properties (``--startup-s``,
+    ``--stages``, ``--exit-code``: ``backends/memory/job.py``)."""
+    from ..backends.memory import EXIT_CODE, STARTUP, WORK
+
+    keys = {"--startup-s": STARTUP, "--stages": WORK, "--exit-code": EXIT_CODE}
+    return {keys[flag]: value for flag, value in zip(args[::2], args[1::2], strict=True)}
+
+
+def submit_burst(client: SchedulerClient, workdir: Path,
+                 memory: bool = False) -> dict[str, DemoApp]:
     """Submit BURST through the same path as ``sessionsched submit``; id -> app."""
     ids: dict[str, DemoApp] = {}
     for app in BURST:
@@ -106,7 +118,8 @@ def submit_burst(client: SchedulerClient, workdir: Path) -> dict[str, DemoApp]:
             ["--queue", app.queue, "--priority", str(app.priority)]
         )
         argv = ["--name", app.name]
-        for key, value in DEMO_CONF.items():
+        conf = {**DEMO_CONF, **(memory_conf(app.args) if memory else {})}
+        for key, value in conf.items():
             argv += ["--conf", f"{key}={value}"]
         argv += [str(APP_FILE), *app.args]
         # The drivers and executors run this Python, which has pyspark.
@@ -286,17 +299,21 @@ def run(args: argparse.Namespace) -> int:
     client: SchedulerClient | None = None
     try:
         out.print(f"sessionsched demo — working in {workdir}", style="bold", markup=False)
-        cluster = start_cluster(workdir)
-        out.print(f"cluster: {cluster.master_url} (UI {cluster.master_ui})", markup=False)
         state_dir = workdir / "state"
-        config = demo_config(cluster.master_url, cluster.master_ui, state_dir)
+        if args.backend == "memory":
+            out.print("cluster: in memory (no Spark): 1 worker, 2 cores, 2g", markup=False)
+            config = demo_config(None, None, state_dir)
+        else:
+            cluster = start_cluster(workdir)
+            out.print(f"cluster: {cluster.master_url} (UI {cluster.master_ui})", markup=False)
+            config = demo_config(cluster.master_url, cluster.master_ui, state_dir)
         try:
             server = ServerProcess.start(config, workdir / "server")
         except ServerStartError as e:
             raise UserError(str(e)) from None
         out.print(f"scheduler: {server.url} (log {server.log_path})", markup=False)
         client = SchedulerClient(server.url)
-        ids = submit_burst(client, workdir)
+        ids = submit_burst(client, workdir, memory=args.backend == "memory")
         out.print(
             f"submitted {len(ids)} apps; {DRIVER_SLOTS} driver slots, queues root.etl "
             "(stateaware, priority) and root.adhoc (stateaware, fairshare)"
@@ -352,6 +369,13 @@ def add_parser(subparsers) -> None:
         "queues live, print a summary, and clean up everything it started.",
     )
     p.add_argument("--keep", metavar="DIR", help="work in DIR and keep state and logs there")
+    p.add_argument(
+        "--backend",
+        choices=("local", "memory"),
+        default="local",
+        help="local: a real Spark cluster from pyspark's Spark (default); memory: no Spark, "
+        "the memory cluster, done in seconds",
+    )
     p.add_argument(
         "--timeout",
         type=float,

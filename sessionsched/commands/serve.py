@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..backends.base import BackendError
     from ..server.app import UnsafeListen, asgi, check_listen, create_app
+    from ..store import StoreUnavailable
 
     config = load_server_config(args.config)
     server = config.server.model_copy(
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     scheme = "https" if tls is not None else "http"
     try:
         app = create_app(config, url=f"{scheme}://{host}:{server.port}")
-    except (BackendError, LookupError, ValueError) as e:
+    except (BackendError, LookupError, ValueError, StoreUnavailable) as e:
         raise UserError(f"cannot start: {e}") from None
     uvicorn.run(
         asgi(app),

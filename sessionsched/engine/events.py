@@ -56,8 +56,12 @@ class DriverStarted:
 
 @dataclass(frozen=True)
 class DriverExited:
+    """The driver is gone with this exit code. ``reason``: why, when the code alone would not
+    say (a launch that failed, a notebook gone silent); it becomes the app's reason."""
+
     app_id: str
     exit_code: int
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,7 @@ def driver_exited(s: Scheduler, now: float, ev: DriverExited, out: list[Decision
     rec.demand = 0
     if not rec.state.terminal:
         state = AppState.FINISHED if code == 0 else AppState.FAILED
-        s._mark(now, rec, state, f"driver exited with code {code}", out)
+        s._mark(now, rec, state, ev.reason or f"driver exited with code {code}", out)
     s._dirty.add(rec.app_id)
 
 

@@ -330,6 +330,10 @@ def audit(service: ServiceDep, caller: CallerDep, request: Request,
 @router.get("/api/v1/health", response_model=HealthOut)
 def health(service: ServiceDep):
     row = service.view.health_row()
+    store = service.store.health()  # a round trip to the database: not part of the view
+    row["store"] = str(store)
+    if not store.ok:
+        row["status"] = "degraded"
     row["last_cycle_at"] = iso(row["last_cycle_at"])
     return HealthOut(**row)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -21,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
+from ..store import StoreUnavailable
 from . import api, auth, submissions
 from .dashboard import DASHBOARD_HTML
 from .guard import BodyLimit, RateLimit
@@ -96,12 +99,14 @@ def create_app(
     *,
     url: str | None = None,
     run_cycles: bool = True,
+    clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     """``run_cycles=False`` leaves the cycle to the caller (``app.state.service.cycle()``),
-    for tests that step the scheduler by hand."""
+    for tests that step the scheduler by hand (with ``clock``, on a time of their own)."""
     gate = auth.Gate(config.auth, config.queues, config.server.state_dir,
                      config.defaults.priority)
-    service = Service(config, backend if backend is not None else backend_for(config), url=url)
+    service = Service(config, backend if backend is not None else backend_for(config), url=url,
+                      clock=clock)
     service.secret_for = gate.secret_for
     try:
         service.check_queues()
@@ -149,6 +154,10 @@ def create_app(
         if isinstance(err.detail, str):
             err.detail = one_line(err.detail)
         return await http_exception_handler(request, err)
+
+    @app.exception_handler(StoreUnavailable)
+    async def _store_unavailable(_request: Request, err: StoreUnavailable):
+        return JSONResponse({"detail": str(err)}, status_code=503)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, err: Exception):  # pragma: no cover - a bug

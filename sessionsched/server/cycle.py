@@ -10,9 +10,11 @@
      never leave a launched driver the store does not know was launched;
   5. publish the engine's new view (``ReadModel.publish``) and hand the agents their targets
      and reclaim orders (``AgentDesk.take``): readers only ever see committed cycles;
-  6. carry out: LaunchDriver -> ``backend.launch`` of ``build_launch(app)`` (sessions: nothing,
-     the waiting notebook sees STARTING and starts its own driver), StopDriver ->
-     ``backend.stop``; launch handles are recorded so a restart can adopt the drivers;
+  6. carry out, as the simulator does (``backends.carry.carry_out``): StopDriver ->
+     ``backend.stop``, LaunchDriver -> ``backend.launch`` of ``build_launch(app)`` (sessions:
+     nothing, the waiting notebook sees STARTING and starts its own driver), SetTarget and
+     Reclaim -> ``backend.steer`` (the memory cluster's drivers; real drivers' agents read
+     them from the desk); launch handles are recorded so a restart can adopt the drivers;
   7. answer whoever waits on an inbox item (a kill's HTTP request returns once it is done).
 
 Only this thread steps the engine or reads its books; everyone else reads published views.
@@ -27,7 +29,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..backends.base import BackendError, ClusterBackend, Handle
+from ..backends.base import ClusterBackend, Handle, Launch
+from ..backends.carry import carry_out
 from ..engine.events import (
     Decision,
     DriverExited,
@@ -110,24 +113,17 @@ class Cycle:
     def _cycle(self, items: list[Item]) -> None:
         p = self.p
         now = p.clock()
-        why: dict[str, str] = {}
-        killers: dict[str, str] = {}
-        for item in items:
-            if item.note is not None and isinstance(item.event, KillRequested):
-                killers[item.event.app_id] = item.note
-            elif item.note is not None and isinstance(item.event, DriverExited):
-                why[item.event.app_id] = item.note
+        killers = {i.event.app_id: i.note for i in items
+                   if i.note is not None and isinstance(i.event, KillRequested)}
         before = p.reads.view
         events = [i.event for i in items]
         events += p.desk.reconcile(p.watch.observe(now), now)
-        events += p.watch.retry_adoptions(why.__setitem__)
-        for exited, reason in p.sessions.silent(now, before, p.desk.last_seen):
-            why[exited.app_id] = reason
-            events.append(exited)
+        events += p.watch.retry_adoptions()
+        events += p.sessions.silent(now, before, p.desk.last_seen)
         forgets, unbooked = p.retention.due(before.engine)
         events = self._known(events) + forgets
         decisions, events = self._step(now, events)
-        record = record_step(now, events, decisions, _Before(before), why, killers)
+        record = record_step(now, events, decisions, _Before(before), killers)
         sessions = [(ev.app_id, ev.spark_app_id) for ev in events
                     if isinstance(ev, DriverStarted) and ev.spark_app_id
                     and self._kind(ev.app_id) == AppKind.SESSION]
@@ -137,8 +133,7 @@ class Cycle:
             log.error("could not record the cycle's decisions (%s); launches are held back", e)
             for d in decisions:
                 if isinstance(d, LaunchDriver):
-                    p.inbox.put(DriverExited(d.app_id, -1),
-                                note=f"could not record the launch: {e}")
+                    p.inbox.put(DriverExited(d.app_id, -1, f"could not record the launch: {e}"))
             return
         self._publish(now, events, decisions, unbooked)
         for app_id, spark_app_id in sessions:
@@ -161,13 +156,15 @@ class Cycle:
         p.sessions.ended(ended + forgotten)
         p.desk.take(decisions)
         p.desk.forget(forgotten)
+        # Dropped first: the view still showing a forgotten app's facts then falls back to the
+        # store (its final record), never to "accepted, not stepped yet".
+        p.registry.drop(forgotten)
         view = p.reads.view
         changes: dict = {"engine": p.engine.view(), "health": p.watch.health,
                          "last_cycle_at": now}
         if unbooked:
             changes["final"] = {a: r for a, r in view.final.items() if a not in unbooked}
         p.reads.publish(**changes)
-        p.registry.drop(forgotten)
         if forgotten:
             log.debug("forgot %d ended app(s) beyond server.retained_ended_apps", len(forgotten))
 
@@ -200,18 +197,20 @@ class Cycle:
     # --- carrying out -------------------------------------------------------------------------
 
     def _carry_out(self, now: float, decisions: list[Decision]) -> None:
-        launched: list[tuple[str, Handle, str | None]] = []
-        for d in decisions:
-            if isinstance(d, LaunchDriver):
-                result = self._launch(d.app_id)
-                if result is not None:
-                    launched.append((d.app_id, *result))
-            elif isinstance(d, StopDriver) and self._kind(d.app_id) != AppKind.SESSION:
-                # A session's agent hears its terminal state at its next heartbeat instead.
-                try:
-                    self.backend.stop(d.app_id)
-                except Exception as e:  # noqa: BLE001 - the kill is recorded; the view follows
-                    log.error("could not stop %s's driver: %s", d.app_id, e)
+        """The decisions, through ``carry.carry_out`` as the simulator does them; then the
+        launch handles recorded (a restart adopts those drivers) and failed launches ended."""
+        p = self.p
+        # A session's driver is its notebook's: nothing to stop here, its agent hears its
+        # terminal state at its next heartbeat.
+        ours = [d for d in decisions
+                if not (isinstance(d, StopDriver) and self._kind(d.app_id) == AppKind.SESSION)]
+        carried = carry_out(ours, self.backend, self._launch_for)
+        for app_id, why in carried.failed:
+            p.metrics.launches.labels("failed").inc()
+            p.inbox.put(DriverExited(app_id, -1, f"launch failed: {why}"))
+        launched = carried.launched
+        for _ in launched:
+            p.metrics.launches.labels("ok").inc()
         if not launched:
             return
         changes = [{"id": app_id, "handle": _handle_json(h), "log_path": log_path}
@@ -219,38 +218,29 @@ class Cycle:
         rows = [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
                 for app_id, h, _ in launched]
         try:
-            self.p.write(changes, rows).result(COMMIT_TIMEOUT_S)
+            p.write(changes, rows).result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
             # The drivers run; a restart fails them (no handle) rather than launch them again.
             log.error("could not record launch handles: %s", e)
             return
         for app_id, _, log_path in launched:
-            self.p.registry.launched(app_id, log_path)
-        self.p.reads.publish()
+            p.registry.launched(app_id, log_path)
+        p.reads.publish()
 
-    def _launch(self, app_id: str) -> tuple[Handle, str | None] | None:
+    def _launch_for(self, app_id: str) -> Launch | None:
+        """What to start for an admitted app (None: a notebook session, which the notebook
+        starts itself once it sees STARTING)."""
         p = self.p
         sub = p.registry.get(app_id)
-        view = p.reads.view.engine
         if sub.kind == AppKind.SESSION:
             p.metrics.launches.labels("session").inc()
-            return None  # the notebook, polling its app, sees STARTING and starts its driver
+            return None
+        view = p.reads.view.engine
         queue_conf = next(q for q in view.leaves() if q.name == sub.queue)
         ceiling = view.capacity.cores // max(sub.spec.executor.cores, 1)
-        try:
-            launch = build_launch(sub, p.url, p.log_dir, token=p.secret(app_id),
-                                  reclaim_timeout_s=queue_conf.reclaim_timeout_s,
-                                  max_executors=ceiling or None)
-            handle = self.backend.launch(launch)
-        except Exception as e:  # noqa: BLE001 - whatever went wrong, the app must not hang
-            if not isinstance(e, BackendError | OSError | ValueError):
-                log.exception("backend failed to launch %s", app_id)
-            log.error("launch of %s failed: %s", app_id, e)
-            p.metrics.launches.labels("failed").inc()
-            p.inbox.put(DriverExited(app_id, -1), note=f"launch failed: {e}")
-            return None
-        p.metrics.launches.labels("ok").inc()
-        return handle, launch.log_path
+        return build_launch(sub, p.url, p.log_dir, token=p.secret(app_id),
+                            reclaim_timeout_s=queue_conf.reclaim_timeout_s,
+                            max_executors=ceiling or None)
 
 
 class _Before:

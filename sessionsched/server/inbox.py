@@ -2,8 +2,7 @@
 
 HTTP handlers, agents and the cycle itself never step the engine: they ``put`` an event, with
 who waits for the cycle that takes it (a kill's HTTP request returns once it is done) and an
-optional note for the audit trail (who asked for a kill; why a driver's exit ends its app, when
-the engine's own reason would not say: a failed launch, a silent notebook). Thread-safe.
+optional note for the audit trail (who asked for a kill). Thread-safe.
 """
 
 from __future__ import annotations

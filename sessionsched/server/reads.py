@@ -120,7 +120,9 @@ class ReadView:
     plan: str | None = None
     master: str = ""
     last_cycle_at: float | None = None
-    _by_spark_id: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # Built on first use, per view (not copied by ``replace``: each view has its own).
+    _by_spark_id: dict[str, str] = field(default_factory=dict, init=False, compare=False,
+                                         repr=False)
 
     # --- apps -----------------------------------------------------------------------------
 

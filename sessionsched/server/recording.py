@@ -38,14 +38,12 @@ def record_step(
     events: Sequence[Event],
     decisions: Sequence[Decision],
     before: Mapping[str, Before],
-    why: MutableMapping[str, str],
     killers: MutableMapping[str, str],
 ) -> Record:
-    """``before``: the apps as the last published view showed them; ``why``: a reason that
-    replaces the engine's for an app's next terminal state (a failed launch, a silent
-    session); ``killers``: who asked for each kill. Both are consumed. Everything else comes
-    from the events and decisions themselves (``MarkState`` carries its times and exit code):
-    recording never reads the engine's books."""
+    """``before``: the apps as the last published view showed them; ``killers``: who asked
+    for each kill (consumed). Everything else comes from the events and decisions themselves
+    (``MarkState`` carries its reason, times and exit code): recording never reads the
+    engine's books."""
     out = Record()
     for ev in events:
         if isinstance(ev, DriverStarted) and ev.spark_app_id:
@@ -68,8 +66,6 @@ def record_step(
         app = before.get(d.app_id)
         old = change.get("state", app.state if app is not None else AppState.ACCEPTED)
         reason = d.reason
-        if d.state.terminal and d.app_id in why:
-            reason = why.pop(d.app_id)
         change.update(state=d.state, reason=reason)
         if d.state is AppState.STARTING:
             change["started_at"] = d.at

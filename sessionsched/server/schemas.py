@@ -146,6 +146,7 @@ class HealthOut(BaseModel):
     status: str  # "ok" | "degraded"
     cluster_reachable: bool | None
     cluster: str
+    store: str  # "ok" | "state store unavailable: <reason>"
     master: str  # the Spark master URL: where a notebook session starts its driver's executors
     plan: str | None
     apps: int

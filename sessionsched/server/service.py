@@ -36,7 +36,6 @@ from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..engine.events import (
     DriverExited,
-    Event,
     KillRequested,
     PriorityChanged,
     QueuesChanged,
@@ -103,7 +102,6 @@ class Service:
         ))
         # The agent secret a launched driver gets (``auth.Gate.secret_for``; none with auth off).
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
-        self._next_seq = 1  # only the writer thread touches it
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
 
@@ -128,7 +126,6 @@ class Service:
         runs ``cycle()`` itself."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.writer.start()
-        self._next_seq = self.store.max_seq() + 1
         restored = restore(self.store, self.watch, self.registry, self.retention,
                            self.sessions, lambda c, r: self.write(c, r).result(60), self.clock())
         self.reads.publish(final=restored.final)
@@ -234,8 +231,7 @@ class Service:
 
         def insert(session) -> StoredApp:
             now = self.clock()
-            seq = self._next_seq
-            self._next_seq += 1
+            seq = self.store.next_seq(session)
             app_id = f"driver-{time.strftime('%Y%m%d%H%M%S', time.localtime(now))}-{seq:04d}"
             spec = replace(app.spec, app_id=app_id, seq=seq, submitted_at=now)
             stored = replace(app, id=app_id, seq=seq, submitted_at=now, spec=spec, sender=sender)
@@ -316,9 +312,8 @@ class Service:
         if app.state is AppState.ACCEPTED:
             self.inbox.put(KillRequested(app_id), done, note="its notebook")
         else:
-            event: Event = DriverExited(app_id, exit_code)
             why = f"session stopped by its notebook (exit code {exit_code})"
-            self.inbox.put(event, done, note=why)
+            self.inbox.put(DriverExited(app_id, exit_code, why), done)
         return done
 
     def _live_app(self, app_id: str) -> AppRead:

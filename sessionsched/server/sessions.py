@@ -28,8 +28,8 @@ class SessionWatch:
             self._ending.discard(app_id)
 
     def silent(self, now: float, view: ReadView, last_seen: Callable[[str], float]
-               ) -> list[tuple[DriverExited, str]]:
-        """Sessions silent for too long: their DriverExited, with the reason to record."""
+               ) -> list[DriverExited]:
+        """Sessions silent for too long: their DriverExited, saying why."""
         out = []
         for app_id, since in list(self._live.items()):
             app = view.app(app_id)
@@ -42,5 +42,5 @@ class SessionWatch:
             if now - last > self.timeout_s:
                 self._ending.add(app_id)
                 why = f"session silent for over {self.timeout_s:g}s: its notebook is gone"
-                out.append((DriverExited(app_id, -1), why))
+                out.append(DriverExited(app_id, -1, why))
         return out

@@ -11,7 +11,6 @@ whether they live are checked again every cycle (``retry_adoptions``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from ..backends.base import BackendError, ClusterBackend, Handle
 from ..engine.events import CapacityChanged, DriverExited, Event
@@ -64,9 +63,9 @@ class ClusterWatch:
         self.health = ClusterHealth(False, message, now)
         return [CapacityChanged(Resources(), 0)]
 
-    def retry_adoptions(self, gone: Callable[[str, str], None]) -> list[Event]:
+    def retry_adoptions(self) -> list[Event]:
         """Check again the drivers the backend could not check at the restart; one found
-        gone ends FAILED (``gone(app_id, why)`` notes the reason)."""
+        gone ends FAILED."""
         events: list[Event] = []
         for app_id, handle in list(self.adopt_retry.items()):
             try:
@@ -75,6 +74,5 @@ class ClusterWatch:
                 continue
             del self.adopt_retry[app_id]
             if not alive:
-                gone(app_id, GONE)
-                events.append(DriverExited(app_id, -1))
+                events.append(DriverExited(app_id, -1, GONE))
         return events

@@ -1,4 +1,5 @@
-"""The simulator: a discrete-event Spark standalone cluster driving the real engine.
+"""The simulator: the real engine on the memory cluster (``backends/memory``, a discrete-event
+Spark standalone cluster) with a virtual clock, its decisions carried out as the server's.
 
 ``load_workload(path)`` reads and validates a workload YAML; ``simulate(workload)`` runs it and
 returns a ``SimResult`` (``to_json()`` is DESIGN.md's result format); ``plot`` draws it.

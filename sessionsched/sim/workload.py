@@ -34,6 +34,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from ..backends.memory.job import Stage
 from ..config import (
     DEFAULT_QUEUES,
     QueueConfig,
@@ -184,12 +185,6 @@ def _first_problem(w: WorkloadConfig) -> str | None:
 
 
 # --- typed workload: what the simulator reads -------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Stage:
-    tasks: int
-    task_s: float
 
 
 @dataclass(frozen=True)

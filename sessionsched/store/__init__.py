@@ -1,7 +1,11 @@
-"""Persistence: the apps and their audit trail (SQLAlchemy; SQLite in WAL mode by default)."""
+"""Persistence: the apps and their audit trail (SQLAlchemy; SQLite in WAL mode by default,
+PostgreSQL for teams)."""
 
+from .faults import StoreUnavailable
+from .leadership import Leadership, NotLeader
 from .records import AppKind, EventRecord, StoredApp
-from .store import Store
+from .store import Store, StoreHealth
 from .writer import Writer
 
-__all__ = ["AppKind", "EventRecord", "StoredApp", "Store", "Writer"]
+__all__ = ["AppKind", "EventRecord", "Leadership", "NotLeader", "StoredApp", "Store",
+           "StoreHealth", "StoreUnavailable", "Writer"]

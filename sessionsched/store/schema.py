@@ -59,3 +59,22 @@ class EventRow(Base):
     at: Mapped[float] = mapped_column(Float)
     kind: Mapped[str] = mapped_column(String(32))
     detail: Mapped[str] = mapped_column(Text)
+
+
+class ProbeRow(Base):
+    """One row, rewritten by ``Store.health`` to check that the store takes writes again."""
+
+    __tablename__ = "store_probe"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    at: Mapped[float] = mapped_column(Float)
+
+
+class CommitRow(Base):
+    """One row: the token of the last committed write transaction. A commit whose answer was
+    lost (the connection died during COMMIT) is settled by reading it back (``Writer``)."""
+
+    __tablename__ = "store_commits"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    token: Mapped[str] = mapped_column(String(32))

@@ -2,25 +2,31 @@
 
 SQLite is the default: one file in the state directory, WAL journal (readers never wait for the
 writer) and ``synchronous=FULL`` (a commit is on disk when it returns — an acknowledged
-submission survives a power cut, not only a crash of the process). Any SQLAlchemy URL works;
-PostgreSQL is the way to an HA pair later.
+submission survives a power cut, not only a crash of the process). PostgreSQL is the store for
+teams (``postgresql://user:password@host:port/db``, driven by psycopg 3): the same tables,
+connections checked before use so a restarted server is reconnected to by itself.
 
 Writes go through ``Writer`` (one thread, group commit); this class offers the reads and the
-row-level helpers the writer's jobs use inside its transaction.
+row-level helpers the writer's jobs use inside its transaction. A database that cannot be
+used raises ``StoreUnavailable`` (one line) from both, never SQLAlchemy's own errors.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, func, insert, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import create_engine, delete, event, func, insert, select, update
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..model import AppState
+from .faults import StoreUnavailable, store_faults
 from .records import EventRecord, StoredApp, spec_from_json, spec_to_json
-from .schema import AppRow, Base, EventRow
+from .schema import AppRow, Base, CommitRow, EventRow, ProbeRow
 
 _COLUMNS = (
     "id seq kind name user queue priority reason submitted_at started_at first_executor_at "
@@ -38,23 +44,66 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
+# How long connecting to a PostgreSQL server may take before the store counts as unavailable.
+CONNECT_TIMEOUT_S = 5
+
+
+def database_url(url: str) -> URL:
+    """``url`` parsed, PostgreSQL URLs without a driver (``postgresql://``, ``postgres://``)
+    given psycopg 3's. ValueError (one line) if it is not a database URL."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url.removeprefix("postgres://")
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"not a database URL: {url!r} (sqlite:///PATH or "
+                         f"postgresql://USER:PASSWORD@HOST:PORT/DB)") from None
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
 def open_engine(url: str) -> Engine:
-    if url.startswith("sqlite:///"):
-        path = url.removeprefix("sqlite:///")
+    parsed = database_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        path = parsed.database
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, future=True)
-    if engine.dialect.name == "sqlite":
+        engine = create_engine(parsed)
         event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
+        return engine
+    # pool_pre_ping: a pooled connection is tested before it is used, so connections a restarted
+    # server dropped are replaced instead of failing the next write.
+    return create_engine(parsed, pool_pre_ping=True,
+                         connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+
+
+@dataclass(frozen=True)
+class StoreHealth:
+    """What ``/health`` says of the store: ok, or not with a one-line reason."""
+
+    ok: bool
+    reason: str = ""
+
+    def __str__(self) -> str:
+        return "ok" if self.ok else f"state store unavailable: {self.reason}"
 
 
 class Store:
     def __init__(self, url: str):
-        self.url = url
-        self.engine = open_engine(url)
-        Base.metadata.create_all(self.engine)
+        with store_faults():
+            self.engine = open_engine(url)
+            # For logs and health: the URL with any password masked.
+            self.url = self.engine.url.render_as_string(hide_password=True)
+            Base.metadata.create_all(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # The last failed commit's fault, until a commit succeeds (set by the Writer).
+        self.fault: StoreUnavailable | None = None
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
 
     def session(self) -> Session:
         return self._sessions()
@@ -62,10 +111,31 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
+    def health(self) -> StoreHealth:
+        """Can the store be used now? A read (``SELECT 1``) on a fresh connection; and while
+        the last commit has failed, a small real write too (one row of ``store_probe``), so a
+        store that is back (space freed, server restarted) is seen as back without waiting for
+        the next write — and one that still cannot write is not called ok."""
+        try:
+            with store_faults(), self.engine.connect() as c:
+                c.execute(select(1))
+                if self.fault is not None:
+                    if self.backend == "sqlite":
+                        # Empty the WAL first: a write that fits in the WAL's old frames would
+                        # pass on a disk that has no room for a real one.
+                        c.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                    c.execute(delete(ProbeRow))
+                    c.execute(insert(ProbeRow).values(id=1, at=time.time()))
+                    c.commit()
+                    self.fault = None
+        except StoreUnavailable as e:
+            return StoreHealth(False, e.reason)
+        return StoreHealth(True)
+
     # --- reads ------------------------------------------------------------------------------
 
     def max_seq(self) -> int:
-        with self.session() as s:
+        with store_faults(), self.session() as s:
             return s.scalar(select(func.max(AppRow.seq))) or 0
 
     def load_apps(self, states: Iterable[AppState] | None = None) -> list[StoredApp]:
@@ -73,7 +143,7 @@ class Store:
         q = select(AppRow).order_by(AppRow.seq)
         if states is not None:
             q = q.where(AppRow.state.in_([s.value for s in states]))
-        with self.session() as s:
+        with store_faults(), self.session() as s:
             return [_from_row(r) for r in s.scalars(q)]
 
     def load_last_ended(self, limit: int) -> list[StoredApp]:
@@ -85,13 +155,13 @@ class Store:
         when = func.coalesce(AppRow.finished_at, AppRow.submitted_at)
         q = (select(AppRow).where(AppRow.state.in_(ended))
              .order_by(when.desc(), AppRow.seq.desc()).limit(limit))
-        with self.session() as s:
+        with store_faults(), self.session() as s:
             return [_from_row(r) for r in reversed(s.scalars(q).all())]
 
     def app_id_of_spark_app(self, spark_app_id: str) -> str | None:
         """Our app id for a Spark application id (indexed), or None."""
         q = select(AppRow.id).where(AppRow.spark_app_id == spark_app_id).limit(1)
-        with self.session() as s:
+        with store_faults(), self.session() as s:
             return s.scalar(q)
 
     def live_queues(self) -> dict[str, int]:
@@ -99,7 +169,7 @@ class Store:
         live = [s.value for s in AppState if not s.terminal]
         q = (select(AppRow.queue, func.count()).where(AppRow.state.in_(live))
              .group_by(AppRow.queue))
-        with self.session() as s:
+        with store_faults(), self.session() as s:
             return {queue: n for queue, n in s.execute(q)}
 
     def get_app(self, app_id: str, session: Session | None = None) -> StoredApp | None:
@@ -109,19 +179,44 @@ class Store:
             Store.flush(session)
             row = session.get(AppRow, app_id)
             return _from_row(row) if row is not None else None
-        with self.session() as s:
+        with store_faults(), self.session() as s:
             row = s.get(AppRow, app_id)
             return _from_row(row) if row is not None else None
 
     def events(self, app_id: str) -> list[EventRecord]:
         q = select(EventRow).where(EventRow.app_id == app_id).order_by(EventRow.id)
-        with self.session() as s:
+        with store_faults(), self.session() as s:
             return [EventRecord(r.app_id, r.at, r.kind, r.detail) for r in s.scalars(q)]
 
     # --- writes, inside a writer job's transaction ------------------------------------------
 
     # Inserts are buffered in the session and written by ``flush`` as one executemany per
     # table: a group commit of 500 submissions is two INSERT statements, not a thousand.
+
+    @staticmethod
+    def next_seq(session: Session) -> int:
+        """The next submission sequence number, inside a writer job: read from the database
+        once per transaction (after what it holds, inserts buffered in this session included),
+        then counted. A batch that does not commit takes its numbers with it, so none is
+        burned, and a scheduler taking over from another continues its numbering."""
+        n = session.info.get(_SEQ)
+        if n is None:
+            Store.flush(session)
+            n = session.scalar(select(func.max(AppRow.seq))) or 0
+        session.info[_SEQ] = n + 1
+        return n + 1
+
+    @staticmethod
+    def mark_commit(session: Session, token: str) -> None:
+        """Record ``token`` as the last committed transaction's, inside that transaction."""
+        done = session.execute(update(CommitRow).where(CommitRow.id == 1).values(token=token))
+        if done.rowcount == 0:
+            session.execute(insert(CommitRow).values(id=1, token=token))
+
+    @staticmethod
+    def last_commit(session: Session) -> str | None:
+        """The token of the last committed transaction (``mark_commit``)."""
+        return session.scalar(select(CommitRow.token).where(CommitRow.id == 1))
 
     @staticmethod
     def add_apps(session: Session, apps: list[StoredApp]) -> None:
@@ -164,6 +259,7 @@ class Store:
 
 
 _PENDING = "sessionsched.pending_inserts"
+_SEQ = "sessionsched.last_seq"
 
 
 def _pending(session: Session) -> dict[str, list[dict]]:

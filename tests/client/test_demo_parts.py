@@ -1,5 +1,6 @@
 """The demo's pure parts: its scheduler config is valid, its summary tells the order right.
-(The demo itself runs real Spark for a few minutes: `make demo`.)"""
+(The demo itself runs real Spark for a few minutes: `make demo`; on the memory backend, in
+seconds, below.)"""
 
 from __future__ import annotations
 
@@ -102,3 +103,17 @@ def test_ordinals():
         "22nd",
         "101st",
     ]
+
+
+def test_the_demo_runs_on_the_memory_backend_without_spark(tmp_path):
+    # The whole demo, as `sessionsched demo --backend memory` runs it: the burst's sleeping
+    # stages become the memory cluster's work, the boosted app jumps its queue, all end.
+    from tests.client.cli_helpers import REPO, run_cli
+
+    done = run_cli("demo", "--backend", "memory", "--keep", str(tmp_path / "demo"),
+                   "--timeout", "120", cwd=REPO, timeout_s=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "cluster: in memory (no Spark)" in done.stdout
+    assert "etl-report     FAILED (exit code 3)" in done.stdout  # --exit-code 3, simulated
+    assert "etl-urgent was submitted 5th overall with priority 1000, raised to 9000" in done.stdout
+    assert not (tmp_path / "demo" / "cluster").exists()  # no Spark cluster was started

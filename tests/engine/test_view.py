@@ -92,3 +92,12 @@ def test_mark_state_running_carries_the_first_executor_time_or_none_after_a_time
     late = [d for d in run.step(at=40.0) if isinstance(d, MarkState) and d.app_id == "b"
             and d.state is AppState.RUNNING]
     assert [(d.first_executor_at, d.at) for d in late] == [(None, 40.0)]
+
+
+def test_a_driver_exit_that_says_why_ends_the_app_with_that_reason():
+    run = Run(one_queue(admission="none"), cores=4)
+    run.submit(app("a"), app("b"))
+    out = run.step(DriverExited("a", -1, "launch failed: no java"), DriverExited("b", 1))
+    assert [(d.app_id, d.reason) for d in out if isinstance(d, MarkState)] == [
+        ("a", "launch failed: no java"), ("b", "driver exited with code 1")]
+    assert run.sched.view().apps["a"].reason == "launch failed: no java"

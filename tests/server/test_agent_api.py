@@ -1,10 +1,9 @@
 """The agent protocol's server side (docs/agent-protocol.md), with the test playing the driver
-agent of two notebook sessions. The scheduler runs in-process on the real local cluster (its
+agent of two notebook sessions. The scheduler runs in-process on the memory cluster (its
 capacity: 4 cores); the sessions' executors are the ones the test reports."""
 
 from __future__ import annotations
 
-import pytest
 from fastapi.testclient import TestClient
 from server_helpers import make_config, wait_until
 
@@ -41,13 +40,13 @@ def test_a_report_the_engine_refuses_is_dropped_and_the_rest_go_through(client):
     assert client.get(f"/api/v1/apps/{a}").json()["executors"] == 0
 
 
-@pytest.mark.cluster
-def test_sessions_get_targets_grants_and_reclaim_orders_once(spark_cluster, state_dir):
+def test_sessions_get_targets_grants_and_reclaim_orders_once(state_dir):
+    # The memory cluster's 4 cores: the sessions' drivers are their notebooks', their
+    # executors are what this test's agents report.
     cfg = make_config(
         state_dir,
         server={"cycle_ms": 50, "heartbeat_s": 0.5},
-        cluster={"backend": "standalone", "master": spark_cluster.master_url,
-                 "master_ui": spark_cluster.master_ui},
+        cluster={"backend": "memory", "workers": 1, "cores": 4, "memory": "8g"},
         queues=[{"name": "root", "queues": [
             {"name": "notebooks", "policy": "priority", "reclaim_timeout": 0}]}],
         defaults={"queue": "root.notebooks"},

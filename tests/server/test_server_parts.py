@@ -69,15 +69,14 @@ def stored(app_id: str, state=AppState.ACCEPTED) -> StoredApp:
 
 def test_record_step_writes_every_state_change_with_its_times():
     apps = {"a": stored("a"), "b": stored("b", AppState.RUNNING), "c": stored("c")}
-    why = {"b": "launch failed: no java"}
     killers = {"c": "Admin (Spark REST from 127.0.0.1:5)"}
     rec = record_step(
         10.0,
         [DriverStarted("a", "app-1"), DriverExited("b", 3), KillRequested("c")],
         [MarkState("a", AppState.STARTING, "driver launched", at=10.0),
-         MarkState("b", AppState.FAILED, "driver exited with code 3", at=10.0, exit_code=3),
+         MarkState("b", AppState.FAILED, "launch failed: no java", at=10.0, exit_code=3),
          MarkState("c", AppState.KILLED, "killed on request", at=10.0)],
-        apps, why, killers,
+        apps, killers,
     )
     assert rec.changes == {
         "a": {"spark_app_id": "app-1", "state": AppState.STARTING, "reason": "driver launched",
@@ -95,7 +94,7 @@ def test_record_step_writes_every_state_change_with_its_times():
         ("b", "state", "RUNNING -> FAILED: launch failed: no java"),
         ("c", "state", "ACCEPTED -> KILLED: killed on request"),
     ]
-    assert why == {} and killers == {}  # consumed
+    assert killers == {}  # consumed
     assert apps["a"].state is AppState.ACCEPTED  # the books change only after the commit
 
 

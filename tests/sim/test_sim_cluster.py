@@ -5,12 +5,13 @@ engine that launches everything and follows a script of decisions."""
 import pytest
 from sim_builders import app, stage, workload
 
+from sessionsched.backends.memory.job import job_from_launch
+from sessionsched.backends.memory.pool import Overcommit, Pool, Started
+from sessionsched.backends.memory.spark import Phase, SimExecutor, SparkApp
+from sessionsched.backends.memory.timers import CLUSTER, CYCLE, WORKLOAD, EventHeap
 from sessionsched.engine import LaunchDriver, MarkState, Reclaim, SetTarget, Submitted
 from sessionsched.model import AppState, ReclaimMode, Resources
-from sessionsched.sim.heap import CLUSTER, CYCLE, WORKLOAD, EventHeap
-from sessionsched.sim.pool import Overcommit, Pool, Started
-from sessionsched.sim.simulator import Simulator
-from sessionsched.sim.spark import Phase, SimExecutor, SparkApp
+from sessionsched.sim.simulator import Simulator, launch_for
 
 
 class ScriptedEngine:
@@ -77,7 +78,7 @@ def spark_app(cores=2, min_executors=0, max_executors=None, **state) -> SparkApp
             max_executors=max_executors,
         )
     )
-    sa = SparkApp(w.apps[0], phase=Phase.RUNNING, stage=0)
+    sa = SparkApp(job_from_launch(launch_for(w.apps[0]), 2.0), phase=Phase.RUNNING, stage=0)
     for key, value in state.items():
         setattr(sa, key, value)
     return sa

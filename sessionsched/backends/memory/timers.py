@@ -1,4 +1,5 @@
-"""The simulator's event heap: entries ``(time, priority, seq, event)`` (SimPy's layout).
+"""Timers of the memory cluster and the simulator: entries ``(time, priority, seq, event)``
+(SimPy's layout).
 
 Ties on time pop by ``priority`` (lower first), then in insertion order (``seq``), so a run
 never depends on how events compare and two runs of one workload pop the same sequence.
@@ -13,8 +14,9 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 # Priorities of things that happen at the same instant. The cluster's facts come first so
-# that a scheduler cycle at that instant sees them; submissions and priority updates come
-# next, for the same reason; the scheduler cycle comes last.
+# that a scheduler cycle at that instant sees them (the simulator advances the cluster up to
+# a cycle's time, inclusive, before stepping); submissions and priority updates come next, for
+# the same reason; the scheduler cycle comes last.
 CLUSTER = 0
 WORKLOAD = 1
 CYCLE = 2
@@ -31,6 +33,9 @@ class EventHeap(Generic[T]):
     def pop(self) -> tuple[float, int, T]:
         time, priority, _, event = heapq.heappop(self._heap)
         return time, priority, event
+
+    def peek_time(self) -> float:
+        return self._heap[0][0]
 
     def __len__(self) -> int:
         return len(self._heap)

@@ -1,11 +1,12 @@
-"""One simulated Spark application: its driver's phases, its stages of tasks, its executors and
-the dynamic-allocation arithmetic. Plain data and small functions; the simulator
-(``simulator.py``) moves time and carries out what these functions say.
+"""One Spark application in the memory cluster: its driver's phases, its stages of tasks, its
+executors and the dynamic-allocation arithmetic. Plain data and small functions; the cluster
+(``cluster.py``) moves time and carries out what these functions say.
 
 Assumptions of the model (Spark standalone, dynamic allocation on, ``spark.task.cpus=1``):
-- Phases: QUEUED -> LAUNCHING (``driver_start_s``) -> PREPROCESSING (``startup_s``: the driver
-  works before it creates its SparkContext, so it asks for no executor) -> RUNNING (stages)
-  -> DONE (the driver exits with code 0 right after the last task).
+- Phases: QUEUED -> LAUNCHING (the cluster's ``driver_start_s``) -> PREPROCESSING (the job's
+  ``startup_s``: the driver works before it creates its SparkContext, so it asks for no
+  executor) -> RUNNING (stages)
+  -> DONE (the driver exits with the job's exit code, 0 by default, right after the last task).
 - Stages run one after another; a stage's tasks are all pending when it starts. Each task takes
   one core of an executor for ``task_s``. A task on a killed executor goes back to pending and
   starts over (its work is lost).
@@ -27,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .workload import SimApp
+from ...model import Resources
+from .job import Job
 
 
 class Phase(str, Enum):
@@ -54,7 +56,10 @@ class SimExecutor:
 
 @dataclass
 class SparkApp:
-    app: SimApp
+    """``driver_id``/``spark_app_id``: made-up ids, like a master's; the times are the cluster
+    clock's (None: not yet); ``exit_code`` once DONE."""
+
+    job: Job
     phase: Phase = Phase.QUEUED
     stage: int = -1
     pending: int = 0  # tasks of the current stage not running
@@ -64,15 +69,26 @@ class SparkApp:
     starting: dict[str, float | None] = field(default_factory=dict)
     driver_placed: bool = False  # the driver has its slot or its cores (it may still be starting)
     grant: int = 0
+    driver_id: str = ""
+    spark_app_id: str = ""
+    launched_at: float = 0.0
+    driver_up_at: float | None = None
+    first_executor_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
     _made: int = 0
 
     @property
     def name(self) -> str:
-        return self.app.name
+        return self.job.app_id
 
     @property
     def cores_per_executor(self) -> int:
-        return self.app.spec.executor.cores
+        return self.job.executor.cores
+
+    @property
+    def executor_size(self) -> Resources:
+        return self.job.executor
 
     def active(self) -> int:
         """Executors that take tasks (up and not being given back)."""
@@ -84,15 +100,15 @@ class SparkApp:
             return 0
         c = self.cores_per_executor
         need = -(-(self.pending + self.running) // c)
-        cap = self.app.spec.max_executors
+        cap = self.job.max_executors
         return need if cap is None else min(need, cap)
 
     def starting_wanted(self) -> int:
         """How many executors should be starting, by the allocation rule in the module doc."""
         if self.phase is not Phase.RUNNING:
             return 0
-        desired = max(self.app.spec.min_executors, self.demand())
-        cap = self.app.spec.max_executors
+        desired = max(self.job.min_executors, self.demand())
+        cap = self.job.max_executors
         if cap is not None:
             desired = min(desired, cap)
         want = min(desired, self.grant) - self.active()
@@ -106,14 +122,14 @@ class SparkApp:
     def start_next_stage(self) -> bool:
         """Move to the next stage; False when there is none (the job is done)."""
         self.stage += 1
-        if self.stage >= len(self.app.stages):
+        if self.stage >= len(self.job.stages):
             return False
-        self.pending = self.app.stages[self.stage].tasks
+        self.pending = self.job.stages[self.stage].tasks
         return True
 
     @property
     def task_s(self) -> float:
-        return self.app.stages[self.stage].task_s
+        return self.job.stages[self.stage].task_s
 
     def placements(self) -> list[str]:
         """Executor ids for the pending tasks that can start now, round-robin (module doc)."""

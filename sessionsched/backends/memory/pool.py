@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model import Resources
+from ...model import Resources
 
 
 class Overcommit(AssertionError):
@@ -68,6 +68,11 @@ class Pool:
             self.executor_waits += 1
         self._executors[executor_id] = (app, size)
         return self._start()
+
+    def hold(self, size: Resources) -> None:
+        """Take room now for something that is not waiting its turn (an external app's
+        executor, already running); Overcommit if it does not fit."""
+        self._take(size)
 
     # --- both -----------------------------------------------------------------------------
 

@@ -1,0 +1,135 @@
+"""The memory backend: a ``ClusterBackend`` over a ``MemoryCluster`` (no Spark, no process).
+
+It takes every launch a real backend takes -- a spark-submit ``argv`` (client or cluster
+mode, Python wrapped by the agent's bootstrap or a jar), a Spark REST CreateSubmissionRequest
+-- reads its Spark properties (``job.py``) and runs the job in the cluster; nothing is
+executed and no file is opened. The clock is the caller's: ``poll(now)`` advances the cluster
+to ``now``, and launches, stops and steering act at that time.
+
+What ``poll`` reports, for each app it launched or adopted, in launch order:
+``DriverStarted`` (with a made-up Spark app id) once the driver is up; ``ExecutorsChanged``
+when its executors changed (with idle flags: this cluster knows them, as an agent does) and
+``DemandChanged`` whenever either changed, as the app's agent reports it at every heartbeat
+(so the demand stands beside a fresh executor list); ``DriverExited`` with the exit code (0
+finished, the job's ``spark.sessionsched.memory.exitCode``, 143 stopped). Apps told by
+``manage``: their executors, not their exit. Last, ``CapacityChanged`` when the capacity
+(the cluster's minus external apps not managed) or the driver slots changed since last sent.
+
+Handles: kind ``memory``, ``ref`` the cluster's driver id. ``adopt`` looks the driver up in
+the same ``MemoryCluster`` object (a new backend over it is a restarted scheduler).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...engine.events import (
+    CapacityChanged,
+    Decision,
+    DemandChanged,
+    DriverExited,
+    DriverStarted,
+    Event,
+    ExecutorsChanged,
+)
+from ...model import Executor, Resources
+from ..base import BackendError, ClusterBackend, Handle, Launch
+from .cluster import MemoryCluster
+from .job import job_from_launch
+from .spark import Phase, SparkApp
+
+KIND = "memory"
+
+
+@dataclass
+class _Reported:
+    """What this backend has told about one app."""
+
+    driver_id: str
+    started: bool = False
+    executors: tuple[Executor, ...] = ()
+    demand: int = 0
+
+
+class MemoryBackend(ClusterBackend):
+    def __init__(self, cluster: MemoryCluster):
+        self.cluster = cluster
+        self._apps: dict[str, _Reported] = {}  # live apps this backend reports on
+        self._managed: dict[str, tuple[str, tuple[Executor, ...]]] = {}  # spark id -> (app, view)
+        self._capacity_sent: tuple[Resources, int] | None = None
+
+    # --- contract -------------------------------------------------------------------------
+
+    def capacity(self) -> tuple[Resources, int]:
+        c = self.cluster
+        return c.capacity - c.external_usage(set(self._managed)), c.driver_slots
+
+    def launch(self, launch: Launch) -> Handle:
+        try:
+            job = job_from_launch(launch, self.cluster.work_s)
+        except ValueError as e:
+            raise BackendError(f"{launch.app_id}: {e}") from None
+        sa = self.cluster.launch(job)
+        self._apps[launch.app_id] = _Reported(sa.driver_id)
+        return Handle(launch.app_id, KIND, sa.driver_id, sa.launched_at)
+
+    def stop(self, app_id: str) -> None:
+        self.cluster.stop(app_id)
+
+    def adopt(self, handle: Handle) -> bool:
+        sa = self.cluster.apps.get(handle.app_id)
+        if handle.kind != KIND or sa is None or sa.driver_id != handle.ref:
+            return False
+        self._apps.setdefault(handle.app_id, _Reported(sa.driver_id))
+        return True
+
+    def manage(self, app_id: str, spark_app_id: str) -> None:
+        self._managed.setdefault(spark_app_id, (app_id, ()))
+
+    def steer(self, decisions: list[Decision]) -> None:
+        self.cluster.steer(decisions)
+
+    def poll(self, now: float) -> list[Event]:
+        self.cluster.advance(now)
+        events: list[Event] = []
+        for app_id, seen in list(self._apps.items()):
+            sa = self.cluster.apps[app_id]
+            if sa.driver_id != seen.driver_id:  # relaunched through another backend: not ours
+                del self._apps[app_id]
+                continue
+            events.extend(self._report(app_id, sa, seen))
+        for sid, (app_id, last) in list(self._managed.items()):
+            ext = self.cluster.externals.get(sid)
+            if ext is None:
+                continue
+            view = () if ext.ended else tuple(Executor(e, ext.started_at)
+                                              for e in ext.executor_ids)
+            if view != last:
+                self._managed[sid] = (app_id, view)
+                events.append(ExecutorsChanged(app_id, view))
+        cap = self.capacity()
+        if cap != self._capacity_sent:
+            self._capacity_sent = cap
+            events.append(CapacityChanged(*cap))
+        return events
+
+    # --- reports --------------------------------------------------------------------------
+
+    def _report(self, app_id: str, sa: SparkApp, seen: _Reported) -> list[Event]:
+        out: list[Event] = []
+        if sa.driver_up_at is not None and not seen.started:
+            seen.started = True
+            out.append(DriverStarted(app_id, sa.spark_app_id))
+        if sa.phase is Phase.DONE:
+            del self._apps[app_id]  # its executors died with it
+            out.append(DriverExited(app_id, sa.exit_code if sa.exit_code is not None else -1))
+            return out
+        executors = tuple(Executor(e.executor_id, e.started_at, idle=not e.tasks)
+                          for e in sa.executors.values())
+        demand = sa.demand()
+        if executors != seen.executors:
+            out.append(ExecutorsChanged(app_id, executors))
+        if executors != seen.executors or demand != seen.demand:
+            out.append(DemandChanged(app_id, demand))
+        seen.executors, seen.demand = executors, demand
+        return out

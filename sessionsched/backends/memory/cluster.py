@@ -1,0 +1,408 @@
+"""An in-process Spark cluster on an injected clock: the simulator's Spark model and the memory
+backend's cluster (one code for both).
+
+Model (a Spark standalone cluster; the app's side is in ``spark.py``, the room in ``pool.py``):
+- Time is the caller's. ``advance(now)`` runs every timer due up to ``now`` in order (ties in
+  the order they were set, ``timers.py``); the cluster never reads a clock. Between two calls
+  nothing happens; calls that change the cluster (``launch``, ``stop``, ``steer``) act at the
+  time of the last ``advance`` (0 before the first).
+- The cluster is one pool of cores and memory (no per-worker packing). In-cluster drivers hold
+  their cores and memory from launch until they exit; client-mode drivers hold a driver slot.
+  Executors hold theirs from launch (``executor_start_s`` before they are usable) until they
+  are gone. What does not fit waits for room, as in a standalone master (``pool.py``).
+- A launched driver is up after ``driver_start_s`` (it gets a made-up Spark app id then),
+  works ``startup_s`` before asking for executors, runs its stages, and exits with its job's
+  exit code right after the last task; ``stop`` ends it at once with 143 (SIGTERM's shell code).
+- ``steer`` carries out what a driver agent would: ``SetTarget.grant`` caps the app's
+  executors; ``Reclaim`` KILL kills now (running tasks go back to pending), DECOMMISSION stops
+  new tasks and lets the executor leave when its tasks are done (killed at the deadline), IDLE
+  releases the executor if it is idle and else skips the order (the engine orders it again once
+  it is idle). It gives back before it takes: a lower grant cancels executors still starting
+  and reclaims free room before any app grows, so one step's decisions never overfill it.
+- External apps (``start_external``): Spark apps nobody launched through a backend (another
+  team's, or a notebook's driver), holding executors; a backend takes their usage off its
+  capacity unless told they are managed.
+
+Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated over time),
+``last_event_s`` (the last timer run), ``reclaim_kills``, ``pool.executor_waits``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ...engine.events import Decision, Reclaim, SetTarget
+from ...model import ReclaimMode, Resources
+from ..base import BackendError
+from .job import Job
+from .pool import Pool, Started
+from .spark import Phase, SimExecutor, SparkApp
+from .timers import CLUSTER, EventHeap
+
+_ONE_CORE = Resources(1, 1024)
+STOPPED_EXIT = 143  # a driver stopped by the scheduler, as SIGTERM's shell code
+
+
+@dataclass(frozen=True)
+class _DriverUp:
+    app: str
+
+
+@dataclass(frozen=True)
+class _StartupDone:
+    app: str
+
+
+@dataclass(frozen=True)
+class _ExecutorUp:
+    app: str
+    executor_id: str
+
+
+@dataclass(frozen=True)
+class _TaskDone:
+    app: str
+    executor_id: str
+    task_id: int
+
+
+@dataclass(frozen=True)
+class _IdleCheck:
+    app: str
+    executor_id: str
+    idle_since: float
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    app: str
+    executor_id: str
+
+
+@dataclass
+class External:
+    """A Spark app running in the cluster that no backend launched."""
+
+    spark_app_id: str
+    executor: Resources
+    executor_ids: list[str] = field(default_factory=list)
+    started_at: float = 0.0
+    ended: bool = False
+
+    @property
+    def usage(self) -> Resources:
+        n = 0 if self.ended else len(self.executor_ids)
+        return Resources(self.executor.cores * n, self.executor.mem_mib * n)
+
+
+class MemoryCluster:
+    """``capacity``: cores and memory of all workers together; ``driver_slots``: client-mode
+    drivers at once on the scheduler host. Latencies and ``executor_idle_timeout_s``
+    (``spark.dynamicAllocation.executorIdleTimeout``) in seconds; ``work_s``: the work of a job
+    that names none (``job.py``). The object holds the drivers: it outlives any backend over
+    it, as a real cluster outlives the scheduler."""
+
+    def __init__(
+        self,
+        capacity: Resources,
+        driver_slots: int = 4,
+        *,
+        driver_start_s: float = 0.5,
+        executor_start_s: float = 0.5,
+        executor_idle_timeout_s: float = 60.0,
+        work_s: float = 2.0,
+    ):
+        self.capacity = capacity
+        self.driver_slots = driver_slots
+        self.driver_start_s = driver_start_s
+        self.executor_start_s = executor_start_s
+        self.executor_idle_timeout_s = executor_idle_timeout_s
+        self.work_s = work_s
+        self.pool = Pool(capacity, driver_slots)
+        self.apps: dict[str, SparkApp] = {}  # by app id, in launch order (a relaunch replaces)
+        self.externals: dict[str, External] = {}  # by Spark app id
+        self.clock: float | None = None
+        self.busy_core_s = 0.0
+        self.busy_cores = 0
+        self.last_event_s = 0.0
+        self.driver_cores = 0  # cores of in-cluster drivers that have their room
+        self.reclaim_kills: list[tuple[float, str, str, int]] = []  # (time, app, executor, lost)
+        self._timers: EventHeap = EventHeap()
+        self._task_ids = itertools.count(1)
+        self._ids = itertools.count(1)
+
+    @property
+    def now(self) -> float:
+        return 0.0 if self.clock is None else self.clock
+
+    # --- time -----------------------------------------------------------------------------
+
+    def advance(self, now: float) -> None:
+        """Run every timer due at or before ``now``, in order; the clock is ``now`` after."""
+        if self.clock is None:
+            self.clock = now
+        while self._timers and self._timers.peek_time() <= now:
+            at, _, ev = self._timers.pop()
+            self._tick(at)
+            self.last_event_s = at
+            self._handle(at, ev)
+        self._tick(now)
+
+    def _tick(self, to: float) -> None:
+        if self.clock is not None and to > self.clock:
+            self.busy_core_s += self.busy_cores * (to - self.clock)
+            self.clock = to
+
+    def next_timer(self) -> float | None:
+        return self._timers.peek_time() if self._timers else None
+
+    def pending_timers(self) -> int:
+        return len(self._timers)
+
+    def _push(self, at: float, ev: object) -> None:
+        self._timers.push(at, CLUSTER, ev)
+
+    # --- what a backend asks --------------------------------------------------------------
+
+    def launch(self, job: Job) -> SparkApp:
+        """Start ``job``'s driver now; it starts when it has room (a driver slot now, or
+        cluster cores when free). BackendError if it could never run here."""
+        current = self.apps.get(job.app_id)
+        if current is not None and current.phase is not Phase.DONE:
+            raise BackendError(f"{job.app_id} has a driver already")
+        too_big = [f"{what} of {size.cores} cores/{size.mem_mib} MiB"
+                   for what, size, needed in (("a driver", job.driver, job.in_cluster),
+                                              ("an executor", job.executor, True))
+                   if needed and not size.fits_in(self.capacity)]
+        if too_big:
+            raise BackendError(f"{job.app_id}: {too_big[0]} does not fit in the cluster "
+                               f"({self.capacity.cores} cores/{self.capacity.mem_mib} MiB)")
+        if not job.in_cluster and self.pool.slots_used >= self.driver_slots:
+            raise BackendError(f"{job.app_id}: all {self.driver_slots} driver slots are in use")
+        n = next(self._ids)
+        sa = SparkApp(job, phase=Phase.LAUNCHING, driver_id=f"driver-memory-{n:04d}",
+                      spark_app_id=f"app-{_stamp(self.now)}-{n:04d}", launched_at=self.now)
+        self.apps[job.app_id] = sa
+        if job.in_cluster:
+            self._started(self.pool.request_driver(sa.name, job.driver))
+        else:
+            self.pool.take_slot(f"driver of {sa.name}")
+            self._driver_placed(sa)
+        return sa
+
+    def stop(self, app_id: str) -> None:
+        """End the driver now with 143 (nothing if unknown or already ended)."""
+        sa = self.apps.get(app_id)
+        if sa is not None and sa.phase is not Phase.DONE:
+            self._end(self.now, sa, STOPPED_EXIT)
+
+    def steer(self, decisions: list[Decision]) -> None:
+        """Grants and reclaim orders, as the driver agents carry them out (module doc).
+        Decisions about apps this cluster does not run (or no longer) are ignored."""
+        now = self.now
+        shrunk: list[SparkApp] = []
+        grown: list[SparkApp] = []
+        for d in decisions:
+            sa = self.apps.get(d.app_id)
+            if isinstance(d, SetTarget) and sa is not None and sa.phase is not Phase.DONE:
+                (grown if d.grant > sa.grant else shrunk).append(sa)
+                sa.grant = d.grant
+        for d in decisions:
+            sa = self.apps.get(d.app_id)
+            if isinstance(d, Reclaim) and sa is not None and sa.phase is not Phase.DONE:
+                self._reclaim(now, sa, d)
+        for sa in shrunk + grown:
+            self._settle(now, sa)
+
+    def start_external(self, spark_app_id: str, executors: int,
+                       executor: Resources = _ONE_CORE) -> External:
+        """An app someone else submitted, holding ``executors`` executors now (they must fit)."""
+        ext = External(spark_app_id, executor, started_at=self.now)
+        for i in range(executors):
+            self.pool.hold(executor)
+            ext.executor_ids.append(str(i))
+        self.externals[spark_app_id] = ext
+        return ext
+
+    def end_external(self, spark_app_id: str) -> None:
+        ext = self.externals[spark_app_id]
+        if not ext.ended:
+            usage = ext.usage
+            ext.ended = True
+            self._give(usage)
+
+    def external_usage(self, managed: set[str]) -> Resources:
+        """What live external apps hold, but for those in ``managed`` (Spark app ids)."""
+        total = Resources()
+        for sid, ext in self.externals.items():
+            if sid not in managed:
+                total = total + ext.usage
+        return total
+
+    # --- timers ---------------------------------------------------------------------------
+
+    def _handle(self, now: float, ev: object) -> None:
+        sa = self.apps[ev.app]  # type: ignore[attr-defined]
+        if sa.phase is Phase.DONE:
+            return  # anything still in flight for an app that ended is moot
+        if isinstance(ev, _DriverUp):
+            sa.phase = Phase.PREPROCESSING
+            sa.driver_up_at = now
+            self._push(now + sa.job.startup_s, _StartupDone(sa.name))
+        elif isinstance(ev, _StartupDone):
+            sa.phase = Phase.RUNNING
+            sa.start_next_stage()
+            self._settle(now, sa)
+        elif isinstance(ev, _ExecutorUp):
+            if sa.starting.pop(ev.executor_id, None) is None:
+                return  # the request was cancelled
+            sa.executors[ev.executor_id] = SimExecutor(
+                ev.executor_id, sa.cores_per_executor, started_at=now
+            )
+            if sa.first_executor_at is None:
+                sa.first_executor_at = now
+            self._settle(now, sa)
+        elif isinstance(ev, _TaskDone):
+            self._task_done(now, sa, ev)
+        elif isinstance(ev, _IdleCheck):
+            e = sa.executors.get(ev.executor_id)
+            if e is None or e.tasks or e.idle_since != ev.idle_since or e.leaving:
+                return
+            if sa.active() > sa.job.min_executors:
+                self._remove(sa, e)
+                self._settle(now, sa)
+        elif isinstance(ev, _Deadline):
+            e = sa.executors.get(ev.executor_id)
+            if e is not None:
+                self._reclaim_kill(now, sa, e)
+                self._settle(now, sa)
+
+    def _task_done(self, now: float, sa: SparkApp, ev: _TaskDone) -> None:
+        e = sa.executors.get(ev.executor_id)
+        if e is None or e.tasks.pop(ev.task_id, None) is None:
+            return  # the executor was killed and the task went back to pending
+        sa.running -= 1
+        self.busy_cores -= 1
+        if sa.pending == 0 and sa.running == 0 and not sa.start_next_stage():
+            self._end(now, sa, sa.job.exit_code)
+            return
+        self._settle(now, sa)
+
+    # --- drivers and executors ------------------------------------------------------------
+
+    def _driver_placed(self, sa: SparkApp) -> None:
+        sa.driver_placed = True
+        if sa.job.in_cluster:
+            self.driver_cores += sa.job.driver.cores
+        self._push(self.now + self.driver_start_s, _DriverUp(sa.name))
+
+    def _started(self, started: Started) -> None:
+        """Drivers and executors that were waiting for room and got it now."""
+        for name in started.drivers:
+            self._driver_placed(self.apps[name])
+        for name, eid in started.executors:
+            ready = self.now + self.executor_start_s
+            self.apps[name].starting[eid] = ready
+            self._push(ready, _ExecutorUp(name, eid))
+
+    def _reclaim(self, now: float, sa: SparkApp, d: Reclaim) -> None:
+        for eid in d.executor_ids:
+            e = sa.executors.get(eid)
+            if e is None:  # already gone (idle timeout) since the engine last heard
+                continue
+            if d.mode is ReclaimMode.KILL:
+                self._reclaim_kill(now, sa, e)
+                continue
+            if d.mode is ReclaimMode.IDLE:
+                # As the agent does: release it if idle, else skip the order; the engine sees
+                # it busy in the next report and orders it again once it is idle.
+                if not e.tasks:
+                    self._remove(sa, e)
+                continue
+            e.leaving = True
+            if d.mode is ReclaimMode.DECOMMISSION and d.deadline is not None:
+                self._push(max(d.deadline, now), _Deadline(sa.name, eid))
+            if not e.tasks:
+                self._remove(sa, e)
+        self._settle(now, sa)
+
+    def _settle(self, now: float, sa: SparkApp) -> None:
+        """After any change to an app: start the tasks that can start, note idle executors
+        (release the ones being given back), then request or cancel executors."""
+        if sa.phase is Phase.DONE:
+            return
+        if sa.phase is Phase.RUNNING:
+            task_s = sa.task_s
+            for eid in sa.placements():
+                task_id = next(self._task_ids)
+                sa.executors[eid].tasks[task_id] = now + task_s
+                sa.pending -= 1
+                sa.running += 1
+                self.busy_cores += 1
+                self._push(now + task_s, _TaskDone(sa.name, eid, task_id))
+        for e in list(sa.executors.values()):
+            if e.tasks:
+                e.idle_since = None
+            elif e.leaving:
+                self._remove(sa, e)
+            elif e.idle_since is None:
+                e.idle_since = now
+                timeout = self.executor_idle_timeout_s
+                self._push(now + timeout, _IdleCheck(sa.name, e.executor_id, now))
+        want = sa.starting_wanted()
+        size = sa.executor_size
+        while len(sa.starting) < want:
+            eid = sa.new_executor_id()
+            sa.starting[eid] = None  # asked for; a start time once the master found room
+            self._started(self.pool.request_executor(sa.name, eid, size))
+        while len(sa.starting) > want:
+            self._cancel_executor(sa, next(reversed(sa.starting)))
+
+    def _cancel_executor(self, sa: SparkApp, eid: str) -> None:
+        del sa.starting[eid]
+        if not self.pool.cancel(eid):
+            self._give(sa.executor_size)
+
+    def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
+        self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
+        self._kill(sa, e)
+
+    def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
+        lost = len(e.tasks)
+        sa.pending += lost
+        sa.running -= lost
+        self.busy_cores -= lost
+        e.tasks.clear()
+        self._remove(sa, e)
+
+    def _remove(self, sa: SparkApp, e: SimExecutor) -> None:
+        assert not e.tasks, "an executor leaves with running tasks only through _kill"
+        del sa.executors[e.executor_id]
+        self._give(sa.executor_size)
+
+    def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
+        for e in list(sa.executors.values()):
+            self._kill(sa, e)
+        for eid in list(sa.starting):
+            self._cancel_executor(sa, eid)
+        job = sa.job
+        if not job.in_cluster:
+            self.pool.give_slot()
+        elif sa.driver_placed:
+            self.driver_cores -= job.driver.cores
+            self._give(job.driver)
+        else:
+            self.pool.cancel(sa.name)
+        sa.phase = Phase.DONE
+        sa.ended_at = now
+        sa.exit_code = exit_code
+
+    def _give(self, size: Resources) -> None:
+        self._started(self.pool.give(size))
+
+
+def _stamp(t: float) -> str:
+    """A Spark-style timestamp (``yyyyMMddHHmmss``, UTC) of clock time ``t``."""
+    return datetime.fromtimestamp(max(t, 0.0), tz=timezone.utc).strftime("%Y%m%d%H%M%S")

@@ -1,0 +1,167 @@
+"""What the memory cluster runs for one ``Launch``: the driver's and executors' sizes, read
+from the Spark properties exactly as a Spark cluster would, and the app's work.
+
+Properties are the launch's own (the spark-submit ``argv``'s ``--conf`` and dedicated options,
+or a REST request's ``sparkProperties``) with ``Launch.conf`` winning, as in a real launch.
+Sizes: ``spark.driver.{cores,memory}``, ``spark.executor.{cores,memory}`` (default 1 core,
+1g each, Spark's own defaults); with dynamic allocation (the default)
+``spark.dynamicAllocation.{minExecutors,maxExecutors}``; without it a static
+``spark.executor.instances`` (default 1) executors.
+
+The work, by properties this backend alone reads (nothing runs: no file is opened):
+
+* ``spark.sessionsched.memory.work``: ``S`` (seconds) runs one stage of as many tasks as an
+  executor has cores, each S seconds -- the app asks for one executor, runs S seconds, exits;
+  or ``NxS,NxS...``: stages of N tasks of S seconds, one after another (``sleep_tasks.py
+  --stages``). Default: the cluster's ``work_s``.
+* ``spark.sessionsched.memory.startup``: seconds the driver works before it asks for executors
+  (pre-processing; the StateAware "starting" phase). Default 0.
+* ``spark.sessionsched.memory.exitCode``: the driver's exit code after its work (non-zero: the
+  app FAILED). Default 0.
+
+A launch that could never run is refused (``ValueError``, one line naming the problem): no
+application (no ``argv`` and no REST request), a REST request without ``appResource`` or
+``mainClass`` (the Spark master refuses those too), a property that does not parse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ...model import Resources
+from ...sparkargs import Prop, effective_properties, parse_spark_submit, scheduling_properties
+from ..base import Launch
+
+WORK = "spark.sessionsched.memory.work"
+STARTUP = "spark.sessionsched.memory.startup"
+EXIT_CODE = "spark.sessionsched.memory.exitCode"
+DEFAULT_MEM_MIB = 1024
+
+
+@dataclass(frozen=True)
+class Stage:
+    tasks: int
+    task_s: float
+
+
+@dataclass(frozen=True)
+class Job:
+    """One driver's run in the memory cluster (``spark.py`` models how it runs)."""
+
+    app_id: str
+    stages: tuple[Stage, ...]
+    driver: Resources = Resources(1, DEFAULT_MEM_MIB)
+    in_cluster: bool = False
+    executor: Resources = Resources(1, DEFAULT_MEM_MIB)
+    min_executors: int = 0
+    max_executors: int | None = None
+    startup_s: float = 0.0
+    exit_code: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.app_id
+
+
+def job_from_launch(launch: Launch, default_work_s: float) -> Job:
+    """The job ``launch`` runs; ValueError (one line) if it could never run (module doc)."""
+    props = _properties(launch)
+    # A driver of 0 cores is a simulator's what-if (Spark asks for at least 1); read it here.
+    driver_cores = props.pop("spark.driver.cores", None)
+    sched = scheduling_properties(props)  # SparkArgsError (a ValueError) names the property
+    cores = 1 if driver_cores is None else _whole(driver_cores, "spark.driver.cores")
+    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB)
+    if sched.dynamic_allocation is False:
+        count = sched.executor_instances if sched.executor_instances is not None else 1
+        min_executors, max_executors = count, count
+    else:
+        min_executors, max_executors = sched.min_executors or 0, sched.max_executors
+    if max_executors is not None and min_executors > max_executors:
+        raise ValueError(f"minExecutors {min_executors} is above maxExecutors {max_executors}")
+    return Job(
+        app_id=launch.app_id,
+        driver=Resources(cores, sched.driver_mem_mib or DEFAULT_MEM_MIB),
+        in_cluster=launch.in_cluster,
+        executor=executor,
+        min_executors=min_executors,
+        max_executors=max_executors,
+        startup_s=_seconds(props, STARTUP, 0.0),
+        stages=_stages(props, executor.cores, default_work_s),
+        exit_code=_exit_code(props),
+    )
+
+
+def _properties(launch: Launch) -> dict[str, Prop]:
+    if launch.rest_request is not None:
+        req = launch.rest_request
+        if not isinstance(req, Mapping) or req.get("action") != "CreateSubmissionRequest":
+            raise ValueError("not a CreateSubmissionRequest")
+        if not str(req.get("appResource") or "").strip():
+            raise ValueError("the CreateSubmissionRequest has no appResource")
+        if not str(req.get("mainClass") or "").strip():
+            raise ValueError("Main class is missing.")
+        spark_props = req.get("sparkProperties") or {}
+        if not isinstance(spark_props, Mapping):
+            raise ValueError("sparkProperties must be a JSON object")
+        props = {k: Prop(str(v), "sparkProperties") for k, v in spark_props.items()}
+    elif launch.argv:
+        args = parse_spark_submit(list(launch.argv))
+        if args.app_file is None:
+            raise ValueError("no application file in the spark-submit arguments")
+        props = effective_properties(args, {}, launch.cwd or ".")
+    else:
+        raise ValueError("nothing to launch (no spark-submit arguments, no REST request)")
+    props.update({k: Prop(v, "the launch") for k, v in launch.conf.items()})
+    return props
+
+
+def _seconds(props: Mapping[str, Prop], key: str, default: float) -> float:
+    prop = props.get(key)
+    if prop is None:
+        return default
+    try:
+        value = float(prop.value.strip().removesuffix("s"))
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also NaN
+        raise ValueError(f"{key}={prop.value!r}: expected seconds >= 0")
+    return value
+
+
+def _stages(props: Mapping[str, Prop], cores: int, default_work_s: float) -> tuple[Stage, ...]:
+    prop = props.get(WORK)
+    if prop is None:
+        return (Stage(cores, default_work_s),)
+    text = prop.value.strip()
+    if "x" not in text:
+        return (Stage(cores, _seconds(props, WORK, default_work_s)),)
+    stages = []
+    for part in text.split(","):
+        tasks, _, seconds = part.strip().partition("x")
+        try:
+            stage = Stage(int(tasks), float(seconds.removesuffix("s")))
+        except ValueError:
+            stage = Stage(0, 0.0)
+        if stage.tasks < 1 or not stage.task_s > 0:
+            raise ValueError(f"{WORK}={prop.value!r}: expected seconds, or stages like 8x2,4x1 "
+                             "(tasks x seconds, both above 0)")
+        stages.append(stage)
+    return tuple(stages)
+
+
+def _whole(prop: Prop, key: str) -> int:
+    text = prop.value.strip()
+    if not text.isdigit():
+        raise ValueError(f"{key}={prop.value!r} (from {prop.source}): expected a whole number")
+    return int(text)
+
+
+def _exit_code(props: Mapping[str, Prop]) -> int:
+    prop = props.get(EXIT_CODE)
+    if prop is None:
+        return 0
+    try:
+        return int(prop.value.strip())
+    except ValueError:
+        raise ValueError(f"{EXIT_CODE}={prop.value!r}: expected a whole number") from None

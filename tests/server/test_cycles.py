@@ -1,0 +1,169 @@
+"""The service stepped by hand on the memory cluster: admission, a priority jump, kills, a
+failed launch, a restart that adopts running drivers - in-process, on a clock of the test's
+own, one cycle at a time (``run_cycles=False``). Deterministic and fast: no Spark, no sleep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from server_helpers import make_config
+
+from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryBackend, MemoryCluster
+from sessionsched.model import Resources
+from sessionsched.server.app import create_app
+
+START_S = 1.0  # driver and executor start latency of the cluster
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Stepped:
+    """A service whose cycles the test runs, on a memory cluster that outlives it."""
+
+    def __init__(self, client: TestClient, clock: Clock, cluster: MemoryCluster, cwd: Path):
+        self.client = client
+        self.service = client.app.state.service
+        self.clock = clock
+        self.cluster = cluster
+        self.cwd = cwd
+
+    def submit(self, name: str, priority: int = 5000, **conf: str) -> str:
+        argv = [f"--conf={k}={v}" for k, v in conf.items()] + ["job.py"]
+        r = self.client.post("/api/v1/apps", json={
+            "argv": argv, "cwd": str(self.cwd), "name": name, "priority": priority})
+        assert r.status_code == 201, r.text
+        return r.json()["id"]
+
+    def cycle(self, after_s: float = 0.0) -> None:
+        self.clock.now += after_s
+        self.service.cycle()
+
+    def until(self, app_id: str, state: str, step_s: float = 0.5, cycles: int = 100) -> dict:
+        """Cycles (``step_s`` apart) until the app is in ``state``; its record then."""
+        for _ in range(cycles):
+            app = self.app(app_id)
+            if app["state"] == state:
+                return app
+            self.cycle(step_s)
+        pytest.fail(f"{app_id} not {state} after {cycles} cycles: {self.app(app_id)}")
+
+    def app(self, app_id: str) -> dict:
+        return self.client.get(f"/api/v1/apps/{app_id}").json()
+
+    def done(self, future) -> None:
+        """Run cycles (no time passing) until the operation's is done: a priority change
+        reaches the inbox only once the writer has committed it."""
+        for _ in range(100):
+            self.cycle()
+            try:
+                return future.result(timeout=0.1)
+            except TimeoutError:
+                continue
+        pytest.fail("the operation was not done after 100 cycles")
+
+
+@pytest.fixture
+def cluster() -> MemoryCluster:
+    return MemoryCluster(Resources(4, 8192), driver_slots=4, driver_start_s=START_S,
+                         executor_start_s=START_S, executor_idle_timeout_s=5, work_s=2)
+
+
+@pytest.fixture
+def stepped(state_dir, cluster, tmp_path):
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    clock = Clock()
+
+    @contextmanager
+    def start(**queue) -> Iterator[Stepped]:
+        queues = [{"name": "root", "queues": [{"name": "default", **queue}]}]
+        app = create_app(make_config(state_dir, queues=queues), MemoryBackend(cluster),
+                         run_cycles=False, clock=clock)
+        with TestClient(app) as client:
+            yield Stepped(client, clock, cluster, tmp_path)
+
+    return start
+
+
+def test_stateaware_starts_one_app_at_a_time_and_runs_the_burst_to_its_end(stepped):
+    with stepped(admission="stateaware") as s:
+        ids = [s.submit(f"burst-{i}") for i in range(3)]
+        s.cycle()
+        states = [s.app(i)["state"] for i in ids]
+        assert states == ["STARTING", "ACCEPTED", "ACCEPTED"]
+        second = s.app(ids[1])
+        assert second["position"] == 1 and "starting_limit 1" in second["reason"]
+        s.until(ids[0], "RUNNING")  # its first executor: the next one may start
+        s.cycle()
+        assert s.app(ids[1])["state"] == "STARTING"
+        for app_id in ids:
+            done = s.until(app_id, "FINISHED")
+            assert (done["exit_code"], done["executors"]) == (0, 0)
+        kinds = [e["kind"] for e in s.client.get(f"/api/v1/apps/{ids[2]}/events").json()]
+        assert kinds[0] == "submitted" and "launch" in kinds and kinds.count("state") == 3
+
+
+def test_a_raised_priority_jumps_the_queue_and_starts_next(stepped):
+    with stepped(admission="stateaware") as s:
+        first, b, c = (s.submit(n) for n in ("first", "b", "c"))
+        s.cycle()
+        assert [s.app(i)["position"] for i in (b, c)] == [1, 2]
+        s.done(s.service.set_priority(c, 9000))
+        assert [s.app(i)["position"] for i in (c, b)] == [1, 2]
+        assert s.app(c)["priority"] == 9000
+        s.until(first, "RUNNING")
+        s.cycle()
+        assert (s.app(c)["state"], s.app(b)["state"]) == ("STARTING", "ACCEPTED")
+
+
+def test_kills_end_a_queued_and_a_running_app_and_stop_its_driver(stepped):
+    with stepped(admission="none", max_running_apps=1) as s:
+        running = s.submit("running", **{WORK: "60"})
+        queued = s.submit("queued")
+        s.until(running, "RUNNING")
+        s.done(s.service.kill(queued, actor="alice"))
+        s.done(s.service.kill(running))
+        assert [s.app(i)["state"] for i in (queued, running)] == ["KILLED", "KILLED"]
+        s.cycle(START_S)  # the driver's end reaches the books; the app stays KILLED
+        assert s.app(running)["state"] == "KILLED"
+        assert s.cluster.apps[running].phase.value == "DONE"
+        details = [e["detail"] for e in s.client.get(f"/api/v1/apps/{queued}/events").json()]
+        assert "kill requested by alice" in details
+
+
+@pytest.mark.parametrize("conf, reason", [
+    ({EXIT_CODE: "3"}, "driver exited with code 3"),
+    ({WORK: "soon"}, "launch failed: "),
+], ids=["the driver exits 3: FAILED with its code", "the cluster refuses the launch"])
+def test_a_failing_app_ends_failed_with_the_reason(stepped, conf, reason):
+    with stepped(admission="none") as s:
+        app_id = s.submit("failing", **conf)
+        app = s.until(app_id, "FAILED")
+        assert reason in app["reason"]
+
+
+def test_a_restart_adopts_running_drivers_and_keeps_the_queue(stepped, cluster):
+    with stepped(admission="none", max_running_apps=1) as s:
+        running = s.submit("running", **{WORK: "4"})
+        queued = s.submit("queued")
+        s.until(running, "RUNNING")
+        driver = cluster.apps[running].driver_id
+    with stepped(admission="none", max_running_apps=1) as s:
+        s.cycle()
+        app = s.app(running)
+        assert app["state"] == "RUNNING" and cluster.apps[running].driver_id == driver
+        assert (s.app(queued)["state"], s.app(queued)["position"]) == ("ACCEPTED", 1)
+        assert s.until(running, "FINISHED")["exit_code"] == 0  # never launched twice
+        s.until(queued, "FINISHED")
+        events = [e["kind"] for e in s.client.get(f"/api/v1/apps/{running}/events").json()]
+        assert events.count("launch") == 1 and "adopted" in events

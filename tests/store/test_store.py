@@ -1,0 +1,176 @@
+"""The store on a real SQLite file and a real PostgreSQL server (each test runs on both):
+group commit, isolation of a failing job, reading back, URLs."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+
+import psycopg
+import pytest
+import yaml
+from sqlalchemy.exc import IntegrityError
+
+from sessionsched.backends.local import free_port_in
+from sessionsched.model import AppSpec, AppState, Resources
+from sessionsched.store import EventRecord, Store, StoredApp
+from sessionsched.store.store import database_url
+from tests.pgserver import PORT_RANGE
+
+
+def make_app(i: int, **kw) -> StoredApp:
+    app_id = f"driver-20260101000000-{i:04d}"
+    spec = AppSpec(
+        app_id=app_id,
+        queue="root.default",
+        seq=i,
+        submitted_at=float(i),
+        name=f"app{i}",
+        user="u",
+        executor=Resources(2, 2048),
+        max_executors=4,
+    )
+    return StoredApp(
+        id=app_id,
+        seq=i,
+        kind="submit",
+        name=f"app{i}",
+        user="u",
+        queue="root.default",
+        priority=5000,
+        submitted_at=float(i),
+        spec=spec,
+        argv=["app.py", "x"],
+        conf={"spark.a": "b"},
+        **kw,
+    )
+
+
+def count_rows(store_url: str, table: str) -> int:
+    """Rows of ``table`` read with the database's own driver, outside SQLAlchemy: what is
+    committed, not what some cache holds."""
+    url = database_url(store_url)
+    if url.get_backend_name() == "sqlite":
+        with sqlite3.connect(url.database) as c:
+            return c.execute(f"select count(*) from {table}").fetchone()[0]
+    with psycopg.connect(store_url, connect_timeout=10) as c:
+        return c.execute(f"select count(*) from {table}").fetchone()[0]
+
+
+def test_sqlite_runs_in_wal_mode_with_full_sync(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        with store.engine.connect() as c:
+            assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert c.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+    finally:
+        store.close()
+
+
+def test_urls_are_read_as_an_operator_writes_them():
+    assert database_url("postgresql://u:pw@db:5432/s").drivername == "postgresql+psycopg"
+    assert database_url("postgres://u@db/s").drivername == "postgresql+psycopg"
+    assert database_url("postgresql+psycopg://u@db/s").drivername == "postgresql+psycopg"
+    assert database_url("sqlite:////x/y.db").database == "/x/y.db"
+    with pytest.raises(ValueError, match="^not a database URL: 'db.example:5432'"):
+        database_url("db.example:5432")
+
+
+def test_the_store_names_its_backend_and_hides_the_password(store, store_url):
+    assert store.backend == database_url(store_url).get_backend_name()
+    if store.backend == "postgresql":
+        masked = Store(store_url.replace("postgres@", "postgres:secret@"))
+        try:
+            assert "secret" not in masked.url and "***" in masked.url
+        finally:
+            masked.close()
+
+
+def test_concurrent_writes_share_transactions_and_all_land(store, writer, store_url):
+    gate = threading.Event()
+    # Hold the writer busy so the next 200 jobs queue up behind it and go in together.
+    blocker = writer.submit(lambda s: gate.wait(5))
+    futures = [
+        writer.submit(lambda s, i=i: Store.add_apps(s, [make_app(i)])) for i in range(1, 201)
+    ]
+    gate.set()
+    blocker.result(5)
+    for f in futures:
+        f.result(5)
+    assert writer.jobs == 201
+    assert writer.batches <= 3  # 201 jobs, at most a few commits
+    assert count_rows(store_url, "apps") == 200
+
+
+def test_a_failing_job_fails_alone(store, writer):
+    gate = threading.Event()
+    writer.submit(lambda s: gate.wait(5))
+    good1 = writer.submit(lambda s: Store.add_apps(s, [make_app(1)]))
+    dup = writer.submit(lambda s: Store.add_apps(s, [make_app(1)]))  # same primary key
+    good2 = writer.submit(lambda s: Store.add_apps(s, [make_app(2)]))
+    gate.set()
+    good1.result(5)
+    good2.result(5)
+    with pytest.raises(IntegrityError):  # a job's own error, not a store fault
+        dup.result(5)
+    assert [a.id for a in store.load_apps()] == [make_app(1).id, make_app(2).id]
+
+
+def test_after_runs_only_once_committed(store, writer):
+    seen = []
+    writer.submit(
+        lambda s: Store.add_apps(s, [make_app(1)]),
+        after=lambda _: seen.append(store.get_app(make_app(1).id)),
+    ).result(5)
+    assert seen[0] is not None and seen[0].name == "app1"
+    bad = writer.submit(lambda s: 1 / 0, after=lambda _: seen.append("ran"))
+    with pytest.raises(ZeroDivisionError):
+        bad.result(5)
+    assert seen[1:] == []
+
+
+def test_apps_and_events_read_back_as_written(store, writer):
+    app = make_app(
+        7, handle={"app_id": "x", "kind": "process", "ref": "123:4.5", "started_at": 1.0}
+    )
+    writer.submit(lambda s: Store.add_apps(s, [app])).result(5)
+    writer.submit(
+        lambda s: Store.update_apps(
+            s, [{"id": app.id, "state": AppState.STARTING, "started_at": 9.5}]
+        )
+    ).result(5)
+    writer.submit(
+        lambda s: Store.add_events(
+            s,
+            [
+                EventRecord(app.id, 1.0, "submitted", "hello"),
+                EventRecord(app.id, 2.0, "state", "ACCEPTED -> STARTING: driver launched"),
+            ],
+        )
+    ).result(5)
+    back = store.get_app(app.id)
+    assert back.state is AppState.STARTING and back.started_at == 9.5
+    assert back.spec == app.spec
+    assert (back.argv, back.conf, back.handle) == (app.argv, app.conf, app.handle)
+    assert [e.kind for e in store.events(app.id)] == ["submitted", "state"]
+    assert store.max_seq() == 7
+    assert store.load_apps([AppState.ACCEPTED]) == []
+
+
+def test_serve_refuses_in_one_line_a_store_it_cannot_reach(tmp_path):
+    """``sessionsched serve`` on a PostgreSQL server that is not there: one line naming the
+    store and the cause, exit code 2, no traceback, no password."""
+    port = free_port_in(range(*PORT_RANGE))  # nothing listens there
+    config = tmp_path / "sessionsched.yaml"
+    config.write_text(yaml.safe_dump({
+        "server": {"state_dir": str(tmp_path / "state"), "port": port,
+                   "db_url": f"postgresql://sched:secret@127.0.0.1:{port}/s"},
+        "queues": [{"name": "root", "queues": [{"name": "default"}]}]}))
+    done = subprocess.run([sys.executable, "-m", "sessionsched.cli", "serve", "--config",
+                           str(config)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"sessionsched serve: cannot start: state store unavailable: cannot connect to "
+        f"PostgreSQL at 127.0.0.1:{port}: Connection refused")
