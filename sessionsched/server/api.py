@@ -215,7 +215,7 @@ async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep, calle
     _allowed(gate.may_change, caller, app_id, _owner(service, app_id), "re-prioritise")
     _allowed(gate.check_priority, caller, priority)
     future = _call(service.set_priority, app_id, priority, actor=caller.actor,
-                   via=f"from {_sender(request)}")
+                   via=f"from {_sender(request)}", sender=_sender(request))
     await _wait(future, CYCLE_WAIT_S, "priority change")
     return _out(service, app_id)
 
@@ -320,8 +320,8 @@ def audit(service: ServiceDep, caller: CallerDep, request: Request,
             raise HTTPException(400, f"since {since!r} is not a time (ISO 8601 or epoch "
                                      "seconds)") from None
     rows = audit_rows(service.store, app, user, start)
-    return [AuditOut(at=iso(r.at), app_id=r.app_id, kind=r.kind, who=r.who, detail=r.detail)
-            for r in rows]
+    return [AuditOut(at=iso(r.at), app_id=r.app_id, kind=r.kind, who=r.who, detail=r.detail,
+                     actor=r.actor, sender=r.sender, old=r.old, new=r.new) for r in rows]
 
 
 # --- health and metrics -----------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """``GET /api/v1/audit`` (admins): who did what to which app, from the events table.
 
-The rows are the events of kind ``submitted``, ``priority`` and ``kill``, whose details name
-the actor (``submit submission by alice from HOST to Q, priority P``; ``User alice updated the
-priority from 5000 to 9000 (from HOST)``; ``kill requested by Admin bob from HOST``); each
-comes back with ``who`` read from it. Read straight from the store (every app, also those
-forgotten from memory), newest last, at most ``limit``.
+The rows are the events of kind ``submitted``, ``priority`` and ``kill``, with their audit
+columns (actor, sender, old and new value; None on rows older than the columns) and ``who``,
+the user name, read from the detail (``submit submission by alice from HOST to Q, priority
+P``; ``User alice updated the priority from 5000 to 9000 (from HOST)``; ``kill requested by
+Admin bob from HOST``). Read straight from the store (every app, also those forgotten from
+memory), oldest first, at most ``limit``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ class AuditRow:
     kind: str
     who: str
     detail: str
+    actor: str | None  # the columns (None on rows written before they existed)
+    sender: str | None
+    old: str | None
+    new: str | None
 
 
 def who_of(kind: str, detail: str) -> str:
@@ -48,7 +53,8 @@ def audit_rows(store, app_id: str | None = None, user: str | None = None,
     out: list[AuditRow] = []
     with store.session() as s:
         for r in s.scalars(q.order_by(EventRow.id)):
-            row = AuditRow(r.at, r.app_id, r.kind, who_of(r.kind, r.detail), r.detail)
+            row = AuditRow(r.at, r.app_id, r.kind, who_of(r.kind, r.detail), r.detail, r.actor,
+                           r.sender, r.old_value, r.new_value)
             if user and row.who != user:
                 continue
             out.append(row)

@@ -138,8 +138,12 @@ class AuditOut(BaseModel):
     at: str
     app_id: str
     kind: str  # submitted | priority | kill
-    who: str
+    who: str  # the user name
     detail: str
+    actor: str | None  # as the trail says it ("User alice", "Admin root from HOST:PORT")
+    sender: str | None  # from where (HOST:PORT)
+    old: str | None  # the value before (priority changes)
+    new: str | None  # the value after (priority changes, a submission's priority)
 
 
 class HealthOut(BaseModel):

@@ -239,7 +239,8 @@ class Service:
             rows = [EventRecord(app_id, now, "submitted",
                                 f"{app.kind} submission by {app.user} from "
                                 f"{sender or 'unknown'} to "
-                                f"{app.queue}, priority {app.priority}")]
+                                f"{app.queue}, priority {app.priority}",
+                                actor=app.user, sender=sender, new=str(app.priority))]
             rows += [EventRecord(app_id, now, "warning", w) for w in app.warnings]
             self.store.add_events(session, rows)
             return stored
@@ -265,7 +266,7 @@ class Service:
         return self.writer.submit(insert, after)
 
     def set_priority(self, app_id: str, priority: int, actor: str = "Admin",
-                     via: str = "") -> Future:
+                     via: str = "", sender: str = "") -> Future:
         """Change an app's priority; resolves once the engine has re-ordered its queue.
         ``actor``: who (with auth off everyone is the admin); ``via``: how, for the trail."""
         self._live_app(app_id)
@@ -283,7 +284,8 @@ class Service:
             self.store.add_events(session, [EventRecord(
                 app_id, self.clock(), "priority",
                 f"{actor} updated the priority from {old} to {priority}"
-                + (f" ({via})" if via else ""))])
+                + (f" ({via})" if via else ""),
+                actor=actor, sender=sender or None, old=str(old), new=str(priority))])
             return old
 
         def after(old: int) -> None:

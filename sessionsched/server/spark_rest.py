@@ -261,7 +261,7 @@ class SparkRest:
             return error(str(e), 403)
         try:
             future = self.service.set_priority(
-                app_id, priority, actor=caller.actor,
+                app_id, priority, actor=caller.actor, sender=_sender(request),
                 via=f"Spark REST update from {_sender(request)}")
             await wait(future, CYCLE_WAIT_S)
         except (NotFound, Conflict) as e:

@@ -145,6 +145,11 @@ def test_user_rules_are_refused_with_the_rule_named_and_admin_is_allowed(
                              "(from testclient:50000)"),
         ("kill", "root", "kill requested by Admin root from testclient:50000"),
     ]
+    cols = [(a["actor"], a["sender"], a["old"], a["new"]) for a in trail.json()]
+    assert cols == [("alice", "testclient:50000", None, "5000"),
+                    ("User alice", "testclient:50000", "5000", "4000"),
+                    ("Admin root", "testclient:50000", "4000", "10000"),
+                    ("Admin root from testclient:50000", None, None, None)]
     only_alice = client.get("/api/v1/audit", params={"user": "alice"},
                             headers=bearer(made["root"])).json()
     assert [a["kind"] for a in only_alice] == ["submitted", "priority"]
@@ -300,3 +305,23 @@ def test_launched_driver_gets_its_secret_in_the_environment_not_argv(app_file):
     launch = build_launch(app, "http://x", app_file.parent, token="sa.driver-1.abc")
     assert launch.env["SESSIONSCHED_TOKEN"] == "sa.driver-1.abc"
     assert not any("sa.driver-1" in a for a in launch.argv)
+
+
+def test_an_older_events_table_gets_the_audit_columns(tmp_path):
+    import sqlite3
+
+    from sessionsched.store import Store
+
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as c:
+        c.execute("create table events (id integer primary key, app_id varchar, at float, "
+                  "kind varchar(32), detail text)")
+        c.execute("insert into events (app_id, at, kind, detail) values ('a', 1, 'kill', 'x')")
+    store = Store(f"sqlite:///{db}")
+    try:
+        [old] = store.events("a")
+        assert (old.detail, old.actor, old.old) == ("x", None, None)
+    finally:
+        store.close()
+    names = [r[1] for r in rows(db, "pragma table_info(events)")]
+    assert names[-4:] == ["actor", "sender", "old_value", "new_value"]
