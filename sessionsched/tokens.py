@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import secrets
@@ -24,6 +25,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+log = logging.getLogger("sessionsched.auth")
 
 ROLES = ("user", "admin")
 PREFIX = "ss_"
@@ -120,6 +123,9 @@ class TokenBook:
         self._stamp: tuple[int, int, int] | None = None
         self._entries: list[TokenEntry] = []
         self._load()  # a broken file stops the server at start, with the file's problem
+        if not self._entries:
+            log.warning("tokens file %s has no tokens (yet): every token is refused; make one "
+                        "with 'sessionsched token create --file %s ...'", self.path, self.path)
 
     def _load(self) -> None:
         try:
