@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 CHROMIUM := /usr/bin/chromium
 SUDO := $$( [ "$$(id -u)" = 0 ] || echo sudo )
 
-.PHONY: install demo test lint bench postgresql
+.PHONY: install demo test lint bench postgresql airflow-venv
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -42,7 +42,14 @@ postgresql:
 	  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/sessionsched.conf && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql'
 
-test: lint $(CHROMIUM) postgresql /usr/bin/openssl
+
+# Airflow (the door tests run its real Spark and Livy clients) in a virtualenv of its own:
+# its pins conflict with ours. Kept between runs; rebuilt only when missing or when
+# tests/doors/airflow-requirements.txt changes (a few minutes cold).
+airflow-venv: install
+	$(PY) -m tests.doors.airflow_venv
+
+test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl
 	$(VENV)/bin/pytest -q -ra --durations=12
 
 bench: install

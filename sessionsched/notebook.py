@@ -87,8 +87,8 @@ def session(
         raise SessionError(f"the scheduler refused the session: {e}") from None
     handle = Session(client, app["id"], server, token)
     try:
-        handle._wait_for_admission(wait_s, _Progress(app_name) if progress else None)
-        handle._start_spark(app_name, user_conf)
+        handle.wait_for_admission(wait_s, _Progress(app_name) if progress else None)
+        handle.start_spark(app_name, user_conf)
     except BaseException:
         handle._abandon()
         raise
@@ -137,7 +137,7 @@ class Session:
 
     # --- steps ------------------------------------------------------------------------------
 
-    def _wait_for_admission(self, wait_s: float, progress: _Progress | None) -> None:
+    def wait_for_admission(self, wait_s: float, progress: _Progress | None) -> None:
         started = time.monotonic()
         try:
             while True:
@@ -161,7 +161,7 @@ class Session:
             if progress:
                 progress.close()
 
-    def _start_spark(self, app_name: str, user_conf: dict[str, str]) -> None:
+    def start_spark(self, app_name: str, user_conf: dict[str, str]) -> None:
         from pyspark.sql import SparkSession
 
         from .agent.attach import attach

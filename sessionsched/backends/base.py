@@ -45,6 +45,15 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where the cluster runs an app's driver, as a Spark master's REST status names it
+    (``workerId``, ``workerHostPort``)."""
+
+    worker_id: str
+    worker_host_port: str
+
+
+@dataclass(frozen=True)
 class Handle:
     """What the service stores to find a launched driver again after a restart.
 
@@ -101,6 +110,11 @@ class ClusterBackend(ABC):
         at its next heartbeat. A backend whose drivers have no agent to ask (the memory
         cluster) makes them obey here, as the agent would. Must not raise for an app it does
         not know."""
+
+    def placement(self, app_id: str) -> Placement | None:
+        """The worker running the app's driver, if it runs in the cluster and the backend has
+        seen it placed; None otherwise (default). Called from any thread: must not block."""
+        return None
 
     @abstractmethod
     def poll(self, now: float) -> list[Event]:

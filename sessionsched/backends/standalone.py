@@ -61,8 +61,8 @@ from ..engine.events import (
 from ..model import Executor, Resources
 from . import procs, records
 from .applog import LogWatch, find_app_id
-from .base import BackendError, ClusterBackend, Handle, Launch
-from .clusterview import ClusterView, capacity_for_managed, presumed_ours
+from .base import BackendError, ClusterBackend, Handle, Launch, Placement
+from .clusterview import ClusterView, DriverInfo, capacity_for_managed, presumed_ours
 from .commands import redacted, rest_request, submit_command
 from .master import MasterClient
 from .procs import ProcessId
@@ -132,6 +132,9 @@ class StandaloneBackend(ClusterBackend):
         self._kill_at: dict[str, float] = {}  # app -> monotonic time to SIGKILL its group
         self._kill_later: set[str] = set()  # cluster drivers to kill through the master
         self._capacity_sent: tuple[Resources, int] | None = None
+        # Cluster drivers' workers, as last seen in the master's JSON; read by other threads
+        # (the REST status answer): each entry is replaced whole, never changed in place.
+        self._placements: dict[str, Placement] = {}
         loopback = _is_loopback(urlparse(master.replace("spark://", "http://", 1)).hostname)
         # A loopback cluster only reaches a driver bound to loopback (reference doc pitfall).
         self._conf_defaults = {"spark.driver.host": "127.0.0.1"} if loopback else {}
@@ -203,6 +206,9 @@ class StandaloneBackend(ClusterBackend):
             return
         record = DriverRecord(app_id, "external", time.time(), spark_app_id=spark_app_id)
         self._track(_Tracked(record, external=True))
+
+    def placement(self, app_id: str) -> Placement | None:
+        return self._placements.get(app_id)
 
     def poll(self, now: float) -> list[Event]:
         view = self.client.read(self.executors_every_s)
@@ -432,6 +438,7 @@ class StandaloneBackend(ClusterBackend):
         rec = t.record
         if rec.kind == "cluster-driver":
             driver = view.master.driver(rec.driver_id)
+            self._place(rec.app_id, view, driver)
             if driver is None:
                 missing = time.time() - rec.launched_at > DRIVER_MISSING_S
                 return UNKNOWN_EXIT if missing else None
@@ -448,6 +455,13 @@ class StandaloneBackend(ClusterBackend):
         if rec.submitter:  # spark-submit ended without a driver id: the submission failed
             return code or 1
         return code
+
+    def _place(self, app_id: str, view: ClusterView, driver: DriverInfo | None) -> None:
+        worker = view.master.worker(driver.worker_id) if driver is not None else None
+        if worker is not None:
+            placed = Placement(worker.id, worker.host_port)
+            if self._placements.get(app_id) != placed:
+                self._placements[app_id] = placed
 
     def _process_alive(self, t: _Tracked) -> bool:
         if t.popen is not None and t.popen.poll() is not None:

@@ -46,13 +46,14 @@ class ServerProcess:
 
     @classmethod
     def start(cls, config: dict, workdir: Path, ready_timeout_s: float = 60.0) -> ServerProcess:
-        """Write ``config`` (a server YAML as a dict; ``server.port`` is set to a free port)
-        into ``workdir`` and start ``sessionsched serve`` on it; return once it answers."""
+        """Write ``config`` (a server YAML as a dict; ``server.port``, unless given, is set to
+        a free port) into ``workdir`` and start ``sessionsched serve`` on it; return once it
+        answers."""
         workdir.mkdir(parents=True, exist_ok=True)
         config = copy.deepcopy(config)
         server = config.setdefault("server", {})
         server["host"] = "127.0.0.1"
-        server.setdefault("port", free_port())
+        server["port"] = server.get("port") or free_port()
         config_path = workdir / "sessionsched.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         log_path = workdir / "server.log"

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..store import StoreUnavailable
-from . import api, auth, submissions
+from . import api, auth, livy, submissions
 from .dashboard import DASHBOARD_HTML
 from .guard import BodyLimit, RateLimit
 from .service import Service
@@ -140,6 +140,11 @@ def create_app(
     app.state.spark_rest.rate_limit = app.state.rate_limit
     app.router.routes[0:0] = app.state.spark_rest.routes()
     app.include_router(api.router, responses=api.AUTH_RESPONSES if gate.on else None)
+    # Apache Livy's API (batches) beside the native one: its own routes and error shapes.
+    livy_routes = livy.Livy(livy.LivyPort(service), defaults).routes()
+    if gate.on:  # its users are not bound to tokens yet: admins only (README, "Serve a team")
+        livy_routes = auth.admins_only(livy_routes, gate, "Livy API")
+    app.router.routes.extend(livy_routes)
 
     # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.
     @app.exception_handler(RequestValidationError)

@@ -7,6 +7,11 @@ Plain Starlette routes rather than FastAPI operations: the protocol's error shap
 (``ErrorResponse``, 468 for a wrong version, ``success:false`` with HTTP 200 for an unknown id)
 are Spark's, not FastAPI's, and the status read is the hot path of ``spark-submit``'s polling.
 
+Every answer is laid out byte for byte as the master writes it (``jackson``: one
+``"key" : value`` per line, keys in alphabetical order): clients such as Airflow's Spark
+provider read it line by line. A status answer carries the master's ``workerId`` and
+``workerHostPort`` once the backend has seen the driver placed on a worker (cluster drivers).
+
 What differs from a master, on purpose:
 - ``driverState`` maps our states (ACCEPTED -> SUBMITTED, STARTING/RUNNING -> RUNNING, ended as
   named) and status answers also carry ``schedulerState``, ``queue``, ``priority``,
@@ -35,8 +40,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, Router
 
+from ..backends.base import Placement
 from ..model import AppState, parse_priority
-from . import auth, submissions
+from . import auth, jackson, submissions
 from .guard import RateLimit, Refused, strip_token
 from .service import Conflict, NotFound, Service
 from .views import DRIVER_STATE, one_line
@@ -63,7 +69,7 @@ SPARK_VERSION = _spark_version()
 
 
 def reply(body: dict[str, Any], status: int = 200) -> Response:
-    return Response(json.dumps(body), status_code=status, headers={"content-type": JSON_TYPE})
+    return Response(jackson.dumps(body), status_code=status, headers={"content-type": JSON_TYPE})
 
 
 def error(message: str, status: int = 400, **extra: Any) -> Response:
@@ -95,7 +101,7 @@ class SparkRest:
     def __init__(self, service: Service, defaults: submissions.Defaults):
         self.service = service
         self.defaults = defaults
-        self._status_cache: dict[str, tuple[int, bytes]] = {}
+        self._status_cache: dict[str, tuple[int, Placement | None, bytes]] = {}
         self.gate: auth.Gate | None = None  # set by create_app; None: everyone is the admin
         self.rate_limit = RateLimit(0)
 
@@ -165,21 +171,25 @@ class SparkRest:
 
     def status_bytes(self, sid: str) -> bytes:
         """The status answer as sent. Cached per driver until the service's books change
-        (``Service.version``): spark-submit and scripts poll the same ids over and over.
-        Only the event loop's thread calls this, so the cache needs no lock."""
+        (``Service.version``) or the driver is placed on a worker: spark-submit and scripts
+        poll the same ids over and over. Only the event loop's thread calls this, so the cache
+        needs no lock."""
         hit = self._status_cache.get(sid)
         version = self.service.version  # read first: a change while we build makes it stale
-        if hit is not None and hit[0] == version:
-            return hit[1]
-        body = self.status_body(sid)
-        data = json.dumps(body).encode()
+        placement = self.service.backend.placement(sid)
+        if hit is not None and hit[0] == version and hit[1] == placement:
+            return hit[2]
+        body = self.status_body(sid, placement)
+        data = jackson.dumps(body)
         if body["success"]:  # unknown ids are not kept: anyone can make them up
             if len(self._status_cache) >= STATUS_CACHE_MAX:
                 self._status_cache.clear()  # rare; apps polled again are cached again at once
-            self._status_cache[sid] = (version, data)
+            self._status_cache[sid] = (version, placement, data)
         return data
 
-    def status_body(self, sid: str) -> dict[str, Any]:
+    def status_body(self, sid: str, placement: Placement | None = None) -> dict[str, Any]:
+        """The master's fields (``workerId``/``workerHostPort`` once the driver is placed on a
+        worker), then ours."""
         app = self.service.app(sid)
         if app is None:
             return {"action": "SubmissionStatusResponse",
@@ -192,6 +202,9 @@ class SparkRest:
             out["position"] = app.position
         if app.reason:
             out["schedulerReason"] = app.reason
+        if placement is not None:
+            out["workerId"] = placement.worker_id
+            out["workerHostPort"] = placement.worker_host_port
         if app.state is AppState.FAILED:
             # spark-submit logs a status ``message`` as the driver's error: only for failures.
             out["message"] = app.reason
@@ -245,7 +258,7 @@ class SparkRest:
             return error(str(e), 401)
         out = {"action": "UpdateSubmissionResponse", "serverSparkVersion": SPARK_VERSION,
                "submissionId": sid}
-        unknown = sorted(set(body) - {"action", "clientSparkVersion", "priority"})
+        unknown = [k for k in body if k not in ("action", "clientSparkVersion", "priority")]
         if unknown:
             out["unknownFields"] = unknown
         resolved = self.service.resolve(sid)

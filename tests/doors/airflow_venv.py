@@ -1,0 +1,34 @@
+"""The Airflow virtualenv of the door tests: ``python -m tests.doors.airflow_venv [DIR]``
+builds it (``make test`` does, before pytest), and the ``airflow_python`` fixture calls
+``ensure`` too, for pytest run by hand. Built once and kept: it is rebuilt only when it is
+missing or ``airflow-requirements.txt`` changed (a few minutes cold; Airflow's dependency pins
+conflict with the project's, hence a virtualenv of its own)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = ROOT / ".venv-airflow"
+REQUIREMENTS = Path(__file__).with_name("airflow-requirements.txt")
+INSTALL_TIMEOUT_S = 1800
+
+
+def ensure(venv: Path = VENV) -> Path:
+    """The virtualenv's python, built first if missing or built from other requirements."""
+    python = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    wanted = REQUIREMENTS.read_text()
+    if python.exists() and stamp.exists() and stamp.read_text() == wanted:
+        return python
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)],
+                   check=True, timeout=INSTALL_TIMEOUT_S)
+    stamp.write_text(wanted)
+    return python
+
+
+if __name__ == "__main__":
+    print(ensure(Path(sys.argv[1]) if len(sys.argv) > 1 else VENV))
