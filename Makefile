@@ -22,6 +22,11 @@ $(CHROMIUM):
 	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium'
 
+# The HTTPS test makes its certificate with openssl.
+/usr/bin/openssl:
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl'
+
 demo: install
 	$(VENV)/bin/sessionsched demo
 
@@ -44,7 +49,7 @@ postgresql:
 airflow-venv: install
 	$(PY) -m tests.doors.airflow_venv
 
-test: lint $(CHROMIUM) postgresql airflow-venv
+test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl
 	$(VENV)/bin/pytest -q -ra --durations=12
 
 bench: install

@@ -11,27 +11,73 @@ Nothing here prints or exits; callers decide how to show errors.
 from __future__ import annotations
 
 import os
+import ssl
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+import yaml
 
 from .model import AppState
 
 DEFAULT_SERVER = "http://127.0.0.1:6066"
 SERVER_ENV = "SESSIONSCHED_SERVER"
 TOKEN_ENV = "SESSIONSCHED_TOKEN"
+CA_ENV = "SESSIONSCHED_CA"
+CONFIG_ENV = "SESSIONSCHED_CLIENT_CONFIG"
 
 
 def default_server(environ: Mapping[str, str] = os.environ) -> str:
     return environ.get(SERVER_ENV) or DEFAULT_SERVER
 
 
+def user_config_path(environ: Mapping[str, str] = os.environ) -> Path:
+    """``$SESSIONSCHED_CLIENT_CONFIG``, else ``$XDG_CONFIG_HOME/sessionsched/client.yaml``
+    (``~/.config/...``)."""
+    if environ.get(CONFIG_ENV):
+        return Path(environ[CONFIG_ENV])
+    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "sessionsched" / "client.yaml"
+
+
+def user_config(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """The user's client file (``token:``, ``ca:``), or {} when there is none. It holds a
+    secret: one that others may read is refused, as ssh refuses such a key."""
+    path = user_config_path(environ)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise SchedulerError(f"{path}: cannot read: {e.strerror}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SchedulerError(f"{path} is readable by others (mode {stat.S_IMODE(mode):o}) and "
+                             f"holds a token; run: chmod 600 {path}")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise SchedulerError(f"{path}: not a readable YAML file ({e})") from None
+    if not isinstance(data, dict):
+        raise SchedulerError(f"{path}: expected a mapping (token: ..., ca: ...)")
+    return data
+
+
 def default_token(environ: Mapping[str, str] = os.environ) -> str | None:
-    return environ.get(TOKEN_ENV) or None
+    """``$SESSIONSCHED_TOKEN``, else the user config file's ``token``."""
+    token = environ.get(TOKEN_ENV) or user_config(environ).get("token")
+    return str(token) if token else None
+
+
+def default_ca(environ: Mapping[str, str] = os.environ) -> str | None:
+    """A CA bundle to verify an HTTPS server with: ``$SESSIONSCHED_CA``, else the user config
+    file's ``ca`` (None: the system's trust store)."""
+    ca = environ.get(CA_ENV) or user_config(environ).get("ca")
+    return str(ca) if ca else None
 
 
 class SchedulerError(Exception):
@@ -189,11 +235,21 @@ class SchedulerClient:
     """Blocking client of ``/api/v1``. Use as a context manager or call ``close()``."""
 
     def __init__(
-        self, server: str | None = None, token: str | None = None, timeout_s: float = 10.0
+        self, server: str | None = None, token: str | None = None, timeout_s: float = 10.0,
+        ca: str | None = None,
     ):
+        """``ca``: a CA bundle (PEM) to verify an ``https://`` server with."""
         self.server = (server or default_server()).rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout_s)
+        verify: ssl.SSLContext | bool = True
+        if ca:
+            try:
+                verify = ssl.create_default_context(cafile=ca)
+            except (OSError, ssl.SSLError) as e:
+                raise SchedulerError(f"CA file {ca}: {getattr(e, 'strerror', None) or e}") \
+                    from None
+        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout_s,
+                                  verify=verify)
 
     def __enter__(self) -> SchedulerClient:
         return self
@@ -248,6 +304,11 @@ class SchedulerClient:
 
     def events(self, app_id: str) -> list[dict[str, Any]]:
         return self._json("GET", f"/api/v1/apps/{_segment(app_id)}/events")
+
+    def audit(self, app_id: str | None = None, user: str | None = None,
+              since: str | None = None) -> list[dict[str, Any]]:
+        params = {k: v for k, v in (("app", app_id), ("user", user), ("since", since)) if v}
+        return self._json("GET", "/api/v1/audit", params=params)
 
     def log(self, app_id: str, tail: int = 50) -> str:
         path = f"/api/v1/apps/{_segment(app_id)}/log"

@@ -72,6 +72,9 @@ class QueueConfig(_Strict):
     max_cores: int | None = Field(None, ge=1)
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout = 0.0
+    # Who may submit into this queue (auth mode tokens): user names; None: everyone. A parent's
+    # list applies to its children too.
+    submit_users: list[str] | None = None
 
     @field_validator("name")
     @classmethod
@@ -135,6 +138,13 @@ def resolve_queue(root: Queue, name: str) -> Queue:
     raise LookupError(f"unknown queue {name!r}; known queues: {known}")
 
 
+class TlsSection(_Strict):
+    """HTTPS: a PEM certificate (chain) and its private key."""
+
+    cert: str
+    key: str
+
+
 class ServerSection(_Strict):
     """Where the service listens and keeps its state.
 
@@ -158,6 +168,7 @@ class ServerSection(_Strict):
     heartbeat_s: float = Field(1.0, gt=0, le=60)
     session_timeout: float = Field(600.0, gt=0)
     retained_ended_apps: int = Field(1000, ge=0)
+    tls: TlsSection | None = None  # serve HTTPS (clients verify it: --ca)
 
 
 class KubernetesSection(_Strict):
@@ -252,21 +263,71 @@ class ClusterSection(_Strict):
         return self
 
 
+DEFAULT_ENV_ALLOW = ("PYSPARK_PYTHON", "SPARK_*", "TZ", "LANG", "LC_*")
+
+
+class PriorityRange(_Strict):
+    """The priorities a role may set, ``min``..``max`` within 1..10000."""
+
+    min: int = Field(1, ge=1, le=10000)
+    max: int = Field(10000, ge=1, le=10000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PriorityRange:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        return self
+
+
 class AuthSection(_Strict):
-    """Authentication. Only ``none`` exists yet, and with it the server listens on loopback
-    only. ``tokens`` is refused rather than accepted and ignored: it would lift the loopback
-    guard without checking anyone."""
+    """Who may do what (README, "Serve a team").
 
-    mode: str = "none"
+    ``mode``: ``none`` (everyone is the admin; the server listens on loopback only) or
+    ``tokens`` (bearer tokens from ``tokens_file``, made with ``sessionsched token create``).
+    ``anonymous``: with tokens, what a request without a token is: ``refuse`` (401, Spark
+    REST: an ``ErrorResponse``) or a user name it is taken as, with user rights.
+    ``user_priorities``/``admin_priorities``: the priorities each role may set (seed 003:
+    users 1-5000, admins 1-10000). ``env_allow``: the environment variables a submission may
+    pass to its driver (names, ``*`` patterns); the rest are refused. ``allowed_paths``: when
+    set, a client-mode driver's application file must be under one of them.
+    ``run_as_root``: drivers run as the server's own user (there is no per-user switch); with
+    tokens, a server running as root does not start unless this is true.
+    ``max_body_bytes``, ``max_string``: request size limits; ``submissions_per_minute``: per
+    user (429 with Retry-After past it; 0: no limit).
+    """
 
-    @field_validator("mode")
+    mode: Literal["none", "tokens"] = "none"
+    tokens_file: str | None = None
+    anonymous: str = "refuse"
+    user_priorities: PriorityRange = PriorityRange(min=1, max=5000)
+    admin_priorities: PriorityRange = PriorityRange(min=1, max=10000)
+    env_allow: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_ALLOW))
+    allowed_paths: list[str] | None = None
+    run_as_root: bool = False
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    max_string: int = Field(4096, ge=64)
+    submissions_per_minute: int = Field(120, ge=0)
+
+    @field_validator("mode", mode="before")
     @classmethod
-    def _mode(cls, v: str) -> str:
-        if v == "tokens":
-            raise ValueError("'tokens' is not available yet; use none (loopback only)")
-        if v != "none":
-            raise ValueError(f"{v!r} is not an auth mode; use none (loopback only)")
+    def _mode(cls, v: Any) -> Any:
+        if isinstance(v, str) and v not in ("none", "tokens"):
+            raise ValueError(f"{v!r} is not an auth mode; use none (loopback only) or tokens")
         return v
+
+    @model_validator(mode="after")
+    def _tokens(self) -> AuthSection:
+        if self.mode == "tokens" and not self.tokens_file:
+            raise ValueError("mode tokens needs tokens_file (made by 'sessionsched token "
+                             "create --file PATH ...')")
+        if self.anonymous != "refuse":
+            from .tokens import TokenFileError, check_user
+
+            try:
+                check_user(self.anonymous)
+            except TokenFileError as e:
+                raise ValueError(f"anonymous: {e}; or 'refuse'") from None
+        return self
 
 
 class DefaultsSection(_Strict):

@@ -34,7 +34,13 @@ import sys
 import time
 from typing import Any
 
-from .client import SchedulerClient, SchedulerError, default_server, default_token
+from .client import (
+    SchedulerClient,
+    SchedulerError,
+    default_ca,
+    default_server,
+    default_token,
+)
 from .model import AppState
 
 log = logging.getLogger("sessionsched.notebook")
@@ -67,9 +73,12 @@ def session(
     if SparkContext._active_spark_context is not None:
         raise SessionError("a SparkContext is already running in this process; stop it first")
     server = (server or default_server()).rstrip("/")
-    token = token or default_token()
+    try:  # --token's order: the argument, $SESSIONSCHED_TOKEN, the user's client file
+        token = token or default_token()
+        client = SchedulerClient(server, token, ca=default_ca())
+    except SchedulerError as e:
+        raise SessionError(str(e)) from None
     user_conf = {str(k): str(v) for k, v in (conf or {}).items()}
-    client = SchedulerClient(server, token)
     body = {"name": app_name, "queue": queue, "priority": priority, "conf": user_conf}
     try:
         app = client._json("POST", "/api/v1/sessions", json=body)

@@ -81,7 +81,8 @@ def test_defaults_are_one_default_queue():
         ),
         ("defaults: {priority: 20000}", "defaults.priority: priority 20000 is outside 1..10000"),
         ("server: {port: http}", "server.port: Input should be a valid integer"),
-        ("auth: {mode: tokens}", "auth.mode: 'tokens' is not available yet; use none"),
+        ("auth: {mode: tokens}", "auth: mode tokens needs tokens_file (made by 'sessionsched "
+                                 "token create --file PATH ...')"),
         ("queues: [a, b", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping at the top level"),
         ("cluster: {backend: mesos}", "cluster.backend: Input should be 'standalone', 'local'"),
@@ -103,7 +104,7 @@ def test_defaults_are_one_default_queue():
         "unknown default queue",
         "default priority out of range",
         "port not a number",
-        "auth tokens not implemented",
+        "auth tokens without a tokens file",
         "broken yaml",
         "not a mapping",
         "unknown backend",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -41,6 +42,7 @@ class ServerProcess:
     url: str
     config_path: Path
     log_path: Path
+    verify: ssl.SSLContext | bool = True
 
     @classmethod
     def start(cls, config: dict, workdir: Path, ready_timeout_s: float = 60.0) -> ServerProcess:
@@ -65,7 +67,10 @@ class ServerProcess:
                 start_new_session=True,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
-        self = cls(proc, f"http://127.0.0.1:{server['port']}", config_path, log_path)
+        scheme = "https" if server.get("tls") else "http"
+        self = cls(proc, f"{scheme}://127.0.0.1:{server['port']}", config_path, log_path)
+        if server.get("tls"):  # verified with its own (self-signed) certificate
+            self.verify = ssl.create_default_context(cafile=server["tls"]["cert"])
         try:
             self.wait_ready(ready_timeout_s)
         except BaseException:
@@ -82,7 +87,9 @@ class ServerProcess:
                     f"({last_log_line(self.log_path)!r}; log: {self.log_path})"
                 )
             try:
-                if httpx.get(f"{self.url}/api/v1/queues", timeout=2).status_code == 200:
+                # health: open with auth on too
+                answer = httpx.get(f"{self.url}/api/v1/health", timeout=2, verify=self.verify)
+                if answer.status_code == 200:
                     return
             except httpx.TransportError:
                 pass

@@ -2,7 +2,8 @@
 ``apps``, ``queues`` — thin wrappers over ``sessionsched.client``.
 
 Every one takes ``--server URL`` (default ``$SESSIONSCHED_SERVER``, else
-http://127.0.0.1:6066) and ``--token T`` (default ``$SESSIONSCHED_TOKEN``). ``--json`` prints the
+http://127.0.0.1:6066), ``--token T`` (default ``$SESSIONSCHED_TOKEN``, else the user's client
+file, mode 0600) and ``--ca PEM`` (an https server's CA). ``--json`` prints the
 server's JSON unchanged (the app object of docs/api.md); without it, a table. A refusal from the
 server (4xx) is its ``detail`` on one line and exit code 2. ``submit`` and ``demo`` reuse the
 helpers and renderers here.
@@ -22,6 +23,7 @@ from rich.text import Text
 
 from ..cli import UserError
 from ..client import (
+    CA_ENV,
     SERVER_ENV,
     TOKEN_ENV,
     App,
@@ -29,6 +31,7 @@ from ..client import (
     SchedulerClient,
     SchedulerError,
     Unreachable,
+    default_ca,
     default_server,
     default_token,
 )
@@ -42,12 +45,18 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         help=f"scheduler address (default: ${SERVER_ENV}, else http://127.0.0.1:6066)",
     )
     parser.add_argument(
-        "--token", metavar="T", help=f"bearer token for the scheduler (default: ${TOKEN_ENV})"
+        "--token", metavar="T", help=f"bearer token for the scheduler (default: ${TOKEN_ENV}, "
+        "else 'token:' in ~/.config/sessionsched/client.yaml, which must be mode 600)"
+    )
+    parser.add_argument(
+        "--ca", metavar="PEM", help=f"CA certificate to verify an https server with (default: "
+        f"${CA_ENV}, else 'ca:' in the client file, else the system's)"
     )
 
 
 def connect(args: argparse.Namespace) -> SchedulerClient:
-    return SchedulerClient(args.server or default_server(), args.token or default_token())
+    return SchedulerClient(args.server or default_server(), args.token or default_token(),
+                           ca=getattr(args, "ca", None) or default_ca())
 
 
 def user_error(e: SchedulerError) -> UserError:

@@ -3,14 +3,15 @@
 Listens on 127.0.0.1:6066 by default — the Spark REST port, so ``spark-submit --master
 spark://127.0.0.1:6066 --deploy-mode cluster --conf spark.master.rest.enabled=true`` submits
 to the scheduler. ``--host``/``--port`` override the config's ``server`` section. With auth
-mode ``none`` a non-loopback host is refused. Stops cleanly on SIGTERM or Ctrl-C; drivers keep
-running and are adopted at the next start.
+mode ``none`` a non-loopback host is refused. ``server.tls: {cert, key}`` serves HTTPS.
+Stops cleanly on SIGTERM or Ctrl-C; drivers keep running and are adopted at the next start.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 
 from ..cli import UserError
 from ..config import load_server_config
@@ -60,8 +61,14 @@ def run(args: argparse.Namespace) -> int:
     # APScheduler logs every run (INFO) and every skipped overlapping run (WARNING).
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     host = f"[{server.host}]" if ":" in server.host else server.host
+    tls = server.tls
+    if tls is not None:
+        for what, path in (("cert", tls.cert), ("key", tls.key)):
+            if not os.access(path, os.R_OK):
+                raise UserError(f"server.tls.{what}: cannot read {path}")
+    scheme = "https" if tls is not None else "http"
     try:
-        app = create_app(config, url=f"http://{host}:{server.port}")
+        app = create_app(config, url=f"{scheme}://{host}:{server.port}")
     except (BackendError, LookupError, ValueError, StoreUnavailable) as e:
         raise UserError(f"cannot start: {e}") from None
     uvicorn.run(
@@ -71,5 +78,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=False,
         lifespan="on",
+        ssl_certfile=tls.cert if tls is not None else None,
+        ssl_keyfile=tls.key if tls is not None else None,
     )
     return 0

@@ -1,6 +1,6 @@
 """``sessionsched submit``: spark-submit through the scheduler's queues.
 
-``sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] [--wait]
+``sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] [--ca PEM] [--wait]
 <spark-submit args…>``
 
 Decisions, so that a spark-submit user gets no surprise:
@@ -51,10 +51,12 @@ from ..sparkargs import (
 )
 from .client_cmds import add_connection_options, connect, describe, user_error
 
-WRAPPER_OPTIONS = {"--server", "--queue", "--priority", "--token"}  # take a value
+WRAPPER_OPTIONS = {"--server", "--queue", "--priority", "--token", "--ca"}  # take a value
 WRAPPER_SWITCHES = {"--wait", "--help", "-h"}
 # Environment a Python driver depends on; sent so the server launches it the same way.
-FORWARDED_ENV = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+# Not PYSPARK_DRIVER_PYTHON: it replaces the driver's program (a Jupyter setting would start
+# a notebook instead of the app), and the server's auth.env_allow refuses it by default.
+FORWARDED_ENV = ("PYSPARK_PYTHON",)
 POLL_S = 0.5
 SERVER_OUTAGE_S = 60.0  # --wait rides out a scheduler restart this long, then gives up
 KILLED_EXIT = 143
@@ -245,7 +247,7 @@ def wrapper_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sessionsched submit",
         usage="sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] "
-        "[--wait] <spark-submit args…>",
+        "[--ca PEM] [--wait] <spark-submit args…>",
         description="Submit a Spark application to the scheduler's queues. Every spark-submit "
         "argument (options, the application file, its arguments) passes through unchanged, "
         "except --master (the scheduler picks the cluster). Python apps run in client mode. "

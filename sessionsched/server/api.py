@@ -3,11 +3,15 @@
 HTTP (404 unknown app, 409 ended, 400 bad value, 503 store or cycle too slow), render.
 
 With auth mode ``none`` every caller acts as the admin (priorities 1..10000 on any app).
+With ``tokens`` (``auth.Gate``) every operation but health and metrics needs a token (401
+without one, unless ``auth.anonymous`` names a user), and the rules answer 403 naming the rule:
+users change only their own apps, within their priority range; agents report for their app.
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
@@ -15,7 +19,9 @@ from fastapi.responses import PlainTextResponse
 
 from ..config import resolve_queue
 from ..model import AppState, Executor, parse_priority
-from . import submissions
+from . import auth, submissions
+from .audit_read import audit_rows
+from .guard import Refused, strip_token, strip_token_argv
 from .metrics import CONTENT_TYPE
 from .schemas import (
     AgentHeartbeat,
@@ -23,6 +29,7 @@ from .schemas import (
     AgentReply,
     AppIn,
     AppOut,
+    AuditOut,
     EventOut,
     HealthOut,
     PriorityIn,
@@ -36,7 +43,6 @@ from .views import app_out, iso
 
 SUBMIT_WAIT_S = 30.0
 CYCLE_WAIT_S = 10.0
-ADMIN = "Admin"
 
 router = APIRouter()
 
@@ -50,7 +56,57 @@ async def get_defaults(request: Request) -> submissions.Defaults:
     return request.app.state.defaults
 
 
+async def get_caller(request: Request) -> auth.Caller:
+    """Who is asking (``auth.Gate.identify``): 401 for no, a wrong or a revoked token."""
+    gate: auth.Gate = request.app.state.gate
+    try:
+        token = auth.bearer(request.headers.get("authorization")) if gate.on else None
+        return gate.identify(token)
+    except auth.Unauthorized as e:
+        raise HTTPException(401, str(e), headers={"WWW-Authenticate": "Bearer"}) from None
+
+
+def _gate(request: Request) -> auth.Gate:
+    return request.app.state.gate
+
+
+def _allowed(check, *args) -> None:
+    """A rule of the gate, its refusal as 403 naming the rule."""
+    try:
+        check(*args)
+    except auth.Forbidden as e:
+        raise HTTPException(403, str(e)) from None
+
+
+def _owner(service: Service, app_id: str) -> str:
+    app = service.app(app_id)
+    if app is None:
+        raise HTTPException(404, f"no app {app_id!r}")
+    return app.user
+
+
+def _may_report(request: Request, service: Service, caller: auth.Caller, app_id: str) -> None:
+    gate = _gate(request)
+    if gate.on:  # with auth off an unknown app is the desk's 404, in its words
+        _allowed(gate.may_report, caller, app_id, _owner(service, app_id))
+
+
+def _admit(request: Request, caller: auth.Caller, app):
+    try:
+        return auth.admit(_gate(request), request.app.state.rate_limit, caller, app)
+    except auth.Forbidden as e:
+        raise HTTPException(403, str(e)) from None
+    except Refused as e:
+        headers = {"Retry-After": str(e.retry_after)} if e.retry_after else None
+        raise HTTPException(e.status, str(e), headers=headers) from None
+
+
+# Every operation's possible refusals with auth on (``create_app`` adds them to the spec); as
+# explicit JSON content, so that the text/plain log read declares them as JSON too.
+AUTH_RESPONSES = error_responses(401, 403, 413, 429, text=True)
+
 ServiceDep = Annotated[Service, Depends(get_service)]
+CallerDep = Annotated[auth.Caller, Depends(get_caller)]
 DefaultsDep = Annotated[submissions.Defaults, Depends(get_defaults)]
 
 
@@ -91,7 +147,7 @@ def _call(fn, *args, **kwargs):
 
 
 @router.get("/api/v1/queues", response_model=list[QueueOut])
-def queues(service: ServiceDep):
+def queues(service: ServiceDep, _caller: CallerDep):
     out = []
     for q, u, waiting in service.view.queue_rows():
         out.append(QueueOut(
@@ -107,7 +163,8 @@ def queues(service: ServiceDep):
 
 
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
-def list_apps(service: ServiceDep, queue: str | None = None, state: str | None = None):
+def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
+              state: str | None = None):
     view = service.view
     leaf = None
     if queue:
@@ -128,38 +185,46 @@ def list_apps(service: ServiceDep, queue: str | None = None, state: str | None =
 @router.post("/api/v1/apps", status_code=201, response_model=AppOut,
              responses=error_responses(400, 422, 503))
 async def submit(body: AppIn, request: Request, service: ServiceDep,
-                 defaults: DefaultsDep):
+                 defaults: DefaultsDep, caller: CallerDep):
+    conf, _ = strip_token(body.conf)  # a token in spark-defaults is a secret, not a property
     try:
-        app = submissions.from_argv(body.argv, body.cwd, body.conf, body.env, body.queue,
-                                    body.priority, body.name, defaults)
+        app = submissions.from_argv(strip_token_argv(body.argv), body.cwd, conf, body.env,
+                                    body.queue, body.priority, body.name, defaults)
     except submissions.SubmissionError as e:
         raise HTTPException(400, str(e)) from None
+    app = _admit(request, caller, app)
     stored = await _wait(service.submit(app, _sender(request)), SUBMIT_WAIT_S, "submission")
     return _out(service, stored.id)
 
 
 @router.get("/api/v1/apps/{app_id}", response_model=AppOut,
             responses=error_responses(404, 422))
-def get_app(app_id: str, service: ServiceDep):
+def get_app(app_id: str, service: ServiceDep, _caller: CallerDep):
     return _out(service, app_id)
 
 
 @router.post("/api/v1/apps/{app_id}/priority", response_model=AppOut,
              responses=error_responses(400, 404, 409, 422, 503))
-async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep):
+async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep, caller: CallerDep,
+                       request: Request):
     try:
         priority = parse_priority(body.priority)
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
-    future = _call(service.set_priority, app_id, priority, actor=ADMIN)
+    gate = _gate(request)
+    _allowed(gate.may_change, caller, app_id, _owner(service, app_id), "re-prioritise")
+    _allowed(gate.check_priority, caller, priority)
+    future = _call(service.set_priority, app_id, priority, actor=caller.actor,
+                   via=f"from {_sender(request)}", sender=_sender(request))
     await _wait(future, CYCLE_WAIT_S, "priority change")
     return _out(service, app_id)
 
 
 @router.post("/api/v1/apps/{app_id}/kill", response_model=AppOut,
              responses=error_responses(404, 409, 422, 503))
-async def kill(app_id: str, service: ServiceDep):
-    future = _call(service.kill, app_id, actor=ADMIN)
+async def kill(app_id: str, service: ServiceDep, caller: CallerDep, request: Request):
+    _allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "kill")
+    future = _call(service.kill, app_id, actor=f"{caller.actor} from {_sender(request)}")
     await _wait(future, CYCLE_WAIT_S, "kill")
     out = _out(service, app_id)
     if out.state != AppState.KILLED.value:
@@ -169,15 +234,17 @@ async def kill(app_id: str, service: ServiceDep):
 
 @router.get("/api/v1/apps/{app_id}/events", response_model=list[EventOut],
             responses=error_responses(404, 422))
-def events(app_id: str, service: ServiceDep):
+def events(app_id: str, service: ServiceDep, _caller: CallerDep):
     rows = _call(service.events, app_id)
     return [EventOut(at=iso(e.at), kind=e.kind, detail=e.detail) for e in rows]
 
 
 @router.get("/api/v1/apps/{app_id}/log", response_class=PlainTextResponse,
             responses=error_responses(404, 422, text=True))
-def log_tail(app_id: str, service: ServiceDep,
+def log_tail(app_id: str, service: ServiceDep, caller: CallerDep, request: Request,
              tail: Annotated[int, Query(ge=0, le=100000)] = 50):
+    # A driver's log may hold its data: its owner's (and admins') to read.
+    _allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "read logs of")
     return PlainTextResponse(_call(service.log_tail, app_id, tail))
 
 
@@ -188,18 +255,22 @@ def log_tail(app_id: str, service: ServiceDep,
              responses=error_responses(400, 422, 503))
 async def create_session(body: SessionIn, request: Request,
                          service: ServiceDep,
-                         defaults: DefaultsDep):
+                         defaults: DefaultsDep, caller: CallerDep):
+    conf, _ = strip_token(body.conf)
     try:
-        app = submissions.from_session(body.name, body.queue, body.priority, body.conf, defaults)
+        app = submissions.from_session(body.name, body.queue, body.priority, conf, defaults)
     except submissions.SubmissionError as e:
         raise HTTPException(400, str(e)) from None
+    app = _admit(request, caller, app)
     stored = await _wait(service.submit(app, _sender(request)), SUBMIT_WAIT_S, "session")
     return _out(service, stored.id)
 
 
 @router.post("/api/v1/sessions/{app_id}/stop", response_model=AppOut,
              responses=error_responses(404, 409, 422, 503))
-async def stop_session(app_id: str, service: ServiceDep, body: StopIn | None = None):
+async def stop_session(app_id: str, service: ServiceDep, caller: CallerDep, request: Request,
+                       body: StopIn | None = None):
+    _allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "stop")
     code = body.exit_code if body is not None else 0
     future = _call(service.stop_session, app_id, code)
     await _wait(future, CYCLE_WAIT_S, "session stop")
@@ -211,16 +282,46 @@ async def stop_session(app_id: str, service: ServiceDep, body: StopIn | None = N
 
 @router.post("/api/v1/agent/register", response_model=AgentReply,
              responses=error_responses(404, 422))
-def agent_register(body: AgentRegister, service: ServiceDep):
+def agent_register(body: AgentRegister, service: ServiceDep, caller: CallerDep,
+                   request: Request):
+    _may_report(request, service, caller, body.app_id)
     return _call(service.desk.register, body.app_id, body.spark_app_id, body.control,
                  body.reason, body.pid, body.spark_version)
 
 
 @router.post("/api/v1/agent/heartbeat", response_model=AgentReply,
              responses=error_responses(404, 422))
-def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep):
+def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep, caller: CallerDep,
+                    request: Request):
+    _may_report(request, service, caller, body.app_id)
     executors = [Executor(e.id, e.started_at, e.idle) for e in body.executors]
     return _call(service.desk.heartbeat, body.app_id, body.demand, executors, body.control)
+
+
+# --- the audit trail (admins) ------------------------------------------------------------------
+
+
+@router.get("/api/v1/audit", response_model=list[AuditOut],
+            responses=error_responses(400, 422))
+def audit(service: ServiceDep, caller: CallerDep, request: Request,
+          app: Annotated[str | None, Query(max_length=200)] = None,
+          user: Annotated[str | None, Query(max_length=200)] = None,
+          since: Annotated[str | None, Query(max_length=64)] = None):
+    """Submissions, priority changes and kills, oldest first: who, which app, what."""
+    if _gate(request).on and caller.role != auth.ADMIN:
+        raise HTTPException(403, f"{caller.role} {caller.user} may not read the audit trail "
+                                 "(admins only)")
+    start = None
+    if since:
+        try:
+            start = float(since) if since.replace(".", "", 1).isdigit() else \
+                datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise HTTPException(400, f"since {since!r} is not a time (ISO 8601 or epoch "
+                                     "seconds)") from None
+    rows = audit_rows(service.store, app, user, start)
+    return [AuditOut(at=iso(r.at), app_id=r.app_id, kind=r.kind, who=r.who, detail=r.detail,
+                     actor=r.actor, sender=r.sender, old=r.old, new=r.new) for r in rows]
 
 
 # --- health and metrics -----------------------------------------------------------------------

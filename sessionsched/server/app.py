@@ -24,8 +24,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..store import StoreUnavailable
-from . import api, livy, submissions
+from . import api, auth, livy, submissions
 from .dashboard import DASHBOARD_HTML
+from .guard import BodyLimit, RateLimit
 from .service import Service
 from .spark_rest import SparkFront, SparkRest
 from .views import one_line
@@ -50,7 +51,7 @@ def check_listen(host: str, auth_mode: str) -> None:
     if not loopback:
         raise UnsafeListen(
             f"refusing to listen on {host} with auth mode none: anyone who can reach it could "
-            "submit and kill applications; use 127.0.0.1 (authentication is not implemented yet)"
+            "submit and kill applications; use 127.0.0.1 or turn on auth.mode: tokens"
         )
 
 
@@ -102,8 +103,11 @@ def create_app(
 ) -> FastAPI:
     """``run_cycles=False`` leaves the cycle to the caller (``app.state.service.cycle()``),
     for tests that step the scheduler by hand (with ``clock``, on a time of their own)."""
+    gate = auth.Gate(config.auth, config.queues, config.server.state_dir,
+                     config.defaults.priority)
     service = Service(config, backend if backend is not None else backend_for(config), url=url,
                       clock=clock)
+    service.secret_for = gate.secret_for
     try:
         service.check_queues()
     except ValueError:
@@ -129,11 +133,18 @@ def create_app(
     )
     app.state.service = service
     app.state.defaults = defaults
+    app.state.gate = gate
+    app.state.rate_limit = RateLimit(config.auth.submissions_per_minute)
     app.state.spark_rest = SparkRest(service, defaults)
+    app.state.spark_rest.gate = gate
+    app.state.spark_rest.rate_limit = app.state.rate_limit
     app.router.routes[0:0] = app.state.spark_rest.routes()
-    app.include_router(api.router)
+    app.include_router(api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     # Apache Livy's API (batches) beside the native one: its own routes and error shapes.
-    app.router.routes.extend(livy.Livy(livy.LivyPort(service), defaults).routes())
+    livy_routes = livy.Livy(livy.LivyPort(service), defaults).routes()
+    if gate.on:  # its users are not bound to tokens yet: admins only (README, "Serve a team")
+        livy_routes = auth.admins_only(livy_routes, gate, "Livy API")
+    app.router.routes.extend(livy_routes)
 
     # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.
     @app.exception_handler(RequestValidationError)
@@ -165,7 +176,9 @@ def create_app(
     return app
 
 
-def asgi(app: FastAPI) -> SparkFront:
+def asgi(app: FastAPI) -> BodyLimit:
     """What uvicorn serves: Spark's protocol answered in front of FastAPI (``SparkFront``),
-    the rest by the FastAPI application."""
-    return SparkFront(app, app.state.spark_rest)
+    the rest by the FastAPI application; request bodies over ``auth.max_body_bytes`` refused
+    in front of both."""
+    limit = app.state.service.config.auth.max_body_bytes
+    return BodyLimit(SparkFront(app, app.state.spark_rest), limit)

@@ -80,6 +80,7 @@ class Parts:
     clock: Callable[[], float]
     url: str  # the server, as drivers' agents reach it
     log_dir: Path
+    secret: Callable[[str], str | None] = lambda _app_id: None  # the app's agent secret
 
 
 class Cycle:
@@ -237,7 +238,8 @@ class Cycle:
         view = p.reads.view.engine
         queue_conf = next(q for q in view.leaves() if q.name == sub.queue)
         ceiling = view.capacity.cores // max(sub.spec.executor.cores, 1)
-        return build_launch(sub, p.url, p.log_dir, reclaim_timeout_s=queue_conf.reclaim_timeout_s,
+        return build_launch(sub, p.url, p.log_dir, token=p.secret(app_id),
+                            reclaim_timeout_s=queue_conf.reclaim_timeout_s,
                             max_executors=ceiling or None)
 
 

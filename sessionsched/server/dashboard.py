@@ -3,6 +3,9 @@
 Every value is escaped before it goes into the tables. Polls do not overlap (the next starts two
 seconds after the last ended), and each request gives up after five seconds, so a scheduler that
 stops answering shows as unreachable instead of leaving the last tables up as if all were well.
+
+With auth on, open ``/#token=TOKEN``: the fragment never reaches the server or its logs; the
+page keeps the token in the tab's sessionStorage and sends it as ``Authorization: Bearer``.
 """
 
 DASHBOARD_HTML = """<!doctype html>
@@ -23,6 +26,11 @@ const ENT = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"
 const esc = s => String(s ?? "").replace(/[&<>"']/g, c => ENT[c]);
 const POLL_MS = 2000, TIMEOUT_MS = 5000;
 class HttpError extends Error {}
+if (location.hash.startsWith("#token=")) {
+  sessionStorage.setItem("token", decodeURIComponent(location.hash.slice(7)));
+  history.replaceState(null, "", location.pathname);
+}
+const TOKEN = sessionStorage.getItem("token");
 function table(el, cols, rows, cls) {
   el.innerHTML = "<tr>" + cols.map(c => "<th>" + c + "</th>").join("") + "</tr>" +
     rows.map(r => "<tr class='" + (cls ? esc(r[cls]) : "") + "'>" +
@@ -31,7 +39,9 @@ function table(el, cols, rows, cls) {
 async function get(u) {
   const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
   try {
-    const r = await fetch(u, {signal: ctl.signal, cache: "no-store"});
+    const headers = TOKEN ? {Authorization: "Bearer " + TOKEN} : {};
+    const r = await fetch(u, {signal: ctl.signal, cache: "no-store", headers});
+    if (r.status === 401) throw new HttpError("a token is needed: open /#token=YOUR_TOKEN");
     if (!r.ok) throw new HttpError("scheduler error: HTTP " + r.status + " from " + u);
     return await r.json();
   } finally { clearTimeout(timer); }

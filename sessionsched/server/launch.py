@@ -78,7 +78,7 @@ def build_launch(
     if app.kind == AppKind.SESSION:
         raise ValueError(f"{app.id} is a notebook session: its notebook starts the driver")
     env = {"SESSIONSCHED_APP_ID": app.id, "SESSIONSCHED_SERVER": server_url}
-    if token:
+    if token and app.kind != AppKind.REST:  # a JVM driver has no agent to give it to
         env["SESSIONSCHED_TOKEN"] = token
     ours = service_conf(app)
     if app.kind == AppKind.REST:

@@ -58,7 +58,8 @@ def record_step(
                                         f"driver exited with code {ev.exit_code}"))
         elif isinstance(ev, KillRequested):
             who = killers.pop(ev.app_id, "Admin")
-            out.rows.append(EventRecord(ev.app_id, now, "kill", f"kill requested by {who}"))
+            out.rows.append(EventRecord(ev.app_id, now, "kill", f"kill requested by {who}",
+                                        actor=who))
     for d in decisions:
         if not isinstance(d, MarkState):
             continue

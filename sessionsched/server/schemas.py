@@ -65,6 +65,12 @@ ERROR_MEANINGS = {
          "type): the first problem as `field: message`; nothing stored",
     503: "the store or the scheduling cycle did not confirm in time: read the app before "
          "retrying",
+    401: "auth mode tokens: no token, or an unknown or revoked one",
+    403: "auth mode tokens: a rule refuses it (another user's app, a priority outside the "
+         "caller's range, a queue the user may not submit to); the detail names the rule",
+    413: "request body over auth.max_body_bytes",
+    429: "auth mode tokens: too many submissions from this user in the last minute; see "
+         "Retry-After",
 }
 
 
@@ -126,6 +132,18 @@ class EventOut(BaseModel):
     at: str
     kind: str
     detail: str
+
+
+class AuditOut(BaseModel):
+    at: str
+    app_id: str
+    kind: str  # submitted | priority | kill
+    who: str  # the user name
+    detail: str
+    actor: str | None  # as the trail says it ("User alice", "Admin root from HOST:PORT")
+    sender: str | None  # from where (HOST:PORT)
+    old: str | None  # the value before (priority changes)
+    new: str | None  # the value after (priority changes, a submission's priority)
 
 
 class HealthOut(BaseModel):

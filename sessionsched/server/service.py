@@ -54,6 +54,7 @@ from .registry import Submission, Submissions
 from .restore import restore
 from .retention import Retention
 from .sessions import SessionWatch
+from .views import one_line
 from .watch import ClusterWatch
 
 log = logging.getLogger("sessionsched.service")
@@ -97,8 +98,10 @@ class Service:
             engine=self.engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,
             reads=self.reads, write=self.write, metrics=self.metrics, clock=clock,
-            url=self.url, log_dir=self.log_dir,
+            url=self.url, log_dir=self.log_dir, secret=lambda app_id: self.secret_for(app_id),
         ))
+        # The agent secret a launched driver gets (``auth.Gate.secret_for``; none with auth off).
+        self.secret_for: Callable[[str], str | None] = lambda _app_id: None
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
 
@@ -234,8 +237,10 @@ class Service:
             stored = replace(app, id=app_id, seq=seq, submitted_at=now, spec=spec, sender=sender)
             self.store.add_apps(session, [stored])
             rows = [EventRecord(app_id, now, "submitted",
-                                f"{app.kind} submission from {sender or 'unknown'} to "
-                                f"{app.queue}, priority {app.priority}")]
+                                f"{app.kind} submission by {app.user} from "
+                                f"{sender or 'unknown'} to "
+                                f"{app.queue}, priority {app.priority}",
+                                actor=app.user, sender=sender, new=str(app.priority))]
             rows += [EventRecord(app_id, now, "warning", w) for w in app.warnings]
             self.store.add_events(session, rows)
             return stored
@@ -249,17 +254,19 @@ class Service:
             self.metrics.submissions.labels(stored.kind).inc()
             spec = stored.spec
             cap = spec.executor_cap
+            # One fact, one line: a newline in a name must not forge a line (views.one_line).
             audit.info("Registering app %s from sender %s, reserve:%d, priority:%d, limit:%s",
-                       stored.name, stored.sender or "unknown",
+                       one_line(stored.name), one_line(stored.sender or "unknown"),
                        spec.min_executors * spec.executor.cores, stored.priority,
                        "unlimited" if cap is None else cap * spec.executor.cores)
+            audit.info("Registered app %s with ID %s", one_line(stored.name), stored.id)
             for w in stored.warnings:
-                audit.warning("%s: %s", stored.id, w)
+                audit.warning("%s: %s", stored.id, one_line(w))
 
         return self.writer.submit(insert, after)
 
     def set_priority(self, app_id: str, priority: int, actor: str = "Admin",
-                     via: str = "") -> Future:
+                     via: str = "", sender: str = "") -> Future:
         """Change an app's priority; resolves once the engine has re-ordered its queue.
         ``actor``: who (with auth off everyone is the admin); ``via``: how, for the trail."""
         self._live_app(app_id)
@@ -277,11 +284,13 @@ class Service:
             self.store.add_events(session, [EventRecord(
                 app_id, self.clock(), "priority",
                 f"{actor} updated the priority from {old} to {priority}"
-                + (f" ({via})" if via else ""))])
+                + (f" ({via})" if via else ""),
+                actor=actor, sender=sender or None, old=str(old), new=str(priority))])
             return old
 
         def after(old: int) -> None:
-            audit.info("%s updated the priority of %s from %d to %d", actor, app_id, old, priority)
+            audit.warning("%s updated the priority of %s from %d to %d", one_line(actor), app_id,
+                          old, priority)
             self.inbox.put(PriorityChanged(app_id, priority), done)
 
         _fail_with(self.writer.submit(write, after), done)
@@ -292,6 +301,7 @@ class Service:
         self._live_app(app_id)
         done: Future = Future()
         self.inbox.put(KillRequested(app_id), done, note=actor)
+        audit.warning("%s requested a kill of %s", one_line(actor), app_id)
         return done
 
     def stop_session(self, app_id: str, exit_code: int) -> Future:

@@ -19,7 +19,14 @@ What differs from a master, on purpose:
   FAILED driver's reason is also its ``message``, which spark-submit prints as the error;
 - error messages name the problem in one line instead of a Java stack trace;
 - a create's warnings (e.g. a ``spark.ego.app.schedule.policy`` the queue overrides) are
-  appended to its ``message``.
+  appended to its ``message``;
+- with ``auth.mode: tokens`` (``auth.Gate``): a create authenticates with ``--conf
+  spark.sessionsched.token=TOKEN`` (unmodified spark-submit sends no header; the property is
+  removed before anything is stored or launched) or ``Authorization: Bearer``; kill and update
+  with the header only (``spark-submit --kill`` sends neither, so it is anonymous: refused, or
+  the ``auth.anonymous`` user's own apps only). Status and readyz need no token: spark-submit
+  polls the status of what it created without one, and every user may see every app. A
+  refusal is an ``ErrorResponse``, 401 or 403, naming what to add or the rule.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from starlette.routing import Route, Router
 
 from ..backends.base import Placement
 from ..model import AppState, parse_priority
-from . import jackson, submissions
+from . import auth, jackson, submissions
+from .guard import RateLimit, Refused, strip_token
 from .service import Conflict, NotFound, Service
 from .views import DRIVER_STATE, one_line
 
@@ -94,6 +102,21 @@ class SparkRest:
         self.service = service
         self.defaults = defaults
         self._status_cache: dict[str, tuple[int, Placement | None, bytes]] = {}
+        self.gate: auth.Gate | None = None  # set by create_app; None: everyone is the admin
+        self.rate_limit = RateLimit(0)
+
+    def _caller(self, request: Request, token: str | None = None) -> auth.Caller:
+        """Who is asking: the Authorization header, else ``token`` (a create's property)."""
+        if self.gate is None or not self.gate.on:
+            return auth.NOBODY
+        header = auth.bearer(request.headers.get("authorization"))
+        try:
+            return self.gate.identify(header or token)
+        except auth.Unauthorized as e:
+            if header or token:
+                raise
+            raise auth.Unauthorized(f"{e}; spark-submit: add --conf "
+                                    f"spark.sessionsched.token=TOKEN") from None
 
     def routes(self) -> list[Route]:
         # The status read comes first: spark-submit polls it.
@@ -110,9 +133,25 @@ class SparkRest:
     async def create(self, request: Request) -> Response:
         try:
             body = await _json_body(request)
+            token = None
+            if isinstance(body, dict) and isinstance(body.get("sparkProperties"), dict):
+                props, token = strip_token(body["sparkProperties"])
+                body = {**body, "sparkProperties": props}  # the token is never kept
+            caller = self._caller(request, token)
+        except auth.Unauthorized as e:
+            return error(str(e), 401)
+        except ValueError as e:
+            return error(f"Malformed request: {e}")
+        try:
             app, unknown = submissions.from_rest(body, self.defaults)
         except (ValueError, submissions.SubmissionError) as e:
             return error(f"Malformed request: {e}")
+        try:
+            app = auth.admit(self.gate, self.rate_limit, caller, app) if self.gate else app
+        except auth.Forbidden as e:
+            return error(str(e), 403)
+        except Refused as e:
+            return error(str(e), e.status)
         try:
             stored = await wait(self.service.submit(app, _sender(request)), SUBMIT_WAIT_S)
         except Exception as e:  # noqa: BLE001 - not stored: say so, never a 500 page
@@ -177,7 +216,16 @@ class SparkRest:
                 "message": f"Driver {sid} has already finished or does not exist",
                 "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": False}
         try:
-            future = self.service.kill(sid, actor=f"Admin (Spark REST from {_sender(request)})")
+            caller = self._caller(request)
+            app = self.service.app(sid)
+            if self.gate is not None and app is not None:
+                self.gate.may_change(caller, sid, app.user, "kill")
+            future = self.service.kill(
+                sid, actor=f"{caller.actor} (Spark REST from {_sender(request)})")
+        except auth.Unauthorized as e:
+            return error(str(e), 401)
+        except auth.Forbidden as e:
+            return error(str(e), 403)
         except (NotFound, Conflict):
             return reply(gone)
         try:
@@ -204,6 +252,10 @@ class SparkRest:
             priority = parse_priority(body["priority"])
         except ValueError as e:
             return error(f"Malformed request: {e}")
+        try:
+            caller = self._caller(request)
+        except auth.Unauthorized as e:
+            return error(str(e), 401)
         out = {"action": "UpdateSubmissionResponse", "serverSparkVersion": SPARK_VERSION,
                "submissionId": sid}
         unknown = [k for k in body if k not in ("action", "clientSparkVersion", "priority")]
@@ -214,8 +266,16 @@ class SparkRest:
             return reply({**out, "message": f"Submission {sid} does not exist", "success": False})
         app_id, is_spark_app = resolved
         try:
+            if self.gate is not None:
+                target = self.service.app(app_id)
+                self.gate.may_change(caller, app_id, target.user if target else "", "re-prioritise")
+                self.gate.check_priority(caller, priority)
+        except auth.Forbidden as e:
+            return error(str(e), 403)
+        try:
             future = self.service.set_priority(
-                app_id, priority, via=f"Spark REST update from {_sender(request)}")
+                app_id, priority, actor=caller.actor, sender=_sender(request),
+                via=f"Spark REST update from {_sender(request)}")
             await wait(future, CYCLE_WAIT_S)
         except (NotFound, Conflict) as e:
             return reply({**out, "message": str(e), "success": False})

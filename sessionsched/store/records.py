@@ -61,6 +61,10 @@ class EventRecord:
     at: float
     kind: str  # submitted | state | priority | kill | launch | adopted | warning | agent | exit
     detail: str
+    actor: str | None = None  # the audit's facts (submitted, priority, kill), as columns
+    sender: str | None = None
+    old: str | None = None
+    new: str | None = None
 
 
 # The AppSpec's sizing fields, stored as one JSON object (the rest are columns of their own).

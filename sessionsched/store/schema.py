@@ -59,6 +59,16 @@ class EventRow(Base):
     at: Mapped[float] = mapped_column(Float)
     kind: Mapped[str] = mapped_column(String(32))
     detail: Mapped[str] = mapped_column(Text)
+    # The audit's facts as columns (submissions, priority changes, kills): who, from where,
+    # the value before and after. Added to an older database by ``Store`` (AUDIT_COLUMNS).
+    actor: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    sender: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    old_value: Mapped[str | None] = mapped_column(Text, nullable=True)
+    new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+AUDIT_COLUMNS = {"actor": "VARCHAR(200)", "sender": "VARCHAR(200)", "old_value": "TEXT",
+                 "new_value": "TEXT"}
 
 
 class ProbeRow(Base):

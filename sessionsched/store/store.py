@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import create_engine, delete, event, func, insert, select, update
+from sqlalchemy import create_engine, delete, event, func, insert, inspect, select, text, update
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ..model import AppState
 from .faults import StoreUnavailable, store_faults
 from .records import EventRecord, StoredApp, spec_from_json, spec_to_json
-from .schema import AppRow, Base, CommitRow, EventRow, ProbeRow
+from .schema import AUDIT_COLUMNS, AppRow, Base, CommitRow, EventRow, ProbeRow
 
 _COLUMNS = (
     "id seq kind name user queue priority reason submitted_at started_at first_executor_at "
@@ -96,6 +96,7 @@ class Store:
             # For logs and health: the URL with any password masked.
             self.url = self.engine.url.render_as_string(hide_password=True)
             Base.metadata.create_all(self.engine)
+            _add_audit_columns(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         # The last failed commit's fault, until a commit succeeds (set by the Writer).
         self.fault: StoreUnavailable | None = None
@@ -186,7 +187,7 @@ class Store:
     def events(self, app_id: str) -> list[EventRecord]:
         q = select(EventRow).where(EventRow.app_id == app_id).order_by(EventRow.id)
         with store_faults(), self.session() as s:
-            return [EventRecord(r.app_id, r.at, r.kind, r.detail) for r in s.scalars(q)]
+            return [_event(r) for r in s.scalars(q)]
 
     # --- writes, inside a writer job's transaction ------------------------------------------
 
@@ -225,7 +226,9 @@ class Store:
     @staticmethod
     def add_events(session: Session, events: list[EventRecord]) -> None:
         _pending(session)["events"].extend(
-            {"app_id": e.app_id, "at": e.at, "kind": e.kind, "detail": e.detail} for e in events
+            {"app_id": e.app_id, "at": e.at, "kind": e.kind, "detail": e.detail,
+             "actor": e.actor, "sender": e.sender, "old_value": e.old, "new_value": e.new}
+            for e in events
         )
 
     @staticmethod
@@ -280,3 +283,19 @@ def _from_row(r: AppRow) -> StoredApp:
         priority=r.priority, name=r.name, user=r.user,
     )
     return StoredApp(state=AppState(r.state), spec=spec, **values)
+
+
+def _event(r: EventRow) -> EventRecord:
+    return EventRecord(r.app_id, r.at, r.kind, r.detail, r.actor, r.sender, r.old_value,
+                       r.new_value)
+
+
+def _add_audit_columns(engine: Engine) -> None:
+    """The events table of a database made before the audit columns gets them (nullable:
+    older rows keep only their detail)."""
+    have = {c["name"] for c in inspect(engine).get_columns("events")}
+    missing = [(n, t) for n, t in AUDIT_COLUMNS.items() if n not in have]
+    if missing:
+        with engine.begin() as conn:
+            for name, sql_type in missing:
+                conn.execute(text(f"ALTER TABLE events ADD COLUMN {name} {sql_type}"))

@@ -172,7 +172,8 @@ def test_priority_update_reorders_the_queue_and_is_audited(client, app_file, db)
     assert rows(db, f"select priority from apps where id = '{c}'") == [(10000,)]
     events = client.get(f"/api/v1/apps/{c}/events").json()
     assert events[-1]["kind"] == "priority"
-    assert events[-1]["detail"] == "Admin updated the priority from 5000 to 10000"
+    assert events[-1]["detail"] == ("Admin updated the priority from 5000 to 10000 "
+                                    "(from testclient:50000)")
 
 
 @pytest.mark.parametrize("value,detail", [
@@ -291,8 +292,8 @@ def test_serve_refuses_to_listen_beyond_loopback_without_auth():
     assert r.returncode == 2
     assert r.stderr.strip() == (
         "sessionsched serve: refusing to listen on 0.0.0.0 with auth mode none: anyone who can "
-        "reach it could submit and kill applications; use 127.0.0.1 (authentication is not "
-        "implemented yet)")
+        "reach it could submit and kill applications; use 127.0.0.1 or turn on auth.mode: "
+        "tokens")
 
 
 def test_dashboard_and_openapi_are_served(client):
@@ -314,4 +315,5 @@ def test_audit_log_lines_in_the_conductor_style(client, app_file, caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "sessionsched.audit"]
     assert lines[0].startswith("Registering app etl-daily from sender testclient:")
     assert lines[0].endswith(", reserve:2, priority:5000, limit:8")  # cores: 1x2 and 4x2
-    assert lines[1] == f"Admin updated the priority of {app['id']} from 5000 to 10000"
+    assert lines[1] == f"Registered app etl-daily with ID {app['id']}"
+    assert lines[2] == f"Admin updated the priority of {app['id']} from 5000 to 10000"

@@ -27,6 +27,7 @@ end.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -574,3 +575,72 @@ def test_a_file_name_with_a_newline_is_refused_in_one_line(front, tmp_path, db):
     assert r.status_code == 400 and "\n" not in r.json()["message"]
     assert "'x\\ny'" in r.json()["message"]
     _no_apps_stored(front, db)
+
+
+# --- with auth mode tokens: every operation as alice, bob, the admin, nobody or a wrong token ---
+
+TEAM_TOKENS = ("alice", "bob", "root", None, "ss_wrong")
+
+
+def _with_auth_refusals(spec: dict) -> dict:
+    """Spark's protocol as served with tokens on: any operation may also be refused (401/403,
+    429) with an ErrorResponse."""
+    out = copy.deepcopy(spec)
+    for operations in out["paths"].values():
+        for operation in operations.values():
+            for code in ("401", "403", "429"):
+                operation.setdefault("responses", {})[code] = _ERROR
+    return out
+
+
+@dataclass
+class TeamFuzz(Fuzz):
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def aim(self, case, data) -> None:
+        super().aim(case, data)
+        who = data.draw(st.sampled_from(TEAM_TOKENS), label="who asks")
+        if who is not None:
+            token = self.tokens.get(who, who)
+            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
+
+    def check_nothing_lost(self) -> None:
+        self.client.headers["Authorization"] = f"Bearer {self.tokens['root']}"
+        try:
+            super().check_nothing_lost()
+        finally:
+            del self.client.headers["Authorization"]
+
+
+def test_team_operations_interleaved_no_5xx_and_refusals_store_nothing(offline_app, app_file,
+                                                                       db, tmp_path):
+    from sessionsched import tokens
+
+    path = tmp_path / "tokens.json"
+    made = {name: tokens.create(path, name, role)
+            for name, role in (("alice", "user"), ("bob", "user"), ("root", "admin"))}
+    app = offline_app(auth={"mode": "tokens", "tokens_file": str(path), "run_as_root": True,
+                            "submissions_per_minute": 0})
+    with TestClient(asgi(app)) as client:
+        native = schemathesis.openapi.from_dict(client.get("/openapi.json").json())
+        spark_rest = schemathesis.openapi.from_dict(_with_auth_refusals(SPARK_REST_SPEC))
+        fuzz = TeamFuzz(client, db, app_file, native, spark_rest, tokens=made)
+        r = client.post("/api/v1/apps", headers={"Authorization": f"Bearer {made['alice']}"},
+                        json={"argv": [app_file.name], "cwd": str(app_file.parent)})
+        assert r.status_code == 201, r.text
+        fuzz.acknowledged[r.json()["id"]] = "POST /api/v1/apps"
+        any_operation = st.one_of([
+            fuzz.operation(label).as_strategy(generation_mode=GenerationMode.POSITIVE)
+            for label in NATIVE + SPARK_REST])
+
+        @settings(FUZZ_SETTINGS, max_examples=4 * EXAMPLES)
+        @given(data=st.data())
+        def run(data):
+            for _ in range(data.draw(st.integers(1, 4), label="requests")):
+                case = data.draw(any_operation, label="request")
+                fuzz.aim(case, data)
+                fuzz.exchange(case)
+
+        run()
+        assert len(fuzz.acknowledged) > 1, "no fuzzed submission got through with a token"
+        fuzz.check_nothing_lost()
