@@ -1,4 +1,5 @@
-"""Apache Livy's request bodies, as typed data (Livy's REST API, ``POST /batches``).
+"""Apache Livy's request bodies, as typed data (Livy's REST API: ``POST /batches``,
+``POST /sessions``, ``POST /sessions/{id}/statements``).
 
 Field names are Livy's. Unknown fields are refused (a misspelt ``clasName`` must not be
 dropped silently); ``conf`` values may be numbers or booleans (clients send them so) and are
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
-__all__ = ["LivyBatchIn", "ValidationError", "first_error"]
+__all__ = ["LivyBatchIn", "LivySessionIn", "StatementIn", "ValidationError", "first_error"]
 
 
 class LivyBatchIn(BaseModel):
@@ -45,3 +46,46 @@ def first_error(err: ValidationError) -> str:
     if first.get("type") == "extra_forbidden":
         return f"unknown field {loc!r}"
     return f"{loc}: {first.get('msg', 'invalid')}" if loc else first.get("msg", "invalid")
+
+
+class LivySessionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = "pyspark"
+    name: str | None = None
+    proxyUser: str | None = None
+    queue: str | None = None
+    conf: dict[str, bool | int | float | str] = {}
+    heartbeatTimeoutInSecond: int = Field(0, ge=0)
+    driverMemory: str | None = None
+    driverCores: int | None = Field(None, ge=1)
+    executorMemory: str | None = None
+    executorCores: int | None = Field(None, ge=1)
+    numExecutors: int | None = Field(None, ge=1)
+    jars: list[str] = []
+    pyFiles: list[str] = []
+    files: list[str] = []
+    archives: list[str] = []
+
+    def spark_conf(self) -> dict[str, str]:
+        """``conf`` plus Livy's sizing fields as the Spark properties they stand for."""
+        conf = {k: str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in self.conf.items()}
+        for value, key in ((self.driverMemory, "spark.driver.memory"),
+                           (self.driverCores, "spark.driver.cores"),
+                           (self.executorMemory, "spark.executor.memory"),
+                           (self.executorCores, "spark.executor.cores"),
+                           (self.numExecutors, "spark.dynamicAllocation.initialExecutors"),
+                           (",".join(self.jars), "spark.jars"),
+                           (",".join(self.pyFiles), "spark.submit.pyFiles"),
+                           (",".join(self.files), "spark.files"),
+                           (",".join(self.archives), "spark.archives")):
+            if value not in (None, ""):
+                conf.setdefault(key, str(value))
+        return conf
+
+
+class StatementIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # clients add "kind"
+
+    code: str

@@ -35,14 +35,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..model import AppState
 from . import submissions
-from .livy_schemas import ValidationError, first_error
+from .livy_schemas import LivySessionIn, StatementIn, ValidationError, first_error
 from .service import Conflict, NotFound
 from .views import one_line
 
@@ -51,49 +50,6 @@ SWEEP_S = 1.0
 SUBMIT_WAIT_S = 30.0
 KINDS = ("pyspark", "python")
 ENDED = {AppState.FINISHED: "success", AppState.FAILED: "dead", AppState.KILLED: "killed"}
-
-
-class LivySessionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    kind: str = "pyspark"
-    name: str | None = None
-    proxyUser: str | None = None
-    queue: str | None = None
-    conf: dict[str, bool | int | float | str] = {}
-    heartbeatTimeoutInSecond: int = Field(0, ge=0)
-    driverMemory: str | None = None
-    driverCores: int | None = Field(None, ge=1)
-    executorMemory: str | None = None
-    executorCores: int | None = Field(None, ge=1)
-    numExecutors: int | None = Field(None, ge=1)
-    jars: list[str] = []
-    pyFiles: list[str] = []
-    files: list[str] = []
-    archives: list[str] = []
-
-    def spark_conf(self) -> dict[str, str]:
-        """``conf`` plus Livy's sizing fields as the Spark properties they stand for."""
-        conf = {k: str(v).lower() if isinstance(v, bool) else str(v)
-                for k, v in self.conf.items()}
-        for value, key in ((self.driverMemory, "spark.driver.memory"),
-                           (self.driverCores, "spark.driver.cores"),
-                           (self.executorMemory, "spark.executor.memory"),
-                           (self.executorCores, "spark.executor.cores"),
-                           (self.numExecutors, "spark.dynamicAllocation.initialExecutors"),
-                           (",".join(self.jars), "spark.jars"),
-                           (",".join(self.pyFiles), "spark.submit.pyFiles"),
-                           (",".join(self.files), "spark.files"),
-                           (",".join(self.archives), "spark.archives")):
-            if value not in (None, ""):
-                conf.setdefault(key, str(value))
-        return conf
-
-
-class StatementIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # clients add "kind"
-
-    code: str
 
 
 @dataclass
