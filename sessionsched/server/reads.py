@@ -42,10 +42,19 @@ class ClusterHealth:
     reachable: bool | None = None  # None: not tried yet
     message: str = ""
     since: float = 0.0
+    cores: int | None = None  # what it offers the scheduler's apps, as last read
+
+    @property
+    def ok(self) -> bool:
+        """Reachable and offering cores: an empty cluster runs nothing, queues wait."""
+        return bool(self.reachable) and self.cores != 0
 
     def describe(self) -> str:
         if self.reachable is None:
             return "cluster not contacted yet"
+        if self.reachable and self.cores == 0:
+            return ("cluster reachable but offers no cores (no alive worker, or every core held "
+                    "by apps the scheduler does not manage): submissions are queued")
         if self.reachable:
             return "cluster reachable"
         return f"cluster unreachable ({self.message}): submissions are queued until it is back"
@@ -212,7 +221,7 @@ class ReadView:
 
     def health_row(self) -> dict:
         return {
-            "status": "ok" if self.health.reachable else "degraded",
+            "status": "ok" if self.health.ok else "degraded",
             "cluster_reachable": self.health.reachable,
             "cluster": self.health.describe(),
             "master": self.master,

@@ -45,10 +45,14 @@ class ClusterWatch:
                 return polled + self._unreachable(now, e)
             polled.append(CapacityChanged(cores_mem, slots))
             self._capacity_read_at = now
-        if self.health.reachable is not True:
+        cores = next((e.capacity.cores for e in reversed(polled)
+                      if isinstance(e, CapacityChanged)), self.health.cores)
+        if self.health.reachable is not True or cores != self.health.cores:
             if self.health.reachable is False:
                 log.info("cluster reachable again")
-            self.health = ClusterHealth(True, "", now)
+            if cores == 0 and self.health.cores != 0:
+                log.warning("the cluster offers no cores: submissions are queued")
+            self.health = ClusterHealth(True, "", now, cores)
         return polled
 
     def _unreachable(self, now: float, error: Exception) -> list[Event]:

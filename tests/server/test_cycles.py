@@ -167,3 +167,20 @@ def test_a_restart_adopts_running_drivers_and_keeps_the_queue(stepped, cluster):
         s.until(queued, "FINISHED")
         events = [e["kind"] for e in s.client.get(f"/api/v1/apps/{running}/events").json()]
         assert events.count("launch") == 1 and "adopted" in events
+
+
+def test_health_is_degraded_while_the_cluster_offers_no_cores(stepped, cluster):
+    """Reachable is not enough: a cluster whose every core is held by someone else's app (or
+    that has no alive worker) runs nothing, and health says so until cores come back."""
+    with stepped() as s:
+        s.cycle()
+        assert s.client.get("/api/v1/health").json()["status"] == "ok"
+        cluster.start_external("app-foreign", executors=4)
+        s.cycle(3.0)  # capacity is re-read every 2 s
+        health = s.client.get("/api/v1/health").json()
+        assert (health["status"], health["cluster_reachable"]) == ("degraded", True)
+        assert "offers no cores" in health["cluster"]
+        cluster.end_external("app-foreign")
+        s.cycle(3.0)
+        health = s.client.get("/api/v1/health").json()
+        assert (health["status"], health["cluster"]) == ("ok", "cluster reachable")
