@@ -94,8 +94,13 @@ def signal_group(proc: ProcessId, sig: int) -> bool:
 def stop_group(proc: ProcessId, grace_s: float, poll_s: float = 0.1) -> None:
     """SIGTERM the group, wait up to ``grace_s`` for it to empty, then SIGKILL what is left.
     Returns once the group is empty or, after SIGKILL, after at most 5 more seconds."""
-    if not signal_group(proc, signal.SIGTERM):
-        return
+    if signal_group(proc, signal.SIGTERM):
+        finish_stop(proc, grace_s, poll_s)
+
+
+def finish_stop(proc: ProcessId, grace_s: float, poll_s: float = 0.1) -> None:
+    """A group already sent SIGTERM: wait up to ``grace_s`` for it to empty, then SIGKILL what
+    is left (and wait at most 5 more seconds)."""
     if wait_group_gone(proc.pid, grace_s, poll_s):
         return
     signal_group(proc, signal.SIGKILL)

@@ -232,10 +232,7 @@ class StandaloneBackend(ClusterBackend):
             for app_id, deadline in list(self._kill_at.items()):
                 t = self._apps[app_id]
                 if t.proc is not None:
-                    left = max(deadline - time.monotonic(), 0.0)
-                    if not procs.wait_group_gone(t.proc.pid, left):
-                        procs.signal_group(t.proc, signal.SIGKILL)
-                        procs.wait_group_gone(t.proc.pid, 5.0)
+                    procs.finish_stop(t.proc, max(deadline - time.monotonic(), 0.0))
                 self._reap(t)
             self._kill_at.clear()
         finally:

@@ -373,9 +373,9 @@ def test_operation_survives_fuzzing(fuzz, label):
     fuzz.check_nothing_lost()
 
 
-def test_operations_interleaved_lose_nothing(fuzz):
-    """Every operation against one server, a few at a time in the order drawn: kills, stops,
-    priority changes and agent reports meet apps that other requests created or ended."""
+def interleave(fuzz) -> None:
+    """Valid requests of every operation against one server, a few at a time in the order
+    drawn, each aimed at apps the server knows and checked as it comes back."""
     any_operation = st.one_of([
         fuzz.operation(label).as_strategy(generation_mode=GenerationMode.POSITIVE)
         for label in NATIVE + SPARK_REST])
@@ -389,6 +389,12 @@ def test_operations_interleaved_lose_nothing(fuzz):
             fuzz.exchange(case)
 
     run()
+
+
+def test_operations_interleaved_lose_nothing(fuzz):
+    """Every operation against one server, a few at a time in the order drawn: kills, stops,
+    priority changes and agent reports meet apps that other requests created or ended."""
+    interleave(fuzz)
     fuzz.check_nothing_lost()
 
 
@@ -629,18 +635,6 @@ def test_team_operations_interleaved_no_5xx_and_refusals_store_nothing(offline_a
                         json={"argv": [app_file.name], "cwd": str(app_file.parent)})
         assert r.status_code == 201, r.text
         fuzz.acknowledged[r.json()["id"]] = "POST /api/v1/apps"
-        any_operation = st.one_of([
-            fuzz.operation(label).as_strategy(generation_mode=GenerationMode.POSITIVE)
-            for label in NATIVE + SPARK_REST])
-
-        @settings(FUZZ_SETTINGS, max_examples=4 * EXAMPLES)
-        @given(data=st.data())
-        def run(data):
-            for _ in range(data.draw(st.integers(1, 4), label="requests")):
-                case = data.draw(any_operation, label="request")
-                fuzz.aim(case, data)
-                fuzz.exchange(case)
-
-        run()
+        interleave(fuzz)
         assert len(fuzz.acknowledged) > 1, "no fuzzed submission got through with a token"
         fuzz.check_nothing_lost()
