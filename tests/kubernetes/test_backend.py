@@ -82,10 +82,12 @@ def test_launch_labels_the_driver_and_phases_decide_the_ending(kubernetes_rig, a
     fake.set_pod_phase(NS, name, "Running", node="n1")
     events = collect(rig.backend, lambda ev: of(ev, DriverStarted))
     assert of(events, DriverStarted) == [DriverStarted("driver-1", sel)]
+    # The Pending one first: once the watch has delivered the later two, it has seen it too.
+    executor_pod(fake, pod, 3, phase="Pending")  # not an executor yet
     executor_pod(fake, pod, 1)
     executor_pod(fake, pod, 2)
-    executor_pod(fake, pod, 3, phase="Pending")  # not an executor yet
-    events = collect(rig.backend, lambda ev: of(ev, ExecutorsChanged))
+    events = collect(rig.backend, lambda ev: (changed := of(ev, ExecutorsChanged))
+                     and len(changed[-1].executors) >= 2, what="two executors reported")
     assert [e.executor_id for e in of(events, ExecutorsChanged)[-1].executors] == ["1", "2"]
     fake.set_pod_phase(NS, name, "Succeeded", exit_code=0)
     events = collect(rig.backend, lambda ev: of(ev, DriverExited))
