@@ -133,6 +133,9 @@ class Service:
             self.inbox.put(event)
         self._start_plans()
         if run_cycles:
+            # The restored apps enter the engine before the first request is answered: a
+            # reader never sees an adopted RUNNING app as waiting.
+            self.cycle()
             self._scheduler.add_job(
                 self.cycle, IntervalTrigger(seconds=self.config.server.cycle_ms / 1000),
                 id="cycle", max_instances=1, coalesce=True, misfire_grace_time=None,
