@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..engine.events import Decision, Event
 from ..model import Resources
@@ -75,6 +76,12 @@ class Handle:
 
 
 class ClusterBackend(ABC):
+    # Every driver runs in the cluster, whatever its deploy mode (Kubernetes: a driver pod),
+    # so the engine counts each driver's cores against the cluster, never a driver slot.
+    drivers_in_cluster: ClassVar[bool] = False
+    # The master URL apps are submitted to (``spark://``, ``k8s://``), for health and status.
+    master: str = ""
+
     @abstractmethod
     def capacity(self) -> tuple[Resources, int]:
         """(cores/memory for executors and in-cluster drivers of managed apps, driver slots).

@@ -114,7 +114,8 @@ def create_app(
         service.stop()  # nothing started yet: closes the backend's client and the store
         raise
     defaults = submissions.Defaults(
-        root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority
+        root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority,
+        drivers_in_cluster=service.backend.drivers_in_cluster,
     )
 
     @asynccontextmanager

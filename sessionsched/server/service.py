@@ -88,7 +88,7 @@ class Service:
         self.registry = Submissions()
         self.reads = ReadModel(ReadView(
             version=0, engine=self.engine.view(), submissions=self.registry, final={},
-            master=config.cluster.master))
+            master=backend.master or config.cluster.master))
         self.metrics = ServiceMetrics(self._metrics_snapshot)
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
