@@ -77,11 +77,17 @@ class LeafView:
     starting: int = 0
 
 
+def _no_need(leaf: str, priority: int) -> Resources:
+    return Resources()
+
+
 @dataclass
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
-    Per-queue figures are keyed by every queue name (parents included).
+    Per-queue figures are keyed by every queue name (parents included). ``need_of(leaf, p)``:
+    what the leaf's admitted apps of priority p or higher want above their floors
+    (``needs.NeedBook.need_at_or_above``); apps admitted this cycle want nothing yet.
     """
 
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
@@ -90,6 +96,9 @@ class Room:
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
+    capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``
+    drivers_in: dict[str, Resources] = field(default_factory=dict)  # queue -> in-cluster drivers
+    need_of: Callable[[str, int], Resources] = _no_need
 
 
 @dataclass(frozen=True)
@@ -145,20 +154,59 @@ def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: R
     return None
 
 
+def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> str | None:
+    if not head.driver_in_cluster:
+        return None
+    reach_cores = room.capacity.cores
+    for node in path:
+        if node.max_cores is not None:
+            reach_cores = min(reach_cores, node.max_cores)
+        held = room.drivers_in.get(node.name, Resources())
+        if held.cores <= 0 and held.mem_mib <= 0:
+            continue  # a queue running no in-cluster driver may always start one (YARN's rule)
+        share = node.max_driver_fraction
+        after = held + head.driver
+        if after.cores > share * reach_cores or after.mem_mib > share * room.capacity.mem_mib:
+            return (
+                f"in-cluster drivers of {node.name} hold {held.cores} of its {reach_cores} cores"
+                f" (max_driver_fraction {share:g})"
+            )
+    return None
+
+
+def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                   room: Room) -> str | None:
+    q = view.queue.name
+    need = room.need_of(q, view.priority_of[head.app_id])
+    if not (_commitment(head) + need).fits_in(room.uncommitted):
+        return (
+            f"the running apps of {q} want the room (demand of {need.cores} more cores"
+            f" beside the floors; {room.uncommitted.cores} uncommitted)"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class AdmissionMode:
     """What a leaf queue's admission mode checks, and what it promises an admitted app.
 
     ``reserves``: an admitted app holds a reservation of ``reservation()`` executors until it
     has them; arbitration serves it before anything else (its floor is *guaranteed*) and
-    ``free`` room for other drivers excludes it.
+    ``free`` room for other drivers excludes it. ``reservation_expires``: the reservation
+    of an app still STARTING at its queue's ``starting_timeout`` is dropped then (a driver that
+    never asks for executors must not hold one for its whole life).
     """
 
     checks: tuple[Check, ...]
     reserves: bool = False
+    reservation_expires: bool = False
 
 
 ADMISSION_MODES: dict[Admission, AdmissionMode] = {
+    Admission.DEMAND: AdmissionMode(
+        (queue_limits, driver_slot, driver_share, reserve_room, running_demand),
+        reserves=True, reservation_expires=True),
     Admission.STATEAWARE: AdmissionMode(
         (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
     Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),
@@ -249,6 +297,7 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     reserve = mode_of(view.queue).reserves
     for node in path:
         room.admitted_in[node.name] = room.admitted_in.get(node.name, 0) + 1
+        room.drivers_in[node.name] = room.drivers_in.get(node.name, Resources()) + driver
         room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores
         room.floor_cores_in[node.name] = (
             room.floor_cores_in.get(node.name, 0) + floor * head.executor.cores

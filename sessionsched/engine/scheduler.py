@@ -9,7 +9,8 @@ A step, in order:
      changes nothing;
   1. apply the events to the books;
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
-     on to RUNNING (YuniKorn's 5-minute rule, made a queue setting);
+     on to RUNNING (YuniKorn's 5-minute rule, made a queue setting); under ``demand``
+     admission it loses its reservation then too (``AdmissionMode.reservation_expires``);
   3. admission (``admission.plan_admissions``): launch the drivers that may start;
   4. arbitration (``arbitration.Arbiter``): each admitted app's executor target;
   5. grants (``grants``): how much of its target each app may hold right now, so that
@@ -55,6 +56,7 @@ from .events import (
     SetTarget,
 )
 from .grants import Grants
+from .needs import NeedBook
 from .tree import QueueTree
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
@@ -88,6 +90,7 @@ class Scheduler:
         self._admitted: dict[str, AppRecord] = {}
         self._starting: dict[str, AppRecord] = {}
         self._ledger = Ledger()
+        self._needs = NeedBook()  # elastic demand per leaf and priority (``demand`` admission)
         self._arbiter = Arbiter()
         self._grants = Grants()
         self._reclaimer = reclaim.Reclaimer()
@@ -218,6 +221,8 @@ class Scheduler:
                 late.append((rec.rank, rec, timeout))
         for _, rec, timeout in sorted(late, key=lambda x: x[0]):
             why = f"no executor after {timeout:g}s: starting timeout"
+            if admission.mode_of(self._leaves[rec.spec.queue]).reservation_expires:
+                rec.reserved = 0
             self._mark(now, rec, AppState.RUNNING, why, out)
 
     # 3. admission
@@ -255,10 +260,14 @@ class Scheduler:
             free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib),
             uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib),
             driver_slots_free=self.driver_slots - t.client_drivers,
+            capacity=self.capacity,
+            need_of=self._needs.need_at_or_above,
         )
         for leaf, path in self._tree.path.items():
             lt = self._ledger.leaf(leaf)
+            drivers = Resources(lt.driver_cores, lt.driver_mem_mib)
             for q in path:
+                room.drivers_in[q.name] = room.drivers_in.get(q.name, _NOTHING) + drivers
                 room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
                 room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores
                 room.floor_cores_in[q.name] = room.floor_cores_in.get(q.name, 0) + lt.floor_cores
@@ -326,6 +335,7 @@ class Scheduler:
             rec = self.apps[app_id]
             guaranteed = self._guaranteed(rec)
             self._ledger.refresh(rec, guaranteed)
+            self._needs.refresh(rec)
             if rec.on_books:
                 self._admitted[app_id] = rec
             else:

@@ -1,0 +1,85 @@
+"""What the running apps still need beyond their floors: the ``demand`` admission's book.
+
+An admitted app's *elastic need* is the executors it wants above its floor, in cores and
+memory: ``(want - floor) x executor size`` where ``want = max(demand, floor)`` cut to what
+the app may hold (maxExecutors, ``spark.ego.slots.max``) and ``floor`` is ``AppRecord.floor``
+(minExecutors, or its outstanding reservation). Floors are counted by the ledger already
+(``books.Totals.floor_*``); this book holds the rest of the reported demand.
+
+Kept per leaf queue and per priority, so admission can ask "what do the apps of this queue at
+or above priority P still need" in O(distinct priorities) (``need_at_or_above``), and kept
+up to date like the ledger: each app's last contribution is taken out and its current one put
+in when it changes (``refresh``), so the sums always equal a sum over the books (``recount``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..model import Resources
+from .books import AppRecord
+
+_NONE = Resources()
+
+
+def elastic_need(rec: AppRecord) -> Resources:
+    """The executors an admitted app wants above its floor (module doc); nothing otherwise."""
+    if not rec.state.admitted:
+        return _NONE
+    floor = rec.floor
+    want = max(rec.demand, floor)
+    cap = rec.spec.executor_cap
+    if cap is not None:
+        want = min(want, cap)
+    return rec.spec.executor.times(max(want - floor, 0))
+
+
+class NeedBook:
+    """Elastic needs of admitted apps, summed per leaf queue and priority."""
+
+    def __init__(self) -> None:
+        self.by_leaf: dict[str, dict[int, Resources]] = {}
+        self._last: dict[str, tuple[str, int, Resources]] = {}
+
+    def refresh(self, rec: AppRecord) -> None:
+        """Take the app's previous need out and its current one (if any) in."""
+        need = elastic_need(rec)
+        new = (rec.spec.queue, rec.priority, need) if need != _NONE else None
+        old = self._last.get(rec.app_id)
+        if new == old:
+            return
+        if old is not None:
+            leaf, priority, was = old
+            sums = self.by_leaf[leaf]
+            left = sums[priority] - was
+            if left == _NONE:
+                del sums[priority]
+                if not sums:
+                    del self.by_leaf[leaf]
+            else:
+                sums[priority] = left
+            del self._last[rec.app_id]
+        if new is not None:
+            leaf, priority, now = new
+            sums = self.by_leaf.setdefault(leaf, {})
+            sums[priority] = sums.get(priority, _NONE) + now
+            self._last[rec.app_id] = new
+
+    def need_at_or_above(self, leaf: str, priority: int) -> Resources:
+        """What the leaf's admitted apps of ``priority`` or higher want above their floors."""
+        total = _NONE
+        for p, need in self.by_leaf.get(leaf, {}).items():
+            if p >= priority:
+                total = total + need
+        return total
+
+    @staticmethod
+    def recount(records: Iterable[AppRecord]) -> dict[str, dict[int, Resources]]:
+        """The sums from scratch (for ``audit``)."""
+        out: dict[str, dict[int, Resources]] = {}
+        for rec in records:
+            need = elastic_need(rec)
+            if need != _NONE:
+                sums = out.setdefault(rec.spec.queue, {})
+                sums[rec.priority] = sums.get(rec.priority, _NONE) + need
+        return out
