@@ -79,7 +79,7 @@ class QueueConfig(_Strict):
     max_cores: int | None = Field(None, ge=1)
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout = 0.0
-    max_driver_fraction: DriverFraction = 0.25
+    max_driver_fraction: DriverFraction = 0.4
     # Who may submit into this queue (auth mode tokens): user names; None: everyone. A parent's
     # list applies to its children too.
     submit_users: list[str] | None = None

@@ -144,7 +144,7 @@ class Queue:
     reclaim_timeout_s: float = 0.0
     # In-cluster drivers of the apps below this queue may hold at most this fraction of the
     # cores (and memory) it can reach; YARN's maximum-am-resource-percent (``demand`` admission).
-    max_driver_fraction: float = 0.25
+    max_driver_fraction: float = 0.4
 
     @property
     def is_leaf(self) -> bool:

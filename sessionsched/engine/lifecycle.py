@@ -79,14 +79,12 @@ def demand_changed(s: Scheduler, now: float, ev: DemandChanged, out: list[Decisi
 
 def adopt(s: Scheduler, now: float, ev: Adopted, out: list[Decision]) -> None:
     """An app launched before a restart: back on the books without launching it again.
-    A ``reserve`` app that had no executor yet gets its reservation back (a ``demand`` app
-    only while STARTING: its reservation expires at the starting timeout)."""
+    A ``reserve`` app that had no executor yet gets its reservation back."""
     rec = AppRecord(spec=ev.spec, priority=ev.priority, state=ev.state)
     rec.launched_at = ev.launched_at
     rec.first_executor_at = ev.first_executor_at
-    mode = admission.mode_of(s._leaves[ev.spec.queue])
-    expired = mode.reservation_expires and ev.state is not AppState.STARTING
-    if mode.reserves and ev.first_executor_at is None and not expired:
+    reserve = admission.mode_of(s._leaves[ev.spec.queue]).reserves
+    if reserve and ev.first_executor_at is None:
         rec.reserved = admission.reservation(ev.spec)
     s.apps[rec.app_id] = rec
     if rec.state is AppState.STARTING:

@@ -1,13 +1,16 @@
-"""What the running apps still need beyond their floors: the ``demand`` admission's book.
+"""What the running apps still want beyond their floors: the ``demand`` admission's book.
 
 An admitted app's *elastic need* is the executors it wants above its floor, in cores and
-memory: ``(want - floor) x executor size`` where ``want = max(demand, floor)`` cut to what
-the app may hold (maxExecutors, ``spark.ego.slots.max``) and ``floor`` is ``AppRecord.floor``
-(minExecutors, or its outstanding reservation). Floors are counted by the ledger already
-(``books.Totals.floor_*``); this book holds the rest of the reported demand.
+memory: ``(want - floor) x executor size`` where ``floor`` is ``AppRecord.floor``
+(minExecutors, or a ``reserve`` app's outstanding reservation) and ``want`` is its reported
+demand, cut to what it may hold (maxExecutors, ``spark.ego.slots.max``). An app still STARTING
+without an executor has reported nothing yet (its driver is starting or pre-processing): it
+wants at least its first executor, ``max(minExecutors, 1)``, as ``reserve`` would set aside -
+counted as a need, not set aside, so other apps may use the cores until it asks. Floors are
+counted by the ledger already (``books.Totals.floor_*``); this book holds the rest.
 
 Kept per leaf queue and per priority, so admission can ask "what do the apps of this queue at
-or above priority P still need" in O(distinct priorities) (``need_at_or_above``), and kept
+or above priority P still want" in O(distinct priorities) (``need_at_or_above``), and kept
 up to date like the ledger: each app's last contribution is taken out and its current one put
 in when it changes (``refresh``), so the sums always equal a sum over the books (``recount``).
 """
@@ -16,18 +19,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..model import Resources
+from ..model import AppState, Resources
 from .books import AppRecord
 
 _NONE = Resources()
 
 
 def elastic_need(rec: AppRecord) -> Resources:
-    """The executors an admitted app wants above its floor (module doc); nothing otherwise."""
+    """What an admitted app wants above its floor (module doc); nothing for any other app."""
     if not rec.state.admitted:
         return _NONE
     floor = rec.floor
     want = max(rec.demand, floor)
+    if rec.state is AppState.STARTING and not rec.executors:
+        want = max(want, rec.spec.min_executors, 1)
     cap = rec.spec.executor_cap
     if cap is not None:
         want = min(want, cap)

@@ -9,8 +9,7 @@ A step, in order:
      changes nothing;
   1. apply the events to the books;
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
-     on to RUNNING (YuniKorn's 5-minute rule, made a queue setting); under ``demand``
-     admission it loses its reservation then too (``AdmissionMode.reservation_expires``);
+     on to RUNNING (YuniKorn's 5-minute rule, made a queue setting);
   3. admission (``admission.plan_admissions``): launch the drivers that may start;
   4. arbitration (``arbitration.Arbiter``): each admitted app's executor target;
   5. grants (``grants``): how much of its target each app may hold right now, so that
@@ -221,8 +220,6 @@ class Scheduler:
                 late.append((rec.rank, rec, timeout))
         for _, rec, timeout in sorted(late, key=lambda x: x[0]):
             why = f"no executor after {timeout:g}s: starting timeout"
-            if admission.mode_of(self._leaves[rec.spec.queue]).reservation_expires:
-                rec.reserved = 0
             self._mark(now, rec, AppState.RUNNING, why, out)
 
     # 3. admission
