@@ -142,8 +142,8 @@ class Queue:
     max_cores: int | None = None
     max_running_apps: int | None = None
     reclaim_timeout_s: float = 0.0
-    # In-cluster drivers of the apps below this queue may hold at most this fraction of the
-    # cores (and memory) it can reach; YARN's maximum-am-resource-percent (``demand`` admission).
+    # ``demand`` admission: the leaf's in-cluster drivers may hold at most this fraction of the
+    # cores (and memory) it reaches by weight; YARN's maximum-am-resource-percent.
     max_driver_fraction: float = 0.4
 
     @property

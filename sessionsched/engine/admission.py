@@ -21,11 +21,13 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
      has an executor or its ``starting_timeout`` passed);
   3. ``driver_slot``: a client-mode driver needs a free driver slot on the scheduler host;
-  4. ``driver_share`` (``demand``): for every queue on the path, root first, its apps'
-     in-cluster drivers with this one hold at most ``max_driver_fraction`` of the cores (and
-     memory) the queue can reach - the cluster's, cut by ``max_cores`` on the way down - unless
-     the queue runs no in-cluster driver yet: it may always start one (YARN's
-     ``maximum-am-resource-percent``, with its "at least one application master" rule);
+  4. ``driver_share`` (``demand``): the leaf's in-cluster drivers with this one hold at most
+     its ``max_driver_fraction`` of the cores (and memory) the leaf reaches - its share of the
+     cluster by weight (``weight_shares``), cut by ``max_cores`` on its path - unless the leaf
+     runs no in-cluster driver yet: it may always start one. YARN's
+     ``maximum-am-resource-percent`` (per leaf queue, proportional to its capacity, and its
+     "at least one application master" rule): the drivers of all queues together stay within
+     the fraction of the cluster, one per queue aside;
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised
      to a ``reserve`` app (drivers wait for free cores like a standalone master's waiting
@@ -107,6 +109,23 @@ class LeafView:
     starting: int = 0
 
 
+def weight_shares(root: Queue) -> dict[str, float]:
+    """Each leaf's fraction of the cluster by weight: the product, from the root down, of its
+    weight over the weights of its siblings (YARN's absolute capacity)."""
+    out: dict[str, float] = {}
+
+    def walk(q: Queue, share: float) -> None:
+        if q.is_leaf:
+            out[q.name] = share
+            return
+        total = sum(c.weight for c in q.children)
+        for c in q.children:
+            walk(c, share * c.weight / total)
+
+    walk(root, 1.0)
+    return out
+
+
 def _no_need(leaf: str, priority: int) -> Resources:
     return Resources()
 
@@ -130,6 +149,7 @@ class Room:
     drivers_in: dict[str, Resources] = field(default_factory=dict)  # queue -> in-cluster drivers
     need_of: Callable[[str, int], Resources] = _no_need
     need_admitted: dict[str, Resources] = field(default_factory=dict)  # leaf -> this cycle's
+    weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
 
 
 @dataclass(frozen=True)
@@ -189,20 +209,22 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> str | None:
     if not head.driver_in_cluster:
         return None
-    reach_cores = room.capacity.cores
+    q = view.queue
+    held = room.drivers_in.get(q.name, Resources())
+    if held.cores <= 0 and held.mem_mib <= 0:
+        return None  # a queue running no in-cluster driver may always start one (YARN's rule)
+    share = room.weight_share.get(q.name, 1.0)
+    reach = room.capacity.cores * share
     for node in path:
         if node.max_cores is not None:
-            reach_cores = min(reach_cores, node.max_cores)
-        held = room.drivers_in.get(node.name, Resources())
-        if held.cores <= 0 and held.mem_mib <= 0:
-            continue  # a queue running no in-cluster driver may always start one (YARN's rule)
-        share = node.max_driver_fraction
-        after = held + head.driver
-        if after.cores > share * reach_cores or after.mem_mib > share * room.capacity.mem_mib:
-            return (
-                f"in-cluster drivers of {node.name} hold {held.cores} of its {reach_cores} cores"
-                f" (max_driver_fraction {share:g})"
-            )
+            reach = min(reach, node.max_cores)
+    limit = q.max_driver_fraction
+    after = held + head.driver
+    if after.cores > limit * reach or after.mem_mib > limit * room.capacity.mem_mib * share:
+        return (
+            f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
+            f" reaches (max_driver_fraction {limit:g})"
+        )
     return None
 
 

@@ -102,6 +102,7 @@ class Scheduler:
         self.root = root
         self._tree = QueueTree(root)
         self._leaves = {name: self._tree.node[name] for name in self._tree.leaves}
+        self._weight_shares = admission.weight_shares(root)
         for name in self._leaves:
             self._pending.setdefault(name, SortedList())
         for name in [n for n, pend in self._pending.items() if n not in self._leaves and not pend]:
@@ -259,6 +260,7 @@ class Scheduler:
             driver_slots_free=self.driver_slots - t.client_drivers,
             capacity=self.capacity,
             need_of=self._needs.need_at_or_above,
+            weight_share=self._weight_shares,
         )
         for leaf, path in self._tree.path.items():
             lt = self._ledger.leaf(leaf)
