@@ -25,6 +25,7 @@ SUMMARY_KEYS = {
     "makespan",
     "completed",
     "stuck",
+    "failed",
     "mean_completion",
     "p95_completion",
     "utilization",
@@ -128,7 +129,6 @@ BAD = {
         "queues[0].queues[0].policy: 'fairness' is not one of fifo, priority, fairshare",
     ),
     "no stages": (bad("apps.0.stages", None), "apps[0].stages: missing"),
-    "empty stages": (bad("apps.0.stages", []), "apps[0].stages: List should have at least 1 item"),
     "task without time": (
         bad("apps.0.stages", [{"tasks": 3}]),
         "apps[0].stages[0].task_s: missing",
