@@ -23,12 +23,13 @@ from ..model import AppState, Resources
 from .books import AppRecord
 
 _NONE = Resources()
+Need = tuple[int, int]  # (cores, MiB): plain ints, as this runs for every changed app
 
 
-def elastic_need(rec: AppRecord) -> Resources:
-    """What an admitted app wants above its floor (module doc); nothing for any other app."""
+def elastic_need(rec: AppRecord) -> Need:
+    """What an admitted app wants above its floor (module doc); (0, 0) for any other app."""
     if not rec.state.admitted:
-        return _NONE
+        return (0, 0)
     floor = rec.floor
     want = max(rec.demand, floor)
     if rec.state is AppState.STARTING and not rec.executors:
@@ -36,28 +37,33 @@ def elastic_need(rec: AppRecord) -> Resources:
     cap = rec.spec.executor_cap
     if cap is not None:
         want = min(want, cap)
-    return rec.spec.executor.times(max(want - floor, 0))
+    n = want - floor
+    if n <= 0:
+        return (0, 0)
+    size = rec.spec.executor
+    return (n * size.cores, n * size.mem_mib)
 
 
 class NeedBook:
     """Elastic needs of admitted apps, summed per leaf queue and priority."""
 
     def __init__(self) -> None:
-        self.by_leaf: dict[str, dict[int, Resources]] = {}
-        self._last: dict[str, tuple[str, int, Resources]] = {}
+        self.by_leaf: dict[str, dict[int, Need]] = {}
+        self._last: dict[str, tuple[str, int, Need]] = {}
 
     def refresh(self, rec: AppRecord) -> None:
         """Take the app's previous need out and its current one (if any) in."""
         need = elastic_need(rec)
-        new = (rec.spec.queue, rec.priority, need) if need != _NONE else None
+        new = (rec.spec.queue, rec.priority, need) if need != (0, 0) else None
         old = self._last.get(rec.app_id)
         if new == old:
             return
         if old is not None:
-            leaf, priority, was = old
+            leaf, priority, (cores, mem) = old
             sums = self.by_leaf[leaf]
-            left = sums[priority] - was
-            if left == _NONE:
+            was_cores, was_mem = sums[priority]
+            left = (was_cores - cores, was_mem - mem)
+            if left == (0, 0):
                 del sums[priority]
                 if not sums:
                     del self.by_leaf[leaf]
@@ -65,26 +71,29 @@ class NeedBook:
                 sums[priority] = left
             del self._last[rec.app_id]
         if new is not None:
-            leaf, priority, now = new
+            leaf, priority, (cores, mem) = new
             sums = self.by_leaf.setdefault(leaf, {})
-            sums[priority] = sums.get(priority, _NONE) + now
+            had_cores, had_mem = sums.get(priority, (0, 0))
+            sums[priority] = (had_cores + cores, had_mem + mem)
             self._last[rec.app_id] = new
 
     def need_at_or_above(self, leaf: str, priority: int) -> Resources:
         """What the leaf's admitted apps of ``priority`` or higher want above their floors."""
-        total = _NONE
-        for p, need in self.by_leaf.get(leaf, {}).items():
+        cores = mem = 0
+        for p, (c, m) in self.by_leaf.get(leaf, {}).items():
             if p >= priority:
-                total = total + need
-        return total
+                cores += c
+                mem += m
+        return Resources(cores, mem) if cores or mem else _NONE
 
     @staticmethod
-    def recount(records: Iterable[AppRecord]) -> dict[str, dict[int, Resources]]:
+    def recount(records: Iterable[AppRecord]) -> dict[str, dict[int, Need]]:
         """The sums from scratch (for ``audit``)."""
-        out: dict[str, dict[int, Resources]] = {}
+        out: dict[str, dict[int, Need]] = {}
         for rec in records:
             need = elastic_need(rec)
-            if need != _NONE:
+            if need != (0, 0):
                 sums = out.setdefault(rec.spec.queue, {})
-                sums[rec.priority] = sums.get(rec.priority, _NONE) + need
+                had = sums.get(rec.priority, (0, 0))
+                sums[rec.priority] = (had[0] + need[0], had[1] + need[1])
         return out
