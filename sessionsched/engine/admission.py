@@ -134,9 +134,11 @@ def _no_need(leaf: str, priority: int) -> Resources:
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
-    Per-queue figures are keyed by every queue name (parents included). ``need_of(leaf, p)``:
-    what the leaf's admitted apps of priority p or higher want above their floors
-    (``needs.NeedBook.need_at_or_above``); apps admitted this cycle want nothing yet.
+    Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
+    ``need_admitted`` and ``weight_share`` by leaf. ``need_of(leaf, p)``: what the leaf's
+    admitted apps of priority p or higher want above their floors
+    (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``need_admitted``: the
+    first executors of the apps admitted since, which the book counts from the next cycle on.
     """
 
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
@@ -146,7 +148,7 @@ class Room:
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
     capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``
-    drivers_in: dict[str, Resources] = field(default_factory=dict)  # queue -> in-cluster drivers
+    drivers_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> in-cluster drivers
     need_of: Callable[[str, int], Resources] = _no_need
     need_admitted: dict[str, Resources] = field(default_factory=dict)  # leaf -> this cycle's
     weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
@@ -346,16 +348,15 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     reserve = mode_of(view.queue).reserves
     for node in path:
         room.admitted_in[node.name] = room.admitted_in.get(node.name, 0) + 1
-        room.drivers_in[node.name] = room.drivers_in.get(node.name, Resources()) + driver
         room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores
         room.floor_cores_in[node.name] = (
             room.floor_cores_in.get(node.name, 0) + floor * head.executor.cores
         )
     if not head.driver_in_cluster:
         room.driver_slots_free -= 1
-    # Its first executors, which ``need_of`` counts from the next cycle on (``needs``).
-    first = head.executor.times(max(reservation(head) - floor, 0))
     leaf = view.queue.name
+    room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
+    first = head.executor.times(max(reservation(head) - floor, 0))
     room.need_admitted[leaf] = room.need_admitted.get(leaf, Resources()) + first
     promised = head.executor.times(floor) if reserve else Resources()
     room.free = room.free - driver - promised

@@ -264,9 +264,8 @@ class Scheduler:
         )
         for leaf, path in self._tree.path.items():
             lt = self._ledger.leaf(leaf)
-            drivers = Resources(lt.driver_cores, lt.driver_mem_mib)
+            room.drivers_in[leaf] = Resources(lt.driver_cores, lt.driver_mem_mib)
             for q in path:
-                room.drivers_in[q.name] = room.drivers_in.get(q.name, _NOTHING) + drivers
                 room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
                 room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores
                 room.floor_cores_in[q.name] = room.floor_cores_in.get(q.name, 0) + lt.floor_cores
