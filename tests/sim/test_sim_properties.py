@@ -72,3 +72,19 @@ def test_every_run_ends_and_accounts_for_every_app(specs, q):
 def test_reserve_and_demand_admission_never_leave_an_app_stuck(specs, policy, admission):
     r = simulate(build(specs, {"admission": admission, "policy": policy}))
     assert r.summary["stuck"] == 0, [(a.name, a.state) for a in r.apps]
+
+
+@SETTINGS
+@given(specs=apps, in_a=st.lists(st.booleans(), min_size=6, max_size=6),
+       policy=st.sampled_from(["fifo", "priority", "fairshare"]), weight=st.integers(1, 4),
+       fraction=st.sampled_from([0.1, 0.4, 1.0]), max_cores=st.sampled_from([None, 3, 6]))
+def test_demand_never_leaves_an_app_stuck_across_two_queues(specs, in_a, policy, weight,
+                                                           fraction, max_cores):
+    named = [app(f"app{i}", queue="a" if in_a[i] else "b", **s) for i, s in enumerate(specs)]
+    common = {"admission": "demand", "policy": policy, "starting_timeout": 60,
+              "max_driver_fraction": fraction}
+    b_cap = {} if max_cores is None else {"max_cores": max_cores}
+    r = simulate(workload(*named, queues=[queue("a", weight=weight, **common),
+                                          queue("b", **common, **b_cap)]))
+    assert r.summary["stuck"] == 0, [(a.name, a.queue, a.state) for a in r.apps]
+    assert r.executor_waits == 0
