@@ -47,10 +47,17 @@ def _reclaim_timeout(v: float) -> float:
     return v
 
 
+def _driver_fraction(v: float) -> float:
+    if not 0 < v <= 1:
+        raise ValueError(f"{v:g} is not a fraction of the queue's cores above 0 and at most 1")
+    return v
+
+
 # Field types shared by a queue and a plan's override of it: the same words, the same errors.
 AdmissionField = Annotated[Admission, BeforeValidator(lambda v: _enum_value(Admission, v))]
 PolicyField = Annotated[Policy, BeforeValidator(lambda v: _enum_value(Policy, v))]
 ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
+DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
 
 
 class _Strict(BaseModel):
@@ -63,7 +70,7 @@ class QueueConfig(_Strict):
 
     name: str
     queues: list[QueueConfig] = Field(default_factory=list)
-    admission: AdmissionField = Admission.STATEAWARE
+    admission: AdmissionField = Admission.DEMAND
     starting_limit: int = Field(1, ge=1)
     starting_timeout: float = Field(300.0, gt=0)
     policy: PolicyField = Policy.FAIRSHARE
@@ -72,6 +79,7 @@ class QueueConfig(_Strict):
     max_cores: int | None = Field(None, ge=1)
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout = 0.0
+    max_driver_fraction: DriverFraction = 0.4
     # Who may submit into this queue (auth mode tokens): user names; None: everyone. A parent's
     # list applies to its children too.
     submit_users: list[str] | None = None
@@ -106,6 +114,7 @@ class QueueConfig(_Strict):
             max_cores=self.max_cores,
             max_running_apps=self.max_running_apps,
             reclaim_timeout_s=self.reclaim_timeout,
+            max_driver_fraction=self.max_driver_fraction,
         )
 
 
@@ -352,6 +361,7 @@ class QueueOverride(_Strict):
     max_cores: int | None = Field(None, ge=1)
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout | None = None
+    max_driver_fraction: DriverFraction | None = None
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)

@@ -13,7 +13,8 @@ The work, by properties this backend alone reads (nothing runs: no file is opene
 * ``spark.sessionsched.memory.work``: ``S`` (seconds) runs one stage of as many tasks as an
   executor has cores, each S seconds -- the app asks for one executor, runs S seconds, exits;
   or ``NxS,NxS...``: stages of N tasks of S seconds, one after another (``sleep_tasks.py
-  --stages``). Default: the cluster's ``work_s``.
+  --stages``); ``0``: no stage at all, the driver works ``startup`` seconds alone and exits
+  without asking for an executor. Default: the cluster's ``work_s``.
 * ``spark.sessionsched.memory.startup``: seconds the driver works before it asks for executors
   (pre-processing; the StateAware "starting" phase). Default 0.
 * ``spark.sessionsched.memory.exitCode``: the driver's exit code after its work (non-zero: the
@@ -135,7 +136,8 @@ def _stages(props: Mapping[str, Prop], cores: int, default_work_s: float) -> tup
         return (Stage(cores, default_work_s),)
     text = prop.value.strip()
     if "x" not in text:
-        return (Stage(cores, _seconds(props, WORK, default_work_s)),)
+        seconds = _seconds(props, WORK, default_work_s)
+        return (Stage(cores, seconds),) if seconds > 0 else ()
     stages = []
     for part in text.split(","):
         tasks, _, seconds = part.strip().partition("x")
