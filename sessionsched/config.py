@@ -339,6 +339,28 @@ class AuthSection(_Strict):
         return self
 
 
+class UploadsSection(_Strict):
+    """Files a remote client uploads with a submission (README, "Submitting from another
+    host"): stored once per content (SHA-256) under ``<state_dir>/uploads``.
+    ``max_file_bytes``: one file; ``max_total_bytes``: everything stored; ``max_files``: per
+    submission. ``orphan_grace_s``: a stored file no app in memory refers to is removed once it
+    has not been uploaded, checked for or used for this long (an app forgotten by
+    ``server.retained_ended_apps`` no longer refers to its files); ``sweep_s``: how often."""
+
+    max_file_bytes: int = Field(256 * 1024 * 1024, ge=1024)
+    max_total_bytes: int = Field(8 * 1024 * 1024 * 1024, ge=1024)
+    max_files: int = Field(64, ge=1, le=1000)
+    orphan_grace_s: float = Field(600.0, ge=0)
+    sweep_s: float = Field(60.0, gt=0)
+
+    @model_validator(mode="after")
+    def _fits(self) -> UploadsSection:
+        if self.max_file_bytes > self.max_total_bytes:
+            raise ValueError(f"max_file_bytes {self.max_file_bytes} is above max_total_bytes "
+                             f"{self.max_total_bytes}")
+        return self
+
+
 class DefaultsSection(_Strict):
     queue: str = "root.default"
     priority: int = PRIORITY_DEFAULT
@@ -433,6 +455,7 @@ class ServerConfig(_Strict):
     server: ServerSection = ServerSection()
     cluster: ClusterSection = ClusterSection()
     auth: AuthSection = AuthSection()
+    uploads: UploadsSection = UploadsSection()
     defaults: DefaultsSection = DefaultsSection()
     queues: list[QueueConfig] = Field(default_factory=lambda: list(DEFAULT_QUEUES))
     plans: list[PlanConfig] = Field(default_factory=list)

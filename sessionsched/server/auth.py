@@ -99,6 +99,11 @@ class AppSecrets:
         return None
 
 
+def uploads_root(state_dir: str | Path) -> Path:
+    """Where remote clients' files are stored (``uploads.UploadStore``)."""
+    return Path(state_dir).resolve() / "uploads"
+
+
 def _rng(r: PriorityRange) -> str:
     return f"{r.min}-{r.max}"
 
@@ -125,6 +130,7 @@ class Gate:
         self.on = auth.mode == "tokens"
         self.book = TokenBook(auth.tokens_file) if self.on and auth.tokens_file else None
         self.secrets = AppSecrets(state_dir) if self.on else None
+        self.uploads_root = str(uploads_root(state_dir))
         roots = queues if len(queues) == 1 and queues[0].name == "root" else [
             QueueConfig(name="root", queues=queues)]
         self._queue_users = _queue_users(roots)
@@ -223,7 +229,7 @@ def admit(gate: Gate, limits: RateLimit, caller: Caller, app: StoredApp) -> Stor
     """A checked submission made the caller's: refused (``Forbidden``, ``guard.Refused``) if it
     breaks a rule or a limit; with tokens on, its user is the caller (whatever
     ``spark.sessionsched.user`` says)."""
-    check_submission(app, gate.auth)
+    check_submission(app, gate.auth, gate.uploads_root)
     if not gate.on:
         return app
     gate.may_submit(caller, app.queue, app.priority)
