@@ -99,10 +99,10 @@ def check_submission(app: StoredApp, auth: AuthSection, uploads_root: str | None
         raise Refused(f"environment variable {refused[0]} may not be passed to a driver "
                       f"(auth.env_allow: {', '.join(auth.env_allow) or 'none'})")
     if auth.allowed_paths is not None and app.kind == AppKind.SUBMIT:
-        _check_path(app, [*auth.allowed_paths, *([uploads_root] if uploads_root else [])])
+        _check_path(app, auth.allowed_paths, uploads_root)
 
 
-def _check_path(app: StoredApp, allowed: list[str]) -> None:
+def _check_path(app: StoredApp, allowed: list[str], uploads_root: str | None) -> None:
     try:
         resource = parse_spark_submit(list(app.argv)).app_file
     except SparkArgsError:
@@ -112,7 +112,7 @@ def _check_path(app: StoredApp, allowed: list[str]) -> None:
         return  # a URI the cluster fetches
     path = Path(app.cwd or "/", resource.removeprefix("file://").removeprefix("file:"))
     real = os.path.realpath(path)
-    for root in allowed:
+    for root in [*allowed, *([uploads_root] if uploads_root else [])]:
         base = os.path.realpath(root)
         if real == base or real.startswith(base.rstrip("/") + "/"):
             return
