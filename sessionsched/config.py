@@ -80,9 +80,11 @@ class QueueConfig(_Strict):
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout = 0.0
     max_driver_fraction: DriverFraction = 0.4
-    # Who may submit into this queue (auth mode tokens): user names; None: everyone. A parent's
-    # list applies to its children too.
+    # Who may submit into this queue (auth mode tokens): user names and groups of
+    # ``auth.groups``; neither set: everyone. A parent's lists apply to a child that sets
+    # neither.
     submit_users: list[str] | None = None
+    submit_groups: list[str] | None = None
 
     @field_validator("name")
     @classmethod
@@ -272,6 +274,7 @@ class ClusterSection(_Strict):
         return self
 
 
+GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 DEFAULT_ENV_ALLOW = ("PYSPARK_PYTHON", "SPARK_*", "TZ", "LANG", "LC_*")
 
 
@@ -302,7 +305,8 @@ class AuthSection(_Strict):
     ``run_as_root``: drivers run as the server's own user (there is no per-user switch); with
     tokens, a server running as root does not start unless this is true.
     ``max_body_bytes``, ``max_string``: request size limits; ``submissions_per_minute``: per
-    user (429 with Retry-After past it; 0: no limit).
+    user (429 with Retry-After past it; 0: no limit). ``groups``: group name -> its users, for
+    queues' ``submit_groups``.
     """
 
     mode: Literal["none", "tokens"] = "none"
@@ -316,6 +320,22 @@ class AuthSection(_Strict):
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     max_string: int = Field(4096, ge=64)
     submissions_per_minute: int = Field(120, ge=0)
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        from .tokens import TokenFileError, check_user
+
+        for group, users in v.items():
+            if not GROUP_NAME.fullmatch(group):
+                raise ValueError(f"group name {group!r} must be 1-64 letters, digits or ._-")
+            for user in users:
+                try:
+                    check_user(user)
+                except TokenFileError as e:
+                    raise ValueError(f"group {group}: {e}") from None
+        return v
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -466,6 +486,11 @@ class ServerConfig(_Strict):
             resolve_queue(self.queue_tree(), self.defaults.queue)
         except LookupError as e:
             raise ValueError(f"defaults.queue: {e}") from None
+        for full, q in _full_names(_root_configs(self.queues)).items():
+            unknown = [g for g in q.submit_groups or () if g not in self.auth.groups]
+            if unknown:
+                raise ValueError(f"queue {full}: submit_groups names {unknown[0]!r}, which is not "
+                                 "a group of auth.groups")
         for i, plan in enumerate(self.plans):
             for name in plan.queues:
                 try:

@@ -8,7 +8,8 @@
   token at all, which is ``auth.anonymous``: refused, or taken as that user with user rights.
   An unknown or revoked token is refused even when anonymous requests are taken.
 - ``may_submit``, ``may_change``, ``may_report``: the rules. A user submits into queues whose
-  ``submit_users`` (on the queue or a parent) name them, sets priorities in
+  ``submit_users`` name them or whose ``submit_groups`` name a group of ``auth.groups`` they
+  are in (the queue's own lists, else its parent's), sets priorities in
   ``auth.user_priorities`` and changes (priority, kill, stop) only their own apps; an admin
   sets ``auth.admin_priorities`` on anyone's. An agent secret reports for its own app only.
 
@@ -108,15 +109,34 @@ def _rng(r: PriorityRange) -> str:
     return f"{r.min}-{r.max}"
 
 
+@dataclass(frozen=True)
+class Submitters:
+    """Who may submit into a queue: these users, and the members of these groups."""
+
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    def admit(self, user: str, groups: dict[str, list[str]]) -> bool:
+        return user in self.users or any(user in groups.get(g, ()) for g in self.groups)
+
+    def __str__(self) -> str:
+        parts = [f"submit_users: {', '.join(self.users)}"] if self.users else []
+        parts += [f"submit_groups: {', '.join(self.groups)}"] if self.groups else []
+        return "; ".join(parts) or "submit_users: nobody"
+
+
 def _queue_users(queues: Iterable[QueueConfig], parent: str = "",
-                 inherited: list[str] | None = None) -> dict[str, list[str] | None]:
-    """Each queue's full name -> who may submit into it (its own list, else its parent's)."""
-    out: dict[str, list[str] | None] = {}
+                 inherited: Submitters | None = None) -> dict[str, Submitters | None]:
+    """Each queue's full name -> who may submit into it (its own lists, else its parent's;
+    None: everyone)."""
+    out: dict[str, Submitters | None] = {}
     for q in queues:
         full = f"{parent}.{q.name}" if parent else q.name
-        users = q.submit_users if q.submit_users is not None else inherited
-        out[full] = users
-        out.update(_queue_users(q.queues, full, users))
+        own = q.submit_users is not None or q.submit_groups is not None
+        who = Submitters(tuple(q.submit_users or ()), tuple(q.submit_groups or ())) if own \
+            else inherited
+        out[full] = who
+        out.update(_queue_users(q.queues, full, who))
     return out
 
 
@@ -183,10 +203,10 @@ class Gate:
             return
         if caller.role == AGENT:
             raise Forbidden("an agent secret may only report for its own app")
-        users = self._queue_users.get(queue)
-        if users is not None and caller.role != ADMIN and caller.user not in users:
-            raise Forbidden(f"user {caller.user} may not submit to queue {queue} "
-                            f"(submit_users: {', '.join(users) or 'nobody'})")
+        who = self._queue_users.get(queue)
+        if who is not None and caller.role != ADMIN and not who.admit(caller.user,
+                                                                       self.auth.groups):
+            raise Forbidden(f"user {caller.user} may not submit to queue {queue} ({who})")
         if priority != self.default_priority:
             self.check_priority(caller, priority)
 
