@@ -41,7 +41,7 @@ def _refused(e: UploadError) -> HTTPException:
 
 
 @router.get("/api/v1/uploads/{sha256}", response_model=UploadOut,
-            responses=error_responses(400, 404))
+            responses=error_responses(400, 404, 422))
 def uploaded(sha256: str, request: Request, caller: CallerDep):
     _uploader(caller)
     try:
@@ -54,7 +54,7 @@ def uploaded(sha256: str, request: Request, caller: CallerDep):
 
 
 @router.put("/api/v1/uploads/{sha256}", status_code=201, response_model=UploadOut,
-            responses={**error_responses(400, 413, 507), 200: {"model": UploadOut,
+            responses={**error_responses(400, 413, 422, 507), 200: {"model": UploadOut,
                        "description": "the same content was stored already"}})
 async def upload(sha256: str, request: Request, response: Response, caller: CallerDep):
     _uploader(caller)
