@@ -150,10 +150,14 @@ def resolve_queue(root: Queue, name: str) -> Queue:
 
 
 class TlsSection(_Strict):
-    """HTTPS: a PEM certificate (chain) and its private key."""
+    """HTTPS: a PEM certificate (chain) and its private key. ``ca``: the CA certificate (PEM)
+    that signed ``cert``, for a private CA or a self-signed certificate: the drivers the
+    server launches get it (``SESSIONSCHED_CA``) so that their agents verify the server with
+    it; without it they use the system's trust store."""
 
     cert: str
     key: str
+    ca: str | None = None
 
 
 class ServerSection(_Strict):
