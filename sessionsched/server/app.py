@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..store import StoreUnavailable
-from . import api, auth, livy, submissions, upload_api
+from . import api, auth, livy, livy_auth, submissions, upload_api
 from .dashboard import DASHBOARD_HTML
 from .guard import BodyLimit, RateLimit
 from .service import Service
@@ -151,9 +151,13 @@ def create_app(
     app.include_router(api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     app.include_router(upload_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     # Apache Livy's API (batches) beside the native one: its own routes and error shapes.
-    livy_routes = livy.Livy(livy.LivyPort(service), defaults).routes()
-    if gate.on:  # its users are not bound to tokens yet: admins only (README, "Serve a team")
-        livy_routes = auth.admins_only(livy_routes, gate, "Livy API")
+    door = livy.Livy(livy.LivyPort(service), defaults,
+                     admit=lambda request, new: livy_auth.admit_as_caller(
+                         gate, app.state.rate_limit, request, new) if gate.on else new)
+    livy_routes = door.routes()
+    if gate.on:  # tokens as Bearer or Basic auth, and the native API's rules (livy_auth)
+        livy_routes = livy_auth.guard(livy_routes, gate, livy_auth.batch_owner(door),
+                                      livy_auth.session_owner(door))
     app.router.routes.extend(livy_routes)
 
     # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import inspect
 import os
 import secrets
 from collections.abc import Iterable
@@ -214,6 +213,8 @@ class Gate:
         """Kill, re-prioritise or stop ``app_id`` (owned by ``owner``)."""
         if not self.on or caller.role == ADMIN:
             return
+        if caller.role == AGENT and caller.app_id == app_id and what == "stop":
+            return  # a Livy session's REPL ends its own session
         if caller.role == AGENT or caller.user != owner:
             raise Forbidden(f"user {caller.user} may {what} only their own apps; {app_id} is "
                             f"{owner}'s")
@@ -257,30 +258,3 @@ def admit(gate: Gate, limits: RateLimit, caller: Caller, app: StoredApp) -> Stor
     app.user = caller.user
     app.spec = replace(app.spec, user=caller.user)
     return app
-
-
-def admins_only(routes: list, gate: Gate, door: str) -> list:
-    """A door whose users are not bound yet (Apache Livy's API), kept for admins while tokens
-    are on: 401 without a valid token, 403 for a user, in Livy's ``{"msg": ...}`` shape."""
-    from starlette.concurrency import run_in_threadpool
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
-    def guard(route: Route) -> Route:
-        inner = route.endpoint
-
-        async def endpoint(request):
-            try:
-                caller = gate.identify(bearer(request.headers.get("authorization")))
-            except Unauthorized as e:
-                return JSONResponse({"msg": str(e)}, 401, {"WWW-Authenticate": "Bearer"})
-            if caller.role != ADMIN:
-                return JSONResponse({"msg": f"{caller.role} {caller.user} may not use the {door}: "
-                                            "with auth mode tokens it is for admins only"}, 403)
-            if inspect.iscoroutinefunction(inner):
-                return await inner(request)
-            return await run_in_threadpool(inner, request)
-
-        return Route(route.path, endpoint, methods=sorted(route.methods or ()))
-
-    return [guard(r) for r in routes]
