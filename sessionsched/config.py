@@ -364,12 +364,13 @@ class AuthSection(_Strict):
 
 
 class UploadsSection(_Strict):
-    """Files a remote client uploads with a submission (README, "Submitting from another
-    host"): stored once per content (SHA-256) under ``<state_dir>/uploads``.
+    """Files a remote client uploads with a submission (README, "Serve a team"): stored once
+    per content (SHA-256) under ``<state_dir>/uploads``.
     ``max_file_bytes``: one file; ``max_total_bytes``: everything stored; ``max_files``: per
     submission. ``orphan_grace_s``: a stored file no app in memory refers to is removed once it
     has not been uploaded, checked for or used for this long (an app forgotten by
-    ``server.retained_ended_apps`` no longer refers to its files); ``sweep_s``: how often."""
+    ``server.retained_ended_apps`` no longer refers to its files; keep it well above the
+    seconds between a client's upload and its submission); ``sweep_s``: how often."""
 
     max_file_bytes: int = Field(256 * 1024 * 1024, ge=1024)
     max_total_bytes: int = Field(8 * 1024 * 1024 * 1024, ge=1024)
