@@ -22,7 +22,8 @@ from tests.tlscert import make_cert
 
 pytestmark = pytest.mark.cluster
 
-JOB = '''import os
+JOB = r'''import os
+import sys
 from pyspark import SparkFiles
 from pyspark.sql import SparkSession
 
@@ -37,8 +38,10 @@ def score(_):
 
 spark = SparkSession.builder.getOrCreate()
 total = spark.sparkContext.parallelize(range(2), 2).map(score).sum()
-print("APP_FILE", os.path.abspath(__file__), "CWD", os.getcwd(), flush=True)
-print("RESULT", helper.score("x y") + total, flush=True)
+# One write per line: the JVM writes to the same log at the same time.
+sys.stdout.write(f"APP_FILE {os.path.abspath(__file__)}\nCWD {os.getcwd()}\n")
+sys.stdout.write(f"RESULT {helper.score('x y') + total}\n")
+sys.stdout.flush()
 spark.stop()
 '''
 
@@ -77,7 +80,7 @@ def test_remote_submission_uploads_its_files(tmp_path, spark_cluster):
         uploads = state.resolve() / "uploads"
         assert "RESULT 8" in log  # 2 words here + 3 words x 2 executor tasks
         stored = uploads / hashlib.sha256(JOB.encode()).hexdigest()
-        assert f"APP_FILE {stored}/job.py CWD {stored}\n" in log
+        assert f"APP_FILE {stored}/job.py\n" in log and f"CWD {stored}\n" in log
         launch = next(line for line in log.splitlines() if "launching" in line)
         assert str(laptop) not in launch and f"{uploads}/" in launch
         events = httpx.get(f"{server.url}/api/v1/apps/{app_id}/events", verify=trust,
