@@ -204,7 +204,8 @@ class Submission:
     name: str | None = None
     conf: Mapping[str, str] | None = None
     env: Mapping[str, str] | None = None
-    uploads: Mapping[str, str] | None = None  # reference in argv -> SHA-256 (upload_file)
+    # From another host: reference in argv -> SHA-256 (upload_file); {} when nothing is local.
+    uploads: Mapping[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         body = {
@@ -216,7 +217,7 @@ class Submission:
             "conf": dict(self.conf or {}),
             "env": dict(self.env or {}),
         }
-        if self.uploads:
+        if self.uploads is not None:
             body["uploads"] = dict(self.uploads)
         return body
 

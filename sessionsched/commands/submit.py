@@ -361,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     files = local_files(submission) if remote else {}
     try:
         with connect(wrapper) as client:
-            if files:
+            if remote:
                 submission = replace(submission, uploads={
                     ref: client.upload_file(path) for ref, path in files.items()})
             app = client.submit(submission)

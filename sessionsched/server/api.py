@@ -189,7 +189,7 @@ async def submit(body: AppIn, request: Request, service: ServiceDep,
                  defaults: DefaultsDep, caller: CallerDep):
     conf, _ = strip_token(body.conf)  # a token in spark-defaults is a secret, not a property
     argv, cwd = strip_token_argv(body.argv), body.cwd
-    if body.uploads:  # a remote client's files (server/remote.py)
+    if body.uploads is not None:  # from another host, with its files (server/remote.py)
         if caller.role == auth.AGENT:
             raise HTTPException(403, "an agent secret may only report for its own app")
         try:

@@ -17,7 +17,8 @@ reads ``.py``; ``--files`` are seen by the app under their names).
 
 The working directory: the client's does not exist here, so with an uploaded application file
 the driver runs in that file's stored directory (a relative path the app writes lands there);
-otherwise in the client's directory if this host has it, else the uploads directory.
+otherwise in the client's directory if this host has it, else the uploads directory (an app
+whose files are all URIs for the cluster: ``uploads`` is ``{}``).
 """
 
 from __future__ import annotations

@@ -32,10 +32,11 @@ class AppIn(_In):
     name: str | None = None
     conf: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
-    uploads: dict[str, str] = Field(
-        default_factory=dict, description="files uploaded with PUT /api/v1/uploads/{sha256}: "
-        "each reference as written in argv (the application file, an element of --py-files, "
-        "--files or --jars) -> its SHA-256; the server puts the stored paths in their place")
+    uploads: dict[str, str] | None = Field(
+        None, description="a submission from another host (its cwd is not on this one): the "
+        "files uploaded with PUT /api/v1/uploads/{sha256}, each reference as written in argv "
+        "(the application file, an element of --py-files, --files or --jars) -> its SHA-256; "
+        "the server puts the stored paths in their place. {}: nothing uploaded")
 
 
 class UploadOut(BaseModel):

@@ -69,6 +69,7 @@ class UploadStore:
     def __init__(self, root: str | Path, limits: UploadsSection,
                  clock: Callable[[], float] = time.time):
         self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)  # also the working directory of last resort
         self.limits = limits
         self._clock = clock
         self._lock = threading.Lock()  # sizes checked and files renamed in, one at a time

@@ -148,6 +148,20 @@ def test_submission_gets_the_stored_paths(serve, state_dir):
         sha(APP), sha(DEPS), sha(DATA)}
 
 
+def test_from_another_host_with_nothing_local(serve, state_dir):
+    """Every file a URI for the cluster: nothing uploaded, and the client's directory, which
+    this host has not got, is not held against it."""
+    client = serve()
+    argv = ["--deploy-mode", "cluster", "--class", "Main", "hdfs:/jobs/app.jar"]
+    r = submit(client, argv, {})
+    assert r.status_code == 201, r.text
+    assert client.api.state.service.registry.get(r.json()["id"]).cwd == str(
+        uploads_dir(state_dir))
+    r = client.post("/api/v1/apps", json={"argv": argv, "cwd": "/nowhere/on/this/host"})
+    assert (r.status_code, r.json()["detail"]) == (
+        400, "cwd /nowhere/on/this/host is not a directory on the scheduler's host")
+
+
 REFUSED_SUBMISSIONS = {
     "never uploaded": ({"job.py": sha(DATA)}, 400,
                        f"no upload {sha(DATA)}: upload the file first "
