@@ -8,6 +8,7 @@ and ``Refused`` (a 4xx: the server answered and said no -- e.g. 404 for an app i
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
 
@@ -26,10 +27,15 @@ class Refused(Exception):
 
 
 class JsonClient:
-    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 5.0):
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 5.0,
+                 ca: str | None = None):
+        """``ca``: a CA certificate (PEM) to verify an ``https://`` server with, instead of
+        the system's trust store (a private CA's, or a self-signed certificate). A file that
+        cannot be read is an ``OSError``/``ssl.SSLError`` here, not at the first report."""
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
+        self._context = ssl.create_default_context(cafile=ca) if ca else None
 
     def post(self, path: str, body: dict) -> dict:
         data = json.dumps(body).encode()
@@ -39,7 +45,8 @@ class JsonClient:
         url = self.base_url + path
         req = urllib.request.Request(url, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout_s,
+                                        context=self._context) as resp:
                 return json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
             detail = _detail(e)

@@ -81,6 +81,7 @@ class Parts:
     url: str  # the server, as drivers' agents reach it
     log_dir: Path
     secret: Callable[[str], str | None] = lambda _app_id: None  # the app's agent secret
+    agent_ca: str | None = None  # server.tls.ca: what drivers' agents verify the server with
 
 
 class Cycle:
@@ -240,7 +241,7 @@ class Cycle:
         ceiling = view.capacity.cores // max(sub.spec.executor.cores, 1)
         return build_launch(sub, p.url, p.log_dir, token=p.secret(app_id),
                             reclaim_timeout_s=queue_conf.reclaim_timeout_s,
-                            max_executors=ceiling or None)
+                            max_executors=ceiling or None, ca=p.agent_ca)
 
 
 class _Before:

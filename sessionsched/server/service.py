@@ -99,6 +99,7 @@ class Service:
             sessions=self.sessions, retention=self.retention, registry=self.registry,
             reads=self.reads, write=self.write, metrics=self.metrics, clock=clock,
             url=self.url, log_dir=self.log_dir, secret=lambda app_id: self.secret_for(app_id),
+            agent_ca=str(Path(server.tls.ca).resolve()) if server.tls and server.tls.ca else None,
         ))
         # The agent secret a launched driver gets (``auth.Gate.secret_for``; none with auth off).
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
