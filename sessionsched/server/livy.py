@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..model import AppState
+from ..store import StoreUnavailable
 from ..store.records import AppKind
 from . import submissions
 from .livy_schemas import LivyBatchIn, ValidationError, first_error
@@ -258,6 +259,8 @@ class Livy:
                         f"{KILL_WAIT_S:g}s; the scheduler is overloaded, try again", 503)
         except (Conflict, NotFound):
             pass  # it ended meanwhile
+        except StoreUnavailable as e:  # not applied: the delete can be asked again
+            return _msg(str(e), 503)
         return JSONResponse({"msg": "deleted"})
 
     async def version(self, request: Request) -> Response:
