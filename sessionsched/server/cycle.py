@@ -7,14 +7,21 @@
   3. ``Scheduler.step(now, events) -> decisions``;
   4. record (``recording``): every state change, kill, exit code and Spark app id is written
      to the store and committed *before* any driver is launched or stopped, so a crash can
-     never leave a launched driver the store does not know was launched;
+     never leave a launched driver the store does not know was launched. A commit that fails
+     (the store is full or down) is rewound (``rewind``): the engine goes back to the last
+     committed cycle, the step's news is stepped again next cycle and its kills are answered
+     with the fault; cycles then try again after a back-off (at most ``RETRY_MAX_S``). A
+     commit still in doubt after ``COMMIT_TIMEOUT_S`` is waited for: nothing is stepped on
+     top of it;
   5. publish the engine's new view (``ReadModel.publish``) and hand the agents their targets
      and reclaim orders (``AgentDesk.take``): readers only ever see committed cycles;
   6. carry out, as the simulator does (``backends.carry.carry_out``): StopDriver ->
      ``backend.stop``, LaunchDriver -> ``backend.launch`` of ``build_launch(app)`` (sessions:
      nothing, the waiting notebook sees STARTING and starts its own driver), SetTarget and
      Reclaim -> ``backend.steer`` (the memory cluster's drivers; real drivers' agents read
-     them from the desk); launch handles are recorded so a restart can adopt the drivers;
+     them from the desk); launch handles are recorded so a restart can adopt the drivers (those
+     a failed write missed, with the next ones). A launch that fails for a transient reason
+     waits in ``carry.Retries`` and is tried again with back-off, still STARTING;
   7. answer whoever waits on an inbox item (a kill's HTTP request returns once it is done).
 
 Only this thread steps the engine or reads its books; everyone else reads published views.
@@ -31,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..backends.base import ClusterBackend, Handle, Launch
-from ..backends.carry import carry_out, one_line
+from ..backends.carry import LaunchRetry, Retries, carry_out, one_line
 from ..engine.events import (
     Decision,
     DriverExited,
@@ -84,7 +91,8 @@ class Parts:
     log_dir: Path
     secret: Callable[[str], str | None] = lambda _app_id: None  # the app's agent secret
     cycle_s: float = 0.2  # how often the cycle runs
-    fault: Callable[[str], None] | None = None  # the tests' fault hook (``faulthook``)
+    fault: Callable[..., None] | None = None  # the tests' fault hook (``faulthook``)
+    launch_retry: LaunchRetry = LaunchRetry()  # transient launch failures (``carry``)
 
 
 @dataclass
@@ -107,6 +115,7 @@ class Cycle:
         self._failures = 0  # commits failed in a row
         self._retry_at = float("-inf")
         self._unrecorded: list[tuple[str, Handle, str | None]] = []  # launch handles to write
+        self._retries = Retries(parts.launch_retry)  # launches to try again
 
     @property
     def backend(self) -> ClusterBackend:
@@ -228,6 +237,7 @@ class Cycle:
         p.retention.ended(ended)
         p.retention.forgotten(forgotten)
         p.sessions.ended(ended + forgotten)
+        self._retries.drop(ended + forgotten)
         p.desk.take(decisions)
         p.desk.forget(forgotten)
         # Dropped first: the view still showing a forgotten app's facts then falls back to the
@@ -278,22 +288,27 @@ class Cycle:
         # terminal state at its next heartbeat.
         ours = [d for d in decisions
                 if not (isinstance(d, StopDriver) and self._kind(d.app_id) == AppKind.SESSION)]
-        carried = carry_out(ours, self.backend, self._launch_for)
+        carried = carry_out(ours + self._retries.due(now), self.backend, self._launch_for,
+                            self._retries, now)
         for app_id, why in carried.failed:
             p.metrics.launches.labels("failed").inc()
             p.inbox.put(DriverExited(app_id, -1, f"launch failed: {why}"))
+        for _ in carried.retrying:
+            p.metrics.launches.labels("retried").inc()
         for _ in carried.launched:
             p.metrics.launches.labels("ok").inc()
         if p.fault is not None and carried.launched:
             p.fault("launched", *(app_id for app_id, _, _ in carried.launched))
         # Handles a failed write could not record are tried again with the next launches.
         launched, self._unrecorded = self._unrecorded + carried.launched, []
-        if not launched:
+        retried = [EventRecord(app_id, now, "retry", f"launch failed, tried again: {why}")
+                   for app_id, why in carried.retrying]
+        if not launched and not retried:
             return
         changes = [{"id": app_id, "handle": _handle_json(h), "log_path": log_path}
                    for app_id, h, log_path in launched]
-        rows = [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
-                for app_id, h, _ in launched]
+        rows = retried + [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
+                          for app_id, h, _ in launched]
         try:
             p.write(changes, rows).result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
