@@ -46,6 +46,7 @@ from ..engine.events import (
     Event,
     Forget,
     KillRequested,
+    LaunchDriver,
     MarkState,
     StopDriver,
 )
@@ -203,8 +204,9 @@ class Cycle:
                 self.backend.manage(app_id, spark_app_id)
             except Exception:  # noqa: BLE001 - executors then come from the agent alone
                 log.exception("backend could not take %s's executors into account", app_id)
-        if p.fault is not None:
-            p.fault("cycle-committed")
+        launches = [d.app_id for d in decisions if isinstance(d, LaunchDriver)]
+        if p.fault is not None and launches:
+            p.fault("cycle-committed", *launches)
         self._carry_out(now, decisions)
 
     def _rewind(self, step: _Step, error: BaseException) -> None:

@@ -4,7 +4,7 @@ Off (``from_env`` gives None, and nothing is called) unless the environment asks
 ``sessionsched serve`` has no option for it. The named points are where a crash is worst:
 
 - ``submit-committed``: a submission is on disk, its caller not yet answered;
-- ``cycle-committed``: a cycle's decisions are on disk, none carried out (no driver launched);
+- ``cycle-committed``: a cycle that launches drivers is on disk, none of them launched yet;
 - ``launched``: drivers were launched, their handles not yet on disk.
 
 ``SESSIONSCHED_FAULT_KILL=POINT:N``: the process SIGKILLs itself at its N-th pass through
