@@ -170,8 +170,13 @@ class Cycle:
         forgets, unbooked = p.retention.due(before.engine)
         events = self._known(events) + forgets
         decisions, events = self._step(now, events)
-        record = record_step(now, events, decisions, _Before(before), killers)
-        committed = p.write(record.rows_for_store(), record.rows)
+        try:
+            record = record_step(now, events, decisions, _Before(before), killers)
+            committed = p.write(record.rows_for_store(), record.rows)
+        except Exception as e:  # noqa: BLE001 - the engine has stepped: it must be put back
+            log.exception("could not send the cycle's changes to the store")
+            committed = Future()
+            committed.set_exception(e)
         return _Step(now, items, events, decisions, unbooked, committed)
 
     def _settle(self, step: _Step) -> None:

@@ -94,4 +94,8 @@ def rewind(committed: ReadView, ahead: Scheduler, registry: Submissions,
             out.redo.append(item)
     out.redo += [Item(ev) for ev in stepped
                  if id(ev) not in from_items and not isinstance(ev, Forget)]
+    # Apps the committed view has are back by the events above: a second failure in a row
+    # must not submit them twice (the failed step took the first rewind's events).
+    out.redo = [i for i in out.redo if not (isinstance(i.event, Submitted | Adopted)
+                                            and i.event.spec.app_id in view.apps)]
     return out

@@ -45,7 +45,7 @@ def kill_over_http(s, app_id: str) -> dict:
     pytest.fail("the kill was not answered after 200 cycles")
 
 
-def test_a_failed_commit_is_rewound_and_loses_nothing(stepped, state_dir, cluster):
+def test_a_failed_commit_is_rewound_and_loses_nothing(stepped, state_dir, cluster, caplog):
     db = state_dir / "sessionsched.db"
     with stepped(admission="none", max_running_apps=1) as s:
         running = s.submit("running", **{WORK: "4", EXIT_CODE: "3"})
@@ -67,6 +67,8 @@ def test_a_failed_commit_is_rewound_and_loses_nothing(stepped, state_dir, cluste
         assert rows(db, f"select state from apps where id in ('{queued}', '{running}') "
                         "order by seq") == [("RUNNING",), ("ACCEPTED",)]
         assert s.service.engine.audit() == []
+        # Six failures in a row, each stepping the rewound books again: nothing twice.
+        assert [r.message for r in caplog.records if "engine refused" in r.message] == []
         health = s.client.get("/api/v1/health").json()
         assert health["status"] == "degraded" and FULL in str(health)
 
