@@ -264,6 +264,10 @@ def main() -> int:
     ap.add_argument("--status-hz", type=float, default=50.0)
     ap.add_argument("--duration", type=float, default=60.0, help="measured seconds")
     ap.add_argument("--warmup", type=float, default=10.0, help="unmeasured seconds first")
+    ap.add_argument("--port", type=int, default=None,
+                    help="load a server already listening on this 127.0.0.1 port (started by "
+                         "you with this script's queues: agents, incoming) instead of one of "
+                         "its own, e.g. under a profiler")
     args = ap.parse_args()
     # One connection per agent, here and in the server (a child: it inherits the limit).
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -274,17 +278,19 @@ def main() -> int:
                      f"{hard} (raise it with ulimit -n)")
         resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
     with tempfile.TemporaryDirectory(prefix="agent-load-") as tmp:
-        port = free_port_in(port_range())
-        server = ServerProcess.start(server_config(Path(tmp) / "state", port), Path(tmp))
+        port = args.port or free_port_in(port_range())
+        server = (None if args.port else
+                  ServerProcess.start(server_config(Path(tmp) / "state", port), Path(tmp)))
         try:
             ids = run_loop(submit_apps(port, args.agents))
             load = Load(port, ids, args.submit_hz, args.status_hz)
             cpu0 = resource.getrusage(resource.RUSAGE_SELF)
             elapsed = run_loop(load.run(args.warmup, args.duration))
             cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-            server_cpu = _cpu_s(server.proc.pid)
+            server_cpu = _cpu_s(server.proc.pid) if server else float("nan")
         finally:
-            server.stop()
+            if server is not None:
+                server.stop()
     gen_cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     print(f"{args.agents} agents at 1 Hz, {args.submit_hz:g} submissions/s, {args.status_hz:g} "
           f"status reads/s; {elapsed:.0f} s measured after {args.warmup:g} s warm-up; "
