@@ -1,9 +1,9 @@
-"""A cycle whose commit fails (the store's filesystem is full, for real: a small tmpfs) leaves
-memory and store as they were: the engine is put back to the last committed cycle, the kill
-asked meanwhile is answered 503 with one line and not applied, nothing is launched that is not
-recorded, and the cluster's news of that cycle (a driver's exit code) is not lost. When space
-returns, the service carries on without a restart. Stepped by hand on the memory cluster
-(``test_cycles``)."""
+"""A cycle whose commit fails (the store's filesystem full, for real: a small tmpfs; or its
+PostgreSQL server stopped) leaves memory and store as they were: the engine is put back to the
+last committed cycle, the kill asked meanwhile is answered 503 with one line and not applied,
+nothing is launched that is not recorded, and the cluster's news of that cycle (a driver's
+exit code) is not lost. When the store is back, the service carries on without a restart.
+Stepped by hand on the memory cluster (``test_cycles``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ import threading
 
 import pytest
 import test_cycles
-from server_helpers import rows
+from fastapi.testclient import TestClient
+from server_helpers import make_config, rows
 
-from sessionsched.backends.memory import EXIT_CODE, WORK
+from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryBackend
+from sessionsched.server.app import create_app
 from sessionsched.server.cycle import RETRY_MAX_S
+from sessionsched.store import Store
 from tests.fullfs import fill, tiny_tmpfs
 
 pytestmark = pytest.mark.storefault
@@ -46,6 +49,7 @@ def kill_over_http(s, app_id: str) -> dict:
 
 
 def test_a_failed_commit_is_rewound_and_loses_nothing(stepped, state_dir, cluster, caplog):
+    """The store's filesystem full (a 4 MiB tmpfs)."""
     db = state_dir / "sessionsched.db"
     with stepped(admission="none", max_running_apps=1) as s:
         running = s.submit("running", **{WORK: "4", EXIT_CODE: "3"})
@@ -89,3 +93,49 @@ def test_a_failed_commit_is_rewound_and_loses_nothing(stepped, state_dir, cluste
                          "and kind = 'exit'")
         assert exits == [("driver exited with code 3",)]
         assert s.service.engine.audit() == []
+
+
+def test_a_kill_while_postgresql_is_down_is_refused_and_nothing_is_lost(pg_server, tmp_path,
+                                                                          cluster):
+    """The same on a PostgreSQL store stopped for real: the store cannot even be read, and
+    the engine is put back all the same (from memory, not from the store)."""
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    url = pg_server.fresh_database()
+    clock = test_cycles.Clock()
+    queues = [{"name": "root", "queues": [
+        {"name": "default", "admission": "none", "max_running_apps": 1}]}]
+    config = make_config(tmp_path / "state", queues=queues, server={"db_url": url})
+    app = create_app(config, MemoryBackend(cluster), run_cycles=False, clock=clock)
+    try:
+        with TestClient(app) as client:
+            s = test_cycles.Stepped(client, clock, cluster, tmp_path)
+            running = s.submit("running", **{WORK: "4", EXIT_CODE: "3"})
+            queued = s.submit("queued")
+            s.until(running, "RUNNING")
+            pg_server.stop()
+            r = kill_over_http(s, queued)["r"]
+            assert r.status_code == 503
+            assert r.json()["detail"].startswith("state store unavailable: cannot connect to "
+                                                 "PostgreSQL at ")
+            for _ in range(6):
+                s.cycle(RETRY_MAX_S)
+            assert cluster.apps[running].phase.value == "DONE" and queued not in cluster.apps
+            assert (s.app(queued)["state"], s.app(queued)["position"]) == ("ACCEPTED", 1)
+            pg_server.start()
+            s.cycle(RETRY_MAX_S)
+            ended = s.app(running)
+            assert (ended["state"], ended["exit_code"]) == ("FAILED", 3)
+            s.until(queued, "RUNNING")
+            r = kill_over_http(s, queued)["r"]
+            assert r.status_code == 200 and r.json()["state"] == "KILLED"
+    finally:
+        if pg_server.proc is None or pg_server.proc.poll() is not None:
+            pg_server.start()  # the other tests of the session share it
+    store = Store(url)
+    try:
+        assert {a.id: (a.state.value, a.exit_code) for a in store.load_apps()} == {
+            running: ("FAILED", 3), queued: ("KILLED", None)}
+        assert [e.kind for e in store.events(running)].count("exit") == 1
+        assert [e.kind for e in store.events(queued)].count("launch") == 1
+    finally:
+        store.close()
