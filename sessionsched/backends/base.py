@@ -21,6 +21,15 @@ class BackendError(Exception):
     """The cluster refused or could not be reached. ``str()`` says what happened, for a user."""
 
 
+class BackendUnavailable(BackendError):
+    """The cluster could not be reached, or answered that it cannot take the request now
+    (connection refused, no answer to the connection, HTTP 503), and surely did nothing with
+    it: the failure may pass by itself, so a launch that fails so is tried again with
+    back-off (``carry.Retries``). A request the cluster may have acted on before its answer
+    was lost (a timed-out create) is a plain ``BackendError``: trying again could run the
+    driver twice."""
+
+
 @dataclass(frozen=True)
 class Launch:
     """Everything needed to start one application's driver.
@@ -93,7 +102,8 @@ class ClusterBackend(ABC):
     @abstractmethod
     def launch(self, launch: Launch) -> Handle:
         """Start the driver. Returns at once. Raises BackendError if it could not be started
-        (including arguments it cannot use: the message names the problem)."""
+        (including arguments it cannot use: the message names the problem), and its subclass
+        BackendUnavailable when the cluster could not be asked and nothing was started."""
 
     @abstractmethod
     def stop(self, app_id: str) -> None:

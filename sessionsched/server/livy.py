@@ -39,6 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..model import AppState
+from ..store import StoreUnavailable
 from ..store.records import AppKind
 from . import submissions
 from .auth import Forbidden
@@ -287,6 +288,8 @@ class Livy:
                         f"{KILL_WAIT_S:g}s; the scheduler is overloaded, try again", 503)
         except (Conflict, NotFound):
             pass  # it ended meanwhile
+        except StoreUnavailable as e:  # not applied: the delete can be asked again
+            return _msg(str(e), 503)
         return JSONResponse({"msg": "deleted"})
 
     async def version(self, request: Request) -> Response:

@@ -44,7 +44,7 @@ from ..engine.events import (
 from ..engine.scheduler import Scheduler
 from ..model import AppState, Resources
 from ..store import AppKind, EventRecord, Store, StoredApp, Writer
-from . import plans
+from . import faulthook, plans
 from .agents import AgentDesk
 from .cycle import Cycle, Parts
 from .inbox import Inbox
@@ -83,11 +83,12 @@ class Service:
         self.log_dir = Path(server.state_dir).resolve() / "logs"
         self.store = Store(config.database_url())
         self.writer = Writer(self.store)
-        self.engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
+        engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
+        self._fault = faulthook.from_env()  # the crash tests' hook; None in service
         self.inbox = Inbox()
         self.registry = Submissions()
         self.reads = ReadModel(ReadView(
-            version=0, engine=self.engine.view(), submissions=self.registry, final={},
+            version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
         self.metrics = ServiceMetrics(self._metrics_snapshot)
         self.watch = ClusterWatch(backend)
@@ -95,11 +96,12 @@ class Service:
         self.sessions = SessionWatch(server.session_timeout)
         self.retention = Retention(server.retained_ended_apps, self.store)
         self._cycle = Cycle(Parts(
-            engine=self.engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
+            engine=engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,
             reads=self.reads, write=self.write, metrics=self.metrics, clock=clock,
             url=self.url, log_dir=self.log_dir, secret=lambda app_id: self.secret_for(app_id),
             agent_ca=str(Path(server.tls.ca).resolve()) if server.tls and server.tls.ca else None,
+            cycle_s=server.cycle_ms / 1000, fault=self._fault,
         ))
         # The agent secret a launched driver gets (``auth.Gate.secret_for``; none with auth off).
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
@@ -109,6 +111,11 @@ class Service:
     @property
     def backend(self) -> ClusterBackend:
         return self.watch.backend
+
+    @property
+    def engine(self) -> Scheduler:
+        """The engine (the cycle's: it puts a fresh one in after a failed commit)."""
+        return self._cycle.p.engine
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -250,6 +257,8 @@ class Service:
             return stored
 
         def after(stored: StoredApp) -> None:
+            if self._fault is not None:
+                self._fault("submit-committed", stored.id)
             self.registry.put(Submission.of(stored))
             if stored.kind == AppKind.SESSION:
                 self.sessions.watch(stored.id)

@@ -19,6 +19,8 @@ The work, by properties this backend alone reads (nothing runs: no file is opene
   (pre-processing; the StateAware "starting" phase). Default 0.
 * ``spark.sessionsched.memory.exitCode``: the driver's exit code after its work (non-zero: the
   app FAILED). Default 0.
+* ``spark.sessionsched.memory.launchFailures``: how many launches of the app fail first as if
+  the master could not be reached (``BackendUnavailable``: tried again). Default 0.
 
 A launch that could never run is refused (``ValueError``, one line naming the problem): no
 application (no ``argv`` and no REST request), a REST request without ``appResource`` or
@@ -37,6 +39,7 @@ from ..base import Launch
 WORK = "spark.sessionsched.memory.work"
 STARTUP = "spark.sessionsched.memory.startup"
 EXIT_CODE = "spark.sessionsched.memory.exitCode"
+LAUNCH_FAILURES = "spark.sessionsched.memory.launchFailures"
 DEFAULT_MEM_MIB = 1024
 
 
@@ -59,6 +62,7 @@ class Job:
     max_executors: int | None = None
     startup_s: float = 0.0
     exit_code: int = 0
+    launch_failures: int = 0
 
     @property
     def name(self) -> str:
@@ -90,6 +94,8 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         startup_s=_seconds(props, STARTUP, 0.0),
         stages=_stages(props, executor.cores, default_work_s),
         exit_code=_exit_code(props),
+        launch_failures=(_whole(props[LAUNCH_FAILURES], LAUNCH_FAILURES)
+                         if LAUNCH_FAILURES in props else 0),
     )
 
 
