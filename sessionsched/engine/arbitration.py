@@ -149,7 +149,7 @@ class Arbiter:
 
     def compute(self, root: Queue, capacity: Resources) -> list[str]:
         """Targets for every claim (phases 1-4); returns the ids whose target changed."""
-        tree = QueueTree(root)
+        tree = QueueTree.of(root)
         unknown = sorted(q for q, b in self._books.items() if b.claims and q not in tree.path)
         if unknown:
             raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")

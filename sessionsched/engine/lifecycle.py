@@ -88,7 +88,7 @@ def adopt(s: Scheduler, now: float, ev: Adopted, out: list[Decision]) -> None:
         rec.reserved = admission.reservation(ev.spec)
     s.apps[rec.app_id] = rec
     if rec.state is AppState.STARTING:
-        s._starting[rec.app_id] = rec
+        s._now_starting(rec)
     s._dirty.add(rec.app_id)
 
 
