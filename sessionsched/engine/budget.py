@@ -46,4 +46,5 @@ class CycleBudget:
                 raise ValueError(f"CycleBudget.{name} must be at least 1, not {value}")
 
 
+DEFAULT = CycleBudget()
 UNBOUNDED = CycleBudget(admit=None, events=None)

@@ -48,6 +48,7 @@ from ..model import (
 from . import admission, lifecycle, reclaim
 from .arbitration import Arbiter, Claim
 from .books import AppRecord, Ledger
+from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
 from .events import (
     Decision,
@@ -80,7 +81,7 @@ class Scheduler:
     """
 
     def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4,
-                 budget: CycleBudget = CycleBudget()):
+                 budget: CycleBudget = DEFAULT_BUDGET):
         self.capacity = capacity
         self.driver_slots = driver_slots
         self.budget = budget
