@@ -38,7 +38,11 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sessionsched.engine import Scheduler  # noqa: E402
-from sessionsched.engine.budget import CycleBudget  # noqa: E402
+
+try:
+    from sessionsched.engine.budget import CycleBudget
+except ImportError:  # a tree from before issue 14: no slices (for the "before" figures)
+    CycleBudget = None
 from sessionsched.sim.simulator import Simulator  # noqa: E402
 from sessionsched.sim.workload import WorkloadConfig, to_workload  # noqa: E402
 
@@ -94,9 +98,9 @@ def main() -> None:
     ap.add_argument("--max-time", type=float, default=400.0, help="virtual seconds to run")
     ap.add_argument("--yaml", type=Path, help="write the workload here and stop")
     ap.add_argument("--profile", action="store_true", help="cProfile every engine step")
-    ap.add_argument("--admit-slice", type=int, default=CycleBudget().admit,
+    ap.add_argument("--admit-slice", type=int, default=CycleBudget and CycleBudget().admit,
                     help="apps admitted per step (0: no slice, as before issue 14)")
-    ap.add_argument("--event-slice", type=int, default=CycleBudget().events,
+    ap.add_argument("--event-slice", type=int, default=CycleBudget and CycleBudget().events,
                     help="submissions handed to one step (0: all of them)")
     args = ap.parse_args()
     data = workload_dict(args.apps, args.max_time)
@@ -106,8 +110,11 @@ def main() -> None:
         return
     t0 = time.perf_counter()
     w = to_workload(WorkloadConfig.model_validate(data))
-    budget = CycleBudget(admit=args.admit_slice or None, events=args.event_slice or None)
-    sim = Simulator(w, Scheduler(w.root, w.cluster.capacity, w.cluster.driver_slots, budget))
+    if CycleBudget is None:
+        sim = Simulator(w)
+    else:
+        budget = CycleBudget(admit=args.admit_slice or None, events=args.event_slice or None)
+        sim = Simulator(w, Scheduler(w.root, w.cluster.capacity, w.cluster.driver_slots, budget))
     prof = cProfile.Profile() if args.profile else None
     step = sim.sched.step
     cpu_ms: list[float] = []

@@ -1,6 +1,7 @@
 """The scheduling cycle, run by APScheduler every ``server.cycle_ms`` (see ``service``).
 
-  1. drain the inbox (submissions, priority changes, kills, agent reports);
+  1. drain the inbox (submissions, priority changes, kills, agent reports), at most the
+     engine's event slice (``engine.budget``): the rest waits, in order, for the next cycle;
   2. observe the cluster (``watch``) and reconcile executor counts with the agents' reports
      (``AgentDesk.reconcile``: a live agent speaks for its app, else the cluster's view does);
      sessions gone silent, adoptions to check again, ended apps beyond retention (``Forget``);
@@ -95,7 +96,7 @@ class Cycle:
         """One scheduling cycle (see the module doc). Never raises: a failure is logged and
         reported to whoever waits on this cycle's inbox items."""
         started = time.perf_counter()
-        items = self.p.inbox.drain()
+        items = self.p.inbox.drain(self.p.engine.budget.events)
         error: BaseException | None = None
         try:
             self._cycle(items)
