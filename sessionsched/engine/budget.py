@@ -12,14 +12,21 @@ left continues at the next step, in the same order:
     none is lost, and nothing waits on anything but the next step (``Scheduler.next_wakeup``
     says "now" while a slice is left). The slice's *cost*: a burst of B admissible apps takes
     ceil(B / admit) steps, so its last app is launched up to (ceil(B / admit) - 1) cycles later
-    than with no slice: at the default 500 and the server's 200 ms cycle, 10,000 apps queued at
-    once are all launched within 4 s (20 cycles); in the simulator (1 s cycles) within 19 s.
-    Drivers take seconds to start, so this rarely shows in an app's time to first executor.
+    than with no slice: at the default 200 and the server's 200 ms cycle, 10,000 apps that may
+    all start at once are launched within 10 s (50 cycles), 1,000 a second; in the simulator
+    (1 s cycles) within 49 s. A burst of up to 200 is not delayed at all. Why 200: admitting
+    and placing one app costs about 0.1 ms of a step at 10,000 running apps on this project's
+    2-core machine (``benchmarks/simulate_scale.py``), so a full slice stays near 20 ms, beside
+    the cluster's report of the apps launched by earlier slices, under the 100 ms a cycle may
+    take.
   * ``events``: at most this many events are handed to one step by the engine's drivers (the
     server's inbox, the simulator's submissions and priority updates). The rest wait, in
     order, for the next step, so an event never overtakes one before it (a priority change
     always comes after its app's submission). The cluster's own report of a cycle (executors,
-    exits) is always handed over whole: it is bounded by the apps running.
+    exits) is always handed over whole: it is bounded by the apps running. At the default
+    1,000 (about 10 ms of submissions), the server takes 5,000 events a second, far above the
+    rate its store commits submissions at; the simulator hands a burst of 20,000 submissions
+    over in 20 cycles.
 
 Counted in apps and events, never in wall-clock time: the same events still give the same
 decisions, on any machine (the engine reads no clock).
@@ -36,8 +43,8 @@ ADMISSION_SLICE = "waits for the next cycle: this cycle admitted its slice of {n
 class CycleBudget:
     """Per-step slices (module doc). ``None``: unbounded (tests of the unsliced behaviour)."""
 
-    admit: int | None = 500
-    events: int | None = 2000
+    admit: int | None = 200
+    events: int | None = 1000
 
     def __post_init__(self) -> None:
         for name in ("admit", "events"):
