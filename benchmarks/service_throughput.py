@@ -51,7 +51,15 @@ import yaml
 from sessionsched.backends import procs
 from sessionsched.backends.local import free_port_in
 
-PORTS = range(16000, 17000)  # the range this project's by-hand processes may use
+
+def _ports() -> range:
+    """The range this project's by-hand processes may use, or ``$SESSIONSCHED_TEST_PORTS``
+    (``LOW-HIGH``) where agents sharing a machine each have their own."""
+    low, _, high = os.environ.get("SESSIONSCHED_TEST_PORTS", "16000-16999").partition("-")
+    return range(int(low), int(high) + 1)
+
+
+PORTS = _ports()
 
 
 def free_port(taken: set[int]) -> int:
@@ -303,6 +311,100 @@ def start_scheduler(work: Path, taken: set[int], master: int, ui: int) -> tuple[
     return proc, port
 
 
+# --- reads while cycles work (issue 14) ------------------------------------------------------
+
+BUSY_LEAVES = [f"root.p{p}.l{q}" for p in range(10) for q in range(10)]
+
+
+def start_busy_scheduler(work: Path, taken: set[int], apps: int) -> tuple[Proc, int]:
+    """``sessionsched serve`` on the memory backend, sized so that half of ``apps`` run (100
+    leaf queues, ``max_running_apps`` apps/200 each; a core per driver and per executor) and
+    half wait: every cycle admits, places and ends apps while the reads are measured."""
+    port = free_port(taken)
+    running = max(apps // 2, 100)
+    leaves = [{"name": f"p{p}", "queues": [
+        {"name": f"l{q}", "admission": "none", "policy": ("fifo", "priority", "fairshare")[q % 3],
+         "max_running_apps": running // 100} for q in range(10)]} for p in range(10)]
+    config = {
+        "server": {"host": "127.0.0.1", "port": port, "state_dir": str(work / "busy"),
+                   "cycle_ms": 200, "retained_ended_apps": apps},
+        "cluster": {"backend": "memory", "workers": 10, "cores": running * 3 // 10,
+                    "memory": f"{running * 3 // 10 * 2}g", "driver_start_s": 1,
+                    "executor_start_s": 1, "executor_idle_timeout_s": 30, "work_s": 30},
+        "queues": [{"name": "root", "queues": leaves}],
+        "defaults": {"queue": BUSY_LEAVES[0]},
+    }
+    path = work / "busy.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = Proc([sys.executable, "-m", "sessionsched.cli", "serve", "--config", str(path),
+                 "--log-level", "warning"], work / "busy.log")
+    wait_ready(f"http://127.0.0.1:{port}/v1/submissions/readyz", proc)
+    return proc, port
+
+
+def busy_body(i: int) -> bytes:
+    body = json.loads(create_body(i))
+    rnd = random.Random(i)
+    body["sparkProperties"].update({
+        "spark.sessionsched.queue": BUSY_LEAVES[i % len(BUSY_LEAVES)],
+        "spark.ego.priority": str(rnd.randint(1, 10000)),
+        "spark.sessionsched.memory.work": str(rnd.randint(20, 60)),
+        "spark.dynamicAllocation.maxExecutors": "2"})
+    return json.dumps(body).encode()
+
+
+def cycle_seconds(port: int) -> tuple[float, float, dict[float, float]]:
+    """(count, sum, cumulative count per bucket bound) of ``sessionsched_cycle_seconds``."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+    count = float(re.search(r"^sessionsched_cycle_seconds_count (\S+)$", text, re.M).group(1))
+    total = float(re.search(r"^sessionsched_cycle_seconds_sum (\S+)$", text, re.M).group(1))
+    buckets = {float(m.group(1).replace("+Inf", "inf")): float(m.group(2)) for m in re.finditer(
+        r'^sessionsched_cycle_seconds_bucket\{le="([^"]+)"\} (\S+)$', text, re.M)}
+    return count, total, buckets
+
+
+def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[int],
+               procs_out: list[Proc]) -> list[list]:
+    """Fill a memory-backend scheduler with ``apps`` submissions (half run, half queue), then
+    measure status reads (Spark REST and native) and per-queue lists while its cycles admit,
+    place and end apps. Returns table rows (and the cycles' durations meanwhile)."""
+    proc, port = start_busy_scheduler(work, taken, apps)
+    procs_out.append(proc)
+    result = run_load(port, [post("/v1/submissions/create", busy_body(i)) for i in range(apps)],
+                      concurrency)
+    ids = [json.loads(b)["submissionId"] for status, b in result["answers"] if status == 200]
+    if len(ids) != apps:
+        raise RuntimeError(f"{apps - len(ids)} busy submissions refused")
+    rows = [["sessionsched (memory cluster)", "create (submission)", f"0->{apps}", concurrency,
+             result["n"], result["rate"], result["p50_ms"], result["p99_ms"]]]
+    rnd = random.Random(11)
+    before = cycle_seconds(port)
+    cases = [
+        ("status read (Spark REST), cycles busy",
+         lambda: get(f"/v1/submissions/status/{rnd.choice(ids)}")),
+        ("status read (native), cycles busy", lambda: get(f"/api/v1/apps/{rnd.choice(ids)}")),
+        ("list one queue, cycles busy",
+         lambda: get(f"/api/v1/apps?queue={rnd.choice(BUSY_LEAVES)}")),
+    ]
+    for label, make in cases:
+        r = run_load(port, [make() for _ in range(reads)], concurrency)
+        bad = [a for a in r["answers"] if a[0] != 200]
+        if bad:
+            raise RuntimeError(f"{label}: {len(bad)} failed, e.g. {bad[0][0]} {bad[0][1][:200]!r}")
+        rows.append(["sessionsched (memory cluster)", label, apps, concurrency, r["n"],
+                     r["rate"], r["p50_ms"], r["p99_ms"]])
+    after = cycle_seconds(port)
+    n = after[0] - before[0]
+    over = {le: (after[2][le] - before[2].get(le, 0.0)) for le in after[2]}
+    slow = n - max((c for le, c in over.items() if le <= 0.1), default=0.0)
+    print(f"cycles during the reads: {n:.0f}, mean {1000 * (after[1] - before[1]) / max(n, 1):.1f}"
+          f" ms, over 100 ms: {slow:.0f} (server's sessionsched_cycle_seconds)")
+    states = httpx.get(f"http://127.0.0.1:{port}/api/v1/queues", timeout=30).json()
+    root = next(q for q in states if q["name"] == "root")
+    print(f"at the end: {root['running']} running, {root['pending']} queued")
+    return rows
+
+
 # --- the run --------------------------------------------------------------------------------
 
 
@@ -356,7 +458,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="what generates the status reads: wrk (C; Debian package 'wrk'), or "
                         "this script's asyncio client (tops out near 20k/s); auto: wrk if on PATH")
     p.add_argument("--wrk-seconds", type=float, default=5.0, help="length of one wrk run")
+    p.add_argument("--busy", type=int, default=0, metavar="APPS",
+                   help="instead: status and list reads while the cycles of a scheduler on the "
+                        "memory cluster admit and end APPS apps (half running, half queued)")
+    p.add_argument("--busy-concurrency", type=int, default=4)
     args = p.parse_args(argv)
+    if args.busy:
+        return main_busy(args)
     use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)
     if use_wrk and shutil.which("wrk") is None:
         p.error("--load wrk: wrk is not on PATH (apt-get install wrk)")
@@ -392,7 +500,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def print_table(rows: list[list], books: list[int]) -> None:
+def main_busy(args: argparse.Namespace) -> int:
+    taken: set[int] = set()
+    started: list[Proc] = []
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="sessionsched-bench-") as tmp:
+        try:
+            rows = busy_reads(args.busy, args.busy_concurrency, min(args.reads, 3000), Path(tmp),
+                              taken, started)
+        finally:
+            for proc in reversed(started):
+                proc.stop()
+    print_rows(rows)
+    print(f"{os.cpu_count()} cores; 1-minute load average {load_before:.1f} before the run, "
+          f"{os.getloadavg()[0]:.1f} after. Target (issue 14): status and list p99 <= 20 ms.")
+    return 0
+
+
+def print_rows(rows: list[list]) -> None:
     head = ["server", "operation", "apps on books", "conc", "requests", "req/s", "p50 ms",
             "p99 ms"]
     cells = [head] + [[r[0], r[1], str(r[2]), str(r[3]), str(r[4]), f"{r[5]:,.0f}",
@@ -403,6 +528,10 @@ def print_table(rows: list[list], books: list[int]) -> None:
                         enumerate(zip(line, widths, strict=True))))
         if n == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def print_table(rows: list[list], books: list[int]) -> None:
+    print_rows(rows)
     ours = {(r[1], r[2]): r[5] for r in rows if r[0] == "sessionsched"}
     spark = {(r[1], r[2]): r[5] for r in rows if r[0] == "Spark master"}
     creates = [r for r in rows if r[0] == "sessionsched" and r[1].startswith("create")]

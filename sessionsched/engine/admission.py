@@ -77,6 +77,7 @@ from dataclasses import dataclass, field
 
 from ..model import Admission, AppSpec, Queue, Resources
 from .books import AppRecord
+from .budget import ADMISSION_SLICE
 from .rank import Rank, rank
 from .tree import QueueTree
 
@@ -282,13 +283,16 @@ def _commitment(spec: AppSpec) -> Resources:
     return driver + spec.executor.times(reservation(spec))
 
 
-def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room) -> Plan:
-    """Admit heads in fair order until every queue with pending apps is deferred or empty.
+def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
+                    slice_apps: int | None = None) -> Plan:
+    """Admit heads in fair order until every queue with pending apps is deferred or empty, or
+    ``slice_apps`` apps are admitted (``budget``): then every queue still in the walk waits
+    with ``budget.ADMISSION_SLICE`` and the next call continues the same walk.
 
     Pure apart from spending ``room`` and the views' ``starting`` (the caller's working copies).
     Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head.
     """
-    tree = QueueTree(root)
+    tree = QueueTree.of(root)
     views = {v.queue.name: v for v in leaves if len(v.pending)}
     nxt = dict.fromkeys(views, 0)
     waiting: dict[str, str] = {}
@@ -300,11 +304,15 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room) -> Plan
             del views[name]
 
     best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
+    heads: dict[str, Rank] = {}  # leaf -> its head's rank, until the head changes
 
     def head_key(leaf: str) -> Rank:
-        view = views[leaf]
-        head = view.pending[nxt[leaf]]
-        return rank(view.priority_of[head.app_id], head.seq, head.app_id)
+        key = heads.get(leaf)
+        if key is None:
+            view = views[leaf]
+            head = view.pending[nxt[leaf]]
+            key = heads[leaf] = rank(view.priority_of[head.app_id], head.seq, head.app_id)
+        return key
 
     def child_key(name: str) -> tuple:
         share = room.usage_cores.get(name, 0.0) / tree.node[name].weight
@@ -322,6 +330,10 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room) -> Plan
         settle(name)
     admitted: list[str] = []
     while best[root.name] is not None:
+        if slice_apps is not None and len(admitted) >= slice_apps:
+            for name in views:
+                waiting[name] = ADMISSION_SLICE.format(n=slice_apps)
+            break
         name = best[root.name]
         view = views[name]
         head = view.pending[nxt[name]]
@@ -334,6 +346,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room) -> Plan
             admitted.append(head.app_id)
             _spend(room, view, head, path)
             nxt[name] += 1
+            heads.pop(name, None)
             if nxt[name] >= len(view.pending):
                 del views[name]
         for node in reversed(path):

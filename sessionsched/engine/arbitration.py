@@ -63,7 +63,8 @@ class _LeafBook:
 
     def __init__(self) -> None:
         self.claims: dict[str, Claim] = {}
-        self._ranked: list[Claim] | None = []  # claims in rank order, rebuilt when they change
+        self._order = SortedList()  # rank keys of the claims, kept as they change
+        self._ranked: list[Claim] | None = []  # claims in rank order, laid out when asked
         self.version = 0
         self.floor_cores = 0
         self.floor_mem_mib = 0
@@ -79,8 +80,11 @@ class _LeafBook:
     def add(self, c: Claim, sign: int = 1) -> None:
         if sign > 0:
             self.claims[c.app_id] = c
+            self._order.add(by_priority_then_seq(c))
         else:
             del self.claims[c.app_id]
+            self._order.remove(by_priority_then_seq(c))
+            self.result.pop(c.app_id, None)  # so that a claim set again counts as changed
         self.floor_cores += sign * c.floor * c.executor.cores
         self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
         self.want_cores += sign * c.want * c.executor.cores
@@ -90,17 +94,30 @@ class _LeafBook:
 
     def ranked(self) -> list[Claim]:
         if self._ranked is None:
-            self._ranked = sorted(self.claims.values(), key=by_priority_then_seq)
+            claims = self.claims
+            self._ranked = [claims[k[2]] for k in self._order]
         return self._ranked
 
-    def settle(self, key: tuple | None, result: dict[str, int], ranked: Iterable[Claim]) -> None:
-        """Keep a result computed from ``ranked`` (the claims, in rank order)."""
+    def settle(self, key: tuple | None, result: dict[str, int],
+               ranked: Iterable[Claim]) -> list[str]:
+        """Keep a result computed from ``ranked`` (the claims, in rank order); returns the
+        apps whose result differs from the last one (or that are new)."""
+        last = self.result
         self.key = key
         self.result = result
-        self.unsat = [c for c in ranked if result[c.app_id] < c.want]
-        self.unsat_min_cores = min((c.executor.cores for c in self.unsat), default=0)
-        self.used_cores = sum(result[c.app_id] * c.executor.cores for c in self.claims.values())
-        self.used_mem_mib = sum(result[c.app_id] * c.executor.mem_mib for c in self.claims.values())
+        unsat = []
+        used_cores = used_mem = 0
+        for c in ranked:
+            n = result[c.app_id]
+            if n < c.want:
+                unsat.append(c)
+            used_cores += n * c.executor.cores
+            used_mem += n * c.executor.mem_mib
+        self.unsat = unsat
+        self.unsat_min_cores = min((c.executor.cores for c in unsat), default=0)
+        self.used_cores = used_cores
+        self.used_mem_mib = used_mem
+        return [a for a, n in result.items() if last.get(a) != n]
 
 
 class Arbiter:
@@ -149,7 +166,7 @@ class Arbiter:
 
     def compute(self, root: Queue, capacity: Resources) -> list[str]:
         """Targets for every claim (phases 1-4); returns the ids whose target changed."""
-        tree = QueueTree(root)
+        tree = QueueTree.of(root)
         unknown = sorted(q for q, b in self._books.items() if b.claims and q not in tree.path)
         if unknown:
             raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
@@ -234,12 +251,14 @@ class Arbiter:
 
     def _leaf_results(
         self, tree: QueueTree, cores_of: dict[str, float], floors: dict[str, int] | None
-    ) -> list[_LeafBook]:
-        recomputed = []
+    ) -> list[str]:
+        """Recompute the leaves whose cores, claims or policy changed; returns the apps whose
+        leaf result changed."""
+        changed: list[str] = []
         for name, book in self._books.items():
             if not book.claims:
-                if book.result:  # its last apps left: forget their results
-                    book.settle(None, {}, ())
+                if book.result or book.unsat or book.used_cores or book.used_mem_mib:
+                    book.settle(None, {}, ())  # its last apps left: forget their results
                 continue
             cores = max(math.floor(cores_of.get(name, 0.0) + _EPS), 0)
             policy = tree.node[name].policy
@@ -250,14 +269,14 @@ class Arbiter:
             if floors is not None:
                 claims = [replace(c, floor=floors[c.app_id]) for c in claims]
             result = LEAF_POLICIES[policy](cores, claims)
-            book.settle(key if floors is None else None, result, claims)
-            recomputed.append(book)
-        return recomputed
+            changed += book.settle(key if floors is None else None, result, claims)
+        return changed
 
     def _finish_exact(
-        self, tree: QueueTree, capacity: Resources, recomputed: list[_LeafBook]
+        self, tree: QueueTree, capacity: Resources, recomputed: list[str]
     ) -> list[str]:
-        """Phase 4 when nothing was cut: targets are leaf results plus remainders."""
+        """Phase 4 when nothing was cut: targets are leaf results plus remainders.
+        ``recomputed``: the apps whose leaf result changed this time."""
         books = self._books
         left_cores = capacity.cores - sum(b.used_cores for b in books.values())
         left_mem = capacity.mem_mib - sum(b.used_mem_mib for b in books.values())
@@ -275,8 +294,7 @@ class Arbiter:
                 base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree,
             )
         if self._exact:
-            candidates: Iterable[str] = {a for b in recomputed for a in b.claims}
-            candidates = set(candidates) | self._bonus.keys() | bonus.keys()
+            candidates: Iterable[str] = set(recomputed) | self._bonus.keys() | bonus.keys()
         else:
             candidates = self._claims.keys()
         self._bonus = bonus

@@ -50,8 +50,13 @@ def capacity_changed(s: Scheduler, now: float, ev: CapacityChanged, out: list[De
 
 
 def queues_changed(s: Scheduler, now: float, ev: QueuesChanged, out: list[Decision]) -> None:
+    # A queue's admission mode decides what is promised: the apps of a leaf whose mode now
+    # promises otherwise are counted again (the others' totals and claims do not change).
+    reserved_before = {name: admission.mode_of(q).reserves for name, q in s._leaves.items()}
     s._set_tree(ev.root)
-    s._dirty.update(s._admitted)  # a queue's admission mode decides what is promised
+    changed = {name for name, q in s._leaves.items()
+               if reserved_before.get(name) != admission.mode_of(q).reserves}
+    s._dirty.update(a for a, rec in s._admitted.items() if rec.spec.queue in changed)
 
 
 def tick(s: Scheduler, now: float, ev: Tick, out: list[Decision]) -> None:
@@ -88,7 +93,7 @@ def adopt(s: Scheduler, now: float, ev: Adopted, out: list[Decision]) -> None:
         rec.reserved = admission.reservation(ev.spec)
     s.apps[rec.app_id] = rec
     if rec.state is AppState.STARTING:
-        s._starting[rec.app_id] = rec
+        s._now_starting(rec)
     s._dirty.add(rec.app_id)
 
 

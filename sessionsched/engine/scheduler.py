@@ -34,6 +34,7 @@ keeps the apps above their target in rank order, so it walks them only while the
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 
 from sortedcontainers import SortedList
@@ -47,6 +48,8 @@ from ..model import (
 from . import admission, lifecycle, reclaim
 from .arbitration import Arbiter, Claim
 from .books import AppRecord, Ledger
+from .budget import DEFAULT as DEFAULT_BUDGET
+from .budget import CycleBudget
 from .events import (
     Decision,
     Event,
@@ -77,17 +80,23 @@ class Scheduler:
     (app id -> ``AppRecord``), ``waiting``, ``position()``, ``pending()`` and ``usage()``.
     """
 
-    def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4):
+    def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4,
+                 budget: CycleBudget = DEFAULT_BUDGET):
         self.capacity = capacity
         self.driver_slots = driver_slots
+        self.budget = budget
+        self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self.apps: dict[str, AppRecord] = {}
         self.waiting: dict[str, str] = {}  # leaf queue -> why its head waits (last step)
         self._pending: dict[str, SortedList] = {}
         self._views = ViewKeeper()
+        self._starting: dict[str, AppRecord] = {}
+        # (deadline, app, launched_at) of STARTING apps, soonest first; entries of apps that
+        # left STARTING are dropped when they reach the top (``_top_starting``).
+        self._starting_due: list[tuple[float, str, float]] = []
         self._set_tree(root)
         # On the books: STARTING/RUNNING, or ended and still holding executors.
         self._admitted: dict[str, AppRecord] = {}
-        self._starting: dict[str, AppRecord] = {}
         self._ledger = Ledger()
         self._needs = NeedBook()  # elastic demand per leaf and priority (``demand`` admission)
         self._arbiter = Arbiter()
@@ -103,6 +112,10 @@ class Scheduler:
         self._tree = QueueTree(root)
         self._leaves = {name: self._tree.node[name] for name in self._tree.leaves}
         self._weight_shares = admission.weight_shares(root)
+        # A queue's starting_timeout may have changed: every deadline again.
+        self._starting_due = []
+        for rec in self._starting.values():
+            self._now_starting(rec)
         for name in self._leaves:
             self._pending.setdefault(name, SortedList())
         for name in [n for n, pend in self._pending.items() if n not in self._leaves and not pend]:
@@ -151,13 +164,14 @@ class Scheduler:
         """The earliest time at which a step without events may decide something (a starting
         timeout or a decommission deadline), or None. A caller that steps on events and at this
         time misses nothing; it may be early (the executor may already be gone)."""
-        times = [
-            r.launched_at + self._leaves[r.spec.queue].starting_timeout_s
-            for r in self._starting.values()
-        ]
+        times = []
+        if self._top_starting() is not None:
+            times.append(self._starting_due[0][0])
         deadline = self._reclaimer.next_deadline()
         if deadline is not None:
             times.append(deadline)
+        if self._more_to_admit is not None:
+            times.append(self._more_to_admit)  # the admission slice continues (``budget``)
         return min(times, default=None)
 
     def audit(self) -> list[str]:
@@ -197,7 +211,7 @@ class Scheduler:
         rec.state = state
         rec.reason = why
         if state is AppState.STARTING:
-            self._starting[rec.app_id] = rec
+            self._now_starting(rec)
         else:
             self._starting.pop(rec.app_id, None)
         if state.terminal:
@@ -213,12 +227,32 @@ class Scheduler:
 
     # 2. StateAware fallback
 
+    def _now_starting(self, rec: AppRecord) -> None:
+        self._starting[rec.app_id] = rec
+        timeout = self._leaves[rec.spec.queue].starting_timeout_s
+        heapq.heappush(self._starting_due,
+                       (rec.launched_at + timeout, rec.app_id, rec.launched_at))
+
+    def _top_starting(self) -> AppRecord | None:
+        """The STARTING app whose timeout comes first (stale heap entries dropped)."""
+        due = self._starting_due
+        while due:
+            _, app_id, launched_at = due[0]
+            rec = self._starting.get(app_id)
+            if rec is not None and rec.launched_at == launched_at:
+                return rec
+            heapq.heappop(due)
+        return None
+
     def _starting_timeouts(self, now: float, out: list[Decision]) -> None:
+        """O(apps timing out x log n): the deadlines are in a heap, not scanned."""
         late = []
-        for rec in self._starting.values():
+        while (rec := self._top_starting()) is not None:
             timeout = self._leaves[rec.spec.queue].starting_timeout_s
-            if now - rec.launched_at >= timeout:
-                late.append((rec.rank, rec, timeout))
+            if now - rec.launched_at < timeout:
+                break
+            heapq.heappop(self._starting_due)
+            late.append((rec.rank, rec, timeout))
         for _, rec, timeout in sorted(late, key=lambda x: x[0]):
             why = f"no executor after {timeout:g}s: starting timeout"
             self._mark(now, rec, AppState.RUNNING, why, out)
@@ -238,9 +272,12 @@ class Scheduler:
         ]
         if not views:
             self.waiting = {}
+            self._more_to_admit = None
             return
-        plan = admission.plan_admissions(self.root, views, self._room())
+        plan = admission.plan_admissions(self.root, views, self._room(), self.budget.admit)
         self.waiting = plan.waiting
+        sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
+        self._more_to_admit = now if sliced else None
         for app_id in plan.admit:
             rec = self.apps[app_id]
             self._pending[rec.spec.queue].remove(rec.rank)

@@ -8,6 +8,17 @@ from ..model import Queue
 class QueueTree:
     """Children in configuration order; ``postorder`` lists children before their parent."""
 
+    _last: QueueTree | None = None  # the index ``of`` built last (queues are frozen)
+
+    @classmethod
+    def of(cls, root: Queue) -> QueueTree:
+        """The index of ``root``, built again only when the tree is another object: admission
+        and arbitration ask for it every step."""
+        last = cls._last
+        if last is None or last.root is not root:
+            last = cls._last = cls(root)
+        return last
+
     def __init__(self, root: Queue):
         self.root = root
         self.node: dict[str, Queue] = {}

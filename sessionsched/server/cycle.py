@@ -1,6 +1,7 @@
 """The scheduling cycle, run by APScheduler every ``server.cycle_ms`` (see ``service``).
 
-  1. drain the inbox (submissions, priority changes, kills, agent reports);
+  1. drain the inbox (submissions, priority changes, kills, agent reports), at most the
+     engine's event slice (``engine.budget``): the rest waits, in order, for the next cycle;
   2. observe the cluster (``watch``) and reconcile executor counts with the agents' reports
      (``AgentDesk.reconcile``: a live agent speaks for its app, else the cluster's view does);
      sessions gone silent, adoptions to check again, ended apps beyond retention (``Forget``);
@@ -136,7 +137,7 @@ class Cycle:
             return
         if self.p.clock() < self._retry_at:
             return  # the store failed the last commit: wait a little before trying again
-        items, self._redo = self._redo + self.p.inbox.drain(), []
+        items, self._redo = self._redo + self.p.inbox.drain(self.p.engine.budget.events), []
         try:
             step = self._prepare(items)
         except Exception as e:  # noqa: BLE001 - the loop must go on

@@ -28,10 +28,13 @@ class Inbox:
     def put(self, event: Event, done: Future | None = None, note: str | None = None) -> None:
         self._items.put(Item(event, done, note))
 
-    def drain(self) -> list[Item]:
-        items = []
-        while True:
+    def drain(self, limit: int | None = None) -> list[Item]:
+        """The items put so far, oldest first; at most ``limit`` of them (the rest stay, in
+        order, for the next drain: the engine's event slice, ``engine.budget``)."""
+        items: list[Item] = []
+        while limit is None or len(items) < limit:
             try:
                 items.append(self._items.get_nowait())
             except queue.Empty:
-                return items
+                break
+        return items

@@ -164,15 +164,18 @@ class ReadView:
                     facts = self.engine.apps[app_id]
                     listed.add(app_id)
                     out.append(AppRead.of(sub, facts, i, self._reason(sub, facts, i)))
-        rest = [a for a in self._unlisted(subs, listed)
+        rest = [a for a in self._unlisted(subs, listed, queue)
                 if queue in (None, a.queue) and state in (None, a.state)]
         rest.sort(key=lambda a: a.seq)
         return out + rest
 
-    def _unlisted(self, subs: dict[str, Submission], listed: set[str]) -> Iterator[AppRead]:
+    def _unlisted(self, subs: dict[str, Submission], listed: set[str],
+                  queue: str | None = None) -> Iterator[AppRead]:
+        """The apps not listed yet (of ``queue`` only, if given: an app of another queue is
+        skipped before its answer is built, so one queue's list does not cost all apps')."""
         yield from (a for a in self.final.values() if a.id not in listed)
         for app_id, sub in subs.items():
-            if app_id in listed or app_id in self.final:
+            if app_id in listed or app_id in self.final or queue not in (None, sub.queue):
                 continue
             facts = self.engine.apps.get(app_id)
             position = self.engine.position(app_id) if facts is not None else None

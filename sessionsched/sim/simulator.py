@@ -16,7 +16,9 @@ who runs, and nothing here models Spark: the cluster (``backends/memory``) does.
   properties, its pre-processing and stages as ``spark.sessionsched.memory.*`` properties.
 - What the engine hears, at each cycle: submissions, priority updates, and the backend's
   report -- DriverStarted, each app's executor list (with idle flags) and demand when they
-  changed, DriverExited -- as an agent's heartbeat would carry them.
+  changed, DriverExited -- as an agent's heartbeat would carry them. Submissions and updates
+  beyond the engine's event slice (``engine.budget``) wait for the next cycle, in order, as
+  the server's inbox does.
 - The run ends when every app finished; or when nothing can change any more: no simulated
   event is pending (only scheduler cycles) and nothing changed for longer than every timeout in
   play (starting and reclaim timeouts, idle timeout, start latencies) - a deadlock; or at
@@ -169,8 +171,12 @@ class Simulator:
         """One scheduler step; True when the run is over."""
         polled = self.backend.poll(now)
         self.rec.last_change_s = max(self.rec.last_change_s, self.cluster.last_event_s)
-        events = self._outbox + polled
-        self._outbox = []
+        # Submissions and priority updates beyond the step's event slice wait, in order, for
+        # the next cycle (``engine.budget``); the cluster's report is always handed over whole.
+        limit = self.sched.budget.events if hasattr(self.sched, "budget") else None
+        take = len(self._outbox) if limit is None else limit
+        events = self._outbox[:take] + polled
+        self._outbox = self._outbox[take:]
         t0 = time.perf_counter()
         decisions = self.sched.step(now, events)
         self.rec.cycle_ms.append((time.perf_counter() - t0) * 1000.0)
@@ -191,7 +197,7 @@ class Simulator:
             self.rec.end_reason = f"stopped at max_time_s {self.w.cluster.max_time_s:g}"
             self.rec.makespan_s = now  # cut short while still working
             return True
-        pending = self._facts + self.cluster.pending_timers()
+        pending = self._facts + len(self._outbox) + self.cluster.pending_timers()
         if pending == 0 and self._nothing_can_change(now, events, decisions):
             since = self.rec.last_change_s
             self.rec.end_reason = f"deadlock: nothing changed since t={since:g}s, nothing can"
