@@ -16,6 +16,7 @@ import time
 import pytest
 from agent_stack import CORES, driver_pid, finished, held, report, settle, submit
 
+from sessionsched.server.reads import JOINS_NEXT_CYCLE
 from tests.sparkcluster import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -95,9 +96,10 @@ def test_demand_admission_holds_an_equal_priority_app_while_the_running_one_want
     wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
     b = submit(api, "demand-b", "root.demand", 5000, "--tasks", 2, "--seconds", 2)
 
-    def decided():  # held back with a reason, or admitted
+    def decided():  # in its queue and held back with a reason, or admitted
         app = api.app(b)
-        return app if app.reason or app.state.value != "ACCEPTED" else None
+        placed = app.reason and app.reason != JOINS_NEXT_CYCLE
+        return app if placed or app.state.value != "ACCEPTED" else None
 
     seen = wait_until(decided, 60, "B's first scheduling cycle")
     # stateaware would have started B beside A (A has its executors); demand does not while
