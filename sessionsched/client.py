@@ -30,6 +30,7 @@ SERVER_ENV = "SESSIONSCHED_SERVER"
 TOKEN_ENV = "SESSIONSCHED_TOKEN"
 CA_ENV = "SESSIONSCHED_CA"
 CONFIG_ENV = "SESSIONSCHED_CLIENT_CONFIG"
+MAX_REDIRECTS = 3
 
 
 def default_server(environ: Mapping[str, str] = os.environ) -> str:
@@ -261,12 +262,23 @@ class SchedulerClient:
         self._http.close()
 
     def _request(self, method: str, path: str, **kwargs) -> httpx.Response:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.InvalidURL as e:
-            raise SchedulerError(f"{self.server} is not a valid server URL: {e}") from None
-        except httpx.TransportError as e:
-            raise Unreachable(self.server, _why(e)) from None
+        url = path
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                response = self._http.request(method, url, **kwargs)
+            except httpx.InvalidURL as e:
+                raise SchedulerError(f"{self.server} is not a valid server URL: {e}") from None
+            except httpx.TransportError as e:
+                where = self.server if url == path else url.split("/api/", 1)[0]
+                raise Unreachable(where, _why(e)) from None
+            # A standby sends every request to the leader with a 307 (README, "Run two
+            # schedulers"). Followed here rather than by httpx, which would drop the token
+            # on the way to another host: the server we were pointed at named the leader.
+            if response.status_code not in (307, 308) or "location" not in response.headers:
+                break
+            url = response.headers["location"]
+        else:
+            raise SchedulerError(f"{self.server}: more than {MAX_REDIRECTS} redirects")
         if response.status_code >= 400:
             raise ApiError(response.status_code, _detail(response))
         return response

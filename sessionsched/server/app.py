@@ -27,6 +27,7 @@ from ..store import StoreUnavailable
 from . import api, auth, livy, submissions
 from .dashboard import DASHBOARD_HTML
 from .guard import BodyLimit, RateLimit
+from .leader import ActiveStandby, StandbyGate
 from .service import Service
 from .spark_rest import SparkFront, SparkRest
 from .views import one_line
@@ -110,8 +111,14 @@ def create_app(
     service.secret_for = gate.secret_for
     try:
         service.check_queues()
+        active = ActiveStandby(service, config)  # leader, standby or the only scheduler
     except ValueError:
         service.stop()  # nothing started yet: closes the backend's client and the store
+        raise
+    try:
+        active.claim()
+    except ValueError:
+        active.stop()
         raise
     defaults = submissions.Defaults(
         root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority
@@ -119,11 +126,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        service.start(run_cycles=run_cycles)
+        active.start(run_cycles=run_cycles)
         try:
             yield
         finally:
-            service.stop()
+            active.stop()
 
     app = FastAPI(
         title="sessionsched",
@@ -132,6 +139,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.active = active
     app.state.defaults = defaults
     app.state.gate = gate
     app.state.rate_limit = RateLimit(config.auth.submissions_per_minute)
@@ -178,7 +186,8 @@ def create_app(
 
 def asgi(app: FastAPI) -> BodyLimit:
     """What uvicorn serves: Spark's protocol answered in front of FastAPI (``SparkFront``),
-    the rest by the FastAPI application; request bodies over ``auth.max_body_bytes`` refused
-    in front of both."""
+    the rest by the FastAPI application; a standby's answers in front of both
+    (``StandbyGate``); request bodies over ``auth.max_body_bytes`` refused in front of all."""
     limit = app.state.service.config.auth.max_body_bytes
-    return BodyLimit(SparkFront(app, app.state.spark_rest), limit)
+    front = SparkFront(app, app.state.spark_rest)
+    return BodyLimit(StandbyGate(front, app.state.active), limit)

@@ -104,6 +104,10 @@ class Service:
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
+        # Among schedulers sharing a PostgreSQL store (``leader.ActiveStandby`` sets them):
+        # "single", "leader", "standby" or "taking over", and the leader's URL once known.
+        self.role = "single"
+        self.leader_url: str | None = None
 
     @property
     def backend(self) -> ClusterBackend:

@@ -1,0 +1,183 @@
+"""Two ``sessionsched serve`` processes on one real PostgreSQL store: one leads, the other is a
+standby that sends every client to the leader, and takes over within 10 s of the leader's
+``kill -9`` while a client is submitting — nothing acknowledged lost, nothing twice, nothing
+launched twice. The cluster is the memory backend (it lives in each server's process: the
+drivers the leader ran die with it; ``test_standby_spark.py`` adopts real ones)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sessionsched.backends.memory import WORK
+from sessionsched.client import SchedulerClient
+from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.server.watch import GONE
+from sessionsched.store import Store
+from tests.client.cli_helpers import REPO, SLEEP_TASKS, run_cli
+from tests.sparkcluster import free_ports, wait_until
+
+ENDED = ("FINISHED", "FAILED", "KILLED")
+
+
+def ha_config(db_url: str, port: int, state_dir: Path) -> dict:
+    return {
+        "server": {"port": port, "state_dir": str(state_dir), "cycle_ms": 100,
+                   "db_url": db_url, "standby": True},
+        # Two drivers at once, each working 3 s: most of a burst waits in the queue.
+        "cluster": {"backend": "memory", "workers": 1, "cores": 4, "driver_slots": 2,
+                    "driver_start_s": 0.2, "executor_start_s": 0.2, "work_s": 3},
+        "queues": [{"name": "root", "queues": [{"name": "default"}]}],
+    }
+
+
+def health(url: str) -> dict | None:
+    try:
+        return httpx.get(f"{url}/api/v1/health", timeout=5).json()
+    except httpx.TransportError:
+        return None
+
+
+def submit(url: str, name: str) -> str:
+    """One native submission; its id once acknowledged (201). Raises on anything else,
+    following a standby's redirect as every client does."""
+    r = httpx.post(f"{url}/api/v1/apps", timeout=10, follow_redirects=True,
+                   json={"argv": [str(SLEEP_TASKS)], "cwd": str(REPO), "name": name,
+                         "conf": {WORK: "2x1"}})
+    if r.status_code != 201:
+        raise RuntimeError(f"{r.status_code}: {r.text}")
+    return r.json()["id"]
+
+
+def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_server, tmp_path):
+    db_url = pg_server.fresh_database()
+    port_a, port_b = free_ports(2)
+    a = ServerProcess.start(ha_config(db_url, port_a, tmp_path / "a"), tmp_path / "a")
+    b = None
+    try:
+        assert health(a.url)["role"] == "leader" and health(a.url)["leader"] == a.url
+        b = ServerProcess.start(ha_config(db_url, port_b, tmp_path / "b"), tmp_path / "b")
+        seen = wait_until(lambda: (h := health(b.url)) and h["leader"] and h, 30,
+                          "the standby to learn who leads")
+        assert seen["status"] == "standby" and seen["role"] == "standby"
+        assert seen["leader"] == a.url
+
+        # --- what the standby answers ---------------------------------------------------
+        first = submit(a.url, "before-0")
+        r = httpx.get(f"{b.url}/api/v1/apps/{first}?x=1", timeout=10)
+        assert r.status_code == 307 and r.headers["location"] == f"{a.url}/api/v1/apps/{first}?x=1"
+        r = httpx.post(f"{b.url}/api/v1/apps/{first}/priority", json={"priority": 7000},
+                       timeout=10, follow_redirects=True)  # a write, through the standby
+        assert r.status_code == 200 and r.json()["priority"] == 7000
+        assert httpx.get(f"{b.url}/v1/submissions/readyz", timeout=10).status_code == 503
+        assert httpx.get(f"{a.url}/v1/submissions/readyz", timeout=10).status_code == 200
+        assert "sessionsched_leader 0.0" in httpx.get(f"{b.url}/metrics", timeout=10).text
+        assert "sessionsched_leader 1.0" in httpx.get(f"{a.url}/metrics", timeout=10).text
+        # Our CLI against the standby's address: the submission lands on the leader.
+        done = run_cli("submit", "--server", b.url, str(SLEEP_TASKS), cwd=REPO)
+        assert done.returncode == 0, done.stderr
+        via_b = done.stdout.strip()
+        done = run_cli("status", "--server", b.url, via_b, "--json", cwd=REPO)
+        assert done.returncode == 0 and via_b in done.stdout, done.stderr
+
+        # --- kill -9 the leader in the middle of a burst ----------------------------------
+        acked: dict[str, str] = {first: "before-0", via_b: ""}
+        unsure: list[str] = []  # names whose answer was lost with the leader
+        stop = threading.Event()
+        killed = threading.Event()
+        first_ack_after_kill: list[float] = []
+
+        def client() -> None:
+            i = 0
+            while not stop.is_set() and i < 200:
+                name = f"burst-{i}"
+                i += 1
+                url = b.url if killed.is_set() else a.url
+                try:
+                    acked[submit(url, name)] = name
+                    if killed.is_set() and not first_ack_after_kill:
+                        first_ack_after_kill.append(time.monotonic())
+                except (httpx.TransportError, RuntimeError):
+                    unsure.append(name)  # may or may not be stored; never sent again
+                    if killed.is_set():
+                        time.sleep(0.05)  # the standby is taking over: 503, retry-after 1
+
+        thread = threading.Thread(target=client, daemon=True)
+        thread.start()
+        wait_until(lambda: len(acked) >= 12, 60, "a dozen acknowledged submissions")
+        running = [x["id"] for x in httpx.get(f"{a.url}/api/v1/apps", timeout=10).json()
+                   if x["state"] in ("STARTING", "RUNNING")]
+        os.kill(a.proc.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        killed.set()
+        led = wait_until(lambda: (h := health(b.url)) and h["role"] == "leader" and h, 10,
+                         "the standby to take over", interval_s=0.02)
+        takeover_s = time.monotonic() - killed_at
+        assert led["leader"] == b.url and led["status"] in ("ok", "degraded")
+        wait_until(lambda: first_ack_after_kill, 10, "a submission acknowledged by the new leader")
+        stop.set()
+        thread.join(30)
+        first_ack_s = first_ack_after_kill[0] - killed_at
+        print(f"takeover: leader role {takeover_s:.2f}s, first acknowledged submission "
+              f"{first_ack_s:.2f}s after kill -9; {len(acked)} acknowledged, "
+              f"{len(unsure)} unanswered")
+        assert a.proc.wait(10) == -signal.SIGKILL
+
+        # --- nothing lost, nothing twice, nothing launched twice, nothing stuck -------------
+        def all_ended() -> list[dict] | None:
+            apps = httpx.get(f"{b.url}/api/v1/apps", timeout=10).json()
+            return apps if all(x["state"] in ENDED for x in apps) else None
+
+        apps = {x["id"]: x for x in wait_until(all_ended, 120, "every app to end",
+                                                interval_s=0.2)}
+        assert set(acked) <= set(apps)  # every acknowledged submission is there
+        names = [x["name"] for x in apps.values() if x["name"].startswith("burst-")]
+        assert len(names) == len(set(names))  # each once
+        unacked = set(names) - set(acked.values())
+        assert unacked <= set(unsure) and len(unacked) <= 1, unacked  # at most the one in flight
+        store = Store(db_url)
+        try:
+            for app_id, app in apps.items():
+                launches = [e for e in store.events(app_id)
+                            if e.kind == "state" and e.detail.startswith("ACCEPTED -> STARTING")]
+                assert len(launches) <= 1, (app_id, launches)  # never launched twice
+                if app_id in running:  # its driver died with the leader's memory cluster
+                    assert app["state"] == "FAILED" and app["reason"] == GONE, app
+                else:
+                    assert app["state"] == "FINISHED", app  # run to its end by the new leader
+        finally:
+            store.close()
+        assert takeover_s < 10
+    finally:
+        for server in (a, b):
+            if server is not None:
+                server.stop()
+
+
+def test_a_standby_needs_postgresql_and_a_second_leader_is_refused(pg_server, tmp_path):
+    done = run_cli("serve", "--standby", "--port", str(free_ports(1)[0]), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("--standby: a standby needs a PostgreSQL store shared "
+                                        "with the leader (server.db_url: postgresql://...); "
+                                        "SQLite serves one scheduler only"), done.stderr
+
+    db_url = pg_server.fresh_database()
+    port_a, port_b = free_ports(2)
+    a = ServerProcess.start(ha_config(db_url, port_a, tmp_path / "a"), tmp_path / "a")
+    try:
+        config = ha_config(db_url, port_b, tmp_path / "b")
+        config["server"]["standby"] = False
+        with pytest.raises(Exception, match=f"another scheduler leads this store at {a.url} "
+                                            r"\(host .*, pid \d+\); to run this one as its "
+                                            r"standby, start it with --standby"):
+            ServerProcess.start(config, tmp_path / "b")
+        with SchedulerClient(a.url) as c:
+            assert c.queues()  # the leader was not disturbed
+    finally:
+        a.stop()
