@@ -16,10 +16,14 @@ fence the writer (``Leadership.fence``: a scheduler that lost the lock cannot co
 ``Service.start`` — the restart path (``restore``): queued apps back in order, running
 drivers adopted, a launch that was decided but never recorded failed rather than made twice.
 
-A leader that loses the lock (its connection to PostgreSQL was cut; the fence already stops
-its writes) stops its process, as Kubernetes' controller-manager does: its books may be
-behind the store by now, and a supervisor (systemd, Kubernetes) starting it again makes it a
-standby of whoever leads.
+A leader that loses the lock (its connection to PostgreSQL was cut, or the server restarted)
+stops writing at once (the fence), keeps answering reads from its last view and tries to get
+the lock back every ``CHECK_S`` (``_regain``). If it gets it and the ``leader`` row still holds
+its own announcement, nobody led in between: its books are the store's, and it leads on, as a
+single scheduler rides out a store outage without a restart. If another scheduler announced
+itself meanwhile, its books are behind the store: it stops its process, as Kubernetes'
+controller-manager does when it loses its lease, and a supervisor (systemd, Kubernetes)
+starting it again makes it a standby of whoever leads.
 
 What a standby answers (``StandbyGate``, in front of every route):
 
@@ -99,6 +103,7 @@ class ActiveStandby:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._won = False
+        self._announced: float | None = None  # our announcement's time while we lead
         self.took_over_s: float | None = None  # from winning the lock to serving
         Gauge("sessionsched_leader", "1 while this scheduler leads (or is the only one)",
               registry=service.metrics.registry).set_function(
@@ -174,8 +179,8 @@ class ActiveStandby:
         assert self.leadership is not None
         won_at = time.monotonic()
         self._set(Role.TAKING_OVER)
-        self.leadership.announce(self.service.url, self.service.clock())
-        self.service.writer.before_commit = self.leadership.fence
+        self._announced = self._announce(self.leadership)
+        self.service.writer.before_commit = self._fence
         self.service.start(run_cycles)
         self.leadership.keep(on_lost=self._lost)
         self.took_over_s = time.monotonic() - won_at
@@ -183,11 +188,50 @@ class ActiveStandby:
         log.info("leading the store at %s (books restored in %.2fs)", self.service.url,
                  self.took_over_s)
 
+    def _announce(self, leadership: Leadership) -> float:
+        since = self.service.clock()
+        leadership.announce(self.service.url, since)
+        return since
+
+    def _fence(self, session) -> None:
+        # The writer's before_commit: the lock of the current Leadership (it is replaced when
+        # the lock is regained).
+        assert self.leadership is not None
+        self.leadership.fence(session)
+
     def _lost(self, reason: str) -> None:
-        log.error("leadership lost (%s): stopping, so that only the leader writes; started "
-                  "again, this scheduler is a standby of whoever leads", reason)
-        self._set(Role.STANDBY)
-        _stop_process()
+        log.error("leadership lost (%s): writes stop until the lock is back", reason)
+        threading.Thread(target=self._regain, name="regain", daemon=True).start()
+
+    def _regain(self) -> None:
+        """Get the lock back and lead on if nobody led in between; else stop the process."""
+        old = self.leadership
+        assert old is not None
+        fresh = Leadership(old.url, name=old.name, check_s=self.check_s)
+        while not self._stop.wait(self.check_s):
+            if not fresh.try_acquire():
+                info = fresh.leader()
+                # Our old session may hold the lock until the server notices it is gone.
+                if info is None or info.url == self.service.url and \
+                        info.since == self._announced:
+                    continue
+                log.error("another scheduler leads now (%s): stopping; started again, this "
+                          "one is its standby", info.url)
+            elif fresh.announced_since(self.service.url) == self._announced:
+                self._announced = self._announce(fresh)
+                self.leadership = fresh
+                fresh.keep(on_lost=self._lost)
+                old.release()
+                log.info("leadership regained; nobody led in between")
+                return
+            else:
+                log.error("another scheduler led while the lock was lost: stopping; started "
+                          "again, this one is a standby")
+            fresh.release()
+            self._set(Role.STANDBY)
+            _stop_process()
+            return
+        fresh.release()
 
 
 def _stop_process() -> None:

@@ -93,6 +93,7 @@ class Leadership:
         if parsed.get_backend_name() != "postgresql":
             raise ValueError("active/standby needs a PostgreSQL store "
                              "(server.db_url: postgresql://…); SQLite serves one scheduler")
+        self.url = url
         self.name = name
         self.key = lock_key(name)
         self.check_s = check_s
@@ -194,6 +195,15 @@ class Leadership:
             "backend_pid = :b, host = :h, pid = :p, since = :s"),
             {"n": self.name, "u": url, "b": self._backend_pid, "h": socket.gethostname(),
              "p": os.getpid(), "s": now})
+
+    def announced_since(self, url: str) -> float | None:
+        """As the leader: when ``url`` announced itself, if the ``leader`` row is still its
+        announcement (nobody else led since), else None."""
+        if not self.is_leader:
+            raise NotLeader(f"this scheduler does not lead {self.name!r}")
+        row = self._conn.execute(text("SELECT url, since FROM leader WHERE name = :n"),
+                                 {"n": self.name}).first()
+        return row.since if row is not None and row.url == url else None
 
     def leader(self) -> LeaderInfo | None:
         """The live leader's announcement: None when nobody holds the lock, when its holder

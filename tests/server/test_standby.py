@@ -114,7 +114,7 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         running = [x["id"] for x in httpx.get(f"{a.url}/api/v1/apps", timeout=10).json()
                    if x["state"] in ("STARTING", "RUNNING")]
         os.kill(a.proc.pid, signal.SIGKILL)
-        killed_at = time.monotonic()
+        killed_at, killed_epoch = time.monotonic(), time.time()
         killed.set()
         led = wait_until(lambda: (h := health(b.url)) and h["role"] == "leader" and h, 10,
                          "the standby to take over", interval_s=0.02)
@@ -144,15 +144,15 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         store = Store(db_url)
         try:
             for app_id, app in apps.items():
-                launches = [e for e in store.events(app_id)
-                            if e.kind == "state" and e.detail.startswith("ACCEPTED -> STARTING")]
-                assert len(launches) <= 1, (app_id, launches)  # never launched twice
-                if app_id in running:  # its driver died with the leader's memory cluster
-                    assert app["state"] == "FAILED" and app["reason"] == GONE, app
+                launches = [e for e in store.events(app_id) if e.kind == "launch"]
+                assert len(launches) == 1, (app_id, launches)  # launched once, never twice
+                if app["state"] == "FAILED":  # its driver died with the leader's memory cluster
+                    assert app["reason"] == GONE and launches[0].at < killed_epoch, app
                 else:
-                    assert app["state"] == "FINISHED", app  # run to its end by the new leader
+                    assert app["state"] == "FINISHED", app  # run to its end
         finally:
             store.close()
+        assert {i for i in running if apps[i]["state"] == "FAILED"} == set(running)
         assert takeover_s < 10
     finally:
         for server in (a, b):
