@@ -13,13 +13,16 @@ import time
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from sessionsched.backends.memory import WORK
 from sessionsched.client import SchedulerClient
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.server.leader import LOCK_NAME
 from sessionsched.server.watch import GONE
 from sessionsched.store import Store
+from sessionsched.store.leadership import Leadership, lock_key
 from tests.client.cli_helpers import REPO, SLEEP_TASKS, run_cli
 from tests.sparkcluster import free_ports, wait_until
 
@@ -181,3 +184,63 @@ def test_a_standby_needs_postgresql_and_a_second_leader_is_refused(pg_server, tm
             assert c.queues()  # the leader was not disturbed
     finally:
         a.stop()
+
+
+def lock_sessions(db_url: str) -> list[int]:
+    """PostgreSQL sessions holding the schedulers' leadership lock."""
+    key = lock_key(LOCK_NAME)
+    with psycopg.connect(db_url, connect_timeout=10) as c:
+        return [pid for (pid,) in c.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND classid = ((%(k)s >> 32) & 4294967295)::oid "
+            "AND objid = (%(k)s & 4294967295)::oid", {"k": key})]
+
+
+def test_a_leader_rides_out_a_postgresql_restart_and_leads_on(pg_server, tmp_path):
+    db_url = pg_server.fresh_database()
+    a = ServerProcess.start(ha_config(db_url, free_ports(1)[0], tmp_path / "a"), tmp_path / "a")
+    try:
+        submit(a.url, "before")
+        pg_server.stop()  # every session ends, the lock's too
+        pg_server.start()
+        # Writes come back by themselves once the lock is regained (nobody led in between).
+        after = wait_until(lambda: _try_submit(a.url, "after"), 30,
+                           "a submission acknowledged after the restart", interval_s=0.2)
+        assert a.proc.poll() is None and health(a.url)["role"] == "leader"
+        assert "leadership regained; nobody led in between" in a.log_path.read_text()
+        assert len(lock_sessions(db_url)) == 1
+        assert {x["id"] for x in httpx.get(f"{a.url}/api/v1/apps", timeout=10).json()} >= {after}
+    finally:
+        a.stop()
+
+
+def test_a_leader_that_another_replaced_while_its_lock_was_lost_stops(pg_server, tmp_path):
+    db_url = pg_server.fresh_database()
+    a = ServerProcess.start(ha_config(db_url, free_ports(1)[0], tmp_path / "a"), tmp_path / "a")
+    other = Leadership(db_url, name=LOCK_NAME)
+    try:
+        # Its lock's session is cut, and another scheduler leads (and writes) before it is
+        # back: its books are behind the store now.
+        with psycopg.connect(db_url, autocommit=True) as c:
+            for pid in lock_sessions(db_url):
+                assert c.execute("SELECT pg_terminate_backend(%s, 10000)", [pid]).fetchone()[0]
+        assert other.acquire(timeout_s=5)
+        other.announce("http://127.0.0.1:1", time.time())
+        other.release()
+        # It stopped itself: SIGTERM to its own process, shut down in order (uvicorn then
+        # re-raises the signal).
+        assert a.proc.wait(30) == -signal.SIGTERM
+        log = a.log_path.read_text()
+        assert "another scheduler led while the lock was lost: stopping" in log
+        assert "Application shutdown complete" in log.split("lock was lost")[1]
+        assert not lock_sessions(db_url)
+    finally:
+        other.release()
+        a.stop()
+
+
+def _try_submit(url: str, name: str) -> str | None:
+    try:
+        return submit(url, name)
+    except (httpx.TransportError, RuntimeError):
+        return None
