@@ -92,6 +92,10 @@ class Unreachable(SchedulerError):
         self.why = why
 
 
+class _NotConnected(Exception):
+    """No connection could be made: nothing was sent (its ``__cause__`` says why)."""
+
+
 class ApiError(SchedulerError):
     """A 4xx/5xx answer; ``detail`` is the server's one-line reason."""
 
@@ -239,8 +243,13 @@ class SchedulerClient:
         self, server: str | None = None, token: str | None = None, timeout_s: float = 10.0,
         ca: str | None = None,
     ):
-        """``ca``: a CA bundle (PEM) to verify an ``https://`` server with."""
-        self.server = (server or default_server()).rstrip("/")
+        """``server``: a URL, or several separated by commas (schedulers sharing a store, README
+        "Run two schedulers"), tried in turn while one cannot be connected to, as
+        spark-submit tries ``spark://a:6066,b:6066``. ``ca``: a CA bundle (PEM) to verify an
+        ``https://`` server with."""
+        self.servers = [u.strip().rstrip("/") for u in (server or default_server()).split(",")
+                        if u.strip()] or [DEFAULT_SERVER]
+        self.server = self.servers[0]  # the one that answered last
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         verify: ssl.SSLContext | bool = True
         if ca:
@@ -249,8 +258,7 @@ class SchedulerClient:
             except (OSError, ssl.SSLError) as e:
                 raise SchedulerError(f"CA file {ca}: {getattr(e, 'strerror', None) or e}") \
                     from None
-        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout_s,
-                                  verify=verify)
+        self._http = httpx.Client(headers=headers, timeout=timeout_s, verify=verify)
 
     def __enter__(self) -> SchedulerClient:
         return self
@@ -262,26 +270,41 @@ class SchedulerClient:
         self._http.close()
 
     def _request(self, method: str, path: str, **kwargs) -> httpx.Response:
-        url = path
+        order = [self.server] + [u for u in self.servers if u != self.server]
+        for i, server in enumerate(order):
+            try:
+                response = self._follow(method, server, path, **kwargs)
+            except _NotConnected as e:
+                if i + 1 < len(order):
+                    continue  # nothing was sent: the next address may be the live one
+                raise Unreachable(", ".join(order) if len(order) > 1 else server,
+                                  _why(e.__cause__)) from None
+            self.server = server
+            break
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, _detail(response))
+        return response
+
+    def _follow(self, method: str, server: str, path: str, **kwargs) -> httpx.Response:
+        url = server + path
         for _ in range(MAX_REDIRECTS + 1):
             try:
                 response = self._http.request(method, url, **kwargs)
-            except httpx.InvalidURL as e:
-                raise SchedulerError(f"{self.server} is not a valid server URL: {e}") from None
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
+                raise SchedulerError(f"{server} is not a valid server URL: {e}") from None
+            except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+                if url == server + path:
+                    raise _NotConnected() from e
+                raise Unreachable(url.split("/api/", 1)[0], _why(e)) from None
             except httpx.TransportError as e:
-                where = self.server if url == path else url.split("/api/", 1)[0]
-                raise Unreachable(where, _why(e)) from None
+                raise Unreachable(server, _why(e)) from None
             # A standby sends every request to the leader with a 307 (README, "Run two
             # schedulers"). Followed here rather than by httpx, which would drop the token
             # on the way to another host: the server we were pointed at named the leader.
             if response.status_code not in (307, 308) or "location" not in response.headers:
-                break
+                return response
             url = response.headers["location"]
-        else:
-            raise SchedulerError(f"{self.server}: more than {MAX_REDIRECTS} redirects")
-        if response.status_code >= 400:
-            raise ApiError(response.status_code, _detail(response))
-        return response
+        raise SchedulerError(f"{server}: more than {MAX_REDIRECTS} redirects")
 
     def _json(self, method: str, path: str, **kwargs) -> Any:
         response = self._request(method, path, **kwargs)

@@ -33,8 +33,8 @@ def ha_config(db_url: str, port: int, state_dir: Path) -> dict:
     return {
         "server": {"port": port, "state_dir": str(state_dir), "cycle_ms": 100,
                    "db_url": db_url, "standby": True},
-        # Two drivers at once, each working 3 s: most of a burst waits in the queue.
-        "cluster": {"backend": "memory", "workers": 1, "cores": 4, "driver_slots": 2,
+        # Four drivers at once, each working about a second: most of a burst waits.
+        "cluster": {"backend": "memory", "workers": 1, "cores": 4, "driver_slots": 4,
                     "driver_start_s": 0.2, "executor_start_s": 0.2, "work_s": 3},
         "queues": [{"name": "root", "queues": [{"name": "default"}]}],
     }
@@ -52,7 +52,7 @@ def submit(url: str, name: str) -> str:
     following a standby's redirect as every client does."""
     r = httpx.post(f"{url}/api/v1/apps", timeout=10, follow_redirects=True,
                    json={"argv": [str(SLEEP_TASKS)], "cwd": str(REPO), "name": name,
-                         "conf": {WORK: "2x1"}})
+                         "conf": {WORK: "1x1"}})
     if r.status_code != 201:
         raise RuntimeError(f"{r.status_code}: {r.text}")
     return r.json()["id"]
@@ -124,6 +124,9 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         takeover_s = time.monotonic() - killed_at
         assert led["leader"] == b.url and led["status"] in ("ok", "degraded")
         wait_until(lambda: first_ack_after_kill, 10, "a submission acknowledged by the new leader")
+        # Our CLI given both addresses passes over the dead one.
+        done = run_cli("status", "--server", f"{a.url},{b.url}", first, "--json", cwd=REPO)
+        assert done.returncode == 0 and first in done.stdout, done.stderr
         stop.set()
         thread.join(30)
         first_ack_s = first_ack_after_kill[0] - killed_at
