@@ -51,11 +51,15 @@ from .store import CONNECT_TIMEOUT_S, database_url
 
 log = logging.getLogger(__name__)
 
-# libpq settings for the lock's connection: a leader whose host or network vanished is let go
-# by the server after about idle + interval * count seconds, and a check never waits longer
-# than tcp_user_timeout on unacknowledged data.
+# The lock's connection, both ends. libpq's keepalives make the leader notice a vanished
+# server (and a check never waits longer than tcp_user_timeout on unacknowledged data); the
+# server's, set for this session only (``options``), make the server end the session of a
+# leader whose host or network vanished -- freeing the lock -- after about idle + interval *
+# count seconds, not after the operating system's default of two hours.
 _KEEPALIVE = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 1,
-              "keepalives_count": 3, "tcp_user_timeout": 8000}
+              "keepalives_count": 3, "tcp_user_timeout": 8000,
+              "options": "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=1 "
+                         "-c tcp_keepalives_count=3"}
 
 
 class NotLeader(StoreUnavailable):

@@ -228,6 +228,10 @@ def test_a_leader_that_another_replaced_while_its_lock_was_lost_stops(pg_server,
             for pid in lock_sessions(db_url):
                 assert c.execute("SELECT pg_terminate_backend(%s, 10000)", [pid]).fetchone()[0]
         assert other.acquire(timeout_s=5)
+        # The server lets a vanished leader's session (and the lock) go within seconds.
+        with other._engine.connect() as c:  # a connection made as the lock's is
+            assert [c.exec_driver_sql(f"SHOW tcp_keepalives_{k}").scalar()
+                    for k in ("idle", "interval", "count")] == ["5", "1", "3"]
         other.announce("http://127.0.0.1:1", time.time())
         other.release()
         # It stopped itself: SIGTERM to its own process, shut down in order (uvicorn then
