@@ -161,15 +161,22 @@ class ActiveStandby:
     def _wait(self, run_cycles: bool) -> None:
         assert self.leadership is not None
         while not self._stop.is_set():
-            if self.leadership.try_acquire():
+            try:
+                won = self.leadership.try_acquire()
+                info = None if won else self.leadership.leader()
+            except Exception:  # noqa: BLE001 - a standby must keep trying, whatever happened
+                log.exception("standby: cannot check the leadership lock now")
+                won, info = False, None
+            if won:
                 try:
                     self._lead(run_cycles)
                 except Exception:  # noqa: BLE001 - cannot lead: stop, as a lost leader does
                     log.exception("taking over failed")
                     _stop_process()
                 return
-            info = self.leadership.leader()
-            url = info.url if info is not None else None
+            # A leader announced under our own address (one advertise_url shared by all, with
+            # no readiness routing in front) is not followed: a redirect to ourselves loops.
+            url = info.url if info is not None and info.url != self.service.url else None
             if url != self.service.leader_url:
                 log.info("standby: the leader is %s", url or "unknown")
             self._set(Role.STANDBY, url)
