@@ -163,6 +163,9 @@ class ServerSection(_Strict):
     the store led by another refuses to start. SQLite serves one scheduler only.
     ``advertise_url``: the URL that reaches this scheduler from clients and driver agents
     (standbys send clients there while it leads); default ``http(s)://host:port``.
+    ``peers``: the ``advertise_url`` of the other schedulers sharing the store; the driver
+    agents this one launches get them after its own, so they report to whoever leads after a
+    takeover.
     """
 
     host: str = "127.0.0.1"
@@ -176,13 +179,23 @@ class ServerSection(_Strict):
     tls: TlsSection | None = None  # serve HTTPS (clients verify it: --ca)
     standby: bool = False
     advertise_url: str | None = None
+    peers: list[str] = Field(default_factory=list)
 
     @field_validator("advertise_url")
     @classmethod
     def _advertised(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"https?://[^/\s]+", v.rstrip("/")):
-            raise ValueError(f"{v!r}: expected http(s)://HOST:PORT")
-        return v.rstrip("/") if v else v
+        return _base_url(v) if v is not None else v
+
+    @field_validator("peers")
+    @classmethod
+    def _peers(cls, v: list[str]) -> list[str]:
+        return [_base_url(u) for u in v]
+
+
+def _base_url(v: str) -> str:
+    if not re.fullmatch(r"https?://[^/\s,]+", v.rstrip("/")):
+        raise ValueError(f"{v!r}: expected http(s)://HOST:PORT")
+    return v.rstrip("/")
 
 
 class KubernetesSection(_Strict):

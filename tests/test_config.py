@@ -95,6 +95,8 @@ def test_defaults_are_one_default_queue():
                                     "with the leader (server.db_url: postgresql://...)"),
         ("server: {advertise_url: 'sched-a:6066'}",
          "server.advertise_url: 'sched-a:6066': expected http(s)://HOST:PORT"),
+        ("server: {peers: ['http://sched-b:6066', 'sched-c']}",
+         "server.peers: 'sched-c': expected http(s)://HOST:PORT"),
     ],
     ids=[
         "unknown policy",
@@ -117,6 +119,7 @@ def test_defaults_are_one_default_queue():
         "memory backend settings with another backend",
         "standby on SQLite",
         "advertise url without a scheme",
+        "peer without a scheme",
     ],
 )
 def test_bad_file_gives_one_line_naming_the_problem(tmp_path, text, message):

@@ -14,7 +14,8 @@ leads, or starts the standby's thread, which tries the lock every ``CHECK_S`` an
 learns who leads (``Leadership.leader``). To lead: announce this scheduler's URL in the store,
 fence the writer (``Leadership.fence``: a scheduler that lost the lock cannot commit), then
 ``Service.start`` — the restart path (``restore``): queued apps back in order, running
-drivers adopted, a launch that was decided but never recorded failed rather than made twice.
+drivers adopted, a launch that was decided but never recorded failed rather than made twice —
+and serve from its first cycle's view on (the adopted apps are in the engine from then).
 
 A leader that loses the lock (its connection to PostgreSQL was cut, or the server restarted)
 stops writing at once (the fence), keeps answering reads from its last view and tries to get
@@ -189,11 +190,22 @@ class ActiveStandby:
         self._announced = self._announce(self.leadership)
         self.service.writer.before_commit = self._fence
         self.service.start(run_cycles)
+        if run_cycles:
+            self._first_cycle()
         self.leadership.keep(on_lost=self._lost)
         self.took_over_s = time.monotonic() - won_at
         self._set(Role.LEADER, self.service.url)
         log.info("leading the store at %s (books restored in %.2fs)", self.service.url,
                  self.took_over_s)
+
+    def _first_cycle(self, timeout_s: float = 10.0) -> None:
+        """Wait for the first cycle's view: adopted apps reach the engine in that cycle, and
+        until then a read would show a running app as queued."""
+        restored = self.service.version
+        deadline = time.monotonic() + timeout_s
+        while self.service.version == restored and time.monotonic() < deadline:
+            if self._stop.wait(0.01):
+                return
 
     def _announce(self, leadership: Leadership) -> float:
         since = self.service.clock()

@@ -98,7 +98,9 @@ class Service:
             engine=self.engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,
             reads=self.reads, write=self.write, metrics=self.metrics, clock=clock,
-            url=self.url, log_dir=self.log_dir, secret=lambda app_id: self.secret_for(app_id),
+            # Driver agents report here, else to the peers (whoever leads after a takeover).
+            url=",".join([self.url, *server.peers]), log_dir=self.log_dir,
+            secret=lambda app_id: self.secret_for(app_id),
         ))
         # The agent secret a launched driver gets (``auth.Gate.secret_for``; none with auth off).
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None

@@ -2,7 +2,7 @@
 unmodified spark-submit and our CLI submit through the standby's address (its 307 takes them
 to the leader); the leader is killed with ``kill -9`` while a JVM cluster-mode driver and a
 Python client-mode driver run; the standby takes over and adopts both — neither is launched
-again — and controls them: it kills both.
+again — the Python driver's agent follows it, and it controls them: it kills both.
 
 Both schedulers run on this host with one ``state_dir``: client-mode drivers run on the
 leader's host and their exit files are there (README, "Run two schedulers")."""
@@ -36,10 +36,10 @@ pytestmark = pytest.mark.cluster
 END_S = 300  # bound on any wait for drivers on a busy 2-core machine
 
 
-def config(db_url: str, port: int, state_dir, spark_cluster) -> dict:
+def config(db_url: str, port: int, peer: int, state_dir, spark_cluster) -> dict:
     return {
         "server": {"port": port, "state_dir": str(state_dir), "cycle_ms": 100,
-                   "db_url": db_url, "standby": True},
+                   "db_url": db_url, "standby": True, "peers": [f"http://127.0.0.1:{peer}"]},
         "cluster": {"backend": "standalone", "master": spark_cluster.master_url,
                     "master_ui": spark_cluster.master_ui, "driver_slots": 2},
         # No StateAware wait: both apps start at once.
@@ -69,10 +69,11 @@ def test_the_standby_adopts_the_drivers_of_a_killed_leader(spark_cluster, jvm_ap
     db_url = pg_server.fresh_database()
     state = tmp_path / "state"
     port_a, port_b = free_ports(2)
-    a = ServerProcess.start(config(db_url, port_a, state, spark_cluster), tmp_path / "a")
+    a = ServerProcess.start(config(db_url, port_a, port_b, state, spark_cluster), tmp_path / "a")
     b = None
     try:
-        b = ServerProcess.start(config(db_url, port_b, state, spark_cluster), tmp_path / "b")
+        b = ServerProcess.start(config(db_url, port_b, port_a, state, spark_cluster),
+                                tmp_path / "b")
         assert (role(a.url), role(b.url)) == ("leader", "standby")
 
         # Unmodified spark-submit at the standby's address: Java follows the 307 to the leader.
@@ -109,6 +110,12 @@ def test_the_standby_adopts_the_drivers_of_a_killed_leader(spark_cluster, jvm_ap
             assert adopted["state"] in ("STARTING", "RUNNING"), adopted
             assert adopted["spark_app_id"] == before[i]["spark_app_id"]
             assert kinds(b.url, i).count("launch") == 1 and "adopted" in kinds(b.url, i)
+
+        # The Python driver's agent got both addresses (server.peers): it reports to the new
+        # leader now.
+        log = state / "logs" / f"{py}.log"
+        wait_until(lambda: f"sessionsched agent: now reporting to {b.url}" in log.read_text(),
+                   60, "the agent to report to the new leader")
 
         # The new leader controls them: it kills both, through the master and by process.
         for i in (jvm, py):
