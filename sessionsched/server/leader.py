@@ -39,11 +39,12 @@ What a standby answers (``StandbyGate``, in front of every route):
   leader: a 307 keeps the method and the body, so unmodified ``spark-submit`` (Java's
   ``HttpURLConnection`` re-sends a POST's body on a 307), our CLI, Livy clients (requests)
   and browsers all end at the leader. Reads are redirected rather than served from the store
-  because a Spark user expects one answer to ``--status`` whichever address they asked (the
-  leader's books are ahead of the store by at most one cycle, a standby's would be a second
-  book of the same fact). With no live leader known (it just died, nobody has taken over):
-  503 with ``Retry-After: 1`` and one line saying so; ``spark-submit --master
-  spark://a:6066,b:6066`` (Spark's own standalone-HA syntax) then tries the other address.
+  because a Spark user expects one answer to ``--status`` whichever address they asked, with
+  the queue position and executors only the leader's engine knows (a standby reading the store
+  would keep a second, poorer book of the same facts). With no live leader known (it just
+  died, nobody has taken over): 503 with ``Retry-After: 1`` and one line saying so;
+  ``spark-submit --master spark://a:6066,b:6066`` (Spark's own standalone-HA syntax) then
+  tries the other address.
 """
 
 from __future__ import annotations
