@@ -118,9 +118,16 @@ def test_the_standby_adopts_the_drivers_of_a_killed_leader(spark_cluster, jvm_ap
                    60, "the agent to report to the new leader")
 
         # The new leader controls them: it kills both, through the master and by process.
-        for i in (jvm, py):
-            killed = httpx.post(f"{b.url}/api/v1/apps/{i}/kill", timeout=60)
-            assert killed.status_code == 200 and killed.json()["state"] == "KILLED", killed.text
+        # spark-submit given both addresses (Spark's HA syntax) passes over the dead one.
+        both = "spark://" + ",".join(u.removeprefix("http://") for u in (a.url, b.url))
+        killed = subprocess.run([spark_submit(), "--master", both, "--kill", jvm],
+                                capture_output=True, text=True, env=spark_env(), timeout=120,
+                                stdin=subprocess.DEVNULL)
+        assert f"{jvm} is killed successfully" in killed.stdout + killed.stderr, \
+            (killed.stdout + killed.stderr)[-2000:]
+        killed = httpx.post(f"{b.url}/api/v1/apps/{py}/kill", timeout=60)
+        assert killed.status_code == 200 and killed.json()["state"] == "KILLED", killed.text
+        assert app(b.url, jvm)["state"] == "KILLED"
         master = spark_cluster.master_ui
         wait_until(lambda: not httpx.get(f"{master}/json/", timeout=10).json()["activeapps"],
                    120, "both applications to leave the master")
