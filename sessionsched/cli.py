@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sessionsched",
         description="A session scheduler for Apache Spark: driver queues with priorities and "
-        "StateAware admission, executors arbitrated live by fifo, priority or fairshare.",
+        "work-conserving admission, executors arbitrated live by fifo, priority or fairshare.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:

@@ -10,6 +10,7 @@ Nothing here prints or exits; callers decide how to show errors.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import ssl
 import stat
@@ -208,9 +209,11 @@ class Submission:
     name: str | None = None
     conf: Mapping[str, str] | None = None
     env: Mapping[str, str] | None = None
+    # From another host: reference in argv -> SHA-256 (upload_file); {} when nothing is local.
+    uploads: Mapping[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body = {
             "argv": list(self.argv),
             "cwd": self.cwd,
             "queue": self.queue,
@@ -219,6 +222,17 @@ class Submission:
             "conf": dict(self.conf or {}),
             "env": dict(self.env or {}),
         }
+        if self.uploads is not None:
+            body["uploads"] = dict(self.uploads)
+        return body
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _why(exc: httpx.TransportError) -> str:
@@ -329,6 +343,22 @@ class SchedulerClient:
 
     def submit(self, submission: Submission) -> App:
         return App.from_json(self._json("POST", "/api/v1/apps", json=submission.to_json()))
+
+    def upload_file(self, path: str | Path, timeout_s: float = 600.0) -> str:
+        """Store a local file on the server (``PUT /api/v1/uploads/{sha256}``) unless it has
+        that content already; its SHA-256, for ``Submission.uploads``."""
+        sha = file_sha256(path)
+        try:
+            self._request("GET", f"/api/v1/uploads/{sha}")
+            return sha
+        except ApiError as e:
+            if e.status != 404:
+                raise
+        with open(path, "rb") as f:
+            self._request("PUT", f"/api/v1/uploads/{sha}", content=f,
+                          headers={"Content-Length": str(os.fstat(f.fileno()).st_size)},
+                          timeout=httpx.Timeout(timeout_s, connect=10.0))
+        return sha
 
     def set_priority(self, app_id: str, priority: int) -> App:
         path = f"/api/v1/apps/{_segment(app_id)}/priority"

@@ -47,10 +47,17 @@ def _reclaim_timeout(v: float) -> float:
     return v
 
 
+def _driver_fraction(v: float) -> float:
+    if not 0 < v <= 1:
+        raise ValueError(f"{v:g} is not a fraction of the queue's cores above 0 and at most 1")
+    return v
+
+
 # Field types shared by a queue and a plan's override of it: the same words, the same errors.
 AdmissionField = Annotated[Admission, BeforeValidator(lambda v: _enum_value(Admission, v))]
 PolicyField = Annotated[Policy, BeforeValidator(lambda v: _enum_value(Policy, v))]
 ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
+DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
 
 
 class _Strict(BaseModel):
@@ -63,7 +70,7 @@ class QueueConfig(_Strict):
 
     name: str
     queues: list[QueueConfig] = Field(default_factory=list)
-    admission: AdmissionField = Admission.STATEAWARE
+    admission: AdmissionField = Admission.DEMAND
     starting_limit: int = Field(1, ge=1)
     starting_timeout: float = Field(300.0, gt=0)
     policy: PolicyField = Policy.FAIRSHARE
@@ -72,9 +79,12 @@ class QueueConfig(_Strict):
     max_cores: int | None = Field(None, ge=1)
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout = 0.0
-    # Who may submit into this queue (auth mode tokens): user names; None: everyone. A parent's
-    # list applies to its children too.
+    max_driver_fraction: DriverFraction = 0.4
+    # Who may submit into this queue (auth mode tokens): user names and groups of
+    # ``auth.groups``; neither set: everyone. A parent's lists apply to a child that sets
+    # neither.
     submit_users: list[str] | None = None
+    submit_groups: list[str] | None = None
 
     @field_validator("name")
     @classmethod
@@ -106,6 +116,7 @@ class QueueConfig(_Strict):
             max_cores=self.max_cores,
             max_running_apps=self.max_running_apps,
             reclaim_timeout_s=self.reclaim_timeout,
+            max_driver_fraction=self.max_driver_fraction,
         )
 
 
@@ -139,10 +150,14 @@ def resolve_queue(root: Queue, name: str) -> Queue:
 
 
 class TlsSection(_Strict):
-    """HTTPS: a PEM certificate (chain) and its private key."""
+    """HTTPS: a PEM certificate (chain) and its private key. ``ca``: the CA certificate (PEM)
+    that signed ``cert``, for a private CA or a self-signed certificate: the drivers the
+    server launches get it (``SESSIONSCHED_CA``) so that their agents verify the server with
+    it; without it they use the system's trust store."""
 
     cert: str
     key: str
+    ca: str | None = None
 
 
 class ServerSection(_Strict):
@@ -290,6 +305,7 @@ class ClusterSection(_Strict):
         return self
 
 
+GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 DEFAULT_ENV_ALLOW = ("PYSPARK_PYTHON", "SPARK_*", "TZ", "LANG", "LC_*")
 
 
@@ -320,7 +336,8 @@ class AuthSection(_Strict):
     ``run_as_root``: drivers run as the server's own user (there is no per-user switch); with
     tokens, a server running as root does not start unless this is true.
     ``max_body_bytes``, ``max_string``: request size limits; ``submissions_per_minute``: per
-    user (429 with Retry-After past it; 0: no limit).
+    user (429 with Retry-After past it; 0: no limit). ``groups``: group name -> its users, for
+    queues' ``submit_groups``.
     """
 
     mode: Literal["none", "tokens"] = "none"
@@ -334,6 +351,22 @@ class AuthSection(_Strict):
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     max_string: int = Field(4096, ge=64)
     submissions_per_minute: int = Field(120, ge=0)
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        from .tokens import TokenFileError, check_user
+
+        for group, users in v.items():
+            if not GROUP_NAME.fullmatch(group):
+                raise ValueError(f"group name {group!r} must be 1-64 letters, digits or ._-")
+            for user in users:
+                try:
+                    check_user(user)
+                except TokenFileError as e:
+                    raise ValueError(f"group {group}: {e}") from None
+        return v
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -354,6 +387,29 @@ class AuthSection(_Strict):
                 check_user(self.anonymous)
             except TokenFileError as e:
                 raise ValueError(f"anonymous: {e}; or 'refuse'") from None
+        return self
+
+
+class UploadsSection(_Strict):
+    """Files a remote client uploads with a submission (README, "Serve a team"): stored once
+    per content (SHA-256) under ``<state_dir>/uploads``.
+    ``max_file_bytes``: one file; ``max_total_bytes``: everything stored; ``max_files``: per
+    submission. ``orphan_grace_s``: a stored file no app in memory refers to is removed once it
+    has not been uploaded, checked for or used for this long (an app forgotten by
+    ``server.retained_ended_apps`` no longer refers to its files; keep it well above the
+    seconds between a client's upload and its submission); ``sweep_s``: how often."""
+
+    max_file_bytes: int = Field(256 * 1024 * 1024, ge=1024)
+    max_total_bytes: int = Field(8 * 1024 * 1024 * 1024, ge=1024)
+    max_files: int = Field(64, ge=1, le=1000)
+    orphan_grace_s: float = Field(600.0, ge=0)
+    sweep_s: float = Field(60.0, gt=0)
+
+    @model_validator(mode="after")
+    def _fits(self) -> UploadsSection:
+        if self.max_file_bytes > self.max_total_bytes:
+            raise ValueError(f"max_file_bytes {self.max_file_bytes} is above max_total_bytes "
+                             f"{self.max_total_bytes}")
         return self
 
 
@@ -379,6 +435,7 @@ class QueueOverride(_Strict):
     max_cores: int | None = Field(None, ge=1)
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout | None = None
+    max_driver_fraction: DriverFraction | None = None
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)
@@ -455,6 +512,7 @@ class ServerConfig(_Strict):
     server: ServerSection = ServerSection()
     cluster: ClusterSection = ClusterSection()
     auth: AuthSection = AuthSection()
+    uploads: UploadsSection = UploadsSection()
     defaults: DefaultsSection = DefaultsSection()
     queues: list[QueueConfig] = Field(default_factory=lambda: list(DEFAULT_QUEUES))
     plans: list[PlanConfig] = Field(default_factory=list)
@@ -465,6 +523,11 @@ class ServerConfig(_Strict):
             resolve_queue(self.queue_tree(), self.defaults.queue)
         except LookupError as e:
             raise ValueError(f"defaults.queue: {e}") from None
+        for full, q in _full_names(_root_configs(self.queues)).items():
+            unknown = [g for g in q.submit_groups or () if g not in self.auth.groups]
+            if unknown:
+                raise ValueError(f"queue {full}: submit_groups names {unknown[0]!r}, which is not "
+                                 "a group of auth.groups")
         for i, plan in enumerate(self.plans):
             for name in plan.queues:
                 try:

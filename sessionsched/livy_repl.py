@@ -23,13 +23,15 @@ import ast
 import contextlib
 import io
 import json
+import os
+import ssl
 import sys
 import time
 import traceback
 
 import httpx
 
-from .client import SchedulerClient
+from .client import CA_ENV, TOKEN_ENV, SchedulerClient
 from .notebook import Session
 
 POLL_S = 0.2
@@ -68,8 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conf", default="{}")
     a = p.parse_args(argv)
     conf = {str(k): str(v) for k, v in json.loads(a.conf).items()}
-    client = SchedulerClient(a.server, None)
-    session = Session(client, a.app_id, a.server, None)
+    # With auth mode tokens the server gives this process its app's secret, and the CA of a
+    # private-CA HTTPS server (server.tls.ca), in its environment.
+    token = os.environ.get(TOKEN_ENV) or None
+    ca = os.environ.get(CA_ENV) or None
+    client = SchedulerClient(a.server, token, ca=ca)
+    session = Session(client, a.app_id, a.server, token)
     try:
         session.wait_for_admission(ADMISSION_WAIT_S, None)
         session.start_spark(a.name, conf)
@@ -79,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     base = f"{a.server}/livy-repl/{a.session}"
     spark = session.spark
     scope = {"spark": spark, "sc": spark.sparkContext, "__name__": "__main__"}
-    http = httpx.Client(timeout=30)
+    http = httpx.Client(timeout=30, headers={"Authorization": f"Bearer {token}"} if token
+                        else {}, verify=ssl.create_default_context(cafile=ca) if ca else True)
     heard = time.monotonic()
     try:
         http.post(f"{base}/ready").raise_for_status()

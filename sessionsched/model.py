@@ -47,6 +47,7 @@ class AppState(str, Enum):
 class Admission(str, Enum):
     """How a leaf queue lets drivers start."""
 
+    DEMAND = "demand"  # admit into room the running apps' demand leaves; drivers capped (default)
     STATEAWARE = "stateaware"  # at most `starting_limit` apps STARTING (YuniKorn StateAware)
     RESERVE = "reserve"  # admit when the driver and max(minExecutors, 1) executors are reserved
     NONE = "none"  # stock Spark: start every driver that fits
@@ -132,7 +133,7 @@ class Queue:
 
     name: str
     children: tuple[Queue, ...] = ()
-    admission: Admission = Admission.STATEAWARE
+    admission: Admission = Admission.DEMAND
     starting_limit: int = 1
     starting_timeout_s: float = 300.0
     policy: Policy = Policy.FAIRSHARE
@@ -141,6 +142,9 @@ class Queue:
     max_cores: int | None = None
     max_running_apps: int | None = None
     reclaim_timeout_s: float = 0.0
+    # ``demand`` admission: the leaf's in-cluster drivers may hold at most this fraction of the
+    # cores (and memory) it reaches by weight; YARN's maximum-am-resource-percent.
+    max_driver_fraction: float = 0.4
 
     @property
     def is_leaf(self) -> bool:

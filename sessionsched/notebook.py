@@ -183,7 +183,8 @@ class Session:
         for key, value in conf.items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
-        self.agent = attach(self.spark.sparkContext, self.app_id, self.server, self.token)
+        self.agent = attach(self.spark.sparkContext, self.app_id, self.server, self.token,
+                            ca=default_ca())
         self.spark.sessionsched = self
         self.spark.stop = self.stop  # the instance's stop ends the session as well
         atexit.register(self.stop)

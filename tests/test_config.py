@@ -23,7 +23,7 @@ queues:
       - name: science
         max_cores: 16
         queues:
-          - {name: notebooks, policy: FAIRSHARE, reclaim_timeout: -1}
+          - {name: notebooks, policy: FAIRSHARE, reclaim_timeout: -1, max_driver_fraction: 0.2}
 """
 
 
@@ -41,6 +41,7 @@ def test_good_file_builds_the_queue_tree(tmp_path):
     assert (etl.admission, etl.policy, etl.weight) == (Admission.RESERVE, Policy.PRIORITY, 2)
     assert etl.reclaim_mode is ReclaimMode.DECOMMISSION
     assert nb.policy is Policy.FAIRSHARE and nb.reclaim_mode is ReclaimMode.IDLE
+    assert (nb.admission, nb.max_driver_fraction) == (Admission.DEMAND, 0.2)
     assert root.children[1].max_cores == 16
     assert cfg.defaults.priority == 4000 and cfg.server.cycle_ms == 250
 
@@ -55,7 +56,8 @@ def test_defaults_are_one_default_queue():
     root = ServerConfig().queue_tree()
     assert [q.name for q in root.leaves()] == ["root.default"]
     q = root.leaves()[0]
-    assert (q.admission, q.starting_limit, q.starting_timeout_s) == (Admission.STATEAWARE, 1, 300)
+    assert (q.admission, q.starting_limit, q.starting_timeout_s) == (Admission.DEMAND, 1, 300)
+    assert q.max_driver_fraction == 0.4
 
 
 @pytest.mark.parametrize(
@@ -67,7 +69,22 @@ def test_defaults_are_one_default_queue():
         ),
         (
             "queues: [{name: root, queues: [{name: a, admission: gang}]}]",
-            "queues[0].queues[0].admission: 'gang' is not one of stateaware, reserve, none",
+            "queues[0].queues[0].admission: 'gang' is not one of demand, stateaware, reserve, "
+            "none",
+        ),
+        (
+            "queues: [{name: a, max_driver_fraction: 1.5}]",
+            "queues[0].max_driver_fraction: 1.5 is not a fraction of the queue's cores above 0 "
+            "and at most 1",
+        ),
+        (
+            "queues: [{name: a, max_driver_fraction: 0}]",
+            "queues[0].max_driver_fraction: 0 is not a fraction",
+        ),
+        (
+            "plans: [{cron: '0 8 * * *', queues: {a: {max_driver_fraction: -1}}}]\n"
+            "queues: [{name: a}]",
+            "max_driver_fraction: -1 is not a fraction",
         ),
         ("queues: [{name: a, weight: 0}]", "queues[0].weight: Input should be greater than 0"),
         ("queues: [{name: a, reclaim_timeout: -5}]", "queues[0].reclaim_timeout: -5.0 is not -1"),
@@ -101,6 +118,9 @@ def test_defaults_are_one_default_queue():
     ids=[
         "unknown policy",
         "unknown admission",
+        "driver fraction above 1",
+        "driver fraction 0",
+        "driver fraction in a plan",
         "zero weight",
         "bad reclaim timeout",
         "zero starting limit",

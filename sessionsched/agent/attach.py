@@ -4,7 +4,8 @@
 creates -- ``SparkSession.builder.getOrCreate()``, ``SparkContext.getOrCreate()``, a plain
 ``SparkContext(...)`` -- gets an agent the moment it is constructed, before the user's first
 job, with the identity the launcher put in the environment (``SESSIONSCHED_APP_ID``,
-``SESSIONSCHED_SERVER``, optional ``SESSIONSCHED_TOKEN``). Wrapping the constructor, rather
+``SESSIONSCHED_SERVER``, optional ``SESSIONSCHED_TOKEN`` and ``SESSIONSCHED_CA``: the CA file
+to verify an HTTPS server with, from ``server.tls.ca``). Wrapping the constructor, rather
 than polling for an active context, is what guarantees the cap is in place before dynamic
 allocation can ask for anything. A context stopped and created again gets a new agent.
 
@@ -28,6 +29,7 @@ log = logging.getLogger("sessionsched.agent")
 ENV_APP_ID = "SESSIONSCHED_APP_ID"
 ENV_SERVER = "SESSIONSCHED_SERVER"
 ENV_TOKEN = "SESSIONSCHED_TOKEN"
+ENV_CA = "SESSIONSCHED_CA"
 _ATTR = "_sessionsched_agent"
 _lock = threading.Lock()
 
@@ -38,12 +40,14 @@ def attach(
     server: str | None = None,
     token: str | None = None,
     heartbeat_s: float = 1.0,
+    ca: str | None = None,
 ) -> Agent | None:
     """Start an agent for ``sc`` (arguments default to the environment). Returns the agent, the
     one already attached, or None when there is no identity or attaching failed."""
     app_id = app_id or os.environ.get(ENV_APP_ID)
     server = server or os.environ.get(ENV_SERVER)
     token = token or os.environ.get(ENV_TOKEN) or None
+    ca = ca or os.environ.get(ENV_CA) or None
     if not app_id or not server:
         return None
     with _lock:
@@ -54,7 +58,7 @@ def attach(
             control = SparkControl(sc)
             agent = Agent(
                 control,
-                JsonClient(server, token, timeout_s=5.0),
+                JsonClient(server, token, timeout_s=5.0, ca=ca),
                 app_id,
                 spark_app_id=sc.applicationId,
                 spark_version=sc.version,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import urllib.error
 import urllib.request
 
@@ -34,11 +35,16 @@ class JsonClient:
     redirecting -- goes to the next, and the one that answered is asked first from then on, so
     the agent follows a takeover."""
 
-    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 5.0):
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 5.0,
+                 ca: str | None = None):
+        """``ca``: a CA certificate (PEM) to verify an ``https://`` server with, instead of
+        the system's trust store (a private CA's, or a self-signed certificate). A file that
+        cannot be read is an ``OSError``/``ssl.SSLError`` here, not at the first report."""
         self.base_urls = [u.strip().rstrip("/") for u in base_url.split(",") if u.strip()]
         self.base_url = self.base_urls[0] if self.base_urls else base_url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
+        self._context = ssl.create_default_context(cafile=ca) if ca else None
 
     def post(self, path: str, body: dict) -> dict:
         order = [self.base_url] + [u for u in self.base_urls if u != self.base_url]
@@ -62,7 +68,8 @@ class JsonClient:
             headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(base + path, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout_s,
+                                        context=self._context) as resp:
                 return json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
             detail = _detail(e)

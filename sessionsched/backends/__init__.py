@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model import Resources
-from .base import BackendError, ClusterBackend, Handle, Launch
+from .base import BackendError, BackendUnavailable, ClusterBackend, Handle, Launch
 
 if TYPE_CHECKING:
     from ..config import ServerConfig
 
-__all__ = ["BACKENDS", "BackendError", "ClusterBackend", "Handle", "Launch", "create_backend"]
+__all__ = ["BACKENDS", "BackendError", "BackendUnavailable", "ClusterBackend", "Handle", "Launch",
+           "create_backend"]
 
 
 def _standalone(config: ServerConfig) -> ClusterBackend:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..engine.events import Decision, Event
 from ..model import Resources
@@ -18,6 +19,15 @@ from ..model import Resources
 
 class BackendError(Exception):
     """The cluster refused or could not be reached. ``str()`` says what happened, for a user."""
+
+
+class BackendUnavailable(BackendError):
+    """The cluster could not be reached, or answered that it cannot take the request now
+    (connection refused, no answer to the connection, HTTP 503), and surely did nothing with
+    it: the failure may pass by itself, so a launch that fails so is tried again with
+    back-off (``carry.Retries``). A request the cluster may have acted on before its answer
+    was lost (a timed-out create) is a plain ``BackendError``: trying again could run the
+    driver twice."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,12 @@ class Handle:
 
 
 class ClusterBackend(ABC):
+    # Every driver runs in the cluster, whatever its deploy mode (Kubernetes: a driver pod),
+    # so the engine counts each driver's cores against the cluster, never a driver slot.
+    drivers_in_cluster: ClassVar[bool] = False
+    # The master URL apps are submitted to (``spark://``, ``k8s://``), for health and status.
+    master: str = ""
+
     @abstractmethod
     def capacity(self) -> tuple[Resources, int]:
         """(cores/memory for executors and in-cluster drivers of managed apps, driver slots).
@@ -86,7 +102,8 @@ class ClusterBackend(ABC):
     @abstractmethod
     def launch(self, launch: Launch) -> Handle:
         """Start the driver. Returns at once. Raises BackendError if it could not be started
-        (including arguments it cannot use: the message names the problem)."""
+        (including arguments it cannot use: the message names the problem), and its subclass
+        BackendUnavailable when the cluster could not be asked and nothing was started."""
 
     @abstractmethod
     def stop(self, app_id: str) -> None:

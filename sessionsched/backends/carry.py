@@ -11,16 +11,24 @@ gets the room a reclaim frees before any grown app's new executors do).
 Nothing here raises for a backend's failure: a launch that fails in any way is reported in
 ``Carried.failed`` (the caller ends the app, e.g. with ``DriverExited(app, -1)``); a stop or
 steer that fails is logged (the kill is recorded; the cluster's view follows).
+
+With ``retries`` (the server's), a launch that fails for a transient reason
+(``BackendUnavailable``: the master could not be reached, nothing was started) is not failed
+at once: it is tried again after ``LaunchRetry.first_s``, then twice as long each time, at
+most ``attempts`` tries in all; then the app fails with the last reason and the count. A
+permanent refusal (bad arguments, a master that refused the submission, an answer lost after
+the master may have acted) fails at once. The app stays STARTING meanwhile (it holds its
+StateAware place); the caller adds ``retries.due(now)`` to a later step's launches.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..engine.events import Decision, LaunchDriver, Reclaim, SetTarget, StopDriver
-from .base import BackendError, ClusterBackend, Handle, Launch
+from .base import BackendError, BackendUnavailable, ClusterBackend, Handle, Launch
 
 log = logging.getLogger("sessionsched.backend")
 
@@ -28,20 +36,75 @@ log = logging.getLogger("sessionsched.backend")
 @dataclass
 class Carried:
     """``launched``: (app id, handle, log path) per driver started; ``failed``: (app id, one-line
-    reason) per launch that could not be made."""
+    reason) per launch that could not be made; ``retrying``: (app id, one line: why, which
+    attempt, when the next) per launch tried again later."""
 
     launched: list[tuple[str, Handle, str | None]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    retrying: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LaunchRetry:
+    """Back-off for transient launch failures: waits of ``first_s``, ``first_s * factor``, ...
+    (at most ``max_s``) between at most ``attempts`` tries. Defaults: 1, 2, 4, 8, 16 s: a
+    master restarting within half a minute loses no launch."""
+
+    first_s: float = 1.0
+    factor: float = 2.0
+    max_s: float = 30.0
+    attempts: int = 6
+
+
+@dataclass
+class _Waiting:
+    tries: int  # failed so far
+    at: float  # next try
+
+
+class Retries:
+    """Launches waiting to be tried again (transient failures), by app."""
+
+    def __init__(self, policy: LaunchRetry = LaunchRetry()):
+        self.policy = policy
+        self._waiting: dict[str, _Waiting] = {}
+
+    def failed(self, app_id: str, why: str, now: float) -> tuple[bool, str]:
+        """A transient failure of ``app_id``'s launch: (tried again?, one line saying so)."""
+        w = self._waiting.get(app_id) or _Waiting(0, now)
+        w.tries += 1
+        if w.tries >= self.policy.attempts:
+            self._waiting.pop(app_id, None)
+            return False, f"{why} (gave up after {w.tries} attempts)"
+        wait_s = min(self.policy.max_s, self.policy.first_s * self.policy.factor ** (w.tries - 1))
+        w.at = now + wait_s
+        self._waiting[app_id] = w
+        return True, f"{why}; attempt {w.tries} of {self.policy.attempts}, next in {wait_s:g}s"
+
+    def due(self, now: float) -> list[LaunchDriver]:
+        """The launches to try again now."""
+        return [LaunchDriver(a) for a, w in self._waiting.items() if w.at <= now]
+
+    def drop(self, app_ids: Iterable[str]) -> None:
+        """These apps no longer wait (launched, ended, killed)."""
+        for app_id in app_ids:
+            self._waiting.pop(app_id, None)
+
+    def __contains__(self, app_id: object) -> bool:
+        return app_id in self._waiting
 
 
 def carry_out(
     decisions: Sequence[Decision],
     backend: ClusterBackend,
     launch_for: Callable[[str], Launch | None],
+    retries: Retries | None = None,
+    now: float = 0.0,
 ) -> Carried:
     """Carry out one step's decisions (module doc). ``launch_for(app_id)``: the Launch to start
     for a LaunchDriver, or None when there is nothing to launch here (a notebook session: its
-    notebook starts its own driver)."""
+    notebook starts its own driver). ``retries``: transient launch failures wait there (at
+    ``now``) instead of failing."""
     carried = Carried()
     for d in decisions:
         if isinstance(d, StopDriver):
@@ -51,7 +114,7 @@ def carry_out(
                 log.error("could not stop %s's driver: %s", d.app_id, one_line(e))
     for d in decisions:
         if isinstance(d, LaunchDriver):
-            _launch(d.app_id, backend, launch_for, carried)
+            _launch(d.app_id, backend, launch_for, carried, retries, now)
     steering = [d for d in decisions if isinstance(d, SetTarget | Reclaim)]
     if steering:
         try:
@@ -62,7 +125,7 @@ def carry_out(
 
 
 def _launch(app_id: str, backend: ClusterBackend, launch_for: Callable[[str], Launch | None],
-            carried: Carried) -> None:
+            carried: Carried, retries: Retries | None, now: float) -> None:
     try:
         launch = launch_for(app_id)
         if launch is None:
@@ -71,9 +134,18 @@ def _launch(app_id: str, backend: ClusterBackend, launch_for: Callable[[str], La
     except Exception as e:  # noqa: BLE001 - whatever went wrong, the app must not hang
         if not isinstance(e, BackendError | OSError | ValueError):
             log.exception("backend failed to launch %s", app_id)
-        log.error("launch of %s failed: %s", app_id, one_line(e))
-        carried.failed.append((app_id, one_line(e)))
+        why = one_line(e)
+        if retries is not None and isinstance(e, BackendUnavailable):
+            again, why = retries.failed(app_id, why, now)
+            if again:
+                log.warning("launch of %s failed: %s", app_id, why)
+                carried.retrying.append((app_id, why))
+                return
+        log.error("launch of %s failed: %s", app_id, why)
+        carried.failed.append((app_id, why))
         return
+    if retries is not None:
+        retries.drop([app_id])
     carried.launched.append((app_id, handle, launch.log_path))
 
 

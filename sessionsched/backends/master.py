@@ -19,7 +19,7 @@ import time
 
 import httpx
 
-from .base import BackendError
+from .base import BackendError, BackendUnavailable
 from .clusterview import (
     ClusterView,
     ExecutorInfo,
@@ -125,8 +125,8 @@ class MasterClient:
         if self._rest_url is None:
             try:
                 page = self._http.get(f"{self.master_ui}/")
-            except httpx.HTTPError as e:
-                raise BackendError(
+            except httpx.HTTPError as e:  # a read: nothing was asked of the master yet
+                raise BackendUnavailable(
                     f"cannot reach the Spark master at {self.master_ui}: {_reason(e)}"
                 ) from None
             m = _REST_URL.search(page.text)
@@ -144,13 +144,17 @@ class MasterClient:
         try:
             response = self._http.post(url, json=body, timeout=WRITE_TIMEOUT_S)
         except httpx.HTTPError as e:
-            raise BackendError(
+            # Not connected: the request never reached the master. Any later failure (an
+            # answer that timed out) may come after the master acted on it.
+            unsent = isinstance(e, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+            raise (BackendUnavailable if unsent else BackendError)(
                 f"cannot reach the Spark master's REST server at {url}: {_reason(e)}"
             ) from None
         try:
             data = response.json()
         except ValueError:
-            raise BackendError(
+            # 503: the master's REST server says it cannot take requests now.
+            raise (BackendUnavailable if response.status_code == 503 else BackendError)(
                 f"the Spark master's REST server at {url} answered HTTP {response.status_code} "
                 "without JSON"
             ) from None

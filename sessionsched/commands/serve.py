@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     host = f"[{server.host}]" if ":" in server.host else server.host
     tls = server.tls
     if tls is not None:
-        for what, path in (("cert", tls.cert), ("key", tls.key)):
+        for what, path in (("cert", tls.cert), ("key", tls.key), ("ca", tls.ca)):
+            if path is None:
+                continue
             if not os.access(path, os.R_OK):
                 raise UserError(f"server.tls.{what}: cannot read {path}")
     scheme = "https" if tls is not None else "http"

@@ -1,9 +1,10 @@
-"""``sessionsched simulate WORKLOAD.yaml [--json OUT] [--plot OUT.png]``
+"""``sessionsched simulate WORKLOAD.yaml [--json OUT] [--plot OUT.png] [--admission MODE]``
 
 Runs a workload through the discrete-event simulator (``sessionsched.sim``), which drives the
 same engine as the server. Without ``--json`` it prints a table of the apps and the summary;
 ``--json OUT`` writes DESIGN.md's result JSON instead (``-`` for stdout); ``--plot`` draws
-executors, states and queue lengths over time. A run with stuck apps is a result, not an
+executors, states and queue lengths over time; ``--admission`` runs every leaf queue with one
+admission mode instead of the file's. A run with stuck apps is a result, not an
 error: exit code 0. A bad workload: one line, exit code 2.
 """
 
@@ -19,7 +20,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import UserError
+from ..model import Admission
 from ..sim import SimResult, load_workload, simulate
+from ..sim.workload import with_admission
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,6 +35,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("workload", metavar="WORKLOAD.yaml", help="the workload file")
     p.add_argument("--json", metavar="OUT", help="write the result JSON here ('-' for stdout)")
     p.add_argument("--plot", metavar="OUT.png", help="draw executors, states and queues over time")
+    p.add_argument("--admission", choices=[m.value for m in Admission],
+                   help="run every leaf queue with this admission mode instead of the file's "
+                   "(to compare modes; benchmarks/admission_table.py runs them all)")
     p.set_defaults(func=run)
 
 
@@ -49,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     json_out = None if args.json in (None, "-") else _writable(args.json, "--json")
     plot_out = None if args.plot is None else _writable(args.plot, "--plot")
     workload = load_workload(args.workload)
+    if args.admission is not None:
+        workload = with_admission(workload, Admission(args.admission))
     result = simulate(workload)
     if args.json is not None:
         text = json.dumps(result.to_json(), indent=2) + "\n"

@@ -1,7 +1,7 @@
 """``sessionsched submit``: spark-submit through the scheduler's queues.
 
 ``sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] [--ca PEM] [--wait]
-<spark-submit args…>``
+[--upload|--no-upload] <spark-submit args…>``
 
 Decisions, so that a spark-submit user gets no surprise:
 
@@ -19,6 +19,12 @@ Decisions, so that a spark-submit user gets no surprise:
   the settings its user sees. ``--priority``/``--queue`` win over ``spark.ego.priority``/
   ``spark.sessionsched.queue`` and are written into ``conf`` as those properties.
 - The working directory is sent absolute, so relative paths resolve on the server.
+- A server on another host (an address that is not loopback, or ``--upload``) cannot read
+  this host's files: the application file and the local elements of ``--py-files``,
+  ``--files`` and ``--jars`` are uploaded first (``PUT /api/v1/uploads/{sha256}``; content
+  the server has already is not sent again), the server puts its stored copies in their
+  place, and the driver runs in the stored application file's directory. A
+  ``--properties-file`` is not sent: its properties are, resolved.
 - ``--wait`` follows the app until it ends and exits with its exit code: FINISHED gives the
   driver's code (0); FAILED a non-zero code (1 if the driver left none); KILLED 143 (SIGTERM's
   shell code) unless the driver left a non-zero code. A driver ended by signal N gives 128+N.
@@ -28,18 +34,28 @@ Decisions, so that a spark-submit user gets no surprise:
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 from ..cli import UserError
-from ..client import App, SchedulerClient, SchedulerError, Submission, Unreachable
+from ..client import (
+    App,
+    SchedulerClient,
+    SchedulerError,
+    Submission,
+    Unreachable,
+    default_server,
+)
 from ..model import AppState, parse_priority
 from ..sparkargs import (
     SPARK_SUBMIT_OPTIONS,
@@ -52,7 +68,10 @@ from ..sparkargs import (
 from .client_cmds import add_connection_options, connect, describe, user_error
 
 WRAPPER_OPTIONS = {"--server", "--queue", "--priority", "--token", "--ca"}  # take a value
-WRAPPER_SWITCHES = {"--wait", "--help", "-h"}
+WRAPPER_SWITCHES = {"--wait", "--upload", "--no-upload", "--help", "-h"}
+# The properties naming files spark-submit ships (as --py-files, --files, --jars do).
+FILE_LISTS = {"spark.submit.pyFiles": "--py-files", "spark.files": "--files",
+              "spark.jars": "--jars"}
 # Environment a Python driver depends on; sent so the server launches it the same way.
 # Not PYSPARK_DRIVER_PYTHON: it replaces the driver's program (a Jupyter setting would start
 # a notebook instead of the app), and the server's auth.env_allow refuses it by default.
@@ -107,6 +126,59 @@ def _local_path(resource: str, cwd: str) -> Path | None:
     return Path(cwd, resource)
 
 
+def wants_upload(choice: bool | None, server: str) -> bool:
+    """Upload local files with the submission? ``--upload``/``--no-upload``, else when the
+    server is not on this host (its address is not loopback)."""
+    if choice is not None:
+        return choice
+    host = urlsplit(server if "//" in server else f"//{server}").hostname or ""
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
+
+
+def local_files(submission: Submission) -> dict[str, Path]:
+    """The files to upload for a submission to another host: reference as written -> the
+    file here. The application file and each element of ``--py-files``/``--files``/``--jars``
+    (options or properties) that is a path on this host; URIs (``hdfs:``, ``local:`` ...) are
+    the cluster's to fetch. UserError for one that is missing, unreadable or not a file."""
+    spark = parse_spark_submit(list(submission.argv))
+    refs: list[tuple[str, str]] = [("application file", spark.app_file)] if spark.app_file \
+        else []
+    for key, option in FILE_LISTS.items():
+        value = (submission.conf or {}).get(key, "")
+        refs += [(option, item.strip()) for item in value.split(",") if item.strip()]
+    out: dict[str, Path] = {}
+    for what, ref in refs:
+        path = _local_path(ref, submission.cwd)
+        if path is None or ref in out:
+            continue
+        if not path.is_file():
+            raise UserError(f"{what} {ref} is not a file here ({path}); only files are uploaded")
+        if not os.access(path, os.R_OK):
+            raise UserError(f"{what} {path} is not readable")
+        out[ref] = path
+    return out
+
+
+def without_properties_file(argv: list[str]) -> list[str]:
+    """spark-submit arguments without ``--properties-file``/``--load-spark-defaults``: for
+    another host, whose disk has not got the file; its properties travel resolved in ``conf``.
+    """
+    spark = parse_spark_submit(argv)
+    out: list[str] = []
+    for name, value in spark.options:
+        if name in ("--properties-file", "--load-spark-defaults"):
+            continue
+        out += [name] if value is None else [name, value]
+    if spark.app_file is not None:
+        out += [spark.app_file, *spark.app_args]
+    return out
+
+
 def _refuse_dropped_options(spark) -> None:
     if spark.last("--master") is not None or "spark.master" in spark.conf:
         raise UserError(
@@ -123,10 +195,12 @@ def _refuse_dropped_options(spark) -> None:
 
 
 def plan_submission(
-    wrapper: argparse.Namespace, spark_argv: list[str], environ: Mapping[str, str], cwd: str
+    wrapper: argparse.Namespace, spark_argv: list[str], environ: Mapping[str, str], cwd: str,
+    remote: bool = False,
 ) -> Submission:
     """The request for POST /api/v1/apps, or UserError naming what is wrong. Pure but for
-    reading the properties files and checking the application file exists."""
+    reading the properties files and checking the application file exists. ``remote``: for a
+    server on another host (its files are uploaded: ``local_files``)."""
     try:
         spark = parse_spark_submit(spark_argv)
         props = effective_properties(spark, environ, cwd)
@@ -166,7 +240,7 @@ def plan_submission(
     name = conf.get("spark.app.name") or spark.last("--class") or Path(spark.app_file).name
     env = {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
     return Submission(
-        argv=tuple(spark_argv),
+        argv=tuple(without_properties_file(spark_argv) if remote else spark_argv),
         cwd=str(Path(cwd).resolve()),
         queue=queue,
         priority=priority,
@@ -247,7 +321,7 @@ def wrapper_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sessionsched submit",
         usage="sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] "
-        "[--ca PEM] [--wait] <spark-submit args…>",
+        "[--ca PEM] [--wait] [--upload|--no-upload] <spark-submit args…>",
         description="Submit a Spark application to the scheduler's queues. Every spark-submit "
         "argument (options, the application file, its arguments) passes through unchanged, "
         "except --master (the scheduler picks the cluster). Python apps run in client mode. "
@@ -266,6 +340,15 @@ def wrapper_parser() -> argparse.ArgumentParser:
         help="follow the app's state and queue position until it ends; exit with its "
         "exit code (FAILED without one: 1, KILLED: 143); Ctrl-C stops waiting, not the app",
     )
+    upload = p.add_mutually_exclusive_group()
+    upload.add_argument(
+        "--upload", dest="upload", action="store_true", default=None,
+        help="upload the application file and the local --py-files, --files and --jars with "
+        "the submission (the default when the server is not on this host)")
+    upload.add_argument(
+        "--no-upload", dest="upload", action="store_false",
+        help="send paths only: the server reads the files from its own disk (the default "
+        "for a server on 127.0.0.1/localhost)")
     add_connection_options(p)
     return p
 
@@ -273,9 +356,14 @@ def wrapper_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     ours, spark_argv = split_wrapper_args(args.args)
     wrapper = wrapper_parser().parse_args(ours)
-    submission = plan_submission(wrapper, spark_argv, os.environ, os.getcwd())
+    remote = wants_upload(wrapper.upload, wrapper.server or default_server())
+    submission = plan_submission(wrapper, spark_argv, os.environ, os.getcwd(), remote)
+    files = local_files(submission) if remote else {}
     try:
         with connect(wrapper) as client:
+            if remote:
+                submission = replace(submission, uploads={
+                    ref: client.upload_file(path) for ref, path in files.items()})
             app = client.submit(submission)
             print(app.id, flush=True)
             print(describe(app), file=sys.stderr, flush=True)

@@ -21,18 +21,50 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
      has an executor or its ``starting_timeout`` passed);
   3. ``driver_slot``: a client-mode driver needs a free driver slot on the scheduler host;
-  4. ``cluster_driver_room``: an in-cluster driver needs its cores and memory free in the
-     cluster now - not held or granted to executors, and not promised to a ``reserve`` app
-     (drivers wait for free cores like a standalone master's waiting drivers; a reservation
-     must not be eaten by another driver);
-  5. ``reserve_room`` (``reserve``, in place of 4): the driver (if in-cluster) plus
+  4. ``driver_share`` (``demand``): the leaf's in-cluster drivers with this one hold at most
+     its ``max_driver_fraction`` of the cores (and memory) the leaf reaches - its share of the
+     cluster by weight (``weight_shares``), cut by ``max_cores`` on its path - unless the leaf
+     runs no in-cluster driver yet: it may always start one. YARN's
+     ``maximum-am-resource-percent`` (per leaf queue, proportional to its capacity, and its
+     "at least one application master" rule): the drivers of all queues together stay within
+     the fraction of the cluster, one per queue aside;
+  5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
+     and memory free in the cluster now - not held or granted to executors, and not promised
+     to a ``reserve`` app (drivers wait for free cores like a standalone master's waiting
+     drivers; a reservation must not be eaten by another driver);
+  6. ``reserve_room`` (``reserve``, ``demand``): the driver (if in-cluster) plus
      ``reservation()`` executors fit in what is left of the capacity after every admitted
      app's in-cluster driver and floor, and the executors fit under ``max_cores`` of every
-     queue on the path beside the floors already there. Arbitration gives reserve floors
-     before anything else, taking elastic executors back, so every admitted app gets its first
-     executors: no deadlock, and no StateAware timeout stall behind a driver that
-     pre-processes for long.
-``none`` runs checks 1, 3 and 4 only: what stock Spark does.
+     queue on the path beside the floors already there. Under ``reserve`` arbitration gives
+     the reservation before anything else, taking elastic executors back, so every admitted
+     app gets its first executors: no deadlock, and no StateAware timeout stall behind a
+     driver that pre-processes for long;
+  7. ``running_demand`` (``demand``): the same driver and first executors also fit beside what
+     the leaf's admitted apps of the head's priority or higher still want above their floors
+     (``needs``: their reported demand; an app still STARTING without an executor wants its
+     first executors). The head is admitted only into room its queue's running apps do not
+     need: work-conserving.
+``none`` runs checks 1, 3 and 5 only: what stock Spark does.
+
+Why ``demand`` is a new mode and the default, not a fix of ``reserve``: the simulator shows
+each older mode losing badly on some workload (``benchmarks/admission_table.py``,
+docs/admission.md). ``stateaware`` starts one driver at a time and stalls for a whole
+``starting_timeout`` behind a driver that pre-processes or never asks for executors;
+``reserve`` admits a new driver as soon as the reservations fit - a reservation is met by the
+app's first executor, so under a burst drivers pile up until each app crawls on one executor
+(issue 14: 15 drivers on 16 cores, 11 % utilisation) - and its reservations sit idle while a
+driver pre-processes. ``demand`` keeps what each does well and drops what hurts: it admits as
+many drivers at once as the room allows (like ``reserve``), but counts the running apps'
+reported demand, not only their floors, so a burst stops at the apps that can use the cores
+(like ``stateaware``'s pacing); it sets no cores aside for a starting app (others use them
+until it asks), and it needs no reservation to rule out the deadlock: drivers can never hold
+more than ``max_driver_fraction`` (default 0.4) of the cores, so executors always have the
+rest and the running apps finish. A starting app's first executor is counted as a need until
+it has one or its ``starting_timeout`` passes (the StateAware fallback: a driver that never
+asks for executors stops counting then). Priorities still jump the queue: only apps of the
+head's priority or higher hold it back, lower ones give executors up by reclaim. Another
+queue's demand never holds a head back (queues are tenants; arbitration shares between them).
+``reserve`` stays as it was, with ``stateaware`` and ``none``, for comparison.
 
 Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
 whose head fails at the start of the cycle is deferred for the whole cycle with that reason.
@@ -77,11 +109,36 @@ class LeafView:
     starting: int = 0
 
 
+def weight_shares(root: Queue) -> dict[str, float]:
+    """Each leaf's fraction of the cluster by weight: the product, from the root down, of its
+    weight over the weights of its siblings (YARN's absolute capacity)."""
+    out: dict[str, float] = {}
+
+    def walk(q: Queue, share: float) -> None:
+        if q.is_leaf:
+            out[q.name] = share
+            return
+        total = sum(c.weight for c in q.children)
+        for c in q.children:
+            walk(c, share * c.weight / total)
+
+    walk(root, 1.0)
+    return out
+
+
+def _no_need(leaf: str, priority: int) -> Resources:
+    return Resources()
+
+
 @dataclass
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
-    Per-queue figures are keyed by every queue name (parents included).
+    Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
+    ``need_admitted`` and ``weight_share`` by leaf. ``need_of(leaf, p)``: what the leaf's
+    admitted apps of priority p or higher want above their floors
+    (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``need_admitted``: the
+    first executors of the apps admitted since, which the book counts from the next cycle on.
     """
 
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
@@ -90,6 +147,11 @@ class Room:
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
+    capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``
+    drivers_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> in-cluster drivers
+    need_of: Callable[[str, int], Resources] = _no_need
+    need_admitted: dict[str, Resources] = field(default_factory=dict)  # leaf -> this cycle's
+    weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
 
 
 @dataclass(frozen=True)
@@ -145,6 +207,41 @@ def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: R
     return None
 
 
+def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> str | None:
+    if not head.driver_in_cluster:
+        return None
+    q = view.queue
+    held = room.drivers_in.get(q.name, Resources())
+    if held.cores <= 0 and held.mem_mib <= 0:
+        return None  # a queue running no in-cluster driver may always start one (YARN's rule)
+    share = room.weight_share.get(q.name, 1.0)
+    reach = room.capacity.cores * share
+    for node in path:
+        if node.max_cores is not None:
+            reach = min(reach, node.max_cores)
+    limit = q.max_driver_fraction
+    after = held + head.driver
+    if after.cores > limit * reach or after.mem_mib > limit * room.capacity.mem_mib * share:
+        return (
+            f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
+            f" reaches (max_driver_fraction {limit:g})"
+        )
+    return None
+
+
+def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                   room: Room) -> str | None:
+    q = view.queue.name
+    need = room.need_of(q, view.priority_of[head.app_id]) + room.need_admitted.get(q, Resources())
+    if not (_commitment(head) + need).fits_in(room.uncommitted):
+        return (
+            f"the running apps of {q} want the room (demand of {need.cores} more cores"
+            f" beside the floors; {room.uncommitted.cores} uncommitted)"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class AdmissionMode:
     """What a leaf queue's admission mode checks, and what it promises an admitted app.
@@ -159,6 +256,8 @@ class AdmissionMode:
 
 
 ADMISSION_MODES: dict[Admission, AdmissionMode] = {
+    Admission.DEMAND: AdmissionMode(
+        (queue_limits, driver_slot, driver_share, reserve_room, running_demand)),
     Admission.STATEAWARE: AdmissionMode(
         (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
     Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),
@@ -255,6 +354,10 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
         )
     if not head.driver_in_cluster:
         room.driver_slots_free -= 1
+    leaf = view.queue.name
+    room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
+    first = head.executor.times(max(reservation(head) - floor, 0))
+    room.need_admitted[leaf] = room.need_admitted.get(leaf, Resources()) + first
     promised = head.executor.times(floor) if reserve else Resources()
     room.free = room.free - driver - promised
     room.uncommitted = room.uncommitted - driver - head.executor.times(floor)

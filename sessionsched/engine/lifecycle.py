@@ -102,6 +102,7 @@ def forget(s: Scheduler, now: float, ev: Forget, out: list[Decision]) -> None:
     s._dirty.discard(app_id)
     s._touched.discard(app_id)
     s._ledger.refresh(rec, False)  # not on the books: takes its last contribution out
+    s._needs.refresh(rec)
     s._admitted.pop(app_id, None)
     s._starting.pop(app_id, None)
     if s._claimed.pop(app_id, None) is not None:

@@ -55,6 +55,7 @@ from .events import (
     SetTarget,
 )
 from .grants import Grants
+from .needs import NeedBook
 from .tree import QueueTree
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
@@ -88,6 +89,7 @@ class Scheduler:
         self._admitted: dict[str, AppRecord] = {}
         self._starting: dict[str, AppRecord] = {}
         self._ledger = Ledger()
+        self._needs = NeedBook()  # elastic demand per leaf and priority (``demand`` admission)
         self._arbiter = Arbiter()
         self._grants = Grants()
         self._reclaimer = reclaim.Reclaimer()
@@ -100,6 +102,7 @@ class Scheduler:
         self.root = root
         self._tree = QueueTree(root)
         self._leaves = {name: self._tree.node[name] for name in self._tree.leaves}
+        self._weight_shares = admission.weight_shares(root)
         for name in self._leaves:
             self._pending.setdefault(name, SortedList())
         for name in [n for n, pend in self._pending.items() if n not in self._leaves and not pend]:
@@ -255,9 +258,13 @@ class Scheduler:
             free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib),
             uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib),
             driver_slots_free=self.driver_slots - t.client_drivers,
+            capacity=self.capacity,
+            need_of=self._needs.need_at_or_above,
+            weight_share=self._weight_shares,
         )
         for leaf, path in self._tree.path.items():
             lt = self._ledger.leaf(leaf)
+            room.drivers_in[leaf] = Resources(lt.driver_cores, lt.driver_mem_mib)
             for q in path:
                 room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
                 room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores
@@ -326,6 +333,7 @@ class Scheduler:
             rec = self.apps[app_id]
             guaranteed = self._guaranteed(rec)
             self._ledger.refresh(rec, guaranteed)
+            self._needs.refresh(rec)
             if rec.on_books:
                 self._admitted[app_id] = rec
             else:

@@ -19,7 +19,7 @@ from fastapi.responses import PlainTextResponse
 
 from ..config import resolve_queue
 from ..model import AppState, Executor, parse_priority
-from . import auth, submissions
+from . import auth, remote, submissions
 from .audit_read import audit_rows
 from .guard import Refused, strip_token, strip_token_argv
 from .metrics import CONTENT_TYPE
@@ -39,6 +39,7 @@ from .schemas import (
     error_responses,
 )
 from .service import Conflict, NotFound, Service
+from .uploads import UploadError
 from .views import app_out, iso
 
 SUBMIT_WAIT_S = 30.0
@@ -187,8 +188,19 @@ def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
 async def submit(body: AppIn, request: Request, service: ServiceDep,
                  defaults: DefaultsDep, caller: CallerDep):
     conf, _ = strip_token(body.conf)  # a token in spark-defaults is a secret, not a property
+    argv, cwd = strip_token_argv(body.argv), body.cwd
+    if body.uploads is not None:  # from another host, with its files (server/remote.py)
+        if caller.role == auth.AGENT:
+            raise HTTPException(403, "an agent secret may only report for its own app")
+        try:
+            local = remote.rewrite(argv, conf, cwd, body.uploads, request.app.state.uploads.place,
+                                   str(request.app.state.uploads.root),
+                                   service.config.uploads.max_files)
+        except UploadError as e:
+            raise HTTPException(e.status, str(e)) from None
+        argv, conf, cwd = local.argv, local.conf, local.cwd
     try:
-        app = submissions.from_argv(strip_token_argv(body.argv), body.cwd, conf, body.env,
+        app = submissions.from_argv(argv, cwd, conf, body.env,
                                     body.queue, body.priority, body.name, defaults)
     except submissions.SubmissionError as e:
         raise HTTPException(400, str(e)) from None

@@ -9,6 +9,7 @@ API (request-shape errors included: FastAPI's list of errors becomes its first l
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import time
@@ -19,17 +20,19 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..store import StoreUnavailable
-from . import api, auth, livy, submissions
+from . import api, auth, livy, livy_auth, submissions, upload_api
 from .dashboard import DASHBOARD_HTML
 from .guard import BodyLimit, RateLimit
 from .leader import ActiveStandby, StandbyGate
 from .service import Service
 from .spark_rest import SparkFront, SparkRest
+from .uploads import UploadStore
 from .views import one_line
 
 log = logging.getLogger("sessionsched.server")
@@ -121,15 +124,20 @@ def create_app(
         active.stop()
         raise
     defaults = submissions.Defaults(
-        root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority
+        root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority,
+        drivers_in_cluster=service.backend.drivers_in_cluster,
     )
+
+    uploads = UploadStore(auth.uploads_root(config.server.state_dir), config.uploads, clock)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         active.start(run_cycles=run_cycles)
+        sweeper = asyncio.create_task(sweep_uploads(service, uploads))
         try:
             yield
         finally:
+            sweeper.cancel()
             active.stop()
 
     app = FastAPI(
@@ -142,16 +150,22 @@ def create_app(
     app.state.active = active
     app.state.defaults = defaults
     app.state.gate = gate
+    app.state.uploads = uploads
     app.state.rate_limit = RateLimit(config.auth.submissions_per_minute)
     app.state.spark_rest = SparkRest(service, defaults)
     app.state.spark_rest.gate = gate
     app.state.spark_rest.rate_limit = app.state.rate_limit
     app.router.routes[0:0] = app.state.spark_rest.routes()
     app.include_router(api.router, responses=api.AUTH_RESPONSES if gate.on else None)
+    app.include_router(upload_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     # Apache Livy's API (batches) beside the native one: its own routes and error shapes.
-    livy_routes = livy.Livy(livy.LivyPort(service), defaults).routes()
-    if gate.on:  # its users are not bound to tokens yet: admins only (README, "Serve a team")
-        livy_routes = auth.admins_only(livy_routes, gate, "Livy API")
+    door = livy.Livy(livy.LivyPort(service), defaults,
+                     admit=lambda request, new: livy_auth.admit_as_caller(
+                         gate, app.state.rate_limit, request, new) if gate.on else new)
+    livy_routes = door.routes()
+    if gate.on:  # tokens as Bearer or Basic auth, and the native API's rules (livy_auth)
+        livy_routes = livy_auth.guard(livy_routes, gate, livy_auth.batch_owner(door),
+                                      livy_auth.session_owner(door))
     app.router.routes.extend(livy_routes)
 
     # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.
@@ -187,7 +201,35 @@ def create_app(
 def asgi(app: FastAPI) -> BodyLimit:
     """What uvicorn serves: Spark's protocol answered in front of FastAPI (``SparkFront``),
     the rest by the FastAPI application; a standby's answers in front of both
-    (``StandbyGate``); request bodies over ``auth.max_body_bytes`` refused in front of all."""
-    limit = app.state.service.config.auth.max_body_bytes
-    front = SparkFront(app, app.state.spark_rest)
-    return BodyLimit(StandbyGate(front, app.state.active), limit)
+    (``StandbyGate``); request bodies over ``auth.max_body_bytes`` refused in front of all (an
+    uploaded file: over ``uploads.max_file_bytes``)."""
+    config = app.state.service.config
+    files = {"/api/v1/uploads/": (config.uploads.max_file_bytes, "uploads.max_file_bytes")}
+    front = StandbyGate(SparkFront(app, app.state.spark_rest), app.state.active)
+    return BodyLimit(front, config.auth.max_body_bytes, files)
+
+
+def referenced_uploads(service: Service, uploads: UploadStore) -> set[str]:
+    """The uploads the apps in memory (live, and ended but retained) refer to."""
+    texts: list[str] = []
+    for sub in service.registry.snapshot().values():
+        texts.extend(sub.argv)
+        texts.extend((sub.conf or {}).values())
+        texts.append(sub.cwd or "")
+    return uploads.referenced(texts)
+
+
+async def sweep_uploads(service: Service, uploads: UploadStore) -> None:
+    """Every ``uploads.sweep_s``: files no app in memory refers to go (``UploadStore.sweep``)."""
+    while True:
+        await asyncio.sleep(service.config.uploads.sweep_s)
+        if service.role in ("standby", "taking over"):
+            continue  # its books are empty: the leader's apps may use the uploads
+        try:
+            removed = await run_in_threadpool(
+                lambda: uploads.sweep(referenced_uploads(service, uploads)))
+        except OSError as e:
+            log.warning("could not sweep the uploads: %s", e)
+            continue
+        if removed:
+            log.info("removed %d uploaded file(s) no app refers to", len(removed))

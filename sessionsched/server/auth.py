@@ -8,7 +8,8 @@
   token at all, which is ``auth.anonymous``: refused, or taken as that user with user rights.
   An unknown or revoked token is refused even when anonymous requests are taken.
 - ``may_submit``, ``may_change``, ``may_report``: the rules. A user submits into queues whose
-  ``submit_users`` (on the queue or a parent) name them, sets priorities in
+  ``submit_users`` name them or whose ``submit_groups`` name a group of ``auth.groups`` they
+  are in (the queue's own lists, else its parent's), sets priorities in
   ``auth.user_priorities`` and changes (priority, kill, stop) only their own apps; an admin
   sets ``auth.admin_priorities`` on anyone's. An agent secret reports for its own app only.
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import inspect
 import os
 import secrets
 from collections.abc import Iterable
@@ -99,19 +99,43 @@ class AppSecrets:
         return None
 
 
+def uploads_root(state_dir: str | Path) -> Path:
+    """Where remote clients' files are stored (``uploads.UploadStore``)."""
+    return Path(state_dir).resolve() / "uploads"
+
+
 def _rng(r: PriorityRange) -> str:
     return f"{r.min}-{r.max}"
 
 
+@dataclass(frozen=True)
+class Submitters:
+    """Who may submit into a queue: these users, and the members of these groups."""
+
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    def admit(self, user: str, groups: dict[str, list[str]]) -> bool:
+        return user in self.users or any(user in groups.get(g, ()) for g in self.groups)
+
+    def __str__(self) -> str:
+        parts = [f"submit_users: {', '.join(self.users)}"] if self.users else []
+        parts += [f"submit_groups: {', '.join(self.groups)}"] if self.groups else []
+        return "; ".join(parts) or "submit_users: nobody"
+
+
 def _queue_users(queues: Iterable[QueueConfig], parent: str = "",
-                 inherited: list[str] | None = None) -> dict[str, list[str] | None]:
-    """Each queue's full name -> who may submit into it (its own list, else its parent's)."""
-    out: dict[str, list[str] | None] = {}
+                 inherited: Submitters | None = None) -> dict[str, Submitters | None]:
+    """Each queue's full name -> who may submit into it (its own lists, else its parent's;
+    None: everyone)."""
+    out: dict[str, Submitters | None] = {}
     for q in queues:
         full = f"{parent}.{q.name}" if parent else q.name
-        users = q.submit_users if q.submit_users is not None else inherited
-        out[full] = users
-        out.update(_queue_users(q.queues, full, users))
+        own = q.submit_users is not None or q.submit_groups is not None
+        who = Submitters(tuple(q.submit_users or ()), tuple(q.submit_groups or ())) if own \
+            else inherited
+        out[full] = who
+        out.update(_queue_users(q.queues, full, who))
     return out
 
 
@@ -125,6 +149,7 @@ class Gate:
         self.on = auth.mode == "tokens"
         self.book = TokenBook(auth.tokens_file) if self.on and auth.tokens_file else None
         self.secrets = AppSecrets(state_dir) if self.on else None
+        self.uploads_root = str(uploads_root(state_dir))
         roots = queues if len(queues) == 1 and queues[0].name == "root" else [
             QueueConfig(name="root", queues=queues)]
         self._queue_users = _queue_users(roots)
@@ -177,10 +202,10 @@ class Gate:
             return
         if caller.role == AGENT:
             raise Forbidden("an agent secret may only report for its own app")
-        users = self._queue_users.get(queue)
-        if users is not None and caller.role != ADMIN and caller.user not in users:
-            raise Forbidden(f"user {caller.user} may not submit to queue {queue} "
-                            f"(submit_users: {', '.join(users) or 'nobody'})")
+        who = self._queue_users.get(queue)
+        if who is not None and caller.role != ADMIN and not who.admit(caller.user,
+                                                                       self.auth.groups):
+            raise Forbidden(f"user {caller.user} may not submit to queue {queue} ({who})")
         if priority != self.default_priority:
             self.check_priority(caller, priority)
 
@@ -188,6 +213,8 @@ class Gate:
         """Kill, re-prioritise or stop ``app_id`` (owned by ``owner``)."""
         if not self.on or caller.role == ADMIN:
             return
+        if caller.role == AGENT and caller.app_id == app_id and what == "stop":
+            return  # a Livy session's REPL ends its own session
         if caller.role == AGENT or caller.user != owner:
             raise Forbidden(f"user {caller.user} may {what} only their own apps; {app_id} is "
                             f"{owner}'s")
@@ -223,7 +250,7 @@ def admit(gate: Gate, limits: RateLimit, caller: Caller, app: StoredApp) -> Stor
     """A checked submission made the caller's: refused (``Forbidden``, ``guard.Refused``) if it
     breaks a rule or a limit; with tokens on, its user is the caller (whatever
     ``spark.sessionsched.user`` says)."""
-    check_submission(app, gate.auth)
+    check_submission(app, gate.auth, gate.uploads_root)
     if not gate.on:
         return app
     gate.may_submit(caller, app.queue, app.priority)
@@ -231,30 +258,3 @@ def admit(gate: Gate, limits: RateLimit, caller: Caller, app: StoredApp) -> Stor
     app.user = caller.user
     app.spec = replace(app.spec, user=caller.user)
     return app
-
-
-def admins_only(routes: list, gate: Gate, door: str) -> list:
-    """A door whose users are not bound yet (Apache Livy's API), kept for admins while tokens
-    are on: 401 without a valid token, 403 for a user, in Livy's ``{"msg": ...}`` shape."""
-    from starlette.concurrency import run_in_threadpool
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
-    def guard(route: Route) -> Route:
-        inner = route.endpoint
-
-        async def endpoint(request):
-            try:
-                caller = gate.identify(bearer(request.headers.get("authorization")))
-            except Unauthorized as e:
-                return JSONResponse({"msg": str(e)}, 401, {"WWW-Authenticate": "Bearer"})
-            if caller.role != ADMIN:
-                return JSONResponse({"msg": f"{caller.role} {caller.user} may not use the {door}: "
-                                            "with auth mode tokens it is for admins only"}, 403)
-            if inspect.iscoroutinefunction(inner):
-                return await inner(request)
-            return await run_in_threadpool(inner, request)
-
-        return Route(route.path, endpoint, methods=sorted(route.methods or ()))
-
-    return [guard(r) for r in routes]

@@ -7,14 +7,21 @@
   3. ``Scheduler.step(now, events) -> decisions``;
   4. record (``recording``): every state change, kill, exit code and Spark app id is written
      to the store and committed *before* any driver is launched or stopped, so a crash can
-     never leave a launched driver the store does not know was launched;
+     never leave a launched driver the store does not know was launched. A commit that fails
+     (the store is full or down) is rewound (``rewind``): the engine goes back to the last
+     committed cycle, the step's news is stepped again next cycle and its kills are answered
+     with the fault; cycles then try again after a back-off (at most ``RETRY_MAX_S``). A
+     commit still in doubt after ``COMMIT_TIMEOUT_S`` is waited for: nothing is stepped on
+     top of it;
   5. publish the engine's new view (``ReadModel.publish``) and hand the agents their targets
      and reclaim orders (``AgentDesk.take``): readers only ever see committed cycles;
   6. carry out, as the simulator does (``backends.carry.carry_out``): StopDriver ->
      ``backend.stop``, LaunchDriver -> ``backend.launch`` of ``build_launch(app)`` (sessions:
      nothing, the waiting notebook sees STARTING and starts its own driver), SetTarget and
      Reclaim -> ``backend.steer`` (the memory cluster's drivers; real drivers' agents read
-     them from the desk); launch handles are recorded so a restart can adopt the drivers;
+     them from the desk); launch handles are recorded so a restart can adopt the drivers (those
+     a failed write missed, with the next ones). A launch that fails for a transient reason
+     waits in ``carry.Retries`` and is tried again with back-off, still STARTING;
   7. answer whoever waits on an inbox item (a kill's HTTP request returns once it is done).
 
 Only this thread steps the engine or reads its books; everyone else reads published views.
@@ -26,11 +33,12 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..backends.base import ClusterBackend, Handle, Launch
-from ..backends.carry import carry_out
+from ..backends.carry import LaunchRetry, Retries, carry_out, one_line
 from ..engine.events import (
     Decision,
     DriverExited,
@@ -53,12 +61,14 @@ from .reads import ReadModel
 from .recording import record_step
 from .registry import Submissions
 from .retention import Retention
+from .rewind import rewind
 from .sessions import SessionWatch
 from .watch import ClusterWatch
 
 log = logging.getLogger("sessionsched.service")
 
 COMMIT_TIMEOUT_S = 30.0
+RETRY_MAX_S = 5.0  # after failed commits, cycles try again at most this far apart
 
 Write = Callable[[list[dict], list[EventRecord]], Future]
 
@@ -81,11 +91,33 @@ class Parts:
     url: str  # the server, as drivers' agents reach it
     log_dir: Path
     secret: Callable[[str], str | None] = lambda _app_id: None  # the app's agent secret
+    agent_ca: str | None = None  # server.tls.ca: what drivers' agents verify the server with
+    cycle_s: float = 0.2  # how often the cycle runs
+    fault: Callable[..., None] | None = None  # the tests' fault hook (``faulthook``)
+    launch_retry: LaunchRetry = LaunchRetry()  # transient launch failures (``carry``)
+
+
+@dataclass
+class _Step:
+    """A stepped cycle whose commit was sent: what carrying it on (or back) needs."""
+
+    now: float
+    items: list[Item]
+    events: list[Event]  # the events the engine took
+    decisions: list[Decision]
+    unbooked: list[str]
+    committed: Future  # the commit of what the step changed
 
 
 class Cycle:
     def __init__(self, parts: Parts):
         self.p = parts
+        self._redo: list[Item] = []  # a rewound step's news, stepped again first
+        self._unsettled: _Step | None = None  # a step whose commit is still in doubt
+        self._failures = 0  # commits failed in a row
+        self._retry_at = float("-inf")
+        self._unrecorded: list[tuple[str, Handle, str | None]] = []  # launch handles to write
+        self._retries = Retries(parts.launch_retry)  # launches to try again
 
     @property
     def backend(self) -> ClusterBackend:
@@ -95,22 +127,38 @@ class Cycle:
         """One scheduling cycle (see the module doc). Never raises: a failure is logged and
         reported to whoever waits on this cycle's inbox items."""
         started = time.perf_counter()
-        items = self.p.inbox.drain()
-        error: BaseException | None = None
+        if self._unsettled is not None:
+            step, self._unsettled = self._unsettled, None
+            if not step.committed.done():
+                self._unsettled = step  # nothing is stepped on top of a commit in doubt
+                return
+            self._settle(step)
+            return
+        if self.p.clock() < self._retry_at:
+            return  # the store failed the last commit: wait a little before trying again
+        items, self._redo = self._redo + self.p.inbox.drain(), []
         try:
-            self._cycle(items)
+            step = self._prepare(items)
         except Exception as e:  # noqa: BLE001 - the loop must go on
             log.exception("scheduling cycle failed")
-            error = e
-        for item in items:
-            if item.done is not None and not item.done.done():
-                if error is None:
-                    item.done.set_result(None)
-                else:
-                    item.done.set_exception(error)
+            _answer(items, e)
+            return
+        try:
+            step.committed.result(COMMIT_TIMEOUT_S)
+        except FutureTimeout:
+            # Neither committed nor failed yet (the writer settles a commit in doubt once the
+            # store answers): wait for its outcome, without stepping on top of it.
+            log.error("the cycle's commit is not confirmed after %gs; cycles wait for it",
+                      COMMIT_TIMEOUT_S)
+            self._unsettled = step
+            return
+        except Exception:  # noqa: BLE001, S110 - read from the future by ``_settle``
+            pass
+        self._settle(step)
         self.p.metrics.cycle_seconds.observe(time.perf_counter() - started)
 
-    def _cycle(self, items: list[Item]) -> None:
+    def _prepare(self, items: list[Item]) -> _Step:
+        """Steps 1-4: gather the news, step the engine, send what changed to the store."""
         p = self.p
         now = p.clock()
         killers = {i.event.app_id: i.note for i in items
@@ -123,19 +171,38 @@ class Cycle:
         forgets, unbooked = p.retention.due(before.engine)
         events = self._known(events) + forgets
         decisions, events = self._step(now, events)
-        record = record_step(now, events, decisions, _Before(before), killers)
+        try:
+            record = record_step(now, events, decisions, _Before(before), killers)
+            committed = p.write(record.rows_for_store(), record.rows)
+        except Exception as e:  # noqa: BLE001 - the engine has stepped: it must be put back
+            log.exception("could not send the cycle's changes to the store")
+            committed = Future()
+            committed.set_exception(e)
+        return _Step(now, items, events, decisions, unbooked, committed)
+
+    def _settle(self, step: _Step) -> None:
+        """The step's commit is done: carry the step on, or put the engine back."""
+        error = step.committed.exception()
+        if error is not None:
+            self._rewind(step, error)
+            return
+        self._failures = 0
+        try:
+            self._finish(step)
+        except Exception as e:  # noqa: BLE001 - the loop must go on
+            log.exception("scheduling cycle failed")
+            _answer(step.items, e)
+            return
+        _answer(step.items, None)
+
+    def _finish(self, step: _Step) -> None:
+        """Steps 5-6 of a committed step: publish, then carry out."""
+        p = self.p
+        now, events, decisions = step.now, step.events, step.decisions
+        self._publish(now, events, decisions, step.unbooked)
         sessions = [(ev.app_id, ev.spark_app_id) for ev in events
                     if isinstance(ev, DriverStarted) and ev.spark_app_id
                     and self._kind(ev.app_id) == AppKind.SESSION]
-        try:
-            p.write(record.rows_for_store(), record.rows).result(COMMIT_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001 - nothing may be launched that is not recorded
-            log.error("could not record the cycle's decisions (%s); launches are held back", e)
-            for d in decisions:
-                if isinstance(d, LaunchDriver):
-                    p.inbox.put(DriverExited(d.app_id, -1, f"could not record the launch: {e}"))
-            return
-        self._publish(now, events, decisions, unbooked)
         for app_id, spark_app_id in sessions:
             # A notebook's driver is not the backend's: tell it the Spark app is ours, so it
             # reports its executors and stops counting them as someone else's usage.
@@ -143,7 +210,31 @@ class Cycle:
                 self.backend.manage(app_id, spark_app_id)
             except Exception:  # noqa: BLE001 - executors then come from the agent alone
                 log.exception("backend could not take %s's executors into account", app_id)
+        launches = [d.app_id for d in decisions if isinstance(d, LaunchDriver)]
+        if p.fault is not None and launches:
+            p.fault("cycle-committed", *launches)
         self._carry_out(now, decisions)
+
+    def _rewind(self, step: _Step, error: BaseException) -> None:
+        """The commit failed: nothing of the step was published or carried out. The engine
+        goes back to the last committed cycle (``rewind``), the step's news is stepped again
+        next cycle, and its requests (kills) are answered with the fault."""
+        p = self.p
+        back = rewind(p.reads.view, p.engine, p.registry, step.items, step.events)
+        p.engine = back.engine
+        if back.final:
+            p.reads.publish(final={**p.reads.view.final, **back.final})
+            p.registry.drop(list(back.final))
+        self._redo = [Item(ev) for ev in back.events] + back.redo
+        for item in back.refused:
+            if item.done is not None and not item.done.done():
+                item.done.set_exception(error)
+        self._failures += 1
+        delay_s = min(RETRY_MAX_S, p.cycle_s * 2 ** (self._failures - 1))
+        self._retry_at = step.now + delay_s
+        log.error("could not record the cycle's decisions (%s): the engine is put back to the "
+                  "last committed cycle, %d request(s) refused, %d item(s) stepped again in "
+                  "%.1fs", one_line(error), len(back.refused), len(self._redo), delay_s)
 
     def _publish(self, now: float, events: list[Event], decisions: list[Decision],
                  unbooked: list[str]) -> None:
@@ -154,6 +245,7 @@ class Cycle:
         p.retention.ended(ended)
         p.retention.forgotten(forgotten)
         p.sessions.ended(ended + forgotten)
+        self._retries.drop(ended + forgotten)
         p.desk.take(decisions)
         p.desk.forget(forgotten)
         # Dropped first: the view still showing a forgotten app's facts then falls back to the
@@ -204,24 +296,35 @@ class Cycle:
         # terminal state at its next heartbeat.
         ours = [d for d in decisions
                 if not (isinstance(d, StopDriver) and self._kind(d.app_id) == AppKind.SESSION)]
-        carried = carry_out(ours, self.backend, self._launch_for)
+        carried = carry_out(ours + self._retries.due(now), self.backend, self._launch_for,
+                            self._retries, now)
         for app_id, why in carried.failed:
             p.metrics.launches.labels("failed").inc()
             p.inbox.put(DriverExited(app_id, -1, f"launch failed: {why}"))
-        launched = carried.launched
-        for _ in launched:
+        for _ in carried.retrying:
+            p.metrics.launches.labels("retried").inc()
+        for _ in carried.launched:
             p.metrics.launches.labels("ok").inc()
-        if not launched:
+        if p.fault is not None and carried.launched:
+            p.fault("launched", *(app_id for app_id, _, _ in carried.launched))
+        # Handles a failed write could not record are tried again with the next launches.
+        launched, self._unrecorded = self._unrecorded + carried.launched, []
+        retried = [EventRecord(app_id, now, "retry", f"launch failed, tried again: {why}")
+                   for app_id, why in carried.retrying]
+        if not launched and not retried:
             return
         changes = [{"id": app_id, "handle": _handle_json(h), "log_path": log_path}
                    for app_id, h, log_path in launched]
-        rows = [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
-                for app_id, h, _ in launched]
+        rows = retried + [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
+                          for app_id, h, _ in launched]
         try:
             p.write(changes, rows).result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
-            # The drivers run; a restart fails them (no handle) rather than launch them again.
-            log.error("could not record launch handles: %s", e)
+            # The drivers run; a restart before the handles are recorded fails them (no
+            # handle) rather than launch them again.
+            log.error("could not record %d launch handle(s), tried again next cycle: %s",
+                      len(launched), one_line(e))
+            self._unrecorded = launched
             return
         for app_id, _, log_path in launched:
             p.registry.launched(app_id, log_path)
@@ -240,7 +343,7 @@ class Cycle:
         ceiling = view.capacity.cores // max(sub.spec.executor.cores, 1)
         return build_launch(sub, p.url, p.log_dir, token=p.secret(app_id),
                             reclaim_timeout_s=queue_conf.reclaim_timeout_s,
-                            max_executors=ceiling or None)
+                            max_executors=ceiling or None, ca=p.agent_ca)
 
 
 class _Before:
@@ -251,6 +354,16 @@ class _Before:
 
     def get(self, app_id: str):
         return self._view.app(app_id)
+
+
+def _answer(items: list[Item], error: BaseException | None) -> None:
+    """Tell whoever waits on these items how their cycle went."""
+    for item in items:
+        if item.done is not None and not item.done.done():
+            if error is None:
+                item.done.set_result(None)
+            else:
+                item.done.set_exception(error)
 
 
 def _handle_json(h: Handle) -> dict:

@@ -77,8 +77,10 @@ def _check_strings(what: str, values, limit: int) -> None:
                           f"(it starts {v[:40]!r})")
 
 
-def check_submission(app: StoredApp, auth: AuthSection) -> None:
-    """Refused if the app breaks a limit or the environment allowlist (see the module doc)."""
+def check_submission(app: StoredApp, auth: AuthSection, uploads_root: str | None = None) -> None:
+    """Refused if the app breaks a limit or the environment allowlist (see the module doc).
+    ``uploads_root``: where uploaded files are stored, allowed whatever ``allowed_paths`` says
+    (a remote submission's application file is there)."""
     limit = auth.max_string
     _check_strings("name", [app.name], limit)
     _check_strings("argv", app.argv, limit)
@@ -97,10 +99,10 @@ def check_submission(app: StoredApp, auth: AuthSection) -> None:
         raise Refused(f"environment variable {refused[0]} may not be passed to a driver "
                       f"(auth.env_allow: {', '.join(auth.env_allow) or 'none'})")
     if auth.allowed_paths is not None and app.kind == AppKind.SUBMIT:
-        _check_path(app, auth.allowed_paths)
+        _check_path(app, auth.allowed_paths, uploads_root)
 
 
-def _check_path(app: StoredApp, allowed: list[str]) -> None:
+def _check_path(app: StoredApp, allowed: list[str], uploads_root: str | None) -> None:
     try:
         resource = parse_spark_submit(list(app.argv)).app_file
     except SparkArgsError:
@@ -110,7 +112,7 @@ def _check_path(app: StoredApp, allowed: list[str]) -> None:
         return  # a URI the cluster fetches
     path = Path(app.cwd or "/", resource.removeprefix("file://").removeprefix("file:"))
     real = os.path.realpath(path)
-    for root in allowed:
+    for root in [*allowed, *([uploads_root] if uploads_root else [])]:
         base = os.path.realpath(root)
         if real == base or real.startswith(base.rstrip("/") + "/"):
             return
@@ -143,22 +145,31 @@ class RateLimit:
 
 
 class BodyLimit:
-    """ASGI: 413 for a request body over ``limit`` bytes, before any handler reads it."""
+    """ASGI: 413 for a request body over ``limit`` bytes, before any handler reads it.
+    ``paths``: path prefix -> (its own limit, the setting named in the refusal), for the
+    upload of files (``uploads.max_file_bytes``)."""
 
-    def __init__(self, app, limit: int):
+    def __init__(self, app, limit: int, paths: Mapping[str, tuple[int, str]] | None = None):
         self.app = app
         self.limit = limit
+        self.paths = dict(paths or {})
+
+    def _limit(self, path: str) -> tuple[int, str]:
+        for prefix, limit in self.paths.items():
+            if path.startswith(prefix):
+                return limit
+        return self.limit, "auth.max_body_bytes"
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit, setting = self._limit(scope.get("path", ""))
         for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await self._refuse(scope, send)
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                await self._refuse(scope, send, limit, setting)
                 return
         seen = 0
-        limit = self.limit
 
         async def counted():
             nonlocal seen
@@ -166,7 +177,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise _TooLarge()
+                    raise TooLarge()
             return message
 
         started = False
@@ -178,12 +189,12 @@ class BodyLimit:
 
         try:
             await self.app(scope, counted, watched_send)
-        except _TooLarge:
+        except TooLarge:
             if not started:
-                await self._refuse(scope, send)
+                await self._refuse(scope, send, limit, setting)
 
-    async def _refuse(self, scope, send) -> None:
-        message = f"request body over {self.limit} bytes (auth.max_body_bytes)"
+    async def _refuse(self, scope, send, limit: int, setting: str) -> None:
+        message = f"request body over {limit} bytes ({setting})"
         spark = "/submissions" in scope.get("path", "")
         body = json.dumps({"action": "ErrorResponse", "message": message} if spark
                           else {"detail": message}).encode()
@@ -193,5 +204,6 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-class _TooLarge(Exception):
-    pass
+class TooLarge(Exception):
+    """Raised from ``receive`` past the limit; a handler that streams the body itself (an
+    upload) catches it and answers 413."""

@@ -23,7 +23,8 @@ the queue reclaims gracefully (``reclaim_timeout`` > 0) and ``maxExecutors`` at 
 ceiling, each only where the user did not set it.
 
 The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
-one for the app, ``SESSIONSCHED_TOKEN`` (docs/agent-protocol.md).
+one for the app, ``SESSIONSCHED_TOKEN`` (docs/agent-protocol.md); ``SESSIONSCHED_CA`` when
+``server.tls.ca`` is set (the agent verifies the server with it).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def service_conf(app: StoredApp) -> dict[str, str]:
 
 def build_launch(
     app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None,
-    reclaim_timeout_s: float = 0.0, max_executors: int | None = None,
+    reclaim_timeout_s: float = 0.0, max_executors: int | None = None, ca: str | None = None,
 ) -> Launch:
     """The Launch for an app of kind ``submit`` or ``rest`` (sessions are not launched: the
     notebook starts its own driver once admitted)."""
@@ -80,6 +81,8 @@ def build_launch(
     env = {"SESSIONSCHED_APP_ID": app.id, "SESSIONSCHED_SERVER": server_url}
     if token and app.kind != AppKind.REST:  # a JVM driver has no agent to give it to
         env["SESSIONSCHED_TOKEN"] = token
+    if ca and app.kind != AppKind.REST:
+        env["SESSIONSCHED_CA"] = ca
     ours = service_conf(app)
     if app.kind == AppKind.REST:
         return Launch(

@@ -190,23 +190,12 @@ class ActiveStandby:
         self._set(Role.TAKING_OVER)
         self._announced = self._announce(self.leadership)
         self.service.writer.before_commit = self._fence
-        self.service.start(run_cycles)
-        if run_cycles:
-            self._first_cycle()
+        self.service.start(run_cycles)  # with cycles: the first has run (adopted apps in)
         self.leadership.keep(on_lost=self._lost)
         self.took_over_s = time.monotonic() - won_at
         self._set(Role.LEADER, self.service.url)
         log.info("leading the store at %s (books restored in %.2fs)", self.service.url,
                  self.took_over_s)
-
-    def _first_cycle(self, timeout_s: float = 10.0) -> None:
-        """Wait for the first cycle's view: adopted apps reach the engine in that cycle, and
-        until then a read would show a running app as queued."""
-        restored = self.service.version
-        deadline = time.monotonic() + timeout_s
-        while self.service.version == restored and time.monotonic() < deadline:
-            if self._stop.wait(0.01):
-                return
 
     def _announce(self, leadership: Leadership) -> float:
         since = self.service.clock()

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -37,8 +39,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..model import AppState
+from ..store import StoreUnavailable
 from ..store.records import AppKind
 from . import submissions
+from .auth import Forbidden
+from .guard import Refused
+from .livy_auth import actor, refusal
 from .livy_schemas import LivyBatchIn, ValidationError, first_error
 from .livy_sessions import LivySessions
 from .reads import AppRead
@@ -95,6 +101,16 @@ class LivyPort:
         ``server.retained_ended_apps`` are not found: the store has no index by number)."""
         return next((s for s in self.batches() if s["app"].seq == seq), None)
 
+    def secret_for(self, app_id: str) -> str | None:
+        """The app's agent secret (auth mode tokens), for a Livy session's REPL."""
+        return self._service.secret_for(app_id)
+
+    @property
+    def ca(self) -> str | None:
+        """``server.tls.ca``: what a REPL verifies the server with."""
+        tls = self._service.config.server.tls
+        return str(Path(tls.ca).resolve()) if tls is not None and tls.ca else None
+
     def log_lines(self, app_id: str) -> list[str]:
         try:
             return self._service.log_tail(app_id, LOG_WINDOW_LINES).splitlines()
@@ -124,11 +140,21 @@ def _int_param(request: Request, name: str, default: int | None) -> int | None:
         raise ValueError(f"query parameter {name}={raw!r} is not a whole number") from None
 
 
+Admit = Callable[[Request, Any], Any]
+
+
+def _as_is(_request: Request, app):
+    return app
+
+
 class Livy:
-    def __init__(self, port: LivyPort, defaults: submissions.Defaults):
+    def __init__(self, port: LivyPort, defaults: submissions.Defaults, admit: Admit = _as_is):
+        """``admit(request, app)``: the submission checked and made the caller's
+        (``livy_auth.admit_as_caller``); raises ``auth.Forbidden`` or ``guard.Refused``."""
         self.port = port
         self.defaults = defaults
-        self.sessions = LivySessions(port, defaults, port.master)
+        self.admit = admit
+        self.sessions = LivySessions(port, defaults, port.master, admit)
 
     def routes(self) -> list[Route]:
         return [
@@ -180,6 +206,9 @@ class Livy:
                 raise ValueError("the body must be a JSON object (Livy's batch request)")
             batch = LivyBatchIn.model_validate(body)
             app = submissions.from_livy(batch, self.port.workdir, self.defaults)
+            app = self.admit(request, app)
+        except (Forbidden, Refused) as e:
+            return refusal(e)
         except ValidationError as e:
             return _msg(first_error(e), 400)
         except (ValueError, RecursionError) as e:  # SubmissionError is a ValueError
@@ -246,7 +275,8 @@ class Livy:
             return _msg(str(e), 404)
         app_id = snap["app"].id
         try:
-            future = self.port.kill(app_id, actor=f"Admin (Livy from {_sender(request)})")
+            future = self.port.kill(app_id, actor=f"{actor(request)} (Livy from "
+                                                  f"{_sender(request)})")
         except Conflict:
             return JSONResponse({"msg": "deleted"})  # it has ended already
         except NotFound as e:
@@ -258,6 +288,8 @@ class Livy:
                         f"{KILL_WAIT_S:g}s; the scheduler is overloaded, try again", 503)
         except (Conflict, NotFound):
             pass  # it ended meanwhile
+        except StoreUnavailable as e:  # not applied: the delete can be asked again
+            return _msg(str(e), 503)
         return JSONResponse({"msg": "deleted"})
 
     async def version(self, request: Request) -> Response:

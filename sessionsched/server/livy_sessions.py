@@ -41,6 +41,9 @@ from starlette.routing import Route
 
 from ..model import AppState
 from . import submissions
+from .auth import Forbidden
+from .guard import Refused
+from .livy_auth import actor, refusal
 from .livy_schemas import LivySessionIn, StatementIn, ValidationError, first_error
 from .service import Conflict, NotFound
 from .views import one_line
@@ -81,9 +84,12 @@ class LivySessions:
     """The ``/sessions`` routes and the REPLs' ``/livy-repl`` routes. ``port``: the Livy
     door's adapter to the service (``livy.LivyPort``)."""
 
-    def __init__(self, port, defaults: submissions.Defaults, master: str):
+    def __init__(self, port, defaults: submissions.Defaults, master: str,
+                 admit=lambda _request, app: app):
+        """``admit(request, app)``: as ``livy.Livy``'s."""
         self.port = port
         self.defaults = defaults
+        self.admit = admit
         self.lock = threading.Lock()
         self.sessions: dict[int, LivySession] = {}
         self._sweeper: threading.Thread | None = None
@@ -167,6 +173,9 @@ class LivySessions:
                 raise ValueError(f"session kind {req.kind!r} is not served; use pyspark")
             conf = req.spark_conf()
             app = submissions.from_session(req.name, req.queue, None, conf, self.defaults)
+            app = self.admit(request, app)
+        except (Forbidden, Refused) as e:
+            return refusal(e)
         except ValidationError as e:
             return _msg(first_error(e), 400)
         except (ValueError, RecursionError) as e:
@@ -194,6 +203,12 @@ class LivySessions:
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
         if self._loopback:
             env["SPARK_LOCAL_IP"] = "127.0.0.1"  # a loopback cluster reaches only loopback
+        # With tokens, the REPL speaks for its own app only (livy_auth): the app's secret.
+        for name, value in (("SESSIONSCHED_TOKEN", self.port.secret_for(stored.id)),
+                            ("SESSIONSCHED_CA", self.port.ca)):
+            env.pop(name, None)
+            if value:
+                env[name] = value
         cmd = [sys.executable, "-m", "sessionsched.livy_repl", "--server", self.port.url,
                "--app-id", stored.id, "--session", str(stored.seq),
                "--name", stored.name, "--conf", json.dumps(conf)]
@@ -244,7 +259,7 @@ class LivySessions:
             s = self._find(request)
         except LookupError as e:
             return _msg(str(e), 404)
-        self.end(s, "Admin (Livy DELETE)")
+        self.end(s, f"{actor(request)} (Livy DELETE)")
         return JSONResponse({"msg": "deleted"})
 
     def end(self, s: LivySession, actor: str) -> None:

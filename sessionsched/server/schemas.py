@@ -32,6 +32,17 @@ class AppIn(_In):
     name: str | None = None
     conf: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
+    uploads: dict[str, str] | None = Field(
+        None, description="a submission from another host (its cwd is not on this one): the "
+        "files uploaded with PUT /api/v1/uploads/{sha256}, each reference as written in argv "
+        "(the application file, an element of --py-files, --files or --jars) -> its SHA-256; "
+        "the server puts the stored paths in their place. {}: nothing uploaded")
+
+
+class UploadOut(BaseModel):
+    sha256: str
+    size: int = Field(..., description="bytes")
+    new: bool = Field(..., description="stored by this request (false: it was stored already)")
 
 
 class SessionIn(_In):
@@ -69,6 +80,7 @@ ERROR_MEANINGS = {
     403: "auth mode tokens: a rule refuses it (another user's app, a priority outside the "
          "caller's range, a queue the user may not submit to); the detail names the rule",
     413: "request body over auth.max_body_bytes",
+    507: "uploads would grow past uploads.max_total_bytes",
     429: "auth mode tokens: too many submissions from this user in the last minute; see "
          "Retry-After",
 }

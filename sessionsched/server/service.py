@@ -44,7 +44,7 @@ from ..engine.events import (
 from ..engine.scheduler import Scheduler
 from ..model import AppState, Resources
 from ..store import AppKind, EventRecord, Store, StoredApp, Writer
-from . import plans
+from . import faulthook, plans
 from .agents import AgentDesk
 from .cycle import Cycle, Parts
 from .inbox import Inbox
@@ -83,24 +83,27 @@ class Service:
         self.log_dir = Path(server.state_dir).resolve() / "logs"
         self.store = Store(config.database_url())
         self.writer = Writer(self.store)
-        self.engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
+        engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
+        self._fault = faulthook.from_env()  # the crash tests' hook; None in service
         self.inbox = Inbox()
         self.registry = Submissions()
         self.reads = ReadModel(ReadView(
-            version=0, engine=self.engine.view(), submissions=self.registry, final={},
-            master=config.cluster.master))
+            version=0, engine=engine.view(), submissions=self.registry, final={},
+            master=backend.master or config.cluster.master))
         self.metrics = ServiceMetrics(self._metrics_snapshot)
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
         self.sessions = SessionWatch(server.session_timeout)
         self.retention = Retention(server.retained_ended_apps, self.store)
         self._cycle = Cycle(Parts(
-            engine=self.engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
+            engine=engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,
             reads=self.reads, write=self.write, metrics=self.metrics, clock=clock,
             # Driver agents report here, else to the peers (whoever leads after a takeover).
             url=",".join([self.url, *server.peers]), log_dir=self.log_dir,
             secret=lambda app_id: self.secret_for(app_id),
+            agent_ca=str(Path(server.tls.ca).resolve()) if server.tls and server.tls.ca else None,
+            cycle_s=server.cycle_ms / 1000, fault=self._fault,
         ))
         # The agent secret a launched driver gets (``auth.Gate.secret_for``; none with auth off).
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
@@ -114,6 +117,11 @@ class Service:
     @property
     def backend(self) -> ClusterBackend:
         return self.watch.backend
+
+    @property
+    def engine(self) -> Scheduler:
+        """The engine (the cycle's: it puts a fresh one in after a failed commit)."""
+        return self._cycle.p.engine
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -139,6 +147,9 @@ class Service:
             self.inbox.put(event)
         self._start_plans()
         if run_cycles:
+            # The restored apps enter the engine before the first request is answered: a
+            # reader never sees an adopted RUNNING app as waiting.
+            self.cycle()
             self._scheduler.add_job(
                 self.cycle, IntervalTrigger(seconds=self.config.server.cycle_ms / 1000),
                 id="cycle", max_instances=1, coalesce=True, misfire_grace_time=None,
@@ -252,6 +263,8 @@ class Service:
             return stored
 
         def after(stored: StoredApp) -> None:
+            if self._fault is not None:
+                self._fault("submit-committed", stored.id)
             self.registry.put(Submission.of(stored))
             if stored.kind == AppKind.SESSION:
                 self.sessions.watch(stored.id)

@@ -42,6 +42,7 @@ from starlette.routing import Route, Router
 
 from ..backends.base import Placement
 from ..model import AppState, parse_priority
+from ..store import StoreUnavailable
 from . import auth, jackson, submissions
 from .guard import RateLimit, Refused, strip_token
 from .service import Conflict, NotFound, Service
@@ -233,6 +234,8 @@ class SparkRest:
         except asyncio.TimeoutError:
             return reply({**gone, "message": f"Kill request for {sid} is queued; the scheduler "
                                              f"did not confirm it within {CYCLE_WAIT_S:g}s"})
+        except StoreUnavailable as e:  # not applied: the kill can be asked again
+            return error(str(e), 503)
         app = self.service.app(sid)
         if app is None or app.state is not AppState.KILLED:
             return reply(gone)

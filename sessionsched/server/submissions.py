@@ -66,6 +66,7 @@ class Defaults:
     root: Queue
     queue: str
     priority: int = PRIORITY_DEFAULT
+    drivers_in_cluster: bool = False  # the backend's (``ClusterBackend.drivers_in_cluster``)
 
 
 # --- the three ways in ----------------------------------------------------------------------
@@ -81,7 +82,9 @@ def from_argv(
     name: str | None,
     defaults: Defaults,
 ) -> StoredApp:
-    """A native-API submission (kind ``submit``): Python apps run in client mode on this host."""
+    """A native-API submission (kind ``submit``). On a backend whose drivers all run in the
+    cluster (Kubernetes) every app is in-cluster; elsewhere the deploy mode says, and Python
+    apps run in client mode on this host (a standalone master cannot run a Python driver)."""
     if not os.path.isabs(cwd):
         raise SubmissionError(f"cwd {cwd!r} is not an absolute path")
     if not os.path.isdir(cwd):
@@ -100,8 +103,8 @@ def from_argv(
         raise SubmissionError("no application file in argv (options, then app.py or app.jar)")
     _check_app_file(args.app_file, cwd)
     sched = _scheduling(props)
-    in_cluster = sched.deploy_mode == "cluster"
-    if in_cluster and args.is_python:
+    in_cluster = defaults.drivers_in_cluster or sched.deploy_mode == "cluster"
+    if in_cluster and args.is_python and not defaults.drivers_in_cluster:
         raise SubmissionError(
             "Python apps run in client mode on a standalone cluster; drop --deploy-mode cluster"
         )

@@ -2,7 +2,8 @@
 
 1. cores held by in-cluster drivers (hatched, at the bottom) and executor cores per app,
    stacked, against the cluster's cores; a dotted line where an app's priority changed;
-2. each app's state as a bar: queued (ACCEPTED), STARTING, RUNNING; nothing once FINISHED;
+2. each app's state as a bar: queued (ACCEPTED), STARTING, RUNNING; nothing once FINISHED,
+   red from the end of an app that FAILED (or was KILLED);
 3. queue lengths: apps waiting in each leaf queue.
 
 The timeline holds step functions recorded at scheduler cycles (``record.Timeline``).
@@ -101,9 +102,11 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
         handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
     ax_ex.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
 
+    seen = set()
     for row, n in enumerate(names):
         for start, length, state in _segments(tl.states[n], end):
             if state in STATE_COLORS:
+                seen.add(state)
                 ax_st.broken_barh([(start, length)], (row - 0.4, 0.8), color=STATE_COLORS[state])
     ax_st.set_yticks(range(len(names)), names, fontsize=8)
     ax_st.set_ylim(len(names) - 0.5, -0.5)
@@ -112,7 +115,7 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
         handles=[
             Patch(color=c, label=s)
             for s, c in STATE_COLORS.items()
-            if s not in ("FAILED", "KILLED")
+            if s not in ("FAILED", "KILLED") or s in seen
         ],
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),

@@ -21,7 +21,7 @@ class AppTimes:
     state: AppState | None = None  # None until submitted
     admitted: float | None = None  # the scheduler decided to launch the driver
     first_executor: float | None = None  # the first executor came up (usable)
-    finished: float | None = None  # the driver exited
+    finished: float | None = None  # the driver exited (with any exit code: see state)
 
 
 @dataclass

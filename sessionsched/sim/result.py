@@ -1,11 +1,13 @@
 """A run's result: per-app milestones, a summary and the engine's cost (DESIGN.md's JSON).
 
 Definitions (seconds from the start of the run):
-- ``state``: FINISHED, or the state the app was stuck in (ACCEPTED, STARTING or RUNNING).
-- ``makespan``: when the last app finished; in a deadlock, when the run last changed anything
+- ``state``: FINISHED, FAILED, or the state the app was stuck in (ACCEPTED, STARTING or
+  RUNNING). ``finished``: when its driver exited, whatever its exit code.
+- ``makespan``: when the last app ended; in a deadlock, when the run last changed anything
   (after that only scheduler cycles happened until it was detected); ``max_time_s`` if the run
   was cut short there.
-- ``completed`` / ``stuck``: apps that finished / did not.
+- ``completed`` / ``failed`` / ``stuck``: apps whose driver exited 0 / exited otherwise (or
+  was killed) / never ended.
 - ``mean_completion``, ``p95_completion``: of ``finished - submitted`` over finished apps
   (p95 by nearest rank); null when none finished.
 - ``utilization``: core-seconds spent running tasks / (cluster cores x makespan). Cores held by
@@ -87,6 +89,8 @@ def alone_s(app: SimApp, workload: Workload) -> float:
     """The app's run time with the whole cluster to itself (``inf`` if it can hold no executor)."""
     c = workload.cluster
     spec = app.spec
+    if not app.stages:  # the driver's work alone
+        return c.driver_start_s + app.startup_s
     room = c.capacity - spec.driver if spec.driver_in_cluster else c.capacity
     fit = min(room.cores // spec.executor.cores, room.mem_mib // spec.executor.mem_mib)
     cap = spec.executor_cap
@@ -111,10 +115,13 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
     apps = []
     completions = []
     speeds = []
+    failed = 0
     for app in workload.apps:
         t = rec.apps[app.name]
         state = t.state.value if t.state is not None else AppState.ACCEPTED.value
-        if t.finished is not None:
+        if t.finished is not None and t.state in (AppState.FAILED, AppState.KILLED):
+            failed += 1  # ended, but not a completion: no speed either
+        elif t.finished is not None:
             state = AppState.FINISHED.value
             took = t.finished - t.submitted
             completions.append(took)
@@ -133,7 +140,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
                 finished=_r(t.finished),
             )
         )
-    stuck = len(workload.apps) - len(completions)
+    stuck = len(workload.apps) - len(completions) - failed
     makespan = rec.makespan_s
     cores = workload.cluster.capacity.cores
     utilization = rec.busy_core_s / (cores * makespan) if makespan > 0 else 0.0
@@ -141,6 +148,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
         "makespan": _r(makespan),
         "completed": len(completions),
         "stuck": stuck,
+        "failed": failed,
         "mean_completion": _r(sum(completions) / len(completions)) if completions else None,
         "p95_completion": _r(_nearest_rank(completions, 0.95)) if completions else None,
         "utilization": round(utilization, 4),

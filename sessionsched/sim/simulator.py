@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ..backends.base import Launch
 from ..backends.carry import carry_out
-from ..backends.memory import STARTUP, WORK, MemoryBackend, MemoryCluster
+from ..backends.memory import EXIT_CODE, STARTUP, WORK, MemoryBackend, MemoryCluster
 from ..backends.memory.pool import Overcommit
 from ..backends.memory.spark import Phase
 from ..backends.memory.timers import CYCLE, WORKLOAD, EventHeap
@@ -59,9 +59,11 @@ def launch_for(app: SimApp) -> Launch:
         "spark.executor.memory": f"{spec.executor.mem_mib}m",
         "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.minExecutors": str(spec.min_executors),
-        WORK: ",".join(f"{s.tasks}x{s.task_s!r}" for s in app.stages),
+        WORK: ",".join(f"{s.tasks}x{s.task_s!r}" for s in app.stages) or "0",
         STARTUP: repr(app.startup_s),
     }
+    if app.exit_code:
+        conf[EXIT_CODE] = str(app.exit_code)
     if spec.max_executors is not None:
         conf["spark.dynamicAllocation.maxExecutors"] = str(spec.max_executors)
     if spec.driver_in_cluster:
@@ -227,8 +229,7 @@ class Simulator:
             tl.states[name].set(now, "" if times.state is None else times.state.value)
             if sa is not None:
                 times.first_executor = sa.first_executor_at
-                if sa.exit_code == 0:
-                    times.finished = sa.ended_at
+                times.finished = sa.ended_at
         for q, n in self._queued.items():
             tl.pending[q].set(now, n)
         tl.driver_cores.set(now, self.cluster.driver_cores)

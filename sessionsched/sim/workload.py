@@ -8,7 +8,7 @@ apps:
   - {name: etl-1, submit: 0, queue: root.etl, user: alice, priority: 5000,
      driver: {cores: 1, memory: 2g, in_cluster: true}, executor: {cores: 2, memory: 4g},
      min_executors: 0, max_executors: 16, slots_max: null, startup_s: 20,
-     stages: [{tasks: 200, task_s: 5}], updates: [{at: 60, priority: 9000}]}
+     stages: [{tasks: 200, task_s: 5}], exit_code: 0, updates: [{at: 60, priority: 9000}]}
 ```
 
 Decisions where DESIGN.md is silent:
@@ -22,13 +22,17 @@ Decisions where DESIGN.md is silent:
   driver larger than the whole cluster, ``min_executors`` above ``max_executors``, a priority
   update before the app is submitted, a submission after ``max_time_s``. An app that merely
   waits forever is a result (``stuck``).
+- ``stages: []`` is a driver that never asks for executors: it works ``startup_s`` in the
+  driver alone and exits (seed 000: "not all applications will request more than one
+  allocation"); ``exit_code`` (default 0) is the driver's when its work is done, so a driver
+  that fails at start is ``stages: []``, a short ``startup_s`` and ``exit_code: 1``.
 - Bursts of identical apps: YAML anchors and merge keys (``<<: *app``). Top-level keys that
   start with ``x-`` are ignored, to hold the anchored templates (as in docker compose files).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -43,7 +47,15 @@ from ..config import (
     parse_model,
     resolve_queue,
 )
-from ..model import PRIORITY_DEFAULT, AppSpec, Queue, Resources, parse_mem_mib, parse_priority
+from ..model import (
+    PRIORITY_DEFAULT,
+    Admission,
+    AppSpec,
+    Queue,
+    Resources,
+    parse_mem_mib,
+    parse_priority,
+)
 
 MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 Priority = Annotated[int, BeforeValidator(parse_priority)]
@@ -99,7 +111,8 @@ class AppConfig(_Strict):
     max_executors: int | None = Field(None, ge=1)
     slots_max: int | None = Field(None, ge=1)
     startup_s: float = Field(0.0, ge=0)
-    stages: list[StageConfig] = Field(min_length=1)
+    stages: list[StageConfig]  # [] : the driver works startup_s alone, asks for no executor
+    exit_code: int = 0  # the driver's exit code when its work is done (non-zero: FAILED)
     updates: list[UpdateConfig] = Field(default_factory=list)
 
     @field_validator("name")
@@ -201,6 +214,7 @@ class SimApp:
     startup_s: float
     stages: tuple[Stage, ...]
     updates: tuple[Update, ...]
+    exit_code: int = 0
 
     @property
     def name(self) -> str:
@@ -264,7 +278,19 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
         startup_s=a.startup_s,
         stages=tuple(Stage(s.tasks, s.task_s) for s in a.stages),
         updates=tuple(Update(u.at, u.priority) for u in a.updates),
+        exit_code=a.exit_code,
     )
+
+
+def with_admission(workload: Workload, admission: Admission) -> Workload:
+    """The same workload with every leaf queue admitting by ``admission`` (to compare modes)."""
+
+    def rebuild(q: Queue) -> Queue:
+        if q.is_leaf:
+            return replace(q, admission=admission)
+        return replace(q, children=tuple(rebuild(c) for c in q.children))
+
+    return replace(workload, root=rebuild(workload.root))
 
 
 def load_workload(path: str | Path) -> Workload:

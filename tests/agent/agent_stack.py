@@ -12,12 +12,17 @@ from tests.sparkcluster import SMALL, wait_until
 
 CORES = 6
 APP = Path(__file__).parent / "apps" / "sleepy_job.py"
+# The arbitration tests need a second app admitted beside one that wants every core, which
+# `stateaware` does once the first has an executor; `demand` (the default) would hold an
+# equal-priority second app back - its own test uses the `demand` queue.
+SA = {"admission": "stateaware"}
 QUEUES = [{"name": "root", "queues": [
-    {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0},
-    {"name": "default", "policy": "fairshare", "reclaim_timeout": 0},  # the example notebook's
-    {"name": "prio", "policy": "priority", "reclaim_timeout": 0},
-    {"name": "graceful", "policy": "priority", "reclaim_timeout": 60},
-    {"name": "solo", "policy": "fifo", "max_running_apps": 1},
+    {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0, **SA},
+    {"name": "default", "policy": "fairshare", "reclaim_timeout": 0, **SA},  # the notebook's
+    {"name": "prio", "policy": "priority", "reclaim_timeout": 0, **SA},
+    {"name": "graceful", "policy": "priority", "reclaim_timeout": 60, **SA},
+    {"name": "solo", "policy": "fifo", "max_running_apps": 1, **SA},
+    {"name": "demand", "policy": "fifo", "admission": "demand"},
 ]}]
 
 

@@ -86,6 +86,28 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api):
     assert r == {**r, "result": sum(range(12)), "failed_tasks": 0}
 
 
+# --- demand admission: a driver starts into room the running apps do not want -------------
+
+
+def test_demand_admission_holds_an_equal_priority_app_while_the_running_one_wants_the_cores(
+        api):
+    a = submit(api, "demand-a", "root.demand", 5000, "--tasks", CORES, "--seconds", 40)
+    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
+    b = submit(api, "demand-b", "root.demand", 5000, "--tasks", 2, "--seconds", 2)
+
+    def held_back():
+        app = api.app(b)
+        return app if app.reason and "want the room" in app.reason else None
+
+    waiting = wait_until(held_back, 30, "B to wait for the room A wants")
+    # stateaware would have started B beside A (A has its executors); demand does not while
+    # A's six tasks still run.
+    assert waiting.state.value == "ACCEPTED" and report(api, a) is None
+    done = wait_until(lambda: finished(api, b), 240, "B to start once A no longer wants it")
+    assert (done.state.value, done.exit_code) == ("FINISHED", 0)
+    assert report(api, a) is not None and report(api, b)["result"] == 1
+
+
 # --- a dead agent: the cluster's view gives the executors back ------------------------------
 
 

@@ -2,8 +2,8 @@
 gives back before it takes, with every failed launch reported and none raised."""
 
 from sessionsched.backends.base import Launch
-from sessionsched.backends.carry import carry_out
-from sessionsched.backends.memory import WORK, MemoryBackend, MemoryCluster
+from sessionsched.backends.carry import LaunchRetry, Retries, carry_out
+from sessionsched.backends.memory import LAUNCH_FAILURES, WORK, MemoryBackend, MemoryCluster
 from sessionsched.engine.events import LaunchDriver, SetTarget, StopDriver
 from sessionsched.model import Resources
 
@@ -57,3 +57,28 @@ def test_grants_reach_the_drivers_through_steer():
     assert cluster.apps["a"].grant == 1
     assert cluster.apps["a"].demand() == 4
     assert len(cluster.apps["a"].starting) + len(cluster.apps["a"].executors) == 1
+
+
+def test_a_transient_launch_failure_is_tried_again_with_back_off_then_given_up():
+    """The master cannot be reached (``launchFailures``): tried again after 1, 2, 4, 8, 16 s,
+    the sixth failure ends it; a permanent refusal fails at once, never waits."""
+    cluster, backend = one_slot_cluster()
+    retries = Retries(LaunchRetry(first_s=1, factor=2, max_s=30, attempts=6))
+    unreachable = Launch("a", "a", argv=("job.py",), conf={LAUNCH_FAILURES: "99"})
+    broken = Launch("b", "b", argv=("job.py",), conf={WORK: "soon"})
+    apps = {"a": unreachable, "b": broken}
+    now, waits = 0.0, []
+    carried = carry_out([LaunchDriver("a"), LaunchDriver("b")], backend, apps.get, retries, now)
+    assert [a for a, _ in carried.failed] == ["b"] and "b" not in retries
+    while carried.retrying:
+        (app_id, why), = carried.retrying
+        assert app_id == "a" and "cannot be reached" in why
+        due_at = next(t for t in range(int(now) + 1, 100) if retries.due(float(t)))
+        assert retries.due(due_at - 0.5) == []  # not before its time
+        waits.append(due_at - now)
+        now = float(due_at)
+        carried = carry_out(retries.due(now), backend, apps.get, retries, now)
+    assert waits == [1, 2, 4, 8, 16]
+    (app_id, why), = carried.failed
+    assert app_id == "a" and why.endswith("(gave up after 6 attempts)")
+    assert "a" not in retries and "a" not in cluster.apps

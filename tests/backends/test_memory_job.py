@@ -35,6 +35,11 @@ JOBS = {
         Launch("s", "s", argv=("job.py",), conf={"spark.sessionsched.memory.work": "8x2,4x0.5"}),
         Job("s", (Stage(8, 2.0), Stage(4, 0.5))),
     ),
+    "work 0: the driver works alone, no stage": (
+        Launch("d", "d", argv=("job.py",), conf={"spark.sessionsched.memory.work": "0",
+                                                   "spark.sessionsched.memory.startup": "30"}),
+        Job("d", (), startup_s=30.0),
+    ),
     "static allocation: spark.executor.instances": (
         Launch("x", "x", argv=("--num-executors", "3", "--conf",
                                "spark.dynamicAllocation.enabled=false", "job.py")),

@@ -180,7 +180,8 @@ def test_remote_app_files_are_not_checked_here(workdir):
 def test_wrapper_parser_is_what_help_shows():
     ns = wrapper_parser().parse_args(["--queue", "q", "--wait", "--server", "http://h:1"])
     assert ns == argparse.Namespace(
-        queue="q", priority=None, wait=True, server="http://h:1", token=None, ca=None
+        queue="q", priority=None, wait=True, upload=None, server="http://h:1", token=None,
+        ca=None
     )
 
 

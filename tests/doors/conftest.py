@@ -32,7 +32,8 @@ def sched(spark_cluster, tmp_path) -> Iterator[ServerProcess]:
         "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100, "port": free_port()},
         "cluster": {"backend": "standalone", "master": spark_cluster.master_url,
                     "master_ui": spark_cluster.master_ui},
-        "queues": [{"name": "root", "queues": [{"name": "default"}, {"name": "etl"}]}],
+        "queues": [{"name": "root", "queues": [{"name": "default", "admission": "stateaware"},
+                                               {"name": "etl", "admission": "stateaware"}]}],
     }
     server = ServerProcess.start(config, tmp_path / "server")
     try:

@@ -78,13 +78,13 @@ def test_burst_of_in_cluster_drivers(mode, first, targets):
     "limit, first", [(1, ["a"]), (2, ["a", "b"]), (3, ["a", "b", "c"])], ids=["1", "2", "3"]
 )
 def test_stateaware_starting_limit(limit, first):
-    run = Run(one_queue(starting_limit=limit), slots=10)
+    run = Run(one_queue(admission="stateaware", starting_limit=limit), slots=10)
     assert launched(run.submit(*(app(n) for n in "abcd"))) == first
     assert "starting_limit" in run.sched.waiting["root.q"]
 
 
 def test_stateaware_next_app_starts_when_the_first_has_an_executor():
-    run = Run(one_queue(), slots=10)
+    run = Run(one_queue(admission="stateaware"), slots=10)
     run.submit(app("a"), app("b"))
     run.step(DemandChanged("a", 2))
     out = run.hold("a", 1)
@@ -93,7 +93,7 @@ def test_stateaware_next_app_starts_when_the_first_has_an_executor():
 
 
 def test_stateaware_starting_timeout_falls_back():
-    run = Run(one_queue(starting_timeout_s=300.0), slots=10)
+    run = Run(one_queue(admission="stateaware", starting_timeout_s=300.0), slots=10)
     run.submit(app("a"), app("b"), at=0.0)
     assert launched(run.step(at=299.0)) == []
     assert run.sched.next_wakeup() == 300.0

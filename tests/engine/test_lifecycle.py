@@ -38,7 +38,7 @@ from sessionsched.model import AppState, Executor, Resources
 
 
 def test_kill_of_a_queued_app_removes_it_from_its_queue():
-    run = Run(one_queue(), slots=10)
+    run = Run(one_queue(admission="stateaware"), slots=10)
     run.submit(app("a"), app("b"), app("c"))
     out = run.step(KillRequested("c"))
     assert marks(out) == [("c", "KILLED")] and stopped(out) == []
@@ -59,7 +59,7 @@ def test_kill_of_a_running_app_stops_its_driver_once():
     "code, state", [(0, "FINISHED"), (1, "FAILED"), (-9, "FAILED")], ids=["ok", "error", "signal"]
 )
 def test_driver_exit(code, state):
-    run = Run(one_queue(), slots=10)
+    run = Run(one_queue(admission="stateaware"), slots=10)
     run.submit(app("a"), app("b"))
     out = run.step(DriverExited("a", code))
     assert marks(out) == [("a", state), ("b", "STARTING")]  # a left STARTING: b may start
@@ -147,7 +147,7 @@ def test_seed_001_stateaware_filter(apps, admitted):
 
 
 def test_seed_001_the_rule_is_per_queue():
-    run = Run(tree(leaf("x"), leaf("y")), slots=0)
+    run = Run(tree(leaf("x", admission="stateaware"), leaf("y", admission="stateaware")), slots=0)
     in_state(run, "s1", "STARTING", "x")
     in_state(run, "x1", "ACCEPTED", "x")
     in_state(run, "y1", "ACCEPTED", "y")
@@ -344,7 +344,7 @@ def bad_specs():
 @pytest.mark.parametrize("name", list(bad_specs()))
 def test_bad_event_is_refused_with_one_line_and_changes_nothing(name):
     event, message = bad_specs()[name]
-    run = Run(one_queue(), slots=10)
+    run = Run(one_queue(admission="stateaware"), slots=10)
     run.submit(app("a"), app("b"))  # a STARTING, b queued
     books = copy.deepcopy(run.sched.apps)
     newcomer = app("newcomer").spec()

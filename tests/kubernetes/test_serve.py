@@ -60,25 +60,28 @@ def test_serve_launches_tracks_kills_and_adopts_driver_pods(fake, tmp_path):
     server = serve(config, tmp_path / "s1")
     try:
         with httpx.Client(base_url=server.url, timeout=10) as http:
-            def submit():
-                r = http.post("/api/v1/apps", json={"argv": ["job.py"], "cwd": str(work),
-                                                    "priority": 6000})
+            def submit(*options):
+                r = http.post("/api/v1/apps", json={"argv": [*options, "job.py"],
+                                                    "cwd": str(work), "priority": 6000})
                 assert r.status_code == 201, r.text
                 return r.json()["id"]
 
             def state(app_id):
                 return http.get(f"/api/v1/apps/{app_id}").json()["state"]
 
+            assert http.get("/api/v1/health").json()["master"] == f"k8s://{fake.url}"
             first = submit()
             pod = wait_until(lambda: fake.pods(NS, f"{LABEL}={first}"), 60, "the driver pod")[0]
             name = pod["metadata"]["name"]
             assert pod["metadata"]["labels"]["sessionsched.io/priority"] == "6000"
+            # A Python driver runs in a pod too: it takes cluster room, not a driver slot.
+            assert pod["metadata"]["labels"]["sessionsched.io/driver-in-cluster"] == "true"
             fake.set_pod_phase(NS, name, "Running", node="n1")
             fake.set_pod_phase(NS, name, "Succeeded", exit_code=0)
             wait_until(lambda: state(first) == "FINISHED", 30, "FINISHED")
             assert http.get(f"/api/v1/apps/{first}").json()["exit_code"] == 0
 
-            second = submit()
+            second = submit("--deploy-mode", "cluster")  # refused on standalone only
             pod = wait_until(lambda: fake.pods(NS, f"{LABEL}={second}"), 60, "pod 2")[0]
             fake.set_pod_phase(NS, pod["metadata"]["name"], "Running", node="n1")
             wait_until(lambda: state(second) in ("STARTING", "RUNNING"), 30, "admitted")

@@ -8,9 +8,11 @@ from pathlib import Path
 from sessionsched.config import ServerConfig
 from tests.sparkcluster import wait_until  # noqa: F401 (the one polling helper, re-exported)
 
+# StateAware (one app starting at a time per queue): the server's tests were written against
+# its pacing; the default `demand` admission is tested in tests/engine and tests/sim.
 QUEUES = [{"name": "root", "queues": [
-    {"name": "default", "policy": "fairshare"},
-    {"name": "etl", "policy": "priority"},
+    {"name": "default", "policy": "fairshare", "admission": "stateaware"},
+    {"name": "etl", "policy": "priority", "admission": "stateaware"},
 ]}]
 
 

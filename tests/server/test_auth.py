@@ -325,21 +325,3 @@ def test_an_older_events_table_gets_the_audit_columns(tmp_path):
         store.close()
     names = [r[1] for r in rows(db, "pragma table_info(events)")]
     assert names[-4:] == ["actor", "sender", "old_value", "new_value"]
-
-
-def test_livy_door_is_for_admins_only_with_tokens(serve_team, team, db):
-    _, made = team
-    client = serve_team()
-    batch = {"file": "hdfs:/jobs/app.jar", "className": "Main"}
-    r = client.post("/batches", json=batch)
-    assert (r.status_code, r.json()["msg"]) == (401, (
-        "a token is required: send 'Authorization: Bearer TOKEN' (sessionsched --token, "
-        "$SESSIONSCHED_TOKEN)"))
-    r = client.post("/batches", json=batch, headers=bearer(made["alice"]))
-    assert (r.status_code, r.json()["msg"]) == (
-        403, "user alice may not use the Livy API: with auth mode tokens it is for admins only")
-    assert client.get("/batches", headers=bearer(made["bob"])).status_code == 403
-    assert rows(db, "select count(*) from apps") == [(0,)]
-    assert client.get("/version", headers=bearer(made["root"])).status_code == 200
-    r = client.post("/batches", json=batch, headers=bearer(made["root"]))
-    assert r.status_code == 201, r.text

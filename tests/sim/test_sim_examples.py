@@ -78,7 +78,61 @@ def check_preprocessing(r_reserve, r_stateaware):
     assert r_reserve["summary"]["makespan"] < 0.5 * r_stateaware["summary"]["makespan"]
 
 
+def check_burst_20(r):
+    # max_driver_fraction 0.4 of 16 cores: 6 drivers at once, then as demand leaves room
+    assert r["summary"]["stuck"] == 0
+    assert sum(a["admitted"] == 0 for a in r["apps"]) == 6
+
+
+def check_burst_small(r):
+    assert [a["admitted"] for a in r["apps"]] == [0, 0, 0]
+    assert r["summary"]["stuck"] == 0
+
+
+def check_burst_large(r):
+    assert r["summary"]["completed"] == 60 and r["summary"]["stuck"] == 0
+
+
+def check_preprocessing_mixed(r):
+    apps = by_name(r)
+    long_ = [a for n, a in apps.items() if int(n[-2:]) % 3 == 1]
+    short = [a for n, a in apps.items() if int(n[-2:]) % 3 != 1]
+    assert r["summary"]["stuck"] == 0
+    # every short app is done before any long one has its first executor (t=158)
+    assert max(a["finished"] for a in short) < min(a["first_executor"] for a in long_)
+
+
+def check_mixed_queues(r):
+    assert r["summary"]["stuck"] == 0
+    for a in r["apps"]:
+        if a["queue"] == "root.adhoc":
+            assert a["admitted"] == a["submitted"]
+
+
+def check_driver_fails(r):
+    states = {a["name"]: a["state"] for a in r["apps"]}
+    assert sorted(n for n, s in states.items() if s == "FAILED") == [
+        "app-01", "app-04", "app-07", "app-10"]
+    assert r["summary"]["failed"] == 4 and r["summary"]["completed"] == 6
+    assert r["summary"]["stuck"] == 0
+    assert by_name(r)["app-07"]["admitted"] == 7  # as soon as app-01 and app-04 failed
+
+
+def check_driver_only(r):
+    apps = by_name(r)
+    assert r["summary"]["stuck"] == 0
+    assert all(apps[f"alone-{i}"]["first_executor"] is None for i in range(1, 5))
+    assert max(apps[f"app-{i}"]["finished"] for i in range(1, 9)) < 300  # before the timeouts
+
+
 SINGLE = {
+    "burst-20": check_burst_20,
+    "burst-small": check_burst_small,
+    "burst-large": check_burst_large,
+    "preprocessing-mixed": check_preprocessing_mixed,
+    "mixed-queues": check_mixed_queues,
+    "driver-fails": check_driver_fails,
+    "driver-only": check_driver_only,
     "burst-none": check_burst_none,
     "burst-stateaware": check_burst_stateaware,
     "seed000-stateaware": check_seed000,

@@ -130,7 +130,7 @@ def test_starting_timeout_is_waited_for_before_declaring_a_deadlock():
         app("a", driver={"cores": 1, "in_cluster": True}, executor={"cores": 2}),
         app("b", submit=1),
         cluster={"cores": 2},
-        queues=[queue("q", starting_timeout=50)],
+        queues=[queue("q", admission="stateaware", starting_timeout=50)],
     )
     r = simulate(w)
     apps = by_name(r)

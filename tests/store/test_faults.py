@@ -8,16 +8,14 @@ its events or not at all); sequence numbers have no gaps; the writer recovers by
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 from concurrent.futures import Future
-from pathlib import Path
 
 import pytest
 
 from sessionsched.model import AppSpec, Resources
 from sessionsched.store import EventRecord, Store, StoredApp, StoreUnavailable, Writer
+from tests.fullfs import fill, tiny_tmpfs
 from tests.sparkcluster import wait_until
 
 pytestmark = pytest.mark.storefault
@@ -64,34 +62,8 @@ def assert_one_line_fault(error: BaseException, reason: str | None = None) -> No
 @pytest.fixture
 def tiny_fs(tmp_path):
     """A 4 MiB tmpfs of our own, unmounted at the end."""
-    if os.geteuid() != 0:
-        pytest.fail("mounting a tmpfs needs root (CI and `make test` run as root)")
-    mnt = tmp_path / "fs"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", str(mnt)],
-                   check=True, timeout=30)
-    try:
+    with tiny_tmpfs(tmp_path / "fs") as mnt:
         yield mnt
-    finally:
-        done = subprocess.run(["umount", str(mnt)], capture_output=True, timeout=30)
-        if done.returncode != 0:  # something still holds a file: detach it anyway
-            subprocess.run(["umount", "-l", str(mnt)], check=True, timeout=30)
-
-
-def fill(path: Path) -> None:
-    """Write ``path`` until the filesystem has no byte left."""
-    chunk = b"\0" * 65536
-    with open(path, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(chunk)
-        except OSError:
-            pass
-        try:  # the last few bytes
-            while True:
-                f.write(b"\0")
-        except OSError:
-            pass
 
 
 def results(futures: list[Future], timeout_s: float = 60) -> tuple[set[int], list[BaseException]]:

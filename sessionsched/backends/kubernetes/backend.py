@@ -27,8 +27,8 @@ on the API server. For each app, in launch order:
 Capacity: allocatable cpu/memory of the Ready, schedulable nodes the node selector picks, minus
 the requests of running pods on them that the scheduler does not manage -- all but our apps'
 executors and in-cluster drivers. A driver whose app the engine counts as a client-mode driver
-(a Python app: it takes a driver slot, not cluster room) is taken off here too, since its pod
-does use the nodes.
+(recorded so before every driver counted as in-cluster here) is taken off here too, since its
+pod does use the nodes.
 
 Stopping: the driver pod is deleted with ``propagationPolicy: Background`` (what
 ``spark-submit --kill NS:POD`` does; its executors, service and config map are owned by it);
@@ -119,6 +119,8 @@ class KubernetesBackend(ClusterBackend):
     """Drivers as pods in ``settings.namespace`` (see the module doc). ``run_dir``: records,
     exit files, default logs and the agent zip; a backend created with the same ``run_dir``
     after a restart finds the submitters again (the pods are found by label)."""
+
+    drivers_in_cluster = True  # spark-submit --deploy-mode cluster: a driver pod, Python too
 
     def __init__(self, settings: KubernetesSection, run_dir: str | Path, driver_slots: int = 4,
                  *, sync_timeout_s: float = 10.0, stop_grace_s: float = 10.0) -> None:

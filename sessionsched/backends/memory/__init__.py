@@ -10,7 +10,7 @@ clock. The simulator runs on it; ``cluster.backend: memory`` runs the server on 
 
 from .backend import MemoryBackend
 from .cluster import MemoryCluster
-from .job import EXIT_CODE, STARTUP, WORK, Job, Stage, job_from_launch
+from .job import EXIT_CODE, LAUNCH_FAILURES, STARTUP, WORK, Job, Stage, job_from_launch
 
-__all__ = ["EXIT_CODE", "STARTUP", "WORK", "Job", "MemoryBackend", "MemoryCluster", "Stage",
-           "job_from_launch"]
+__all__ = ["EXIT_CODE", "LAUNCH_FAILURES", "STARTUP", "WORK", "Job", "MemoryBackend",
+           "MemoryCluster", "Stage", "job_from_launch"]

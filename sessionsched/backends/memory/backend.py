@@ -33,9 +33,9 @@ from ...engine.events import (
     ExecutorsChanged,
 )
 from ...model import Executor, Resources
-from ..base import BackendError, ClusterBackend, Handle, Launch
+from ..base import BackendError, BackendUnavailable, ClusterBackend, Handle, Launch
 from .cluster import MemoryCluster
-from .job import job_from_launch
+from .job import LAUNCH_FAILURES, job_from_launch
 from .spark import Phase, SparkApp
 
 KIND = "memory"
@@ -57,6 +57,7 @@ class MemoryBackend(ClusterBackend):
         self._apps: dict[str, _Reported] = {}  # live apps this backend reports on
         self._managed: dict[str, tuple[str, tuple[Executor, ...]]] = {}  # spark id -> (app, view)
         self._capacity_sent: tuple[Resources, int] | None = None
+        self._attempts: dict[str, int] = {}  # launches tried per app (``launchFailures``)
 
     # --- contract -------------------------------------------------------------------------
 
@@ -69,6 +70,11 @@ class MemoryBackend(ClusterBackend):
             job = job_from_launch(launch, self.cluster.work_s)
         except ValueError as e:
             raise BackendError(f"{launch.app_id}: {e}") from None
+        tried = self._attempts[launch.app_id] = self._attempts.get(launch.app_id, 0) + 1
+        if tried <= job.launch_failures:
+            raise BackendUnavailable(f"the memory cluster's master cannot be reached (launch "
+                                     f"{tried} of {launch.app_id}; {LAUNCH_FAILURES}="
+                                     f"{job.launch_failures})")
         sa = self.cluster.launch(job)
         self._apps[launch.app_id] = _Reported(sa.driver_id)
         return Handle(launch.app_id, KIND, sa.driver_id, sa.launched_at)

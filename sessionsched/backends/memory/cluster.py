@@ -12,7 +12,9 @@ Model (a Spark standalone cluster; the app's side is in ``spark.py``, the room i
   are gone. What does not fit waits for room, as in a standalone master (``pool.py``).
 - A launched driver is up after ``driver_start_s`` (it gets a made-up Spark app id then),
   works ``startup_s`` before asking for executors, runs its stages, and exits with its job's
-  exit code right after the last task; ``stop`` ends it at once with 143 (SIGTERM's shell code).
+  exit code right after the last task (a job without stages exits when ``startup_s`` is over,
+  never asking for an executor: work done in the driver alone); ``stop`` ends it at once
+  with 143 (SIGTERM's shell code).
 - ``steer`` carries out what a driver agent would: ``SetTarget.grant`` caps the app's
   executors; ``Reclaim`` KILL kills now (running tasks go back to pending), DECOMMISSION stops
   new tasks and lets the executor leave when its tasks are done (killed at the deadline), IDLE
@@ -253,7 +255,9 @@ class MemoryCluster:
             self._push(now + sa.job.startup_s, _StartupDone(sa.name))
         elif isinstance(ev, _StartupDone):
             sa.phase = Phase.RUNNING
-            sa.start_next_stage()
+            if not sa.start_next_stage():  # no stage: the driver did its work alone
+                self._end(now, sa, sa.job.exit_code)
+                return
             self._settle(now, sa)
         elif isinstance(ev, _ExecutorUp):
             if sa.starting.pop(ev.executor_id, None) is None:

@@ -13,11 +13,14 @@ The work, by properties this backend alone reads (nothing runs: no file is opene
 * ``spark.sessionsched.memory.work``: ``S`` (seconds) runs one stage of as many tasks as an
   executor has cores, each S seconds -- the app asks for one executor, runs S seconds, exits;
   or ``NxS,NxS...``: stages of N tasks of S seconds, one after another (``sleep_tasks.py
-  --stages``). Default: the cluster's ``work_s``.
+  --stages``); ``0``: no stage at all, the driver works ``startup`` seconds alone and exits
+  without asking for an executor. Default: the cluster's ``work_s``.
 * ``spark.sessionsched.memory.startup``: seconds the driver works before it asks for executors
   (pre-processing; the StateAware "starting" phase). Default 0.
 * ``spark.sessionsched.memory.exitCode``: the driver's exit code after its work (non-zero: the
   app FAILED). Default 0.
+* ``spark.sessionsched.memory.launchFailures``: how many launches of the app fail first as if
+  the master could not be reached (``BackendUnavailable``: tried again). Default 0.
 
 A launch that could never run is refused (``ValueError``, one line naming the problem): no
 application (no ``argv`` and no REST request), a REST request without ``appResource`` or
@@ -36,6 +39,7 @@ from ..base import Launch
 WORK = "spark.sessionsched.memory.work"
 STARTUP = "spark.sessionsched.memory.startup"
 EXIT_CODE = "spark.sessionsched.memory.exitCode"
+LAUNCH_FAILURES = "spark.sessionsched.memory.launchFailures"
 DEFAULT_MEM_MIB = 1024
 
 
@@ -58,6 +62,7 @@ class Job:
     max_executors: int | None = None
     startup_s: float = 0.0
     exit_code: int = 0
+    launch_failures: int = 0
 
     @property
     def name(self) -> str:
@@ -89,6 +94,8 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         startup_s=_seconds(props, STARTUP, 0.0),
         stages=_stages(props, executor.cores, default_work_s),
         exit_code=_exit_code(props),
+        launch_failures=(_whole(props[LAUNCH_FAILURES], LAUNCH_FAILURES)
+                         if LAUNCH_FAILURES in props else 0),
     )
 
 
@@ -135,7 +142,8 @@ def _stages(props: Mapping[str, Prop], cores: int, default_work_s: float) -> tup
         return (Stage(cores, default_work_s),)
     text = prop.value.strip()
     if "x" not in text:
-        return (Stage(cores, _seconds(props, WORK, default_work_s)),)
+        seconds = _seconds(props, WORK, default_work_s)
+        return (Stage(cores, seconds),) if seconds > 0 else ()
     stages = []
     for part in text.split(","):
         tasks, _, seconds = part.strip().partition("x")

@@ -6,7 +6,8 @@ Assumptions of the model (Spark standalone, dynamic allocation on, ``spark.task.
 - Phases: QUEUED -> LAUNCHING (the cluster's ``driver_start_s``) -> PREPROCESSING (the job's
   ``startup_s``: the driver works before it creates its SparkContext, so it asks for no
   executor) -> RUNNING (stages)
-  -> DONE (the driver exits with the job's exit code, 0 by default, right after the last task).
+  -> DONE (the driver exits with the job's exit code, 0 by default, right after the last task;
+  a job without stages is DONE when its pre-processing ends, having asked for no executor).
 - Stages run one after another; a stage's tasks are all pending when it starts. Each task takes
   one core of an executor for ``task_s``. A task on a killed executor goes back to pending and
   starts over (its work is lost).

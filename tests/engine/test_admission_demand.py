@@ -1,0 +1,210 @@
+"""``demand`` admission (the default): one named row per behaviour, Kueue style.
+
+Each row sets the scene with a few engine steps and says which apps the *last* step launched
+(in order) and, when a head is left waiting, a phrase of the reason its queue gives.
+Apps: 1-core drivers and 1-core executors unless the row says otherwise; "in-cluster" drivers
+take cluster cores, client-mode ones a driver slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from engine_builders import Run, app, launched, leaf, one_queue, tree
+
+from sessionsched.engine import DemandChanged
+from sessionsched.model import AppState, Resources
+
+
+def demand_queue(**settings) -> object:
+    return one_queue(admission="demand", policy="fifo", **settings)
+
+
+def running(run: Run, app_id: str, demand: int, held: int) -> None:
+    """Let an admitted app report its demand and hold ``held`` executors."""
+    run.step(DemandChanged(app_id, demand))
+    run.hold(app_id, held)
+    assert run.state(app_id) == "RUNNING"
+
+
+@dataclass(frozen=True)
+class Case:
+    scene: Callable[[], tuple[Run, list]]  # -> the run and its last step's decisions
+    launched: list[str]
+    waits: str | None  # a phrase of root.q's (or the named queue's) reason, None: not waiting
+    queue: str = "root.q"
+
+
+def burst_stops_at_the_driver_fraction():
+    # 10 cores x 0.4 = 4 cores for in-cluster drivers; room for 5 (driver + first executor)
+    run = Run(demand_queue(), cores=10)
+    return run, run.submit(*(app(n).in_cluster() for n in "abcdef"))
+
+
+def burst_stops_where_first_executors_fill_the_room():
+    # fraction 1: only the room binds; 6 cores / (1 driver + 1 first executor) = 3 apps
+    run = Run(demand_queue(max_driver_fraction=1.0), cores=6)
+    return run, run.submit(*(app(n).in_cluster() for n in "abcde"))
+
+
+def a_queue_without_drivers_may_start_one():
+    # 2 cores x 0.4 = 0.8 core: no 1-core driver fits the fraction, but one may always start
+    run = Run(demand_queue(), cores=2)
+    return run, run.submit(app("a").in_cluster(), app("b").in_cluster())
+
+
+def running_demand_holds_the_head_back():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 8, 8)  # a wants the whole cluster
+    return run, run.submit(app("b"))
+
+
+def room_the_running_apps_do_not_want_is_used():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 3, 3)  # 5 cores nobody wants: b's driver slot and first executor fit
+    return run, run.submit(app("b"))
+
+
+def demand_going_down_lets_the_head_in():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 8, 8)
+    run.submit(app("b"))
+    return run, run.step(DemandChanged("a", 5))  # a's last tasks: 3 executors go idle
+
+
+def lower_priority_demand_does_not_hold_back_a_higher_head():
+    run = Run(one_queue(admission="demand", policy="priority"), cores=8)
+    run.submit(app("low").priority(1000))
+    running(run, "low", 8, 8)
+    return run, run.submit(app("high").priority(9000))  # low gives executors back by reclaim
+
+
+def equal_priority_demand_holds_back_a_later_head():
+    run = Run(one_queue(admission="demand", policy="fairshare"), cores=8)
+    run.submit(app("a").priority(7000))
+    running(run, "a", 8, 8)
+    return run, run.submit(app("b").priority(7000))
+
+
+def another_queues_demand_does_not_hold_a_head_back():
+    run = Run(tree(leaf("x", admission="demand"), leaf("y", admission="demand")), cores=8)
+    run.submit(app("a").queue("x"))
+    running(run, "a", 8, 8)
+    return run, run.submit(app("b").queue("y"))
+
+
+def client_mode_drivers_do_not_count_toward_the_fraction():
+    # 4 driver slots; the cluster's 3 cores hold 3 first executors
+    run = Run(demand_queue(), cores=3, slots=4)
+    return run, run.submit(*(app(n) for n in "abcd"))
+
+
+def each_leaf_reaches_its_weight_share():
+    # 10 cores, two leaves of weight 3 and 2: x reaches 6 cores (0.4 x 6 = 2.4 drivers), y 4
+    # (1.6 drivers: one, and a queue may always start one, so y's second waits)
+    root = tree(leaf("x", admission="demand", weight=3), leaf("y", admission="demand", weight=2))
+    run = Run(root, cores=10)
+    return run, run.submit(*(app(n).queue("x").in_cluster() for n in "abc"),
+                           *(app(n).queue("y").in_cluster() for n in "de"))
+
+
+def max_cores_cuts_what_a_queue_reaches():
+    # 20 cores, but root.q may use 5: 0.4 x 5 = 2 drivers
+    run = Run(demand_queue(max_cores=5), cores=20)
+    return run, run.submit(*(app(n).in_cluster() for n in "abcd"))
+
+
+def driver_memory_counts_toward_the_fraction():
+    # 16 cores but 10 GiB: 0.4 x 10 GiB = 4 GiB of drivers, 2 GiB each
+    run = Run(demand_queue(), cores=16, mem_mib=10 * 1024)
+    return run, run.submit(*(app(n).in_cluster(1, 2048) for n in "abcd"))
+
+
+def a_starting_app_stops_counting_at_its_starting_timeout():
+    # 1 core: a's first executor fills it while a is STARTING (a driver that never asks
+    # for executors, or pre-processes); at its starting timeout it stops counting
+    run = Run(demand_queue(starting_timeout_s=300.0), cores=1, slots=4)
+    run.submit(app("a"), app("b"), at=0.0)
+    assert launched(run.log[-1]) == ["a"]
+    return run, run.step(at=300.0)
+
+
+CASES = {
+    "burst: in-cluster drivers stop at max_driver_fraction of the cores":
+        Case(burst_stops_at_the_driver_fraction, ["a", "b", "c", "d"], "max_driver_fraction"),
+    "burst: the starting apps' first executors fill the room":
+        Case(burst_stops_where_first_executors_fill_the_room, ["a", "b", "c"], "want the room"),
+    "a queue running no in-cluster driver may always start one (YARN's rule)":
+        Case(a_queue_without_drivers_may_start_one, ["a"], "max_driver_fraction"),
+    "the running apps' demand holds the head back":
+        Case(running_demand_holds_the_head_back, [], "want the room"),
+    "room the running apps do not want is used":
+        Case(room_the_running_apps_do_not_want_is_used, ["b"], None),
+    "demand going down lets the head in":
+        Case(demand_going_down_lets_the_head_in, ["b"], None),
+    "lower-priority demand does not hold back a higher-priority head":
+        Case(lower_priority_demand_does_not_hold_back_a_higher_head, ["high"], None),
+    "equal-priority demand holds back a later head":
+        Case(equal_priority_demand_holds_back_a_later_head, [], "want the room"),
+    "another queue's demand does not hold a head back":
+        Case(another_queues_demand_does_not_hold_a_head_back, ["b"], None, "root.y"),
+    "client-mode drivers do not count toward the fraction":
+        Case(client_mode_drivers_do_not_count_toward_the_fraction, ["a", "b", "c"],
+             "want the room"),
+    "each leaf reaches its share of the cluster by weight":
+        Case(each_leaf_reaches_its_weight_share, ["a", "d", "b"], "hold 2 of the 6 cores",
+             "root.x"),
+    "max_cores cuts the cores a queue reaches":
+        Case(max_cores_cuts_what_a_queue_reaches, ["a", "b"], "of the 5 cores"),
+    "driver memory counts toward the fraction":
+        Case(driver_memory_counts_toward_the_fraction, ["a", "b"], "max_driver_fraction"),
+    "a starting app stops counting at its starting timeout (StateAware fallback)":
+        Case(a_starting_app_stops_counting_at_its_starting_timeout, ["b"], None),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_demand_admission(case: Case):
+    run, out = case.scene()
+    assert launched(out) == case.launched
+    reason = run.sched.waiting.get(case.queue)
+    if case.waits is None:
+        assert reason is None
+    else:
+        assert reason is not None and case.waits in reason, reason
+    assert run.sched.audit() == []
+
+
+def test_nothing_is_set_aside_for_a_starting_app():
+    # a pre-processes (STARTING, no demand) while b grows: b may take every free core,
+    # where `reserve` would keep one for a until a's first executor.
+    run = Run(demand_queue(), cores=4, slots=4)
+    run.submit(app("b"))
+    running(run, "b", 2, 2)
+    run.submit(app("a"))
+    assert run.state("a") == "STARTING"
+    run.step(DemandChanged("b", 4))
+    assert run.targets() == {"b": (4, 4), "a": (0, 0)}
+
+
+def test_the_default_admission_is_demand():
+    run = Run(one_queue(), cores=10)
+    assert run.sched.queue("root.q").admission.value == "demand"
+    out = run.submit(*(app(n).in_cluster() for n in "abcdef"))
+    assert launched(out) == ["a", "b", "c", "d"]  # 0.4 x 10 cores of drivers
+
+
+def test_a_failed_driver_frees_its_place_at_once():
+    from sessionsched.engine import DriverExited
+
+    run = Run(demand_queue(), cores=2)  # one in-cluster driver and its first executor
+    run.submit(app("a").in_cluster(), app("b").in_cluster())
+    assert run.state("b") == AppState.ACCEPTED.value
+    out = run.step(DriverExited("a", 1))
+    assert launched(out) == ["b"]
+    assert run.sched.capacity == Resources(2, 1 << 20)
