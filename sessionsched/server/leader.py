@@ -19,12 +19,12 @@ and serve from its first cycle's view on (the adopted apps are in the engine fro
 
 A leader that loses the lock (its connection to PostgreSQL was cut, or the server restarted)
 stops writing at once (the fence), keeps answering reads from its last view and tries to get
-the lock back every ``CHECK_S`` (``_regain``). If it gets it and the ``leader`` row still holds
-its own announcement, nobody led in between: its books are the store's, and it leads on, as a
-single scheduler rides out a store outage without a restart. If another scheduler announced
-itself meanwhile, its books are behind the store: it stops its process, as Kubernetes'
-controller-manager does when it loses its lease, and a supervisor (systemd, Kubernetes)
-starting it again makes it a standby of whoever leads.
+the lock back every ``CHECK_S`` and at each write (``_regain``). If it gets it and the
+``leader`` row still holds its own announcement, nobody led in between: its books are the
+store's, and it leads on, as a single scheduler rides out a store outage without a restart.
+If another scheduler announced itself meanwhile, its books are behind the store: it stops its
+process, as Kubernetes' controller-manager does when it loses its lease, and a supervisor
+(systemd, Kubernetes) starting it again makes it a standby of whoever leads.
 
 What a standby answers (``StandbyGate``, in front of every route):
 
@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from ..config import STANDBY_NEEDS_POSTGRESQL, ServerConfig
-from ..store.leadership import Leadership
+from ..store.leadership import Leadership, NotLeader
 from .metrics import CONTENT_TYPE
 from .spark_rest import SPARK_VERSION
 
@@ -106,6 +106,8 @@ class ActiveStandby:
         self._thread: threading.Thread | None = None
         self._won = False
         self._announced: float | None = None  # our announcement's time while we lead
+        self._regain_lock = threading.Lock()
+        self._replaced = False  # another scheduler led while our lock was lost: stopping
         self.took_over_s: float | None = None  # from winning the lock to serving
         Gauge("sessionsched_leader", "1 while this scheduler leads (or is the only one)",
               registry=service.metrics.registry).set_function(
@@ -191,7 +193,7 @@ class ActiveStandby:
         self._announced = self._announce(self.leadership)
         self.service.writer.before_commit = self._fence
         self.service.start(run_cycles)  # with cycles: the first has run (adopted apps in)
-        self.leadership.keep(on_lost=self._lost)
+        self._keep(self.leadership)
         self.took_over_s = time.monotonic() - won_at
         self._set(Role.LEADER, self.service.url)
         log.info("leading the store at %s (books restored in %.2fs)", self.service.url,
@@ -203,44 +205,71 @@ class ActiveStandby:
         return since
 
     def _fence(self, session) -> None:
-        # The writer's before_commit: the lock of the current Leadership (it is replaced when
-        # the lock is regained).
-        assert self.leadership is not None
+        """The writer's ``before_commit``: the current lock must be ours. A lock found lost
+        (PostgreSQL restarted under us) is regained right here when it can be, so the first
+        write after the store is back commits, as on a single scheduler."""
+        current = self.leadership
+        assert current is not None
+        try:
+            current.fence(session)
+            return
+        except NotLeader:
+            current.renew()  # a dead lock session counts as lost from now on
+            if not self._regain():
+                raise
         self.leadership.fence(session)
 
-    def _lost(self, reason: str) -> None:
-        log.error("leadership lost (%s): writes stop until the lock is back", reason)
-        threading.Thread(target=self._regain, name="regain", daemon=True).start()
+    def _keep(self, leadership: Leadership) -> None:
+        leadership.keep(on_lost=lambda reason: self._lost(leadership, reason))
 
-    def _regain(self) -> None:
-        """Get the lock back and lead on if nobody led in between; else stop the process."""
-        old = self.leadership
-        assert old is not None
-        fresh = Leadership(old.url, name=old.name, check_s=self.check_s)
+    def _lost(self, lost: Leadership, reason: str) -> None:
+        if lost is not self.leadership:
+            return  # an old lock, already replaced by a regained one
+        log.error("leadership lost (%s): writes stop until the lock is back", reason)
+        threading.Thread(target=self._regain_loop, name="regain", daemon=True).start()
+
+    def _regain_loop(self) -> None:
         while not self._stop.wait(self.check_s):
-            if not fresh.try_acquire():
-                info = fresh.leader()
-                # Our old session may hold the lock until the server notices it is gone.
-                if info is None or info.url == self.service.url and \
-                        info.since == self._announced:
-                    continue
-                log.error("another scheduler leads now (%s): stopping; started again, this "
-                          "one is its standby", info.url)
-            elif fresh.announced_since(self.service.url) == self._announced:
-                self._announced = self._announce(fresh)
-                self.leadership = fresh
-                fresh.keep(on_lost=self._lost)
-                old.release()
-                log.info("leadership regained; nobody led in between")
+            if self._regain() is not None:
                 return
-            else:
-                log.error("another scheduler led while the lock was lost: stopping; started "
-                          "again, this one is a standby")
-            fresh.release()
-            self._set(Role.STANDBY)
-            _stop_process()
-            return
-        fresh.release()
+
+    def _regain(self) -> bool | None:
+        """Try once to get the lock back. True: we lead (again); None: not yet (the store is
+        down, or our old session still holds the lock until the server notices it is gone);
+        False: another scheduler led meanwhile — our books are stale, the process stops."""
+        with self._regain_lock:
+            current = self.leadership
+            assert current is not None
+            if current.is_leader:
+                return True
+            if self._replaced:
+                return False
+            fresh: Leadership | None = Leadership(current.url, name=current.name,
+                                                  check_s=self.check_s)
+            try:
+                if not fresh.try_acquire():
+                    info = fresh.leader()
+                    if info is None or (info.url == self.service.url
+                                        and info.since == self._announced):
+                        return None
+                    why = f"another scheduler leads now ({info.url})"
+                elif fresh.announced_since(self.service.url) == self._announced:
+                    self._announced = self._announce(fresh)
+                    self.leadership, fresh = fresh, None
+                    self._keep(self.leadership)
+                    current.release()
+                    log.info("leadership regained; nobody led in between")
+                    return True
+                else:
+                    why = "another scheduler led while the lock was lost"
+            finally:
+                if fresh is not None:
+                    fresh.release()
+            self._replaced = True
+        log.error("%s: stopping; started again, this one is a standby", why)
+        self._set(Role.STANDBY)
+        _stop_process()
+        return False
 
 
 def _stop_process() -> None:
