@@ -31,6 +31,7 @@ SERVER_ENV = "SESSIONSCHED_SERVER"
 TOKEN_ENV = "SESSIONSCHED_TOKEN"
 CA_ENV = "SESSIONSCHED_CA"
 CONFIG_ENV = "SESSIONSCHED_CLIENT_CONFIG"
+MAX_REDIRECTS = 3
 
 
 def default_server(environ: Mapping[str, str] = os.environ) -> str:
@@ -90,6 +91,10 @@ class Unreachable(SchedulerError):
         super().__init__(f"cannot reach the scheduler at {server} ({why})")
         self.server = server
         self.why = why
+
+
+class _NotConnected(Exception):
+    """No connection could be made: nothing was sent (its ``__cause__`` says why)."""
 
 
 class ApiError(SchedulerError):
@@ -252,8 +257,13 @@ class SchedulerClient:
         self, server: str | None = None, token: str | None = None, timeout_s: float = 10.0,
         ca: str | None = None,
     ):
-        """``ca``: a CA bundle (PEM) to verify an ``https://`` server with."""
-        self.server = (server or default_server()).rstrip("/")
+        """``server``: a URL, or several separated by commas (schedulers sharing a store, README
+        "Run two schedulers"), tried in turn while one cannot be connected to, as
+        spark-submit tries ``spark://a:6066,b:6066``. ``ca``: a CA bundle (PEM) to verify an
+        ``https://`` server with."""
+        self.servers = [u.strip().rstrip("/") for u in (server or default_server()).split(",")
+                        if u.strip()] or [DEFAULT_SERVER]
+        self.server = self.servers[0]  # the one that answered last
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         verify: ssl.SSLContext | bool = True
         if ca:
@@ -262,8 +272,7 @@ class SchedulerClient:
             except (OSError, ssl.SSLError) as e:
                 raise SchedulerError(f"CA file {ca}: {getattr(e, 'strerror', None) or e}") \
                     from None
-        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout_s,
-                                  verify=verify)
+        self._http = httpx.Client(headers=headers, timeout=timeout_s, verify=verify)
 
     def __enter__(self) -> SchedulerClient:
         return self
@@ -275,15 +284,41 @@ class SchedulerClient:
         self._http.close()
 
     def _request(self, method: str, path: str, **kwargs) -> httpx.Response:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.InvalidURL as e:
-            raise SchedulerError(f"{self.server} is not a valid server URL: {e}") from None
-        except httpx.TransportError as e:
-            raise Unreachable(self.server, _why(e)) from None
+        order = [self.server] + [u for u in self.servers if u != self.server]
+        for i, server in enumerate(order):
+            try:
+                response = self._follow(method, server, path, **kwargs)
+            except _NotConnected as e:
+                if i + 1 < len(order):
+                    continue  # nothing was sent: the next address may be the live one
+                raise Unreachable(", ".join(order) if len(order) > 1 else server,
+                                  _why(e.__cause__)) from None
+            self.server = server
+            break
         if response.status_code >= 400:
             raise ApiError(response.status_code, _detail(response))
         return response
+
+    def _follow(self, method: str, server: str, path: str, **kwargs) -> httpx.Response:
+        url = server + path
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                response = self._http.request(method, url, **kwargs)
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
+                raise SchedulerError(f"{server} is not a valid server URL: {e}") from None
+            except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+                if url == server + path:
+                    raise _NotConnected() from e
+                raise Unreachable(url.split("/api/", 1)[0], _why(e)) from None
+            except httpx.TransportError as e:
+                raise Unreachable(server, _why(e)) from None
+            # A standby sends every request to the leader with a 307 (README, "Run two
+            # schedulers"). Followed here rather than by httpx, which would drop the token
+            # on the way to another host: the server we were pointed at named the leader.
+            if response.status_code not in (307, 308) or "location" not in response.headers:
+                return response
+            url = response.headers["location"]
+        raise SchedulerError(f"{server}: more than {MAX_REDIRECTS} redirects")
 
     def _json(self, method: str, path: str, **kwargs) -> Any:
         response = self._request(method, path, **kwargs)

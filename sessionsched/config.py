@@ -173,6 +173,14 @@ class ServerSection(_Strict):
     the app list, the most recently ended; older ones are forgotten by the engine and the
     service but stay in the store, and reads by id answer for them from there (a Spark master's
     ``spark.deploy.retainedDrivers``). Keeps a long-running server's memory bounded.
+    ``standby``: on a PostgreSQL store, wait as a standby while another scheduler leads it,
+    and take over when that one goes (``server/leader.py``); without it a scheduler that finds
+    the store led by another refuses to start. SQLite serves one scheduler only.
+    ``advertise_url``: the URL that reaches this scheduler from clients and driver agents
+    (standbys send clients there while it leads); default ``http(s)://host:port``.
+    ``peers``: the ``advertise_url`` of the other schedulers sharing the store; the driver
+    agents this one launches get them after its own, so they report to whoever leads after a
+    takeover.
     """
 
     host: str = "127.0.0.1"
@@ -184,6 +192,25 @@ class ServerSection(_Strict):
     session_timeout: float = Field(600.0, gt=0)
     retained_ended_apps: int = Field(1000, ge=0)
     tls: TlsSection | None = None  # serve HTTPS (clients verify it: --ca)
+    standby: bool = False
+    advertise_url: str | None = None
+    peers: list[str] = Field(default_factory=list)
+
+    @field_validator("advertise_url")
+    @classmethod
+    def _advertised(cls, v: str | None) -> str | None:
+        return _base_url(v) if v is not None else v
+
+    @field_validator("peers")
+    @classmethod
+    def _peers(cls, v: list[str]) -> list[str]:
+        return [_base_url(u) for u in v]
+
+
+def _base_url(v: str) -> str:
+    if not re.fullmatch(r"https?://[^/\s,]+", v.rstrip("/")):
+        raise ValueError(f"{v!r}: expected http(s)://HOST:PORT")
+    return v.rstrip("/")
 
 
 class KubernetesSection(_Strict):
@@ -472,6 +499,11 @@ def apply_overrides(
     return [rebuild(q, "") for q in _root_configs(queues)]
 
 
+STANDBY_NEEDS_POSTGRESQL = ("server.standby: a standby needs a PostgreSQL store shared with "
+                            "the leader (server.db_url: postgresql://...); SQLite serves one "
+                            "scheduler only")
+
+
 class ServerConfig(_Strict):
     """The server's YAML file (DESIGN.md, "Server configuration")."""
 
@@ -502,6 +534,8 @@ class ServerConfig(_Strict):
                     resolve_any_queue(self.queues, name)
                 except LookupError as e:
                     raise ValueError(f"plans[{i}].queues: {e}") from None
+        if self.server.standby and not self.on_postgresql():
+            raise ValueError(STANDBY_NEEDS_POSTGRESQL)
         return self
 
     def queue_tree(self, plan: PlanConfig | None = None) -> Queue:
@@ -509,6 +543,11 @@ class ServerConfig(_Strict):
         if plan is None:
             return build_queue_tree(self.queues)
         return build_queue_tree(apply_overrides(self.queues, plan.queues))
+
+    def on_postgresql(self) -> bool:
+        """The store is PostgreSQL (several schedulers may share it: one leads)."""
+        return self.database_url().split(":", 1)[0].split("+", 1)[0] in ("postgresql",
+                                                                          "postgres")
 
     def database_url(self) -> str:
         if self.server.db_url:

@@ -108,6 +108,12 @@ def test_defaults_are_one_default_queue():
         ("cluster: {backend: memory, workers: 0}", "cluster.workers: Input should be greater"),
         ("cluster: {workers: 2}",
          "cluster: workers is a setting of the memory backend only (backend is standalone)"),
+        ("server: {standby: true}", "server.standby: a standby needs a PostgreSQL store shared "
+                                    "with the leader (server.db_url: postgresql://...)"),
+        ("server: {advertise_url: 'sched-a:6066'}",
+         "server.advertise_url: 'sched-a:6066': expected http(s)://HOST:PORT"),
+        ("server: {peers: ['http://sched-b:6066', 'sched-c']}",
+         "server.peers: 'sched-c': expected http(s)://HOST:PORT"),
     ],
     ids=[
         "unknown policy",
@@ -131,6 +137,9 @@ def test_defaults_are_one_default_queue():
         "memory backend: bad worker memory",
         "memory backend: no workers",
         "memory backend settings with another backend",
+        "standby on SQLite",
+        "advertise url without a scheme",
+        "peer without a scheme",
     ],
 )
 def test_bad_file_gives_one_line_naming_the_problem(tmp_path, text, message):

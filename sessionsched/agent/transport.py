@@ -8,9 +8,12 @@ and ``Refused`` (a 4xx: the server answered and said no -- e.g. 404 for an app i
 from __future__ import annotations
 
 import json
+import logging
 import ssl
 import urllib.error
 import urllib.request
+
+log = logging.getLogger("sessionsched.agent")
 
 
 class Unreachable(Exception):
@@ -27,23 +30,43 @@ class Refused(Exception):
 
 
 class JsonClient:
+    """``base_url``: the scheduler, or several comma-separated (a leader and its standbys,
+    ``server.peers``): a request without a usable answer from one -- it is down, or a standby
+    redirecting -- goes to the next, and the one that answered is asked first from then on, so
+    the agent follows a takeover."""
+
     def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 5.0,
                  ca: str | None = None):
         """``ca``: a CA certificate (PEM) to verify an ``https://`` server with, instead of
         the system's trust store (a private CA's, or a self-signed certificate). A file that
         cannot be read is an ``OSError``/``ssl.SSLError`` here, not at the first report."""
-        self.base_url = base_url.rstrip("/")
+        self.base_urls = [u.strip().rstrip("/") for u in base_url.split(",") if u.strip()]
+        self.base_url = self.base_urls[0] if self.base_urls else base_url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
         self._context = ssl.create_default_context(cafile=ca) if ca else None
 
     def post(self, path: str, body: dict) -> dict:
+        order = [self.base_url] + [u for u in self.base_urls if u != self.base_url]
+        for i, base in enumerate(order):
+            try:
+                answer = self._post(base, path, body)
+            except Unreachable:
+                if i + 1 < len(order):
+                    continue
+                raise
+            if base != self.base_url:
+                log.warning("sessionsched agent: now reporting to %s", base)
+                self.base_url = base
+            return answer
+        raise Unreachable("no scheduler address")
+
+    def _post(self, base: str, path: str, body: dict) -> dict:
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        url = self.base_url + path
-        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        req = urllib.request.Request(base + path, data=data, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s,
                                         context=self._context) as resp:
@@ -52,10 +75,11 @@ class JsonClient:
             detail = _detail(e)
             if 400 <= e.code < 500:
                 raise Refused(e.code, detail) from None
+            # 5xx, and a standby's 307 (urllib does not follow a POST's): ask the next one.
             raise Unreachable(f"HTTP {e.code}: {detail}") from None
         except (urllib.error.URLError, OSError, ValueError) as e:
             # ValueError: a body that is not JSON (a proxy's error page, a half-written answer).
-            raise Unreachable(f"{self.base_url}: {getattr(e, 'reason', e)}") from None
+            raise Unreachable(f"{base}: {getattr(e, 'reason', e)}") from None
 
 
 def _detail(e: urllib.error.HTTPError) -> str:

@@ -42,7 +42,9 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server",
         metavar="URL",
-        help=f"scheduler address (default: ${SERVER_ENV}, else http://127.0.0.1:6066)",
+        help=f"scheduler address (default: ${SERVER_ENV}, else http://127.0.0.1:6066); "
+        "several, comma-separated (a leader and its standbys), are tried in turn while one "
+        "cannot be reached",
     )
     parser.add_argument(
         "--token", metavar="T", help=f"bearer token for the scheduler (default: ${TOKEN_ENV}, "

@@ -5,6 +5,9 @@ spark://127.0.0.1:6066 --deploy-mode cluster --conf spark.master.rest.enabled=tr
 to the scheduler. ``--host``/``--port`` override the config's ``server`` section. With auth
 mode ``none`` a non-loopback host is refused. ``server.tls: {cert, key}`` serves HTTPS.
 Stops cleanly on SIGTERM or Ctrl-C; drivers keep running and are adopted at the next start.
+``--standby`` (``server.standby: true``): on a PostgreSQL store another scheduler leads, wait
+as its standby and take over when it goes (``server/leader.py``; README, "Run two
+schedulers").
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import logging
 import os
 
 from ..cli import UserError
-from ..config import load_server_config
+from ..config import STANDBY_NEEDS_POSTGRESQL, load_server_config
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -29,6 +32,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--config", metavar="F", help="server YAML (default: built-in defaults)")
     p.add_argument("--host", metavar="H", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", metavar="P", type=int, help="port to listen on (default 6066)")
+    p.add_argument(
+        "--standby", action="store_true",
+        help="on a PostgreSQL store led by another scheduler, wait as its standby (redirecting "
+        "clients to it) and take over when it goes (server.standby: true); without it, "
+        "starting beside a leader is refused",
+    )
     p.add_argument(
         "--log-level",
         default="info",
@@ -49,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     server = config.server.model_copy(
         update={k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     )
+    if args.standby:
+        if not config.on_postgresql():
+            raise UserError(f"--standby: {STANDBY_NEEDS_POSTGRESQL.split(': ', 1)[1]}")
+        server = server.model_copy(update={"standby": True})
     if not 1 <= server.port <= 65535:
         raise UserError(f"--port {server.port}: expected 1..65535")
     config = config.model_copy(update={"server": server})
@@ -70,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UserError(f"server.tls.{what}: cannot read {path}")
     scheme = "https" if tls is not None else "http"
     try:
-        app = create_app(config, url=f"{scheme}://{host}:{server.port}")
+        app = create_app(config, url=server.advertise_url or f"{scheme}://{host}:{server.port}")
     except (BackendError, LookupError, ValueError, StoreUnavailable) as e:
         raise UserError(f"cannot start: {e}") from None
     uvicorn.run(

@@ -347,6 +347,9 @@ def health(service: ServiceDep):
     if not store.ok:
         row["status"] = "degraded"
     row["last_cycle_at"] = iso(row["last_cycle_at"])
+    row["role"], row["leader"] = service.role, service.leader_url
+    if service.role in ("standby", "taking over"):  # alive; its books are the leader's
+        row["status"] = "standby"
     return HealthOut(**row)
 
 

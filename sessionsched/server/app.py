@@ -29,6 +29,7 @@ from ..store import StoreUnavailable
 from . import api, auth, livy, livy_auth, submissions, upload_api
 from .dashboard import DASHBOARD_HTML
 from .guard import BodyLimit, RateLimit
+from .leader import ActiveStandby, StandbyGate
 from .service import Service
 from .spark_rest import SparkFront, SparkRest
 from .uploads import UploadStore
@@ -113,8 +114,14 @@ def create_app(
     service.secret_for = gate.secret_for
     try:
         service.check_queues()
+        active = ActiveStandby(service, config)  # leader, standby or the only scheduler
     except ValueError:
         service.stop()  # nothing started yet: closes the backend's client and the store
+        raise
+    try:
+        active.claim()
+    except ValueError:
+        active.stop()
         raise
     defaults = submissions.Defaults(
         root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority,
@@ -125,13 +132,13 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        service.start(run_cycles=run_cycles)
+        active.start(run_cycles=run_cycles)
         sweeper = asyncio.create_task(sweep_uploads(service, uploads))
         try:
             yield
         finally:
             sweeper.cancel()
-            service.stop()
+            active.stop()
 
     app = FastAPI(
         title="sessionsched",
@@ -140,6 +147,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.active = active
     app.state.defaults = defaults
     app.state.gate = gate
     app.state.uploads = uploads
@@ -192,11 +200,13 @@ def create_app(
 
 def asgi(app: FastAPI) -> BodyLimit:
     """What uvicorn serves: Spark's protocol answered in front of FastAPI (``SparkFront``),
-    the rest by the FastAPI application; request bodies over ``auth.max_body_bytes`` refused
-    in front of both (an uploaded file: over ``uploads.max_file_bytes``)."""
+    the rest by the FastAPI application; a standby's answers in front of both
+    (``StandbyGate``); request bodies over ``auth.max_body_bytes`` refused in front of all (an
+    uploaded file: over ``uploads.max_file_bytes``)."""
     config = app.state.service.config
     files = {"/api/v1/uploads/": (config.uploads.max_file_bytes, "uploads.max_file_bytes")}
-    return BodyLimit(SparkFront(app, app.state.spark_rest), config.auth.max_body_bytes, files)
+    front = StandbyGate(SparkFront(app, app.state.spark_rest), app.state.active)
+    return BodyLimit(front, config.auth.max_body_bytes, files)
 
 
 def referenced_uploads(service: Service, uploads: UploadStore) -> set[str]:
@@ -213,6 +223,8 @@ async def sweep_uploads(service: Service, uploads: UploadStore) -> None:
     """Every ``uploads.sweep_s``: files no app in memory refers to go (``UploadStore.sweep``)."""
     while True:
         await asyncio.sleep(service.config.uploads.sweep_s)
+        if service.role in ("standby", "taking over"):
+            continue  # its books are empty: the leader's apps may use the uploads
         try:
             removed = await run_in_threadpool(
                 lambda: uploads.sweep(referenced_uploads(service, uploads)))

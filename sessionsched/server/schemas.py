@@ -159,7 +159,7 @@ class AuditOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    status: str  # "ok" | "degraded"
+    status: str  # "ok" | "degraded" | "standby"
     cluster_reachable: bool | None
     cluster: str
     store: str  # "ok" | "state store unavailable: <reason>"
@@ -167,6 +167,10 @@ class HealthOut(BaseModel):
     plan: str | None
     apps: int
     last_cycle_at: str | None
+    # Active/standby (server/leader.py): "single" (SQLite), "leader", "standby" or
+    # "taking over"; the leader's URL once known.
+    role: str = "single"
+    leader: str | None = None
 
 
 # --- agent protocol -----------------------------------------------------------------------

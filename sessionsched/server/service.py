@@ -99,7 +99,9 @@ class Service:
             engine=engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,
             reads=self.reads, write=self.write, metrics=self.metrics, clock=clock,
-            url=self.url, log_dir=self.log_dir, secret=lambda app_id: self.secret_for(app_id),
+            # Driver agents report here, else to the peers (whoever leads after a takeover).
+            url=",".join([self.url, *server.peers]), log_dir=self.log_dir,
+            secret=lambda app_id: self.secret_for(app_id),
             agent_ca=str(Path(server.tls.ca).resolve()) if server.tls and server.tls.ca else None,
             cycle_s=server.cycle_ms / 1000, fault=self._fault,
         ))
@@ -107,6 +109,10 @@ class Service:
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
+        # Among schedulers sharing a PostgreSQL store (``leader.ActiveStandby`` sets them):
+        # "single", "leader", "standby" or "taking over", and the leader's URL once known.
+        self.role = "single"
+        self.leader_url: str | None = None
 
     @property
     def backend(self) -> ClusterBackend:

@@ -15,10 +15,15 @@ batch (``NotLeader``) if not. A standby polls
 ``try_acquire`` every ``check_s``, so it takes over within about ``check_s`` of the leader's
 death (and within the keepalive bound when the leader's host vanished).
 
+Who leads is written down by the leader (``announce``: its URL, host and process, and the
+PostgreSQL session holding the lock) in the ``leader`` table; ``leader()`` reads it and trusts
+it only while that session still holds the lock, so a dead leader's row is never believed.
+
 Usage::
 
     leadership = Leadership(config.database_url(), name="sessionsched")
     leadership.acquire()              # blocks, as a standby, until leader
+    leadership.announce("http://sched-a:6066", time.time())
     leadership.keep(on_lost=stop_writing)   # checks the lock's connection in the background
     writer = Writer(store, before_commit=leadership.fence)
     ...
@@ -29,9 +34,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection
@@ -43,15 +51,37 @@ from .store import CONNECT_TIMEOUT_S, database_url
 
 log = logging.getLogger(__name__)
 
-# libpq settings for the lock's connection: a leader whose host or network vanished is let go
-# by the server after about idle + interval * count seconds, and a check never waits longer
-# than tcp_user_timeout on unacknowledged data.
+# The lock's connection, both ends. libpq's keepalives make the leader notice a vanished
+# server (and a check never waits longer than tcp_user_timeout on unacknowledged data); the
+# server's, set for this session only (``options``), make the server end the session of a
+# leader whose host or network vanished -- freeing the lock -- after about idle + interval *
+# count seconds, not after the operating system's default of two hours.
 _KEEPALIVE = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 1,
-              "keepalives_count": 3, "tcp_user_timeout": 8000}
+              "keepalives_count": 3, "tcp_user_timeout": 8000,
+              "options": "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=1 "
+                         "-c tcp_keepalives_count=3"}
 
 
 class NotLeader(StoreUnavailable):
     """A write by a scheduler that does not (or no longer) lead: the batch is not committed."""
+
+
+@dataclass(frozen=True)
+class LeaderInfo:
+    """The live leader as it announced itself: where clients reach it, which host and process
+    it runs as, since when (epoch seconds)."""
+
+    url: str
+    host: str
+    pid: int
+    since: float
+
+
+# The advisory lock held by a given session, in pg_locks (a bigint key is classid = high half,
+# objid = low half).
+_HELD_BY = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND pid = :pid AND classid = CAST((CAST(:k AS bigint) >> 32) & 4294967295 AS oid) "
+            "AND objid = CAST(CAST(:k AS bigint) & 4294967295 AS oid)")
 
 
 def lock_key(name: str) -> int:
@@ -67,6 +97,7 @@ class Leadership:
         if parsed.get_backend_name() != "postgresql":
             raise ValueError("active/standby needs a PostgreSQL store "
                              "(server.db_url: postgresql://…); SQLite serves one scheduler")
+        self.url = url
         self.name = name
         self.key = lock_key(name)
         self.check_s = check_s
@@ -151,14 +182,53 @@ class Leadership:
         if not self.is_leader:
             raise NotLeader(f"this scheduler does not lead {self.name!r}"
                             + (f" (lost: {self._lost_reason})" if self._lost_reason else ""))
-        held = session.execute(text(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND pid = :pid AND classid = CAST((CAST(:k AS bigint) >> 32) & 4294967295 AS oid) "
-            "AND objid = CAST(CAST(:k AS bigint) & 4294967295 AS oid)"),
-            {"pid": self._backend_pid, "k": self.key}).scalar()
+        held = session.execute(text(_HELD_BY),
+                               {"pid": self._backend_pid, "k": self.key}).scalar()
         if not held:
             raise NotLeader(f"this scheduler no longer leads {self.name!r}: its lock's session "
                             "has ended")
+
+    def announce(self, url: str, now: float) -> None:
+        """As the leader: write who leads (table ``leader``, created by ``Store``) on the
+        lock's own connection, so standbys can send clients here."""
+        if not self.is_leader:
+            raise NotLeader(f"this scheduler does not lead {self.name!r}")
+        self._conn.execute(text(
+            "INSERT INTO leader (name, url, backend_pid, host, pid, since) "
+            "VALUES (:n, :u, :b, :h, :p, :s) ON CONFLICT (name) DO UPDATE SET url = :u, "
+            "backend_pid = :b, host = :h, pid = :p, since = :s"),
+            {"n": self.name, "u": url, "b": self._backend_pid, "h": socket.gethostname(),
+             "p": os.getpid(), "s": now})
+
+    def announced_since(self, url: str) -> float | None:
+        """As the leader: when ``url`` announced itself, if the ``leader`` row is still its
+        announcement (nobody else led since), else None."""
+        if not self.is_leader:
+            raise NotLeader(f"this scheduler does not lead {self.name!r}")
+        row = self._conn.execute(text("SELECT url, since FROM leader WHERE name = :n"),
+                                 {"n": self.name}).first()
+        return row.since if row is not None and row.url == url else None
+
+    def leader(self) -> LeaderInfo | None:
+        """The live leader's announcement: None when nobody holds the lock, when its holder
+        has not announced itself yet, or when the store cannot be reached now. (The table is
+        made by ``Store``, as every other.)"""
+        try:
+            with self._engine.connect() as conn:
+                row = conn.execute(text(
+                    "SELECT url, host, pid, since, backend_pid FROM leader WHERE name = :n"),
+                    {"n": self.name}).first()
+                if row is None:
+                    return None
+                held = conn.execute(text(_HELD_BY),
+                                    {"pid": row.backend_pid, "k": self.key}).scalar()
+        except Exception as e:
+            fault = as_store_fault(e)
+            if fault is None:
+                raise
+            log.debug("leadership: who leads is unknown now: %s", fault)
+            return None
+        return LeaderInfo(row.url, row.host, row.pid, row.since) if held else None
 
     def keep(self, on_lost: Callable[[str], None]) -> None:
         """Renew every ``check_s`` in a background thread; on loss call ``on_lost(reason)``

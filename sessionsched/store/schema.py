@@ -88,3 +88,18 @@ class CommitRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     token: Mapped[str] = mapped_column(String(32))
+
+
+class LeaderRow(Base):
+    """Who leads (active/standby on PostgreSQL, ``Leadership.announce``): one row per lock
+    name, rewritten by each new leader. ``backend_pid`` is the PostgreSQL session holding the
+    lock, so a reader can tell a live leader's row from a dead one's (``Leadership.leader``)."""
+
+    __tablename__ = "leader"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    backend_pid: Mapped[int] = mapped_column(Integer)
+    host: Mapped[str] = mapped_column(String(256))
+    pid: Mapped[int] = mapped_column(Integer)
+    since: Mapped[float] = mapped_column(Float)
