@@ -17,7 +17,8 @@ Choices:
   sessionsched's own port.
 * ``spark.port.maxRetries=0`` for the master: a busy port is an error, not a silent move to
   the next port (the URLs we print would be wrong).
-* Workers take free ports chosen by the OS (RPC and web UI); their addresses are in the
+* Workers take free ports chosen by the OS (RPC and web UI), or ``worker_ports`` (two per
+  worker, RPC then web UI: callers that must stay in a port range); their addresses are in the
   master's JSON. Workers may advertise more cores than the machine has.
 * Workers keep the last 20 finished executors and drivers in their JSON (Spark keeps
   1000, each with its full launch command): the standalone backend reads every worker's
@@ -32,7 +33,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -120,6 +121,7 @@ class LocalCluster:
         rest_port: int | None = None,
         host: str = "127.0.0.1",
         start_timeout_s: float = 120.0,
+        worker_ports: Sequence[int] = (),
     ):
         if workers < 1:
             raise ClusterError(f"workers {workers}: expected at least 1")
@@ -130,6 +132,9 @@ class LocalCluster:
         for name, p in (("port", port), ("ui port", ui_port), ("rest port", rest_port)):
             if p is not None and not 1 <= p <= 65535:
                 raise ClusterError(f"{name} {p}: expected 1..65535")
+        if worker_ports and len(worker_ports) != 2 * workers:
+            raise ClusterError(f"worker ports {list(worker_ports)}: expected two per worker")
+        self.worker_ports = tuple(worker_ports)
         self.directory = Path(directory).resolve()
         self.workers, self.cores, self.memory = workers, cores, memory
         self.port, self.ui_port, self.rest_port = port, ui_port, rest_port
@@ -228,9 +233,10 @@ class LocalCluster:
                 for i in range(1, self.workers + 1):
                     work_dir = self.directory / f"worker-{i}"
                     work_dir.mkdir(exist_ok=True)
+                    rpc, ui = self.worker_ports[2 * i - 2:2 * i] or (0, 0)
                     self._spawn(f"worker-{i}", [
-                        spark_class(home), WORKER_CLASS, "--host", self.host, "--port", "0",
-                        "--webui-port", "0", "--cores", str(self.cores), "--memory",
+                        spark_class(home), WORKER_CLASS, "--host", self.host, "--port", str(rpc),
+                        "--webui-port", str(ui), "--cores", str(self.cores), "--memory",
                         self.memory, "--work-dir", str(work_dir), "--properties-file",
                         str(worker_conf), self.master_url], env)
                 self._wait(client, deadline,
