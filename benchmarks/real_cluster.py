@@ -479,6 +479,7 @@ class PriorityRun:
     contended_s: float
     ratio: float
     cores_held_by_lows_at_submit: int
+    queued_s: float | None  # sessionsched: submission to the driver's launch (admission wait)
 
 
 def priority_runs(stack: Stack, sizes: Sizes, work: Path) -> list[PriorityRun]:
@@ -517,8 +518,12 @@ def priority_runs(stack: Stack, sizes: Sizes, work: Path) -> list[PriorityRun]:
             watch.stop()
             for job in [*lows, *([high] if high else [])]:
                 job.stop()
+        queued = None
+        if isinstance(high, SchedJob):
+            app = stack.api.app(high.id)
+            queued = round((app.started_at - app.submitted_at).total_seconds(), 1)
         runs.append(PriorityRun(label, round(solo_s, 1), round(contended_s, 1),
-                                round(contended_s / solo_s, 2), held))
+                                round(contended_s / solo_s, 2), held, queued))
         print(f"  {label}: solo {solo_s:.1f} s, behind {sizes.lows} low-priority apps "
               f"{contended_s:.1f} s", flush=True)
     wait_idle(stack.master_ui)
@@ -536,7 +541,8 @@ class NotebookRun:
     converge_after_change_s: float | None
     change_at_s: float
     b_submitted_at_s: float
-    timeline: list[dict] = field(default_factory=list)  # t, a, b
+    timeline: list[dict] = field(default_factory=list)  # t, a, b: executor cores (master)
+    books: list[dict] = field(default_factory=list)  # t, a, b: executors (scheduler's books)
 
 
 def settled_since(samples: list[Sample], after: float, split: tuple[int, int],
@@ -574,6 +580,21 @@ def notebook_run(stack: Stack, sizes: Sizes) -> NotebookRun:
     def holds(target: tuple[int, int], since: float):
         return lambda: settled_since(watch.samples, since, target, names) is not None
 
+    books: list[dict] = []
+    stop_books = threading.Event()
+
+    def read_books() -> None:  # what the scheduler believes, beside what the master shows
+        while not stop_books.is_set():
+            try:
+                held = [stack.api.app(j.id).executors for j in list(jobs)]
+                books.append({"t": round(time.time() - t0, 2),
+                              **dict(zip("ab", held, strict=False))})
+            except Exception:  # a slow answer under load: the next read comes soon
+                pass
+            stop_books.wait(SAMPLE_S)
+
+    reader = threading.Thread(target=read_books, daemon=True)
+    reader.start()
     try:
         jobs.append(SchedJob(stack, names[0], stages, "root.notebook", 5000))
         wait_for(lambda: split()[0] >= sizes.cores, 240, "A to take the idle cluster")
@@ -586,6 +607,8 @@ def notebook_run(stack: Stack, sizes: Sizes) -> NotebookRun:
         end = time.time() + 5  # a little of the settled state on the plot
         wait_for(lambda: time.time() >= end, 10, "the plot's tail")
     finally:
+        stop_books.set()
+        reader.join(10)
         watch.stop()
         for job in jobs:
             job.stop()
@@ -596,7 +619,7 @@ def notebook_run(stack: Stack, sizes: Sizes) -> NotebookRun:
         _round(settled_since(samples, change_at, second_split, names)),
         round(change_at - t0, 1), round(b_at - t0, 1),
         [{"t": round(s.t - t0, 2), "a": s.app_cores.get(names[0], 0),
-          "b": s.app_cores.get(names[1], 0)} for s in samples])
+          "b": s.app_cores.get(names[1], 0)} for s in samples], books)
 
 
 def _round(x: float | None) -> float | None:
@@ -621,17 +644,19 @@ def print_burst(runs: list[BurstRun], stall_s: float) -> None:
     rows = [[burst_label(r.system), f"{r.completed}/{r.submitted}",
              f"stalled (> {stall_s:g} s)" if r.stalled else f"{r.makespan_s:.1f}",
              f"{r.idle_driver_core_s:.0f}",
-             f"{100 * r.idle_driver_core_s / max(r.elapsed_s, 1e-9):.0f} %"] for r in runs]
+             f"{r.idle_driver_core_s / max(r.elapsed_s, 1e-9):.1f}"] for r in runs]
     table("Driver burst: JVM apps in cluster deploy mode submitted at once",
           ["system", "completed", "makespan s", "idle-driver core-s",
-           "per second watched"], rows)
+           "mean idle-driver cores"], rows)
 
 
 def print_priority(runs: list[PriorityRun]) -> None:
-    rows = [[r.system, f"{r.solo_s:.1f}", f"{r.contended_s:.1f}", f"{r.ratio:.2f}",
+    rows = [[r.system, f"{r.solo_s:.1f}", f"{r.contended_s:.1f}",
+             "-" if r.queued_s is None else f"{r.queued_s:.1f}", f"{r.ratio:.2f}",
              "yes" if r.ratio <= 1.2 else "no"] for r in runs]
     table("Priority under contention: the high-priority app's completion time (s)",
-          ["system", "solo", "behind low-priority apps", "ratio", "<= 1.2"], rows)
+          ["system", "solo", "behind low-priority apps", "of which queued", "ratio",
+           "<= 1.2"], rows)
 
 
 def print_notebook(run: NotebookRun) -> None:
@@ -663,7 +688,7 @@ def plot_burst(runs: list[BurstRun], cores: int, path: Path) -> None:
                      colors=["#e63946", "#457b9d", "#2a9d8f"],
                      labels=["drivers without executors", "drivers with executors",
                              "executor cores"])
-        ax.set_ylim(0, cores + 0.5)
+        ax.set_ylim(0, cores + 2)  # room for the legend
         ax.set_ylabel("cores")
         done = ax.twinx()
         done.step(t, [p["done"] for p in r.timeline], where="post", color="black", lw=1.2)
@@ -672,7 +697,7 @@ def plot_burst(runs: list[BurstRun], cores: int, path: Path) -> None:
         end = "stalled" if r.stalled else f"makespan {r.makespan_s:.0f} s"
         ax.set_title(f"{burst_label(r.system)}: {r.completed}/{r.submitted} completed, {end}",
                      fontsize=9)
-    axes[0, 0].legend(loc="upper right", fontsize=7)
+    axes[0, 0].legend(loc="upper left", fontsize=7, ncol=3)
     axes[-1, 0].set_xlabel("seconds since the burst")
     fig.tight_layout()
     fig.savefig(path, dpi=80)
@@ -711,12 +736,17 @@ def plot_notebook(run: NotebookRun, path: Path) -> None:
     ax.step(t, [p["a"] for p in run.timeline], where="post", label="A (5000)", color="#457b9d")
     ax.step(t, [p["b"] for p in run.timeline], where="post",
             label="B (10000, then 2500)", color="#e76f51")
+    for key, color in (("a", "#457b9d"), ("b", "#e76f51")):
+        seen = [p for p in run.books if key in p]
+        ax.step([p["t"] for p in seen], [p[key] for p in seen], where="post", color=color,
+                ls="--", lw=0.8, alpha=0.7)
+    ax.plot([], [], color="gray", ls="--", lw=0.8, label="scheduler's books (dashed)")
     for at, text in ((run.b_submitted_at_s, "B submitted"),
                      (run.change_at_s, "B lowered to 2500")):
         ax.axvline(at, color="gray", ls=":", lw=1)
         ax.text(at, ax.get_ylim()[1] * 0.95, f" {text}", fontsize=7, va="top")
     ax.set_xlabel("seconds")
-    ax.set_ylabel("executors (master)")
+    ax.set_ylabel("executor cores")
     ax.set_title("Two notebooks under fairshare: the executor split", fontsize=9)
     ax.legend(fontsize=7, loc="center right")
     fig.tight_layout()
