@@ -18,8 +18,10 @@ Cases (each system runs on the same idle cluster, one after the other):
    1, a few sleeping tasks) in cluster deploy mode, submitted at once through the REST
    protocol: to the stock master, and to sessionsched in one queue per admission mode of
    ``--modes`` (each mode's queue: ``policy: fifo``). Completed apps, makespan, and the
-   core-seconds held by drivers whose app has no executor core. A run that has not completed
-   within ``--stall-s`` is reported as stalled (its drivers are then killed).
+   core-seconds held by drivers whose app has no executor core. A run in which for
+   ``--stall-s`` seconds no app completed and no executor core was granted is stalled: it is
+   stopped there and reported so. Any run is stopped at ``--timeout-s`` (reported as
+   unfinished). Either way its drivers are then killed.
 2. **Priority under contention**: low-priority PySpark apps (priority 1000, dynamic allocation,
    each wanting twice the cluster) fill the cluster; then one high-priority app (10000, wanting
    half the cluster) is submitted. Its completion time (submission to end) with stock Spark's
@@ -311,17 +313,20 @@ class BurstRun:
     system: str
     submitted: int
     completed: int
-    stalled: bool
-    makespan_s: float | None  # submission to the last completion; None when stalled
+    stalled: bool  # no completion and no executor core for stall_s: stopped
+    timed_out: bool  # still making progress at timeout_s: stopped
+    makespan_s: float | None  # submission to the last completion; None when not all completed
     elapsed_s: float  # how long the run was watched
     idle_driver_core_s: float
     timeline: list[dict] = field(default_factory=list)  # t, drivers, idle, executors, done
 
 
-def burst_run(stack: Stack, jar: Path, sizes: Sizes, system: str, stall_s: float) -> BurstRun:
+def burst_run(stack: Stack, jar: Path, sizes: Sizes, system: str, stall_s: float,
+              timeout_s: float) -> BurstRun:
     """Submit ``sizes.burst`` apps at once to the stock master (``system`` "stock") or to a
-    sessionsched queue (``system`` an admission mode); watch until all completed or
-    ``stall_s`` passed; then kill what is left and wait for an idle cluster."""
+    sessionsched queue (``system`` an admission mode); watch until all completed, or nothing
+    moved (no completion, no executor core) for ``stall_s``, or ``timeout_s`` passed; then
+    kill what is left and wait for an idle cluster."""
     from sessionsched.backends.base import BackendError
     from sessionsched.backends.master import MasterClient
 
@@ -350,9 +355,17 @@ def burst_run(stack: Stack, jar: Path, sizes: Sizes, system: str, stall_s: float
         s = watch.last()
         return {k: v for k, v in (s.ended_drivers if s else {}).items() if k not in known}
 
-    deadline = time.monotonic() + stall_s
+    deadline = time.monotonic() + timeout_s
+    moved_at, done_before = time.monotonic(), 0  # the last completion or executor core seen
+    stalled = False
     while time.monotonic() < deadline and len(finished()) < sizes.burst:
         time.sleep(SAMPLE_S)
+        last, done = watch.last(), len(finished())
+        if done > done_before or (last is not None and last.executor_cores > 0):
+            moved_at, done_before = time.monotonic(), done
+        if time.monotonic() - moved_at >= stall_s:
+            stalled = True
+            break
     watch.stop()
     ended = finished()
     completed = sum(1 for state in ended.values() if state == "FINISHED")
@@ -361,15 +374,15 @@ def burst_run(stack: Stack, jar: Path, sizes: Sizes, system: str, stall_s: float
         for d, state in s.ended_drivers.items():
             if d not in known and state == "FINISHED":
                 done_at.setdefault(d, s.t - t0)
-    stalled = completed < sizes.burst
     idle_core_s = sum(a.drivers_idle * (b.t - a.t)
                       for a, b in zip(watch.samples, watch.samples[1:], strict=False))
     timeline = [{"t": round(s.t - t0, 2), "drivers": s.running_drivers, "idle": s.drivers_idle,
                  "executors": s.executor_cores,
                  "done": sum(1 for v in done_at.values() if v <= s.t - t0)}
                 for s in watch.samples]
-    run = BurstRun(system, len(ids), completed, stalled,
-                   None if stalled else round(max(done_at.values()), 1),
+    all_done = completed == sizes.burst
+    run = BurstRun(system, len(ids), completed, stalled, not all_done and not stalled,
+                   round(max(done_at.values()), 1) if all_done else None,
                    round((watch.samples[-1].t if watch.samples else time.time()) - t0, 1),
                    round(idle_core_s, 1), timeline)
     # Clean up: queued and running apps of the scheduler, then any driver left on the master.
@@ -640,9 +653,16 @@ def burst_label(system: str) -> str:
     return "stock Spark" if system == "stock" else f"sessionsched {system}"
 
 
-def print_burst(runs: list[BurstRun], stall_s: float) -> None:
-    rows = [[burst_label(r.system), f"{r.completed}/{r.submitted}",
-             f"stalled (> {stall_s:g} s)" if r.stalled else f"{r.makespan_s:.1f}",
+def outcome(r: BurstRun) -> str:
+    if r.stalled:
+        return f"stalled (stopped at {r.elapsed_s:.0f} s)"
+    if r.timed_out:
+        return f"unfinished at {r.elapsed_s:.0f} s"
+    return f"{r.makespan_s:.1f}" if r.makespan_s is not None else "failed"
+
+
+def print_burst(runs: list[BurstRun]) -> None:
+    rows = [[burst_label(r.system), f"{r.completed}/{r.submitted}", outcome(r),
              f"{r.idle_driver_core_s:.0f}",
              f"{r.idle_driver_core_s / max(r.elapsed_s, 1e-9):.1f}"] for r in runs]
     table("Driver burst: JVM apps in cluster deploy mode submitted at once",
@@ -694,7 +714,7 @@ def plot_burst(runs: list[BurstRun], cores: int, path: Path) -> None:
         done.step(t, [p["done"] for p in r.timeline], where="post", color="black", lw=1.2)
         done.set_ylim(0, r.submitted + 0.5)
         done.set_ylabel("completed")
-        end = "stalled" if r.stalled else f"makespan {r.makespan_s:.0f} s"
+        end = outcome(r) if r.makespan_s is None else f"makespan {r.makespan_s:.0f} s"
         ax.set_title(f"{burst_label(r.system)}: {r.completed}/{r.submitted} completed, {end}",
                      fontsize=9)
     axes[0, 0].legend(loc="upper left", fontsize=7, ncol=3)
@@ -829,15 +849,20 @@ def main() -> None:
     p.add_argument("--cases", type=parse_cases, default=list(CASES),
                    help=f"cases to run, comma separated (default: {','.join(CASES)})")
     p.add_argument("--stall-s", type=float, default=None,
-                   help="seconds before a driver burst that has not completed counts as "
-                        "stalled (default 240, --quick 120)")
+                   help="a driver burst in which for this long no app completed and no "
+                        "executor core was granted is stalled and stopped (default 120, "
+                        "--quick 60)")
+    p.add_argument("--timeout-s", type=float, default=None,
+                   help="any driver burst is stopped after this long (default 900, "
+                        "--quick 300)")
     p.add_argument("--ports", type=parse_ports, default=(47000, 47999),
                    help="127.0.0.1 port range for the master, its REST server and UI, the "
                         "worker and the scheduler (default 47000-47999)")
     a = p.parse_args()
     sizes = QUICK if a.quick else FULL
     modes = a.modes or default_modes()
-    stall_s = a.stall_s or (120.0 if a.quick else 240.0)
+    stall_s = a.stall_s or (60.0 if a.quick else 120.0)
+    timeout_s = a.timeout_s or (300.0 if a.quick else 900.0)
     out = a.out or Path(tempfile.mkdtemp(prefix="real-cluster-out-"))
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="real-cluster-"))
@@ -846,6 +871,7 @@ def main() -> None:
     results: dict = {"command": " ".join(["python", "benchmarks/real_cluster.py",
                                           *sys.argv[1:]]),
                      "sizes": asdict(sizes), "modes": modes, "stall_s": stall_s,
+                     "timeout_s": timeout_s,
                      "machine_at_start": machine()}
     started = time.monotonic()
     stack = start_stack(sizes, modes, work, a.ports)
@@ -858,8 +884,8 @@ def main() -> None:
             runs = []
             for system in ["stock", *modes]:
                 print(f"  burst: {burst_label(system)} ...", flush=True)
-                runs.append(burst_run(stack, jar, sizes, system, stall_s))
-            print_burst(runs, stall_s)
+                runs.append(burst_run(stack, jar, sizes, system, stall_s, timeout_s))
+            print_burst(runs)
             plot_burst(runs, sizes.cores, out / "burst.png")
             results["burst"] = [asdict(r) for r in runs]
         if "priority" in a.cases:
