@@ -23,11 +23,13 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
   3. ``driver_slot``: a client-mode driver needs a free driver slot on the scheduler host;
   4. ``driver_share`` (``demand``): the leaf's in-cluster drivers with this one hold at most
      its ``max_driver_fraction`` of the cores (and memory) the leaf reaches - its share of the
-     cluster by weight (``weight_shares``), cut by ``max_cores`` on its path - unless the leaf
-     runs no in-cluster driver yet: it may always start one. YARN's
-     ``maximum-am-resource-percent`` (per leaf queue, proportional to its capacity, and its
-     "at least one application master" rule): the drivers of all queues together stay within
-     the fraction of the cluster, one per queue aside;
+     cluster by weight among the leaves that have apps (``weight_shares``: an idle queue's
+     share goes to the busy ones), cut by ``max_cores`` on its path - unless the leaf runs no
+     in-cluster driver yet: it may always start one. YARN's ``maximum-am-resource-percent``
+     (per leaf queue, proportional to its capacity, which grows into idle capacity, and its
+     "at least one application master" rule). Drivers admitted while a queue reached more
+     stay when a sibling becomes busy; they end with their apps, and ``reserve_room`` keeps
+     every admitted app's first executors possible meanwhile;
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised
      to a ``reserve`` app (drivers wait for free cores like a standalone master's waiting
@@ -72,7 +74,7 @@ whose head fails at the start of the cycle is deferred for the whole cycle with 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..model import Admission, AppSpec, Queue, Resources
@@ -110,18 +112,26 @@ class LeafView:
     starting: int = 0
 
 
-def weight_shares(root: Queue) -> dict[str, float]:
+def weight_shares(root: Queue, active: Collection[str] | None = None) -> dict[str, float]:
     """Each leaf's fraction of the cluster by weight: the product, from the root down, of its
-    weight over the weights of its siblings (YARN's absolute capacity)."""
+    weight over the weights of its siblings (YARN's absolute capacity). With ``active`` (the
+    leaves that have apps, admitted or queued) only busy siblings share: an idle queue's part
+    goes to the busy ones, as YARN's queues grow elastically into idle capacity - otherwise a
+    lone busy queue among many idle ones could start one driver at a time on an idle cluster."""
     out: dict[str, float] = {}
+
+    def busy(q: Queue) -> bool:
+        return q.name in active if q.is_leaf else any(busy(c) for c in q.children)
 
     def walk(q: Queue, share: float) -> None:
         if q.is_leaf:
             out[q.name] = share
             return
-        total = sum(c.weight for c in q.children)
+        sharing = [c for c in q.children if active is None or busy(c)] or q.children
+        names = {c.name for c in sharing}
+        total = sum(c.weight for c in sharing)
         for c in q.children:
-            walk(c, share * c.weight / total)
+            walk(c, share * c.weight / total if c.name in names else 0.0)
 
     walk(root, 1.0)
     return out

@@ -34,6 +34,7 @@ keeps the apps above their target in rank order, so it walks them only while the
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Iterable
 
@@ -111,7 +112,8 @@ class Scheduler:
         self.root = root
         self._tree = QueueTree(root)
         self._leaves = {name: self._tree.node[name] for name in self._tree.leaves}
-        self._weight_shares = admission.weight_shares(root)
+        self._weight_shares = functools.lru_cache(maxsize=64)(
+            functools.partial(admission.weight_shares, root))  # by the set of busy leaves
         # A queue's starting_timeout may have changed: every deadline again.
         self._starting_due = []
         for rec in self._starting.values():
@@ -297,15 +299,18 @@ class Scheduler:
             driver_slots_free=self.driver_slots - t.client_drivers,
             capacity=self.capacity,
             need_of=self._needs.need_at_or_above,
-            weight_share=self._weight_shares,
         )
+        busy = []
         for leaf, path in self._tree.path.items():
             lt = self._ledger.leaf(leaf)
+            if lt.live or self._pending.get(leaf):
+                busy.append(leaf)
             room.drivers_in[leaf] = Resources(lt.driver_cores, lt.driver_mem_mib)
             for q in path:
                 room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
                 room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores
                 room.floor_cores_in[q.name] = room.floor_cores_in.get(q.name, 0) + lt.floor_cores
+        room.weight_share = self._weight_shares(frozenset(busy))
         return room
 
     # 4. + 5. arbitration and grants

@@ -113,6 +113,15 @@ def each_leaf_reaches_its_weight_share():
                            *(app(n).queue("y").in_cluster() for n in "de"))
 
 
+def a_lone_busy_queue_reaches_what_idle_siblings_leave():
+    # 10 cores, x (weight 1) beside three idle leaves of weight 3: x would reach 1 core by
+    # weight (one driver at a time), but the idle ones share nothing: 0.4 x 10 = 4 drivers
+    root = tree(leaf("x", admission="demand", weight=1),
+                *(leaf(n, admission="demand", weight=3) for n in ("y", "z", "w")))
+    run = Run(root, cores=10)
+    return run, run.submit(*(app(n).queue("x").in_cluster() for n in "abcdef"))
+
+
 def max_cores_cuts_what_a_queue_reaches():
     # 20 cores, but root.q may use 5: 0.4 x 5 = 2 drivers
     run = Run(demand_queue(max_cores=5), cores=20)
@@ -159,6 +168,9 @@ CASES = {
     "each leaf reaches its share of the cluster by weight":
         Case(each_leaf_reaches_its_weight_share, ["a", "d", "b"], "hold 2 of the 6 cores",
              "root.x"),
+    "a lone busy queue reaches what its idle siblings leave (YARN's elastic queues)":
+        Case(a_lone_busy_queue_reaches_what_idle_siblings_leave, ["a", "b", "c", "d"],
+             "hold 4 of the 10 cores", "root.x"),
     "max_cores cuts the cores a queue reaches":
         Case(max_cores_cuts_what_a_queue_reaches, ["a", "b"], "of the 5 cores"),
     "driver memory counts toward the fraction":
