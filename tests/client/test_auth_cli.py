@@ -9,30 +9,19 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from cli_helpers import QUEUES
 
 from sessionsched.backends.local import free_port
 from sessionsched.commands._serverproc import ServerProcess
-
-PORT = 45123  # this helper's range (45000-45999)
+from tests.tlscert import make_cert
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONSCHED_")}
     return subprocess.run([sys.executable, "-m", "sessionsched.cli", *args], capture_output=True,
                           text=True, timeout=60, env={**base, **(env or {})})
-
-
-def make_cert(directory: Path) -> tuple[Path, Path]:
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True, timeout=60)
-    return cert, key
 
 
 @pytest.fixture
@@ -47,7 +36,7 @@ def https_team(tmp_path):
     cert, key = make_cert(tmp_path)
     closed = free_port()
     config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50, "port": PORT,
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50,
                    "tls": {"cert": str(cert), "key": str(key)}},
         "cluster": {"backend": "standalone", "master": f"spark://127.0.0.1:{closed}",
                     "master_ui": f"http://127.0.0.1:{closed}"},
@@ -64,7 +53,7 @@ def https_team(tmp_path):
 
 def test_team_over_https_with_tokens(https_team, tmp_path, app_dir):
     server, made, tokens_file, cert = https_team
-    assert server.url == f"https://127.0.0.1:{PORT}"
+    assert server.url.startswith("https://127.0.0.1:")  # ServerProcess picked the port
     at = ["--server", server.url, "--ca", str(cert)]
 
     listed = cli("token", "list", "--file", str(tokens_file))
