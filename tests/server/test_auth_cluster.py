@@ -17,8 +17,6 @@ from tests.sparkcluster import SMALL, conf_args, spark_env, wait_until
 
 pytestmark = pytest.mark.cluster
 
-PORT = 45321  # this helper's range (45000-45999)
-
 
 def run_spark_submit(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([spark_submit(), *args], capture_output=True, text=True,
@@ -31,7 +29,7 @@ def test_spark_submit_with_token_property_and_agent_secret(spark_cluster, jvm_ap
     alice = tokens.create(tokens_file, "alice", "user")
     root = tokens.create(tokens_file, "root", "admin")
     config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100, "port": PORT},
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100},
         "cluster": {"backend": "standalone", "master": spark_cluster.master_url,
                     "master_ui": spark_cluster.master_ui},
         "auth": {"mode": "tokens", "tokens_file": str(tokens_file), "run_as_root": True},
