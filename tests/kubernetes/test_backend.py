@@ -281,7 +281,9 @@ def test_managed_notebook_app_reports_its_executors(kubernetes_rig):
     rig = kubernetes_rig
     rig.fake.add_pod(NS, "nb-exec-1", node="n1", labels={
         "spark-role": "executor", "spark-app-selector": "spark-nb", "spark-exec-id": "1"})
-    before = rig.backend.capacity()[0]
+    # Someone else's executor until it is managed: wait until the informer has seen it.
+    before = wait_until(lambda: (c := rig.backend.capacity()[0]) == Resources(7, 15360) and c,
+                        20, "the executor pod taken off the capacity")
     rig.backend.manage("session-1", "spark-nb")
     events = collect(rig.backend, lambda ev: of(ev, ExecutorsChanged, "session-1"))
     assert [e.executor_id for e in of(events, ExecutorsChanged)[0].executors] == ["1"]
