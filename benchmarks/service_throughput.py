@@ -303,12 +303,16 @@ def start_scheduler(work: Path, taken: set[int], master: int, ui: int) -> tuple[
         "cluster": {"backend": "standalone", "master": f"spark://127.0.0.1:{master}",
                     "master_ui": f"http://127.0.0.1:{ui}"},
     }
-    path = work / "sessionsched.yaml"
+    return serve(config, work / "sessionsched.yaml", work / "scheduler.log"), port
+
+
+def serve(config: dict, path: Path, log: Path) -> Proc:
+    """``sessionsched serve`` on ``config`` (written to ``path``), ready to answer."""
     path.write_text(yaml.safe_dump(config))
     proc = Proc([sys.executable, "-m", "sessionsched.cli", "serve", "--config", str(path),
-                 "--log-level", "warning"], work / "scheduler.log")
-    wait_ready(f"http://127.0.0.1:{port}/v1/submissions/readyz", proc)
-    return proc, port
+                 "--log-level", "warning"], log)
+    wait_ready(f"http://127.0.0.1:{config['server']['port']}/v1/submissions/readyz", proc)
+    return proc
 
 
 # --- reads while cycles work (issue 14) ------------------------------------------------------
@@ -334,12 +338,7 @@ def start_busy_scheduler(work: Path, taken: set[int], apps: int) -> tuple[Proc, 
         "queues": [{"name": "root", "queues": leaves}],
         "defaults": {"queue": BUSY_LEAVES[0]},
     }
-    path = work / "busy.yaml"
-    path.write_text(yaml.safe_dump(config))
-    proc = Proc([sys.executable, "-m", "sessionsched.cli", "serve", "--config", str(path),
-                 "--log-level", "warning"], work / "busy.log")
-    wait_ready(f"http://127.0.0.1:{port}/v1/submissions/readyz", proc)
-    return proc, port
+    return serve(config, work / "busy.yaml", work / "busy.log"), port
 
 
 def busy_body(i: int) -> bytes:
