@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from server_helpers import QUEUES, make_config
 
 from sessionsched.backends.local import free_port
-from sessionsched.server.app import create_app
+from sessionsched.server.app import asgi, create_app
 from tests.client.cli_helpers import app_dir, offline_server  # noqa: F401 - fixtures
 
 
@@ -72,3 +72,22 @@ def app_file(tmp_path) -> Path:
     p = tmp_path / "job.py"
     p.write_text("print('hello')\n")
     return p
+
+
+@pytest.fixture
+def open_app():
+    """Opens a FastAPI app in-process, whole (``asgi``: the auth and standby layers, the
+    lifespan started) as a TestClient; ``client.api`` is the app. Every one is closed at the
+    end of the test."""
+    opened: list[TestClient] = []
+
+    def open_(api) -> TestClient:
+        client = TestClient(asgi(api))
+        client.api = api
+        client.__enter__()
+        opened.append(client)
+        return client
+
+    yield open_
+    for client in opened:
+        client.__exit__(None, None, None)

@@ -12,7 +12,7 @@ from server_helpers import make_config, rows
 from test_spark_rest import create_body
 
 from sessionsched import tokens
-from sessionsched.server.app import asgi, create_app
+from sessionsched.server.app import create_app
 
 AUTH = {"mode": "tokens", "run_as_root": True}
 
@@ -27,21 +27,14 @@ def team(tmp_path):
 
 
 @pytest.fixture
-def serve_team(state_dir, offline_cluster, team):
+def serve_team(state_dir, offline_cluster, team, open_app):
     """The app, in-process, with tokens on; ``auth`` changes the auth section."""
-    opened = []
-
     def make(**auth) -> TestClient:
         config = make_config(state_dir, cluster=offline_cluster,
                              auth={**AUTH, "tokens_file": str(team[0]), **auth})
-        c = TestClient(asgi(create_app(config)))
-        c.__enter__()
-        opened.append(c)
-        return c
+        return open_app(create_app(config))
 
-    yield make
-    for c in opened:
-        c.__exit__(None, None, None)
+    return make
 
 
 def bearer(token: str) -> dict:

@@ -14,7 +14,7 @@ from server_helpers import make_config, wait_until
 
 from sessionsched import tokens
 from sessionsched.config import UploadsSection
-from sessionsched.server.app import asgi, create_app, referenced_uploads
+from sessionsched.server.app import create_app, referenced_uploads
 from sessionsched.server.uploads import CONTENT, UploadError, UploadStore
 
 LIMITS = {"max_file_bytes": 2048, "max_total_bytes": 5000}
@@ -28,22 +28,13 @@ def sha(data: bytes) -> str:
 
 
 @pytest.fixture
-def serve(state_dir, offline_cluster):
-    opened = []
-
-    def make(**sections) -> TestClient:
+def serve(state_dir, offline_cluster, open_app):
+    def make(**sections) -> TestClient:  # .api: the FastAPI app (state: service, uploads, gate)
         config = make_config(state_dir, cluster=offline_cluster,
                              uploads={**LIMITS, **sections.pop("uploads", {})}, **sections)
-        api = create_app(config)
-        c = TestClient(asgi(api))
-        c.api = api  # the FastAPI app (its state: service, uploads, gate)
-        c.__enter__()
-        opened.append(c)
-        return c
+        return open_app(create_app(config))
 
-    yield make
-    for c in opened:
-        c.__exit__(None, None, None)
+    return make
 
 
 def put(client, data: bytes, name: str | None = None, **kw):
