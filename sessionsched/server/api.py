@@ -18,15 +18,12 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from ..config import resolve_queue
-from ..model import AppState, Executor, parse_priority
+from ..model import AppState, parse_priority
 from . import auth, remote, submissions
 from .audit_read import audit_rows
 from .guard import Refused, strip_token, strip_token_argv
 from .metrics import CONTENT_TYPE
 from .schemas import (
-    AgentHeartbeat,
-    AgentRegister,
-    AgentReply,
     AppIn,
     AppOut,
     AuditOut,
@@ -57,21 +54,23 @@ async def get_defaults(request: Request) -> submissions.Defaults:
     return request.app.state.defaults
 
 
-async def get_caller(request: Request) -> auth.Caller:
+def identify(gate: auth.Gate, authorization: str | None) -> auth.Caller:
     """Who is asking (``auth.Gate.identify``): 401 for no, a wrong or a revoked token."""
-    gate: auth.Gate = request.app.state.gate
     try:
-        token = auth.bearer(request.headers.get("authorization")) if gate.on else None
-        return gate.identify(token)
+        return gate.identify(auth.bearer(authorization) if gate.on else None)
     except auth.Unauthorized as e:
         raise HTTPException(401, str(e), headers={"WWW-Authenticate": "Bearer"}) from None
+
+
+async def get_caller(request: Request) -> auth.Caller:
+    return identify(request.app.state.gate, request.headers.get("authorization"))
 
 
 def _gate(request: Request) -> auth.Gate:
     return request.app.state.gate
 
 
-def _allowed(check, *args) -> None:
+def allowed(check, *args) -> None:
     """A rule of the gate, its refusal as 403 naming the rule."""
     try:
         check(*args)
@@ -84,12 +83,6 @@ def _owner(service: Service, app_id: str) -> str:
     if app is None:
         raise HTTPException(404, f"no app {app_id!r}")
     return app.user
-
-
-def _may_report(request: Request, service: Service, caller: auth.Caller, app_id: str) -> None:
-    gate = _gate(request)
-    if gate.on:  # with auth off an unknown app is the desk's 404, in its words
-        _allowed(gate.may_report, caller, app_id, _owner(service, app_id))
 
 
 def _admit(request: Request, caller: auth.Caller, app):
@@ -134,7 +127,7 @@ def _sender(request: Request) -> str:
     return f"{request.client.host}:{request.client.port}" if request.client else ""
 
 
-def _call(fn, *args, **kwargs):
+def call(fn, *args, **kwargs):
     """A service operation, its refusals as HTTP errors."""
     try:
         return fn(*args, **kwargs)
@@ -224,9 +217,9 @@ async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep, calle
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
     gate = _gate(request)
-    _allowed(gate.may_change, caller, app_id, _owner(service, app_id), "re-prioritise")
-    _allowed(gate.check_priority, caller, priority)
-    future = _call(service.set_priority, app_id, priority, actor=caller.actor,
+    allowed(gate.may_change, caller, app_id, _owner(service, app_id), "re-prioritise")
+    allowed(gate.check_priority, caller, priority)
+    future = call(service.set_priority, app_id, priority, actor=caller.actor,
                    via=f"from {_sender(request)}", sender=_sender(request))
     await _wait(future, CYCLE_WAIT_S, "priority change")
     return _out(service, app_id)
@@ -235,8 +228,8 @@ async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep, calle
 @router.post("/api/v1/apps/{app_id}/kill", response_model=AppOut,
              responses=error_responses(404, 409, 422, 503))
 async def kill(app_id: str, service: ServiceDep, caller: CallerDep, request: Request):
-    _allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "kill")
-    future = _call(service.kill, app_id, actor=f"{caller.actor} from {_sender(request)}")
+    allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "kill")
+    future = call(service.kill, app_id, actor=f"{caller.actor} from {_sender(request)}")
     await _wait(future, CYCLE_WAIT_S, "kill")
     out = _out(service, app_id)
     if out.state != AppState.KILLED.value:
@@ -247,7 +240,7 @@ async def kill(app_id: str, service: ServiceDep, caller: CallerDep, request: Req
 @router.get("/api/v1/apps/{app_id}/events", response_model=list[EventOut],
             responses=error_responses(404, 422))
 def events(app_id: str, service: ServiceDep, _caller: CallerDep):
-    rows = _call(service.events, app_id)
+    rows = call(service.events, app_id)
     return [EventOut(at=iso(e.at), kind=e.kind, detail=e.detail) for e in rows]
 
 
@@ -256,8 +249,8 @@ def events(app_id: str, service: ServiceDep, _caller: CallerDep):
 def log_tail(app_id: str, service: ServiceDep, caller: CallerDep, request: Request,
              tail: Annotated[int, Query(ge=0, le=100000)] = 50):
     # A driver's log may hold its data: its owner's (and admins') to read.
-    _allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "read logs of")
-    return PlainTextResponse(_call(service.log_tail, app_id, tail))
+    allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "read logs of")
+    return PlainTextResponse(call(service.log_tail, app_id, tail))
 
 
 # --- notebook sessions ------------------------------------------------------------------------
@@ -282,32 +275,11 @@ async def create_session(body: SessionIn, request: Request,
              responses=error_responses(404, 409, 422, 503))
 async def stop_session(app_id: str, service: ServiceDep, caller: CallerDep, request: Request,
                        body: StopIn | None = None):
-    _allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "stop")
+    allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "stop")
     code = body.exit_code if body is not None else 0
-    future = _call(service.stop_session, app_id, code)
+    future = call(service.stop_session, app_id, code)
     await _wait(future, CYCLE_WAIT_S, "session stop")
     return _out(service, app_id)
-
-
-# --- the driver agent -------------------------------------------------------------------------
-
-
-@router.post("/api/v1/agent/register", response_model=AgentReply,
-             responses=error_responses(404, 422))
-def agent_register(body: AgentRegister, service: ServiceDep, caller: CallerDep,
-                   request: Request):
-    _may_report(request, service, caller, body.app_id)
-    return _call(service.desk.register, body.app_id, body.spark_app_id, body.control,
-                 body.reason, body.pid, body.spark_version)
-
-
-@router.post("/api/v1/agent/heartbeat", response_model=AgentReply,
-             responses=error_responses(404, 422))
-def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep, caller: CallerDep,
-                    request: Request):
-    _may_report(request, service, caller, body.app_id)
-    executors = [Executor(e.id, e.started_at, e.idle) for e in body.executors]
-    return _call(service.desk.heartbeat, body.app_id, body.demand, executors, body.control)
 
 
 # --- the audit trail (admins) ------------------------------------------------------------------

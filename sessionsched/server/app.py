@@ -26,14 +26,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..backends.base import ClusterBackend
 from ..config import ServerConfig
 from ..store import StoreUnavailable
-from . import api, auth, livy, livy_auth, submissions, upload_api
+from . import agent_api, api, auth, livy, livy_auth, submissions, upload_api
 from .dashboard import DASHBOARD_HTML
 from .guard import BodyLimit, RateLimit
 from .leader import ActiveStandby, StandbyGate
 from .service import Service
 from .spark_rest import SparkFront, SparkRest
 from .uploads import UploadStore
-from .views import one_line
+from .views import one_line, unreadable, validation_detail
 
 log = logging.getLogger("sessionsched.server")
 
@@ -68,33 +68,13 @@ def backend_for(config: ServerConfig) -> ClusterBackend:
     return create_backend(config)
 
 
-def _validation_detail(err: RequestValidationError) -> str:
-    first = err.errors()[0] if err.errors() else {}
-    # A field name from the body can hold anything: one that is not printable is quoted.
-    loc = ".".join(str(p) if str(p).isprintable() else repr(p)
-                   for p in first.get("loc", ()) if p != "body")
-    msg = first.get("msg", "invalid request")
-    if first.get("type") == "json_invalid":
-        return f"request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
-    if first.get("type") == "missing":
-        return f"{loc}: missing" if loc else "request body is missing"
-    return f"{loc}: {msg}" if loc else msg
-
-
 def unreadable_body(err: StarletteHTTPException) -> str | None:
-    """One line for a body FastAPI could not even parse as JSON — bytes that are not UTF-8, or
-    nesting deeper than Python's parser goes — instead of its "There was an error parsing the
-    body"; None for any other HTTP error. FastAPI raises those from the parser's exception
-    (our own refusals are raised ``from None``)."""
-    cause = err.__cause__
-    if err.status_code != 400:
+    """One line for a body FastAPI could not even parse as JSON (``views.unreadable``) instead
+    of its "There was an error parsing the body"; None for any other HTTP error. FastAPI raises
+    those from the parser's exception (our own refusals are raised ``from None``)."""
+    if err.status_code != 400 or err.__cause__ is None:
         return None
-    if isinstance(cause, UnicodeDecodeError):
-        return (f"request body is not valid JSON: not UTF-8 (byte 0x{cause.object[cause.start]:02x}"
-                f" at position {cause.start})")
-    if isinstance(cause, RecursionError):
-        return "request body is not valid JSON: nested too deeply"
-    return None
+    return unreadable(err.__cause__)
 
 
 def create_app(
@@ -157,6 +137,7 @@ def create_app(
     app.state.spark_rest.rate_limit = app.state.rate_limit
     app.router.routes[0:0] = app.state.spark_rest.routes()
     app.include_router(api.router, responses=api.AUTH_RESPONSES if gate.on else None)
+    app.include_router(agent_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     app.include_router(upload_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     # Apache Livy's API (batches) beside the native one: its own routes and error shapes.
     door = livy.Livy(livy.LivyPort(service), defaults,
@@ -171,7 +152,8 @@ def create_app(
     # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, err: RequestValidationError):
-        return JSONResponse({"detail": one_line(_validation_detail(err))}, status_code=422)
+        return JSONResponse({"detail": one_line(validation_detail(err.errors()))},
+                            status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, err: StarletteHTTPException):
@@ -199,13 +181,16 @@ def create_app(
 
 
 def asgi(app: FastAPI) -> BodyLimit:
-    """What uvicorn serves: Spark's protocol answered in front of FastAPI (``SparkFront``),
-    the rest by the FastAPI application; a standby's answers in front of both
+    """What uvicorn serves: the agents' heartbeats and registrations (``AgentFront``) and
+    Spark's protocol (``SparkFront``) answered in front of FastAPI, the rest by the FastAPI
+    application; a standby's answers in front of both
     (``StandbyGate``); request bodies over ``auth.max_body_bytes`` refused in front of all (an
     uploaded file: over ``uploads.max_file_bytes``)."""
     config = app.state.service.config
     files = {"/api/v1/uploads/": (config.uploads.max_file_bytes, "uploads.max_file_bytes")}
-    front = StandbyGate(SparkFront(app, app.state.spark_rest), app.state.active)
+    fronts = agent_api.AgentFront(SparkFront(app, app.state.spark_rest), app.state.service,
+                                  app.state.gate)
+    front = StandbyGate(fronts, app.state.active)
     return BodyLimit(front, config.auth.max_body_bytes, files)
 
 

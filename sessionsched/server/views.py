@@ -27,6 +27,32 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def validation_detail(errors: list) -> str:
+    """A request-shape refusal in one line: the first of pydantic's (or FastAPI's) errors, with
+    where it is (a body field's path) and what is wrong."""
+    first = errors[0] if errors else {}
+    # A field name from the body can hold anything: one that is not printable is quoted.
+    loc = ".".join(str(p) if str(p).isprintable() else repr(p)
+                   for p in first.get("loc", ()) if p != "body")
+    msg = first.get("msg", "invalid request")
+    if first.get("type") == "json_invalid":
+        return f"request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
+    if first.get("type") == "missing":
+        return f"{loc}: missing" if loc else "request body is missing"
+    return f"{loc}: {msg}" if loc else msg
+
+
+def unreadable(cause: BaseException) -> str | None:
+    """One line for why a body is not JSON at all — bytes that are not UTF-8, or nesting deeper
+    than Python's parser goes — from what ``json.loads`` raised; None for other errors."""
+    if isinstance(cause, UnicodeDecodeError):
+        return (f"request body is not valid JSON: not UTF-8 (byte 0x{cause.object[cause.start]:02x}"
+                f" at position {cause.start})")
+    if isinstance(cause, RecursionError):
+        return "request body is not valid JSON: nested too deeply"
+    return None
+
+
 def iso(t: float | None) -> str | None:
     """Epoch seconds as ISO 8601 UTC with milliseconds and ``Z``."""
     if t is None:

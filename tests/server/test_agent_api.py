@@ -1,15 +1,31 @@
 """The agent protocol's server side (docs/agent-protocol.md), with the test playing the driver
 agent of two notebook sessions. The scheduler runs in-process on the memory cluster (its
-capacity: 4 cores); the sessions' executors are the ones the test reports."""
+capacity: 4 cores); the sessions' executors are the ones the test reports.
+
+Each test runs twice: through the FastAPI application's routes, and whole as ``sessionsched
+serve`` runs it, where ``agent_api.AgentFront`` answers the agents in front of FastAPI."""
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 from server_helpers import make_config, wait_until
 
-from sessionsched.server.app import create_app
+from sessionsched.server.app import asgi, create_app
 
 EXECUTORS = [{"id": str(i), "idle": False, "started_at": 1763744400.0 + i} for i in range(4)]
+
+
+@pytest.fixture(params=["fastapi", "front"])
+def serve(request):
+    """The app as a TestClient: its FastAPI routes alone, or whole (the agent front)."""
+    return lambda app: TestClient(asgi(app) if request.param == "front" else app)
+
+
+@pytest.fixture
+def client(serve, offline_app):
+    with serve(offline_app()) as c:
+        yield c
 
 
 def test_unknown_app_is_404_for_the_agent(client):
@@ -20,10 +36,33 @@ def test_unknown_app_is_404_for_the_agent(client):
             404, {"detail": "no app 'driver-x': the agent should stop reporting"})
 
 
-def test_bad_heartbeat_is_refused(client):
-    r = client.post("/api/v1/agent/heartbeat", json={"app_id": "driver-x", "demand": -1})
+@pytest.mark.parametrize(("body", "detail"), [
+    pytest.param({"app_id": "driver-x", "demand": -1},
+                 "demand: Input should be greater than or equal to 0", id="negative-demand"),
+    pytest.param({"demand": 1}, "app_id: missing", id="no-app-id"),
+    pytest.param({"app_id": "driver-x", "executors": [{"idle": True}]},
+                 "executors.0.id: missing", id="executor-without-id"),
+    pytest.param({"app_id": "driver-x", "demand": "many"},
+                 "demand: Input should be a valid integer, unable to parse string as an integer",
+                 id="demand-not-a-number"),
+    pytest.param(b"", "request body is missing", id="empty"),
+    pytest.param(b'{"app_id": "driver-x",', "request body is not valid JSON: ",
+                 id="cut-short"),
+])
+def test_bad_heartbeat_is_refused_in_one_line(client, body, detail):
+    if isinstance(body, bytes):
+        r = client.post("/api/v1/agent/heartbeat", content=body,
+                        headers={"content-type": "application/json"})
+    else:
+        r = client.post("/api/v1/agent/heartbeat", json=body)
     assert r.status_code == 422
-    assert r.json() == {"detail": "demand: Input should be greater than or equal to 0"}
+    assert r.json()["detail"].startswith(detail)
+    assert "\n" not in r.json()["detail"]
+
+
+def test_other_methods_on_agent_routes_are_fastapis(client):
+    r = client.get("/api/v1/agent/heartbeat")
+    assert (r.status_code, r.json()) == (405, {"detail": "Method Not Allowed"})
 
 
 def test_a_report_the_engine_refuses_is_dropped_and_the_rest_go_through(client):
@@ -40,7 +79,7 @@ def test_a_report_the_engine_refuses_is_dropped_and_the_rest_go_through(client):
     assert client.get(f"/api/v1/apps/{a}").json()["executors"] == 0
 
 
-def test_sessions_get_targets_grants_and_reclaim_orders_once(state_dir):
+def test_sessions_get_targets_grants_and_reclaim_orders_once(serve, state_dir):
     # The memory cluster's 4 cores: the sessions' drivers are their notebooks', their
     # executors are what this test's agents report.
     cfg = make_config(
@@ -51,7 +90,7 @@ def test_sessions_get_targets_grants_and_reclaim_orders_once(state_dir):
             {"name": "notebooks", "policy": "priority", "reclaim_timeout": 0}]}],
         defaults={"queue": "root.notebooks"},
     )
-    with TestClient(create_app(cfg)) as c:
+    with serve(create_app(cfg)) as c:
         def beat(app_id, demand, executors):
             r = c.post("/api/v1/agent/heartbeat",
                        json={"app_id": app_id, "demand": demand, "executors": executors,

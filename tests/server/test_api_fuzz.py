@@ -49,7 +49,7 @@ from schemathesis.specs.openapi.checks import (
 )
 from server_helpers import make_config, rows
 
-from sessionsched.server import api, submissions, upload_api
+from sessionsched.server import agent_api, api, submissions, upload_api
 from sessionsched.server.app import asgi
 from sessionsched.sparkargs import OPTION_PROPERTIES, SPARK_SUBMIT_OPTIONS, SPARK_SUBMIT_SWITCHES
 
@@ -87,7 +87,7 @@ FUZZ_SETTINGS = settings(
 # The native API's operations, as FastAPI publishes them (checked against the served spec).
 NATIVE = sorted(
     f"{method} {route.path}"
-    for route in [*api.router.routes, *upload_api.router.routes]
+    for route in [*api.router.routes, *agent_api.router.routes, *upload_api.router.routes]
     if isinstance(route, APIRoute) and route.include_in_schema
     for method in route.methods
 )

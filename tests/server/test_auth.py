@@ -219,7 +219,7 @@ def test_agent_secret_reports_for_its_own_app_only(serve_team, team, app_file):
     client = serve_team()
     a = submit(client, made["alice"], app_file).json()["id"]
     b = submit(client, made["alice"], app_file).json()["id"]
-    gate = client.app.app.app.app.state.gate  # BodyLimit -> StandbyGate -> SparkFront -> FastAPI
+    gate = client.api.state.gate
     secret_a = gate.secret_for(a)
     r = client.post("/api/v1/agent/heartbeat", headers=bearer(secret_a),
                     json={"app_id": b, "demand": 100})
