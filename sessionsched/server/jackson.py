@@ -61,13 +61,18 @@ def _value(value: Any, level: int) -> str:
     raise TypeError(f"not JSON data: {type(value).__name__}")
 
 
+# The C encoder, one value at a time: ``json.dumps(..., indent=2)`` falls back to the
+# pure-Python encoder, whose closures are left as reference cycles for the garbage collector.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def dumps(body: dict[str, Any]) -> bytes:
     """``body`` as a Spark master would send it (UTF-8 bytes)."""
     if body and all(v is None or isinstance(v, str | int | float) for v in body.values()):
-        # A flat object (every status answer): the standard library's indent gives the same
-        # layout, about twice as fast as ``_value`` (a status is rebuilt after every change).
-        text = json.dumps(body, indent=2, separators=(",", " : "), sort_keys=True,
-                          ensure_ascii=False)
+        # A flat object (every status answer): five times faster than ``_value`` (a status is
+        # rebuilt after every change), and no garbage for the collector.
+        text = "{\n" + ",\n".join(f"  {_encode(k)} : {_encode(body[k])}"
+                                   for k in sorted(body)) + "\n}"
         if "\\u" in text:
             text = _LOWER_HEX_ESCAPE.sub(lambda m: m.group(0).upper().replace("\\U", "\\u"),
                                          text)
