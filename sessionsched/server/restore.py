@@ -10,6 +10,10 @@ from its one persistence engine the same way).
 - A driver that is gone is FAILED (its exit code is unknown). An app whose launch was decided
   but whose handle was never recorded (a crash between the two) is FAILED too rather than
   launched a second time: the driver may be running.
+- An app whose launch failed for a transient reason and waits to be tried again
+  (``launch_wait``: nothing was started; the wait is cleared on disk before each new try) is
+  taken back STARTING and its retries go on (``Restored.waiting``): same count, next try when
+  it was due (at once if that time has passed).
 - Ended apps: only the ``server.retained_ended_apps`` most recently ended are loaded (final
   reads, listed); older ones are read from the store by id.
 - Notebook sessions have no handle (the driver lives in the notebook): they are adopted and
@@ -23,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..backends.base import Handle
+from ..backends.carry import Waiting
 from ..engine.events import Adopted, Event, Submitted
 from ..model import AppState
 from ..store import AppKind, EventRecord, Store, StoredApp
@@ -42,6 +47,7 @@ UNRECORDED = ("its launch was decided before a restart but never recorded; not r
 class Restored:
     events: list[Event] = field(default_factory=list)  # for the first cycle
     final: dict[str, AppRead] = field(default_factory=dict)  # ended apps, oldest-ended first
+    waiting: dict[str, Waiting] = field(default_factory=dict)  # launches to try again
 
 
 def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention: Retention,
@@ -55,6 +61,7 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
     retention.ended(list(out.final))
     failed: list[tuple[StoredApp, str]] = []
     adopted: list[str] = []
+    rows: list[EventRecord] = []
     for app in store.load_apps([s for s in AppState if not s.terminal]):
         spec = replace(app.spec, priority=app.priority)  # the store's priority is the live one
         if app.state is AppState.ACCEPTED:
@@ -67,8 +74,13 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
             if app.spark_app_id:
                 watch.backend.manage(app.id, app.spark_app_id)
         elif not app.handle:
-            failed.append((app, UNRECORDED))
-            continue
+            wait = _waiting(app)
+            if wait is None:
+                failed.append((app, UNRECORDED))
+                continue
+            out.waiting[app.id] = wait
+            rows.append(EventRecord(app.id, now, "adopted", f"launch retries resumed after a "
+                                    f"scheduler restart ({wait.tries} failed so far)"))
         else:
             handle = Handle(**app.handle)
             try:
@@ -83,14 +95,15 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
         registry.put(Submission.of(app))
         if app.kind == AppKind.SESSION:
             sessions.watch(app.id, since=now)
-        adopted.append(app.id)
+        if app.id not in out.waiting:
+            adopted.append(app.id)
         out.events.append(Adopted(
             spec=spec, state=app.state, priority=app.priority,
             launched_at=app.started_at or app.submitted_at,
             first_executor_at=app.first_executor_at,
         ))
-    rows = [EventRecord(i, now, "adopted", "re-adopted after a scheduler restart")
-            for i in adopted]
+    rows += [EventRecord(i, now, "adopted", "re-adopted after a scheduler restart")
+             for i in adopted]
     changes = []
     for app, why in failed:
         changes.append({"id": app.id, "state": AppState.FAILED, "reason": why, "finished_at": now})
@@ -101,6 +114,18 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
         ended = replace(app, state=AppState.FAILED, reason=why, finished_at=now)
         out.final[app.id] = AppRead.stored(ended)
         retention.ended([app.id])
-    if adopted or failed:
-        log.info("restart: %d driver(s) adopted, %d failed", len(adopted), len(failed))
+    if adopted or failed or out.waiting:
+        log.info("restart: %d driver(s) adopted, %d failed, %d launch(es) to try again",
+                 len(adopted), len(failed), len(out.waiting))
     return out
+
+
+def _waiting(app: StoredApp) -> Waiting | None:
+    """The app's launch wait, if it has a readable one."""
+    if app.launch_wait is None:
+        return None
+    try:
+        return Waiting.from_json(app.launch_wait)
+    except ValueError as e:
+        log.error("%s: %s; its launch counts as unrecorded", app.id, e)
+        return None
