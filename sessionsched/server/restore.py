@@ -100,7 +100,7 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
         out.events.append(Adopted(
             spec=spec, state=app.state, priority=app.priority,
             launched_at=app.started_at or app.submitted_at,
-            first_executor_at=app.first_executor_at,
+            first_executor_at=app.first_executor_at, reason=app.reason,
         ))
     rows += [EventRecord(i, now, "adopted", "re-adopted after a scheduler restart")
              for i in adopted]
