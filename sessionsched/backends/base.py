@@ -26,8 +26,9 @@ class BackendUnavailable(BackendError):
     (connection refused, no answer to the connection, HTTP 503), and surely did nothing with
     it: the failure may pass by itself, so a launch that fails so is tried again with
     back-off (``carry.Retries``). A request the cluster may have acted on before its answer
-    was lost (a timed-out create) is a plain ``BackendError``: trying again could run the
-    driver twice."""
+    was lost (a timed-out create) is not this: trying again could run the driver twice. A
+    backend that can find out (standalone: ``recognize``) adopts the driver it finds, or
+    raises this once it knows none runs; one that cannot raises a plain ``BackendError``."""
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,11 @@ With ``retries`` (the server's), a launch that fails for a transient reason
 (``BackendUnavailable``: the master could not be reached, nothing was started) is not failed
 at once: it is tried again after ``LaunchRetry.first_s``, then twice as long each time, at
 most ``attempts`` tries in all; then the app fails with the last reason and the count. A
-permanent refusal (bad arguments, a master that refused the submission, an answer lost after
-the master may have acted) fails at once. The app stays STARTING meanwhile (it holds its
-StateAware place); the caller adds ``retries.due(now)`` to a later step's launches. The server
+permanent refusal (bad arguments, a master that refused the submission) fails at once. (A
+create whose answer was lost is the backend's to settle: the standalone backend looks for the
+driver and adopts it, or fails the launch as ``BackendUnavailable`` when none runs.) The app
+stays STARTING meanwhile (it holds its StateAware place); the caller adds ``retries.due(now)``
+to a later step's launches. The server
 writes each wait to the store (``Retries.waiting``) and puts it back after a restart
 (``Retries.resume``), so a restart during the back-off goes on with the same count.
 """
