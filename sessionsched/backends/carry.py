@@ -20,9 +20,9 @@ permanent refusal (bad arguments, a master that refused the submission) fails at
 create whose answer was lost is the backend's to settle: the standalone backend looks for the
 driver and adopts it, or fails the launch as ``BackendUnavailable`` when none runs.) The app
 stays STARTING meanwhile (it holds its StateAware place); the caller adds ``retries.due(now)``
-to a later step's launches. The server
-writes each wait to the store (``Retries.waiting``) and puts it back after a restart
-(``Retries.resume``), so a restart during the back-off goes on with the same count.
+to a later step's launches. The server writes each wait to the store (``Retries.waiting``)
+and puts it back after a restart (``Retries.resume``), so a restart during the back-off goes
+on with the same count.
 """
 
 from __future__ import annotations

@@ -24,10 +24,11 @@ An ended app that still held executors on the books (killed, its driver still st
 driver's exit takes its executors with it) leaves the engine with them. Until that driver
 exits (the stop's grace, seconds) the engine may grant their cores to others, whose new
 executors then wait on the cluster for those cores to be freed; nothing is launched twice or
-lost. The capacity read does not close that gap (the backend counts the stopping driver's
-executors as the scheduler's own, not as someone else's usage). Keeping the app would need the
-engine to take back an ended app (``Adopted`` is for live ones): not worth it for a few
-seconds of a rare overlap (a kill, then a failed commit before its driver is gone).
+lost. The capacity read does not close that gap (the standalone and memory backends count the
+stopping driver's executors as the scheduler's own, not as someone else's usage). Keeping the
+app would need the engine to take back an ended app (``Adopted`` is for live ones): not worth
+it for a few seconds of a rare overlap (a kill, then a failed commit before its driver is
+gone).
 """
 
 from __future__ import annotations
