@@ -68,7 +68,15 @@ from ..engine.events import (
 from ..model import Executor, Resources
 from . import procs, recognize, records
 from .applog import LogWatch, find_app_id
-from .base import BackendError, BackendUnavailable, ClusterBackend, Handle, Launch, Placement
+from .base import (
+    RELAUNCH,
+    BackendError,
+    BackendUnavailable,
+    ClusterBackend,
+    Handle,
+    Launch,
+    Placement,
+)
 from .clusterview import ClusterView, DriverInfo, capacity_for_managed, presumed_ours
 from .commands import redacted, rest_request, submit_command
 from .master import WRITE_TIMEOUT_S, AnswerLost, MasterClient
@@ -208,6 +216,24 @@ class StandaloneBackend(ClusterBackend):
             return False
         self._track(_Tracked(record, proc=proc, watch=_watch(record)))
         return True
+
+    def recover(self, app_id: str, rest: bool, decided_at: float) -> Handle | str | None:
+        """A launch the store did not record, from this backend's record (``run_dir``): a
+        driver id or a driver process is a Handle. A REST create is RELAUNCH: the next
+        ``launch`` looks for the driver an earlier create may have started first (its record
+        has no driver id; one is written now if there is none -- the create may have been
+        sent by a scheduler on another host, with another ``run_dir``). A process launch's
+        record is written after the process started: without one, None (it may run)."""
+        record = records.load(self.run_dir, app_id)
+        if record is not None and record.driver_id:
+            return Handle(app_id, "cluster-driver", record.driver_id, record.launched_at)
+        if record is not None and record.process:
+            return Handle(app_id, "process", record.process, record.launched_at)
+        if not rest:
+            return None
+        if record is None:
+            records.save(self.run_dir, DriverRecord(app_id, "cluster-driver", decided_at))
+        return RELAUNCH
 
     def manage(self, app_id: str, spark_app_id: str) -> None:
         if app_id in self._apps:

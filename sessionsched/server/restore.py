@@ -8,8 +8,11 @@ from its one persistence engine the same way).
   app back as it was. They are never launched again. If the backend cannot tell right now, the
   app is adopted and the check is retried every cycle (``watch``).
 - A driver that is gone is FAILED (its exit code is unknown). An app whose launch was decided
-  but whose handle was never recorded (a crash between the two) is FAILED too rather than
-  launched a second time: the driver may be running.
+  but whose handle was never recorded (a crash between the two) is asked of the backend
+  (``recover``): its own records may name the driver (adopted, the handle recorded now), or
+  show that launching again is safe (a standalone REST create: it then goes the way of a
+  launch retry, due at once); otherwise it is FAILED rather than launched a second time: the
+  driver may be running.
 - An app whose launch failed for a transient reason and waits to be tried again
   (``launch_wait``: nothing was started; the wait is cleared on disk before each new try) is
   taken back STARTING and its retries go on (``Restored.waiting``): same count, next try when
@@ -24,9 +27,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
-from ..backends.base import Handle
+from ..backends.base import RELAUNCH, Handle
 from ..backends.carry import Waiting
 from ..engine.events import Adopted, Event, Submitted
 from ..model import AppState
@@ -41,6 +44,8 @@ log = logging.getLogger("sessionsched.service")
 
 UNRECORDED = ("its launch was decided before a restart but never recorded; not relaunched, so "
               "that no driver runs twice")
+RELAUNCHED = ("its launch was not recorded before a scheduler restart; launched again (a "
+              "driver an earlier try started is looked for first, and adopted)")
 
 
 @dataclass
@@ -62,6 +67,7 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
     failed: list[tuple[StoredApp, str]] = []
     adopted: list[str] = []
     rows: list[EventRecord] = []
+    changes: list[dict] = []
     for app in store.load_apps([s for s in AppState if not s.terminal]):
         spec = replace(app.spec, priority=app.priority)  # the store's priority is the live one
         if app.state is AppState.ACCEPTED:
@@ -70,19 +76,26 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
                 sessions.watch(app.id)
             out.events.append(Submitted(spec))
             continue
+        handle = Handle(**app.handle) if app.handle else None
         if app.kind == AppKind.SESSION:
             if app.spark_app_id:
                 watch.backend.manage(app.id, app.spark_app_id)
-        elif not app.handle:
-            wait = _waiting(app)
-            if wait is None:
-                failed.append((app, UNRECORDED))
-                continue
+        elif handle is None and (wait := _waiting(app)) is not None:
             out.waiting[app.id] = wait
             rows.append(EventRecord(app.id, now, "adopted", f"launch retries resumed after a "
                                     f"scheduler restart ({wait.tries} failed so far)"))
+        elif handle is None and (found := _recover(watch, app)) == RELAUNCH:
+            out.waiting[app.id] = Waiting(0, now)
+            rows.append(EventRecord(app.id, now, "adopted", RELAUNCHED))
+        elif handle is None and found is None:
+            failed.append((app, UNRECORDED))
+            continue
         else:
-            handle = Handle(**app.handle)
+            if handle is None:  # the backend's own record names the driver
+                handle = found
+                changes.append({"id": app.id, "handle": asdict(handle)})
+                log.info("%s: its driver's handle, not recorded before the restart, was found "
+                         "by the backend", app.id)
             try:
                 alive = watch.backend.adopt(handle)
             except Exception as e:  # noqa: BLE001 - cannot tell now: adopt, check again later
@@ -104,11 +117,10 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
         ))
     rows += [EventRecord(i, now, "adopted", "re-adopted after a scheduler restart")
              for i in adopted]
-    changes = []
     for app, why in failed:
         changes.append({"id": app.id, "state": AppState.FAILED, "reason": why, "finished_at": now})
         rows.append(EventRecord(app.id, now, "state", f"{app.state.value} -> FAILED: {why}"))
-    if rows:
+    if rows or changes:
         write(changes, rows)
     for app, why in failed:
         ended = replace(app, state=AppState.FAILED, reason=why, finished_at=now)
@@ -118,6 +130,17 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
         log.info("restart: %d driver(s) adopted, %d failed, %d launch(es) to try again",
                  len(adopted), len(failed), len(out.waiting))
     return out
+
+
+def _recover(watch: ClusterWatch, app: StoredApp) -> Handle | str | None:
+    """What the backend knows of a launch the store did not record (``recover``); None when
+    it cannot tell, also when it fails."""
+    try:
+        return watch.backend.recover(app.id, rest=app.kind == AppKind.REST,
+                                     decided_at=app.started_at or app.submitted_at)
+    except Exception:  # noqa: BLE001 - cannot tell: the app is failed, never launched twice
+        log.exception("backend could not look for %s's unrecorded launch", app.id)
+        return None
 
 
 def _waiting(app: StoredApp) -> Waiting | None:
