@@ -26,8 +26,9 @@ class BackendUnavailable(BackendError):
     (connection refused, no answer to the connection, HTTP 503), and surely did nothing with
     it: the failure may pass by itself, so a launch that fails so is tried again with
     back-off (``carry.Retries``). A request the cluster may have acted on before its answer
-    was lost (a timed-out create) is a plain ``BackendError``: trying again could run the
-    driver twice."""
+    was lost (a timed-out create) is not this: trying again could run the driver twice. A
+    backend that can find out (standalone: ``recognize``) adopts the driver it finds, or
+    raises this once it knows none runs; one that cannot raises a plain ``BackendError``."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,9 @@ class Handle:
     started_at: float = 0.0
 
 
+RELAUNCH = "relaunch"  # ``ClusterBackend.recover``: launching again is safe
+
+
 class ClusterBackend(ABC):
     # Every driver runs in the cluster, whatever its deploy mode (Kubernetes: a driver pod),
     # so the engine counts each driver's cores against the cluster, never a driver slot.
@@ -120,6 +124,16 @@ class ClusterBackend(ABC):
         nobody watched and its exit code is known -- then the next ``poll`` reports
         DriverExited with that code. False when it is gone without a trace. BackendError
         when the cluster cannot be asked now (try again later)."""
+
+    def recover(self, app_id: str, rest: bool, decided_at: float) -> Handle | str | None:
+        """After a restart: an app whose launch was decided (at ``decided_at``) but whose
+        handle never reached the store (a crash during or right after the launch). ``rest``:
+        it was a Spark REST create. A Handle when this backend's own records name its driver
+        (``adopt`` it); ``RELAUNCH`` when launching it again cannot run a second driver
+        (nothing was started, or ``launch`` looks for what an earlier try started before it
+        starts anything); None when that cannot be told (default): the app is FAILED rather
+        than risk two drivers."""
+        return None
 
     def manage(self, app_id: str, spark_app_id: str) -> None:  # noqa: B027 - optional hook
         """An application the service manages but did not ask this backend to launch (a

@@ -16,9 +16,13 @@ With ``retries`` (the server's), a launch that fails for a transient reason
 (``BackendUnavailable``: the master could not be reached, nothing was started) is not failed
 at once: it is tried again after ``LaunchRetry.first_s``, then twice as long each time, at
 most ``attempts`` tries in all; then the app fails with the last reason and the count. A
-permanent refusal (bad arguments, a master that refused the submission, an answer lost after
-the master may have acted) fails at once. The app stays STARTING meanwhile (it holds its
-StateAware place); the caller adds ``retries.due(now)`` to a later step's launches.
+permanent refusal (bad arguments, a master that refused the submission) fails at once. (A
+create whose answer was lost is the backend's to settle: the standalone backend looks for the
+driver and adopts it, or fails the launch as ``BackendUnavailable`` when none runs.) The app
+stays STARTING meanwhile (it holds its StateAware place); the caller adds ``retries.due(now)``
+to a later step's launches. The server writes each wait to the store (``Retries.waiting``)
+and puts it back after a restart (``Retries.resume``), so a restart during the back-off goes
+on with the same count.
 """
 
 from __future__ import annotations
@@ -57,9 +61,22 @@ class LaunchRetry:
 
 
 @dataclass
-class _Waiting:
-    tries: int  # failed so far
-    at: float  # next try
+class Waiting:
+    """A launch waiting to be tried again: ``tries`` failed so far, the next at ``at``."""
+
+    tries: int
+    at: float
+
+    def to_json(self) -> dict:
+        return {"tries": self.tries, "at": self.at}
+
+    @staticmethod
+    def from_json(data: dict) -> Waiting:
+        """ValueError if ``data`` is not what ``to_json`` wrote."""
+        try:
+            return Waiting(int(data["tries"]), float(data["at"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"not a launch wait: {data!r}") from e
 
 
 class Retries:
@@ -67,11 +84,11 @@ class Retries:
 
     def __init__(self, policy: LaunchRetry = LaunchRetry()):
         self.policy = policy
-        self._waiting: dict[str, _Waiting] = {}
+        self._waiting: dict[str, Waiting] = {}
 
     def failed(self, app_id: str, why: str, now: float) -> tuple[bool, str]:
         """A transient failure of ``app_id``'s launch: (tried again?, one line saying so)."""
-        w = self._waiting.get(app_id) or _Waiting(0, now)
+        w = self._waiting.get(app_id) or Waiting(0, now)
         w.tries += 1
         if w.tries >= self.policy.attempts:
             self._waiting.pop(app_id, None)
@@ -80,6 +97,14 @@ class Retries:
         w.at = now + wait_s
         self._waiting[app_id] = w
         return True, f"{why}; attempt {w.tries} of {self.policy.attempts}, next in {wait_s:g}s"
+
+    def waiting(self, app_id: str) -> Waiting | None:
+        """How ``app_id``'s launch waits, if it does."""
+        return self._waiting.get(app_id)
+
+    def resume(self, app_id: str, wait: Waiting) -> None:
+        """Wait as before a restart: the count goes on, the next try at the same time."""
+        self._waiting[app_id] = Waiting(wait.tries, wait.at)
 
     def due(self, now: float) -> list[LaunchDriver]:
         """The launches to try again now."""

@@ -59,6 +59,7 @@ class DriverInfo:
     memory_mib: int
     worker_id: str | None
     start_ms: int = 0
+    main_class: str = ""  # the driver's main class (``mainclass``)
 
     @property
     def exit_code(self) -> int | None:
@@ -148,6 +149,7 @@ def _driver(d: Mapping) -> DriverInfo:
         memory_mib=_req(d, "memory", int, where),
         worker_id=worker if isinstance(worker, str) and worker != "None" else None,
         start_ms=_req(d, "starttime", int, where),
+        main_class=str(d.get("mainclass") or ""),
     )
 
 

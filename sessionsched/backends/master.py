@@ -44,10 +44,17 @@ def http_url(spark_url: str) -> str:
 WRITE_TIMEOUT_S = 30.0
 
 
+class AnswerLost(BackendError):
+    """A create or kill reached the master's REST server but its answer was lost (timed out,
+    the connection broke): the master may have carried it out."""
+
+
 class MasterClient:
-    def __init__(self, master_ui: str, rest_url: str | None = None, timeout_s: float = 3.0):
+    def __init__(self, master_ui: str, rest_url: str | None = None, timeout_s: float = 3.0,
+                 write_timeout_s: float = WRITE_TIMEOUT_S):
         self.master_ui = master_ui.rstrip("/")
         self._rest_url = rest_url.rstrip("/") if rest_url else None
+        self.write_timeout_s = write_timeout_s
         self._http = httpx.Client(
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0)),
             trust_env=False,
@@ -142,12 +149,12 @@ class MasterClient:
     def _post(self, path: str, body: dict | None) -> dict:
         url = f"{self.rest_url()}{path}"
         try:
-            response = self._http.post(url, json=body, timeout=WRITE_TIMEOUT_S)
+            response = self._http.post(url, json=body, timeout=self.write_timeout_s)
         except httpx.HTTPError as e:
             # Not connected: the request never reached the master. Any later failure (an
             # answer that timed out) may come after the master acted on it.
             unsent = isinstance(e, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
-            raise (BackendUnavailable if unsent else BackendError)(
+            raise (BackendUnavailable if unsent else AnswerLost)(
                 f"cannot reach the Spark master's REST server at {url}: {_reason(e)}"
             ) from None
         try:

@@ -8,8 +8,15 @@ Launching (``launch``):
   it alive when the scheduler stops; the runner writes its exit code to
   ``<run_dir>/<app>.exit``, so a restarted scheduler still learns how it ended.
 * a REST submission (``Launch.rest_request``, JVM app in cluster deploy mode): forwarded to
-  the master's own REST server (``spark.master`` set to the real master); the master's
-  driver id is kept.
+  the master's own REST server (``spark.master`` set to the real master, and the marker
+  ``spark.sessionsched.appId`` set to our app id); the master's driver id is kept. Its record
+  is written before the create is sent (no driver id yet). A create whose answer is lost
+  (``AnswerLost``: the master may have run it) is not failed: the driver is looked for on the
+  master (``recognize``) and adopted if found; if the master surely has no such driver the
+  launch fails as ``BackendUnavailable`` (tried again with back-off), and so it does while
+  that cannot be told yet (a candidate not placed on a worker). Every later launch of an app
+  whose record has no driver id looks for its driver first (after a restart too), so a
+  create the master carried out late is adopted, not sent again.
 * a ``submit`` JVM app in cluster deploy mode (``in_cluster``, no REST request): real
   ``spark-submit --deploy-mode cluster`` to the master's REST server, run like a client-mode
   driver; the driver id it logs ("Submission successfully created as driver-...") turns the
@@ -59,12 +66,20 @@ from ..engine.events import (
     ExecutorsChanged,
 )
 from ..model import Executor, Resources
-from . import procs, records
+from . import procs, recognize, records
 from .applog import LogWatch, find_app_id
-from .base import BackendError, ClusterBackend, Handle, Launch, Placement
+from .base import (
+    RELAUNCH,
+    BackendError,
+    BackendUnavailable,
+    ClusterBackend,
+    Handle,
+    Launch,
+    Placement,
+)
 from .clusterview import ClusterView, DriverInfo, capacity_for_managed, presumed_ours
 from .commands import redacted, rest_request, submit_command
-from .master import MasterClient
+from .master import WRITE_TIMEOUT_S, AnswerLost, MasterClient
 from .procs import ProcessId
 from .records import DriverRecord
 from .spark_home import SparkNotFound, spark_home, spark_submit
@@ -116,6 +131,7 @@ class StandaloneBackend(ClusterBackend):
         stop_grace_s: float = 10.0,
         http_timeout_s: float = 3.0,
         executors_every_s: float = 1.0,
+        write_timeout_s: float = WRITE_TIMEOUT_S,
     ):
         if not master.startswith("spark://"):
             raise ValueError(f"cluster master {master!r}: expected spark://HOST:PORT")
@@ -125,7 +141,7 @@ class StandaloneBackend(ClusterBackend):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.stop_grace_s = stop_grace_s
         self.executors_every_s = executors_every_s
-        self.client = MasterClient(master_ui, rest_url, http_timeout_s)
+        self.client = MasterClient(master_ui, rest_url, http_timeout_s, write_timeout_s)
         self._apps: dict[str, _Tracked] = {}
         self._ours_spark: set[str] = set()  # Spark app ids that are ours, even once ended
         self._ours_drivers: set[str] = set()
@@ -200,6 +216,24 @@ class StandaloneBackend(ClusterBackend):
             return False
         self._track(_Tracked(record, proc=proc, watch=_watch(record)))
         return True
+
+    def recover(self, app_id: str, rest: bool, decided_at: float) -> Handle | str | None:
+        """A launch the store did not record, from this backend's record (``run_dir``): a
+        driver id or a driver process is a Handle. A REST create is RELAUNCH: the next
+        ``launch`` looks for the driver an earlier create may have started first (its record
+        has no driver id; one is written now if there is none -- the create may have been
+        sent by a scheduler on another host, with another ``run_dir``). A process launch's
+        record is written after the process started: without one, None (it may run)."""
+        record = records.load(self.run_dir, app_id)
+        if record is not None and record.driver_id:
+            return Handle(app_id, "cluster-driver", record.driver_id, record.launched_at)
+        if record is not None and record.process:
+            return Handle(app_id, "process", record.process, record.launched_at)
+        if not rest:
+            return None
+        if record is None:
+            records.save(self.run_dir, DriverRecord(app_id, "cluster-driver", decided_at))
+        return RELAUNCH
 
     def manage(self, app_id: str, spark_app_id: str) -> None:
         if app_id in self._apps:
@@ -290,15 +324,57 @@ class StandaloneBackend(ClusterBackend):
         return Handle(launch.app_id, "process", str(proc), launched_at)
 
     def _launch_rest(self, launch: Launch) -> Handle:
+        app_id = launch.app_id
         try:
-            body = rest_request(launch.rest_request, self.master, launch.conf, launch.env)
+            body = rest_request(launch.rest_request, self.master,
+                                {**launch.conf, recognize.MARKER: app_id}, launch.env)
         except ValueError as e:
-            raise BackendError(f"{launch.app_id}: {e}") from None
-        driver_id = self.client.create(body)
-        record = DriverRecord(launch.app_id, "cluster-driver", time.time(), driver_id=driver_id)
+            raise BackendError(f"{app_id}: {e}") from None
+        main_class = str(body.get("mainClass") or "")
+        earlier = records.load(self.run_dir, app_id)
+        if earlier is not None and earlier.kind == "cluster-driver" and not earlier.driver_id:
+            # An earlier create's outcome is unknown: its driver may be there.
+            found = self._look_for(app_id, main_class, earlier.launched_at, "an earlier create")
+            if found is not None:
+                return self._adopt_found(earlier, found)
+        record = DriverRecord(app_id, "cluster-driver", time.time())
+        records.save(self.run_dir, record)  # before sending: a lost answer is looked into
+        try:
+            record.driver_id = self.client.create(body)
+        except AnswerLost as e:
+            found = self._look_for(app_id, main_class, record.launched_at, str(e))
+            if found is None:
+                raise BackendUnavailable(f"{e}; the master runs no driver of {app_id}") from None
+            return self._adopt_found(record, found)
+        except BackendError:  # never sent, or refused: no driver of it can run
+            records.record_path(self.run_dir, app_id).unlink(missing_ok=True)
+            raise
         records.save(self.run_dir, record)
         self._track(_Tracked(record))
-        return Handle(launch.app_id, "cluster-driver", driver_id, record.launched_at)
+        return Handle(app_id, "cluster-driver", record.driver_id, record.launched_at)
+
+    def _look_for(self, app_id: str, main_class: str, sent_at: float, why: str) -> str | None:
+        """Our driver of ``app_id`` on the master (``recognize``): its id, or None when surely
+        none runs. BackendUnavailable while that cannot be told (tried again later)."""
+        try:
+            view = self.client.read(self.executors_every_s)
+        except BackendError as e:
+            raise BackendUnavailable(f"{why}; cannot look for its driver: {e}") from None
+        found = recognize.find(view, app_id, main_class, sent_at, self._ours_drivers,
+                               lambda v, driver_id: self.client.driver_log(v, driver_id, 65536))
+        if found == recognize.UNSURE:
+            raise BackendUnavailable(f"{why}; cannot tell yet whether the master runs a driver "
+                                     f"of {app_id}")
+        if found == recognize.NOT_FOUND:
+            return None
+        log.warning("%s: %s, but the master runs its driver %s: adopted", app_id, why, found)
+        return found
+
+    def _adopt_found(self, record: DriverRecord, driver_id: str) -> Handle:
+        record.driver_id = driver_id
+        records.save(self.run_dir, record)
+        self._track(_Tracked(record))
+        return Handle(record.app_id, "cluster-driver", driver_id, record.launched_at)
 
     def _track(self, t: _Tracked) -> None:
         self._apps[t.record.app_id] = t

@@ -26,13 +26,15 @@ class Submitted:
 
 @dataclass(frozen=True)
 class Adopted:
-    """An app launched before the scheduler restarted: back on the books, not relaunched."""
+    """An app launched before the scheduler restarted: back on the books, not relaunched.
+    ``reason``: why it is in its state, as last recorded (kept until its next change)."""
 
     spec: AppSpec
     state: AppState
     priority: int
     launched_at: float
     first_executor_at: float | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,7 @@ def adopt(s: Scheduler, now: float, ev: Adopted, out: list[Decision]) -> None:
     """An app launched before a restart: back on the books without launching it again.
     A ``reserve`` app that had no executor yet gets its reservation back."""
     rec = AppRecord(spec=ev.spec, priority=ev.priority, state=ev.state)
+    rec.reason = ev.reason
     rec.launched_at = ev.launched_at
     rec.first_executor_at = ev.first_executor_at
     reserve = admission.mode_of(s._leaves[ev.spec.queue]).reserves

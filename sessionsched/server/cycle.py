@@ -22,7 +22,9 @@
      Reclaim -> ``backend.steer`` (the memory cluster's drivers; real drivers' agents read
      them from the desk); launch handles are recorded so a restart can adopt the drivers (those
      a failed write missed, with the next ones). A launch that fails for a transient reason
-     waits in ``carry.Retries`` and is tried again with back-off, still STARTING;
+     waits in ``carry.Retries`` and is tried again with back-off, still STARTING; the wait is
+     on disk (``launch_wait``, a restart resumes it) and cleared on disk before each new
+     try (a crash during a try is then an unrecorded launch: never tried a second time);
   7. answer whoever waits on an inbox item (a kill's HTTP request returns once it is done).
 
 Only this thread steps the engine or reads its books; everyone else reads published views.
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..backends.base import ClusterBackend, Handle, Launch
-from ..backends.carry import LaunchRetry, Retries, carry_out, one_line
+from ..backends.carry import LaunchRetry, Retries, Waiting, carry_out, one_line
 from ..engine.events import (
     Decision,
     DriverExited,
@@ -123,6 +125,11 @@ class Cycle:
     @property
     def backend(self) -> ClusterBackend:
         return self.p.watch.backend
+
+    def resume(self, waiting: dict[str, Waiting]) -> None:
+        """Launches that waited to be tried again before a restart (``restore``)."""
+        for app_id, wait in waiting.items():
+            self._retries.resume(app_id, wait)
 
     def run(self) -> None:
         """One scheduling cycle (see the module doc). Never raises: a failure is logged and
@@ -297,7 +304,7 @@ class Cycle:
         # terminal state at its next heartbeat.
         ours = [d for d in decisions
                 if not (isinstance(d, StopDriver) and self._kind(d.app_id) == AppKind.SESSION)]
-        carried = carry_out(ours + self._retries.due(now), self.backend, self._launch_for,
+        carried = carry_out(ours + self._due(now), self.backend, self._launch_for,
                             self._retries, now)
         for app_id, why in carried.failed:
             p.metrics.launches.labels("failed").inc()
@@ -316,6 +323,8 @@ class Cycle:
             return
         changes = [{"id": app_id, "handle": _handle_json(h), "log_path": log_path}
                    for app_id, h, log_path in launched]
+        changes += [{"id": app_id, "launch_wait": self._retries.waiting(app_id).to_json()}
+                    for app_id, _ in carried.retrying]
         rows = retried + [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
                           for app_id, h, _ in launched]
         try:
@@ -329,7 +338,25 @@ class Cycle:
             return
         for app_id, _, log_path in launched:
             p.registry.launched(app_id, log_path)
+        if p.fault is not None and carried.retrying:
+            p.fault("launch-waiting", *(app_id for app_id, _ in carried.retrying))
         p.reads.publish()
+
+    def _due(self, now: float) -> list[LaunchDriver]:
+        """The launches to try again now, their waits first cleared on disk: a crash during
+        the try then finds no wait and takes the launch as unrecorded (the driver may run)
+        instead of trying it again. If that write fails they wait for a later cycle."""
+        due = self._retries.due(now)
+        if not due:
+            return []
+        try:
+            self.p.write([{"id": d.app_id, "launch_wait": None} for d in due],
+                         []).result(COMMIT_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001
+            log.error("could not clear %d launch wait(s), tried again next cycle: %s",
+                      len(due), one_line(e))
+            return []
+        return due
 
     def _launch_for(self, app_id: str) -> Launch | None:
         """What to start for an admitted app (None: a notebook session, which the notebook

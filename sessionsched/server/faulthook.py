@@ -5,7 +5,9 @@ Off (``from_env`` gives None, and nothing is called) unless the environment asks
 
 - ``submit-committed``: a submission is on disk, its caller not yet answered;
 - ``cycle-committed``: a cycle that launches drivers is on disk, none of them launched yet;
-- ``launched``: drivers were launched, their handles not yet on disk.
+- ``launched``: drivers were launched, their handles not yet on disk;
+- ``launch-waiting``: launches that failed for a transient reason wait on disk to be tried
+  again (``LATER_POINTS``: a submission burst without launch failures never passes there).
 
 ``SESSIONSCHED_FAULT_KILL=POINT:N``: the process SIGKILLs itself at its N-th pass through
 POINT (no cleanup, no flush: as ``kill -9``). ``SESSIONSCHED_FAULT_LOG=PATH``: every pass is
@@ -20,7 +22,8 @@ import signal
 import threading
 from dataclasses import dataclass
 
-POINTS = ("submit-committed", "cycle-committed", "launched")
+POINTS = ("submit-committed", "cycle-committed", "launched")  # the crash loop's
+LATER_POINTS = ("launch-waiting",)
 
 
 @dataclass
@@ -59,8 +62,8 @@ def from_env(env: dict[str, str] | None = None) -> FaultHook | None:
     point, at = None, 0
     if kill:
         point, _, n = kill.partition(":")
-        if point not in POINTS or not n.isdigit() or int(n) < 1:
+        if point not in POINTS + LATER_POINTS or not n.isdigit() or int(n) < 1:
             raise ValueError(f"SESSIONSCHED_FAULT_KILL={kill!r}: expected POINT:N with POINT "
-                             f"one of {', '.join(POINTS)} and N >= 1")
+                             f"one of {', '.join(POINTS + LATER_POINTS)} and N >= 1")
         at = int(n)
     return FaultHook(point, at, log_path)

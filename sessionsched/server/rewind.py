@@ -9,9 +9,9 @@ reading the store (it may be the very thing that is down):
 
 - a fresh engine on the view's queue tree, capacity and driver slots;
 - queued apps ``Submitted`` again in submission order with their committed priority (same
-  positions); launched ones ``Adopted`` (never launched again) with their Spark application
-  id, executors and demand -- facts from the cluster and the agents, not decisions, which the
-  failed step's engine holds newest;
+  positions); launched ones ``Adopted`` (never launched again) with their committed reason
+  (shown until their next change), their Spark application id, executors and demand -- facts
+  from the cluster and the agents, not decisions, which the failed step's engine holds newest;
 - ended apps leave the engine for the read view's final apps (as at a restart).
 
 The events the failed step took are then stepped again by the next cycle, first: the cluster's
@@ -20,8 +20,15 @@ and priority changes (already committed). Only requests nobody has committed yet
 instead: a kill's caller hears the store's fault (503) and the kill is not applied -- memory
 and store stay as they were, and asking again once the store is back works.
 
-An ended app that still held executors on the books leaves them with it; its executors' cores
-are then not counted until the cluster's capacity is read again (a few seconds at most).
+An ended app that still held executors on the books (killed, its driver still stopping: a
+driver's exit takes its executors with it) leaves the engine with them. Until that driver
+exits (the stop's grace, seconds) the engine may grant their cores to others, whose new
+executors then wait on the cluster for those cores to be freed; nothing is launched twice or
+lost. The capacity read does not close that gap (the standalone and memory backends count the
+stopping driver's executors as the scheduler's own, not as someone else's usage). Keeping the
+app would need the engine to take back an ended app (``Adopted`` is for live ones): not worth
+it for a few seconds of a rare overlap (a kill, then a failed commit before its driver is
+gone).
 """
 
 from __future__ import annotations
@@ -76,7 +83,8 @@ def rewind(committed: ReadView, ahead: Scheduler, registry: Submissions,
             continue
         out.events.append(Adopted(spec=spec, state=facts.state, priority=facts.priority,
                                   launched_at=facts.launched_at or sub.submitted_at,
-                                  first_executor_at=facts.first_executor_at))
+                                  first_executor_at=facts.first_executor_at,
+                                  reason=facts.reason))
         if facts.spark_app_id:
             out.events.append(DriverStarted(facts.app_id, facts.spark_app_id))
         rec = ahead.apps.get(facts.app_id)  # its executors: a fact the view only counts

@@ -143,6 +143,7 @@ class Service:
         restored = restore(self.store, self.watch, self.registry, self.retention,
                            self.sessions, lambda c, r: self.write(c, r).result(60), self.clock())
         self.reads.publish(final=restored.final)
+        self._cycle.resume(restored.waiting)
         for event in restored.events:
             self.inbox.put(event)
         self._start_plans()

@@ -51,6 +51,9 @@ class StoredApp:
     log_path: str | None = None
     sender: str = ""
     warnings: list[str] = field(default_factory=list)
+    # A STARTING app whose launch failed for a transient reason and waits to be tried again
+    # (nothing was started): {"tries": failed so far, "at": epoch s of the next try}.
+    launch_wait: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,11 @@ class AppRow(Base):
     log_path: Mapped[str | None] = mapped_column(Text, nullable=True)
     sender: Mapped[str] = mapped_column(String(256), default="")
     warnings: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # A launch waiting to be tried again after a transient failure (``carry.Retries``):
+    # ``{"tries": N, "at": EPOCH_S}``, nothing started. Added to an older database by ``Store``
+    # (APP_COLUMNS).
+    launch_wait: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True),
+                                                              nullable=True)
 
     __table_args__ = (
         Index("ix_apps_state", "state"),
@@ -67,6 +72,7 @@ class EventRow(Base):
     new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+APP_COLUMNS = {"launch_wait": "JSON"}
 AUDIT_COLUMNS = {"actor": "VARCHAR(200)", "sender": "VARCHAR(200)", "old_value": "TEXT",
                  "new_value": "TEXT"}
 

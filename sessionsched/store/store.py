@@ -26,12 +26,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from ..model import AppState
 from .faults import StoreUnavailable, store_faults
 from .records import EventRecord, StoredApp, spec_from_json, spec_to_json
-from .schema import AUDIT_COLUMNS, AppRow, Base, CommitRow, EventRow, ProbeRow
+from .schema import APP_COLUMNS, AUDIT_COLUMNS, AppRow, Base, CommitRow, EventRow, ProbeRow
 
 _COLUMNS = (
     "id seq kind name user queue priority reason submitted_at started_at first_executor_at "
     "finished_at exit_code spark_app_id argv conf env cwd rest_request handle log_path sender "
-    "warnings"
+    "warnings launch_wait"
 ).split()
 
 
@@ -96,7 +96,8 @@ class Store:
             # For logs and health: the URL with any password masked.
             self.url = self.engine.url.render_as_string(hide_password=True)
             Base.metadata.create_all(self.engine)
-            _add_audit_columns(self.engine)
+            _add_columns(self.engine, "apps", APP_COLUMNS)
+            _add_columns(self.engine, "events", AUDIT_COLUMNS)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         # The last failed commit's fault, until a commit succeeds (set by the Writer).
         self.fault: StoreUnavailable | None = None
@@ -290,12 +291,12 @@ def _event(r: EventRow) -> EventRecord:
                        r.new_value)
 
 
-def _add_audit_columns(engine: Engine) -> None:
-    """The events table of a database made before the audit columns gets them (nullable:
-    older rows keep only their detail)."""
-    have = {c["name"] for c in inspect(engine).get_columns("events")}
-    missing = [(n, t) for n, t in AUDIT_COLUMNS.items() if n not in have]
+def _add_columns(engine: Engine, table: str, columns: dict[str, str]) -> None:
+    """A table of a database made before these columns gets them (nullable: older rows keep
+    what they had): the events' audit columns, the apps' ``launch_wait``."""
+    have = {c["name"] for c in inspect(engine).get_columns(table)}
+    missing = [(n, t) for n, t in columns.items() if n not in have]
     if missing:
         with engine.begin() as conn:
             for name, sql_type in missing:
-                conn.execute(text(f"ALTER TABLE events ADD COLUMN {name} {sql_type}"))
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}"))

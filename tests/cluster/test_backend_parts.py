@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sessionsched.backends import procs
+from sessionsched.backends import procs, recognize
 from sessionsched.backends.applog import LogWatch, find_app_id, find_driver_id
 from sessionsched.backends.base import BackendError, Launch
 from sessionsched.backends.clusterview import (
@@ -319,3 +319,46 @@ def test_a_launch_that_cannot_work_is_refused_with_the_reason(tmp_path, launch, 
 def test_a_bad_master_url_is_refused(tmp_path):
     with pytest.raises(ValueError, match="expected spark://HOST:PORT"):
         StandaloneBackend("127.0.0.1:7077", "http://127.0.0.1:8080", tmp_path)
+
+
+# --- finding our driver after a lost create answer (recognize) ----------------------------
+
+SENT = 1_000_000.0  # when the create was sent
+MINE = 'Launch Command: "java" "-Dspark.sessionsched.appId=driver-a" "DriverWrapper" "Main"'
+
+
+def _lost(drivers, logs):
+    """recognize.find for app driver-a (main class Main, sent at SENT) over these drivers,
+    with ``logs`` (driver id -> the head of its stderr) as the workers would serve them."""
+    listed = [{**_driver(d, state, start_s=at), "mainclass": main,
+               "worker": "w1" if placed else "None"} for d, state, at, main, placed in drivers]
+    master = parse_master({"url": "spark://m:1", "activedrivers":
+                           [d for d in listed if d["state"] in ("SUBMITTED", "RUNNING")],
+                           "completeddrivers":
+                           [d for d in listed if d["state"] not in ("SUBMITTED", "RUNNING")]})
+    return recognize.find(ClusterView(master, ()), "driver-a", "Main", SENT, {"d-known"},
+                          lambda _view, did: logs.get(did, ""))
+
+
+@pytest.mark.parametrize("drivers, logs, expected", [
+    pytest.param([("d-1", "RUNNING", SENT + 1, "Main", True)], {"d-1": "==== Bytes\n" + MINE},
+                 "d-1", id="its launch command has our marker: ours"),
+    pytest.param([("d-1", "FINISHED", SENT + 1, "Main", True)], {"d-1": MINE},
+                 "d-1", id="already ended: ours all the same (its exit is the master's)"),
+    pytest.param([], {}, recognize.NOT_FOUND, id="no driver: the create did not run"),
+    pytest.param([("d-1", "RUNNING", SENT + 1, "Main", True)],
+                 {"d-1": MINE.replace("driver-a", "driver-a0")}, recognize.NOT_FOUND,
+                 id="another app's marker (an id that starts like ours)"),
+    pytest.param([("d-1", "RUNNING", SENT + 1, "Other", False),
+                   ("d-2", "RUNNING", SENT - 600, "Main", False),
+                   ("d-known", "RUNNING", SENT + 1, "Main", True)], {}, recognize.NOT_FOUND,
+                 id="other main class, started long before, or known: not looked at"),
+    pytest.param([("d-1", "SUBMITTED", SENT + 1, "Main", False)], {}, recognize.UNSURE,
+                 id="waiting for a worker: no log yet"),
+    pytest.param([("d-1", "ERROR", SENT + 1, "Main", False)], {}, recognize.NOT_FOUND,
+                 id="ended without ever running"),
+    pytest.param([("d-1", "RUNNING", SENT + 1, "Main", True)], {"d-1": ""}, recognize.UNSURE,
+                 id="its log cannot be read now"),
+])
+def test_a_driver_is_ours_by_the_marker_in_its_launch_command(drivers, logs, expected):
+    assert _lost(drivers, logs) == expected

@@ -1,17 +1,22 @@
 """JVM drivers in cluster deploy mode on the real cluster: a REST CreateSubmissionRequest
 forwarded to the master's REST server (as sessionsched's Spark REST endpoint receives it from
 spark-submit), and a ``submit`` app run through real ``spark-submit --deploy-mode cluster``.
-Both are followed through the master's driver state; a fresh backend adopts them."""
+Both are followed through the master's driver state; a fresh backend adopts them. A create
+whose answer is lost is sent again or adopted, never run twice."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from sessionsched.backends.base import BackendError, Handle, Launch
-from sessionsched.engine.events import DriverExited, DriverStarted, ExecutorsChanged
+from sessionsched.backends.carry import Retries, carry_out
+from sessionsched.engine.events import DriverExited, DriverStarted, ExecutorsChanged, LaunchDriver
 from sessionsched.model import Resources
+from tests.cluster.answer_proxy import AnswerProxy
 from tests.cluster.backend_helpers import Seen, exited, make_backend, poll_until
-from tests.sparkcluster import SMALL, conf_args, wait_idle
+from tests.sparkcluster import SMALL, conf_args, free_port, wait_idle, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -94,3 +99,43 @@ def test_a_refused_rest_submission_is_a_backend_error(spark_cluster, tmp_path):
         assert not (tmp_path / "run" / "driver-bad.json").exists()
     finally:
         backend.close()
+
+
+def test_a_create_whose_answer_is_lost_is_adopted_or_sent_again_never_run_twice(
+        spark_cluster, jvm_app_jar, tmp_path):
+    """The master's REST server behind a proxy (``answer_proxy``) that loses the answers of
+    the first two creates: the first never reaches the master (no driver of ours there: sent
+    again, with back-off), the second does (the master runs the driver: found by the marker
+    in its launch command and adopted, not sent a third time). The app runs once, to its
+    end, through the server's own launch-and-retry code (``carry_out`` with ``Retries``)."""
+    wait_idle(spark_cluster)
+    with AnswerProxy(free_port(), spark_cluster.rest_url, ["drop", "withhold"]) as proxy:
+        backend = make_backend(spark_cluster, tmp_path / "run", rest_url=proxy.url,
+                               write_timeout_s=2.0)
+        launch = Launch("driver-lost", "jvm-lost", in_cluster=True,
+                        conf={"spark.app.name": "jvm-lost"},
+                        rest_request=create_request(jvm_app_jar, "jvm-lost", "500", "1", "0"))
+        retries, carried = Retries(), []
+        try:
+            def launched() -> bool:
+                now = time.time()
+                due = [LaunchDriver("driver-lost")] if not carried else retries.due(now)
+                carried.append(carry_out(due, backend, lambda _app: launch, retries, now))
+                return bool(carried[-1].launched or carried[-1].failed)
+
+            wait_until(launched, 120, "the launch to be made or given up")
+            seen = poll_until(backend, Seen(), exited("driver-lost"), 180, "the driver's exit")
+            view = backend.client.read()
+        finally:
+            backend.stop("driver-lost")
+            backend.close()
+    tries = [why for c in carried for _, why in c.retrying]
+    assert carried[-1].failed == [] and len(tries) in (1, 2), tries
+    assert "the master runs no driver of driver-lost; attempt 1 of 6" in tries[0]
+    # (a second retry only if the driver was not on a worker yet when first looked for)
+    assert proxy.forwarded_creates == 1 and proxy.seen_creates == 2
+    handle = carried[-1].launched[0][1]
+    ours = [d for d in view.master.drivers if d.main_class == "SleepApp"
+            and d.start_ms >= (handle.started_at - 5) * 1000]
+    assert [d.id for d in ours] == [handle.ref]  # one driver, the one adopted
+    assert seen.exit_code("driver-lost") == 0 and seen.spark_app_id("driver-lost")

@@ -139,3 +139,19 @@ def test_a_kill_while_postgresql_is_down_is_refused_and_nothing_is_lost(pg_serve
         assert [e.kind for e in store.events(queued)].count("launch") == 1
     finally:
         store.close()
+
+
+def test_a_running_app_keeps_its_reason_through_a_rewind(stepped, state_dir):
+    """The engine rebuilt by a rewind takes its running apps back with their committed
+    reason: the first cycle committed afterwards shows it, not "" until their next change."""
+    with stepped(admission="none", max_running_apps=1) as s:
+        running = s.submit("running", **{WORK: "60"})
+        queued = s.submit("queued")
+        s.until(running, "RUNNING")
+        assert s.app(running)["reason"] == "first executor registered"
+        fill(state_dir.parent / "filler")
+        assert kill_over_http(s, queued)["r"].status_code == 503  # a commit failed: rewound
+        (state_dir.parent / "filler").unlink()
+        s.cycle(RETRY_MAX_S)  # committed and published from the rebuilt engine
+        app = s.app(running)
+        assert (app["state"], app["reason"]) == ("RUNNING", "first executor registered")

@@ -162,6 +162,7 @@ def test_a_restart_adopts_running_drivers_and_keeps_the_queue(stepped, cluster):
         s.cycle()
         app = s.app(running)
         assert app["state"] == "RUNNING" and cluster.apps[running].driver_id == driver
+        assert app["reason"] == "first executor registered"  # as stored, not ""
         assert (s.app(queued)["state"], s.app(queued)["position"]) == ("ACCEPTED", 1)
         assert s.until(running, "FINISHED")["exit_code"] == 0  # never launched twice
         s.until(queued, "FINISHED")

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
+import time
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import make_config, rows, wait_until
 
+from sessionsched.backends import records
+from sessionsched.backends.records import DriverRecord
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.model import AppState
+from sessionsched.server.restore import RELAUNCHED
 from sessionsched.store import Store
 
 
@@ -60,6 +65,57 @@ def test_a_launch_not_recorded_before_a_crash_is_failed_not_relaunched(state_dir
         assert app["reason"] == ("its launch was decided before a restart but never recorded; "
                                  "not relaunched, so that no driver runs twice")
     assert rows(db, f"select state from apps where id = '{app_id}'") == [("FAILED",)]
+
+
+REST_BODY = {"action": "CreateSubmissionRequest", "appResource": "file:/tmp/a.jar",
+             "mainClass": "Main", "sparkProperties": {}, "clientSparkVersion": "4.0.1"}
+
+
+def _unrecorded_rest_launch(offline_app, state_dir) -> str:
+    """A Spark REST app whose launch was decided (STARTING committed) but whose handle was
+    not recorded: the crash point, as the test above makes it."""
+    with TestClient(offline_app()) as c:
+        app_id = c.post("/v1/submissions/create", json=REST_BODY).json()["submissionId"]
+    store = Store(make_config(state_dir).database_url())
+    with store.session() as s:
+        Store.update_apps(s, [{"id": app_id, "state": AppState.STARTING,
+                               "started_at": time.time()}])  # within its starting_timeout
+        s.commit()
+    store.close()
+    return app_id
+
+
+def test_an_unrecorded_rest_launch_is_launched_again_looking_first(state_dir, offline_app, db):
+    """An unrecorded REST create is launched again rather than FAILED, and that launch first
+    looks for a driver the earlier create may have started (here the master cannot be
+    reached, so it cannot look: the launch waits in its back-off, STARTING)."""
+    app_id = _unrecorded_rest_launch(offline_app, state_dir)
+    with TestClient(offline_app()) as c:
+        def events(kind: str) -> list[str]:
+            return [e["detail"] for e in c.get(f"/api/v1/apps/{app_id}/events").json()
+                    if e["kind"] == kind]
+
+        tried = wait_until(lambda: events("retry"), what="the launch to be tried again")
+        assert c.get(f"/api/v1/apps/{app_id}").json()["state"] == "STARTING"
+        assert events("adopted") == [RELAUNCHED]
+        assert tried[0].startswith("launch failed, tried again: an earlier create; cannot look "
+                                   "for its driver: cannot reach the Spark master")
+    assert rows(db, f"select state from apps where id = '{app_id}'") == [("STARTING",)]
+
+
+def test_an_unrecorded_rest_launch_the_backend_recorded_is_adopted(state_dir, offline_app, db):
+    """The backend's record names the master's driver: the app is adopted with that handle
+    (written to the store now), not FAILED and not launched again."""
+    app_id = _unrecorded_rest_launch(offline_app, state_dir)
+    records.save(state_dir / "drivers", DriverRecord(
+        app_id, "cluster-driver", 5.0, driver_id="driver-20261124000000-0007"))
+    with TestClient(offline_app()) as c:
+        app = c.get(f"/api/v1/apps/{app_id}").json()
+        assert app["state"] == "STARTING"
+        kinds = [e["kind"] for e in c.get(f"/api/v1/apps/{app_id}/events").json()]
+        assert "adopted" in kinds and "retry" not in kinds and "launch" not in kinds
+    handle = json.loads(rows(db, f"select handle from apps where id = '{app_id}'")[0][0])
+    assert (handle["kind"], handle["ref"]) == ("cluster-driver", "driver-20261124000000-0007")
 
 
 # --- a real crash: SIGKILL of `sessionsched serve` while clients are submitting --------------

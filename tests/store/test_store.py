@@ -11,11 +11,12 @@ import threading
 import psycopg
 import pytest
 import yaml
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from sessionsched.backends.local import free_port_in
 from sessionsched.model import AppSpec, AppState, Resources
-from sessionsched.store import EventRecord, Store, StoredApp
+from sessionsched.store import EventRecord, Store, StoredApp, Writer
 from sessionsched.store.store import database_url
 from tests.pgserver import PORT_RANGE
 
@@ -174,3 +175,23 @@ def test_serve_refuses_in_one_line_a_store_it_cannot_reach(tmp_path):
     assert done.stderr.strip() == (
         f"sessionsched serve: cannot start: state store unavailable: cannot connect to "
         f"PostgreSQL at 127.0.0.1:{port}: Connection refused")
+
+
+def test_a_launch_wait_reads_back_and_an_older_database_gets_its_column(store_url, store):
+    """``launch_wait`` (a launch to try again after a restart) on a database made before it:
+    the column is added when the store opens, and the wait reads back as written."""
+    with store.engine.begin() as c:
+        c.execute(text("ALTER TABLE apps DROP COLUMN launch_wait"))
+    older = Store(store_url)  # as the next start of the scheduler opens it
+    try:
+        app = make_app(8, state=AppState.STARTING, launch_wait={"tries": 2, "at": 12.5})
+        w = Writer(older)
+        w.start()
+        try:
+            w.submit(lambda s: Store.add_apps(s, [app, make_app(9)])).result(5)
+        finally:
+            w.stop()
+        assert older.get_app(app.id).launch_wait == {"tries": 2, "at": 12.5}
+        assert older.get_app(make_app(9).id).launch_wait is None
+    finally:
+        older.close()
