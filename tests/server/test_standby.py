@@ -16,8 +16,9 @@ import httpx
 import psycopg
 import pytest
 
+from sessionsched import tokens
 from sessionsched.backends.memory import WORK
-from sessionsched.client import SchedulerClient
+from sessionsched.client import ApiError, SchedulerClient, Submission
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.server.leader import LOCK_NAME
 from sessionsched.server.watch import GONE
@@ -191,6 +192,51 @@ def test_a_standby_needs_postgresql_and_a_second_leader_is_refused(pg_server, tm
         assert health(a.url)["role"] == "leader"
     finally:
         a.stop()
+
+
+def test_a_token_goes_with_the_redirect_and_the_leader_applies_the_rules(pg_server, tmp_path):
+    """With auth on, a client pointed at the standby is answered by the leader as itself:
+    its token follows the 307 (``SchedulerClient`` follows it, not httpx, which would drop the
+    header on the way to another host), and the leader's rules and refusals come back."""
+    path = tmp_path / "tokens.json"
+    made = {name: tokens.create(path, name, role)
+            for name, role in (("alice", "user"), ("bob", "user"), ("root", "admin"))}
+    db_url = pg_server.fresh_database()
+    configs = []
+    for port, name in zip(free_ports(2), "ab", strict=True):
+        config = ha_config(db_url, port, tmp_path / name)
+        config["auth"] = {"mode": "tokens", "tokens_file": str(path), "run_as_root": True}
+        configs.append(config)
+    a = ServerProcess.start(configs[0], tmp_path / "a")
+    b = None
+    try:
+        b = ServerProcess.start(configs[1], tmp_path / "b")
+        wait_until(lambda: (h := health(b.url)) and h["leader"] == a.url, 30,
+                   "the standby to learn who leads")
+        job = Submission(argv=(str(SLEEP_TASKS),), cwd=str(REPO), name="alices",
+                         conf={WORK: "1x1"})
+        with SchedulerClient(b.url, token=made["alice"]) as alice:
+            app = alice.submit(job)
+            assert (app.user, alice.app(app.id).user) == ("alice", "alice")
+        with SchedulerClient(b.url, token=made["bob"]) as bob, \
+                pytest.raises(ApiError) as refused:
+            bob.set_priority(app.id, 6000)
+        assert (refused.value.status, refused.value.detail) == (
+            403, f"user bob may re-prioritise only their own apps; {app.id} is alice's")
+        with SchedulerClient(b.url) as nobody, pytest.raises(ApiError) as refused:
+            nobody.apps()
+        assert refused.value.status == 401
+        with SchedulerClient(b.url, token=made["root"]) as root:
+            assert root.set_priority(app.id, 9000).priority == 9000
+            said = [e["detail"] for e in root.audit(app.id)]
+        # Who did it, as the leader saw them through the standby's redirect.
+        assert said[0].startswith("submit submission by alice from 127.0.0.1:")
+        assert said[1].startswith("Admin root updated the priority from 5000 to 9000 (from ")
+        assert len(said) == 2  # bob's refused change left no trace
+    finally:
+        for server in (a, b):
+            if server is not None:
+                server.stop()
 
 
 def lock_sessions(db_url: str) -> list[int]:
