@@ -8,22 +8,28 @@ Not a test: it prints one table. Usage::
     .venv/bin/python benchmarks/simulate_scale.py --yaml scale.yaml  # write the workload only
     .venv/bin/python benchmarks/simulate_scale.py --profile          # cProfile the slowest cycles
 
-The workload: 10 parents x 10 leaves, policies and admission modes (``none``, ``reserve``,
-``stateaware``) mixed, each leaf capped at ``--apps / 200`` running apps by ``max_running_apps``.
+The workload: 10 parents x 10 leaves, policies mixed, every leaf in the ``demand`` admission
+mode (the default; ``--admission mixed``: ``none``, ``reserve`` and ``stateaware`` mixed, as
+before issue 14's ``demand``), each leaf capped at ``--apps / 200`` running apps by
+``max_running_apps``.
 Every app is submitted at t=0 (the burst): half of them may start at once, the other half stay
 queued until running apps finish (tasks of 60-300 s), so later cycles admit as apps end. The
 cluster has room for every admitted app's driver and a few executors, so the burst is not held
 back by capacity: the first cycles have to admit and place 10,000 apps.
 
-The figures are the simulator's own timing of ``Scheduler.step`` (``engine.cycle_ms``), plus
-each admitted app's admission latency (admitted - submitted, virtual seconds): the cost, in
-admission latency, of bounding each cycle's work.
+The figures are the simulator's own timing of ``Scheduler.step`` (``engine.cycle_ms``) and the
+step's CPU time, for the whole run, the burst (the first 60 cycles) and the steady part after
+it, with the full garbage-collector passes that fell inside steps; plus each admitted app's
+admission latency (admitted - submitted, virtual seconds): the cost, in admission latency, of
+bounding each cycle's work. The process runs with ``sessionsched.gcpace.GcPacer`` installed,
+as ``sessionsched simulate`` and ``serve`` do (``--no-gc-pacer``: without it).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import math
 import os
 import pstats
@@ -40,6 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sessionsched.engine import Scheduler  # noqa: E402
 
 try:
+    from sessionsched.gcpace import GcPacer
+except ImportError:  # a tree from before the pacer (for the "before" figures)
+    GcPacer = None
+
+try:
     from sessionsched.engine.budget import CycleBudget
 except ImportError:  # a tree from before issue 14: no slices (for the "before" figures)
     CycleBudget = None
@@ -50,12 +61,16 @@ PARENTS = 10
 LEAVES = 10
 
 
-def workload_dict(apps: int, max_time_s: float, seed: int = 1) -> dict:
+MIXED = ["none", "reserve", "none", "stateaware"]
+BURST_CYCLES = 60
+
+
+def workload_dict(apps: int, max_time_s: float, seed: int = 1, admission: str = "demand") -> dict:
     rng = random.Random(seed)
     leaves = PARENTS * LEAVES
     per_leaf_running = max(apps // (2 * leaves), 1)
     policies = ["fifo", "priority", "fairshare"]
-    modes = ["none", "reserve", "none", "stateaware"]
+    modes = MIXED if admission == "mixed" else [admission]
     queues = [{"name": "root", "queues": [
         {"name": f"p{p}", "weight": 1 + p % 3, "queues": [
             {"name": f"l{leaf}", "policy": policies[(p + leaf) % 3],
@@ -98,16 +113,22 @@ def main() -> None:
     ap.add_argument("--max-time", type=float, default=400.0, help="virtual seconds to run")
     ap.add_argument("--yaml", type=Path, help="write the workload here and stop")
     ap.add_argument("--profile", action="store_true", help="cProfile every engine step")
+    ap.add_argument("--profile-from", type=int, default=0, metavar="CYCLE",
+                    help="cProfile only the steps from this cycle on (e.g. 60: the steady part)")
+    ap.add_argument("--admission", default="demand",
+                    help="every leaf's admission mode, or 'mixed' (none/reserve/stateaware)")
+    ap.add_argument("--no-gc-pacer", action="store_true", help="run without GcPacer")
     ap.add_argument("--admit-slice", type=int, default=CycleBudget and CycleBudget().admit,
                     help="apps admitted per step (0: no slice, as before issue 14)")
     ap.add_argument("--event-slice", type=int, default=CycleBudget and CycleBudget().events,
                     help="submissions handed to one step (0: all of them)")
     args = ap.parse_args()
-    data = workload_dict(args.apps, args.max_time)
+    data = workload_dict(args.apps, args.max_time, admission=args.admission)
     if args.yaml:
         args.yaml.write_text(yaml.safe_dump(data, sort_keys=False))
         print(f"wrote {args.yaml}: sessionsched simulate {args.yaml}")
         return
+    load_at_start = os.getloadavg()[0]
     t0 = time.perf_counter()
     w = to_workload(WorkloadConfig.model_validate(data))
     if CycleBudget is None:
@@ -115,20 +136,39 @@ def main() -> None:
     else:
         budget = CycleBudget(admit=args.admit_slice or None, events=args.event_slice or None)
         sim = Simulator(w, Scheduler(w.root, w.cluster.capacity, w.cluster.driver_slots, budget))
+    pacer = None
+    if GcPacer is not None and not args.no_gc_pacer:
+        pacer = GcPacer().install()
+        pacer.settle()  # the workload and the simulator's records, built before the run
     prof = cProfile.Profile() if args.profile else None
     step = sim.sched.step
     cpu_ms: list[float] = []
+    gc_in_step: list[float] = []  # per step: CPU ms of the full GC passes inside it
+    in_step = [False, 0.0, 0.0]  # (in a step?, pass start, this step's GC ms)
+
+    def watch_gc(phase: str, info: dict) -> None:
+        if info.get("generation") != 2 or not in_step[0]:
+            return
+        if phase == "start":
+            in_step[1] = time.thread_time()
+        else:
+            in_step[2] += (time.thread_time() - in_step[1]) * 1000
+
+    gc.callbacks.append(watch_gc)
 
     def timed(now, events=()):
         # CPU time of the step beside the simulator's wall-clock figure: steadier when other
         # work loads the machine.
-        if prof:
+        if prof and len(cpu_ms) >= args.profile_from:
             prof.enable()
+        in_step[0], in_step[2] = True, 0.0
         c = time.thread_time()
         try:
             return step(now, events)
         finally:
             cpu_ms.append((time.thread_time() - c) * 1000)
+            gc_in_step.append(in_step[2])
+            in_step[0] = False
             if prof:
                 prof.disable()
 
@@ -142,14 +182,26 @@ def main() -> None:
     admitted = sum(1 for t in sim.rec.apps.values() if t.admitted is not None)
     print(f"simulate: {args.apps:,} apps, {PARENTS * LEAVES} leaf queues, {len(ms)} cycles "
           f"({wall:.0f} s wall), {admitted:,} admitted, {res.summary['completed']:,} completed")
-    print(f"cycle ms: p50 {statistics.median(ms):.1f}  p99 {pct(ms, 0.99):.1f}  "
-          f"max {max(ms):.1f}  over 100 ms: {sum(1 for x in ms if x > 100)}  "
-          f"(first cycles: {', '.join(f'{x:.0f}' for x in ms[:6])})")
-    print(f"cycle CPU ms: p50 {statistics.median(cpu_ms):.1f}  p99 {pct(cpu_ms, 0.99):.1f}  "
-          f"max {max(cpu_ms):.1f}  over 100 ms: {sum(1 for x in cpu_ms if x > 100)}")
+    print(f"admission {args.admission}, GC pacer {'off' if pacer is None else 'on'}")
+    print(f"first cycles ms: {', '.join(f'{x:.0f}' for x in ms[:6])}")
+    parts = [("all", slice(None))]
+    if len(ms) > BURST_CYCLES:
+        parts += [(f"burst (< {BURST_CYCLES})", slice(0, BURST_CYCLES)),
+                  (f"steady (>= {BURST_CYCLES})", slice(BURST_CYCLES, None))]
+    for name, part in parts:
+        for what, xs in (("wall", ms[part]), ("CPU", cpu_ms[part])):
+            print(f"{name:>14} {what:>4} ms: p50 {statistics.median(xs):6.1f}  "
+                  f"p99 {pct(xs, 0.99):6.1f}  max {max(xs):6.1f}  "
+                  f"over 100 ms: {sum(1 for x in xs if x > 100)}")
+    passes = [x for x in gc_in_step if x > 0]
+    print(f"full GC passes inside steps: {len(passes)}, CPU ms max "
+          f"{max(passes, default=0):.1f}, total {sum(passes):.0f}"
+          + ("" if pacer is None else f"; pacer froze {pacer.freezes} time(s), slowest pass "
+             f"{pacer.slowest_ms:.1f} ms"))
     print(f"the burst: {len(burst):,} apps admitted in the first 60 s, admission latency "
           f"p50 {statistics.median(burst):.0f} s, max {max(burst):.0f} s (virtual)")
-    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    print(f"load average (1 min): {load_at_start:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end")
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(35)
 

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..backends.base import BackendError
+    from ..gcpace import GcPacer
     from ..server.app import UnsafeListen, asgi, check_listen, create_app
     from ..store import StoreUnavailable
 
@@ -86,14 +87,17 @@ def run(args: argparse.Namespace) -> int:
         app = create_app(config, url=server.advertise_url or f"{scheme}://{host}:{server.port}")
     except (BackendError, LookupError, ValueError, StoreUnavailable) as e:
         raise UserError(f"cannot start: {e}") from None
-    uvicorn.run(
-        asgi(app),
-        host=server.host,
-        port=server.port,
-        log_level=args.log_level,
-        access_log=False,
-        lifespan="on",
-        ssl_certfile=tls.cert if tls is not None else None,
-        ssl_keyfile=tls.key if tls is not None else None,
-    )
+    # Full GC passes over the books would otherwise cost a cycle (and every read) ~0.25 s
+    # at 20,000 apps (``gcpace``).
+    with GcPacer():
+        uvicorn.run(
+            asgi(app),
+            host=server.host,
+            port=server.port,
+            log_level=args.log_level,
+            access_log=False,
+            lifespan="on",
+            ssl_certfile=tls.cert if tls is not None else None,
+            ssl_keyfile=tls.key if tls is not None else None,
+        )
     return 0
