@@ -163,8 +163,13 @@ def queues(service: ServiceDep, _caller: CallerDep):
     return out
 
 
+# The reads below run on the event loop (async, no await): a sync handler would hop to the
+# thread pool and back twice (the handler, then the response's validation), and each hop waits
+# for the interpreter lock while a cycle holds it (issue 14: reads p99 while cycles run).
+
+
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
-def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
+async def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
               state: str | None = None):
     view = service.view
     leaf = None
@@ -211,7 +216,7 @@ async def submit(body: AppIn, request: Request, service: ServiceDep,
 
 @router.get("/api/v1/apps/{app_id}", response_model=AppOut,
             responses=error_responses(404, 422))
-def get_app(app_id: str, service: ServiceDep, _caller: CallerDep):
+async def get_app(app_id: str, service: ServiceDep, _caller: CallerDep):
     return _out(service, app_id)
 
 
