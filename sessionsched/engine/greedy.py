@@ -47,19 +47,25 @@ class GreedyLeaf:
         self._key = ORDERS[policy]
         self._claims = claims
         self.result = result  # app id -> executors (the leaf book's dict, updated in place)
-        self._order = SortedList(self._key(c) for c in claims.values())
+        # Order keys (each ends with the app id) with the claim's (floor, want - floor,
+        # executor cores) after the id: the id is unique, so they never decide the order, and
+        # the walk reads no claim. key[-4] is the app id.
+        self._order = SortedList(self._entry(c) for c in claims.values())
         self._left_before: dict[str, int] = {}  # app id -> ``left`` at its turn, last walk
         self._start: int | None = None  # ``left`` at the head, last walk (None: never walked)
         self._lo: tuple | None = None  # first changed place since the last walk
         self._hi: tuple | None = None  # last changed place since the last walk
         result.clear()
 
+    def _entry(self, c: Claim) -> tuple:
+        return (*self._key(c), c.floor, c.want - c.floor, c.executor.cores)
+
     def changed(self, old: Claim | None, new: Claim | None) -> None:
         """A claim of the leaf was set (``new``), replaced or removed (``old``)."""
         for c in (old, new):
             if c is None:
                 continue
-            key = self._key(c)
+            key = self._entry(c)
             if c is old:
                 self._order.remove(key)
                 self._left_before.pop(c.app_id, None)
@@ -74,36 +80,37 @@ class GreedyLeaf:
         """Results for ``cores`` (``floor_cores``: the sum of the claims' floors in cores)."""
         start = cores - floor_cores
         order, claims, result, seen = self._order, self._claims, self.result, self._left_before
+        app_at = -4
         if start != self._start:
-            at, left, hi = 0, start, self._hi  # everything may move: walk from the head
+            at, left = 0, start  # everything may move: walk from the head
         elif self._lo is None:
             return []
         else:
             at = order.bisect_left(self._lo)
-            left, hi = start, self._hi
+            left = start
             if at > 0:
-                prev = claims[order[at - 1][-1]]
-                n = result[prev.app_id]
-                left = seen[prev.app_id] - (n - prev.floor) * prev.executor.cores
+                prev = order[at - 1]
+                left = seen[prev[app_at]] - (result[prev[app_at]] - prev[-3]) * prev[-1]
+        past = 0 if self._hi is None else order.bisect_right(self._hi)  # after every change
         self._start, self._lo, self._hi = start, None, None
         out: list[Change] = []
-        for key in order.islice(at):
-            app_id = key[-1]
-            if hi is None or key > hi:
-                # Past every change: a claim that sees what it saw last time gets what it got,
-                # and so does every claim after it.
-                if seen.get(app_id) == left:
-                    break
-            c = claims[app_id]
-            size = c.executor.cores
-            extra = min(c.want - c.floor, max(left, 0) // size)
-            n = c.floor + extra
+        for i, key in enumerate(order.islice(at), at):
+            app_id = key[app_at]
+            # Past every change, a claim that sees what it saw last time gets what it got, and
+            # so does every claim after it.
+            if i >= past and seen.get(app_id) == left:
+                break
+            floor, span, size = key[-3], key[-2], key[-1]
+            extra = max(left, 0) // size
+            if extra > span:
+                extra = span
+            n = floor + extra
             seen[app_id] = left
             left -= extra * size
             was = result.get(app_id)
             if was != n:
                 result[app_id] = n
-                out.append((c, was, n))
+                out.append((claims[app_id], was, n))
         return out
 
     def unsatisfied(self, ranked: Iterator[Claim]) -> Iterator[Claim]:
