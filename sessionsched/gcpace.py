@@ -10,8 +10,9 @@ incremental collector.
 ``GcPacer`` keeps every full pass short: when one took longer than ``budget_ms`` of the
 thread's CPU, everything that survived it is moved to the permanent generation
 (``gc.freeze``), so later passes walk only what was allocated since; the long-lived books are
-walked once, not at every pass. ``settle()`` does the same at a moment the caller chooses
-(after a restore, before a simulation): one full collection, then freeze.
+walked once, not at every pass. ``settle()`` does the same at a moment the caller chooses: one
+full collection, then freeze (``benchmarks/simulate_scale.py`` settles the workload it built;
+``serve`` does not: after a restore, the first slow pass freezes the books it loaded).
 
 What it costs: an object frozen alive and later part of a reference cycle that becomes garbage
 is never collected (objects freed by reference counting, most of the engine's, are freed as

@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from sortedcontainers import SortedList
 
-from ..model import Queue, Resources
+from ..model import Policy, Queue, Resources
+from .greedy import ORDERS as GREEDY_ORDERS
+from .greedy import GreedyLeaf
 from .policies import (  # noqa: F401 - re-exported: the policies are part of arbitration's spec
     LEAF_POLICIES,
     Claim,
@@ -59,7 +61,12 @@ _EPS = 1e-9
 
 
 class _LeafBook:
-    """One leaf's claims, running sums over them, and its last result."""
+    """One leaf's claims, running sums over them, and its last result.
+
+    The result is kept up to date by the leaf's ``GreedyLeaf`` (``fifo``, ``priority``: only
+    the claims whose result moves are walked) or recomputed whole (``fairshare``, and any
+    leaf in a cycle whose floors were cut). ``used_*`` and ``unsat_sizes`` follow the result
+    claim by claim either way."""
 
     def __init__(self) -> None:
         self.claims: dict[str, Claim] = {}
@@ -72,8 +79,8 @@ class _LeafBook:
         self.want_mem_mib = 0
         self.key: tuple | None = None  # (cores, version, policy) the result was computed for
         self.result: dict[str, int] = {}
-        self.unsat: list[Claim] = []  # claims below their want, in rank order
-        self.unsat_min_cores = 0  # smallest executor among them
+        self.greedy: GreedyLeaf | None = None
+        self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
         self.used_cores = 0
         self.used_mem_mib = 0
 
@@ -81,10 +88,16 @@ class _LeafBook:
         if sign > 0:
             self.claims[c.app_id] = c
             self._order.add(by_priority_then_seq(c))
+            if self.greedy is not None:
+                self.greedy.changed(None, c)
         else:
             del self.claims[c.app_id]
             self._order.remove(by_priority_then_seq(c))
-            self.result.pop(c.app_id, None)  # so that a claim set again counts as changed
+            n = self.result.pop(c.app_id, None)  # so that a claim set again counts as changed
+            if n is not None:
+                self._count(c, n, -1)
+            if self.greedy is not None:
+                self.greedy.changed(c, None)
         self.floor_cores += sign * c.floor * c.executor.cores
         self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
         self.want_cores += sign * c.want * c.executor.cores
@@ -92,32 +105,68 @@ class _LeafBook:
         self.version += 1
         self._ranked = None
 
+    def _count(self, c: Claim, n: int, sign: int) -> None:
+        """Put a claim's result ``n`` into the sums (``sign`` 1) or take it out (-1)."""
+        size = c.executor
+        self.used_cores += sign * n * size.cores
+        self.used_mem_mib += sign * n * size.mem_mib
+        if n < c.want:
+            count = self.unsat_sizes.get(size.cores, 0) + sign
+            if count:
+                self.unsat_sizes[size.cores] = count
+            else:
+                del self.unsat_sizes[size.cores]
+
+    @property
+    def unsat_min_cores(self) -> int:
+        """The smallest executor among the claims below their want (0: none is)."""
+        return min(self.unsat_sizes, default=0)
+
+    def unsatisfied(self) -> Iterator[Claim]:
+        """The claims below their want, in rank order (lazily: the remainders rarely go far)."""
+        claims, result = self.claims, self.result
+        return (c for c in (claims[k[2]] for k in self._order) if result[c.app_id] < c.want)
+
     def ranked(self) -> list[Claim]:
         if self._ranked is None:
             claims = self.claims
             self._ranked = [claims[k[2]] for k in self._order]
         return self._ranked
 
+    def walk(self, key: tuple, policy: Policy, cores: int) -> list[str]:
+        """Bring a greedy leaf's result up to date (``GreedyLeaf``); returns the apps whose
+        result changed."""
+        g = self.greedy
+        if g is None or g.policy is not policy:
+            self._forget()
+            g = self.greedy = GreedyLeaf(policy, self.claims, self.result)
+        changed = []
+        for c, was, n in g.walk(cores, self.floor_cores):
+            if was is not None:
+                self._count(c, was, -1)
+            self._count(c, n, 1)
+            changed.append(c.app_id)
+        self.key = key
+        return changed
+
     def settle(self, key: tuple | None, result: dict[str, int],
                ranked: Iterable[Claim]) -> list[str]:
-        """Keep a result computed from ``ranked`` (the claims, in rank order); returns the
-        apps whose result differs from the last one (or that are new)."""
+        """Keep a result computed whole from ``ranked`` (the claims, in rank order); returns
+        the apps whose result differs from the last one (or that are new)."""
         last = self.result
+        self._forget()
         self.key = key
         self.result = result
-        unsat = []
-        used_cores = used_mem = 0
         for c in ranked:
-            n = result[c.app_id]
-            if n < c.want:
-                unsat.append(c)
-            used_cores += n * c.executor.cores
-            used_mem += n * c.executor.mem_mib
-        self.unsat = unsat
-        self.unsat_min_cores = min((c.executor.cores for c in unsat), default=0)
-        self.used_cores = used_cores
-        self.used_mem_mib = used_mem
+            self._count(c, result[c.app_id], 1)
         return [a for a, n in result.items() if last.get(a) != n]
+
+    def _forget(self) -> None:
+        """Drop the result, its sums and the greedy walk (the result is recomputed whole)."""
+        self.greedy = None
+        self.result = {}
+        self.unsat_sizes = {}
+        self.used_cores = self.used_mem_mib = 0
 
 
 class Arbiter:
@@ -257,13 +306,16 @@ class Arbiter:
         changed: list[str] = []
         for name, book in self._books.items():
             if not book.claims:
-                if book.result or book.unsat or book.used_cores or book.used_mem_mib:
+                if book.result or book.unsat_sizes or book.used_cores or book.used_mem_mib:
                     book.settle(None, {}, ())  # its last apps left: forget their results
                 continue
             cores = max(math.floor(cores_of.get(name, 0.0) + _EPS), 0)
             policy = tree.node[name].policy
             key = (cores, book.version, policy)
             if floors is None and book.key == key:
+                continue
+            if floors is None and policy in GREEDY_ORDERS:
+                changed += book.walk(key, policy, cores)
                 continue
             claims = book.ranked()
             if floors is not None:
@@ -281,8 +333,8 @@ class Arbiter:
         left_cores = capacity.cores - sum(b.used_cores for b in books.values())
         left_mem = capacity.mem_mib - sum(b.used_mem_mib for b in books.values())
         used_by_leaf = {name: b.used_cores for name, b in books.items()}
-        unsat = [b.unsat for b in books.values() if b.unsat]
-        smallest = min((b.unsat_min_cores for b in books.values() if b.unsat), default=0)
+        unsat = [b for b in books.values() if b.unsat_sizes]
+        smallest = min((b.unsat_min_cores for b in unsat), default=0)
 
         def base(c: Claim) -> int:
             return books[c.queue].result[c.app_id]
@@ -290,7 +342,8 @@ class Arbiter:
         bonus: dict[str, int] = {}
         if unsat and left_cores >= smallest:  # else no executor fits: skip the scan
             bonus = _remainders(
-                lambda: heapq.merge(*unsat, key=by_priority_then_seq),
+                lambda: heapq.merge(*(b.unsatisfied() for b in unsat),
+                                    key=by_priority_then_seq),
                 base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree,
             )
         if self._exact:

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from fastapi.responses import PlainTextResponse
+from pydantic import TypeAdapter
 
 from ..config import resolve_queue
 from ..model import AppState, parse_priority
@@ -156,8 +157,13 @@ def queues(service: ServiceDep, _caller: CallerDep):
     return out
 
 
+# The reads below run on the event loop (async, no await): a sync handler would hop to the
+# thread pool and back twice (the handler, then the response's validation), and each hop waits
+# for the interpreter lock while a cycle holds it (issue 14: reads p99 while cycles run).
+
+
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
-def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
+async def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
               state: str | None = None):
     view = service.view
     leaf = None
@@ -173,7 +179,13 @@ def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
         except ValueError:
             names = ", ".join(s.value for s in AppState)
             raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
-    return [app_out(app) for app in view.apps(leaf, wanted)]
+    rows = [app_out(app) for app in view.apps(leaf, wanted)]
+    # Encoded in one pass by pydantic-core: FastAPI would validate the rows just built, turn
+    # them into dicts and encode those with the json module (0.37 ms for 100 rows, not 0.09).
+    return Response(_APP_LIST.dump_json(rows), media_type="application/json")
+
+
+_APP_LIST = TypeAdapter(list[AppOut])
 
 
 @router.post("/api/v1/apps", status_code=201, response_model=AppOut,
@@ -204,7 +216,7 @@ async def submit(body: AppIn, request: Request, service: ServiceDep,
 
 @router.get("/api/v1/apps/{app_id}", response_model=AppOut,
             responses=error_responses(404, 422))
-def get_app(app_id: str, service: ServiceDep, _caller: CallerDep):
+async def get_app(app_id: str, service: ServiceDep, _caller: CallerDep):
     return _out(service, app_id)
 
 

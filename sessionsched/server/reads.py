@@ -152,7 +152,7 @@ class ReadView:
         submission."""
         out: list[AppRead] = []
         listed: set[str] = set()
-        subs = self.submissions.snapshot()
+        subs = self.submissions.snapshot(queue)
         if state in (None, AppState.ACCEPTED):
             for leaf in self.engine.root.leaves():
                 if queue not in (None, leaf.name):

@@ -49,10 +49,12 @@ class Submission:
 
 
 class Submissions:
-    """app id -> Submission, safe to read from any thread."""
+    """app id -> Submission, safe to read from any thread; also by queue, so one queue's list
+    copies and walks that queue's submissions only, not every app's."""
 
     def __init__(self) -> None:
         self._by_id: dict[str, Submission] = {}
+        self._by_queue: dict[str, dict[str, Submission]] = {}
         self._lock = threading.Lock()
 
     def get(self, app_id: str) -> Submission | None:
@@ -64,23 +66,41 @@ class Submissions:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def snapshot(self) -> dict[str, Submission]:
-        """A copy to iterate over while others add and remove."""
+    def snapshot(self, queue: str | None = None) -> dict[str, Submission]:
+        """A copy to iterate over while others add and remove (of ``queue``'s apps only, if
+        given), in the order they were put."""
         with self._lock:
-            return dict(self._by_id)
+            if queue is None:
+                return dict(self._by_id)
+            return dict(self._by_queue.get(queue, ()))
 
     def put(self, sub: Submission) -> None:
         with self._lock:
-            self._by_id[sub.id] = sub
+            self._set(sub)
 
     def launched(self, app_id: str, log_path: str | None) -> None:
         with self._lock:
             sub = self._by_id.get(app_id)
             if sub is not None and sub.log_path != log_path:
-                self._by_id[app_id] = replace(sub, log_path=log_path)
+                self._set(replace(sub, log_path=log_path))
 
     def drop(self, app_ids: list[str]) -> None:
         with self._lock:
             for app_id in app_ids:
-                self._by_id.pop(app_id, None)
+                self._unset(app_id)
 
+    def _set(self, sub: Submission) -> None:
+        old = self._by_id.get(sub.id)
+        if old is not None and old.queue != sub.queue:
+            self._unset(sub.id)
+        self._by_id[sub.id] = sub
+        self._by_queue.setdefault(sub.queue, {})[sub.id] = sub
+
+    def _unset(self, app_id: str) -> None:
+        old = self._by_id.pop(app_id, None)
+        if old is None:
+            return
+        apps = self._by_queue[old.queue]
+        del apps[app_id]
+        if not apps:
+            del self._by_queue[old.queue]

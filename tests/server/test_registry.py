@@ -1,0 +1,47 @@
+"""Submissions by queue: one queue's list copies only that queue's apps (issue 14 §2)."""
+
+import pytest
+
+from sessionsched.model import AppSpec
+from sessionsched.server.registry import Submission, Submissions
+
+
+def sub(app_id: str, queue: str, seq: int = 0) -> Submission:
+    spec = AppSpec(app_id=app_id, queue=queue, seq=seq, submitted_at=0.0)
+    return Submission(id=app_id, seq=seq, kind="batch", name=app_id, user="u", queue=queue,
+                      submitted_at=0.0, spec=spec)
+
+
+def filled() -> Submissions:
+    reg = Submissions()
+    for i, q in enumerate(["root.a", "root.b", "root.a"]):
+        reg.put(sub(f"app-{i}", q, i))
+    return reg
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda reg: None, {"root.a": ["app-0", "app-2"], "root.b": ["app-1"]}),
+        (lambda reg: reg.drop(["app-0", "app-1"]), {"root.a": ["app-2"], "root.b": []}),
+        (lambda reg: reg.launched("app-2", "/logs/app-2"),
+         {"root.a": ["app-0", "app-2"], "root.b": ["app-1"]}),
+        (lambda reg: reg.put(sub("app-0", "root.b", 0)),
+         {"root.a": ["app-2"], "root.b": ["app-1", "app-0"]}),
+        (lambda reg: reg.drop(["nobody"]), {"root.a": ["app-0", "app-2"], "root.b": ["app-1"]}),
+    ],
+    ids=["each queue lists its own, in the order put",
+         "dropped apps leave their queue",
+         "a launched app stays in its queue, with its log",
+         "an app put again in another queue moves",
+         "dropping an unknown id changes nothing"],
+)
+def test_snapshot_of_one_queue(change, expected):
+    reg = filled()
+    change(reg)
+    for queue, ids in expected.items():
+        assert list(reg.snapshot(queue)) == ids
+    everyone = reg.snapshot()
+    assert sorted(everyone) == sorted(i for ids in expected.values() for i in ids)
+    assert all(reg.snapshot(s.queue)[s.id] == s for s in everyone.values())
+    assert reg.snapshot("root.nope") == {}
