@@ -93,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
         app = create_app(config, url=server.advertise_url or f"{scheme}://{host}:{server.port}")
     except (BackendError, LookupError, ValueError, StoreUnavailable) as e:
         raise UserError(f"cannot start: {e}") from None
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     # Full GC passes over the books would otherwise cost a cycle (and every read) ~0.25 s
     # at 20,000 apps (``gcpace``).
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
     with GcPacer():
         uvicorn.run(
             asgi(app),
