@@ -85,7 +85,11 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True if a server may listen on ``port`` now. Bound with SO_REUSEADDR, as servers bind
+    (Spark's master and workers, uvicorn, PostgreSQL): a port held only by connections in
+    TIME_WAIT, as a server that has just died leaves it for a minute, is free to them."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
@@ -194,6 +198,11 @@ class LocalCluster:
         os.replace(tmp, self.state_file)
         for role, p in self._procs.items():
             (self.directory / f"{role}.pid").write_text(f"{p.pid}\n")
+
+    def process(self, role: str) -> ProcessId:
+        """The recorded process of ``role`` ("master", "worker-1", ...), for a caller that
+        signals one itself (the fault tests kill a worker or the master). KeyError if none."""
+        return self._procs[role]
 
     def running_processes(self) -> list[str]:
         """Roles of the recorded processes that still run (same PID and start time)."""
