@@ -30,7 +30,8 @@ Observing (``poll``), in this order for each app, in launch order:
   changed (``idle`` is unknown there: False; ``started_at`` is when it was first seen);
 * ``DriverExited(app, code)``: the runner's exit file; a driver process gone without one (it
   was SIGKILLed) gives 137 if we stopped it, else -1 (unknown). Cluster drivers: the master's
-  final driver state (``clusterview.DRIVER_EXIT_CODES``);
+  final driver state (``clusterview.DRIVER_EXIT_CODES``), with a reason when that is ERROR
+  (its worker lost) or the driver is no longer listed (-1, after ``DRIVER_MISSING_S``);
 * then ``CapacityChanged`` when capacity or driver slots changed since last reported.
 
 Capacity: alive workers minus the usage of applications and cluster drivers this backend did
@@ -476,7 +477,7 @@ class StandaloneBackend(ClusterBackend):
         code = self._exit_code(t, view, now)
         if code is not None:
             t.exited = True
-            out.append(DriverExited(app_id, code))
+            out.append(DriverExited(app_id, code, _ended_why(rec, view)))
         return out
 
     def _observe_external(self, t: _Tracked, view: ClusterView, now: float) -> list[Event]:
@@ -555,6 +556,23 @@ class StandaloneBackend(ClusterBackend):
             elif now >= deadline:
                 procs.signal_group(t.proc, signal.SIGKILL)
                 del self._kill_at[app_id]
+
+
+def _ended_why(record: DriverRecord, view: ClusterView) -> str | None:
+    """Why a cluster driver ended, where its exit code alone would not say (None: the code
+    says it). The master's ERROR is not an exit of the driver: its worker was lost (or it could
+    not be started); a driver the master no longer lists ended unseen (a restarted master
+    forgets its drivers)."""
+    if record.kind != "cluster-driver":
+        return None
+    driver = view.master.driver(record.driver_id)
+    if driver is None:
+        return (f"the master no longer lists driver {record.driver_id} "
+                f"(restarted?): how it ended is unknown")
+    if driver.state == "ERROR":
+        return (f"the master ended driver {record.driver_id} in state ERROR: its worker was "
+                f"lost, or it could not be started")
+    return None
 
 
 def _watch(record: DriverRecord) -> LogWatch | None:

@@ -200,7 +200,7 @@ class ReadView:
             return JOINS_NEXT_CYCLE
         if facts.state is not AppState.ACCEPTED:
             return facts.reason
-        if self.health.reachable is False:
+        if self.health.reachable is not None and not self.health.ok:  # no cluster to start in
             why = self.health.describe()
         else:
             why = self.engine.waiting.get(sub.queue)
@@ -217,7 +217,7 @@ class ReadView:
         for q in self.engine.root.walk():
             u = self.engine.usage.get(q.name)
             waiting = self.engine.waiting.get(q.name) if q.is_leaf else None
-            if self.health.reachable is False and u is not None and u.pending:
+            if self.health.reachable is not None and not self.health.ok and u and u.pending:
                 waiting = self.health.describe()
             rows.append((q, u, waiting))
         return rows

@@ -31,7 +31,6 @@ from sessionsched.store.store import Store
 from tests.sparkcluster import (
     SMALL,
     free_port,
-    free_ports,
     master_ports,
     stop_server_and_its_apps,
     wait_until,
@@ -50,9 +49,8 @@ def own_cluster(tmp_path):
     last: ClusterError | None = None
     for _ in range(3):  # a port may be taken between choosing it and binding it
         port, rest_port, ui_port = master_ports()
-        worker_ports = free_ports(2)
-        if {port, rest_port, ui_port} & set(worker_ports):
-            continue
+        taken = {port, rest_port, ui_port}
+        worker_ports = (rpc := free_port(taken), free_port(taken | {rpc}))
         # 6 cores advertised: two drivers with an executor each fit under the default
         # admission's driver share (0.4 of the cores), so the last phase runs them at once.
         cluster = LocalCluster(tmp_path / "cluster", workers=1, cores=6, memory="4g", port=port,
@@ -79,7 +77,8 @@ def create(server: ServerProcess, jar, name: str, task_ms: int) -> str:
         "clientSparkVersion": "4.0.1", "environmentVariables": {"SPARK_ENV_LOADED": "1"},
         "sparkProperties": {"spark.app.name": name, "spark.submit.deployMode": "cluster",
                             "spark.jars": f"file:{jar}", "spark.driver.supervise": "false",
-                            **SMALL},
+                            # one executor: a standalone app takes every free core by default
+                            "spark.cores.max": "1", **SMALL},
     }
     r = httpx.post(f"{server.url}/v1/submissions/create", json=body, timeout=30)
     assert (r.status_code, r.json()["success"]) == (200, True), r.text
@@ -130,7 +129,7 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
     }
     server = ServerProcess.start(config, tmp_path / "server")
     try:
-        assert health(server)["status"] == "ok"
+        wait_until(lambda: health(server)["status"] == "ok", NOTICE_S, "health to say ok")
 
         # 1. The worker dies under a running driver.
         doomed = create(server, jvm_app_jar, "doomed", 120_000)
@@ -145,11 +144,14 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
         failed = wait_until(lambda: (a := app(server, doomed))["state"] == "FAILED" and a,
                             NOTICE_S, "the app whose driver died with the worker to fail")
         assert failed["exit_code"] == 1
+        assert failed["reason"] == (f"the master ended driver {doomed_driver} in state ERROR: "
+                                    "its worker was lost, or it could not be started")
         assert master_drivers(own_cluster)[doomed_driver] == "ERROR"
 
         waiting = create(server, jvm_app_jar, "waiting", 500)
         w = wait_until(lambda: placed(server, waiting), NOTICE_S, "a cycle to place it")
-        assert w["state"] == "ACCEPTED" and w["reason"], w
+        assert w["state"] == "ACCEPTED", w
+        assert w["reason"].startswith("cluster reachable but offers no cores"), w
         assert launches(server, waiting) == []
         assert list(master_drivers(own_cluster)) == [doomed_driver]  # none into nowhere
 
@@ -158,6 +160,8 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
         h = wait_until(lambda: (h := health(server))["cluster_reachable"] is False and h,
                        NOTICE_S, "health to say the cluster is unreachable")
         assert h["status"] == "degraded" and "cluster unreachable" in h["cluster"]
+        metrics = httpx.get(f"{server.url}/metrics", timeout=10).text
+        assert "\nsessionsched_cluster_reachable 0.0\n" in metrics
         late = create(server, jvm_app_jar, "late", 500)
         assert "cluster unreachable" in wait_until(
             lambda: placed(server, late), NOTICE_S, "a cycle to place it")["reason"]
@@ -173,10 +177,8 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
         # 3. Master and worker back on the same ports.
         own_cluster.stop()  # stray drivers or executors of the killed worker, if any
         own_cluster.start()
-        ended = wait_until(
-            lambda: all(app(server, i)["state"] in ("FINISHED", "FAILED", "KILLED")
-                        for i in (waiting, late)), JVM_S, "both waiting apps to end")
-        assert ended
+        wait_until(lambda: all(app(server, i)["state"] in ("FINISHED", "FAILED", "KILLED")
+                               for i in (waiting, late)), JVM_S, "both waiting apps to end")
         apps = {a["id"]: a for a in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json()}
         assert set(apps) == {doomed, waiting, late}  # nothing lost
         assert [(apps[i]["state"], apps[i]["exit_code"]) for i in (waiting, late)] == [
