@@ -34,6 +34,10 @@ Observing (``poll``), in this order for each app, in launch order:
   (its worker lost) or the driver is no longer listed (-1, after ``DRIVER_MISSING_S``);
 * then ``CapacityChanged`` when capacity or driver slots changed since last reported.
 
+A client-mode driver whose application the master forgot (listed active, the master then
+unreachable, and now listing it nowhere: a master restarted without recovery mode) would wait
+for executors forever: it is stopped and its DriverExited says why (``_forgotten``).
+
 Capacity: alive workers minus the usage of applications and cluster drivers this backend did
 not launch, adopt, or get told about (``manage``); driver slots are configured. An application
 that has just registered is presumed to be one of our drivers whose log line is not read yet
@@ -109,6 +113,9 @@ class _Tracked:
     stop_requested: bool = False
     log_read_at: float = -1e18
     log_read_for: frozenset[str] = frozenset()  # the unplaced apps at that read
+    seen_active: bool = False  # its Spark application was listed active by the master
+    master_lost: bool = False  # the master could not be read since it was last listed
+    forgotten: str | None = None  # why it was stopped: the master forgot its application
 
 
 class StandaloneBackend(ClusterBackend):
@@ -160,7 +167,7 @@ class StandaloneBackend(ClusterBackend):
     # --- contract ---------------------------------------------------------------------------
 
     def capacity(self) -> tuple[Resources, int]:
-        view = self.client.read(self.executors_every_s)
+        view = self._read()
         self._learn_ids(view)
         cap = (self._free(view), self.driver_slots)
         self._capacity_sent = cap
@@ -246,7 +253,7 @@ class StandaloneBackend(ClusterBackend):
         return self._placements.get(app_id)
 
     def poll(self, now: float) -> list[Event]:
-        view = self.client.read(self.executors_every_s)
+        view = self._read()
         self._escalate_stops()
         self._learn_ids(view)
         self._kill_pending()
@@ -259,6 +266,16 @@ class StandaloneBackend(ClusterBackend):
             self._capacity_sent = cap
             events.append(CapacityChanged(*cap))
         return events
+
+    def _read(self) -> ClusterView:
+        """The cluster now; a failed read marks every client-mode driver's application as
+        possibly forgotten (``_forgotten``)."""
+        try:
+            return self.client.read(self.executors_every_s)
+        except BackendError:
+            for t in self._apps.values():
+                t.master_lost = True
+            raise
 
     def close(self) -> None:
         """Finish pending stops (bounded by their grace), then close the HTTP client. Drivers
@@ -474,11 +491,31 @@ class StandaloneBackend(ClusterBackend):
             changed = self._executors(t, view, now)
             if changed is not None:
                 out.append(changed)
+            self._forgotten(t, view)
         code = self._exit_code(t, view, now)
         if code is not None:
             t.exited = True
-            out.append(DriverExited(app_id, code, _ended_why(rec, view)))
+            out.append(DriverExited(app_id, code, t.forgotten or _ended_why(rec, view)))
         return out
+
+    def _forgotten(self, t: _Tracked, view: ClusterView) -> None:
+        """Stop a client-mode driver whose application the master forgot: listed active, then
+        the master could not be read, and now it lists the application neither active nor
+        completed. A master restarted without recovery mode knows nothing of it, and kills its
+        executors as their workers register again: the driver waits for executors forever.
+        Stopped, it ends FAILED with a reason saying why (not launched again: it may have done
+        part of its work)."""
+        sid = t.record.spark_app_id
+        if t.record.kind != "process" or t.stop_requested:
+            return
+        if any(a.id == sid for a in view.master.active_apps):
+            t.seen_active, t.master_lost = True, False
+        elif (t.seen_active and t.master_lost
+              and not any(a.id == sid for a in view.master.completed_apps)):
+            t.forgotten = (f"the master forgot application {sid} (restarted?): its driver could "
+                           f"get no executors, so it was stopped")
+            log.warning("%s: %s", t.record.app_id, t.forgotten)
+            self.stop(t.record.app_id)
 
     def _observe_external(self, t: _Tracked, view: ClusterView, now: float) -> list[Event]:
         sid = t.record.spark_app_id

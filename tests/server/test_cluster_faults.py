@@ -1,16 +1,19 @@
 """The cluster failing under a running scheduler (issue 10, 5), for real: a ``sessionsched serve``
 process on its own small ``LocalCluster`` (1 worker; every port fixed in the test range, so the
 master and the worker come back where they were), JVM cluster-mode drivers (``SleepApp``)
-created through the scheduler's Spark REST server.
+created through the scheduler's Spark REST server, and a Python client-mode driver.
 
-1. The worker JVM is killed (SIGKILL) while a driver runs on it: the master drops the worker and
-   ends the driver, whose app is FAILED with a reason naming it; ``/health`` is ``degraded``;
-   a submission is acknowledged and waits with a reason; nothing is launched.
+1. The worker JVM is killed (SIGKILL) while a cluster-mode driver and the client-mode driver's
+   executor run on it: the master drops the worker and ends the cluster-mode driver, whose app
+   is FAILED with a reason naming it; the client-mode driver waits for executors; ``/health``
+   is ``degraded``; a submission is acknowledged and waits with a reason; nothing is launched.
 2. The master JVM is killed (SIGKILL): ``/health`` says the cluster is unreachable; a submission
    is acknowledged, stored and ACCEPTED.
 3. The master and a worker start again on the same ports: each waiting app is launched once (the
    scheduler's launch events and the new master's drivers agree) and FINISHES; the failed one
-   is not launched again. Nothing lost, nothing launched twice, nothing stuck.
+   is not launched again; the client-mode driver, whose application the new master does not
+   know (it would wait for executors forever), is stopped and FAILED with a reason saying so.
+   Nothing lost, nothing launched twice, nothing stuck.
 
 Not the session's ``spark_cluster``: its processes are killed here.
 """
@@ -30,6 +33,7 @@ from sessionsched.server.reads import JOINS_NEXT_CYCLE
 from sessionsched.store.store import Store
 from tests.sparkcluster import (
     SMALL,
+    conf_args,
     free_port,
     master_ports,
     stop_server_and_its_apps,
@@ -93,10 +97,19 @@ def health(server: ServerProcess) -> dict:
     return httpx.get(f"{server.url}/api/v1/health", timeout=10).json()
 
 
+def submit_python(server: ServerProcess, app_path, *app_args: str, name: str) -> str:
+    """A client-mode PySpark app through the native API, with one executor."""
+    argv = [*conf_args({**SMALL, "spark.cores.max": "1"}), str(app_path), *app_args]
+    r = httpx.post(f"{server.url}/api/v1/apps", timeout=30,
+                   json={"argv": argv, "cwd": str(app_path.parent), "name": name})
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
 def launches(server: ServerProcess, app_id: str) -> list[str]:
-    """The master's driver id of each launch event of the app."""
+    """The handle of each launch event of the app (a cluster driver's: the master's id)."""
     events = httpx.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
-    return [re.fullmatch(r"driver launched \(cluster-driver (\S+)\)", e["detail"])[1]
+    return [re.fullmatch(r"driver launched \((?:cluster-driver|process) (\S+)\)", e["detail"])[1]
             for e in events if e["kind"] == "launch"]
 
 
@@ -119,7 +132,7 @@ def kill(cluster: LocalCluster, role: str) -> None:
 
 
 def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
-        own_cluster, jvm_app_jar, tmp_path):
+        own_cluster, jvm_app_jar, pyspark_app, tmp_path):
     state = tmp_path / "state"
     config = {
         "server": {"port": free_port(), "state_dir": str(state), "cycle_ms": 100},
@@ -131,11 +144,14 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
     try:
         wait_until(lambda: health(server)["status"] == "ok", NOTICE_S, "health to say ok")
 
-        # 1. The worker dies under a running driver.
+        # 1. The worker dies under a running cluster-mode driver and a client-mode app.
         doomed = create(server, jvm_app_jar, "doomed", 120_000)
-        wait_until(lambda: app(server, doomed)["state"] == "RUNNING", JVM_S,
-                   "the first driver to run with its executor")
+        orphan = submit_python(server, pyspark_app, "--tasks", "1", "--task-s", "1",
+                               "--hold-s", "600", name="orphan")
+        wait_until(lambda: all(app(server, i)["state"] == "RUNNING" for i in (doomed, orphan)),
+                   JVM_S, "both drivers to run with an executor")
         [doomed_driver] = launches(server, doomed)
+        orphan_spark_id = app(server, orphan)["spark_app_id"]
         kill(own_cluster, "worker-1")
         h = wait_until(lambda: (h := health(server))["status"] == "degraded" and h, NOTICE_S,
                        "health to say degraded")
@@ -154,6 +170,7 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
         assert w["reason"].startswith("cluster reachable but offers no cores"), w
         assert launches(server, waiting) == []
         assert list(master_drivers(own_cluster)) == [doomed_driver]  # none into nowhere
+        assert app(server, orphan)["state"] == "RUNNING"  # waiting for executors
 
         # 2. The master dies.
         kill(own_cluster, "master")
@@ -178,13 +195,18 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
         own_cluster.stop()  # stray drivers or executors of the killed worker, if any
         own_cluster.start()
         wait_until(lambda: all(app(server, i)["state"] in ("FINISHED", "FAILED", "KILLED")
-                               for i in (waiting, late)), JVM_S, "both waiting apps to end")
+                               for i in (waiting, late, orphan)), JVM_S, "every app to end")
         apps = {a["id"]: a for a in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json()}
-        assert set(apps) == {doomed, waiting, late}  # nothing lost
+        assert set(apps) == {doomed, waiting, late, orphan}  # nothing lost
         assert [(apps[i]["state"], apps[i]["exit_code"]) for i in (waiting, late)] == [
             ("FINISHED", 0), ("FINISHED", 0)]
         assert (apps[doomed]["state"], apps[doomed]["exit_code"]) == ("FAILED", 1)
         assert launches(server, doomed) == [doomed_driver]  # not launched again
+        assert apps[orphan]["state"] == "FAILED"
+        assert apps[orphan]["reason"] == (
+            f"the master forgot application {orphan_spark_id} (restarted?): its driver could "
+            "get no executors, so it was stopped")
+        assert len(launches(server, orphan)) == 1
         [waiting_driver], [late_driver] = launches(server, waiting), launches(server, late)
         # The new master ran exactly those two drivers, once each.
         assert master_drivers(own_cluster) == {waiting_driver: "FINISHED",
