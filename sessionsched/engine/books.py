@@ -83,6 +83,8 @@ class Totals(NamedTuple):
     usage_cores: int = 0
     executor_cores: int = 0
     demand_cores: int = 0
+    alone_driver_cores: int = 0  # of ``driver_cores``: drivers working alone (``works_alone``)
+    alone_driver_mem_mib: int = 0
 
     def plus(self, other: Totals) -> Totals:
         return Totals._make(map(operator.add, self, other))
@@ -94,6 +96,16 @@ class Totals(NamedTuple):
 NOTHING = Totals()
 
 
+def works_alone(rec: AppRecord) -> bool:
+    """A driver past its starting timeout that never held an executor and asks for none: by the
+    StateAware fallback's reading, an app whose work is done in the driver alone (seed 000:
+    "not all applications will request more than one allocation"). It waits for nothing, so
+    ``demand`` admission does not count it toward ``max_driver_fraction``; the moment it asks
+    for an executor (demand) or holds one, it is an ordinary driver again."""
+    return (rec.state is AppState.RUNNING and rec.first_executor_at is None
+            and rec.demand == 0 and not rec.executors)
+
+
 def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     """What one app on the books adds to the totals.
 
@@ -101,7 +113,8 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     a driver slot), its floor, and as *committed* the executors it holds, was granted, or - when
     ``guaranteed`` (its queue admits by ``reserve``) - is promised as its floor. Its *usage* for
     admission fairness is held-or-granted executor cores plus its driver's cores wherever the
-    driver runs. An ended app still holding executors counts only those executors.
+    driver runs; an in-cluster driver that ``works_alone`` is counted again apart. An ended app
+    still holding executors counts only those executors.
     """
     spec = rec.spec
     size = spec.executor
@@ -118,6 +131,7 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     floor = rec.floor
     promised = max(held, rec.grant, floor if guaranteed else 0)
     in_cluster = spec.driver_in_cluster
+    alone = in_cluster and works_alone(rec)
     return Totals(
         members=1,
         live=1,
@@ -133,6 +147,8 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
         usage_cores=max(held, rec.grant) * size.cores + spec.driver.cores,
         executor_cores=held * size.cores,
         demand_cores=rec.demand * size.cores,
+        alone_driver_cores=spec.driver.cores if alone else 0,
+        alone_driver_mem_mib=spec.driver.mem_mib if alone else 0,
     )
 
 

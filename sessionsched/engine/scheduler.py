@@ -305,7 +305,8 @@ class Scheduler:
             lt = self._ledger.leaf(leaf)
             if lt.live or self._pending.get(leaf):
                 busy.append(leaf)
-            room.drivers_in[leaf] = Resources(lt.driver_cores, lt.driver_mem_mib)
+            room.drivers_in[leaf] = Resources(lt.driver_cores - lt.alone_driver_cores,
+                                              lt.driver_mem_mib - lt.alone_driver_mem_mib)
             for q in path:
                 room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
                 room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores

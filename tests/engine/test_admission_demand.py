@@ -143,6 +143,26 @@ def a_starting_app_stops_counting_at_its_starting_timeout():
     return run, run.step(at=300.0)
 
 
+def alone_drivers(run: Run) -> None:
+    """a-d: in-cluster drivers STARTING from t=0 that fill 0.4 x 10 cores; e waits behind them."""
+    run.submit(*(app(n).in_cluster() for n in "abcd"), at=0.0)
+    run.submit(app("e").in_cluster(), at=1.0)
+    assert run.sched.waiting["root.q"].startswith("in-cluster drivers")
+
+
+def drivers_working_alone_stop_counting_toward_the_fraction():
+    # at their starting timeout a-d have no executor and ask for none: drivers working alone
+    run = Run(demand_queue(starting_timeout_s=300.0), cores=10)
+    alone_drivers(run)
+    return run, run.step(at=300.0)
+
+
+def a_driver_asking_after_its_timeout_counts_again():
+    run = Run(demand_queue(starting_timeout_s=300.0), cores=10)
+    alone_drivers(run)
+    return run, run.step(*(DemandChanged(n, 1) for n in "abcd"), at=300.0)
+
+
 CASES = {
     "burst: in-cluster drivers stop at max_driver_fraction of the cores":
         Case(burst_stops_at_the_driver_fraction, ["a", "b", "c", "d"], "max_driver_fraction"),
@@ -177,6 +197,10 @@ CASES = {
         Case(driver_memory_counts_toward_the_fraction, ["a", "b"], "max_driver_fraction"),
     "a starting app stops counting at its starting timeout (StateAware fallback)":
         Case(a_starting_app_stops_counting_at_its_starting_timeout, ["b"], None),
+    "drivers working alone past their starting timeout stop counting toward the fraction":
+        Case(drivers_working_alone_stop_counting_toward_the_fraction, ["e"], None),
+    "a driver that asks for executors counts toward the fraction again":
+        Case(a_driver_asking_after_its_timeout_counts_again, [], "max_driver_fraction"),
 }
 
 
