@@ -51,7 +51,12 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      the leaf's admitted apps of the head's priority or higher still want above their floors
      (``needs``: their reported demand; an app still STARTING without an executor wants its
      first executors). The head is admitted only into room its queue's running apps do not
-     need: work-conserving.
+     need: work-conserving. In a ``fairshare`` leaf their need counts only up to what they
+     keep with the head in (``_kept_beside``): arbitration will give the head its weighted
+     share anyway, so holding it back while the others want more than theirs would only
+     delay it - notebooks of equal priority share at once. In ``fifo`` and ``priority``
+     leaves a head of equal priority gets what the running apps leave, so their whole need
+     holds it back (its driver would otherwise sit idle beside them).
 ``none`` runs checks 1, 3 and 5 only: what stock Spark does.
 
 Why ``demand`` is a new mode and the default, not a fix of ``reserve``: the simulator shows
@@ -83,7 +88,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..model import Admission, AppSpec, Queue, Resources
+from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .books import AppRecord
 from .budget import ADMISSION_SLICE
 from .rank import Rank, rank
@@ -147,15 +152,21 @@ def _no_need(leaf: str, priority: int) -> Resources:
     return Resources()
 
 
+def _no_weight(leaf: str, priority: int) -> int:
+    return 0
+
+
 @dataclass
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
     Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
-    ``need_admitted`` and ``weight_share`` by leaf. ``need_of(leaf, p)``: what the leaf's
-    admitted apps of priority p or higher want above their floors
-    (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``need_admitted``: the
-    first executors of the apps admitted since, which the book counts from the next cycle on.
+    ``need_admitted``, ``weight_admitted`` and ``weight_share`` by leaf. ``need_of(leaf, p)``:
+    what the leaf's admitted apps of priority p or higher want above their floors
+    (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
+    those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
+    ``weight_admitted``: the first executors and the weights of the apps admitted since, which
+    the book counts from the next cycle on.
     """
 
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
@@ -168,6 +179,8 @@ class Room:
     drivers_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> in-cluster drivers
     need_of: Callable[[str, int], Resources] = _no_need
     need_admitted: dict[str, Resources] = field(default_factory=dict)  # leaf -> this cycle's
+    weight_of: Callable[[str, int], int] = _no_weight
+    weight_admitted: dict[str, int] = field(default_factory=dict)  # leaf -> this cycle's
     weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
 
 
@@ -250,13 +263,38 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                    room: Room) -> str | None:
     q = view.queue.name
-    need = room.need_of(q, view.priority_of[head.app_id]) + room.need_admitted.get(q, Resources())
+    priority = view.priority_of[head.app_id]
+    need = room.need_of(q, priority) + room.need_admitted.get(q, Resources())
+    if view.queue.policy is Policy.FAIRSHARE and need != Resources():
+        weight = room.weight_of(q, priority) + room.weight_admitted.get(q, 0)
+        need = _kept_beside(head, priority, need, weight, room)
     if not (_commitment(head) + need).fits_in(room.uncommitted):
         return (
             f"the running apps of {q} want the room (demand of {need.cores} more cores"
             f" beside the floors; {room.uncommitted.cores} uncommitted)"
         )
     return None
+
+
+def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
+                 room: Room) -> Resources:
+    """In a ``fairshare`` leaf: the part of the running apps' ``need`` they keep with the head
+    admitted beside them. Arbitration would give the head its weighted share of the room left
+    for executors (weight = priority), taken from theirs, so their need counts only up to their
+    part, ``weight / (weight + priority)`` of that room (rounded up); the head is then held
+    back only when its own share could not hold its first executors. Each app's real share is
+    ``min(its need, its part)``; taking the part of the sum instead is never smaller, so never
+    lets in a head that the exact division would keep out."""
+    driver = head.driver if head.driver_in_cluster else Resources()
+    left = room.uncommitted - driver
+    if weight <= 0 or left.cores <= 0:
+        return need
+    total = weight + priority
+
+    def part(x: int) -> int:
+        return -(-max(x, 0) * weight // total)  # ceil, in whole cores and MiB
+
+    return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
 
 
 @dataclass(frozen=True)
@@ -387,6 +425,9 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
     first = head.executor.times(max(reservation(head) - floor, 0))
     room.need_admitted[leaf] = room.need_admitted.get(leaf, Resources()) + first
+    if first != Resources():  # an app with a need has a fairshare weight (``NeedBook``)
+        room.weight_admitted[leaf] = (room.weight_admitted.get(leaf, 0)
+                                      + view.priority_of[head.app_id])
     promised = head.executor.times(floor) if reserve else Resources()
     room.free = room.free - driver - promised
     room.uncommitted = room.uncommitted - driver - head.executor.times(floor)

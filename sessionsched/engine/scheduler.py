@@ -299,6 +299,7 @@ class Scheduler:
             driver_slots_free=self.driver_slots - t.client_drivers,
             capacity=self.capacity,
             need_of=self._needs.need_at_or_above,
+            weight_of=self._needs.weight_at_or_above,
         )
         busy = []
         for leaf, path in self._tree.path.items():

@@ -84,11 +84,36 @@ def lower_priority_demand_does_not_hold_back_a_higher_head():
     return run, run.submit(app("high").priority(9000))  # low gives executors back by reclaim
 
 
-def equal_priority_demand_holds_back_a_later_head():
+def equal_priority_demand_holds_back_a_later_head_in_a_fifo_queue():
+    run = Run(one_queue(admission="demand", policy="fifo"), cores=8)
+    run.submit(app("a").priority(7000))
+    running(run, "a", 8, 8)
+    return run, run.submit(app("b").priority(7000))  # fifo would give b nothing while a wants
+
+
+def a_fairshare_queue_admits_an_equal_priority_head_to_its_share():
+    # a wants all 8 cores, but fairshare would give b half: a's need counts up to its 4
     run = Run(one_queue(admission="demand", policy="fairshare"), cores=8)
     run.submit(app("a").priority(7000))
     running(run, "a", 8, 8)
     return run, run.submit(app("b").priority(7000))
+
+
+def a_fairshare_head_whose_share_holds_no_executor_waits():
+    # b's share beside a (weights 1000:10000) is 8 x 1/11 of a core: not one executor
+    run = Run(one_queue(admission="demand", policy="fairshare"), cores=8)
+    run.submit(app("a").priority(10000))
+    running(run, "a", 8, 8)
+    return run, run.submit(app("b").priority(1000))
+
+
+def a_fairshare_head_counts_the_drivers_admitted_with_it():
+    # 6 cores, 1-core in-cluster drivers and executors, fraction 1: each newcomer's share
+    # beside the others' first executors must still hold one executor: a, b, c (3 drivers,
+    # 3 first executors); d would leave 2 cores for 4 apps
+    run = Run(one_queue(admission="demand", policy="fairshare", max_driver_fraction=1.0),
+              cores=6)
+    return run, run.submit(*(app(n).in_cluster() for n in "abcd"))
 
 
 def another_queues_demand_does_not_hold_a_head_back():
@@ -178,8 +203,15 @@ CASES = {
         Case(demand_going_down_lets_the_head_in, ["b"], None),
     "lower-priority demand does not hold back a higher-priority head":
         Case(lower_priority_demand_does_not_hold_back_a_higher_head, ["high"], None),
-    "equal-priority demand holds back a later head":
-        Case(equal_priority_demand_holds_back_a_later_head, [], "want the room"),
+    "equal-priority demand holds back a later head in a fifo queue":
+        Case(equal_priority_demand_holds_back_a_later_head_in_a_fifo_queue, [], "want the room"),
+    "fairshare: running apps' demand counts only up to their share with the head in":
+        Case(a_fairshare_queue_admits_an_equal_priority_head_to_its_share, ["b"], None),
+    "fairshare: a head whose share would hold no executor waits":
+        Case(a_fairshare_head_whose_share_holds_no_executor_waits, [], "want the room"),
+    "fairshare: a burst stops where a newcomer's share holds no first executor":
+        Case(a_fairshare_head_counts_the_drivers_admitted_with_it, ["a", "b", "c"],
+             "want the room"),
     "another queue's demand does not hold a head back":
         Case(another_queues_demand_does_not_hold_a_head_back, ["b"], None, "root.y"),
     "client-mode drivers do not count toward the fraction":
