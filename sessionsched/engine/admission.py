@@ -35,7 +35,16 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      and such a driver waits for nothing - its cores are its app's work, as an executor's are
      (the StateAware fallback's reading of a driver that does not ask). It counts again when
      it asks. Without this, six such drivers on 16 cores kept every ordinary app out until
-     they ended (probe ``driver-only-6``: 494 s, now 428 s, ``reserve`` 451 s);
+     they ended (probe ``driver-only-6``: 494 s, now 428 s, ``reserve`` 451 s).
+     The fraction may be passed while the leaf's admitted apps and the head, each holding its
+     driver and every executor it may hold (``books.whole``: maxExecutors, slots.max), fit
+     together in what the leaf reaches: then no executor of theirs can be short of a core
+     because of their drivers, which is all the fraction is for. A fixed fraction cannot fit
+     every app shape: where apps may use much more than their driver, 0.4 keeps executors
+     the room they would use; tiny apps (a 1-core driver per 1-core executor, the JVM apps of
+     the real-cluster burst, docs/results.md) are best packed with drivers on half the cores,
+     and 0.4 of 6 cores ran 2 of them where 3 fit (``burst-tiny``: 100 s, now 75 s). One app
+     without a cap keeps its queue at the fraction;
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised
      to a ``reserve`` app (drivers wait for free cores like a standalone master's waiting
@@ -89,7 +98,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
-from .books import AppRecord
+from .books import AppRecord, whole
 from .budget import ADMISSION_SLICE
 from .rank import Rank, rank
 from .tree import QueueTree
@@ -161,7 +170,8 @@ class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
     Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
-    ``need_admitted``, ``weight_admitted`` and ``weight_share`` by leaf. ``need_of(leaf, p)``:
+    ``whole_in``, ``unbounded_in``, ``need_admitted``, ``weight_admitted`` and
+    ``weight_share`` by leaf. ``need_of(leaf, p)``:
     what the leaf's admitted apps of priority p or higher want above their floors
     (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
     those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
@@ -177,6 +187,8 @@ class Room:
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
     capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``
     drivers_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> in-cluster drivers
+    whole_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> ``books.whole`` sum
+    unbounded_in: dict[str, int] = field(default_factory=dict)  # leaf -> apps with no cap
     need_of: Callable[[str, int], Resources] = _no_need
     need_admitted: dict[str, Resources] = field(default_factory=dict)  # leaf -> this cycle's
     weight_of: Callable[[str, int], int] = _no_weight
@@ -252,12 +264,26 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
             reach = min(reach, node.max_cores)
     limit = q.max_driver_fraction
     after = held + head.driver
-    if after.cores > limit * reach or after.mem_mib > limit * room.capacity.mem_mib * share:
-        return (
-            f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
-            f" reaches (max_driver_fraction {limit:g})"
-        )
-    return None
+    mem_reach = room.capacity.mem_mib * share
+    if after.cores <= limit * reach and after.mem_mib <= limit * mem_reach:
+        return None
+    if _all_fit_whole(q.name, head, reach, mem_reach, room):
+        return None
+    return (
+        f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
+        f" reaches (max_driver_fraction {limit:g})"
+    )
+
+
+def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
+                   room: Room) -> bool:
+    """Whether the leaf's admitted apps and the head, each holding its driver and every
+    executor it may hold (``books.whole``), fit together in what the leaf reaches."""
+    most = whole(head)
+    if most is None or room.unbounded_in.get(leaf, 0):
+        return False
+    held = room.whole_in.get(leaf, Resources())
+    return held.cores + most[0] <= reach and held.mem_mib + most[1] <= mem_reach
 
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
@@ -423,6 +449,11 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
         room.driver_slots_free -= 1
     leaf = view.queue.name
     room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
+    most = whole(head)
+    if most is None:
+        room.unbounded_in[leaf] = room.unbounded_in.get(leaf, 0) + 1
+    else:
+        room.whole_in[leaf] = room.whole_in.get(leaf, Resources()) + Resources(*most)
     first = head.executor.times(max(reservation(head) - floor, 0))
     room.need_admitted[leaf] = room.need_admitted.get(leaf, Resources()) + first
     if first != Resources():  # an app with a need has a fairshare weight (``NeedBook``)

@@ -308,6 +308,8 @@ class Scheduler:
                 busy.append(leaf)
             room.drivers_in[leaf] = Resources(lt.driver_cores - lt.alone_driver_cores,
                                               lt.driver_mem_mib - lt.alone_driver_mem_mib)
+            room.whole_in[leaf] = Resources(lt.whole_cores, lt.whole_mem_mib)
+            room.unbounded_in[leaf] = lt.unbounded
             for q in path:
                 room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
                 room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores

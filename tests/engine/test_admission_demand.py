@@ -168,6 +168,19 @@ def a_starting_app_stops_counting_at_its_starting_timeout():
     return run, run.step(at=300.0)
 
 
+def tiny_apps_pass_the_fraction_while_they_fit_whole():
+    # a driver core per executor core (maxExecutors 1): 3 apps hold all 6 cores at most,
+    # 3 drivers > 0.4 x 6; a fourth would not fit whole
+    run = Run(demand_queue(), cores=6)
+    return run, run.submit(*(app(n).in_cluster().max(1) for n in "abcde"))
+
+
+def an_uncapped_app_keeps_the_queue_at_the_fraction():
+    # a may grow to the whole cluster: the apps never fit whole, 0.4 x 6 = 2 drivers
+    run = Run(demand_queue(), cores=6)
+    return run, run.submit(app("a").in_cluster(), *(app(n).in_cluster().max(1) for n in "bcd"))
+
+
 def alone_drivers(run: Run) -> None:
     """a-d: in-cluster drivers STARTING from t=0 that fill 0.4 x 10 cores; e waits behind them."""
     run.submit(*(app(n).in_cluster() for n in "abcd"), at=0.0)
@@ -229,6 +242,11 @@ CASES = {
         Case(driver_memory_counts_toward_the_fraction, ["a", "b"], "max_driver_fraction"),
     "a starting app stops counting at its starting timeout (StateAware fallback)":
         Case(a_starting_app_stops_counting_at_its_starting_timeout, ["b"], None),
+    "tiny apps: drivers pass the fraction while the queue's apps fit whole":
+        Case(tiny_apps_pass_the_fraction_while_they_fit_whole, ["a", "b", "c"],
+             "max_driver_fraction"),
+    "an app without an executor cap keeps its queue's drivers at the fraction":
+        Case(an_uncapped_app_keeps_the_queue_at_the_fraction, ["a", "b"], "max_driver_fraction"),
     "drivers working alone past their starting timeout stop counting toward the fraction":
         Case(drivers_working_alone_stop_counting_toward_the_fraction, ["e"], None),
     "a driver that asks for executors counts toward the fraction again":

@@ -92,6 +92,12 @@ def check_burst_20(r):
     assert sum(a["admitted"] == 0 for a in r["apps"]) == 6
 
 
+def check_burst_tiny(r):
+    # a driver core per executor core: 3 apps at once on 6 cores (0.4 x 6 would allow 2)
+    assert sum(a["admitted"] == 0 for a in r["apps"]) == 3
+    assert r["summary"]["stuck"] == 0
+
+
 def check_burst_small(r):
     assert [a["admitted"] for a in r["apps"]] == [0, 0, 0]
     assert r["summary"]["stuck"] == 0
@@ -136,6 +142,7 @@ def check_driver_only(r):
 SINGLE = {
     "burst-20": check_burst_20,
     "burst-small": check_burst_small,
+    "burst-tiny": check_burst_tiny,
     "burst-large": check_burst_large,
     "preprocessing-mixed": check_preprocessing_mixed,
     "mixed-queues": check_mixed_queues,
