@@ -79,11 +79,13 @@ driver pre-processes. ``demand`` keeps what each does well and drops what hurts:
 many drivers at once as the room allows (like ``reserve``), but counts the running apps'
 reported demand, not only their floors, so a burst stops at the apps that can use the cores
 (like ``stateaware``'s pacing); it sets no cores aside for a starting app (others use them
-until it asks), and it needs no reservation to rule out the deadlock: drivers can never hold
-more than ``max_driver_fraction`` (default 0.4) of the cores, so executors always have the
-rest and the running apps finish. A starting app's first executor is counted as a need until
-it has one or its ``starting_timeout`` passes (the StateAware fallback: a driver that never
-asks for executors stops counting then). Priorities still jump the queue: only apps of the
+until it asks), and it needs no reservation to rule out the deadlock: drivers waiting for
+executors hold at most ``max_driver_fraction`` (default 0.4) of the cores - more only while
+their apps would all fit whole - and a head is admitted only with room for its first
+executors beside every driver and floor, so executors always have room and the running apps
+finish. A starting app's first executor is counted as a need until it has one or its
+``starting_timeout`` passes (the StateAware fallback: a driver that never asks for executors
+stops counting then, as a need and toward the fraction). Priorities still jump the queue: only apps of the
 head's priority or higher hold it back, lower ones give executors up by reclaim. Another
 queue's demand never holds a head back (queues are tenants; arbitration shares between them).
 ``reserve`` stays as it was, with ``stateaware`` and ``none``, for comparison.
