@@ -85,9 +85,10 @@ their apps would all fit whole - and a head is admitted only with room for its f
 executors beside every driver and floor, so executors always have room and the running apps
 finish. A starting app's first executor is counted as a need until it has one or its
 ``starting_timeout`` passes (the StateAware fallback: a driver that never asks for executors
-stops counting then, as a need and toward the fraction). Priorities still jump the queue: only apps of the
-head's priority or higher hold it back, lower ones give executors up by reclaim. Another
-queue's demand never holds a head back (queues are tenants; arbitration shares between them).
+stops counting then, as a need and toward the fraction). Priorities still jump the queue:
+only apps of the head's priority or higher hold it back, lower ones give executors up by
+reclaim. Another queue's demand never holds a head back (queues are tenants; arbitration
+shares between them).
 ``reserve`` stays as it was, with ``stateaware`` and ``none``, for comparison.
 
 Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
