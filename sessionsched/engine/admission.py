@@ -29,7 +29,22 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      (per leaf queue, proportional to its capacity, which grows into idle capacity, and its
      "at least one application master" rule). Drivers admitted while a queue reached more
      stay when a sibling becomes busy; they end with their apps, and ``reserve_room`` keeps
-     every admitted app's first executors possible meanwhile;
+     every admitted app's first executors possible meanwhile. A driver that *works alone*
+     (``books.works_alone``: past its starting timeout, it never held an executor and asks for
+     none) is not counted: the fraction bounds cores spent on drivers that wait for executors,
+     and such a driver waits for nothing - its cores are its app's work, as an executor's are
+     (the StateAware fallback's reading of a driver that does not ask). It counts again when
+     it asks. Without this, six such drivers on 16 cores kept every ordinary app out until
+     they ended (probe ``driver-only-6``: 494 s, now 428 s, ``reserve`` 451 s).
+     The fraction may be passed while the leaf's admitted apps and the head, each holding its
+     driver and every executor it may hold (``books.whole``: maxExecutors, slots.max), fit
+     together in what the leaf reaches: then no executor of theirs can be short of a core
+     because of their drivers, which is all the fraction is for. A fixed fraction cannot fit
+     every app shape: where apps may use much more than their driver, 0.4 keeps executors
+     the room they would use; tiny apps (a 1-core driver per 1-core executor, the JVM apps of
+     the real-cluster burst, docs/results.md) are best packed with drivers on half the cores,
+     and 0.4 of 6 cores ran 2 of them where 3 fit (``burst-tiny``: 100 s, now 75 s). One app
+     without a cap keeps its queue at the fraction;
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised
      to a ``reserve`` app (drivers wait for free cores like a standalone master's waiting
@@ -45,7 +60,12 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      the leaf's admitted apps of the head's priority or higher still want above their floors
      (``needs``: their reported demand; an app still STARTING without an executor wants its
      first executors). The head is admitted only into room its queue's running apps do not
-     need: work-conserving.
+     need: work-conserving. In a ``fairshare`` leaf their need counts only up to what they
+     keep with the head in (``_kept_beside``): arbitration will give the head its weighted
+     share anyway, so holding it back while the others want more than theirs would only
+     delay it - notebooks of equal priority share at once. In ``fifo`` and ``priority``
+     leaves a head of equal priority gets what the running apps leave, so their whole need
+     holds it back (its driver would otherwise sit idle beside them).
 ``none`` runs checks 1, 3 and 5 only: what stock Spark does.
 
 Why ``demand`` is a new mode and the default, not a fix of ``reserve``: the simulator shows
@@ -59,13 +79,16 @@ driver pre-processes. ``demand`` keeps what each does well and drops what hurts:
 many drivers at once as the room allows (like ``reserve``), but counts the running apps'
 reported demand, not only their floors, so a burst stops at the apps that can use the cores
 (like ``stateaware``'s pacing); it sets no cores aside for a starting app (others use them
-until it asks), and it needs no reservation to rule out the deadlock: drivers can never hold
-more than ``max_driver_fraction`` (default 0.4) of the cores, so executors always have the
-rest and the running apps finish. A starting app's first executor is counted as a need until
-it has one or its ``starting_timeout`` passes (the StateAware fallback: a driver that never
-asks for executors stops counting then). Priorities still jump the queue: only apps of the
-head's priority or higher hold it back, lower ones give executors up by reclaim. Another
-queue's demand never holds a head back (queues are tenants; arbitration shares between them).
+until it asks), and it needs no reservation to rule out the deadlock: drivers waiting for
+executors hold at most ``max_driver_fraction`` (default 0.4) of the cores - more only while
+their apps would all fit whole - and a head is admitted only with room for its first
+executors beside every driver and floor, so executors always have room and the running apps
+finish. A starting app's first executor is counted as a need until it has one or its
+``starting_timeout`` passes (the StateAware fallback: a driver that never asks for executors
+stops counting then, as a need and toward the fraction). Priorities still jump the queue:
+only apps of the head's priority or higher hold it back, lower ones give executors up by
+reclaim. Another queue's demand never holds a head back (queues are tenants; arbitration
+shares between them).
 ``reserve`` stays as it was, with ``stateaware`` and ``none``, for comparison.
 
 Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
@@ -77,8 +100,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..model import Admission, AppSpec, Queue, Resources
-from .books import AppRecord
+from ..model import Admission, AppSpec, Policy, Queue, Resources
+from .books import AppRecord, whole
 from .budget import ADMISSION_SLICE
 from .rank import Rank, rank
 from .tree import QueueTree
@@ -141,15 +164,22 @@ def _no_need(leaf: str, priority: int) -> Resources:
     return Resources()
 
 
+def _no_weight(leaf: str, priority: int) -> int:
+    return 0
+
+
 @dataclass
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
     Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
-    ``need_admitted`` and ``weight_share`` by leaf. ``need_of(leaf, p)``: what the leaf's
-    admitted apps of priority p or higher want above their floors
-    (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``need_admitted``: the
-    first executors of the apps admitted since, which the book counts from the next cycle on.
+    ``whole_in``, ``unbounded_in``, ``need_admitted``, ``weight_admitted`` and
+    ``weight_share`` by leaf. ``need_of(leaf, p)``:
+    what the leaf's admitted apps of priority p or higher want above their floors
+    (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
+    those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
+    ``weight_admitted``: the first executors and the weights of the apps admitted since, which
+    the book counts from the next cycle on.
     """
 
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
@@ -160,8 +190,12 @@ class Room:
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
     capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``
     drivers_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> in-cluster drivers
+    whole_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> ``books.whole`` sum
+    unbounded_in: dict[str, int] = field(default_factory=dict)  # leaf -> apps with no cap
     need_of: Callable[[str, int], Resources] = _no_need
     need_admitted: dict[str, Resources] = field(default_factory=dict)  # leaf -> this cycle's
+    weight_of: Callable[[str, int], int] = _no_weight
+    weight_admitted: dict[str, int] = field(default_factory=dict)  # leaf -> this cycle's
     weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
 
 
@@ -233,24 +267,63 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
             reach = min(reach, node.max_cores)
     limit = q.max_driver_fraction
     after = held + head.driver
-    if after.cores > limit * reach or after.mem_mib > limit * room.capacity.mem_mib * share:
-        return (
-            f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
-            f" reaches (max_driver_fraction {limit:g})"
-        )
-    return None
+    mem_reach = room.capacity.mem_mib * share
+    if after.cores <= limit * reach and after.mem_mib <= limit * mem_reach:
+        return None
+    if _all_fit_whole(q.name, head, reach, mem_reach, room):
+        return None
+    return (
+        f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
+        f" reaches (max_driver_fraction {limit:g})"
+    )
+
+
+def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
+                   room: Room) -> bool:
+    """Whether the leaf's admitted apps and the head, each holding its driver and every
+    executor it may hold (``books.whole``), fit together in what the leaf reaches."""
+    most = whole(head)
+    if most is None or room.unbounded_in.get(leaf, 0):
+        return False
+    held = room.whole_in.get(leaf, Resources())
+    return held.cores + most[0] <= reach and held.mem_mib + most[1] <= mem_reach
 
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                    room: Room) -> str | None:
     q = view.queue.name
-    need = room.need_of(q, view.priority_of[head.app_id]) + room.need_admitted.get(q, Resources())
+    priority = view.priority_of[head.app_id]
+    need = room.need_of(q, priority) + room.need_admitted.get(q, Resources())
+    if view.queue.policy is Policy.FAIRSHARE and need != Resources():
+        weight = room.weight_of(q, priority) + room.weight_admitted.get(q, 0)
+        need = _kept_beside(head, priority, need, weight, room)
     if not (_commitment(head) + need).fits_in(room.uncommitted):
         return (
             f"the running apps of {q} want the room (demand of {need.cores} more cores"
             f" beside the floors; {room.uncommitted.cores} uncommitted)"
         )
     return None
+
+
+def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
+                 room: Room) -> Resources:
+    """In a ``fairshare`` leaf: the part of the running apps' ``need`` they keep with the head
+    admitted beside them. Arbitration would give the head its weighted share of the room left
+    for executors (weight = priority), taken from theirs, so their need counts only up to their
+    part, ``weight / (weight + priority)`` of that room (rounded up); the head is then held
+    back only when its own share could not hold its first executors. Each app's real share is
+    ``min(its need, its part)``; taking the part of the sum instead is never smaller, so never
+    lets in a head that the exact division would keep out."""
+    driver = head.driver if head.driver_in_cluster else Resources()
+    left = room.uncommitted - driver
+    if weight <= 0 or left.cores <= 0:
+        return need
+    total = weight + priority
+
+    def part(x: int) -> int:
+        return -(-max(x, 0) * weight // total)  # ceil, in whole cores and MiB
+
+    return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
 
 
 @dataclass(frozen=True)
@@ -379,8 +452,16 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
         room.driver_slots_free -= 1
     leaf = view.queue.name
     room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
+    most = whole(head)
+    if most is None:
+        room.unbounded_in[leaf] = room.unbounded_in.get(leaf, 0) + 1
+    else:
+        room.whole_in[leaf] = room.whole_in.get(leaf, Resources()) + Resources(*most)
     first = head.executor.times(max(reservation(head) - floor, 0))
     room.need_admitted[leaf] = room.need_admitted.get(leaf, Resources()) + first
+    if first != Resources():  # an app with a need has a fairshare weight (``NeedBook``)
+        room.weight_admitted[leaf] = (room.weight_admitted.get(leaf, 0)
+                                      + view.priority_of[head.app_id])
     promised = head.executor.times(floor) if reserve else Resources()
     room.free = room.free - driver - promised
     room.uncommitted = room.uncommitted - driver - head.executor.times(floor)

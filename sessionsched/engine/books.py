@@ -83,6 +83,11 @@ class Totals(NamedTuple):
     usage_cores: int = 0
     executor_cores: int = 0
     demand_cores: int = 0
+    alone_driver_cores: int = 0  # of ``driver_cores``: drivers working alone (``works_alone``)
+    alone_driver_mem_mib: int = 0
+    whole_cores: int = 0  # in-cluster driver + most executors it may hold (``whole``), if capped
+    whole_mem_mib: int = 0
+    unbounded: int = 0  # live apps without a cap on their executors
 
     def plus(self, other: Totals) -> Totals:
         return Totals._make(map(operator.add, self, other))
@@ -94,6 +99,27 @@ class Totals(NamedTuple):
 NOTHING = Totals()
 
 
+def whole(spec: AppSpec) -> tuple[int, int] | None:
+    """The most an app can ever hold in the cluster, (cores, MiB): its in-cluster driver and
+    every executor it may hold (maxExecutors, spark.ego.slots.max); None if uncapped."""
+    cap = spec.executor_cap
+    if cap is None:
+        return None
+    driver = spec.driver if spec.driver_in_cluster else None
+    return (cap * spec.executor.cores + (driver.cores if driver else 0),
+            cap * spec.executor.mem_mib + (driver.mem_mib if driver else 0))
+
+
+def works_alone(rec: AppRecord) -> bool:
+    """A driver past its starting timeout that never held an executor and asks for none: by the
+    StateAware fallback's reading, an app whose work is done in the driver alone (seed 000:
+    "not all applications will request more than one allocation"). It waits for nothing, so
+    ``demand`` admission does not count it toward ``max_driver_fraction``; the moment it asks
+    for an executor (demand) or holds one, it is an ordinary driver again."""
+    return (rec.state is AppState.RUNNING and rec.first_executor_at is None
+            and rec.demand == 0 and not rec.executors)
+
+
 def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     """What one app on the books adds to the totals.
 
@@ -101,7 +127,9 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     a driver slot), its floor, and as *committed* the executors it holds, was granted, or - when
     ``guaranteed`` (its queue admits by ``reserve``) - is promised as its floor. Its *usage* for
     admission fairness is held-or-granted executor cores plus its driver's cores wherever the
-    driver runs. An ended app still holding executors counts only those executors.
+    driver runs; an in-cluster driver that ``works_alone`` is counted again apart, and so is
+    the ``whole`` app (or, if uncapped, that it is ``unbounded``). An ended app still holding
+    executors counts only those executors.
     """
     spec = rec.spec
     size = spec.executor
@@ -118,6 +146,8 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     floor = rec.floor
     promised = max(held, rec.grant, floor if guaranteed else 0)
     in_cluster = spec.driver_in_cluster
+    alone = in_cluster and works_alone(rec)
+    most = whole(spec)
     return Totals(
         members=1,
         live=1,
@@ -133,6 +163,11 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
         usage_cores=max(held, rec.grant) * size.cores + spec.driver.cores,
         executor_cores=held * size.cores,
         demand_cores=rec.demand * size.cores,
+        alone_driver_cores=spec.driver.cores if alone else 0,
+        alone_driver_mem_mib=spec.driver.mem_mib if alone else 0,
+        whole_cores=most[0] if most else 0,
+        whole_mem_mib=most[1] if most else 0,
+        unbounded=0 if most else 1,
     )
 
 

@@ -10,7 +10,9 @@ counted as a need, not set aside, so other apps may use the cores until it asks.
 counted by the ledger already (``books.Totals.floor_*``); this book holds the rest.
 
 Kept per leaf queue and per priority, so admission can ask "what do the apps of this queue at
-or above priority P still want" in O(distinct priorities) (``need_at_or_above``), and kept
+or above priority P still want" in O(distinct priorities) (``need_at_or_above``), and with
+how many apps want it (``weight_at_or_above``: their ``fairshare`` weight, which is their
+priority), and kept
 up to date like the ledger: each app's last contribution is taken out and its current one put
 in when it changes (``refresh``), so the sums always equal a sum over the books (``recount``).
 """
@@ -24,6 +26,7 @@ from .books import AppRecord
 
 _NONE = Resources()
 Need = tuple[int, int]  # (cores, MiB): plain ints, as this runs for every changed app
+Sums = tuple[int, int, int]  # (cores, MiB, apps) of the apps of one priority that want more
 
 
 def elastic_need(rec: AppRecord) -> Need:
@@ -45,10 +48,11 @@ def elastic_need(rec: AppRecord) -> Need:
 
 
 class NeedBook:
-    """Elastic needs of admitted apps, summed per leaf queue and priority."""
+    """Elastic needs of admitted apps, summed per leaf queue and priority, with the number of
+    apps that have one."""
 
     def __init__(self) -> None:
-        self.by_leaf: dict[str, dict[int, Need]] = {}
+        self.by_leaf: dict[str, dict[int, Sums]] = {}
         self._last: dict[str, tuple[str, int, Need]] = {}
 
     def refresh(self, rec: AppRecord) -> None:
@@ -61,39 +65,43 @@ class NeedBook:
         if old is not None:
             leaf, priority, (cores, mem) = old
             sums = self.by_leaf[leaf]
-            was_cores, was_mem = sums[priority]
-            left = (was_cores - cores, was_mem - mem)
-            if left == (0, 0):
+            was_cores, was_mem, was_n = sums[priority]
+            if was_n == 1:
                 del sums[priority]
                 if not sums:
                     del self.by_leaf[leaf]
             else:
-                sums[priority] = left
+                sums[priority] = (was_cores - cores, was_mem - mem, was_n - 1)
             del self._last[rec.app_id]
         if new is not None:
             leaf, priority, (cores, mem) = new
             sums = self.by_leaf.setdefault(leaf, {})
-            had_cores, had_mem = sums.get(priority, (0, 0))
-            sums[priority] = (had_cores + cores, had_mem + mem)
+            had_cores, had_mem, had_n = sums.get(priority, (0, 0, 0))
+            sums[priority] = (had_cores + cores, had_mem + mem, had_n + 1)
             self._last[rec.app_id] = new
 
     def need_at_or_above(self, leaf: str, priority: int) -> Resources:
         """What the leaf's admitted apps of ``priority`` or higher want above their floors."""
         cores = mem = 0
-        for p, (c, m) in self.by_leaf.get(leaf, {}).items():
+        for p, (c, m, _) in self.by_leaf.get(leaf, {}).items():
             if p >= priority:
                 cores += c
                 mem += m
         return Resources(cores, mem) if cores or mem else _NONE
 
+    def weight_at_or_above(self, leaf: str, priority: int) -> int:
+        """The ``fairshare`` weight (the sum of their priorities) of the leaf's admitted apps of
+        ``priority`` or higher that want more than their floors."""
+        return sum(p * n for p, (_, _, n) in self.by_leaf.get(leaf, {}).items() if p >= priority)
+
     @staticmethod
-    def recount(records: Iterable[AppRecord]) -> dict[str, dict[int, Need]]:
+    def recount(records: Iterable[AppRecord]) -> dict[str, dict[int, Sums]]:
         """The sums from scratch (for ``audit``)."""
-        out: dict[str, dict[int, Need]] = {}
+        out: dict[str, dict[int, Sums]] = {}
         for rec in records:
             need = elastic_need(rec)
             if need != (0, 0):
                 sums = out.setdefault(rec.spec.queue, {})
-                had = sums.get(rec.priority, (0, 0))
-                sums[rec.priority] = (had[0] + need[0], had[1] + need[1])
+                had = sums.get(rec.priority, (0, 0, 0))
+                sums[rec.priority] = (had[0] + need[0], had[1] + need[1], had[2] + 1)
         return out

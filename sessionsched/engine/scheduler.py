@@ -299,13 +299,17 @@ class Scheduler:
             driver_slots_free=self.driver_slots - t.client_drivers,
             capacity=self.capacity,
             need_of=self._needs.need_at_or_above,
+            weight_of=self._needs.weight_at_or_above,
         )
         busy = []
         for leaf, path in self._tree.path.items():
             lt = self._ledger.leaf(leaf)
             if lt.live or self._pending.get(leaf):
                 busy.append(leaf)
-            room.drivers_in[leaf] = Resources(lt.driver_cores, lt.driver_mem_mib)
+            room.drivers_in[leaf] = Resources(lt.driver_cores - lt.alone_driver_cores,
+                                              lt.driver_mem_mib - lt.alone_driver_mem_mib)
+            room.whole_in[leaf] = Resources(lt.whole_cores, lt.whole_mem_mib)
+            room.unbounded_in[leaf] = lt.unbounded
             for q in path:
                 room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
                 room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores

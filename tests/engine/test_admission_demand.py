@@ -84,11 +84,36 @@ def lower_priority_demand_does_not_hold_back_a_higher_head():
     return run, run.submit(app("high").priority(9000))  # low gives executors back by reclaim
 
 
-def equal_priority_demand_holds_back_a_later_head():
+def equal_priority_demand_holds_back_a_later_head_in_a_fifo_queue():
+    run = Run(one_queue(admission="demand", policy="fifo"), cores=8)
+    run.submit(app("a").priority(7000))
+    running(run, "a", 8, 8)
+    return run, run.submit(app("b").priority(7000))  # fifo would give b nothing while a wants
+
+
+def a_fairshare_queue_admits_an_equal_priority_head_to_its_share():
+    # a wants all 8 cores, but fairshare would give b half: a's need counts up to its 4
     run = Run(one_queue(admission="demand", policy="fairshare"), cores=8)
     run.submit(app("a").priority(7000))
     running(run, "a", 8, 8)
     return run, run.submit(app("b").priority(7000))
+
+
+def a_fairshare_head_whose_share_holds_no_executor_waits():
+    # b's share beside a (weights 1000:10000) is 8 x 1/11 of a core: not one executor
+    run = Run(one_queue(admission="demand", policy="fairshare"), cores=8)
+    run.submit(app("a").priority(10000))
+    running(run, "a", 8, 8)
+    return run, run.submit(app("b").priority(1000))
+
+
+def a_fairshare_head_counts_the_drivers_admitted_with_it():
+    # 6 cores, 1-core in-cluster drivers and executors, fraction 1: each newcomer's share
+    # beside the others' first executors must still hold one executor: a, b, c (3 drivers,
+    # 3 first executors); d would leave 2 cores for 4 apps
+    run = Run(one_queue(admission="demand", policy="fairshare", max_driver_fraction=1.0),
+              cores=6)
+    return run, run.submit(*(app(n).in_cluster() for n in "abcd"))
 
 
 def another_queues_demand_does_not_hold_a_head_back():
@@ -143,6 +168,39 @@ def a_starting_app_stops_counting_at_its_starting_timeout():
     return run, run.step(at=300.0)
 
 
+def tiny_apps_pass_the_fraction_while_they_fit_whole():
+    # a driver core per executor core (maxExecutors 1): 3 apps hold all 6 cores at most,
+    # 3 drivers > 0.4 x 6; a fourth would not fit whole
+    run = Run(demand_queue(), cores=6)
+    return run, run.submit(*(app(n).in_cluster().max(1) for n in "abcde"))
+
+
+def an_uncapped_app_keeps_the_queue_at_the_fraction():
+    # a may grow to the whole cluster: the apps never fit whole, 0.4 x 6 = 2 drivers
+    run = Run(demand_queue(), cores=6)
+    return run, run.submit(app("a").in_cluster(), *(app(n).in_cluster().max(1) for n in "bcd"))
+
+
+def alone_drivers(run: Run) -> None:
+    """a-d: in-cluster drivers STARTING from t=0 that fill 0.4 x 10 cores; e waits behind them."""
+    run.submit(*(app(n).in_cluster() for n in "abcd"), at=0.0)
+    run.submit(app("e").in_cluster(), at=1.0)
+    assert run.sched.waiting["root.q"].startswith("in-cluster drivers")
+
+
+def drivers_working_alone_stop_counting_toward_the_fraction():
+    # at their starting timeout a-d have no executor and ask for none: drivers working alone
+    run = Run(demand_queue(starting_timeout_s=300.0), cores=10)
+    alone_drivers(run)
+    return run, run.step(at=300.0)
+
+
+def a_driver_asking_after_its_timeout_counts_again():
+    run = Run(demand_queue(starting_timeout_s=300.0), cores=10)
+    alone_drivers(run)
+    return run, run.step(*(DemandChanged(n, 1) for n in "abcd"), at=300.0)
+
+
 CASES = {
     "burst: in-cluster drivers stop at max_driver_fraction of the cores":
         Case(burst_stops_at_the_driver_fraction, ["a", "b", "c", "d"], "max_driver_fraction"),
@@ -158,8 +216,15 @@ CASES = {
         Case(demand_going_down_lets_the_head_in, ["b"], None),
     "lower-priority demand does not hold back a higher-priority head":
         Case(lower_priority_demand_does_not_hold_back_a_higher_head, ["high"], None),
-    "equal-priority demand holds back a later head":
-        Case(equal_priority_demand_holds_back_a_later_head, [], "want the room"),
+    "equal-priority demand holds back a later head in a fifo queue":
+        Case(equal_priority_demand_holds_back_a_later_head_in_a_fifo_queue, [], "want the room"),
+    "fairshare: running apps' demand counts only up to their share with the head in":
+        Case(a_fairshare_queue_admits_an_equal_priority_head_to_its_share, ["b"], None),
+    "fairshare: a head whose share would hold no executor waits":
+        Case(a_fairshare_head_whose_share_holds_no_executor_waits, [], "want the room"),
+    "fairshare: a burst stops where a newcomer's share holds no first executor":
+        Case(a_fairshare_head_counts_the_drivers_admitted_with_it, ["a", "b", "c"],
+             "want the room"),
     "another queue's demand does not hold a head back":
         Case(another_queues_demand_does_not_hold_a_head_back, ["b"], None, "root.y"),
     "client-mode drivers do not count toward the fraction":
@@ -177,6 +242,15 @@ CASES = {
         Case(driver_memory_counts_toward_the_fraction, ["a", "b"], "max_driver_fraction"),
     "a starting app stops counting at its starting timeout (StateAware fallback)":
         Case(a_starting_app_stops_counting_at_its_starting_timeout, ["b"], None),
+    "tiny apps: drivers pass the fraction while the queue's apps fit whole":
+        Case(tiny_apps_pass_the_fraction_while_they_fit_whole, ["a", "b", "c"],
+             "max_driver_fraction"),
+    "an app without an executor cap keeps its queue's drivers at the fraction":
+        Case(an_uncapped_app_keeps_the_queue_at_the_fraction, ["a", "b"], "max_driver_fraction"),
+    "drivers working alone past their starting timeout stop counting toward the fraction":
+        Case(drivers_working_alone_stop_counting_toward_the_fraction, ["e"], None),
+    "a driver that asks for executors counts toward the fraction again":
+        Case(a_driver_asking_after_its_timeout_counts_again, [], "max_driver_fraction"),
 }
 
 

@@ -1,7 +1,8 @@
 """The `demand` admission mode (the default) on the simulator, against `stateaware` and
-`reserve` (issue 14): within 10 % of the better of them on every example workload and never a
-deadlock; a driver that never asks for executors completes; a driver that fails at start
-does not block its queue. Deterministic: the simulator's clock is virtual."""
+`reserve` (issue 14): within 10 % of the better of them on every example workload and every
+probe (benchmarks/admission-probes) and never a deadlock; a driver that never asks for
+executors completes; a driver that fails at start does not block its queue. Deterministic: the
+simulator's clock is virtual."""
 
 from pathlib import Path
 
@@ -12,7 +13,10 @@ from sessionsched.model import Admission
 from sessionsched.sim import load_workload, simulate
 from sessionsched.sim.workload import with_admission
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "workloads"
+PROBES = ROOT / "benchmarks" / "admission-probes"  # variations made to find demand's weak spots
+WORKLOADS = sorted([*EXAMPLES.glob("*.yaml"), *PROBES.glob("*.yaml")])
 TARGET = 1.10  # demand's makespan / the better of stateaware's and reserve's
 
 
@@ -20,9 +24,9 @@ def by_name(result):
     return {a.name: a for a in result.apps}
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.yaml")))
-def test_demand_is_within_10_percent_of_the_better_older_mode(name):
-    w = load_workload(EXAMPLES / f"{name}.yaml")
+@pytest.mark.parametrize("path", WORKLOADS, ids=[p.stem for p in WORKLOADS])
+def test_demand_is_within_10_percent_of_the_better_older_mode(path):
+    w = load_workload(path)
     runs = {m: simulate(with_admission(w, m))
             for m in (Admission.DEMAND, Admission.STATEAWARE, Admission.RESERVE)}
     demand = runs.pop(Admission.DEMAND)

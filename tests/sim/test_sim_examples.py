@@ -67,6 +67,14 @@ def check_notebooks(r):
     assert r["summary"]["stuck"] == 0
 
 
+def check_notebooks_demand(r):
+    # fairshare: nb-a's demand counts only up to its half, so nb-b is not held back
+    apps = by_name(r)
+    assert apps["nb-b"]["admitted"] == apps["nb-b"]["submitted"] == 30
+    assert apps["nb-b"]["first_executor"] < apps["nb-a"]["finished"]
+    assert r["summary"]["stuck"] == 0
+
+
 def check_preprocessing(r_reserve, r_stateaware):
     assert r_reserve["summary"]["stuck"] == r_stateaware["summary"]["stuck"] == 0
     # reserve: every driver admitted at once; stateaware: one after another.
@@ -82,6 +90,12 @@ def check_burst_20(r):
     # max_driver_fraction 0.4 of 16 cores: 6 drivers at once, then as demand leaves room
     assert r["summary"]["stuck"] == 0
     assert sum(a["admitted"] == 0 for a in r["apps"]) == 6
+
+
+def check_burst_tiny(r):
+    # a driver core per executor core: 3 apps at once on 6 cores (0.4 x 6 would allow 2)
+    assert sum(a["admitted"] == 0 for a in r["apps"]) == 3
+    assert r["summary"]["stuck"] == 0
 
 
 def check_burst_small(r):
@@ -128,6 +142,7 @@ def check_driver_only(r):
 SINGLE = {
     "burst-20": check_burst_20,
     "burst-small": check_burst_small,
+    "burst-tiny": check_burst_tiny,
     "burst-large": check_burst_large,
     "preprocessing-mixed": check_preprocessing_mixed,
     "mixed-queues": check_mixed_queues,
@@ -137,6 +152,7 @@ SINGLE = {
     "burst-stateaware": check_burst_stateaware,
     "seed000-stateaware": check_seed000,
     "notebooks-fairshare": check_notebooks,
+    "notebooks-demand": check_notebooks_demand,
 }
 PAIRS = {
     "preprocessing": (("preprocessing-reserve", "preprocessing-stateaware"), check_preprocessing)
@@ -178,6 +194,12 @@ def test_notebooks_split_follows_priorities(at, expected):
     result = simulate(load_workload(EXAMPLES / "notebooks-fairshare.yaml"))
     executors = result.timeline.executors
     assert {n: executors[n].at(at) for n in expected} == expected
+
+
+def test_notebooks_under_demand_split_half_and_half_once_both_ask():
+    # nb-b asks at t=37 (admitted 30, driver start 5, startup 2); 24 executors in all
+    executors = simulate(load_workload(EXAMPLES / "notebooks-demand.yaml")).timeline.executors
+    assert {n: executors[n].at(50.0) for n in ("nb-a", "nb-b")} == {"nb-a": 12, "nb-b": 12}
 
 
 class ShortApps:
