@@ -6,7 +6,8 @@ FastAPI. The handlers are the same (``register``, ``heartbeat``: one check, one 
 agent desk, which never waits for a cycle), but the request skips what FastAPI spends on each
 one — its middleware, the walk through every route, dependency solving, a worker thread for
 the body and the response model's validation — and its body is parsed by pydantic's JSON parser
-in one call: about a third of the CPU per heartbeat (``benchmarks/agent_load.py``). The FastAPI
+in one call: at 300 agents the server's CPU halved, at 1,000 it keeps up
+(``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI
 routes stay, for the OpenAPI spec and for tests that drive the FastAPI application in-process;
 both give the same answers and refusals (``tests/server/test_agent_api.py``).
 """
