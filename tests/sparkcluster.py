@@ -210,14 +210,14 @@ def spark_submit_process(args: list[str], log_path: Path) -> Iterator[subprocess
         popen.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory) -> Iterator[LocalCluster]:
-    directory = tmp_path_factory.mktemp("spark-cluster")
+@contextlib.contextmanager
+def started_cluster(make: Callable[[], LocalCluster], attempts: int = 3) -> Iterator[LocalCluster]:
+    """The cluster ``make`` builds, started; stopped by PID at the end however the test ends.
+    ``make`` is called again (with ports chosen afresh) when a start fails: a port may be taken
+    between choosing it and the master binding it."""
     last: ClusterError | None = None
-    for _ in range(3):  # a port may be taken between choosing it and the master binding it
-        port, rest_port, ui_port = master_ports()
-        cluster = LocalCluster(directory, workers=1, cores=4, memory="4g", port=port,
-                               ui_port=ui_port, rest_port=rest_port, start_timeout_s=180)
+    for _ in range(attempts):
+        cluster = make()
         try:
             cluster.start()
         except ClusterError as e:
@@ -229,6 +229,19 @@ def spark_cluster(tmp_path_factory) -> Iterator[LocalCluster]:
             cluster.stop()
         return
     pytest.fail(f"could not start the test Spark cluster: {last}")
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory) -> Iterator[LocalCluster]:
+    directory = tmp_path_factory.mktemp("spark-cluster")
+
+    def make() -> LocalCluster:
+        port, rest_port, ui_port = master_ports()
+        return LocalCluster(directory, workers=1, cores=4, memory="4g", port=port,
+                            ui_port=ui_port, rest_port=rest_port, start_timeout_s=180)
+
+    with started_cluster(make) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ import signal
 import httpx
 import pytest
 
-from sessionsched.backends.local import ClusterError, LocalCluster
+from sessionsched.backends.local import LocalCluster
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.server.reads import JOINS_NEXT_CYCLE
 from sessionsched.store.store import Store
@@ -36,6 +36,7 @@ from tests.sparkcluster import (
     conf_args,
     free_port,
     master_ports,
+    started_cluster,
     stop_server_and_its_apps,
     wait_until,
 )
@@ -50,27 +51,19 @@ NOTICE_S = 60  # bound on the scheduler noticing a change of the cluster (a cycl
 def own_cluster(tmp_path):
     """A started 1-worker cluster on fixed ports; stopped by PID at the end, however the test
     ends (also the groups of processes killed by the test: orphaned drivers and executors)."""
-    last: ClusterError | None = None
-    for _ in range(3):  # a port may be taken between choosing it and binding it
+
+    def make() -> LocalCluster:
         port, rest_port, ui_port = master_ports()
         taken = {port, rest_port, ui_port}
         worker_ports = (rpc := free_port(taken), free_port(taken | {rpc}))
         # 6 cores advertised: two drivers with an executor each fit under the default
         # admission's driver share (0.4 of the cores), so the last phase runs them at once.
-        cluster = LocalCluster(tmp_path / "cluster", workers=1, cores=6, memory="4g", port=port,
-                               ui_port=ui_port, rest_port=rest_port, start_timeout_s=JVM_S,
-                               worker_ports=worker_ports)
-        try:
-            cluster.start()
-        except ClusterError as e:
-            last = e
-            continue
-        try:
-            yield cluster
-        finally:
-            cluster.stop()
-        return
-    pytest.fail(f"could not start the test Spark cluster: {last}")
+        return LocalCluster(tmp_path / "cluster", workers=1, cores=6, memory="4g", port=port,
+                            ui_port=ui_port, rest_port=rest_port, start_timeout_s=JVM_S,
+                            worker_ports=worker_ports)
+
+    with started_cluster(make) as cluster:
+        yield cluster
 
 
 def create(server: ServerProcess, jar, name: str, task_ms: int) -> str:
