@@ -23,7 +23,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..model import Executor
 from . import auth
-from .api import CallerDep, ServiceDep, allowed, call, identify
+from .api import CallerDep, ServiceDep, allowed, call, identify, owner
+from .guard import send_answer
 from .schemas import AgentHeartbeat, AgentRegister, AgentReply, error_responses
 from .service import Service
 from .views import one_line, unreadable, validation_detail
@@ -35,10 +36,7 @@ router = APIRouter()
 
 def _may_report(gate: auth.Gate, service: Service, caller: auth.Caller, app_id: str) -> None:
     if gate.on:  # with auth off an unknown app is the desk's 404, in its words
-        app = service.app(app_id)
-        if app is None:
-            raise HTTPException(404, f"no app {app_id!r}")
-        allowed(gate.may_report, caller, app_id, app.user)
+        allowed(gate.may_report, caller, app_id, owner(service, app_id))
 
 
 def register(service: Service, gate: auth.Gate, caller: auth.Caller,
@@ -106,10 +104,7 @@ class AgentFront:
             if not message.get("more_body", False):
                 break
         status, answer, headers = self.answer(route, scope, bytes(raw))
-        await send({"type": "http.response.start", "status": status, "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(answer)).encode()), *headers]})
-        await send({"type": "http.response.body", "body": answer})
+        await send_answer(send, status, answer, headers=headers)
 
     def answer(self, route: tuple[type[BaseModel], Handler], scope,
                raw: bytes) -> tuple[int, bytes, list]:

@@ -79,7 +79,7 @@ def allowed(check, *args) -> None:
         raise HTTPException(403, str(e)) from None
 
 
-def _owner(service: Service, app_id: str) -> str:
+def owner(service: Service, app_id: str) -> str:
     app = service.app(app_id)
     if app is None:
         raise HTTPException(404, f"no app {app_id!r}")
@@ -164,7 +164,7 @@ def queues(service: ServiceDep, _caller: CallerDep):
 
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
 async def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
-              state: str | None = None):
+                    state: str | None = None):
     view = service.view
     leaf = None
     if queue:
@@ -229,10 +229,10 @@ async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep, calle
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
     gate = _gate(request)
-    allowed(gate.may_change, caller, app_id, _owner(service, app_id), "re-prioritise")
+    allowed(gate.may_change, caller, app_id, owner(service, app_id), "re-prioritise")
     allowed(gate.check_priority, caller, priority)
     future = call(service.set_priority, app_id, priority, actor=caller.actor,
-                   via=f"from {_sender(request)}", sender=_sender(request))
+                  via=f"from {_sender(request)}", sender=_sender(request))
     await _wait(future, CYCLE_WAIT_S, "priority change")
     return _out(service, app_id)
 
@@ -240,7 +240,7 @@ async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep, calle
 @router.post("/api/v1/apps/{app_id}/kill", response_model=AppOut,
              responses=error_responses(404, 409, 422, 503))
 async def kill(app_id: str, service: ServiceDep, caller: CallerDep, request: Request):
-    allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "kill")
+    allowed(_gate(request).may_change, caller, app_id, owner(service, app_id), "kill")
     future = call(service.kill, app_id, actor=f"{caller.actor} from {_sender(request)}")
     await _wait(future, CYCLE_WAIT_S, "kill")
     out = _out(service, app_id)
@@ -261,7 +261,7 @@ def events(app_id: str, service: ServiceDep, _caller: CallerDep):
 def log_tail(app_id: str, service: ServiceDep, caller: CallerDep, request: Request,
              tail: Annotated[int, Query(ge=0, le=100000)] = 50):
     # A driver's log may hold its data: its owner's (and admins') to read.
-    allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "read logs of")
+    allowed(_gate(request).may_change, caller, app_id, owner(service, app_id), "read logs of")
     return PlainTextResponse(call(service.log_tail, app_id, tail))
 
 
@@ -287,7 +287,7 @@ async def create_session(body: SessionIn, request: Request,
              responses=error_responses(404, 409, 422, 503))
 async def stop_session(app_id: str, service: ServiceDep, caller: CallerDep, request: Request,
                        body: StopIn | None = None):
-    allowed(_gate(request).may_change, caller, app_id, _owner(service, app_id), "stop")
+    allowed(_gate(request).may_change, caller, app_id, owner(service, app_id), "stop")
     code = body.exit_code if body is not None else 0
     future = call(service.stop_session, app_id, code)
     await _wait(future, CYCLE_WAIT_S, "session stop")

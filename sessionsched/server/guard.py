@@ -198,10 +198,17 @@ class BodyLimit:
         spark = "/submissions" in scope.get("path", "")
         body = json.dumps({"action": "ErrorResponse", "message": message} if spark
                           else {"detail": message}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await send_answer(send, 413, body)
+
+
+async def send_answer(send, status: int, body: bytes, content_type: str = "application/json",
+                      headers: list | None = None) -> None:
+    """A whole answer from an ASGI front that answers before FastAPI (``BodyLimit``,
+    ``leader.StandbyGate``, ``agent_api.AgentFront``, ``spark_rest.SparkFront``)."""
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
+        *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
 
 
 class TooLarge(Exception):

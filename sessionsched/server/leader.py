@@ -62,6 +62,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from ..config import STANDBY_NEEDS_POSTGRESQL, ServerConfig
 from ..store.leadership import Leadership, NotLeader
+from .guard import send_answer
 from .metrics import CONTENT_TYPE
 from .spark_rest import SPARK_VERSION
 
@@ -296,7 +297,7 @@ class StandbyGate:
         leader = self.active.service.leader_url
         spark = path.startswith("/v1/submissions")
         if path == "/metrics":
-            await _answer(send, 200, generate_latest(self._metrics), CONTENT_TYPE)
+            await send_answer(send, 200, generate_latest(self._metrics), CONTENT_TYPE)
         elif path == READYZ_PATH:
             await _json(send, 503, {
                 "action": "ReadyzResponse", "success": False, "serverSparkVersion": SPARK_VERSION,
@@ -324,12 +325,4 @@ def _refusal(spark: bool, message: str) -> dict:
 
 
 async def _json(send, status: int, body: dict, headers: list | None = None) -> None:
-    await _answer(send, status, json.dumps(body).encode(), "application/json", headers)
-
-
-async def _answer(send, status: int, body: bytes, content_type: str,
-                  headers: list | None = None) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
-        *(headers or [])]})
-    await send({"type": "http.response.body", "body": body})
+    await send_answer(send, status, json.dumps(body).encode(), headers=headers)

@@ -44,7 +44,7 @@ from ..backends.base import Placement
 from ..model import AppState, parse_priority
 from ..store import StoreUnavailable
 from . import auth, jackson, submissions
-from .guard import RateLimit, Refused, strip_token
+from .guard import RateLimit, Refused, send_answer, strip_token
 from .service import Conflict, NotFound, Service
 from .views import DRIVER_STATE, one_line
 
@@ -331,11 +331,7 @@ class SparkFront:
             if scope["method"] == "GET" and path.startswith(self.STATUS):
                 sid = path[len(self.STATUS):]
                 if sid and "/" not in sid:
-                    body = self.spark_rest.status_bytes(sid)
-                    await send({"type": "http.response.start", "status": 200,
-                                "headers": [(b"content-type", _JSON_TYPE_BYTES),
-                                            (b"content-length", str(len(body)).encode())]})
-                    await send({"type": "http.response.body", "body": body})
+                    await send_answer(send, 200, self.spark_rest.status_bytes(sid), JSON_TYPE)
                     return
             parts = path.split("/", 3)
             if len(parts) >= 3 and parts[2] == "submissions":
@@ -343,5 +339,3 @@ class SparkFront:
                 return
         await self.app(scope, receive, send)
 
-
-_JSON_TYPE_BYTES = JSON_TYPE.encode()
