@@ -354,22 +354,19 @@ class StandaloneBackend(ClusterBackend):
             # An earlier create's outcome is unknown: its driver may be there.
             found = self._look_for(app_id, main_class, earlier.launched_at, "an earlier create")
             if found is not None:
-                return self._adopt_found(earlier, found)
+                return self._keep(earlier, found)
         record = DriverRecord(app_id, "cluster-driver", time.time())
         records.save(self.run_dir, record)  # before sending: a lost answer is looked into
         try:
-            record.driver_id = self.client.create(body)
+            driver_id = self.client.create(body)
         except AnswerLost as e:
-            found = self._look_for(app_id, main_class, record.launched_at, str(e))
-            if found is None:
+            driver_id = self._look_for(app_id, main_class, record.launched_at, str(e))
+            if driver_id is None:
                 raise BackendUnavailable(f"{e}; the master runs no driver of {app_id}") from None
-            return self._adopt_found(record, found)
         except BackendError:  # never sent, or refused: no driver of it can run
             records.record_path(self.run_dir, app_id).unlink(missing_ok=True)
             raise
-        records.save(self.run_dir, record)
-        self._track(_Tracked(record))
-        return Handle(app_id, "cluster-driver", record.driver_id, record.launched_at)
+        return self._keep(record, driver_id)
 
     def _look_for(self, app_id: str, main_class: str, sent_at: float, why: str) -> str | None:
         """Our driver of ``app_id`` on the master (``recognize``): its id, or None when surely
@@ -388,7 +385,8 @@ class StandaloneBackend(ClusterBackend):
         log.warning("%s: %s, but the master runs its driver %s: adopted", app_id, why, found)
         return found
 
-    def _adopt_found(self, record: DriverRecord, driver_id: str) -> Handle:
+    def _keep(self, record: DriverRecord, driver_id: str) -> Handle:
+        """A create's driver (sent now, or found on the master) recorded and tracked."""
         record.driver_id = driver_id
         records.save(self.run_dir, record)
         self._track(_Tracked(record))
