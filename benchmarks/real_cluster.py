@@ -23,11 +23,12 @@ Cases (each system runs on the same idle cluster, one after the other):
    stopped there and reported so. Any run is stopped at ``--timeout-s`` (reported as
    unfinished). Either way its drivers are then killed.
 2. **Priority under contention**: low-priority PySpark apps (priority 1000, dynamic allocation,
-   each wanting twice the cluster) fill the cluster; then one high-priority app (10000, wanting
-   half the cluster) is submitted. Its completion time (submission to end) with stock Spark's
-   FIFO and through sessionsched queues with ``policy: priority`` and ``policy: fairshare``
-   (admission: the config default), as a ratio to its time alone on the idle cluster through
-   the same system. Goal: at most 1.2 x solo.
+   each wanting twice the cluster) fill the cluster; once their executors are up on every
+   core (registered with their drivers, not merely granted by the master), one high-priority
+   app (10000, wanting half the cluster) is submitted. Its completion time (submission to end)
+   with stock Spark's FIFO and through sessionsched queues with ``policy: priority`` and
+   ``policy: fairshare`` (admission: the config default), as a ratio to its time alone on the
+   idle cluster through the same system. Goal: at most 1.2 x solo.
 3. **Notebook share**: two dynamic-allocation PySpark apps under ``fairshare``, A at 5000 and B
    at 10000, both wanting far more than the cluster: the executor split over time (A 1/3, B
    2/3), then B lowered to 2500 (A 2/3, B 1/3). Time from B's submission, and from the priority
@@ -159,6 +160,36 @@ def wait_for(cond: Callable[[], object], timeout_s: float, what: str, interval_s
         if time.monotonic() >= deadline:
             raise TimeoutError(f"timed out after {timeout_s:g}s waiting for {what}")
         time.sleep(interval_s)
+
+
+REGISTERED = "Successfully registered with driver"  # an executor's log line once it is up
+
+
+def executors_up(cluster, app_names: set[str]) -> int:
+    """Executors of the apps named ``app_names`` that are up: listed by their worker and
+    registered with their driver (their log says so). The master counts an executor's core as
+    granted when it asks the worker to launch it, but on this machine the executor's JVM may
+    take 10-30 s more to come up and run a task: a case that means "the cluster is full of
+    running work" waits for this, not for the master's grants."""
+    from sessionsched.backends.base import BackendError
+    from sessionsched.backends.master import MasterClient
+
+    client = MasterClient(cluster.master_ui)
+    try:
+        view = client.read()
+    except BackendError:
+        return 0
+    finally:
+        client.close()
+    ids = {a.id for a in view.master.active_apps if a.name in app_names}
+    up = 0
+    for e in view.executors:
+        if e.spark_app_id not in ids:
+            continue
+        for log in cluster.directory.glob(f"worker-*/{e.spark_app_id}/{e.executor_id}/stderr"):
+            if REGISTERED in log.read_text(errors="replace"):
+                up += 1
+    return up
 
 
 def wait_idle(master_ui: str, timeout_s: float = 120) -> None:
@@ -521,9 +552,11 @@ def priority_runs(stack: Stack, sizes: Sizes, work: Path) -> list[PriorityRun]:
         try:
             for i in range(sizes.lows):
                 lows.append(make(system, f"low-{system}-{i}", low_stages, LOW))
-            # The high-priority app comes once the low ones hold every core.
-            wait_for(lambda w=watch: (s := w.last()) and s.executor_cores >= sizes.cores,
-                     240, "the low-priority apps to fill the cluster")
+            # The high-priority app comes once the low ones hold every core with executors
+            # that run their tasks (not merely granted: their JVMs may still be starting).
+            names = {f"low-{system}-{i}" for i in range(sizes.lows)}
+            wait_for(lambda n=names: executors_up(stack.cluster, n) >= sizes.cores,
+                     240, "the low-priority apps to fill the cluster", interval_s=1.0)
             held = watch.last().executor_cores
             high = make(system, f"high-{system}", high_stages, HIGH)
             contended_s = run_to_end(high, timeout_s)
