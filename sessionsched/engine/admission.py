@@ -168,13 +168,20 @@ def _no_weight(leaf: str, priority: int) -> int:
     return 0
 
 
+def _none_launching(leaf: str, priority: int) -> str | None:
+    return None
+
+
 @dataclass
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
     Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
     ``whole_in``, ``unbounded_in``, ``need_admitted``, ``weight_admitted`` and
-    ``weight_share`` by leaf. ``need_of(leaf, p)``:
+    ``weight_share`` by leaf. ``launching_of(leaf, p)``: an in-cluster driver of the leaf, of
+    priority p or higher, launched and not up yet (``launching.LaunchBook``), read as the cycle
+    starts; ``launched_in``: the first in-cluster driver admitted into the leaf since.
+    ``need_of(leaf, p)``:
     what the leaf's admitted apps of priority p or higher want above their floors
     (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
     those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
@@ -197,6 +204,8 @@ class Room:
     weight_of: Callable[[str, int], int] = _no_weight
     weight_admitted: dict[str, int] = field(default_factory=dict)  # leaf -> this cycle's
     weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
+    launching_of: Callable[[str, int], str | None] = _none_launching
+    launched_in: dict[str, str] = field(default_factory=dict)  # leaf -> this cycle's first
 
 
 @dataclass(frozen=True)
@@ -326,6 +335,25 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
     return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
 
 
+def driver_heavy(spec: AppSpec) -> bool:
+    """An in-cluster driver with at least the cores of every executor its app may hold
+    (maxExecutors, slots.max): an app whose life is mostly JVM starts (``one_launch``)."""
+    cap = spec.executor_cap
+    return (spec.driver_in_cluster and cap is not None
+            and spec.driver.cores >= cap * spec.executor.cores)
+
+
+def one_launch(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+               room: Room) -> str | None:
+    if not driver_heavy(head):
+        return None
+    q = view.queue.name
+    other = room.launched_in.get(q) or room.launching_of(q, view.priority_of[head.app_id])
+    if other is None:
+        return None
+    return f"the driver of {other} is launching (one driver-heavy app of {q} at a time)"
+
+
 @dataclass(frozen=True)
 class AdmissionMode:
     """What a leaf queue's admission mode checks, and what it promises an admitted app.
@@ -341,7 +369,7 @@ class AdmissionMode:
 
 ADMISSION_MODES: dict[Admission, AdmissionMode] = {
     Admission.DEMAND: AdmissionMode(
-        (queue_limits, driver_slot, driver_share, reserve_room, running_demand)),
+        (queue_limits, driver_slot, driver_share, reserve_room, running_demand, one_launch)),
     Admission.STATEAWARE: AdmissionMode(
         (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
     Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),
@@ -452,6 +480,8 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
         room.driver_slots_free -= 1
     leaf = view.queue.name
     room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
+    if head.driver_in_cluster:  # any in-cluster driver: a JVM start a heavy head waits for
+        room.launched_in.setdefault(leaf, head.app_id)
     most = whole(head)
     if most is None:
         room.unbounded_in[leaf] = room.unbounded_in.get(leaf, 0) + 1

@@ -59,6 +59,7 @@ from .events import (
     SetTarget,
 )
 from .grants import Grants
+from .launching import LaunchBook
 from .needs import NeedBook
 from .tree import QueueTree
 from .validate import check_events
@@ -100,6 +101,7 @@ class Scheduler:
         self._admitted: dict[str, AppRecord] = {}
         self._ledger = Ledger()
         self._needs = NeedBook()  # elastic demand per leaf and priority (``demand`` admission)
+        self._launching = LaunchBook()  # in-cluster drivers not up yet (``demand`` admission)
         self._arbiter = Arbiter()
         self._grants = Grants()
         self._reclaimer = reclaim.Reclaimer()
@@ -300,6 +302,7 @@ class Scheduler:
             capacity=self.capacity,
             need_of=self._needs.need_at_or_above,
             weight_of=self._needs.weight_at_or_above,
+            launching_of=self._launching.first_at_or_above,
         )
         busy = []
         for leaf, path in self._tree.path.items():
@@ -380,6 +383,7 @@ class Scheduler:
             guaranteed = self._guaranteed(rec)
             self._ledger.refresh(rec, guaranteed)
             self._needs.refresh(rec)
+            self._launching.refresh(rec)
             if rec.on_books:
                 self._admitted[app_id] = rec
             else:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from engine_builders import Run, app, launched, leaf, one_queue, tree
 
-from sessionsched.engine import DemandChanged
+from sessionsched.engine import DemandChanged, DriverExited, DriverStarted
 from sessionsched.model import AppState, Resources
 
 
@@ -168,17 +168,73 @@ def a_starting_app_stops_counting_at_its_starting_timeout():
     return run, run.step(at=300.0)
 
 
+def each_driver_up(run: Run, out: list) -> list:
+    """Report every driver launched up (DriverStarted) until a step launches none: the
+    decisions of all those steps (driver-heavy apps launch one at a time)."""
+    every = list(out)
+    while ids := launched(out):
+        out = run.step(*(DriverStarted(a, f"spark-{a}") for a in ids))
+        every += out
+    return every
+
+
 def tiny_apps_pass_the_fraction_while_they_fit_whole():
     # a driver core per executor core (maxExecutors 1): 3 apps hold all 6 cores at most,
     # 3 drivers > 0.4 x 6; a fourth would not fit whole
     run = Run(demand_queue(), cores=6)
-    return run, run.submit(*(app(n).in_cluster().max(1) for n in "abcde"))
+    return run, each_driver_up(run, run.submit(*(app(n).in_cluster().max(1) for n in "abcde")))
+
+
+def heavy(name: str) -> app:
+    """A driver-heavy app: a 1-core in-cluster driver and at most one 1-core executor."""
+    return app(name).in_cluster().max(1)
+
+
+def driver_heavy_apps_launch_one_at_a_time():
+    run = Run(demand_queue(), cores=6)  # room for 3 whole
+    return run, run.submit(heavy("a"), heavy("b"), heavy("c"))
+
+
+def the_next_launches_when_the_driver_is_up_not_when_it_has_executors():
+    run = Run(demand_queue(), cores=6)
+    run.submit(heavy("a"), heavy("b"), heavy("c"))
+    return run, run.step(DriverStarted("a", "spark-a"))  # a: up, still STARTING, no executor
+
+
+def a_higher_priority_head_does_not_wait_behind_a_lower_launch():
+    run = Run(one_queue(admission="demand", policy="priority"), cores=6)
+    run.submit(heavy("low").priority(1000))
+    return run, run.submit(heavy("high").priority(9000))
+
+
+def a_heavy_head_waits_behind_any_in_cluster_launch_of_its_queue():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a").in_cluster().max(2))  # not heavy: 2 executor cores per driver core
+    return run, run.submit(heavy("b"))
+
+
+def apps_using_more_than_their_driver_launch_together():
+    run = Run(demand_queue(), cores=9)  # 0.4 x 9: 3 drivers; room for their first executors
+    return run, run.submit(*(app(n).in_cluster().max(2) for n in "abc"))
+
+
+def a_start_never_reported_stops_holding_the_queue_at_its_starting_timeout():
+    run = Run(demand_queue(starting_timeout_s=300.0), cores=6)
+    run.submit(heavy("a"), heavy("b"), at=0.0)
+    return run, run.step(at=300.0)  # no DriverStarted, no executor: a is RUNNING by timeout
+
+
+def a_driver_that_fails_at_launch_frees_the_launch():
+    run = Run(demand_queue(), cores=6)
+    run.submit(heavy("a"), heavy("b"))
+    return run, run.step(DriverExited("a", 1))
 
 
 def an_uncapped_app_keeps_the_queue_at_the_fraction():
     # a may grow to the whole cluster: the apps never fit whole, 0.4 x 6 = 2 drivers
     run = Run(demand_queue(), cores=6)
-    return run, run.submit(app("a").in_cluster(), *(app(n).in_cluster().max(1) for n in "bcd"))
+    return run, each_driver_up(
+        run, run.submit(app("a").in_cluster(), *(app(n).in_cluster().max(1) for n in "bcd")))
 
 
 def alone_drivers(run: Run) -> None:
@@ -251,6 +307,23 @@ CASES = {
         Case(drivers_working_alone_stop_counting_toward_the_fraction, ["e"], None),
     "a driver that asks for executors counts toward the fraction again":
         Case(a_driver_asking_after_its_timeout_counts_again, [], "max_driver_fraction"),
+    "driver-heavy apps launch one at a time":
+        Case(driver_heavy_apps_launch_one_at_a_time, ["a"], "the driver of a is launching"),
+    "the next driver-heavy app launches when the driver is up, not when it has executors":
+        Case(the_next_launches_when_the_driver_is_up_not_when_it_has_executors, ["b"],
+             "the driver of b is launching"),
+    "a higher-priority head does not wait behind a lower one's launch":
+        Case(a_higher_priority_head_does_not_wait_behind_a_lower_launch, ["high"], None),
+    "a driver-heavy head waits behind any in-cluster launch of its queue":
+        Case(a_heavy_head_waits_behind_any_in_cluster_launch_of_its_queue, [],
+             "the driver of a is launching"),
+    "apps that may use more than their driver launch together":
+        Case(apps_using_more_than_their_driver_launch_together, ["a", "b", "c"], None),
+    "a driver start never reported holds the queue only until its starting timeout":
+        Case(a_start_never_reported_stops_holding_the_queue_at_its_starting_timeout, ["b"],
+             None),
+    "a driver that fails at launch frees the launch at once":
+        Case(a_driver_that_fails_at_launch_frees_the_launch, ["b"], None),
 }
 
 
