@@ -103,6 +103,7 @@ from dataclasses import dataclass, field
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .books import AppRecord, whole
 from .budget import ADMISSION_SLICE
+from .launching import driver_heavy
 from .rank import Rank, rank
 from .tree import QueueTree
 
@@ -178,9 +179,9 @@ class Room:
 
     Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
     ``whole_in``, ``unbounded_in``, ``need_admitted``, ``weight_admitted`` and
-    ``weight_share`` by leaf. ``launching_of(leaf, p)``: an in-cluster driver of the leaf, of
-    priority p or higher, launched and not up yet (``launching.LaunchBook``), read as the cycle
-    starts; ``launched_in``: the first in-cluster driver admitted into the leaf since.
+    ``weight_share`` by leaf. ``launching_of(leaf, p)``: a driver-heavy app of the leaf, of
+    priority p or higher, launched and its driver not up yet (``launching.LaunchBook``), read
+    as the cycle starts; ``launched_in``: the first driver-heavy app admitted into it since.
     ``need_of(leaf, p)``:
     what the leaf's admitted apps of priority p or higher want above their floors
     (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
@@ -335,14 +336,6 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
     return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
 
 
-def driver_heavy(spec: AppSpec) -> bool:
-    """An in-cluster driver with at least the cores of every executor its app may hold
-    (maxExecutors, slots.max): an app whose life is mostly JVM starts (``one_launch``)."""
-    cap = spec.executor_cap
-    return (spec.driver_in_cluster and cap is not None
-            and spec.driver.cores >= cap * spec.executor.cores)
-
-
 def one_launch(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                room: Room) -> str | None:
     if not driver_heavy(head):
@@ -480,7 +473,7 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
         room.driver_slots_free -= 1
     leaf = view.queue.name
     room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
-    if head.driver_in_cluster:  # any in-cluster driver: a JVM start a heavy head waits for
+    if driver_heavy(head):
         room.launched_in.setdefault(leaf, head.app_id)
     most = whole(head)
     if most is None:

@@ -1,9 +1,12 @@
-"""Which in-cluster drivers are *launching*: the ``demand`` admission's book for
+"""Which driver-heavy apps are *launching*: the ``demand`` admission's book for
 ``admission.one_launch``.
 
-An app is launching from its launch until its driver is up: STARTING, its driver in the
-cluster, no ``DriverStarted`` heard (``AppRecord.driver_up_at``) and no executor held (a driver
-with an executor is surely up). Its STARTING state ends at its queue's ``starting_timeout``
+An app is *driver-heavy* when its in-cluster driver has at least the cores of every executor
+it may hold (maxExecutors, ``spark.ego.slots.max``): a tiny app whose life is mostly JVM
+starts, such as the real-cluster burst's (a 1-core driver and one 1-core executor). It is
+launching from its launch until its driver is up: STARTING, no ``DriverStarted`` heard
+(``AppRecord.driver_up_at``) and no executor held (a driver with an executor is surely up).
+Its STARTING state ends at its queue's ``starting_timeout``
 (the StateAware fallback), so a driver whose start is never reported stops launching then: the
 wait behind it is bounded.
 
@@ -18,17 +21,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..model import AppState
+from ..model import AppSpec, AppState
 from .books import AppRecord
 
 
+def driver_heavy(spec: AppSpec) -> bool:
+    """An in-cluster driver with at least the cores of every executor its app may hold."""
+    cap = spec.executor_cap
+    return (spec.driver_in_cluster and cap is not None
+            and spec.driver.cores >= cap * spec.executor.cores)
+
+
 def is_launching(rec: AppRecord) -> bool:
-    return (rec.state is AppState.STARTING and rec.spec.driver_in_cluster
-            and rec.driver_up_at is None and not rec.executors)
+    return (rec.state is AppState.STARTING and rec.driver_up_at is None and not rec.executors
+            and driver_heavy(rec.spec))
 
 
 class LaunchBook:
-    """Launching in-cluster drivers: leaf queue -> app id -> priority."""
+    """Launching driver-heavy apps: leaf queue -> app id -> priority."""
 
     def __init__(self) -> None:
         self.by_leaf: dict[str, dict[str, int]] = {}

@@ -207,7 +207,7 @@ def a_higher_priority_head_does_not_wait_behind_a_lower_launch():
     return run, run.submit(heavy("high").priority(9000))
 
 
-def a_heavy_head_waits_behind_any_in_cluster_launch_of_its_queue():
+def a_heavy_head_does_not_wait_behind_other_launches():
     run = Run(demand_queue(), cores=8)
     run.submit(app("a").in_cluster().max(2))  # not heavy: 2 executor cores per driver core
     return run, run.submit(heavy("b"))
@@ -314,9 +314,8 @@ CASES = {
              "the driver of b is launching"),
     "a higher-priority head does not wait behind a lower one's launch":
         Case(a_higher_priority_head_does_not_wait_behind_a_lower_launch, ["high"], None),
-    "a driver-heavy head waits behind any in-cluster launch of its queue":
-        Case(a_heavy_head_waits_behind_any_in_cluster_launch_of_its_queue, [],
-             "the driver of a is launching"),
+    "a driver-heavy head does not wait behind other apps' launches":
+        Case(a_heavy_head_does_not_wait_behind_other_launches, ["b"], None),
     "apps that may use more than their driver launch together":
         Case(apps_using_more_than_their_driver_launch_together, ["a", "b", "c"], None),
     "a driver start never reported holds the queue only until its starting timeout":
