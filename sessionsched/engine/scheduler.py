@@ -287,6 +287,7 @@ class Scheduler:
             self._pending[rec.spec.queue].remove(rec.rank)
             self._views.touch_queue(rec.spec.queue)
             rec.launched_at = now
+            rec.ahead = app_id in plan.ahead
             if admission.mode_of(self._leaves[rec.spec.queue]).reserves:
                 rec.reserved = admission.reservation(rec.spec)
             out.append(LaunchDriver(app_id))
@@ -313,6 +314,7 @@ class Scheduler:
                                               lt.driver_mem_mib - lt.alone_driver_mem_mib)
             room.whole_in[leaf] = Resources(lt.whole_cores, lt.whole_mem_mib)
             room.unbounded_in[leaf] = lt.unbounded
+            room.ahead_in[leaf] = lt.ahead
             for q in path:
                 room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
                 room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores

@@ -55,11 +55,43 @@ def a_queue_without_drivers_may_start_one():
     return run, run.submit(app("a").in_cluster(), app("b").in_cluster())
 
 
+def one_ahead(run: Run, a: app) -> None:
+    """Submit an app that starts ahead of the room its first executors need (one per leaf)."""
+    assert launched(run.submit(a)) == [a.id]
+    assert run.sched.apps[a.id].ahead
+
+
 def running_demand_holds_the_head_back():
     run = Run(demand_queue(), cores=8)
     run.submit(app("a"))
     running(run, "a", 8, 8)  # a wants the whole cluster
+    one_ahead(run, app("x"))
     return run, run.submit(app("b"))
+
+
+def one_driver_starts_ahead_of_the_room():
+    # a wants the whole cluster, b's first executor has no room: b's driver (a driver slot)
+    # starts anyway, one per queue - it may pre-process while a runs
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 8, 8)
+    return run, run.submit(app("b"), app("c"))
+
+
+def an_in_cluster_driver_goes_ahead_only_if_its_driver_fits_beside_the_demand():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 8, 8)  # 8 cores wanted: no core for b's in-cluster driver
+    return run, run.submit(app("b").in_cluster())
+
+
+def the_next_goes_ahead_once_the_one_ahead_has_an_executor():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 8, 7)  # a wants all 8 cores
+    one_ahead(run, app("x"))
+    run.submit(app("b"))
+    return run, run.hold("x", 1)
 
 
 def room_the_running_apps_do_not_want_is_used():
@@ -73,6 +105,7 @@ def demand_going_down_lets_the_head_in():
     run = Run(demand_queue(), cores=8)
     run.submit(app("a"))
     running(run, "a", 8, 8)
+    one_ahead(run, app("x"))
     run.submit(app("b"))
     return run, run.step(DemandChanged("a", 5))  # a's last tasks: 3 executors go idle
 
@@ -88,6 +121,7 @@ def equal_priority_demand_holds_back_a_later_head_in_a_fifo_queue():
     run = Run(one_queue(admission="demand", policy="fifo"), cores=8)
     run.submit(app("a").priority(7000))
     running(run, "a", 8, 8)
+    one_ahead(run, app("x").priority(7000))
     return run, run.submit(app("b").priority(7000))  # fifo would give b nothing while a wants
 
 
@@ -104,16 +138,17 @@ def a_fairshare_head_whose_share_holds_no_executor_waits():
     run = Run(one_queue(admission="demand", policy="fairshare"), cores=8)
     run.submit(app("a").priority(10000))
     running(run, "a", 8, 8)
+    one_ahead(run, app("x").priority(1000))
     return run, run.submit(app("b").priority(1000))
 
 
 def a_fairshare_head_counts_the_drivers_admitted_with_it():
     # 6 cores, 1-core in-cluster drivers and executors, fraction 1: each newcomer's share
     # beside the others' first executors must still hold one executor: a, b, c (3 drivers,
-    # 3 first executors); d would leave 2 cores for 4 apps
+    # 3 first executors); d would leave 2 cores for 4 apps, but its driver starts ahead
     run = Run(one_queue(admission="demand", policy="fairshare", max_driver_fraction=1.0),
               cores=6)
-    return run, run.submit(*(app(n).in_cluster() for n in "abcd"))
+    return run, run.submit(*(app(n).in_cluster() for n in "abcde"))
 
 
 def another_queues_demand_does_not_hold_a_head_back():
@@ -124,9 +159,9 @@ def another_queues_demand_does_not_hold_a_head_back():
 
 
 def client_mode_drivers_do_not_count_toward_the_fraction():
-    # 4 driver slots; the cluster's 3 cores hold 3 first executors
-    run = Run(demand_queue(), cores=3, slots=4)
-    return run, run.submit(*(app(n) for n in "abcd"))
+    # 5 driver slots; the cluster's 3 cores hold 3 first executors (d starts ahead)
+    run = Run(demand_queue(), cores=3, slots=5)
+    return run, run.submit(*(app(n) for n in "abcde"))
 
 
 def each_leaf_reaches_its_weight_share():
@@ -163,8 +198,8 @@ def a_starting_app_stops_counting_at_its_starting_timeout():
     # 1 core: a's first executor fills it while a is STARTING (a driver that never asks
     # for executors, or pre-processes); at its starting timeout it stops counting
     run = Run(demand_queue(starting_timeout_s=300.0), cores=1, slots=4)
-    run.submit(app("a"), app("b"), at=0.0)
-    assert launched(run.log[-1]) == ["a"]
+    run.submit(app("a"), app("b"), app("c"), at=0.0)
+    assert launched(run.log[-1]) == ["a", "b"]  # b ahead of the room
     return run, run.step(at=300.0)
 
 
@@ -266,6 +301,13 @@ CASES = {
         Case(a_queue_without_drivers_may_start_one, ["a"], "max_driver_fraction"),
     "the running apps' demand holds the head back":
         Case(running_demand_holds_the_head_back, [], "want the room"),
+    "one driver starts ahead of the room its first executors need":
+        Case(one_driver_starts_ahead_of_the_room, ["b"], "want the room"),
+    "a driver goes ahead only if it fits beside the running apps' demand":
+        Case(an_in_cluster_driver_goes_ahead_only_if_its_driver_fits_beside_the_demand, [],
+             "want the room"),
+    "the next driver goes ahead once the one ahead has its executor":
+        Case(the_next_goes_ahead_once_the_one_ahead_has_an_executor, ["b"], None),
     "room the running apps do not want is used":
         Case(room_the_running_apps_do_not_want_is_used, ["b"], None),
     "demand going down lets the head in":
@@ -279,12 +321,12 @@ CASES = {
     "fairshare: a head whose share would hold no executor waits":
         Case(a_fairshare_head_whose_share_holds_no_executor_waits, [], "want the room"),
     "fairshare: a burst stops where a newcomer's share holds no first executor":
-        Case(a_fairshare_head_counts_the_drivers_admitted_with_it, ["a", "b", "c"],
+        Case(a_fairshare_head_counts_the_drivers_admitted_with_it, ["a", "b", "c", "d"],
              "want the room"),
     "another queue's demand does not hold a head back":
         Case(another_queues_demand_does_not_hold_a_head_back, ["b"], None, "root.y"),
     "client-mode drivers do not count toward the fraction":
-        Case(client_mode_drivers_do_not_count_toward_the_fraction, ["a", "b", "c"],
+        Case(client_mode_drivers_do_not_count_toward_the_fraction, ["a", "b", "c", "d"],
              "want the room"),
     "each leaf reaches its share of the cluster by weight":
         Case(each_leaf_reaches_its_weight_share, ["a", "d", "b"], "hold 2 of the 6 cores",
@@ -297,7 +339,7 @@ CASES = {
     "driver memory counts toward the fraction":
         Case(driver_memory_counts_toward_the_fraction, ["a", "b"], "max_driver_fraction"),
     "a starting app stops counting at its starting timeout (StateAware fallback)":
-        Case(a_starting_app_stops_counting_at_its_starting_timeout, ["b"], None),
+        Case(a_starting_app_stops_counting_at_its_starting_timeout, ["c"], None),
     "tiny apps: drivers pass the fraction while the queue's apps fit whole":
         Case(tiny_apps_pass_the_fraction_while_they_fit_whole, ["a", "b", "c"],
              "max_driver_fraction"),
