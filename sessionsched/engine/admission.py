@@ -211,7 +211,8 @@ class Room:
     ``weight_share`` by leaf. ``launching_of(leaf, p)``: a driver-heavy app of the leaf, of
     priority p or higher, launched and its driver not up yet (``launching.LaunchBook``), read
     as the cycle starts; ``launched_in``: the first driver-heavy app admitted into it since.
-    ``need_of(leaf, p)``:
+    ``ahead_in``: the leaf's apps started ahead still without an executor (``running_demand``),
+    this cycle's included. ``need_of(leaf, p)``:
     what the leaf's admitted apps of priority p or higher want above their floors
     (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
     those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
@@ -236,7 +237,7 @@ class Room:
     weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
     launching_of: Callable[[str, int], str | None] = _none_launching
     launched_in: dict[str, str] = field(default_factory=dict)  # leaf -> this cycle's first
-    ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> ``books.Totals.ahead``
+    ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
 
 
 @dataclass(frozen=True)
