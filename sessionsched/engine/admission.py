@@ -43,7 +43,7 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      every app shape: where apps may use much more than their driver, 0.4 keeps executors
      the room they would use; tiny apps (a 1-core driver per 1-core executor, the JVM apps of
      the real-cluster burst, docs/results.md) are best packed with drivers on half the cores,
-     and 0.4 of 6 cores ran 2 of them where 3 fit (``burst-tiny``: 100 s, now 75 s). One app
+     and 0.4 of 6 cores ran 2 of them where 3 fit (``burst-tiny``: 100 s, now 78 s). One app
      without a cap keeps its queue at the fraction;
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised

@@ -37,7 +37,7 @@ def test_demand_is_within_10_percent_of_the_better_older_mode(path):
 
 def test_issue_14_burst_runs_in_half_the_time_of_either_older_mode():
     # burst-20: 20 in-cluster drivers onto 16 cores (measured: stateaware 270 s, reserve 510 s,
-    # demand 131 s)
+    # demand 123 s)
     w = load_workload(EXAMPLES / "burst-20.yaml")
     makespan = {m: simulate(with_admission(w, m)).summary["makespan"] for m in Admission
                 if m is not Admission.NONE}
