@@ -6,9 +6,8 @@ it may hold (maxExecutors, ``spark.ego.slots.max``): a tiny app whose life is mo
 starts, such as the real-cluster burst's (a 1-core driver and one 1-core executor). It is
 launching from its launch until its driver is up: STARTING, no ``DriverStarted`` heard
 (``AppRecord.driver_up_at``) and no executor held (a driver with an executor is surely up).
-Its STARTING state ends at its queue's ``starting_timeout``
-(the StateAware fallback), so a driver whose start is never reported stops launching then: the
-wait behind it is bounded.
+Its STARTING state ends at its queue's ``starting_timeout`` (the StateAware fallback), so a
+driver whose start is never reported stops launching then: the wait behind it is bounded.
 
 Kept per leaf queue with each app's priority, so admission can ask "which app of this queue at
 or above priority P is launching" (``first_at_or_above``), and kept up to date like the

@@ -101,7 +101,7 @@ class Scheduler:
         self._admitted: dict[str, AppRecord] = {}
         self._ledger = Ledger()
         self._needs = NeedBook()  # elastic demand per leaf and priority (``demand`` admission)
-        self._launching = LaunchBook()  # in-cluster drivers not up yet (``demand`` admission)
+        self._launching = LaunchBook()  # driver-heavy apps, driver not up (``demand`` admission)
         self._arbiter = Arbiter()
         self._grants = Grants()
         self._reclaimer = reclaim.Reclaimer()
