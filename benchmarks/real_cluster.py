@@ -31,8 +31,9 @@ Cases (each system runs on the same idle cluster, one after the other):
    idle cluster through the same system. Goal: at most 1.2 x solo.
 3. **Notebook share**: two dynamic-allocation PySpark apps under ``fairshare``, A at 5000 and B
    at 10000, both wanting far more than the cluster: the executor split over time (A 1/3, B
-   2/3), then B lowered to 2500 (A 2/3, B 1/3). Time from B's submission, and from the priority
-   change, until the master shows the new split and it has held for 3 s.
+   2/3), then B lowered to 2500 (A 2/3, B 1/3). B comes once A's executors are up on every
+   core; the priority changes once B's are up on its share. Time from B's submission, and
+   from the priority change, until the master shows the new split and it has held for 3 s.
 
 Output: tables on stdout, ``results.json`` and PNG plots (``burst.png``, ``priority.png``,
 ``notebook.png``) in ``--out``; logs of every process in a temporary directory it prints.
@@ -643,10 +644,16 @@ def notebook_run(stack: Stack, sizes: Sizes) -> NotebookRun:
     reader.start()
     try:
         jobs.append(SchedJob(stack, names[0], stages, "root.notebook", 5000))
-        wait_for(lambda: split()[0] >= sizes.cores, 240, "A to take the idle cluster")
+        # Each step starts once the executors of the last are up, not merely granted (their
+        # JVMs may take 10-30 s more here): B comes to a cluster A runs on, and the priority
+        # changes once B runs on its share.
+        wait_for(lambda: executors_up(stack.cluster, {names[0]}) >= sizes.cores, 240,
+                 "A to take the idle cluster", interval_s=1.0)
         jobs.append(SchedJob(stack, names[1], stages, "root.notebook", 10000))
         b_at = jobs[1].submitted
         wait_for(holds(first_split, b_at), 240, f"the split {first_split}")
+        wait_for(lambda: executors_up(stack.cluster, {names[1]}) >= first_split[1], 240,
+                 "B's executors to come up", interval_s=1.0)
         stack.api.set_priority(jobs[1].id, 2500)
         change_at = time.time()
         wait_for(holds(second_split, change_at), 240, f"the split {second_split}")
