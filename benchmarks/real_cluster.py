@@ -24,12 +24,12 @@ Cases (each system runs on the same idle cluster, one after the other):
    unfinished). Either way its drivers are then killed.
 2. **Priority under contention**: low-priority PySpark apps (priority 1000, dynamic allocation,
    each wanting twice the cluster) fill the cluster; once their executors are up on every
-   core (registered with their drivers, not merely granted by the master), one high-priority
-   app (10000, wanting half the cluster) is submitted. Its completion time (submission to end)
-   with stock Spark's FIFO and through sessionsched queues with ``policy: priority`` and
-   ``policy: fairshare`` (admission: the config default), as a ratio to its time alone on the
-   idle cluster through the same system (the mean of one run before and one after the
-   contended run). Goal: at most 1.2 x solo.
+   core (registered with their drivers, not merely granted by the master, and none granted
+   still starting), one high-priority app (10000, wanting half the cluster) is submitted. Its
+   completion time (submission to end) with stock Spark's FIFO and through sessionsched queues
+   with ``policy: priority`` and ``policy: fairshare`` (admission: the config default), as a
+   ratio to its time alone on the idle cluster through the same system (the mean of one run
+   before and one after the contended run). Goal: at most 1.2 x solo.
 3. **Notebook share**: two dynamic-allocation PySpark apps under ``fairshare``, A at 5000 and B
    at 10000, both wanting far more than the cluster: the executor split over time (A 1/3, B
    2/3), then B lowered to 2500 (A 2/3, B 1/3). B comes once A's executors are up on every
@@ -561,10 +561,16 @@ def priority_runs(stack: Stack, sizes: Sizes, work: Path) -> list[PriorityRun]:
             for i in range(sizes.lows):
                 lows.append(make(system, f"low-{system}-{i}", low_stages, LOW))
             # The high-priority app comes once the low ones hold every core with executors
-            # that run their tasks (not merely granted: their JVMs may still be starting).
+            # that run their tasks, and every core granted has one: not while their JVMs are
+            # still starting, nor while a fairshare queue moves cores between them.
             names = {f"low-{system}-{i}" for i in range(sizes.lows)}
-            wait_for(lambda n=names: executors_up(stack.cluster, n) >= sizes.cores,
-                     240, "the low-priority apps to fill the cluster", interval_s=1.0)
+
+            def settled(n=names, w=watch) -> bool:
+                up = executors_up(stack.cluster, n)
+                return up >= sizes.cores and (s := w.last()) is not None \
+                    and s.executor_cores == up
+
+            wait_for(settled, 240, "the low-priority apps to fill the cluster", interval_s=1.0)
             held = watch.last().executor_cores
             high = make(system, f"high-{system}", high_stages, HIGH)
             contended_s = run_to_end(high, timeout_s)
