@@ -30,6 +30,7 @@ def audit(s: Scheduler) -> list[str]:
             problems.append(f"totals of {leaf} {s._ledger.leaf(leaf)} != recount {t}")
     if NeedBook.recount(recs) != s._needs.by_leaf:
         problems.append(f"elastic needs {s._needs.by_leaf} != recount {NeedBook.recount(recs)}")
+    problems += s._needs.audit()
     live = [r for r in recs if r.state.admitted]
     claims = [s._claim(r) for r in live]
     fresh = compute_targets(s.root, s._executor_capacity(), claims)
