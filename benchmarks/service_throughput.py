@@ -362,11 +362,29 @@ def cycle_seconds(port: int) -> tuple[float, float, dict[float, float]]:
     return count, total, buckets
 
 
+def on_books(port: int) -> tuple[int, int]:
+    """(running, queued) apps in the whole tree."""
+    states = httpx.get(f"http://127.0.0.1:{port}/api/v1/queues", timeout=30).json()
+    root = next(q for q in states if q["name"] == "root")
+    return root["running"], root["pending"]
+
+
+def wait_for_ends(port: int, apps: int, timeout_s: float = 300.0) -> float:
+    """Wait until the first apps ended (running + queued < ``apps``); seconds waited."""
+    t0 = time.monotonic()
+    while sum(on_books(port)) >= apps:
+        if time.monotonic() - t0 > timeout_s:
+            raise RuntimeError(f"no app ended within {timeout_s:g} s")
+        time.sleep(0.5)  # polling the condition, bounded above
+    return time.monotonic() - t0
+
+
 def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[int],
                procs_out: list[Proc]) -> list[list]:
-    """Fill a memory-backend scheduler with ``apps`` submissions (half run, half queue), then
-    measure status reads (Spark REST and native) and per-queue lists while its cycles admit,
-    place and end apps. Returns table rows (and the cycles' durations meanwhile)."""
+    """Fill a memory-backend scheduler with ``apps`` submissions (half run, half queue), wait
+    for the first apps to end, then measure status reads (Spark REST and native) and per-queue
+    lists while its cycles end apps, admit queued ones and place them. Returns table rows (and
+    the cycles' durations meanwhile)."""
     proc, port = start_busy_scheduler(work, taken, apps)
     procs_out.append(proc)
     result = run_load(port, [post("/v1/submissions/create", busy_body(i)) for i in range(apps)],
@@ -376,6 +394,9 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
         raise RuntimeError(f"{apps - len(ids)} busy submissions refused")
     rows = [["sessionsched (memory cluster)", "create (submission)", f"0->{apps}", concurrency,
              result["n"], result["rate"], result["p50_ms"], result["p99_ms"]]]
+    waited = wait_for_ends(port, apps)
+    print(f"reads begin {waited:.1f} s after the last submission, once apps end: cycles then "
+          "end apps and admit queued ones, whatever the submission rate was")
     rnd = random.Random(11)
     before = cycle_seconds(port)
     cases = [
@@ -398,9 +419,8 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
     slow = n - max((c for le, c in over.items() if le <= 0.1), default=0.0)
     print(f"cycles during the reads: {n:.0f}, mean {1000 * (after[1] - before[1]) / max(n, 1):.1f}"
           f" ms, over 100 ms: {slow:.0f} (server's sessionsched_cycle_seconds)")
-    states = httpx.get(f"http://127.0.0.1:{port}/api/v1/queues", timeout=30).json()
-    root = next(q for q in states if q["name"] == "root")
-    print(f"at the end: {root['running']} running, {root['pending']} queued")
+    running, queued = on_books(port)
+    print(f"at the end: {running} running, {queued} queued")
     return rows
 
 
