@@ -154,10 +154,9 @@ class ReadView:
         listed: set[str] = set()
         subs = self.submissions.snapshot(queue)
         if state in (None, AppState.ACCEPTED):
-            for leaf in self.engine.root.leaves():
-                if queue not in (None, leaf.name):
-                    continue
-                for i, app_id in enumerate(self.engine.pending.get(leaf.name, ()), 1):
+            leaves = [leaf.name for leaf in self.engine.root.leaves()] if queue is None else [queue]
+            for leaf in leaves:
+                for i, app_id in enumerate(self.engine.pending.get(leaf, ()), 1):
                     sub = subs.get(app_id)
                     if sub is None:
                         continue
