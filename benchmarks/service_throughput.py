@@ -363,14 +363,14 @@ def cycle_seconds(port: int) -> tuple[float, float, dict[float, float]]:
 
 
 def on_books(port: int) -> tuple[int, int]:
-    """(running, queued) apps in the whole tree."""
+    """(admitted, queued) apps in the whole tree: starting or running, and waiting."""
     states = httpx.get(f"http://127.0.0.1:{port}/api/v1/queues", timeout=30).json()
     root = next(q for q in states if q["name"] == "root")
-    return root["running"], root["pending"]
+    return root["starting"] + root["running"], root["pending"]
 
 
 def wait_for_ends(port: int, apps: int, timeout_s: float = 300.0) -> float:
-    """Wait until the first apps ended (running + queued < ``apps``); seconds waited."""
+    """Wait until the first apps ended (admitted + queued < ``apps``); seconds waited."""
     t0 = time.monotonic()
     while sum(on_books(port)) >= apps:
         if time.monotonic() - t0 > timeout_s:
@@ -419,8 +419,8 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
     slow = n - max((c for le, c in over.items() if le <= 0.1), default=0.0)
     print(f"cycles during the reads: {n:.0f}, mean {1000 * (after[1] - before[1]) / max(n, 1):.1f}"
           f" ms, over 100 ms: {slow:.0f} (server's sessionsched_cycle_seconds)")
-    running, queued = on_books(port)
-    print(f"at the end: {running} running, {queued} queued")
+    admitted, queued = on_books(port)
+    print(f"at the end: {admitted} starting or running, {queued} queued")
     return rows
 
 
