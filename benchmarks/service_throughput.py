@@ -376,7 +376,7 @@ def ended(port: int) -> int:
     return len(httpx.get(url, timeout=30).json())
 
 
-def wait_for_ends(port: int, apps: int, timeout_s: float = 300.0) -> float:
+def wait_for_ends(port: int, timeout_s: float = 300.0) -> float:
     """Wait until the first apps have finished; seconds waited."""
     t0 = time.monotonic()
     while not ended(port):
@@ -401,7 +401,7 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
         raise RuntimeError(f"{apps - len(ids)} busy submissions refused")
     rows = [["sessionsched (memory cluster)", "create (submission)", f"0->{apps}", concurrency,
              result["n"], result["rate"], result["p50_ms"], result["p99_ms"]]]
-    waited = wait_for_ends(port, apps)
+    waited = wait_for_ends(port)
     print(f"reads begin {waited:.1f} s after the last submission, once apps end: cycles then "
           "end apps and admit queued ones, whatever the submission rate was")
     rnd = random.Random(11)
