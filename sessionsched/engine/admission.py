@@ -43,7 +43,7 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      every app shape: where apps may use much more than their driver, 0.4 keeps executors
      the room they would use; tiny apps (a 1-core driver per 1-core executor, the JVM apps of
      the real-cluster burst, docs/results.md) are best packed with drivers on half the cores,
-     and 0.4 of 6 cores ran 2 of them where 3 fit (``burst-tiny``: 100 s, now 75 s). One app
+     and 0.4 of 6 cores ran 2 of them where 3 fit (``burst-tiny``: 100 s, now 78 s). One app
      without a cap keeps its queue at the fraction;
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised
@@ -65,7 +65,36 @@ a queue runs is its admission mode's row in ``ADMISSION_MODES``:
      share anyway, so holding it back while the others want more than theirs would only
      delay it - notebooks of equal priority share at once. In ``fifo`` and ``priority``
      leaves a head of equal priority gets what the running apps leave, so their whole need
-     holds it back (its driver would otherwise sit idle beside them).
+     holds it back (its driver would otherwise sit idle beside them). One exception, the
+     *driver ahead*: if only its first executors lack room, the head may still start when
+     its driver alone fits beside that need and no app of its leaf that started ahead is still
+     STARTING without an executor (``AppRecord.ahead``, ``books.Totals.ahead``): at most one
+     per leaf. No admission can know which driver will pre-process for minutes before it asks;
+     one started ahead does that while the apps before it run, and if it asks at once it
+     costs one driver's cores (or slot) idle until room frees - bounded, where holding every
+     pre-processor back put its whole pre-processing on the critical path (probe
+     ``preprocessing-half-fifo``: 1.15 x the best mode, now 0.98; its long pre-processor
+     started 50 s late behind short apps that wanted every core). Its first executors still
+     fit beside every driver and floor (``reserve_room``) and the fraction still holds, so
+     nothing deadlocks;
+  8. ``one_launch`` (``demand``): a *driver-heavy* head (``launching.driver_heavy``: its
+     in-cluster driver has at least the cores of every executor it may hold - a tiny app whose
+     life is mostly JVM starts) waits while a driver-heavy app of its leaf, of its priority or
+     higher, is *launching*: launched, its driver not reported up (``DriverStarted``), no
+     executor held (``launching.LaunchBook``). Measured on the real 2-CPU machine
+     (docs/results.md, "With apps that fit whole"): ``demand`` admitted 3 such apps in one
+     cycle, so 3 driver JVMs and then 3 executor JVMs started together on 2 CPUs and the apps
+     ran in waves - 87.2 s against ``stateaware``'s 71.1 s, whose one-at-a-time starts spread
+     the JVM starts (each app had its executor 3-6 s after launch). The wait ends when the
+     driver is up, not when it has executors, so a driver that pre-processes holds nobody back
+     (StateAware's stall); a higher-priority head never waits behind a lower one's launch; a
+     start never reported stops counting when the app leaves STARTING at its
+     ``starting_timeout``. Only driver-heavy apps: the simulator has no CPU to contend for,
+     and spacing every in-cluster driver cost each spaced one a whole driver start (up to 1.21
+     x the best mode: ``burst-small``, ``preprocessing-mixed``, ``driver-fails``,
+     ``preprocessing-half``), while apps that may use more than their driver are paced by the
+     fraction and the running demand already; driver-heavy ones pass both (they fit whole and
+     want only what they hold), so a burst of them is where launches pile up.
 ``none`` runs checks 1, 3 and 5 only: what stock Spark does.
 
 Why ``demand`` is a new mode and the default, not a fix of ``reserve``: the simulator shows
@@ -103,6 +132,7 @@ from dataclasses import dataclass, field
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .books import AppRecord, whole
 from .budget import ADMISSION_SLICE
+from .launching import driver_heavy
 from .rank import Rank, rank
 from .tree import QueueTree
 
@@ -168,13 +198,21 @@ def _no_weight(leaf: str, priority: int) -> int:
     return 0
 
 
+def _none_launching(leaf: str, priority: int) -> str | None:
+    return None
+
+
 @dataclass
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
     Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
     ``whole_in``, ``unbounded_in``, ``need_admitted``, ``weight_admitted`` and
-    ``weight_share`` by leaf. ``need_of(leaf, p)``:
+    ``weight_share`` by leaf. ``launching_of(leaf, p)``: a driver-heavy app of the leaf, of
+    priority p or higher, launched and its driver not up yet (``launching.LaunchBook``), read
+    as the cycle starts; ``launched_in``: the first driver-heavy app admitted into it since.
+    ``ahead_in``: the leaf's apps started ahead still without an executor (``running_demand``),
+    this cycle's included. ``need_of(leaf, p)``:
     what the leaf's admitted apps of priority p or higher want above their floors
     (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
     those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
@@ -197,12 +235,16 @@ class Room:
     weight_of: Callable[[str, int], int] = _no_weight
     weight_admitted: dict[str, int] = field(default_factory=dict)  # leaf -> this cycle's
     weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
+    launching_of: Callable[[str, int], str | None] = _none_launching
+    launched_in: dict[str, str] = field(default_factory=dict)  # leaf -> this cycle's first
+    ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
 
 
 @dataclass(frozen=True)
 class Plan:
     admit: tuple[str, ...]  # app ids, in the order they were admitted
     waiting: dict[str, str]  # leaf queue name -> why its head waits
+    ahead: frozenset[str] = frozenset()  # of ``admit``: admitted ahead (``running_demand``)
 
 
 Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], str | None]
@@ -291,18 +333,43 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                    room: Room) -> str | None:
+    if _demand_fits(view, head, room):
+        return None
+    q = view.queue.name
+    need = _need_beside(view, head, room)
+    if _may_go_ahead(view, head, need, room):
+        return None
+    return (
+        f"the running apps of {q} want the room (demand of {need.cores} more cores"
+        f" beside the floors; {room.uncommitted.cores} uncommitted)"
+    )
+
+
+def _need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
+    """What the leaf's admitted apps of the head's priority or higher want above their floors
+    (in a ``fairshare`` leaf: up to what they keep with the head in)."""
     q = view.queue.name
     priority = view.priority_of[head.app_id]
     need = room.need_of(q, priority) + room.need_admitted.get(q, Resources())
     if view.queue.policy is Policy.FAIRSHARE and need != Resources():
         weight = room.weight_of(q, priority) + room.weight_admitted.get(q, 0)
         need = _kept_beside(head, priority, need, weight, room)
-    if not (_commitment(head) + need).fits_in(room.uncommitted):
-        return (
-            f"the running apps of {q} want the room (demand of {need.cores} more cores"
-            f" beside the floors; {room.uncommitted.cores} uncommitted)"
-        )
-    return None
+    return need
+
+
+def _demand_fits(view: LeafView, head: AppSpec, room: Room) -> bool:
+    """The head's driver and first executors fit beside the running apps' need."""
+    return (_commitment(head) + _need_beside(view, head, room)).fits_in(room.uncommitted)
+
+
+def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) -> bool:
+    """The head may start ahead of the room for its first executors: its driver alone fits
+    beside the running apps' need, and no app of its leaf started ahead still waits for its
+    first executor (one per leaf)."""
+    if room.ahead_in.get(view.queue.name, 0):
+        return False
+    driver = head.driver if head.driver_in_cluster else Resources()
+    return (driver + need).fits_in(room.uncommitted)
 
 
 def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
@@ -326,6 +393,17 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
     return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
 
 
+def one_launch(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+               room: Room) -> str | None:
+    if not driver_heavy(head):
+        return None
+    q = view.queue.name
+    other = room.launched_in.get(q) or room.launching_of(q, view.priority_of[head.app_id])
+    if other is None:
+        return None
+    return f"the driver of {other} is launching (one driver-heavy app of {q} at a time)"
+
+
 @dataclass(frozen=True)
 class AdmissionMode:
     """What a leaf queue's admission mode checks, and what it promises an admitted app.
@@ -341,7 +419,7 @@ class AdmissionMode:
 
 ADMISSION_MODES: dict[Admission, AdmissionMode] = {
     Admission.DEMAND: AdmissionMode(
-        (queue_limits, driver_slot, driver_share, reserve_room, running_demand)),
+        (queue_limits, driver_slot, driver_share, reserve_room, running_demand, one_launch)),
     Admission.STATEAWARE: AdmissionMode(
         (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
     Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),
@@ -412,6 +490,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     for name in tree.postorder:
         settle(name)
     admitted: list[str] = []
+    ahead: set[str] = set()
     while best[root.name] is not None:
         if slice_apps is not None and len(admitted) >= slice_apps:
             for name in views:
@@ -427,6 +506,9 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             del views[name]
         else:
             admitted.append(head.app_id)
+            if view.queue.admission is Admission.DEMAND and not _demand_fits(view, head, room):
+                ahead.add(head.app_id)  # ``running_demand`` let it in ahead
+                room.ahead_in[name] = room.ahead_in.get(name, 0) + 1
             _spend(room, view, head, path)
             nxt[name] += 1
             heads.pop(name, None)
@@ -434,7 +516,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
                 del views[name]
         for node in reversed(path):
             settle(node.name)
-    return Plan(tuple(admitted), waiting)
+    return Plan(tuple(admitted), waiting, frozenset(ahead))
 
 
 def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -> None:
@@ -452,6 +534,8 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
         room.driver_slots_free -= 1
     leaf = view.queue.name
     room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
+    if driver_heavy(head):
+        room.launched_in.setdefault(leaf, head.app_id)
     most = whole(head)
     if most is None:
         room.unbounded_in[leaf] = room.unbounded_in.get(leaf, 0) + 1

@@ -11,6 +11,7 @@ from ..model import AppState
 from .arbitration import compute_targets
 from .books import Ledger
 from .grants import Grants
+from .launching import LaunchBook
 from .needs import NeedBook
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ def audit(s: Scheduler) -> list[str]:
     if NeedBook.recount(recs) != s._needs.by_leaf:
         problems.append(f"elastic needs {s._needs.by_leaf} != recount {NeedBook.recount(recs)}")
     problems += s._needs.audit()
+    if LaunchBook.recount(recs) != s._launching.by_leaf:
+        problems.append(f"launching {s._launching.by_leaf} != recount {LaunchBook.recount(recs)}")
     live = [r for r in recs if r.state.admitted]
     claims = [s._claim(r) for r in live]
     fresh = compute_targets(s.root, s._executor_capacity(), claims)

@@ -26,6 +26,7 @@ class AppRecord:
     priority: int
     state: AppState = AppState.ACCEPTED
     launched_at: float | None = None
+    driver_up_at: float | None = None  # when DriverStarted was heard (``launching``)
     first_executor_at: float | None = None
     finished_at: float | None = None
     exit_code: int | None = None
@@ -36,6 +37,7 @@ class AppRecord:
     grant: int = 0
     reserved: int = 0  # executors still reserved for it (reserve admission), 0 once met
     reclaiming: dict[str, float | None] = field(default_factory=dict)  # executor -> kill deadline
+    ahead: bool = False  # admitted ahead of the room for its first executors (``admission``)
     reason: str = ""  # why it is waiting, or how it got its last state
 
     @property
@@ -88,6 +90,7 @@ class Totals(NamedTuple):
     whole_cores: int = 0  # in-cluster driver + most executors it may hold (``whole``), if capped
     whole_mem_mib: int = 0
     unbounded: int = 0  # live apps without a cap on their executors
+    ahead: int = 0  # STARTING apps admitted ahead (``AppRecord.ahead``), still without executor
 
     def plus(self, other: Totals) -> Totals:
         return Totals._make(map(operator.add, self, other))
@@ -168,6 +171,7 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
         whole_cores=most[0] if most else 0,
         whole_mem_mib=most[1] if most else 0,
         unbounded=0 if most else 1,
+        ahead=int(state is AppState.STARTING and rec.ahead and not held),
     )
 
 

@@ -74,6 +74,9 @@ def kill_requested(s: Scheduler, now: float, ev: KillRequested, out: list[Decisi
 def driver_started(s: Scheduler, now: float, ev: DriverStarted, out: list[Decision]) -> None:
     rec = s.apps[ev.app_id]
     rec.spark_app_id = ev.spark_app_id or rec.spark_app_id
+    if rec.driver_up_at is None:
+        rec.driver_up_at = now
+        s._dirty.add(rec.app_id)  # it stops launching (``launching``)
 
 
 def demand_changed(s: Scheduler, now: float, ev: DemandChanged, out: list[Decision]) -> None:
@@ -109,6 +112,7 @@ def forget(s: Scheduler, now: float, ev: Forget, out: list[Decision]) -> None:
     s._touched.discard(app_id)
     s._ledger.refresh(rec, False)  # not on the books: takes its last contribution out
     s._needs.refresh(rec)
+    s._launching.refresh(rec)
     s._admitted.pop(app_id, None)
     s._starting.pop(app_id, None)
     if s._claimed.pop(app_id, None) is not None:

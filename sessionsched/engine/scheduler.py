@@ -59,6 +59,7 @@ from .events import (
     SetTarget,
 )
 from .grants import Grants
+from .launching import LaunchBook
 from .needs import NeedBook
 from .tree import QueueTree
 from .validate import check_events
@@ -100,6 +101,7 @@ class Scheduler:
         self._admitted: dict[str, AppRecord] = {}
         self._ledger = Ledger()
         self._needs = NeedBook()  # elastic demand per leaf and priority (``demand`` admission)
+        self._launching = LaunchBook()  # driver-heavy apps, driver not up (``demand`` admission)
         self._arbiter = Arbiter()
         self._grants = Grants()
         self._reclaimer = reclaim.Reclaimer()
@@ -285,6 +287,7 @@ class Scheduler:
             self._pending[rec.spec.queue].remove(rec.rank)
             self._views.touch_queue(rec.spec.queue)
             rec.launched_at = now
+            rec.ahead = app_id in plan.ahead
             if admission.mode_of(self._leaves[rec.spec.queue]).reserves:
                 rec.reserved = admission.reservation(rec.spec)
             out.append(LaunchDriver(app_id))
@@ -300,6 +303,7 @@ class Scheduler:
             capacity=self.capacity,
             need_of=self._needs.need_at_or_above,
             weight_of=self._needs.weight_at_or_above,
+            launching_of=self._launching.first_at_or_above,
         )
         busy = []
         admitted, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in
@@ -318,6 +322,7 @@ class Scheduler:
                                               lt.driver_mem_mib - lt.alone_driver_mem_mib)
             room.whole_in[name] = Resources(lt.whole_cores, lt.whole_mem_mib)
             room.unbounded_in[name] = lt.unbounded
+            room.ahead_in[name] = lt.ahead
             admitted[name] = lt.live
             usage[name] = float(lt.usage_cores)
             floors[name] = lt.floor_cores
@@ -387,6 +392,7 @@ class Scheduler:
             guaranteed = self._guaranteed(rec)
             self._ledger.refresh(rec, guaranteed)
             self._needs.refresh(rec)
+            self._launching.refresh(rec)
             if rec.on_books:
                 self._admitted[app_id] = rec
             else:

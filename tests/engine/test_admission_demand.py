@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from engine_builders import Run, app, launched, leaf, one_queue, tree
 
-from sessionsched.engine import DemandChanged
+from sessionsched.engine import DemandChanged, DriverExited, DriverStarted
 from sessionsched.model import AppState, Resources
 
 
@@ -55,11 +55,43 @@ def a_queue_without_drivers_may_start_one():
     return run, run.submit(app("a").in_cluster(), app("b").in_cluster())
 
 
+def one_ahead(run: Run, a: app) -> None:
+    """Submit an app that starts ahead of the room its first executors need (one per leaf)."""
+    assert launched(run.submit(a)) == [a.id]
+    assert run.sched.apps[a.id].ahead
+
+
 def running_demand_holds_the_head_back():
     run = Run(demand_queue(), cores=8)
     run.submit(app("a"))
     running(run, "a", 8, 8)  # a wants the whole cluster
+    one_ahead(run, app("x"))
     return run, run.submit(app("b"))
+
+
+def one_driver_starts_ahead_of_the_room():
+    # a wants the whole cluster, b's first executor has no room: b's driver (a driver slot)
+    # starts anyway, one per queue - it may pre-process while a runs
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 8, 8)
+    return run, run.submit(app("b"), app("c"))
+
+
+def an_in_cluster_driver_goes_ahead_only_if_its_driver_fits_beside_the_demand():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 8, 8)  # 8 cores wanted: no core for b's in-cluster driver
+    return run, run.submit(app("b").in_cluster())
+
+
+def the_next_goes_ahead_once_the_one_ahead_has_an_executor():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a"))
+    running(run, "a", 8, 7)  # a wants all 8 cores
+    one_ahead(run, app("x"))
+    run.submit(app("b"))
+    return run, run.hold("x", 1)
 
 
 def room_the_running_apps_do_not_want_is_used():
@@ -73,6 +105,7 @@ def demand_going_down_lets_the_head_in():
     run = Run(demand_queue(), cores=8)
     run.submit(app("a"))
     running(run, "a", 8, 8)
+    one_ahead(run, app("x"))
     run.submit(app("b"))
     return run, run.step(DemandChanged("a", 5))  # a's last tasks: 3 executors go idle
 
@@ -88,6 +121,7 @@ def equal_priority_demand_holds_back_a_later_head_in_a_fifo_queue():
     run = Run(one_queue(admission="demand", policy="fifo"), cores=8)
     run.submit(app("a").priority(7000))
     running(run, "a", 8, 8)
+    one_ahead(run, app("x").priority(7000))
     return run, run.submit(app("b").priority(7000))  # fifo would give b nothing while a wants
 
 
@@ -104,16 +138,17 @@ def a_fairshare_head_whose_share_holds_no_executor_waits():
     run = Run(one_queue(admission="demand", policy="fairshare"), cores=8)
     run.submit(app("a").priority(10000))
     running(run, "a", 8, 8)
+    one_ahead(run, app("x").priority(1000))
     return run, run.submit(app("b").priority(1000))
 
 
 def a_fairshare_head_counts_the_drivers_admitted_with_it():
     # 6 cores, 1-core in-cluster drivers and executors, fraction 1: each newcomer's share
     # beside the others' first executors must still hold one executor: a, b, c (3 drivers,
-    # 3 first executors); d would leave 2 cores for 4 apps
+    # 3 first executors); d would leave 2 cores for 4 apps, but its driver starts ahead
     run = Run(one_queue(admission="demand", policy="fairshare", max_driver_fraction=1.0),
               cores=6)
-    return run, run.submit(*(app(n).in_cluster() for n in "abcd"))
+    return run, run.submit(*(app(n).in_cluster() for n in "abcde"))
 
 
 def another_queues_demand_does_not_hold_a_head_back():
@@ -124,9 +159,9 @@ def another_queues_demand_does_not_hold_a_head_back():
 
 
 def client_mode_drivers_do_not_count_toward_the_fraction():
-    # 4 driver slots; the cluster's 3 cores hold 3 first executors
-    run = Run(demand_queue(), cores=3, slots=4)
-    return run, run.submit(*(app(n) for n in "abcd"))
+    # 5 driver slots; the cluster's 3 cores hold 3 first executors (d starts ahead)
+    run = Run(demand_queue(), cores=3, slots=5)
+    return run, run.submit(*(app(n) for n in "abcde"))
 
 
 def each_leaf_reaches_its_weight_share():
@@ -163,22 +198,78 @@ def a_starting_app_stops_counting_at_its_starting_timeout():
     # 1 core: a's first executor fills it while a is STARTING (a driver that never asks
     # for executors, or pre-processes); at its starting timeout it stops counting
     run = Run(demand_queue(starting_timeout_s=300.0), cores=1, slots=4)
-    run.submit(app("a"), app("b"), at=0.0)
-    assert launched(run.log[-1]) == ["a"]
+    run.submit(app("a"), app("b"), app("c"), at=0.0)
+    assert launched(run.log[-1]) == ["a", "b"]  # b ahead of the room
     return run, run.step(at=300.0)
+
+
+def each_driver_up(run: Run, out: list) -> list:
+    """Report every driver launched up (DriverStarted) until a step launches none: the
+    decisions of all those steps (driver-heavy apps launch one at a time)."""
+    every = list(out)
+    while ids := launched(out):
+        out = run.step(*(DriverStarted(a, f"spark-{a}") for a in ids))
+        every += out
+    return every
 
 
 def tiny_apps_pass_the_fraction_while_they_fit_whole():
     # a driver core per executor core (maxExecutors 1): 3 apps hold all 6 cores at most,
     # 3 drivers > 0.4 x 6; a fourth would not fit whole
     run = Run(demand_queue(), cores=6)
-    return run, run.submit(*(app(n).in_cluster().max(1) for n in "abcde"))
+    return run, each_driver_up(run, run.submit(*(app(n).in_cluster().max(1) for n in "abcde")))
+
+
+def heavy(name: str) -> app:
+    """A driver-heavy app: a 1-core in-cluster driver and at most one 1-core executor."""
+    return app(name).in_cluster().max(1)
+
+
+def driver_heavy_apps_launch_one_at_a_time():
+    run = Run(demand_queue(), cores=6)  # room for 3 whole
+    return run, run.submit(heavy("a"), heavy("b"), heavy("c"))
+
+
+def the_next_launches_when_the_driver_is_up_not_when_it_has_executors():
+    run = Run(demand_queue(), cores=6)
+    run.submit(heavy("a"), heavy("b"), heavy("c"))
+    return run, run.step(DriverStarted("a", "spark-a"))  # a: up, still STARTING, no executor
+
+
+def a_higher_priority_head_does_not_wait_behind_a_lower_launch():
+    run = Run(one_queue(admission="demand", policy="priority"), cores=6)
+    run.submit(heavy("low").priority(1000))
+    return run, run.submit(heavy("high").priority(9000))
+
+
+def a_heavy_head_does_not_wait_behind_other_launches():
+    run = Run(demand_queue(), cores=8)
+    run.submit(app("a").in_cluster().max(2))  # not heavy: 2 executor cores per driver core
+    return run, run.submit(heavy("b"))
+
+
+def apps_using_more_than_their_driver_launch_together():
+    run = Run(demand_queue(), cores=9)  # 0.4 x 9: 3 drivers; room for their first executors
+    return run, run.submit(*(app(n).in_cluster().max(2) for n in "abc"))
+
+
+def a_start_never_reported_stops_holding_the_queue_at_its_starting_timeout():
+    run = Run(demand_queue(starting_timeout_s=300.0), cores=6)
+    run.submit(heavy("a"), heavy("b"), at=0.0)
+    return run, run.step(at=300.0)  # no DriverStarted, no executor: a is RUNNING by timeout
+
+
+def a_driver_that_fails_at_launch_frees_the_launch():
+    run = Run(demand_queue(), cores=6)
+    run.submit(heavy("a"), heavy("b"))
+    return run, run.step(DriverExited("a", 1))
 
 
 def an_uncapped_app_keeps_the_queue_at_the_fraction():
     # a may grow to the whole cluster: the apps never fit whole, 0.4 x 6 = 2 drivers
     run = Run(demand_queue(), cores=6)
-    return run, run.submit(app("a").in_cluster(), *(app(n).in_cluster().max(1) for n in "bcd"))
+    return run, each_driver_up(
+        run, run.submit(app("a").in_cluster(), *(app(n).in_cluster().max(1) for n in "bcd")))
 
 
 def alone_drivers(run: Run) -> None:
@@ -210,6 +301,13 @@ CASES = {
         Case(a_queue_without_drivers_may_start_one, ["a"], "max_driver_fraction"),
     "the running apps' demand holds the head back":
         Case(running_demand_holds_the_head_back, [], "want the room"),
+    "one driver starts ahead of the room its first executors need":
+        Case(one_driver_starts_ahead_of_the_room, ["b"], "want the room"),
+    "a driver goes ahead only if it fits beside the running apps' demand":
+        Case(an_in_cluster_driver_goes_ahead_only_if_its_driver_fits_beside_the_demand, [],
+             "want the room"),
+    "the next driver goes ahead once the one ahead has its executor":
+        Case(the_next_goes_ahead_once_the_one_ahead_has_an_executor, ["b"], None),
     "room the running apps do not want is used":
         Case(room_the_running_apps_do_not_want_is_used, ["b"], None),
     "demand going down lets the head in":
@@ -223,12 +321,12 @@ CASES = {
     "fairshare: a head whose share would hold no executor waits":
         Case(a_fairshare_head_whose_share_holds_no_executor_waits, [], "want the room"),
     "fairshare: a burst stops where a newcomer's share holds no first executor":
-        Case(a_fairshare_head_counts_the_drivers_admitted_with_it, ["a", "b", "c"],
+        Case(a_fairshare_head_counts_the_drivers_admitted_with_it, ["a", "b", "c", "d"],
              "want the room"),
     "another queue's demand does not hold a head back":
         Case(another_queues_demand_does_not_hold_a_head_back, ["b"], None, "root.y"),
     "client-mode drivers do not count toward the fraction":
-        Case(client_mode_drivers_do_not_count_toward_the_fraction, ["a", "b", "c"],
+        Case(client_mode_drivers_do_not_count_toward_the_fraction, ["a", "b", "c", "d"],
              "want the room"),
     "each leaf reaches its share of the cluster by weight":
         Case(each_leaf_reaches_its_weight_share, ["a", "d", "b"], "hold 2 of the 6 cores",
@@ -241,7 +339,7 @@ CASES = {
     "driver memory counts toward the fraction":
         Case(driver_memory_counts_toward_the_fraction, ["a", "b"], "max_driver_fraction"),
     "a starting app stops counting at its starting timeout (StateAware fallback)":
-        Case(a_starting_app_stops_counting_at_its_starting_timeout, ["b"], None),
+        Case(a_starting_app_stops_counting_at_its_starting_timeout, ["c"], None),
     "tiny apps: drivers pass the fraction while the queue's apps fit whole":
         Case(tiny_apps_pass_the_fraction_while_they_fit_whole, ["a", "b", "c"],
              "max_driver_fraction"),
@@ -251,6 +349,22 @@ CASES = {
         Case(drivers_working_alone_stop_counting_toward_the_fraction, ["e"], None),
     "a driver that asks for executors counts toward the fraction again":
         Case(a_driver_asking_after_its_timeout_counts_again, [], "max_driver_fraction"),
+    "driver-heavy apps launch one at a time":
+        Case(driver_heavy_apps_launch_one_at_a_time, ["a"], "the driver of a is launching"),
+    "the next driver-heavy app launches when the driver is up, not when it has executors":
+        Case(the_next_launches_when_the_driver_is_up_not_when_it_has_executors, ["b"],
+             "the driver of b is launching"),
+    "a higher-priority head does not wait behind a lower one's launch":
+        Case(a_higher_priority_head_does_not_wait_behind_a_lower_launch, ["high"], None),
+    "a driver-heavy head does not wait behind other apps' launches":
+        Case(a_heavy_head_does_not_wait_behind_other_launches, ["b"], None),
+    "apps that may use more than their driver launch together":
+        Case(apps_using_more_than_their_driver_launch_together, ["a", "b", "c"], None),
+    "a driver start never reported holds the queue only until its starting timeout":
+        Case(a_start_never_reported_stops_holding_the_queue_at_its_starting_timeout, ["b"],
+             None),
+    "a driver that fails at launch frees the launch at once":
+        Case(a_driver_that_fails_at_launch_frees_the_launch, ["b"], None),
 }
 
 
