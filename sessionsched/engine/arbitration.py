@@ -31,8 +31,10 @@ Rank: 1. priority, highest first; 2. submission sequence, oldest first; 3. app i
 Why incremental: at 10k running apps a from-scratch pass costs more than a scheduling cycle
 may. Phase 2 is cheap above the leaves (one water-fill per parent), and a leaf's result depends
 only on its whole cores, its claims and its policy, so ``Arbiter`` keeps each leaf's result
-and recomputes a leaf only when one of those changed. Phases 1 and 3 normally have nothing to
-cut (checked from running sums); when they do, everything is recomputed for that cycle.
+and recomputes a leaf only when one of those changed; a leaf whose cores cover every want
+(a cluster with room: its cores then follow its wants) only looks at the claims that changed.
+Phases 1 and 3 normally have nothing to cut (checked from running sums); when they do,
+everything is recomputed for that cycle.
 """
 
 from __future__ import annotations
@@ -63,10 +65,12 @@ _EPS = 1e-9
 class _LeafBook:
     """One leaf's claims, running sums over them, and its last result.
 
-    The result is kept up to date by the leaf's ``GreedyLeaf`` (``fifo``, ``priority``: only
-    the claims whose result moves are walked) or recomputed whole (``fairshare``, and any
-    leaf in a cycle whose floors were cut). ``used_*`` and ``unsat_sizes`` follow the result
-    claim by claim either way."""
+    A leaf whose cores cover every claim's want is *sated*: every policy gives each claim its
+    want, so the result is kept claim by claim (``sate``: only the claims set since, if the
+    last result was sated too). Otherwise the result is kept up to date by the leaf's
+    ``GreedyLeaf`` (``fifo``, ``priority``: only the claims whose result moves are walked) or
+    recomputed whole (``fairshare``, and any leaf in a cycle whose floors were cut).
+    ``used_*`` and ``unsat_sizes`` follow the result claim by claim either way."""
 
     def __init__(self) -> None:
         self.claims: dict[str, Claim] = {}
@@ -83,6 +87,8 @@ class _LeafBook:
         self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
         self.used_cores = 0
         self.used_mem_mib = 0
+        self.sated = False  # the result was set by ``sate``
+        self._since: dict[str, None] = {}  # claims set or dropped since the last result
 
     def add(self, c: Claim, sign: int = 1) -> None:
         if sign > 0:
@@ -104,6 +110,7 @@ class _LeafBook:
         self.want_mem_mib += sign * c.want * c.executor.mem_mib
         self.version += 1
         self._ranked = None
+        self._since[c.app_id] = None
 
     def _count(self, c: Claim, n: int, sign: int) -> None:
         """Put a claim's result ``n`` into the sums (``sign`` 1) or take it out (-1)."""
@@ -146,8 +153,38 @@ class _LeafBook:
                 self._count(c, was, -1)
             self._count(c, n, 1)
             changed.append(c.app_id)
-        self.key = key
+        self._kept(key, sated=False)
         return changed
+
+    def sate(self, key: tuple) -> list[str]:
+        """The leaf's cores cover every claim's want: every claim gets its want (``fifo`` and
+        ``priority`` serve each in turn up to its want and never run out; ``fairshare``'s
+        water-fill gives everyone its ``hi``). Looks only at the claims set since the last
+        result if that one was sated too - the common case on a cluster with room, where a
+        leaf's cores follow its wants and change with every claim - else at every claim.
+        Returns the apps whose result changed."""
+        claims, result = self.claims, self.result
+        changed = []
+        for app_id in self._since if self.sated else claims:
+            c = claims.get(app_id)
+            if c is None:
+                continue  # dropped: its result went with it (``add``)
+            was = result.get(app_id)
+            if was != c.want:
+                if was is not None:
+                    self._count(c, was, -1)
+                result[app_id] = c.want
+                self._count(c, c.want, 1)
+                changed.append(app_id)
+        if self.greedy is not None:
+            self.greedy.forget_walk()  # its walk no longer matches the results
+        self._kept(key, sated=True)
+        return changed
+
+    def _kept(self, key: tuple | None, sated: bool) -> None:
+        self.key = key
+        self.sated = sated
+        self._since = {}
 
     def settle(self, key: tuple | None, result: dict[str, int],
                ranked: Iterable[Claim]) -> list[str]:
@@ -155,10 +192,10 @@ class _LeafBook:
         the apps whose result differs from the last one (or that are new)."""
         last = self.result
         self._forget()
-        self.key = key
         self.result = result
         for c in ranked:
             self._count(c, result[c.app_id], 1)
+        self._kept(key, sated=False)
         return [a for a, n in result.items() if last.get(a) != n]
 
     def _forget(self) -> None:
@@ -313,6 +350,9 @@ class Arbiter:
             policy = tree.node[name].policy
             key = (cores, book.version, policy)
             if floors is None and book.key == key:
+                continue
+            if floors is None and cores >= book.want_cores:
+                changed += book.sate(key)
                 continue
             if floors is None and policy in GREEDY_ORDERS:
                 changed += book.walk(key, policy, cores)

@@ -31,6 +31,7 @@ def audit(s: Scheduler) -> list[str]:
             problems.append(f"totals of {leaf} {s._ledger.leaf(leaf)} != recount {t}")
     if NeedBook.recount(recs) != s._needs.by_leaf:
         problems.append(f"elastic needs {s._needs.by_leaf} != recount {NeedBook.recount(recs)}")
+    problems += s._needs.audit()
     if LaunchBook.recount(recs) != s._launching.by_leaf:
         problems.append(f"launching {s._launching.by_leaf} != recount {LaunchBook.recount(recs)}")
     live = [r for r in recs if r.state.admitted]

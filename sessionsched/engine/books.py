@@ -189,6 +189,13 @@ class Ledger:
         old = self._last.get(rec.app_id)
         if new == old:
             return
+        if old is not None and new is not None and old[0] == new[0]:
+            # The same leaf (the common case): one difference, added to both sums.
+            change = new[1].minus(old[1])
+            self.total = self.total.plus(change)
+            self.by_leaf[new[0]] = self.by_leaf[new[0]].plus(change)
+            self._last[rec.app_id] = new
+            return
         if old is not None:
             leaf, t = old
             self.total = self.total.minus(t)

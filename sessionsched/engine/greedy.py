@@ -76,6 +76,13 @@ class GreedyLeaf:
             if self._hi is None or key > self._hi:
                 self._hi = key
 
+    def forget_walk(self) -> None:
+        """The results were set without a walk (``arbitration``: every claim got its want):
+        the next walk starts at the head and compares nothing with this one."""
+        self._left_before = {}
+        self._start = None
+        self._lo = self._hi = None
+
     def walk(self, cores: int, floor_cores: int) -> list[Change]:
         """Results for ``cores`` (``floor_cores``: the sum of the claims' floors in cores)."""
         start = cores - floor_cores

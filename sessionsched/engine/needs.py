@@ -15,11 +15,22 @@ how many apps want it (``weight_at_or_above``: their ``fairshare`` weight, which
 priority), and kept
 up to date like the ledger: each app's last contribution is taken out and its current one put
 in when it changes (``refresh``), so the sums always equal a sum over the books (``recount``).
+
+Admission asks about each leaf's head every cycle, and a leaf's apps often have as many
+distinct priorities as apps. So the book also keeps, per leaf, the answer to the last question
+(the priority asked, and the sums at or above it), brought up to date in ``refresh`` like the
+sums, and the leaf's priorities in order: asked with another priority, the answer slides to
+it over the priorities in between only. A leaf's head rarely changes between cycles, and
+within a cycle the heads come in rank order, highest priority first, so most questions cost
+O(1) or a few priorities, not all of them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+
+from sortedcontainers import SortedList
 
 from ..model import AppState, Resources
 from .books import AppRecord
@@ -54,6 +65,9 @@ class NeedBook:
     def __init__(self) -> None:
         self.by_leaf: dict[str, dict[int, Sums]] = {}
         self._last: dict[str, tuple[str, int, Need]] = {}
+        self._priorities: dict[str, SortedList] = {}  # leaf -> the priorities in ``by_leaf``
+        # leaf -> [priority asked, cores, MiB, weight at or above it], kept up to date
+        self._asked: dict[str, list] = {}
 
     def refresh(self, rec: AppRecord) -> None:
         """Take the app's previous need out and its current one (if any) in."""
@@ -68,31 +82,70 @@ class NeedBook:
             was_cores, was_mem, was_n = sums[priority]
             if was_n == 1:
                 del sums[priority]
+                self._priorities[leaf].remove(priority)
                 if not sums:
                     del self.by_leaf[leaf]
             else:
                 sums[priority] = (was_cores - cores, was_mem - mem, was_n - 1)
+            self._answer(leaf, priority, -cores, -mem, -1)
             del self._last[rec.app_id]
         if new is not None:
             leaf, priority, (cores, mem) = new
             sums = self.by_leaf.setdefault(leaf, {})
             had_cores, had_mem, had_n = sums.get(priority, (0, 0, 0))
             sums[priority] = (had_cores + cores, had_mem + mem, had_n + 1)
+            if not had_n:
+                self._priorities.setdefault(leaf, SortedList()).add(priority)
+            self._answer(leaf, priority, cores, mem, 1)
             self._last[rec.app_id] = new
+
+    def _answer(self, leaf: str, priority: int, cores: int, mem: int, n: int) -> None:
+        """Bring the leaf's kept answer up to date with one app's need in or out."""
+        asked = self._asked.get(leaf)
+        if asked is not None and priority >= asked[0]:
+            asked[1] += cores
+            asked[2] += mem
+            asked[3] += priority * n
+
+    def _at_or_above(self, leaf: str, priority: int) -> list:
+        """The leaf's kept answer, slid to ``priority`` first: the sums of the priorities
+        between the one asked last and this one are added (lower) or taken out (higher)."""
+        asked = self._asked.get(leaf)
+        if asked is None:  # nothing asked yet: the sums above every priority
+            asked = self._asked[leaf] = [math.inf, 0, 0, 0]
+        was = asked[0]
+        if priority != was and leaf in self.by_leaf:
+            sums = self.by_leaf[leaf]
+            sign, lo, hi = (1, priority, was) if priority < was else (-1, was, priority)
+            for p in self._priorities[leaf].irange(lo, hi, inclusive=(True, False)):
+                c, m, n = sums[p]
+                asked[1] += sign * c
+                asked[2] += sign * m
+                asked[3] += sign * p * n
+        asked[0] = priority
+        return asked
 
     def need_at_or_above(self, leaf: str, priority: int) -> Resources:
         """What the leaf's admitted apps of ``priority`` or higher want above their floors."""
-        cores = mem = 0
-        for p, (c, m, _) in self.by_leaf.get(leaf, {}).items():
-            if p >= priority:
-                cores += c
-                mem += m
+        _, cores, mem, _ = self._at_or_above(leaf, priority)
         return Resources(cores, mem) if cores or mem else _NONE
 
     def weight_at_or_above(self, leaf: str, priority: int) -> int:
         """The ``fairshare`` weight (the sum of their priorities) of the leaf's admitted apps of
         ``priority`` or higher that want more than their floors."""
-        return sum(p * n for p, (_, _, n) in self.by_leaf.get(leaf, {}).items() if p >= priority)
+        return self._at_or_above(leaf, priority)[3]
+
+    def audit(self) -> list[str]:
+        """The kept answers that differ from a sum over the book (for ``audit``)."""
+        out = []
+        for leaf, (priority, *kept) in self._asked.items():
+            sums = self.by_leaf.get(leaf, {}).items()
+            fresh = [sum(c for p, (c, _, _) in sums if p >= priority),
+                     sum(m for p, (_, m, _) in sums if p >= priority),
+                     sum(p * n for p, (_, _, n) in sums if p >= priority)]
+            if kept != fresh:
+                out.append(f"need of {leaf} at or above {priority}: kept {kept}, sums {fresh}")
+        return out
 
     @staticmethod
     def recount(records: Iterable[AppRecord]) -> dict[str, dict[int, Sums]]:

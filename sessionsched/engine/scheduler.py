@@ -306,19 +306,26 @@ class Scheduler:
             launching_of=self._launching.first_at_or_above,
         )
         busy = []
-        for leaf, path in self._tree.path.items():
-            lt = self._ledger.leaf(leaf)
-            if lt.live or self._pending.get(leaf):
-                busy.append(leaf)
-            room.drivers_in[leaf] = Resources(lt.driver_cores - lt.alone_driver_cores,
+        admitted, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in
+        tree = self._tree
+        for name in tree.postorder:  # children before their parent: a parent sums them
+            kids = tree.children[name]
+            if kids:
+                admitted[name] = sum(admitted[k] for k in kids)
+                usage[name] = sum(usage[k] for k in kids)
+                floors[name] = sum(floors[k] for k in kids)
+                continue
+            lt = self._ledger.leaf(name)
+            if lt.live or self._pending.get(name):
+                busy.append(name)
+            room.drivers_in[name] = Resources(lt.driver_cores - lt.alone_driver_cores,
                                               lt.driver_mem_mib - lt.alone_driver_mem_mib)
-            room.whole_in[leaf] = Resources(lt.whole_cores, lt.whole_mem_mib)
-            room.unbounded_in[leaf] = lt.unbounded
-            room.ahead_in[leaf] = lt.ahead
-            for q in path:
-                room.admitted_in[q.name] = room.admitted_in.get(q.name, 0) + lt.live
-                room.usage_cores[q.name] = room.usage_cores.get(q.name, 0.0) + lt.usage_cores
-                room.floor_cores_in[q.name] = room.floor_cores_in.get(q.name, 0) + lt.floor_cores
+            room.whole_in[name] = Resources(lt.whole_cores, lt.whole_mem_mib)
+            room.unbounded_in[name] = lt.unbounded
+            room.ahead_in[name] = lt.ahead
+            admitted[name] = lt.live
+            usage[name] = float(lt.usage_cores)
+            floors[name] = lt.floor_cores
         room.weight_share = self._weight_shares(frozenset(busy))
         return room
 

@@ -11,6 +11,7 @@ users change only their own apps, within their priority range; agents report for
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import datetime
 from typing import Annotated
 
@@ -24,6 +25,7 @@ from . import auth, remote, submissions
 from .audit_read import audit_rows
 from .guard import Refused, strip_token, strip_token_argv
 from .metrics import CONTENT_TYPE
+from .reads import AppRead
 from .schemas import (
     AppIn,
     AppOut,
@@ -179,13 +181,21 @@ async def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None =
         except ValueError:
             names = ", ".join(s.value for s in AppState)
             raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
-    rows = [app_out(app) for app in view.apps(leaf, wanted)]
-    # Encoded in one pass by pydantic-core: FastAPI would validate the rows just built, turn
-    # them into dicts and encode those with the json module (0.37 ms for 100 rows, not 0.09).
-    return Response(_APP_LIST.dump_json(rows), media_type="application/json")
+    rows = b",".join([_row_json(app) for app in view.apps(leaf, wanted)])
+    return Response(b"[" + rows + b"]", media_type="application/json")
 
 
-_APP_LIST = TypeAdapter(list[AppOut])
+@functools.lru_cache(maxsize=16384)
+def _row_json(app: AppRead) -> bytes:
+    """One app's row of a list, encoded by pydantic-core (FastAPI would validate the rows
+    just built, turn them into dicts and encode those with the json module: 0.37 ms for 100
+    rows, not 0.09), and kept: an app that did not change since the last list (an equal
+    ``AppRead``: most apps, between two cycles) costs a lookup, not an answer built again
+    (a third of a one-queue list's time at 10,000 apps)."""
+    return _APP_ROW.dump_json(app_out(app))
+
+
+_APP_ROW = TypeAdapter(AppOut)
 
 
 @router.post("/api/v1/apps", status_code=201, response_model=AppOut,

@@ -160,6 +160,27 @@ def test_apps_and_events_read_back_as_written(store, writer):
     assert store.load_apps([AppState.ACCEPTED]) == []
 
 
+def test_a_cycles_updates_write_each_set_of_columns_and_refuse_an_unknown_app(store, writer):
+    """``update_apps`` groups the changes by their columns (one executemany each); a change to
+    an app that is not stored fails the job, and nothing of it is written."""
+    apps = [make_app(i) for i in (1, 2, 3)]
+    writer.submit(lambda s: Store.add_apps(s, apps)).result(5)
+    writer.submit(lambda s: Store.update_apps(s, [
+        {"id": apps[0].id, "state": AppState.STARTING, "started_at": 5.0},
+        {"id": apps[1].id, "priority": 9000},
+        {"id": apps[2].id, "state": AppState.STARTING, "started_at": 6.0},
+    ])).result(5)
+    back = [store.get_app(a.id) for a in apps]
+    assert [(b.state, b.started_at, b.priority) for b in back] == [
+        (AppState.STARTING, 5.0, 5000), (AppState.ACCEPTED, None, 9000),
+        (AppState.STARTING, 6.0, 5000)]
+    bad = writer.submit(lambda s: Store.update_apps(s, [
+        {"id": apps[1].id, "priority": 1}, {"id": "driver-nobody", "priority": 1}]))
+    with pytest.raises(Exception, match="matched 1"):
+        bad.result(5)
+    assert store.get_app(apps[1].id).priority == 9000
+
+
 def test_serve_refuses_in_one_line_a_store_it_cannot_reach(tmp_path):
     """``sessionsched serve`` on a PostgreSQL server that is not there: one line naming the
     store and the cause, exit code 2, no traceback, no password."""

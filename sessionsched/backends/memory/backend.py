@@ -14,6 +14,8 @@ when its executors changed (with idle flags: this cluster knows them, as an agen
 finished, the job's ``spark.sessionsched.memory.exitCode``, 143 stopped). Apps told by
 ``manage``: their executors, not their exit. Last, ``CapacityChanged`` when the capacity
 (the cluster's minus external apps not managed) or the driver slots changed since last sent.
+Only the apps the cluster changed since the last poll (``MemoryCluster.watch``) and those
+adopted since are looked at; the events are the same as if every app were.
 
 Handles: kind ``memory``, ``ref`` the cluster's driver id. ``adopt`` looks the driver up in
 the same ``MemoryCluster`` object (a new backend over it is a restarted scheduler).
@@ -21,6 +23,7 @@ the same ``MemoryCluster`` object (a new backend over it is a restarted schedule
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from ...engine.events import (
@@ -46,6 +49,7 @@ class _Reported:
     """What this backend has told about one app."""
 
     driver_id: str
+    order: int  # its place in launch order (a relaunch of a live app keeps it)
     started: bool = False
     executors: tuple[Executor, ...] = ()
     demand: int = 0
@@ -55,6 +59,9 @@ class MemoryBackend(ClusterBackend):
     def __init__(self, cluster: MemoryCluster):
         self.cluster = cluster
         self._apps: dict[str, _Reported] = {}  # live apps this backend reports on
+        self._changed = cluster.watch()  # apps the cluster changed since the last poll
+        self._fresh: set[str] = set()  # adopted since the last poll: reported whole
+        self._orders = itertools.count()
         self._managed: dict[str, tuple[str, tuple[Executor, ...]]] = {}  # spark id -> (app, view)
         self._capacity_sent: tuple[Resources, int] | None = None
         self._attempts: dict[str, int] = {}  # launches tried per app (``launchFailures``)
@@ -76,7 +83,7 @@ class MemoryBackend(ClusterBackend):
                                      f"{tried} of {launch.app_id}; {LAUNCH_FAILURES}="
                                      f"{job.launch_failures})")
         sa = self.cluster.launch(job)
-        self._apps[launch.app_id] = _Reported(sa.driver_id)
+        self._track(launch.app_id, sa.driver_id)
         return Handle(launch.app_id, KIND, sa.driver_id, sa.launched_at)
 
     def stop(self, app_id: str) -> None:
@@ -86,8 +93,17 @@ class MemoryBackend(ClusterBackend):
         sa = self.cluster.apps.get(handle.app_id)
         if handle.kind != KIND or sa is None or sa.driver_id != handle.ref:
             return False
-        self._apps.setdefault(handle.app_id, _Reported(sa.driver_id))
+        if handle.app_id not in self._apps:
+            self._track(handle.app_id, sa.driver_id)
         return True
+
+    def _track(self, app_id: str, driver_id: str) -> None:
+        """Report on this app from the next poll on, as on one never seen (launch order: a
+        relaunch of an app still tracked keeps its place, as a dict key does)."""
+        was = self._apps.get(app_id)
+        order = next(self._orders) if was is None else was.order
+        self._apps[app_id] = _Reported(driver_id, order)
+        self._fresh.add(app_id)
 
     def manage(self, app_id: str, spark_app_id: str) -> None:
         self._managed.setdefault(spark_app_id, (app_id, ()))
@@ -98,7 +114,12 @@ class MemoryBackend(ClusterBackend):
     def poll(self, now: float) -> list[Event]:
         self.cluster.advance(now)
         events: list[Event] = []
-        for app_id, seen in list(self._apps.items()):
+        apps = self._apps
+        look = {a for a in self._changed if a in apps} | {a for a in self._fresh if a in apps}
+        self._changed.clear()
+        self._fresh.clear()
+        for app_id in sorted(look, key=lambda a: apps[a].order):
+            seen = apps[app_id]
             sa = self.cluster.apps[app_id]
             if sa.driver_id != seen.driver_id:  # relaunched through another backend: not ours
                 del self._apps[app_id]

@@ -25,6 +25,10 @@ Model (a Spark standalone cluster; the app's side is in ``spark.py``, the room i
   team's, or a notebook's driver), holding executors; a backend takes their usage off its
   capacity unless told they are managed.
 
+Watching (``watch``): the cluster adds the name of every app whose driver, executors or tasks
+it changes to each watcher's set, so a backend reports on the apps that changed, not on every
+app it runs (at 10,000 running apps, a report of each per cycle was most of a cycle's time).
+
 Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated over time),
 ``last_event_s`` (the last timer run), ``reclaim_kills``, ``pool.executor_waits``.
 """
@@ -134,6 +138,7 @@ class MemoryCluster:
         self._timers: EventHeap = EventHeap()
         self._task_ids = itertools.count(1)
         self._ids = itertools.count(1)
+        self._watchers: list[set[str]] = []
 
     @property
     def now(self) -> float:
@@ -156,6 +161,19 @@ class MemoryCluster:
         if self.clock is not None and to > self.clock:
             self.busy_core_s += self.busy_cores * (to - self.clock)
             self.clock = to
+
+    def watch(self) -> set[str]:
+        """A set the cluster adds the name of each app to whenever it may change the app's
+        driver, executors or tasks, from now on: an app changes only in ``launch``, ``stop``,
+        ``steer`` (the apps decided about) and its own timers. The watcher reads and empties it
+        (``clear``, never a new set: the cluster keeps this one)."""
+        names: set[str] = set()
+        self._watchers.append(names)
+        return names
+
+    def _touch(self, sa: SparkApp) -> None:
+        for names in self._watchers:
+            names.add(sa.name)
 
     def next_timer(self) -> float | None:
         return self._timers.peek_time() if self._timers else None
@@ -187,6 +205,7 @@ class MemoryCluster:
         sa = SparkApp(job, phase=Phase.LAUNCHING, driver_id=f"driver-memory-{n:04d}",
                       spark_app_id=f"app-{_stamp(self.now)}-{n:04d}", launched_at=self.now)
         self.apps[job.app_id] = sa
+        self._touch(sa)
         if job.in_cluster:
             self._started(self.pool.request_driver(sa.name, job.driver))
         else:
@@ -198,6 +217,7 @@ class MemoryCluster:
         """End the driver now with 143 (nothing if unknown or already ended)."""
         sa = self.apps.get(app_id)
         if sa is not None and sa.phase is not Phase.DONE:
+            self._touch(sa)
             self._end(self.now, sa, STOPPED_EXIT)
 
     def steer(self, decisions: list[Decision]) -> None:
@@ -208,6 +228,8 @@ class MemoryCluster:
         grown: list[SparkApp] = []
         for d in decisions:
             sa = self.apps.get(d.app_id)
+            if sa is not None and sa.phase is not Phase.DONE:
+                self._touch(sa)
             if isinstance(d, SetTarget) and sa is not None and sa.phase is not Phase.DONE:
                 (grown if d.grant > sa.grant else shrunk).append(sa)
                 sa.grant = d.grant
@@ -249,6 +271,7 @@ class MemoryCluster:
         sa = self.apps[ev.app]  # type: ignore[attr-defined]
         if sa.phase is Phase.DONE:
             return  # anything still in flight for an app that ended is moot
+        self._touch(sa)
         if isinstance(ev, _DriverUp):
             sa.phase = Phase.PREPROCESSING
             sa.driver_up_at = now

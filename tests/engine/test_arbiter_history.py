@@ -1,0 +1,53 @@
+"""The Arbiter kept up to date over a history gives the from-scratch targets every cycle, and
+reports exactly the apps whose target moved - with leaves going from having room for every
+want (``sated``: only changed claims are looked at) to short of cores and back."""
+
+import random
+
+import pytest
+from engine_builders import leaf, parent, tree
+
+from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets
+from sessionsched.model import Resources
+
+ROOT = tree(
+    parent("a", leaf("fifo", policy="fifo"), leaf("prio", policy="priority", weight=2)),
+    parent("b", leaf("fair", policy="fairshare"), leaf("capped", policy="priority", max_cores=6)),
+)
+LEAVES = ["root.a.fifo", "root.a.prio", "root.b.fair", "root.b.capped"]
+
+
+@pytest.mark.parametrize("seed", range(30), ids=[f"random history {s}" for s in range(30)])
+def test_random_histories_match_the_targets_from_scratch(seed):
+    rnd = random.Random(seed)
+    arbiter = Arbiter()
+    claims: dict[str, Claim] = {}
+    seq = 0
+    cores = rnd.randint(0, 60)
+    for _ in range(50):
+        for _ in range(rnd.randint(0, 5)):
+            op = rnd.random()
+            if op < 0.2 and claims:
+                app_id = rnd.choice(sorted(claims))
+                del claims[app_id]
+                arbiter.drop(app_id)
+                continue
+            if op < 0.6 and claims:
+                old = claims[rnd.choice(sorted(claims))]
+                app_id, s, queue = old.app_id, old.seq, old.queue
+            else:
+                seq += 1
+                app_id, s, queue = f"app{seq:03d}", seq, rnd.choice(LEAVES)
+            want = rnd.randint(0, 6)
+            c = Claim(app_id, queue, rnd.choice((1, 5000, 9000)), s,
+                      Resources(rnd.choice((1, 2)), 1024), rnd.randint(0, min(want, 1)), want)
+            claims[app_id] = c
+            arbiter.set_claim(c)
+        if rnd.random() < 0.5:  # often enough to move leaves in and out of room for all
+            cores = max(cores + rnd.randint(-15, 15), 0)
+        capacity = Resources(cores, 1 << 30)
+        before = dict(arbiter.targets)
+        moved = arbiter.compute(ROOT, capacity)
+        fresh = compute_targets(ROOT, capacity, list(claims.values()))
+        assert arbiter.targets == fresh
+        assert set(moved) == {a for a, n in fresh.items() if before.get(a) != n}
