@@ -7,6 +7,7 @@ import weakref
 
 import pytest
 
+from sessionsched import gcpace
 from sessionsched.gcpace import GcPacer
 
 
@@ -95,3 +96,55 @@ def test_as_a_context_it_leaves_the_process_as_found(pacer_of):
         assert pacer.freezes == 1 and gc.get_freeze_count() >= len(live)
     assert pacer._callback not in gc.callbacks
     assert gc.get_freeze_count() == 0
+
+
+def promoted(n: int) -> list[Node]:
+    """``n`` live objects moved into the oldest generation (as generation-1 passes do)."""
+    live = books(n)
+    gc.collect(1)
+    return live
+
+
+def test_between_cycles_collects_a_grown_oldest_generation(pacer_of):
+    pacer = pacer_of(60_000.0)
+    pacer.max_old = 1_000
+    live = promoted(5_000)
+    assert len(gc.get_objects(generation=2)) > pacer.max_old
+    gcpace.between_cycles()  # the module's hook reaches the installed pacer
+    assert pacer.freezes == 1
+    assert gc.get_freeze_count() >= len(live)
+    assert len(gc.get_objects(generation=2)) == 0
+
+
+def test_between_cycles_leaves_a_small_oldest_generation(pacer_of):
+    pacer = pacer_of(60_000.0)
+    pacer.max_old = 10_000_000
+    promoted(5_000)
+    gcpace.between_cycles()
+    assert pacer.freezes == 0 and gc.get_freeze_count() == 0
+
+
+def test_between_cycles_looks_again_only_after_a_young_pass(pacer_of):
+    pacer = pacer_of(60_000.0)
+    pacer.max_old = 10_000_000
+    promoted(5_000)
+    gc.disable()  # no automatic pass between the two looks
+    try:
+        pacer.between_cycles()
+        pacer.max_old = 0
+        pacer.between_cycles()  # nothing moved into the oldest generation since the last look
+        assert pacer.freezes == 0
+        gc.collect(1)
+        pacer.between_cycles()
+        assert pacer.freezes == 1
+    finally:
+        gc.enable()
+
+
+def test_between_cycles_without_a_pacer_does_nothing(pacer_of):
+    pacer = pacer_of(60_000.0)
+    pacer.max_old = 0
+    pacer.uninstall()
+    promoted(5_000)
+    gcpace.between_cycles()
+    assert pacer.freezes == 0 and gc.get_freeze_count() == 0

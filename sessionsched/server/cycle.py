@@ -40,6 +40,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import gcpace
 from ..backends.base import ClusterBackend, Handle, Launch
 from ..backends.carry import LaunchRetry, Retries, Waiting, carry_out, one_line
 from ..engine.events import (
@@ -164,6 +165,7 @@ class Cycle:
             pass
         self._settle(step)
         self.p.metrics.cycle_seconds.observe(time.perf_counter() - started)
+        gcpace.between_cycles()  # a long GC pass here, not inside the next cycle
 
     def _prepare(self, items: list[Item]) -> _Step:
         """Steps 1-4: gather the news, step the engine, send what changed to the store."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from .. import gcpace
 from ..backends.base import Launch
 from ..backends.carry import carry_out
 from ..backends.memory import EXIT_CODE, STARTUP, WORK, MemoryBackend, MemoryCluster
@@ -154,6 +155,7 @@ class Simulator:
             if isinstance(ev, _Cycle):
                 if self._cycle(now, ev.n):
                     break
+                gcpace.between_cycles()  # a long GC pass here, not inside the next step
                 continue
             self._facts -= 1
             self.rec.last_change_s = now
