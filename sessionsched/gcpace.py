@@ -21,7 +21,8 @@ all inside whatever step allocates then (79-116 ms at 20,000 apps). So a loop th
 cycles calls ``between_cycles()`` after each one: when the oldest generation holds more than
 ``max_old`` objects not frozen yet, it is collected there, between cycles, and its survivors
 are frozen. The next automatic pass then finds at most about that many, and the pass the loop
-paid for fell outside every step. ``max_old`` (20,000 by default) is a pass of ~5-15 ms here (40,000: up to 40 ms).
+paid for fell outside every step. ``max_old`` (20,000 by default) is a pass of ~5-15 ms here
+(40,000: up to 40 ms; in ``serve`` the pass holds the interpreter lock, so reads wait for it).
 
 What it costs: an object frozen alive and later part of a reference cycle that becomes garbage
 is never collected (objects freed by reference counting, most of the engine's, are freed as
