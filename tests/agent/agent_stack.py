@@ -13,8 +13,8 @@ from tests.sparkcluster import SMALL, wait_until
 CORES = 6
 APP = Path(__file__).parent / "apps" / "sleepy_job.py"
 # The arbitration tests need a second app admitted beside one that wants every core, which
-# `stateaware` does once the first has an executor; `demand` (the default) would hold an
-# equal-priority second app back - its own test uses the `demand` queue.
+# `stateaware` does once the first has an executor; `demand` (the default) would start one
+# equal-priority app ahead and hold the next back - its own test uses the `demand` queue.
 SA = {"admission": "stateaware"}
 QUEUES = [{"name": "root", "queues": [
     {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0, **SA},

@@ -90,26 +90,36 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api):
 # --- demand admission: a driver starts into room the running apps do not want -------------
 
 
-def test_demand_admission_holds_an_equal_priority_app_while_the_running_one_wants_the_cores(
+def test_demand_admission_starts_one_driver_ahead_and_holds_the_next_while_cores_are_wanted(
         api):
     a = submit(api, "demand-a", "root.demand", 5000, "--tasks", CORES, "--seconds", 40)
     wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
     b = submit(api, "demand-b", "root.demand", 5000, "--tasks", 2, "--seconds", 2)
+    c = submit(api, "demand-c", "root.demand", 5000, "--tasks", 2, "--seconds", 2)
 
-    def decided():  # in its queue and held back with a reason, or admitted
-        app = api.app(b)
-        placed = app.reason and app.reason != JOINS_NEXT_CYCLE
-        return app if placed or app.state.value != "ACCEPTED" else None
+    def decided(app_id):  # in its queue and held back with a reason, or admitted
+        def check():
+            app = api.app(app_id)
+            placed = app.reason and app.reason != JOINS_NEXT_CYCLE
+            return app if placed or app.state.value != "ACCEPTED" else None
+        return check
 
-    seen = wait_until(decided, 60, "B's first scheduling cycle")
-    # stateaware would have started B beside A (A has its executors); demand does not while
-    # A's six tasks still run.
-    assert seen.state.value == "ACCEPTED" and "want the room" in seen.reason, (
-        seen.state, seen.reason, api.app(a).raw)
-    assert report(api, a) is None
-    done = wait_until(lambda: finished(api, b), 240, "B to start once A no longer wants it")
-    assert (done.state.value, done.exit_code) == ("FINISHED", 0)
-    assert report(api, a) is not None and report(api, b)["result"] == 1
+    seen_b = wait_until(decided(b), 60, "B's first scheduling cycle")
+    seen_c = wait_until(decided(c), 60, "C's first scheduling cycle")
+    # A's six tasks still run, so the room B's executors need is wanted: B's driver may start
+    # ahead of it (it could pre-process meanwhile), one per queue; C waits. stateaware would
+    # have started both beside A, one at a time.
+    assert seen_b.state.value == "STARTING", (seen_b.state, seen_b.reason)
+    assert seen_c.state.value == "ACCEPTED" and "want the room" in seen_c.reason, (
+        seen_c.state, seen_c.reason, api.app(a).raw)
+    assert report(api, a) is None  # A still wanted its cores when C was held
+    assert held(api, a, b) == (CORES, 0)  # and kept them: B's driver waits for A's leftovers
+    for app_id in (b, c):
+        done = wait_until(lambda i=app_id: finished(api, i), 240,
+                          f"{app_id} to run once A no longer wants the cores")
+        assert (done.state.value, done.exit_code) == ("FINISHED", 0)
+        assert report(api, app_id)["result"] == 1
+    assert report(api, a) is not None
 
 
 # --- a dead agent: the cluster's view gives the executors back ------------------------------
