@@ -115,7 +115,7 @@ class MemoryBackend(ClusterBackend):
         self.cluster.advance(now)
         events: list[Event] = []
         apps = self._apps
-        look = {a for a in self._changed if a in apps} | {a for a in self._fresh if a in apps}
+        look = (self._changed | self._fresh) & apps.keys()
         self._changed.clear()
         self._fresh.clear()
         for app_id in sorted(look, key=lambda a: apps[a].order):
