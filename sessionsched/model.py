@@ -34,14 +34,14 @@ class AppState(str, Enum):
     FAILED = "FAILED"
     KILLED = "KILLED"
 
-    @property
-    def terminal(self) -> bool:
-        return self in (AppState.FINISHED, AppState.FAILED, AppState.KILLED)
+    # Plain attributes, set once per member: the engine asks them of every changed app several
+    # times a cycle, where a property's call was a measurable share of the step.
+    terminal: bool  # FINISHED, FAILED or KILLED
+    admitted: bool  # launched and not yet ended (STARTING, RUNNING): holds a driver
 
-    @property
-    def admitted(self) -> bool:
-        """Launched and not yet ended: holds a driver."""
-        return self in (AppState.STARTING, AppState.RUNNING)
+    def __init__(self, value: str) -> None:
+        self.terminal = value in ("FINISHED", "FAILED", "KILLED")
+        self.admitted = value in ("STARTING", "RUNNING")
 
 
 class Admission(str, Enum):
@@ -188,16 +188,18 @@ class AppSpec:
     min_executors: int = 0
     max_executors: int | None = None
     slots_max: int | None = None  # spark.ego.slots.max: cores for the app's executors
+    # Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max (None:
+    # no cap). Derived once here: the engine reads it for every changed app several times a
+    # cycle.
+    executor_cap: int | None = field(init=False, repr=False, compare=False)
 
-    @property
-    def executor_cap(self) -> int | None:
-        """Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max."""
+    def __post_init__(self) -> None:
         caps = []
         if self.max_executors is not None:
             caps.append(self.max_executors)
         if self.slots_max is not None:
             caps.append(self.slots_max // max(self.executor.cores, 1))
-        return min(caps) if caps else None
+        object.__setattr__(self, "executor_cap", min(caps) if caps else None)
 
 
 @dataclass(frozen=True)

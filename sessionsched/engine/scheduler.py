@@ -114,6 +114,9 @@ class Scheduler:
         self.root = root
         self._tree = QueueTree(root)
         self._leaves = {name: self._tree.node[name] for name in self._tree.leaves}
+        # Leaves whose apps' floors are guaranteed (``_guaranteed``): asked for every change.
+        self._reserving = frozenset(
+            name for name, q in self._leaves.items() if admission.mode_of(q).reserves)
         self._weight_shares = functools.lru_cache(maxsize=64)(
             functools.partial(admission.weight_shares, root))  # by the set of busy leaves
         # A queue's starting_timeout may have changed: every deadline again.
@@ -200,7 +203,7 @@ class Scheduler:
         self._grant(changed, out)
         self._reclaim(now, changed, out)
         self._touched = set()
-        self._sync()
+        self._sync_grants()
         self._views.touch(touched_by(events, out))
         return out
 
@@ -355,8 +358,7 @@ class Scheduler:
         )
 
     def _guaranteed(self, rec: AppRecord) -> bool:
-        leaf = self._leaves.get(rec.spec.queue)
-        return leaf is not None and admission.mode_of(leaf).reserves
+        return rec.spec.queue in self._reserving
 
     def _grant(self, changed: list[str], out: list[Decision]) -> None:
         targets = self._arbiter.targets
@@ -405,6 +407,16 @@ class Scheduler:
                     self._arbiter.set_claim(self._claim(rec))
             elif self._claimed.pop(app_id, None) is not None:
                 self._arbiter.drop(app_id)
+        self._touched |= self._dirty
+        self._dirty = set()
+
+    def _sync_grants(self) -> None:
+        """``_sync`` after ``_grant``, which changes only targets and grants: of the books,
+        only the ledger reads them (``contribution``: what is promised, usage), and no claim
+        is built from them."""
+        for app_id in self._dirty:
+            rec = self.apps[app_id]
+            self._ledger.refresh(rec, self._guaranteed(rec))
         self._touched |= self._dirty
         self._dirty = set()
 
