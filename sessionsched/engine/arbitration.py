@@ -99,11 +99,27 @@ class _LeafBook:
         else:
             del self.claims[c.app_id]
             self._order.remove(by_priority_then_seq(c))
-            n = self.result.pop(c.app_id, None)  # so that a claim set again counts as changed
-            if n is not None:
-                self._count(c, n, -1)
+            self._unresult(c)
             if self.greedy is not None:
                 self.greedy.changed(c, None)
+        self._sum(c, sign)
+
+    def replace(self, old: Claim, new: Claim) -> None:
+        """``add(old, -1)`` then ``add(new)`` for a claim whose rank is the same (its want or
+        floor changed): its place in the rank order stays."""
+        self.claims[new.app_id] = new
+        self._unresult(old)
+        if self.greedy is not None:
+            self.greedy.changed(old, new)
+        self._sum(old, -1)
+        self._sum(new, 1)
+
+    def _unresult(self, c: Claim) -> None:
+        n = self.result.pop(c.app_id, None)  # so that a claim set again counts as changed
+        if n is not None:
+            self._count(c, n, -1)
+
+    def _sum(self, c: Claim, sign: int) -> None:
         self.floor_cores += sign * c.floor * c.executor.cores
         self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
         self.want_cores += sign * c.want * c.executor.cores
@@ -226,6 +242,14 @@ class Arbiter:
     def set_claim(self, c: Claim) -> None:
         old = self._claims.get(c.app_id)
         if old == c:
+            return
+        if (old is not None and old.queue == c.queue
+                and by_priority_then_seq(old) == by_priority_then_seq(c)):
+            # Its want or floor changed (the common case): its place in each order stays.
+            self._claims[c.app_id] = c
+            self._books[c.queue].replace(old, c)
+            self._floor_cores += c.floor * c.executor.cores - old.floor * old.executor.cores
+            self._floor_mem_mib += c.floor * c.executor.mem_mib - old.floor * old.executor.mem_mib
             return
         if old is not None:
             self._remove(old)

@@ -181,31 +181,28 @@ class Ledger:
     def __init__(self) -> None:
         self.total = NOTHING
         self.by_leaf: dict[str, Totals] = {}
-        self._last: dict[str, tuple[str, Totals]] = {}
+        self._last: dict[str, Totals] = {}  # app -> its contribution (its leaf never changes)
 
     def refresh(self, rec: AppRecord, guaranteed: bool) -> None:
         """Take the app's previous contribution out and its current one (if any) in."""
-        new = (rec.spec.queue, contribution(rec, guaranteed)) if rec.on_books else None
-        old = self._last.get(rec.app_id)
+        new = contribution(rec, guaranteed) if rec.on_books else None
+        app_id = rec.app_id
+        old = self._last.get(app_id)
         if new == old:
             return
-        if old is not None and new is not None and old[0] == new[0]:
-            # The same leaf (the common case): one difference, added to both sums.
-            change = new[1].minus(old[1])
-            self.total = self.total.plus(change)
-            self.by_leaf[new[0]] = self.by_leaf[new[0]].plus(change)
-            self._last[rec.app_id] = new
-            return
-        if old is not None:
-            leaf, t = old
-            self.total = self.total.minus(t)
-            self.by_leaf[leaf] = self.by_leaf[leaf].minus(t)
-            del self._last[rec.app_id]
-        if new is not None:
-            leaf, t = new
-            self.total = self.total.plus(t)
-            self.by_leaf[leaf] = self.by_leaf.get(leaf, NOTHING).plus(t)
-            self._last[rec.app_id] = new
+        leaf = rec.spec.queue
+        # One difference, added to both sums.
+        if old is None:
+            change = new
+            self._last[app_id] = new
+        elif new is None:
+            change = NOTHING.minus(old)
+            del self._last[app_id]
+        else:
+            change = new.minus(old)
+            self._last[app_id] = new
+        self.total = self.total.plus(change)
+        self.by_leaf[leaf] = self.by_leaf.get(leaf, NOTHING).plus(change)
 
     def leaf(self, name: str) -> Totals:
         return self.by_leaf.get(name, NOTHING)
