@@ -39,10 +39,10 @@ class AppRecord:
     reclaiming: dict[str, float | None] = field(default_factory=dict)  # executor -> kill deadline
     ahead: bool = False  # admitted ahead of the room for its first executors (``admission``)
     reason: str = ""  # why it is waiting, or how it got its last state
+    app_id: str = field(init=False)  # the spec's, read by every book for every change
 
-    @property
-    def app_id(self) -> str:
-        return self.spec.app_id
+    def __post_init__(self) -> None:
+        self.app_id = self.spec.app_id
 
     @property
     def held(self) -> int:

@@ -89,6 +89,7 @@ class Scheduler:
         self.budget = budget
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self.apps: dict[str, AppRecord] = {}
+        self._priority_of = admission.PriorityOf(self.apps)
         self.waiting: dict[str, str] = {}  # leaf queue -> why its head waits (last step)
         self._pending: dict[str, SortedList] = {}
         self._views = ViewKeeper()
@@ -271,7 +272,7 @@ class Scheduler:
             admission.LeafView(
                 queue=self._leaves[name],
                 pending=admission.PendingSpecs(pend, self.apps),
-                priority_of=admission.PriorityOf(self.apps),
+                priority_of=self._priority_of,
                 starting=self._ledger.leaf(name).starting,
             )
             for name, pend in self._pending.items()
