@@ -134,6 +134,16 @@ def main(argv: list[str] | None = None) -> int:
 
             engine.step = counting_step
             profile = cProfile.Profile() if args.profile else None
+            batches: tuple[list[float], list[float]] = ([], [])  # the writer's, during cycles
+            commit = service.writer._commit
+
+            def timed_commit(batch):  # the writer thread's wall and CPU per transaction
+                w0, c0 = time.perf_counter(), time.thread_time()
+                commit(batch)
+                batches[0].append(1000 * (time.perf_counter() - w0))
+                batches[1].append(1000 * (time.thread_time() - c0))
+
+            service.writer._commit = timed_commit
             rows: dict[str, tuple[list[float], list[float]]] = {
                 "launching": ([], []), "not launching": ([], []),
                 "launching, inbox empty": ([], [])}
@@ -179,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         print(row(label, w, c))
     print(row("all", rows["launching"][0] + rows["not launching"][0],
               rows["launching"][1] + rows["not launching"][1]))
+    print(row("store writer's transactions", *batches))
     print("phases of the launching cycles (server.cycle.PHASES):")
     for phase, (w, c) in phases.items():
         print(row(f"  {phase}", w, c))
