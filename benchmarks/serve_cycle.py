@@ -5,8 +5,9 @@ backend) from the same configuration as ``service_throughput.py --busy`` (100 le
 half the apps may run, half wait; apps of 20-60 s), submits N apps through the real
 submission path (``submissions.from_rest`` then ``Service.submit``, committed), then runs the
 service's own cycle (``Service.cycle``) on a virtual clock advanced by ``server.cycle_ms`` per
-cycle: the first cycles take the submissions and admit them in slices of 200, later ones end
-apps and admit queued ones in their place (the bursts of launches). No HTTP and no readers, so
+cycle (``--rate``: submissions committed between cycles instead, as over HTTP): the first
+cycles take them and admit them in slices of 200, later ones end apps and admit queued ones in
+their place (the bursts of launches). No HTTP and no readers, so
 the figures are the cycle's own; ``--profile`` adds cProfile's top functions over the cycles
 that launched.
 
@@ -31,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import sessionsched
 from sessionsched import gcpace
 from sessionsched.backends import create_backend
 from sessionsched.config import ServerConfig, parse_model
@@ -102,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--apps", type=int, default=10_000)
     p.add_argument("--seconds", type=float, default=120.0, help="virtual seconds of cycles")
+    p.add_argument("--rate", type=float, default=0.0,
+                   help="submissions per virtual second, committed between cycles (0: all "
+                        "before the first cycle)")
     p.add_argument("--profile", action="store_true",
                    help="cProfile the cycles that launched; print the top functions")
     p.add_argument("--top", type=int, default=40)
@@ -118,12 +123,18 @@ def main(argv: list[str] | None = None) -> int:
             defaults = submissions.Defaults(root=conf.queue_tree(), queue=conf.defaults.queue,
                                             priority=conf.defaults.priority,
                                             drivers_in_cluster=True)
+            def submit(first: int, n: int) -> None:
+                futures = [service.submit(submissions.from_rest(body(i), defaults)[0], "bench")
+                           for i in range(first, min(first + n, args.apps))]
+                for f in futures:
+                    f.result(120)
+
+            submitted = 0 if args.rate else args.apps
             t0 = time.perf_counter()
-            futures = [service.submit(submissions.from_rest(body(i), defaults)[0], "bench")
-                       for i in range(args.apps)]
-            for f in futures:
-                f.result(120)
-            print(f"{args.apps} submissions committed in {time.perf_counter() - t0:.1f} s")
+            submit(0, submitted)
+            if submitted:
+                print(f"{args.apps} submissions committed in {time.perf_counter() - t0:.1f} s")
+            per_cycle = round(args.rate * conf.server.cycle_ms / 1000)
             engine = service.engine
             engine_step = engine.step
 
@@ -152,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             cycles = int(args.seconds * 1000 / conf.server.cycle_ms)
             for _ in range(cycles):
                 clock.t += conf.server.cycle_ms / 1000
+                if submitted < args.apps:  # committed between two cycles, as if over HTTP
+                    submit(submitted, per_cycle)
+                    submitted += per_cycle
                 n = len(launched_in)
                 waiting = service.inbox._items.qsize()  # submissions not taken yet
                 w0, c0 = time.perf_counter(), time.thread_time()
@@ -197,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     for cpu, wall, i, n, ph in sorted(slowest, key=lambda x: x[0], reverse=True)[:5]:
         parts = ", ".join(f"{k} {1000 * v[0]:.0f}/{1000 * v[1]:.0f}" for k, v in ph.items())
         print(f"  #{i} {n} launches, {wall:.0f}/{cpu:.0f} ms: {parts}")
+    print(f"sessionsched from {Path(sessionsched.__file__).parent}")
     print(f"{os.cpu_count()} cores; 1-minute load average {load:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after")
     if profile is not None:

@@ -210,8 +210,9 @@ class Cycle:
         gcpace.between_cycles()  # a long GC pass here, not inside the next cycle
         laps.lap("gc")
         self.last_phases = laps.times
-        for phase, (wall, _) in laps.times.items():
+        for phase, (wall, cpu) in laps.times.items():
             metrics.cycle_phase_seconds.labels(phase).observe(wall)
+            metrics.cycle_phase_cpu_seconds.labels(phase).observe(cpu)
 
     def _prepare(self, items: list[Item]) -> _Step:
         """Steps 1-4: gather the news, step the engine, send what changed to the store."""
