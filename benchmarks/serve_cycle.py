@@ -13,7 +13,9 @@ that launched.
 
 Each cycle's wall time (``perf_counter``, commits included: the store's writer thread and its
 fsync) and the cycle thread's CPU time (``thread_time``) are reported, for the cycles that
-launched drivers and for the rest, as p50 / p99 / max.
+launched drivers and for the rest, as p50 / p99 / max; as in the server's
+``sessionsched_cycle_seconds``, without the collector's pass between cycles
+(``gcpace.between_cycles``), which has its own row.
 
     .venv/bin/python benchmarks/serve_cycle.py [--apps 10000] [--seconds 120] [--profile]
 """
@@ -155,6 +157,17 @@ def main(argv: list[str] | None = None) -> int:
                 batches[1].append(1000 * (time.thread_time() - c0))
 
             service.writer._commit = timed_commit
+            between = gcpace.between_cycles
+            gc_pass: list[tuple[float, float]] = []
+
+            def timed_between() -> None:  # not part of a cycle's time (as in the server's metric)
+                w0, c0 = time.perf_counter(), time.thread_time()
+                between()
+                gc_pass.append((1000 * (time.perf_counter() - w0),
+                                1000 * (time.thread_time() - c0)))
+
+            gcpace.between_cycles = timed_between
+            gc_rows: tuple[list[float], list[float]] = ([], [])
             rows: dict[str, tuple[list[float], list[float]]] = {
                 "launching": ([], []), "not launching": ([], []),
                 "launching, inbox empty": ([], [])}
@@ -175,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
                 if profile is not None:
                     profile.disable()
                 wall, cpu = 1000 * (time.perf_counter() - w0), 1000 * (time.thread_time() - c0)
+                gc_wall, gc_cpu = gc_pass.pop() if gc_pass else (0.0, 0.0)
+                wall, cpu = wall - gc_wall, cpu - gc_cpu
+                gc_rows[0].append(gc_wall)
+                gc_rows[1].append(gc_cpu)
                 launching = len(launched_in) > n and launched_in[-1] > 0
                 w, c = rows["launching" if launching else "not launching"]
                 w.append(wall)
@@ -203,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         print(row(label, w, c))
     print(row("all", rows["launching"][0] + rows["not launching"][0],
               rows["launching"][1] + rows["not launching"][1]))
+    print(row("GC between cycles (gcpace)", *gc_rows))
     print(row("store writer's transactions", *batches))
     print("phases of the launching cycles (server.cycle.PHASES):")
     for phase, (w, c) in phases.items():
