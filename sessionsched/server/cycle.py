@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import gcpace
@@ -62,7 +62,6 @@ from ..engine.events import (
 )
 from ..engine.scheduler import Scheduler
 from ..engine.validate import EventError
-from ..engine.view import EngineView
 from ..store import AppKind, EventRecord
 from .agents import AgentDesk
 from .inbox import Inbox, Item
@@ -127,10 +126,6 @@ class _Step:
     decisions: list[Decision]
     unbooked: list[str]
     committed: Future  # the commit of what the step changed
-    # Taken while the commit runs (its fsync leaves the interpreter to this thread); used
-    # only once it is done. None / missing: made after the commit instead.
-    view: EngineView | None = None
-    launches: dict[str, Launch] = field(default_factory=dict)
 
 
 class _Laps:
@@ -159,7 +154,6 @@ class Cycle:
         self._retry_at = float("-inf")
         self._unrecorded: list[tuple[str, Handle, str | None]] = []  # launch handles to write
         self._recording: _Recording | None = None  # the last launch handles sent, in flight
-        self._launches: dict[str, Launch] = {}  # this cycle's, made while its commit ran
         self._retries = Retries(parts.launch_retry)  # launches to try again
 
     @property
@@ -192,6 +186,7 @@ class Cycle:
             log.exception("scheduling cycle failed")
             _answer(items, e)
             return
+        laps.lap("record")
         try:
             step.committed.result(COMMIT_TIMEOUT_S)
         except FutureTimeout:
@@ -237,33 +232,7 @@ class Cycle:
             log.exception("could not send the cycle's changes to the store")
             committed = Future()
             committed.set_exception(e)
-        step = _Step(now, items, events, decisions, unbooked, committed)
-        self._laps.lap("record")
-        self._ahead(step)
-        return step
-
-    def _ahead(self, step: _Step) -> None:
-        """While the step's commit runs: the view to publish and the launches to start once it
-        is done (pure work on the stepped engine and the registry; nothing is shown or started
-        before the commit). The commit's fsync and SQLite's own work leave the interpreter to
-        this thread, so the cycle does not wait for it idle. Anything that fails here is made
-        again after the commit, where its failure is handled."""
-        p = self.p
-        try:
-            step.view = p.engine.view()
-        except Exception:  # noqa: BLE001 - taken again after the commit
-            log.exception("could not take the engine's view ahead of the commit")
-            return
-        self._laps.lap("publish")
-        for d in step.decisions:
-            if isinstance(d, LaunchDriver):
-                try:
-                    launch = self._build_launch(d.app_id, step.view)
-                except Exception:  # noqa: BLE001 - made again by ``_launch_for``
-                    continue
-                if launch is not None:
-                    step.launches[d.app_id] = launch
-        self._laps.lap("carry_out")
+        return _Step(now, items, events, decisions, unbooked, committed)
 
     def _settle(self, step: _Step) -> None:
         """The step's commit is done: carry the step on, or put the engine back."""
@@ -284,7 +253,7 @@ class Cycle:
         """Steps 5-6 of a committed step: publish, then carry out."""
         p = self.p
         now, events, decisions = step.now, step.events, step.decisions
-        self._publish(now, events, decisions, step.unbooked, step.view)
+        self._publish(now, events, decisions, step.unbooked)
         self._laps.lap("publish")
         sessions = [(ev.app_id, ev.spark_app_id) for ev in events
                     if isinstance(ev, DriverStarted) and ev.spark_app_id
@@ -299,11 +268,7 @@ class Cycle:
         launches = [d.app_id for d in decisions if isinstance(d, LaunchDriver)]
         if p.fault is not None and launches:
             p.fault("cycle-committed", *launches)
-        self._launches = step.launches
-        try:
-            self._carry_out(now, decisions)
-        finally:
-            self._launches = {}
+        self._carry_out(now, decisions)
         self._laps.lap("carry_out")
 
     def _rewind(self, step: _Step, error: BaseException) -> None:
@@ -328,7 +293,7 @@ class Cycle:
                   "%.1fs", one_line(error), len(back.refused), len(self._redo), delay_s)
 
     def _publish(self, now: float, events: list[Event], decisions: list[Decision],
-                 unbooked: list[str], view: EngineView | None = None) -> None:
+                 unbooked: list[str]) -> None:
         """The committed cycle becomes what everyone reads."""
         p = self.p
         ended = [d.app_id for d in decisions if isinstance(d, MarkState) and d.state.terminal]
@@ -342,11 +307,11 @@ class Cycle:
         # Dropped first: the view still showing a forgotten app's facts then falls back to the
         # store (its final record), never to "accepted, not stepped yet".
         p.registry.drop(forgotten)
-        changes: dict = {"engine": view if view is not None else p.engine.view(),
-                         "health": p.watch.health, "last_cycle_at": now}
+        view = p.reads.view
+        changes: dict = {"engine": p.engine.view(), "health": p.watch.health,
+                         "last_cycle_at": now}
         if unbooked:
-            final = p.reads.view.final
-            changes["final"] = {a: r for a, r in final.items() if a not in unbooked}
+            changes["final"] = {a: r for a, r in view.final.items() if a not in unbooked}
         p.reads.publish(**changes)
         if forgotten:
             log.debug("forgot %d ended app(s) beyond server.retained_ended_apps", len(forgotten))
@@ -471,22 +436,12 @@ class Cycle:
     def _launch_for(self, app_id: str) -> Launch | None:
         """What to start for an admitted app (None: a notebook session, which the notebook
         starts itself once it sees STARTING)."""
-        launch = self._launches.pop(app_id, None)
-        if launch is not None:
-            return launch
-        p = self.p
-        if self._kind(app_id) == AppKind.SESSION:
-            p.metrics.launches.labels("session").inc()
-            return None
-        return self._build_launch(app_id, p.reads.view.engine)
-
-    def _build_launch(self, app_id: str, view: EngineView) -> Launch | None:
-        """``build_launch`` for the app, the cluster ceiling read from ``view``; None for a
-        notebook session."""
         p = self.p
         sub = p.registry.get(app_id)
         if sub.kind == AppKind.SESSION:
+            p.metrics.launches.labels("session").inc()
             return None
+        view = p.reads.view.engine
         # The engine's leaf by name (this thread's to read): a walk of the whole queue tree
         # per launch was a tenth of a cycle that launches 200 drivers.
         queue_conf = p.engine.queue(sub.queue)
