@@ -376,29 +376,30 @@ class Cycle:
                     for app_id, _ in carried.retrying]
         rows = retried + [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
                           for app_id, h, _ in launched]
-        recording = _Recording(p.write(changes, rows), launched)
-        recording.committed.add_done_callback(lambda f: self._recorded(f, launched))
+        self._recording = _Recording(p.write(changes, rows), launched)
+        self._recording.committed.add_done_callback(lambda f: self._recorded(f, launched))
         if not carried.retrying:
             # Not waited for: the drivers run already, and the writer commits in order, so
             # this cycle's handles are on disk before anything the next cycle decides. The
             # next cycle looks at how the write went (``_check_recording``).
-            self._recording = recording
             return
         # A launch waits for its next try: its wait is on disk before the cycle ends (a
         # restart resumes it, ``launch_wait``).
-        self._recording = recording
         if self._check_recording() and p.fault is not None:
             p.fault("launch-waiting", *(app_id for app_id, _ in carried.retrying))
 
     def _recorded(self, committed: Future, launched: list[tuple[str, Handle, str | None]]
                   ) -> None:
-        """A launch-handle write is done (run by the writer's thread): once committed,
-        readers see where each driver's log is."""
-        if committed.exception() is not None or not launched:
+        """A launch-handle write is done: once committed, readers see where each driver's log
+        is. Run by the writer's thread as soon as it commits, and again by the next cycle
+        (``_check_recording``), which may wake before that callback ran: whichever comes
+        first shows it, the other finds nothing to change."""
+        if committed.exception() is not None:
             return
-        for app_id, _, log_path in launched:
-            self.p.registry.launched(app_id, log_path)
-        self.p.reads.publish()
+        changed = [self.p.registry.launched(app_id, log_path)
+                   for app_id, _, log_path in launched]
+        if any(changed):
+            self.p.reads.publish()
 
     def _check_recording(self) -> bool:
         """How the last launch-handle write went, waiting for it if it is still in flight
@@ -415,6 +416,7 @@ class Cycle:
                       len(recording.launched), one_line(e))
             self._unrecorded = recording.launched + self._unrecorded
             return False
+        self._recorded(recording.committed, recording.launched)
         return True
 
     def _due(self, now: float) -> list[LaunchDriver]:
