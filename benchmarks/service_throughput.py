@@ -362,6 +362,19 @@ def cycle_seconds(port: int) -> tuple[float, float, dict[float, float]]:
     return count, total, buckets
 
 
+def cycle_phases(port: int, cpu: bool = False) -> dict[str, tuple[float, float, float]]:
+    """(count, sum, count over 25 ms) of ``sessionsched_cycle_phase_seconds`` per phase (of
+    ``..._cpu_seconds``: the cycle thread's CPU time)."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+    name = "sessionsched_cycle_phase_cpu_seconds" if cpu else "sessionsched_cycle_phase_seconds"
+    out: dict[str, list[float]] = {}
+    for m in re.finditer(rf'^{name}_(count|sum)\{{phase="([^"]+)"\}} (\S+)$', text, re.M):
+        out.setdefault(m.group(2), [0.0, 0.0, 0.0])[m.group(1) == "sum"] = float(m.group(3))
+    for m in re.finditer(rf'^{name}_bucket\{{le="0.025",phase="([^"]+)"\}} (\S+)$', text, re.M):
+        out[m.group(1)][2] = out[m.group(1)][0] - float(m.group(2))
+    return {phase: (c, t, over) for phase, (c, t, over) in out.items()}
+
+
 def on_books(port: int) -> tuple[int, int]:
     """(admitted, queued) apps in the whole tree: starting or running, and waiting."""
     states = httpx.get(f"http://127.0.0.1:{port}/api/v1/queues", timeout=30).json()
@@ -405,7 +418,7 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
     print(f"reads begin {waited:.1f} s after the last submission, once apps end: cycles then "
           "end apps and admit queued ones, whatever the submission rate was")
     rnd = random.Random(11)
-    before = cycle_seconds(port)
+    before, phases_before = cycle_seconds(port), cycle_phases(port)
     cases = [
         ("status read (Spark REST), cycles busy",
          lambda: get(f"/v1/submissions/status/{rnd.choice(ids)}")),
@@ -420,12 +433,27 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
             raise RuntimeError(f"{label}: {len(bad)} failed, e.g. {bad[0][0]} {bad[0][1][:200]!r}")
         rows.append(["sessionsched (memory cluster)", label, apps, concurrency, r["n"],
                      r["rate"], r["p50_ms"], r["p99_ms"]])
-    after = cycle_seconds(port)
+    after, phases_after = cycle_seconds(port), cycle_phases(port)
     n = after[0] - before[0]
     over = {le: (after[2][le] - before[2].get(le, 0.0)) for le in after[2]}
     slow = n - max((c for le, c in over.items() if le <= 0.1), default=0.0)
     print(f"cycles during the reads: {n:.0f}, mean {1000 * (after[1] - before[1]) / max(n, 1):.1f}"
           f" ms, over 100 ms: {slow:.0f} (server's sessionsched_cycle_seconds)")
+    means = []
+    for phase, (count, total, _) in phases_after.items():
+        c0, t0, _ = phases_before.get(phase, (0.0, 0.0, 0.0))
+        if count > c0:
+            means.append(f"{phase} {1000 * (total - t0) / (count - c0):.1f}")
+    if means:
+        print("  mean ms per phase: " + ", ".join(means))
+    whole_slow = after[0] - max((c for le, c in after[2].items() if le <= 0.1), default=0.0)
+    print(f"cycles over the whole run (submissions too): {after[0]:.0f}, mean "
+          f"{1000 * after[1] / max(after[0], 1):.1f} ms, over 100 ms: {whole_slow:.0f}")
+    for what, phases in (("wall", phases_after), ("CPU", cycle_phases(port, cpu=True))):
+        if phases:
+            print(f"  {what}: mean ms per phase (cycles over 25 ms in it): " + ", ".join(
+                f"{phase} {1000 * t / max(c, 1):.1f} ({over:.0f})"
+                for phase, (c, t, over) in phases.items()))
     admitted, queued = on_books(port)
     print(f"at the end: {admitted} starting or running, {queued} queued")
     return rows

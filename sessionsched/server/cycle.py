@@ -21,11 +21,17 @@
      nothing, the waiting notebook sees STARTING and starts its own driver), SetTarget and
      Reclaim -> ``backend.steer`` (the memory cluster's drivers; real drivers' agents read
      them from the desk); launch handles are recorded so a restart can adopt the drivers (those
-     a failed write missed, with the next ones). A launch that fails for a transient reason
+     a failed write missed, with the next ones). That write is not waited for (the drivers
+     run already; the writer commits in order, so it is on disk before the next cycle's
+     commit): the next cycle checks how it went. A launch that fails for a transient reason
      waits in ``carry.Retries`` and is tried again with back-off, still STARTING; the wait is
      on disk (``launch_wait``, a restart resumes it) and cleared on disk before each new
      try (a crash during a try is then an unrecorded launch: never tried a second time);
   7. answer whoever waits on an inbox item (a kill's HTTP request returns once it is done).
+
+Each cycle's phases are timed (``PHASES``; wall and the cycle thread's CPU time, in
+``Cycle.last_phases``; wall in the ``sessionsched_cycle_phase_seconds`` histogram), so a slow
+cycle says where its time went.
 
 Only this thread steps the engine or reads its books; everyone else reads published views.
 """
@@ -71,6 +77,15 @@ from .watch import ClusterWatch
 
 log = logging.getLogger("sessionsched.service")
 
+PHASES = (
+    "gather",  # 1-2: the inbox, the cluster's news, sessions, retention
+    "step",  # 3: Scheduler.step
+    "record",  # 4: what changed, sent to the store's writer
+    "commit",  # 4: waiting for that commit
+    "publish",  # 5: the new view, the agents' desk
+    "carry_out",  # 6: stops, launches, steering; launch handles recorded
+    "gc",  # gcpace.between_cycles
+)
 COMMIT_TIMEOUT_S = 30.0
 RETRY_MAX_S = 5.0  # after failed commits, cycles try again at most this far apart
 
@@ -113,14 +128,32 @@ class _Step:
     committed: Future  # the commit of what the step changed
 
 
+class _Laps:
+    """Wall and thread CPU seconds per phase of one cycle: ``lap(phase)`` charges the time
+    since the last lap to ``phase``."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, tuple[float, float]] = {}
+        self._at = (time.perf_counter(), time.thread_time())
+
+    def lap(self, phase: str) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        was_wall, was_cpu = self.times.get(phase, (0.0, 0.0))
+        self.times[phase] = (was_wall + wall - self._at[0], was_cpu + cpu - self._at[1])
+        self._at = (wall, cpu)
+
+
 class Cycle:
     def __init__(self, parts: Parts):
         self.p = parts
+        self._laps = _Laps()
+        self.last_phases: dict[str, tuple[float, float]] = {}  # the last full cycle's (PHASES)
         self._redo: list[Item] = []  # a rewound step's news, stepped again first
         self._unsettled: _Step | None = None  # a step whose commit is still in doubt
         self._failures = 0  # commits failed in a row
         self._retry_at = float("-inf")
         self._unrecorded: list[tuple[str, Handle, str | None]] = []  # launch handles to write
+        self._recording: _Recording | None = None  # the last launch handles sent, in flight
         self._retries = Retries(parts.launch_retry)  # launches to try again
 
     @property
@@ -136,6 +169,7 @@ class Cycle:
         """One scheduling cycle (see the module doc). Never raises: a failure is logged and
         reported to whoever waits on this cycle's inbox items."""
         started = time.perf_counter()
+        self._laps = laps = _Laps()
         if self._unsettled is not None:
             step, self._unsettled = self._unsettled, None
             if not step.committed.done():
@@ -152,6 +186,7 @@ class Cycle:
             log.exception("scheduling cycle failed")
             _answer(items, e)
             return
+        laps.lap("record")
         try:
             step.committed.result(COMMIT_TIMEOUT_S)
         except FutureTimeout:
@@ -163,9 +198,16 @@ class Cycle:
             return
         except Exception:  # noqa: BLE001, S110 - read from the future by ``_settle``
             pass
+        laps.lap("commit")
         self._settle(step)
-        self.p.metrics.cycle_seconds.observe(time.perf_counter() - started)
+        metrics = self.p.metrics
+        metrics.cycle_seconds.observe(time.perf_counter() - started)
         gcpace.between_cycles()  # a long GC pass here, not inside the next cycle
+        laps.lap("gc")
+        self.last_phases = laps.times
+        for phase, (wall, cpu) in laps.times.items():
+            metrics.cycle_phase_seconds.labels(phase).observe(wall)
+            metrics.cycle_phase_cpu_seconds.labels(phase).observe(cpu)
 
     def _prepare(self, items: list[Item]) -> _Step:
         """Steps 1-4: gather the news, step the engine, send what changed to the store."""
@@ -180,7 +222,9 @@ class Cycle:
         events += p.sessions.silent(now, before, p.desk.last_seen)
         forgets, unbooked = p.retention.due(before.engine)
         events = self._known(events) + forgets
+        self._laps.lap("gather")
         decisions, events = self._step(now, events)
+        self._laps.lap("step")
         try:
             record = record_step(now, events, decisions, _Before(before), killers)
             committed = p.write(record.rows_for_store(), record.rows)
@@ -210,6 +254,7 @@ class Cycle:
         p = self.p
         now, events, decisions = step.now, step.events, step.decisions
         self._publish(now, events, decisions, step.unbooked)
+        self._laps.lap("publish")
         sessions = [(ev.app_id, ev.spark_app_id) for ev in events
                     if isinstance(ev, DriverStarted) and ev.spark_app_id
                     and self._kind(ev.app_id) == AppKind.SESSION]
@@ -224,6 +269,7 @@ class Cycle:
         if p.fault is not None and launches:
             p.fault("cycle-committed", *launches)
         self._carry_out(now, decisions)
+        self._laps.lap("carry_out")
 
     def _rewind(self, step: _Step, error: BaseException) -> None:
         """The commit failed: nothing of the step was published or carried out. The engine
@@ -302,6 +348,7 @@ class Cycle:
         """The decisions, through ``carry.carry_out`` as the simulator does them; then the
         launch handles recorded (a restart adopts those drivers) and failed launches ended."""
         p = self.p
+        self._check_recording()
         # A session's driver is its notebook's: nothing to stop here, its agent hears its
         # terminal state at its next heartbeat.
         ours = [d for d in decisions
@@ -329,20 +376,48 @@ class Cycle:
                     for app_id, _ in carried.retrying]
         rows = retried + [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
                           for app_id, h, _ in launched]
-        try:
-            p.write(changes, rows).result(COMMIT_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001
-            # The drivers run; a restart before the handles are recorded fails them (no
-            # handle) rather than launch them again.
-            log.error("could not record %d launch handle(s), tried again next cycle: %s",
-                      len(launched), one_line(e))
-            self._unrecorded = launched
+        self._recording = _Recording(p.write(changes, rows), launched)
+        self._recording.committed.add_done_callback(lambda f: self._recorded(f, launched))
+        if not carried.retrying:
+            # Not waited for: the drivers run already, and the writer commits in order, so
+            # this cycle's handles are on disk before anything the next cycle decides. The
+            # next cycle looks at how the write went (``_check_recording``).
             return
-        for app_id, _, log_path in launched:
-            p.registry.launched(app_id, log_path)
-        if p.fault is not None and carried.retrying:
+        # A launch waits for its next try: its wait is on disk before the cycle ends (a
+        # restart resumes it, ``launch_wait``).
+        if self._check_recording() and p.fault is not None:
             p.fault("launch-waiting", *(app_id for app_id, _ in carried.retrying))
-        p.reads.publish()
+
+    def _recorded(self, committed: Future, launched: list[tuple[str, Handle, str | None]]
+                  ) -> None:
+        """A launch-handle write is done: once committed, readers see where each driver's log
+        is. Run by the writer's thread as soon as it commits, and again by the next cycle
+        (``_check_recording``), which may wake before that callback ran: whichever comes
+        first shows it, the other finds nothing to change."""
+        if committed.exception() is not None:
+            return
+        changed = [self.p.registry.launched(app_id, log_path)
+                   for app_id, _, log_path in launched]
+        if any(changed):
+            self.p.reads.publish()
+
+    def _check_recording(self) -> bool:
+        """How the last launch-handle write went, waiting for it if it is still in flight
+        (it rarely is: the cycle's own commit came after it). True if it committed; if it
+        failed, its handles are written again with the next launches (the drivers run; a
+        restart before they are recorded fails those apps rather than launch them again)."""
+        recording, self._recording = self._recording, None
+        if recording is None:
+            return True
+        try:
+            recording.committed.result(COMMIT_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001
+            log.error("could not record %d launch handle(s), tried again next cycle: %s",
+                      len(recording.launched), one_line(e))
+            self._unrecorded = recording.launched + self._unrecorded
+            return False
+        self._recorded(recording.committed, recording.launched)
+        return True
 
     def _due(self, now: float) -> list[LaunchDriver]:
         """The launches to try again now, their waits first cleared on disk: a crash during
@@ -369,21 +444,37 @@ class Cycle:
             p.metrics.launches.labels("session").inc()
             return None
         view = p.reads.view.engine
-        queue_conf = next(q for q in view.leaves() if q.name == sub.queue)
+        # The engine's leaf by name (this thread's to read): a walk of the whole queue tree
+        # per launch was a tenth of a cycle that launches 200 drivers.
+        queue_conf = p.engine.queue(sub.queue)
         ceiling = view.capacity.cores // max(sub.spec.executor.cores, 1)
         return build_launch(sub, p.url, p.log_dir, token=p.secret(app_id),
                             reclaim_timeout_s=queue_conf.reclaim_timeout_s,
                             max_executors=ceiling or None, ca=p.agent_ca)
 
 
+@dataclass
+class _Recording:
+    """Launch handles sent to the store, and the write's future."""
+
+    committed: Future
+    launched: list[tuple[str, Handle, str | None]]
+
+
 class _Before:
-    """The apps as the last published view showed them (``recording.Before``)."""
+    """The apps as the last published view showed them (``recording.Before``): the engine's
+    facts of the app, which carry its state and Spark app id. Only an app the engine does
+    not hold (not stepped yet, or final) is read whole (``ReadView.app``): building every
+    changed app's full answer (its queue position, its reason) cost a launching cycle at
+    10,000 apps ~10 ms of CPU for two fields."""
 
     def __init__(self, view):
         self._view = view
+        self._facts = view.engine.apps
 
     def get(self, app_id: str):
-        return self._view.app(app_id)
+        facts = self._facts.get(app_id)
+        return facts if facts is not None else self._view.app(app_id)
 
 
 def _answer(items: list[Item], error: BaseException | None) -> None:

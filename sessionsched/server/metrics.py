@@ -62,6 +62,20 @@ class ServiceMetrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )
+        self.cycle_phase_seconds = Histogram(
+            "sessionsched_cycle_phase_seconds",
+            "Duration of each phase of a scheduling cycle (server.cycle's PHASES)", ["phase"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=self.registry,
+        )
+        self.cycle_phase_cpu_seconds = Histogram(
+            "sessionsched_cycle_phase_cpu_seconds",
+            "CPU time of the cycle's thread in each phase of a scheduling cycle (beside "
+            "sessionsched_cycle_phase_seconds: the rest of a phase's time it waited for the "
+            "store, or for the interpreter held by requests)", ["phase"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=self.registry,
+        )
         self.launches = Counter(
             "sessionsched_launches", "Driver launches by outcome", ["outcome"],
             registry=self.registry,

@@ -78,11 +78,14 @@ class Submissions:
         with self._lock:
             self._set(sub)
 
-    def launched(self, app_id: str, log_path: str | None) -> None:
+    def launched(self, app_id: str, log_path: str | None) -> bool:
+        """Where the app's driver logs, once its launch is recorded. True if that changed."""
         with self._lock:
             sub = self._by_id.get(app_id)
             if sub is not None and sub.log_path != log_path:
                 self._set(replace(sub, log_path=log_path))
+                return True
+            return False
 
     def drop(self, app_ids: list[str]) -> None:
         with self._lock:

@@ -5,17 +5,21 @@ own, one cycle at a time (``run_cycles=False``). Deterministic and fast: no Spar
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import make_config
+from server_helpers import make_config, rows
 
 from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryBackend, MemoryCluster
 from sessionsched.model import Resources
 from sessionsched.server.app import create_app
+from sessionsched.server.cycle import PHASES
+from sessionsched.store import StoreUnavailable
 
 START_S = 1.0  # driver and executor start latency of the cluster
 
@@ -185,3 +189,71 @@ def test_health_is_degraded_while_the_cluster_offers_no_cores(stepped, cluster):
         s.cycle(3.0)
         health = s.client.get("/api/v1/health").json()
         assert (health["status"], health["cluster"]) == ("ok", "cluster reachable")
+
+
+# --- the cycle's own costs (issue 14 §2: the server's cycle) ----------------------------------
+
+
+def test_each_phase_of_a_cycle_is_timed_and_exported(stepped):
+    """A cycle that launches says where its time went: every phase, wall and CPU, in
+    ``last_phases`` and in the ``sessionsched_cycle_phase_seconds`` histogram."""
+    with stepped(admission="none") as s:
+        s.submit("timed")
+        s.cycle()
+        phases = s.service._cycle.last_phases
+        assert set(phases) == set(PHASES)
+        assert all(wall >= 0 and cpu >= 0 for wall, cpu in phases.values())
+        text = s.client.get("/metrics").text
+        for phase in PHASES:
+            assert f'sessionsched_cycle_phase_seconds_count{{phase="{phase}"}} 1.0' in text
+
+
+def test_the_audit_trail_names_each_change_from_the_state_before(stepped):
+    """What a cycle records reads each app's state before the step from the engine's view:
+    each state row names the state the app left, and the Spark app id is recorded once."""
+    with stepped(admission="none", max_running_apps=1) as s:
+        first, second = s.submit("first"), s.submit("second")
+        s.until(first, "FINISHED")
+        s.until(second, "FINISHED")
+        for app_id in (first, second):
+            events = s.client.get(f"/api/v1/apps/{app_id}/events").json()
+            moves = [e["detail"].split(":")[0] for e in events if e["kind"] == "state"]
+            assert [m for m in moves if m != "ACCEPTED -> ACCEPTED"] == [  # a new reason
+                "ACCEPTED -> STARTING", "STARTING -> RUNNING", "RUNNING -> FINISHED"]
+            spark_id = s.app(app_id)["spark_app_id"]
+            assert [e["detail"] for e in events if e["kind"] == "driver"] == [
+                f"Spark application id {spark_id}"]
+
+
+def test_launch_handles_are_not_waited_for_and_a_failed_write_is_made_again(stepped, db):
+    """The cycle sends its launch handles to the store without waiting (the next cycle's
+    commit comes after them); a write of handles that failed is sent again with the next
+    cycle's, so a restart can still adopt those drivers."""
+    with stepped(admission="none") as s:
+        cycle = s.service._cycle
+        write = cycle.p.write
+        failed: list[list[str]] = []
+
+        def flaky(changes, rows):  # the store refuses the first write of handles
+            if not failed and any("handle" in c for c in changes):
+                failed.append([c["id"] for c in changes])
+                future = Future()
+                future.set_exception(StoreUnavailable("disk full"))
+                return future
+            return write(changes, rows)
+
+        cycle.p.write = flaky
+        first = s.submit("first")
+        s.cycle()
+        assert failed == [[first]]
+        (handle,), = rows(db, f"select handle from apps where id = '{first}'")
+        assert json.loads(handle) is None
+        second = s.submit("second")
+        s.cycle()  # the failed handles again, with this cycle's launch
+        s.cycle()  # ... and this cycle's commit came after them
+        for app_id in (first, second):
+            (handle,), = rows(db, f"select handle from apps where id = '{app_id}'")
+            assert json.loads(handle)["ref"] == s.cluster.apps[app_id].driver_id
+            kinds = [e["kind"] for e in s.client.get(f"/api/v1/apps/{app_id}/events").json()]
+            assert kinds.count("launch") == 1
+            assert s.service.registry.get(app_id).log_path  # shown once committed
