@@ -127,7 +127,7 @@ class ViewKeeper:
             facts = {a: AppFacts.of(r) for a, r in apps.items()}
             queued = {leaf: tuple(k[2] for k in keys) for leaf, keys in pending.items()}
         else:
-            facts = dict(last.apps)
+            facts = last.apps.copy()  # the proxy's dict, copied whole (dict() goes key by key)
             for app_id in self._apps:
                 rec = apps.get(app_id)
                 if rec is None:
