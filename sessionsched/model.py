@@ -105,7 +105,7 @@ def parse_mem_mib(value: object) -> int:
     return mib
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Resources:
     cores: int = 0
     mem_mib: int = 0
@@ -167,7 +167,7 @@ class Queue:
         return [q for q in self.walk() if q.is_leaf]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AppSpec:
     """What a submission asks for; fixed once submitted (priority aside, which lives in state).
 
@@ -202,7 +202,7 @@ class AppSpec:
         object.__setattr__(self, "executor_cap", min(caps) if caps else None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Executor:
     """An executor as its app or the cluster reports it."""
 

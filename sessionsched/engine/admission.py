@@ -152,7 +152,7 @@ def admitted_floor(spec: AppSpec, queue: Queue) -> int:
     return n if cap is None else min(n, cap)
 
 
-@dataclass
+@dataclass(slots=True)
 class LeafView:
     """One leaf queue as admission sees it this cycle.
 

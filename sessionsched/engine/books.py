@@ -18,7 +18,7 @@ from ..model import AppSpec, AppState, Executor
 from .rank import Rank, rank
 
 
-@dataclass
+@dataclass(slots=True)
 class AppRecord:
     """The engine's books on one app. Read it through ``Scheduler.apps``; never write it."""
 

@@ -27,7 +27,7 @@ from ..model import Policy, Resources
 from .rank import Rank, rank
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Claim:
     """One admitted app's claim on executors this cycle.
 

@@ -25,7 +25,7 @@ from .events import Adopted, Decision, Event, Submitted
 from .rank import Rank, rank
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AppFacts:
     """One app as the engine has it: its scheduling state, never its submission's details."""
 
