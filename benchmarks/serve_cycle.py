@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from service_throughput import busy_body, busy_config  # benchmarks/, beside this script
+
 import sessionsched
 from sessionsched import gcpace
 from sessionsched.backends import create_backend
@@ -42,43 +44,15 @@ from sessionsched.engine.events import LaunchDriver
 from sessionsched.server import submissions
 from sessionsched.server.service import Service
 
-LEAVES = [f"root.p{p}.l{q}" for p in range(10) for q in range(10)]
-
 
 def config(apps: int, state_dir: Path) -> ServerConfig:
     """``service_throughput.py --busy``'s configuration (the port is never opened)."""
-    running = max(apps // 2, 100)
-    leaves = [{"name": f"p{p}", "queues": [
-        {"name": f"l{q}", "admission": "none", "policy": ("fifo", "priority", "fairshare")[q % 3],
-         "max_running_apps": running // 100} for q in range(10)]} for p in range(10)]
-    return parse_model(ServerConfig, {
-        "server": {"host": "127.0.0.1", "port": 41999, "state_dir": str(state_dir),
-                   "cycle_ms": 200, "retained_ended_apps": apps},
-        "cluster": {"backend": "memory", "workers": 10, "cores": running * 3 // 10,
-                    "memory": f"{running * 3 // 10 * 2}g", "driver_start_s": 1,
-                    "executor_start_s": 1, "executor_idle_timeout_s": 30, "work_s": 30},
-        "queues": [{"name": "root", "queues": leaves}],
-        "defaults": {"queue": LEAVES[0]},
-    }, "serve_cycle")
+    return parse_model(ServerConfig, busy_config(apps, 41999, state_dir), "serve_cycle")
 
 
 def body(i: int) -> dict:
     """``service_throughput.py``'s busy submission ``i`` (spark-submit's REST body)."""
-    import random
-
-    rnd = random.Random(i)
-    return {
-        "action": "CreateSubmissionRequest", "appArgs": [str(i)],
-        "appResource": "file:/tmp/bench.jar", "clientSparkVersion": "4.0.1",
-        "environmentVariables": {"SPARK_ENV_LOADED": "1"}, "mainClass": "org.example.Bench",
-        "sparkProperties": {
-            "spark.app.name": f"bench-{i}", "spark.driver.supervise": "false",
-            "spark.submit.deployMode": "cluster",
-            "spark.sessionsched.queue": LEAVES[i % len(LEAVES)],
-            "spark.ego.priority": str(rnd.randint(1, 10000)),
-            "spark.sessionsched.memory.work": str(rnd.randint(20, 60)),
-            "spark.dynamicAllocation.maxExecutors": "2"},
-    }
+    return json.loads(busy_body(i))
 
 
 class Clock:

@@ -325,12 +325,18 @@ def start_busy_scheduler(work: Path, taken: set[int], apps: int) -> tuple[Proc, 
     leaf queues, ``max_running_apps`` apps/200 each; a core per driver and per executor) and
     half wait: every cycle admits, places and ends apps while the reads are measured."""
     port = free_port(taken)
+    config = busy_config(apps, port, work / "busy")
+    return serve(config, work / "busy.yaml", work / "busy.log"), port
+
+
+def busy_config(apps: int, port: int, state_dir: Path) -> dict:
+    """The busy scheduler's configuration (``start_busy_scheduler``; ``serve_cycle.py`` too)."""
     running = max(apps // 2, 100)
     leaves = [{"name": f"p{p}", "queues": [
         {"name": f"l{q}", "admission": "none", "policy": ("fifo", "priority", "fairshare")[q % 3],
          "max_running_apps": running // 100} for q in range(10)]} for p in range(10)]
-    config = {
-        "server": {"host": "127.0.0.1", "port": port, "state_dir": str(work / "busy"),
+    return {
+        "server": {"host": "127.0.0.1", "port": port, "state_dir": str(state_dir),
                    "cycle_ms": 200, "retained_ended_apps": apps},
         "cluster": {"backend": "memory", "workers": 10, "cores": running * 3 // 10,
                     "memory": f"{running * 3 // 10 * 2}g", "driver_start_s": 1,
@@ -338,7 +344,6 @@ def start_busy_scheduler(work: Path, taken: set[int], apps: int) -> tuple[Proc, 
         "queues": [{"name": "root", "queues": leaves}],
         "defaults": {"queue": BUSY_LEAVES[0]},
     }
-    return serve(config, work / "busy.yaml", work / "busy.log"), port
 
 
 def busy_body(i: int) -> bytes:
