@@ -333,12 +333,10 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                    room: Room) -> str | None:
-    if _demand_fits(view, head, room):
+    need = _need_beside(view, head, room)
+    if _demand_fits(head, need, room) or _may_go_ahead(view, head, need, room):
         return None
     q = view.queue.name
-    need = _need_beside(view, head, room)
-    if _may_go_ahead(view, head, need, room):
-        return None
     return (
         f"the running apps of {q} want the room (demand of {need.cores} more cores"
         f" beside the floors; {room.uncommitted.cores} uncommitted)"
@@ -357,9 +355,10 @@ def _need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
     return need
 
 
-def _demand_fits(view: LeafView, head: AppSpec, room: Room) -> bool:
-    """The head's driver and first executors fit beside the running apps' need."""
-    return (_commitment(head) + _need_beside(view, head, room)).fits_in(room.uncommitted)
+def _demand_fits(head: AppSpec, need: Resources, room: Room) -> bool:
+    """The head's driver and first executors fit beside the running apps' ``need``
+    (``_need_beside``)."""
+    return (_commitment(head) + need).fits_in(room.uncommitted)
 
 
 def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) -> bool:
@@ -506,7 +505,8 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             del views[name]
         else:
             admitted.append(head.app_id)
-            if view.queue.admission is Admission.DEMAND and not _demand_fits(view, head, room):
+            if (view.queue.admission is Admission.DEMAND
+                    and not _demand_fits(head, _need_beside(view, head, room), room)):
                 ahead.add(head.app_id)  # ``running_demand`` let it in ahead
                 room.ahead_in[name] = room.ahead_in.get(name, 0) + 1
             _spend(room, view, head, path)

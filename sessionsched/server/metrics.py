@@ -50,6 +50,9 @@ class _BooksCollector(Collector):
         )
 
 
+CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # seconds
+
+
 class ServiceMetrics:
     def __init__(self, snapshot: Callable[[], dict]):
         self.registry = CollectorRegistry()
@@ -59,13 +62,13 @@ class ServiceMetrics:
         )
         self.cycle_seconds = Histogram(
             "sessionsched_cycle_seconds", "Duration of a scheduling cycle",
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            buckets=CYCLE_BUCKETS,
             registry=self.registry,
         )
         self.cycle_phase_seconds = Histogram(
             "sessionsched_cycle_phase_seconds",
             "Duration of each phase of a scheduling cycle (server.cycle's PHASES)", ["phase"],
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            buckets=CYCLE_BUCKETS,
             registry=self.registry,
         )
         self.cycle_phase_cpu_seconds = Histogram(
@@ -73,7 +76,7 @@ class ServiceMetrics:
             "CPU time of the cycle's thread in each phase of a scheduling cycle (beside "
             "sessionsched_cycle_phase_seconds: the rest of a phase's time it waited for the "
             "store, or for the interpreter held by requests)", ["phase"],
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            buckets=CYCLE_BUCKETS,
             registry=self.registry,
         )
         self.launches = Counter(
