@@ -41,8 +41,8 @@ from sessionsched import gcpace
 from sessionsched.backends import create_backend
 from sessionsched.config import ServerConfig, parse_model
 from sessionsched.engine.events import LaunchDriver
-from sessionsched.server import submissions
-from sessionsched.server.service import Service
+from sessionsched.intake import submissions
+from sessionsched.service.service import Service
 
 
 def config(apps: int, state_dir: Path) -> ServerConfig:

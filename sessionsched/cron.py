@@ -1,5 +1,5 @@
 """Crontab expressions as APScheduler triggers: one parser for the config's validation and the
-server's time-of-day plans (``server/plans.py``)."""
+server's time-of-day plans (``service/plans.py``)."""
 
 from __future__ import annotations
 

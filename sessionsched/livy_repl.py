@@ -1,4 +1,4 @@
-"""The driver of a Livy interactive session (``server/livy_sessions.py`` starts it): a
+"""The driver of a Livy interactive session (``doors/livy/interactive.py`` starts it): a
 notebook session (``notebook.Session``) that takes its statements from the scheduler.
 
 ``python -m sessionsched.livy_repl --server URL --app-id ID --session N [--name NAME]

@@ -23,17 +23,21 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..backends.base import ClusterBackend
-from ..config import ServerConfig
-from ..store import StoreUnavailable
-from . import agent_api, api, auth, livy, livy_auth, submissions, upload_api
-from .dashboard import DASHBOARD_HTML
-from .guard import BodyLimit, RateLimit
-from .leader import ActiveStandby, StandbyGate
-from .service import Service
-from .spark_rest import SparkFront, SparkRest
-from .uploads import UploadStore
-from .views import one_line, unreadable, validation_detail
+from sessionsched.backends.base import ClusterBackend
+from sessionsched.config import ServerConfig
+from sessionsched.doors.livy import auth as livy_auth
+from sessionsched.doors.livy import door as livy
+from sessionsched.doors.native import agent_api, api, upload_api
+from sessionsched.doors.native.dashboard import DASHBOARD_HTML
+from sessionsched.doors.native.views import one_line, unreadable, validation_detail
+from sessionsched.doors.spark_rest.rest import SparkFront, SparkRest
+from sessionsched.intake import submissions
+from sessionsched.intake.guard import BodyLimit, RateLimit
+from sessionsched.intake.uploads import UploadStore
+from sessionsched.operations import auth
+from sessionsched.server.leader import ActiveStandby, StandbyGate
+from sessionsched.service.service import Service
+from sessionsched.store import StoreUnavailable
 
 log = logging.getLogger("sessionsched.server")
 
@@ -62,7 +66,7 @@ def check_listen(host: str, auth_mode: str) -> None:
 def backend_for(config: ServerConfig) -> ClusterBackend:
     """The cluster backend named by ``cluster.backend``."""
     try:
-        from ..backends import create_backend  # the backends package owns the registry
+        from sessionsched.backends import create_backend  # the backends package owns the registry
     except ImportError as e:
         raise LookupError(f"no cluster backend is available ({e})") from None
     return create_backend(config)

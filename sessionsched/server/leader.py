@@ -60,14 +60,14 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from ..config import STANDBY_NEEDS_POSTGRESQL, ServerConfig
-from ..store.leadership import Leadership, NotLeader
-from .guard import send_answer
-from .metrics import CONTENT_TYPE
-from .spark_rest import SPARK_VERSION
+from sessionsched.config import STANDBY_NEEDS_POSTGRESQL, ServerConfig
+from sessionsched.doors.spark_rest.rest import SPARK_VERSION
+from sessionsched.intake.guard import send_answer
+from sessionsched.service.metrics import CONTENT_TYPE
+from sessionsched.store.leadership import Leadership, NotLeader
 
 if TYPE_CHECKING:
-    from .service import Service
+    from sessionsched.service.service import Service
 
 log = logging.getLogger("sessionsched.leader")
 

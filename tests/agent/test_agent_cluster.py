@@ -16,7 +16,7 @@ import time
 import pytest
 from agent_stack import CORES, driver_pid, finished, held, report, settle, submit
 
-from sessionsched.server.reads import JOINS_NEXT_CYCLE
+from sessionsched.service.reads import JOINS_NEXT_CYCLE
 from tests.sparkcluster import wait_until
 
 pytestmark = pytest.mark.cluster

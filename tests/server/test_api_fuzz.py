@@ -49,7 +49,8 @@ from schemathesis.specs.openapi.checks import (
 )
 from server_helpers import make_config, rows
 
-from sessionsched.server import agent_api, api, submissions, upload_api
+from sessionsched.doors.native import agent_api, api, upload_api
+from sessionsched.intake import submissions
 from sessionsched.server.app import asgi
 from sessionsched.sparkargs import OPTION_PROPERTIES, SPARK_SUBMIT_OPTIONS, SPARK_SUBMIT_SWITCHES
 

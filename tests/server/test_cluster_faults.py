@@ -29,7 +29,7 @@ import pytest
 
 from sessionsched.backends.local import LocalCluster
 from sessionsched.commands._serverproc import ServerProcess
-from sessionsched.server.reads import JOINS_NEXT_CYCLE
+from sessionsched.service.reads import JOINS_NEXT_CYCLE
 from sessionsched.store.store import Store
 from tests.sparkcluster import (
     SMALL,

@@ -16,7 +16,7 @@ from server_helpers import make_config, rows
 
 from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryBackend
 from sessionsched.server.app import create_app
-from sessionsched.server.cycle import RETRY_MAX_S
+from sessionsched.service.cycle import RETRY_MAX_S
 from sessionsched.store import Store
 from tests.fullfs import fill, tiny_tmpfs
 

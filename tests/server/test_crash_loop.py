@@ -1,6 +1,6 @@
 """The crash loop: ``sessionsched serve`` (memory backend) killed -9 again and again while four
 clients submit through Spark's REST protocol, each time at a named point of the fault hook
-(``server/faulthook.py``) -- a submission committed but not answered, a cycle's launches
+(``service/faulthook.py``) -- a submission committed but not answered, a cycle's launches
 committed but not carried out, drivers launched but their handles not recorded -- then run
 to the end without faults. Asserted: every acknowledged submission is there exactly once
 (and no request was stored twice), no driver was launched twice, nothing is stuck (every app
@@ -20,7 +20,7 @@ import pytest
 
 from sessionsched.backends.memory import WORK
 from sessionsched.commands._serverproc import ServerProcess, ServerStartError
-from sessionsched.server.faulthook import POINTS
+from sessionsched.service.faulthook import POINTS
 from sessionsched.store import Store
 from tests.sparkcluster import wait_until
 

@@ -18,7 +18,7 @@ from server_helpers import make_config, rows
 from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryBackend, MemoryCluster
 from sessionsched.model import Resources
 from sessionsched.server.app import create_app
-from sessionsched.server.cycle import PHASES
+from sessionsched.service.cycle import PHASES
 from sessionsched.store import StoreUnavailable
 
 START_S = 1.0  # driver and executor start latency of the cluster

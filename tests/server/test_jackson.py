@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sessionsched.server.jackson import dumps
+from sessionsched.doors.spark_rest.jackson import dumps
 
 CASES = [
     ("keys-sorted", {"success": True, "action": "A"},

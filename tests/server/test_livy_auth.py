@@ -1,4 +1,4 @@
-"""The Livy API with auth mode tokens (server/livy_auth.py): a token as Bearer or as the
+"""The Livy API with auth mode tokens (doors/livy/auth.py): a token as Bearer or as the
 password of Basic auth (sparkmagic's way), the native API's rules on batches and sessions, and
 a session's REPL speaking for its own session only. Batches in-process; sessions against a
 real ``sessionsched serve`` (the REPL is a process that must reach it)."""
@@ -14,8 +14,8 @@ from server_helpers import make_config, rows, wait_until
 
 from sessionsched import tokens
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.operations.auth import AppSecrets
 from sessionsched.server.app import asgi, create_app
-from sessionsched.server.auth import AppSecrets
 
 QUEUES = [{"name": "root", "queues": [{"name": "default"},
                                       {"name": "etl", "submit_groups": ["etl"]}]}]

@@ -3,7 +3,7 @@
 import pytest
 
 from sessionsched.model import AppSpec
-from sessionsched.server.registry import Submission, Submissions
+from sessionsched.service.registry import Submission, Submissions
 
 
 def sub(app_id: str, queue: str, seq: int = 0) -> Submission:

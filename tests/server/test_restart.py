@@ -17,7 +17,7 @@ from sessionsched.backends import records
 from sessionsched.backends.records import DriverRecord
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.model import AppState
-from sessionsched.server.restore import RELAUNCHED
+from sessionsched.service.restore import RELAUNCHED
 from sessionsched.store import Store
 
 

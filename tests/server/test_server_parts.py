@@ -17,11 +17,12 @@ from sessionsched.engine.events import (
     KillRequested,
     MarkState,
 )
+from sessionsched.intake import submissions
 from sessionsched.model import AppSpec, AppState, Executor, Resources, parse_mem_mib
-from sessionsched.server import plans, submissions
-from sessionsched.server.launch import build_launch, service_conf
-from sessionsched.server.reconcile import AgentState, reconcile
-from sessionsched.server.recording import record_step
+from sessionsched.service import plans
+from sessionsched.service.launch import build_launch, service_conf
+from sessionsched.service.reconcile import AgentState, reconcile
+from sessionsched.service.recording import record_step
 from sessionsched.store import StoredApp
 
 E1 = (Executor("1"),)

@@ -8,7 +8,7 @@ import pytest
 from server_helpers import rows, wait_until
 
 from sessionsched.commands._serverproc import ServerProcess
-from sessionsched.server.spark_rest import SPARK_VERSION
+from sessionsched.doors.spark_rest.rest import SPARK_VERSION
 
 JSON_TYPE = "application/json;charset=utf-8"
 

@@ -21,7 +21,7 @@ from sessionsched.backends.memory import WORK
 from sessionsched.client import ApiError, SchedulerClient, Submission
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.server.leader import LOCK_NAME
-from sessionsched.server.watch import GONE
+from sessionsched.service.watch import GONE
 from sessionsched.store import Store
 from sessionsched.store.leadership import Leadership, lock_key
 from tests.client.cli_helpers import REPO, SLEEP_TASKS, run_cli

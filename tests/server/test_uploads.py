@@ -1,4 +1,4 @@
-"""Remote submission's files (server/uploads.py, remote.py, upload_api.py), in-process on the
+"""Remote submission's files (intake/uploads.py, remote.py, upload_api.py), in-process on the
 offline cluster: stored once per content, refused with one line when wrong or too big, put in
 place of the client's paths, removed once no app in memory refers to them."""
 
@@ -14,8 +14,8 @@ from server_helpers import make_config, wait_until
 
 from sessionsched import tokens
 from sessionsched.config import UploadsSection
+from sessionsched.intake.uploads import CONTENT, UploadError, UploadStore
 from sessionsched.server.app import create_app, referenced_uploads
-from sessionsched.server.uploads import CONTENT, UploadError, UploadStore
 
 LIMITS = {"max_file_bytes": 2048, "max_total_bytes": 5000}
 APP = b"import sys\nprint('remote app', sys.argv)\n"

@@ -1,0 +1,154 @@
+"""The agent protocol over HTTP (docs/agent-protocol.md): register and heartbeat.
+
+Every running driver's agent heartbeats once per ``heartbeat_s``: with a thousand drivers these
+are nearly all the requests a scheduler answers, so ``AgentFront`` answers them in front of
+FastAPI. The handlers are the same (``register``, ``heartbeat``: one check, one call of the
+agent desk, which never waits for a cycle), but the request skips what FastAPI spends on each
+one — its middleware, the walk through every route, dependency solving, a worker thread for
+the body and the response model's validation — and its body is parsed by pydantic's JSON parser
+in one call: at 300 agents the server's CPU halved, at 1,000 it keeps up
+(``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI
+routes stay, for the OpenAPI spec and for tests that drive the FastAPI application in-process;
+both give the same answers and refusals (``tests/server/test_agent_api.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel, ValidationError
+
+from sessionsched.doors.native.api import CallerDep, ServiceDep, allowed, call, identify, owner
+from sessionsched.doors.native.schemas import (
+    AgentHeartbeat,
+    AgentRegister,
+    AgentReply,
+    error_responses,
+)
+from sessionsched.doors.native.views import one_line, unreadable, validation_detail
+from sessionsched.intake.guard import send_answer
+from sessionsched.model import Executor
+from sessionsched.operations import auth
+from sessionsched.service.service import Service
+
+log = logging.getLogger("sessionsched.server")
+
+router = APIRouter()
+
+
+def _may_report(gate: auth.Gate, service: Service, caller: auth.Caller, app_id: str) -> None:
+    if gate.on:  # with auth off an unknown app is the desk's 404, in its words
+        allowed(gate.may_report, caller, app_id, owner(service, app_id))
+
+
+def register(service: Service, gate: auth.Gate, caller: auth.Caller,
+             body: AgentRegister) -> dict:
+    _may_report(gate, service, caller, body.app_id)
+    return call(service.desk.register, body.app_id, body.spark_app_id, body.control,
+                body.reason, body.pid, body.spark_version)
+
+
+def heartbeat(service: Service, gate: auth.Gate, caller: auth.Caller,
+              body: AgentHeartbeat) -> dict:
+    _may_report(gate, service, caller, body.app_id)
+    executors = [Executor(e.id, e.started_at, e.idle) for e in body.executors]
+    return call(service.desk.heartbeat, body.app_id, body.demand, executors, body.control)
+
+
+Handler = Callable[[Service, auth.Gate, auth.Caller, BaseModel], dict]
+ROUTES: dict[str, tuple[type[BaseModel], Handler]] = {
+    "/api/v1/agent/register": (AgentRegister, register),
+    "/api/v1/agent/heartbeat": (AgentHeartbeat, heartbeat),
+}
+
+
+# --- as FastAPI routes (the OpenAPI spec, in-process tests) --------------------------------------
+# Async: the handlers never block (the desk has its own short lock), so no worker thread.
+
+
+@router.post("/api/v1/agent/register", response_model=AgentReply,
+             responses=error_responses(404, 422))
+async def agent_register(body: AgentRegister, service: ServiceDep, caller: CallerDep,
+                         request: Request):
+    return register(service, request.app.state.gate, caller, body)
+
+
+@router.post("/api/v1/agent/heartbeat", response_model=AgentReply,
+             responses=error_responses(404, 422))
+async def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep, caller: CallerDep,
+                          request: Request):
+    return heartbeat(service, request.app.state.gate, caller, body)
+
+
+# --- in front of FastAPI (what ``sessionsched serve`` runs) ---------------------------------------
+
+
+class AgentFront:
+    """ASGI: ``POST`` to an agent route answered here (module docstring); anything else goes
+    on to ``app``."""
+
+    def __init__(self, app, service: Service, gate: auth.Gate):
+        self.app = app
+        self.service = service
+        self.gate = gate
+
+    async def __call__(self, scope, receive, send) -> None:
+        route = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
+        if route is None or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        raw = bytearray()
+        while True:  # a body over the limit raises here, for ``guard.BodyLimit`` to refuse
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            raw += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        status, answer, headers = self.answer(route, scope, bytes(raw))
+        await send_answer(send, status, answer, headers=headers)
+
+    def answer(self, route: tuple[type[BaseModel], Handler], scope,
+               raw: bytes) -> tuple[int, bytes, list]:
+        model, handler = route
+        try:
+            caller = identify(self.gate, _header(scope, b"authorization"))
+            if not raw:
+                raise HTTPException(422, "request body is missing")
+            try:
+                body = model.model_validate_json(raw)
+            except ValidationError as e:
+                raise HTTPException(422, _not_json(raw) or validation_detail(e.errors())) from None
+            reply = handler(self.service, self.gate, caller, body)
+            return 200, AgentReply.model_validate(reply).model_dump_json().encode(), []
+        except HTTPException as e:
+            headers = [(k.lower().encode(), v.encode()) for k, v in (e.headers or {}).items()]
+            return e.status_code, _detail(one_line(str(e.detail))), headers
+        except Exception as e:  # pragma: no cover - a bug; answered as the FastAPI app does
+            log.exception("unhandled error on POST %s", scope["path"])
+            return 500, _detail(f"internal error: {type(e).__name__}: {e}"), []
+
+
+def _not_json(raw: bytes) -> str | None:
+    """What FastAPI's refusal says of a body its parser (``json.loads``) cannot read at all."""
+    try:
+        json.loads(raw)
+    except (UnicodeDecodeError, RecursionError) as e:
+        return unreadable(e)
+    except ValueError:
+        pass
+    return None
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _detail(text: str) -> bytes:
+    return json.dumps({"detail": text}).encode()

@@ -1,0 +1,85 @@
+"""How apps are shown: the app object of docs/api.md and Spark's driverState."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sessionsched.doors.native.schemas import AppOut
+from sessionsched.model import AppState
+from sessionsched.service.reads import AppRead
+
+# Spark REST driverState for each of our states (DESIGN.md, "Applications and states").
+DRIVER_STATE = {
+    AppState.ACCEPTED: "SUBMITTED",
+    AppState.STARTING: "RUNNING",
+    AppState.RUNNING: "RUNNING",
+    AppState.FINISHED: "FINISHED",
+    AppState.FAILED: "FAILED",
+    AppState.KILLED: "KILLED",
+}
+
+
+def one_line(text: str) -> str:
+    """A refusal's message as one printable line: user input quoted in it (a file name, a
+    directory, a field name) may hold a newline or another control character, shown escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def validation_detail(errors: list) -> str:
+    """A request-shape refusal in one line: the first of pydantic's (or FastAPI's) errors, with
+    where it is (a body field's path) and what is wrong."""
+    first = errors[0] if errors else {}
+    # A field name from the body can hold anything: one that is not printable is quoted.
+    loc = ".".join(str(p) if str(p).isprintable() else repr(p)
+                   for p in first.get("loc", ()) if p != "body")
+    msg = first.get("msg", "invalid request")
+    if first.get("type") == "json_invalid":
+        return f"request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
+    if first.get("type") == "missing":
+        return f"{loc}: missing" if loc else "request body is missing"
+    return f"{loc}: {msg}" if loc else msg
+
+
+def unreadable(cause: BaseException) -> str | None:
+    """One line for why a body is not JSON at all — bytes that are not UTF-8, or nesting deeper
+    than Python's parser goes — from what ``json.loads`` raised; None for other errors."""
+    if isinstance(cause, UnicodeDecodeError):
+        return (f"request body is not valid JSON: not UTF-8 (byte 0x{cause.object[cause.start]:02x}"
+                f" at position {cause.start})")
+    if isinstance(cause, RecursionError):
+        return "request body is not valid JSON: nested too deeply"
+    return None
+
+
+def iso(t: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC with milliseconds and ``Z``."""
+    if t is None:
+        return None
+    text = datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
+
+
+def app_out(app: AppRead) -> AppOut:
+    return AppOut(
+        id=app.id,
+        name=app.name,
+        user=app.user,
+        queue=app.queue,
+        priority=app.priority,
+        state=app.state.value,
+        position=app.position,
+        submitted_at=iso(app.submitted_at),
+        started_at=iso(app.started_at),
+        first_executor_at=iso(app.first_executor_at),
+        finished_at=iso(app.finished_at),
+        exit_code=app.exit_code,
+        executors=app.executors,
+        target=app.target,
+        demand=app.demand,
+        spark_app_id=app.spark_app_id,
+        kind=app.kind,
+        reason=app.reason,
+        warnings=list(app.warnings),
+    )

@@ -1,0 +1,343 @@
+"""Spark's REST submission protocol, as a Spark 4.0.1 standalone master speaks it
+(reference/spark-rest-protocol.md), so unmodified ``spark-submit --master spark://HOST:PORT
+--deploy-mode cluster --conf spark.master.rest.enabled=true`` (and ``--status``/``--kill``)
+talks to the scheduler; plus Conductor's ``update`` for priorities.
+
+Plain Starlette routes rather than FastAPI operations: the protocol's error shapes
+(``ErrorResponse``, 468 for a wrong version, ``success:false`` with HTTP 200 for an unknown id)
+are Spark's, not FastAPI's, and the status read is the hot path of ``spark-submit``'s polling.
+
+Every answer is laid out byte for byte as the master writes it (``jackson``: one
+``"key" : value`` per line, keys in alphabetical order): clients such as Airflow's Spark
+provider read it line by line. A status answer carries the master's ``workerId`` and
+``workerHostPort`` once the backend has seen the driver placed on a worker (cluster drivers).
+
+What differs from a master, on purpose:
+- ``driverState`` maps our states (ACCEPTED -> SUBMITTED, STARTING/RUNNING -> RUNNING, ended as
+  named) and status answers also carry ``schedulerState``, ``queue``, ``priority``,
+  ``position`` (while queued) and ``schedulerReason`` (why it waits or how it ended); a
+  FAILED driver's reason is also its ``message``, which spark-submit prints as the error;
+- error messages name the problem in one line instead of a Java stack trace;
+- a create's warnings (e.g. a ``spark.ego.app.schedule.policy`` the queue overrides) are
+  appended to its ``message``;
+- with ``auth.mode: tokens`` (``auth.Gate``): a create authenticates with ``--conf
+  spark.sessionsched.token=TOKEN`` (unmodified spark-submit sends no header; the property is
+  removed before anything is stored or launched) or ``Authorization: Bearer``; kill and update
+  with the header only (``spark-submit --kill`` sends neither, so it is anonymous: refused, or
+  the ``auth.anonymous`` user's own apps only). Status and readyz need no token: spark-submit
+  polls the status of what it created without one, and every user may see every app. A
+  refusal is an ``ErrorResponse``, 401 or 403, naming what to add or the rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib import metadata
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, Router
+
+from sessionsched.backends.base import Placement
+from sessionsched.doors.native.views import DRIVER_STATE, one_line
+from sessionsched.doors.spark_rest import jackson
+from sessionsched.intake import submissions
+from sessionsched.intake.guard import RateLimit, Refused, send_answer, strip_token
+from sessionsched.model import AppState, parse_priority
+from sessionsched.operations import auth
+from sessionsched.service.service import Conflict, NotFound, Service
+from sessionsched.store import StoreUnavailable
+
+JSON_TYPE = "application/json;charset=utf-8"
+ACTIONS = ("create", "kill", "status", "readyz", "update")
+_ACTION_METHODS = {"create": "POST", "kill": "POST", "status": "GET", "readyz": "GET",
+                   "update": "POST"}
+_ANY = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
+_SUBMIT_THROUGH = "Please submit requests through http://[host]:[port]/v1/submissions/..."
+SUBMIT_WAIT_S = 30.0
+STATUS_CACHE_MAX = 20_000  # cached status answers; past it the cache starts over (bounded memory)
+CYCLE_WAIT_S = 10.0
+
+
+def _spark_version() -> str:
+    try:
+        return metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        return "4.0.1"
+
+
+SPARK_VERSION = _spark_version()
+
+
+def reply(body: dict[str, Any], status: int = 200) -> Response:
+    return Response(jackson.dumps(body), status_code=status, headers={"content-type": JSON_TYPE})
+
+
+def error(message: str, status: int = 400, **extra: Any) -> Response:
+    return reply({"action": "ErrorResponse", "message": one_line(message), **extra,
+                  "serverSparkVersion": SPARK_VERSION}, status)
+
+
+async def wait(future, timeout_s: float):
+    return await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        raise ValueError("empty request body")
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"not JSON: {e}") from None
+    except RecursionError:
+        raise ValueError("not JSON: nested too deeply") from None
+
+
+def _sender(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client else ""
+
+
+class SparkRest:
+    def __init__(self, service: Service, defaults: submissions.Defaults):
+        self.service = service
+        self.defaults = defaults
+        self._status_cache: dict[str, tuple[int, Placement | None, bytes]] = {}
+        self.gate: auth.Gate | None = None  # set by create_app; None: everyone is the admin
+        self.rate_limit = RateLimit(0)
+
+    def _caller(self, request: Request, token: str | None = None) -> auth.Caller:
+        """Who is asking: the Authorization header, else ``token`` (a create's property)."""
+        if self.gate is None or not self.gate.on:
+            return auth.NOBODY
+        header = auth.bearer(request.headers.get("authorization"))
+        try:
+            return self.gate.identify(header or token)
+        except auth.Unauthorized as e:
+            if header or token:
+                raise
+            raise auth.Unauthorized(f"{e}; spark-submit: add --conf "
+                                    f"spark.sessionsched.token=TOKEN") from None
+
+    def routes(self) -> list[Route]:
+        # The status read comes first: spark-submit polls it.
+        return [
+            Route("/v1/submissions/status/{sid}", self.status, methods=["GET"]),
+            Route("/v1/submissions/create", self.create, methods=["POST"]),
+            Route("/v1/submissions/kill/{sid}", self.kill, methods=["POST"]),
+            Route("/v1/submissions/update/{sid}", self.update, methods=["POST"]),
+            Route("/v1/submissions/readyz", self.readyz, methods=["GET"]),
+            Route("/{version}/submissions", self.other, methods=_ANY),
+            Route("/{version}/submissions/{rest:path}", self.other, methods=_ANY),
+        ]
+
+    async def create(self, request: Request) -> Response:
+        try:
+            body = await _json_body(request)
+            token = None
+            if isinstance(body, dict) and isinstance(body.get("sparkProperties"), dict):
+                props, token = strip_token(body["sparkProperties"])
+                body = {**body, "sparkProperties": props}  # the token is never kept
+            caller = self._caller(request, token)
+        except auth.Unauthorized as e:
+            return error(str(e), 401)
+        except ValueError as e:
+            return error(f"Malformed request: {e}")
+        try:
+            app, unknown = submissions.from_rest(body, self.defaults)
+        except (ValueError, submissions.SubmissionError) as e:
+            return error(f"Malformed request: {e}")
+        try:
+            app = auth.admit(self.gate, self.rate_limit, caller, app) if self.gate else app
+        except auth.Forbidden as e:
+            return error(str(e), 403)
+        except Refused as e:
+            return error(str(e), e.status)
+        try:
+            stored = await wait(self.service.submit(app, _sender(request)), SUBMIT_WAIT_S)
+        except Exception as e:  # noqa: BLE001 - not stored: say so, never a 500 page
+            return error(f"Submission not stored: {e}", 503)
+        message = f"Driver successfully submitted as {stored.id}"
+        if stored.warnings:
+            message += ". Warning: " + "; ".join(stored.warnings)
+        out = {"action": "CreateSubmissionResponse", "message": message,
+               "serverSparkVersion": SPARK_VERSION, "submissionId": stored.id, "success": True}
+        if unknown:
+            out["unknownFields"] = unknown
+        return reply(out)
+
+    async def status(self, request: Request) -> Response:
+        return Response(self.status_bytes(request.path_params["sid"]),
+                        headers={"content-type": JSON_TYPE})
+
+    def status_bytes(self, sid: str) -> bytes:
+        """The status answer as sent. Cached per driver until the service's books change
+        (``Service.version``) or the driver is placed on a worker: spark-submit and scripts
+        poll the same ids over and over. Only the event loop's thread calls this, so the cache
+        needs no lock."""
+        hit = self._status_cache.get(sid)
+        version = self.service.version  # read first: a change while we build makes it stale
+        placement = self.service.backend.placement(sid)
+        if hit is not None and hit[0] == version and hit[1] == placement:
+            return hit[2]
+        body = self.status_body(sid, placement)
+        data = jackson.dumps(body)
+        if body["success"]:  # unknown ids are not kept: anyone can make them up
+            if len(self._status_cache) >= STATUS_CACHE_MAX:
+                self._status_cache.clear()  # rare; apps polled again are cached again at once
+            self._status_cache[sid] = (version, placement, data)
+        return data
+
+    def status_body(self, sid: str, placement: Placement | None = None) -> dict[str, Any]:
+        """The master's fields (``workerId``/``workerHostPort`` once the driver is placed on a
+        worker), then ours."""
+        app = self.service.app(sid)
+        if app is None:
+            return {"action": "SubmissionStatusResponse",
+                    "message": f"Submission {sid} does not exist",
+                    "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": False}
+        out = {"action": "SubmissionStatusResponse", "driverState": DRIVER_STATE[app.state],
+               "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": True,
+               "schedulerState": app.state.value, "queue": app.queue, "priority": app.priority}
+        if app.state is AppState.ACCEPTED:
+            out["position"] = app.position
+        if app.reason:
+            out["schedulerReason"] = app.reason
+        if placement is not None:
+            out["workerId"] = placement.worker_id
+            out["workerHostPort"] = placement.worker_host_port
+        if app.state is AppState.FAILED:
+            # spark-submit logs a status ``message`` as the driver's error: only for failures.
+            out["message"] = app.reason
+        return out
+
+    async def kill(self, request: Request) -> Response:
+        sid = request.path_params["sid"]
+        gone = {"action": "KillSubmissionResponse",
+                "message": f"Driver {sid} has already finished or does not exist",
+                "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": False}
+        try:
+            caller = self._caller(request)
+            app = self.service.app(sid)
+            if self.gate is not None and app is not None:
+                self.gate.may_change(caller, sid, app.user, "kill")
+            future = self.service.kill(
+                sid, actor=f"{caller.actor} (Spark REST from {_sender(request)})")
+        except auth.Unauthorized as e:
+            return error(str(e), 401)
+        except auth.Forbidden as e:
+            return error(str(e), 403)
+        except (NotFound, Conflict):
+            return reply(gone)
+        try:
+            await wait(future, CYCLE_WAIT_S)
+        except asyncio.TimeoutError:
+            return reply({**gone, "message": f"Kill request for {sid} is queued; the scheduler "
+                                             f"did not confirm it within {CYCLE_WAIT_S:g}s"})
+        except StoreUnavailable as e:  # not applied: the kill can be asked again
+            return error(str(e), 503)
+        app = self.service.app(sid)
+        if app is None or app.state is not AppState.KILLED:
+            return reply(gone)
+        return reply({**gone, "message": f"Kill request for {sid} submitted", "success": True})
+
+    async def update(self, request: Request) -> Response:
+        sid = request.path_params["sid"]
+        try:
+            body = await _json_body(request)
+            if not isinstance(body, dict):
+                raise ValueError("expected a JSON object")
+            if body.get("action") != "UpdateSubmissionRequest":
+                raise ValueError(f"Validation of message {body.get('action')} failed! expected "
+                                 "action UpdateSubmissionRequest")
+            if "priority" not in body:
+                raise ValueError("priority is missing")
+            priority = parse_priority(body["priority"])
+        except ValueError as e:
+            return error(f"Malformed request: {e}")
+        try:
+            caller = self._caller(request)
+        except auth.Unauthorized as e:
+            return error(str(e), 401)
+        out = {"action": "UpdateSubmissionResponse", "serverSparkVersion": SPARK_VERSION,
+               "submissionId": sid}
+        unknown = [k for k in body if k not in ("action", "clientSparkVersion", "priority")]
+        if unknown:
+            out["unknownFields"] = unknown
+        resolved = self.service.resolve(sid)
+        if resolved is None:
+            return reply({**out, "message": f"Submission {sid} does not exist", "success": False})
+        app_id, is_spark_app = resolved
+        try:
+            if self.gate is not None:
+                target = self.service.app(app_id)
+                self.gate.may_change(caller, app_id, target.user if target else "", "re-prioritise")
+                self.gate.check_priority(caller, priority)
+        except auth.Forbidden as e:
+            return error(str(e), 403)
+        try:
+            future = self.service.set_priority(
+                app_id, priority, actor=caller.actor, sender=_sender(request),
+                via=f"Spark REST update from {_sender(request)}")
+            await wait(future, CYCLE_WAIT_S)
+        except (NotFound, Conflict) as e:
+            return reply({**out, "message": str(e), "success": False})
+        except asyncio.TimeoutError:
+            pass  # committed; the engine applies it at its next cycle
+        what = "application" if is_spark_app else "driver"
+        return reply({**out, "message": f"Update request for {what} {sid} submitted.",
+                      "success": True})
+
+    async def readyz(self, request: Request) -> Response:
+        return reply({"action": "ReadyzResponse", "message": self.service.view.health.describe(),
+                      "serverSparkVersion": SPARK_VERSION, "success": True})
+
+    async def other(self, request: Request) -> Response:
+        version = request.path_params["version"]
+        if version != "v1":
+            return error(f"Unknown protocol version '{version}'. {_SUBMIT_THROUGH}", 468,
+                         highestProtocolVersion="v1")
+        action = request.path_params.get("rest", "").split("/", 1)[0]
+        if action in _ACTION_METHODS and request.method != _ACTION_METHODS[action]:
+            return error(f"HTTP method {request.method} is not supported by this URL", 405)
+        if action in ("kill", "status", "update"):
+            return error(f"Submission ID is missing in {action} request.")
+        return error("Missing an action: please specify one of /create, /kill, /status, "
+                     f"/update or /readyz. {_SUBMIT_THROUGH}")
+
+
+class SparkFront:
+    """The ASGI front ``sessionsched serve`` runs: Spark's protocol (``/vN/submissions/...``)
+    is answered by its own light Starlette router, and the status read even before that;
+    everything else goes to the FastAPI application.
+
+    spark-submit's creates and status polls, ``--status`` and scripts hammering a status make
+    the busiest paths; answered here they skip FastAPI's per-request machinery (error and
+    telemetry middleware, its router): about 1.5-2x the requests per second
+    (``benchmarks/service_throughput.py``). The handlers are the same ``SparkRest`` methods the
+    FastAPI application routes (tests drive them in-process there).
+    """
+
+    STATUS = "/v1/submissions/status/"
+
+    def __init__(self, app, spark_rest: SparkRest):
+        self.app = app
+        self.spark_rest = spark_rest
+        self.router = Router(routes=spark_rest.routes())
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            path = scope["path"]
+            if scope["method"] == "GET" and path.startswith(self.STATUS):
+                sid = path[len(self.STATUS):]
+                if sid and "/" not in sid:
+                    await send_answer(send, 200, self.spark_rest.status_bytes(sid), JSON_TYPE)
+                    return
+            parts = path.split("/", 3)
+            if len(parts) >= 3 and parts[2] == "submissions":
+                await self.router(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+

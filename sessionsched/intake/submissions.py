@@ -1,0 +1,313 @@
+"""Submissions in, checked app records out. Pure: no store, no engine, no clock.
+
+Four ways in, one result: a ``StoredApp`` without its id, sequence number and submit time
+(the store's writer gives those), with ``warnings`` for the submitter:
+
+- ``from_argv``: the native API's ``POST /api/v1/apps`` — spark-submit arguments, a working
+  directory, ``conf`` (the properties the client resolved: spark-defaults, properties file,
+  ``--conf``) and the body's ``queue``/``priority``, which win over the properties;
+- ``from_rest``: Spark's ``CreateSubmissionRequest`` (a JVM app whose driver runs in the
+  cluster), with Conductor's optional top-level ``priority``;
+- ``from_session``: a notebook asking for a driver slot (``POST /api/v1/sessions``);
+- ``from_livy``: an Apache Livy batch (``POST /batches``), made into spark-submit arguments
+  and then checked exactly as ``from_argv`` checks them.
+
+Every refusal is a ``SubmissionError`` whose message is one line naming the problem. Nothing
+here stores anything, so a refused submission leaves no trace.
+
+Sizing read from the properties, with Spark's own defaults when unset: driver 1 core / 1g;
+executors ``spark.executor.cores`` (default 1, set on the launch so the scheduler's count of
+executors matches the cluster's) and ``spark.executor.memory`` (1g). With dynamic allocation on,
+``minExecutors``/``maxExecutors`` bound the app; with it off (a static app) the cap is
+``spark.executor.instances``, else ``spark.cores.max`` / executor cores.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sessionsched.config import resolve_queue
+from sessionsched.doors.livy.schemas import LivyBatchIn
+from sessionsched.doors.native.views import one_line
+from sessionsched.model import PRIORITY_DEFAULT, AppSpec, Queue, Resources, parse_priority
+from sessionsched.sparkargs import (
+    Prop,
+    SchedulingProps,
+    SparkArgsError,
+    effective_properties,
+    parse_spark_submit,
+    scheduling_properties,
+)
+from sessionsched.store.records import AppKind, StoredApp
+
+ANONYMOUS_USER = "anonymous"  # who unauthenticated submissions belong to (auth mode none)
+USER_PROPERTY = "spark.sessionsched.user"
+DEFAULT_MEM_MIB = 1024
+
+
+
+class SubmissionError(ValueError):
+    """A submission that cannot be accepted; ``str()`` is one line for the submitter, even
+    when it quotes a file name or an argument with a newline in it."""
+
+    def __init__(self, message: str):
+        super().__init__(one_line(message))
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """What the server fills in: its queue tree and the config's ``defaults``."""
+
+    root: Queue
+    queue: str
+    priority: int = PRIORITY_DEFAULT
+    drivers_in_cluster: bool = False  # the backend's (``ClusterBackend.drivers_in_cluster``)
+
+
+# --- the three ways in ----------------------------------------------------------------------
+
+
+def from_argv(
+    argv: list[str],
+    cwd: str,
+    conf: Mapping[str, str],
+    env: Mapping[str, str],
+    queue: str | None,
+    priority: Any,
+    name: str | None,
+    defaults: Defaults,
+) -> StoredApp:
+    """A native-API submission (kind ``submit``). On a backend whose drivers all run in the
+    cluster (Kubernetes) every app is in-cluster; elsewhere the deploy mode says, and Python
+    apps run in client mode on this host (a standalone master cannot run a Python driver)."""
+    if not os.path.isabs(cwd):
+        raise SubmissionError(f"cwd {cwd!r} is not an absolute path")
+    if not os.path.isdir(cwd):
+        raise SubmissionError(f"cwd {cwd} is not a directory on the scheduler's host")
+    try:
+        args = parse_spark_submit(argv)
+        props: dict[str, Prop] = {k: Prop(v, "conf") for k, v in conf.items()}
+        props.update(effective_properties(args, {}, cwd))
+    except SparkArgsError as e:
+        raise SubmissionError(str(e)) from None
+    if args.last("--master") is not None:
+        raise SubmissionError("--master is chosen by the scheduler; drop it from argv")
+    if "spark.master" in conf:
+        raise SubmissionError("spark.master is chosen by the scheduler; drop it from conf")
+    if args.app_file is None:
+        raise SubmissionError("no application file in argv (options, then app.py or app.jar)")
+    _check_app_file(args.app_file, cwd)
+    sched = _scheduling(props)
+    in_cluster = defaults.drivers_in_cluster or sched.deploy_mode == "cluster"
+    if in_cluster and args.is_python and not defaults.drivers_in_cluster:
+        raise SubmissionError(
+            "Python apps run in client mode on a standalone cluster; drop --deploy-mode cluster"
+        )
+    app_name = name or _value(props, "spark.app.name") or args.last("--class")
+    app_name = app_name or Path(args.app_file).name
+    new = _new_app(
+        kind=AppKind.SUBMIT, name=app_name, props=props, sched=sched, in_cluster=in_cluster,
+        queue=queue, priority=priority, defaults=defaults,
+    )
+    new.argv = list(argv)
+    new.conf = dict(conf)
+    new.env = dict(env)
+    new.cwd = cwd
+    return new
+
+
+REST_FIELDS = frozenset(
+    "action appResource appArgs clientSparkVersion environmentVariables mainClass "
+    "sparkProperties priority".split()
+)
+
+
+def from_rest(body: Any, defaults: Defaults) -> tuple[StoredApp, list[str]]:
+    """A Spark REST CreateSubmissionRequest (kind ``rest``): (the app, unknown field names).
+
+    Messages follow the Spark master's ("Main class is missing.", "Validation of message
+    CreateSubmissionRequest failed!") with the cause added; the caller prefixes
+    "Malformed request: ".
+    """
+    if not isinstance(body, dict):
+        raise SubmissionError("expected a JSON object")
+    action = body.get("action")
+    if action is None:
+        raise SubmissionError("Action field not found in JSON")
+    if action != "CreateSubmissionRequest":
+        raise SubmissionError(
+            f"Validation of message {action} failed! expected action CreateSubmissionRequest"
+        )
+    failed = "Validation of message CreateSubmissionRequest failed!"
+    resource = body.get("appResource")
+    if not isinstance(resource, str) or not resource.strip():
+        raise SubmissionError(f"{failed} 'appResource' is missing")
+    main_class = body.get("mainClass")
+    if not isinstance(main_class, str) or not main_class.strip():
+        raise SubmissionError("Main class is missing.")
+    for key, kind, what in (
+        ("sparkProperties", dict, "object"),
+        ("environmentVariables", dict, "object"),
+        ("appArgs", list, "array"),
+    ):
+        if body.get(key) is not None and not isinstance(body[key], kind):
+            raise SubmissionError(f"{failed} '{key}' must be a JSON {what}")
+    spark_props = body.get("sparkProperties") or {}
+    # Strings, as spark-submit sends them: they are forwarded to the master and the driver.
+    for key in ("sparkProperties", "environmentVariables"):
+        bad = [k for k, v in (body.get(key) or {}).items() if not isinstance(v, str)]
+        if bad:
+            raise SubmissionError(f"{failed} {key} values must be strings: {bad[0]}")
+    bad_args = [i for i, a in enumerate(body.get("appArgs") or []) if not isinstance(a, str)]
+    if bad_args:
+        raise SubmissionError(f"{failed} appArgs must be strings: appArgs[{bad_args[0]}]")
+    props = {k: Prop(v, "sparkProperties") for k, v in spark_props.items()}
+    sched = _scheduling(props, failed)
+    priority = body.get("priority")
+    name = _value(props, "spark.app.name") or main_class
+    new = _new_app(
+        kind=AppKind.REST, name=name, props=props, sched=sched, in_cluster=True,
+        queue=None, priority=priority, defaults=defaults,
+    )
+    new.rest_request = body
+    new.conf = dict(spark_props)
+    unknown = [k for k in body if k not in REST_FIELDS]  # in the request's order, as a master
+    return new, unknown
+
+
+def from_session(
+    name: str | None, queue: str | None, priority: Any, conf: Mapping[str, str],
+    defaults: Defaults,
+) -> StoredApp:
+    """A notebook's session (kind ``session``): its driver runs in the notebook's process."""
+    props = {k: Prop(v, "conf") for k, v in conf.items()}
+    sched = _scheduling(props)
+    new = _new_app(
+        kind=AppKind.SESSION, name=name or _value(props, "spark.app.name") or "session",
+        props=props, sched=sched, in_cluster=False, queue=queue, priority=priority,
+        defaults=defaults,
+    )
+    new.conf = dict(conf)
+    return new
+
+
+# Livy's batch fields that are spark-submit options, in the order they are given.
+LIVY_OPTIONS = (
+    ("className", "--class"), ("name", "--name"), ("jars", "--jars"), ("pyFiles", "--py-files"),
+    ("files", "--files"), ("archives", "--archives"), ("driverMemory", "--driver-memory"),
+    ("driverCores", "--driver-cores"), ("executorMemory", "--executor-memory"),
+    ("executorCores", "--executor-cores"), ("numExecutors", "--num-executors"),
+)
+
+
+def from_livy(batch: LivyBatchIn, cwd: str, defaults: Defaults) -> StoredApp:
+    """A Livy batch (kind ``submit``: to the scheduler a batch is a spark-submit run like any
+    other). Its fields become spark-submit options (``LIVY_OPTIONS``), ``conf`` the properties,
+    ``queue`` the queue (it wins over ``spark.sessionsched.queue``); the priority is
+    ``spark.ego.priority`` in ``conf``. ``cwd``: where the driver runs (relative paths in the
+    batch are refused: Livy takes absolute paths and URIs)."""
+    if not (batch.file.startswith("/") or ":" in batch.file.split("/", 1)[0]):
+        raise SubmissionError(f"file {batch.file!r}: give an absolute path or a URI "
+                              "(local:, file:, hdfs:, ...)")
+    argv: list[str] = []
+    for field_name, option in LIVY_OPTIONS:
+        value = getattr(batch, field_name)
+        if isinstance(value, list):
+            value = ",".join(value)
+        if value not in (None, ""):
+            argv += [option, str(value)]
+    argv += [batch.file, *batch.args]
+    return from_argv(argv, cwd, batch.spark_conf(), {}, batch.queue, None, batch.name, defaults)
+
+
+# --- shared parts ---------------------------------------------------------------------------
+
+
+def _value(props: Mapping[str, Prop], key: str) -> str | None:
+    prop = props.get(key)
+    return prop.value.strip() if prop is not None and prop.value.strip() else None
+
+
+def _scheduling(props: Mapping[str, Prop], prefix: str = "") -> SchedulingProps:
+    try:
+        return scheduling_properties(props)
+    except SparkArgsError as e:
+        raise SubmissionError(f"{prefix} {e}".strip()) from None
+
+
+def _check_app_file(resource: str, cwd: str) -> None:
+    """The application file must exist and be readable here — unless it is a URI for the
+    cluster to fetch (hdfs:, s3a:, http:, local:)."""
+    if resource.startswith("file:"):
+        path = Path(re.sub(r"^file:(//)?", "", resource))
+    elif ":" in resource.split("/", 1)[0]:
+        return
+    else:
+        path = Path(cwd, resource)
+    if not path.is_file():
+        raise SubmissionError(f"application file {resource} not found (looked in {cwd})")
+    if not os.access(path, os.R_OK):
+        raise SubmissionError(f"application file {path} is not readable")
+
+
+def _new_app(
+    *, kind: str, name: str, props: Mapping[str, Prop], sched: SchedulingProps,
+    in_cluster: bool, queue: str | None, priority: Any, defaults: Defaults,
+) -> StoredApp:
+    warnings: list[str] = []
+    if priority is not None and priority != "":
+        try:
+            prio = parse_priority(priority)
+        except ValueError as e:
+            raise SubmissionError(str(e)) from None
+    else:
+        prio = sched.priority if sched.priority is not None else defaults.priority
+    try:
+        leaf = resolve_queue(defaults.root, queue or sched.queue or defaults.queue)
+    except LookupError as e:
+        raise SubmissionError(str(e)) from None
+    if sched.policy is not None and sched.policy.lower() != leaf.policy.value:
+        warnings.append(
+            f"spark.ego.app.schedule.policy={sched.policy} ignored: queue {leaf.name} "
+            f"shares executors by its policy {leaf.policy.value}"
+        )
+    driver = Resources(sched.driver_cores or 1, sched.driver_mem_mib or DEFAULT_MEM_MIB)
+    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB)
+    # Native submissions get dynamic allocation unless their user turned it off; JVM REST
+    # submissions keep what they asked for (no agent can steer them).
+    dynamic = sched.dynamic_allocation
+    if dynamic is None:
+        dynamic = kind != AppKind.REST
+    if dynamic:
+        min_execs = sched.min_executors or 0
+        max_execs = sched.max_executors
+    else:
+        if kind != AppKind.REST:
+            warnings.append(
+                "spark.dynamicAllocation.enabled=false: a static app; the scheduler admits it "
+                "and caps it but does not arbitrate its executors"
+            )
+        min_execs = 0
+        max_execs = sched.executor_instances
+        if max_execs is None and sched.cores_max is not None:
+            max_execs = sched.cores_max // executor.cores
+    if max_execs is not None and min_execs > max_execs:
+        raise SubmissionError(
+            f"spark.dynamicAllocation.minExecutors={min_execs} is above maxExecutors={max_execs}"
+        )
+    user = _value(props, USER_PROPERTY) or ANONYMOUS_USER
+    spec = AppSpec(
+        app_id="", queue=leaf.name, seq=0, submitted_at=0.0, priority=prio, name=name,
+        user=user, driver=driver, driver_in_cluster=in_cluster, executor=executor,
+        min_executors=min_execs, max_executors=max_execs, slots_max=sched.slots_max,
+    )
+    app = StoredApp(
+        id="", seq=0, kind=kind, name=name, user=user, queue=leaf.name, priority=prio,
+        submitted_at=0.0, spec=spec, warnings=warnings,
+    )
+    return app

@@ -1,0 +1,148 @@
+"""The agent desk: the agent protocol's server side (docs/agent-protocol.md).
+
+Register and heartbeat turn what an agent reports into engine events for the next cycle
+(DriverStarted with the Spark application id, ExecutorsChanged, DemandChanged - only when they
+changed) and answer at once, never waiting for a cycle: the app's state from the published
+view, its target and grant as the last ``SetTarget`` decision gave them, and its reclaim orders
+(``Reclaim`` decisions, each handed out once). A terminal state tells the agent to stop its
+app. An agent that heartbeats without registering (the server restarted under it) is taken as
+registered. The desk has its own lock: a heartbeat never waits for the scheduling cycle.
+
+``reconcile`` (whose word counts for an app's executors: its agent's or the cluster's) runs in
+the cycle on the desk's records.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+
+from sessionsched.engine.events import (
+    Decision,
+    DemandChanged,
+    DriverStarted,
+    Event,
+    ExecutorsChanged,
+    MarkState,
+    Reclaim,
+    SetTarget,
+)
+from sessionsched.model import Executor
+from sessionsched.service.reads import AppRead, NotFound, ReadModel
+from sessionsched.service.reconcile import AgentState, reconcile
+
+log = logging.getLogger("sessionsched.service")
+
+
+class AgentDesk:
+    def __init__(self, reads: ReadModel, put: Callable[[Event], None],
+                 note: Callable[[str, float, str], None], heartbeat_s: float,
+                 clock: Callable[[], float]):
+        """``put``: an event for the next cycle; ``note(app_id, at, detail)``: an audit row."""
+        self._reads = reads
+        self._put = put
+        self._note = note
+        self.heartbeat_s = heartbeat_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._agents: dict[str, AgentState] = {}
+        self._targets: dict[str, tuple[int, int]] = {}  # app -> (target, grant), from SetTarget
+
+    # --- the protocol ------------------------------------------------------------------------
+
+    def register(self, app_id: str, spark_app_id: str | None, control: str,
+                 reason: str | None, pid: int | None, spark_version: str | None) -> dict:
+        now = self._clock()
+        app = self._app(app_id)
+        with self._lock:
+            agent = self._agents.setdefault(app_id, AgentState(seen_at=now))
+            agent.seen_at = now
+            agent.control, agent.reason, agent.pid = control, reason, pid
+            agent.spark_version = spark_version
+            reply = self._reply(app, agent)
+        if spark_app_id:
+            self._put(DriverStarted(app_id, spark_app_id))
+        detail = f"agent registered: control {control}, pid {pid}, Spark {spark_version}"
+        if control != "full":
+            detail += f" ({reason or 'no reason given'})"
+            log.warning("%s: agent has %s control: %s", app_id, control, reason)
+        self._note(app_id, now, detail)
+        return reply
+
+    def heartbeat(self, app_id: str, demand: int, executors: list[Executor],
+                  control: str | None) -> dict:
+        now = self._clock()
+        app = self._app(app_id)
+        events: list[Event] = []
+        with self._lock:
+            agent = self._agents.setdefault(app_id, AgentState(seen_at=now))
+            agent.seen_at = now
+            if control:
+                agent.control = control
+            seen = tuple((e.executor_id, e.idle) for e in executors)
+            # An admission-only agent cannot read its executors: the cluster's view stands.
+            if agent.control == "full" and seen != agent.executors:
+                agent.executors = seen
+                events.append(ExecutorsChanged(app_id, tuple(executors)))
+            if demand != agent.demand:
+                agent.demand = demand
+                events.append(DemandChanged(app_id, demand))
+            reply = self._reply(app, agent)
+        for ev in events:
+            self._put(ev)
+        return reply
+
+    def _app(self, app_id: str) -> AppRead:
+        app = self._reads.view.app(app_id)
+        if app is None:
+            raise NotFound(f"no app {app_id!r}: the agent should stop reporting")
+        return app
+
+    def _reply(self, app: AppRead, agent: AgentState) -> dict:
+        """The answer, handing out the pending reclaim orders (once). Lock held."""
+        target, grant = self._targets.get(app.id, (0, 0))
+        orders, agent.orders = agent.orders, []
+        return {
+            "heartbeat_s": self.heartbeat_s,
+            "target": target,
+            "grant": grant,
+            "state": app.state.value,
+            "reclaim": [
+                {"executor_ids": list(o.executor_ids), "mode": o.mode.value,
+                 "deadline": o.deadline}
+                for o in orders
+            ],
+        }
+
+    # --- the cycle's side ----------------------------------------------------------------------
+
+    def reconcile(self, polled: Sequence[Event], now: float) -> list[Event]:
+        with self._lock:
+            return reconcile(polled, self._agents, now, self.heartbeat_s)
+
+    def take(self, decisions: Iterable[Decision]) -> None:
+        """The committed cycle's targets and reclaim orders, for the agents to pick up; an
+        ended app's orders are void."""
+        with self._lock:
+            for d in decisions:
+                if isinstance(d, SetTarget):
+                    self._targets[d.app_id] = (d.target, d.grant)
+                elif isinstance(d, Reclaim):
+                    self._agents.setdefault(d.app_id, AgentState(seen_at=0.0)).orders.append(d)
+                elif isinstance(d, MarkState) and d.state.terminal:
+                    self._targets.pop(d.app_id, None)
+                    agent = self._agents.get(d.app_id)
+                    if agent is not None:
+                        agent.orders = []
+
+    def last_seen(self, app_id: str) -> float:
+        with self._lock:
+            agent = self._agents.get(app_id)
+            return agent.seen_at if agent is not None else 0.0
+
+    def forget(self, app_ids: Iterable[str]) -> None:
+        with self._lock:
+            for app_id in app_ids:
+                self._agents.pop(app_id, None)
+                self._targets.pop(app_id, None)

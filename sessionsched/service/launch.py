@@ -1,0 +1,115 @@
+"""From a stored submission to the ``Launch`` a backend starts: the one place that decides what
+a driver is started with.
+
+The driver agent's bootstrap plugs in here: ``build_launch`` is the hook that may wrap a Python
+app's ``argv`` and add the agent's settings (it is called for every launch, after a restart
+too, so what it adds never has to be stored).
+
+What the service adds to the user's properties (``Launch.conf`` wins over the user's):
+
+- ``spark.app.name``: the name the app is shown under;
+- submit kind, unless the user turned dynamic allocation off:
+  ``spark.dynamicAllocation.enabled=true`` and ``spark.dynamicAllocation.shuffleTracking.enabled
+  =true`` (standalone has no external shuffle service by default; shuffle tracking keeps
+  executors holding shuffle data until it is no longer needed);
+- ``spark.executor.cores`` when unset: Spark standalone's default is "every free core of the
+  worker", which would make the scheduler's executor count meaningless;
+- ``spark.cores.max`` from ``spark.ego.slots.max`` when unset: the cluster enforces the cap even
+  for an app without an agent (JVM apps get this static cap only).
+
+The driver agent (``agent/launch.py``), submit kind with dynamic allocation on: a Python app
+runs through the agent's bootstrap (``wrap_argv``), and ``agent_conf`` adds decommission when
+the queue reclaims gracefully (``reclaim_timeout`` > 0) and ``maxExecutors`` at the cluster
+ceiling, each only where the user did not set it.
+
+The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
+one for the app, ``SESSIONSCHED_TOKEN`` (docs/agent-protocol.md); ``SESSIONSCHED_CA`` when
+``server.tls.ca`` is set (the agent verifies the server with it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sessionsched.agent.launch import agent_conf, wrap_argv
+from sessionsched.backends.base import Launch
+from sessionsched.sparkargs import SparkArgsError, effective_properties, parse_spark_submit
+from sessionsched.store.records import AppKind, StoredApp
+
+
+def user_conf(app: StoredApp) -> dict[str, str]:
+    """The user's own properties: the request's ``conf`` (spark-defaults' part), then what
+    ``argv`` sets (``--conf``, dedicated options), which wins -- as ``submissions.from_argv``
+    reads them. ``--conf spark.dynamicAllocation.enabled=false`` on the command line must keep
+    an app static."""
+    props = dict(app.conf)
+    if app.argv:
+        try:
+            args = parse_spark_submit(list(app.argv))
+            props.update({k: p.value for k, p in
+                          effective_properties(args, {}, app.cwd or ".").items()})
+        except (SparkArgsError, OSError):
+            pass  # checked at submission; a file gone since then changes nothing here
+    return props
+
+
+def service_conf(app: StoredApp) -> dict[str, str]:
+    """The properties the service adds for this app (see the module doc)."""
+    user = user_conf(app)
+    out: dict[str, str] = {"spark.app.name": app.name}
+    if app.kind == AppKind.SUBMIT:
+        dynamic = user.get("spark.dynamicAllocation.enabled", "true").strip().lower() != "false"
+        if dynamic:
+            out["spark.dynamicAllocation.enabled"] = "true"
+            if "spark.dynamicAllocation.shuffleTracking.enabled" not in user:
+                out["spark.dynamicAllocation.shuffleTracking.enabled"] = "true"
+    if "spark.executor.cores" not in user:
+        out["spark.executor.cores"] = str(app.spec.executor.cores)
+    if app.spec.slots_max is not None and "spark.cores.max" not in user:
+        out["spark.cores.max"] = str(app.spec.slots_max)
+    return out
+
+
+def build_launch(
+    app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None,
+    reclaim_timeout_s: float = 0.0, max_executors: int | None = None, ca: str | None = None,
+) -> Launch:
+    """The Launch for an app of kind ``submit`` or ``rest`` (sessions are not launched: the
+    notebook starts its own driver once admitted)."""
+    if app.kind == AppKind.SESSION:
+        raise ValueError(f"{app.id} is a notebook session: its notebook starts the driver")
+    env = {"SESSIONSCHED_APP_ID": app.id, "SESSIONSCHED_SERVER": server_url}
+    if token and app.kind != AppKind.REST:  # a JVM driver has no agent to give it to
+        env["SESSIONSCHED_TOKEN"] = token
+    if ca and app.kind != AppKind.REST:
+        env["SESSIONSCHED_CA"] = ca
+    ours = service_conf(app)
+    if app.kind == AppKind.REST:
+        return Launch(
+            app_id=app.id,
+            name=app.name,
+            rest_request=app.rest_request,
+            conf=ours,
+            env=env,
+            in_cluster=True,
+            queue=app.queue,
+            priority=app.spec.priority,
+        )
+    conf = {k: v for k, v in app.conf.items() if k != "spark.master"}
+    conf.update(ours)
+    # Static apps run through the bootstrap too: their agent reports admission-only.
+    argv = wrap_argv(app.argv)
+    if ours.get("spark.dynamicAllocation.enabled") == "true":
+        conf.update(agent_conf(user_conf(app), reclaim_timeout_s, max_executors)[0])
+    return Launch(
+        app_id=app.id,
+        name=app.name,
+        argv=argv,
+        conf=conf,
+        env={**app.env, **env},
+        cwd=app.cwd,
+        in_cluster=app.spec.driver_in_cluster,
+        log_path=str(Path(log_dir) / f"{app.id}.log"),
+        queue=app.queue,
+        priority=app.spec.priority,
+    )

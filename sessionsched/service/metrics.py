@@ -1,0 +1,97 @@
+"""Prometheus metrics (``GET /metrics``).
+
+Counters and the cycle histogram are updated as things happen; the gauges (apps per state per
+queue, queue lengths, cluster reachability) are read from the service's books at scrape time, so
+they can never drift from what the API shows. Each service has its own registry: two services
+in one process (tests) do not collide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from sessionsched.model import AppState
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _BooksCollector(Collector):
+    def __init__(self, snapshot: Callable[[], dict]):
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        snap = self._snapshot()
+        apps = GaugeMetricFamily(
+            "sessionsched_apps", "Applications by queue and state", labels=["queue", "state"]
+        )
+        for (queue, state), n in sorted(snap["apps"].items()):
+            apps.add_metric([queue, state], n)
+        yield apps
+        pending = GaugeMetricFamily(
+            "sessionsched_queue_pending", "Applications waiting in a leaf queue", labels=["queue"]
+        )
+        for queue, n in sorted(snap["pending"].items()):
+            pending.add_metric([queue], n)
+        yield pending
+        executors = GaugeMetricFamily(
+            "sessionsched_queue_executor_cores", "Cores of executors held by a queue's apps",
+            labels=["queue"],
+        )
+        for queue, n in sorted(snap["executor_cores"].items()):
+            executors.add_metric([queue], n)
+        yield executors
+        yield GaugeMetricFamily(
+            "sessionsched_cluster_reachable", "1 when the backend reached the cluster last time",
+            value=1 if snap["reachable"] else 0,
+        )
+
+
+CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # seconds
+
+
+class ServiceMetrics:
+    def __init__(self, snapshot: Callable[[], dict]):
+        self.registry = CollectorRegistry()
+        self.submissions = Counter(
+            "sessionsched_submissions", "Submissions accepted (committed)", ["kind"],
+            registry=self.registry,
+        )
+        self.cycle_seconds = Histogram(
+            "sessionsched_cycle_seconds", "Duration of a scheduling cycle",
+            buckets=CYCLE_BUCKETS,
+            registry=self.registry,
+        )
+        self.cycle_phase_seconds = Histogram(
+            "sessionsched_cycle_phase_seconds",
+            "Duration of each phase of a scheduling cycle (server.cycle's PHASES)", ["phase"],
+            buckets=CYCLE_BUCKETS,
+            registry=self.registry,
+        )
+        self.cycle_phase_cpu_seconds = Histogram(
+            "sessionsched_cycle_phase_cpu_seconds",
+            "CPU time of the cycle's thread in each phase of a scheduling cycle (beside "
+            "sessionsched_cycle_phase_seconds: the rest of a phase's time it waited for the "
+            "store, or for the interpreter held by requests)", ["phase"],
+            buckets=CYCLE_BUCKETS,
+            registry=self.registry,
+        )
+        self.launches = Counter(
+            "sessionsched_launches", "Driver launches by outcome", ["outcome"],
+            registry=self.registry,
+        )
+        self.registry.register(_BooksCollector(snapshot))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def count_states(apps: Iterable[tuple[str, AppState]]) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for queue, state in apps:
+        key = (queue, state.value)
+        out[key] = out.get(key, 0) + 1
+    return out

@@ -1,0 +1,279 @@
+"""The read side: one frozen view of everything the service shows, published after each
+committed cycle (and after each committed submission), read without a lock.
+
+Every reader - the native API, Spark REST status, the dashboard, ``/metrics``, agent replies -
+takes ``ReadModel.view`` once and answers from it, so it can never see half a cycle, and never
+waits for one. A ``ReadView`` joins two books, each the only one of its kind in memory:
+
+- the engine's frozen view (``EngineView``): each app's scheduling state, priority, times,
+  executors, target, demand and queue place;
+- the submissions registry (``Submissions``): what each app was submitted with, which never
+  changes (and where its driver's log is, once launched).
+
+An app whose submission is committed but which no cycle has stepped yet is shown ACCEPTED
+without a position. Ended apps loaded at a restart, and ended apps forgotten beyond
+``server.retained_ended_apps`` (``retention``), are final: they are read from the store.
+``ReadModel.publish`` is the one place that makes a new view (and bumps its ``version``, which
+keys answer caches).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+
+from sessionsched.engine.view import AppFacts, EngineView
+from sessionsched.model import AppState, Queue, QueueUsage
+from sessionsched.service.registry import Submission, Submissions
+from sessionsched.store import StoredApp
+
+JOINS_NEXT_CYCLE = "accepted; joins its queue at the next scheduling cycle"
+_READS_KEPT = 50_000  # apps whose last read is kept (``ReadView._read``)
+
+
+class NotFound(LookupError):
+    """No such app. ``str()`` is the message for the caller."""
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    """Whether the backend reached the cluster at its last attempt."""
+
+    reachable: bool | None = None  # None: not tried yet
+    message: str = ""
+    since: float = 0.0
+    cores: int | None = None  # what it offers the scheduler's apps, as last read
+
+    @property
+    def ok(self) -> bool:
+        """Reachable and offering cores: an empty cluster runs nothing, queues wait."""
+        return bool(self.reachable) and self.cores != 0
+
+    def describe(self) -> str:
+        if self.reachable is None:
+            return "cluster not contacted yet"
+        if self.reachable and self.cores == 0:
+            return ("cluster reachable but offers no cores (no alive worker, or every core held "
+                    "by apps the scheduler does not manage): submissions are queued")
+        if self.reachable:
+            return "cluster reachable"
+        return f"cluster unreachable ({self.message}): submissions are queued until it is back"
+
+
+@dataclass(frozen=True)
+class AppRead:
+    """One app as every reader shows it (docs/api.md's app object, Spark REST status)."""
+
+    id: str
+    seq: int
+    name: str
+    user: str
+    kind: str
+    queue: str
+    priority: int
+    state: AppState
+    position: int | None
+    reason: str
+    submitted_at: float
+    started_at: float | None
+    first_executor_at: float | None
+    finished_at: float | None
+    exit_code: int | None
+    executors: int
+    target: int
+    demand: int
+    spark_app_id: str | None
+    warnings: tuple[str, ...]
+    log_path: str | None
+
+    @staticmethod
+    def of(sub: Submission, facts: AppFacts | None, position: int | None,
+           reason: str) -> AppRead:
+        if facts is None:  # committed, not stepped yet
+            return AppRead(
+                id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind,
+                queue=sub.queue, priority=sub.spec.priority, state=AppState.ACCEPTED, position=None,
+                reason=reason, submitted_at=sub.submitted_at, started_at=None,
+                first_executor_at=None, finished_at=None, exit_code=None, executors=0,
+                target=0, demand=0, spark_app_id=None, warnings=sub.warnings,
+                log_path=sub.log_path)
+        return AppRead(
+            id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind, queue=sub.queue,
+            priority=facts.priority, state=facts.state, position=position, reason=reason,
+            submitted_at=sub.submitted_at, started_at=facts.launched_at,
+            first_executor_at=facts.first_executor_at, finished_at=facts.finished_at,
+            exit_code=facts.exit_code, executors=facts.executors, target=facts.target,
+            demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
+            log_path=sub.log_path)
+
+    @staticmethod
+    def stored(app: StoredApp) -> AppRead:
+        """A final app from the store (ended: nothing about it changes any more)."""
+        return AppRead(
+            id=app.id, seq=app.seq, name=app.name, user=app.user, kind=app.kind, queue=app.queue,
+            priority=app.priority, state=app.state, position=None, reason=app.reason,
+            submitted_at=app.submitted_at, started_at=app.started_at,
+            first_executor_at=app.first_executor_at, finished_at=app.finished_at,
+            exit_code=app.exit_code, executors=0, target=0, demand=0,
+            spark_app_id=app.spark_app_id, warnings=tuple(app.warnings),
+            log_path=app.log_path)
+
+
+@dataclass(frozen=True)
+class ReadView:
+    version: int
+    engine: EngineView
+    submissions: Submissions
+    final: Mapping[str, AppRead]  # ended apps loaded at a restart: never in the engine
+    health: ClusterHealth = ClusterHealth()
+    plan: str | None = None
+    master: str = ""
+    last_cycle_at: float | None = None
+    # Built on first use, per view (not copied by ``replace``: each view has its own).
+    _by_spark_id: dict[str, str] = field(default_factory=dict, init=False, compare=False,
+                                         repr=False)
+    # Shared by every view of a ReadModel (``replace`` passes it on): ``_read``.
+    _reads: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
+
+    # --- apps -----------------------------------------------------------------------------
+
+    def app(self, app_id: str) -> AppRead | None:
+        """The app in memory (None: unknown, or forgotten - the store has it then)."""
+        final = self.final.get(app_id)
+        if final is not None:
+            return final
+        sub = self.submissions.get(app_id)
+        if sub is None:
+            return None
+        facts = self.engine.apps.get(app_id)
+        position = self.engine.position(app_id) if facts is not None else None
+        return self._read(sub, facts, position)
+
+    def apps(self, queue: str | None = None, state: AppState | None = None) -> list[AppRead]:
+        """Queued apps in queue order first (leaf queues in tree order), then the rest by
+        submission."""
+        out: list[AppRead] = []
+        listed: set[str] = set()
+        subs = self.submissions.snapshot(queue)
+        if state in (None, AppState.ACCEPTED):
+            leaves = [leaf.name for leaf in self.engine.root.leaves()] if queue is None else [queue]
+            for leaf in leaves:
+                for i, app_id in enumerate(self.engine.pending.get(leaf, ()), 1):
+                    sub = subs.get(app_id)
+                    if sub is None:
+                        continue
+                    facts = self.engine.apps[app_id]
+                    listed.add(app_id)
+                    out.append(self._read(sub, facts, i))
+        rest = [a for a in self._unlisted(subs, listed, queue)
+                if queue in (None, a.queue) and state in (None, a.state)]
+        rest.sort(key=lambda a: a.seq)
+        return out + rest
+
+    def _unlisted(self, subs: dict[str, Submission], listed: set[str],
+                  queue: str | None = None) -> Iterator[AppRead]:
+        """The apps not listed yet (of ``queue`` only, if given: an app of another queue is
+        skipped before its answer is built, so one queue's list does not cost all apps')."""
+        yield from (a for a in self.final.values() if a.id not in listed)
+        for app_id, sub in subs.items():
+            if app_id in listed or app_id in self.final or queue not in (None, sub.queue):
+                continue
+            facts = self.engine.apps.get(app_id)
+            position = self.engine.position(app_id) if facts is not None else None
+            yield self._read(sub, facts, position)
+
+    def _read(self, sub: Submission, facts: AppFacts | None, position: int | None) -> AppRead:
+        """``AppRead.of``, kept per app between views: an app whose submission and engine
+        facts are the same objects as at its last read, at the same place, is read as it was
+        (most apps, between two cycles: the engine's view keeps the facts of an app that did
+        not change). Building it again was a quarter of a one-queue list's time at 10,000
+        apps (py-spy --gil). At most ``_READS_KEPT`` apps are kept."""
+        reason = self._reason(sub, facts, position)
+        last = self._reads.get(sub.id)
+        if (last is not None and last[0] is sub and last[1] is facts and last[2] == position
+                and last[3] == reason):
+            return last[4]
+        if len(self._reads) >= _READS_KEPT:
+            self._reads.clear()  # forgotten apps' entries go too; the next reads refill it
+        read = AppRead.of(sub, facts, position, reason)
+        self._reads[sub.id] = (sub, facts, position, reason, read)
+        return read
+
+    def resolve(self, any_id: str) -> tuple[str, bool] | None:
+        """(our app id, given as a Spark application id?) for an app in memory."""
+        if self.app(any_id) is not None:
+            return any_id, False
+        if not self._by_spark_id:
+            for facts in self.engine.apps.values():
+                if facts.spark_app_id:
+                    self._by_spark_id[facts.spark_app_id] = facts.app_id
+            for a in self.final.values():
+                if a.spark_app_id:
+                    self._by_spark_id[a.spark_app_id] = a.id
+        app_id = self._by_spark_id.get(any_id)
+        return (app_id, True) if app_id else None
+
+    def _reason(self, sub: Submission, facts: AppFacts | None, position: int | None) -> str:
+        if facts is None:
+            return JOINS_NEXT_CYCLE
+        if facts.state is not AppState.ACCEPTED:
+            return facts.reason
+        if self.health.reachable is not None and not self.health.ok:  # no cluster to start in
+            why = self.health.describe()
+        else:
+            why = self.engine.waiting.get(sub.queue)
+        if position == 1:
+            return why or "next to start"
+        ahead = f"{position - 1} app(s) ahead in {sub.queue}"
+        return f"{ahead}; {why}" if why else ahead
+
+    # --- queues, health, metrics ------------------------------------------------------------
+
+    def queue_rows(self) -> list[tuple[Queue, QueueUsage | None, str | None]]:
+        """Every queue, parents too: its settings (plans applied), usage and why it waits."""
+        rows = []
+        for q in self.engine.root.walk():
+            u = self.engine.usage.get(q.name)
+            waiting = self.engine.waiting.get(q.name) if q.is_leaf else None
+            if self.health.reachable is not None and not self.health.ok and u and u.pending:
+                waiting = self.health.describe()
+            rows.append((q, u, waiting))
+        return rows
+
+    def health_row(self) -> dict:
+        return {
+            "status": "ok" if self.health.ok else "degraded",
+            "cluster_reachable": self.health.reachable,
+            "cluster": self.health.describe(),
+            "master": self.master,
+            "plan": self.plan,
+            "apps": len(self.submissions) + len(self.final),
+            "last_cycle_at": self.last_cycle_at,
+        }
+
+    def states(self) -> Iterable[tuple[str, AppState]]:
+        """(queue, state) of every app in memory, for the metrics."""
+        yield from ((a.queue, a.state) for a in self.final.values())
+        for app_id, sub in self.submissions.snapshot().items():
+            if app_id in self.final:
+                continue
+            facts = self.engine.apps.get(app_id)
+            yield sub.queue, facts.state if facts is not None else AppState.ACCEPTED
+
+
+class ReadModel:
+    """Holds the current ``ReadView``; ``publish`` makes the next one."""
+
+    def __init__(self, first: ReadView):
+        self._view = first
+        self._lock = threading.Lock()  # two publishers (cycle, writer) must not lose a change
+
+    @property
+    def view(self) -> ReadView:
+        return self._view
+
+    def publish(self, **changes) -> ReadView:
+        with self._lock:
+            self._view = replace(self._view, version=self._view.version + 1, **changes)
+            return self._view

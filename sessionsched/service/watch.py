@@ -1,0 +1,82 @@
+"""Watching the cluster: the backend's news each cycle, its capacity, whether it answers.
+
+``observe`` polls the backend and reads capacity when due (at least every
+``CAPACITY_EVERY_S``, and at once while the cluster was unreachable). While the cluster cannot
+be reached, capacity is nil: nothing is admitted, everything queues. A backend failure of any
+kind is taken as "unreachable": the cycle goes on with the inbox's events, so no submission
+waits on a broken backend. Drivers adopted at a restart while the backend could not tell
+whether they live are checked again every cycle (``retry_adoptions``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sessionsched.backends.base import BackendError, ClusterBackend, Handle
+from sessionsched.engine.events import CapacityChanged, DriverExited, Event
+from sessionsched.model import Resources
+from sessionsched.service.reads import ClusterHealth
+
+log = logging.getLogger("sessionsched.service")
+
+CAPACITY_EVERY_S = 2.0  # re-read the cluster's capacity at least this often
+GONE = "its driver was gone when the scheduler restarted"
+
+
+class ClusterWatch:
+    def __init__(self, backend: ClusterBackend):
+        self.backend = backend
+        self.health = ClusterHealth()
+        self.adopt_retry: dict[str, Handle] = {}  # adopted while the backend could not check
+        self._capacity_read_at = float("-inf")
+
+    def observe(self, now: float) -> list[Event]:
+        """The backend's events (not yet reconciled with the agents'), capacity when due."""
+        try:
+            polled = list(self.backend.poll(now))
+        except Exception as e:  # noqa: BLE001 - BackendError, or a backend bug: same answer
+            return self._unreachable(now, e)
+        if any(isinstance(e, CapacityChanged) for e in polled):
+            self._capacity_read_at = now
+        elif not self.health.reachable or now - self._capacity_read_at >= CAPACITY_EVERY_S:
+            try:
+                cores_mem, slots = self.backend.capacity()
+            except Exception as e:  # noqa: BLE001
+                return polled + self._unreachable(now, e)
+            polled.append(CapacityChanged(cores_mem, slots))
+            self._capacity_read_at = now
+        cores = next((e.capacity.cores for e in reversed(polled)
+                      if isinstance(e, CapacityChanged)), self.health.cores)
+        if self.health.reachable is not True or cores != self.health.cores:
+            if self.health.reachable is False:
+                log.info("cluster reachable again")
+            if cores == 0 and self.health.cores != 0:
+                log.warning("the cluster offers no cores: submissions are queued")
+            self.health = ClusterHealth(True, "", now, cores)
+        return polled
+
+    def _unreachable(self, now: float, error: Exception) -> list[Event]:
+        if not isinstance(error, BackendError):
+            log.exception("cluster backend failed", exc_info=error)
+        message = str(error) or type(error).__name__
+        if self.health.reachable is False:
+            if message != self.health.message:
+                self.health = ClusterHealth(False, message, self.health.since)
+            return []
+        log.warning("cluster unreachable: %s; submissions are queued until it is back", message)
+        self.health = ClusterHealth(False, message, now)
+        return [CapacityChanged(Resources(), 0)]
+
+    def retry_adoptions(self) -> list[Event]:
+        """Check again the drivers the backend could not check at the restart; one found
+        gone ends FAILED."""
+        events: list[Event] = []
+        for app_id, handle in list(self.adopt_retry.items()):
+            try:
+                alive = self.backend.adopt(handle)
+            except Exception:  # noqa: BLE001 - try again next cycle
+                continue
+            del self.adopt_retry[app_id]
+            if not alive:
+                events.append(DriverExited(app_id, -1, GONE))
+        return events
