@@ -69,7 +69,6 @@ KNOWN_LONG: set[str] = {
     "service/cycle.py",
     "backends/kubernetes/backend.py",
     "backends/memory/cluster.py",
-    "engine/scheduler.py",
     "doors/livy/interactive.py",
     "client.py",
 }

@@ -61,7 +61,7 @@ class LaunchBook:
 
     @staticmethod
     def recount(records: Iterable[AppRecord]) -> dict[str, dict[str, int]]:
-        """The book from scratch (for ``audit``)."""
+        """The book from scratch (for ``selfcheck``)."""
         out: dict[str, dict[str, int]] = {}
         for rec in records:
             if is_launching(rec):
