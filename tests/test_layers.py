@@ -65,7 +65,6 @@ KNOWN_LONG: set[str] = {
     "backends/standalone.py",
     "config.py",
     "engine/admission.py",
-    "engine/arbitration.py",
     "service/cycle.py",
     "backends/kubernetes/backend.py",
     "backends/memory/cluster.py",
