@@ -64,7 +64,6 @@ MAX_FOLDER_MODULES = 20
 KNOWN_LONG: set[str] = {
     "backends/standalone.py",
     "config.py",
-    "engine/admission.py",
     "service/cycle.py",
     "backends/kubernetes/backend.py",
     "backends/memory/cluster.py",
