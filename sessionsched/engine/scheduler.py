@@ -1,13 +1,13 @@
 """The scheduler: ``Scheduler.step(now, events) -> decisions``.
 
-The one place that decides who runs. It holds the books (apps, their states, executors,
-targets) and reads no clock, opens no socket and starts no thread: the server, the simulator
+The one place that decides who runs. It holds the books (``bookkeeping.Books``: apps, their
+states, executors, targets, and every index over them) and reads no clock, opens no socket and starts no thread: the server, the simulator
 and the tests drive it the same way and carry out what it decides.
 
 A step, in order:
   0. check every event (``validate``); a bad one refuses the whole batch with one line and
      changes nothing;
-  1. apply the events to the books;
+  1. apply the events to the books (``lifecycle``: one handler per event type);
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
      on to RUNNING (YuniKorn's 5-minute rule, made a queue setting);
   3. admission (``admission.plan_admissions``): launch the drivers that may start;
@@ -25,8 +25,9 @@ Decisions come out in that order. Within phases 2, 5 and 6 they are in app rank 
 admission chose. The same events in the same order give the same decisions, in a long-lived
 scheduler or in a fresh one fed the same history.
 
-The books and every index over them (``bookkeeping.Books``) answer to verbs; the event
-handlers (``lifecycle``) and the phases below change them only through those.
+The books answer to verbs (``Books.submit``, ``mark``, ``forget``...); the event handlers and
+the phases below change them only through those, and ``check()`` (``selfcheck``) compares
+every index with a recount from the apps.
 
 Cost: the books keep running totals (``books.Ledger``), the arbiter reuses last cycle's leaf
 results, and grants and reclaims only look at apps that changed, so a cycle costs about the
