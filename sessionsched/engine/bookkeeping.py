@@ -7,21 +7,23 @@ driver-heavy apps (``launching.LaunchBook``), the arbiter's claims (``arbitratio
 the grant bases (``grants.Grants``), the apps above their target (``reclaim.Reclaimer``), and
 which apps changed. Nothing else writes an index: the event handlers (``lifecycle``) and the
 step's phases (``scheduler``) change an app through a verb, and the verb keeps every index
-that app is in true, now or at the next ``sync``.
+that app is in true, now or at the next ``sync``. (The arbiter and the reclaimer keep what they
+decide as they decide it: ``Arbiter.compute``, ``Reclaimer.step``.)
 
 The verbs: ``submit`` (queue a new app), ``adopt`` (an app launched before a restart),
 ``requeue`` (a new priority), ``unqueue`` (a queued app leaves its queue), ``admit`` (its
-driver is launched), ``mark`` (a new state), ``set_target``, ``changed`` (anything else about
-an app changed), ``forget`` (drop it from everything), ``set_tree`` (a new queue tree).
-``sync`` brings the totals, the needs, the launching book and the claims up to date with the
-apps changed since; ``take_touched`` hands the step's changed apps to grants and reclaim.
-``check`` (``selfcheck``) compares every index with a recount from the apps.
+driver is launched), ``mark`` (a new state), ``rebase_grants`` and ``set_target`` (the grant
+phase), ``changed`` (anything else about an app changed: its demand, executors, driver),
+``forget`` (drop it from everything), ``set_tree`` (a new queue tree). ``sync`` brings the
+totals, the needs, the launching book and the claims up to date with the apps changed since;
+``touched`` names the apps changed this step, for grants and reclaim, until ``end_step``.
+``selfcheck.check`` compares every index with a recount from the apps.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from sortedcontainers import SortedList
 
@@ -152,7 +154,15 @@ class Books:
         """Something the totals, needs or claims read changed (demand, executors, driver up)."""
         self._dirty.add(rec.app_id)
 
+    def rebase_grants(self, app_ids: Iterable[str]) -> None:
+        """The grant bases of these apps for their targets as the arbiter last computed them
+        (``grants.Grants.rebase``: 0 for an app without one)."""
+        targets = self.arbiter.targets
+        for app_id in app_ids:
+            self.grants.rebase(self.apps[app_id], targets.get(app_id, 0))
+
     def set_target(self, rec: AppRecord, target: int, grant: int) -> None:
+        """A new target and grant (``SetTarget``)."""
         rec.target, rec.grant = target, grant
         self.grants.rebase(rec, target)
         self._dirty.add(rec.app_id)

@@ -1,8 +1,9 @@
 """The scheduler: ``Scheduler.step(now, events) -> decisions``.
 
 The one place that decides who runs. It holds the books (``bookkeeping.Books``: apps, their
-states, executors, targets, and every index over them) and reads no clock, opens no socket and starts no thread: the server, the simulator
-and the tests drive it the same way and carry out what it decides.
+states, executors, targets, and every index over them) and reads no clock, opens no socket
+and starts no thread: the server, the simulator and the tests drive it the same way and carry
+out what it decides.
 
 A step, in order:
   0. check every event (``validate``); a bad one refuses the whole batch with one line and
@@ -249,8 +250,7 @@ class Scheduler:
     def _grant(self, touched: set[str], capacity: Resources, out: list[Decision]) -> None:
         books = self.books
         targets = books.arbiter.targets
-        for app_id in touched:
-            books.grants.rebase(self.apps[app_id], targets.get(app_id, 0))
+        books.rebase_grants(touched)
         grown = books.grants.grow(capacity)
         for app_id in sorted(touched.union(grown), key=lambda a: self.apps[a].rank):
             rec = self.apps[app_id]
