@@ -36,25 +36,29 @@ parent_settings = st.fixed_dictionaries({
 
 @st.composite
 def trees(draw) -> Queue:
-    """root.p0.l0 ... root.pN.lM: the same leaf names whatever the settings, so a history's
-    claims stay in leaves when the tree changes."""
-    parents = tuple(
-        Queue(name=f"root.p{i}",
-              children=tuple(Queue(name=f"root.p{i}.l{j}", **draw(leaf_settings))
-                             for j in range(2)),
-              **draw(parent_settings))
-        for i in range(2)
-    )
-    return Queue(name="root", children=parents)
+    """root.p0.l0, root.p0.l1, root.p1.l0, root.p1.l1 and root.p1.m.l2 (a third level): the
+    same leaf names whatever the settings, so a history's claims stay in leaves when the tree
+    changes."""
+    def leaves(parent: str, n: int) -> tuple[Queue, ...]:
+        return tuple(Queue(name=f"{parent}.l{j}", **draw(leaf_settings)) for j in range(n))
+
+    middle = Queue(name="root.p1.m",
+                   children=(Queue(name="root.p1.m.l2", **draw(leaf_settings)),),
+                   **draw(parent_settings))
+    return Queue(name="root", children=(
+        Queue(name="root.p0", children=leaves("root.p0", 2), **draw(parent_settings)),
+        Queue(name="root.p1", children=leaves("root.p1", 2) + (middle,),
+              **draw(parent_settings)),
+    ))
 
 
-LEAVES = [f"root.p{i}.l{j}" for i in range(2) for j in range(2)]
+LEAVES = ["root.p0.l0", "root.p0.l1", "root.p1.l0", "root.p1.l1", "root.p1.m.l2"]
 
 claim_changes = st.fixed_dictionaries({
     "app": st.integers(0, 11),
     "leaf": st.sampled_from(LEAVES),
     "priority": st.sampled_from([1, 5000, 5000, 9000]),
-    "size": st.sampled_from([(1, 1024), (1, 1024), (2, 2048), (2, 4096), (4, 3072)]),
+    "size": st.sampled_from([(1, 1024), (1, 1024), (2, 2048), (2, 4096), (4, 3072), (1, 0)]),
     "want": st.integers(0, 8),
     "floor": st.integers(0, 3),
     "guaranteed": st.booleans(),
