@@ -144,7 +144,7 @@ class Queue:
     reclaim_timeout_s: float = 0.0
     # ``demand`` admission: the leaf's in-cluster drivers may hold at most this fraction of the
     # cores (and memory) it reaches by weight, more only while its apps fit there whole
-    # (``admission.driver_share``); YARN's maximum-am-resource-percent.
+    # (``admission_checks.driver_share``); YARN's maximum-am-resource-percent.
     max_driver_fraction: float = 0.4
 
     @property

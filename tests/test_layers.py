@@ -64,12 +64,9 @@ MAX_FOLDER_MODULES = 20
 KNOWN_LONG: set[str] = {
     "backends/standalone.py",
     "config.py",
-    "engine/admission.py",
-    "engine/arbitration.py",
     "service/cycle.py",
     "backends/kubernetes/backend.py",
     "backends/memory/cluster.py",
-    "engine/scheduler.py",
     "doors/livy/interactive.py",
     "client.py",
 }

@@ -14,114 +14,12 @@ queues are fair). At each parent the child queue is chosen by:
      drivers must not take every driver slot just because its usage in the cluster is zero);
   2. the rank of the head the walk would pick inside that child.
 
-Checks on a head, in order; the first that fails defers the queue with that reason. Which checks
-a queue runs is its admission mode's row in ``ADMISSION_MODES``:
-  1. ``queue_limits``: ``max_running_apps`` of every queue on its path, root first;
-  2. ``starting_limit`` (``stateaware``): fewer than ``starting_limit`` apps of the leaf are
-     STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
-     has an executor or its ``starting_timeout`` passed);
-  3. ``driver_slot``: a client-mode driver needs a free driver slot on the scheduler host;
-  4. ``driver_share`` (``demand``): the leaf's in-cluster drivers with this one hold at most
-     its ``max_driver_fraction`` of the cores (and memory) the leaf reaches - its share of the
-     cluster by weight among the leaves that have apps (``weight_shares``: an idle queue's
-     share goes to the busy ones), cut by ``max_cores`` on its path - unless the leaf runs no
-     in-cluster driver yet: it may always start one. YARN's ``maximum-am-resource-percent``
-     (per leaf queue, proportional to its capacity, which grows into idle capacity, and its
-     "at least one application master" rule). Drivers admitted while a queue reached more
-     stay when a sibling becomes busy; they end with their apps, and ``reserve_room`` keeps
-     every admitted app's first executors possible meanwhile. A driver that *works alone*
-     (``books.works_alone``: past its starting timeout, it never held an executor and asks for
-     none) is not counted: the fraction bounds cores spent on drivers that wait for executors,
-     and such a driver waits for nothing - its cores are its app's work, as an executor's are
-     (the StateAware fallback's reading of a driver that does not ask). It counts again when
-     it asks. Without this, six such drivers on 16 cores kept every ordinary app out until
-     they ended (probe ``driver-only-6``: 494 s, now 428 s, ``reserve`` 451 s).
-     The fraction may be passed while the leaf's admitted apps and the head, each holding its
-     driver and every executor it may hold (``books.whole``: maxExecutors, slots.max), fit
-     together in what the leaf reaches: then no executor of theirs can be short of a core
-     because of their drivers, which is all the fraction is for. A fixed fraction cannot fit
-     every app shape: where apps may use much more than their driver, 0.4 keeps executors
-     the room they would use; tiny apps (a 1-core driver per 1-core executor, the JVM apps of
-     the real-cluster burst, docs/results.md) are best packed with drivers on half the cores,
-     and 0.4 of 6 cores ran 2 of them where 3 fit (``burst-tiny``: 100 s, now 78 s). One app
-     without a cap keeps its queue at the fraction;
-  5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
-     and memory free in the cluster now - not held or granted to executors, and not promised
-     to a ``reserve`` app (drivers wait for free cores like a standalone master's waiting
-     drivers; a reservation must not be eaten by another driver);
-  6. ``reserve_room`` (``reserve``, ``demand``): the driver (if in-cluster) plus
-     ``reservation()`` executors fit in what is left of the capacity after every admitted
-     app's in-cluster driver and floor, and the executors fit under ``max_cores`` of every
-     queue on the path beside the floors already there. Under ``reserve`` arbitration gives
-     the reservation before anything else, taking elastic executors back, so every admitted
-     app gets its first executors: no deadlock, and no StateAware timeout stall behind a
-     driver that pre-processes for long;
-  7. ``running_demand`` (``demand``): the same driver and first executors also fit beside what
-     the leaf's admitted apps of the head's priority or higher still want above their floors
-     (``needs``: their reported demand; an app still STARTING without an executor wants its
-     first executors). The head is admitted only into room its queue's running apps do not
-     need: work-conserving. In a ``fairshare`` leaf their need counts only up to what they
-     keep with the head in (``_kept_beside``): arbitration will give the head its weighted
-     share anyway, so holding it back while the others want more than theirs would only
-     delay it - notebooks of equal priority share at once. In ``fifo`` and ``priority``
-     leaves a head of equal priority gets what the running apps leave, so their whole need
-     holds it back (its driver would otherwise sit idle beside them). One exception, the
-     *driver ahead*: if only its first executors lack room, the head may still start when
-     its driver alone fits beside that need and no app of its leaf that started ahead is still
-     STARTING without an executor (``AppRecord.ahead``, ``books.Totals.ahead``): at most one
-     per leaf. No admission can know which driver will pre-process for minutes before it asks;
-     one started ahead does that while the apps before it run, and if it asks at once it
-     costs one driver's cores (or slot) idle until room frees - bounded, where holding every
-     pre-processor back put its whole pre-processing on the critical path (probe
-     ``preprocessing-half-fifo``: 1.15 x the best mode, now 0.98; its long pre-processor
-     started 50 s late behind short apps that wanted every core). Its first executors still
-     fit beside every driver and floor (``reserve_room``) and the fraction still holds, so
-     nothing deadlocks;
-  8. ``one_launch`` (``demand``): a *driver-heavy* head (``launching.driver_heavy``: its
-     in-cluster driver has at least the cores of every executor it may hold - a tiny app whose
-     life is mostly JVM starts) waits while a driver-heavy app of its leaf, of its priority or
-     higher, is *launching*: launched, its driver not reported up (``DriverStarted``), no
-     executor held (``launching.LaunchBook``). Measured on the real 2-CPU machine
-     (docs/results.md, "With apps that fit whole"): ``demand`` admitted 3 such apps in one
-     cycle, so 3 driver JVMs and then 3 executor JVMs started together on 2 CPUs and the apps
-     ran in waves - 87.2 s against ``stateaware``'s 71.1 s, whose one-at-a-time starts spread
-     the JVM starts (each app had its executor 3-6 s after launch). The wait ends when the
-     driver is up, not when it has executors, so a driver that pre-processes holds nobody back
-     (StateAware's stall); a higher-priority head never waits behind a lower one's launch; a
-     start never reported stops counting when the app leaves STARTING at its
-     ``starting_timeout``. Only driver-heavy apps: the simulator has no CPU to contend for,
-     and spacing every in-cluster driver cost each spaced one a whole driver start (up to 1.21
-     x the best mode: ``burst-small``, ``preprocessing-mixed``, ``driver-fails``,
-     ``preprocessing-half``), while apps that may use more than their driver are paced by the
-     fraction and the running demand already; driver-heavy ones pass both (they fit whole and
-     want only what they hold), so a burst of them is where launches pile up.
-``none`` runs checks 1, 3 and 5 only: what stock Spark does.
-
-Why ``demand`` is a new mode and the default, not a fix of ``reserve``: the simulator shows
-each older mode losing badly on some workload (``benchmarks/admission_table.py``,
-docs/admission.md). ``stateaware`` starts one driver at a time and stalls for a whole
-``starting_timeout`` behind a driver that pre-processes or never asks for executors;
-``reserve`` admits a new driver as soon as the reservations fit - a reservation is met by the
-app's first executor, so under a burst drivers pile up until each app crawls on one executor
-(issue 14: 15 drivers on 16 cores, 11 % utilisation) - and its reservations sit idle while a
-driver pre-processes. ``demand`` keeps what each does well and drops what hurts: it admits as
-many drivers at once as the room allows (like ``reserve``), but counts the running apps'
-reported demand, not only their floors, so a burst stops at the apps that can use the cores
-(like ``stateaware``'s pacing); it sets no cores aside for a starting app (others use them
-until it asks), and it needs no reservation to rule out the deadlock: drivers waiting for
-executors hold at most ``max_driver_fraction`` (default 0.4) of the cores - more only while
-their apps would all fit whole - and a head is admitted only with room for its first
-executors beside every driver and floor, so executors always have room and the running apps
-finish. A starting app's first executor is counted as a need until it has one or its
-``starting_timeout`` passes (the StateAware fallback: a driver that never asks for executors
-stops counting then, as a need and toward the fraction). Priorities still jump the queue:
-only apps of the head's priority or higher hold it back, lower ones give executors up by
-reclaim. Another queue's demand never holds a head back (queues are tenants; arbitration
-shares between them).
-``reserve`` stays as it was, with ``stateaware`` and ``none``, for comparison.
-
-Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
-whose head fails at the start of the cycle is deferred for the whole cycle with that reason.
+A head is admitted when it passes every check of its queue's admission mode
+(``admission_checks``: the checks in order, and the modes ``demand`` - the default -,
+``stateaware``, ``reserve`` and ``none``); the first check that fails defers its queue for the
+cycle with that reason. Each admission spends the cycle's ``Room`` (``_spend``), so the next
+heads see it. At most ``slice_apps`` apps are admitted per call (``budget``).
+What each mode is for and what it measured: docs/admission.md.
 """
 
 from __future__ import annotations
@@ -129,27 +27,21 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..model import Admission, AppSpec, Policy, Queue, Resources
+from ..model import Admission, AppSpec, Queue, Resources
+from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_MODES: re-exported
+    ADMISSION_MODES,
+    admitted_floor,
+    defer_reason,
+    demand_fits,
+    mode_of,
+    need_beside,
+    reservation,
+)
 from .books import AppRecord, whole
 from .budget import ADMISSION_SLICE
 from .launching import driver_heavy
 from .rank import Rank, rank
 from .tree import QueueTree
-
-
-def reservation(spec: AppSpec) -> int:
-    """Executors a ``reserve`` queue sets aside for an app until it holds them:
-    ``max(minExecutors, 1)``, but never more than the app may hold (maxExecutors, slots.max)."""
-    n = max(spec.min_executors, 1)
-    cap = spec.executor_cap
-    return n if cap is None else min(n, cap)
-
-
-def admitted_floor(spec: AppSpec, queue: Queue) -> int:
-    """The floor an app has right after admission (``AppRecord.floor`` from then on)."""
-    n = reservation(spec) if mode_of(queue).reserves else spec.min_executors
-    cap = spec.executor_cap
-    return n if cap is None else min(n, cap)
 
 
 @dataclass(slots=True)
@@ -247,202 +139,6 @@ class Plan:
     ahead: frozenset[str] = frozenset()  # of ``admit``: admitted ahead (``running_demand``)
 
 
-Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], str | None]
-
-
-def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
-    for node in path:
-        limit = node.max_running_apps
-        if limit is not None and room.admitted_in.get(node.name, 0) >= limit:
-            return f"queue {node.name} runs {limit} apps (max_running_apps {limit})"
-    return None
-
-
-def starting_limit(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                   room: Room) -> str | None:
-    q = view.queue
-    if view.starting >= q.starting_limit:
-        return f"{view.starting} app(s) starting in {q.name} (starting_limit {q.starting_limit})"
-    return None
-
-
-def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
-    if not head.driver_in_cluster and room.driver_slots_free < 1:
-        return "every driver slot is in use"
-    return None
-
-
-def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                        room: Room) -> str | None:
-    if head.driver_in_cluster and not head.driver.fits_in(room.free):
-        return (
-            f"no room for the driver in the cluster (needs {head.driver.cores} cores/"
-            f"{head.driver.mem_mib} MiB, free {room.free.cores}/{room.free.mem_mib})"
-        )
-    return None
-
-
-def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
-    n = reservation(head)
-    if not _commitment(head).fits_in(room.uncommitted):
-        return f"no room to reserve the driver and {n} executor(s) beside the admitted apps"
-    cores = n * head.executor.cores
-    for node in path:
-        cap = node.max_cores
-        if cap is not None and room.floor_cores_in.get(node.name, 0) + cores > cap:
-            return f"no room to reserve {n} executor(s) under queue {node.name} (max_cores {cap})"
-    return None
-
-
-def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                 room: Room) -> str | None:
-    if not head.driver_in_cluster:
-        return None
-    q = view.queue
-    held = room.drivers_in.get(q.name, Resources())
-    if held.cores <= 0 and held.mem_mib <= 0:
-        return None  # a queue running no in-cluster driver may always start one (YARN's rule)
-    share = room.weight_share.get(q.name, 1.0)
-    reach = room.capacity.cores * share
-    for node in path:
-        if node.max_cores is not None:
-            reach = min(reach, node.max_cores)
-    limit = q.max_driver_fraction
-    after = held + head.driver
-    mem_reach = room.capacity.mem_mib * share
-    if after.cores <= limit * reach and after.mem_mib <= limit * mem_reach:
-        return None
-    if _all_fit_whole(q.name, head, reach, mem_reach, room):
-        return None
-    return (
-        f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
-        f" reaches (max_driver_fraction {limit:g})"
-    )
-
-
-def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
-                   room: Room) -> bool:
-    """Whether the leaf's admitted apps and the head, each holding its driver and every
-    executor it may hold (``books.whole``), fit together in what the leaf reaches."""
-    most = whole(head)
-    if most is None or room.unbounded_in.get(leaf, 0):
-        return False
-    held = room.whole_in.get(leaf, Resources())
-    return held.cores + most[0] <= reach and held.mem_mib + most[1] <= mem_reach
-
-
-def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                   room: Room) -> str | None:
-    need = _need_beside(view, head, room)
-    if _demand_fits(head, need, room) or _may_go_ahead(view, head, need, room):
-        return None
-    q = view.queue.name
-    return (
-        f"the running apps of {q} want the room (demand of {need.cores} more cores"
-        f" beside the floors; {room.uncommitted.cores} uncommitted)"
-    )
-
-
-def _need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
-    """What the leaf's admitted apps of the head's priority or higher want above their floors
-    (in a ``fairshare`` leaf: up to what they keep with the head in)."""
-    q = view.queue.name
-    priority = view.priority_of[head.app_id]
-    need = room.need_of(q, priority) + room.need_admitted.get(q, Resources())
-    if view.queue.policy is Policy.FAIRSHARE and need != Resources():
-        weight = room.weight_of(q, priority) + room.weight_admitted.get(q, 0)
-        need = _kept_beside(head, priority, need, weight, room)
-    return need
-
-
-def _demand_fits(head: AppSpec, need: Resources, room: Room) -> bool:
-    """The head's driver and first executors fit beside the running apps' ``need``
-    (``_need_beside``)."""
-    return (_commitment(head) + need).fits_in(room.uncommitted)
-
-
-def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) -> bool:
-    """The head may start ahead of the room for its first executors: its driver alone fits
-    beside the running apps' need, and no app of its leaf started ahead still waits for its
-    first executor (one per leaf)."""
-    if room.ahead_in.get(view.queue.name, 0):
-        return False
-    driver = head.driver if head.driver_in_cluster else Resources()
-    return (driver + need).fits_in(room.uncommitted)
-
-
-def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
-                 room: Room) -> Resources:
-    """In a ``fairshare`` leaf: the part of the running apps' ``need`` they keep with the head
-    admitted beside them. Arbitration would give the head its weighted share of the room left
-    for executors (weight = priority), taken from theirs, so their need counts only up to their
-    part, ``weight / (weight + priority)`` of that room (rounded up); the head is then held
-    back only when its own share could not hold its first executors. Each app's real share is
-    ``min(its need, its part)``; taking the part of the sum instead is never smaller, so never
-    lets in a head that the exact division would keep out."""
-    driver = head.driver if head.driver_in_cluster else Resources()
-    left = room.uncommitted - driver
-    if weight <= 0 or left.cores <= 0:
-        return need
-    total = weight + priority
-
-    def part(x: int) -> int:
-        return -(-max(x, 0) * weight // total)  # ceil, in whole cores and MiB
-
-    return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
-
-
-def one_launch(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-               room: Room) -> str | None:
-    if not driver_heavy(head):
-        return None
-    q = view.queue.name
-    other = room.launched_in.get(q) or room.launching_of(q, view.priority_of[head.app_id])
-    if other is None:
-        return None
-    return f"the driver of {other} is launching (one driver-heavy app of {q} at a time)"
-
-
-@dataclass(frozen=True)
-class AdmissionMode:
-    """What a leaf queue's admission mode checks, and what it promises an admitted app.
-
-    ``reserves``: an admitted app holds a reservation of ``reservation()`` executors until it
-    has them; arbitration serves it before anything else (its floor is *guaranteed*) and
-    ``free`` room for other drivers excludes it.
-    """
-
-    checks: tuple[Check, ...]
-    reserves: bool = False
-
-
-ADMISSION_MODES: dict[Admission, AdmissionMode] = {
-    Admission.DEMAND: AdmissionMode(
-        (queue_limits, driver_slot, driver_share, reserve_room, running_demand, one_launch)),
-    Admission.STATEAWARE: AdmissionMode(
-        (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
-    Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),
-    Admission.NONE: AdmissionMode((queue_limits, driver_slot, cluster_driver_room)),
-}
-
-
-def mode_of(queue: Queue) -> AdmissionMode:
-    return ADMISSION_MODES[queue.admission]
-
-
-def _defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
-    for check in mode_of(view.queue).checks:
-        reason = check(view, head, path, room)
-        if reason is not None:
-            return reason
-    return None
-
-
-def _commitment(spec: AppSpec) -> Resources:
-    driver = spec.driver if spec.driver_in_cluster else Resources()
-    return driver + spec.executor.times(reservation(spec))
-
-
 def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
                     slice_apps: int | None = None) -> Plan:
     """Admit heads in fair order until every queue with pending apps is deferred or empty, or
@@ -458,7 +154,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     waiting: dict[str, str] = {}
     for name in sorted(views):
         view = views[name]
-        reason = _defer_reason(view, view.pending[0], tree.path[name], room)
+        reason = defer_reason(view, view.pending[0], tree.path[name], room)
         if reason is not None:
             waiting[name] = reason
             del views[name]
@@ -499,14 +195,14 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         view = views[name]
         head = view.pending[nxt[name]]
         path = tree.path[name]
-        reason = _defer_reason(view, head, path, room)
+        reason = defer_reason(view, head, path, room)
         if reason is not None:
             waiting[name] = reason
             del views[name]
         else:
             admitted.append(head.app_id)
             if (view.queue.admission is Admission.DEMAND
-                    and not _demand_fits(head, _need_beside(view, head, room), room)):
+                    and not demand_fits(head, need_beside(view, head, room), room)):
                 ahead.add(head.app_id)  # ``running_demand`` let it in ahead
                 room.ahead_in[name] = room.ahead_in.get(name, 0) + 1
             _spend(room, view, head, path)

@@ -20,7 +20,9 @@ from .rank import Rank, rank
 
 @dataclass(slots=True)
 class AppRecord:
-    """The engine's books on one app. Read it through ``Scheduler.apps``; never write it."""
+    """The engine's books on one app. Outside the engine read it through ``Scheduler.apps``
+    and never write it; inside, an event handler that changes its facts tells the books
+    (``bookkeeping.Books.changed``) so that every index over it follows."""
 
     spec: AppSpec
     priority: int

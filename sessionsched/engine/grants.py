@@ -96,7 +96,7 @@ class Grants:
             self.freeing_mem_mib += owed[3]
 
     def sums(self) -> tuple[int, ...]:
-        """Every running sum, to compare with a recount (``Scheduler.audit``)."""
+        """Every running sum, to compare with a recount (``selfcheck``)."""
         return (self.cores, self.mem_mib, self.short_cores, self.short_mem_mib,
                 self.freeing_cores, self.freeing_mem_mib)
 

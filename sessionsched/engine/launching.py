@@ -1,5 +1,5 @@
 """Which driver-heavy apps are *launching*: the ``demand`` admission's book for
-``admission.one_launch``.
+``admission_checks.one_launch``.
 
 An app is *driver-heavy* when its in-cluster driver has at least the cores of every executor
 it may hold (maxExecutors, ``spark.ego.slots.max``): a tiny app whose life is mostly JVM
@@ -61,7 +61,7 @@ class LaunchBook:
 
     @staticmethod
     def recount(records: Iterable[AppRecord]) -> dict[str, dict[str, int]]:
-        """The book from scratch (for ``audit``)."""
+        """The book from scratch (for ``selfcheck``)."""
         out: dict[str, dict[str, int]] = {}
         for rec in records:
             if is_launching(rec):

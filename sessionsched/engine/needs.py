@@ -135,8 +135,8 @@ class NeedBook:
         ``priority`` or higher that want more than their floors."""
         return self._at_or_above(leaf, priority)[3]
 
-    def audit(self) -> list[str]:
-        """The kept answers that differ from a sum over the book (for ``audit``)."""
+    def check(self) -> list[str]:
+        """The kept answers that differ from a sum over the book (for ``selfcheck``)."""
         out = []
         for leaf, (priority, *kept) in self._asked.items():
             sums = self.by_leaf.get(leaf, {}).items()
@@ -149,7 +149,7 @@ class NeedBook:
 
     @staticmethod
     def recount(records: Iterable[AppRecord]) -> dict[str, dict[int, Sums]]:
-        """The sums from scratch (for ``audit``)."""
+        """The sums from scratch (for ``selfcheck``)."""
         out: dict[str, dict[int, Sums]] = {}
         for rec in records:
             need = elastic_need(rec)

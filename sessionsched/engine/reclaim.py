@@ -142,7 +142,7 @@ class Reclaimer:
             self._over[rec.app_id] = rec.rank
             self._over_ranked.add(rec.rank)
 
-    def audit(self, recs: Iterable[AppRecord]) -> list[str]:
+    def check(self, recs: Iterable[AppRecord]) -> list[str]:
         over = {r.app_id: r.rank for r in recs if r.state.admitted and surplus(r) > 0}
         if self._over.keys() != over.keys() or list(self._over_ranked) != sorted(over.values()):
             return [f"apps above their target {sorted(self._over)} != {sorted(over)}"]

@@ -377,7 +377,7 @@ def test_demand_admission(case: Case):
         assert reason is None
     else:
         assert reason is not None and case.waits in reason, reason
-    assert run.sched.audit() == []
+    assert run.sched.check() == []
 
 
 def test_nothing_is_set_aside_for_a_starting_app():

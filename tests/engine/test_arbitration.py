@@ -313,7 +313,7 @@ def test_rounding_remainder_moves_when_priorities_change():
     assert {a: t for a, (t, _) in run.targets().items()} == {"a": 2, "b": 1}  # 1.5 + 1.5 cores
     run.step(PriorityChanged("b", 10000))
     assert {a: t for a, (t, _) in run.targets().items()} == {"a": 1, "b": 2}
-    assert run.sched.audit() == []
+    assert run.sched.check() == []
 
 
 def test_executors_of_each_app_are_of_its_own_size():

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from sessionsched.engine.greedy import GreedyLeaf
-from sessionsched.engine.policies import LEAF_POLICIES, Claim, by_priority_then_seq
+from sessionsched.engine.arbitration.greedy import GreedyLeaf
+from sessionsched.engine.arbitration.policies import LEAF_POLICIES, Claim, by_priority_then_seq
 from sessionsched.model import Policy, Resources
 
 

@@ -246,7 +246,7 @@ def test_forget_an_ended_app(name, batched):
         for ev in events:
             run.step(ev)
         assert run.step(Forget(gone)) == []  # forgetting decides nothing by itself
-    assert gone not in run.sched.apps and run.sched.audit() == []
+    assert gone not in run.sched.apps and run.sched.check() == []
     assert set(run.sched.apps) == {"a", "b", "c"} - {gone}
     with pytest.raises(EventError, match="unknown app"):
         run.step(DemandChanged(gone, 1))  # late facts about it are about an unknown app
@@ -259,7 +259,7 @@ def test_forgetting_leaves_the_others_as_they_were_and_frees_nothing_twice():
     usage = run.sched.usage()
     run.step(Forget("a"))
     assert {i: (r.state, r.target, r.grant) for i, r in run.sched.apps.items()} == before
-    assert run.sched.usage() == usage and run.sched.audit() == []
+    assert run.sched.usage() == usage and run.sched.check() == []
 
 
 def test_forgotten_app_with_a_decommission_deadline_pending():
@@ -272,14 +272,14 @@ def test_forgotten_app_with_a_decommission_deadline_pending():
     assert run.sched.next_wakeup() == 50.0
     run.step(DriverExited("low", 0), Forget("low"), at=30.0)
     run.step(at=50.0)  # its deadline passes: nothing to kill, nothing breaks
-    assert "low" not in run.sched.apps and run.sched.audit() == []
+    assert "low" not in run.sched.apps and run.sched.check() == []
 
 
 def test_a_forgotten_id_may_be_submitted_again_as_a_new_app():
     run = Run(one_queue(), slots=10)
     run.submit(app("a"))
     run.step(KillRequested("a"), Forget("a"), Submitted(app("a").spec()))
-    assert run.state("a") == "STARTING" and run.sched.audit() == []
+    assert run.state("a") == "STARTING" and run.sched.check() == []
 
 
 # Forget refused: the setup, the events, the message.
@@ -304,7 +304,7 @@ def test_forget_refused(name):
     with pytest.raises(EventError) as err:
         run.sched.step(5.0, [*events, Forget(target)])
     assert message in str(err.value) and f"(Forget {target})" in str(err.value)
-    assert run.sched.apps == books and run.sched.audit() == []
+    assert run.sched.apps == books and run.sched.check() == []
 
 
 # --- bad events: one line, and nothing changes --------------------------------------------

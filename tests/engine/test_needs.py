@@ -45,4 +45,4 @@ def test_kept_answers_equal_a_scan_of_the_book(seed):
             need, weight = by_scan(recs.values(), leaf, priority)
             assert book.need_at_or_above(leaf, priority) == need
             assert book.weight_at_or_above(leaf, priority) == weight
-        assert book.audit() == []
+        assert book.check() == []

@@ -244,7 +244,7 @@ def executor_capacity(sched: Scheduler) -> Resources:
 
 def check_invariants(cluster: Cluster) -> None:
     sched = cluster.sched
-    assert sched.audit() == []
+    assert sched.check() == []
     cap = executor_capacity(sched)
     live = [r for r in sched.apps.values() if r.state.admitted]
     for field_ in ("target", "grant"):

@@ -236,7 +236,7 @@ def test_surplus_is_kept_once_the_need_is_met_otherwise():
     out = run.step(ExecutorsChanged("low", low), at=13.0)  # the ordered two are gone
     assert reclaims(out) == []
     assert run.sched.apps["low"].held == 2  # one above its target of 1, kept: nobody needs it
-    assert run.sched.audit() == []
+    assert run.sched.check() == []
 
 
 def test_idle_only_mode_takes_only_idle_executors_while_the_need_lasts():

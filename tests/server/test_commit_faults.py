@@ -70,7 +70,7 @@ def test_a_failed_commit_is_rewound_and_loses_nothing(stepped, state_dir, cluste
         assert s.app(running)["state"] == "RUNNING"
         assert rows(db, f"select state from apps where id in ('{queued}', '{running}') "
                         "order by seq") == [("RUNNING",), ("ACCEPTED",)]
-        assert s.service.engine.audit() == []
+        assert s.service.engine.check() == []
         # Six failures in a row, each stepping the rewound books again: nothing twice.
         assert [r.message for r in caplog.records if "engine refused" in r.message] == []
         health = s.client.get("/api/v1/health").json()
@@ -92,7 +92,7 @@ def test_a_failed_commit_is_rewound_and_loses_nothing(stepped, state_dir, cluste
         exits = rows(db, f"select detail from events where app_id = '{running}' "
                          "and kind = 'exit'")
         assert exits == [("driver exited with code 3",)]
-        assert s.service.engine.audit() == []
+        assert s.service.engine.check() == []
 
 
 def test_a_kill_while_postgresql_is_down_is_refused_and_nothing_is_lost(pg_server, tmp_path,

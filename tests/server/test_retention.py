@@ -71,7 +71,7 @@ def test_only_the_most_recently_ended_apps_stay_in_memory(offline_app, app_file)
         wait_until(lambda: forgotten(client, old), timeout_s=10, what="the oldest to be forgotten")
         assert listed(client) == {live: "ACCEPTED", recent[0]: "KILLED", recent[1]: "KILLED"}
         assert service_of(client).retention.ended_ids() == recent
-        assert service_of(client).engine.audit() == []
+        assert service_of(client).engine.check() == []
         check_forgotten_still_answer(client, old)
         unknown = client.get("/v1/submissions/status/driver-nope").json()
         assert unknown["success"] is False

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..model import Policy, Resources
-from .rank import Rank, rank
+from ...model import Policy, Resources
+from ..rank import Rank, rank
 
 
 @dataclass(frozen=True, slots=True)

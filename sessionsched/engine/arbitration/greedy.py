@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 
 from sortedcontainers import SortedList
 
-from ..model import Policy
+from ...model import Policy
 from .policies import Claim, by_priority_then_seq, by_seq
 
 Change = tuple[Claim, int | None, int]  # claim, its result before (None: none yet), after

@@ -1,225 +1,32 @@
-"""Executor targets: how many executors each admitted application deserves this cycle.
-
-Input: one ``Claim`` per admitted app and the capacity left for executors (cluster capacity
-minus in-cluster drivers). Output: app id -> target, in whole executors of the app's own size.
-Deterministic: the same claims, queue tree and capacity give the same targets, whatever came
-before (``compute_targets`` is the from-scratch form; ``Arbiter`` gives the same answers while
-reusing last cycle's work).
-
-Phases:
-  1. Floors. Every app's floor (``minExecutors``, or its reservation under a ``reserve`` queue
-     until met) is set aside first. When they do not all fit (the cluster shrank, or floors
-     exceed a queue's ``max_cores``) they are given in the order: 1. guaranteed (``reserve``
-     queues, whose floors admission made room for) first; 2. rank; as capacity and every
-     ``max_cores`` on the app's path allow.
-  2. Shares. The cores are divided down the queue tree. At each parent the children get a
-     weighted max-min fair share (water-filling), each between its guarantee - its floors, or
-     ``min_share`` as far as it wants that much - and what it wants (its apps' wants, cut to its
-     ``max_cores``); what one queue does not want goes to its siblings. If the guarantees do not
-     all fit, floors are kept and the ``min_share`` guarantees share the rest. A leaf divides its
-     whole cores among its apps by its ``policy`` (``policies.LEAF_POLICIES``), floors first.
-  3. Memory. Shares are in cores. When the wanted executors need more memory than there is,
-     phase 2 divides only the cores memory can back (the cluster's memory at the wanted
-     executors' mean MiB per core), so a memory-bound cluster is still shared by the queues'
-     weights and policies. If executor sizes differ and the executors still do not all fit,
-     the growth above floors is taken in rank order as memory allows.
-  4. Remainders. Cores left over by rounding to whole executors go one executor at a time to
-     apps that still want more, in rank order (repeated while any is given), within memory and
-     every ``max_cores`` on the app's path.
-Rank: 1. priority, highest first; 2. submission sequence, oldest first; 3. app id.
+"""The incremental arbiter: the targets of the phases in ``arbitration`` (the package's header)
+for a changing set of claims, reusing last cycle's work.
 
 Why incremental: at 10k running apps a from-scratch pass costs more than a scheduling cycle
 may. Phase 2 is cheap above the leaves (one water-fill per parent), and a leaf's result depends
 only on its whole cores, its claims and its policy, so ``Arbiter`` keeps each leaf's result
-and recomputes a leaf only when one of those changed; a leaf whose cores cover every want
-(a cluster with room: its cores then follow its wants) only looks at the claims that changed.
-Phases 1 and 3 normally have nothing to cut (checked from running sums); when they do,
-everything is recomputed for that cycle.
+(``leafbook.LeafBook``) and recomputes a leaf only when one of those changed; a leaf whose cores
+cover every want (a cluster with room: its cores then follow its wants) only looks at the
+claims that changed. Phases 1 and 3 normally have nothing to cut (checked from running sums);
+when they do, everything is recomputed for that cycle. ``oracle`` computes the same targets
+from scratch, independently: the tests hold the two to each other over random histories.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from sortedcontainers import SortedList
 
-from ..model import Policy, Queue, Resources
+from ...model import Queue, Resources
+from ..tree import QueueTree
 from .greedy import ORDERS as GREEDY_ORDERS
-from .greedy import GreedyLeaf
-from .policies import (  # noqa: F401 - re-exported: the policies are part of arbitration's spec
-    LEAF_POLICIES,
-    Claim,
-    by_priority_then_seq,
-    by_seq,
-    fairshare,
-    water_fill,
-)
-from .tree import QueueTree
+from .leafbook import LeafBook
+from .policies import LEAF_POLICIES, Claim, by_priority_then_seq, water_fill
 
 _EPS = 1e-9
-
-
-class _LeafBook:
-    """One leaf's claims, running sums over them, and its last result.
-
-    A leaf whose cores cover every claim's want is *sated*: every policy gives each claim its
-    want, so the result is kept claim by claim (``sate``: only the claims set since, if the
-    last result was sated too). Otherwise the result is kept up to date by the leaf's
-    ``GreedyLeaf`` (``fifo``, ``priority``: only the claims whose result moves are walked) or
-    recomputed whole (``fairshare``, and any leaf in a cycle whose floors were cut).
-    ``used_*`` and ``unsat_sizes`` follow the result claim by claim either way."""
-
-    def __init__(self) -> None:
-        self.claims: dict[str, Claim] = {}
-        self._order = SortedList()  # rank keys of the claims, kept as they change
-        self._ranked: list[Claim] | None = []  # claims in rank order, laid out when asked
-        self.version = 0
-        self.floor_cores = 0
-        self.floor_mem_mib = 0
-        self.want_cores = 0
-        self.want_mem_mib = 0
-        self.key: tuple | None = None  # (cores, version, policy) the result was computed for
-        self.result: dict[str, int] = {}
-        self.greedy: GreedyLeaf | None = None
-        self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
-        self.used_cores = 0
-        self.used_mem_mib = 0
-        self.sated = False  # the result was set by ``sate``
-        self._since: dict[str, None] = {}  # claims set or dropped since the last result
-
-    def add(self, c: Claim, sign: int = 1) -> None:
-        if sign > 0:
-            self.claims[c.app_id] = c
-            self._order.add(by_priority_then_seq(c))
-            if self.greedy is not None:
-                self.greedy.changed(None, c)
-        else:
-            del self.claims[c.app_id]
-            self._order.remove(by_priority_then_seq(c))
-            self._unresult(c)
-            if self.greedy is not None:
-                self.greedy.changed(c, None)
-        self._sum(c, sign)
-
-    def replace(self, old: Claim, new: Claim) -> None:
-        """``add(old, -1)`` then ``add(new)`` for a claim whose rank is the same (its want or
-        floor changed): its place in the rank order stays."""
-        self.claims[new.app_id] = new
-        self._unresult(old)
-        if self.greedy is not None:
-            self.greedy.changed(old, new)
-        self._sum(old, -1)
-        self._sum(new, 1)
-
-    def _unresult(self, c: Claim) -> None:
-        n = self.result.pop(c.app_id, None)  # so that a claim set again counts as changed
-        if n is not None:
-            self._count(c, n, -1)
-
-    def _sum(self, c: Claim, sign: int) -> None:
-        self.floor_cores += sign * c.floor * c.executor.cores
-        self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
-        self.want_cores += sign * c.want * c.executor.cores
-        self.want_mem_mib += sign * c.want * c.executor.mem_mib
-        self.version += 1
-        self._ranked = None
-        self._since[c.app_id] = None
-
-    def _count(self, c: Claim, n: int, sign: int) -> None:
-        """Put a claim's result ``n`` into the sums (``sign`` 1) or take it out (-1)."""
-        size = c.executor
-        self.used_cores += sign * n * size.cores
-        self.used_mem_mib += sign * n * size.mem_mib
-        if n < c.want:
-            count = self.unsat_sizes.get(size.cores, 0) + sign
-            if count:
-                self.unsat_sizes[size.cores] = count
-            else:
-                del self.unsat_sizes[size.cores]
-
-    @property
-    def unsat_min_cores(self) -> int:
-        """The smallest executor among the claims below their want (0: none is)."""
-        return min(self.unsat_sizes, default=0)
-
-    def unsatisfied(self) -> Iterator[Claim]:
-        """The claims below their want, in rank order (lazily: the remainders rarely go far)."""
-        claims, result = self.claims, self.result
-        return (c for c in (claims[k[2]] for k in self._order) if result[c.app_id] < c.want)
-
-    def ranked(self) -> list[Claim]:
-        if self._ranked is None:
-            claims = self.claims
-            self._ranked = [claims[k[2]] for k in self._order]
-        return self._ranked
-
-    def walk(self, key: tuple, policy: Policy, cores: int) -> list[str]:
-        """Bring a greedy leaf's result up to date (``GreedyLeaf``); returns the apps whose
-        result changed."""
-        g = self.greedy
-        if g is None or g.policy is not policy:
-            self._forget()
-            g = self.greedy = GreedyLeaf(policy, self.claims, self.result)
-        changed = []
-        for c, was, n in g.walk(cores, self.floor_cores):
-            if was is not None:
-                self._count(c, was, -1)
-            self._count(c, n, 1)
-            changed.append(c.app_id)
-        self._kept(key, sated=False)
-        return changed
-
-    def sate(self, key: tuple) -> list[str]:
-        """The leaf's cores cover every claim's want: every claim gets its want (``fifo`` and
-        ``priority`` serve each in turn up to its want and never run out; ``fairshare``'s
-        water-fill gives everyone its ``hi``). Looks only at the claims set since the last
-        result if that one was sated too - the common case on a cluster with room, where a
-        leaf's cores follow its wants and change with every claim - else at every claim.
-        Returns the apps whose result changed."""
-        claims, result = self.claims, self.result
-        changed = []
-        for app_id in self._since if self.sated else claims:
-            c = claims.get(app_id)
-            if c is None:
-                continue  # dropped: its result went with it (``add``)
-            was = result.get(app_id)
-            if was != c.want:
-                if was is not None:
-                    self._count(c, was, -1)
-                result[app_id] = c.want
-                self._count(c, c.want, 1)
-                changed.append(app_id)
-        if self.greedy is not None:
-            self.greedy.forget_walk()  # its walk no longer matches the results
-        self._kept(key, sated=True)
-        return changed
-
-    def _kept(self, key: tuple | None, sated: bool) -> None:
-        self.key = key
-        self.sated = sated
-        self._since = {}
-
-    def settle(self, key: tuple | None, result: dict[str, int],
-               ranked: Iterable[Claim]) -> list[str]:
-        """Keep a result computed whole from ``ranked`` (the claims, in rank order); returns
-        the apps whose result differs from the last one (or that are new)."""
-        last = self.result
-        self._forget()
-        self.result = result
-        for c in ranked:
-            self._count(c, result[c.app_id], 1)
-        self._kept(key, sated=False)
-        return [a for a, n in result.items() if last.get(a) != n]
-
-    def _forget(self) -> None:
-        """Drop the result, its sums and the greedy walk (the result is recomputed whole)."""
-        self.greedy = None
-        self.result = {}
-        self.unsat_sizes = {}
-        self.used_cores = self.used_mem_mib = 0
 
 
 class Arbiter:
@@ -232,7 +39,7 @@ class Arbiter:
     def __init__(self) -> None:
         self._claims: dict[str, Claim] = {}
         self._ranked = SortedList()  # rank keys of all claims, for the phases that go by rank
-        self._books: dict[str, _LeafBook] = {}
+        self._books: dict[str, LeafBook] = {}
         self._floor_cores = 0
         self._floor_mem_mib = 0
         self.targets: dict[str, int] = {}
@@ -255,7 +62,7 @@ class Arbiter:
             self._remove(old)
         self._claims[c.app_id] = c
         self._ranked.add(by_priority_then_seq(c))
-        self._books.setdefault(c.queue, _LeafBook()).add(c)
+        self._books.setdefault(c.queue, LeafBook()).add(c)
         self._floor_cores += c.floor * c.executor.cores
         self._floor_mem_mib += c.floor * c.executor.mem_mib
 
@@ -542,14 +349,3 @@ def _remainders(
             if left_cores <= 0:
                 break
     return bonus
-
-
-def compute_targets(root: Queue, capacity: Resources, claims: Sequence[Claim]) -> dict[str, int]:
-    """Targets for every claim, from scratch. Never more than capacity, ``want`` or the queues'
-    ``max_cores`` (floors aside only if a queue's floors alone exceed its ``max_cores``: they do
-    not; floors are cut to fit)."""
-    arbiter = Arbiter()
-    for c in claims:
-        arbiter.set_claim(c)
-    arbiter.compute(root, capacity)
-    return dict(arbiter.targets)

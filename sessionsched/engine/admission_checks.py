@@ -1,0 +1,299 @@
+"""Admission's checks on a queue's head, and the admission modes: which checks each runs.
+
+The checks, in order; the first that fails defers the queue with that reason. Which checks a
+queue runs is its admission mode's row in ``ADMISSION_MODES``. What each mode is for, and what
+the simulator and the real cluster measured for each rule below, is in docs/admission.md.
+  1. ``queue_limits``: ``max_running_apps`` of every queue on its path, root first;
+  2. ``starting_limit`` (``stateaware``): fewer than ``starting_limit`` apps of the leaf are
+     STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
+     has an executor or its ``starting_timeout`` passed);
+  3. ``driver_slot``: a client-mode driver needs a free driver slot on the scheduler host;
+  4. ``driver_share`` (``demand``): the leaf's in-cluster drivers with this one hold at most
+     its ``max_driver_fraction`` of the cores (and memory) the leaf reaches - its share of the
+     cluster by weight among the leaves that have apps (``admission.weight_shares``: an idle
+     queue's share goes to the busy ones), cut by ``max_cores`` on its path - unless the leaf
+     runs no in-cluster driver yet: it may always start one. YARN's
+     ``maximum-am-resource-percent`` (per leaf queue, proportional to its capacity, which grows
+     into idle capacity, and its "at least one application master" rule). Drivers admitted
+     while a queue reached more stay when a sibling becomes busy; they end with their apps,
+     and ``reserve_room`` keeps every admitted app's first executors possible meanwhile.
+     A driver that *works alone* (``books.works_alone``: past its starting timeout, it never
+     held an executor and asks for none) is not counted: the fraction bounds cores spent on
+     drivers that wait for executors, and such a driver waits for nothing. It counts again
+     when it asks. The fraction may be passed while the leaf's admitted apps and the head,
+     each holding its driver and every executor it may hold (``books.whole``: maxExecutors,
+     slots.max), fit together in what the leaf reaches: then no executor of theirs can be
+     short of a core because of their drivers, which is all the fraction is for (tiny apps,
+     a 1-core driver per 1-core executor, are best packed with drivers on half the cores).
+     One app without a cap keeps its queue at the fraction;
+  5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
+     and memory free in the cluster now - not held or granted to executors, and not promised
+     to a ``reserve`` app (drivers wait for free cores like a standalone master's waiting
+     drivers; a reservation must not be eaten by another driver);
+  6. ``reserve_room`` (``reserve``, ``demand``): the driver (if in-cluster) plus
+     ``reservation()`` executors fit in what is left of the capacity after every admitted
+     app's in-cluster driver and floor, and the executors fit under ``max_cores`` of every
+     queue on the path beside the floors already there. Under ``reserve`` arbitration gives
+     the reservation before anything else, taking elastic executors back, so every admitted
+     app gets its first executors: no deadlock, and no StateAware timeout stall behind a
+     driver that pre-processes for long;
+  7. ``running_demand`` (``demand``): the same driver and first executors also fit beside what
+     the leaf's admitted apps of the head's priority or higher still want above their floors
+     (``needs``: their reported demand; an app still STARTING without an executor wants its
+     first executors). The head is admitted only into room its queue's running apps do not
+     need: work-conserving. In a ``fairshare`` leaf their need counts only up to what they
+     keep with the head in (``_kept_beside``): arbitration will give the head its weighted
+     share anyway, so holding it back while the others want more than theirs would only
+     delay it. In ``fifo`` and ``priority`` leaves a head of equal priority gets what the
+     running apps leave, so their whole need holds it back. One exception, the *driver
+     ahead*: if only its first executors lack room, the head may still start when its driver
+     alone fits beside that need and no app of its leaf that started ahead is still STARTING
+     without an executor (``AppRecord.ahead``, ``books.Totals.ahead``): at most one per leaf.
+     No admission can know which driver will pre-process for minutes before it asks; one
+     started ahead does that while the apps before it run, and if it asks at once it costs
+     one driver's cores (or slot) idle until room frees. Its first executors still fit beside
+     every driver and floor (``reserve_room``) and the fraction still holds, so nothing
+     deadlocks;
+  8. ``one_launch`` (``demand``): a *driver-heavy* head (``launching.driver_heavy``: its
+     in-cluster driver has at least the cores of every executor it may hold - a tiny app whose
+     life is mostly JVM starts) waits while a driver-heavy app of its leaf, of its priority or
+     higher, is *launching*: launched, its driver not reported up (``DriverStarted``), no
+     executor held (``launching.LaunchBook``). Driver JVMs started together on a small host
+     contend for its CPUs, so their apps ran in waves. The wait ends when the driver is up,
+     not when it has executors, so a driver that pre-processes holds nobody back
+     (StateAware's stall); a higher-priority head never waits behind a lower one's launch; a
+     start never reported stops counting when the app leaves STARTING at its
+     ``starting_timeout``. Only driver-heavy apps: apps that may use more than their driver
+     are paced by the fraction and the running demand already; driver-heavy ones pass both
+     (they fit whole and want only what they hold), so a burst of them is where launches pile
+     up.
+``none`` runs checks 1, 3 and 5 only: what stock Spark does.
+
+Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
+whose head fails at the start of the cycle is deferred for the whole cycle with that reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..model import Admission, AppSpec, Policy, Queue, Resources
+from .books import whole
+from .launching import driver_heavy
+
+if TYPE_CHECKING:
+    from .admission import LeafView, Room
+
+
+def reservation(spec: AppSpec) -> int:
+    """Executors a ``reserve`` queue sets aside for an app until it holds them:
+    ``max(minExecutors, 1)``, but never more than the app may hold (maxExecutors, slots.max)."""
+    n = max(spec.min_executors, 1)
+    cap = spec.executor_cap
+    return n if cap is None else min(n, cap)
+
+
+def admitted_floor(spec: AppSpec, queue: Queue) -> int:
+    """The floor an app has right after admission (``AppRecord.floor`` from then on)."""
+    n = reservation(spec) if mode_of(queue).reserves else spec.min_executors
+    cap = spec.executor_cap
+    return n if cap is None else min(n, cap)
+
+
+Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], str | None]
+
+
+def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+    for node in path:
+        limit = node.max_running_apps
+        if limit is not None and room.admitted_in.get(node.name, 0) >= limit:
+            return f"queue {node.name} runs {limit} apps (max_running_apps {limit})"
+    return None
+
+
+def starting_limit(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                   room: Room) -> str | None:
+    q = view.queue
+    if view.starting >= q.starting_limit:
+        return f"{view.starting} app(s) starting in {q.name} (starting_limit {q.starting_limit})"
+    return None
+
+
+def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+    if not head.driver_in_cluster and room.driver_slots_free < 1:
+        return "every driver slot is in use"
+    return None
+
+
+def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                        room: Room) -> str | None:
+    if head.driver_in_cluster and not head.driver.fits_in(room.free):
+        return (
+            f"no room for the driver in the cluster (needs {head.driver.cores} cores/"
+            f"{head.driver.mem_mib} MiB, free {room.free.cores}/{room.free.mem_mib})"
+        )
+    return None
+
+
+def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+    n = reservation(head)
+    if not _commitment(head).fits_in(room.uncommitted):
+        return f"no room to reserve the driver and {n} executor(s) beside the admitted apps"
+    cores = n * head.executor.cores
+    for node in path:
+        cap = node.max_cores
+        if cap is not None and room.floor_cores_in.get(node.name, 0) + cores > cap:
+            return f"no room to reserve {n} executor(s) under queue {node.name} (max_cores {cap})"
+    return None
+
+
+def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> str | None:
+    if not head.driver_in_cluster:
+        return None
+    q = view.queue
+    held = room.drivers_in.get(q.name, Resources())
+    if held.cores <= 0 and held.mem_mib <= 0:
+        return None  # a queue running no in-cluster driver may always start one (YARN's rule)
+    share = room.weight_share.get(q.name, 1.0)
+    reach = room.capacity.cores * share
+    for node in path:
+        if node.max_cores is not None:
+            reach = min(reach, node.max_cores)
+    limit = q.max_driver_fraction
+    after = held + head.driver
+    mem_reach = room.capacity.mem_mib * share
+    if after.cores <= limit * reach and after.mem_mib <= limit * mem_reach:
+        return None
+    if _all_fit_whole(q.name, head, reach, mem_reach, room):
+        return None
+    return (
+        f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
+        f" reaches (max_driver_fraction {limit:g})"
+    )
+
+
+def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
+                   room: Room) -> bool:
+    """Whether the leaf's admitted apps and the head, each holding its driver and every
+    executor it may hold (``books.whole``), fit together in what the leaf reaches."""
+    most = whole(head)
+    if most is None or room.unbounded_in.get(leaf, 0):
+        return False
+    held = room.whole_in.get(leaf, Resources())
+    return held.cores + most[0] <= reach and held.mem_mib + most[1] <= mem_reach
+
+
+def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                   room: Room) -> str | None:
+    need = need_beside(view, head, room)
+    if demand_fits(head, need, room) or _may_go_ahead(view, head, need, room):
+        return None
+    q = view.queue.name
+    return (
+        f"the running apps of {q} want the room (demand of {need.cores} more cores"
+        f" beside the floors; {room.uncommitted.cores} uncommitted)"
+    )
+
+
+def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
+    """What the leaf's admitted apps of the head's priority or higher want above their floors
+    (in a ``fairshare`` leaf: up to what they keep with the head in)."""
+    q = view.queue.name
+    priority = view.priority_of[head.app_id]
+    need = room.need_of(q, priority) + room.need_admitted.get(q, Resources())
+    if view.queue.policy is Policy.FAIRSHARE and need != Resources():
+        weight = room.weight_of(q, priority) + room.weight_admitted.get(q, 0)
+        need = _kept_beside(head, priority, need, weight, room)
+    return need
+
+
+def demand_fits(head: AppSpec, need: Resources, room: Room) -> bool:
+    """The head's driver and first executors fit beside the running apps' ``need``
+    (``need_beside``)."""
+    return (_commitment(head) + need).fits_in(room.uncommitted)
+
+
+def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) -> bool:
+    """The head may start ahead of the room for its first executors: its driver alone fits
+    beside the running apps' need, and no app of its leaf started ahead still waits for its
+    first executor (one per leaf)."""
+    if room.ahead_in.get(view.queue.name, 0):
+        return False
+    driver = head.driver if head.driver_in_cluster else Resources()
+    return (driver + need).fits_in(room.uncommitted)
+
+
+def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
+                 room: Room) -> Resources:
+    """In a ``fairshare`` leaf: the part of the running apps' ``need`` they keep with the head
+    admitted beside them. Arbitration would give the head its weighted share of the room left
+    for executors (weight = priority), taken from theirs, so their need counts only up to their
+    part, ``weight / (weight + priority)`` of that room (rounded up); the head is then held
+    back only when its own share could not hold its first executors. Each app's real share is
+    ``min(its need, its part)``; taking the part of the sum instead is never smaller, so never
+    lets in a head that the exact division would keep out."""
+    driver = head.driver if head.driver_in_cluster else Resources()
+    left = room.uncommitted - driver
+    if weight <= 0 or left.cores <= 0:
+        return need
+    total = weight + priority
+
+    def part(x: int) -> int:
+        return -(-max(x, 0) * weight // total)  # ceil, in whole cores and MiB
+
+    return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
+
+
+def one_launch(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+               room: Room) -> str | None:
+    if not driver_heavy(head):
+        return None
+    q = view.queue.name
+    other = room.launched_in.get(q) or room.launching_of(q, view.priority_of[head.app_id])
+    if other is None:
+        return None
+    return f"the driver of {other} is launching (one driver-heavy app of {q} at a time)"
+
+
+@dataclass(frozen=True)
+class AdmissionMode:
+    """What a leaf queue's admission mode checks, and what it promises an admitted app.
+
+    ``reserves``: an admitted app holds a reservation of ``reservation()`` executors until it
+    has them; arbitration serves it before anything else (its floor is *guaranteed*) and
+    ``free`` room for other drivers excludes it.
+    """
+
+    checks: tuple[Check, ...]
+    reserves: bool = False
+
+
+ADMISSION_MODES: dict[Admission, AdmissionMode] = {
+    Admission.DEMAND: AdmissionMode(
+        (queue_limits, driver_slot, driver_share, reserve_room, running_demand, one_launch)),
+    Admission.STATEAWARE: AdmissionMode(
+        (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
+    Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),
+    Admission.NONE: AdmissionMode((queue_limits, driver_slot, cluster_driver_room)),
+}
+
+
+def mode_of(queue: Queue) -> AdmissionMode:
+    return ADMISSION_MODES[queue.admission]
+
+
+def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+    for check in mode_of(view.queue).checks:
+        reason = check(view, head, path, room)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _commitment(spec: AppSpec) -> Resources:
+    driver = spec.driver if spec.driver_in_cluster else Resources()
+    return driver + spec.executor.times(reservation(spec))
+

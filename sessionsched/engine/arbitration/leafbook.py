@@ -1,0 +1,173 @@
+"""One leaf queue's claims for the incremental arbiter (``incremental.Arbiter``): running
+sums over them, and the leaf's last result, kept up to date claim by claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from sortedcontainers import SortedList
+
+from ...model import Policy
+from .greedy import GreedyLeaf
+from .policies import Claim, by_priority_then_seq
+
+
+class LeafBook:
+    """One leaf's claims, running sums over them, and its last result.
+
+    A leaf whose cores cover every claim's want is *sated*: every policy gives each claim its
+    want, so the result is kept claim by claim (``sate``: only the claims set since, if the
+    last result was sated too). Otherwise the result is kept up to date by the leaf's
+    ``GreedyLeaf`` (``fifo``, ``priority``: only the claims whose result moves are walked) or
+    recomputed whole (``fairshare``, and any leaf in a cycle whose floors were cut).
+    ``used_*`` and ``unsat_sizes`` follow the result claim by claim either way."""
+
+    def __init__(self) -> None:
+        self.claims: dict[str, Claim] = {}
+        self._order = SortedList()  # rank keys of the claims, kept as they change
+        self._ranked: list[Claim] | None = []  # claims in rank order, laid out when asked
+        self.version = 0
+        self.floor_cores = 0
+        self.floor_mem_mib = 0
+        self.want_cores = 0
+        self.want_mem_mib = 0
+        self.key: tuple | None = None  # (cores, version, policy) the result was computed for
+        self.result: dict[str, int] = {}
+        self.greedy: GreedyLeaf | None = None
+        self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
+        self.used_cores = 0
+        self.used_mem_mib = 0
+        self.sated = False  # the result was set by ``sate``
+        self._since: dict[str, None] = {}  # claims set or dropped since the last result
+
+    def add(self, c: Claim, sign: int = 1) -> None:
+        if sign > 0:
+            self.claims[c.app_id] = c
+            self._order.add(by_priority_then_seq(c))
+            if self.greedy is not None:
+                self.greedy.changed(None, c)
+        else:
+            del self.claims[c.app_id]
+            self._order.remove(by_priority_then_seq(c))
+            self._unresult(c)
+            if self.greedy is not None:
+                self.greedy.changed(c, None)
+        self._sum(c, sign)
+
+    def replace(self, old: Claim, new: Claim) -> None:
+        """``add(old, -1)`` then ``add(new)`` for a claim whose rank is the same (its want or
+        floor changed): its place in the rank order stays."""
+        self.claims[new.app_id] = new
+        self._unresult(old)
+        if self.greedy is not None:
+            self.greedy.changed(old, new)
+        self._sum(old, -1)
+        self._sum(new, 1)
+
+    def _unresult(self, c: Claim) -> None:
+        n = self.result.pop(c.app_id, None)  # so that a claim set again counts as changed
+        if n is not None:
+            self._count(c, n, -1)
+
+    def _sum(self, c: Claim, sign: int) -> None:
+        self.floor_cores += sign * c.floor * c.executor.cores
+        self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
+        self.want_cores += sign * c.want * c.executor.cores
+        self.want_mem_mib += sign * c.want * c.executor.mem_mib
+        self.version += 1
+        self._ranked = None
+        self._since[c.app_id] = None
+
+    def _count(self, c: Claim, n: int, sign: int) -> None:
+        """Put a claim's result ``n`` into the sums (``sign`` 1) or take it out (-1)."""
+        size = c.executor
+        self.used_cores += sign * n * size.cores
+        self.used_mem_mib += sign * n * size.mem_mib
+        if n < c.want:
+            count = self.unsat_sizes.get(size.cores, 0) + sign
+            if count:
+                self.unsat_sizes[size.cores] = count
+            else:
+                del self.unsat_sizes[size.cores]
+
+    @property
+    def unsat_min_cores(self) -> int:
+        """The smallest executor among the claims below their want (0: none is)."""
+        return min(self.unsat_sizes, default=0)
+
+    def unsatisfied(self) -> Iterator[Claim]:
+        """The claims below their want, in rank order (lazily: the remainders rarely go far)."""
+        claims, result = self.claims, self.result
+        return (c for c in (claims[k[2]] for k in self._order) if result[c.app_id] < c.want)
+
+    def ranked(self) -> list[Claim]:
+        if self._ranked is None:
+            claims = self.claims
+            self._ranked = [claims[k[2]] for k in self._order]
+        return self._ranked
+
+    def walk(self, key: tuple, policy: Policy, cores: int) -> list[str]:
+        """Bring a greedy leaf's result up to date (``GreedyLeaf``); returns the apps whose
+        result changed."""
+        g = self.greedy
+        if g is None or g.policy is not policy:
+            self._forget()
+            g = self.greedy = GreedyLeaf(policy, self.claims, self.result)
+        changed = []
+        for c, was, n in g.walk(cores, self.floor_cores):
+            if was is not None:
+                self._count(c, was, -1)
+            self._count(c, n, 1)
+            changed.append(c.app_id)
+        self._kept(key, sated=False)
+        return changed
+
+    def sate(self, key: tuple) -> list[str]:
+        """The leaf's cores cover every claim's want: every claim gets its want (``fifo`` and
+        ``priority`` serve each in turn up to its want and never run out; ``fairshare``'s
+        water-fill gives everyone its ``hi``). Looks only at the claims set since the last
+        result if that one was sated too - the common case on a cluster with room, where a
+        leaf's cores follow its wants and change with every claim - else at every claim.
+        Returns the apps whose result changed."""
+        claims, result = self.claims, self.result
+        changed = []
+        for app_id in self._since if self.sated else claims:
+            c = claims.get(app_id)
+            if c is None:
+                continue  # dropped: its result went with it (``add``)
+            was = result.get(app_id)
+            if was != c.want:
+                if was is not None:
+                    self._count(c, was, -1)
+                result[app_id] = c.want
+                self._count(c, c.want, 1)
+                changed.append(app_id)
+        if self.greedy is not None:
+            self.greedy.forget_walk()  # its walk no longer matches the results
+        self._kept(key, sated=True)
+        return changed
+
+    def _kept(self, key: tuple | None, sated: bool) -> None:
+        self.key = key
+        self.sated = sated
+        self._since = {}
+
+    def settle(self, key: tuple | None, result: dict[str, int],
+               ranked: Iterable[Claim]) -> list[str]:
+        """Keep a result computed whole from ``ranked`` (the claims, in rank order); returns
+        the apps whose result differs from the last one (or that are new)."""
+        last = self.result
+        self._forget()
+        self.result = result
+        for c in ranked:
+            self._count(c, result[c.app_id], 1)
+        self._kept(key, sated=False)
+        return [a for a, n in result.items() if last.get(a) != n]
+
+    def _forget(self) -> None:
+        """Drop the result, its sums and the greedy walk (the result is recomputed whole)."""
+        self.greedy = None
+        self.result = {}
+        self.unsat_sizes = {}
+        self.used_cores = self.used_mem_mib = 0

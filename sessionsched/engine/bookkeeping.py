@@ -1,0 +1,312 @@
+"""The engine's books and every index over them, kept by verbs (after Kueue's ``pkg/cache``).
+
+``Books`` owns the apps (``AppRecord``) and each index built from them: the queued apps of each
+leaf in rank order, the STARTING apps and their timeouts (a heap), the apps on the books, the
+running totals (``books.Ledger``), the elastic needs (``needs.NeedBook``), the launching
+driver-heavy apps (``launching.LaunchBook``), the arbiter's claims (``arbitration.Arbiter``),
+the grant bases (``grants.Grants``), the apps above their target (``reclaim.Reclaimer``), and
+which apps changed. Nothing else writes an index: the event handlers (``lifecycle``) and the
+step's phases (``scheduler``) change an app through a verb, and the verb keeps every index
+that app is in true, now or at the next ``sync``. (The arbiter and the reclaimer keep what they
+decide as they decide it: ``Arbiter.compute``, ``Reclaimer.step``.)
+
+The verbs: ``submit`` (queue a new app), ``adopt`` (an app launched before a restart),
+``requeue`` (a new priority), ``unqueue`` (a queued app leaves its queue), ``admit`` (its
+driver is launched), ``mark`` (a new state), ``rebase_grants`` and ``set_target`` (the grant
+phase), ``changed`` (anything else about an app changed: its demand, executors, driver),
+``forget`` (drop it from everything), ``set_tree`` (a new queue tree). ``sync`` brings the
+totals, the needs, the launching book and the claims up to date with the apps changed since;
+``touched`` names the apps changed this step, for grants and reclaim, until ``end_step``.
+``selfcheck.check`` compares every index with a recount from the apps.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Iterator
+
+from sortedcontainers import SortedList
+
+from ..model import AppState, Queue, Resources
+from . import admission
+from .arbitration import Arbiter, Claim
+from .books import AppRecord, Ledger
+from .events import MarkState
+from .grants import Grants
+from .launching import LaunchBook
+from .needs import NeedBook
+from .reclaim import Reclaimer
+from .tree import QueueTree
+
+
+class Books:
+    """One engine's books. ``apps`` (app id -> ``AppRecord``), ``pending`` (leaf -> rank keys
+    of its queued apps, head first), ``ledger``, ``needs``, ``launching``, ``arbiter``,
+    ``grants`` and ``reclaimer`` are there to read; only the verbs change them.
+    ``listing_changed(leaf)`` is told whenever a leaf's queued apps change (the views)."""
+
+    def __init__(self, root: Queue, listing_changed: Callable[[str], None]) -> None:
+        self._listing_changed = listing_changed
+        self.apps: dict[str, AppRecord] = {}
+        self.pending: dict[str, SortedList] = {}
+        self._starting: dict[str, AppRecord] = {}
+        # (deadline, app, launched_at) of STARTING apps, soonest first; entries of apps that
+        # left STARTING are dropped when they reach the top (``_top_starting``).
+        self._starting_due: list[tuple[float, str, float]] = []
+        # On the books: STARTING/RUNNING, or ended and still holding executors.
+        self._admitted: dict[str, AppRecord] = {}
+        self.ledger = Ledger()
+        self.needs = NeedBook()  # elastic demand per leaf and priority (``demand`` admission)
+        self.launching = LaunchBook()  # driver-heavy apps, driver not up (``demand`` admission)
+        self.arbiter = Arbiter()
+        self.grants = Grants()
+        self.reclaimer = Reclaimer()
+        self._claimed: dict[str, tuple] = {}  # app -> what its claim was built from
+        self._dirty: set[str] = set()  # changed since the totals were last brought up to date
+        self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
+        self.leaves: dict[str, Queue] = {}
+        self._reserving: frozenset[str] = frozenset()
+        self.set_tree(root)
+
+    # --- the queue tree -------------------------------------------------------------------
+
+    def set_tree(self, root: Queue) -> None:
+        """A new queue tree. A queue's admission mode decides what is promised: the apps of a
+        leaf whose mode now promises otherwise are counted again (the others' totals and claims
+        do not change); a queue's starting_timeout may have changed: every deadline again."""
+        before, known = self._reserving, self.leaves.keys()
+        self.root = root
+        self.tree = QueueTree(root)
+        self.leaves = {name: self.tree.node[name] for name in self.tree.leaves}
+        # Leaves whose apps' floors are guaranteed (``guaranteed``): asked for every change.
+        self._reserving = frozenset(
+            name for name, q in self.leaves.items() if admission.mode_of(q).reserves)
+        moved = {name for name in known | self.leaves.keys()
+                 if (name in before) != (name in self._reserving)}
+        self._dirty.update(a for a, rec in self._admitted.items() if rec.spec.queue in moved)
+        self._starting_due = []
+        for rec in self._starting.values():
+            self._due(rec)
+        for name in self.leaves:
+            self.pending.setdefault(name, SortedList())
+        for name in [n for n, pend in self.pending.items() if n not in self.leaves and not pend]:
+            del self.pending[name]
+
+    # --- verbs ----------------------------------------------------------------------------
+
+    def submit(self, rec: AppRecord) -> None:
+        """A new app, queued in its leaf."""
+        self.apps[rec.app_id] = rec
+        self._queue(rec)
+
+    def adopt(self, rec: AppRecord) -> None:
+        """An app launched before a restart, back on the books in its state."""
+        self.apps[rec.app_id] = rec
+        if rec.state is AppState.STARTING:
+            self._now_starting(rec)
+        self._dirty.add(rec.app_id)
+
+    def requeue(self, rec: AppRecord, priority: int) -> None:
+        """A new priority: a queued app moves to its new place in its queue."""
+        if rec.state is AppState.ACCEPTED:
+            self._unqueue(rec)
+            rec.priority = priority
+            self._queue(rec)
+        else:
+            rec.priority = priority
+        self._dirty.add(rec.app_id)
+
+    def unqueue(self, rec: AppRecord) -> None:
+        """A queued app leaves its queue without being launched (killed, or its driver ran
+        without us); ``mark`` or ``changed`` follows."""
+        self._unqueue(rec)
+
+    def admit(self, now: float, rec: AppRecord, ahead: bool) -> MarkState:
+        """Its driver is launched now: out of its queue, STARTING (with its reservation under
+        a ``reserve`` queue)."""
+        self._unqueue(rec)
+        rec.launched_at = now
+        rec.ahead = ahead
+        if rec.spec.queue in self._reserving:
+            rec.reserved = admission.reservation(rec.spec)
+        return self.mark(now, rec, AppState.STARTING, "driver launched")
+
+    def mark(self, now: float, rec: AppRecord, state: AppState, why: str) -> MarkState:
+        """A new state, and the decision that says so."""
+        rec.state = state
+        rec.reason = why
+        if state is AppState.STARTING:
+            self._now_starting(rec)
+        else:
+            self._starting.pop(rec.app_id, None)
+        if state.terminal:
+            rec.finished_at = now
+            rec.target = rec.grant = 0
+            rec.reserved = 0
+        self._dirty.add(rec.app_id)
+        return MarkState(
+            rec.app_id, state, why, at=now,
+            first_executor_at=rec.first_executor_at if state is AppState.RUNNING else None,
+            exit_code=rec.exit_code if state.terminal else None,
+        )
+
+    def changed(self, rec: AppRecord) -> None:
+        """Something the totals, needs or claims read changed (demand, executors, driver up)."""
+        self._dirty.add(rec.app_id)
+
+    def rebase_grants(self, app_ids: Iterable[str]) -> None:
+        """The grant bases of these apps for their targets as the arbiter last computed them
+        (``grants.Grants.rebase``: 0 for an app without one)."""
+        targets = self.arbiter.targets
+        for app_id in app_ids:
+            self.grants.rebase(self.apps[app_id], targets.get(app_id, 0))
+
+    def set_target(self, rec: AppRecord, target: int, grant: int) -> None:
+        """A new target and grant (``SetTarget``)."""
+        rec.target, rec.grant = target, grant
+        self.grants.rebase(rec, target)
+        self._dirty.add(rec.app_id)
+
+    def forget(self, app_id: str) -> None:
+        """Drop an ended app without executors from the books and from every index it may
+        still be in: it may have ended earlier in this very batch, before ``sync`` took it out.
+        Its decommission deadlines stay in the reclaimer's heap, which skips unknown apps."""
+        rec = self.apps.pop(app_id)
+        self._dirty.discard(app_id)
+        self._touched.discard(app_id)
+        self.ledger.refresh(rec, False)  # not on the books: takes its last contribution out
+        self.needs.refresh(rec)
+        self.launching.refresh(rec)
+        self._admitted.pop(app_id, None)
+        self._starting.pop(app_id, None)
+        if self._claimed.pop(app_id, None) is not None:
+            self.arbiter.drop(app_id)
+        self.grants.rebase(rec, 0)
+        self.reclaimer.index(rec)
+
+    # --- keeping the indexes true ---------------------------------------------------------
+
+    def sync(self) -> None:
+        """Bring the totals, the apps on the books and the claims up to date with the apps
+        changed since the last sync."""
+        for app_id in self._dirty:
+            rec = self.apps[app_id]
+            guaranteed = rec.spec.queue in self._reserving
+            self.ledger.refresh(rec, guaranteed)
+            self.needs.refresh(rec)
+            self.launching.refresh(rec)
+            if rec.on_books:
+                self._admitted[app_id] = rec
+            else:
+                self._admitted.pop(app_id, None)
+            if rec.state.admitted:
+                # Most changes (grants, targets, executors) leave the claim as it was.
+                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue)
+                if self._claimed.get(app_id) != inputs:
+                    self._claimed[app_id] = inputs
+                    self.arbiter.set_claim(self.claim_of(rec))
+            elif self._claimed.pop(app_id, None) is not None:
+                self.arbiter.drop(app_id)
+        self._touched |= self._dirty
+        self._dirty = set()
+
+    def sync_grants(self) -> None:
+        """``sync`` after ``set_target``, which changes only targets and grants: of the
+        indexes, only the ledger reads them (``contribution``: what is promised, usage), and no
+        claim is built from them."""
+        for app_id in self._dirty:
+            rec = self.apps[app_id]
+            self.ledger.refresh(rec, rec.spec.queue in self._reserving)
+        self._touched |= self._dirty
+        self._dirty = set()
+
+    def touched(self) -> set[str]:
+        """The apps changed this step (up to the last sync)."""
+        return self._touched
+
+    def end_step(self) -> None:
+        self._touched = set()
+
+    # --- reading --------------------------------------------------------------------------
+
+    def guaranteed(self, rec: AppRecord) -> bool:
+        """Its floor is promised: its queue admits by ``reserve``."""
+        return rec.spec.queue in self._reserving
+
+    def claim_of(self, rec: AppRecord) -> Claim:
+        spec = rec.spec
+        cap = spec.executor_cap
+        floor = rec.floor
+        want = max(rec.demand, floor)
+        if cap is not None:
+            want = min(want, cap)
+        return Claim(
+            app_id=rec.app_id,
+            queue=spec.queue,
+            priority=rec.priority,
+            seq=spec.seq,
+            executor=spec.executor,
+            floor=min(floor, want),
+            want=want,
+            guaranteed=self.guaranteed(rec),
+        )
+
+    def executor_capacity(self, capacity: Resources) -> Resources:
+        """``capacity`` minus the in-cluster drivers of admitted apps."""
+        t = self.ledger.total
+        return capacity - Resources(t.driver_cores, t.driver_mem_mib)
+
+    def on_books(self) -> Iterator[str]:
+        return iter(self._admitted)
+
+    def starting(self) -> Iterator[str]:
+        return iter(self._starting)
+
+    def occupied_leaves(self) -> set[str]:
+        held = {name for name, pend in self.pending.items() if pend}
+        return held | {rec.spec.queue for rec in self._admitted.values()}
+
+    # --- the STARTING apps' timeouts (StateAware fallback) --------------------------------
+
+    def next_starting_deadline(self) -> float | None:
+        return self._starting_due[0][0] if self._top_starting() is not None else None
+
+    def timed_out(self, now: float) -> list[tuple[AppRecord, float]]:
+        """The STARTING apps whose queue's ``starting_timeout`` has passed, with that timeout,
+        in rank order. O(apps timing out x log n): the deadlines are in a heap, not scanned."""
+        late = []
+        while (rec := self._top_starting()) is not None:
+            timeout = self.leaves[rec.spec.queue].starting_timeout_s
+            if now - rec.launched_at < timeout:
+                break
+            heapq.heappop(self._starting_due)
+            late.append((rec.rank, rec, timeout))
+        return [(rec, timeout) for _, rec, timeout in sorted(late, key=lambda x: x[0])]
+
+    def _now_starting(self, rec: AppRecord) -> None:
+        self._starting[rec.app_id] = rec
+        self._due(rec)
+
+    def _due(self, rec: AppRecord) -> None:
+        timeout = self.leaves[rec.spec.queue].starting_timeout_s
+        heapq.heappush(self._starting_due,
+                       (rec.launched_at + timeout, rec.app_id, rec.launched_at))
+
+    def _top_starting(self) -> AppRecord | None:
+        """The STARTING app whose timeout comes first (stale heap entries dropped)."""
+        due = self._starting_due
+        while due:
+            _, app_id, launched_at = due[0]
+            rec = self._starting.get(app_id)
+            if rec is not None and rec.launched_at == launched_at:
+                return rec
+            heapq.heappop(due)
+        return None
+
+    def _queue(self, rec: AppRecord) -> None:
+        self.pending[rec.spec.queue].add(rec.rank)
+        self._listing_changed(rec.spec.queue)
+
+    def _unqueue(self, rec: AppRecord) -> None:
+        self.pending[rec.spec.queue].remove(rec.rank)
+        self._listing_changed(rec.spec.queue)

@@ -1,0 +1,58 @@
+"""The engine's self-check: every index of the books against a recount from the apps, from
+scratch - every total recounted, every target recomputed by the independent from-scratch
+arbiter (``arbitration.oracle``), every grant base summed again, every queue listing rebuilt.
+O(apps): for tests and debugging, not for every cycle. (Not the audit trail: that is the
+service's record of who changed what.)
+"""
+
+from __future__ import annotations
+
+from ..model import AppState, Resources
+from .arbitration import compute_targets
+from .bookkeeping import Books
+from .books import Ledger
+from .grants import Grants
+from .launching import LaunchBook
+from .needs import NeedBook
+
+
+def check(books: Books, capacity: Resources) -> list[str]:
+    """The differences between the indexes and the books (empty when all is true)."""
+    problems = []
+    recs = list(books.apps.values())
+    ledger = books.ledger
+    total = Ledger.recount((r, books.guaranteed(r)) for r in recs)
+    if total != ledger.total:
+        problems.append(f"totals {ledger.total} != recount {total}")
+    for leaf in books.leaves:
+        t = Ledger.recount((r, books.guaranteed(r)) for r in recs if r.spec.queue == leaf)
+        if t != ledger.leaf(leaf):
+            problems.append(f"totals of {leaf} {ledger.leaf(leaf)} != recount {t}")
+    if NeedBook.recount(recs) != books.needs.by_leaf:
+        problems.append(f"elastic needs {books.needs.by_leaf} != recount {NeedBook.recount(recs)}")
+    problems += books.needs.check()
+    if LaunchBook.recount(recs) != books.launching.by_leaf:
+        problems.append(f"launching {books.launching.by_leaf} != recount "
+                        f"{LaunchBook.recount(recs)}")
+    live = [r for r in recs if r.state.admitted]
+    claims = [books.claim_of(r) for r in live]
+    fresh = compute_targets(books.root, books.executor_capacity(capacity), claims)
+    for r in live:
+        if fresh[r.app_id] != r.target:
+            problems.append(f"{r.app_id}: target {r.target}, from scratch {fresh[r.app_id]}")
+    base = Grants()
+    for r in recs:
+        base.rebase(r, r.target)
+    if base.sums() != books.grants.sums():
+        problems.append(f"grant sums {books.grants.sums()} != recount {base.sums()}")
+    problems += books.reclaimer.check(recs)
+    if set(books.on_books()) != {r.app_id for r in recs if r.on_books}:
+        problems.append("the set of apps on the books is wrong")
+    if set(books.starting()) != {r.app_id for r in recs if r.state is AppState.STARTING}:
+        problems.append("the set of starting apps is wrong")
+    for leaf, pend in books.pending.items():
+        queued = sorted(r.rank for r in recs
+                        if r.spec.queue == leaf and r.state is AppState.ACCEPTED)
+        if list(pend) != queued:
+            problems.append(f"queue {leaf} lists {len(pend)} apps, the books {len(queued)}")
+    return problems
