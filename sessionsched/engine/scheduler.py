@@ -47,6 +47,7 @@ from ..model import (
     Resources,
 )
 from . import admission, lifecycle, reclaim
+from .agent_terms import launch_decision
 from .arbitration import Arbiter, Claim
 from .books import AppRecord, Ledger
 from .budget import DEFAULT as DEFAULT_BUDGET
@@ -54,7 +55,6 @@ from .budget import CycleBudget
 from .events import (
     Decision,
     Event,
-    LaunchDriver,
     MarkState,
     SetTarget,
 )
@@ -294,7 +294,7 @@ class Scheduler:
             rec.ahead = app_id in plan.ahead
             if admission.mode_of(self._leaves[rec.spec.queue]).reserves:
                 rec.reserved = admission.reservation(rec.spec)
-            out.append(LaunchDriver(app_id))
+            out.append(launch_decision(rec.spec, self.capacity))
             self._mark(now, rec, AppState.STARTING, "driver launched", out)
 
     def _room(self) -> admission.Room:

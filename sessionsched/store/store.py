@@ -37,7 +37,13 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from ..model import AppState
 from .faults import StoreUnavailable, store_faults
-from .records import EventRecord, StoredApp, spec_from_json, spec_to_json
+from .records import (
+    EventRecord,
+    StoredApp,
+    dynamic_before_recorded,
+    spec_from_json,
+    spec_to_json,
+)
 from .schema import APP_COLUMNS, AUDIT_COLUMNS, AppRow, Base, CommitRow, EventRow, ProbeRow
 
 _COLUMNS = (
@@ -306,6 +312,8 @@ def _from_row(r: AppRow) -> StoredApp:
     spec = spec_from_json(
         r.spec, app_id=r.id, queue=r.queue, seq=r.seq, submitted_at=r.submitted_at,
         priority=r.priority, name=r.name, user=r.user,
+        unrecorded_dynamic="dynamic_allocation" in r.spec
+        or dynamic_before_recorded(r.kind, r.conf or {}, r.argv or []),
     )
     return StoredApp(state=AppState(r.state), spec=spec, **values)
 
