@@ -64,6 +64,7 @@ def executor_ceiling(capacity: Resources, executor: Resources) -> int | None:
 
 
 def launch_terms(spec: AppSpec, capacity: Resources) -> LaunchTerms:
+    """Both terms for this app, with the cluster's ``capacity`` now (module doc, 1-2)."""
     return LaunchTerms(dynamic_allocation=spec.dynamic_allocation,
                        executor_ceiling=executor_ceiling(capacity, spec.executor))
 
@@ -71,7 +72,6 @@ def launch_terms(spec: AppSpec, capacity: Resources) -> LaunchTerms:
 def launch_decision(spec: AppSpec, capacity: Resources) -> LaunchDriver:
     """Launch the app's driver, on these terms (module doc)."""
     return LaunchDriver(spec.app_id, launch_terms(spec, capacity))
-
 
 
 def demand_after_report(seen_by: Witness, listed: int, demand: int) -> int:
