@@ -309,11 +309,12 @@ def _to_row(app: StoredApp) -> dict:
 
 def _from_row(r: AppRow) -> StoredApp:
     values = {c: getattr(r, c) for c in _COLUMNS}
+    # A row from before the spec recorded dynamic allocation: the engine's rule on the row.
+    older = "dynamic_allocation" not in r.spec
     spec = spec_from_json(
         r.spec, app_id=r.id, queue=r.queue, seq=r.seq, submitted_at=r.submitted_at,
         priority=r.priority, name=r.name, user=r.user,
-        unrecorded_dynamic="dynamic_allocation" in r.spec
-        or dynamic_before_recorded(r.kind, r.conf or {}, r.argv or []),
+        unrecorded_dynamic=older and dynamic_before_recorded(r.kind, r.conf or {}, r.argv or []),
     )
     return StoredApp(state=AppState(r.state), spec=spec, **values)
 
