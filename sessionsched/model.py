@@ -188,6 +188,9 @@ class AppSpec:
     min_executors: int = 0
     max_executors: int | None = None
     slots_max: int | None = None  # spark.ego.slots.max: cores for the app's executors
+    # Launched with dynamic allocation on (``engine.agent_terms.dynamic_allocation``, decided
+    # when the submission is checked: a static app is sized by its own properties).
+    dynamic_allocation: bool = True
     # Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max (None:
     # no cap). Derived once here: the engine reads it for every changed app several times a
     # cycle.

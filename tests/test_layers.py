@@ -64,9 +64,7 @@ MAX_FOLDER_MODULES = 20
 KNOWN_LONG: set[str] = {
     "backends/standalone.py",
     "config.py",
-    "service/cycle.py",
     "backends/kubernetes/backend.py",
-    "backends/memory/cluster.py",
     "doors/livy/interactive.py",
     "client.py",
 }

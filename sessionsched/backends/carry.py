@@ -107,7 +107,8 @@ class Retries:
         self._waiting[app_id] = Waiting(wait.tries, wait.at)
 
     def due(self, now: float) -> list[LaunchDriver]:
-        """The launches to try again now."""
+        """The launches to try again now, by app (their terms are the caller's to have the
+        engine decide again: ``agent_terms.launch_decision``)."""
         return [LaunchDriver(a) for a, w in self._waiting.items() if w.at <= now]
 
     def drop(self, app_ids: Iterable[str]) -> None:
@@ -122,14 +123,14 @@ class Retries:
 def carry_out(
     decisions: Sequence[Decision],
     backend: ClusterBackend,
-    launch_for: Callable[[str], Launch | None],
+    launch_for: Callable[[LaunchDriver], Launch | None],
     retries: Retries | None = None,
     now: float = 0.0,
 ) -> Carried:
-    """Carry out one step's decisions (module doc). ``launch_for(app_id)``: the Launch to start
-    for a LaunchDriver, or None when there is nothing to launch here (a notebook session: its
-    notebook starts its own driver). ``retries``: transient launch failures wait there (at
-    ``now``) instead of failing."""
+    """Carry out one step's decisions (module doc). ``launch_for(decision)``: the Launch to
+    start for a LaunchDriver (on its terms), or None when there is nothing to launch here (a
+    notebook session: its notebook starts its own driver). ``retries``: transient launch
+    failures wait there (at ``now``) instead of failing."""
     carried = Carried()
     for d in decisions:
         if isinstance(d, StopDriver):
@@ -139,7 +140,7 @@ def carry_out(
                 log.error("could not stop %s's driver: %s", d.app_id, one_line(e))
     for d in decisions:
         if isinstance(d, LaunchDriver):
-            _launch(d.app_id, backend, launch_for, carried, retries, now)
+            _launch(d, backend, launch_for, carried, retries, now)
     steering = [d for d in decisions if isinstance(d, SetTarget | Reclaim)]
     if steering:
         try:
@@ -149,10 +150,12 @@ def carry_out(
     return carried
 
 
-def _launch(app_id: str, backend: ClusterBackend, launch_for: Callable[[str], Launch | None],
-            carried: Carried, retries: Retries | None, now: float) -> None:
+def _launch(d: LaunchDriver, backend: ClusterBackend,
+            launch_for: Callable[[LaunchDriver], Launch | None], carried: Carried,
+            retries: Retries | None, now: float) -> None:
+    app_id = d.app_id
     try:
-        launch = launch_for(app_id)
+        launch = launch_for(d)
         if launch is None:
             return
         handle = backend.launch(launch)

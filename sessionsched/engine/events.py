@@ -13,6 +13,7 @@ errors: a kill of an app that already ended does nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from ..model import AppSpec, AppState, Executor, Queue, ReclaimMode, Resources
 
@@ -66,12 +67,23 @@ class DriverExited:
     reason: str | None = None
 
 
+class Witness(str, Enum):
+    """Who reported an executor list: whether it says what the app wants (``agent_terms``)."""
+
+    AGENT = "agent"  # the app's driver agent, or a backend that reports as one (memory)
+    CLUSTER = "cluster"  # the cluster manager's view (beside an agent speaking for the app)
+    CLUSTER_ALONE = "cluster alone"  # the cluster manager's view, no live agent speaking
+
+
 @dataclass(frozen=True)
 class ExecutorsChanged:
-    """The complete list of the app's live executors, as its agent or the cluster sees it."""
+    """The complete list of the app's live executors, as its agent or the cluster sees it.
+    ``seen_by``: who saw it (``Witness``); the cluster's view with no agent speaking for the
+    app also sets what it is taken to want (``agent_terms``)."""
 
     app_id: str
     executors: tuple[Executor, ...]
+    seen_by: Witness = Witness.CLUSTER
 
 
 @dataclass(frozen=True)
@@ -135,8 +147,22 @@ Event = (
 
 
 @dataclass(frozen=True)
+class LaunchTerms:
+    """What the driver is launched with (``agent_terms``): ``dynamic_allocation`` on or off;
+    ``executor_ceiling``: the most executors the cluster holds, the agent's ceiling (None:
+    none handed)."""
+
+    dynamic_allocation: bool = True
+    executor_ceiling: int | None = None
+
+
+@dataclass(frozen=True)
 class LaunchDriver:
+    """Start the app's driver, on ``terms`` (``agent_terms``; like ``MarkState``'s facts,
+    they do not take part in comparing decisions)."""
+
     app_id: str
+    terms: LaunchTerms = field(default=LaunchTerms(), compare=False)
 
 
 @dataclass(frozen=True)

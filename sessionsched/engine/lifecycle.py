@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..model import AppState
-from . import admission, reclaim
+from . import admission, agent_terms, reclaim
 from .books import AppRecord
 from .events import (
     Adopted,
@@ -121,6 +121,7 @@ def executors_changed(s: Scheduler, now: float, ev: ExecutorsChanged, out: list[
     rec = s.apps[ev.app_id]
     executors = ev.executors
     rec.executors = {e.executor_id: e for e in executors}
+    rec.demand = agent_terms.demand_after_report(ev.seen_by, len(executors), rec.demand)
     reclaim.executors_changed(rec, s.books.leaves[rec.spec.queue])
     if rec.reserved and rec.held >= rec.reserved:
         rec.reserved = 0

@@ -44,11 +44,12 @@ from collections.abc import Iterable
 
 from ..model import AppState, Queue, QueueUsage, Resources
 from . import admission, lifecycle
+from .agent_terms import launch_decision
 from .bookkeeping import Books
 from .books import AppRecord
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
-from .events import Decision, Event, LaunchDriver, SetTarget
+from .events import Decision, Event, SetTarget
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 
@@ -205,8 +206,9 @@ class Scheduler:
         sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
         self._more_to_admit = now if sliced else None
         for app_id in plan.admit:
-            out.append(LaunchDriver(app_id))
-            out.append(books.admit(now, self.apps[app_id], ahead=app_id in plan.ahead))
+            rec = self.apps[app_id]
+            out.append(launch_decision(rec.spec, self.capacity))
+            out.append(books.admit(now, rec, ahead=app_id in plan.ahead))
 
     def _room(self) -> admission.Room:
         books = self.books

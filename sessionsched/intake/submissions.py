@@ -34,6 +34,7 @@ from typing import Any
 from sessionsched.config import resolve_queue
 from sessionsched.doors.livy.schemas import LivyBatchIn
 from sessionsched.doors.native.views import one_line
+from sessionsched.engine.agent_terms import dynamic_allocation
 from sessionsched.model import PRIORITY_DEFAULT, AppSpec, Queue, Resources, parse_priority
 from sessionsched.sparkargs import (
     Prop,
@@ -278,11 +279,8 @@ def _new_app(
         )
     driver = Resources(sched.driver_cores or 1, sched.driver_mem_mib or DEFAULT_MEM_MIB)
     executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB)
-    # Native submissions get dynamic allocation unless their user turned it off; JVM REST
-    # submissions keep what they asked for (no agent can steer them).
-    dynamic = sched.dynamic_allocation
-    if dynamic is None:
-        dynamic = kind != AppKind.REST
+    # On unless turned off; a JVM REST submission keeps what it asked for (the engine's rule).
+    dynamic = dynamic_allocation(sched.dynamic_allocation, via_spark_rest=kind == AppKind.REST)
     if dynamic:
         min_execs = sched.min_executors or 0
         max_execs = sched.max_executors
@@ -305,6 +303,7 @@ def _new_app(
         app_id="", queue=leaf.name, seq=0, submitted_at=0.0, priority=prio, name=name,
         user=user, driver=driver, driver_in_cluster=in_cluster, executor=executor,
         min_executors=min_execs, max_executors=max_execs, slots_max=sched.slots_max,
+        dynamic_allocation=dynamic,
     )
     app = StoredApp(
         id="", seq=0, kind=kind, name=name, user=user, queue=leaf.name, priority=prio,

@@ -27,6 +27,7 @@ from sessionsched.engine.events import (
     MarkState,
     Reclaim,
     SetTarget,
+    Witness,
 )
 from sessionsched.model import Executor
 from sessionsched.service.reads import AppRead, NotFound, ReadModel
@@ -84,7 +85,7 @@ class AgentDesk:
             # An admission-only agent cannot read its executors: the cluster's view stands.
             if agent.control == "full" and seen != agent.executors:
                 agent.executors = seen
-                events.append(ExecutorsChanged(app_id, tuple(executors)))
+                events.append(ExecutorsChanged(app_id, tuple(executors), Witness.AGENT))
             if demand != agent.demand:
                 agent.demand = demand
                 events.append(DemandChanged(app_id, demand))

@@ -16,17 +16,10 @@
      top of it;
   5. publish the engine's new view (``ReadModel.publish``) and hand the agents their targets
      and reclaim orders (``AgentDesk.take``): readers only ever see committed cycles;
-  6. carry out, as the simulator does (``backends.carry.carry_out``): StopDriver ->
-     ``backend.stop``, LaunchDriver -> ``backend.launch`` of ``build_launch(app)`` (sessions:
-     nothing, the waiting notebook sees STARTING and starts its own driver), SetTarget and
-     Reclaim -> ``backend.steer`` (the memory cluster's drivers; real drivers' agents read
-     them from the desk); launch handles are recorded so a restart can adopt the drivers (those
-     a failed write missed, with the next ones). That write is not waited for (the drivers
-     run already; the writer commits in order, so it is on disk before the next cycle's
-     commit): the next cycle checks how it went. A launch that fails for a transient reason
-     waits in ``carry.Retries`` and is tried again with back-off, still STARTING; the wait is
-     on disk (``launch_wait``, a restart resumes it) and cleared on disk before each new
-     try (a crash during a try is then an unrecorded launch: never tried a second time);
+  6. carry out (``carrying.Carrier``), as the simulator does (``backends.carry.carry_out``):
+     stops, launches on the engine's launch terms, steering; launch handles recorded so a
+     restart can adopt the drivers; launches that failed for a transient reason tried again
+     with back-off;
   7. answer whoever waits on an inbox item (a kill's HTTP request returns once it is done).
 
 Each cycle's phases are timed (``PHASES``; wall and the cycle thread's CPU time, in
@@ -47,24 +40,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessionsched import gcpace
-from sessionsched.backends.base import ClusterBackend, Handle, Launch
-from sessionsched.backends.carry import LaunchRetry, Retries, Waiting, carry_out, one_line
+from sessionsched.backends.base import ClusterBackend
+from sessionsched.backends.carry import LaunchRetry, Waiting, one_line
 from sessionsched.engine.events import (
     Decision,
-    DriverExited,
     DriverStarted,
     Event,
     Forget,
     KillRequested,
     LaunchDriver,
     MarkState,
-    StopDriver,
 )
 from sessionsched.engine.scheduler import Scheduler
 from sessionsched.engine.validate import EventError
 from sessionsched.service.agents import AgentDesk
+from sessionsched.service.carrying import Carrier
 from sessionsched.service.inbox import Inbox, Item
-from sessionsched.service.launch import build_launch
 from sessionsched.service.metrics import ServiceMetrics
 from sessionsched.service.reads import ReadModel
 from sessionsched.service.recording import record_step
@@ -152,9 +143,7 @@ class Cycle:
         self._unsettled: _Step | None = None  # a step whose commit is still in doubt
         self._failures = 0  # commits failed in a row
         self._retry_at = float("-inf")
-        self._unrecorded: list[tuple[str, Handle, str | None]] = []  # launch handles to write
-        self._recording: _Recording | None = None  # the last launch handles sent, in flight
-        self._retries = Retries(parts.launch_retry)  # launches to try again
+        self._carrier = Carrier(parts)  # step 6
 
     @property
     def backend(self) -> ClusterBackend:
@@ -162,8 +151,7 @@ class Cycle:
 
     def resume(self, waiting: dict[str, Waiting]) -> None:
         """Launches that waited to be tried again before a restart (``restore``)."""
-        for app_id, wait in waiting.items():
-            self._retries.resume(app_id, wait)
+        self._carrier.resume(waiting)
 
     def run(self) -> None:
         """One scheduling cycle (see the module doc). Never raises: a failure is logged and
@@ -268,7 +256,7 @@ class Cycle:
         launches = [d.app_id for d in decisions if isinstance(d, LaunchDriver)]
         if p.fault is not None and launches:
             p.fault("cycle-committed", *launches)
-        self._carry_out(now, decisions)
+        self._carrier.carry_out(now, decisions)
         self._laps.lap("carry_out")
 
     def _rewind(self, step: _Step, error: BaseException) -> None:
@@ -301,7 +289,7 @@ class Cycle:
         p.retention.ended(ended)
         p.retention.forgotten(forgotten)
         p.sessions.ended(ended + forgotten)
-        self._retries.drop(ended + forgotten)
+        self._carrier.ended(ended + forgotten)
         p.desk.take(decisions)
         p.desk.forget(forgotten)
         # Dropped first: the view still showing a forgotten app's facts then falls back to the
@@ -342,124 +330,6 @@ class Cycle:
         sub = self.p.registry.get(app_id)
         return sub.kind if sub is not None else None
 
-    # --- carrying out -------------------------------------------------------------------------
-
-    def _carry_out(self, now: float, decisions: list[Decision]) -> None:
-        """The decisions, through ``carry.carry_out`` as the simulator does them; then the
-        launch handles recorded (a restart adopts those drivers) and failed launches ended."""
-        p = self.p
-        self._check_recording()
-        # A session's driver is its notebook's: nothing to stop here, its agent hears its
-        # terminal state at its next heartbeat.
-        ours = [d for d in decisions
-                if not (isinstance(d, StopDriver) and self._kind(d.app_id) == AppKind.SESSION)]
-        carried = carry_out(ours + self._due(now), self.backend, self._launch_for,
-                            self._retries, now)
-        for app_id, why in carried.failed:
-            p.metrics.launches.labels("failed").inc()
-            p.inbox.put(DriverExited(app_id, -1, f"launch failed: {why}"))
-        for _ in carried.retrying:
-            p.metrics.launches.labels("retried").inc()
-        for _ in carried.launched:
-            p.metrics.launches.labels("ok").inc()
-        if p.fault is not None and carried.launched:
-            p.fault("launched", *(app_id for app_id, _, _ in carried.launched))
-        # Handles a failed write could not record are tried again with the next launches.
-        launched, self._unrecorded = self._unrecorded + carried.launched, []
-        retried = [EventRecord(app_id, now, "retry", f"launch failed, tried again: {why}")
-                   for app_id, why in carried.retrying]
-        if not launched and not retried:
-            return
-        changes = [{"id": app_id, "handle": _handle_json(h), "log_path": log_path}
-                   for app_id, h, log_path in launched]
-        changes += [{"id": app_id, "launch_wait": self._retries.waiting(app_id).to_json()}
-                    for app_id, _ in carried.retrying]
-        rows = retried + [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
-                          for app_id, h, _ in launched]
-        self._recording = _Recording(p.write(changes, rows), launched)
-        self._recording.committed.add_done_callback(lambda f: self._recorded(f, launched))
-        if not carried.retrying:
-            # Not waited for: the drivers run already, and the writer commits in order, so
-            # this cycle's handles are on disk before anything the next cycle decides. The
-            # next cycle looks at how the write went (``_check_recording``).
-            return
-        # A launch waits for its next try: its wait is on disk before the cycle ends (a
-        # restart resumes it, ``launch_wait``).
-        if self._check_recording() and p.fault is not None:
-            p.fault("launch-waiting", *(app_id for app_id, _ in carried.retrying))
-
-    def _recorded(self, committed: Future, launched: list[tuple[str, Handle, str | None]]
-                  ) -> None:
-        """A launch-handle write is done: once committed, readers see where each driver's log
-        is. Run by the writer's thread as soon as it commits, and again by the next cycle
-        (``_check_recording``), which may wake before that callback ran: whichever comes
-        first shows it, the other finds nothing to change."""
-        if committed.exception() is not None:
-            return
-        changed = [self.p.registry.launched(app_id, log_path)
-                   for app_id, _, log_path in launched]
-        if any(changed):
-            self.p.reads.publish()
-
-    def _check_recording(self) -> bool:
-        """How the last launch-handle write went, waiting for it if it is still in flight
-        (it rarely is: the cycle's own commit came after it). True if it committed; if it
-        failed, its handles are written again with the next launches (the drivers run; a
-        restart before they are recorded fails those apps rather than launch them again)."""
-        recording, self._recording = self._recording, None
-        if recording is None:
-            return True
-        try:
-            recording.committed.result(COMMIT_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001
-            log.error("could not record %d launch handle(s), tried again next cycle: %s",
-                      len(recording.launched), one_line(e))
-            self._unrecorded = recording.launched + self._unrecorded
-            return False
-        self._recorded(recording.committed, recording.launched)
-        return True
-
-    def _due(self, now: float) -> list[LaunchDriver]:
-        """The launches to try again now, their waits first cleared on disk: a crash during
-        the try then finds no wait and takes the launch as unrecorded (the driver may run)
-        instead of trying it again. If that write fails they wait for a later cycle."""
-        due = self._retries.due(now)
-        if not due:
-            return []
-        try:
-            self.p.write([{"id": d.app_id, "launch_wait": None} for d in due],
-                         []).result(COMMIT_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001
-            log.error("could not clear %d launch wait(s), tried again next cycle: %s",
-                      len(due), one_line(e))
-            return []
-        return due
-
-    def _launch_for(self, app_id: str) -> Launch | None:
-        """What to start for an admitted app (None: a notebook session, which the notebook
-        starts itself once it sees STARTING)."""
-        p = self.p
-        sub = p.registry.get(app_id)
-        if sub.kind == AppKind.SESSION:
-            p.metrics.launches.labels("session").inc()
-            return None
-        view = p.reads.view.engine
-        # The engine's leaf by name (this thread's to read): a walk of the whole queue tree
-        # per launch was a tenth of a cycle that launches 200 drivers.
-        queue_conf = p.engine.queue(sub.queue)
-        ceiling = view.capacity.cores // max(sub.spec.executor.cores, 1)
-        return build_launch(sub, p.url, p.log_dir, token=p.secret(app_id),
-                            reclaim_timeout_s=queue_conf.reclaim_timeout_s,
-                            max_executors=ceiling or None, ca=p.agent_ca)
-
-
-@dataclass
-class _Recording:
-    """Launch handles sent to the store, and the write's future."""
-
-    committed: Future
-    launched: list[tuple[str, Handle, str | None]]
-
 
 class _Before:
     """The apps as the last published view showed them (``recording.Before``): the engine's
@@ -486,6 +356,3 @@ def _answer(items: list[Item], error: BaseException | None) -> None:
             else:
                 item.done.set_exception(error)
 
-
-def _handle_json(h: Handle) -> dict:
-    return {"app_id": h.app_id, "kind": h.kind, "ref": h.ref, "started_at": h.started_at}

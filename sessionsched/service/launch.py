@@ -5,10 +5,14 @@ The driver agent's bootstrap plugs in here: ``build_launch`` is the hook that ma
 app's ``argv`` and add the agent's settings (it is called for every launch, after a restart
 too, so what it adds never has to be stored).
 
+It carries out the engine's launch terms (``LaunchDriver.terms``, ``engine.agent_terms``):
+whether the app runs with dynamic allocation and the executor ceiling are decided there, not
+here.
+
 What the service adds to the user's properties (``Launch.conf`` wins over the user's):
 
 - ``spark.app.name``: the name the app is shown under;
-- submit kind, unless the user turned dynamic allocation off:
+- submit kind, when the terms say dynamic allocation is on:
   ``spark.dynamicAllocation.enabled=true`` and ``spark.dynamicAllocation.shuffleTracking.enabled
   =true`` (standalone has no external shuffle service by default; shuffle tracking keeps
   executors holding shuffle data until it is no longer needed);
@@ -17,10 +21,10 @@ What the service adds to the user's properties (``Launch.conf`` wins over the us
 - ``spark.cores.max`` from ``spark.ego.slots.max`` when unset: the cluster enforces the cap even
   for an app without an agent (JVM apps get this static cap only).
 
-The driver agent (``agent/launch.py``), submit kind with dynamic allocation on: a Python app
-runs through the agent's bootstrap (``wrap_argv``), and ``agent_conf`` adds decommission when
-the queue reclaims gracefully (``reclaim_timeout`` > 0) and ``maxExecutors`` at the cluster
-ceiling, each only where the user did not set it.
+The driver agent (``agent/launch.py``), submit kind: a Python app runs through the agent's
+bootstrap (``wrap_argv``); with dynamic allocation on, ``agent_conf`` adds decommission when
+the queue reclaims gracefully (``reclaim_timeout`` > 0) and ``maxExecutors`` at the terms'
+executor ceiling, each only where the user did not set it.
 
 The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
 one for the app, ``SESSIONSCHED_TOKEN`` (docs/agent-protocol.md); ``SESSIONSCHED_CA`` when
@@ -33,6 +37,7 @@ from pathlib import Path
 
 from sessionsched.agent.launch import agent_conf, wrap_argv
 from sessionsched.backends.base import Launch
+from sessionsched.engine.events import LaunchTerms
 from sessionsched.sparkargs import SparkArgsError, effective_properties, parse_spark_submit
 from sessionsched.store.records import AppKind, StoredApp
 
@@ -53,16 +58,22 @@ def user_conf(app: StoredApp) -> dict[str, str]:
     return props
 
 
-def service_conf(app: StoredApp) -> dict[str, str]:
-    """The properties the service adds for this app (see the module doc)."""
+def unsized_terms(app: StoredApp) -> LaunchTerms:
+    """The terms of a launch decided without the cluster's capacity (no ceiling): the app's
+    own dynamic allocation (``AppSpec.dynamic_allocation``)."""
+    return LaunchTerms(dynamic_allocation=app.spec.dynamic_allocation)
+
+
+def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, str]:
+    """The properties the service adds for this app launched on ``terms`` (see the module
+    doc; default ``unsized_terms``)."""
+    terms = terms or unsized_terms(app)
     user = user_conf(app)
     out: dict[str, str] = {"spark.app.name": app.name}
-    if app.kind == AppKind.SUBMIT:
-        dynamic = user.get("spark.dynamicAllocation.enabled", "true").strip().lower() != "false"
-        if dynamic:
-            out["spark.dynamicAllocation.enabled"] = "true"
-            if "spark.dynamicAllocation.shuffleTracking.enabled" not in user:
-                out["spark.dynamicAllocation.shuffleTracking.enabled"] = "true"
+    if app.kind == AppKind.SUBMIT and terms.dynamic_allocation:
+        out["spark.dynamicAllocation.enabled"] = "true"
+        if "spark.dynamicAllocation.shuffleTracking.enabled" not in user:
+            out["spark.dynamicAllocation.shuffleTracking.enabled"] = "true"
     if "spark.executor.cores" not in user:
         out["spark.executor.cores"] = str(app.spec.executor.cores)
     if app.spec.slots_max is not None and "spark.cores.max" not in user:
@@ -72,10 +83,12 @@ def service_conf(app: StoredApp) -> dict[str, str]:
 
 def build_launch(
     app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None,
-    reclaim_timeout_s: float = 0.0, max_executors: int | None = None, ca: str | None = None,
+    reclaim_timeout_s: float = 0.0, terms: LaunchTerms | None = None, ca: str | None = None,
 ) -> Launch:
     """The Launch for an app of kind ``submit`` or ``rest`` (sessions are not launched: the
-    notebook starts its own driver once admitted)."""
+    notebook starts its own driver once admitted), on the engine's ``terms`` (default
+    ``unsized_terms``)."""
+    terms = terms or unsized_terms(app)
     if app.kind == AppKind.SESSION:
         raise ValueError(f"{app.id} is a notebook session: its notebook starts the driver")
     env = {"SESSIONSCHED_APP_ID": app.id, "SESSIONSCHED_SERVER": server_url}
@@ -83,7 +96,7 @@ def build_launch(
         env["SESSIONSCHED_TOKEN"] = token
     if ca and app.kind != AppKind.REST:
         env["SESSIONSCHED_CA"] = ca
-    ours = service_conf(app)
+    ours = service_conf(app, terms)
     if app.kind == AppKind.REST:
         return Launch(
             app_id=app.id,
@@ -99,8 +112,8 @@ def build_launch(
     conf.update(ours)
     # Static apps run through the bootstrap too: their agent reports admission-only.
     argv = wrap_argv(app.argv)
-    if ours.get("spark.dynamicAllocation.enabled") == "true":
-        conf.update(agent_conf(user_conf(app), reclaim_timeout_s, max_executors)[0])
+    if terms.dynamic_allocation:
+        conf.update(agent_conf(user_conf(app), reclaim_timeout_s, terms.executor_ceiling)[0])
     return Launch(
         app_id=app.id,
         name=app.name,

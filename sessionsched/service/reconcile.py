@@ -10,20 +10,20 @@ spoke is kept (``AgentState.cluster_view``) and handed to the engine when the ag
 silent -- else an app whose agent died would keep its agent's last word until the cluster
 changed again. A driver that exited has nothing to hand over (its executors died with it).
 
-An app whose agent reports no demand (no agent: JVM apps, a driver still starting) is taken to
-want what it holds, so the engine does not try to take back what nobody could give up. An
-``admission-only`` agent reports demand but no executors: the cluster's view counts for those,
-its demand stands. A silent agent's last demand does not: its app too is taken to want what the
-cluster says it holds (a dead agent's app whose job ended would otherwise keep a claim on
-executors it no longer uses).
+What an app is taken to want is the engine's rule (``engine.agent_terms``), not decided here: each
+cluster view handed on says whether a live agent speaks for the app's demand (``seen_by``:
+``Witness.CLUSTER`` beside a live agent that reported a demand, as an ``admission-only`` agent
+does; ``Witness.CLUSTER_ALONE`` when none does -- no agent, none reporting yet, or a silent
+one). A list reported as an agent's (``Witness.AGENT``: the memory backend's, which models
+the agent) is handed on as it is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sessionsched.engine.events import DemandChanged, DriverExited, Event, ExecutorsChanged, Reclaim
+from sessionsched.engine.events import DriverExited, Event, ExecutorsChanged, Reclaim, Witness
 from sessionsched.model import Executor
 
 
@@ -54,7 +54,7 @@ def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: fl
     for ev in polled:
         if isinstance(ev, DriverExited) and ev.app_id in agents:
             agents[ev.app_id].cluster_view = None  # its executors died with it: nothing to hand
-        if not isinstance(ev, ExecutorsChanged):
+        if not isinstance(ev, ExecutorsChanged) or ev.seen_by is Witness.AGENT:
             out.append(ev)
             continue
         agent = agents.get(ev.app_id)
@@ -64,12 +64,10 @@ def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: fl
             continue
         if agent is not None:
             agent.cluster_view = None
-        out.append(ev)
-        if agent is None or agent.demand is None or not agent.live(now, heartbeat_s):
-            out.append(DemandChanged(ev.app_id, len(ev.executors)))
+        speaks = agent is not None and agent.demand is not None and agent.live(now, heartbeat_s)
+        out.append(replace(ev, seen_by=Witness.CLUSTER if speaks else Witness.CLUSTER_ALONE))
     for app_id, agent in agents.items():
         if agent.cluster_view is not None and not agent.live(now, heartbeat_s):
-            out.append(ExecutorsChanged(app_id, agent.cluster_view))
-            out.append(DemandChanged(app_id, len(agent.cluster_view)))
+            out.append(ExecutorsChanged(app_id, agent.cluster_view, Witness.CLUSTER_ALONE))
             agent.cluster_view = None
     return out

@@ -185,7 +185,7 @@ class Simulator:
         if events or decisions:
             self.rec.last_change_s = now
         self._record(decisions)
-        carried = carry_out(decisions, self.backend, lambda app_id: launch_for(self.apps[app_id]))
+        carried = carry_out(decisions, self.backend, lambda d: launch_for(self.apps[d.app_id]))
         if carried.failed:  # the engine launched what cannot start: a bug, not a result
             raise Overcommit("; ".join(why for _, why in carried.failed))
         for app_id, _, _ in carried.launched:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..engine.agent_terms import dynamic_allocation
 from ..model import AppSpec, AppState, Resources
 
 
@@ -81,13 +82,16 @@ def spec_to_json(spec: AppSpec) -> dict[str, Any]:
         "min_executors": spec.min_executors,
         "max_executors": spec.max_executors,
         "slots_max": spec.slots_max,
+        "dynamic_allocation": spec.dynamic_allocation,
     }
 
 
 def spec_from_json(
     data: dict[str, Any], *, app_id: str, queue: str, seq: int, submitted_at: float,
-    priority: int, name: str, user: str,
+    priority: int, name: str, user: str, unrecorded_dynamic: bool = True,
 ) -> AppSpec:
+    """``unrecorded_dynamic``: dynamic allocation for a row written before it was recorded
+    (``dynamic_before_recorded``)."""
     return AppSpec(
         app_id=app_id,
         queue=queue,
@@ -102,4 +106,19 @@ def spec_from_json(
         min_executors=int(data["min_executors"]),
         max_executors=data["max_executors"],
         slots_max=data["slots_max"],
+        dynamic_allocation=bool(data.get("dynamic_allocation", unrecorded_dynamic)),
     )
+
+
+def dynamic_before_recorded(kind: str, conf: dict[str, str], argv: list[str]) -> bool:
+    """Dynamic allocation for a row written before the spec recorded it: the engine's rule
+    (``agent_terms.dynamic_allocation``) on what the row keeps of the user's properties --
+    its ``conf``, then ``--conf`` in its spark-submit arguments, which wins."""
+    key = "spark.dynamicAllocation.enabled"
+    props = dict(conf)
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag == "--conf" and value.startswith(f"{key}="):
+            props[key] = value.split("=", 1)[1]
+    asked = props.get(key)
+    return dynamic_allocation(None if asked is None else asked.strip().lower() == "true",
+                              via_spark_rest=kind == AppKind.REST)

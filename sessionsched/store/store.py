@@ -37,7 +37,13 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from ..model import AppState
 from .faults import StoreUnavailable, store_faults
-from .records import EventRecord, StoredApp, spec_from_json, spec_to_json
+from .records import (
+    EventRecord,
+    StoredApp,
+    dynamic_before_recorded,
+    spec_from_json,
+    spec_to_json,
+)
 from .schema import APP_COLUMNS, AUDIT_COLUMNS, AppRow, Base, CommitRow, EventRow, ProbeRow
 
 _COLUMNS = (
@@ -303,9 +309,12 @@ def _to_row(app: StoredApp) -> dict:
 
 def _from_row(r: AppRow) -> StoredApp:
     values = {c: getattr(r, c) for c in _COLUMNS}
+    # A row from before the spec recorded dynamic allocation: the engine's rule on the row.
+    older = "dynamic_allocation" not in r.spec
     spec = spec_from_json(
         r.spec, app_id=r.id, queue=r.queue, seq=r.seq, submitted_at=r.submitted_at,
         priority=r.priority, name=r.name, user=r.user,
+        unrecorded_dynamic=older and dynamic_before_recorded(r.kind, r.conf or {}, r.argv or []),
     )
     return StoredApp(state=AppState(r.state), spec=spec, **values)
 

@@ -8,8 +8,8 @@ from sessionsched.engine.events import LaunchDriver, SetTarget, StopDriver
 from sessionsched.model import Resources
 
 
-def python_app(app_id: str) -> Launch:
-    return Launch(app_id, app_id, argv=("job.py",), log_path=f"/logs/{app_id}.log")
+def python_app(d: LaunchDriver) -> Launch:
+    return Launch(d.app_id, d.app_id, argv=("job.py",), log_path=f"/logs/{d.app_id}.log")
 
 
 def one_slot_cluster() -> tuple[MemoryCluster, MemoryBackend]:
@@ -32,12 +32,13 @@ def test_a_stop_frees_the_slot_a_launch_of_the_same_step_takes():
 def test_failed_launches_are_reported_not_raised():
     _, backend = one_slot_cluster()
 
-    def launch_for(app_id: str) -> Launch | None:
+    def launch_for(d: LaunchDriver) -> Launch | None:
+        app_id = d.app_id
         if app_id == "session":
             return None  # a notebook starts its own driver
         if app_id == "broken":
             raise ValueError("app file gone\nsecond line")
-        return Launch(app_id, app_id) if app_id == "empty" else python_app(app_id)
+        return Launch(app_id, app_id) if app_id == "empty" else python_app(d)
 
     decisions = [LaunchDriver(a) for a in ("session", "broken", "empty", "ok", "no-slot")]
     carried = carry_out(decisions, backend, launch_for)
@@ -67,8 +68,12 @@ def test_a_transient_launch_failure_is_tried_again_with_back_off_then_given_up()
     unreachable = Launch("a", "a", argv=("job.py",), conf={LAUNCH_FAILURES: "99"})
     broken = Launch("b", "b", argv=("job.py",), conf={WORK: "soon"})
     apps = {"a": unreachable, "b": broken}
+
+    def launch_for(d: LaunchDriver) -> Launch | None:
+        return apps.get(d.app_id)
+
     now, waits = 0.0, []
-    carried = carry_out([LaunchDriver("a"), LaunchDriver("b")], backend, apps.get, retries, now)
+    carried = carry_out([LaunchDriver("a"), LaunchDriver("b")], backend, launch_for, retries, now)
     assert [a for a, _ in carried.failed] == ["b"] and "b" not in retries
     while carried.retrying:
         (app_id, why), = carried.retrying
@@ -77,7 +82,7 @@ def test_a_transient_launch_failure_is_tried_again_with_back_off_then_given_up()
         assert retries.due(due_at - 0.5) == []  # not before its time
         waits.append(due_at - now)
         now = float(due_at)
-        carried = carry_out(retries.due(now), backend, apps.get, retries, now)
+        carried = carry_out(retries.due(now), backend, launch_for, retries, now)
     assert waits == [1, 2, 4, 8, 16]
     (app_id, why), = carried.failed
     assert app_id == "a" and why.endswith("(gave up after 6 attempts)")

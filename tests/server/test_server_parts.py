@@ -8,14 +8,16 @@ from datetime import datetime, timezone
 import pytest
 
 from sessionsched.config import ConfigError, PlanConfig, ServerConfig, parse_model
+from sessionsched.engine.agent_terms import demand_after_report
 from sessionsched.engine.events import (
     CapacityChanged,
-    DemandChanged,
     DriverExited,
     DriverStarted,
     ExecutorsChanged,
     KillRequested,
+    LaunchTerms,
     MarkState,
+    Witness,
 )
 from sessionsched.intake import submissions
 from sessionsched.model import AppSpec, AppState, Executor, Resources, parse_mem_mib
@@ -29,34 +31,50 @@ E1 = (Executor("1"),)
 
 # --- reconcile: whose word counts for executors -----------------------------------------------
 
+ALONE, BESIDE = Witness.CLUSTER_ALONE, Witness.CLUSTER
 RECONCILE = [
-    # name, agent (None: never registered), events in -> events out
+    # name, agent (None: never registered), events in -> events out, the demand the engine
+    # then takes (``engine.agent_terms``; None: left as it was)
     ("no agent: cluster view, demand = held", None,
-     [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1), DemandChanged("a", 1)]),
+     [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1, ALONE)], 1),
     ("live agent speaks for the app",
      AgentState(seen_at=99.0, executors=(("1", False),), demand=1),
-     [ExecutorsChanged("a", ())], []),
+     [ExecutorsChanged("a", ())], [], None),
     # A silent agent cannot get a grant to the app: its last demand is no claim to grow.
     ("silent agent: cluster view, demand = held",
      AgentState(seen_at=90.0, executors=(("1", False),), demand=1),
-     [ExecutorsChanged("a", ())], [ExecutorsChanged("a", ()), DemandChanged("a", 0)]),
+     [ExecutorsChanged("a", ())], [ExecutorsChanged("a", (), ALONE)], 0),
     ("registered, no report yet", AgentState(seen_at=99.0),
-     [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1), DemandChanged("a", 1)]),
+     [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1, ALONE)], 1),
     ("admission-only agent: its demand, the cluster's executors",
      AgentState(seen_at=99.0, control="admission-only", demand=3),
-     [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1)]),
+     [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1, BESIDE)], None),
+    ("an agent's own list passes as it is (the memory backend's)", None,
+     [ExecutorsChanged("a", E1, Witness.AGENT)], [ExecutorsChanged("a", E1, Witness.AGENT)],
+     None),
     ("other events pass", None,
      [CapacityChanged(Resources(4, 4096), 2), DriverExited("a", 0)],
-     [CapacityChanged(Resources(4, 4096), 2), DriverExited("a", 0)]),
+     [CapacityChanged(Resources(4, 4096), 2), DriverExited("a", 0)], None),
 ]
 
 
-@pytest.mark.parametrize("agent,events,expected", [r[1:] for r in RECONCILE],
+def taken_demand(events, before: int) -> int | None:
+    """The demand the engine takes after these events (None: left at ``before``)."""
+    demand = before
+    for ev in events:
+        if isinstance(ev, ExecutorsChanged):
+            demand = demand_after_report(ev.seen_by, len(ev.executors), demand)
+    return None if demand == before else demand
+
+
+@pytest.mark.parametrize("agent,events,expected,demand", [r[1:] for r in RECONCILE],
                          ids=[r[0] for r in RECONCILE])
-def test_reconcile(agent, events, expected):
+def test_reconcile(agent, events, expected, demand):
     agents = {"a": agent} if agent is not None else {}
     # now 100, heartbeat 1 s: live means heard from since 97
-    assert reconcile(events, agents, now=100.0, heartbeat_s=1.0) == expected
+    out = reconcile(events, agents, now=100.0, heartbeat_s=1.0)
+    assert out == expected
+    assert taken_demand(out, before=7) == demand  # 7: a demand none of the rows lists
 
 
 # --- recording a step -------------------------------------------------------------------------
@@ -191,11 +209,13 @@ def test_launch_conf_turns_dynamic_allocation_on_unless_turned_off():
     app, _ = submissions.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
                                     "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
     app.kind, app.name, app.conf = "submit", "etl", {}
-    assert service_conf(app) == {
+    # On or off is the engine's decision (``agent_terms``, tests/engine/test_launch_terms.py);
+    # the launch carries it out.
+    assert service_conf(app, LaunchTerms(dynamic_allocation=True)) == {
         "spark.app.name": "etl", "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.shuffleTracking.enabled": "true", "spark.executor.cores": "1"}
     app.conf = {"spark.dynamicAllocation.enabled": "false", "spark.executor.cores": "2"}
-    assert service_conf(app) == {"spark.app.name": "etl"}
+    assert service_conf(app, LaunchTerms(dynamic_allocation=False)) == {"spark.app.name": "etl"}
 
 
 def test_the_launch_gives_the_driver_its_identity_and_the_service_conf(tmp_path):
@@ -224,8 +244,9 @@ def test_the_cluster_view_held_back_while_the_agent_spoke_counts_once_it_falls_s
     assert reconcile([ExecutorsChanged("a", E1)], agents, now=100.5, heartbeat_s=1.0) == []
     assert reconcile([], agents, now=102.0, heartbeat_s=1.0) == []
     # ...and handed over, once, when the agent has been silent for three heartbeats.
-    assert reconcile([], agents, now=104.0, heartbeat_s=1.0) == [ExecutorsChanged("a", E1),
-                                                                 DemandChanged("a", 1)]
+    handed = reconcile([], agents, now=104.0, heartbeat_s=1.0)
+    assert handed == [ExecutorsChanged("a", E1, Witness.CLUSTER_ALONE)]
+    assert taken_demand(handed, before=2) == 1  # what it holds, not the agent's last word
     assert reconcile([], agents, now=105.0, heartbeat_s=1.0) == []
 
 
@@ -237,3 +258,20 @@ def test_a_driver_that_exited_hands_over_no_cluster_view():
     assert reconcile([exited], agents, now=101.0, heartbeat_s=1.0) == [exited]
     # Silent now, but its executors died with the driver: no stale view comes back.
     assert reconcile([], agents, now=110.0, heartbeat_s=1.0) == []
+
+
+def test_a_submission_turned_static_is_launched_static(tmp_path):
+    """Decided once, when the submission is checked (``agent_terms.dynamic_allocation``);
+    the launch carries it out: no dynamic allocation, no agent settings."""
+    (tmp_path / "job.py").write_text("")
+    app = submissions.from_argv(["--conf", "spark.dynamicAllocation.enabled=false", "job.py"],
+                                str(tmp_path), {}, {}, None, None, "etl", DEFAULTS)
+    app.id = "driver-20261121170000-0002"
+    assert app.spec.dynamic_allocation is False
+    launch = build_launch(app, "http://127.0.0.1:6066", tmp_path / "logs",
+                          terms=LaunchTerms(dynamic_allocation=False, executor_ceiling=8))
+    assert "spark.dynamicAllocation.enabled" not in launch.conf
+    assert "spark.dynamicAllocation.maxExecutors" not in launch.conf
+    rest, _ = submissions.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
+                                     "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
+    assert rest.spec.dynamic_allocation is False  # a JVM REST app keeps what it asked: nothing

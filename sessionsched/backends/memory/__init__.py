@@ -5,7 +5,10 @@ clock. The simulator runs on it; ``cluster.backend: memory`` runs the server on 
   dynamic allocation, the agent's reclaim), moved by ``advance(now)``;
 * ``backend.MemoryBackend``: the ``ClusterBackend`` over one MemoryCluster;
 * ``job``: what a ``Launch`` runs (sizes from its Spark properties; the work from
-  ``spark.sessionsched.memory.*``).
+  ``spark.sessionsched.memory.*``);
+* the cluster's parts: ``spark`` (one app: phases, stages, dynamic allocation), ``pool``
+  (cores and memory, handed out as a master does), ``cluster_timers`` (what its timers fire),
+  ``externals`` (apps nobody launched through a backend), ``timers`` (the event heap).
 """
 
 from .backend import MemoryBackend

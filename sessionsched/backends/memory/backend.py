@@ -8,12 +8,13 @@ to ``now``, and launches, stops and steering act at that time.
 
 What ``poll`` reports, for each app it launched or adopted, in launch order:
 ``DriverStarted`` (with a made-up Spark app id) once the driver is up; ``ExecutorsChanged``
-when its executors changed (with idle flags: this cluster knows them, as an agent does) and
-``DemandChanged`` whenever either changed, as the app's agent reports it at every heartbeat
-(so the demand stands beside a fresh executor list); ``DriverExited`` with the exit code (0
-finished, the job's ``spark.sessionsched.memory.exitCode``, 143 stopped). Apps told by
-``manage``: their executors, not their exit. Last, ``CapacityChanged`` when the capacity
-(the cluster's minus external apps not managed) or the driver slots changed since last sent.
+when its executors changed, reported as its agent's (``Witness.AGENT``: with idle flags, this
+cluster knows them as an agent does) and ``DemandChanged`` when its demand changed, as the
+app's agent reports them; ``DriverExited`` with the exit code (0 finished, the job's
+``spark.sessionsched.memory.exitCode``, 143 stopped). Apps told by ``manage``: their
+executors as the cluster sees them (``Witness.CLUSTER``), not their exit. Last,
+``CapacityChanged`` when the capacity (the cluster's minus external apps not managed) or the
+driver slots changed since last sent.
 Only the apps the cluster changed since the last poll (``MemoryCluster.watch``) and those
 adopted since are looked at; the events are the same as if every app were.
 
@@ -34,6 +35,7 @@ from ...engine.events import (
     DriverStarted,
     Event,
     ExecutorsChanged,
+    Witness,
 )
 from ...model import Executor, Resources
 from ..base import BackendError, BackendUnavailable, ClusterBackend, Handle, Launch
@@ -155,8 +157,8 @@ class MemoryBackend(ClusterBackend):
                           for e in sa.executors.values())
         demand = sa.demand()
         if executors != seen.executors:
-            out.append(ExecutorsChanged(app_id, executors))
-        if executors != seen.executors or demand != seen.demand:
+            out.append(ExecutorsChanged(app_id, executors, Witness.AGENT))
+        if demand != seen.demand:
             out.append(DemandChanged(app_id, demand))
         seen.executors, seen.demand = executors, demand
         return out

@@ -1,7 +1,8 @@
 """An in-process Spark cluster on an injected clock: the simulator's Spark model and the memory
 backend's cluster (one code for both).
 
-Model (a Spark standalone cluster; the app's side is in ``spark.py``, the room in ``pool.py``):
+Model (a Spark standalone cluster; the app's side is in ``spark.py``, the room in ``pool.py``,
+what its timers fire in ``cluster_timers.py``, apps it did not launch in ``externals.py``):
 - Time is the caller's. ``advance(now)`` runs every timer due up to ``now`` in order (ties in
   the order they were set, ``timers.py``); the cluster never reads a clock. Between two calls
   nothing happens; calls that change the cluster (``launch``, ``stop``, ``steer``) act at the
@@ -36,12 +37,13 @@ Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated ove
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ...engine.events import Decision, Reclaim, SetTarget
 from ...model import ReclaimMode, Resources
 from ..base import BackendError
+from .cluster_timers import Deadline, DriverUp, ExecutorUp, IdleCheck, StartupDone, TaskDone
+from .externals import External, usage_but
 from .job import Job
 from .pool import Pool, Started
 from .spark import Phase, SimExecutor, SparkApp
@@ -49,58 +51,6 @@ from .timers import CLUSTER, EventHeap
 
 _ONE_CORE = Resources(1, 1024)
 STOPPED_EXIT = 143  # a driver stopped by the scheduler, as SIGTERM's shell code
-
-
-@dataclass(frozen=True)
-class _DriverUp:
-    app: str
-
-
-@dataclass(frozen=True)
-class _StartupDone:
-    app: str
-
-
-@dataclass(frozen=True)
-class _ExecutorUp:
-    app: str
-    executor_id: str
-
-
-@dataclass(frozen=True)
-class _TaskDone:
-    app: str
-    executor_id: str
-    task_id: int
-
-
-@dataclass(frozen=True)
-class _IdleCheck:
-    app: str
-    executor_id: str
-    idle_since: float
-
-
-@dataclass(frozen=True)
-class _Deadline:
-    app: str
-    executor_id: str
-
-
-@dataclass
-class External:
-    """A Spark app running in the cluster that no backend launched."""
-
-    spark_app_id: str
-    executor: Resources
-    executor_ids: list[str] = field(default_factory=list)
-    started_at: float = 0.0
-    ended: bool = False
-
-    @property
-    def usage(self) -> Resources:
-        n = 0 if self.ended else len(self.executor_ids)
-        return Resources(self.executor.cores * n, self.executor.mem_mib * n)
 
 
 class MemoryCluster:
@@ -259,11 +209,7 @@ class MemoryCluster:
 
     def external_usage(self, managed: set[str]) -> Resources:
         """What live external apps hold, but for those in ``managed`` (Spark app ids)."""
-        total = Resources()
-        for sid, ext in self.externals.items():
-            if sid not in managed:
-                total = total + ext.usage
-        return total
+        return usage_but(self.externals.values(), managed)
 
     # --- timers ---------------------------------------------------------------------------
 
@@ -272,17 +218,17 @@ class MemoryCluster:
         if sa.phase is Phase.DONE:
             return  # anything still in flight for an app that ended is moot
         self._touch(sa)
-        if isinstance(ev, _DriverUp):
+        if isinstance(ev, DriverUp):
             sa.phase = Phase.PREPROCESSING
             sa.driver_up_at = now
-            self._push(now + sa.job.startup_s, _StartupDone(sa.name))
-        elif isinstance(ev, _StartupDone):
+            self._push(now + sa.job.startup_s, StartupDone(sa.name))
+        elif isinstance(ev, StartupDone):
             sa.phase = Phase.RUNNING
             if not sa.start_next_stage():  # no stage: the driver did its work alone
                 self._end(now, sa, sa.job.exit_code)
                 return
             self._settle(now, sa)
-        elif isinstance(ev, _ExecutorUp):
+        elif isinstance(ev, ExecutorUp):
             if sa.starting.pop(ev.executor_id, None) is None:
                 return  # the request was cancelled
             sa.executors[ev.executor_id] = SimExecutor(
@@ -291,22 +237,22 @@ class MemoryCluster:
             if sa.first_executor_at is None:
                 sa.first_executor_at = now
             self._settle(now, sa)
-        elif isinstance(ev, _TaskDone):
+        elif isinstance(ev, TaskDone):
             self._task_done(now, sa, ev)
-        elif isinstance(ev, _IdleCheck):
+        elif isinstance(ev, IdleCheck):
             e = sa.executors.get(ev.executor_id)
             if e is None or e.tasks or e.idle_since != ev.idle_since or e.leaving:
                 return
             if sa.active() > sa.job.min_executors:
                 self._remove(sa, e)
                 self._settle(now, sa)
-        elif isinstance(ev, _Deadline):
+        elif isinstance(ev, Deadline):
             e = sa.executors.get(ev.executor_id)
             if e is not None:
                 self._reclaim_kill(now, sa, e)
                 self._settle(now, sa)
 
-    def _task_done(self, now: float, sa: SparkApp, ev: _TaskDone) -> None:
+    def _task_done(self, now: float, sa: SparkApp, ev: TaskDone) -> None:
         e = sa.executors.get(ev.executor_id)
         if e is None or e.tasks.pop(ev.task_id, None) is None:
             return  # the executor was killed and the task went back to pending
@@ -323,7 +269,7 @@ class MemoryCluster:
         sa.driver_placed = True
         if sa.job.in_cluster:
             self.driver_cores += sa.job.driver.cores
-        self._push(self.now + self.driver_start_s, _DriverUp(sa.name))
+        self._push(self.now + self.driver_start_s, DriverUp(sa.name))
 
     def _started(self, started: Started) -> None:
         """Drivers and executors that were waiting for room and got it now."""
@@ -332,7 +278,7 @@ class MemoryCluster:
         for name, eid in started.executors:
             ready = self.now + self.executor_start_s
             self.apps[name].starting[eid] = ready
-            self._push(ready, _ExecutorUp(name, eid))
+            self._push(ready, ExecutorUp(name, eid))
 
     def _reclaim(self, now: float, sa: SparkApp, d: Reclaim) -> None:
         for eid in d.executor_ids:
@@ -350,7 +296,7 @@ class MemoryCluster:
                 continue
             e.leaving = True
             if d.mode is ReclaimMode.DECOMMISSION and d.deadline is not None:
-                self._push(max(d.deadline, now), _Deadline(sa.name, eid))
+                self._push(max(d.deadline, now), Deadline(sa.name, eid))
             if not e.tasks:
                 self._remove(sa, e)
         self._settle(now, sa)
@@ -368,7 +314,7 @@ class MemoryCluster:
                 sa.pending -= 1
                 sa.running += 1
                 self.busy_cores += 1
-                self._push(now + task_s, _TaskDone(sa.name, eid, task_id))
+                self._push(now + task_s, TaskDone(sa.name, eid, task_id))
         for e in list(sa.executors.values()):
             if e.tasks:
                 e.idle_since = None
@@ -377,7 +323,7 @@ class MemoryCluster:
             elif e.idle_since is None:
                 e.idle_since = now
                 timeout = self.executor_idle_timeout_s
-                self._push(now + timeout, _IdleCheck(sa.name, e.executor_id, now))
+                self._push(now + timeout, IdleCheck(sa.name, e.executor_id, now))
         want = sa.starting_wanted()
         size = sa.executor_size
         while len(sa.starting) < want:

@@ -1,0 +1,55 @@
+"""The spec as the store keeps it (``records.spec_to_json``/``spec_from_json``): dynamic
+allocation, decided when the submission was checked, reads back as decided; a row written
+before it was recorded gets it from the engine's rule on what the row keeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessionsched.model import AppSpec
+from sessionsched.store.records import dynamic_before_recorded, spec_from_json, spec_to_json
+
+NAMES = dict(app_id="a", queue="root.default", seq=1, submitted_at=0.0, priority=5000,
+             name="n", user="u")
+
+
+@pytest.mark.parametrize("dynamic", [True, False], ids=["on", "off"])
+def test_dynamic_allocation_reads_back_as_decided(dynamic):
+    spec = AppSpec(**NAMES, dynamic_allocation=dynamic)
+    assert spec_from_json(spec_to_json(spec), **NAMES, unrecorded_dynamic=not dynamic) == spec
+
+
+OLDER_ROWS = [
+    # name, kind, conf, argv -> dynamic allocation
+    ("submit, unset: on", "submit", {}, ["app.py"], True),
+    ("submit, off in conf", "submit", {"spark.dynamicAllocation.enabled": "false"}, ["app.py"],
+     False),
+    ("submit, off in argv wins over conf", "submit", {"spark.dynamicAllocation.enabled": "true"},
+     ["--conf", "spark.dynamicAllocation.enabled=false", "app.py"], False),
+    ("rest, unset: off", "rest", {}, [], False),
+    ("rest, turned on", "rest", {"spark.dynamicAllocation.enabled": " TRUE "}, [], True),
+    ("session, unset: on", "session", {}, [], True),
+]
+
+
+@pytest.mark.parametrize("kind,conf,argv,dynamic", [r[1:] for r in OLDER_ROWS],
+                         ids=[r[0] for r in OLDER_ROWS])
+def test_a_row_from_before_gets_the_engines_rule(kind, conf, argv, dynamic):
+    assert dynamic_before_recorded(kind, conf, argv) is dynamic
+    older = {k: v for k, v in spec_to_json(AppSpec(**NAMES)).items() if k != "dynamic_allocation"}
+    back = spec_from_json(older, **NAMES, unrecorded_dynamic=dynamic)
+    assert back.dynamic_allocation is dynamic
+
+
+def test_the_store_reads_an_older_row_with_the_rule_and_a_new_row_as_recorded():
+    from sessionsched.store import StoredApp
+    from sessionsched.store.schema import AppRow
+    from sessionsched.store.store import _from_row, _to_row
+
+    spec = AppSpec(**NAMES, dynamic_allocation=False)
+    app = StoredApp(id="a", seq=1, kind="submit", name="n", user="u", queue="root.default",
+                    priority=5000, submitted_at=0.0, spec=spec, argv=["app.py"])
+    row = AppRow(**_to_row(app))
+    assert _from_row(row).spec.dynamic_allocation is False  # as recorded
+    row.spec = {k: v for k, v in row.spec.items() if k != "dynamic_allocation"}
+    assert _from_row(row).spec.dynamic_allocation is True  # older: submit, unset -> on
