@@ -46,7 +46,7 @@ that has just registered is presumed to be one of our drivers whose log line is 
 Stopping: SIGTERM to the driver's process group at once; ``poll`` (or ``close``) sends
 SIGKILL to whatever is left after ``stop_grace_s``. Cluster drivers: the master's REST kill.
 
-Files in ``run_dir``: ``<app>.json`` (``records``), ``<app>.exit``, ``<app>.log`` (unless
+Files in ``run_dir``: ``<app>.json`` (``driver_files``), ``<app>.exit``, ``<app>.log`` (unless
 ``Launch.log_path`` says otherwise).
 """
 
@@ -71,7 +71,7 @@ from ..engine.events import (
     ExecutorsChanged,
 )
 from ..model import Executor, Resources
-from . import procs, recognize, records
+from . import driver_files, procs, recognize
 from .applog import LogWatch, find_app_id
 from .base import (
     RELAUNCH,
@@ -84,9 +84,9 @@ from .base import (
 )
 from .clusterview import ClusterView, DriverInfo, capacity_for_managed, presumed_ours
 from .commands import redacted, rest_request, submit_command
+from .driver_files import DriverRecord
 from .master import WRITE_TIMEOUT_S, AnswerLost, MasterClient
 from .procs import ProcessId
-from .records import DriverRecord
 from .spark_home import SparkNotFound, spark_home, spark_submit
 
 log = logging.getLogger("sessionsched.backend")
@@ -201,7 +201,7 @@ class StandaloneBackend(ClusterBackend):
         current = self._apps.get(handle.app_id)
         if current is not None:
             return not current.exited
-        record = records.load(self.run_dir, handle.app_id)
+        record = driver_files.load(self.run_dir, handle.app_id)
         if handle.kind == "cluster-driver" or (record and record.kind == "cluster-driver"):
             driver_id = record.driver_id if record and record.driver_id else handle.ref
             view = self.client.read(self.executors_every_s)
@@ -220,7 +220,7 @@ class StandaloneBackend(ClusterBackend):
         if record is None:  # no record (another run_dir?): the handle alone still identifies it
             record = DriverRecord(handle.app_id, "process", handle.started_at, process=handle.ref,
                                   exit_path=str(self.run_dir / f"{handle.app_id}.exit"))
-        if not procs.is_running(proc) and records.read_exit_code(record.exit_path) is None:
+        if not procs.is_running(proc) and driver_files.read_exit_code(record.exit_path) is None:
             return False
         self._track(_Tracked(record, proc=proc, watch=_watch(record)))
         return True
@@ -232,7 +232,7 @@ class StandaloneBackend(ClusterBackend):
         has no driver id; one is written now if there is none -- the create may have been
         sent by a scheduler on another host, with another ``run_dir``). A process launch's
         record is written after the process started: without one, None (it may run)."""
-        record = records.load(self.run_dir, app_id)
+        record = driver_files.load(self.run_dir, app_id)
         if record is not None and record.driver_id:
             return Handle(app_id, "cluster-driver", record.driver_id, record.launched_at)
         if record is not None and record.process:
@@ -240,7 +240,7 @@ class StandaloneBackend(ClusterBackend):
         if not rest:
             return None
         if record is None:
-            records.save(self.run_dir, DriverRecord(app_id, "cluster-driver", decided_at))
+            driver_files.save(self.run_dir, DriverRecord(app_id, "cluster-driver", decided_at))
         return RELAUNCH
 
     def manage(self, app_id: str, spark_app_id: str) -> None:
@@ -337,7 +337,7 @@ class StandaloneBackend(ClusterBackend):
         record = DriverRecord(launch.app_id, "process", launched_at, process=str(proc),
                               log_path=str(log_path), exit_path=str(exit_path),
                               submitter=submitter)
-        records.save(self.run_dir, record)
+        driver_files.save(self.run_dir, record)
         self._track(_Tracked(record, proc=proc, popen=popen, watch=LogWatch(log_path)))
         return Handle(launch.app_id, "process", str(proc), launched_at)
 
@@ -349,14 +349,14 @@ class StandaloneBackend(ClusterBackend):
         except ValueError as e:
             raise BackendError(f"{app_id}: {e}") from None
         main_class = str(body.get("mainClass") or "")
-        earlier = records.load(self.run_dir, app_id)
+        earlier = driver_files.load(self.run_dir, app_id)
         if earlier is not None and earlier.kind == "cluster-driver" and not earlier.driver_id:
             # An earlier create's outcome is unknown: its driver may be there.
             found = self._look_for(app_id, main_class, earlier.launched_at, "an earlier create")
             if found is not None:
                 return self._keep(earlier, found)
         record = DriverRecord(app_id, "cluster-driver", time.time())
-        records.save(self.run_dir, record)  # before sending: a lost answer is looked into
+        driver_files.save(self.run_dir, record)  # before sending: a lost answer is looked into
         try:
             driver_id = self.client.create(body)
         except AnswerLost as e:
@@ -364,7 +364,7 @@ class StandaloneBackend(ClusterBackend):
             if driver_id is None:
                 raise BackendUnavailable(f"{e}; the master runs no driver of {app_id}") from None
         except BackendError:  # never sent, or refused: no driver of it can run
-            records.record_path(self.run_dir, app_id).unlink(missing_ok=True)
+            driver_files.record_path(self.run_dir, app_id).unlink(missing_ok=True)
             raise
         return self._keep(record, driver_id)
 
@@ -388,7 +388,7 @@ class StandaloneBackend(ClusterBackend):
     def _keep(self, record: DriverRecord, driver_id: str) -> Handle:
         """A create's driver (sent now, or found on the master) recorded and tracked."""
         record.driver_id = driver_id
-        records.save(self.run_dir, record)
+        driver_files.save(self.run_dir, record)
         self._track(_Tracked(record))
         return Handle(record.app_id, "cluster-driver", driver_id, record.launched_at)
 
@@ -460,7 +460,7 @@ class StandaloneBackend(ClusterBackend):
         """Rewrite a record mid-poll. A failure costs only what a restart could re-learn
         (from the log), so it is logged rather than allowed to lose this poll's events."""
         try:
-            records.save(self.run_dir, record)
+            driver_files.save(self.run_dir, record)
         except OSError as e:
             log.warning("cannot update %s's record in %s: %s", record.app_id, self.run_dir, e)
 
@@ -552,12 +552,12 @@ class StandaloneBackend(ClusterBackend):
                 missing = time.time() - rec.launched_at > DRIVER_MISSING_S
                 return UNKNOWN_EXIT if missing else None
             return driver.exit_code
-        code = records.read_exit_code(rec.exit_path)
+        code = driver_files.read_exit_code(rec.exit_path)
         if code is None:
             if self._process_alive(t):
                 return None
             # Gone: the runner writes the file before it exits, so look once more.
-            code = records.read_exit_code(rec.exit_path)
+            code = driver_files.read_exit_code(rec.exit_path)
             if code is None:
                 code = KILLED_EXIT if t.stop_requested else UNKNOWN_EXIT
         self._reap(t)

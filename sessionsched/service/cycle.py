@@ -48,7 +48,7 @@ from pathlib import Path
 
 from sessionsched import gcpace
 from sessionsched.backends.base import ClusterBackend, Handle, Launch
-from sessionsched.backends.carry import LaunchRetry, Retries, Waiting, carry_out, one_line
+from sessionsched.backends.carry import LaunchRetry, Retries, Waiting, carry_out, error_line
 from sessionsched.engine.events import (
     Decision,
     DriverExited,
@@ -290,7 +290,7 @@ class Cycle:
         self._retry_at = step.now + delay_s
         log.error("could not record the cycle's decisions (%s): the engine is put back to the "
                   "last committed cycle, %d request(s) refused, %d item(s) stepped again in "
-                  "%.1fs", one_line(error), len(back.refused), len(self._redo), delay_s)
+                  "%.1fs", error_line(error), len(back.refused), len(self._redo), delay_s)
 
     def _publish(self, now: float, events: list[Event], decisions: list[Decision],
                  unbooked: list[str]) -> None:
@@ -413,7 +413,7 @@ class Cycle:
             recording.committed.result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
             log.error("could not record %d launch handle(s), tried again next cycle: %s",
-                      len(recording.launched), one_line(e))
+                      len(recording.launched), error_line(e))
             self._unrecorded = recording.launched + self._unrecorded
             return False
         self._recorded(recording.committed, recording.launched)
@@ -431,7 +431,7 @@ class Cycle:
                          []).result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
             log.error("could not clear %d launch wait(s), tried again next cycle: %s",
-                      len(due), one_line(e))
+                      len(due), error_line(e))
             return []
         return due
 

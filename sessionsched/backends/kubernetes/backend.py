@@ -58,11 +58,11 @@ from ...agent.package import build_zip
 from ...config import KubernetesSection
 from ...engine.events import CapacityChanged, DriverExited, DriverStarted, Event, ExecutorsChanged
 from ...model import Executor, Resources
-from .. import procs, records
+from .. import driver_files, procs
 from ..base import BackendError, ClusterBackend, Handle, Launch
 from ..commands import redacted
+from ..driver_files import DriverRecord
 from ..procs import ProcessId
-from ..records import DriverRecord
 from ..spark_home import SparkNotFound, spark_submit
 from . import pods
 from .informer import Informer
@@ -196,7 +196,7 @@ class KubernetesBackend(ClusterBackend):
             proc = ProcessId(popen.pid, 0)
         record = DriverRecord(launch.app_id, "process", launched_at, process=str(proc),
                               log_path=str(log_path), exit_path=str(exit_path), submitter=True)
-        records.save(self.run_dir, record)
+        driver_files.save(self.run_dir, record)
         self._apps[launch.app_id] = _Tracked(record, launch.in_cluster, proc, popen)
         return Handle(launch.app_id, "cluster-driver", self.namespace, launched_at)
 
@@ -226,14 +226,14 @@ class KubernetesBackend(ClusterBackend):
         if items:
             self._track_pod(handle.app_id, items[-1], handle.started_at)
             return True
-        record = records.load(self.run_dir, handle.app_id)
+        record = driver_files.load(self.run_dir, handle.app_id)
         if record is None or not record.process:
             return False
         try:
             proc = ProcessId.parse(record.process)
         except ValueError:
             return False
-        if procs.is_running(proc) or (records.read_exit_code(record.exit_path) or 0) != 0:
+        if procs.is_running(proc) or (driver_files.read_exit_code(record.exit_path) or 0) != 0:
             # still submitting, or it failed while nobody watched: poll reports on it
             self._apps[handle.app_id] = _Tracked(record, True, proc)
             return True
@@ -374,7 +374,7 @@ class KubernetesBackend(ClusterBackend):
                 out.append(ExecutorsChanged(app_id, ()))
             if t.proc is not None and self._submitting(t):
                 return out  # spark-submit deletes its pod when it fails: its code will say
-            submitted = records.read_exit_code(rec.exit_path) if t.proc is not None else None
+            submitted = driver_files.read_exit_code(rec.exit_path) if t.proc is not None else None
             if t.stop_requested:
                 code = KILLED_EXIT
             elif submitted:
@@ -386,7 +386,7 @@ class KubernetesBackend(ClusterBackend):
             return out
         if t.submitter_done_at is None:
             t.submitter_done_at = time.monotonic()
-        code = records.read_exit_code(rec.exit_path)
+        code = driver_files.read_exit_code(rec.exit_path)
         if code == 0 and time.monotonic() - t.submitter_done_at < POD_WAIT_S:
             return out  # its pod may not have reached the cache yet
         if t.stop_requested:
@@ -431,7 +431,7 @@ class KubernetesBackend(ClusterBackend):
 
     def _save(self, record: DriverRecord) -> None:
         try:
-            records.save(self.run_dir, record)
+            driver_files.save(self.run_dir, record)
         except OSError as e:
             log.warning("cannot update %s's record in %s: %s", record.app_id, self.run_dir, e)
 
