@@ -66,7 +66,6 @@ KNOWN_LONG: set[str] = {
     "engine/admission.py",
     "engine/arbitration.py",
     "service/cycle.py",
-    "backends/kubernetes/backend.py",
     "backends/memory/cluster.py",
     "engine/scheduler.py",
     "doors/livy/interactive.py",
