@@ -62,7 +62,6 @@ MAX_MODULE_LINES = 400
 MAX_FOLDER_MODULES = 20
 # Modules still over MAX_MODULE_LINES, being split; take each out once it is.
 KNOWN_LONG: set[str] = {
-    "config.py",
     "engine/admission.py",
     "engine/arbitration.py",
     "service/cycle.py",
