@@ -68,7 +68,6 @@ KNOWN_LONG: set[str] = {
     "backends/memory/cluster.py",
     "engine/scheduler.py",
     "doors/livy/interactive.py",
-    "client.py",
 }
 
 
