@@ -11,7 +11,7 @@ import time
 import pytest
 
 from sessionsched.backends import procs, recognize
-from sessionsched.backends.applog import LogWatch, find_app_id, find_driver_id
+from sessionsched.backends.applog import LogTail, find_app_id, find_driver_id
 from sessionsched.backends.base import BackendError, Launch
 from sessionsched.backends.clusterview import (
     ClusterView,
@@ -206,18 +206,18 @@ def test_ids_are_found_in_driver_and_submitter_logs():
     assert find_driver_id(sub) == "driver-20261121-0001"
 
 
-def test_log_watch_reads_only_whole_new_lines(tmp_path):
+def test_log_tail_reads_only_whole_new_lines(tmp_path):
     log = tmp_path / "driver.log"
-    watch = LogWatch(log)
-    watch.scan()  # no file yet: nothing, no error
-    assert watch.app_id is None
+    tail = LogTail(log)
+    tail.scan()  # no file yet: nothing, no error
+    assert tail.app_id is None
     log.write_text("start\nConnected to Spark cluster with app ID app-1-")
-    watch.scan()
-    assert watch.app_id is None  # the line is still being written
+    tail.scan()
+    assert tail.app_id is None  # the line is still being written
     with open(log, "a") as f:
         f.write("0002\n")
-    watch.scan()
-    assert watch.app_id == "app-1-0002"
+    tail.scan()
+    assert tail.app_id == "app-1-0002"
 
 
 # --- processes and the runner -----------------------------------------------------------

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ...engine.events import DriverExited, Event
 from .. import driver_files, procs, spawn
-from ..applog import LogWatch
+from ..applog import LogTail
 from ..base import BackendError, Launch
 from ..clusterview import ClusterView
 from ..commands import submit_command
@@ -56,7 +56,7 @@ KILLED_EXIT = 128 + signal.SIGKILL
 class LocalDriver(Part):
     proc: ProcessId | None = None
     popen: subprocess.Popen | None = None
-    watch: LogWatch | None = None
+    log_tail: LogTail | None = None  # the driver's log, read as it grows
     seen_active: bool = False  # its Spark application was listed active by the master
     master_lost: bool = False  # the master could not be read since it was last listed
     forgotten: str | None = None  # why it was stopped: the master forgot its application
@@ -64,13 +64,13 @@ class LocalDriver(Part):
     def read_log(self) -> tuple[str | None, str | None]:
         """What the driver's log says that is newly needed: (its Spark application id, the
         driver id a cluster-mode spark-submit got), either None when not said (yet)."""
-        rec, watch = self.record, self.watch
-        if watch is None or not (rec.submitter or rec.spark_app_id is None):
+        rec, tail = self.record, self.log_tail
+        if tail is None or not (rec.submitter or rec.spark_app_id is None):
             return None, None
-        watch.scan()
+        tail.scan()
         if rec.submitter:
-            return None, watch.driver_id
-        return watch.app_id, None
+            return None, tail.driver_id
+        return tail.app_id, None
 
     def stop(self, stops: spawn.GraceStops, now: float) -> None:
         self.stop_requested = True
@@ -145,8 +145,8 @@ def adopted_process(app_id: str, record: DriverRecord | None, ref: str, started_
                               exit_path=str(run_dir / f"{app_id}.exit"))
     if not procs.is_running(proc) and driver_files.read_exit_code(record.exit_path) is None:
         return None
-    watch = LogWatch(record.log_path) if record.log_path else None
-    return LocalDriver(record, proc=proc, watch=watch)
+    tail = LogTail(record.log_path) if record.log_path else None
+    return LocalDriver(record, proc=proc, log_tail=tail)
 
 
 def launch_process(launch: Launch, master: str, rest_url: Callable[[], str], run_dir: Path,
@@ -182,4 +182,4 @@ def launch_process(launch: Launch, master: str, rest_url: Callable[[], str], run
     record = DriverRecord(launch.app_id, "process", launched_at, process=str(proc),
                           log_path=str(log_path), exit_path=str(exit_path), submitter=submitter)
     driver_files.save(run_dir, record)
-    return LocalDriver(record, proc=proc, popen=popen, watch=LogWatch(log_path))
+    return LocalDriver(record, proc=proc, popen=popen, log_tail=LogTail(log_path))
