@@ -16,7 +16,8 @@ that has just registered is presumed to be one of our drivers whose log line is 
 cycle at every launch.
 
 Time: ``poll`` uses the ``now`` it is given; everything else reads the injected ``clock``
-(epoch seconds; the wall clock by default). Nothing here reads the clock itself.
+(epoch seconds; the wall clock by default), the master client's executor-list age included.
+Nothing here reads the clock itself.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class StandaloneBackend(ClusterBackend):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.executors_every_s = executors_every_s
         self.clock = clock
-        self.client = MasterClient(master_ui, rest_url, http_timeout_s, write_timeout_s)
+        self.client = MasterClient(master_ui, rest_url, http_timeout_s, write_timeout_s, clock)
         self._apps: dict[str, Part] = {}
         self._ours_spark: set[str] = set()  # Spark app ids that are ours, even once ended
         self._ours_drivers: set[str] = set()
