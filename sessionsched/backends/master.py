@@ -1,8 +1,10 @@
 """Talking to a standalone master and its workers over HTTP (httpx, bounded timeouts).
 
 * ``read()``: the master's ``/json/`` and every alive worker's ``/json/`` as a ClusterView.
-  An unreachable master is a BackendError; a worker that does not answer only leaves its
-  executors out of that view (it is usually dying, and the master will say so).
+  An unreachable master is a BackendError; the workers' lists are read again once older than
+  the age asked for (on the client's ``clock``) or when a worker appears, and a worker that
+  does not answer keeps its last known list (a slow worker must not make executors seem to
+  come and go; a new one has none until it answers).
 * The master's REST submission server (``create``/``kill``): cluster deploy mode drivers.
   Its URL is given, or read once from the master's UI page ("REST URL: spark://H:P"), which
   shows it only when ``spark.master.rest.enabled=true``.
