@@ -1,5 +1,8 @@
-"""The ``sessionsched`` command. Each subcommand lives in ``sessionsched/commands/<name>.py``
-with ``add_parser(subparsers)`` and ``run(args) -> int``; this module only dispatches.
+"""The ``sessionsched`` command. Each module named in ``COMMANDS`` lives in
+``sessionsched/commands/<name>.py`` and has ``add_parser(subparsers)``, which adds one or more
+subcommands (``client_cmds``: status, kill, priority, apps, queues) and sets each one's
+``func(args) -> int`` with ``set_defaults``; this module only builds the parser and calls
+``func``.
 
 Errors a user can fix (a bad config file, an unreachable server, a bad argument) are printed
 as one line on stderr with exit code 2; nobody sees a traceback for them.

@@ -49,7 +49,7 @@ def find_driver_id(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-class LogWatch:
+class LogTail:
     """Reads a growing log file incrementally and remembers the ids it has seen.
 
     ``scan()`` reads what was appended since the last scan (up to 1 MiB at a time), whole

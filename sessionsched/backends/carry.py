@@ -137,7 +137,7 @@ def carry_out(
             try:
                 backend.stop(d.app_id)
             except Exception as e:  # noqa: BLE001 - the kill is recorded; the cluster follows
-                log.error("could not stop %s's driver: %s", d.app_id, one_line(e))
+                log.error("could not stop %s's driver: %s", d.app_id, error_line(e))
     for d in decisions:
         if isinstance(d, LaunchDriver):
             _launch(d, backend, launch_for, carried, retries, now)
@@ -162,7 +162,7 @@ def _launch(d: LaunchDriver, backend: ClusterBackend,
     except Exception as e:  # noqa: BLE001 - whatever went wrong, the app must not hang
         if not isinstance(e, BackendError | OSError | ValueError):
             log.exception("backend failed to launch %s", app_id)
-        why = one_line(e)
+        why = error_line(e)
         if retries is not None and isinstance(e, BackendUnavailable):
             again, why = retries.failed(app_id, why, now)
             if again:
@@ -177,7 +177,7 @@ def _launch(d: LaunchDriver, backend: ClusterBackend,
     carried.launched.append((app_id, handle, launch.log_path))
 
 
-def one_line(e: BaseException) -> str:
+def error_line(e: BaseException) -> str:
     """The exception as one line for a user: its first line, else its type's name."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__

@@ -1,8 +1,10 @@
 """Talking to a standalone master and its workers over HTTP (httpx, bounded timeouts).
 
 * ``read()``: the master's ``/json/`` and every alive worker's ``/json/`` as a ClusterView.
-  An unreachable master is a BackendError; a worker that does not answer only leaves its
-  executors out of that view (it is usually dying, and the master will say so).
+  An unreachable master is a BackendError; the workers' lists are read again once older than
+  the age asked for (on the client's ``clock``) or when a worker appears, and a worker that
+  does not answer keeps its last known list (a slow worker must not make executors seem to
+  come and go; a new one has none until it answers).
 * The master's REST submission server (``create``/``kill``): cluster deploy mode drivers.
   Its URL is given, or read once from the master's UI page ("REST URL: spark://H:P"), which
   shows it only when ``spark.master.rest.enabled=true``.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 import httpx
 
@@ -51,7 +54,9 @@ class AnswerLost(BackendError):
 
 class MasterClient:
     def __init__(self, master_ui: str, rest_url: str | None = None, timeout_s: float = 3.0,
-                 write_timeout_s: float = WRITE_TIMEOUT_S):
+                 write_timeout_s: float = WRITE_TIMEOUT_S,
+                 clock: Callable[[], float] = time.monotonic):
+        """``clock``: seconds, for the age of the workers' executor lists (``read``)."""
         self.master_ui = master_ui.rstrip("/")
         self._rest_url = rest_url.rstrip("/") if rest_url else None
         self.write_timeout_s = write_timeout_s
@@ -62,6 +67,7 @@ class MasterClient:
         )
         self._executors: dict[str, tuple[ExecutorInfo, ...]] = {}  # worker id -> last list
         self._executors_read_at = -1e18
+        self._clock = clock
 
     def close(self) -> None:
         self._http.close()
@@ -94,7 +100,7 @@ class MasterClient:
         that does not answer keeps its last known list: a slow worker must not make executors
         seem to come and go."""
         master = self.read_master()
-        now = time.monotonic()
+        now = self._clock()
         alive = {w.id: w for w in master.alive_workers()}
         stale = now - self._executors_read_at >= executors_max_age_s
         if stale or alive.keys() - self._executors.keys():

@@ -1,9 +1,10 @@
 """Run one command and write its exit code to a file: ``runner.py --exit-file F -- CMD...``.
 
-The standalone backend starts every client-mode ``spark-submit`` through this runner, as the
-leader of a new process session, so the driver outlives the scheduler and its exit code is
-known even when the scheduler was not running when it ended: a restarted scheduler reads
-the file instead of ``waitpid`` (only a parent can collect a child's status).
+The standalone and Kubernetes backends start every ``spark-submit`` through this runner
+(``spawn.start``), as the leader of a new process session, so the driver outlives the
+scheduler and its exit code is known even when the scheduler was not running when it ended: a
+restarted scheduler reads the file instead of ``waitpid`` (only a parent can collect a
+child's status).
 
 Contract:
 * the exit file appears only when the command has ended, written atomically (temporary file

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sessionsched.backends.base import Handle, Launch
-from sessionsched.backends.carry import Retries, Waiting, carry_out, one_line
+from sessionsched.backends.carry import Retries, Waiting, carry_out, error_line
 from sessionsched.engine.agent_terms import launch_decision
 from sessionsched.engine.events import Decision, DriverExited, LaunchDriver, StopDriver
 from sessionsched.service.launch import build_launch
@@ -134,7 +134,7 @@ class Carrier:
             recording.committed.result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
             log.error("could not record %d launch handle(s), tried again next cycle: %s",
-                      len(recording.launched), one_line(e))
+                      len(recording.launched), error_line(e))
             self._unrecorded = recording.launched + self._unrecorded
             return False
         self._recorded(recording.committed, recording.launched)
@@ -153,7 +153,7 @@ class Carrier:
                          []).result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
             log.error("could not clear %d launch wait(s), tried again next cycle: %s",
-                      len(due), one_line(e))
+                      len(due), error_line(e))
             return []
         capacity = self.p.reads.view.engine.capacity
         return [launch_decision(self.p.registry.get(d.app_id).spec, capacity) for d in due]

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from sessionsched import gcpace
 from sessionsched.backends.base import ClusterBackend
-from sessionsched.backends.carry import LaunchRetry, Waiting, one_line
+from sessionsched.backends.carry import LaunchRetry, Waiting, error_line
 from sessionsched.engine.events import (
     Decision,
     DriverStarted,
@@ -278,7 +278,7 @@ class Cycle:
         self._retry_at = step.now + delay_s
         log.error("could not record the cycle's decisions (%s): the engine is put back to the "
                   "last committed cycle, %d request(s) refused, %d item(s) stepped again in "
-                  "%.1fs", one_line(error), len(back.refused), len(self._redo), delay_s)
+                  "%.1fs", error_line(error), len(back.refused), len(self._redo), delay_s)
 
     def _publish(self, now: float, events: list[Event], decisions: list[Decision],
                  unbooked: list[str]) -> None:

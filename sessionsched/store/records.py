@@ -2,8 +2,11 @@
 
 ``StoredApp`` is one row of the ``apps`` table: everything needed to show the app, to launch it
 (the spark-submit arguments or the Spark REST request, its conf, environment and working
-directory) and to find its driver again after a restart (``handle``). The service keeps these
-records in memory as its books; the store writes them.
+directory) and to find its driver again after a restart (``handle``). The store writes
+and reads them; the service keeps none as its books: a restart reads the rows back
+(``service.restore``) into the registry (``service.registry.Submission``: what never changes)
+and the engine (the scheduling state), and an ended app's row is turned into a read view
+(``service.reads.AppRead.stored``). ``EventRecord`` is one line of an app's event trail.
 """
 
 from __future__ import annotations

@@ -1,18 +1,23 @@
 """The standalone backend's parts that need no Spark: command lines, the cluster's JSON,
-log matching, process identity, the runner, and errors for bad input or no master."""
+log matching, process identity, the runner, errors for bad input or no master, and the clock
+it is given (on a fake master's JSON)."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from sessionsched.backends import procs, recognize
-from sessionsched.backends.applog import LogWatch, find_app_id, find_driver_id
-from sessionsched.backends.base import BackendError, Launch
+from sessionsched.backends.applog import LogTail, find_app_id, find_driver_id
+from sessionsched.backends.base import BackendError, Handle, Launch, Placement
 from sessionsched.backends.clusterview import (
     ClusterView,
     ExecutorInfo,
@@ -23,6 +28,7 @@ from sessionsched.backends.clusterview import (
 )
 from sessionsched.backends.commands import redacted, rest_request, submit_command
 from sessionsched.backends.standalone import RUNNER, StandaloneBackend
+from sessionsched.engine.events import DriverExited
 from sessionsched.model import Resources
 from tests.sparkcluster import free_port, wait_until
 
@@ -206,18 +212,18 @@ def test_ids_are_found_in_driver_and_submitter_logs():
     assert find_driver_id(sub) == "driver-20261121-0001"
 
 
-def test_log_watch_reads_only_whole_new_lines(tmp_path):
+def test_log_tail_reads_only_whole_new_lines(tmp_path):
     log = tmp_path / "driver.log"
-    watch = LogWatch(log)
-    watch.scan()  # no file yet: nothing, no error
-    assert watch.app_id is None
+    tail = LogTail(log)
+    tail.scan()  # no file yet: nothing, no error
+    assert tail.app_id is None
     log.write_text("start\nConnected to Spark cluster with app ID app-1-")
-    watch.scan()
-    assert watch.app_id is None  # the line is still being written
+    tail.scan()
+    assert tail.app_id is None  # the line is still being written
     with open(log, "a") as f:
         f.write("0002\n")
-    watch.scan()
-    assert watch.app_id == "app-1-0002"
+    tail.scan()
+    assert tail.app_id == "app-1-0002"
 
 
 # --- processes and the runner -----------------------------------------------------------
@@ -362,3 +368,56 @@ def _lost(drivers, logs):
 ])
 def test_a_driver_is_ours_by_the_marker_in_its_launch_command(drivers, logs, expected):
     assert _lost(drivers, logs) == expected
+
+
+# --- time: the backend's clock is the one it is given -------------------------------------
+
+
+@contextlib.contextmanager
+def _fake_master(document: dict):
+    """A master whose ``/json/`` answers ``document`` as it is at each request."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server name
+            body = json.dumps(document).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_driver_the_master_stops_listing_ends_after_its_wait_on_the_given_clock(tmp_path):
+    """A cluster driver the master no longer lists is gone (-1, with the reason) once
+    DRIVER_MISSING_S (30 s) have passed since its launch on the clock ``poll`` is given, and
+    the worker it ran on is its placement meanwhile; the wall clock plays no part (the clock
+    here is 1,000,000 s in the past)."""
+    worker = {**_worker("w1", 4, 4096), "webuiaddress": "http://127.0.0.1:1"}  # no answer
+    document = {"url": "spark://m:1", "status": "ALIVE", "workers": [worker], "activeapps": [],
+                "activedrivers": [_driver("driver-1", "RUNNING")]}
+    with _fake_master(document) as address:
+        backend = StandaloneBackend(f"spark://{address}", f"http://{address}", tmp_path,
+                                    clock=lambda: SENT)
+        try:
+            assert backend.adopt(Handle("a", "cluster-driver", "driver-1", SENT))
+            backend.poll(SENT + 1)
+            assert backend.placement("a") == Placement("w1", "127.0.0.1:1")
+            document["activedrivers"] = []
+            assert [e for e in backend.poll(SENT + 29) if isinstance(e, DriverExited)] == []
+            exited = [e for e in backend.poll(SENT + 31) if isinstance(e, DriverExited)]
+            assert [(e.app_id, e.exit_code) for e in exited] == [("a", -1)]
+            assert "no longer lists driver driver-1" in exited[0].reason
+        finally:
+            backend.close()

@@ -9,8 +9,10 @@ import time
 import pytest
 
 from sessionsched.agent.launch import wrap_argv
+from sessionsched.backends import driver_files, procs
 from sessionsched.backends.base import BackendError, Handle, Launch
 from sessionsched.backends.kubernetes import KubernetesBackend
+from sessionsched.backends.procs import ProcessId
 from sessionsched.config import KubernetesSection
 from sessionsched.engine.events import (
     CapacityChanged,
@@ -210,6 +212,21 @@ def test_submit_failure_without_a_pod_is_a_failed_driver(kubernetes_rig, app_py,
     kubernetes_rig.backend.launch(launch_for("driver-x", app_py))
     events = collect(kubernetes_rig.backend, lambda ev: of(ev, DriverExited))
     assert of(events, DriverExited) == [DriverExited("driver-x", 7)]
+
+
+def test_a_submit_that_says_0_without_a_pod_fails_after_the_pod_wait_on_polls_clock(
+        kubernetes_rig, app_py, monkeypatch):
+    """spark-submit ended 0 and no pod reached the cache: the pod may still be on its way for
+    POD_WAIT_S (10 s) of the clock ``poll`` is given, then the driver failed (1). The clock here
+    is far in the past: the wall clock plays no part."""
+    monkeypatch.setenv("STANDIN_EXIT", "0")
+    kubernetes_rig.backend.launch(launch_for("driver-z", app_py))
+    submitter = ProcessId.parse(driver_files.load(kubernetes_rig.run_dir, "driver-z").process)
+    wait_until(lambda: not procs.is_running(submitter), 20, "spark-submit's end")
+    t, backend = 1_000_000.0, kubernetes_rig.backend
+    assert of(backend.poll(t), DriverExited) == []  # its end is seen now
+    assert of(backend.poll(t + 9.9), DriverExited) == []
+    assert of(backend.poll(t + 10.1), DriverExited) == [DriverExited("driver-z", 1)]
 
 
 def test_failed_apply_deletes_the_pod_and_fails(kubernetes_rig, app_py):

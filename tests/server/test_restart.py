@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from server_helpers import make_config, rows, wait_until
 
-from sessionsched.backends import records
-from sessionsched.backends.records import DriverRecord
+from sessionsched.backends import driver_files
+from sessionsched.backends.driver_files import DriverRecord
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.model import AppState
 from sessionsched.service.restore import RELAUNCHED
@@ -107,7 +107,7 @@ def test_an_unrecorded_rest_launch_the_backend_recorded_is_adopted(state_dir, of
     """The backend's record names the master's driver: the app is adopted with that handle
     (written to the store now), not FAILED and not launched again."""
     app_id = _unrecorded_rest_launch(offline_app, state_dir)
-    records.save(state_dir / "drivers", DriverRecord(
+    driver_files.save(state_dir / "drivers", DriverRecord(
         app_id, "cluster-driver", 5.0, driver_id="driver-20261124000000-0007"))
     with TestClient(offline_app()) as c:
         app = c.get(f"/api/v1/apps/{app_id}").json()

@@ -10,19 +10,10 @@ tracked.
 
 Observing: two informers (``informer.Informer``) keep pods (all namespaces: foreign pods take
 capacity) and nodes (matching the node selector). ``poll`` reads those caches; it never waits
-on the API server. For each app, in launch order:
-
-* ``DriverStarted(app, spark-app-selector)`` once its driver pod is Running (or has ended);
-* ``ExecutorsChanged`` when its Running executor pods (``spark-role=executor``,
-  ``spark-app-selector``) changed; ids from ``spark-exec-id``;
-* ``DriverExited``: the pod's phase and driver container's exit code decide (Succeeded: its
-  code, 0; Failed: its code, at least 1) -- spark-submit's own exit code does not tell a
-  failed driver. A pod that vanished: 143 if we stopped it, else spark-submit's failure code
-  (it deletes its pod when the rest of the submission fails), else the pod's last known code,
-  else -1.
-  spark-submit ended without a pod: its exit code, at least 1 (after POD_WAIT_S, so a pod it
-  did create has reached the cache);
-* then ``CapacityChanged`` when capacity changed.
+on the API server. For each app, in launch order, what its driver pod and executor pods say
+(``driver.Tracked.observe``: DriverStarted, ExecutorsChanged, DriverExited -- the pod's phase
+and driver container decide, spark-submit's own exit code does not tell a failed driver);
+then ``CapacityChanged`` when capacity changed.
 
 Capacity: allocatable cpu/memory of the Ready, schedulable nodes the node selector picks, minus
 the requests of running pods on them that the scheduler does not manage -- all but our apps'
@@ -30,89 +21,42 @@ executors and in-cluster drivers. A driver whose app the engine counts as a clie
 (recorded so before every driver counted as in-cluster here) is taken off here too, since its
 pod does use the nodes.
 
-Stopping: the driver pod is deleted with ``propagationPolicy: Background`` (what
-``spark-submit --kill NS:POD`` does; its executors, service and config map are owned by it);
-a spark-submit still submitting gets SIGTERM and the pod, if it appears, is deleted then.
+Stopping: the driver pod is deleted (``apiserver.delete_pod``, as ``spark-submit --kill
+NS:POD`` does); a spark-submit still submitting gets SIGTERM (SIGKILL after ``stop_grace_s``)
+and the pod, if it appears, is deleted then.
 
 Restart: ``adopt`` finds the driver pod by its ``sessionsched.io/app-id`` label (or a
 submitting spark-submit by its record in ``run_dir``); it never submits.
+
+Time: ``poll`` uses the ``now`` it is given; everything else reads the injected ``clock``
+(epoch seconds; the wall clock by default). Nothing here reads the clock itself.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import signal
-import subprocess
-import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
-from kubernetes import client, config
-from kubernetes.client.rest import ApiException
-from urllib3.exceptions import HTTPError
+from kubernetes import client
 
 from ...agent.package import build_zip
 from ...config import KubernetesSection
-from ...engine.events import CapacityChanged, DriverExited, DriverStarted, Event, ExecutorsChanged
-from ...model import Executor, Resources
-from .. import procs, records
+from ...engine.events import CapacityChanged, Event
+from ...model import Resources
+from .. import driver_files, procs, spawn
 from ..base import BackendError, ClusterBackend, Handle, Launch
-from ..commands import redacted
+from ..driver_files import DriverRecord
 from ..procs import ProcessId
-from ..records import DriverRecord
 from ..spark_home import SparkNotFound, spark_submit
-from . import pods
+from . import apiserver, pods
+from .driver import Tracked
 from .informer import Informer
 from .submit import submit_argv
 
 log = logging.getLogger("sessionsched.backend.kubernetes")
-
-RUNNER = str(Path(__file__).parent.parent / "runner.py")
-UNKNOWN_EXIT = -1
-KILLED_EXIT = 143
-POD_WAIT_S = 10.0  # after spark-submit ends, how long its pod may take to reach the cache
-REQUEST_TIMEOUT_S = (5.0, 10.0)  # (connect, read) for single requests from the loop
-
-
-@dataclass
-class _Tracked:
-    record: DriverRecord
-    in_cluster: bool = True
-    proc: ProcessId | None = None
-    popen: subprocess.Popen | None = None
-    external: bool = False  # told by ``manage``: report executors only
-    pod_name: str | None = None
-    last_code: int | None = None
-    submitter_done_at: float | None = None
-    started_sent: bool = False
-    first_seen: dict[str, float] = field(default_factory=dict)
-    reported: frozenset[str] = frozenset()
-    exited: bool = False
-    stop_requested: bool = False
-    deleted: bool = False
-
-
-def api_client(settings: KubernetesSection) -> tuple[client.ApiClient, str, dict[str, str]]:
-    """(the API client, the API server URL, environment spark-submit needs to reach it)."""
-    cfg = client.Configuration()
-    env: dict[str, str] = {}
-    try:
-        if settings.api_server:
-            cfg.host = settings.api_server
-        elif settings.kubeconfig:
-            path = os.path.abspath(os.path.expanduser(settings.kubeconfig))
-            if not os.path.isfile(path):
-                raise BackendError(f"cluster.kubernetes.kubeconfig: {path} does not exist")
-            config.load_kube_config(path, settings.context, client_configuration=cfg)
-            env["KUBECONFIG"] = path  # spark-submit's client reads the same file
-        else:
-            config.load_incluster_config(client_configuration=cfg)
-    except (config.ConfigException, OSError) as e:
-        raise BackendError(f"cluster.kubernetes: cannot configure the API client: {e}") from None
-    return client.ApiClient(cfg), cfg.host.rstrip("/"), env
 
 
 class KubernetesBackend(ClusterBackend):
@@ -123,7 +67,8 @@ class KubernetesBackend(ClusterBackend):
     drivers_in_cluster = True  # spark-submit --deploy-mode cluster: a driver pod, Python too
 
     def __init__(self, settings: KubernetesSection, run_dir: str | Path, driver_slots: int = 4,
-                 *, sync_timeout_s: float = 10.0, stop_grace_s: float = 10.0) -> None:
+                 *, sync_timeout_s: float = 10.0, stop_grace_s: float = 10.0,
+                 clock: Callable[[], float] = time.time) -> None:
         for path in (settings.driver_pod_template, settings.executor_pod_template):
             if path and not os.path.isfile(path):
                 raise BackendError(f"cluster.kubernetes: pod template {path} does not exist")
@@ -133,8 +78,8 @@ class KubernetesBackend(ClusterBackend):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.sync_timeout_s = sync_timeout_s
-        self.stop_grace_s = stop_grace_s
-        self.api, host, self._submit_env = api_client(settings)
+        self.clock = clock
+        self.api, host, self._submit_env = apiserver.api_client(settings)
         self.master = f"k8s://{host}"
         self.core = client.CoreV1Api(self.api)
         selector = ",".join(f"{k}={v}" for k, v in settings.node_selector.items())
@@ -143,9 +88,9 @@ class KubernetesBackend(ClusterBackend):
         self.pods = Informer("pods", self.core.list_pod_for_all_namespaces, **common).start()
         self.nodes = Informer("nodes", self.core.list_node, label_selector=selector or None,
                               **common).start()
-        self._apps: dict[str, _Tracked] = {}
+        self._apps: dict[str, Tracked] = {}
         self._external_spark: set[str] = set()
-        self._kill_at: dict[str, float] = {}
+        self._stops = spawn.GraceStops(stop_grace_s)
         self._capacity_sent: tuple[Resources, int] | None = None
         self._agent_zip: str | None = None
 
@@ -166,8 +111,9 @@ class KubernetesBackend(ClusterBackend):
         if existing is not None:  # launched before a crash: never submit twice
             log.warning("%s: a driver pod exists already (%s); tracking it", launch.app_id,
                         existing["metadata"]["name"])
-            self._track_pod(launch.app_id, existing, time.time())
-            return Handle(launch.app_id, "cluster-driver", self.namespace, time.time())
+            now = self.clock()
+            self._track_pod(launch.app_id, existing, now)
+            return Handle(launch.app_id, "cluster-driver", self.namespace, now)
         try:
             submit = self.settings.spark_submit or spark_submit()
             cmd = submit_argv(submit, self.master, launch, self.settings, self._agent())
@@ -178,26 +124,12 @@ class KubernetesBackend(ClusterBackend):
         exit_path.unlink(missing_ok=True)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self._submit_env}
-        launched_at = time.time()
-        try:
-            with open(log_path, "ab") as out:
-                out.write(f"sessionsched: launching {launch.app_id}: "
-                          f"{' '.join(redacted(cmd))}\n".encode())
-                out.flush()
-                popen = subprocess.Popen(
-                    [sys.executable, RUNNER, "--exit-file", str(exit_path), "--", *cmd],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    cwd=launch.cwd, env=env, start_new_session=True)
-        except OSError as e:
-            raise BackendError(f"{launch.app_id}: cannot start spark-submit: {e}") from None
-        try:
-            proc = procs.identify(popen.pid)
-        except ProcessLookupError:
-            proc = ProcessId(popen.pid, 0)
+        launched_at = self.clock()
+        popen, proc = spawn.start(launch.app_id, cmd, log_path, exit_path, launch.cwd, env)
         record = DriverRecord(launch.app_id, "process", launched_at, process=str(proc),
                               log_path=str(log_path), exit_path=str(exit_path), submitter=True)
-        records.save(self.run_dir, record)
-        self._apps[launch.app_id] = _Tracked(record, launch.in_cluster, proc, popen)
+        driver_files.save(self.run_dir, record)
+        self._apps[launch.app_id] = Tracked(record, launch.in_cluster, proc, popen)
         return Handle(launch.app_id, "cluster-driver", self.namespace, launched_at)
 
     def stop(self, app_id: str) -> None:
@@ -207,48 +139,40 @@ class KubernetesBackend(ClusterBackend):
         t.stop_requested = True
         if t.pod_name is not None:
             self._delete_pod(t)
-        elif t.proc is not None and self._submitting(t):
-            if procs.signal_group(t.proc, signal.SIGTERM):
-                self._kill_at[app_id] = time.monotonic() + self.stop_grace_s
+        elif t.proc is not None and t.submitting():
+            self._stops.begin(app_id, t.proc, t.popen, self.clock())
 
     def adopt(self, handle: Handle) -> bool:
         current = self._apps.get(handle.app_id)
         if current is not None:
             return not current.exited
-        try:
-            found = self.core.list_namespaced_pod(
-                self.namespace, label_selector=f"{pods.LABEL_APP}={handle.app_id},"
-                "spark-role=driver", _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
-            items = sorted(_json(found).get("items") or [],
-                           key=lambda p: p["metadata"].get("creationTimestamp") or "")
-        except (ApiException, HTTPError, OSError, ValueError) as e:
-            raise BackendError(f"cannot ask the Kubernetes API server: {e}") from None
-        if items:
-            self._track_pod(handle.app_id, items[-1], handle.started_at)
+        found = apiserver.driver_pods(self.core, self.namespace, handle.app_id)
+        if found:
+            self._track_pod(handle.app_id, found[-1], handle.started_at)
             return True
-        record = records.load(self.run_dir, handle.app_id)
+        record = driver_files.load(self.run_dir, handle.app_id)
         if record is None or not record.process:
             return False
         try:
             proc = ProcessId.parse(record.process)
         except ValueError:
             return False
-        if procs.is_running(proc) or (records.read_exit_code(record.exit_path) or 0) != 0:
+        if procs.is_running(proc) or (driver_files.read_exit_code(record.exit_path) or 0) != 0:
             # still submitting, or it failed while nobody watched: poll reports on it
-            self._apps[handle.app_id] = _Tracked(record, True, proc)
+            self._apps[handle.app_id] = Tracked(record, True, proc)
             return True
         return False
 
     def manage(self, app_id: str, spark_app_id: str) -> None:
         if app_id in self._apps:
             return
-        record = DriverRecord(app_id, "external", time.time(), spark_app_id=spark_app_id)
-        self._apps[app_id] = _Tracked(record, external=True)
+        record = DriverRecord(app_id, "external", self.clock(), spark_app_id=spark_app_id)
+        self._apps[app_id] = Tracked(record, external=True)
         self._external_spark.add(spark_app_id)
 
     def poll(self, now: float) -> list[Event]:
         self._ready()
-        self._escalate_stops()
+        self._stops.escalate(now)
         snapshot = self.pods.snapshot()
         drivers: dict[str, dict] = {}
         executors: dict[str, list[dict]] = {}
@@ -264,7 +188,7 @@ class KubernetesBackend(ClusterBackend):
         events: list[Event] = []
         for t in list(self._apps.values()):
             if not t.exited:
-                events.extend(self._observe(t, drivers.get(t.record.app_id), executors, now))
+                events.extend(self._observe(t, drivers.get(t.app_id), executors, now))
         cap = (self._free(), self.driver_slots)
         if cap != self._capacity_sent:
             self._capacity_sent = cap
@@ -275,13 +199,7 @@ class KubernetesBackend(ClusterBackend):
         """Finish pending submitter stops (bounded by their grace), stop the informers. Driver
         pods keep running: they are adopted at the next start."""
         try:
-            for app_id, deadline in list(self._kill_at.items()):
-                t = self._apps[app_id]
-                if t.proc is not None:
-                    procs.finish_stop(t.proc, max(deadline - time.monotonic(), 0.0))
-                if t.popen is not None:
-                    t.popen.poll()
-            self._kill_at.clear()
+            self._stops.finish(self.clock)
         finally:
             self.pods.stop()
             self.nodes.stop()
@@ -309,109 +227,29 @@ class KubernetesBackend(ClusterBackend):
                    default=None)
 
     def _track_pod(self, app_id: str, pod: dict, launched_at: float) -> None:
-        lb = pods.labels(pod)
-        record = DriverRecord(app_id, "cluster-driver", launched_at,
-                              driver_id=f"{self.namespace}:{pod['metadata']['name']}",
-                              spark_app_id=lb.get("spark-app-selector"))
-        self._apps[app_id] = _Tracked(record, lb.get(pods.LABEL_IN_CLUSTER) != "false",
-                                      pod_name=pod["metadata"]["name"])
+        t = Tracked(DriverRecord(app_id, "cluster-driver", launched_at))
+        t.found_pod(pod, self.namespace)
+        self._apps[app_id] = t
 
-    def _submitting(self, t: _Tracked) -> bool:
-        if t.popen is not None and t.popen.poll() is not None:
-            return False
-        return t.proc is not None and procs.is_running(t.proc)
+    def _delete_pod(self, t: Tracked) -> None:
+        if not t.deleted:
+            apiserver.delete_pod(self.core, self.namespace, t.pod_name)
+            t.deleted = True
 
-    def _delete_pod(self, t: _Tracked) -> None:
-        if t.deleted:
-            return
-        try:
-            self.core.delete_namespaced_pod(
-                t.pod_name, self.namespace, body=client.V1DeleteOptions(
-                    propagation_policy="Background"), _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT_S)
-        except ApiException as e:
-            if e.status != 404:
-                raise BackendError(f"cannot delete driver pod {t.pod_name}: {e.status} "
-                                   f"{e.reason}") from None
-        except (HTTPError, OSError) as e:
-            raise BackendError(f"cannot delete driver pod {t.pod_name}: {e}") from None
-        t.deleted = True
-
-    def _observe(self, t: _Tracked, pod: dict | None, executors: dict[str, list[dict]],
+    def _observe(self, t: Tracked, pod: dict | None, executors: dict[str, list[dict]],
                  now: float) -> list[Event]:
-        app_id, rec = t.record.app_id, t.record
-        if t.external:
-            changed = self._executors(t, executors.get(rec.spark_app_id or "", []), now)
-            return [changed] if changed is not None else []
-        out: list[Event] = []
-        if pod is not None:
-            if t.pod_name is None:
-                t.pod_name = pod["metadata"]["name"]
-                rec.driver_id = f"{self.namespace}:{t.pod_name}"
-                rec.spark_app_id = pods.labels(pod).get("spark-app-selector")
-                t.in_cluster = pods.labels(pod).get(pods.LABEL_IN_CLUSTER) != "false"
-                self._save(rec)
+        if pod is not None and not t.external:
+            if t.found_pod(pod, self.namespace):
+                self._save(t.record)
             if t.stop_requested and not t.deleted:
                 try:
                     self._delete_pod(t)
                 except BackendError as e:
-                    log.warning("%s: %s (again at the next poll)", app_id, e)
-            phase = pods.phase(pod)
-            if phase != "Pending" and not t.started_sent:
-                t.started_sent = True
-                out.append(DriverStarted(app_id, rec.spark_app_id))
-            changed = self._executors(t, executors.get(rec.spark_app_id or "", []), now)
-            if changed is not None:
-                out.append(changed)
-            code = pods.driver_exit(pod)
-            t.last_code = pods.exit_code(pod)
-            if code is not None:
-                out.extend(self._ended(t, code))
-            return out
-        if t.pod_name is not None:  # it was there and is gone
-            if t.reported:
-                t.reported = frozenset()
-                out.append(ExecutorsChanged(app_id, ()))
-            if t.proc is not None and self._submitting(t):
-                return out  # spark-submit deletes its pod when it fails: its code will say
-            submitted = records.read_exit_code(rec.exit_path) if t.proc is not None else None
-            if t.stop_requested:
-                code = KILLED_EXIT
-            elif submitted:
-                code = submitted
-            else:
-                code = t.last_code if t.last_code is not None else UNKNOWN_EXIT
-            return out + self._ended(t, code)
-        if t.proc is None or self._submitting(t):
-            return out
-        if t.submitter_done_at is None:
-            t.submitter_done_at = time.monotonic()
-        code = records.read_exit_code(rec.exit_path)
-        if code == 0 and time.monotonic() - t.submitter_done_at < POD_WAIT_S:
-            return out  # its pod may not have reached the cache yet
-        if t.stop_requested:
-            return self._ended(t, KILLED_EXIT)
-        return self._ended(t, code or 1)
-
-    def _ended(self, t: _Tracked, code: int) -> list[Event]:
-        t.exited = True
-        self._kill_at.pop(t.record.app_id, None)
-        if t.popen is not None:
-            t.popen.poll()
-        return [DriverExited(t.record.app_id, code)]
-
-    def _executors(self, t: _Tracked, running: list[dict], now: float) -> ExecutorsChanged | None:
-        current = {pods.labels(p).get("spark-exec-id") or p["metadata"]["name"] for p in running}
-        for eid in current - t.first_seen.keys():
-            t.first_seen[eid] = now
-        for eid in t.first_seen.keys() - current:
-            del t.first_seen[eid]
-        if frozenset(current) == t.reported:
-            return None
-        t.reported = frozenset(current)
-        executors = sorted((Executor(eid, started_at=t.first_seen[eid]) for eid in current),
-                           key=lambda e: (e.started_at, _numeric(e.executor_id)))
-        return ExecutorsChanged(t.record.app_id, tuple(executors))
+                    log.warning("%s: %s (again at the next poll)", t.app_id, e)
+        events = t.observe(pod, executors, now)
+        if t.exited:
+            self._stops.forget(t.app_id)
+        return events
 
     def _free(self) -> Resources:
         ours_spark = self._external_spark | {
@@ -431,31 +269,11 @@ class KubernetesBackend(ClusterBackend):
 
     def _save(self, record: DriverRecord) -> None:
         try:
-            records.save(self.run_dir, record)
+            driver_files.save(self.run_dir, record)
         except OSError as e:
             log.warning("cannot update %s's record in %s: %s", record.app_id, self.run_dir, e)
-
-    def _escalate_stops(self) -> None:
-        now = time.monotonic()
-        for app_id, deadline in list(self._kill_at.items()):
-            t = self._apps[app_id]
-            if t.popen is not None:
-                t.popen.poll()
-            if t.proc is None or not procs.group_alive(t.proc.pid):
-                del self._kill_at[app_id]
-            elif now >= deadline:
-                procs.signal_group(t.proc, signal.SIGKILL)
-                del self._kill_at[app_id]
-
-
-def _json(resp) -> dict:
-    return json.loads(resp.data)
 
 
 def _newer(a: dict, b: dict) -> bool:
     return (a["metadata"].get("creationTimestamp") or "") > (
         b["metadata"].get("creationTimestamp") or "")
-
-
-def _numeric(executor_id: str) -> tuple[int, str]:
-    return (int(executor_id), "") if executor_id.isdigit() else (1 << 62, executor_id)

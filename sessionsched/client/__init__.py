@@ -6,6 +6,9 @@ as it was sent (``raw``), so ``--json`` output is exactly the API's app object.
 Every failure is a ``SchedulerError`` whose ``str()`` is one line for a user:
 ``Unreachable`` (no server there), ``ApiError`` (the server refused: its ``detail``).
 Nothing here prints or exits; callers decide how to show errors.
+
+The package: ``settings`` (where the server, token and CA come from), ``errors``, ``shapes``
+(the API's objects); every name is importable from ``sessionsched.client`` itself.
 """
 
 from __future__ import annotations
@@ -13,218 +16,38 @@ from __future__ import annotations
 import hashlib
 import os
 import ssl
-import stat
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
-import yaml
 
-from .model import AppState
+from .errors import ApiError, SchedulerError, Unreachable
+from .settings import (
+    CA_ENV,
+    CONFIG_ENV,
+    DEFAULT_SERVER,
+    MAX_REDIRECTS,
+    SERVER_ENV,
+    TOKEN_ENV,
+    default_ca,
+    default_server,
+    default_token,
+    user_config,
+    user_config_path,
+)
+from .shapes import App, QueueInfo, Submission, parse_time
 
-DEFAULT_SERVER = "http://127.0.0.1:6066"
-SERVER_ENV = "SESSIONSCHED_SERVER"
-TOKEN_ENV = "SESSIONSCHED_TOKEN"
-CA_ENV = "SESSIONSCHED_CA"
-CONFIG_ENV = "SESSIONSCHED_CLIENT_CONFIG"
-MAX_REDIRECTS = 3
-
-
-def default_server(environ: Mapping[str, str] = os.environ) -> str:
-    return environ.get(SERVER_ENV) or DEFAULT_SERVER
-
-
-def user_config_path(environ: Mapping[str, str] = os.environ) -> Path:
-    """``$SESSIONSCHED_CLIENT_CONFIG``, else ``$XDG_CONFIG_HOME/sessionsched/client.yaml``
-    (``~/.config/...``)."""
-    if environ.get(CONFIG_ENV):
-        return Path(environ[CONFIG_ENV])
-    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "sessionsched" / "client.yaml"
-
-
-def user_config(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    """The user's client file (``token:``, ``ca:``), or {} when there is none. It holds a
-    secret: one that others may read is refused, as ssh refuses such a key."""
-    path = user_config_path(environ)
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return {}
-    except OSError as e:
-        raise SchedulerError(f"{path}: cannot read: {e.strerror}") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SchedulerError(f"{path} is readable by others (mode {stat.S_IMODE(mode):o}) and "
-                             f"holds a token; run: chmod 600 {path}")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise SchedulerError(f"{path}: not a readable YAML file ({e})") from None
-    if not isinstance(data, dict):
-        raise SchedulerError(f"{path}: expected a mapping (token: ..., ca: ...)")
-    return data
-
-
-def default_token(environ: Mapping[str, str] = os.environ) -> str | None:
-    """``$SESSIONSCHED_TOKEN``, else the user config file's ``token``."""
-    token = environ.get(TOKEN_ENV) or user_config(environ).get("token")
-    return str(token) if token else None
-
-
-def default_ca(environ: Mapping[str, str] = os.environ) -> str | None:
-    """A CA bundle to verify an HTTPS server with: ``$SESSIONSCHED_CA``, else the user config
-    file's ``ca`` (None: the system's trust store)."""
-    ca = environ.get(CA_ENV) or user_config(environ).get("ca")
-    return str(ca) if ca else None
-
-
-class SchedulerError(Exception):
-    """The scheduler could not do what was asked. ``str()`` is one line for a user."""
-
-
-class Unreachable(SchedulerError):
-    def __init__(self, server: str, why: str):
-        super().__init__(f"cannot reach the scheduler at {server} ({why})")
-        self.server = server
-        self.why = why
+__all__ = [
+    "CA_ENV", "CONFIG_ENV", "DEFAULT_SERVER", "MAX_REDIRECTS", "SERVER_ENV", "TOKEN_ENV",
+    "ApiError", "App", "QueueInfo", "SchedulerClient", "SchedulerError", "Submission",
+    "Unreachable", "default_ca", "default_server", "default_token", "file_sha256",
+    "parse_time", "user_config", "user_config_path",
+]
 
 
 class _NotConnected(Exception):
     """No connection could be made: nothing was sent (its ``__cause__`` says why)."""
-
-
-class ApiError(SchedulerError):
-    """A 4xx/5xx answer; ``detail`` is the server's one-line reason."""
-
-    def __init__(self, status: int, detail: str):
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """An API timestamp (ISO 8601, ``Z`` for UTC) as an aware datetime."""
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-@dataclass(frozen=True)
-class App:
-    """The API's app object (``docs/api.md``), typed. ``raw`` is the JSON as received."""
-
-    id: str
-    name: str
-    user: str
-    queue: str
-    priority: int
-    state: AppState
-    position: int | None
-    submitted_at: datetime | None
-    started_at: datetime | None
-    first_executor_at: datetime | None
-    finished_at: datetime | None
-    exit_code: int | None
-    executors: int
-    target: int
-    demand: int
-    spark_app_id: str | None
-    kind: str
-    reason: str | None
-    warnings: tuple[str, ...]
-    raw: dict[str, Any]
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> App:
-        return cls(
-            id=data["id"],
-            name=data.get("name") or "",
-            user=data.get("user") or "",
-            queue=data.get("queue") or "",
-            priority=int(data["priority"]),
-            state=AppState(data["state"]),
-            position=data.get("position"),
-            submitted_at=parse_time(data.get("submitted_at")),
-            started_at=parse_time(data.get("started_at")),
-            first_executor_at=parse_time(data.get("first_executor_at")),
-            finished_at=parse_time(data.get("finished_at")),
-            exit_code=data.get("exit_code"),
-            executors=int(data.get("executors") or 0),
-            target=int(data.get("target") or 0),
-            demand=int(data.get("demand") or 0),
-            spark_app_id=data.get("spark_app_id"),
-            kind=data.get("kind") or "",
-            reason=data.get("reason"),
-            warnings=tuple(data.get("warnings") or ()),
-            raw=data,
-        )
-
-
-@dataclass(frozen=True)
-class QueueInfo:
-    """One queue from ``GET /api/v1/queues``; ``raw`` is the JSON as received."""
-
-    name: str
-    admission: str
-    policy: str
-    weight: float
-    pending: int
-    starting: int
-    running: int
-    executor_cores: int
-    demand_cores: int
-    waiting_reason: str | None
-    raw: dict[str, Any]
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> QueueInfo:
-        return cls(
-            name=data["name"],
-            admission=data.get("admission") or "",
-            policy=data.get("policy") or "",
-            weight=float(data.get("weight") or 0),
-            pending=int(data.get("pending") or 0),
-            starting=int(data.get("starting") or 0),
-            running=int(data.get("running") or 0),
-            executor_cores=int(data.get("executor_cores") or 0),
-            demand_cores=int(data.get("demand_cores") or 0),
-            waiting_reason=data.get("waiting_reason"),
-            raw=data,
-        )
-
-
-@dataclass(frozen=True)
-class Submission:
-    """The body of ``POST /api/v1/apps``. ``argv`` are spark-submit's arguments without
-    ``--master``; ``cwd`` is absolute so relative paths in them resolve on the server."""
-
-    argv: tuple[str, ...]
-    cwd: str
-    queue: str | None = None
-    priority: int | None = None
-    name: str | None = None
-    conf: Mapping[str, str] | None = None
-    env: Mapping[str, str] | None = None
-    # From another host: reference in argv -> SHA-256 (upload_file); {} when nothing is local.
-    uploads: Mapping[str, str] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        body = {
-            "argv": list(self.argv),
-            "cwd": self.cwd,
-            "queue": self.queue,
-            "priority": self.priority,
-            "name": self.name,
-            "conf": dict(self.conf or {}),
-            "env": dict(self.env or {}),
-        }
-        if self.uploads is not None:
-            body["uploads"] = dict(self.uploads)
-        return body
 
 
 def file_sha256(path: str | Path) -> str:

@@ -1,9 +1,10 @@
-"""What the standalone backend keeps on disk about each driver it launched, so that a new
-backend instance (after a scheduler restart) can find it again: ``<run_dir>/<app_id>.json``
-next to ``<app_id>.exit`` (written by the runner when the driver process ends).
+"""What the standalone and Kubernetes backends keep on disk about each driver they launched,
+so that a new backend instance (after a scheduler restart) can find it again:
+``<run_dir>/<app_id>.json`` (``DriverRecord``) next to ``<app_id>.exit`` (written by the
+runner when the process it ran ends).
 
 The record is written at launch and rewritten when something is learnt (the Spark
-application id, the cluster driver id of a cluster-mode submission), atomically.
+application id, the cluster driver id of a cluster-mode submission, a driver pod), atomically.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from pathlib import Path
 @dataclass
 class DriverRecord:
     app_id: str
-    kind: str  # "process": a client-mode driver (or a cluster-mode spark-submit); "cluster-driver"
+    # "process": a client-mode driver (or a cluster-mode spark-submit); "cluster-driver": a
+    # driver the cluster runs (standalone: on a worker; Kubernetes: a pod); "external": an app
+    # the backend was told about (``manage``), kept in memory only.
+    kind: str
     launched_at: float
-    process: str | None = None  # ProcessId as text, for kind "process"
+    process: str | None = None  # ProcessId as text: the process this host runs
     log_path: str | None = None
     exit_path: str | None = None
     driver_id: str | None = None  # the master's driver id (cluster deploy mode)

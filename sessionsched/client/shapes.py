@@ -1,0 +1,133 @@
+"""The native API's objects, typed: the answers (``App``, ``QueueInfo``), which keep the
+server's JSON as it was sent (``raw``, so ``--json`` output is exactly the API's object), and
+the body of a submission (``Submission``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..model import AppState
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An API timestamp (ISO 8601, ``Z`` for UTC) as an aware datetime."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class App:
+    """The API's app object (``docs/api.md``), typed. ``raw`` is the JSON as received."""
+
+    id: str
+    name: str
+    user: str
+    queue: str
+    priority: int
+    state: AppState
+    position: int | None
+    submitted_at: datetime | None
+    started_at: datetime | None
+    first_executor_at: datetime | None
+    finished_at: datetime | None
+    exit_code: int | None
+    executors: int
+    target: int
+    demand: int
+    spark_app_id: str | None
+    kind: str
+    reason: str | None
+    warnings: tuple[str, ...]
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> App:
+        return cls(
+            id=data["id"],
+            name=data.get("name") or "",
+            user=data.get("user") or "",
+            queue=data.get("queue") or "",
+            priority=int(data["priority"]),
+            state=AppState(data["state"]),
+            position=data.get("position"),
+            submitted_at=parse_time(data.get("submitted_at")),
+            started_at=parse_time(data.get("started_at")),
+            first_executor_at=parse_time(data.get("first_executor_at")),
+            finished_at=parse_time(data.get("finished_at")),
+            exit_code=data.get("exit_code"),
+            executors=int(data.get("executors") or 0),
+            target=int(data.get("target") or 0),
+            demand=int(data.get("demand") or 0),
+            spark_app_id=data.get("spark_app_id"),
+            kind=data.get("kind") or "",
+            reason=data.get("reason"),
+            warnings=tuple(data.get("warnings") or ()),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    """One queue from ``GET /api/v1/queues``; ``raw`` is the JSON as received."""
+
+    name: str
+    admission: str
+    policy: str
+    weight: float
+    pending: int
+    starting: int
+    running: int
+    executor_cores: int
+    demand_cores: int
+    waiting_reason: str | None
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> QueueInfo:
+        return cls(
+            name=data["name"],
+            admission=data.get("admission") or "",
+            policy=data.get("policy") or "",
+            weight=float(data.get("weight") or 0),
+            pending=int(data.get("pending") or 0),
+            starting=int(data.get("starting") or 0),
+            running=int(data.get("running") or 0),
+            executor_cores=int(data.get("executor_cores") or 0),
+            demand_cores=int(data.get("demand_cores") or 0),
+            waiting_reason=data.get("waiting_reason"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The body of ``POST /api/v1/apps``. ``argv`` are spark-submit's arguments without
+    ``--master``; ``cwd`` is absolute so relative paths in them resolve on the server."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    queue: str | None = None
+    priority: int | None = None
+    name: str | None = None
+    conf: Mapping[str, str] | None = None
+    env: Mapping[str, str] | None = None
+    # From another host: reference in argv -> SHA-256 (upload_file); {} when nothing is local.
+    uploads: Mapping[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body = {
+            "argv": list(self.argv),
+            "cwd": self.cwd,
+            "queue": self.queue,
+            "priority": self.priority,
+            "name": self.name,
+            "conf": dict(self.conf or {}),
+            "env": dict(self.env or {}),
+        }
+        if self.uploads is not None:
+            body["uploads"] = dict(self.uploads)
+        return body

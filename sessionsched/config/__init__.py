@@ -1,0 +1,107 @@
+"""The server's configuration: its YAML file, validated and typed (``ServerConfig``), by
+section -- ``sections`` (server, tls, cluster, defaults), ``access`` (auth, uploads),
+``queues`` (queues, plans) -- over the machinery in ``parsing`` (one-line errors).
+
+Every name is importable from ``sessionsched.config`` itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ConfigDict, Field, model_validator
+
+from ..model import Queue
+from .access import DEFAULT_ENV_ALLOW, GROUP_NAME, AuthSection, PriorityRange, UploadsSection
+from .parsing import ConfigError, Strict, format_validation_error, load_yaml, parse_model
+from .queues import (
+    DEFAULT_QUEUES,
+    PlanConfig,
+    QueueConfig,
+    QueueOverride,
+    apply_overrides,
+    build_queue_tree,
+    full_names,
+    resolve_any_queue,
+    resolve_queue,
+    root_configs,
+)
+from .sections import (
+    MEMORY_ONLY,
+    ClusterSection,
+    DefaultsSection,
+    KubernetesSection,
+    ServerSection,
+    TlsSection,
+)
+
+__all__ = [
+    "DEFAULT_ENV_ALLOW", "DEFAULT_QUEUES", "GROUP_NAME", "MEMORY_ONLY", "STANDBY_NEEDS_POSTGRESQL",
+    "AuthSection", "ClusterSection", "ConfigError", "DefaultsSection", "KubernetesSection",
+    "PlanConfig", "PriorityRange", "QueueConfig", "QueueOverride", "ServerConfig",
+    "ServerSection", "TlsSection", "UploadsSection", "apply_overrides", "build_queue_tree",
+    "format_validation_error", "load_server_config", "load_yaml", "parse_model",
+    "resolve_any_queue", "resolve_queue",
+]
+
+
+STANDBY_NEEDS_POSTGRESQL = ("server.standby: a standby needs a PostgreSQL store shared with "
+                            "the leader (server.db_url: postgresql://...); SQLite serves one "
+                            "scheduler only")
+
+
+class ServerConfig(Strict):
+    """The server's YAML file (DESIGN.md, "Server configuration")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: ServerSection = ServerSection()
+    cluster: ClusterSection = ClusterSection()
+    auth: AuthSection = AuthSection()
+    uploads: UploadsSection = UploadsSection()
+    defaults: DefaultsSection = DefaultsSection()
+    queues: list[QueueConfig] = Field(default_factory=lambda: list(DEFAULT_QUEUES))
+    plans: list[PlanConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _default_queue_exists(self) -> ServerConfig:
+        try:
+            resolve_queue(self.queue_tree(), self.defaults.queue)
+        except LookupError as e:
+            raise ValueError(f"defaults.queue: {e}") from None
+        for full, q in full_names(root_configs(self.queues)).items():
+            unknown = [g for g in q.submit_groups or () if g not in self.auth.groups]
+            if unknown:
+                raise ValueError(f"queue {full}: submit_groups names {unknown[0]!r}, which is not "
+                                 "a group of auth.groups")
+        for i, plan in enumerate(self.plans):
+            for name in plan.queues:
+                try:
+                    resolve_any_queue(self.queues, name)
+                except LookupError as e:
+                    raise ValueError(f"plans[{i}].queues: {e}") from None
+        if self.server.standby and not self.on_postgresql():
+            raise ValueError(STANDBY_NEEDS_POSTGRESQL)
+        return self
+
+    def queue_tree(self, plan: PlanConfig | None = None) -> Queue:
+        """The queue tree, with a time-of-day plan's overrides when one is given."""
+        if plan is None:
+            return build_queue_tree(self.queues)
+        return build_queue_tree(apply_overrides(self.queues, plan.queues))
+
+    def on_postgresql(self) -> bool:
+        """The store is PostgreSQL (several schedulers may share it: one leads)."""
+        return self.database_url().split(":", 1)[0].split("+", 1)[0] in ("postgresql",
+                                                                          "postgres")
+
+    def database_url(self) -> str:
+        if self.server.db_url:
+            return self.server.db_url
+        return f"sqlite:///{Path(self.server.state_dir).resolve() / 'sessionsched.db'}"
+
+
+def load_server_config(path: str | Path | None) -> ServerConfig:
+    if path is None:
+        return ServerConfig()
+    return parse_model(ServerConfig, load_yaml(path), str(path))

@@ -1,0 +1,79 @@
+"""YAML configuration -> validated, typed configuration: the machinery every section uses.
+
+Every error is reported as one line naming where it is and what is wrong, e.g.
+``queues[0].queues[1].policy: 'fairness' is not one of fifo, priority, fairshare``.
+The CLI prints that line and exits 2; nobody sees a traceback for a bad file.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used. ``str()`` is the one-line message for the user."""
+
+
+def enum_value(enum: type[Enum], value: Any) -> Any:
+    if isinstance(value, enum) or not isinstance(value, str):
+        return value
+    allowed = [m.value for m in enum]
+    if value.strip().lower() not in allowed:
+        raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+    return value.strip().lower()
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+def format_validation_error(err: ValidationError) -> str:
+    """The first problem as ``path.to[0].field: message``."""
+    first = err.errors()[0]
+    path = ""
+    for part in first["loc"]:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("function-after", "function-before") or str(part).startswith("function"):
+            continue
+        else:
+            path += f".{part}" if path else str(part)
+    msg = first["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(prefix)
+    if first["type"] == "extra_forbidden":
+        msg = "unknown setting"
+    elif first["type"] == "missing":
+        msg = "missing"
+    more = len(err.errors()) - 1
+    tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{path}: {msg}{tail}" if path else f"{msg}{tail}"
+
+
+def load_yaml(path: str | Path) -> Any:
+    """Parsed YAML, or ConfigError naming the file and the problem."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{p}:{where} not valid YAML: {getattr(e, 'problem', e)}") from None
+    return {} if data is None else data
+
+
+def parse_model(model: type[BaseModel], data: Any, source: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"{source}: {format_validation_error(e)}") from None

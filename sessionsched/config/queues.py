@@ -1,0 +1,191 @@
+"""Queues as written in YAML (``queues``), and the time-of-day plans that change them
+(``plans``): the queue tree the engine runs, and how a name given by a user finds its queue."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+
+from ..cron import cron_trigger  # the same parser the server runs plans with
+from ..model import Admission, Policy, Queue
+from .parsing import Strict, enum_value
+
+
+def _reclaim_timeout(v: float) -> float:
+    if v < 0 and v != -1:
+        raise ValueError(f"{v} is not -1 (non-preemptive), 0 (kill now) or a positive timeout")
+    return v
+
+
+def _driver_fraction(v: float) -> float:
+    if not 0 < v <= 1:
+        raise ValueError(f"{v:g} is not a fraction of the queue's cores above 0 and at most 1")
+    return v
+
+
+# Field types shared by a queue and a plan's override of it: the same words, the same errors.
+AdmissionField = Annotated[Admission, BeforeValidator(lambda v: enum_value(Admission, v))]
+PolicyField = Annotated[Policy, BeforeValidator(lambda v: enum_value(Policy, v))]
+ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
+DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
+
+class QueueConfig(Strict):
+    """One queue as written in YAML. Seconds are plain numbers; ``min_share``/``max_cores``
+    are cores."""
+
+    name: str
+    queues: list[QueueConfig] = Field(default_factory=list)
+    admission: AdmissionField = Admission.DEMAND
+    starting_limit: int = Field(1, ge=1)
+    starting_timeout: float = Field(300.0, gt=0)
+    policy: PolicyField = Policy.FAIRSHARE
+    weight: float = Field(1.0, gt=0)
+    min_share: int = Field(0, ge=0)
+    max_cores: int | None = Field(None, ge=1)
+    max_running_apps: int | None = Field(None, ge=1)
+    reclaim_timeout: ReclaimTimeout = 0.0
+    max_driver_fraction: DriverFraction = 0.4
+    # Who may submit into this queue (auth mode tokens): user names and groups of
+    # ``auth.groups``; neither set: everyone. A parent's lists apply to a child that sets
+    # neither.
+    submit_users: list[str] | None = None
+    submit_groups: list[str] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v or "." in v or v != v.strip():
+            raise ValueError(f"{v!r} is not a queue name (no dots, no surrounding spaces)")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_children(self) -> QueueConfig:
+        seen: set[str] = set()
+        for child in self.queues:
+            if child.name in seen:
+                raise ValueError(f"queue {self.name!r} has two children named {child.name!r}")
+            seen.add(child.name)
+        return self
+
+    def to_queue(self, parent: str = "") -> Queue:
+        full = f"{parent}.{self.name}" if parent else self.name
+        return Queue(
+            name=full,
+            children=tuple(c.to_queue(full) for c in self.queues),
+            admission=self.admission,
+            starting_limit=self.starting_limit,
+            starting_timeout_s=self.starting_timeout,
+            policy=self.policy,
+            weight=self.weight,
+            min_share_cores=self.min_share,
+            max_cores=self.max_cores,
+            max_running_apps=self.max_running_apps,
+            reclaim_timeout_s=self.reclaim_timeout,
+            max_driver_fraction=self.max_driver_fraction,
+        )
+
+
+DEFAULT_QUEUES = [QueueConfig(name="root", queues=[QueueConfig(name="default")])]
+
+
+def build_queue_tree(queues: list[QueueConfig]) -> Queue:
+    """The root queue. A list that is not a single ``root`` is taken as root's children."""
+    if len(queues) == 1 and queues[0].name == "root":
+        return queues[0].to_queue()
+    return QueueConfig(name="root", queues=queues).to_queue()
+
+
+def resolve_queue(root: Queue, name: str) -> Queue:
+    """A leaf queue by full path (``root.etl``), path without ``root.``, or unique leaf name.
+
+    Raises LookupError naming the known leaf queues.
+    """
+    leaves = root.leaves()
+    wanted = name.strip()
+    for q in leaves:
+        if wanted in (q.name, q.name.removeprefix("root.")):
+            return q
+    by_last = [q for q in leaves if q.name.rsplit(".", 1)[-1] == wanted]
+    if len(by_last) == 1:
+        return by_last[0]
+    known = ", ".join(q.name for q in leaves)
+    if any(q.name == wanted for q in root.walk()):
+        raise LookupError(f"queue {name!r} is a parent queue; submit to a leaf queue: {known}")
+    raise LookupError(f"unknown queue {name!r}; known queues: {known}")
+
+
+class QueueOverride(Strict):
+    """Queue settings a time-of-day plan changes; unset fields keep the configured value."""
+
+    admission: AdmissionField | None = None
+    starting_limit: int | None = Field(None, ge=1)
+    starting_timeout: float | None = Field(None, gt=0)
+    policy: PolicyField | None = None
+    weight: float | None = Field(None, gt=0)
+    min_share: int | None = Field(None, ge=0)
+    max_cores: int | None = Field(None, ge=1)
+    max_running_apps: int | None = Field(None, ge=1)
+    reclaim_timeout: ReclaimTimeout | None = None
+    max_driver_fraction: DriverFraction | None = None
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+class PlanConfig(Strict):
+    """A time-of-day queue plan: from each time ``cron`` fires (5-field crontab, in
+    ``timezone``, default the server's local zone), the queues run with the configured settings
+    plus these ``queues`` overrides — until the next plan fires. Plans do not stack."""
+
+    cron: str
+    queues: dict[str, QueueOverride] = Field(default_factory=dict)
+    timezone: str | None = None
+
+    @model_validator(mode="after")
+    def _cron(self) -> PlanConfig:
+        try:
+            cron_trigger(self.cron, self.timezone)
+        except Exception as e:  # noqa: BLE001 - APScheduler raises ValueError or zone errors
+            raise ValueError(f"cron {self.cron!r}: {e}") from None
+        return self
+
+
+def full_names(queues: list[QueueConfig], parent: str = "") -> dict[str, QueueConfig]:
+    out: dict[str, QueueConfig] = {}
+    for q in queues:
+        full = f"{parent}.{q.name}" if parent else q.name
+        out[full] = q
+        out.update(full_names(q.queues, full))
+    return out
+
+
+def root_configs(queues: list[QueueConfig]) -> list[QueueConfig]:
+    if len(queues) == 1 and queues[0].name == "root":
+        return queues
+    return [QueueConfig(name="root", queues=queues)]
+
+
+def resolve_any_queue(queues: list[QueueConfig], name: str) -> str:
+    """The full path of a queue at any level (``root.etl`` or ``etl``), or LookupError."""
+    names = full_names(root_configs(queues))
+    wanted = name.strip()
+    for candidate in (wanted, f"root.{wanted}"):
+        if candidate in names:
+            return candidate
+    raise LookupError(f"unknown queue {name!r}; known queues: {', '.join(names)}")
+
+
+def apply_overrides(
+    queues: list[QueueConfig], overrides: dict[str, QueueOverride]
+) -> list[QueueConfig]:
+    """The queue configs with each override's changes applied (names as in a plan)."""
+    wanted = {resolve_any_queue(queues, k): v.changes() for k, v in overrides.items()}
+
+    def rebuild(q: QueueConfig, parent: str) -> QueueConfig:
+        full = f"{parent}.{q.name}" if parent else q.name
+        update = dict(wanted.get(full, {}))
+        update["queues"] = [rebuild(c, full) for c in q.queues]
+        return q.model_copy(update=update)
+
+    return [rebuild(q, "") for q in root_configs(queues)]
