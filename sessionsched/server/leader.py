@@ -61,8 +61,8 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from sessionsched.config import STANDBY_NEEDS_POSTGRESQL, ServerConfig
+from sessionsched.doors.common.asgi import send_answer
 from sessionsched.doors.spark_rest.rest import SPARK_VERSION
-from sessionsched.intake.guard import send_answer
 from sessionsched.service.metrics import CONTENT_TYPE
 from sessionsched.store.leadership import Leadership, NotLeader
 

@@ -34,7 +34,6 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from sessionsched.backends.base import ClusterBackend
 from sessionsched.config import ServerConfig
-from sessionsched.doors.native.views import one_line
 from sessionsched.engine.events import (
     DriverExited,
     KillRequested,
@@ -56,6 +55,7 @@ from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp, Writer
+from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.service")
 audit = logging.getLogger("sessionsched.audit")
@@ -274,7 +274,7 @@ class Service:
             self.metrics.submissions.labels(stored.kind).inc()
             spec = stored.spec
             cap = spec.executor_cap
-            # One fact, one line: a newline in a name must not forge a line (views.one_line).
+            # One fact, one line: a newline in a name must not forge a line (text.one_line).
             audit.info("Registering app %s from sender %s, reserve:%d, priority:%d, limit:%s",
                        one_line(stored.name), one_line(stored.sender or "unknown"),
                        spec.min_executors * spec.executor.cores, stored.priority,

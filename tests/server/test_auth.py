@@ -288,7 +288,7 @@ def test_tokens_as_root_need_run_as_root(state_dir, offline_cluster, team):
 
 def test_launched_driver_gets_its_secret_in_the_environment_not_argv(app_file):
     from sessionsched.config import ServerConfig
-    from sessionsched.intake.submissions import Defaults, from_argv
+    from sessionsched.intake.new_apps import Defaults, from_argv
     from sessionsched.service.launch import build_launch
 
     cfg = ServerConfig()
