@@ -184,6 +184,16 @@ def test_who_may_submit(port, who, queue, rule):
             assert p.ops.apps() == []  # refused: nothing stored
 
 
+def test_a_queues_submit_users_alone(port):
+    queues = [{"name": "root", "queues": [{"name": "default"},
+                                          {"name": "etl", "submit_users": ["bob"]}]}]
+    with port(auth=ON, queues=queues) as p:
+        out = p.submit("alice", queue="etl")
+        assert (out.kind, out.message) == (
+            Kind.FORBIDDEN, "user alice may not submit to queue root.etl (submit_users: bob)")
+        assert p.submit("bob", queue="etl").ok
+
+
 def test_the_submitter_is_the_caller_whatever_the_properties_say(port):
     with port(auth=ON) as p:
         out = p.submit("alice", conf={"spark.sessionsched.user": "root"})
