@@ -8,7 +8,7 @@ Composed of small parts, each with one job and a constructor that says what it n
   carries out the decisions through the backend;
 - ``ReadModel``: the one frozen ``ReadView`` every reader answers from (``reads``);
 - ``AgentDesk``: the driver agents' register/heartbeat, answered without waiting for a cycle;
-- ``Submissions`` (what each app was submitted with), ``Retention`` (ended apps kept in
+- ``AcceptedApps`` (what each app was submitted with), ``Retention`` (ended apps kept in
   memory), ``SessionWatch`` (notebooks gone silent);
 - the store and its single ``Writer`` (group commit).
 
@@ -49,7 +49,7 @@ from sessionsched.service.cycle import Cycle, Parts
 from sessionsched.service.inbox import Inbox
 from sessionsched.service.metrics import ServiceMetrics, count_states
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
-from sessionsched.service.registry import Submission, Submissions
+from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.service.restore import restore
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
@@ -86,7 +86,7 @@ class Service:
         engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
         self._fault = faulthook.from_env()  # the crash tests' hook; None in service
         self.inbox = Inbox()
-        self.registry = Submissions()
+        self.registry = AcceptedApps()
         self.reads = ReadModel(ReadView(
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
@@ -266,7 +266,7 @@ class Service:
         def after(stored: StoredApp) -> None:
             if self._fault is not None:
                 self._fault("submit-committed", stored.id)
-            self.registry.put(Submission.of(stored))
+            self.registry.put(AcceptedApp.of(stored))
             if stored.kind == AppKind.SESSION:
                 self.sessions.watch(stored.id)
             self.reads.publish()
