@@ -34,11 +34,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("intake",),
     ("service",),
     ("operations",),
-    ("doors", "doors.common", "doors.native", "doors.spark_rest", "doors.livy"),
+    ("doors", "doors.common", "doors.native", "doors.spark_rest", "doors.livy",
+     "doors.standby"),
     ("server",),
     ("cli", "commands", "__init__"),
 ]
-SIBLINGS_APART = {"doors.native", "doors.spark_rest", "doors.livy"}
+SIBLINGS_APART = {"doors.native", "doors.spark_rest", "doors.livy", "doors.standby"}
 # Doors translate a protocol and call the operations port; below it they may use the shared
 # vocabulary (model, config, store records for their answers), never the service's parts.
 DOORS_MAY_NOT_IMPORT = {"service", "engine", "backends", "intake"}

@@ -32,12 +32,13 @@ from sessionsched.doors.native import agent_api, api, upload_api
 from sessionsched.doors.native.dashboard import DASHBOARD_HTML
 from sessionsched.doors.native.views import unreadable, validation_detail
 from sessionsched.doors.spark_rest.rest import SparkFront, SparkRest
+from sessionsched.doors.standby.front import StandbyFront
 from sessionsched.intake import new_apps
 from sessionsched.intake.guard import RateLimit
 from sessionsched.intake.uploads import UploadStore
 from sessionsched.operations import auth
 from sessionsched.operations.port import Operations
-from sessionsched.server.leader import ActiveStandby, StandbyGate
+from sessionsched.server.leader import ActiveStandby
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
 from sessionsched.text import one_line
@@ -187,12 +188,14 @@ def asgi(app: FastAPI) -> BodyLimit:
     """What uvicorn serves: the agents' heartbeats and registrations (``AgentFront``) and
     Spark's protocol (``SparkFront``) answered in front of FastAPI, the rest by the FastAPI
     application; a standby's answers in front of both
-    (``StandbyGate``); request bodies over ``auth.max_body_bytes`` refused in front of all (an
+    (``StandbyFront``); request bodies over ``auth.max_body_bytes`` refused in front of all (an
     uploaded file: over ``uploads.max_file_bytes``)."""
     config = app.state.service.config
     files = {"/api/v1/uploads/": (config.uploads.max_file_bytes, "uploads.max_file_bytes")}
     fronts = agent_api.AgentFront(SparkFront(app, app.state.spark_rest), app.state.ops)
-    front = StandbyGate(fronts, app.state.active)
+    active = app.state.active
+    front = StandbyFront(fronts, lambda: (active.role.value, active.role.serves,
+                                          active.service.leader_url))
     return BodyLimit(front, config.auth.max_body_bytes, files)
 
 

@@ -69,7 +69,7 @@ class BodyLimit:
 async def send_answer(send, status: int, body: bytes, content_type: str = "application/json",
                       headers: list | None = None) -> None:
     """A whole answer from an ASGI front that answers before FastAPI (``BodyLimit``,
-    ``leader.StandbyGate``, ``agent_api.AgentFront``, ``rest.SparkFront``)."""
+    ``standby.StandbyFront``, ``agent_api.AgentFront``, ``rest.SparkFront``)."""
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
         *(headers or [])]})

@@ -36,7 +36,6 @@ port's outcomes into Spark's answers.
 from __future__ import annotations
 
 import json
-from importlib import metadata
 from typing import Any
 
 from starlette.requests import Request
@@ -45,6 +44,7 @@ from starlette.routing import Route, Router
 
 from sessionsched.doors.common.asgi import send_answer
 from sessionsched.doors.common.requests import sender
+from sessionsched.doors.common.spark import SPARK_VERSION
 from sessionsched.doors.spark_rest import jackson
 from sessionsched.model import AppState, parse_priority
 from sessionsched.operations import auth
@@ -75,14 +75,6 @@ STATUS = {Kind.UNAUTHORIZED: 401, Kind.FORBIDDEN: 403, Kind.INVALID: 400, Kind.R
           Kind.OVERLOADED: 503, Kind.UNAVAILABLE: 503}
 
 
-def _spark_version() -> str:
-    try:
-        return metadata.version("pyspark")
-    except metadata.PackageNotFoundError:
-        return "4.0.1"
-
-
-SPARK_VERSION = _spark_version()
 
 
 def reply(body: dict[str, Any], status: int = 200) -> Response:
