@@ -17,9 +17,9 @@ Each operation, whichever door it comes through:
 5. an ``Outcome``: done (with the value), not found, conflict, unauthorized, forbidden,
    invalid, refused, overloaded or unavailable.
 
-Reads (``app``, ``apps``, ``events``, ``log_tail``, the queue rows, health) are answered from
-the service's published view; only a driver's log is its owner's to read. ``AppRead`` is the
-app as every door shows it.
+Reads (``reads.Reads``: ``app``, ``apps``, ``events``, the queue rows, health) are answered
+from the service's published view; a driver's log (``log_tail``) is its owner's to read, the
+audit trail the admins'. ``AppRead`` is the app as every door shows it.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ AGENT_SUBMITS = "an agent secret may only report for its own app"
 
 
 class Operations(Reads):
+    """The one object every door calls (module doc); thread-safe as the service is."""
+
     def __init__(self, service: Service, gate: auth.Gate, limits: RateLimit,
                  defaults: new_apps.Defaults, uploads: UploadStore | None = None):
         super().__init__(service)
@@ -110,8 +112,9 @@ class Operations(Reads):
         """spark-submit arguments (the native API, a Livy batch); ``uploads``: a remote
         client's files by name (``intake.remote``), placed here first. Done: the stored app."""
         if uploads is not None:
-            if self.gate.on and caller.role == auth.AGENT:
-                return failed(Kind.FORBIDDEN, AGENT_SUBMITS)
+            client = self.as_client(caller)
+            if not client.ok:
+                return client
             try:
                 local = remote.rewrite(argv, conf, cwd, uploads, self.uploads.place,
                                        str(self.uploads.root),
