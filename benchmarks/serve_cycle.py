@@ -3,7 +3,7 @@
 Builds the real ``Service`` (real SQLite store, WAL with synchronous FULL; the memory cluster
 backend) from the same configuration as ``service_throughput.py --busy`` (100 leaf queues,
 half the apps may run, half wait; apps of 20-60 s), submits N apps through the real
-submission path (``submissions.from_rest`` then ``Service.submit``, committed), then runs the
+submission path (``new_apps.from_rest`` then ``Service.submit``, committed), then runs the
 service's own cycle (``Service.cycle``) on a virtual clock advanced by ``server.cycle_ms`` per
 cycle (``--rate``: submissions committed between cycles instead, as over HTTP): the first
 cycles take them and admit them in slices of 200, later ones end apps and admit queued ones in
@@ -41,7 +41,7 @@ from sessionsched import gcpace
 from sessionsched.backends import create_backend
 from sessionsched.config import ServerConfig, parse_model
 from sessionsched.engine.events import LaunchDriver
-from sessionsched.intake import submissions
+from sessionsched.intake import new_apps
 from sessionsched.service.service import Service
 
 
@@ -96,11 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         service = Service(conf, create_backend(conf), clock=clock)
         service.start(run_cycles=False)
         try:
-            defaults = submissions.Defaults(root=conf.queue_tree(), queue=conf.defaults.queue,
+            defaults = new_apps.Defaults(root=conf.queue_tree(), queue=conf.defaults.queue,
                                             priority=conf.defaults.priority,
                                             drivers_in_cluster=True)
             def submit(first: int, n: int) -> None:
-                futures = [service.submit(submissions.from_rest(body(i), defaults)[0], "bench")
+                futures = [service.submit(new_apps.from_rest(body(i), defaults)[0], "bench")
                            for i in range(first, min(first + n, args.apps))]
                 for f in futures:
                     f.result(120)

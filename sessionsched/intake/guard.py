@@ -1,27 +1,25 @@
 """Hostile input, refused before anything is stored or launched (README, "Serve a team").
 
-- ``BodyLimit``: an ASGI wrapper answering 413 to a request body over ``auth.max_body_bytes``
-  (by its Content-Length, or counted as it streams in), in front of every door;
 - ``check_submission``: every string of a checked submission at most ``auth.max_string``
   characters and at most ``MAX_ITEMS`` arguments/properties/variables; environment variables
   only from ``auth.env_allow`` (``LD_PRELOAD`` or ``PYSPARK_DRIVER_PYTHON`` would change what
   the driver runs); a client-mode driver's application file inside ``auth.allowed_paths``
   when that is set;
-- ``RateLimit``: submissions per user per minute (429 with ``Retry-After``);
-- ``strip_token``: the ``spark.sessionsched.token`` property taken out of a submission, so it
-  is never stored, launched, logged or shown.
+- ``RateLimit``: submissions per user per minute (429 with ``Retry-After``).
+
+The request body limit in front of every door is ``doors/common/asgi.BodyLimit``; the token
+property taken out of a submission, ``operations/callers.strip_token``.
 
 Every refusal is a ``Refused`` with one line naming the problem.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -29,7 +27,6 @@ from sessionsched.config import AuthSection
 from sessionsched.sparkargs import SparkArgsError, parse_spark_submit
 from sessionsched.store.records import AppKind, StoredApp
 
-TOKEN_PROPERTY = "spark.sessionsched.token"
 MAX_ITEMS = 1000
 
 
@@ -40,31 +37,6 @@ class Refused(ValueError):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
-
-
-def strip_token(props: Mapping[str, str] | None) -> tuple[dict[str, str], str | None]:
-    """(the properties without the token property, the token or None)."""
-    props = dict(props or {})
-    token = props.pop(TOKEN_PROPERTY, None)
-    return props, (token.strip() or None) if isinstance(token, str) else None
-
-
-def strip_token_argv(argv: list[str]) -> list[str]:
-    """spark-submit arguments without ``--conf spark.sessionsched.token=...``."""
-    out: list[str] = []
-    skip = False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if arg in ("--conf", "-c") and i + 1 < len(argv) and \
-                argv[i + 1].startswith(TOKEN_PROPERTY + "="):
-            skip = True
-            continue
-        if arg.startswith("--conf=" + TOKEN_PROPERTY + "="):
-            continue
-        out.append(arg)
-    return out
 
 
 def _check_strings(what: str, values, limit: int) -> None:
@@ -142,75 +114,3 @@ class RateLimit:
                 raise Refused(f"user {user} submitted {self.per_minute} apps in the last minute "
                               f"(auth.submissions_per_minute); retry in {wait}s", 429, wait)
             times.append(now)
-
-
-class BodyLimit:
-    """ASGI: 413 for a request body over ``limit`` bytes, before any handler reads it.
-    ``paths``: path prefix -> (its own limit, the setting named in the refusal), for the
-    upload of files (``uploads.max_file_bytes``)."""
-
-    def __init__(self, app, limit: int, paths: Mapping[str, tuple[int, str]] | None = None):
-        self.app = app
-        self.limit = limit
-        self.paths = dict(paths or {})
-
-    def _limit(self, path: str) -> tuple[int, str]:
-        for prefix, limit in self.paths.items():
-            if path.startswith(prefix):
-                return limit
-        return self.limit, "auth.max_body_bytes"
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        limit, setting = self._limit(scope.get("path", ""))
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > limit:
-                await self._refuse(scope, send, limit, setting)
-                return
-        seen = 0
-
-        async def counted():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise TooLarge()
-            return message
-
-        started = False
-
-        async def watched_send(message):
-            nonlocal started
-            started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counted, watched_send)
-        except TooLarge:
-            if not started:
-                await self._refuse(scope, send, limit, setting)
-
-    async def _refuse(self, scope, send, limit: int, setting: str) -> None:
-        message = f"request body over {limit} bytes ({setting})"
-        spark = "/submissions" in scope.get("path", "")
-        body = json.dumps({"action": "ErrorResponse", "message": message} if spark
-                          else {"detail": message}).encode()
-        await send_answer(send, 413, body)
-
-
-async def send_answer(send, status: int, body: bytes, content_type: str = "application/json",
-                      headers: list | None = None) -> None:
-    """A whole answer from an ASGI front that answers before FastAPI (``BodyLimit``,
-    ``leader.StandbyGate``, ``agent_api.AgentFront``, ``spark_rest.SparkFront``)."""
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
-        *(headers or [])]})
-    await send({"type": "http.response.body", "body": body})
-
-
-class TooLarge(Exception):
-    """Raised from ``receive`` past the limit; a handler that streams the body itself (an
-    upload) catches it and answers 413."""

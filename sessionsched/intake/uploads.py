@@ -12,12 +12,14 @@ not stored again, whatever it is called.
   store would grow past ``uploads.max_total_bytes`` (507);
 - ``has(sha)``: whether it is stored (a client asks first, and sends nothing if so);
 - ``place(sha, name)``: the path a submission uses (the link, made on first use);
-- ``sweep(referenced, now)``: the directories no app in memory refers to, and untouched for
-  ``uploads.orphan_grace_s`` (an upload, a check or a placement touches its directory), are
-  removed. An app forgotten by retention (``server.retained_ended_apps``) no longer refers to
-  its files, so they go at the next sweep after it, or ``orphan_grace_s`` after their last use.
-  Uploads never used by a submission go the same way. The store's records of forgotten apps
-  keep the old paths: nothing launches an ended app again.
+- ``sweep(referenced)``: the directories no app in memory refers to (``referenced``: the
+  hashes ``referenced(texts)`` finds in the apps' arguments), and untouched for
+  ``uploads.orphan_grace_s`` by the store's clock (an upload, a check or a placement touches
+  its directory), are removed, with half-received files as old. An app forgotten by retention
+  (``server.retained_ended_apps``) no longer refers to its files, so they go at the next sweep
+  after it, or ``orphan_grace_s`` after their last use. Uploads never used by a submission go
+  the same way. The store's records of forgotten apps keep the old paths: nothing launches an
+  ended app again.
 
 Every refusal is an ``UploadError`` with one line and an HTTP status.
 """

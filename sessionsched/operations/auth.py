@@ -1,6 +1,7 @@
 """Who is asking, and may they (README, "Serve a team"; seed 003's role-based priorities).
 
-``Gate`` answers both questions for every door (native API, Spark REST, agent protocol):
+``Gate`` answers both questions for the operations port (``port.Operations``), which every door
+calls:
 
 - ``identify(token)``: the ``Caller``. With ``auth.mode: none`` everyone is the admin
   (``Admin``). With ``tokens``: a user token from the tokens file (``tokens.TokenBook``,
@@ -28,12 +29,10 @@ import hmac
 import os
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from sessionsched.config import AuthSection, PriorityRange, QueueConfig
-from sessionsched.intake.guard import RateLimit, check_submission
-from sessionsched.store.records import StoredApp
 from sessionsched.tokens import TokenBook
 
 ADMIN = "admin"
@@ -231,30 +230,3 @@ class Gate:
         if caller.user != owner:
             raise Forbidden(f"user {caller.user} may report only for their own apps; {app_id} "
                             f"is {owner}'s")
-
-
-# --- the doors' side ----------------------------------------------------------------------------
-
-
-def bearer(authorization: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer TOKEN`` header (None without one)."""
-    if not authorization:
-        return None
-    scheme, _, value = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
-        raise Unauthorized("the Authorization header must be 'Bearer TOKEN'")
-    return value.strip()
-
-
-def admit(gate: Gate, limits: RateLimit, caller: Caller, app: StoredApp) -> StoredApp:
-    """A checked submission made the caller's: refused (``Forbidden``, ``guard.Refused``) if it
-    breaks a rule or a limit; with tokens on, its user is the caller (whatever
-    ``spark.sessionsched.user`` says)."""
-    check_submission(app, gate.auth, gate.uploads_root)
-    if not gate.on:
-        return app
-    gate.may_submit(caller, app.queue, app.priority)
-    limits.take(caller.user)
-    app.user = caller.user
-    app.spec = replace(app.spec, user=caller.user)
-    return app

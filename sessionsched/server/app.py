@@ -25,19 +25,23 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sessionsched.backends.base import ClusterBackend
 from sessionsched.config import ServerConfig
+from sessionsched.doors.common.asgi import BodyLimit
 from sessionsched.doors.livy import auth as livy_auth
 from sessionsched.doors.livy import door as livy
 from sessionsched.doors.native import agent_api, api, upload_api
 from sessionsched.doors.native.dashboard import DASHBOARD_HTML
-from sessionsched.doors.native.views import one_line, unreadable, validation_detail
+from sessionsched.doors.native.views import unreadable, validation_detail
 from sessionsched.doors.spark_rest.rest import SparkFront, SparkRest
-from sessionsched.intake import submissions
-from sessionsched.intake.guard import BodyLimit, RateLimit
+from sessionsched.doors.standby.front import StandbyFront
+from sessionsched.intake import new_apps
+from sessionsched.intake.guard import RateLimit
 from sessionsched.intake.uploads import UploadStore
 from sessionsched.operations import auth
-from sessionsched.server.leader import ActiveStandby, StandbyGate
+from sessionsched.operations.port import Operations
+from sessionsched.server.leader import ActiveStandby
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
+from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.server")
 
@@ -73,9 +77,10 @@ def backend_for(config: ServerConfig) -> ClusterBackend:
 
 
 def unreadable_body(err: StarletteHTTPException) -> str | None:
-    """One line for a body FastAPI could not even parse as JSON (``views.unreadable``) instead
-    of its "There was an error parsing the body"; None for any other HTTP error. FastAPI raises
-    those from the parser's exception (our own refusals are raised ``from None``)."""
+    """One line for a body FastAPI could not even parse as JSON (``native.views.unreadable``)
+    instead of its "There was an error parsing the body"; None for any other HTTP error.
+    FastAPI raises those from the parser's exception (our own refusals are raised
+    ``from None``)."""
     if err.status_code != 400 or err.__cause__ is None:
         return None
     return unreadable(err.__cause__)
@@ -107,7 +112,7 @@ def create_app(
     except ValueError:
         active.stop()
         raise
-    defaults = submissions.Defaults(
+    defaults = new_apps.Defaults(
         root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority,
         drivers_in_cluster=service.backend.drivers_in_cluster,
     )
@@ -132,28 +137,23 @@ def create_app(
     )
     app.state.service = service
     app.state.active = active
-    app.state.defaults = defaults
-    app.state.gate = gate
+    # Every door calls this one port: who is asking, may they, the checks, the service, the wait.
+    app.state.ops = ops = Operations(service, gate, RateLimit(config.auth.submissions_per_minute),
+                                     defaults, uploads)
+    app.state.gate = gate  # the agent secrets a launch hands out
     app.state.uploads = uploads
-    app.state.rate_limit = RateLimit(config.auth.submissions_per_minute)
-    app.state.spark_rest = SparkRest(service, defaults)
-    app.state.spark_rest.gate = gate
-    app.state.spark_rest.rate_limit = app.state.rate_limit
+    app.state.spark_rest = SparkRest(ops)
     app.router.routes[0:0] = app.state.spark_rest.routes()
     app.include_router(api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     app.include_router(agent_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     app.include_router(upload_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
-    # Apache Livy's API (batches) beside the native one: its own routes and error shapes.
-    door = livy.Livy(livy.LivyPort(service), defaults,
-                     admit=lambda request, new: livy_auth.admit_as_caller(
-                         gate, app.state.rate_limit, request, new) if gate.on else new)
-    livy_routes = door.routes()
-    if gate.on:  # tokens as Bearer or Basic auth, and the native API's rules (livy_auth)
-        livy_routes = livy_auth.guard(livy_routes, gate, livy_auth.batch_owner(door),
-                                      livy_auth.session_owner(door))
-    app.router.routes.extend(livy_routes)
+    # Apache Livy's API (batches, sessions) beside the native one: its own routes and error
+    # shapes, each route behind the port's rules (``livy.auth.guard``).
+    door = livy.Livy(ops)
+    app.router.routes.extend(livy_auth.guard(door.routes(), ops, livy_auth.batch_app(door),
+                                             livy_auth.session_app(door)))
 
-    # Every refusal's detail goes out as one line (views.one_line), whatever user input it quotes.
+    # Every refusal's detail goes out as one line (text.one_line), whatever user input it quotes.
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, err: RequestValidationError):
         return JSONResponse({"detail": one_line(validation_detail(err.errors()))},
@@ -188,13 +188,14 @@ def asgi(app: FastAPI) -> BodyLimit:
     """What uvicorn serves: the agents' heartbeats and registrations (``AgentFront``) and
     Spark's protocol (``SparkFront``) answered in front of FastAPI, the rest by the FastAPI
     application; a standby's answers in front of both
-    (``StandbyGate``); request bodies over ``auth.max_body_bytes`` refused in front of all (an
+    (``StandbyFront``); request bodies over ``auth.max_body_bytes`` refused in front of all (an
     uploaded file: over ``uploads.max_file_bytes``)."""
     config = app.state.service.config
     files = {"/api/v1/uploads/": (config.uploads.max_file_bytes, "uploads.max_file_bytes")}
-    fronts = agent_api.AgentFront(SparkFront(app, app.state.spark_rest), app.state.service,
-                                  app.state.gate)
-    front = StandbyGate(fronts, app.state.active)
+    fronts = agent_api.AgentFront(SparkFront(app, app.state.spark_rest), app.state.ops)
+    active = app.state.active
+    front = StandbyFront(fronts, lambda: (active.role.value, active.role.serves,
+                                          active.service.leader_url))
     return BodyLimit(front, config.auth.max_body_bytes, files)
 
 

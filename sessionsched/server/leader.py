@@ -26,30 +26,11 @@ If another scheduler announced itself meanwhile, its books are behind the store:
 process, as Kubernetes' controller-manager does when it loses its lease, and a supervisor
 (systemd, Kubernetes) starting it again makes it a standby of whoever leads.
 
-What a standby answers (``StandbyGate``, in front of every route):
-
-- ``GET /api/v1/health``: itself, 200 with ``status: standby``, ``role`` and ``leader`` (the
-  leader's URL once known): it is alive, and a process supervisor must not restart it;
-- ``GET /v1/submissions/readyz``: 503, ``success: false`` — what a standby Spark master
-  answers, so a load balancer or Kubernetes Service whose readiness check is readyz sends
-  traffic to the leader only;
-- ``GET /metrics``: ``sessionsched_leader 0`` only (the leader's own has 1 and the books), so a
-  scrape of both counts every app once;
-- everything else, reads and writes alike, a ``307 Temporary Redirect`` to the same path on the
-  leader: a 307 keeps the method and the body, so unmodified ``spark-submit`` (Java's
-  ``HttpURLConnection`` re-sends a POST's body on a 307), our CLI, Livy clients (requests)
-  and browsers all end at the leader. Reads are redirected rather than served from the store
-  because a Spark user expects one answer to ``--status`` whichever address they asked, with
-  the queue position and executors only the leader's engine knows (a standby reading the store
-  would keep a second, poorer book of the same facts). With no live leader known (it just
-  died, nobody has taken over): 503 with ``Retry-After: 1`` and one line saying so;
-  ``spark-submit --master spark://a:6066,b:6066`` (Spark's own standalone-HA syntax) then
-  tries the other address.
+What a standby answers, in front of every route: ``doors/standby/front.StandbyFront``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -58,12 +39,9 @@ import time
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client import Gauge
 
 from sessionsched.config import STANDBY_NEEDS_POSTGRESQL, ServerConfig
-from sessionsched.doors.spark_rest.rest import SPARK_VERSION
-from sessionsched.intake.guard import send_answer
-from sessionsched.service.metrics import CONTENT_TYPE
 from sessionsched.store.leadership import Leadership, NotLeader
 
 if TYPE_CHECKING:
@@ -73,8 +51,6 @@ log = logging.getLogger("sessionsched.leader")
 
 CHECK_S = 1.0  # how often a standby tries the lock, and a leader checks it still holds it
 LOCK_NAME = "sessionsched"
-HEALTH_PATH = "/api/v1/health"
-READYZ_PATH = "/v1/submissions/readyz"
 
 
 class Role(str, Enum):
@@ -276,53 +252,3 @@ class ActiveStandby:
 def _stop_process() -> None:
     # SIGTERM to ourselves: uvicorn shuts down in order (the lifespan stops the service).
     os.kill(os.getpid(), signal.SIGTERM)
-
-
-class StandbyGate:
-    """ASGI middleware: while ``active`` does not lead, answer as a standby (module
-    docstring); a leader's requests pass through untouched."""
-
-    def __init__(self, app, active: ActiveStandby):
-        self.app = app
-        self.active = active
-        self._metrics = CollectorRegistry()
-        Gauge("sessionsched_leader", "1 while this scheduler leads (or is the only one)",
-              registry=self._metrics).set(0)
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or self.active.role.serves or scope["path"] == HEALTH_PATH:
-            await self.app(scope, receive, send)
-            return
-        path = scope["path"]
-        leader = self.active.service.leader_url
-        spark = path.startswith("/v1/submissions")
-        if path == "/metrics":
-            await send_answer(send, 200, generate_latest(self._metrics), CONTENT_TYPE)
-        elif path == READYZ_PATH:
-            await _json(send, 503, {
-                "action": "ReadyzResponse", "success": False, "serverSparkVersion": SPARK_VERSION,
-                "message": f"{self.active.role.value}: not the leader"
-                           + (f"; the leader is {leader}" if leader else "")})
-        elif leader is not None and self.active.role is Role.STANDBY:
-            query = scope.get("query_string", b"").decode("latin-1")
-            location = leader + scope.get("raw_path", path.encode()).decode("latin-1") \
-                + (f"?{query}" if query else "")
-            message = f"this scheduler is a standby; the leader is {leader}"
-            await _json(send, 307, _refusal(spark, message), [(b"location", location.encode())])
-        else:
-            message = ("this scheduler is taking over as the leader; retry in a moment"
-                       if self.active.role is Role.TAKING_OVER else
-                       "this scheduler is a standby and no live leader is known now (one takes "
-                       "over within seconds); retry in a moment")
-            await _json(send, 503, _refusal(spark, message), [(b"retry-after", b"1")])
-
-
-def _refusal(spark: bool, message: str) -> dict:
-    if spark:  # Spark's shape, so spark-submit prints the message
-        return {"action": "ErrorResponse", "message": message,
-                "serverSparkVersion": SPARK_VERSION, "success": False}
-    return {"detail": message}
-
-
-async def _json(send, status: int, body: dict, headers: list | None = None) -> None:
-    await send_answer(send, status, json.dumps(body).encode(), headers=headers)

@@ -59,7 +59,7 @@ from sessionsched.service.inbox import Inbox, Item
 from sessionsched.service.metrics import ServiceMetrics
 from sessionsched.service.reads import ReadModel
 from sessionsched.service.recording import record_step
-from sessionsched.service.registry import Submissions
+from sessionsched.service.registry import AcceptedApps
 from sessionsched.service.retention import Retention
 from sessionsched.service.rewind import rewind
 from sessionsched.service.sessions import SessionWatch
@@ -93,7 +93,7 @@ class Parts:
     desk: AgentDesk
     sessions: SessionWatch
     retention: Retention
-    registry: Submissions
+    registry: AcceptedApps
     reads: ReadModel
     write: Write  # column changes and audit rows, in one commit
     metrics: ServiceMetrics

@@ -7,7 +7,7 @@ waits for one. A ``ReadView`` joins two books, each the only one of its kind in 
 
 - the engine's frozen view (``EngineView``): each app's scheduling state, priority, times,
   executors, target, demand and queue place;
-- the submissions registry (``Submissions``): what each app was submitted with, which never
+- the registry of accepted apps (``AcceptedApps``): what each app was submitted with, which never
   changes (and where its driver's log is, once launched).
 
 An app whose submission is committed but which no cycle has stepped yet is shown ACCEPTED
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from sessionsched.engine.view import AppFacts, EngineView
 from sessionsched.model import AppState, Queue, QueueUsage
-from sessionsched.service.registry import Submission, Submissions
+from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.store import StoredApp
 
 JOINS_NEXT_CYCLE = "accepted; joins its queue at the next scheduling cycle"
@@ -88,7 +88,7 @@ class AppRead:
     log_path: str | None
 
     @staticmethod
-    def of(sub: Submission, facts: AppFacts | None, position: int | None,
+    def of(sub: AcceptedApp, facts: AppFacts | None, position: int | None,
            reason: str) -> AppRead:
         if facts is None:  # committed, not stepped yet
             return AppRead(
@@ -124,7 +124,7 @@ class AppRead:
 class ReadView:
     version: int
     engine: EngineView
-    submissions: Submissions
+    submissions: AcceptedApps
     final: Mapping[str, AppRead]  # ended apps loaded at a restart: never in the engine
     health: ClusterHealth = ClusterHealth()
     plan: str | None = None
@@ -171,7 +171,7 @@ class ReadView:
         rest.sort(key=lambda a: a.seq)
         return out + rest
 
-    def _unlisted(self, subs: dict[str, Submission], listed: set[str],
+    def _unlisted(self, subs: dict[str, AcceptedApp], listed: set[str],
                   queue: str | None = None) -> Iterator[AppRead]:
         """The apps not listed yet (of ``queue`` only, if given: an app of another queue is
         skipped before its answer is built, so one queue's list does not cost all apps')."""
@@ -183,7 +183,7 @@ class ReadView:
             position = self.engine.position(app_id) if facts is not None else None
             yield self._read(sub, facts, position)
 
-    def _read(self, sub: Submission, facts: AppFacts | None, position: int | None) -> AppRead:
+    def _read(self, sub: AcceptedApp, facts: AppFacts | None, position: int | None) -> AppRead:
         """``AppRead.of``, kept per app between views: an app whose submission and engine
         facts are the same objects as at its last read, at the same place, is read as it was
         (most apps, between two cycles: the engine's view keeps the facts of an app that did
@@ -214,7 +214,7 @@ class ReadView:
         app_id = self._by_spark_id.get(any_id)
         return (app_id, True) if app_id else None
 
-    def _reason(self, sub: Submission, facts: AppFacts | None, position: int | None) -> str:
+    def _reason(self, sub: AcceptedApp, facts: AppFacts | None, position: int | None) -> str:
         if facts is None:
             return JOINS_NEXT_CYCLE
         if facts.state is not AppState.ACCEPTED:

@@ -1,6 +1,7 @@
-"""What each app was submitted with: the service's in-memory record of submissions.
+"""What each app was submitted with: the service's in-memory record of accepted apps
+(``AcceptedApps``, the registry; not the intake's ``new_apps``, which checks a request).
 
-A ``Submission`` holds what never changes once an app is accepted (its id and sequence, kind,
+An ``AcceptedApp`` holds what never changes once an app is accepted (its id and sequence, kind,
 name, user, queue, sizing, the spark-submit arguments or REST request to launch it with) plus
 where its driver's log is once it has been launched. It holds no scheduling state: the app's
 state, priority, times and executors are the engine's (``EngineView``) and the store's. Read
@@ -19,7 +20,7 @@ from sessionsched.store import StoredApp
 
 
 @dataclass(frozen=True)
-class Submission:
+class AcceptedApp:
     id: str
     seq: int
     kind: str
@@ -38,8 +39,8 @@ class Submission:
     log_path: str | None = None
 
     @staticmethod
-    def of(app: StoredApp) -> Submission:
-        return Submission(
+    def of(app: StoredApp) -> AcceptedApp:
+        return AcceptedApp(
             id=app.id, seq=app.seq, kind=app.kind, name=app.name, user=app.user,
             queue=app.queue, submitted_at=app.submitted_at, spec=app.spec,
             argv=tuple(app.argv), conf=dict(app.conf), env=dict(app.env), cwd=app.cwd,
@@ -48,16 +49,16 @@ class Submission:
         )
 
 
-class Submissions:
-    """app id -> Submission, safe to read from any thread; also by queue, so one queue's list
+class AcceptedApps:
+    """app id -> AcceptedApp, safe to read from any thread; also by queue, so one queue's list
     copies and walks that queue's submissions only, not every app's."""
 
     def __init__(self) -> None:
-        self._by_id: dict[str, Submission] = {}
-        self._by_queue: dict[str, dict[str, Submission]] = {}
+        self._by_id: dict[str, AcceptedApp] = {}
+        self._by_queue: dict[str, dict[str, AcceptedApp]] = {}
         self._lock = threading.Lock()
 
-    def get(self, app_id: str) -> Submission | None:
+    def get(self, app_id: str) -> AcceptedApp | None:
         return self._by_id.get(app_id)
 
     def __contains__(self, app_id: object) -> bool:
@@ -66,7 +67,7 @@ class Submissions:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def snapshot(self, queue: str | None = None) -> dict[str, Submission]:
+    def snapshot(self, queue: str | None = None) -> dict[str, AcceptedApp]:
         """A copy to iterate over while others add and remove (of ``queue``'s apps only, if
         given), in the order they were put."""
         with self._lock:
@@ -74,7 +75,7 @@ class Submissions:
                 return dict(self._by_id)
             return dict(self._by_queue.get(queue, ()))
 
-    def put(self, sub: Submission) -> None:
+    def put(self, sub: AcceptedApp) -> None:
         with self._lock:
             self._set(sub)
 
@@ -92,7 +93,7 @@ class Submissions:
             for app_id in app_ids:
                 self._unset(app_id)
 
-    def _set(self, sub: Submission) -> None:
+    def _set(self, sub: AcceptedApp) -> None:
         old = self._by_id.get(sub.id)
         if old is not None and old.queue != sub.queue:
             self._unset(sub.id)

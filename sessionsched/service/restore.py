@@ -34,7 +34,7 @@ from sessionsched.backends.carry import Waiting
 from sessionsched.engine.events import Adopted, Event, Submitted
 from sessionsched.model import AppState
 from sessionsched.service.reads import AppRead
-from sessionsched.service.registry import Submission, Submissions
+from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
 from sessionsched.service.watch import GONE, ClusterWatch
@@ -55,7 +55,7 @@ class Restored:
     waiting: dict[str, Waiting] = field(default_factory=dict)  # launches to try again
 
 
-def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention: Retention,
+def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention: Retention,
             sessions: SessionWatch, write: Callable[[list[dict], list[EventRecord]], None],
             now: float) -> Restored:
     """Load the books; ``write(changes, rows)`` commits the FAILED states of drivers that did
@@ -71,7 +71,7 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
     for app in store.load_apps([s for s in AppState if not s.terminal]):
         spec = replace(app.spec, priority=app.priority)  # the store's priority is the live one
         if app.state is AppState.ACCEPTED:
-            registry.put(Submission.of(app))
+            registry.put(AcceptedApp.of(app))
             if app.kind == AppKind.SESSION:
                 sessions.watch(app.id)
             out.events.append(Submitted(spec))
@@ -105,7 +105,7 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
             if not alive:
                 failed.append((app, GONE))
                 continue
-        registry.put(Submission.of(app))
+        registry.put(AcceptedApp.of(app))
         if app.kind == AppKind.SESSION:
             sessions.watch(app.id, since=now)
         if app.id not in out.waiting:

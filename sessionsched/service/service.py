@@ -8,7 +8,7 @@ Composed of small parts, each with one job and a constructor that says what it n
   carries out the decisions through the backend;
 - ``ReadModel``: the one frozen ``ReadView`` every reader answers from (``reads``);
 - ``AgentDesk``: the driver agents' register/heartbeat, answered without waiting for a cycle;
-- ``Submissions`` (what each app was submitted with), ``Retention`` (ended apps kept in
+- ``AcceptedApps`` (what each app was submitted with), ``Retention`` (ended apps kept in
   memory), ``SessionWatch`` (notebooks gone silent);
 - the store and its single ``Writer`` (group commit).
 
@@ -34,7 +34,6 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from sessionsched.backends.base import ClusterBackend
 from sessionsched.config import ServerConfig
-from sessionsched.doors.native.views import one_line
 from sessionsched.engine.events import (
     DriverExited,
     KillRequested,
@@ -50,12 +49,13 @@ from sessionsched.service.cycle import Cycle, Parts
 from sessionsched.service.inbox import Inbox
 from sessionsched.service.metrics import ServiceMetrics, count_states
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
-from sessionsched.service.registry import Submission, Submissions
+from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.service.restore import restore
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp, Writer
+from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.service")
 audit = logging.getLogger("sessionsched.audit")
@@ -86,7 +86,7 @@ class Service:
         engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
         self._fault = faulthook.from_env()  # the crash tests' hook; None in service
         self.inbox = Inbox()
-        self.registry = Submissions()
+        self.registry = AcceptedApps()
         self.reads = ReadModel(ReadView(
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
@@ -266,7 +266,7 @@ class Service:
         def after(stored: StoredApp) -> None:
             if self._fault is not None:
                 self._fault("submit-committed", stored.id)
-            self.registry.put(Submission.of(stored))
+            self.registry.put(AcceptedApp.of(stored))
             if stored.kind == AppKind.SESSION:
                 self.sessions.watch(stored.id)
             self.reads.publish()
@@ -274,7 +274,7 @@ class Service:
             self.metrics.submissions.labels(stored.kind).inc()
             spec = stored.spec
             cap = spec.executor_cap
-            # One fact, one line: a newline in a name must not forge a line (views.one_line).
+            # One fact, one line: a newline in a name must not forge a line (text.one_line).
             audit.info("Registering app %s from sender %s, reserve:%d, priority:%d, limit:%s",
                        one_line(stored.name), one_line(stored.sender or "unknown"),
                        spec.min_executors * spec.executor.cores, stored.priority,

@@ -12,7 +12,7 @@ from sessionsched.agent.transport import JsonClient, Refused, Unreachable
 from sessionsched.backends.local import free_port
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.config import ServerConfig
-from sessionsched.intake.submissions import Defaults, from_argv
+from sessionsched.intake.new_apps import Defaults, from_argv
 from sessionsched.service.launch import build_launch
 from tests.tlscert import make_cert
 

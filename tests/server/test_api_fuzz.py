@@ -50,7 +50,7 @@ from schemathesis.specs.openapi.checks import (
 from server_helpers import make_config, rows
 
 from sessionsched.doors.native import agent_api, api, upload_api
-from sessionsched.intake import submissions
+from sessionsched.intake import new_apps
 from sessionsched.server.app import asgi
 from sessionsched.sparkargs import OPTION_PROPERTIES, SPARK_SUBMIT_OPTIONS, SPARK_SUBMIT_SWITCHES
 
@@ -401,7 +401,7 @@ def test_operations_interleaved_lose_nothing(fuzz):
 
 # --- the submission checks alone: many more examples, no HTTP ---------------------------------
 
-DEFAULTS = submissions.Defaults(root=make_config(Path("unused")).queue_tree(), queue="root.default")
+DEFAULTS = new_apps.Defaults(root=make_config(Path("unused")).queue_tree(), queue="root.default")
 PARSER_SETTINGS = settings(FUZZ_SETTINGS, max_examples=400,
                            suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -415,9 +415,9 @@ def test_native_submission_is_accepted_or_refused_by_name(app_file, options, app
     """Whatever the arguments, ``from_argv`` gives an app or a SubmissionError (a 400 naming
     the problem) — never another exception (a 500)."""
     try:
-        submissions.from_argv([*options, app, *args], str(app_file.parent), conf, env, queue,
+        new_apps.from_argv([*options, app, *args], str(app_file.parent), conf, env, queue,
                               priority, name, DEFAULTS)
-    except submissions.SubmissionError as e:
+    except new_apps.SubmissionError as e:
         refusal_names_the_problem(str(e))
 
 
@@ -430,8 +430,8 @@ def test_rest_submission_is_accepted_or_refused_by_name(props, env, app_args, pr
             "sparkProperties": props, "environmentVariables": env, "appArgs": app_args,
             "priority": priority}
     try:
-        app, _ = submissions.from_rest(body, DEFAULTS)
-    except submissions.SubmissionError as e:
+        app, _ = new_apps.from_rest(body, DEFAULTS)
+    except new_apps.SubmissionError as e:
         refusal_names_the_problem(str(e))
         return
     assert all(isinstance(v, str) for v in env.values())  # forwarded to the master as given
@@ -442,8 +442,8 @@ def test_rest_submission_is_accepted_or_refused_by_name(props, env, app_args, pr
 @given(conf=PROPERTIES, queue=QUEUE, priority=PRIORITY, name=st.none() | AWKWARD)
 def test_session_is_accepted_or_refused_by_name(conf, queue, priority, name):
     try:
-        submissions.from_session(name, queue, priority, conf, DEFAULTS)
-    except submissions.SubmissionError as e:
+        new_apps.from_session(name, queue, priority, conf, DEFAULTS)
+    except new_apps.SubmissionError as e:
         refusal_names_the_problem(str(e))
 
 

@@ -1,68 +1,12 @@
-"""Groups for submit permissions: ``auth.groups`` and queues' ``submit_groups`` (with tokens),
-checked in-process on the offline cluster; a configuration naming what does not exist is
-refused at load with the queue and the group named."""
+"""Groups for submit permissions: a configuration naming what does not exist is refused at load
+with the queue and the group named. Who may submit where (``auth.groups``, queues'
+``submit_groups``) is the port's rule: tests/operations/test_rules.py::test_who_may_submit."""
 
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
-from server_helpers import make_config
 
-from sessionsched import tokens
 from sessionsched.config import ConfigError, ServerConfig, parse_model
-from sessionsched.server.app import create_app
-
-GROUPS = {"etl": ["alice"], "analysts": ["carol"]}
-QUEUES = [{"name": "root", "queues": [
-    {"name": "default"},
-    {"name": "etl", "submit_groups": ["etl"], "submit_users": ["bob"]},
-    {"name": "lab", "submit_groups": ["analysts"], "queues": [
-        {"name": "small"},  # sets neither list: its parent's apply
-        {"name": "open", "submit_users": ["dave"], "submit_groups": ["etl", "analysts"]},
-    ]},
-]}]
-
-WHO_MAY = {
-    "a group member": ("alice", "etl", 201, None),
-    "a listed user beside the groups": ("bob", "etl", 201, None),
-    "in no group and not listed": (
-        "carol", "etl", 403,
-        "user carol may not submit to queue root.etl (submit_users: bob; submit_groups: etl)"),
-    "a parent's group applies below it": ("carol", "lab.small", 201, None),
-    "a parent's group only": (
-        "alice", "lab.small", 403,
-        "user alice may not submit to queue root.lab.small (submit_groups: analysts)"),
-    "the child's own lists": ("alice", "lab.open", 201, None),
-    "no lists: everyone": ("dave", "default", 201, None),
-    "an admin anywhere": ("root", "lab.small", 201, None),
-}
-
-
-@pytest.fixture(scope="module")
-def team(tmp_path_factory):
-    path = tmp_path_factory.mktemp("team") / "tokens.json"
-    made = {u: tokens.create(path, u, "admin" if u == "root" else "user")
-            for u in ("alice", "bob", "carol", "dave", "root")}
-    return path, made
-
-
-@pytest.mark.parametrize("user,queue,status,detail", WHO_MAY.values(), ids=WHO_MAY.keys())
-def test_who_may_submit(tmp_path, offline_cluster, team, user, queue, status, detail):
-    path, made = team
-    app = tmp_path / "job.py"
-    app.write_text("print('hi')\n")
-    config = make_config(tmp_path / "state", cluster=offline_cluster, queues=QUEUES,
-                         auth={"mode": "tokens", "tokens_file": str(path), "run_as_root": True,
-                               "groups": GROUPS})
-    with TestClient(create_app(config)) as client:
-        r = client.post("/api/v1/apps", headers={"Authorization": f"Bearer {made[user]}"},
-                        json={"argv": [str(app)], "cwd": str(tmp_path), "queue": queue})
-        assert r.status_code == status, r.text
-        if detail is not None:
-            assert r.json()["detail"] == detail
-            assert client.get("/api/v1/apps", headers={
-                "Authorization": f"Bearer {made['root']}"}).json() == []
-
 
 BAD = {
     "an unknown group": (

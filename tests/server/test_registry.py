@@ -1,19 +1,19 @@
-"""Submissions by queue: one queue's list copies only that queue's apps (issue 14 §2)."""
+"""AcceptedApps by queue: one queue's list copies only that queue's apps (issue 14 §2)."""
 
 import pytest
 
 from sessionsched.model import AppSpec
-from sessionsched.service.registry import Submission, Submissions
+from sessionsched.service.registry import AcceptedApp, AcceptedApps
 
 
-def sub(app_id: str, queue: str, seq: int = 0) -> Submission:
+def sub(app_id: str, queue: str, seq: int = 0) -> AcceptedApp:
     spec = AppSpec(app_id=app_id, queue=queue, seq=seq, submitted_at=0.0)
-    return Submission(id=app_id, seq=seq, kind="batch", name=app_id, user="u", queue=queue,
+    return AcceptedApp(id=app_id, seq=seq, kind="batch", name=app_id, user="u", queue=queue,
                       submitted_at=0.0, spec=spec)
 
 
-def filled() -> Submissions:
-    reg = Submissions()
+def filled() -> AcceptedApps:
+    reg = AcceptedApps()
     for i, q in enumerate(["root.a", "root.b", "root.a"]):
         reg.put(sub(f"app-{i}", q, i))
     return reg

@@ -19,7 +19,7 @@ from sessionsched.engine.events import (
     MarkState,
     Witness,
 )
-from sessionsched.intake import submissions
+from sessionsched.intake import new_apps
 from sessionsched.model import AppSpec, AppState, Executor, Resources, parse_mem_mib
 from sessionsched.service import plans
 from sessionsched.service.launch import build_launch, service_conf
@@ -174,7 +174,7 @@ def test_bad_plans_are_config_errors(plan, message):
 
 # --- submissions ------------------------------------------------------------------------------
 
-DEFAULTS = submissions.Defaults(root=ServerConfig().queue_tree(), queue="root.default")
+DEFAULTS = new_apps.Defaults(root=ServerConfig().queue_tree(), queue="root.default")
 
 
 @pytest.mark.parametrize("text,mib", [("512m", 512), ("2g", 2048), ("1024", 1024), ("1t", 2**20),
@@ -190,7 +190,7 @@ def test_memory_sizes_refused(text):
 
 
 def test_rest_submission_sizing():
-    app, unknown = submissions.from_rest({
+    app, unknown = new_apps.from_rest({
         "action": "CreateSubmissionRequest", "appResource": "file:/a.jar", "mainClass": "M",
         "sparkProperties": {"spark.driver.cores": "2", "spark.driver.memory": "2g",
                             "spark.executor.cores": "2", "spark.executor.memory": "3g",
@@ -206,7 +206,7 @@ def test_rest_submission_sizing():
 
 
 def test_launch_conf_turns_dynamic_allocation_on_unless_turned_off():
-    app, _ = submissions.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
+    app, _ = new_apps.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
                                     "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
     app.kind, app.name, app.conf = "submit", "etl", {}
     # On or off is the engine's decision (``agent_terms``, tests/engine/test_launch_terms.py);
@@ -220,7 +220,7 @@ def test_launch_conf_turns_dynamic_allocation_on_unless_turned_off():
 
 def test_the_launch_gives_the_driver_its_identity_and_the_service_conf(tmp_path):
     (tmp_path / "job.py").write_text("")
-    app = submissions.from_argv(["--conf", "spark.executor.cores=2", "job.py", "7"],
+    app = new_apps.from_argv(["--conf", "spark.executor.cores=2", "job.py", "7"],
                                 str(tmp_path), {"spark.executor.memory": "1g"},
                                 {"PYSPARK_PYTHON": "/usr/bin/python3"}, None, None, "etl",
                                 DEFAULTS)
@@ -264,7 +264,7 @@ def test_a_submission_turned_static_is_launched_static(tmp_path):
     """Decided once, when the submission is checked (``agent_terms.dynamic_allocation``);
     the launch carries it out: no dynamic allocation, no agent settings."""
     (tmp_path / "job.py").write_text("")
-    app = submissions.from_argv(["--conf", "spark.dynamicAllocation.enabled=false", "job.py"],
+    app = new_apps.from_argv(["--conf", "spark.dynamicAllocation.enabled=false", "job.py"],
                                 str(tmp_path), {}, {}, None, None, "etl", DEFAULTS)
     app.id = "driver-20261121170000-0002"
     assert app.spec.dynamic_allocation is False
@@ -272,6 +272,6 @@ def test_a_submission_turned_static_is_launched_static(tmp_path):
                           terms=LaunchTerms(dynamic_allocation=False, executor_ceiling=8))
     assert "spark.dynamicAllocation.enabled" not in launch.conf
     assert "spark.dynamicAllocation.maxExecutors" not in launch.conf
-    rest, _ = submissions.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
+    rest, _ = new_apps.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
                                      "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
     assert rest.spec.dynamic_allocation is False  # a JVM REST app keeps what it asked: nothing

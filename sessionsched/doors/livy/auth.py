@@ -5,102 +5,63 @@ Livy clients authenticate the way they can: sparkmagic and Zeppelin send HTTP Ba
 connection's. So a request carries a sessionsched token either as ``Authorization: Bearer
 TOKEN`` or as ``Authorization: Basic base64(USER:TOKEN)``, where USER, if given, must be the
 token's user (a mismatch is a misconfiguration, refused rather than guessed at). No header:
-``auth.anonymous`` (refused, or that user). A refusal is Livy's ``{"msg": ...}``: 401 with
-``WWW-Authenticate: Basic`` (clients that wait for a challenge then send their credentials),
-403 naming the rule.
+``auth.anonymous`` (refused, or that user). A refusal is Livy's ``{"msg": ...}``
+(``answers``): 401 with ``WWW-Authenticate: Basic``, 403 naming the rule.
 
-The rules are the native API's (``auth.Gate``):
+The rules are the operations port's (``operations.port.Operations``), checked once per
+request, before its handler, as Livy's ``SessionServlet`` does (``withViewAccessSession`` /
+``withModifyAccessSession``):
 
-1. creating a batch or a session is a submission: the queue's ``submit_users``/
-   ``submit_groups``, the caller's priority range and rate limit; the app is the caller's
-   (``Livy.admit`` / ``LivySessions.admit``, called by the handlers with ``request.state.caller``);
+1. creating a batch or a session is a submission: the port checks the queue's
+   ``submit_users``/``submit_groups``, the caller's priority range and rate limit when the
+   handler submits (with ``request.state.caller``);
 2. everyone authenticated lists and reads batches and sessions (names and states);
 3. deleting, reading a driver's log, running or reading statements: the owner's or an
-   admin's (``owner`` finds the app the path names);
+   admin's (``Operations.may_change``; ``app_of`` finds the app the path names);
 4. ``/livy-repl/SID/...`` (a session's REPL talking to the server): only that session's
-   app secret (``SESSIONSCHED_TOKEN`` in the REPL's environment) or an admin.
+   app secret (``SESSIONSCHED_TOKEN`` in the REPL's environment) or an admin
+   (``Operations.may_speak_for``).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import inspect
 from collections.abc import Callable
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from sessionsched.doors.native.views import one_line
-from sessionsched.intake.guard import Refused
+from sessionsched.doors.livy.answers import msg, refusal
 from sessionsched.operations import auth
+from sessionsched.operations.callers import credentials
+from sessionsched.operations.outcomes import Kind, Outcome
+from sessionsched.operations.port import Operations
 
 OPEN_READS = {("/batches", "GET"), ("/batches/{bid}", "GET"), ("/batches/{bid}/state", "GET"),
               ("/sessions", "GET"), ("/sessions/{sid}", "GET"), ("/sessions/{sid}/state", "GET"),
               ("/version", "GET")}
 CREATES = {("/batches", "POST"), ("/sessions", "POST")}
-CHALLENGE = {"WWW-Authenticate": 'Basic realm="sessionsched", charset="UTF-8"'}
 
-# path -> the owner and app id of what a request's path names; LookupError when it names
-# nothing (the handler then answers its own 404).
-OwnerOf = Callable[[Request], tuple[str, str]]
+# The app id of what a request's path names; LookupError when it names nothing (the handler
+# then answers its own 404).
+AppOf = Callable[[Request], str]
 
 
-def credentials(authorization: str | None) -> tuple[str | None, str | None]:
-    """(the Basic auth user name or None, the token or None) of an ``Authorization`` header;
-    ``auth.Unauthorized`` for another scheme or a malformed header."""
-    if not authorization:
-        return None, None
-    scheme, _, value = authorization.partition(" ")
-    if scheme.lower() == "bearer":
-        return None, auth.bearer(authorization)
-    if scheme.lower() != "basic":
-        raise auth.Unauthorized("the Authorization header must be 'Bearer TOKEN' or Basic auth "
-                                "with the token as the password")
+def identify(ops: Operations, authorization: str | None) -> Outcome:
+    """The caller: a Bearer token or Basic auth, whose user name must be the token's."""
     try:
-        text = base64.b64decode(value.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        raise auth.Unauthorized("Basic auth: not base64 of 'user:password'") from None
-    user, sep, password = text.partition(":")
-    if not sep or not password:
-        raise auth.Unauthorized("Basic auth: the password must be a sessionsched token")
-    return user or None, password
+        user, token = credentials(authorization)
+    except auth.Unauthorized as e:
+        return Outcome(Kind.UNAUTHORIZED, message=str(e))
+    return ops.identify(token, claimed_user=user)
 
 
-def identify(gate: auth.Gate, authorization: str | None) -> auth.Caller:
-    """The caller (``auth.Gate.identify``); a Basic auth user name must be the token's."""
-    user, token = credentials(authorization)
-    caller = gate.identify(token)
-    if user is not None and user != caller.user and caller.role != auth.AGENT:
-        raise auth.Unauthorized(f"Basic auth user {user!r} is not the token's user "
-                                f"({caller.user})")
-    return caller
-
-
-def _msg(text: str, status: int, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse({"msg": one_line(text)}, status, headers)
-
-
-def actor(request: Request) -> str:
-    """Who, for the audit trail: the caller ``guard`` identified (``Admin`` with auth off)."""
-    caller = getattr(request.state, "caller", None)
-    return caller.actor if caller is not None else "Admin"
-
-
-def refusal(e: Exception) -> JSONResponse:
-    """A submission refused by the rules (``auth.Forbidden``: 403) or a limit
-    (``guard.Refused``: its status, with ``Retry-After`` for the rate limit)."""
-    if isinstance(e, Refused):
-        headers = {"Retry-After": str(e.retry_after)} if e.retry_after else None
-        return _msg(str(e), e.status, headers)
-    return _msg(str(e), 403)
-
-
-def guard(routes: list[Route], gate: auth.Gate, batch_owner: OwnerOf,
-          session_owner: OwnerOf) -> list[Route]:
-    """The Livy routes, each behind the rules of the module doc (with tokens on)."""
+def guard(routes: list[Route], ops: Operations, batch_app: AppOf,
+          session_app: AppOf) -> list[Route]:
+    """The Livy routes, each behind the rules of the module doc (with tokens on; with auth
+    off every caller is the admin)."""
 
     def wrap(route: Route) -> Route:
         inner = route.endpoint
@@ -108,57 +69,44 @@ def guard(routes: list[Route], gate: auth.Gate, batch_owner: OwnerOf,
         key = (route.path, next((m for m in methods if m != "HEAD"), ""))
 
         async def endpoint(request: Request) -> Response:
-            try:
-                caller = identify(gate, request.headers.get("authorization"))
-            except auth.Unauthorized as e:
-                hint = "" if request.headers.get("authorization") else (
-                    "; Livy clients: Basic auth with the token as the password")
-                return _msg(f"{e}{hint}", 401, CHALLENGE)
-            request.state.caller = caller
-            refusal = check(caller, key, request)
-            if refusal is not None:
-                return _msg(refusal, 403)
+            if ops.auth_on:
+                header = request.headers.get("authorization")
+                who = identify(ops, header)
+                if not who.ok:
+                    hint = "" if header else (
+                        "; Livy clients: Basic auth with the token as the password")
+                    return refusal(Outcome(Kind.UNAUTHORIZED, message=f"{who.message}{hint}"))
+                request.state.caller = who.value
+                allowed = check(who.value, key, request)
+                if not allowed.ok:
+                    return msg(allowed.message, 403)
             if inspect.iscoroutinefunction(inner):
                 return await inner(request)
             return await run_in_threadpool(inner, request)
 
         return Route(route.path, endpoint, methods=methods)
 
-    def check(caller: auth.Caller, key: tuple[str, str], request: Request) -> str | None:
-        """None, or the rule a request breaks."""
+    def check(caller: auth.Caller, key: tuple[str, str], request: Request) -> Outcome:
         path, _ = key
-        if caller.role == auth.ADMIN:
-            return None
         repl = path.startswith("/livy-repl/")
-        if caller.role == auth.AGENT and not repl:
-            return "an agent secret may only report for its own app"
-        if key in OPEN_READS or key in CREATES:
-            return None
-        owner_of = batch_owner if path.startswith("/batches/") else session_owner
+        if not repl:
+            client = ops.as_client(caller)
+            if not client.ok or key in OPEN_READS or key in CREATES:
+                return client
+        app_of = batch_app if path.startswith("/batches/") else session_app
         try:
-            owner, app_id = owner_of(request)
+            app_id = app_of(request)
         except LookupError:
-            return None  # names nothing: the handler's 404
+            return Outcome(Kind.DONE)  # names nothing: the handler's 404
         if repl:
-            if caller.role != auth.AGENT or caller.app_id != app_id:
-                return f"only session {request.path_params.get('sid')}'s REPL may use {path}"
-            return None
+            return ops.may_speak_for(caller, app_id, f"only session "
+                                     f"{request.path_params.get('sid')}'s REPL may use {path}")
         what = "delete" if request.method == "DELETE" else (
             "read logs of" if path.endswith("/log") else "run statements in")
-        try:
-            gate.may_change(caller, app_id, owner, what)
-        except auth.Forbidden as e:
-            return str(e)
-        return None
+        allowed = ops.may_change(caller, app_id, what)
+        return Outcome(Kind.DONE) if allowed.kind is Kind.NOT_FOUND else allowed
 
     return [wrap(r) for r in routes]
-
-
-def admit_as_caller(gate: auth.Gate, limits, request: Request, app):
-    """A Livy submission checked and made the caller's (``auth.admit``, with the caller
-    ``guard`` identified). Raises ``auth.Forbidden`` or ``guard.Refused``."""
-    caller = getattr(request.state, "caller", auth.NOBODY)
-    return auth.admit(gate, limits, caller, app)
 
 
 def _seq(request: Request, name: str) -> int:
@@ -168,28 +116,27 @@ def _seq(request: Request, name: str) -> int:
         raise LookupError(name) from None
 
 
-def batch_owner(door) -> OwnerOf:
-    """(owner, app id) of the batch a ``/batches/{bid}...`` path names (``livy.Livy``)."""
+def batch_app(door) -> AppOf:
+    """The app id of the batch a ``/batches/{bid}...`` path names (``door.Livy``)."""
 
-    def owner(request: Request) -> tuple[str, str]:
-        snap = door.port.batch(_seq(request, "bid"))
-        if snap is None:
+    def app_of(request: Request) -> str:
+        app = door.batch(_seq(request, "bid"))
+        if app is None:
             raise LookupError("no such batch")
-        return snap["app"].user, snap["app"].id
+        return app.id
 
-    return owner
+    return app_of
 
 
-def session_owner(door) -> OwnerOf:
-    """(owner, app id) of the session a ``/sessions/{sid}...`` or ``/livy-repl/{sid}/...``
-    path names."""
+def session_app(door) -> AppOf:
+    """The app id of the session a ``/sessions/{sid}...`` or ``/livy-repl/{sid}/...`` path
+    names."""
 
-    def owner(request: Request) -> tuple[str, str]:
+    def app_of(request: Request) -> str:
         with door.sessions.lock:
             s = door.sessions.sessions.get(_seq(request, "sid"))
-        snap = door.port.snapshot(s.app_id) if s is not None else None
-        if snap is None:
+        if s is None or door.ops.app(s.app_id) is None:
             raise LookupError("no such session")
-        return snap["app"].user, s.app_id
+        return s.app_id
 
-    return owner
+    return app_of

@@ -5,7 +5,8 @@ A session is an app in a queue like any other (kind ``session``, as a notebook's
 its turn with its priority (``conf`` ``spark.ego.priority``, ``queue``). Its driver is a small
 REPL process (``sessionsched.livy_repl``) started here at creation: it waits for admission,
 builds its SparkSession with dynamic allocation and the agent attached (so an idle session
-gives its executors back), then takes statements from this module and posts their outputs.
+gives its executors back), then takes statements from this module and posts their outputs
+(its routes: ``repl``).
 
 States: the app queued ``not_started``; admitted but the REPL not ready ``starting``; a
 statement waiting or running ``busy``, else ``idle``; ended: ``success`` (stopped),
@@ -22,7 +23,6 @@ REPLs end when they lose it for a minute).
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import os
@@ -39,18 +39,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from sessionsched.doors.livy.auth import actor, refusal
+from sessionsched.doors.common.requests import sender
+from sessionsched.doors.livy.answers import caller, msg, refusal
+from sessionsched.doors.livy.repl import now_ms, repl_routes
 from sessionsched.doors.livy.schemas import LivySessionIn, StatementIn, ValidationError, first_error
-from sessionsched.doors.native.views import one_line
-from sessionsched.intake import submissions
-from sessionsched.intake.guard import Refused
 from sessionsched.model import AppState
-from sessionsched.operations.auth import Forbidden
-from sessionsched.service.service import Conflict, NotFound
+from sessionsched.operations import auth
+from sessionsched.operations.outcomes import Kind
+from sessionsched.operations.port import AppRead, Operations
 
 IDLE_TIMEOUT_S = 3600.0
 SWEEP_S = 1.0
-SUBMIT_WAIT_S = 30.0
 KINDS = ("pyspark", "python")
 ENDED = {AppState.FINISHED: "success", AppState.FAILED: "dead", AppState.KILLED: "killed"}
 
@@ -72,28 +71,16 @@ class LivySession:
     active_at: float = field(default_factory=time.monotonic)
 
 
-def _ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _msg(text: str, status: int) -> JSONResponse:
-    return JSONResponse({"msg": one_line(text)}, status_code=status)
-
-
 class LivySessions:
-    """The ``/sessions`` routes and the REPLs' ``/livy-repl`` routes. ``port``: the Livy
-    door's adapter to the service (``livy.LivyPort``)."""
+    """The ``/sessions`` routes and the REPLs' ``/livy-repl`` routes (``repl``), over the
+    operations port."""
 
-    def __init__(self, port, defaults: submissions.Defaults, master: str,
-                 admit=lambda _request, app: app):
-        """``admit(request, app)``: as ``livy.Livy``'s."""
-        self.port = port
-        self.defaults = defaults
-        self.admit = admit
+    def __init__(self, ops: Operations):
+        self.ops = ops
         self.lock = threading.Lock()
         self.sessions: dict[int, LivySession] = {}
         self._sweeper: threading.Thread | None = None
-        host = urlparse(master.replace("spark://", "http://", 1)).hostname or ""
+        host = urlparse(ops.master.replace("spark://", "http://", 1)).hostname or ""
         self._loopback = host == "localhost" or _is_loopback(host)
 
     def routes(self) -> list[Route]:
@@ -108,15 +95,12 @@ class LivySessions:
             Route("/sessions/{sid}/statements", self.statements, methods=["GET"]),
             Route("/sessions/{sid}/statements/{n}", self.statement, methods=["GET"]),
             Route("/sessions/{sid}/statements/{n}/cancel", self.cancel, methods=["POST"]),
-            Route("/livy-repl/{sid}/ready", self.repl_ready, methods=["POST"]),
-            Route("/livy-repl/{sid}/next", self.repl_next, methods=["GET"]),
-            Route("/livy-repl/{sid}/result", self.repl_result, methods=["POST"]),
+            *repl_routes(self),
         ]
 
     # --- shapes -------------------------------------------------------------------------------
 
-    def state_of(self, s: LivySession, snap: dict) -> str:
-        app = snap["app"]
+    def state_of(self, s: LivySession, app: AppRead) -> str:
         if app.state.terminal:
             return ENDED[app.state]
         if app.state is AppState.ACCEPTED:
@@ -129,19 +113,18 @@ class LivySessions:
         return "busy" if busy else "idle"
 
     def session_out(self, s: LivySession, log: list[str]) -> dict[str, Any]:
-        snap = self.port.snapshot(s.app_id)
-        app = snap["app"]
+        app = self.ops.app(s.app_id)
         return {
             "id": s.seq, "name": s.name, "appId": app.spark_app_id, "owner": app.user,
-            "proxyUser": s.proxy_user, "state": self.state_of(s, snap), "kind": s.kind,
+            "proxyUser": s.proxy_user, "state": self.state_of(s, app), "kind": s.kind,
             "appInfo": {"driverLogUrl": None, "sparkUiUrl": None}, "log": log,
             "heartbeatTimeoutInSecond": s.heartbeat_s,
             "submissionId": app.id, "schedulerState": app.state.value, "queue": app.queue,
-            "priority": app.priority, "position": snap["position"],
-            "schedulerReason": snap["reason"],
+            "priority": app.priority, "position": app.position,
+            "schedulerReason": app.reason,
         }
 
-    def _find(self, request: Request, touch: bool = True) -> LivySession:
+    def find(self, request: Request, touch: bool = True) -> LivySession:
         raw = request.path_params["sid"]
         try:
             seq = int(raw)
@@ -172,25 +155,22 @@ class LivySessions:
             if req.kind not in KINDS:
                 raise ValueError(f"session kind {req.kind!r} is not served; use pyspark")
             conf = req.spark_conf()
-            app = submissions.from_session(req.name, req.queue, None, conf, self.defaults)
-            app = self.admit(request, app)
-        except (Forbidden, Refused) as e:
-            return refusal(e)
         except ValidationError as e:
-            return _msg(first_error(e), 400)
+            return msg(first_error(e), 400)
         except (ValueError, RecursionError) as e:
-            return _msg(str(e), 400)
-        sender = f"{request.client.host}:{request.client.port}" if request.client else ""
-        try:
-            stored = await asyncio.wait_for(
-                asyncio.wrap_future(self.port.submit(app, sender)), SUBMIT_WAIT_S)
-        except Exception as e:  # noqa: BLE001 - not stored: say so, never a 500 page
-            return _msg(f"session not stored: {e}", 503)
+            return msg(str(e), 400)
+        out = await self.ops.submit_session(caller(request), sender(request), req.name,
+                                            req.queue, None, conf)
+        if out.kind in (Kind.INVALID, Kind.FORBIDDEN, Kind.REFUSED):
+            return refusal(out)
+        if not out.ok:
+            return msg(f"session not stored: {out.message}", 503)
+        stored = out.value
         try:
             s = self._start_repl(stored, req, conf)
         except OSError as e:
-            self.port.kill(stored.id, actor="Livy (its REPL could not start)")
-            return _msg(f"session's driver could not start: {e}", 503)
+            self.ops.request_kill(auth.NOBODY, stored.id, actor="Livy (its REPL could not start)")
+            return msg(f"session's driver could not start: {e}", 503)
         with self.lock:
             self.sessions[s.seq] = s
             self._ensure_sweeper()
@@ -198,23 +178,23 @@ class LivySessions:
                             headers={"Location": f"/sessions/{s.seq}"})
 
     def _start_repl(self, stored, req: LivySessionIn, conf: dict[str, str]) -> LivySession:
-        log_path = Path(self.port.workdir) / "logs" / f"{stored.id}.livy.log"
+        log_path = Path(self.ops.workdir) / "logs" / f"{stored.id}.livy.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
         if self._loopback:
             env["SPARK_LOCAL_IP"] = "127.0.0.1"  # a loopback cluster reaches only loopback
         # With tokens, the REPL speaks for its own app only (livy_auth): the app's secret.
-        for name, value in (("SESSIONSCHED_TOKEN", self.port.secret_for(stored.id)),
-                            ("SESSIONSCHED_CA", self.port.ca)):
+        for name, value in (("SESSIONSCHED_TOKEN", self.ops.secret_for(stored.id)),
+                            ("SESSIONSCHED_CA", self.ops.ca)):
             env.pop(name, None)
             if value:
                 env[name] = value
-        cmd = [sys.executable, "-m", "sessionsched.livy_repl", "--server", self.port.url,
+        cmd = [sys.executable, "-m", "sessionsched.livy_repl", "--server", self.ops.url,
                "--app-id", stored.id, "--session", str(stored.seq),
                "--name", stored.name, "--conf", json.dumps(conf)]
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, cwd=self.port.workdir, env=env,
+                                    stderr=subprocess.STDOUT, cwd=self.ops.workdir, env=env,
                                     start_new_session=True)
         return LivySession(stored.seq, stored.id, req.kind, stored.name, req.proxyUser,
                            req.heartbeatTimeoutInSecond, proc, log_path)
@@ -227,27 +207,27 @@ class LivySessions:
 
     async def get(self, request: Request) -> Response:
         try:
-            s = self._find(request)
+            s = self.find(request)
         except LookupError as e:
-            return _msg(str(e), 404)
+            return msg(str(e), 404)
         return JSONResponse(self.session_out(s, self._log(s)[-20:]))
 
     async def state(self, request: Request) -> Response:
         try:
-            s = self._find(request)
+            s = self.find(request)
         except LookupError as e:
-            return _msg(str(e), 404)
-        return JSONResponse({"id": s.seq, "state": self.state_of(s, self.port.snapshot(s.app_id))})
+            return msg(str(e), 404)
+        return JSONResponse({"id": s.seq, "state": self.state_of(s, self.ops.app(s.app_id))})
 
     async def log(self, request: Request) -> Response:
         try:
-            s = self._find(request)
+            s = self.find(request)
             start = int(request.query_params.get("from") or -1)
             size = int(request.query_params.get("size") or 100)
         except LookupError as e:
-            return _msg(str(e), 404)
+            return msg(str(e), 404)
         except ValueError:
-            return _msg("from and size must be whole numbers", 400)
+            return msg("from and size must be whole numbers", 400)
         lines = self._log(s)
         if start < 0:
             start = max(len(lines) - size, 0)
@@ -256,37 +236,34 @@ class LivySessions:
 
     async def delete(self, request: Request) -> Response:
         try:
-            s = self._find(request)
+            s = self.find(request)
         except LookupError as e:
-            return _msg(str(e), 404)
-        self.end(s, f"{actor(request)} (Livy DELETE)")
+            return msg(str(e), 404)
+        self.end(s, f"{caller(request).actor} (Livy DELETE)")
         return JSONResponse({"msg": "deleted"})
 
     def end(self, s: LivySession, actor: str) -> None:
         """Stop a session: a queued one is killed, a running one's REPL told to stop (it
         stops Spark and ends the app)."""
         s.stopping = True
-        snap = self.port.snapshot(s.app_id)
-        queued = snap is not None and snap["app"].state is AppState.ACCEPTED
-        if queued or not s.ready:  # no REPL to ask yet
-            try:
-                self.port.kill(s.app_id, actor=actor)
-            except (NotFound, Conflict):
-                pass  # ended already
+        app = self.ops.app(s.app_id)
+        queued = app is not None and app.state is AppState.ACCEPTED
+        if queued or not s.ready:  # no REPL to ask yet; ended already: nothing to do
+            self.ops.request_kill(auth.NOBODY, s.app_id, actor=actor)
 
     async def add_statement(self, request: Request) -> Response:
         try:
-            s = self._find(request)
+            s = self.find(request)
             body = StatementIn.model_validate(json.loads(await request.body() or b"null"))
         except LookupError as e:
-            return _msg(str(e), 404)
+            return msg(str(e), 404)
         except ValidationError as e:
-            return _msg(first_error(e), 400)
+            return msg(first_error(e), 400)
         except ValueError as e:
-            return _msg(f"request body is not valid JSON: {e}", 400)
-        snap = self.port.snapshot(s.app_id)
-        if s.stopping or snap["app"].state.terminal or s.proc.poll() is not None:
-            return _msg(f"session {s.seq} has ended ({self.state_of(s, snap)})", 400)
+            return msg(f"request body is not valid JSON: {e}", 400)
+        app = self.ops.app(s.app_id)
+        if s.stopping or app.state.terminal or s.proc.poll() is not None:
+            return msg(f"session {s.seq} has ended ({self.state_of(s, app)})", 400)
         with self.lock:
             st = {"id": len(s.statements), "code": body.code, "state": "waiting",
                   "output": None, "progress": 0.0, "started": 0, "completed": 0}
@@ -297,9 +274,9 @@ class LivySessions:
 
     async def statements(self, request: Request) -> Response:
         try:
-            s = self._find(request)
+            s = self.find(request)
         except LookupError as e:
-            return _msg(str(e), 404)
+            return msg(str(e), 404)
         self._orphans(s)
         with self.lock:
             listed = [dict(st) for st in s.statements]
@@ -313,13 +290,13 @@ class LivySessions:
         with self.lock:
             for st in s.statements:
                 if st["state"] in ("waiting", "running", "cancelling"):
-                    st.update(state="error", progress=1.0, completed=_ms(), output={
+                    st.update(state="error", progress=1.0, completed=now_ms(), output={
                         "status": "error", "execution_count": st["id"],
                         "ename": "SessionEnded", "evalue": "the session's driver has ended",
                         "traceback": []})
 
     def _statement(self, request: Request) -> tuple[LivySession, dict]:
-        s = self._find(request)
+        s = self.find(request)
         self._orphans(s)
         raw = request.path_params["n"]
         with self.lock:
@@ -331,7 +308,7 @@ class LivySessions:
         try:
             _s, st = self._statement(request)
         except LookupError as e:
-            return _msg(str(e), 404)
+            return msg(str(e), 404)
         with self.lock:
             return JSONResponse(dict(st))
 
@@ -339,57 +316,13 @@ class LivySessions:
         try:
             _s, st = self._statement(request)
         except LookupError as e:
-            return _msg(str(e), 404)
+            return msg(str(e), 404)
         with self.lock:
             if st["state"] == "waiting":
                 st["state"] = "cancelled"
             elif st["state"] == "running":
                 st["state"] = "cancelling"
         return JSONResponse({"msg": "canceled"})
-
-    # --- the REPL's routes --------------------------------------------------------------------
-
-    async def repl_ready(self, request: Request) -> Response:
-        try:
-            s = self._find(request, touch=False)
-        except LookupError as e:
-            return _msg(str(e), 404)
-        s.ready = True
-        return JSONResponse({"msg": "ok"})
-
-    async def repl_next(self, request: Request) -> Response:
-        try:
-            s = self._find(request, touch=False)
-        except LookupError:
-            return JSONResponse({"stop": True})
-        snap = self.port.snapshot(s.app_id)
-        if s.stopping or snap is None or snap["app"].state.terminal:  # killed elsewhere too
-            return JSONResponse({"stop": True})
-        with self.lock:
-            for st in s.statements:
-                if st["state"] == "waiting":
-                    st["state"], st["started"] = "running", _ms()
-                    return JSONResponse({"id": st["id"], "code": st["code"]})
-        return JSONResponse({"id": None})
-
-    async def repl_result(self, request: Request) -> Response:
-        try:
-            s = self._find(request, touch=False)
-            body = json.loads(await request.body())
-            n, output = int(body["id"]), body["output"]
-        except LookupError as e:
-            return _msg(str(e), 404)
-        except (ValueError, KeyError, TypeError) as e:
-            return _msg(f"bad result: {e}", 400)
-        with self.lock:
-            if 0 <= n < len(s.statements):
-                st = s.statements[n]
-                cancelled = st["state"] == "cancelling"
-                st.update(state="cancelled" if cancelled else "available",
-                          output=None if cancelled else output, progress=1.0,
-                          completed=_ms())
-                s.active_at = time.monotonic()
-        return JSONResponse({"msg": "ok"})
 
     # --- timeouts -----------------------------------------------------------------------------
 

@@ -13,6 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 __all__ = ["LivyBatchIn", "LivySessionIn", "StatementIn", "ValidationError", "first_error"]
 
 
+# Livy's batch fields that are spark-submit options, in the order they are given.
+LIVY_OPTIONS = (
+    ("className", "--class"), ("name", "--name"), ("jars", "--jars"), ("pyFiles", "--py-files"),
+    ("files", "--files"), ("archives", "--archives"), ("driverMemory", "--driver-memory"),
+    ("driverCores", "--driver-cores"), ("executorMemory", "--executor-memory"),
+    ("executorCores", "--executor-cores"), ("numExecutors", "--num-executors"),
+)
+
+
 class LivyBatchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -37,6 +46,23 @@ class LivyBatchIn(BaseModel):
         """``conf`` as Spark property strings (``true``, not ``True``)."""
         return {k: str(v).lower() if isinstance(v, bool) else str(v)
                 for k, v in self.conf.items()}
+
+    def argv(self) -> list[str]:
+        """The batch as spark-submit arguments (to the scheduler a batch is a spark-submit run
+        like any other): its fields as options (``LIVY_OPTIONS``), then the file and its
+        arguments. ``ValueError`` for a relative file: Livy takes absolute paths and URIs (the
+        driver runs in the state directory)."""
+        if not (self.file.startswith("/") or ":" in self.file.split("/", 1)[0]):
+            raise ValueError(f"file {self.file!r}: give an absolute path or a URI "
+                             "(local:, file:, hdfs:, ...)")
+        argv: list[str] = []
+        for field_name, option in LIVY_OPTIONS:
+            value = getattr(self, field_name)
+            if isinstance(value, list):
+                value = ",".join(value)
+            if value not in (None, ""):
+                argv += [option, str(value)]
+        return [*argv, self.file, *self.args]
 
 
 def first_error(err: ValidationError) -> str:

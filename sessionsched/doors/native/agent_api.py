@@ -2,14 +2,14 @@
 
 Every running driver's agent heartbeats once per ``heartbeat_s``: with a thousand drivers these
 are nearly all the requests a scheduler answers, so ``AgentFront`` answers them in front of
-FastAPI. The handlers are the same (``register``, ``heartbeat``: one check, one call of the
-agent desk, which never waits for a cycle), but the request skips what FastAPI spends on each
-one — its middleware, the walk through every route, dependency solving, a worker thread for
-the body and the response model's validation — and its body is parsed by pydantic's JSON parser
-in one call: at 300 agents the server's CPU halved, at 1,000 it keeps up
-(``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI
-routes stay, for the OpenAPI spec and for tests that drive the FastAPI application in-process;
-both give the same answers and refusals (``tests/server/test_agent_api.py``).
+FastAPI. The handlers are the same (``register``, ``heartbeat``: one call of the operations
+port, which checks the caller and asks the agent desk, which never waits for a cycle), but the
+request skips what FastAPI spends on each one — its middleware, the walk through every route,
+dependency solving, a worker thread for the body and the response model's validation — and its
+body is parsed by pydantic's JSON parser in one call: at 300 agents the server's CPU halved, at
+1,000 it keeps up (``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI routes
+stay, for the OpenAPI spec and for tests that drive the FastAPI application in-process; both
+give the same answers and refusals (``tests/server/test_agent_api.py``).
 """
 
 from __future__ import annotations
@@ -18,47 +18,38 @@ import json
 import logging
 from collections.abc import Callable
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ValidationError
 
-from sessionsched.doors.native.api import CallerDep, ServiceDep, allowed, call, identify, owner
+from sessionsched.doors.common.asgi import send_answer
+from sessionsched.doors.native.deps import CallerDep, OpsDep, answer, identify
 from sessionsched.doors.native.schemas import (
     AgentHeartbeat,
     AgentRegister,
     AgentReply,
     error_responses,
 )
-from sessionsched.doors.native.views import one_line, unreadable, validation_detail
-from sessionsched.intake.guard import send_answer
-from sessionsched.model import Executor
+from sessionsched.doors.native.views import unreadable, validation_detail
 from sessionsched.operations import auth
-from sessionsched.service.service import Service
+from sessionsched.operations.port import Operations, executors_of
+from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.server")
 
 router = APIRouter()
 
 
-def _may_report(gate: auth.Gate, service: Service, caller: auth.Caller, app_id: str) -> None:
-    if gate.on:  # with auth off an unknown app is the desk's 404, in its words
-        allowed(gate.may_report, caller, app_id, owner(service, app_id))
+def register(ops: Operations, caller: auth.Caller, body: AgentRegister) -> dict:
+    return answer(ops.register(caller, body.app_id, body.spark_app_id, body.control,
+                               body.reason, body.pid, body.spark_version))
 
 
-def register(service: Service, gate: auth.Gate, caller: auth.Caller,
-             body: AgentRegister) -> dict:
-    _may_report(gate, service, caller, body.app_id)
-    return call(service.desk.register, body.app_id, body.spark_app_id, body.control,
-                body.reason, body.pid, body.spark_version)
+def heartbeat(ops: Operations, caller: auth.Caller, body: AgentHeartbeat) -> dict:
+    return answer(ops.heartbeat(caller, body.app_id, body.demand, executors_of(body.executors),
+                                body.control))
 
 
-def heartbeat(service: Service, gate: auth.Gate, caller: auth.Caller,
-              body: AgentHeartbeat) -> dict:
-    _may_report(gate, service, caller, body.app_id)
-    executors = [Executor(e.id, e.started_at, e.idle) for e in body.executors]
-    return call(service.desk.heartbeat, body.app_id, body.demand, executors, body.control)
-
-
-Handler = Callable[[Service, auth.Gate, auth.Caller, BaseModel], dict]
+Handler = Callable[[Operations, auth.Caller, BaseModel], dict]
 ROUTES: dict[str, tuple[type[BaseModel], Handler]] = {
     "/api/v1/agent/register": (AgentRegister, register),
     "/api/v1/agent/heartbeat": (AgentHeartbeat, heartbeat),
@@ -71,16 +62,14 @@ ROUTES: dict[str, tuple[type[BaseModel], Handler]] = {
 
 @router.post("/api/v1/agent/register", response_model=AgentReply,
              responses=error_responses(404, 422))
-async def agent_register(body: AgentRegister, service: ServiceDep, caller: CallerDep,
-                         request: Request):
-    return register(service, request.app.state.gate, caller, body)
+async def agent_register(body: AgentRegister, ops: OpsDep, caller: CallerDep):
+    return register(ops, caller, body)
 
 
 @router.post("/api/v1/agent/heartbeat", response_model=AgentReply,
              responses=error_responses(404, 422))
-async def agent_heartbeat(body: AgentHeartbeat, service: ServiceDep, caller: CallerDep,
-                          request: Request):
-    return heartbeat(service, request.app.state.gate, caller, body)
+async def agent_heartbeat(body: AgentHeartbeat, ops: OpsDep, caller: CallerDep):
+    return heartbeat(ops, caller, body)
 
 
 # --- in front of FastAPI (what ``sessionsched serve`` runs) ---------------------------------------
@@ -90,10 +79,9 @@ class AgentFront:
     """ASGI: ``POST`` to an agent route answered here (module docstring); anything else goes
     on to ``app``."""
 
-    def __init__(self, app, service: Service, gate: auth.Gate):
+    def __init__(self, app, ops: Operations):
         self.app = app
-        self.service = service
-        self.gate = gate
+        self.ops = ops
 
     async def __call__(self, scope, receive, send) -> None:
         route = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
@@ -115,14 +103,14 @@ class AgentFront:
                raw: bytes) -> tuple[int, bytes, list]:
         model, handler = route
         try:
-            caller = identify(self.gate, _header(scope, b"authorization"))
+            caller = identify(self.ops, _header(scope, b"authorization"))
             if not raw:
                 raise HTTPException(422, "request body is missing")
             try:
                 body = model.model_validate_json(raw)
             except ValidationError as e:
                 raise HTTPException(422, _not_json(raw) or validation_detail(e.errors())) from None
-            reply = handler(self.service, self.gate, caller, body)
+            reply = handler(self.ops, caller, body)
             return 200, AgentReply.model_validate(reply).model_dump_json().encode(), []
         except HTTPException as e:
             headers = [(k.lower().encode(), v.encode()) for k, v in (e.headers or {}).items()]

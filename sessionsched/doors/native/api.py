@@ -1,26 +1,25 @@
-"""The native API under ``/api/v1`` (docs/api.md) and the agent protocol
-(docs/agent-protocol.md). Thin: parse the body (pydantic), call the service, map its errors to
-HTTP (404 unknown app, 409 ended, 400 bad value, 503 store or cycle too slow), render.
+"""The native API under ``/api/v1`` (docs/api.md). Thin: parse the body (pydantic), call the
+operations port (``operations.port.Operations``: who, may they, the service, the wait), render;
+the port's outcomes become HTTP errors in ``deps.answer`` (404 unknown app, 409 ended, 400 bad
+value, 401/403 the gate's refusals naming the rule, 503 store or cycle too slow).
 
 With auth mode ``none`` every caller acts as the admin (priorities 1..10000 on any app).
-With ``tokens`` (``auth.Gate``) every operation but health and metrics needs a token (401
-without one, unless ``auth.anonymous`` names a user), and the rules answer 403 naming the rule:
-users change only their own apps, within their priority range; agents report for their app.
+With ``tokens`` every operation but health and metrics needs a token (401 without one, unless
+``auth.anonymous`` names a user).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from pydantic import TypeAdapter
 
-from sessionsched.config import resolve_queue
-from sessionsched.doors.native.audit_read import audit_rows
+from sessionsched.doors.common.requests import sender
+from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
 from sessionsched.doors.native.schemas import (
     AppIn,
     AppOut,
@@ -34,120 +33,31 @@ from sessionsched.doors.native.schemas import (
     error_responses,
 )
 from sessionsched.doors.native.views import app_out, iso
-from sessionsched.intake import remote, submissions
-from sessionsched.intake.guard import Refused, strip_token, strip_token_argv
-from sessionsched.intake.uploads import UploadError
 from sessionsched.model import AppState, parse_priority
-from sessionsched.operations import auth
-from sessionsched.service.metrics import CONTENT_TYPE
-from sessionsched.service.reads import AppRead
-from sessionsched.service.service import Conflict, NotFound, Service
-
-SUBMIT_WAIT_S = 30.0
-CYCLE_WAIT_S = 10.0
+from sessionsched.operations.callers import strip_token, strip_token_argv
+from sessionsched.operations.port import AppRead, Operations
 
 router = APIRouter()
-
-
-# Async, so that FastAPI does not hop to a worker thread to run them.
-async def get_service(request: Request) -> Service:
-    return request.app.state.service
-
-
-async def get_defaults(request: Request) -> submissions.Defaults:
-    return request.app.state.defaults
-
-
-def identify(gate: auth.Gate, authorization: str | None) -> auth.Caller:
-    """Who is asking (``auth.Gate.identify``): 401 for no, a wrong or a revoked token."""
-    try:
-        return gate.identify(auth.bearer(authorization) if gate.on else None)
-    except auth.Unauthorized as e:
-        raise HTTPException(401, str(e), headers={"WWW-Authenticate": "Bearer"}) from None
-
-
-async def get_caller(request: Request) -> auth.Caller:
-    return identify(request.app.state.gate, request.headers.get("authorization"))
-
-
-def _gate(request: Request) -> auth.Gate:
-    return request.app.state.gate
-
-
-def allowed(check, *args) -> None:
-    """A rule of the gate, its refusal as 403 naming the rule."""
-    try:
-        check(*args)
-    except auth.Forbidden as e:
-        raise HTTPException(403, str(e)) from None
-
-
-def owner(service: Service, app_id: str) -> str:
-    app = service.app(app_id)
-    if app is None:
-        raise HTTPException(404, f"no app {app_id!r}")
-    return app.user
-
-
-def _admit(request: Request, caller: auth.Caller, app):
-    try:
-        return auth.admit(_gate(request), request.app.state.rate_limit, caller, app)
-    except auth.Forbidden as e:
-        raise HTTPException(403, str(e)) from None
-    except Refused as e:
-        headers = {"Retry-After": str(e.retry_after)} if e.retry_after else None
-        raise HTTPException(e.status, str(e), headers=headers) from None
-
 
 # Every operation's possible refusals with auth on (``create_app`` adds them to the spec); as
 # explicit JSON content, so that the text/plain log read declares them as JSON too.
 AUTH_RESPONSES = error_responses(401, 403, 413, 429, text=True)
 
-ServiceDep = Annotated[Service, Depends(get_service)]
-CallerDep = Annotated[auth.Caller, Depends(get_caller)]
-DefaultsDep = Annotated[submissions.Defaults, Depends(get_defaults)]
 
-
-async def _wait(future, timeout_s: float, what: str):
-    try:
-        return await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
-    except NotFound as e:
-        raise HTTPException(404, str(e)) from None
-    except Conflict as e:
-        raise HTTPException(409, str(e)) from None
-    except asyncio.TimeoutError:
-        raise HTTPException(503, f"{what} not confirmed within {timeout_s:g}s; "
-                                 "the scheduler is overloaded, try again") from None
-
-
-def _out(service: Service, app_id: str) -> AppOut:
-    app = service.app(app_id)
+def _out(ops: Operations, app_id: str) -> AppOut:
+    app = ops.app(app_id)
     if app is None:
         raise HTTPException(404, f"no app {app_id!r}")
     return app_out(app)
-
-
-def _sender(request: Request) -> str:
-    return f"{request.client.host}:{request.client.port}" if request.client else ""
-
-
-def call(fn, *args, **kwargs):
-    """A service operation, its refusals as HTTP errors."""
-    try:
-        return fn(*args, **kwargs)
-    except NotFound as e:
-        raise HTTPException(404, str(e)) from None
-    except Conflict as e:
-        raise HTTPException(409, str(e)) from None
 
 
 # --- queues and apps --------------------------------------------------------------------------
 
 
 @router.get("/api/v1/queues", response_model=list[QueueOut])
-def queues(service: ServiceDep, _caller: CallerDep):
+def queues(ops: OpsDep, _caller: CallerDep):
     out = []
-    for q, u, waiting in service.view.queue_rows():
+    for q, u, waiting in ops.queue_rows():
         out.append(QueueOut(
             name=q.name, admission=q.admission.value, policy=q.policy.value, weight=q.weight,
             min_share=q.min_share_cores, max_cores=q.max_cores,
@@ -166,15 +76,9 @@ def queues(service: ServiceDep, _caller: CallerDep):
 
 
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
-async def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None = None,
+async def list_apps(ops: OpsDep, _caller: CallerDep, queue: str | None = None,
                     state: str | None = None):
-    view = service.view
-    leaf = None
-    if queue:
-        try:
-            leaf = resolve_queue(view.engine.root, queue).name
-        except LookupError as e:
-            raise HTTPException(400, str(e)) from None
+    leaf = answer(ops.leaf(queue)) if queue else None
     wanted = None
     if state:
         try:
@@ -182,7 +86,7 @@ async def list_apps(service: ServiceDep, _caller: CallerDep, queue: str | None =
         except ValueError:
             names = ", ".join(s.value for s in AppState)
             raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
-    rows = b",".join([_row_json(app) for app in view.apps(leaf, wanted)])
+    rows = b",".join([_row_json(app) for app in ops.apps(leaf, wanted)])
     return Response(b"[" + rows + b"]", media_type="application/json")
 
 
@@ -201,60 +105,37 @@ _APP_ROW = TypeAdapter(AppOut)
 
 @router.post("/api/v1/apps", status_code=201, response_model=AppOut,
              responses=error_responses(400, 422, 503))
-async def submit(body: AppIn, request: Request, service: ServiceDep,
-                 defaults: DefaultsDep, caller: CallerDep):
+async def submit(body: AppIn, request: Request, ops: OpsDep, caller: CallerDep):
     conf, _ = strip_token(body.conf)  # a token in spark-defaults is a secret, not a property
-    argv, cwd = strip_token_argv(body.argv), body.cwd
-    if body.uploads is not None:  # from another host, with its files (intake/remote.py)
-        if caller.role == auth.AGENT:
-            raise HTTPException(403, "an agent secret may only report for its own app")
-        try:
-            local = remote.rewrite(argv, conf, cwd, body.uploads, request.app.state.uploads.place,
-                                   str(request.app.state.uploads.root),
-                                   service.config.uploads.max_files)
-        except UploadError as e:
-            raise HTTPException(e.status, str(e)) from None
-        argv, conf, cwd = local.argv, local.conf, local.cwd
-    try:
-        app = submissions.from_argv(argv, cwd, conf, body.env,
-                                    body.queue, body.priority, body.name, defaults)
-    except submissions.SubmissionError as e:
-        raise HTTPException(400, str(e)) from None
-    app = _admit(request, caller, app)
-    stored = await _wait(service.submit(app, _sender(request)), SUBMIT_WAIT_S, "submission")
-    return _out(service, stored.id)
+    stored = answer(await ops.submit_argv(
+        caller, sender(request), strip_token_argv(body.argv), body.cwd, conf, body.env,
+        body.queue, body.priority, body.name, uploads=body.uploads))
+    return _out(ops, stored.id)
 
 
 @router.get("/api/v1/apps/{app_id}", response_model=AppOut,
             responses=error_responses(404, 422))
-async def get_app(app_id: str, service: ServiceDep, _caller: CallerDep):
-    return _out(service, app_id)
+async def get_app(app_id: str, ops: OpsDep, _caller: CallerDep):
+    return _out(ops, app_id)
 
 
 @router.post("/api/v1/apps/{app_id}/priority", response_model=AppOut,
              responses=error_responses(400, 404, 409, 422, 503))
-async def set_priority(app_id: str, body: PriorityIn, service: ServiceDep, caller: CallerDep,
+async def set_priority(app_id: str, body: PriorityIn, ops: OpsDep, caller: CallerDep,
                        request: Request):
     try:
         priority = parse_priority(body.priority)
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
-    gate = _gate(request)
-    allowed(gate.may_change, caller, app_id, owner(service, app_id), "re-prioritise")
-    allowed(gate.check_priority, caller, priority)
-    future = call(service.set_priority, app_id, priority, actor=caller.actor,
-                  via=f"from {_sender(request)}", sender=_sender(request))
-    await _wait(future, CYCLE_WAIT_S, "priority change")
-    return _out(service, app_id)
+    return app_out(answer(await ops.set_priority(
+        caller, app_id, priority, sender(request), via=f"from {sender(request)}")))
 
 
 @router.post("/api/v1/apps/{app_id}/kill", response_model=AppOut,
              responses=error_responses(404, 409, 422, 503))
-async def kill(app_id: str, service: ServiceDep, caller: CallerDep, request: Request):
-    allowed(_gate(request).may_change, caller, app_id, owner(service, app_id), "kill")
-    future = call(service.kill, app_id, actor=f"{caller.actor} from {_sender(request)}")
-    await _wait(future, CYCLE_WAIT_S, "kill")
-    out = _out(service, app_id)
+async def kill(app_id: str, ops: OpsDep, caller: CallerDep, request: Request):
+    out = app_out(answer(await ops.kill(caller, app_id,
+                                        actor=f"{caller.actor} from {sender(request)}")))
     if out.state != AppState.KILLED.value:
         raise HTTPException(409, f"{app_id} ended ({out.state}) before it could be killed")
     return out
@@ -262,18 +143,16 @@ async def kill(app_id: str, service: ServiceDep, caller: CallerDep, request: Req
 
 @router.get("/api/v1/apps/{app_id}/events", response_model=list[EventOut],
             responses=error_responses(404, 422))
-def events(app_id: str, service: ServiceDep, _caller: CallerDep):
-    rows = call(service.events, app_id)
+def events(app_id: str, ops: OpsDep, _caller: CallerDep):
+    rows = answer(ops.events(app_id))
     return [EventOut(at=iso(e.at), kind=e.kind, detail=e.detail) for e in rows]
 
 
 @router.get("/api/v1/apps/{app_id}/log", response_class=PlainTextResponse,
             responses=error_responses(404, 422, text=True))
-def log_tail(app_id: str, service: ServiceDep, caller: CallerDep, request: Request,
+def log_tail(app_id: str, ops: OpsDep, caller: CallerDep,
              tail: Annotated[int, Query(ge=0, le=100000)] = 50):
-    # A driver's log may hold its data: its owner's (and admins') to read.
-    allowed(_gate(request).may_change, caller, app_id, owner(service, app_id), "read logs of")
-    return PlainTextResponse(call(service.log_tail, app_id, tail))
+    return PlainTextResponse(answer(ops.log_tail(caller, app_id, tail)))
 
 
 # --- notebook sessions ------------------------------------------------------------------------
@@ -281,28 +160,19 @@ def log_tail(app_id: str, service: ServiceDep, caller: CallerDep, request: Reque
 
 @router.post("/api/v1/sessions", status_code=201, response_model=AppOut,
              responses=error_responses(400, 422, 503))
-async def create_session(body: SessionIn, request: Request,
-                         service: ServiceDep,
-                         defaults: DefaultsDep, caller: CallerDep):
+async def create_session(body: SessionIn, request: Request, ops: OpsDep, caller: CallerDep):
     conf, _ = strip_token(body.conf)
-    try:
-        app = submissions.from_session(body.name, body.queue, body.priority, conf, defaults)
-    except submissions.SubmissionError as e:
-        raise HTTPException(400, str(e)) from None
-    app = _admit(request, caller, app)
-    stored = await _wait(service.submit(app, _sender(request)), SUBMIT_WAIT_S, "session")
-    return _out(service, stored.id)
+    stored = answer(await ops.submit_session(caller, sender(request), body.name, body.queue,
+                                             body.priority, conf))
+    return _out(ops, stored.id)
 
 
 @router.post("/api/v1/sessions/{app_id}/stop", response_model=AppOut,
              responses=error_responses(404, 409, 422, 503))
-async def stop_session(app_id: str, service: ServiceDep, caller: CallerDep, request: Request,
+async def stop_session(app_id: str, ops: OpsDep, caller: CallerDep,
                        body: StopIn | None = None):
-    allowed(_gate(request).may_change, caller, app_id, owner(service, app_id), "stop")
     code = body.exit_code if body is not None else 0
-    future = call(service.stop_session, app_id, code)
-    await _wait(future, CYCLE_WAIT_S, "session stop")
-    return _out(service, app_id)
+    return app_out(answer(await ops.stop_session(caller, app_id, code)))
 
 
 # --- the audit trail (admins) ------------------------------------------------------------------
@@ -310,14 +180,12 @@ async def stop_session(app_id: str, service: ServiceDep, caller: CallerDep, requ
 
 @router.get("/api/v1/audit", response_model=list[AuditOut],
             responses=error_responses(400, 422))
-def audit(service: ServiceDep, caller: CallerDep, request: Request,
+def audit(ops: OpsDep, caller: CallerDep,
           app: Annotated[str | None, Query(max_length=200)] = None,
           user: Annotated[str | None, Query(max_length=200)] = None,
           since: Annotated[str | None, Query(max_length=64)] = None):
     """Submissions, priority changes and kills, oldest first: who, which app, what."""
-    if _gate(request).on and caller.role != auth.ADMIN:
-        raise HTTPException(403, f"{caller.role} {caller.user} may not read the audit trail "
-                                 "(admins only)")
+    answer(ops.may_read_audit(caller))  # refused before its query is looked at
     start = None
     if since:
         try:
@@ -326,7 +194,7 @@ def audit(service: ServiceDep, caller: CallerDep, request: Request,
         except ValueError:
             raise HTTPException(400, f"since {since!r} is not a time (ISO 8601 or epoch "
                                      "seconds)") from None
-    rows = audit_rows(service.store, app, user, start)
+    rows = answer(ops.audit(caller, app, user, start))
     return [AuditOut(at=iso(r.at), app_id=r.app_id, kind=r.kind, who=r.who, detail=r.detail,
                      actor=r.actor, sender=r.sender, old=r.old, new=r.new) for r in rows]
 
@@ -335,19 +203,13 @@ def audit(service: ServiceDep, caller: CallerDep, request: Request,
 
 
 @router.get("/api/v1/health", response_model=HealthOut)
-def health(service: ServiceDep):
-    row = service.view.health_row()
-    store = service.store.health()  # a round trip to the database: not part of the view
-    row["store"] = str(store)
-    if not store.ok:
-        row["status"] = "degraded"
+def health(ops: OpsDep):
+    row = ops.health_row()
     row["last_cycle_at"] = iso(row["last_cycle_at"])
-    row["role"], row["leader"] = service.role, service.leader_url
-    if service.role in ("standby", "taking over"):  # alive; its books are the leader's
-        row["status"] = "standby"
     return HealthOut(**row)
 
 
 @router.get("/metrics", include_in_schema=False)
-def metrics(service: ServiceDep):
-    return Response(service.metrics.render(), media_type=CONTENT_TYPE)
+def metrics(ops: OpsDep):
+    text, content_type = ops.metrics()
+    return Response(text, media_type=content_type)

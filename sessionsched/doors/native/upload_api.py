@@ -1,5 +1,5 @@
 """``/api/v1/uploads/{sha256}``: a remote client's files, before the submission that uses them
-(``uploads``, ``remote``; docs/api.md).
+(``intake.uploads``, ``intake.remote``, through the operations port; docs/api.md).
 
 - ``GET``: ``{"sha256", "size", "new": false}`` if that content is stored (the client then
   sends nothing), else 404;
@@ -16,63 +16,39 @@ import logging
 
 from fastapi import APIRouter, HTTPException, Request, Response
 
-from sessionsched.doors.native.api import CallerDep
+from sessionsched.doors.common.asgi import TooLarge
+from sessionsched.doors.common.requests import sender
+from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
 from sessionsched.doors.native.schemas import UploadOut, error_responses
-from sessionsched.doors.native.views import one_line
-from sessionsched.intake.guard import TooLarge
-from sessionsched.intake.uploads import UploadError, UploadStore, check_sha
-from sessionsched.operations import auth
+from sessionsched.text import one_line
 
 router = APIRouter()
 audit = logging.getLogger("sessionsched.audit")
 
 
-def _store(request: Request) -> UploadStore:
-    return request.app.state.uploads
-
-
-def _uploader(caller: auth.Caller) -> None:
-    if caller.role == auth.AGENT:
-        raise HTTPException(403, "an agent secret may only report for its own app")
-
-
-def _refused(e: UploadError) -> HTTPException:
-    return HTTPException(e.status, str(e))
-
-
 @router.get("/api/v1/uploads/{sha256}", response_model=UploadOut,
             responses=error_responses(400, 404, 422))
-def uploaded(sha256: str, request: Request, caller: CallerDep):
-    _uploader(caller)
-    try:
-        size = _store(request).has(check_sha(sha256))
-    except UploadError as e:
-        raise _refused(e) from None
-    if size is None:
-        raise HTTPException(404, f"no upload {sha256}")
+def uploaded(sha256: str, ops: OpsDep, caller: CallerDep):
+    size = answer(ops.uploaded(caller, sha256))
     return UploadOut(sha256=sha256, size=size, new=False)
 
 
 @router.put("/api/v1/uploads/{sha256}", status_code=201, response_model=UploadOut,
             responses={**error_responses(400, 413, 422, 507), 200: {"model": UploadOut,
                        "description": "the same content was stored already"}})
-async def upload(sha256: str, request: Request, response: Response, caller: CallerDep):
-    _uploader(caller)
+async def upload(sha256: str, request: Request, response: Response, ops: OpsDep,
+                 caller: CallerDep):
     length = request.headers.get("content-length")
     try:
-        size, new = await _store(request).put(
-            check_sha(sha256), request.stream(),
-            int(length) if length and length.isdigit() else None)
-    except UploadError as e:
-        raise _refused(e) from None
-    except TooLarge:  # guard.BodyLimit, counting the streamed bytes
-        limit = request.app.state.service.config.uploads.max_file_bytes
+        size, new = answer(await ops.upload(caller, sha256, request.stream(),
+                                            int(length) if length and length.isdigit() else None))
+    except TooLarge:  # BodyLimit, counting the streamed bytes
+        limit = ops.max_upload_bytes
         raise HTTPException(413, f"request body over {limit} bytes (uploads.max_file_bytes)") \
             from None
     if not new:
         response.status_code = 200
     else:
-        sender = f"{request.client.host}:{request.client.port}" if request.client else ""
         audit.info("%s uploaded %s (%d bytes) from sender %s", caller.actor, sha256, size,
-                   one_line(sender))
+                   one_line(sender(request)))
     return UploadOut(sha256=sha256, size=size, new=new)

@@ -1,30 +1,12 @@
-"""How apps are shown: the app object of docs/api.md and Spark's driverState."""
+"""How the native API shows apps (the app object of docs/api.md), times and its one-line
+refusals of a request's shape."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 from sessionsched.doors.native.schemas import AppOut
-from sessionsched.model import AppState
-from sessionsched.service.reads import AppRead
-
-# Spark REST driverState for each of our states (DESIGN.md, "Applications and states").
-DRIVER_STATE = {
-    AppState.ACCEPTED: "SUBMITTED",
-    AppState.STARTING: "RUNNING",
-    AppState.RUNNING: "RUNNING",
-    AppState.FINISHED: "FINISHED",
-    AppState.FAILED: "FAILED",
-    AppState.KILLED: "KILLED",
-}
-
-
-def one_line(text: str) -> str:
-    """A refusal's message as one printable line: user input quoted in it (a file name, a
-    directory, a field name) may hold a newline or another control character, shown escaped."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+from sessionsched.operations.port import AppRead
 
 
 def validation_detail(errors: list) -> str:

@@ -20,35 +20,38 @@ What differs from a master, on purpose:
 - error messages name the problem in one line instead of a Java stack trace;
 - a create's warnings (e.g. a ``spark.ego.app.schedule.policy`` the queue overrides) are
   appended to its ``message``;
-- with ``auth.mode: tokens`` (``auth.Gate``): a create authenticates with ``--conf
+- with ``auth.mode: tokens`` (the operations port's gate): a create authenticates with ``--conf
   spark.sessionsched.token=TOKEN`` (unmodified spark-submit sends no header; the property is
   removed before anything is stored or launched) or ``Authorization: Bearer``; kill and update
   with the header only (``spark-submit --kill`` sends neither, so it is anonymous: refused, or
   the ``auth.anonymous`` user's own apps only). Status and readyz need no token: spark-submit
   polls the status of what it created without one, and every user may see every app. A
   refusal is an ``ErrorResponse``, 401 or 403, naming what to add or the rule.
+
+Every operation goes through the operations port (``operations.port.Operations``: who, may
+they, the checks, the service, the wait); this module translates Spark's messages and the
+port's outcomes into Spark's answers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from importlib import metadata
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, Router
 
-from sessionsched.backends.base import Placement
-from sessionsched.doors.native.views import DRIVER_STATE, one_line
+from sessionsched.doors.common.asgi import send_answer
+from sessionsched.doors.common.requests import sender
+from sessionsched.doors.common.spark import SPARK_VERSION
 from sessionsched.doors.spark_rest import jackson
-from sessionsched.intake import submissions
-from sessionsched.intake.guard import RateLimit, Refused, send_answer, strip_token
 from sessionsched.model import AppState, parse_priority
 from sessionsched.operations import auth
-from sessionsched.service.service import Conflict, NotFound, Service
-from sessionsched.store import StoreUnavailable
+from sessionsched.operations.callers import bearer, strip_token
+from sessionsched.operations.outcomes import Kind, Outcome
+from sessionsched.operations.port import CYCLE_WAIT_S, Operations
+from sessionsched.text import one_line
 
 JSON_TYPE = "application/json;charset=utf-8"
 ACTIONS = ("create", "kill", "status", "readyz", "update")
@@ -56,19 +59,22 @@ _ACTION_METHODS = {"create": "POST", "kill": "POST", "status": "GET", "readyz": 
                    "update": "POST"}
 _ANY = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 _SUBMIT_THROUGH = "Please submit requests through http://[host]:[port]/v1/submissions/..."
-SUBMIT_WAIT_S = 30.0
 STATUS_CACHE_MAX = 20_000  # cached status answers; past it the cache starts over (bounded memory)
-CYCLE_WAIT_S = 10.0
+
+# Spark REST driverState for each of our states (DESIGN.md, "Applications and states").
+DRIVER_STATE = {
+    AppState.ACCEPTED: "SUBMITTED",
+    AppState.STARTING: "RUNNING",
+    AppState.RUNNING: "RUNNING",
+    AppState.FINISHED: "FINISHED",
+    AppState.FAILED: "FAILED",
+    AppState.KILLED: "KILLED",
+}
+# A refusal's HTTP status (an ErrorResponse); the other outcomes are answered per action.
+STATUS = {Kind.UNAUTHORIZED: 401, Kind.FORBIDDEN: 403, Kind.INVALID: 400, Kind.REFUSED: 400,
+          Kind.OVERLOADED: 503, Kind.UNAVAILABLE: 503}
 
 
-def _spark_version() -> str:
-    try:
-        return metadata.version("pyspark")
-    except metadata.PackageNotFoundError:
-        return "4.0.1"
-
-
-SPARK_VERSION = _spark_version()
 
 
 def reply(body: dict[str, Any], status: int = 200) -> Response:
@@ -80,8 +86,9 @@ def error(message: str, status: int = 400, **extra: Any) -> Response:
                   "serverSparkVersion": SPARK_VERSION}, status)
 
 
-async def wait(future, timeout_s: float):
-    return await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
+def refused(out: Outcome) -> Response:
+    """A refusal of the port (401, 403, a limit's own status) as an ``ErrorResponse``."""
+    return error(out.message, out.status or STATUS[out.kind])
 
 
 async def _json_body(request: Request) -> Any:
@@ -96,30 +103,24 @@ async def _json_body(request: Request) -> Any:
         raise ValueError("not JSON: nested too deeply") from None
 
 
-def _sender(request: Request) -> str:
-    return f"{request.client.host}:{request.client.port}" if request.client else ""
-
-
 class SparkRest:
-    def __init__(self, service: Service, defaults: submissions.Defaults):
-        self.service = service
-        self.defaults = defaults
-        self._status_cache: dict[str, tuple[int, Placement | None, bytes]] = {}
-        self.gate: auth.Gate | None = None  # set by create_app; None: everyone is the admin
-        self.rate_limit = RateLimit(0)
+    def __init__(self, ops: Operations):
+        self.ops = ops
+        self._status_cache: dict[str, tuple[int, Any, bytes]] = {}
 
-    def _caller(self, request: Request, token: str | None = None) -> auth.Caller:
+    def _caller(self, request: Request, token: str | None = None) -> Outcome:
         """Who is asking: the Authorization header, else ``token`` (a create's property)."""
-        if self.gate is None or not self.gate.on:
-            return auth.NOBODY
-        header = auth.bearer(request.headers.get("authorization"))
+        if not self.ops.auth_on:
+            return self.ops.identify(None)
         try:
-            return self.gate.identify(header or token)
+            header = bearer(request.headers.get("authorization"))
         except auth.Unauthorized as e:
-            if header or token:
-                raise
-            raise auth.Unauthorized(f"{e}; spark-submit: add --conf "
-                                    f"spark.sessionsched.token=TOKEN") from None
+            return Outcome(Kind.UNAUTHORIZED, message=str(e))
+        out = self.ops.identify(header or token)
+        if out.kind is Kind.UNAUTHORIZED and not (header or token):
+            return Outcome(Kind.UNAUTHORIZED, message=f"{out.message}; spark-submit: add --conf "
+                                                      f"spark.sessionsched.token=TOKEN")
+        return out
 
     def routes(self) -> list[Route]:
         # The status read comes first: spark-submit polls it.
@@ -136,37 +137,32 @@ class SparkRest:
     async def create(self, request: Request) -> Response:
         try:
             body = await _json_body(request)
-            token = None
-            if isinstance(body, dict) and isinstance(body.get("sparkProperties"), dict):
-                props, token = strip_token(body["sparkProperties"])
-                body = {**body, "sparkProperties": props}  # the token is never kept
-            caller = self._caller(request, token)
-        except auth.Unauthorized as e:
-            return error(str(e), 401)
         except ValueError as e:
             return error(f"Malformed request: {e}")
-        try:
-            app, unknown = submissions.from_rest(body, self.defaults)
-        except (ValueError, submissions.SubmissionError) as e:
-            return error(f"Malformed request: {e}")
-        try:
-            app = auth.admit(self.gate, self.rate_limit, caller, app) if self.gate else app
-        except auth.Forbidden as e:
-            return error(str(e), 403)
-        except Refused as e:
-            return error(str(e), e.status)
-        try:
-            stored = await wait(self.service.submit(app, _sender(request)), SUBMIT_WAIT_S)
-        except Exception as e:  # noqa: BLE001 - not stored: say so, never a 500 page
-            return error(f"Submission not stored: {e}", 503)
+        token = None
+        if isinstance(body, dict) and isinstance(body.get("sparkProperties"), dict):
+            props, token = strip_token(body["sparkProperties"])
+            body = {**body, "sparkProperties": props}  # the token is never kept
+        caller = self._caller(request, token)
+        if not caller.ok:
+            return refused(caller)
+        out = await self.ops.submit_rest(caller.value, sender(request), body)
+        if out.kind is Kind.INVALID:
+            return error(f"Malformed request: {out.message}")
+        if out.kind in (Kind.OVERLOADED, Kind.UNAVAILABLE, Kind.NOT_FOUND, Kind.CONFLICT):
+            return error(f"Submission not stored: {out.message}", 503)
+        if not out.ok:
+            return refused(out)
+        stored, unknown = out.value
         message = f"Driver successfully submitted as {stored.id}"
         if stored.warnings:
             message += ". Warning: " + "; ".join(stored.warnings)
-        out = {"action": "CreateSubmissionResponse", "message": message,
-               "serverSparkVersion": SPARK_VERSION, "submissionId": stored.id, "success": True}
+        answer = {"action": "CreateSubmissionResponse", "message": message,
+                  "serverSparkVersion": SPARK_VERSION, "submissionId": stored.id,
+                  "success": True}
         if unknown:
-            out["unknownFields"] = unknown
-        return reply(out)
+            answer["unknownFields"] = unknown
+        return reply(answer)
 
     async def status(self, request: Request) -> Response:
         return Response(self.status_bytes(request.path_params["sid"]),
@@ -178,8 +174,8 @@ class SparkRest:
         poll the same ids over and over. Only the event loop's thread calls this, so the cache
         needs no lock."""
         hit = self._status_cache.get(sid)
-        version = self.service.version  # read first: a change while we build makes it stale
-        placement = self.service.backend.placement(sid)
+        version = self.ops.version  # read first: a change while we build makes it stale
+        placement = self.ops.placement(sid)
         if hit is not None and hit[0] == version and hit[1] == placement:
             return hit[2]
         body = self.status_body(sid, placement)
@@ -190,10 +186,10 @@ class SparkRest:
             self._status_cache[sid] = (version, placement, data)
         return data
 
-    def status_body(self, sid: str, placement: Placement | None = None) -> dict[str, Any]:
+    def status_body(self, sid: str, placement: Any = None) -> dict[str, Any]:
         """The master's fields (``workerId``/``workerHostPort`` once the driver is placed on a
         worker), then ours."""
-        app = self.service.app(sid)
+        app = self.ops.app(sid)
         if app is None:
             return {"action": "SubmissionStatusResponse",
                     "message": f"Submission {sid} does not exist",
@@ -218,28 +214,19 @@ class SparkRest:
         gone = {"action": "KillSubmissionResponse",
                 "message": f"Driver {sid} has already finished or does not exist",
                 "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": False}
-        try:
-            caller = self._caller(request)
-            app = self.service.app(sid)
-            if self.gate is not None and app is not None:
-                self.gate.may_change(caller, sid, app.user, "kill")
-            future = self.service.kill(
-                sid, actor=f"{caller.actor} (Spark REST from {_sender(request)})")
-        except auth.Unauthorized as e:
-            return error(str(e), 401)
-        except auth.Forbidden as e:
-            return error(str(e), 403)
-        except (NotFound, Conflict):
-            return reply(gone)
-        try:
-            await wait(future, CYCLE_WAIT_S)
-        except asyncio.TimeoutError:
+        caller = self._caller(request)
+        if not caller.ok:
+            return refused(caller)
+        actor = f"{caller.value.actor} (Spark REST from {sender(request)})"
+        out = await self.ops.kill(caller.value, sid, actor=actor)
+        if out.kind is Kind.OVERLOADED:
             return reply({**gone, "message": f"Kill request for {sid} is queued; the scheduler "
                                              f"did not confirm it within {CYCLE_WAIT_S:g}s"})
-        except StoreUnavailable as e:  # not applied: the kill can be asked again
-            return error(str(e), 503)
-        app = self.service.app(sid)
-        if app is None or app.state is not AppState.KILLED:
+        if out.kind is Kind.UNAVAILABLE:  # not applied: the kill can be asked again
+            return error(out.message, 503)
+        if out.kind in (Kind.UNAUTHORIZED, Kind.FORBIDDEN):
+            return refused(out)
+        if not out.ok or out.value.state is not AppState.KILLED:
             return reply(gone)
         return reply({**gone, "message": f"Kill request for {sid} submitted", "success": True})
 
@@ -257,41 +244,32 @@ class SparkRest:
             priority = parse_priority(body["priority"])
         except ValueError as e:
             return error(f"Malformed request: {e}")
-        try:
-            caller = self._caller(request)
-        except auth.Unauthorized as e:
-            return error(str(e), 401)
+        caller = self._caller(request)
+        if not caller.ok:
+            return refused(caller)
         out = {"action": "UpdateSubmissionResponse", "serverSparkVersion": SPARK_VERSION,
                "submissionId": sid}
         unknown = [k for k in body if k not in ("action", "clientSparkVersion", "priority")]
         if unknown:
             out["unknownFields"] = unknown
-        resolved = self.service.resolve(sid)
+        resolved = self.ops.resolve(sid)
         if resolved is None:
             return reply({**out, "message": f"Submission {sid} does not exist", "success": False})
         app_id, is_spark_app = resolved
-        try:
-            if self.gate is not None:
-                target = self.service.app(app_id)
-                self.gate.may_change(caller, app_id, target.user if target else "", "re-prioritise")
-                self.gate.check_priority(caller, priority)
-        except auth.Forbidden as e:
-            return error(str(e), 403)
-        try:
-            future = self.service.set_priority(
-                app_id, priority, actor=caller.actor, sender=_sender(request),
-                via=f"Spark REST update from {_sender(request)}")
-            await wait(future, CYCLE_WAIT_S)
-        except (NotFound, Conflict) as e:
-            return reply({**out, "message": str(e), "success": False})
-        except asyncio.TimeoutError:
-            pass  # committed; the engine applies it at its next cycle
+        changed = await self.ops.set_priority(
+            caller.value, app_id, priority, sender(request),
+            via=f"Spark REST update from {sender(request)}")
+        if changed.kind in (Kind.FORBIDDEN, Kind.UNAVAILABLE):
+            return refused(changed)
+        if changed.kind in (Kind.NOT_FOUND, Kind.CONFLICT):
+            return reply({**out, "message": changed.message, "success": False})
+        # done, or overloaded: committed, and the engine applies it at its next cycle
         what = "application" if is_spark_app else "driver"
         return reply({**out, "message": f"Update request for {what} {sid} submitted.",
                       "success": True})
 
     async def readyz(self, request: Request) -> Response:
-        return reply({"action": "ReadyzResponse", "message": self.service.view.health.describe(),
+        return reply({"action": "ReadyzResponse", "message": self.ops.cluster_health(),
                       "serverSparkVersion": SPARK_VERSION, "success": True})
 
     async def other(self, request: Request) -> Response:

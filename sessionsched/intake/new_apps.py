@@ -1,16 +1,18 @@
-"""Submissions in, checked app records out. Pure: no store, no engine, no clock.
+"""Submission requests in, checked app records out: no store, no engine, no clock (the one
+outside fact read is the file system: a spark-submit run's working directory and application
+file must exist on this host).
 
-Four ways in, one result: a ``StoredApp`` without its id, sequence number and submit time
+Three ways in, one result: a ``StoredApp`` without its id, sequence number and submit time
 (the store's writer gives those), with ``warnings`` for the submitter:
 
-- ``from_argv``: the native API's ``POST /api/v1/apps`` — spark-submit arguments, a working
-  directory, ``conf`` (the properties the client resolved: spark-defaults, properties file,
-  ``--conf``) and the body's ``queue``/``priority``, which win over the properties;
+- ``from_argv``: spark-submit arguments — the native API's ``POST /api/v1/apps`` (a working
+  directory, ``conf``: the properties the client resolved: spark-defaults, properties file,
+  ``--conf``; the body's ``queue``/``priority``, which win over the properties) and a Livy
+  batch, which its door makes into spark-submit arguments;
 - ``from_rest``: Spark's ``CreateSubmissionRequest`` (a JVM app whose driver runs in the
   cluster), with Conductor's optional top-level ``priority``;
-- ``from_session``: a notebook asking for a driver slot (``POST /api/v1/sessions``);
-- ``from_livy``: an Apache Livy batch (``POST /batches``), made into spark-submit arguments
-  and then checked exactly as ``from_argv`` checks them.
+- ``from_session``: a notebook asking for a driver slot (``POST /api/v1/sessions``, a Livy
+  session).
 
 Every refusal is a ``SubmissionError`` whose message is one line naming the problem. Nothing
 here stores anything, so a refused submission leaves no trace.
@@ -32,8 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from sessionsched.config import resolve_queue
-from sessionsched.doors.livy.schemas import LivyBatchIn
-from sessionsched.doors.native.views import one_line
 from sessionsched.engine.agent_terms import dynamic_allocation
 from sessionsched.model import PRIORITY_DEFAULT, AppSpec, Queue, Resources, parse_priority
 from sessionsched.sparkargs import (
@@ -45,6 +45,7 @@ from sessionsched.sparkargs import (
     scheduling_properties,
 )
 from sessionsched.store.records import AppKind, StoredApp
+from sessionsched.text import one_line
 
 ANONYMOUS_USER = "anonymous"  # who unauthenticated submissions belong to (auth mode none)
 USER_PROPERTY = "spark.sessionsched.user"
@@ -195,35 +196,6 @@ def from_session(
     )
     new.conf = dict(conf)
     return new
-
-
-# Livy's batch fields that are spark-submit options, in the order they are given.
-LIVY_OPTIONS = (
-    ("className", "--class"), ("name", "--name"), ("jars", "--jars"), ("pyFiles", "--py-files"),
-    ("files", "--files"), ("archives", "--archives"), ("driverMemory", "--driver-memory"),
-    ("driverCores", "--driver-cores"), ("executorMemory", "--executor-memory"),
-    ("executorCores", "--executor-cores"), ("numExecutors", "--num-executors"),
-)
-
-
-def from_livy(batch: LivyBatchIn, cwd: str, defaults: Defaults) -> StoredApp:
-    """A Livy batch (kind ``submit``: to the scheduler a batch is a spark-submit run like any
-    other). Its fields become spark-submit options (``LIVY_OPTIONS``), ``conf`` the properties,
-    ``queue`` the queue (it wins over ``spark.sessionsched.queue``); the priority is
-    ``spark.ego.priority`` in ``conf``. ``cwd``: where the driver runs (relative paths in the
-    batch are refused: Livy takes absolute paths and URIs)."""
-    if not (batch.file.startswith("/") or ":" in batch.file.split("/", 1)[0]):
-        raise SubmissionError(f"file {batch.file!r}: give an absolute path or a URI "
-                              "(local:, file:, hdfs:, ...)")
-    argv: list[str] = []
-    for field_name, option in LIVY_OPTIONS:
-        value = getattr(batch, field_name)
-        if isinstance(value, list):
-            value = ",".join(value)
-        if value not in (None, ""):
-            argv += [option, str(value)]
-    argv += [batch.file, *batch.args]
-    return from_argv(argv, cwd, batch.spark_conf(), {}, batch.queue, None, batch.name, defaults)
 
 
 # --- shared parts ---------------------------------------------------------------------------

@@ -1,0 +1,35 @@
+"""Livy's error dialect: ``{"msg": "..."}`` (one line), and the operations port's refusals in
+it: 401 with ``WWW-Authenticate: Basic`` (clients that wait for a challenge then send their
+credentials), 403 naming the rule, a limit's own status (429 with ``Retry-After``), 400, 404,
+503."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from sessionsched.operations import auth
+from sessionsched.operations.outcomes import Kind, Outcome
+from sessionsched.text import one_line
+
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="sessionsched", charset="UTF-8"'}
+STATUS = {Kind.INVALID: 400, Kind.UNAUTHORIZED: 401, Kind.FORBIDDEN: 403, Kind.NOT_FOUND: 404,
+          Kind.CONFLICT: 409, Kind.REFUSED: 400, Kind.OVERLOADED: 503, Kind.UNAVAILABLE: 503}
+
+
+def msg(text: str, status: int, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"msg": one_line(text)}, status, headers)
+
+
+def refusal(out: Outcome) -> JSONResponse:
+    headers = None
+    if out.kind is Kind.UNAUTHORIZED:
+        headers = CHALLENGE
+    elif out.retry_after:
+        headers = {"Retry-After": str(out.retry_after)}
+    return msg(out.message, out.status or STATUS[out.kind], headers)
+
+
+def caller(request: Request) -> auth.Caller:
+    """Who is asking, as ``livy.auth.guard`` identified them (the admin with auth off)."""
+    return getattr(request.state, "caller", auth.NOBODY)

@@ -1,0 +1,115 @@
+"""What every identified caller may read, from the service's published view (the store for
+what memory has forgotten): the base of the operations port (``port.Operations``), which adds
+the operations that need a right. ``AppRead`` is the app as every door shows it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sessionsched.config import resolve_queue
+from sessionsched.model import AppState
+from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal
+from sessionsched.service.metrics import CONTENT_TYPE
+from sessionsched.service.reads import AppRead
+from sessionsched.service.service import Service
+
+__all__ = ["AppRead", "Reads"]
+
+
+class Reads:
+    def __init__(self, service: Service):
+        self.service = service
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.service.config.uploads.max_file_bytes
+
+    def app(self, app_id: str) -> AppRead | None:
+        return self.service.app(app_id)
+
+    def leaf(self, queue: str) -> Outcome:
+        """Done: the name of the leaf queue ``queue`` names (by full or short name)."""
+        try:
+            return done(resolve_queue(self.service.view.engine.root, queue).name)
+        except LookupError as e:
+            return failed(Kind.INVALID, str(e))
+
+    def apps(self, leaf: str | None = None, state: AppState | None = None) -> list[AppRead]:
+        """The apps in memory (of one leaf queue, in one state)."""
+        return self.service.view.apps(leaf, state)
+
+    def resolve(self, any_id: str) -> tuple[str, bool] | None:
+        """(our app id, given as a Spark application id?) for a driver or Spark app id."""
+        return self.service.resolve(any_id)
+
+    def events(self, app_id: str) -> Outcome:
+        try:
+            return done(self.service.events(app_id))
+        except Exception as e:
+            return service_refusal(e)
+
+    def driver_log(self, app_id: str, lines: int) -> Outcome:
+        """The last lines of a driver's log, for a door that has checked who may read it
+        (Livy's batch object carries its recent log)."""
+        try:
+            return done(self.service.log_tail(app_id, lines))
+        except Exception as e:
+            return service_refusal(e)
+
+    def queue_rows(self) -> list:
+        return self.service.view.queue_rows()
+
+    def health_row(self) -> dict:
+        """The view's health, the store's (a round trip to the database) and the role."""
+        service = self.service
+        row = service.view.health_row()
+        store = service.store.health()
+        row["store"] = str(store)
+        if not store.ok:
+            row["status"] = "degraded"
+        row["role"], row["leader"] = service.role, service.leader_url
+        if service.role in ("standby", "taking over"):  # alive; its books are the leader's
+            row["status"] = "standby"
+        return row
+
+    def cluster_health(self) -> str:
+        return self.service.view.health.describe()
+
+    def metrics(self) -> tuple[bytes, str]:
+        """(the Prometheus text, its content type)."""
+        return self.service.metrics.render(), CONTENT_TYPE
+
+    @property
+    def version(self) -> int:
+        """Bumped with every published view: answers cached under an older one are stale."""
+        return self.service.version
+
+    def placement(self, app_id: str):
+        """Where the cluster placed a driver (``backends.base.Placement``), or None."""
+        return self.service.backend.placement(app_id)
+
+    # --- what a door that starts drivers itself needs (Livy's sessions) ---------------------
+
+    @property
+    def url(self) -> str:
+        return self.service.url
+
+    @property
+    def master(self) -> str:
+        return self.service.config.cluster.master
+
+    @property
+    def workdir(self) -> str:
+        """The state directory: drivers run there."""
+        return str(self.service.log_dir.parent)
+
+    def secret_for(self, app_id: str) -> str | None:
+        """The app's agent secret (auth mode tokens), for a driver started by a door."""
+        return self.service.secret_for(app_id)
+
+    @property
+    def ca(self) -> str | None:
+        """``server.tls.ca``: what a driver started by a door verifies the server with."""
+        tls = self.service.config.server.tls
+        return str(Path(tls.ca).resolve()) if tls is not None and tls.ca else None
