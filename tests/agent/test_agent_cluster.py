@@ -40,6 +40,7 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api):
     wait_until(lambda: held(api, a)[0] <= 2, 30, "A's surplus killed")
     assert time.monotonic() - cut_at < 30
     settle(api, (a, b), (2, 4), 90, "B at 4 (all it asks), A at the remaining 2")
+    api.kill(b)  # B has had its share: A's remaining tasks get the whole cluster again
     # A's killed tasks were retried elsewhere: its job completes with every task counted once.
     done = wait_until(lambda: finished(api, a), 240, "A to finish")
     assert (done.state.value, done.exit_code) == ("FINISHED", 0)
@@ -63,6 +64,7 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api):
     wait_until(lambda: held(api, a)[0] <= 2, 55, "A's surplus decommissioned")
     assert time.monotonic() - cut_at < 55
     wait_until(lambda: held(api, b) == (4,), 60, "B at 4")
+    api.kill(b)  # B has had its share: A's remaining tasks get the whole cluster again
     done = wait_until(lambda: finished(api, a), 240, "A to finish")
     assert (done.state.value, done.exit_code) == ("FINISHED", 0)
     r = report(api, a)

@@ -18,6 +18,8 @@ from server_helpers import make_config
 from sessionsched.backends.memory import MemoryBackend, MemoryCluster
 from sessionsched.server.app import create_app
 
+START_S = 1.0  # driver and executor start latency of the ``cluster`` fixture's cluster
+
 
 class Clock:
     def __init__(self) -> None:

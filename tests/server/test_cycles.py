@@ -10,31 +10,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 from server_helpers import rows
-from stepped_service import Clock, stepped_service
+from stepped_service import START_S, Clock, stepped_service
 
 from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryCluster
 from sessionsched.model import Resources
 from sessionsched.service.cycle import PHASES
 from sessionsched.store import StoreUnavailable
-
-START_S = 1.0  # driver and executor start latency of the cluster
-
-
-@pytest.fixture
-def cluster() -> MemoryCluster:
-    return MemoryCluster(Resources(4, 8192), driver_slots=4, driver_start_s=START_S,
-                         executor_start_s=START_S, executor_idle_timeout_s=5, work_s=2)
-
-
-@pytest.fixture
-def stepped(state_dir, cluster, tmp_path):
-    clock = Clock()
-
-    def start(**queue):
-        queues = [{"name": "root", "queues": [{"name": "default", **queue}]}]
-        return stepped_service(state_dir, cluster, tmp_path, clock, queues)
-
-    return start
 
 
 def test_stateaware_starts_one_app_at_a_time_and_runs_the_burst_to_its_end(stepped):
