@@ -48,7 +48,7 @@ class Notebook:
         self.proc.wait(30)
 
 
-def test_a_notebook_session_waits_its_turn_shares_and_gives_back(api, server, cluster):
+def test_a_notebook_session_waits_its_turn_shares_and_gives_back(api, server, agent_cluster):
     # The queue runs one app at a time: the notebook waits behind a running app.
     blocker = submit(api, "blocker", "root.solo", 5000, "--tasks", 1, "--seconds", 600)
     wait_until(lambda: api.app(blocker).state.value == "RUNNING", 120, "the blocker to run")
@@ -64,7 +64,7 @@ def test_a_notebook_session_waits_its_turn_shares_and_gives_back(api, server, cl
         api.kill(blocker)
 
         wait_until(lambda: "admitted" in nb.steps, 120, "admission after the blocker ended")
-        assert nb.steps["admitted"] == {"app": session.id, "master": cluster.master_url}
+        assert nb.steps["admitted"] == {"app": session.id, "master": agent_cluster.master_url}
         wait_until(lambda: api.app(session.id).executors > 0, 90, "executors for the job")
         wait_until(lambda: "job1" in nb.steps, 120, "the first job")
         assert nb.steps["job1"]["result"] == "3"  # 0 + 1 + 2
