@@ -6,7 +6,8 @@ bootstrap -> a PySpark driver whose agent heartbeats the server). Fixtures and h
 Each test names the behaviour it checks; every wait is bounded. Between tests every app is
 killed and the cluster is back to idle. Only what real Spark alone can answer is here: busy
 executors really killed and their tasks retried, a decommission that loses no task, a dead
-agent's executors released by Spark itself, the agent's probe of a static app. How the
+agent's executors released by Spark itself (a static app, admission-only: in
+``test_agent_notebook.py``, beside the notebook). How the
 service shares executors (fairshare weights, a priority change, a killed driver's executors,
 the ``demand`` admission) is checked stepped by hand on the memory cluster
 (``tests/server/test_cycles_sharing.py``); the 1:2 and 1:1 splits on this real cluster by
@@ -89,20 +90,3 @@ def test_a_dead_agent_gives_its_executors_back_once_spark_releases_them(api):
     # Nobody heartbeats for A; the master's view shows its executors leaving; B gets them all.
     settle(api, (a, b), (0, CORES), 120, "B to take the executors A's Spark released")
     assert not api.app(a).state.terminal  # A's driver is alive: only its executors went
-
-
-# --- probe failure: admission-only ----------------------------------------------------------
-
-
-def test_an_app_without_dynamic_allocation_is_admission_only_and_completes(api):
-    # A static app: no allocation manager to cap. The agent says so and the app runs as is.
-    a = submit(api, "static-a", "root.fair", 5000, "--tasks", 2, "--seconds", 2,
-               conf={"spark.dynamicAllocation.enabled": "false", "spark.cores.max": "2"})
-    done = wait_until(lambda: finished(api, a), 180, "the static app to finish")
-    assert (done.state.value, done.exit_code) == ("FINISHED", 0)
-    assert report(api, a)["result"] == 1
-    agent = [e["detail"] for e in api.events(a) if e["kind"] == "agent"]
-    assert len(agent) == 1
-    assert "control admission-only" in agent[0]
-    assert "executorAllocationManager() is empty: dynamic allocation is off" in agent[0]
-
