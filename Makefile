@@ -72,8 +72,13 @@ docker-daemon:
 	  docker info >/dev/null 2>&1 || { echo "make: dockerd did not start:" \
 	    "see /var/log/dockerd.log" >&2; exit 1; }; fi
 
+# In TEST_WORKERS processes (pytest-xdist; 2 for this project's 2-core machines): the tests
+# mostly wait (on JVMs starting, sleeping tasks, servers in child processes), so the rest of
+# the suite runs beside the real-cluster tests. Tests on one real Spark cluster, or on a
+# module's fixture, stay together on one worker (their xdist groups: tests/conftest.py).
+TEST_WORKERS ?= 2
 test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl docker-daemon
-	$(VENV)/bin/pytest -q -ra --durations=12
+	$(VENV)/bin/pytest -q -ra --durations=12 -n $(TEST_WORKERS) --dist loadgroup
 
 bench: install
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
