@@ -6,12 +6,11 @@ bootstrap -> a PySpark driver whose agent heartbeats the server). Fixtures and h
 Each test names the behaviour it checks; every wait is bounded. Between tests every app is
 killed and the cluster is back to idle. Only what real Spark alone can answer is here: busy
 executors really killed and their tasks retried, a decommission that loses no task, a dead
-agent's executors released by Spark itself (a static app, admission-only: in
-``test_agent_notebook.py``, beside the notebook). How the
-service shares executors (fairshare weights, a priority change, a killed driver's executors,
-the ``demand`` admission) is checked stepped by hand on the memory cluster
-(``tests/server/test_cycles_sharing.py``); the 1:2 and 1:1 splits on this real cluster by
-``test_example_notebook.py``.
+agent's executors released by Spark itself (a static app, admission-only, runs beside the
+notebook in ``test_agent_notebook.py``). How the service shares executors (fairshare weights,
+a priority change, a killed driver's executors, the ``demand`` admission) is checked stepped
+by hand on the memory cluster (``tests/server/test_cycles_sharing.py``); the 1:2 and 1:1
+splits on this real cluster by ``test_example_notebook.py``.
 """
 
 from __future__ import annotations
