@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 CHROMIUM := /usr/bin/chromium
 SUDO := $$( [ "$$(id -u)" = 0 ] || echo sudo )
 
-.PHONY: install demo test lint bench postgresql airflow-venv
+.PHONY: install demo test lint bench postgresql airflow-venv docker-daemon
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -49,8 +49,36 @@ postgresql:
 airflow-venv: install
 	$(PY) -m tests.doors.airflow_venv
 
-test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl
-	$(VENV)/bin/pytest -q -ra --durations=12
+# The container tests (tests/containers) build the images and run docker/compose.yaml: they
+# need a running Docker daemon, Debian's compose (to resolve the compose file) and debootstrap
+# (the base image is made locally: no image registry is reachable). Installed when missing, and
+# dockerd started when none answers (in the background, logging to /var/log/dockerd.log; it
+# keeps running after the tests, for the next run's image cache), as root or through sudo.
+# When neither is possible: one line saying so, and the rest of the suite runs (the container
+# tests then fail with a line of their own).
+docker-daemon:
+	@if docker info >/dev/null 2>&1 && command -v docker-compose >/dev/null \
+	    && command -v debootstrap >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as=sudo; else \
+	  echo "make: Docker is not set up (a running daemon, docker-compose, debootstrap) and" \
+	    "this is neither root nor sudo: tests/containers will fail" >&2; exit 0; fi; \
+	if ! command -v dockerd >/dev/null || ! command -v docker-compose >/dev/null \
+	    || ! command -v debootstrap >/dev/null; then \
+	  $$as sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -q docker.io docker-compose debootstrap' || exit 1; fi; \
+	if ! docker info >/dev/null 2>&1; then \
+	  $$as sh -c 'nohup setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &'; \
+	  for _ in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done; \
+	  docker info >/dev/null 2>&1 || { echo "make: dockerd did not start:" \
+	    "see /var/log/dockerd.log" >&2; exit 1; }; fi
+
+# In TEST_WORKERS processes (pytest-xdist; 2 for this project's 2-core machines): the tests
+# mostly wait (on JVMs starting, sleeping tasks, servers in child processes), so the rest of
+# the suite runs beside the real-cluster tests. Tests on one real Spark cluster, or on a
+# module's fixture, stay together on one worker (their groups: tests/xdist_groups.py).
+TEST_WORKERS ?= 2
+test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl docker-daemon
+	$(VENV)/bin/pytest -q -ra --durations=12 -n $(TEST_WORKERS) --dist loadgroup
 
 bench: install
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done

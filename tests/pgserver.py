@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import random
 import re
 import shutil
 import signal
@@ -52,7 +53,10 @@ def pg_bindir() -> Path:
 class PgServer:
     def __init__(self, port: int | None = None, base: Path | None = None):
         self.bindir = pg_bindir()
-        self.port = port or free_port_in(range(*PORT_RANGE))
+        # A free port drawn at random, not the first: test workers running in parallel each
+        # start a server, and initdb runs between choosing the port and binding it.
+        ports = range(*PORT_RANGE)
+        self.port = port or free_port_in(random.sample(ports, len(ports)))
         self.base = Path(tempfile.mkdtemp(prefix="sessionsched-pg-", dir=base))
         self.data = self.base / "data"
         self.sockets = self.base / "sockets"

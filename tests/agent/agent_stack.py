@@ -1,5 +1,5 @@
 """Helpers of the agent's real-cluster tests (fixtures: ``conftest.py``): the cluster's size,
-the queues, submitting the test app, reading apps' executors, reports and driver PIDs."""
+the queues, submitting the test app, reading apps' executors and reports."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ CORES = 6
 APP = Path(__file__).parent / "apps" / "sleepy_job.py"
 # The arbitration tests need a second app admitted beside one that wants every core, which
 # `stateaware` does once the first has an executor; `demand` (the default) would start one
-# equal-priority app ahead and hold the next back - its own test uses the `demand` queue.
+# equal-priority app ahead and hold the next back.
 SA = {"admission": "stateaware"}
 QUEUES = [{"name": "root", "queues": [
     {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0, **SA},
@@ -22,7 +22,6 @@ QUEUES = [{"name": "root", "queues": [
     {"name": "prio", "policy": "priority", "reclaim_timeout": 0, **SA},
     {"name": "graceful", "policy": "priority", "reclaim_timeout": 60, **SA},
     {"name": "solo", "policy": "fifo", "max_running_apps": 1, **SA},
-    {"name": "demand", "policy": "fifo", "admission": "demand"},
 ]}]
 
 
@@ -58,14 +57,6 @@ def report(api, app_id):
     for line in api.log(app_id, tail=400).splitlines():
         if line.startswith("REPORT "):
             return json.loads(line.removeprefix("REPORT "))
-    return None
-
-
-def driver_pid(api, app_id):
-    """The driver's PID, from the agent's registration in the app's audit trail."""
-    for e in api.events(app_id):
-        if e["kind"] == "agent" and "pid " in e["detail"]:
-            return int(e["detail"].split("pid ")[1].split(",")[0])
     return None
 
 

@@ -16,7 +16,7 @@ from tests.sparkcluster import master_ports, wait_until
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
+def agent_cluster(tmp_path_factory):
     port, rest_port, ui_port = master_ports()
     c = LocalCluster(tmp_path_factory.mktemp("agent-cluster"), workers=1, cores=CORES,
                      memory="4g", port=port, ui_port=ui_port, rest_port=rest_port,
@@ -29,12 +29,12 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def server(cluster, tmp_path_factory):
+def server(agent_cluster, tmp_path_factory):
     work = tmp_path_factory.mktemp("agent-server")
     config = {
         "server": {"state_dir": str(work / "state"), "cycle_ms": 200, "heartbeat_s": 1.0},
-        "cluster": {"backend": "standalone", "master": cluster.master_url,
-                    "master_ui": cluster.master_ui, "driver_slots": 4},
+        "cluster": {"backend": "standalone", "master": agent_cluster.master_url,
+                    "master_ui": agent_cluster.master_ui, "driver_slots": 4},
         "defaults": {"queue": "root.fair"},
         "queues": QUEUES,
     }
@@ -46,7 +46,7 @@ def server(cluster, tmp_path_factory):
 
 
 @pytest.fixture
-def api(server, cluster):
+def api(server, agent_cluster):
     """A client; every app it submitted is killed afterwards and the cluster left idle."""
     client = SchedulerClient(server.url)
     client.submitted = []
@@ -61,5 +61,5 @@ def api(server, cluster):
         for app_id in client.submitted:  # the agent never failed quietly inside a driver
             if client.app(app_id).kind == "submit":
                 assert "sessionsched agent: Spark call failed" not in client.log(app_id, 5000)
-        wait_until(lambda: not cluster.status().apps, 60, "the cluster to have no app left")
+        wait_until(lambda: not agent_cluster.status().apps, 60, "the cluster to have no app left")
         client.close()

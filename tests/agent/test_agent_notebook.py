@@ -1,6 +1,9 @@
 """A notebook session on the real cluster and server: it waits in its queue (position shown),
 gets executors for a job, gives them back when idle, gets them again on demand, and ends on
-``spark.stop()``. The notebook is a real Python process (``apps/notebook_session.py``)."""
+``spark.stop()``. The notebook is a real Python process (``apps/notebook_session.py``).
+
+Beside it, in another queue, a static app (dynamic allocation off: no allocation manager for
+its agent to cap) runs admission-only to its end: its agent's probe says so, once."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from agent_stack import submit
+from agent_stack import finished, report, submit
 
 from tests.sparkcluster import spark_env, wait_until
 
@@ -48,7 +51,11 @@ class Notebook:
         self.proc.wait(30)
 
 
-def test_a_notebook_session_waits_its_turn_shares_and_gives_back(api, server, cluster):
+def test_a_notebook_session_waits_its_turn_shares_and_gives_back_beside_a_static_app(
+        api, server, agent_cluster):
+    # A static app: no allocation manager to cap. The agent says so and the app runs as is.
+    static = submit(api, "static-a", "root.fair", 5000, "--tasks", 2, "--seconds", 2,
+                    conf={"spark.dynamicAllocation.enabled": "false", "spark.cores.max": "2"})
     # The queue runs one app at a time: the notebook waits behind a running app.
     blocker = submit(api, "blocker", "root.solo", 5000, "--tasks", 1, "--seconds", 600)
     wait_until(lambda: api.app(blocker).state.value == "RUNNING", 120, "the blocker to run")
@@ -64,7 +71,7 @@ def test_a_notebook_session_waits_its_turn_shares_and_gives_back(api, server, cl
         api.kill(blocker)
 
         wait_until(lambda: "admitted" in nb.steps, 120, "admission after the blocker ended")
-        assert nb.steps["admitted"] == {"app": session.id, "master": cluster.master_url}
+        assert nb.steps["admitted"] == {"app": session.id, "master": agent_cluster.master_url}
         wait_until(lambda: api.app(session.id).executors > 0, 90, "executors for the job")
         wait_until(lambda: "job1" in nb.steps, 120, "the first job")
         assert nb.steps["job1"]["result"] == "3"  # 0 + 1 + 2
@@ -86,3 +93,11 @@ def test_a_notebook_session_waits_its_turn_shares_and_gives_back(api, server, cl
         assert nb.proc.wait(60) == 0
     finally:
         nb.stop()
+
+    done = wait_until(lambda: finished(api, static), 180, "the static app to finish")
+    assert (done.state.value, done.exit_code) == ("FINISHED", 0)
+    assert report(api, static)["result"] == 1
+    agent = [e["detail"] for e in api.events(static) if e["kind"] == "agent"]
+    assert len(agent) == 1
+    assert "control admission-only" in agent[0]
+    assert "executorAllocationManager() is empty: dynamic allocation is off" in agent[0]

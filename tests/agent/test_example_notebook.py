@@ -27,7 +27,8 @@ def printed(cell) -> str:
                    if o["output_type"] == "stream")
 
 
-def test_the_shared_cluster_notebook_runs_and_shows_its_splits(server, cluster, tmp_path):
+def test_the_shared_cluster_notebook_runs_and_shows_its_splits(server, agent_cluster,
+                                                               tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=300,
                             resources={"metadata": {"path": str(tmp_path)}})
@@ -41,7 +42,7 @@ def test_the_shared_cluster_notebook_runs_and_shows_its_splits(server, cluster, 
         for app in api.apps():
             if app.name in SESSIONS and not app.state.terminal:
                 api.kill(app.id)
-        wait_until(lambda: not cluster.status().apps, 90, "the notebook's apps to leave")
+        wait_until(lambda: not agent_cluster.status().apps, 90, "the notebook's apps to leave")
         api.close()
 
     out = "\n".join(printed(c) for c in nb.cells if c.cell_type == "code")

@@ -1,6 +1,6 @@
 """Fixtures for the container tests: the images (built when their inputs changed) and the
 compose stack (master, two workers, scheduler) on ports of 42000-42999, host network,
-127.0.0.1 only. Docker must be running: ``.ci/run`` starts it; here a missing daemon fails the
+127.0.0.1 only. Docker must be running: ``make test`` starts it; here a missing daemon fails the
 tests with one line rather than skipping them."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def docker_client() -> Iterator[docker.DockerClient]:
         client = docker.from_env(timeout=300)
         client.ping()
     except docker.errors.DockerException as e:
-        pytest.fail(f"the Docker daemon is not reachable (.ci/run starts dockerd): {e}")
+        pytest.fail(f"the Docker daemon is not reachable (make test starts dockerd): {e}")
     yield client
     client.close()
 

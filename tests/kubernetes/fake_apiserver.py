@@ -802,6 +802,11 @@ class FakeApiServer:
 
 
 def free_port(lo: int = 41000, hi: int = 41999) -> int:
+    """A free port of lo..hi drawn at random (not the first: tests running in parallel
+    workers choose at the same time)."""
+    import random
+
     from sessionsched.backends.local import free_port_in
 
-    return free_port_in(range(lo, hi + 1))
+    ports = range(lo, hi + 1)
+    return free_port_in(random.sample(ports, len(ports)))

@@ -1,5 +1,6 @@
 """Fixtures for the server tests: the app in-process (FastAPI TestClient, a real SQLite file,
-the real APScheduler cycle) in a temporary state directory."""
+the real APScheduler cycle) in a temporary state directory; the service stepped by hand on a
+memory cluster (``stepped``, ``cluster``: ``stepped_service.py``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import QUEUES, make_config
+from stepped_service import START_S, Clock, stepped_service
 
 from sessionsched.backends.local import free_port
+from sessionsched.backends.memory import MemoryCluster
+from sessionsched.model import Resources
 from sessionsched.server.app import asgi, create_app
 from tests.client.cli_helpers import app_dir, offline_server  # noqa: F401 - fixtures
 
@@ -91,3 +95,24 @@ def open_app():
     yield open_
     for client in opened:
         client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def cluster() -> MemoryCluster:
+    """A 4-core memory cluster (drivers and executors up ``START_S`` after their launch)."""
+    return MemoryCluster(Resources(4, 8192), driver_slots=4, driver_start_s=START_S,
+                         executor_start_s=START_S, executor_idle_timeout_s=5, work_s=2)
+
+
+@pytest.fixture
+def stepped(state_dir, cluster, tmp_path):
+    """``stepped(**queue)`` opens the service on ``cluster`` with one queue ``root.default``
+    (``queue``: its settings), stepped by hand; opened again, it is the same scheduler
+    restarted."""
+    clock = Clock()
+
+    def start(**queue):
+        queues = [{"name": "root", "queues": [{"name": "default", **queue}]}]
+        return stepped_service(state_dir, cluster, tmp_path, clock, queues)
+
+    return start

@@ -1,14 +1,13 @@
 """End to end on a real local Spark standalone cluster (``spark_cluster``: 1 worker, 4 cores):
-``sessionsched serve`` as a child process, real spark-submit, real drivers. Few and purposeful:
-each test launches a handful of drivers at most."""
+``sessionsched serve`` as a child process, unmodified spark-submit in REST cluster mode, real
+JVM drivers. What the service decides (admission, priority jumps, one driver slot, a restart
+that adopts running drivers) is checked stepped by hand on the memory cluster
+(``test_cycles.py``); this file keeps what only Spark's own client and master can answer."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
-import sys
 
 import httpx
 import pytest
@@ -19,42 +18,24 @@ from tests.sparkcluster import SMALL, conf_args, spark_env, stop_server_and_its_
 
 pytestmark = pytest.mark.cluster
 
-END_S = 300  # bound on any wait for drivers to run their course on a busy 2-core machine
-
-
-def config(tmp_path, spark_cluster, *, driver_slots=4, queue=None) -> dict:
-    leaf = {"name": "default", "admission": "stateaware", "starting_limit": 1, **(queue or {})}
-    return {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100},
-        "cluster": {"backend": "standalone", "master": spark_cluster.master_url,
-                    "master_ui": spark_cluster.master_ui, "driver_slots": driver_slots},
-        "queues": [{"name": "root", "queues": [leaf]}],
-    }
-
 
 @pytest.fixture
-def serve(tmp_path):
-    """Start ``sessionsched serve`` with a config; every server is stopped at the end, and
-    every app still live is killed first (its driver stopped by the backend)."""
-    servers: list[ServerProcess] = []
-
-    def start(cfg: dict, name: str = "server") -> ServerProcess:
-        server = ServerProcess.start(cfg, tmp_path / name)
-        servers.append(server)
-        return server
-
-    start.track = servers.append  # a server started some other way, cleaned up the same way
-    yield start
-    for server in servers:
+def server(tmp_path, spark_cluster):
+    """``sessionsched serve`` on the test cluster, one queue running one app at a time; every
+    app still live is killed at the end (its driver stopped by the backend), then the server."""
+    leaf = {"name": "default", "admission": "stateaware", "starting_limit": 1,
+            "max_running_apps": 1}
+    config = {
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100},
+        "cluster": {"backend": "standalone", "master": spark_cluster.master_url,
+                    "master_ui": spark_cluster.master_ui, "driver_slots": 4},
+        "queues": [{"name": "root", "queues": [leaf]}],
+    }
+    server = ServerProcess.start(config, tmp_path / "rest")
+    try:
+        yield server
+    finally:
         stop_server_and_its_apps(server)
-
-
-def submit_python(server: ServerProcess, app_path, *app_args: str, **body) -> str:
-    argv = [*conf_args(SMALL), str(app_path), *app_args]
-    r = httpx.post(f"{server.url}/api/v1/apps", timeout=30,
-                   json={"argv": argv, "cwd": str(app_path.parent), **body})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
 
 
 def app(server: ServerProcess, app_id: str) -> dict:
@@ -65,63 +46,8 @@ def events(server: ServerProcess, app_id: str) -> list[dict]:
     return httpx.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
 
 
-def all_ended(server: ServerProcess, ids: list[str]) -> list[dict] | None:
-    apps = [app(server, i) for i in ids]
-    return apps if all(a["state"] in ("FINISHED", "FAILED", "KILLED") for a in apps) else None
-
-
-JOINS_NEXT_CYCLE = "accepted; joins its queue at the next scheduling cycle"
-
-
 def master_json(spark_cluster) -> dict:
     return httpx.get(f"{spark_cluster.master_ui}/json/", timeout=10).json()
-
-
-# --- admission ------------------------------------------------------------------------------
-
-
-def test_raised_priority_starts_second_with_one_driver_slot(spark_cluster, pyspark_app, serve,
-                                                            tmp_path):
-    """Conductor's demo, case 1: one driver slot, three apps submitted, the third's priority
-    raised while the first runs: the third starts second."""
-    server = serve(config(tmp_path, spark_cluster, driver_slots=1), "case1")
-    ids = [submit_python(server, pyspark_app, "--tasks", "1", "--task-s", "1", "--hold-s", "4",
-                         name=f"case1-{n}") for n in (1, 2, 3)]
-    wait_until(lambda: app(server, ids[0])["state"] in ("STARTING", "RUNNING"), 60,
-               "the first app to be launched")
-    assert [app(server, i)["state"] for i in ids[1:]] == ["ACCEPTED", "ACCEPTED"]
-    r = httpx.post(f"{server.url}/api/v1/apps/{ids[2]}/priority", json={"priority": 9000},
-                   timeout=30)
-    assert (r.status_code, r.json()["position"]) == (200, 1)
-
-    first, second, third = wait_until(lambda: all_ended(server, ids), END_S, "all three to end")
-    assert [a["state"] for a in (first, second, third)] == ["FINISHED"] * 3
-    assert [a["exit_code"] for a in (first, second, third)] == [0, 0, 0]
-    # Launch order 1, 3, 2 — and one driver at a time (one slot).
-    assert first["started_at"] < third["started_at"] < second["started_at"]
-    assert third["started_at"] >= first["finished_at"]
-    assert second["started_at"] >= third["finished_at"]
-
-
-def test_stateaware_launches_the_next_app_only_once_the_first_has_an_executor(
-        spark_cluster, pyspark_app, serve, tmp_path):
-    server = serve(config(tmp_path, spark_cluster), "stateaware")
-    a = submit_python(server, pyspark_app, "--tasks", "1", "--task-s", "1", name="sa-1")
-    b = submit_python(server, pyspark_app, "--tasks", "1", "--task-s", "1", name="sa-2")
-    first = wait_until(lambda: (x := app(server, a))["state"] == "STARTING" and x, 60,
-                       "the first app to start")
-    # Driver slots are free (4), yet the second waits for the first's executor. It may have
-    # arrived after the cycle that launched the first: wait for a cycle to have placed it.
-    waiting = wait_until(lambda: (x := app(server, b))["reason"] != JOINS_NEXT_CYCLE and x, 30,
-                         "a scheduling cycle to place the second app")
-    assert waiting["state"] == "ACCEPTED"
-    assert waiting["reason"] == "1 app(s) starting in root.default (starting_limit 1)"
-    first, second = wait_until(lambda: all_ended(server, [a, b]), END_S, "both to end")
-    assert (first["state"], second["state"]) == ("FINISHED", "FINISHED")
-    assert first["first_executor_at"] is not None
-    assert second["started_at"] >= first["first_executor_at"] > first["started_at"]
-    kinds = [(e["kind"], e["detail"]) for e in events(server, a)]
-    assert ("state", "STARTING -> RUNNING: first executor registered") in kinds
 
 
 # --- unmodified spark-submit in REST cluster mode --------------------------------------------
@@ -132,9 +58,7 @@ def spark_submit_run(*args: str, timeout_s: float = 120) -> subprocess.Completed
                           env=spark_env(), timeout=timeout_s, stdin=subprocess.DEVNULL)
 
 
-def test_spark_submit_rest_create_status_update_kill(spark_cluster, jvm_app_jar, serve,
-                                                     tmp_path):
-    server = serve(config(tmp_path, spark_cluster, queue={"max_running_apps": 1}), "rest")
+def test_spark_submit_rest_create_status_update_kill(spark_cluster, jvm_app_jar, server):
     master = "spark://" + server.url.removeprefix("http://")
     submit_args = ["--master", master, "--deploy-mode", "cluster",
                    "--conf", "spark.master.rest.enabled=true", *conf_args(SMALL),
@@ -190,36 +114,3 @@ def test_spark_submit_rest_create_status_update_kill(spark_cluster, jvm_app_jar,
     assert [e for e in events(server, qid) if e["kind"] == "launch"] == []
     again = spark_submit_run("--master", master, "--kill", sid)
     assert f"Driver {sid} has already finished or does not exist" in again.stdout + again.stderr
-
-
-# --- restart --------------------------------------------------------------------------------
-
-
-def test_a_running_driver_is_adopted_after_a_crash_not_launched_again(spark_cluster,
-                                                                      pyspark_app, serve,
-                                                                      tmp_path):
-    server = serve(config(tmp_path, spark_cluster), "before")
-    app_id = submit_python(server, pyspark_app, "--tasks", "1", "--task-s", "1",
-                           "--hold-s", "20", name="survivor")
-    wait_until(lambda: app(server, app_id)["state"] == "RUNNING", 120, "the app to run")
-    os.killpg(server.proc.pid, signal.SIGKILL)  # the crash
-    server.proc.wait(10)
-
-    # The same config (same port, same state directory) again.
-    with open(server.log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "sessionsched.cli", "serve", "--config",
-                                 str(server.config_path)], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    again = ServerProcess(proc, server.url, server.config_path, server.log_path)
-    serve.track(again)  # stopped (its live apps killed first) however the test ends
-    again.wait_ready(60)
-    adopted = app(again, app_id)
-    assert adopted["state"] == "RUNNING"
-    ended = wait_until(lambda: all_ended(again, [app_id]), END_S, "the adopted app to end")
-    assert (ended[0]["state"], ended[0]["exit_code"]) == ("FINISHED", 0)
-    kinds = [e["kind"] for e in events(again, app_id)]
-    assert kinds.count("launch") == 1 and "adopted" in kinds
-    # The cluster saw one application of that name: it was not launched twice.
-    names = [a["name"] for a in master_json(spark_cluster)["activeapps"]
-             + master_json(spark_cluster)["completedapps"]]
-    assert names.count("survivor") == 1

@@ -3,16 +3,16 @@ PostgreSQL server stopped) leaves memory and store as they were: the engine is p
 last committed cycle, the kill asked meanwhile is answered 503 with one line and not applied,
 nothing is launched that is not recorded, and the cluster's news of that cycle (a driver's
 exit code) is not lost. When the store is back, the service carries on without a restart.
-Stepped by hand on the memory cluster (``test_cycles``)."""
+Stepped by hand on the memory cluster (``stepped_service.py``)."""
 
 from __future__ import annotations
 
 import threading
 
 import pytest
-import test_cycles
 from fastapi.testclient import TestClient
 from server_helpers import make_config, rows
+from stepped_service import Clock, Stepped
 
 from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryBackend
 from sessionsched.server.app import create_app
@@ -23,8 +23,6 @@ from tests.fullfs import fill, tiny_tmpfs
 pytestmark = pytest.mark.storefault
 
 FULL = "state store unavailable: disk full"
-cluster = test_cycles.cluster  # the stepped service's fixtures
-stepped = test_cycles.stepped
 
 
 @pytest.fixture
@@ -101,14 +99,14 @@ def test_a_kill_while_postgresql_is_down_is_refused_and_nothing_is_lost(pg_serve
     the engine is put back all the same (from memory, not from the store)."""
     (tmp_path / "job.py").write_text("print('hello')\n")
     url = pg_server.fresh_database()
-    clock = test_cycles.Clock()
+    clock = Clock()
     queues = [{"name": "root", "queues": [
         {"name": "default", "admission": "none", "max_running_apps": 1}]}]
     config = make_config(tmp_path / "state", queues=queues, server={"db_url": url})
     app = create_app(config, MemoryBackend(cluster), run_cycles=False, clock=clock)
     try:
         with TestClient(app) as client:
-            s = test_cycles.Stepped(client, clock, cluster, tmp_path)
+            s = Stepped(client, clock, cluster, tmp_path)
             running = s.submit("running", **{WORK: "4", EXIT_CODE: "3"})
             queued = s.submit("queued")
             s.until(running, "RUNNING")

@@ -6,97 +6,16 @@ own, one cycle at a time (``run_cycles=False``). Deterministic and fast: no Spar
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from concurrent.futures import Future
-from contextlib import contextmanager
-from pathlib import Path
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
-from fastapi.testclient import TestClient
-from server_helpers import make_config, rows
+from server_helpers import rows
+from stepped_service import START_S, Clock, stepped_service
 
-from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryBackend, MemoryCluster
+from sessionsched.backends.memory import EXIT_CODE, WORK, MemoryCluster
 from sessionsched.model import Resources
-from sessionsched.server.app import create_app
 from sessionsched.service.cycle import PHASES
 from sessionsched.store import StoreUnavailable
-
-START_S = 1.0  # driver and executor start latency of the cluster
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Stepped:
-    """A service whose cycles the test runs, on a memory cluster that outlives it."""
-
-    def __init__(self, client: TestClient, clock: Clock, cluster: MemoryCluster, cwd: Path):
-        self.client = client
-        self.service = client.app.state.service
-        self.clock = clock
-        self.cluster = cluster
-        self.cwd = cwd
-
-    def submit(self, name: str, priority: int = 5000, **conf: str) -> str:
-        argv = [f"--conf={k}={v}" for k, v in conf.items()] + ["job.py"]
-        r = self.client.post("/api/v1/apps", json={
-            "argv": argv, "cwd": str(self.cwd), "name": name, "priority": priority})
-        assert r.status_code == 201, r.text
-        return r.json()["id"]
-
-    def cycle(self, after_s: float = 0.0) -> None:
-        self.clock.now += after_s
-        self.service.cycle()
-
-    def until(self, app_id: str, state: str, step_s: float = 0.5, cycles: int = 100) -> dict:
-        """Cycles (``step_s`` apart) until the app is in ``state``; its record then."""
-        for _ in range(cycles):
-            app = self.app(app_id)
-            if app["state"] == state:
-                return app
-            self.cycle(step_s)
-        pytest.fail(f"{app_id} not {state} after {cycles} cycles: {self.app(app_id)}")
-
-    def app(self, app_id: str) -> dict:
-        return self.client.get(f"/api/v1/apps/{app_id}").json()
-
-    def done(self, future) -> None:
-        """Run cycles (no time passing) until the operation's is done: a priority change
-        reaches the inbox only once the writer has committed it."""
-        for _ in range(100):
-            self.cycle()
-            try:
-                return future.result(timeout=0.1)
-            except TimeoutError:
-                continue
-        pytest.fail("the operation was not done after 100 cycles")
-
-
-@pytest.fixture
-def cluster() -> MemoryCluster:
-    return MemoryCluster(Resources(4, 8192), driver_slots=4, driver_start_s=START_S,
-                         executor_start_s=START_S, executor_idle_timeout_s=5, work_s=2)
-
-
-@pytest.fixture
-def stepped(state_dir, cluster, tmp_path):
-    (tmp_path / "job.py").write_text("print('hello')\n")
-    clock = Clock()
-
-    @contextmanager
-    def start(**queue) -> Iterator[Stepped]:
-        queues = [{"name": "root", "queues": [{"name": "default", **queue}]}]
-        app = create_app(make_config(state_dir, queues=queues), MemoryBackend(cluster),
-                         run_cycles=False, clock=clock)
-        with TestClient(app) as client:
-            yield Stepped(client, clock, cluster, tmp_path)
-
-    return start
 
 
 def test_stateaware_starts_one_app_at_a_time_and_runs_the_burst_to_its_end(stepped):
@@ -106,15 +25,42 @@ def test_stateaware_starts_one_app_at_a_time_and_runs_the_burst_to_its_end(stepp
         states = [s.app(i)["state"] for i in ids]
         assert states == ["STARTING", "ACCEPTED", "ACCEPTED"]
         second = s.app(ids[1])
-        assert second["position"] == 1 and "starting_limit 1" in second["reason"]
+        assert second["position"] == 1
+        assert second["reason"] == "1 app(s) starting in root.default (starting_limit 1)"
         s.until(ids[0], "RUNNING")  # its first executor: the next one may start
         s.cycle()
         assert s.app(ids[1])["state"] == "STARTING"
-        for app_id in ids:
-            done = s.until(app_id, "FINISHED")
-            assert (done["exit_code"], done["executors"]) == (0, 0)
-        kinds = [e["kind"] for e in s.client.get(f"/api/v1/apps/{ids[2]}/events").json()]
+        done = [s.until(app_id, "FINISHED") for app_id in ids]
+        assert [(d["exit_code"], d["executors"]) for d in done] == [(0, 0)] * 3
+        first, second = done[0], done[1]
+        assert second["started_at"] >= first["first_executor_at"] > first["started_at"]
+        assert ("state", "STARTING -> RUNNING: first executor registered") in [
+            (e["kind"], e["detail"]) for e in s.events(ids[0])]
+        kinds = [e["kind"] for e in s.events(ids[2])]
         assert kinds[0] == "submitted" and "launch" in kinds and kinds.count("state") == 3
+
+
+def test_one_driver_slot_runs_one_app_at_a_time_and_a_raised_priority_starts_second(
+        state_dir, tmp_path):
+    """Conductor's demo, case 1: one driver slot, three apps submitted, the third's priority
+    raised (through the API) while the first runs: launch order 1, 3, 2, one at a time."""
+    one_slot = MemoryCluster(Resources(4, 8192), driver_slots=1, driver_start_s=START_S,
+                             executor_start_s=START_S, work_s=4)
+    queues = [{"name": "root", "queues": [{"name": "default", "admission": "stateaware",
+                                           "starting_limit": 1}]}]
+    with stepped_service(state_dir, one_slot, tmp_path, Clock(), queues) as s:
+        ids = [s.submit(f"case1-{n}") for n in (1, 2, 3)]
+        s.until(ids[0], "STARTING")
+        assert [s.app(i)["state"] for i in ids[1:]] == ["ACCEPTED", "ACCEPTED"]
+        with ThreadPoolExecutor(1) as caller:  # the answer waits for a cycle: step them
+            r = s.done(caller.submit(s.client.post, f"/api/v1/apps/{ids[2]}/priority",
+                                     json={"priority": 9000}))
+        assert (r.status_code, r.json()["position"]) == (200, 1)
+        first, second, third = (s.until(i, "FINISHED", cycles=200) for i in ids)
+        assert [a["exit_code"] for a in (first, second, third)] == [0, 0, 0]
+        assert first["started_at"] < third["started_at"] < second["started_at"]
+        assert third["started_at"] >= first["finished_at"]
+        assert second["started_at"] >= third["finished_at"]
 
 
 def test_a_raised_priority_jumps_the_queue_and_starts_next(stepped):

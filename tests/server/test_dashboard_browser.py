@@ -3,7 +3,7 @@ Playwright) against a real ``sessionsched serve`` process whose Spark cluster ca
 submissions queue, nothing launches, so queue positions hold still while the page shows them.
 
 Chromium is not optional here: without ``/usr/bin/chromium`` these tests fail (they do not skip);
-``.ci/run`` installs it (``apt-get install -y chromium``)."""
+``make test`` installs it (``apt-get install -y chromium``)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 def browser() -> Iterator[Browser]:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} not found: these tests need Debian's chromium "
-                    "(apt-get install -y chromium; .ci/run installs it)", pytrace=False)
+                    "(apt-get install -y chromium; make test installs it)", pytrace=False)
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
                                timeout=60_000)

@@ -2,8 +2,8 @@
 with back-off before an app is FAILED; a permanent refusal fails at once; a kill ends the
 waiting; a restart during the back-off goes on with the retries (stepped, and a real
 ``sessionsched serve`` killed in its back-off). The service stepped by hand on the memory
-cluster (``test_cycles``), whose ``launchFailures`` property makes an app's first launches fail
-as an unreachable master."""
+cluster (``stepped_service.py``), whose ``launchFailures`` property makes an app's first
+launches fail as an unreachable master."""
 
 from __future__ import annotations
 
@@ -11,17 +11,14 @@ import json
 
 import httpx
 import pytest
-import test_cycles
 from fastapi.testclient import TestClient
 from server_helpers import make_config, rows
+from stepped_service import Clock, Stepped
 
 from sessionsched.backends.memory import LAUNCH_FAILURES, WORK, MemoryBackend
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.server.app import create_app
 from tests.sparkcluster import free_port, wait_until
-
-cluster = test_cycles.cluster  # the stepped service's fixtures
-stepped = test_cycles.stepped
 
 
 def trail(s, app_id: str, kind: str) -> list[str]:
@@ -91,7 +88,7 @@ class Noting(MemoryBackend):
 def test_a_restart_during_the_back_off_goes_on_with_the_same_count(state_dir, db, cluster,
                                                                    tmp_path):
     (tmp_path / "job.py").write_text("print('hello')\n")
-    clock = test_cycles.Clock()
+    clock = Clock()
     queues = [{"name": "root", "queues": [{"name": "default", "admission": "none"}]}]
 
     def start(backend) -> TestClient:
@@ -100,7 +97,7 @@ def test_a_restart_during_the_back_off_goes_on_with_the_same_count(state_dir, db
 
     first = Noting(cluster, db)
     with start(first) as c:
-        s = test_cycles.Stepped(c, clock, cluster, tmp_path)
+        s = Stepped(c, clock, cluster, tmp_path)
         app_id = s.submit("flaky", **{LAUNCH_FAILURES: "2", WORK: "1"})
         s.cycle()  # attempt 1 fails
         s.cycle(1.0)  # attempt 2 fails: the next in 2 s
@@ -112,7 +109,7 @@ def test_a_restart_during_the_back_off_goes_on_with_the_same_count(state_dir, db
     # starts again (two more failures), so the scheduler's own count must carry on.
     second = Noting(cluster, db)
     with start(second) as c:
-        s = test_cycles.Stepped(c, clock, cluster, tmp_path)
+        s = Stepped(c, clock, cluster, tmp_path)
         s.cycle()  # not due yet
         assert s.app(app_id)["state"] == "STARTING" and app_id not in cluster.apps
         app = s.until(app_id, "FINISHED", step_s=1.0)
