@@ -2,11 +2,11 @@
 tests that share a real Spark cluster started for the session, or a module-scoped fixture,
 run on one worker, so each such fixture starts once, not once per worker.
 
-Groups: the session's ``spark_cluster`` (tests/sparkcluster.py), the agent tests' own
-``agent_cluster`` (tests/agent/conftest.py), and one per module with a module-scoped fixture
-(a browser, the container stack, a shared server). Every other test goes to whichever worker
-is free. The groups go out first, biggest first, so the two clusters' groups start at once on
-the two workers.
+Groups: the session's ``spark_cluster`` (tests/sparkcluster.py) and one per module with a
+module-scoped fixture (a browser, the container stack, a shared server). Every other test goes
+to whichever worker is free — the agent tests too (``UNGROUPED``): they are the longest, and
+spread over the workers they are no longer the run's critical path; each worker that runs one
+starts the agent tests' own ``agent_cluster`` once. The groups go out first, biggest first.
 
 Why not xdist's own ``xdist_group`` marks: ``--dist loadgroup`` reads them by renaming each
 test's node id, which pytest 9.2 no longer lets a plugin do (``Item.nodeid`` comes from
@@ -27,7 +27,12 @@ import pytest
 
 ENV = "SESSIONSCHED_XDIST_GROUPS"
 # Session fixtures that start a real Spark cluster, by the group of the tests that use them.
-CLUSTER_GROUPS = {"spark_cluster": "spark-cluster", "agent_cluster": "agent-cluster"}
+CLUSTER_GROUPS = {"spark_cluster": "spark-cluster"}
+# The agent tests' cluster is not a group: its tests are the suite's longest (2-4 min each),
+# so they go to whichever worker is free, and a worker that gets one starts its own
+# ``agent_cluster`` (a session fixture: once per worker). One group would make them the
+# run's critical path (~14 min of the ~16).
+UNGROUPED = {"agent_cluster"}
 
 
 def group_of(item: pytest.Item) -> str | None:
@@ -38,6 +43,8 @@ def group_of(item: pytest.Item) -> str | None:
     for name in item.fixturenames:
         if name in CLUSTER_GROUPS:
             return CLUSTER_GROUPS[name]
+        if name in UNGROUPED:
+            return None
     for name in item.fixturenames:
         if any(d.scope in ("module", "package") for d in info.name2fixturedefs.get(name, ())):
             return "module:" + item.nodeid.split("::")[0]
