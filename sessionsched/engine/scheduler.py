@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ..model import AppState, Queue, QueueUsage, Resources
 from . import admission, lifecycle
@@ -192,9 +193,8 @@ class Scheduler:
     def _waited_too_long(self, now: float, out: list[Decision]) -> None:
         for rec, limit in self.books.expired(now):
             self.books.unqueue(rec)
-            out.append(self.books.mark(now, rec, AppState.FAILED,
-                                       waited_too_long(now - rec.spec.submitted_at, limit,
-                                                       rec.spec.queue)))
+            why = waited_too_long(now - rec.spec.submitted_at, limit, rec.spec.queue)
+            out.append(replace(self.books.mark(now, rec, AppState.FAILED, why), expired=True))
 
     # 3. admission
 

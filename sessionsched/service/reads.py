@@ -20,6 +20,7 @@ keys answer caches).
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -133,8 +134,9 @@ class ReadView:
     # Built on first use, per view (not copied by ``replace``: each view has its own).
     _by_spark_id: dict[str, str] = field(default_factory=dict, init=False, compare=False,
                                          repr=False)
-    # Shared by every view of a ReadModel (``replace`` passes it on): ``_read``.
+    # Shared by every view of a ReadModel (``replace`` passes it on): ``_read``, ``queued``.
     _reads: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
+    _queued: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     # --- apps -----------------------------------------------------------------------------
 
@@ -227,6 +229,25 @@ class ReadView:
             return why or "next to start"
         ahead = f"{position - 1} app(s) ahead in {sub.queue}"
         return f"{ahead}; {why}" if why else ahead
+
+    def queued(self, leaf: str, user: str) -> tuple[int, int]:
+        """(apps queued in ``leaf``, of them ``user``'s): the engine's queued apps, and the
+        leaf's newest submissions that no cycle has stepped yet (committed in submission order,
+        stepped in that order: they are the newest). The engine's part is counted by user once
+        per engine view (O(queued) at the first call after a cycle), the rest O(not stepped)."""
+        engine = self.engine
+        cached = self._queued.get(leaf)
+        if cached is None or cached[0] is not engine:
+            users = Counter(sub.user for sub in map(self.submissions.get,
+                                                     engine.pending.get(leaf, ())) if sub)
+            cached = (engine, len(engine.pending.get(leaf, ())), users)
+            self._queued[leaf] = cached
+        _, total, users = cached
+        mine = users.get(user, 0)
+        for sub in self.submissions.newest(leaf, lambda s: s.id not in engine.apps):
+            total += 1
+            mine += sub.user == user
+        return total, mine
 
     # --- queues, health, metrics ------------------------------------------------------------
 
