@@ -3,10 +3,11 @@
 - ``max_wait``: stepped by hand on the memory cluster (``stepped``), a queued app past it ends
   FAILED with the reason, a state event, an ``expired`` row of the audit trail and an audit log
   line; one that passed it while the scheduler was down ends at the first cycle after the
-  restart (real SQLite store);
+  restart (real SQLite store); a plan in force sets it;
 - ``max_queued_apps`` / ``max_queued_apps_per_user``: in-process on the offline cluster
   (nothing starts, so what is queued stays queued), every door refuses a submission over a cap
-  with 429 naming the cap and the queue, in its own error shape, and stores nothing.
+  with 429 naming the cap and the queue, in its own error shape, and stores nothing; at once,
+  never more than the cap; with tokens, per the caller the port identified.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import rows, wait_until
+from server_helpers import make_config, rows, wait_until
+from stepped_service import Clock, stepped_service
 
+from sessionsched import tokens
 from sessionsched.backends.memory import WORK
+from sessionsched.server.app import create_app
 
 LONG = {WORK: "10000"}  # runs through every test here: the queue behind it stays queued
 EXPIRED = "waited too long: {waited}s queued in root.default, beyond its max_wait of 30s"
@@ -70,6 +74,24 @@ def test_an_app_that_waited_too_long_while_the_scheduler_was_down_fails_on_start
             ("FAILED", EXPIRED.format(waited=100))]
         assert rows(db, f"select kind from events where app_id = '{waits}' and kind = "
                         "'expired'") == [("expired",)]
+
+
+def test_a_plan_in_force_sets_max_wait(state_dir, cluster, tmp_path):
+    """A time-of-day plan changes max_wait like any queue setting: the queues read and the
+    engine both run with it ("every minute" has always fired: in force from the start)."""
+    queues = [{"name": "root", "queues": [{"name": "default", "admission": "none",
+                                           "max_running_apps": 1}]}]
+    plans = [{"cron": "* * * * *", "queues": {"default": {"max_wait": 30}}}]
+    with stepped_service(state_dir, cluster, tmp_path, Clock(), queues, plans=plans) as s:
+        s.submit("runs", **LONG)
+        waits = s.submit("waits")
+        s.cycle()
+        rows_ = {q["name"]: q for q in s.client.get("/api/v1/queues").json()}
+        assert rows_["root.default"]["max_wait"] == 30 and rows_["root"]["max_wait"] is None
+        s.cycle(29.5)
+        assert s.app(waits)["state"] == "ACCEPTED"
+        s.cycle(0.5)
+        assert s.app(waits)["reason"] == EXPIRED.format(waited=30)
 
 
 # --- max_queued_apps, max_queued_apps_per_user, on every door ------------------------------
@@ -162,3 +184,28 @@ def test_submissions_at_once_never_take_more_places_than_the_cap(capped, app_fil
     assert codes == [201] * 2 + [429] * 6
     assert stored(db) == 2
     wait_until(lambda: capped.app.state.ops.depth.in_flight() == 0, what="places given back")
+
+
+def test_with_tokens_the_per_user_cap_counts_the_callers_apps(state_dir, offline_cluster,
+                                                               tmp_path, app_file, open_app, db):
+    """The user is the caller the port identified, not what the submission claims: alice
+    naming bob in ``spark.sessionsched.user`` still spends her own place."""
+    path = tmp_path / "tokens.json"
+    alice, bob = (tokens.create(path, name, "user") for name in ("alice", "bob"))
+    client = open_app(create_app(make_config(
+        state_dir, cluster=offline_cluster, queues=CAPPED,
+        auth={"mode": "tokens", "run_as_root": True, "tokens_file": str(path)})))
+
+    def submit(token, claimed=None):
+        conf = {"spark.sessionsched.user": claimed} if claimed else {}
+        return client.post("/api/v1/apps", headers={"Authorization": f"Bearer {token}"},
+                           json={"argv": [app_file.name], "cwd": str(app_file.parent),
+                                 "queue": "etl", "conf": conf})
+
+    assert submit(alice).status_code == 201
+    r = submit(alice, claimed="bob")
+    assert (r.status_code, r.json()["detail"]) == (429, (
+        "user alice already has 1 app(s) queued in root.etl, its max_queued_apps_per_user is "
+        "1; submit again once some have started"))
+    assert submit(bob).status_code == 201
+    assert rows(db, "select user from apps order by seq") == [("alice",), ("bob",)]
