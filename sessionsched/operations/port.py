@@ -152,7 +152,8 @@ class Operations(Reads):
         try:
             app = self._admit(caller, check())
             # The leaf as it runs now (plans applied), counted under the caps' lock.
-            place = self.depth.take(leaf_named(self.service.view.engine.root, app.queue), app.user,
+            leaf = leaf_named(self.service.view.engine.root, app.queue)
+            place = self.depth.take(leaf, app.user,
                                     lambda: self.service.view.queued(app.queue, app.user))
         except new_apps.SubmissionError as e:
             return failed(Kind.INVALID, str(e))
