@@ -45,16 +45,17 @@ class DepthCaps:
         self._user: Counter[tuple[str, str]] = Counter()
 
     def take(self, leaf: Queue | None, user: str,
-             queued: Callable[[], tuple[int, int]]) -> Ticket:
+             queued: Callable[[str | None], tuple[int, int]]) -> Ticket:
         """A place in ``leaf`` for one more app of ``user``, or ``Refused`` (429) naming the
-        cap that is full. ``queued()``: (apps queued in the leaf, of them ``user``'s), read
-        under the lock that hands out places. The ticket gives the place back (once)."""
+        cap that is full. ``queued(user)``: (apps queued in the leaf, of them ``user``'s; the
+        user is None when no per-user cap needs it), read under the lock that hands out
+        places. The ticket gives the place back (once)."""
         if leaf is None or (leaf.max_queued_apps is None
                             and leaf.max_queued_apps_per_user is None):
             return _nothing
         name, key = leaf.name, (leaf.name, user)
         with self._lock:
-            total, mine = queued()
+            total, mine = queued(user if leaf.max_queued_apps_per_user is not None else None)
             total += self._leaf[name]
             mine += self._user[key]
             cap = leaf.max_queued_apps

@@ -154,7 +154,7 @@ class Operations(Reads):
             # The leaf as it runs now (plans applied), counted under the caps' lock.
             leaf = leaf_named(self.service.view.engine.root, app.queue)
             place = self.depth.take(leaf, app.user,
-                                    lambda: self.service.view.queued(app.queue, app.user))
+                                    lambda user: self.service.view.queued(app.queue, user))
         except new_apps.SubmissionError as e:
             return failed(Kind.INVALID, str(e))
         except auth.Forbidden as e:

@@ -230,23 +230,23 @@ class ReadView:
         ahead = f"{position - 1} app(s) ahead in {sub.queue}"
         return f"{ahead}; {why}" if why else ahead
 
-    def queued(self, leaf: str, user: str) -> tuple[int, int]:
-        """(apps queued in ``leaf``, of them ``user``'s): the engine's queued apps, and the
-        leaf's newest submissions that no cycle has stepped yet (committed in submission order,
-        stepped in that order: they are the newest). The engine's part is counted by user once
-        per engine view (O(queued) at the first call after a cycle), the rest O(not stepped)."""
+    def queued(self, leaf: str, user: str | None = None) -> tuple[int, int]:
+        """(apps queued in ``leaf``, of them ``user``'s; 0 without a user): the engine's queued
+        apps, and the leaf's newest submissions that no cycle has stepped yet (committed in
+        submission order, stepped in that order: they are the newest). O(not stepped), and
+        once per engine view O(queued in the leaf) for the count by user."""
         engine = self.engine
-        cached = self._queued.get(leaf)
-        if cached is None or cached[0] is not engine:
-            users = Counter(sub.user for sub in map(self.submissions.get,
-                                                     engine.pending.get(leaf, ())) if sub)
-            cached = (engine, len(engine.pending.get(leaf, ())), users)
-            self._queued[leaf] = cached
-        _, total, users = cached
-        mine = users.get(user, 0)
+        pending = engine.pending.get(leaf, ())
+        total, mine = len(pending), 0
+        if user is not None:
+            cached = self._queued.get(leaf)
+            if cached is None or cached[0] is not engine:
+                users = Counter(sub.user for sub in map(self.submissions.get, pending) if sub)
+                cached = self._queued[leaf] = (engine, users)
+            mine = cached[1].get(user, 0)
         for sub in self.submissions.newest(leaf, lambda s: s.id not in engine.apps):
             total += 1
-            mine += sub.user == user
+            mine += user is not None and sub.user == user
         return total, mine
 
     # --- queues, health, metrics ------------------------------------------------------------

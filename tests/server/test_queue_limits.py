@@ -176,6 +176,23 @@ def test_max_queued_apps_per_user_counts_each_users_queued_apps(capped, app_file
     assert stored(db) == 3
 
 
+def test_the_count_holds_apps_committed_before_any_cycle_stepped_them(stepped):
+    """Stepped by hand: two apps committed, no cycle yet (the engine has not seen them), the
+    third is refused all the same; after the cycle, the engine's queue counts them."""
+    with stepped(admission="stateaware", max_queued_apps=2, max_queued_apps_per_user=1) as s:
+        body = {"argv": ["job.py"], "cwd": str(s.cwd)}
+
+        def post(user):
+            return s.client.post("/api/v1/apps", json={
+                **body, "conf": {"spark.sessionsched.user": user}}).status_code
+
+        assert [post("alice"), post("alice"), post("bob")] == [201, 429, 201]
+        assert post("carol") == 429  # root.default holds 2, neither stepped yet
+        assert [a["position"] for a in s.client.get("/api/v1/apps").json()] == [None, None]
+        s.cycle()  # one launched (stateaware), one queued: a place is free again
+        assert [post("alice"), post("carol")] == [201, 429]  # alice's first has started
+
+
 def test_submissions_at_once_never_take_more_places_than_the_cap(capped, app_file, db):
     """Eight submissions at once into a queue with two places: the places handed out but not
     committed yet count, so exactly two are stored, whatever the commits' timing."""
