@@ -315,7 +315,7 @@ def add_parser(subparsers) -> None:
 
     p = subparsers.add_parser(
         "queues",
-        help="list queues and their load",
+        help="show the queue tree: each queue's caps and load",
         description="List every queue as a tree (parents too) with its settings as they are "
         "now, the time-of-day plan in force applied (admission, policy, weight, max_cores, "
         "max_running_apps, max_wait, max_queued_apps, max_queued_apps_per_user: '-' for no "
