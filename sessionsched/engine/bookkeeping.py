@@ -2,14 +2,14 @@
 
 ``Books`` owns the apps (``AppRecord``) and each index built from them: the queued apps of each
 leaf in rank order and their ``max_wait`` deadlines (a heap), the STARTING apps and their
-timeouts (a heap), the apps on the books, the
-running totals (``books.Ledger``), the elastic needs (``needs.NeedBook``), the launching
-driver-heavy apps (``launching.LaunchBook``), the arbiter's claims (``arbitration.Arbiter``),
-the grant bases (``grants.Grants``), the apps above their target (``reclaim.Reclaimer``), and
-which apps changed. Nothing else writes an index: the event handlers (``lifecycle``) and the
-step's phases (``scheduler``) change an app through a verb, and the verb keeps every index
-that app is in true, now or at the next ``sync``. (The arbiter and the reclaimer keep what they
-decide as they decide it: ``Arbiter.compute``, ``Reclaimer.step``.)
+timeouts (a heap), the apps on the books, the running totals (``books.Ledger``), the elastic
+needs (``needs.NeedBook``), the launching driver-heavy apps (``launching.LaunchBook``), the
+arbiter's claims (``arbitration.Arbiter``), the grant bases (``grants.Grants``), the apps
+above their target (``reclaim.Reclaimer``), and which apps changed. Nothing else writes an
+index: the event handlers (``lifecycle``) and the step's phases (``scheduler``) change an app
+through a verb, and the verb keeps every index that app is in true, now or at the next
+``sync``. (The arbiter and the reclaimer keep what they decide as they decide it:
+``Arbiter.compute``, ``Reclaimer.step``.)
 
 The verbs: ``submit`` (queue a new app), ``adopt`` (an app launched before a restart),
 ``requeue`` (a new priority), ``unqueue`` (a queued app leaves its queue), ``admit`` (its
