@@ -27,6 +27,9 @@ Scenarios (the ``scenario`` column):
   * ``burst``: the same, and at the first measured cycle every leaf's ``max_running_apps`` is
     doubled, so about as many queued apps as are running may start at once: the admission
     slice (``engine.budget``) spreads them over the following cycles.
+  * ``max-wait``: the same, and every leaf has a ``max_wait`` (1 h) that the queued apps reach
+    one after another, about 25 per cycle (their submissions spread over the hour before):
+    each cycle ends those apps FAILED, from the heap of deadlines, not a scan of the queued.
 
 Only ``step`` is timed; the harness that plays the cluster is not. Targets: at most 50 ms per
 cycle at 10k running + 100k queued on a 2-core machine, growing no worse than n log n (issue
@@ -45,6 +48,7 @@ import random
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -57,6 +61,7 @@ from sessionsched.engine import (  # noqa: E402
     DriverStarted,
     ExecutorsChanged,
     LaunchDriver,
+    MarkState,
     PriorityChanged,
     QueuesChanged,
     Reclaim,
@@ -79,9 +84,13 @@ LEAVES = 10
 CYCLE_S = 0.2
 
 
-def queue_tree(running: int, room: int = 1) -> Queue:
+MAX_WAIT_S = 3600.0  # the ``max-wait`` scenario's limit
+EXPIRING_PER_S = 125  # its queued apps reaching it: 25 per 200 ms cycle
+
+
+def queue_tree(running: int, room: int = 1, max_wait_s: float | None = None) -> Queue:
     """10 parents x 10 leaves; leaf max_running_apps holds ``running`` apps in total (times
-    ``room``)."""
+    ``room``); every leaf's ``max_wait`` is ``max_wait_s``."""
     per_leaf = max(running // (PARENTS * LEAVES), 1) * room
     policies = [Policy.FIFO, Policy.PRIORITY, Policy.FAIRSHARE]
     modes = [Admission.STATEAWARE, Admission.RESERVE, Admission.NONE]
@@ -97,6 +106,7 @@ def queue_tree(running: int, room: int = 1) -> Queue:
                 max_running_apps=per_leaf,
                 reclaim_timeout_s=timeouts[(p * LEAVES + leaf) % 3],
                 weight=1.0 + leaf % 4,
+                max_wait_s=max_wait_s,
             )
             for leaf in range(LEAVES)
         )
@@ -115,9 +125,10 @@ def queue_tree(running: int, room: int = 1) -> Queue:
 class Workload:
     """Plays the cluster: makes specs, carries out decisions, produces each cycle's events."""
 
-    def __init__(self, running: int, queued: int, seed: int = 1):
+    def __init__(self, running: int, queued: int, seed: int = 1, expiring: bool = False):
         self.rng = random.Random(seed)
-        self.root = queue_tree(running)
+        self.expiring = expiring
+        self.root = queue_tree(running, max_wait_s=MAX_WAIT_S if expiring else None)
         self.leaves = [q.name for q in self.root.leaves()]
         self.seq = 0
         self.running = running
@@ -129,6 +140,7 @@ class Workload:
         self.live: list[str] = []  # apps with a driver, for picking at random
         self.pending_ids: list[str] = []
         self.next_executor = 0
+        self.expired = 0  # queued apps ended by their max_wait
 
     def spec(self, leaf: str | None = None) -> AppSpec:
         rng = self.rng
@@ -155,8 +167,11 @@ class Workload:
             events.append(DemandChanged(spec.app_id, self.rng.randint(0, 12)))
             self.live.append(spec.app_id)
             self.executors[spec.app_id] = {}
+        span_s = self.queued / EXPIRING_PER_S
         for _ in range(self.queued):
             spec = self.spec()
+            if self.expiring:  # submitted in the hour before: deadlines from now to span_s
+                spec = replace(spec, submitted_at=self.rng.uniform(0, span_s) - MAX_WAIT_S)
             events.append(Submitted(spec))
             self.pending_ids.append(spec.app_id)
         return events
@@ -169,6 +184,9 @@ class Workload:
                 self.doomed.setdefault(d.app_id, set()).update(d.executor_ids)
             elif isinstance(d, LaunchDriver):
                 self.launched.append(d.app_id)
+            elif isinstance(d, MarkState) and d.expired:
+                self.expired += 1
+                self.pending_ids_remove(d.app_id)
 
     def _executors_event(self, app_id: str, now: float) -> ExecutorsChanged:
         have = self.executors.setdefault(app_id, {})
@@ -227,12 +245,12 @@ class Workload:
         self.pending_ids.pop()
 
 
-SCENARIOS = ("steady", "burst", "capacity-swing", "memory-bound")
+SCENARIOS = ("steady", "burst", "capacity-swing", "memory-bound", "max-wait")
 
 
 def run(running: int, queued: int, cycles: int, scenario: str = "steady",
         profile: bool = False) -> dict:
-    wl = Workload(running, queued)
+    wl = Workload(running, queued, expiring=scenario == "max-wait")
     cores = running * 3
     mem_mib = cores * (1024 if scenario == "memory-bound" else 4096)
     sched = Scheduler(wl.root, Resources(cores, mem_mib), driver_slots=running * 2)
@@ -249,6 +267,7 @@ def run(running: int, queued: int, cycles: int, scenario: str = "steady",
     times: list[float] = []
     cpu: list[float] = []
     decisions = launched = 0
+    expired_before = wl.expired
     prof = cProfile.Profile() if profile else None
     gc.collect()
     for i in range(cycles):
@@ -287,6 +306,7 @@ def run(running: int, queued: int, cycles: int, scenario: str = "steady",
         "cpu_p50": statistics.median(cpu),
         "cpu_max": max(cpu),
         "decisions": decisions / cycles,
+        "expired": wl.expired - expired_before,
     }
 
 
@@ -303,7 +323,7 @@ def main() -> None:
         return
     if args.quick:
         rows = [("steady", 1000), ("steady", 10_000), ("burst", 10_000),
-                ("capacity-swing", 10_000), ("memory-bound", 10_000)]
+                ("capacity-swing", 10_000), ("memory-bound", 10_000), ("max-wait", 10_000)]
     else:
         rows = [("steady", n) for n in (1000, 2000, 5000, 10_000)]
         rows += [(s, n) for s in SCENARIOS[1:] for n in (1000, 10_000)]
@@ -314,7 +334,7 @@ def main() -> None:
           f"{cycles} cycles per row")
     head = (f"{'scenario':<15} {'running':>8} {'admitted':>8} {'queued':>8} {'setup s':>8} "
             f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu p50':>8} {'cpu max':>8} "
-            f"{'launched':>8} {'dec/cyc':>8} {'cpu/(n log n)':>14}")
+            f"{'launched':>8} {'expired':>8} {'dec/cyc':>8} {'cpu/(n log n)':>14}")
     print(head)
     print("-" * len(head))
     base: dict[str, float] = {}
@@ -325,9 +345,10 @@ def main() -> None:
         print(f"{scenario:<15} {r['running']:>8,} {r['admitted']:>8,} {r['queued']:>8,} "
               f"{r['setup_s']:>8.1f} {r['p50']:>8.1f} {r['p99']:>8.1f} {r['max']:>8.1f} "
               f"{r['cpu_p50']:>8.1f} {r['cpu_max']:>8.1f} {r['launched']:>8,} "
-              f"{r['decisions']:>8.1f} {per / base[scenario]:>14.2f}")
+              f"{r['expired']:>8,} {r['decisions']:>8.1f} {per / base[scenario]:>14.2f}")
     print("p50/p99/max: wall-clock ms per cycle; cpu p50/max: CPU ms of the process (steadier "
-          "when others load the machine); launched: drivers launched in the measured cycles."
+          "when others load the machine); launched: drivers launched in the measured cycles; "
+          "expired: queued apps ended by their max_wait in them."
           "\ncpu/(n log n): CPU cost per n log n, relative to the "
           "scenario's first row (<= 1: no worse than n log n). Load average at the end: "
           f"{os.getloadavg()[0]:.1f}")

@@ -128,7 +128,9 @@ class Queue:
     """One node of the queue tree. Leaf queues hold apps; parents share among children.
 
     ``name`` is the full dotted path (``root.etl``). Settings that only make sense on a leaf
-    (admission, policy, limits of starting apps, reclaim) are ignored on parents.
+    (admission, policy, limits of starting apps, reclaim) are ignored on parents. The queued
+    apps' limits (``max_wait_s``, ``max_queued_apps``, ``max_queued_apps_per_user``) hold per
+    leaf; a parent's are what its children inherit (``config.queues``), already resolved here.
     """
 
     name: str
@@ -146,6 +148,12 @@ class Queue:
     # cores (and memory) it reaches by weight, more only while its apps fit there whole
     # (``admission_checks.driver_share``); YARN's maximum-am-resource-percent.
     max_driver_fraction: float = 0.4
+    # The longest an app may wait queued (ACCEPTED) before it ends FAILED; None: no limit.
+    max_wait_s: float | None = None
+    # Most apps queued (ACCEPTED) in the leaf at once, and per user: a submission beyond is
+    # refused (``intake.depth``); None: no cap.
+    max_queued_apps: int | None = None
+    max_queued_apps_per_user: int | None = None
 
     @property
     def is_leaf(self) -> bool:

@@ -178,3 +178,74 @@ def test_resolve_queue_names_the_known_queues():
         resolve_queue(root, "c")
     with pytest.raises(LookupError, match="parent queue"):
         resolve_queue(root, "root")
+
+
+# --- the queued apps' limits: inherited down the tree, a child's own setting wins -----------
+
+LIMITS = """
+defaults: {queue: root.etl}
+queues:
+  - name: root
+    max_wait: 3600
+    max_queued_apps_per_user: 5
+    queues:
+      - {name: etl, max_queued_apps: 100}
+      - name: science
+        max_wait: 600
+        queues:
+          - {name: nb}
+          - {name: batch, max_wait: null, max_queued_apps_per_user: 2}
+      - {name: adhoc}
+"""
+
+
+def _limits(q):
+    return q.max_wait_s, q.max_queued_apps, q.max_queued_apps_per_user
+
+
+# leaf: (max_wait_s, max_queued_apps, max_queued_apps_per_user)
+INHERITED = {
+    "root.etl": (3600, 100, 5),  # its own cap; root's max_wait and per-user cap
+    "root.science.nb": (600, None, 5),  # its parent's max_wait wins over root's
+    "root.science.batch": (None, None, 2),  # an explicit null turns an inherited limit off
+    "root.adhoc": (3600, None, 5),  # root's, two levels down
+}
+
+
+@pytest.mark.parametrize("leaf, expected", INHERITED.items(), ids=INHERITED.keys())
+def test_queued_limits_are_inherited_and_a_childs_own_setting_wins(tmp_path, leaf, expected):
+    root = load_server_config(write(tmp_path, LIMITS)).queue_tree()
+    assert _limits(resolve_queue(root, leaf)) == expected
+
+
+def test_queued_limits_are_off_by_default():
+    assert _limits(ServerConfig().queue_tree().leaves()[0]) == (None, None, None)
+
+
+def test_a_plan_changes_the_queued_limits_and_its_children_inherit_them(tmp_path):
+    text = LIMITS + ("plans:\n  - cron: '0 20 * * *'\n    queues:\n"
+                     "      science: {max_wait: 60}\n"
+                     "      etl: {max_queued_apps: null, max_queued_apps_per_user: 1}\n")
+    cfg = load_server_config(write(tmp_path, text))
+    night = cfg.queue_tree(cfg.plans[0])
+    assert _limits(resolve_queue(night, "nb")) == (60, None, 5)  # the parent's new max_wait
+    assert _limits(resolve_queue(night, "batch")) == (None, None, 2)  # its own null still wins
+    assert _limits(resolve_queue(night, "etl")) == (3600, None, 1)  # the cap taken off
+    assert _limits(resolve_queue(cfg.queue_tree(), "etl")) == (3600, 100, 5)  # config as is
+
+
+@pytest.mark.parametrize("text, message", [
+    ("queues: [{name: a, max_wait: 0}]", "queues[0].max_wait: Input should be greater than 0"),
+    ("queues: [{name: a, max_queued_apps: 0}]",
+     "queues[0].max_queued_apps: Input should be greater than or equal to 1"),
+    ("queues: [{name: a, max_queued_apps_per_user: -2}]",
+     "queues[0].max_queued_apps_per_user: Input should be greater than or equal to 1"),
+    ("queues: [{name: a}]\nplans: [{cron: '0 8 * * *', queues: {a: {max_wait: -5}}}]",
+     "max_wait: Input should be greater than 0"),
+], ids=["max_wait 0", "max_queued_apps 0", "per user negative", "max_wait in a plan"])
+def test_bad_queued_limits_give_one_line(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_server_config(path)
+    assert "\n" not in str(err.value) and message in str(err.value)
+

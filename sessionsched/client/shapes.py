@@ -72,7 +72,8 @@ class App:
 
 @dataclass(frozen=True)
 class QueueInfo:
-    """One queue from ``GET /api/v1/queues``; ``raw`` is the JSON as received."""
+    """One queue from ``GET /api/v1/queues``; ``raw`` is the JSON as received. A parent's
+    leaf-only settings are "" (``admission``, ``policy``) or None."""
 
     name: str
     admission: str
@@ -85,10 +86,22 @@ class QueueInfo:
     demand_cores: int
     waiting_reason: str | None
     raw: dict[str, Any]
+    leaf: bool = True
+    max_cores: int | None = None
+    max_running_apps: int | None = None
+    max_wait: float | None = None
+    max_queued_apps: int | None = None
+    max_queued_apps_per_user: int | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> QueueInfo:
         return cls(
+            leaf=bool(data.get("leaf", True)),
+            max_cores=data.get("max_cores"),
+            max_running_apps=data.get("max_running_apps"),
+            max_wait=data.get("max_wait"),
+            max_queued_apps=data.get("max_queued_apps"),
+            max_queued_apps_per_user=data.get("max_queued_apps_per_user"),
             name=data["name"],
             admission=data.get("admission") or "",
             policy=data.get("policy") or "",

@@ -1,5 +1,5 @@
 """``sessionsched audit [--app ID] [--user U] [--since T]``: the audit trail (admins):
-submissions, priority changes and kills, one per line, oldest first
+submissions, priority changes, kills and expiries, one per line, oldest first
 (``GET /api/v1/audit``)."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from .client_cmds import add_connection_options, call, print_json
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "audit", help="who submitted, re-prioritised and killed what (admins)",
-        description="Show the audit trail: submissions, priority changes and kills.")
+        description="Show the audit trail: submissions, priority changes, kills, and the "
+        "queued apps the scheduler ended for waiting their queue's max_wait.")
     p.add_argument("--app", metavar="ID", help="only this app")
     p.add_argument("--user", metavar="U", help="only what this user did")
     p.add_argument("--since", metavar="T", help="only from this time (ISO 8601 or epoch s)")

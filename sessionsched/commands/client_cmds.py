@@ -123,27 +123,62 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
 
 
 def queue_table(queues: Iterable[QueueInfo]) -> Table:
+    """The queue tree (the server's order: parents before their children) as a table whose
+    first column draws the tree; a limit a leaf does not have is "-", a setting that acts on
+    leaves only is blank on a parent's row."""
     table = Table(box=None, header_style="bold", pad_edge=False)
-    cols = ("QUEUE", "ADMISSION", "POLICY", "WEIGHT", "PENDING", "STARTING", "RUNNING")
-    for col in (*cols, "CORES", "DEMAND"):
+    cols = ("QUEUE", "ADMISSION", "POLICY", "WEIGHT", "MAX CORES", "MAX RUNNING", "MAX WAIT",
+            "MAX QUEUED", "PER USER", "PENDING", "STARTING", "RUNNING", "CORES", "DEMAND")
+    for col in cols:
         table.add_column(col, no_wrap=True)
     table.add_column("WAITING", overflow="fold")
-    for q in queues:
+    queues = list(queues)
+    for q, drawn in zip(queues, tree_names([q.name for q in queues]), strict=True):
+        leaf_only = (q.admission, q.policy, _limit(q.max_wait, _duration),
+                     _limit(q.max_queued_apps), _limit(q.max_queued_apps_per_user))
+        if not q.leaf:
+            leaf_only = ("",) * len(leaf_only)
+        admission, policy, max_wait, max_queued, per_user = leaf_only
         table.add_row(
-            *plain(
-                q.name,
-                q.admission,
-                q.policy,
-                f"{q.weight:g}",
-                str(q.pending),
-                str(q.starting),
-                str(q.running),
-                str(q.executor_cores),
-                str(q.demand_cores),
-                q.waiting_reason or "",
-            )
+            *plain(drawn, admission, policy, f"{q.weight:g}", _limit(q.max_cores),
+                   _limit(q.max_running_apps), max_wait, max_queued, per_user, q.pending,
+                   q.starting, q.running, q.executor_cores, q.demand_cores,
+                   q.waiting_reason or "")
         )
     return table
+
+
+def tree_names(names: list[str]) -> list[str]:
+    """Dotted queue names, parents before their children, as the lines of a tree: each
+    queue's last name part behind guides (``├── etl``, ``│   └── nb``)."""
+    out = []
+    for i, name in enumerate(names):
+        parts = name.split(".")
+        guides = []
+        for depth in range(1, len(parts)):
+            # The ancestor at this depth (or the queue itself) is its parent's last child if no
+            # sibling of it comes later.
+            parent = ".".join(parts[:depth]) + "."
+            last = not any(n.startswith(parent) and n.count(".") == depth
+                           for n in names[i + 1:])
+            if depth == len(parts) - 1:
+                guides.append("└── " if last else "├── ")
+            else:
+                guides.append("    " if last else "│   ")
+        out.append("".join(guides) + parts[-1])
+    return out
+
+
+def _limit(value: float | None, show: Callable[[float], str] = lambda v: f"{v:g}") -> str:
+    return "-" if value is None else show(value)
+
+
+def _duration(seconds: float) -> str:
+    """``90`` -> ``1m30s``, ``3600`` -> ``1h``, ``45`` -> ``45s``."""
+    s = int(round(seconds))
+    h, m, sec = s // 3600, s % 3600 // 60, s % 60
+    text = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{sec}s" if sec else "")
+    return text or f"{seconds:g}s"
 
 
 def describe(app: App) -> str:
@@ -280,8 +315,11 @@ def add_parser(subparsers) -> None:
 
     p = subparsers.add_parser(
         "queues",
-        help="list queues and their load",
-        description="List every queue (parents too) with its settings and load.",
+        help="show the queue tree: each queue's caps and load",
+        description="List every queue as a tree (parents too) with its settings as they are "
+        "now, the time-of-day plan in force applied (admission, policy, weight, max_cores, "
+        "max_running_apps, max_wait, max_queued_apps, max_queued_apps_per_user: '-' for no "
+        "limit; settings that act on leaf queues only are blank on a parent) and its load.",
     )
     p.add_argument("--json", action="store_true", help="print the server's JSON list")
     add_connection_options(p)

@@ -30,9 +30,17 @@ PolicyField = Annotated[Policy, BeforeValidator(lambda v: enum_value(Policy, v))
 ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
 DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
 
+# The queued apps' limits: inherited down the tree, a child's own setting winning (an
+# explicit ``null`` too: it turns the parent's limit off for that child and below).
+INHERITED = ("max_wait", "max_queued_apps", "max_queued_apps_per_user")
+
+
 class QueueConfig(Strict):
     """One queue as written in YAML. Seconds are plain numbers; ``min_share``/``max_cores``
-    are cores."""
+    are cores. ``max_wait`` (seconds an app may wait queued before it ends FAILED),
+    ``max_queued_apps`` and ``max_queued_apps_per_user`` (submissions beyond are refused) hold
+    per leaf queue; set on a parent they are inherited by every queue below that does not set
+    its own (``INHERITED``)."""
 
     name: str
     queues: list[QueueConfig] = Field(default_factory=list)
@@ -46,6 +54,9 @@ class QueueConfig(Strict):
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout = 0.0
     max_driver_fraction: DriverFraction = 0.4
+    max_wait: float | None = Field(None, gt=0)
+    max_queued_apps: int | None = Field(None, ge=1)
+    max_queued_apps_per_user: int | None = Field(None, ge=1)
     # Who may submit into this queue (auth mode tokens): user names and groups of
     # ``auth.groups``; neither set: everyone. A parent's lists apply to a child that sets
     # neither.
@@ -68,11 +79,15 @@ class QueueConfig(Strict):
             seen.add(child.name)
         return self
 
-    def to_queue(self, parent: str = "") -> Queue:
+    def to_queue(self, parent: str = "", inherited: dict[str, Any] | None = None) -> Queue:
+        """The engine's queue; ``inherited``: the ``INHERITED`` limits as the parent has them
+        (its own, else its parent's)."""
         full = f"{parent}.{self.name}" if parent else self.name
+        limits = dict(inherited or {})
+        limits.update({k: getattr(self, k) for k in INHERITED if k in self.model_fields_set})
         return Queue(
             name=full,
-            children=tuple(c.to_queue(full) for c in self.queues),
+            children=tuple(c.to_queue(full, limits) for c in self.queues),
             admission=self.admission,
             starting_limit=self.starting_limit,
             starting_timeout_s=self.starting_timeout,
@@ -83,6 +98,9 @@ class QueueConfig(Strict):
             max_running_apps=self.max_running_apps,
             reclaim_timeout_s=self.reclaim_timeout,
             max_driver_fraction=self.max_driver_fraction,
+            max_wait_s=limits.get("max_wait"),
+            max_queued_apps=limits.get("max_queued_apps"),
+            max_queued_apps_per_user=limits.get("max_queued_apps_per_user"),
         )
 
 
@@ -128,6 +146,10 @@ class QueueOverride(Strict):
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout | None = None
     max_driver_fraction: DriverFraction | None = None
+    # An explicit null turns the limit off while the plan runs (inherited ones too).
+    max_wait: float | None = Field(None, gt=0)
+    max_queued_apps: int | None = Field(None, ge=1)
+    max_queued_apps_per_user: int | None = Field(None, ge=1)
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)

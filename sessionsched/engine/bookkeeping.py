@@ -1,14 +1,15 @@
 """The engine's books and every index over them, kept by verbs (after Kueue's ``pkg/cache``).
 
 ``Books`` owns the apps (``AppRecord``) and each index built from them: the queued apps of each
-leaf in rank order, the STARTING apps and their timeouts (a heap), the apps on the books, the
-running totals (``books.Ledger``), the elastic needs (``needs.NeedBook``), the launching
-driver-heavy apps (``launching.LaunchBook``), the arbiter's claims (``arbitration.Arbiter``),
-the grant bases (``grants.Grants``), the apps above their target (``reclaim.Reclaimer``), and
-which apps changed. Nothing else writes an index: the event handlers (``lifecycle``) and the
-step's phases (``scheduler``) change an app through a verb, and the verb keeps every index
-that app is in true, now or at the next ``sync``. (The arbiter and the reclaimer keep what they
-decide as they decide it: ``Arbiter.compute``, ``Reclaimer.step``.)
+leaf in rank order and their ``max_wait`` deadlines (a heap), the STARTING apps and their
+timeouts (a heap), the apps on the books, the running totals (``books.Ledger``), the elastic
+needs (``needs.NeedBook``), the launching driver-heavy apps (``launching.LaunchBook``), the
+arbiter's claims (``arbitration.Arbiter``), the grant bases (``grants.Grants``), the apps
+above their target (``reclaim.Reclaimer``), and which apps changed. Nothing else writes an
+index: the event handlers (``lifecycle``) and the step's phases (``scheduler``) change an app
+through a verb, and the verb keeps every index that app is in true, now or at the next
+``sync``. (The arbiter and the reclaimer keep what they decide as they decide it:
+``Arbiter.compute``, ``Reclaimer.step``.)
 
 The verbs: ``submit`` (queue a new app), ``adopt`` (an app launched before a restart),
 ``requeue`` (a new priority), ``unqueue`` (a queued app leaves its queue), ``admit`` (its
@@ -17,7 +18,9 @@ phase), ``changed`` (anything else about an app changed: its demand, executors, 
 ``forget`` (drop it from everything), ``set_tree`` (a new queue tree). ``sync`` brings the
 totals, the needs, the launching book and the claims up to date with the apps changed since;
 ``touched`` names the apps changed this step, for grants and reclaim, until ``end_step``.
-``selfcheck.check`` compares every index with a recount from the apps.
+``selfcheck.check`` compares every index with a recount from the apps. ``expired`` and
+``timed_out`` pop the queued apps past their ``max_wait`` and the STARTING apps past their
+``starting_timeout``, each from its heap of deadlines.
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ class Books:
         # (deadline, app, launched_at) of STARTING apps, soonest first; entries of apps that
         # left STARTING are dropped when they reach the top (``_top_starting``).
         self._starting_due: list[tuple[float, str, float]] = []
+        # (deadline, app) of queued apps in a leaf with a ``max_wait``, soonest first; entries
+        # of apps no longer queued, or made under another ``max_wait``, are dropped when they
+        # reach the top (``_top_queued``).
+        self._wait_due: list[tuple[float, str]] = []
         # On the books: STARTING/RUNNING, or ended and still holding executors.
         self._admitted: dict[str, AppRecord] = {}
         self.ledger = Ledger()
@@ -91,13 +98,21 @@ class Books:
             self.pending.setdefault(name, SortedList())
         for name in [n for n, pend in self.pending.items() if n not in self.leaves and not pend]:
             del self.pending[name]
+        # A queue's max_wait may have changed: every queued app's deadline again, O(queued).
+        self._wait_due = []
+        for name, pend in self.pending.items():
+            if self._max_wait(name) is not None:
+                self._wait_due.extend(self._wait_entry(self.apps[key[2]]) for key in pend)
+        heapq.heapify(self._wait_due)
 
     # --- verbs ----------------------------------------------------------------------------
 
     def submit(self, rec: AppRecord) -> None:
-        """A new app, queued in its leaf."""
+        """A new app, queued in its leaf (with its deadline, if the leaf has a ``max_wait``)."""
         self.apps[rec.app_id] = rec
         self._queue(rec)
+        if self._max_wait(rec.spec.queue) is not None:
+            heapq.heappush(self._wait_due, self._wait_entry(rec))
 
     def adopt(self, rec: AppRecord) -> None:
         """An app launched before a restart, back on the books in its state."""
@@ -302,6 +317,47 @@ class Books:
                 return rec
             heapq.heappop(due)
         return None
+
+    # --- the queued apps' deadlines (``max_wait``) ---------------------------------------
+
+    def wait_deadlines(self) -> set[tuple[float, str]]:
+        """Every (deadline, app) in the heap, stale ones too (``selfcheck``)."""
+        return set(self._wait_due)
+
+    def next_wait_deadline(self) -> float | None:
+        return self._wait_due[0][0] if self._top_queued() is not None else None
+
+    def expired(self, now: float) -> list[tuple[AppRecord, float]]:
+        """The queued apps that have waited their leaf's ``max_wait`` (the deadline reached:
+        ``submitted_at + max_wait <= now``), with that limit, in rank order. Still queued: the
+        caller takes them out (``unqueue``, ``mark``). O(apps expiring x log n)."""
+        late = []
+        while (rec := self._top_queued()) is not None and self._wait_due[0][0] <= now:
+            heapq.heappop(self._wait_due)
+            late.append((rec.rank, rec, self._max_wait(rec.spec.queue)))
+        return [(rec, limit) for _, rec, limit in sorted(late, key=lambda x: x[0])]
+
+    def _max_wait(self, leaf: str) -> float | None:
+        q = self.leaves.get(leaf)  # a leaf gone from the tree keeps its apps, without limit
+        return q.max_wait_s if q is not None else None
+
+    def _wait_entry(self, rec: AppRecord) -> tuple[float, str]:
+        return rec.spec.submitted_at + self._max_wait(rec.spec.queue), rec.app_id
+
+    def _top_queued(self) -> AppRecord | None:
+        """The queued app whose deadline comes first (stale heap entries dropped)."""
+        due = self._wait_due
+        while due:
+            deadline, app_id = due[0]
+            rec = self.apps.get(app_id)
+            if (rec is not None and rec.state is AppState.ACCEPTED
+                    and self._max_wait(rec.spec.queue) is not None
+                    and self._wait_entry(rec)[0] == deadline):
+                return rec
+            heapq.heappop(due)
+        return None
+
+    # --- the queues ---------------------------------------------------------------------
 
     def _queue(self, rec: AppRecord) -> None:
         self.pending[rec.spec.queue].add(rec.rank)

@@ -206,7 +206,8 @@ class MarkState:
     change, for whoever records it (they do not take part in comparing decisions): ``at``, when
     (STARTING: the launch; terminal: the end); ``first_executor_at`` on RUNNING (None when the
     starting timeout moved it on); ``exit_code`` on a terminal state (None: killed before its
-    driver reported one)."""
+    driver reported one); ``expired``: FAILED for waiting its queue's ``max_wait`` (the audit
+    trail records it)."""
 
     app_id: str
     state: AppState
@@ -214,6 +215,7 @@ class MarkState:
     at: float = field(default=0.0, compare=False)
     first_executor_at: float | None = field(default=None, compare=False)
     exit_code: int | None = field(default=None, compare=False)
+    expired: bool = field(default=False, compare=False)
 
 
 Decision = LaunchDriver | StopDriver | SetTarget | Reclaim | MarkState

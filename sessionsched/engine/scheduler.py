@@ -10,7 +10,9 @@ A step, in order:
      changes nothing;
   1. apply the events to the books (``lifecycle``: one handler per event type);
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
-     on to RUNNING (YuniKorn's 5-minute rule, made a queue setting);
+     on to RUNNING (YuniKorn's 5-minute rule, made a queue setting); a queued app that has
+     waited its queue's ``max_wait`` since its submission ends FAILED (EMR Serverless's
+     ``queueTimeoutMinutes``), saying how long it waited;
   3. admission (``admission.plan_admissions``): launch the drivers that may start;
   4. arbitration (``arbitration.Arbiter``): each admitted app's executor target;
   5. grants (``grants``): how much of its target each app may hold right now, so that
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ..model import AppState, Queue, QueueUsage, Resources
 from . import admission, lifecycle
@@ -140,9 +143,12 @@ class Scheduler:
 
     def next_wakeup(self) -> float | None:
         """The earliest time at which a step without events may decide something (a starting
-        timeout or a decommission deadline), or None. A caller that steps on events and at this
-        time misses nothing; it may be early (the executor may already be gone)."""
-        times = [self.books.next_starting_deadline(), self.books.reclaimer.next_deadline(),
+        timeout, a queued app's ``max_wait`` or a decommission deadline), or None. A caller
+        that steps on events and at this time misses nothing; it may be early (the executor
+        may already be gone)."""
+        books = self.books
+        times = [books.next_starting_deadline(), books.next_wait_deadline(),
+                 books.reclaimer.next_deadline(),
                  self._more_to_admit]  # the last: the admission slice continues (``budget``)
         return min((t for t in times if t is not None), default=None)
 
@@ -163,6 +169,7 @@ class Scheduler:
         for event in events:
             lifecycle.ON_EVENT[type(event)](self, now, event, out)
         self._starting_timeouts(now, out)
+        self._waited_too_long(now, out)
         books.sync()
         self._admit(now, out)
         books.sync()
@@ -182,6 +189,12 @@ class Scheduler:
         for rec, timeout in self.books.timed_out(now):
             why = f"no executor after {timeout:g}s: starting timeout"
             out.append(self.books.mark(now, rec, AppState.RUNNING, why))
+
+    def _waited_too_long(self, now: float, out: list[Decision]) -> None:
+        for rec, limit in self.books.expired(now):
+            self.books.unqueue(rec)
+            why = waited_too_long(now - rec.spec.submitted_at, limit, rec.spec.queue)
+            out.append(replace(self.books.mark(now, rec, AppState.FAILED, why), expired=True))
 
     # 3. admission
 
@@ -263,3 +276,9 @@ class Scheduler:
             if (t, g) != (rec.target, rec.grant):
                 out.append(SetTarget(app_id, t, g))
                 books.set_target(rec, t, g)
+
+
+def waited_too_long(waited_s: float, max_wait_s: float, queue: str) -> str:
+    """The reason an app ends with when it waited its queue's ``max_wait``."""
+    return (f"waited too long: {waited_s:.0f}s queued in {queue}, beyond its max_wait of "
+            f"{max_wait_s:g}s")

@@ -50,6 +50,12 @@ def check(books: Books, capacity: Resources) -> list[str]:
         problems.append("the set of apps on the books is wrong")
     if set(books.starting()) != {r.app_id for r in recs if r.state is AppState.STARTING}:
         problems.append("the set of starting apps is wrong")
+    due = books.wait_deadlines()
+    for r in recs:
+        limit = books.leaves[r.spec.queue].max_wait_s if r.spec.queue in books.leaves else None
+        if r.state is AppState.ACCEPTED and limit is not None and \
+                (r.spec.submitted_at + limit, r.app_id) not in due:
+            problems.append(f"{r.app_id}: no max_wait deadline in the heap")
     for leaf, pend in books.pending.items():
         queued = sorted(r.rank for r in recs
                         if r.spec.queue == leaf and r.state is AppState.ACCEPTED)

@@ -1,11 +1,12 @@
 """``GET /api/v1/audit`` (admins): who did what to which app, from the events table.
 
-The rows are the events of kind ``submitted``, ``priority`` and ``kill``, with their audit
-columns (actor, sender, old and new value; None on rows older than the columns) and ``who``,
-the user name, read from the detail (``submit submission by alice from HOST to Q, priority
-P``; ``User alice updated the priority from 5000 to 9000 (from HOST)``; ``kill requested by
-Admin bob from HOST``). Read straight from the store (every app, also those forgotten from
-memory), oldest first, at most ``limit``.
+The rows are the events of kind ``submitted``, ``priority``, ``kill`` and ``expired`` (a queued
+app that waited its queue's ``max_wait``), with their audit columns (actor, sender, old and new
+value; None on rows older than the columns) and ``who``, the user name, read from the detail
+(``submit submission by alice from HOST to Q, priority P``; ``User alice updated the priority
+from 5000 to 9000 (from HOST)``; ``kill requested by Admin bob from HOST``; ``expired by
+scheduler: waited too long: ...``, whose ``who`` is ``scheduler``). Read straight from the
+store (every app, also those forgotten from memory), oldest first, at most ``limit``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from sqlalchemy import select
 
 from sessionsched.store.schema import EventRow
 
-KINDS = ("submitted", "priority", "kill")
+KINDS = ("submitted", "priority", "kill", "expired")
 _WHO = {
     "submitted": re.compile(r"submission by (\S+) from"),
     "priority": re.compile(r"^(?:(?:User|Admin) )?(\S+) updated"),
     "kill": re.compile(r"kill requested by (?:User |Admin |Agent of )?([^\s(]+)"),
+    "expired": re.compile(r"^expired by ([^\s:]+)"),
 }
 
 

@@ -11,7 +11,8 @@ Each operation, whichever door it comes through:
    app), checked here and nowhere else;
 3. for a submission: the intake's checks (``intake.new_apps``: the request made an app record;
    ``guard.check_submission``: the limits), the rate limit (``guard.RateLimit``), the app
-   made the caller's;
+   made the caller's, its queue's depth caps (``depth.DepthCaps``: 429 beyond
+   ``max_queued_apps`` or ``max_queued_apps_per_user``, nothing stored);
 4. the service asked, and its answer awaited with one timeout per kind of operation
    (``SUBMIT_WAIT_S``, ``CYCLE_WAIT_S``: ``outcomes.waited``);
 5. an ``Outcome``: done (with the value), not found, conflict, unauthorized, forbidden,
@@ -29,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from sessionsched.intake import new_apps, remote
+from sessionsched.intake.depth import DepthCaps, leaf_named
 from sessionsched.intake.guard import RateLimit, Refused, check_submission
 from sessionsched.intake.uploads import UploadError, UploadStore, check_sha
 from sessionsched.model import Executor
@@ -56,6 +58,7 @@ class Operations(Reads):
         self.limits = limits
         self.defaults = defaults
         self.uploads = uploads
+        self.depth = DepthCaps()
 
     # --- who is asking, and may they --------------------------------------------------------
 
@@ -148,13 +151,24 @@ class Operations(Reads):
                       check: Callable[[], StoredApp]) -> Outcome:
         try:
             app = self._admit(caller, check())
+            # The leaf as it runs now (plans applied), counted under the caps' lock.
+            leaf = leaf_named(self.service.view.engine.root, app.queue)
+            place = self.depth.take(leaf, app.user,
+                                    lambda user: self.service.view.queued(app.queue, user))
         except new_apps.SubmissionError as e:
             return failed(Kind.INVALID, str(e))
         except auth.Forbidden as e:
             return failed(Kind.FORBIDDEN, str(e))
         except Refused as e:
             return failed(Kind.REFUSED, str(e), e.status, e.retry_after)
-        return await waited(self.service.submit(app, sender), SUBMIT_WAIT_S, what)
+        try:
+            future = self.service.submit(app, sender)
+        except BaseException:
+            place()
+            raise
+        # Given back once the write is done: the service's count then holds the app, or not.
+        future.add_done_callback(lambda _f: place())
+        return await waited(future, SUBMIT_WAIT_S, what)
 
     def _admit(self, caller: auth.Caller, app: StoredApp) -> StoredApp:
         """A checked submission made the caller's: refused (``Forbidden``, ``guard.Refused``)
@@ -291,7 +305,7 @@ class Operations(Reads):
 
     def audit(self, caller: auth.Caller, app: str | None, user: str | None,
               since: float | None) -> Outcome:
-        """Submissions, priority changes and kills, oldest first (admins only)."""
+        """Submissions, priority changes, kills and expiries, oldest first (admins only)."""
         allowed = self.may_read_audit(caller)
         if not allowed.ok:
             return allowed

@@ -67,6 +67,7 @@ from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord
 
 log = logging.getLogger("sessionsched.service")
+audit = logging.getLogger("sessionsched.audit")
 
 PHASES = (
     "gather",  # 1-2: the inbox, the cluster's news, sessions, retention
@@ -285,6 +286,9 @@ class Cycle:
         """The committed cycle becomes what everyone reads."""
         p = self.p
         ended = [d.app_id for d in decisions if isinstance(d, MarkState) and d.state.terminal]
+        for d in decisions:
+            if isinstance(d, MarkState) and d.expired:
+                audit.warning("Scheduler expired %s: %s", d.app_id, d.reason)
         forgotten = unbooked + [ev.app_id for ev in events if isinstance(ev, Forget)]
         p.retention.ended(ended)
         p.retention.forgotten(forgotten)

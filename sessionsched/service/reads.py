@@ -20,6 +20,7 @@ keys answer caches).
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -133,8 +134,9 @@ class ReadView:
     # Built on first use, per view (not copied by ``replace``: each view has its own).
     _by_spark_id: dict[str, str] = field(default_factory=dict, init=False, compare=False,
                                          repr=False)
-    # Shared by every view of a ReadModel (``replace`` passes it on): ``_read``.
+    # Shared by every view of a ReadModel (``replace`` passes it on): ``_read``, ``queued``.
     _reads: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
+    _queued: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     # --- apps -----------------------------------------------------------------------------
 
@@ -227,6 +229,25 @@ class ReadView:
             return why or "next to start"
         ahead = f"{position - 1} app(s) ahead in {sub.queue}"
         return f"{ahead}; {why}" if why else ahead
+
+    def queued(self, leaf: str, user: str | None = None) -> tuple[int, int]:
+        """(apps queued in ``leaf``, of them ``user``'s; 0 without a user): the engine's queued
+        apps, and the leaf's newest submissions that no cycle has stepped yet (committed in
+        submission order, stepped in that order: they are the newest). O(not stepped), and
+        once per engine view O(queued in the leaf) for the count by user."""
+        engine = self.engine
+        pending = engine.pending.get(leaf, ())
+        total, mine = len(pending), 0
+        if user is not None:
+            cached = self._queued.get(leaf)
+            if cached is None or cached[0] is not engine:
+                users = Counter(sub.user for sub in map(self.submissions.get, pending) if sub)
+                cached = self._queued[leaf] = (engine, users)
+            mine = cached[1].get(user, 0)
+        for sub in self.submissions.newest(leaf, lambda s: s.id not in engine.apps):
+            total += 1
+            mine += user is not None and sub.user == user
+        return total, mine
 
     # --- queues, health, metrics ------------------------------------------------------------
 

@@ -2,8 +2,10 @@
 
 ``record_step`` turns the events a step took and the decisions it gave into column changes per
 app and audit rows: every state change (with the timestamps and exit code that go with it), the
-Spark application id once learnt, exit codes, kill requests. The service commits them before
-it carries out any decision, and publishes the engine's new view only after that commit.
+Spark application id once learnt, exit codes, kill requests, and the queued apps that waited
+their queue's ``max_wait`` (an ``expired`` row: the audit trail's, actor ``scheduler``). The
+service commits them before it carries out any decision, and publishes the engine's new view
+only after that commit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from sessionsched.engine.events import (
 )
 from sessionsched.model import AppState
 from sessionsched.store import EventRecord
+
+EXPIRED_BY = "scheduler"  # who ends an app that waited too long, as the audit trail says it
 
 
 @dataclass
@@ -84,4 +88,7 @@ def record_step(
             change["exit_code"] = d.exit_code
         out.rows.append(EventRecord(d.app_id, now, "state",
                                     f"{old.value} -> {d.state.value}: {reason}"))
+        if d.expired:
+            out.rows.append(EventRecord(d.app_id, now, "expired",
+                                        f"expired by {EXPIRED_BY}: {reason}", actor=EXPIRED_BY))
     return out

@@ -12,6 +12,7 @@ one up holds a consistent record.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -74,6 +75,16 @@ class AcceptedApps:
             if queue is None:
                 return dict(self._by_id)
             return dict(self._by_queue.get(queue, ()))
+
+    def newest(self, queue: str, while_: Callable[[AcceptedApp], bool]) -> list[AcceptedApp]:
+        """``queue``'s submissions, newest first, as long as ``while_`` holds: O(those)."""
+        out = []
+        with self._lock:
+            for sub in reversed(self._by_queue.get(queue, {}).values()):
+                if not while_(sub):
+                    break
+                out.append(sub)
+        return out
 
     def put(self, sub: AcceptedApp) -> None:
         with self._lock:

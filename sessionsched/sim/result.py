@@ -2,12 +2,13 @@
 
 Definitions (seconds from the start of the run):
 - ``state``: FINISHED, FAILED, or the state the app was stuck in (ACCEPTED, STARTING or
-  RUNNING). ``finished``: when its driver exited, whatever its exit code.
+  RUNNING). ``finished``: when its driver exited, whatever its exit code, or when it ended
+  while queued (FAILED: it waited its queue's ``max_wait``).
 - ``makespan``: when the last app ended; in a deadlock, when the run last changed anything
   (after that only scheduler cycles happened until it was detected); ``max_time_s`` if the run
   was cut short there.
 - ``completed`` / ``failed`` / ``stuck``: apps whose driver exited 0 / exited otherwise (or
-  was killed) / never ended.
+  was killed, or the app waited its queue's ``max_wait``) / never ended.
 - ``mean_completion``, ``p95_completion``: of ``finished - submitted`` over finished apps
   (p95 by nearest rank); null when none finished.
 - ``utilization``: core-seconds spent running tasks / (cluster cores x makespan). Cores held by

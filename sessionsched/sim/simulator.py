@@ -120,6 +120,7 @@ class Simulator:
         self._clock = 0.0
         self._horizon_s = self._quiet_horizon()
         self._queued = {q.name: 0 for q in workload.root.leaves()}  # ACCEPTED apps per queue
+        self._ended_queued = 0  # apps ended while queued (their queue's max_wait): no driver
         self._start_timeline()
 
     def _start_timeline(self) -> None:
@@ -209,7 +210,8 @@ class Simulator:
         return False
 
     def _done(self) -> int:
-        return sum(1 for sa in self.cluster.apps.values() if sa.phase is Phase.DONE)
+        done = sum(1 for sa in self.cluster.apps.values() if sa.phase is Phase.DONE)
+        return done + self._ended_queued
 
     def _last_finish(self) -> float:
         return max(
@@ -255,6 +257,9 @@ class Simulator:
                 sa = self.cluster.apps.get(d.app_id)
                 if sa is None or sa.phase is not Phase.DONE or d.state.terminal:
                     self._set_state(d.app_id, d.state)
+                if sa is None and d.state.terminal:  # ended queued: it ends now, no driver
+                    self.rec.apps[d.app_id].finished = d.at
+                    self._ended_queued += 1
 
     def _handle(self, now: float, ev: _Submit | _Update) -> None:
         app = self.apps[ev.app]

@@ -17,8 +17,9 @@ APP_KEYS = {
     "demand", "spark_app_id", "kind", "reason", "warnings",
 }  # fmt: skip
 QUEUE_KEYS = {
-    "name", "admission", "policy", "weight", "min_share", "max_cores", "max_running_apps",
-    "starting_limit", "starting_timeout", "reclaim_timeout", "pending", "starting", "running",
+    "name", "leaf", "admission", "policy", "weight", "min_share", "max_cores",
+    "max_running_apps", "starting_limit", "starting_timeout", "reclaim_timeout", "max_wait",
+    "max_queued_apps", "max_queued_apps_per_user", "pending", "starting", "running",
     "executor_cores", "demand_cores", "waiting_reason",
 }  # fmt: skip
 ID = re.compile(r"driver-\d{14}-\d{4}")
@@ -91,7 +92,9 @@ def test_apps_and_queues_json(offline_server, app_dir):
     assert by_name["root.etl"]["policy"] == "priority"
 
     table = run_cli("queues", "--server", offline_server.url)
-    assert table.returncode == 0 and "root.adhoc" in table.stdout and "fairshare" in table.stdout
+    assert table.returncode == 0
+    adhoc = next(line for line in table.stdout.splitlines() if "adhoc" in line)
+    assert adhoc.startswith("└── adhoc") and "fairshare" in adhoc  # the tree's last leaf
     table = run_cli("apps", "--server", offline_server.url)
     assert table.returncode == 0 and a in table.stdout and b in table.stdout
 

@@ -54,6 +54,7 @@ leaf_settings = st.fixed_dictionaries(
         "starting_limit": st.integers(1, 2),
         "starting_timeout_s": st.sampled_from([5.0, 300.0]),
         "reclaim_timeout_s": st.sampled_from([0.0, 10.0, -1.0]),
+        "max_wait_s": st.sampled_from([None, None, 10.0, 30.0]),
     }
 )
 parent_settings = st.fixed_dictionaries(
@@ -264,6 +265,10 @@ def check_invariants(cluster: Cluster) -> None:
             )
             assert under <= q.max_cores, q.name
     check_reclaim_serves_a_need(cluster)
+    for r in sched.apps.values():  # no app stays queued past its leaf's max_wait
+        limit = sched.queue(r.spec.queue).max_wait_s
+        if r.state.value == "ACCEPTED" and limit is not None:
+            assert cluster.now - r.spec.submitted_at < limit, r.app_id
     on_books = [r for r in sched.apps.values() if r.on_books]
     held = sum(r.held * r.spec.executor.cores for r in on_books)
     if held <= cap.cores:  # no overcommit while reclaims are in flight

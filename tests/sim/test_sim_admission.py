@@ -91,3 +91,21 @@ def test_a_driver_that_fails_at_start_does_not_block_its_queue():
     assert r["good"].admitted == 3 and r["good"].state == "FINISHED"
     assert result.summary["failed"] == 1 and result.summary["stuck"] == 0
     assert result.summary["completed"] == 1
+
+
+def test_apps_that_wait_their_queues_max_wait_end_failed_and_the_run_ends():
+    # one driver slot: long holds it 100 s; b and c wait, and end at their max_wait (60 s after
+    # their submission at 1 and 2 s); the run ends with long, not at a deadlock
+    w = workload(
+        app("long", stages=[stage(1, 100)]),
+        app("b", submit=1, stages=[stage(1, 5)]),
+        app("c", submit=2, stages=[stage(1, 5)]),
+        cluster={"driver_slots": 1},
+        queues=[queue("q", admission="stateaware", max_wait=60)],
+    )
+    result = simulate(w)
+    r = by_name(result)
+    assert [(r[n].state, r[n].finished) for n in ("b", "c")] == [("FAILED", 61), ("FAILED", 62)]
+    assert r["b"].admitted is None and r["long"].state == "FINISHED"
+    assert (result.summary["failed"], result.summary["stuck"]) == (2, 0)
+    assert result.end_reason == "every app finished"

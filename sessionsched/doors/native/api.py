@@ -58,11 +58,18 @@ def _out(ops: Operations, app_id: str) -> AppOut:
 def queues(ops: OpsDep, _caller: CallerDep):
     out = []
     for q, u, waiting in ops.queue_rows():
+        leaf = q.is_leaf  # a parent's row leaves out what acts on a leaf only (QueueOut)
         out.append(QueueOut(
-            name=q.name, admission=q.admission.value, policy=q.policy.value, weight=q.weight,
+            name=q.name, leaf=leaf, admission=q.admission.value if leaf else None,
+            policy=q.policy.value if leaf else None, weight=q.weight,
             min_share=q.min_share_cores, max_cores=q.max_cores,
-            max_running_apps=q.max_running_apps, starting_limit=q.starting_limit,
-            starting_timeout=q.starting_timeout_s, reclaim_timeout=q.reclaim_timeout_s,
+            max_running_apps=q.max_running_apps,
+            starting_limit=q.starting_limit if leaf else None,
+            starting_timeout=q.starting_timeout_s if leaf else None,
+            reclaim_timeout=q.reclaim_timeout_s if leaf else None,
+            max_wait=q.max_wait_s if leaf else None,
+            max_queued_apps=q.max_queued_apps if leaf else None,
+            max_queued_apps_per_user=q.max_queued_apps_per_user if leaf else None,
             pending=u.pending if u else 0, starting=u.starting if u else 0,
             running=u.running if u else 0, executor_cores=u.executor_cores if u else 0,
             demand_cores=u.demand_cores if u else 0, waiting_reason=waiting,
@@ -104,7 +111,7 @@ _APP_ROW = TypeAdapter(AppOut)
 
 
 @router.post("/api/v1/apps", status_code=201, response_model=AppOut,
-             responses=error_responses(400, 422, 503))
+             responses=error_responses(400, 422, 429, 503))
 async def submit(body: AppIn, request: Request, ops: OpsDep, caller: CallerDep):
     conf, _ = strip_token(body.conf)  # a token in spark-defaults is a secret, not a property
     stored = answer(await ops.submit_argv(
@@ -159,7 +166,7 @@ def log_tail(app_id: str, ops: OpsDep, caller: CallerDep,
 
 
 @router.post("/api/v1/sessions", status_code=201, response_model=AppOut,
-             responses=error_responses(400, 422, 503))
+             responses=error_responses(400, 422, 429, 503))
 async def create_session(body: SessionIn, request: Request, ops: OpsDep, caller: CallerDep):
     conf, _ = strip_token(body.conf)
     stored = answer(await ops.submit_session(caller, sender(request), body.name, body.queue,
@@ -184,7 +191,7 @@ def audit(ops: OpsDep, caller: CallerDep,
           app: Annotated[str | None, Query(max_length=200)] = None,
           user: Annotated[str | None, Query(max_length=200)] = None,
           since: Annotated[str | None, Query(max_length=64)] = None):
-    """Submissions, priority changes and kills, oldest first: who, which app, what."""
+    """Submissions, priority changes, kills and expiries, oldest first: who, which app, what."""
     answer(ops.may_read_audit(caller))  # refused before its query is looked at
     start = None
     if since:

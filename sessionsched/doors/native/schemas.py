@@ -81,8 +81,9 @@ ERROR_MEANINGS = {
          "caller's range, a queue the user may not submit to); the detail names the rule",
     413: "request body over auth.max_body_bytes",
     507: "uploads would grow past uploads.max_total_bytes",
-    429: "auth mode tokens: too many submissions from this user in the last minute; see "
-         "Retry-After",
+    429: "auth mode tokens: too many submissions from this user in the last minute (see "
+         "Retry-After); or the queue holds its max_queued_apps, or the user their "
+         "max_queued_apps_per_user (the detail names the cap and the queue); nothing stored",
 }
 
 
@@ -122,16 +123,26 @@ class AppOut(BaseModel):
 
 
 class QueueOut(BaseModel):
+    """A queue's settings as they are now (the plan in force applied) and its load. Settings
+    that act on a leaf only are null on a parent's row: ``admission``, ``policy``,
+    ``starting_limit``, ``starting_timeout``, ``reclaim_timeout`` and the queued apps' limits
+    (``max_wait`` in seconds, ``max_queued_apps``, ``max_queued_apps_per_user``: each leaf's
+    own or inherited from its parents; null on a leaf: no limit)."""
+
     name: str
-    admission: str
-    policy: str
+    leaf: bool
+    admission: str | None
+    policy: str | None
     weight: float
     min_share: int
     max_cores: int | None
     max_running_apps: int | None
-    starting_limit: int
-    starting_timeout: float
-    reclaim_timeout: float
+    starting_limit: int | None
+    starting_timeout: float | None
+    reclaim_timeout: float | None
+    max_wait: float | None
+    max_queued_apps: int | None
+    max_queued_apps_per_user: int | None
     pending: int
     starting: int
     running: int
@@ -149,7 +160,7 @@ class EventOut(BaseModel):
 class AuditOut(BaseModel):
     at: str
     app_id: str
-    kind: str  # submitted | priority | kill
+    kind: str  # submitted | priority | kill | expired
     who: str  # the user name
     detail: str
     actor: str | None  # as the trail says it ("User alice", "Admin root from HOST:PORT")

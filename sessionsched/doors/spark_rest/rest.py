@@ -87,8 +87,9 @@ def error(message: str, status: int = 400, **extra: Any) -> Response:
 
 
 def refused(out: Outcome) -> Response:
-    """A refusal of the port (401, 403, a limit's own status) as an ``ErrorResponse``."""
-    return error(out.message, out.status or STATUS[out.kind])
+    """A refusal of the port (401, 403, a limit's own status: 429 for a queue's depth caps) as
+    an ``ErrorResponse`` with ``success: false``: nothing was done."""
+    return error(out.message, out.status or STATUS[out.kind], success=False)
 
 
 async def _json_body(request: Request) -> Any:
