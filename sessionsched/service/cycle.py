@@ -6,9 +6,10 @@
      (``AgentDesk.reconcile``: a live agent speaks for its app, else the cluster's view does);
      sessions gone silent, adoptions to check again, ended apps beyond retention (``Forget``);
   3. ``Scheduler.step(now, events) -> decisions``;
-  4. record (``recording``): every state change, kill, exit code and Spark app id is written
-     to the store and committed *before* any driver is launched or stopped, so a crash can
-     never leave a launched driver the store does not know was launched. A commit that fails
+  4. record (``recording``): every state change, kill, exit code and Spark app id, and the
+     usage the step's facts changed (``usage_meter``), is written to the store and committed
+     *before* any driver is launched or stopped, so a crash can never leave a launched
+     driver the store does not know was launched. A commit that fails
      (the store is full or down) is rewound (``rewind``): the engine goes back to the last
      committed cycle, the step's news is stepped again next cycle and its kills are answered
      with the fault; cycles then try again after a back-off (at most ``RETRY_MAX_S``). A
@@ -63,6 +64,7 @@ from sessionsched.service.registry import AcceptedApps
 from sessionsched.service.retention import Retention
 from sessionsched.service.rewind import rewind
 from sessionsched.service.sessions import SessionWatch
+from sessionsched.service.usage_meter import UsageMeter
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord
 
@@ -105,6 +107,7 @@ class Parts:
     cycle_s: float = 0.2  # how often the cycle runs
     fault: Callable[..., None] | None = None  # the tests' fault hook (``faulthook``)
     launch_retry: LaunchRetry = LaunchRetry()  # transient launch failures (``carry``)
+    usage: UsageMeter | None = None  # counts what apps use (``usage_meter``)
 
 
 @dataclass
@@ -215,6 +218,9 @@ class Cycle:
         self._laps.lap("step")
         try:
             record = record_step(now, events, decisions, _Before(before), killers)
+            if p.usage is not None:  # counted on the step's facts only: no scan of the apps
+                for app_id, column in p.usage.step(now, events, decisions).items():
+                    record.changes.setdefault(app_id, {})["usage"] = column
             committed = p.write(record.rows_for_store(), record.rows)
         except Exception as e:  # noqa: BLE001 - the engine has stepped: it must be put back
             log.exception("could not send the cycle's changes to the store")

@@ -83,7 +83,17 @@ class ServiceMetrics:
             "sessionsched_launches", "Driver launches by outcome", ["outcome"],
             registry=self.registry,
         )
+        self.usage = Counter(
+            "sessionsched_app_usage",
+            "What apps used, by queue, user and kind: core- or GiB-seconds as the kind names "
+            "them (held_core_s, busy_core_s, idle_core_s, reclaimed_core_s, held_gib_s, "
+            "driver_core_s, driver_gib_s; docs/usage.md)", ["queue", "user", "kind"],
+            registry=self.registry,
+        )
         self.registry.register(_BooksCollector(snapshot))
+
+    def count_usage(self, queue: str, user: str, kind: str, amount: float) -> None:
+        self.usage.labels(queue, user, kind).inc(amount)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -53,6 +53,7 @@ from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.service.restore import restore
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
+from sessionsched.service.usage_meter import UsageMeter
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp, Writer
 from sessionsched.text import one_line
@@ -95,6 +96,8 @@ class Service:
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
         self.sessions = SessionWatch(server.session_timeout)
         self.retention = Retention(server.retained_ended_apps, self.store)
+        self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec,
+                                self.metrics.count_usage)
         self._cycle = Cycle(Parts(
             engine=engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,
@@ -103,7 +106,7 @@ class Service:
             url=",".join([self.url, *server.peers]), log_dir=self.log_dir,
             secret=lambda app_id: self.secret_for(app_id),
             agent_ca=str(Path(server.tls.ca).resolve()) if server.tls and server.tls.ca else None,
-            cycle_s=server.cycle_ms / 1000, fault=self._fault,
+            cycle_s=server.cycle_ms / 1000, fault=self._fault, usage=self.usage,
         ))
         # The agent secret a launched driver gets (``auth.Gate.secret_for``; none with auth off).
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
@@ -143,6 +146,8 @@ class Service:
         restored = restore(self.store, self.watch, self.registry, self.retention,
                            self.sessions, lambda c, r: self.write(c, r).result(60), self.clock())
         self.reads.publish(final=restored.final)
+        for app_id, column in restored.usage.items():
+            self.usage.restore(app_id, column)
         self._cycle.resume(restored.waiting)
         for event in restored.events:
             self.inbox.put(event)
