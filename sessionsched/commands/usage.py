@@ -8,11 +8,8 @@ import argparse
 import csv
 import sys
 
-from rich.console import Console
-from rich.table import Table
-
 from ..client import SchedulerClient
-from .client_cmds import add_connection_options, call, plain, print_json
+from .client_cmds import add_connection_options, call, print_json
 
 FIGURES = ("held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s",
            "reclaimed_executors", "held_gib_s", "driver_core_s", "driver_gib_s", "queued_s")
@@ -50,10 +47,22 @@ def run(args: argparse.Namespace) -> int:
             w.writerow(columns)
             w.writerows([line.get(c, "") for c in columns] for line in lines)
         else:
-            table = Table(*columns, box=None, pad_edge=False)
-            for line in lines:
-                table.add_row(*plain(*(line.get(c, "") for c in columns)))
-            Console(soft_wrap=True).print(table)
+            print_table(columns, [[str(line.get(c, "")) for c in columns] for line in lines])
         return 0
 
     return call(args, action)
+
+
+def print_table(columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    """Columns aligned, whole (a table this wide is read in a wide terminal or a pipe: no
+    header is cut short), names left and figures right."""
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    left = {i for i, c in enumerate(columns) if c in ("app", "queue", "user", "state")}
+
+    def fmt(cells) -> str:
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    print(fmt(columns))
+    for r in rows:
+        print(fmt(r))
