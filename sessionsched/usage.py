@@ -85,11 +85,17 @@ class AppUsage:
 
     def to_json(self) -> dict[str, float | int]:
         """Everything, levels included, to be read back by ``from_json`` (the store's column)."""
-        return {k: getattr(self, k) for k in _FIELDS}
+        return dict(self.__dict__)
 
     @classmethod
     def from_json(cls, data: dict | None) -> AppUsage:
         return cls(**{k: v for k, v in (data or {}).items() if k in _FIELDS})
+
+    def counted(self) -> tuple[float, ...]:
+        """The figures of ``COUNTED``, unrounded, in that order (the counters' growth)."""
+        return (self.held_core_s, self.busy_core_s, self.held_core_s - self.busy_core_s,
+                self.reclaimed_core_s, self.held_mib_s / MIB_PER_GIB, self.driver_core_s,
+                self.driver_mib_s / MIB_PER_GIB)
 
     def figures(self) -> dict[str, float | int]:
         """The counters as reported (``usage`` in the simulator's JSON), to the millisecond."""
@@ -107,3 +113,6 @@ class AppUsage:
 
 
 _FIELDS = tuple(AppUsage.__dataclass_fields__)
+# The figures that only grow, as ``AppUsage.counted`` gives them (Prometheus counters' kinds).
+COUNTED = ("held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s", "held_gib_s",
+           "driver_core_s", "driver_gib_s")

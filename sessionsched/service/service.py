@@ -91,13 +91,12 @@ class Service:
         self.reads = ReadModel(ReadView(
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
-        self.metrics = ServiceMetrics(self._metrics_snapshot)
+        self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
+        self.metrics = ServiceMetrics(self._metrics_snapshot, lambda: self.usage.totals)
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
         self.sessions = SessionWatch(server.session_timeout)
         self.retention = Retention(server.retained_ended_apps, self.store)
-        self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec,
-                                self.metrics.count_usage)
         self._cycle = Cycle(Parts(
             engine=engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,

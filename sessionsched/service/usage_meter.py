@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, ReclaimMode
-from sessionsched.usage import AppUsage
+from sessionsched.usage import COUNTED, AppUsage
 
 log = logging.getLogger("sessionsched.usage")
 
@@ -46,14 +46,15 @@ class _Live:
 
 
 class UsageMeter:
-    """``spec_of(app_id)``: the app's spec (sizes, queue, user), None for an unknown app;
-    ``count(queue, user, kind, amount)``: where deltas go (the Prometheus counters)."""
+    """``spec_of(app_id)``: the app's spec (sizes, queue, user), None for an unknown app.
+    ``totals``: (queue, user) -> the ``COUNTED`` figures added up over every app counted since
+    this meter started (what the Prometheus counters show at a scrape: a plain addition per
+    change here, no metric call in the cycle)."""
 
-    def __init__(self, spec_of: Callable[[str], AppSpec | None],
-                 count: Callable[[str, str, str, float], None] = lambda *_: None):
+    def __init__(self, spec_of: Callable[[str], AppSpec | None]):
         self._spec_of = spec_of
-        self._count = count
         self._apps: dict[str, _Live] = {}
+        self.totals: dict[tuple[str, str], list[float]] = {}
 
     def restore(self, app_id: str, stored: dict | None) -> None:
         """A live app read back from the store at a restart or a takeover."""
@@ -84,7 +85,6 @@ class UsageMeter:
         live = self._apps.get(app_id)
         if live is None:
             live = self._apps[app_id] = _Live(AppUsage())
-        changed[app_id] = live.usage
         return live, spec
 
     def _executors(self, now: float, ev: ExecutorsChanged, changed: dict) -> None:
@@ -94,8 +94,13 @@ class UsageMeter:
         live, spec = got
         cores, mib = spec.executor.cores, spec.executor.mem_mib
         busy = [e.executor_id for e in ev.executors if not e.idle]
-        self._moved(live.usage, spec, lambda u: u.levels(
-            now, len(ev.executors) * cores, len(ev.executors) * mib, len(busy) * cores))
+        held, busy_cores = len(ev.executors) * cores, len(busy) * cores
+        u = live.usage
+        # The same levels (another executor, the same count): nothing to count or write.
+        if (held, busy_cores) != (u.held_cores, u.busy_cores):
+            self._moved(u, spec, lambda u: u.levels(now, held, len(ev.executors) * mib,
+                                                    busy_cores))
+            changed[ev.app_id] = u
         live.busy = {eid: live.busy.get(eid, now) for eid in busy}
 
     def _killed(self, now: float, d: Reclaim, changed: dict) -> None:
@@ -108,6 +113,7 @@ class UsageMeter:
             if since is not None:
                 self._moved(live.usage, spec,
                             lambda u, s=since: u.reclaimed((now - s) * spec.executor.cores))
+                changed[d.app_id] = live.usage
 
     def _state(self, now: float, d: MarkState, changed: dict) -> None:
         if d.state is not AppState.STARTING and not d.state.terminal:
@@ -116,7 +122,7 @@ class UsageMeter:
         if got is None:
             return
         live, spec = got
-        u = live.usage
+        u = changed[d.app_id] = live.usage
         if d.state is AppState.STARTING:
             at = d.at or now
             u.queued_s = max(0.0, at - spec.submitted_at)
@@ -132,18 +138,14 @@ class UsageMeter:
         log.info("%s", summary_line(d.app_id, spec, d.state, end, u))
 
     def _moved(self, u: AppUsage, spec: AppSpec, change: Callable[[AppUsage], object]) -> None:
-        """Apply ``change`` and hand the figures' growth to the counters."""
-        before = u.figures()
+        """Apply ``change`` and add the figures' growth to the totals."""
+        before = u.counted()
         change(u)
-        after = u.figures()
-        for kind in COUNTED:
-            delta = after[kind] - before[kind]
-            if delta > 0:
-                self._count(spec.queue, spec.user, kind, delta)
-
-
-COUNTED = ("held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s", "held_gib_s",
-           "driver_core_s", "driver_gib_s")
+        total = self.totals.get((spec.queue, spec.user))
+        if total is None:
+            total = self.totals[(spec.queue, spec.user)] = [0.0] * len(COUNTED)
+        for i, (was, now) in enumerate(zip(before, u.counted(), strict=True)):
+            total[i] += now - was
 
 
 def _at(u: AppUsage, now: float) -> AppUsage:
