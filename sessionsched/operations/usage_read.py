@@ -59,6 +59,8 @@ def usage_lines(store: Store, by: str, since: float, until: float, now: float,
         if user is not None and r.user != user:
             continue
         figures = live_figures(r.usage, now, ended=r.finished_at is not None)
+        if r.state == "ACCEPTED":  # still queued: its queued_s so far
+            figures["queued_s"] = round(max(0.0, now - r.submitted_at), 3)
         if by == "app":
             lines[r.id] = {"app": r.id, "queue": r.queue, "user": r.user, "state": r.state,
                            "apps": 1, **figures}

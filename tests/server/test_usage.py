@@ -113,3 +113,21 @@ def test_a_restart_counts_on_from_what_the_store_kept(stepped):
     assert real["busy_core_s"] == 4 * 20
     for kind in ("held_core_s", "busy_core_s", "driver_core_s"):
         assert got[kind] == pytest.approx(real[kind], abs=4 * STEP_S), kind
+
+
+def test_a_queued_app_shows_its_wait_so_far_and_the_launch_fixes_it(stepped):
+    with stepped(admission="none", max_running_apps=1) as s:
+        first = s.submit("first", **{WORK: "1x10"})
+        submitted = s.clock.now
+        second = s.submit("second", **{WORK: "1x1"})
+        s.cycle()
+        s.cycle(4.0)
+        waiting = of(usage(s), second)
+        assert (waiting["state"], waiting["queued_s"]) == ("ACCEPTED", 4.0)
+        s.until(first, "FINISHED", step_s=STEP_S)
+        s.until(second, "STARTING", step_s=STEP_S)
+        launched = s.clock.now  # the cycle that launched it was the last one run
+        s.until(second, "FINISHED", step_s=STEP_S)
+        ended = of(usage(s), second)
+    assert launched - submitted > 10  # it waited for the first's 10 s task
+    assert ended["queued_s"] == pytest.approx(launched - submitted)
