@@ -92,7 +92,7 @@ class Service:
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
-        self.metrics = ServiceMetrics(self._metrics_snapshot, lambda: self.usage.totals)
+        self.metrics = ServiceMetrics(self._metrics_snapshot, self.usage.totals)
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
         self.sessions = SessionWatch(server.session_timeout)

@@ -27,6 +27,7 @@ log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -42,27 +43,47 @@ SUMMARY = "SESSIONSCHED_APP_SUMMARY"
 @dataclass
 class _Live:
     usage: AppUsage
+    spec: AppSpec
     busy: dict[str, float] = field(default_factory=dict)  # busy executor id -> reported at
 
 
 class UsageMeter:
     """``spec_of(app_id)``: the app's spec (sizes, queue, user), None for an unknown app.
-    ``totals``: (queue, user) -> the ``COUNTED`` figures added up over every app counted since
-    this meter started (what the Prometheus counters show at a scrape: a plain addition per
-    change here, no metric call in the cycle)."""
+
+    The Prometheus counters (``totals``) are added up at a scrape, from the live apps' figures
+    and those of the apps that ended since this meter started: the cycle only counts each
+    app's own figures, with no metric call."""
 
     def __init__(self, spec_of: Callable[[str], AppSpec | None]):
         self._spec_of = spec_of
         self._apps: dict[str, _Live] = {}
-        self.totals: dict[tuple[str, str], list[float]] = {}
+        self._ended: dict[tuple[str, str], list[float]] = {}  # (queue, user) -> COUNTED sums
+        self._reported: dict[tuple[str, str], list[float]] = {}
+        self._scrape = threading.Lock()
 
     def restore(self, app_id: str, stored: dict | None) -> None:
         """A live app read back from the store at a restart or a takeover."""
-        self._apps[app_id] = _Live(AppUsage.from_json(stored))
+        spec = self._spec_of(app_id)
+        if spec is not None:
+            self._apps[app_id] = _Live(AppUsage.from_json(stored), spec)
 
-    def figures(self, app_id: str, now: float) -> dict | None:
-        live = self._apps.get(app_id)
-        return None if live is None else _at(live.usage, now).figures()
+    def totals(self) -> dict[tuple[str, str], list[float]]:
+        """(queue, user) -> the ``COUNTED`` figures of every app counted since the meter
+        started (a restart starts the counters again, from the live apps' figures). Read from
+        another thread while the cycle counts: each figure never goes down between scrapes."""
+        with self._scrape:
+            sums = {key: list(values) for key, values in list(self._ended.items())}
+            for live in list(self._apps.values()):
+                key = (live.spec.queue, live.spec.user)
+                total = sums.setdefault(key, [0.0] * len(COUNTED))
+                for i, v in enumerate(live.usage.counted()):
+                    total[i] += v
+            for key, total in sums.items():
+                last = self._reported.get(key)
+                if last is not None:
+                    total[:] = [max(a, b) for a, b in zip(total, last, strict=True)]
+                self._reported[key] = total
+            return sums
 
     def step(self, now: float, events: Iterable[Event],
              decisions: Sequence[Decision]) -> dict[str, dict]:
@@ -78,79 +99,63 @@ class UsageMeter:
                 self._state(now, d, changed)
         return {app_id: u.to_json() for app_id, u in changed.items()}
 
-    def _live(self, app_id: str, changed: dict[str, AppUsage]) -> tuple[_Live, AppSpec] | None:
-        spec = self._spec_of(app_id)
-        if spec is None:
-            return None
+    def _live(self, app_id: str) -> _Live | None:
         live = self._apps.get(app_id)
         if live is None:
-            live = self._apps[app_id] = _Live(AppUsage())
-        return live, spec
+            spec = self._spec_of(app_id)
+            if spec is None:
+                return None
+            live = self._apps[app_id] = _Live(AppUsage(), spec)
+        return live
 
     def _executors(self, now: float, ev: ExecutorsChanged, changed: dict) -> None:
-        got = self._live(ev.app_id, changed)
-        if got is None:
+        live = self._live(ev.app_id)
+        if live is None:
             return
-        live, spec = got
-        cores, mib = spec.executor.cores, spec.executor.mem_mib
+        size = live.spec.executor
         busy = [e.executor_id for e in ev.executors if not e.idle]
-        held, busy_cores = len(ev.executors) * cores, len(busy) * cores
+        held, busy_cores = len(ev.executors) * size.cores, len(busy) * size.cores
         u = live.usage
         # The same levels (another executor, the same count): nothing to count or write.
-        if (held, busy_cores) != (u.held_cores, u.busy_cores):
-            self._moved(u, spec, lambda u: u.levels(now, held, len(ev.executors) * mib,
-                                                    busy_cores))
+        if held != u.held_cores or busy_cores != u.busy_cores:
+            u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
             changed[ev.app_id] = u
-        live.busy = {eid: live.busy.get(eid, now) for eid in busy}
+        if busy or live.busy:
+            live.busy = {eid: live.busy.get(eid, now) for eid in busy}
 
     def _killed(self, now: float, d: Reclaim, changed: dict) -> None:
-        got = self._live(d.app_id, changed)
-        if got is None:
+        live = self._live(d.app_id)
+        if live is None:
             return
-        live, spec = got
         for eid in d.executor_ids:
             since = live.busy.pop(eid, None)
             if since is not None:
-                self._moved(live.usage, spec,
-                            lambda u, s=since: u.reclaimed((now - s) * spec.executor.cores))
+                live.usage.reclaimed((now - since) * live.spec.executor.cores)
                 changed[d.app_id] = live.usage
 
     def _state(self, now: float, d: MarkState, changed: dict) -> None:
         if d.state is not AppState.STARTING and not d.state.terminal:
             return
-        got = self._live(d.app_id, changed)
-        if got is None:
+        live = self._live(d.app_id)
+        if live is None:
             return
-        live, spec = got
+        spec = live.spec
         u = changed[d.app_id] = live.usage
         if d.state is AppState.STARTING:
             at = d.at or now
             u.queued_s = max(0.0, at - spec.submitted_at)
-            self._moved(u, spec, lambda u: u.driver(at, spec.driver.cores - u.driver_cores,
-                                                     spec.driver.mem_mib - u.driver_mib))
+            u.driver(at, spec.driver.cores - u.driver_cores, spec.driver.mem_mib - u.driver_mib)
             return
         end = d.at or now
         if u.driver_cores == 0 and u.held_core_s == 0:  # ended (killed) before its launch
             u.queued_s = max(0.0, end - spec.submitted_at)
-        self._moved(u, spec, lambda u: (u.levels(end, 0, 0, 0),
-                                        u.driver(end, -u.driver_cores, -u.driver_mib)))
+        u.levels(end, 0, 0, 0)
+        u.driver(end, -u.driver_cores, -u.driver_mib)
+        total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
+        for i, v in enumerate(u.counted()):
+            total[i] += v
         del self._apps[d.app_id]
         log.info("%s", summary_line(d.app_id, spec, d.state, end, u))
-
-    def _moved(self, u: AppUsage, spec: AppSpec, change: Callable[[AppUsage], object]) -> None:
-        """Apply ``change`` and add the figures' growth to the totals."""
-        before = u.counted()
-        change(u)
-        total = self.totals.get((spec.queue, spec.user))
-        if total is None:
-            total = self.totals[(spec.queue, spec.user)] = [0.0] * len(COUNTED)
-        for i, (was, now) in enumerate(zip(before, u.counted(), strict=True)):
-            total[i] += now - was
-
-
-def _at(u: AppUsage, now: float) -> AppUsage:
-    """A copy counted up to ``now`` (the live figures; the meter's own stays as committed)."""
-    return AppUsage.from_json(u.to_json()).at(now)
 
 
 def live_figures(stored: dict | None, now: float, ended: bool) -> dict:
