@@ -235,6 +235,8 @@ class Cycle:
             self._rewind(step, error)
             return
         self._failures = 0
+        if self.p.usage is not None:
+            self.p.usage.committed()
         try:
             self._finish(step)
         except Exception as e:  # noqa: BLE001 - the loop must go on
@@ -270,6 +272,8 @@ class Cycle:
         goes back to the last committed cycle (``rewind``), the step's news is stepped again
         next cycle, and its requests (kills) are answered with the fault."""
         p = self.p
+        if p.usage is not None:
+            p.usage.rewound()
         back = rewind(p.reads.view, p.engine, p.registry, step.items, step.events)
         p.engine = back.engine
         if back.final:

@@ -60,6 +60,10 @@ class UsageMeter:
         self._ended: dict[tuple[str, str], list[float]] = {}  # (queue, user) -> COUNTED sums
         self._reported: dict[tuple[str, str], list[float]] = {}
         self._scrape = threading.Lock()
+        # The step not committed yet: each app it changed as it was before (None: it was not
+        # counted), so a rewound step leaves the meter as the last committed one did.
+        self._undo: dict[str, _Live | None] = {}
+        self._apps_end: dict[str, tuple[float, ...]] = {}  # apps the step ended: their figures
 
     def restore(self, app_id: str, stored: dict | None) -> None:
         """A live app read back from the store at a restart or a takeover."""
@@ -85,9 +89,31 @@ class UsageMeter:
                 self._reported[key] = total
             return sums
 
+    def committed(self) -> None:
+        """The last step's changes are on disk."""
+        self._undo.clear()
+
+    def rewound(self) -> None:
+        """The last step's commit failed: put every app it changed back (the cycle steps its
+        facts again, and the meter counts them again, from the committed figures)."""
+        with self._scrape:
+            for app_id, was in self._undo.items():
+                if was is None:
+                    self._apps.pop(app_id, None)
+                    continue
+                if app_id not in self._apps:  # it had ended: its figures leave the totals
+                    total = self._ended[(was.spec.queue, was.spec.user)]
+                    for i, v in enumerate(self._apps_end.pop(app_id)):
+                        total[i] -= v
+                self._apps[app_id] = was
+            self._undo.clear()
+
     def step(self, now: float, events: Iterable[Event],
              decisions: Sequence[Decision]) -> dict[str, dict]:
-        """Count what the step's facts say; app id -> the new ``usage`` column value."""
+        """Count what the step's facts say; app id -> the new ``usage`` column value. Until
+        ``committed`` or ``rewound`` is called, the meter can undo the step."""
+        self._undo.clear()
+        self._apps_end.clear()
         changed: dict[str, AppUsage] = {}
         for ev in events:
             if isinstance(ev, ExecutorsChanged):
@@ -106,6 +132,10 @@ class UsageMeter:
             if spec is None:
                 return None
             live = self._apps[app_id] = _Live(AppUsage(), spec)
+            self._undo.setdefault(app_id, None)
+        elif app_id not in self._undo:
+            self._undo[app_id] = _Live(AppUsage.from_json(live.usage.to_json()), live.spec,
+                                       dict(live.busy))
         return live
 
     def _executors(self, now: float, ev: ExecutorsChanged, changed: dict) -> None:
@@ -152,9 +182,11 @@ class UsageMeter:
         u.levels(end, 0, 0, 0)
         u.driver(end, -u.driver_cores, -u.driver_mib)
         total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
-        for i, v in enumerate(u.counted()):
-            total[i] += v
-        del self._apps[d.app_id]
+        counted = self._apps_end[d.app_id] = u.counted()
+        with self._scrape:  # never seen by a scrape both live and ended
+            for i, v in enumerate(counted):
+                total[i] += v
+            del self._apps[d.app_id]
         log.info("%s", summary_line(d.app_id, spec, d.state, end, u))
 
 
