@@ -58,7 +58,7 @@ def usage_lines(store: Store, by: str, since: float, until: float, now: float,
     for r in store.usage_rows(since, until):
         if user is not None and r.user != user:
             continue
-        figures = live_figures(r.usage, now, ended=r.finished_at is not None)
+        figures = live_figures(r.usage, now, r.finished_at)
         if r.state == "ACCEPTED":  # still queued: its queued_s so far
             figures["queued_s"] = round(max(0.0, now - r.submitted_at), 3)
         if by == "app":

@@ -190,11 +190,13 @@ class UsageMeter:
         log.info("%s", summary_line(d.app_id, spec, d.state, end, u))
 
 
-def live_figures(stored: dict | None, now: float, ended: bool) -> dict:
-    """An app's figures from its stored column: counted on to ``now`` from the levels stored
-    while it lives (they hold until the next report), as stored once it ended."""
+def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:
+    """An app's figures from its stored column, counted on from the levels stored (they hold
+    until the next report) to ``now``, or to its end. An app the meter ended has no level
+    left; one a restart found gone (``restore``: its driver did not survive) is counted to
+    that end, an upper bound of what it held meanwhile."""
     u = AppUsage.from_json(stored)
-    return (u if ended else u.at(now)).figures()
+    return u.at(now if finished_at is None else max(finished_at, u.since)).figures()
 
 
 def summary_line(app_id: str, spec: AppSpec, state: AppState, end: float, u: AppUsage) -> str:
