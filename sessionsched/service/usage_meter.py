@@ -61,9 +61,11 @@ class UsageMeter:
         self._reported: dict[tuple[str, str], list[float]] = {}
         self._scrape = threading.Lock()
         # The step not committed yet: each app it changed as it was before (None: it was not
-        # counted), so a rewound step leaves the meter as the last committed one did.
-        self._undo: dict[str, _Live | None] = {}
-        self._apps_end: dict[str, tuple[float, ...]] = {}  # apps the step ended: their figures
+        # counted; else the app, a copy of its usage if the step changed it, its busy map),
+        # so a rewound step leaves the meter as the last committed one did.
+        self._undo: dict[str, list | None] = {}
+        # The apps the step ended: their (queue, user) and figures, added to the totals.
+        self._apps_end: dict[str, tuple[tuple[str, str], tuple[float, ...]]] = {}
 
     def restore(self, app_id: str, stored: dict | None) -> None:
         """A live app read back from the store at a restart or a takeover."""
@@ -97,16 +99,21 @@ class UsageMeter:
         """The last step's commit failed: put every app it changed back (the cycle steps its
         facts again, and the meter counts them again, from the committed figures)."""
         with self._scrape:
+            for key, counted in self._apps_end.values():  # ended in the step: out of the totals
+                total = self._ended[key]
+                for i, v in enumerate(counted):
+                    total[i] -= v
             for app_id, was in self._undo.items():
                 if was is None:
                     self._apps.pop(app_id, None)
                     continue
-                if app_id not in self._apps:  # it had ended: its figures leave the totals
-                    total = self._ended[(was.spec.queue, was.spec.user)]
-                    for i, v in enumerate(self._apps_end.pop(app_id)):
-                        total[i] -= v
-                self._apps[app_id] = was
+                live, usage, busy = was
+                self._apps[app_id] = live
+                if usage is not None:
+                    live.usage = usage
+                live.busy = busy
             self._undo.clear()
+            self._apps_end.clear()
 
     def step(self, now: float, events: Iterable[Event],
              decisions: Sequence[Decision]) -> dict[str, dict]:
@@ -134,9 +141,14 @@ class UsageMeter:
             live = self._apps[app_id] = _Live(AppUsage(), spec)
             self._undo.setdefault(app_id, None)
         elif app_id not in self._undo:
-            self._undo[app_id] = _Live(AppUsage.from_json(live.usage.to_json()), live.spec,
-                                       dict(live.busy))
+            self._undo[app_id] = [live, None, live.busy]  # ``busy`` is replaced, never changed
         return live
+
+    def _keep(self, app_id: str) -> None:
+        """The app's usage is about to change: keep a copy for ``rewound`` (once a step)."""
+        was = self._undo[app_id]
+        if was is not None and was[1] is None:
+            was[1] = was[0].usage.copy()
 
     def _executors(self, now: float, ev: ExecutorsChanged, changed: dict) -> None:
         live = self._live(ev.app_id)
@@ -148,6 +160,7 @@ class UsageMeter:
         u = live.usage
         # The same levels (another executor, the same count): nothing to count or write.
         if held != u.held_cores or busy_cores != u.busy_cores:
+            self._keep(ev.app_id)
             u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
             changed[ev.app_id] = u
         if busy or live.busy:
@@ -157,9 +170,11 @@ class UsageMeter:
         live = self._live(d.app_id)
         if live is None:
             return
+        busy = live.busy = dict(live.busy)  # replaced: the undo keeps the old one
         for eid in d.executor_ids:
-            since = live.busy.pop(eid, None)
+            since = busy.pop(eid, None)
             if since is not None:
+                self._keep(d.app_id)
                 live.usage.reclaimed((now - since) * live.spec.executor.cores)
                 changed[d.app_id] = live.usage
 
@@ -170,6 +185,7 @@ class UsageMeter:
         if live is None:
             return
         spec = live.spec
+        self._keep(d.app_id)
         u = changed[d.app_id] = live.usage
         if d.state is AppState.STARTING:
             at = d.at or now
@@ -182,7 +198,8 @@ class UsageMeter:
         u.levels(end, 0, 0, 0)
         u.driver(end, -u.driver_cores, -u.driver_mib)
         total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
-        counted = self._apps_end[d.app_id] = u.counted()
+        counted = u.counted()
+        self._apps_end[d.app_id] = ((spec.queue, spec.user), counted)
         with self._scrape:  # never seen by a scrape both live and ended
             for i, v in enumerate(counted):
                 total[i] += v
