@@ -87,11 +87,6 @@ class AppUsage:
         """Everything, levels included, to be read back by ``from_json`` (the store's column)."""
         return dict(self.__dict__)
 
-    def copy(self) -> AppUsage:
-        twin = object.__new__(AppUsage)
-        twin.__dict__.update(self.__dict__)
-        return twin
-
     @classmethod
     def from_json(cls, data: dict | None) -> AppUsage:
         return cls(**{k: v for k, v in (data or {}).items() if k in _FIELDS})

@@ -6,16 +6,16 @@
      (``AgentDesk.reconcile``: a live agent speaks for its app, else the cluster's view does);
      sessions gone silent, adoptions to check again, ended apps beyond retention (``Forget``);
   3. ``Scheduler.step(now, events) -> decisions``;
-  4. record (``recording``): every state change, kill, exit code and Spark app id, and the
-     usage the step's facts changed (``usage_meter``), is written to the store and committed
-     *before* any driver is launched or stopped, so a crash can never leave a launched
-     driver the store does not know was launched. A commit that fails
+  4. record (``recording``): every state change, kill, exit code and Spark app id is written
+     to the store and committed *before* any driver is launched or stopped, so a crash can
+     never leave a launched driver the store does not know was launched. A commit that fails
      (the store is full or down) is rewound (``rewind``): the engine goes back to the last
      committed cycle, the step's news is stepped again next cycle and its kills are answered
      with the fault; cycles then try again after a back-off (at most ``RETRY_MAX_S``). A
      commit still in doubt after ``COMMIT_TIMEOUT_S`` is waited for: nothing is stepped on
      top of it;
-  5. publish the engine's new view (``ReadModel.publish``) and hand the agents their targets
+  5. hand the committed step's facts to the usage meter's thread (``usage_meter``), publish
+     the engine's new view (``ReadModel.publish``) and hand the agents their targets
      and reclaim orders (``AgentDesk.take``): readers only ever see committed cycles;
   6. carry out (``carrying.Carrier``), as the simulator does (``backends.carry.carry_out``):
      stops, launches on the engine's launch terms, steering; launch handles recorded so a
@@ -64,7 +64,7 @@ from sessionsched.service.registry import AcceptedApps
 from sessionsched.service.retention import Retention
 from sessionsched.service.rewind import rewind
 from sessionsched.service.sessions import SessionWatch
-from sessionsched.service.usage_meter import UsageMeter
+from sessionsched.service.usage_meter import MeterThread
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord
 
@@ -107,7 +107,7 @@ class Parts:
     cycle_s: float = 0.2  # how often the cycle runs
     fault: Callable[..., None] | None = None  # the tests' fault hook (``faulthook``)
     launch_retry: LaunchRetry = LaunchRetry()  # transient launch failures (``carry``)
-    usage: UsageMeter | None = None  # counts what apps use (``usage_meter``)
+    usage: MeterThread | None = None  # counts what apps use (``usage_meter``)
 
 
 @dataclass
@@ -218,9 +218,6 @@ class Cycle:
         self._laps.lap("step")
         try:
             record = record_step(now, events, decisions, _Before(before), killers)
-            if p.usage is not None:  # counted on the step's facts only: no scan of the apps
-                for app_id, column in p.usage.step(now, events, decisions).items():
-                    record.changes.setdefault(app_id, {})["usage"] = column
             committed = p.write(record.rows_for_store(), record.rows)
         except Exception as e:  # noqa: BLE001 - the engine has stepped: it must be put back
             log.exception("could not send the cycle's changes to the store")
@@ -235,8 +232,6 @@ class Cycle:
             self._rewind(step, error)
             return
         self._failures = 0
-        if self.p.usage is not None:
-            self.p.usage.committed()
         try:
             self._finish(step)
         except Exception as e:  # noqa: BLE001 - the loop must go on
@@ -249,6 +244,8 @@ class Cycle:
         """Steps 5-6 of a committed step: publish, then carry out."""
         p = self.p
         now, events, decisions = step.now, step.events, step.decisions
+        if p.usage is not None:  # counted beside the cycle, on committed steps only
+            p.usage.feed(now, events, decisions)
         self._publish(now, events, decisions, step.unbooked)
         self._laps.lap("publish")
         sessions = [(ev.app_id, ev.spark_app_id) for ev in events
@@ -272,8 +269,6 @@ class Cycle:
         goes back to the last committed cycle (``rewind``), the step's news is stepped again
         next cycle, and its requests (kills) are answered with the fault."""
         p = self.p
-        if p.usage is not None:
-            p.usage.rewound()
         back = rewind(p.reads.view, p.engine, p.registry, step.items, step.events)
         p.engine = back.engine
         if back.final:

@@ -1,8 +1,9 @@
 """Counting what each app uses, from the facts the cycle steps (docs/usage.md).
 
 The cycle hands the meter the events the engine took and the decisions it gave; the meter
-changes only the apps they name, so counting costs the cycle nothing per app that did not
-change (no scan of the books). Per app it keeps a ``sessionsched.usage.AppUsage``:
+changes only the apps they name (no scan of the books), on a thread of its own
+(``MeterThread``), so counting costs the cycle a queue put. Per app it keeps a
+``sessionsched.usage.AppUsage``:
 
 - an executor list (``ExecutorsChanged``, from the agent or the cluster) sets the levels: held
   cores and memory = the executors times the app's executor size; busy cores = the executors
@@ -17,9 +18,11 @@ change (no scan of the books). Per app it keeps a ``sessionsched.usage.AppUsage`
 - ``queued_s``: from the submission to the launch (``STARTING``), or to the end of an app
   killed while it waited.
 
-What changed is returned as column values for the cycle's commit (the app's ``usage`` column),
-so the figures are on disk with the cycle that counted them; ``restore`` reads them back and a
-restarted server counts on from the levels stored (the cluster kept the executors meanwhile).
+The server counts beside the cycle (``MeterThread``): the cycle hands over each committed
+step's facts, and the thread writes the changed figures (the app's ``usage`` column) a moment
+later, so a kill -9 loses at most the last cycles' changes of level; ``restore`` reads the
+columns back and a restarted server counts on from the levels stored (the cluster kept the
+executors meanwhile).
 When an app ends, one line ``SESSIONSCHED_APP_SUMMARY`` goes to the ``sessionsched.usage``
 log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
 """
@@ -27,17 +30,21 @@ log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, ReclaimMode
+from sessionsched.text import one_line
 from sessionsched.usage import COUNTED, AppUsage
 
 log = logging.getLogger("sessionsched.usage")
 
 SUMMARY = "SESSIONSCHED_APP_SUMMARY"
+COMMIT_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -60,12 +67,6 @@ class UsageMeter:
         self._ended: dict[tuple[str, str], list[float]] = {}  # (queue, user) -> COUNTED sums
         self._reported: dict[tuple[str, str], list[float]] = {}
         self._scrape = threading.Lock()
-        # The step not committed yet: each app it changed as it was before (None: it was not
-        # counted; else the app, a copy of its usage if the step changed it, its busy map),
-        # so a rewound step leaves the meter as the last committed one did.
-        self._undo: dict[str, list | None] = {}
-        # The apps the step ended: their (queue, user) and figures, added to the totals.
-        self._apps_end: dict[str, tuple[tuple[str, str], tuple[float, ...]]] = {}
 
     def restore(self, app_id: str, stored: dict | None) -> None:
         """A live app read back from the store at a restart or a takeover."""
@@ -91,36 +92,9 @@ class UsageMeter:
                 self._reported[key] = total
             return sums
 
-    def committed(self) -> None:
-        """The last step's changes are on disk."""
-        self._undo.clear()
-
-    def rewound(self) -> None:
-        """The last step's commit failed: put every app it changed back (the cycle steps its
-        facts again, and the meter counts them again, from the committed figures)."""
-        with self._scrape:
-            for key, counted in self._apps_end.values():  # ended in the step: out of the totals
-                total = self._ended[key]
-                for i, v in enumerate(counted):
-                    total[i] -= v
-            for app_id, was in self._undo.items():
-                if was is None:
-                    self._apps.pop(app_id, None)
-                    continue
-                live, usage, busy = was
-                self._apps[app_id] = live
-                if usage is not None:
-                    live.usage = usage
-                live.busy = busy
-            self._undo.clear()
-            self._apps_end.clear()
-
     def step(self, now: float, events: Iterable[Event],
              decisions: Sequence[Decision]) -> dict[str, dict]:
-        """Count what the step's facts say; app id -> the new ``usage`` column value. Until
-        ``committed`` or ``rewound`` is called, the meter can undo the step."""
-        self._undo.clear()
-        self._apps_end.clear()
+        """Count what a committed step's facts say; app id -> the new ``usage`` column."""
         changed: dict[str, AppUsage] = {}
         for ev in events:
             if isinstance(ev, ExecutorsChanged):
@@ -139,16 +113,7 @@ class UsageMeter:
             if spec is None:
                 return None
             live = self._apps[app_id] = _Live(AppUsage(), spec)
-            self._undo.setdefault(app_id, None)
-        elif app_id not in self._undo:
-            self._undo[app_id] = [live, None, live.busy]  # ``busy`` is replaced, never changed
         return live
-
-    def _keep(self, app_id: str) -> None:
-        """The app's usage is about to change: keep a copy for ``rewound`` (once a step)."""
-        was = self._undo[app_id]
-        if was is not None and was[1] is None:
-            was[1] = was[0].usage.copy()
 
     def _executors(self, now: float, ev: ExecutorsChanged, changed: dict) -> None:
         live = self._live(ev.app_id)
@@ -160,7 +125,6 @@ class UsageMeter:
         u = live.usage
         # The same levels (another executor, the same count): nothing to count or write.
         if held != u.held_cores or busy_cores != u.busy_cores:
-            self._keep(ev.app_id)
             u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
             changed[ev.app_id] = u
         if busy or live.busy:
@@ -170,11 +134,9 @@ class UsageMeter:
         live = self._live(d.app_id)
         if live is None:
             return
-        busy = live.busy = dict(live.busy)  # replaced: the undo keeps the old one
         for eid in d.executor_ids:
-            since = busy.pop(eid, None)
+            since = live.busy.pop(eid, None)
             if since is not None:
-                self._keep(d.app_id)
                 live.usage.reclaimed((now - since) * live.spec.executor.cores)
                 changed[d.app_id] = live.usage
 
@@ -185,7 +147,6 @@ class UsageMeter:
         if live is None:
             return
         spec = live.spec
-        self._keep(d.app_id)
         u = changed[d.app_id] = live.usage
         if d.state is AppState.STARTING:
             at = d.at or now
@@ -199,12 +160,86 @@ class UsageMeter:
         u.driver(end, -u.driver_cores, -u.driver_mib)
         total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
         counted = u.counted()
-        self._apps_end[d.app_id] = ((spec.queue, spec.user), counted)
         with self._scrape:  # never seen by a scrape both live and ended
             for i, v in enumerate(counted):
                 total[i] += v
             del self._apps[d.app_id]
         log.info("%s", summary_line(d.app_id, spec, d.state, end, u))
+
+
+_STOP = object()
+
+
+class MeterThread:
+    """Counts the committed cycles' facts beside the cycle: the cycle hands them over once its
+    commit is done (``feed``: a queue put, nothing else on the cycle's thread); this thread
+    counts them in order (``UsageMeter.step``) and sends the usage columns that changed to the
+    store's writer, one transaction per batch of cycles. A write that fails (the store is
+    down, or this scheduler no longer leads) is sent again with the next batch. Only committed
+    cycles are counted, so a rewound cycle (its commit failed) is never counted twice."""
+
+    def __init__(self, meter: UsageMeter, write: Callable[[list[dict]], Future]):
+        self.meter = meter
+        self._write = write
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._pending: dict[str, dict] = {}  # app id -> usage column not yet on disk
+        self._failing = False
+        self._thread = threading.Thread(target=self._loop, name="usage-meter", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def feed(self, now: float, events: Sequence[Event], decisions: Sequence[Decision]) -> None:
+        self._queue.put((now, events, decisions))
+
+    def drain(self, timeout_s: float = 30.0) -> bool:
+        """Wait until everything fed so far is counted and its write is done (tests, stop)."""
+        if not self._thread.is_alive():
+            return False
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout_s)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join(timeout_s)
+
+    def _loop(self) -> None:
+        while True:
+            items = [self._queue.get()]
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            markers = [i for i in items if isinstance(i, threading.Event)]
+            for item in items:
+                if isinstance(item, tuple):
+                    try:
+                        self._pending.update(self.meter.step(*item))
+                    except Exception:  # noqa: BLE001 - counting must go on
+                        log.exception("usage: could not count a cycle's facts")
+            self._flush()
+            for marker in markers:
+                marker.set()
+            if any(i is _STOP for i in items):
+                return
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        rows = [{"id": app_id, "usage": column} for app_id, column in self._pending.items()]
+        try:
+            self._write(rows).result(COMMIT_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - kept, sent again with the next batch
+            if not self._failing:
+                log.warning("usage: could not store the usage of %d app(s) (%s); tried again "
+                            "with the next cycles", len(rows), one_line(str(e)))
+            self._failing = True
+            return
+        self._failing = False
+        self._pending.clear()
 
 
 def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:

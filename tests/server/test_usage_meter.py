@@ -1,14 +1,14 @@
 """The usage meter on plain events (``service/usage_meter.py``): levels from executor reports,
 the driver from the launch to the end, a kill's lost work, nothing written for a report that
-changes no level, and a rewound step (its commit failed) that leaves no trace."""
+changes no level; the thread that counts beside the cycle sends a failed write again."""
 
 from __future__ import annotations
 
-import pytest
+from concurrent.futures import Future
 
 from sessionsched.engine.events import ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, Executor, ReclaimMode, Resources
-from sessionsched.service.usage_meter import UsageMeter
+from sessionsched.service.usage_meter import MeterThread, UsageMeter
 
 SPEC = AppSpec("a", "root.q", 1, 100.0, user="alice", driver=Resources(1, 2048),
                executor=Resources(2, 4096))
@@ -32,11 +32,10 @@ def ended(at: float) -> MarkState:
 
 
 def run(m: UsageMeter, steps) -> dict:
-    """Each step committed; the app's last ``usage`` column written."""
+    """The app's last ``usage`` column written."""
     out = {}
     for now, events, decisions in steps:
         out = m.step(now, events, decisions).get("a", out)
-        m.committed()
     return out
 
 
@@ -75,16 +74,29 @@ def test_a_kill_counts_the_busy_executors_time_since_their_first_busy_report():
     assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (20.0, 1)
 
 
-@pytest.mark.parametrize("last_step", [
-    [execs(True, True)], [],
-], ids=["a report", "an end"])
-def test_a_rewound_step_leaves_no_trace(last_step):
-    decisions = [] if last_step else [ended(140.0)]
-    once, twice = meter(), meter()
-    head = [(110.0, [], [started(110.0)]), (120.0, [execs(True, False)], [])]
-    expected = run(once, [*head, (140.0, last_step, decisions)])
-    run(twice, head)
-    twice.step(140.0, last_step, decisions)
-    twice.rewound()  # the commit failed: the cycle steps the same facts again
-    assert run(twice, [(140.0, last_step, decisions)]) == expected
-    assert twice.totals() == once.totals()
+def test_the_meter_thread_writes_in_order_and_sends_a_failed_write_again():
+    writes: list[list[dict]] = []
+    failures = [RuntimeError("store unavailable")]
+
+    def write(rows):
+        f: Future = Future()
+        if failures:
+            f.set_exception(failures.pop())
+        else:
+            writes.append(rows)
+            f.set_result(None)
+        return f
+
+    t = MeterThread(meter(), write)
+    t.start()
+    try:
+        t.feed(110.0, [], [started(110.0)])
+        assert t.drain()
+        assert writes == []  # the first write failed: kept
+        t.feed(120.0, [execs(True)], [])
+        assert t.drain()
+    finally:
+        t.stop()
+    (rows,) = writes  # both cycles' changes in one write
+    (row,) = rows
+    assert (row["id"], row["usage"]["held_cores"], row["usage"]["driver_cores"]) == ("a", 2, 1)
