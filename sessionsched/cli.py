@@ -18,7 +18,7 @@ from .config import ConfigError
 
 # Order is the order in --help.
 COMMANDS: list[str] = ["demo", "serve", "submit", "client_cmds", "cluster", "simulate", "token",
-                       "audit"]
+                       "audit", "usage"]
 
 
 class UserError(Exception):

@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sessionsched"
 # Lowest first. Units in one tuple are one layer, and may import each other except where
 # SIBLINGS_APART says otherwise.
 LAYERS: list[tuple[str, ...]] = [
-    ("model", "cron", "tokens", "gcpace", "text"),
+    ("model", "cron", "tokens", "gcpace", "text", "usage"),
     ("sparkargs", "config"),
     ("engine",),
     ("store",),

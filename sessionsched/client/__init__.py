@@ -198,6 +198,12 @@ class SchedulerClient:
         params = {k: v for k, v in (("app", app_id), ("user", user), ("since", since)) if v}
         return self._json("GET", "/api/v1/audit", params=params)
 
+    def usage(self, by: str = "queue", since: str | None = None,
+              until: str | None = None) -> list[dict[str, Any]]:
+        """What apps used, per app, queue or user (``GET /api/v1/usage``)."""
+        params = {k: v for k, v in (("by", by), ("since", since), ("until", until)) if v}
+        return self._json("GET", "/api/v1/usage", params=params)
+
     def log(self, app_id: str, tail: int = 50) -> str:
         path = f"/api/v1/apps/{_segment(app_id)}/log"
         return self._request("GET", path, params={"tail": tail}).text

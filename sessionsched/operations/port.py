@@ -20,7 +20,8 @@ Each operation, whichever door it comes through:
 
 Reads (``reads.Reads``: ``app``, ``apps``, ``events``, the queue rows, health) are answered
 from the service's published view; a driver's log (``log_tail``) is its owner's to read, the
-audit trail the admins'. ``AppRead`` is the app as every door shows it.
+audit trail the admins', what apps used (``usage``) each user's own and the admins' all.
+``AppRead`` is the app as every door shows it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from sessionsched.operations import auth
 from sessionsched.operations.audit_read import AuditRow, audit_rows
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal, waited
 from sessionsched.operations.reads import AppRead, Reads
+from sessionsched.operations.usage_read import parse_when, usage_lines
 from sessionsched.service.service import Service
+from sessionsched.store import StoreUnavailable
 from sessionsched.store.records import StoredApp
 
 __all__ = ["AppRead", "AuditRow", "CYCLE_WAIT_S", "Operations", "SUBMIT_WAIT_S"]
@@ -310,6 +313,24 @@ class Operations(Reads):
         if not allowed.ok:
             return allowed
         return done(audit_rows(self.service.store, app, user, since))
+
+    def usage(self, caller: auth.Caller, by: str, since: str | None,
+              until: str | None) -> Outcome:
+        """What apps used (``usage_read``): an admin sees everyone's, a user their own apps'
+        (with auth off, everyone's)."""
+        allowed = self.as_client(caller)
+        if not allowed.ok:
+            return allowed
+        now = self.service.clock()
+        try:
+            start = 0.0 if not since else parse_when(since, now, "since")
+            end = now if not until else parse_when(until, now, "until")
+            own = None if not self.gate.on or caller.role == auth.ADMIN else caller.user
+            return done(usage_lines(self.service.store, by, start, end, now, own))
+        except ValueError as e:
+            return failed(Kind.INVALID, str(e))
+        except StoreUnavailable as e:
+            return failed(Kind.UNAVAILABLE, f"the store cannot be read now: {e}")
 
 
 def executors_of(reports) -> list[Executor]:

@@ -14,7 +14,8 @@
      with the fault; cycles then try again after a back-off (at most ``RETRY_MAX_S``). A
      commit still in doubt after ``COMMIT_TIMEOUT_S`` is waited for: nothing is stepped on
      top of it;
-  5. publish the engine's new view (``ReadModel.publish``) and hand the agents their targets
+  5. hand the committed step's facts to the usage meter's thread (``usage_meter``), publish
+     the engine's new view (``ReadModel.publish``) and hand the agents their targets
      and reclaim orders (``AgentDesk.take``): readers only ever see committed cycles;
   6. carry out (``carrying.Carrier``), as the simulator does (``backends.carry.carry_out``):
      stops, launches on the engine's launch terms, steering; launch handles recorded so a
@@ -63,6 +64,7 @@ from sessionsched.service.registry import AcceptedApps
 from sessionsched.service.retention import Retention
 from sessionsched.service.rewind import rewind
 from sessionsched.service.sessions import SessionWatch
+from sessionsched.service.usage_meter import MeterThread
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord
 
@@ -106,6 +108,7 @@ class Parts:
     cycle_s: float = 0.2  # how often the cycle runs
     fault: Callable[..., None] | None = None  # the tests' fault hook (``faulthook``)
     launch_retry: LaunchRetry = LaunchRetry()  # transient launch failures (``carry``)
+    usage: MeterThread | None = None  # counts what apps use (``usage_meter``)
 
 
 @dataclass
@@ -242,6 +245,8 @@ class Cycle:
         """Steps 5-6 of a committed step: publish, then carry out."""
         p = self.p
         now, events, decisions = step.now, step.events, step.decisions
+        if p.usage is not None:  # counted beside the cycle, on committed steps only
+            p.usage.feed(now, events, decisions)
         self._publish(now, events, decisions, step.unbooked)
         self._laps.lap("publish")
         sessions = [(ev.app_id, ev.spark_app_id) for ev in events

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from sessionsched.model import AppState
+from sessionsched.usage import COUNTED
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -50,11 +51,31 @@ class _BooksCollector(Collector):
         )
 
 
+class _UsageCollector(Collector):
+    """``sessionsched_app_usage_total{queue,user,kind}``: the usage meter's totals, read at a
+    scrape (the meter only adds floats as it counts)."""
+
+    def __init__(self, totals: Callable[[], dict[tuple[str, str], list[float]]]):
+        self._totals = totals
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        usage = CounterMetricFamily(
+            "sessionsched_app_usage",
+            "What apps used, by queue, user and kind: core- or GiB-seconds as the kind names "
+            "them (held_core_s, busy_core_s, idle_core_s, reclaimed_core_s, held_gib_s, "
+            "driver_core_s, driver_gib_s; docs/usage.md)", labels=["queue", "user", "kind"])
+        for (queue, user), values in sorted(dict(self._totals()).items()):
+            for kind, value in zip(COUNTED, list(values), strict=True):
+                usage.add_metric([queue, user, kind], value)
+        yield usage
+
+
 CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # seconds
 
 
 class ServiceMetrics:
-    def __init__(self, snapshot: Callable[[], dict]):
+    def __init__(self, snapshot: Callable[[], dict],
+                 usage: Callable[[], dict[tuple[str, str], list[float]]] | None = None):
         self.registry = CollectorRegistry()
         self.submissions = Counter(
             "sessionsched_submissions", "Submissions accepted (committed)", ["kind"],
@@ -84,6 +105,8 @@ class ServiceMetrics:
             registry=self.registry,
         )
         self.registry.register(_BooksCollector(snapshot))
+        if usage is not None:
+            self.registry.register(_UsageCollector(usage))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

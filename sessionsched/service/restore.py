@@ -53,6 +53,7 @@ class Restored:
     events: list[Event] = field(default_factory=list)  # for the first cycle
     final: dict[str, AppRead] = field(default_factory=dict)  # ended apps, oldest-ended first
     waiting: dict[str, Waiting] = field(default_factory=dict)  # launches to try again
+    usage: dict[str, dict | None] = field(default_factory=dict)  # live app -> its usage column
 
 
 def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention: Retention,
@@ -106,6 +107,7 @@ def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention
                 failed.append((app, GONE))
                 continue
         registry.put(AcceptedApp.of(app))
+        out.usage[app.id] = app.usage
         if app.kind == AppKind.SESSION:
             sessions.watch(app.id, since=now)
         if app.id not in out.waiting:

@@ -53,6 +53,7 @@ from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.service.restore import restore
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
+from sessionsched.service.usage_meter import MeterThread, UsageMeter
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp, Writer
 from sessionsched.text import one_line
@@ -90,7 +91,9 @@ class Service:
         self.reads = ReadModel(ReadView(
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
-        self.metrics = ServiceMetrics(self._metrics_snapshot)
+        self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
+        self.metrics = ServiceMetrics(self._metrics_snapshot, self.usage.totals)
+        self.usage_thread = MeterThread(self.usage, lambda rows: self.write(rows, []))
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
         self.sessions = SessionWatch(server.session_timeout)
@@ -103,7 +106,7 @@ class Service:
             url=",".join([self.url, *server.peers]), log_dir=self.log_dir,
             secret=lambda app_id: self.secret_for(app_id),
             agent_ca=str(Path(server.tls.ca).resolve()) if server.tls and server.tls.ca else None,
-            cycle_s=server.cycle_ms / 1000, fault=self._fault,
+            cycle_s=server.cycle_ms / 1000, fault=self._fault, usage=self.usage_thread,
         ))
         # The agent secret a launched driver gets (``auth.Gate.secret_for``; none with auth off).
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
@@ -143,6 +146,9 @@ class Service:
         restored = restore(self.store, self.watch, self.registry, self.retention,
                            self.sessions, lambda c, r: self.write(c, r).result(60), self.clock())
         self.reads.publish(final=restored.final)
+        for app_id, column in restored.usage.items():
+            self.usage.restore(app_id, column)
+        self.usage_thread.start()
         self._cycle.resume(restored.waiting)
         for event in restored.events:
             self.inbox.put(event)
@@ -164,6 +170,7 @@ class Service:
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)
         with self._cycle_lock:  # a cycle run by hand finishes first
+            self.usage_thread.stop()  # its last writes go before the writer stops
             self.writer.stop()
         try:
             self.backend.close()

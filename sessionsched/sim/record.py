@@ -1,5 +1,6 @@
 """What a run records: each app's milestones, a timeline for the plot, busy core-seconds for
-utilization, the executors reclaim killed and the wall-clock cost of every ``Scheduler.step``.
+utilization, each app's usage, the executors reclaim killed and the wall-clock cost of every
+``Scheduler.step``.
 
 The timeline is a set of step functions (``Series``) that keep only their changes.
 """
@@ -79,3 +80,5 @@ class Record:
     # Executors killed by a reclaim order (now, or at a decommission deadline):
     # (time, app, executor id, running tasks lost).
     reclaim_kills: list[tuple[float, str, str, int]] = field(default_factory=list)
+    # Per launched app, what it used (``sessionsched/usage.py``'s figures) at the end.
+    usage: dict[str, dict[str, float | int]] = field(default_factory=dict)

@@ -17,6 +17,9 @@ Definitions (seconds from the start of the run):
   x = alone / (finished - submitted), where ``alone`` is its run time on the empty cluster (driver
   and executor start, pre-processing, stages on as many executors as it may hold); a stuck app's
   speed is 0. 1.0 means every app was slowed down alike; priorities lower it on purpose.
+- ``usage`` (per app): core- and GiB-seconds its executors held, the part running tasks (busy)
+  and idle, task work thrown away by reclaim, its driver's, and ``queued_s``
+  (``sessionsched/usage.py`` defines each; held = busy + idle).
 - ``engine``: number of ``Scheduler.step`` calls and their wall-clock cost (the only figures
   that differ between two runs of one workload).
 """
@@ -29,7 +32,8 @@ from statistics import median
 from typing import Any
 
 from ..model import AppState
-from .record import Record, Timeline
+from ..usage import AppUsage
+from .record import AppTimes, Record, Timeline
 from .workload import SimApp, Workload
 
 
@@ -43,6 +47,7 @@ class AppResult:
     admitted: float | None
     first_executor: float | None
     finished: float | None
+    usage: dict[str, float | int]
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,7 @@ class SimResult:
                     "admitted": a.admitted,
                     "first_executor": a.first_executor,
                     "finished": a.finished,
+                    "usage": dict(a.usage),
                 }
                 for a in self.apps
             ],
@@ -105,6 +111,14 @@ def alone_s(app: SimApp, workload: Workload) -> float:
     return total
 
 
+def app_usage(rec: Record, name: str, t: AppTimes) -> dict[str, float | int]:
+    """The app's usage figures (``sessionsched/usage.py``), zeros if never launched, and
+    ``queued_s``: from submission until the scheduler launched it (or the run's end)."""
+    usage = dict(rec.usage.get(name) or AppUsage().figures())
+    usage["queued_s"] = _r((rec.end_s if t.admitted is None else t.admitted) - t.submitted)
+    return usage
+
+
 def jain(xs: list[float]) -> float | None:
     square_sum = sum(x * x for x in xs)
     if not xs or square_sum == 0:
@@ -139,6 +153,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
                 admitted=_r(t.admitted),
                 first_executor=_r(t.first_executor),
                 finished=_r(t.finished),
+                usage=app_usage(rec, app.name, t),
             )
         )
     stuck = len(workload.apps) - len(completions) - failed

@@ -164,6 +164,8 @@ class Simulator:
         self.rec.end_s = self._clock
         self.rec.busy_core_s = self.cluster.busy_core_s
         self.rec.executor_waits = self.cluster.pool.executor_waits
+        for name, sa in self.cluster.apps.items():
+            self.rec.usage[name] = sa.usage.at(self._clock).figures()
         return build_result(self.w, self.rec)
 
     def _push(self, at: float, priority: int, ev: object) -> None:

@@ -3,9 +3,9 @@ PostgreSQL for teams)."""
 
 from .faults import StoreUnavailable
 from .leadership import Leadership, NotLeader
-from .records import AppKind, EventRecord, StoredApp
+from .records import AppKind, EventRecord, StoredApp, UsageRow
 from .store import Store, StoreHealth
 from .writer import Writer
 
 __all__ = ["AppKind", "EventRecord", "Leadership", "NotLeader", "StoredApp", "Store",
-           "StoreHealth", "StoreUnavailable", "Writer"]
+           "StoreHealth", "StoreUnavailable", "UsageRow", "Writer"]

@@ -12,7 +12,7 @@ and the engine (the scheduling state), and an ended app's row is turned into a r
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engine.agent_terms import dynamic_allocation
 from ..model import AppSpec, AppState, Resources
@@ -26,6 +26,19 @@ class AppKind:
     SESSION = "session"  # a notebook's driver, running in the notebook's own process
 
     ALL = (SUBMIT, REST, SESSION)
+
+
+class UsageRow(NamedTuple):
+    """An app's usage as the store has it (``Store.usage_rows``)."""
+
+    id: str
+    queue: str
+    user: str
+    state: str
+    submitted_at: float
+    started_at: float | None
+    finished_at: float | None
+    usage: dict[str, Any] | None
 
 
 @dataclass
@@ -58,6 +71,7 @@ class StoredApp:
     # A STARTING app whose launch failed for a transient reason and waits to be tried again
     # (nothing was started): {"tries": failed so far, "at": epoch s of the next try}.
     launch_wait: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None  # ``sessionsched.usage.AppUsage.to_json``
 
 
 @dataclass(frozen=True)

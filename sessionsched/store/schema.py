@@ -50,6 +50,10 @@ class AppRow(Base):
     launch_wait: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True),
                                                               nullable=True)
 
+    # What the app used so far (``sessionsched.usage.AppUsage.to_json``: core- and GiB-seconds
+    # and the levels they grow by since ``since``), written by the cycle as reports change it.
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+
     __table_args__ = (
         Index("ix_apps_state", "state"),
         Index("ix_apps_spark_app_id", "spark_app_id"),
@@ -72,7 +76,7 @@ class EventRow(Base):
     new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
-APP_COLUMNS = {"launch_wait": "JSON"}
+APP_COLUMNS = {"launch_wait": "JSON", "usage": "JSON"}
 AUDIT_COLUMNS = {"actor": "VARCHAR(200)", "sender": "VARCHAR(200)", "old_value": "TEXT",
                  "new_value": "TEXT"}
 

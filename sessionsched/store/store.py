@@ -40,6 +40,7 @@ from .faults import StoreUnavailable, store_faults
 from .records import (
     EventRecord,
     StoredApp,
+    UsageRow,
     dynamic_before_recorded,
     spec_from_json,
     spec_to_json,
@@ -49,7 +50,7 @@ from .schema import APP_COLUMNS, AUDIT_COLUMNS, AppRow, Base, CommitRow, EventRo
 _COLUMNS = (
     "id seq kind name user queue priority reason submitted_at started_at first_executor_at "
     "finished_at exit_code spark_app_id argv conf env cwd rest_request handle log_path sender "
-    "warnings launch_wait"
+    "warnings launch_wait usage"
 ).split()
 
 
@@ -177,6 +178,16 @@ class Store:
              .order_by(when.desc(), AppRow.seq.desc()).limit(limit))
         with store_faults(), self.session() as s:
             return [_from_row(r) for r in reversed(s.scalars(q).all())]
+
+    def usage_rows(self, since: float, until: float) -> list[UsageRow]:
+        """Each app that was in the books at some time in [since, until) (submitted before
+        ``until``, not ended before ``since``), with its usage column, in submission order."""
+        ended = func.coalesce(AppRow.finished_at, until)
+        q = (select(AppRow.id, AppRow.queue, AppRow.user, AppRow.state, AppRow.submitted_at,
+                    AppRow.started_at, AppRow.finished_at, AppRow.usage)
+             .where(AppRow.submitted_at < until, ended >= since).order_by(AppRow.seq))
+        with store_faults(), self.session() as s:
+            return [UsageRow(*r) for r in s.execute(q)]
 
     def app_id_of_spark_app(self, spark_app_id: str) -> str | None:
         """Our app id for a Spark application id (indexed), or None."""

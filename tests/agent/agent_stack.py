@@ -52,6 +52,13 @@ def settle(api, ids, expected, timeout_s, what):
     wait_until(converged, timeout_s, what, interval_s=0.5)
 
 
+def usage_of(api, app_id) -> dict:
+    """The app's line of ``GET /api/v1/usage?by=app`` (what ``sessionsched usage --by app``
+    prints)."""
+    (line,) = [u for u in api.usage("app") if u["app"] == app_id]
+    return line
+
+
 def report(api, app_id):
     """The app's REPORT line: result, failed task attempts, seconds."""
     for line in api.log(app_id, tail=400).splitlines():

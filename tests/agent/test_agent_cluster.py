@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from agent_stack import CORES, finished, held, report, settle, submit
+from agent_stack import CORES, finished, held, report, settle, submit, usage_of
 
 from tests.sparkcluster import wait_until
 
@@ -47,6 +47,20 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api):
     r = report(api, a)
     assert r["result"] == sum(range(12))
     assert r["failed_tasks"] >= 1  # busy executors were really killed
+    # Usage (docs/usage.md) agrees with Spark's own status store (the REPORT's ``spark``, read
+    # just before A's SparkContext stopped): held executor time, task time, and the task time
+    # lost to the kill, which the server bounds from above (from the first busy report).
+    u = usage_of(api, a)
+    spark = r["spark"]
+    assert u["held_core_s"] == pytest.approx(spark["held_core_s"], rel=0.10)
+    assert u["busy_core_s"] == pytest.approx(spark["task_s"], rel=0.10)
+    assert u["held_core_s"] == pytest.approx(u["busy_core_s"] + u["idle_core_s"], abs=0.01)
+    assert u["reclaimed_executors"] >= 1
+    assert u["reclaimed_core_s"] == pytest.approx(spark["lost_task_s"], rel=0.25)
+    assert spark["lost_task_s"] > 0
+    (queue,) = [q for q in api.usage("queue") if q["queue"] == "root.prio"]
+    assert queue["held_core_s"] == pytest.approx(
+        sum(usage_of(api, i)["held_core_s"] for i in (a, b)), abs=0.01)
 
 
 # --- graceful reclaim: decommission, no task lost -------------------------------------------
@@ -69,6 +83,12 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api):
     assert (done.state.value, done.exit_code) == ("FINISHED", 0)
     r = report(api, a)
     assert r == {**r, "result": sum(range(12)), "failed_tasks": 0}
+    # Usage agrees with Spark's status store; a decommission kills no busy executor.
+    u = usage_of(api, a)
+    assert u["held_core_s"] == pytest.approx(r["spark"]["held_core_s"], rel=0.10)
+    assert u["busy_core_s"] == pytest.approx(r["spark"]["task_s"], rel=0.10)
+    assert (u["reclaimed_executors"], u["reclaimed_core_s"], r["spark"]["lost_task_s"]) == (
+        0, 0.0, 0.0)
 
 
 # --- a dead agent: the cluster's view gives the executors back ------------------------------

@@ -52,6 +52,7 @@ class Stepped:
     def cycle(self, after_s: float = 0.0) -> None:
         self.clock.now += after_s
         self.service.cycle()
+        self.service.usage_thread.drain()  # the usage the cycle counted is on disk
 
     def until(self, app_id: str, state: str, step_s: float = 0.5, cycles: int = 100) -> dict:
         """Cycles (``step_s`` apart) until the app is in ``state``; its record then."""

@@ -59,6 +59,12 @@ def submit(url: str, name: str) -> str:
     return r.json()["id"]
 
 
+def usage_by_app(url: str) -> dict[str, dict]:
+    r = httpx.get(f"{url}/api/v1/usage", params={"by": "app"}, timeout=10)
+    assert r.status_code == 200, r.text
+    return {u["app"]: u for u in r.json()}
+
+
 def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_server, tmp_path):
     db_url = pg_server.fresh_database()
     port_a, port_b = free_ports(2)
@@ -115,6 +121,7 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         thread = threading.Thread(target=client, daemon=True)
         thread.start()
         wait_until(lambda: len(acked) >= 12, 60, "a dozen acknowledged submissions")
+        usage_before = usage_by_app(a.url)  # what apps used, as the leader had it
         os.kill(a.proc.pid, signal.SIGKILL)
         killed_at, killed_epoch = time.monotonic(), time.time()
         killed.set()
@@ -158,6 +165,19 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         finally:
             store.close()
         assert takeover_s < 10
+        # Usage (docs/usage.md) is the store's: the new leader shows what the old one counted.
+        # An app that had ended keeps its figures exactly; one the kill cut short is counted
+        # on from its stored levels to its end, so never less than before.
+        usage_after = usage_by_app(b.url)
+        for app_id, was in usage_before.items():
+            now = usage_after[app_id]
+            if was["state"] in ENDED:
+                assert now == was, app_id
+            else:
+                assert now["held_core_s"] >= was["held_core_s"], app_id
+                assert now["driver_core_s"] >= was["driver_core_s"], app_id
+        assert any(u["state"] == "FINISHED" and u["held_core_s"] > 0
+                   for u in usage_before.values())
     finally:
         for server in (a, b):
             if server is not None:

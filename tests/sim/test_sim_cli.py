@@ -20,6 +20,11 @@ APP_KEYS = {
     "admitted",
     "first_executor",
     "finished",
+    "usage",  # issue 25: per app held/busy/idle/reclaimed core-seconds... (docs/usage.md)
+}
+USAGE_KEYS = {
+    "held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s", "reclaimed_executors",
+    "held_gib_s", "driver_core_s", "driver_gib_s", "queued_s",
 }
 SUMMARY_KEYS = {
     "makespan",
@@ -50,6 +55,7 @@ def test_json_has_exactly_the_designed_keys(tmp_path):
     r = run_json(tmp_path, EXAMPLES / "burst-none.yaml")
     assert set(r) == {"apps", "summary", "engine"}
     assert all(set(a) == APP_KEYS for a in r["apps"])
+    assert all(set(a["usage"]) == USAGE_KEYS for a in r["apps"])
     assert set(r["summary"]) == SUMMARY_KEYS
     assert set(r["engine"]) == ENGINE_KEYS
     assert r["engine"]["cycles"] > 0

@@ -216,3 +216,31 @@ def test_a_launch_wait_reads_back_and_an_older_database_gets_its_column(store_ur
         assert older.get_app(make_app(9).id).launch_wait is None
     finally:
         older.close()
+
+
+def test_usage_reads_back_by_window_and_an_older_database_gets_its_column(store_url, store):
+    """The apps' ``usage`` column (issue 25) on a database made before it, and
+    ``usage_rows``: the apps in the books at some time in [since, until)."""
+    with store.engine.begin() as c:
+        c.execute(text("ALTER TABLE apps DROP COLUMN usage"))
+    older = Store(store_url)
+    try:
+        ended = make_app(1, state=AppState.FINISHED, finished_at=5.0,
+                         usage={"held_core_s": 12.5, "since": 5.0})
+        w = Writer(older)
+        w.start()
+        try:
+            w.submit(lambda s: Store.add_apps(s, [ended, make_app(7)])).result(5)
+            w.submit(lambda s: Store.update_apps(
+                s, [{"id": make_app(7).id, "usage": {"held_cores": 2, "since": 8.0}}])).result(5)
+        finally:
+            w.stop()
+        # app 1 lived 1-5, app 7 from 7 on (not ended)
+        assert [(r.id, r.usage) for r in older.usage_rows(0.0, 100.0)] == [
+            (ended.id, {"held_core_s": 12.5, "since": 5.0}),
+            (make_app(7).id, {"held_cores": 2, "since": 8.0})]
+        assert [r.id for r in older.usage_rows(6.0, 100.0)] == [make_app(7).id]
+        assert [r.id for r in older.usage_rows(0.0, 7.0)] == [ended.id]
+        assert [r.finished_at for r in older.usage_rows(0.0, 100.0)] == [5.0, None]
+    finally:
+        older.close()

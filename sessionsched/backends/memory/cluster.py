@@ -31,7 +31,8 @@ it changes to each watcher's set, so a backend reports on the apps that changed,
 app it runs (at 10,000 running apps, a report of each per cycle was most of a cycle's time).
 
 Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated over time),
-``last_event_s`` (the last timer run), ``reclaim_kills``, ``pool.executor_waits``.
+``last_event_s`` (the last timer run), ``reclaim_kills``, ``pool.executor_waits``; per app,
+``SparkApp.usage`` (``sessionsched.usage``: held, busy, reclaimed and driver core- and GiB-seconds).
 """
 
 from __future__ import annotations
@@ -236,6 +237,7 @@ class MemoryCluster:
             )
             if sa.first_executor_at is None:
                 sa.first_executor_at = now
+            sa.usage.executor(now, sa.executor_size.cores, sa.executor_size.mem_mib)
             self._settle(now, sa)
         elif isinstance(ev, TaskDone):
             self._task_done(now, sa, ev)
@@ -258,6 +260,7 @@ class MemoryCluster:
             return  # the executor was killed and the task went back to pending
         sa.running -= 1
         self.busy_cores -= 1
+        sa.usage.tasks(now, -1)
         if sa.pending == 0 and sa.running == 0 and not sa.start_next_stage():
             self._end(now, sa, sa.job.exit_code)
             return
@@ -267,6 +270,7 @@ class MemoryCluster:
 
     def _driver_placed(self, sa: SparkApp) -> None:
         sa.driver_placed = True
+        sa.usage.driver(self.now, sa.job.driver.cores, sa.job.driver.mem_mib)
         if sa.job.in_cluster:
             self.driver_cores += sa.job.driver.cores
         self._push(self.now + self.driver_start_s, DriverUp(sa.name))
@@ -314,6 +318,7 @@ class MemoryCluster:
                 sa.pending -= 1
                 sa.running += 1
                 self.busy_cores += 1
+                sa.usage.tasks(now, 1)
                 self._push(now + task_s, TaskDone(sa.name, eid, task_id))
         for e in list(sa.executors.values()):
             if e.tasks:
@@ -340,6 +345,8 @@ class MemoryCluster:
 
     def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
         self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
+        # Each task's work so far is lost (it runs again): it ends at ``done``, began task_s before.
+        sa.usage.reclaimed(sum(now - (done - sa.task_s) for done in e.tasks.values()))
         self._kill(sa, e)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
@@ -347,12 +354,14 @@ class MemoryCluster:
         sa.pending += lost
         sa.running -= lost
         self.busy_cores -= lost
+        sa.usage.tasks(self.now, -lost)
         e.tasks.clear()
         self._remove(sa, e)
 
     def _remove(self, sa: SparkApp, e: SimExecutor) -> None:
         assert not e.tasks, "an executor leaves with running tasks only through _kill"
         del sa.executors[e.executor_id]
+        sa.usage.executor(self.now, -sa.executor_size.cores, -sa.executor_size.mem_mib)
         self._give(sa.executor_size)
 
     def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
@@ -361,6 +370,8 @@ class MemoryCluster:
         for eid in list(sa.starting):
             self._cancel_executor(sa, eid)
         job = sa.job
+        if sa.driver_placed:
+            sa.usage.driver(now, -job.driver.cores, -job.driver.mem_mib)
         if not job.in_cluster:
             self.pool.give_slot()
         elif sa.driver_placed:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ...model import Resources
+from ...usage import AppUsage
 from .job import Job
 
 
@@ -77,6 +78,7 @@ class SparkApp:
     first_executor_at: float | None = None
     ended_at: float | None = None
     exit_code: int | None = None
+    usage: AppUsage = field(default_factory=AppUsage)  # counted by the cluster as it happens
     _made: int = 0
 
     @property

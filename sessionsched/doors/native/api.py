@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import PlainTextResponse
@@ -30,6 +30,7 @@ from sessionsched.doors.native.schemas import (
     QueueOut,
     SessionIn,
     StopIn,
+    UsageOut,
     error_responses,
 )
 from sessionsched.doors.native.views import app_out, iso
@@ -204,6 +205,21 @@ def audit(ops: OpsDep, caller: CallerDep,
     rows = answer(ops.audit(caller, app, user, start))
     return [AuditOut(at=iso(r.at), app_id=r.app_id, kind=r.kind, who=r.who, detail=r.detail,
                      actor=r.actor, sender=r.sender, old=r.old, new=r.new) for r in rows]
+
+
+# --- usage -------------------------------------------------------------------------------------
+
+
+@router.get("/api/v1/usage", response_model=list[UsageOut], response_model_exclude_none=True,
+            responses=error_responses(400, 422, 503))
+def usage(ops: OpsDep, caller: CallerDep,
+          by: Annotated[Literal["queue", "user", "app"], Query()] = "queue",
+          since: Annotated[str | None, Query(max_length=64)] = None,
+          until: Annotated[str | None, Query(max_length=64)] = None):
+    """What apps used (docs/usage.md): core- and GiB-seconds held, busy, idle and lost to
+    reclaim, their drivers', time queued; per app or added up per queue or user. ``since`` /
+    ``until``: ``7d``, ``12h``, epoch seconds or ISO 8601 (default: all, up to now)."""
+    return answer(ops.usage(caller, by, since, until))
 
 
 # --- health and metrics -----------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The dashboard at ``/``: one static page that polls the native API every two seconds.
+"""The dashboard at ``/``: one static page that polls the native API every two seconds (the
+usage table, read from the store, every thirty: docs/usage.md).
 
 Every value is escaped before it goes into the tables. Polls do not overlap (the next starts two
 seconds after the last ended), and each request gives up after five seconds, so a scheduler that
@@ -21,10 +22,12 @@ DASHBOARD_HTML = """<!doctype html>
 <body><h1>sessionsched</h1><div id="health"></div>
 <h2>Queues</h2><table id="queues"></table>
 <h2>Applications</h2><table id="apps"></table>
+<h2>Usage by queue, last 7 days</h2><table id="usage"></table>
 <script>
 const ENT = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"};
 const esc = s => String(s ?? "").replace(/[&<>"']/g, c => ENT[c]);
-const POLL_MS = 2000, TIMEOUT_MS = 5000;
+const POLL_MS = 2000, TIMEOUT_MS = 5000, USAGE_MS = 30000;
+let usageAt = -Infinity;  // the usage table reads the store: every 30 s, not every poll
 class HttpError extends Error {}
 if (location.hash.startsWith("#token=")) {
   sessionStorage.setItem("token", decodeURIComponent(location.hash.slice(7)));
@@ -56,6 +59,12 @@ async function refresh() {
       "starting", "running", "executor_cores", "demand_cores", "waiting_reason"], q);
     table(document.getElementById("apps"), ["id", "name", "queue", "priority", "state",
       "position", "executors", "target", "demand", "reason"], a.slice(0, 500), "state");
+    if (Date.now() - usageAt >= USAGE_MS) {
+      const u = await get("/api/v1/usage?by=queue&since=7d");
+      usageAt = Date.now();
+      table(document.getElementById("usage"), ["queue", "apps", "held_core_s", "busy_core_s",
+        "idle_core_s", "reclaimed_core_s", "held_gib_s", "driver_core_s", "queued_s"], u);
+    }
     document.body.classList.remove("stale");
   } catch (e) {
     health.textContent = e instanceof HttpError ? e.message : "scheduler unreachable";

@@ -169,6 +169,26 @@ class AuditOut(BaseModel):
     new: str | None  # the value after (priority changes, a submission's priority)
 
 
+class UsageOut(BaseModel):
+    """One app, queue or user's usage (docs/usage.md defines each figure). The key columns
+    present are those of ``by``: app (with its queue, user, state), queue, or user."""
+
+    app: str | None = None
+    queue: str | None = None
+    user: str | None = None
+    state: str | None = None
+    apps: int  # how many apps are added up
+    held_core_s: float
+    busy_core_s: float
+    idle_core_s: float
+    reclaimed_core_s: float
+    reclaimed_executors: int
+    held_gib_s: float
+    driver_core_s: float
+    driver_gib_s: float
+    queued_s: float
+
+
 class HealthOut(BaseModel):
     status: str  # "ok" | "degraded" | "standby"
     cluster_reachable: bool | None

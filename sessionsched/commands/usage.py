@@ -1,0 +1,68 @@
+"""``sessionsched usage [--by queue|user|app] [--since 7d] [--until T] [--json|--csv]``: what
+apps used -- core- and GiB-seconds held, busy, idle, lost to reclaim, their drivers', time
+queued -- per app or added up per queue or user (``GET /api/v1/usage``; docs/usage.md)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+
+from ..client import SchedulerClient
+from .client_cmds import add_connection_options, call, print_json
+
+FIGURES = ("held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s",
+           "reclaimed_executors", "held_gib_s", "driver_core_s", "driver_gib_s", "queued_s")
+KEYS = {"app": ("app", "queue", "user", "state"), "queue": ("queue",), "user": ("user",)}
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "usage", help="what apps used: core-seconds held, busy, idle, lost to reclaim",
+        description="Show what apps used (docs/usage.md): core- and GiB-seconds their "
+        "executors held, the part busy running tasks and the part idle, task work lost to "
+        "reclaim, their drivers' core- and GiB-seconds and time queued; per app or added up "
+        "per queue or user. Apps count whole if they were in the books at some time between "
+        "--since and --until. A user sees their own apps, an admin everyone's.")
+    p.add_argument("--by", choices=("queue", "user", "app"), default="queue",
+                   help="one line per queue (default), user or app")
+    p.add_argument("--since", metavar="T",
+                   help="from this time: 7d, 12h, 30m, epoch seconds or ISO 8601 (default: all)")
+    p.add_argument("--until", metavar="T", help="up to this time, same forms (default: now)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the server's JSON list")
+    out.add_argument("--csv", action="store_true", help="print CSV with a header line")
+    add_connection_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    def action(client: SchedulerClient) -> int:
+        lines = client.usage(args.by, args.since, args.until)
+        columns = (*KEYS[args.by], "apps", *FIGURES)
+        if args.json:
+            print_json(lines)
+        elif args.csv:
+            w = csv.writer(sys.stdout, lineterminator="\n")
+            w.writerow(columns)
+            w.writerows([line.get(c, "") for c in columns] for line in lines)
+        else:
+            print_table(columns, [[str(line.get(c, "")) for c in columns] for line in lines])
+        return 0
+
+    return call(args, action)
+
+
+def print_table(columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    """Columns aligned, whole (a table this wide is read in a wide terminal or a pipe: no
+    header is cut short), names left and figures right."""
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    left = {i for i, c in enumerate(columns) if c in ("app", "queue", "user", "state")}
+
+    def fmt(cells) -> str:
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    print(fmt(columns))
+    for r in rows:
+        print(fmt(r))

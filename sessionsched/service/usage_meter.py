@@ -1,0 +1,259 @@
+"""Counting what each app uses, from the facts the cycle steps (docs/usage.md).
+
+The cycle hands the meter the events the engine took and the decisions it gave; the meter
+changes only the apps they name (no scan of the books), on a thread of its own
+(``MeterThread``), so counting costs the cycle a queue put. Per app it keeps a
+``sessionsched.usage.AppUsage``:
+
+- an executor list (``ExecutorsChanged``, from the agent or the cluster) sets the levels: held
+  cores and memory = the executors times the app's executor size; busy cores = the executors
+  the report calls busy (``idle: false``: running at least one task) times their cores. The
+  levels hold until the next report, so held and busy core-seconds are exact to one report
+  (a heartbeat, 1 s by default); an executor partly busy counts as busy whole.
+- ``STARTING`` (the launch) puts the driver's cores and memory on, an end takes everything off.
+- a ``Reclaim`` that kills (mode ``kill``) executors the last report called busy counts those
+  executors (``reclaimed_executors``) and, as lost work, their cores from the first of the
+  unbroken run of reports that called them busy up to the kill (``reclaimed_core_s``, an upper
+  bound: the killed tasks' own start times are the agent's, not reported).
+- ``queued_s``: from the submission to the launch (``STARTING``), or to the end of an app
+  killed while it waited.
+
+The server counts beside the cycle (``MeterThread``): the cycle hands over each committed
+step's facts, and the thread writes the changed figures (the app's ``usage`` column) a moment
+later, so a kill -9 loses at most the last cycles' changes of level; ``restore`` reads the
+columns back and a restarted server counts on from the levels stored (the cluster kept the
+executors meanwhile).
+When an app ends, one line ``SESSIONSCHED_APP_SUMMARY`` goes to the ``sessionsched.usage``
+log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
+from sessionsched.model import AppSpec, AppState, ReclaimMode
+from sessionsched.text import one_line
+from sessionsched.usage import COUNTED, AppUsage
+
+log = logging.getLogger("sessionsched.usage")
+
+SUMMARY = "SESSIONSCHED_APP_SUMMARY"
+COMMIT_TIMEOUT_S = 60.0
+
+
+@dataclass
+class _Live:
+    usage: AppUsage
+    spec: AppSpec
+    busy: dict[str, float] = field(default_factory=dict)  # busy executor id -> reported at
+
+
+class UsageMeter:
+    """``spec_of(app_id)``: the app's spec (sizes, queue, user), None for an unknown app.
+
+    The Prometheus counters (``totals``) are added up at a scrape, from the live apps' figures
+    and those of the apps that ended since this meter started: the cycle only counts each
+    app's own figures, with no metric call."""
+
+    def __init__(self, spec_of: Callable[[str], AppSpec | None]):
+        self._spec_of = spec_of
+        self._apps: dict[str, _Live] = {}
+        self._ended: dict[tuple[str, str], list[float]] = {}  # (queue, user) -> COUNTED sums
+        self._reported: dict[tuple[str, str], list[float]] = {}
+        self._scrape = threading.Lock()
+
+    def restore(self, app_id: str, stored: dict | None) -> None:
+        """A live app read back from the store at a restart or a takeover."""
+        spec = self._spec_of(app_id)
+        if spec is not None:
+            self._apps[app_id] = _Live(AppUsage.from_json(stored), spec)
+
+    def totals(self) -> dict[tuple[str, str], list[float]]:
+        """(queue, user) -> the ``COUNTED`` figures of every app counted since the meter
+        started (a restart starts the counters again, from the live apps' figures). Read from
+        another thread while the cycle counts: each figure never goes down between scrapes."""
+        with self._scrape:
+            sums = {key: list(values) for key, values in list(self._ended.items())}
+            for live in list(self._apps.values()):
+                key = (live.spec.queue, live.spec.user)
+                total = sums.setdefault(key, [0.0] * len(COUNTED))
+                for i, v in enumerate(live.usage.counted()):
+                    total[i] += v
+            for key, total in sums.items():
+                last = self._reported.get(key)
+                if last is not None:
+                    total[:] = [max(a, b) for a, b in zip(total, last, strict=True)]
+                self._reported[key] = total
+            return sums
+
+    def step(self, now: float, events: Iterable[Event],
+             decisions: Sequence[Decision]) -> dict[str, dict]:
+        """Count what a committed step's facts say; app id -> the new ``usage`` column."""
+        changed: dict[str, AppUsage] = {}
+        for ev in events:
+            if isinstance(ev, ExecutorsChanged):
+                self._executors(now, ev, changed)
+        for d in decisions:
+            if isinstance(d, Reclaim) and d.mode is ReclaimMode.KILL:
+                self._killed(now, d, changed)
+            elif isinstance(d, MarkState):
+                self._state(now, d, changed)
+        return {app_id: u.to_json() for app_id, u in changed.items()}
+
+    def _live(self, app_id: str) -> _Live | None:
+        live = self._apps.get(app_id)
+        if live is None:
+            spec = self._spec_of(app_id)
+            if spec is None:
+                return None
+            live = self._apps[app_id] = _Live(AppUsage(), spec)
+        return live
+
+    def _executors(self, now: float, ev: ExecutorsChanged, changed: dict) -> None:
+        live = self._live(ev.app_id)
+        if live is None:
+            return
+        size = live.spec.executor
+        busy = [e.executor_id for e in ev.executors if not e.idle]
+        held, busy_cores = len(ev.executors) * size.cores, len(busy) * size.cores
+        u = live.usage
+        # The same levels (another executor, the same count): nothing to count or write.
+        if held != u.held_cores or busy_cores != u.busy_cores:
+            u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
+            changed[ev.app_id] = u
+        if busy or live.busy:
+            live.busy = {eid: live.busy.get(eid, now) for eid in busy}
+
+    def _killed(self, now: float, d: Reclaim, changed: dict) -> None:
+        live = self._live(d.app_id)
+        if live is None:
+            return
+        for eid in d.executor_ids:
+            since = live.busy.pop(eid, None)
+            if since is not None:
+                live.usage.reclaimed((now - since) * live.spec.executor.cores)
+                changed[d.app_id] = live.usage
+
+    def _state(self, now: float, d: MarkState, changed: dict) -> None:
+        if d.state is not AppState.STARTING and not d.state.terminal:
+            return
+        live = self._live(d.app_id)
+        if live is None:
+            return
+        spec = live.spec
+        u = changed[d.app_id] = live.usage
+        if d.state is AppState.STARTING:
+            at = d.at or now
+            u.queued_s = max(0.0, at - spec.submitted_at)
+            u.driver(at, spec.driver.cores - u.driver_cores, spec.driver.mem_mib - u.driver_mib)
+            return
+        end = d.at or now
+        if u.driver_cores == 0 and u.held_core_s == 0:  # ended (killed) before its launch
+            u.queued_s = max(0.0, end - spec.submitted_at)
+        u.levels(end, 0, 0, 0)
+        u.driver(end, -u.driver_cores, -u.driver_mib)
+        total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
+        counted = u.counted()
+        with self._scrape:  # never seen by a scrape both live and ended
+            for i, v in enumerate(counted):
+                total[i] += v
+            del self._apps[d.app_id]
+        log.info("%s", summary_line(d.app_id, spec, d.state, end, u))
+
+
+_STOP = object()
+
+
+class MeterThread:
+    """Counts the committed cycles' facts beside the cycle: the cycle hands them over once its
+    commit is done (``feed``: a queue put, nothing else on the cycle's thread); this thread
+    counts them in order (``UsageMeter.step``) and sends the usage columns that changed to the
+    store's writer, one transaction per batch of cycles. A write that fails (the store is
+    down, or this scheduler no longer leads) is sent again with the next batch. Only committed
+    cycles are counted, so a rewound cycle (its commit failed) is never counted twice."""
+
+    def __init__(self, meter: UsageMeter, write: Callable[[list[dict]], Future]):
+        self.meter = meter
+        self._write = write
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._pending: dict[str, dict] = {}  # app id -> usage column not yet on disk
+        self._failing = False
+        self._thread = threading.Thread(target=self._loop, name="usage-meter", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def feed(self, now: float, events: Sequence[Event], decisions: Sequence[Decision]) -> None:
+        self._queue.put((now, events, decisions))
+
+    def drain(self, timeout_s: float = 30.0) -> bool:
+        """Wait until everything fed so far is counted and its write is done (tests, stop)."""
+        if not self._thread.is_alive():
+            return False
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout_s)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join(timeout_s)
+
+    def _loop(self) -> None:
+        while True:
+            items = [self._queue.get()]
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            markers = [i for i in items if isinstance(i, threading.Event)]
+            for item in items:
+                if isinstance(item, tuple):
+                    try:
+                        self._pending.update(self.meter.step(*item))
+                    except Exception:  # noqa: BLE001 - counting must go on
+                        log.exception("usage: could not count a cycle's facts")
+            self._flush()
+            for marker in markers:
+                marker.set()
+            if any(i is _STOP for i in items):
+                return
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        rows = [{"id": app_id, "usage": column} for app_id, column in self._pending.items()]
+        try:
+            self._write(rows).result(COMMIT_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - kept, sent again with the next batch
+            if not self._failing:
+                log.warning("usage: could not store the usage of %d app(s) (%s); tried again "
+                            "with the next cycles", len(rows), one_line(str(e)))
+            self._failing = True
+            return
+        self._failing = False
+        self._pending.clear()
+
+
+def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:
+    """An app's figures from its stored column, counted on from the levels stored (they hold
+    until the next report) to ``now``, or to its end. An app the meter ended has no level
+    left; one a restart found gone (``restore``: its driver did not survive) is counted to
+    that end, an upper bound of what it held meanwhile."""
+    u = AppUsage.from_json(stored)
+    return u.at(now if finished_at is None else max(finished_at, u.since)).figures()
+
+
+def summary_line(app_id: str, spec: AppSpec, state: AppState, end: float, u: AppUsage) -> str:
+    f = u.figures()
+    fields = [f"{SUMMARY} appId={app_id}", f"queue={spec.queue}", f"user={spec.user or '-'}",
+              f"state={state.value}", f"submitted={spec.submitted_at:.3f}", f"ended={end:.3f}"]
+    fields += [f"{k}={v}" for k, v in f.items()]
+    return " ".join(fields)

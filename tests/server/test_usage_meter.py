@@ -1,0 +1,102 @@
+"""The usage meter on plain events (``service/usage_meter.py``): levels from executor reports,
+the driver from the launch to the end, a kill's lost work, nothing written for a report that
+changes no level; the thread that counts beside the cycle sends a failed write again."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+from sessionsched.engine.events import ExecutorsChanged, MarkState, Reclaim
+from sessionsched.model import AppSpec, AppState, Executor, ReclaimMode, Resources
+from sessionsched.service.usage_meter import MeterThread, UsageMeter
+
+SPEC = AppSpec("a", "root.q", 1, 100.0, user="alice", driver=Resources(1, 2048),
+               executor=Resources(2, 4096))
+
+
+def meter() -> UsageMeter:
+    return UsageMeter({"a": SPEC}.get)
+
+
+def execs(*busy: bool) -> ExecutorsChanged:
+    return ExecutorsChanged("a", tuple(Executor(str(i), 0.0, idle=not b)
+                                       for i, b in enumerate(busy)))
+
+
+def started(at: float) -> MarkState:
+    return MarkState("a", AppState.STARTING, "launched", at=at)
+
+
+def ended(at: float) -> MarkState:
+    return MarkState("a", AppState.FINISHED, "done", at=at)
+
+
+def run(m: UsageMeter, steps) -> dict:
+    """The app's last ``usage`` column written."""
+    out = {}
+    for now, events, decisions in steps:
+        out = m.step(now, events, decisions).get("a", out)
+    return out
+
+
+def test_levels_driver_and_queue_time_add_up_to_the_end():
+    m = meter()
+    last = run(m, [
+        (110.0, [], [started(110.0)]),          # queued 10 s
+        (120.0, [execs(True, False)], []),       # 2 executors x 2 cores, one busy
+        (130.0, [execs(True, True)], []),        # both busy
+        (140.0, [], [ended(140.0)]),
+    ])
+    # held: 4 cores x 20 s; busy: 2 x 10 + 4 x 10; driver: 1 core, 2 GiB x 30 s
+    assert {k: last[k] for k in ("held_core_s", "busy_core_s", "driver_core_s",
+                                  "driver_mib_s", "queued_s")} == {
+        "held_core_s": 80.0, "busy_core_s": 60.0, "driver_core_s": 30.0,
+        "driver_mib_s": 2048 * 30.0, "queued_s": 10.0}
+    (totals,) = m.totals().values()
+    assert totals[:3] == [80.0, 60.0, 20.0]  # held, busy, idle
+
+
+def test_a_report_that_changes_no_level_writes_nothing():
+    m = meter()
+    run(m, [(110.0, [], [started(110.0)]), (120.0, [execs(True, False)], [])])
+    assert m.step(121.0, [execs(False, True)], []) == {}  # other executor busy, same levels
+
+
+def test_a_kill_counts_the_busy_executors_time_since_their_first_busy_report():
+    m = meter()
+    last = run(m, [
+        (110.0, [], [started(110.0)]),
+        (120.0, [execs(True, False)], []),
+        (125.0, [execs(True, False)], []),
+        (130.0, [], [Reclaim("a", ("0", "1"), ReclaimMode.KILL)]),
+    ])
+    # executor 0 busy since 120, killed at 130: 2 cores x 10 s; executor 1 was idle
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (20.0, 1)
+
+
+def test_the_meter_thread_writes_in_order_and_sends_a_failed_write_again():
+    writes: list[list[dict]] = []
+    failures = [RuntimeError("store unavailable")]
+
+    def write(rows):
+        f: Future = Future()
+        if failures:
+            f.set_exception(failures.pop())
+        else:
+            writes.append(rows)
+            f.set_result(None)
+        return f
+
+    t = MeterThread(meter(), write)
+    t.start()
+    try:
+        t.feed(110.0, [], [started(110.0)])
+        assert t.drain()
+        assert writes == []  # the first write failed: kept
+        t.feed(120.0, [execs(True)], [])
+        assert t.drain()
+    finally:
+        t.stop()
+    (rows,) = writes  # both cycles' changes in one write
+    (row,) = rows
+    assert (row["id"], row["usage"]["held_cores"], row["usage"]["driver_cores"]) == ("a", 2, 1)
