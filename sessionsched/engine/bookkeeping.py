@@ -35,6 +35,7 @@ from .events import MarkState
 from .grants import Grants
 from .launching import LaunchBook
 from .needs import NeedBook
+from .placement import Workers
 from .reclaim import Reclaimer
 from .tree import QueueTree
 
@@ -66,6 +67,7 @@ class Books:
         self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
         self.leaves: dict[str, Queue] = {}
         self._reserving: frozenset[str] = frozenset()
+        self.workers = Workers()  # the cluster's workers (``placement``): claims are cut to them
         self.set_tree(root)
 
     # --- the queue tree -------------------------------------------------------------------
@@ -201,7 +203,8 @@ class Books:
                 self._admitted.pop(app_id, None)
             if rec.state.admitted:
                 # Most changes (grants, targets, executors) leave the claim as it was.
-                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue)
+                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue,
+                          self.workers.holds(rec.spec.executor))
                 if self._claimed.get(app_id) != inputs:
                     self._claimed[app_id] = inputs
                     self.arbiter.set_claim(self.claim_of(rec))
@@ -224,6 +227,14 @@ class Books:
         """The apps changed this step (up to the last sync)."""
         return self._touched
 
+    def set_workers(self, workers: Workers) -> None:
+        """New workers (``CapacityChanged``). When their sizes changed every app on the books
+        is looked at again: its claim is cut to the executors the workers hold."""
+        same = workers.signature == self.workers.signature
+        self.workers = workers
+        if not same:
+            self._dirty.update(a for a, rec in self._admitted.items() if rec.state.admitted)
+
     def end_step(self) -> None:
         self._touched = set()
 
@@ -240,6 +251,8 @@ class Books:
         want = max(rec.demand, floor)
         if cap is not None:
             want = min(want, cap)
+        # An executor runs on one worker: no more than the workers hold, counted per worker.
+        want = min(want, self.workers.holds(spec.executor))
         return Claim(
             app_id=rec.app_id,
             queue=spec.queue,

@@ -50,6 +50,7 @@ from .books import AppRecord
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
 from .events import Decision, Event, SetTarget
+from .placement import Workers
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 
@@ -80,6 +81,7 @@ class Scheduler:
         self.waiting: dict[str, str] = {}  # leaf queue -> why its head waits (last step)
         self._views = ViewKeeper()
         self.books = Books(root, self._views.touch_queue)
+        self.books.set_workers(Workers((), capacity))
         self.apps = self.books.apps
         self._priority_of = admission.PriorityOf(self.apps)
         self._share_by_weight(root)

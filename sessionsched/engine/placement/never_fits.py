@@ -1,0 +1,55 @@
+"""Whether an app can run on the cluster as it is: the one check submission and admission share.
+
+``never_fits(spec, path, workers)`` names the first number that does not fit, or None:
+  1. its in-cluster driver is larger than any worker;
+  2. one executor is larger than any worker (an app that may hold no executor skips this);
+  3. its first executors - ``reservation()``: minExecutors, at least 1, at most what it may
+     hold: what ``demand`` and ``reserve`` admission set aside - need more cores than
+     ``max_cores`` of a queue on its path;
+  4. its driver and those executors are more than the workers hold, counted per worker
+     (``Workers.holds_beside``), not as a sum of cores and memory.
+Asked of the workers' sizes, not of what is free now: what is in use ends, a worker that is
+too small stays too small.
+
+At submission (``intake``) a hit refuses the app: nothing is stored, every door answers with
+the line. At admission the same check holds a queued app whose cluster shrank under it (a
+worker gone, a smaller ``max_cores`` in force) with ``does_not_fit_now`` and lets the apps
+behind it go ahead; it starts when the cluster can hold it again (docs/admission.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...model import AppSpec, Queue, Resources
+from ..admission_checks import reservation
+from .workers import Workers
+
+
+def _size(r: Resources) -> str:
+    return f"{r.cores} cores/{r.mem_mib} MiB"
+
+
+def never_fits(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> str | None:
+    """The first reason (module doc) ``spec`` cannot run on ``workers`` under the queues of
+    ``path`` (root first), as one line with the numbers; None when it fits."""
+    driver = spec.driver if spec.driver_in_cluster else None
+    if driver is not None and not workers.fits_one(driver):
+        return f"the driver of {_size(driver)} fits no worker ({workers.describe()})"
+    n = reservation(spec)
+    executor = spec.executor
+    if n > 0 and not workers.fits_one(executor):
+        return f"an executor of {_size(executor)} fits no worker ({workers.describe()})"
+    cores = n * executor.cores
+    for node in path:
+        if node.max_cores is not None and cores > node.max_cores:
+            return (f"{n} executor(s) of {executor.cores} cores (minExecutors, at least 1) need"
+                    f" {cores} cores, above max_cores {node.max_cores} of queue {node.name}")
+    if n <= 0:
+        return None
+    held = workers.holds(executor) if driver is None else workers.holds_beside(driver, executor)
+    if held < n:
+        beside = "" if driver is None else f" beside the driver of {_size(driver)}"
+        return (f"{n} executor(s) of {_size(executor)} (minExecutors, at least 1) do not fit"
+                f" the cluster: its workers hold {held}{beside} ({workers.describe()})")
+    return None
