@@ -38,10 +38,11 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
     reservation,
 )
 from .books import AppRecord, whole
-from .budget import ADMISSION_SLICE
+from .budget import admission_slice
 from .launching import driver_heavy
 from .rank import Rank, rank
 from .tree import QueueTree
+from .waits import Wait
 
 
 @dataclass(slots=True)
@@ -135,7 +136,7 @@ class Room:
 @dataclass(frozen=True)
 class Plan:
     admit: tuple[str, ...]  # app ids, in the order they were admitted
-    waiting: dict[str, str]  # leaf queue name -> why its head waits
+    waiting: dict[str, Wait]  # leaf queue name -> why its head waits
     ahead: frozenset[str] = frozenset()  # of ``admit``: admitted ahead (``running_demand``)
 
 
@@ -151,7 +152,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     tree = QueueTree.of(root)
     views = {v.queue.name: v for v in leaves if len(v.pending)}
     nxt = dict.fromkeys(views, 0)
-    waiting: dict[str, str] = {}
+    waiting: dict[str, Wait] = {}
     for name in sorted(views):
         view = views[name]
         reason = defer_reason(view, view.pending[0], tree.path[name], room)
@@ -189,7 +190,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     while best[root.name] is not None:
         if slice_apps is not None and len(admitted) >= slice_apps:
             for name in views:
-                waiting[name] = ADMISSION_SLICE.format(n=slice_apps)
+                waiting[name] = admission_slice(slice_apps)
             break
         name = best[root.name]
         view = views[name]

@@ -82,6 +82,7 @@ from typing import TYPE_CHECKING
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .books import whole
 from .launching import driver_heavy
+from .waits import Wait, WaitCode
 
 if TYPE_CHECKING:
     from .admission import LeafView, Room
@@ -102,55 +103,64 @@ def admitted_floor(spec: AppSpec, queue: Queue) -> int:
     return n if cap is None else min(n, cap)
 
 
-Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], str | None]
+Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], Wait | None]
 
 
-def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> Wait | None:
     for node in path:
         limit = node.max_running_apps
         if limit is not None and room.admitted_in.get(node.name, 0) >= limit:
-            return f"queue {node.name} runs {limit} apps (max_running_apps {limit})"
+            code = WaitCode.QUEUE_LIMIT if node is path[-1] else WaitCode.PARENT_QUEUE_FULL
+            return Wait(code, f"queue {node.name} runs {limit} apps (max_running_apps {limit})")
     return None
 
 
 def starting_limit(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                   room: Room) -> str | None:
+                   room: Room) -> Wait | None:
     q = view.queue
     if view.starting >= q.starting_limit:
-        return f"{view.starting} app(s) starting in {q.name} (starting_limit {q.starting_limit})"
+        return Wait(WaitCode.STARTING_LIMIT, f"{view.starting} app(s) starting in {q.name}"
+                    f" (starting_limit {q.starting_limit})")
     return None
 
 
-def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                room: Room) -> Wait | None:
     if not head.driver_in_cluster and room.driver_slots_free < 1:
-        return "every driver slot is in use"
+        return Wait(WaitCode.DRIVER_SLOT, "every driver slot is in use")
     return None
 
 
 def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                        room: Room) -> str | None:
+                        room: Room) -> Wait | None:
     if head.driver_in_cluster and not head.driver.fits_in(room.free):
-        return (
+        return Wait(
+            WaitCode.DRIVER_ROOM,
             f"no room for the driver in the cluster (needs {head.driver.cores} cores/"
             f"{head.driver.mem_mib} MiB, free {room.free.cores}/{room.free.mem_mib})"
         )
     return None
 
 
-def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> Wait | None:
     n = reservation(head)
     if not _commitment(head).fits_in(room.uncommitted):
-        return f"no room to reserve the driver and {n} executor(s) beside the admitted apps"
+        return Wait(WaitCode.EXECUTOR_ROOM,
+                    f"no room to reserve the driver and {n} executor(s) beside the admitted apps")
     cores = n * head.executor.cores
     for node in path:
         cap = node.max_cores
         if cap is not None and room.floor_cores_in.get(node.name, 0) + cores > cap:
-            return f"no room to reserve {n} executor(s) under queue {node.name} (max_cores {cap})"
+            return Wait(WaitCode.QUEUE_MAX_CORES,
+                        f"no room to reserve {n} executor(s) under queue {node.name}"
+                        f" (max_cores {cap})")
     return None
 
 
 def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                 room: Room) -> str | None:
+                 room: Room) -> Wait | None:
     if not head.driver_in_cluster:
         return None
     q = view.queue
@@ -169,7 +179,8 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
         return None
     if _all_fit_whole(q.name, head, reach, mem_reach, room):
         return None
-    return (
+    return Wait(
+        WaitCode.DRIVER_SHARE,
         f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
         f" reaches (max_driver_fraction {limit:g})"
     )
@@ -187,12 +198,13 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
 
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                   room: Room) -> str | None:
+                   room: Room) -> Wait | None:
     need = need_beside(view, head, room)
     if demand_fits(head, need, room) or _may_go_ahead(view, head, need, room):
         return None
     q = view.queue.name
-    return (
+    return Wait(
+        WaitCode.RUNNING_DEMAND,
         f"the running apps of {q} want the room (demand of {need.cores} more cores"
         f" beside the floors; {room.uncommitted.cores} uncommitted)"
     )
@@ -248,14 +260,15 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
 
 
 def one_launch(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-               room: Room) -> str | None:
+               room: Room) -> Wait | None:
     if not driver_heavy(head):
         return None
     q = view.queue.name
     other = room.launched_in.get(q) or room.launching_of(q, view.priority_of[head.app_id])
     if other is None:
         return None
-    return f"the driver of {other} is launching (one driver-heavy app of {q} at a time)"
+    return Wait(WaitCode.LAUNCH_IN_FLIGHT,
+                f"the driver of {other} is launching (one driver-heavy app of {q} at a time)")
 
 
 @dataclass(frozen=True)
@@ -285,7 +298,8 @@ def mode_of(queue: Queue) -> AdmissionMode:
     return ADMISSION_MODES[queue.admission]
 
 
-def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> Wait | None:
     for check in mode_of(view.queue).checks:
         reason = check(view, head, path, room)
         if reason is not None:

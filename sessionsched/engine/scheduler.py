@@ -53,6 +53,7 @@ from .events import Decision, Event, SetTarget
 from .placement import Workers
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
+from .waits import Wait
 
 __all__ = ["AppRecord", "Scheduler"]
 
@@ -78,7 +79,7 @@ class Scheduler:
         self.driver_slots = driver_slots
         self.budget = budget
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
-        self.waiting: dict[str, str] = {}  # leaf queue -> why its head waits (last step)
+        self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
         self._views = ViewKeeper()
         self.books = Books(root, self._views.touch_queue)
         self.books.set_workers(Workers((), capacity))

@@ -23,6 +23,7 @@ from ..model import AppState, Queue, QueueUsage, Resources
 from .books import AppRecord
 from .events import Adopted, Decision, Event, Submitted
 from .rank import Rank, rank
+from .waits import Wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ class EngineView:
     driver_slots: int
     apps: Mapping[str, AppFacts]
     pending: Mapping[str, tuple[str, ...]]
-    waiting: Mapping[str, str]
+    waiting: Mapping[str, Wait]
     usage: Mapping[str, QueueUsage]
     _ranks: dict[str, tuple[Rank, ...]] = field(default_factory=dict, compare=False, repr=False)
 
@@ -115,7 +116,7 @@ class ViewKeeper:
 
     def take(self, root: Queue, capacity: Resources, driver_slots: int,
              apps: Mapping[str, AppRecord], pending: Mapping[str, Iterable[Rank]],
-             waiting: Mapping[str, str],
+             waiting: Mapping[str, Wait],
              usage: Callable[[], Mapping[str, QueueUsage]]) -> EngineView:
         last = self._last
         unchanged = (last is not None and not self._all and not self._apps and not self._leaves

@@ -222,7 +222,8 @@ class ReadView:
         if self.health.reachable is not None and not self.health.ok:  # no cluster to start in
             why = self.health.describe()
         else:
-            why = self.engine.waiting.get(sub.queue)
+            wait = self.engine.waiting.get(sub.queue)
+            why = wait.text if wait is not None else None
         if position == 1:
             return why or "next to start"
         ahead = f"{position - 1} app(s) ahead in {sub.queue}"
@@ -235,7 +236,8 @@ class ReadView:
         rows = []
         for q in self.engine.root.walk():
             u = self.engine.usage.get(q.name)
-            waiting = self.engine.waiting.get(q.name) if q.is_leaf else None
+            wait = self.engine.waiting.get(q.name) if q.is_leaf else None
+            waiting = wait.text if wait is not None else None
             if self.health.reachable is not None and not self.health.ok and u and u.pending:
                 waiting = self.health.describe()
             rows.append((q, u, waiting))

@@ -80,7 +80,7 @@ def test_burst_of_in_cluster_drivers(mode, first, targets):
 def test_stateaware_starting_limit(limit, first):
     run = Run(one_queue(admission="stateaware", starting_limit=limit), slots=10)
     assert launched(run.submit(*(app(n) for n in "abcd"))) == first
-    assert "starting_limit" in run.sched.waiting["root.q"]
+    assert "starting_limit" in run.sched.waiting["root.q"].text
 
 
 def test_stateaware_next_app_starts_when_the_first_has_an_executor():
@@ -111,7 +111,7 @@ def test_reserve_holds_each_reservation_until_met():
     run = Run(one_queue(admission="reserve", policy="fifo"), cores=4)
     out = run.submit(*(app(n).executor(2) for n in "abc"))
     assert launched(out) == ["a", "b"]
-    assert "no room to reserve" in run.sched.waiting["root.q"]
+    assert "no room to reserve" in run.sched.waiting["root.q"].text
     # a's driver pre-processes for a long time: its reservation stays, c keeps waiting
     assert launched(run.step(at=1000.0)) == []
     assert run.targets() == {"a": (1, 1), "b": (1, 1)}
@@ -144,7 +144,7 @@ def test_reserve_does_not_let_another_queue_eat_a_reservation():
     run = Run(root, cores=2)
     run.submit(app("r1").queue("r").in_cluster())  # driver 1 + reserved executor 1 = 2 cores
     assert launched(run.submit(app("n1").queue("n").in_cluster())) == []
-    assert "no room for the driver" in run.sched.waiting["root.n"]
+    assert "no room for the driver" in run.sched.waiting["root.n"].text
 
 
 def test_reservation_waiting_for_a_reclaim_is_not_given_to_another_driver():
@@ -166,7 +166,7 @@ def test_reserve_respects_max_cores_of_the_path():
     run = Run(root, cores=100)
     out = run.submit(*(app(n).queue("p.r").executor(2) for n in "abc"))
     assert launched(out) == ["a", "b"]  # 2 + 2 reserved cores under max_cores 4
-    assert "max_cores 4" in run.sched.waiting["root.p.r"]
+    assert "max_cores 4" in run.sched.waiting["root.p.r"].text
 
 
 # --- limits -------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_reserve_respects_max_cores_of_the_path():
 def test_max_running_apps(root, apps, first, waits_in):
     run = Run(root, slots=10)
     assert launched(run.submit(*apps)) == first
-    assert "max_running_apps 2" in run.sched.waiting[waits_in]
+    assert "max_running_apps 2" in run.sched.waiting[waits_in].text
 
 
 @pytest.mark.parametrize(
@@ -223,7 +223,7 @@ def test_in_cluster_driver_waits_for_cores_held_by_executors():
     run.step(DemandChanged("a", 4))
     run.hold("a", 4)
     assert launched(run.submit(app("b").in_cluster())) == []
-    assert "no room for the driver" in run.sched.waiting["root.q"]
+    assert "no room for the driver" in run.sched.waiting["root.q"].text
     run.step(DemandChanged("a", 3))
     out = run.hold("a", 3)  # one executor released
     assert launched(out) == ["b"]

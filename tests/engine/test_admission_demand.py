@@ -276,7 +276,7 @@ def alone_drivers(run: Run) -> None:
     """a-d: in-cluster drivers STARTING from t=0 that fill 0.4 x 10 cores; e waits behind them."""
     run.submit(*(app(n).in_cluster() for n in "abcd"), at=0.0)
     run.submit(app("e").in_cluster(), at=1.0)
-    assert run.sched.waiting["root.q"].startswith("in-cluster drivers")
+    assert run.sched.waiting["root.q"].text.startswith("in-cluster drivers")
 
 
 def drivers_working_alone_stop_counting_toward_the_fraction():
@@ -376,7 +376,7 @@ def test_demand_admission(case: Case):
     if case.waits is None:
         assert reason is None
     else:
-        assert reason is not None and case.waits in reason, reason
+        assert reason is not None and case.waits in reason.text, reason
     assert run.sched.check() == []
 
 
