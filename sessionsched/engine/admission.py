@@ -5,7 +5,13 @@ highest first (an update re-orders at once); 2. submission sequence; 3. applicat
 
 A queue is strict head-of-line: if its head cannot start, nothing behind it in that queue does
 (a small late driver must not starve a big early one). Queues are independent tenants, so a
-blocked queue does not hold back the others.
+blocked queue does not hold back the others. One exception: an app the cluster as it is now
+cannot hold at all (``placement.held_now``: its driver or an executor larger than any worker
+left, its first executors more than the workers hold or above a ``max_cores`` now in force)
+is held aside with ``does_not_fit_now`` and the apps behind it are looked at as if it were
+not there - head-of-line is for an app that will fit once room frees, and no room freeing
+makes this one fit. It is looked at again every cycle and starts in its turn once the cluster
+can hold it (a worker back); a kill, or its queue's ``max_wait``, ends it meanwhile.
 
 Across queues the next head is found by walking the tree from the root (YuniKorn's parent
 queues are fair). At each parent the child queue is chosen by:
@@ -40,6 +46,7 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 from .books import AppRecord, whole
 from .budget import admission_slice
 from .launching import driver_heavy
+from .placement import Workers, held_now
 from .rank import Rank, rank
 from .tree import QueueTree
 from .waits import Wait
@@ -131,6 +138,7 @@ class Room:
     launching_of: Callable[[str, int], str | None] = _none_launching
     launched_in: dict[str, str] = field(default_factory=dict)  # leaf -> this cycle's first
     ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
+    workers: Workers | None = None  # the cluster's (``placement``); None: no held_now check
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,7 @@ class Plan:
     admit: tuple[str, ...]  # app ids, in the order they were admitted
     waiting: dict[str, Wait]  # leaf queue name -> why its head waits
     ahead: frozenset[str] = frozenset()  # of ``admit``: admitted ahead (``running_demand``)
+    held: dict[str, Wait] = field(default_factory=dict)  # app id -> ``does_not_fit_now``
 
 
 def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
@@ -147,15 +156,34 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     with ``budget.ADMISSION_SLICE`` and the next call continues the same walk.
 
     Pure apart from spending ``room`` and the views' ``starting`` (the caller's working copies).
-    Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head.
+    Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head, plus one
+    memoised ``held_now`` per head looked at (apps held aside are looked at every cycle).
     """
     tree = QueueTree.of(root)
     views = {v.queue.name: v for v in leaves if len(v.pending)}
     nxt = dict.fromkeys(views, 0)
     waiting: dict[str, Wait] = {}
+    held: dict[str, Wait] = {}
+
+    def pass_held(name: str) -> bool:
+        """Move the leaf's head past the apps the cluster cannot hold now; False if none is
+        left."""
+        view, path = views[name], tree.path[name]
+        while nxt[name] < len(view.pending):
+            head = view.pending[nxt[name]]
+            wait = None if room.workers is None else held_now(head, path, room.workers)
+            if wait is None:
+                return True
+            held[head.app_id] = wait
+            nxt[name] += 1
+        return False
+
     for name in sorted(views):
         view = views[name]
-        reason = defer_reason(view, view.pending[0], tree.path[name], room)
+        if not pass_held(name):
+            del views[name]
+            continue
+        reason = defer_reason(view, view.pending[nxt[name]], tree.path[name], room)
         if reason is not None:
             waiting[name] = reason
             del views[name]
@@ -209,11 +237,11 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             _spend(room, view, head, path)
             nxt[name] += 1
             heads.pop(name, None)
-            if nxt[name] >= len(view.pending):
+            if not pass_held(name):
                 del views[name]
         for node in reversed(path):
             settle(node.name)
-    return Plan(tuple(admitted), waiting, frozenset(ahead))
+    return Plan(tuple(admitted), waiting, frozenset(ahead), held)
 
 
 def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -> None:

@@ -80,6 +80,7 @@ class Scheduler:
         self.budget = budget
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
+        self.held: dict[str, Wait] = {}  # app -> does_not_fit_now: held aside (last step)
         self._views = ViewKeeper()
         self.books = Books(root, self._views.touch_queue)
         self.books.set_workers(Workers((), capacity))
@@ -107,7 +108,8 @@ class Scheduler:
         """The books as they stand, frozen (``view``): what everyone outside the engine reads.
         The same object again while nothing changed."""
         return self._views.take(self.root, self.capacity, self.driver_slots, self.apps,
-                                self.books.pending, self.waiting, self.usage)
+                                self.books.pending, self.waiting, self.usage, self.held,
+                                self.books.workers)
 
     def queue(self, name: str) -> Queue:
         return self.books.leaves[name]
@@ -201,11 +203,11 @@ class Scheduler:
             if pend
         ]
         if not views:
-            self.waiting = {}
+            self.waiting, self.held = {}, {}
             self._more_to_admit = None
             return
         plan = admission.plan_admissions(self.root, views, self._room(), self.budget.admit)
-        self.waiting = plan.waiting
+        self.waiting, self.held = plan.waiting, plan.held
         sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
         self._more_to_admit = now if sliced else None
         for app_id in plan.admit:
@@ -225,6 +227,7 @@ class Scheduler:
             need_of=books.needs.need_at_or_above,
             weight_of=books.needs.weight_at_or_above,
             launching_of=books.launching.first_at_or_above,
+            workers=books.workers,
         )
         busy = []
         admitted, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from ..model import AppState, Queue, QueueUsage, Resources
 from .books import AppRecord
 from .events import Adopted, Decision, Event, Submitted
+from .placement import Workers
 from .rank import Rank, rank
 from .waits import Wait
 
@@ -65,7 +66,9 @@ class AppFacts:
 class EngineView:
     """The engine after a step. ``pending``: each leaf's queued app ids, head first;
     ``waiting``: why each waiting leaf's head waits; ``usage``: per queue, parents summing
-    their children (``Scheduler.usage``)."""
+    their children (``Scheduler.usage``); ``held``: the queued apps held aside because the
+    cluster as it is now cannot hold them (app id -> ``does_not_fit_now``); ``workers``: the
+    cluster's workers as the engine decides on them (``placement.Workers``)."""
 
     root: Queue
     capacity: Resources
@@ -74,6 +77,8 @@ class EngineView:
     pending: Mapping[str, tuple[str, ...]]
     waiting: Mapping[str, Wait]
     usage: Mapping[str, QueueUsage]
+    held: Mapping[str, Wait] = field(default_factory=dict)
+    workers: Workers | None = None
     _ranks: dict[str, tuple[Rank, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def position(self, app_id: str) -> int | None:
@@ -117,11 +122,15 @@ class ViewKeeper:
     def take(self, root: Queue, capacity: Resources, driver_slots: int,
              apps: Mapping[str, AppRecord], pending: Mapping[str, Iterable[Rank]],
              waiting: Mapping[str, Wait],
-             usage: Callable[[], Mapping[str, QueueUsage]]) -> EngineView:
+             usage: Callable[[], Mapping[str, QueueUsage]],
+             held: Mapping[str, Wait] | None = None, workers: Workers | None = None,
+             ) -> EngineView:
         last = self._last
+        held = held or {}
         unchanged = (last is not None and not self._all and not self._apps and not self._leaves
                      and last.capacity == capacity and last.driver_slots == driver_slots
-                     and last.waiting == waiting)
+                     and last.waiting == waiting and last.held == held
+                     and last.workers is workers)
         if unchanged:
             return last
         if last is None or self._all:
@@ -146,6 +155,7 @@ class ViewKeeper:
             root=root, capacity=capacity, driver_slots=driver_slots,
             apps=MappingProxyType(facts), pending=MappingProxyType(queued),
             waiting=MappingProxyType(dict(waiting)), usage=MappingProxyType(dict(usage())),
+            held=MappingProxyType(dict(held)), workers=workers,
         )
         self._apps, self._leaves, self._all = set(), set(), False
         return self._last

@@ -270,15 +270,37 @@ def test_queue_using_less_goes_first_whatever_the_heads_priority():
 
 
 def test_blocked_queue_holds_back_only_itself_and_strictly():
+    # (Before workers were real this used a driver larger than the cluster; such an app is now
+    # held aside with does_not_fit_now: see the next test.)
     root = tree(leaf("A", admission="none"), leaf("B", admission="none"))
     run = Run(root, cores=3, slots=4)
+    run.submit(app("busy").queue("B"))
+    run.step(DemandChanged("busy", 1))
+    run.hold("busy", 1)
     out = run.submit(
-        app("big").queue("A").in_cluster(4),  # cannot fit in 3 cores
+        app("big").queue("A").in_cluster(3),  # fits the cluster, not the 2 cores free now
         app("small").queue("A"),  # would fit, but big is its queue's head
         app("other").queue("B"),
     )
     assert launched(out) == ["other"]
     assert run.sched.pending("root.A") == ["big", "small"]
+
+
+def test_an_app_the_cluster_cannot_hold_now_does_not_block_its_queue():
+    root = tree(leaf("A", admission="none"), leaf("B", admission="none"))
+    run = Run(root, cores=3, slots=4)
+    out = run.submit(
+        app("big").queue("A").in_cluster(4),  # 4 cores: no worker of this cluster holds it
+        app("small").queue("A"),  # goes ahead
+        app("other").queue("B"),
+    )
+    assert launched(out) == ["small", "other"]
+    assert run.sched.pending("root.A") == ["big"]
+    wait = run.sched.held["big"]
+    assert wait.code == "does_not_fit_now"
+    assert wait.text == ("does not fit the cluster as it is now: the driver of 4 cores/1024 MiB"
+                         " fits no worker (1 worker of 3 cores/1048576 MiB)")
+    assert run.sched.view().held["big"] == wait
 
 
 def test_tree_walk_picks_the_lighter_parent_first():

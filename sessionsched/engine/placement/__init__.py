@@ -7,7 +7,7 @@ app can run on the cluster as it is (submission refuses it; admission holds a qu
 ``does_not_fit_now`` and lets the apps behind it go ahead).
 """
 
-from .never_fits import never_fits
+from .never_fits import held_now, never_fits
 from .workers import Workers
 
-__all__ = ["Workers", "never_fits"]
+__all__ = ["Workers", "held_now", "never_fits"]

@@ -3,9 +3,9 @@
 ``never_fits(spec, path, workers)`` names the first number that does not fit, or None:
   1. its in-cluster driver is larger than any worker;
   2. one executor is larger than any worker (an app that may hold no executor skips this);
-  3. its first executors - ``reservation()``: minExecutors, at least 1, at most what it may
-     hold: what ``demand`` and ``reserve`` admission set aside - need more cores than
-     ``max_cores`` of a queue on its path;
+  3. its first executors (``first_executors``: what its leaf's admission sets aside - under
+     ``demand`` and ``reserve`` ``reservation()``, minExecutors but at least 1; else
+     minExecutors) need more cores than ``max_cores`` of a queue on its path;
   4. its driver and those executors are more than the workers hold, counted per worker
      (``Workers.holds_beside``), not as a sum of cores and memory.
 Asked of the workers' sizes, not of what is free now: what is in use ends, a worker that is
@@ -22,12 +22,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model import AppSpec, Queue, Resources
-from ..admission_checks import reservation
+from ..admission_checks import mode_of, reservation, reserve_room
+from ..waits import Wait, WaitCode
 from .workers import Workers
+
+DOES_NOT_FIT_NOW = "does not fit the cluster as it is now: {why}"
 
 
 def _size(r: Resources) -> str:
     return f"{r.cores} cores/{r.mem_mib} MiB"
+
+
+def first_executors(spec: AppSpec, leaf: Queue) -> int:
+    """The executors an app needs beside its driver to be admitted into ``leaf``."""
+    if reserve_room in mode_of(leaf).checks:
+        return reservation(spec)
+    cap = spec.executor_cap
+    return spec.min_executors if cap is None else min(spec.min_executors, cap)
+
+
+def _what(spec: AppSpec, n: int) -> str:
+    return f"minExecutors {spec.min_executors}" if n == spec.min_executors else "at least 1"
 
 
 def never_fits(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> str | None:
@@ -36,20 +51,28 @@ def never_fits(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> str | 
     driver = spec.driver if spec.driver_in_cluster else None
     if driver is not None and not workers.fits_one(driver):
         return f"the driver of {_size(driver)} fits no worker ({workers.describe()})"
-    n = reservation(spec)
+    n = first_executors(spec, path[-1]) if path else reservation(spec)
     executor = spec.executor
-    if n > 0 and not workers.fits_one(executor):
+    if spec.executor_cap != 0 and not workers.fits_one(executor):
         return f"an executor of {_size(executor)} fits no worker ({workers.describe()})"
     cores = n * executor.cores
     for node in path:
         if node.max_cores is not None and cores > node.max_cores:
-            return (f"{n} executor(s) of {executor.cores} cores (minExecutors, at least 1) need"
+            return (f"{n} executor(s) of {executor.cores} cores ({_what(spec, n)}) need"
                     f" {cores} cores, above max_cores {node.max_cores} of queue {node.name}")
     if n <= 0:
         return None
     held = workers.holds(executor) if driver is None else workers.holds_beside(driver, executor)
     if held < n:
         beside = "" if driver is None else f" beside the driver of {_size(driver)}"
-        return (f"{n} executor(s) of {_size(executor)} (minExecutors, at least 1) do not fit"
+        return (f"{n} executor(s) of {_size(executor)} ({_what(spec, n)}) do not fit"
                 f" the cluster: its workers hold {held}{beside} ({workers.describe()})")
     return None
+
+
+def held_now(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> Wait | None:
+    """Admission's use of ``never_fits``: the ``does_not_fit_now`` wait of a queued app the
+    cluster as it is now cannot hold, or None."""
+    why = never_fits(spec, path, workers)
+    return None if why is None else Wait(WaitCode.DOES_NOT_FIT_NOW,
+                                         DOES_NOT_FIT_NOW.format(why=why))
