@@ -148,6 +148,9 @@ class Operations(Reads):
                       check: Callable[[], StoredApp]) -> Outcome:
         try:
             app = self._admit(caller, check())
+            never = self.service.view.never_fits(app.spec)
+            if never is not None:
+                return failed(Kind.REFUSED, f"never fits: {never}", 400)
         except new_apps.SubmissionError as e:
             return failed(Kind.INVALID, str(e))
         except auth.Forbidden as e:

@@ -23,8 +23,10 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from sessionsched.engine.placement import never_fits
+from sessionsched.engine.tree import QueueTree
 from sessionsched.engine.view import AppFacts, EngineView
-from sessionsched.model import AppState, Queue, QueueUsage
+from sessionsched.model import AppSpec, AppState, Queue, QueueUsage
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.store import StoredApp
 
@@ -138,6 +140,17 @@ class ReadView:
 
     # --- apps -----------------------------------------------------------------------------
 
+    def never_fits(self, spec: AppSpec) -> str | None:
+        """Why a submission can never run on the cluster as it is now (``placement.never_fits``
+        on the engine's workers and its queue tree, plans applied), or None. Not asked while the
+        cluster is out of reach or names no worker: the app queues until it can be told."""
+        workers = self.engine.workers
+        if workers is None or not workers.sizes or (self.health.reachable is not None
+                                                    and not self.health.ok):
+            return None
+        path = QueueTree.of(self.engine.root).path.get(spec.queue)
+        return None if path is None else never_fits(spec, path, workers)
+
     def app(self, app_id: str) -> AppRead | None:
         """The app in memory (None: unknown, or forgotten - the store has it then)."""
         final = self.final.get(app_id)
@@ -224,6 +237,9 @@ class ReadView:
         else:
             wait = self.engine.waiting.get(sub.queue)
             why = wait.text if wait is not None else None
+            held = self.engine.held.get(sub.id)
+            if held is not None:  # held aside: the apps behind it go ahead
+                return held.text
         if position == 1:
             return why or "next to start"
         ahead = f"{position - 1} app(s) ahead in {sub.queue}"

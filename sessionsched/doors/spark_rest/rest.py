@@ -151,8 +151,8 @@ class SparkRest:
             return error(f"Malformed request: {out.message}")
         if out.kind in (Kind.OVERLOADED, Kind.UNAVAILABLE, Kind.NOT_FOUND, Kind.CONFLICT):
             return error(f"Submission not stored: {out.message}", 503)
-        if not out.ok:
-            return refused(out)
+        if not out.ok:  # a create refused (never fits, a limit): as Spark's failed create
+            return error(out.message, out.status or STATUS[out.kind], success=False)
         stored, unknown = out.value
         message = f"Driver successfully submitted as {stored.id}"
         if stored.warnings:
