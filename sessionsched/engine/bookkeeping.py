@@ -228,12 +228,17 @@ class Books:
         return self._touched
 
     def set_workers(self, workers: Workers) -> None:
-        """New workers (``CapacityChanged``). When their sizes changed every app on the books
-        is looked at again: its claim is cut to the executors the workers hold."""
-        same = workers.signature == self.workers.signature
-        self.workers = workers
-        if not same:
-            self._dirty.update(a for a, rec in self._admitted.items() if rec.state.admitted)
+        """New workers (``CapacityChanged``). Claims are cut to the executors the workers hold:
+        when the workers' sizes changed, the apps whose cut binds (before or now) are looked at
+        again - a walk over the apps on the books, one memoised lookup each."""
+        before, self.workers = self.workers, workers
+        if workers.signature == before.signature:
+            return
+        for app_id, rec in self._admitted.items():  # only where the cut binds, before or now
+            ex = rec.spec.executor
+            old, new = before.holds(ex), workers.holds(ex)
+            if rec.state.admitted and old != new and min(old, new) < self._uncut_want(rec):
+                self._dirty.add(app_id)
 
     def end_step(self) -> None:
         self._touched = set()
@@ -244,15 +249,16 @@ class Books:
         """Its floor is promised: its queue admits by ``reserve``."""
         return rec.spec.queue in self._reserving
 
+    @staticmethod
+    def _uncut_want(rec: AppRecord) -> int:
+        want, cap = max(rec.demand, rec.floor), rec.spec.executor_cap
+        return want if cap is None else min(want, cap)
+
     def claim_of(self, rec: AppRecord) -> Claim:
         spec = rec.spec
-        cap = spec.executor_cap
         floor = rec.floor
-        want = max(rec.demand, floor)
-        if cap is not None:
-            want = min(want, cap)
         # An executor runs on one worker: no more than the workers hold, counted per worker.
-        want = min(want, self.workers.holds(spec.executor))
+        want = min(self._uncut_want(rec), self.workers.holds(spec.executor))
         return Claim(
             app_id=rec.app_id,
             queue=spec.queue,
