@@ -121,3 +121,39 @@ def test_sessionsched_submit_exits_non_zero_with_the_line(tmp_path, app_file):
         assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed
     finally:
         server.stop()
+
+
+def test_a_worker_lost_under_a_queued_app_does_not_block_its_queue(state_dir, tmp_path):
+    """The memory cluster (2 workers of 4 cores/8g) loses a worker while ``big`` (2 executors
+    of 4 cores: one a worker) waits behind ``first`` (one app at a time): ``big`` is held
+    with does_not_fit_now, ``small`` behind it starts and finishes; the worker's room comes
+    back, and ``big`` starts in its turn and finishes."""
+    from stepped_service import START_S, Clock, stepped_service
+
+    from sessionsched.backends.memory import MemoryCluster
+    from sessionsched.model import Resources
+
+    cluster = MemoryCluster(Resources(8, 16384), driver_slots=4, driver_start_s=START_S,
+                            executor_start_s=START_S, work_s=4, workers=2)
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    queues = [{"name": "root", "queues": [{"name": "default", "policy": "fifo",
+                                           "max_running_apps": 1}]}]
+    with stepped_service(state_dir, cluster, tmp_path, Clock(), queues) as s:
+        first = s.submit("first")
+        s.until(first, "RUNNING")
+        big = s.submit("big", **{"spark.executor.cores": "4", **DYNAMIC,
+                                 "spark.dynamicAllocation.minExecutors": "2"})
+        small = s.submit("small")
+        s.cycle()
+        assert s.app(big)["state"] == s.app(small)["state"] == "ACCEPTED"
+        cluster.lose_worker("worker-2")
+        held = s.until_true(lambda: "as it is now" in (a := s.app(big))["reason"] and a,
+                            "big held")
+        assert held["reason"] == (
+            "does not fit the cluster as it is now: 2 executor(s) of 4 cores/1024 MiB"
+            " (minExecutors 2) do not fit the cluster: its workers hold 1"
+            " (1 worker of 4 cores/8192 MiB)")
+        assert s.until(small, "FINISHED", cycles=200)["exit_code"] == 0
+        assert s.app(big)["state"] == "ACCEPTED" and s.app(first)["state"] == "FINISHED"
+        cluster.worker_back("worker-2")
+        assert s.until(big, "FINISHED", cycles=200)["exit_code"] == 0

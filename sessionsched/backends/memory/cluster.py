@@ -221,6 +221,10 @@ class MemoryCluster:
         """The worker ``name`` is gone, with what ran on it (``lost.lose_worker``)."""
         lose_worker(self, name)
 
+    def worker_back(self, name: str) -> None:
+        """The lost worker ``name`` is back, empty; what waited for room may start on it."""
+        self._started(self.pool.back(name))
+
     def external_usage(self, managed: set[str]) -> Resources:
         """What live external apps hold, but for those in ``managed`` (Spark app ids)."""
         return usage_but(self.externals.values(), managed)

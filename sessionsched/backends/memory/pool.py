@@ -9,7 +9,7 @@ drivers first, in launch order, then waiting executors, in request order (the ma
 the scheduler decides; every take re-checks that (``Overcommit`` would be a bug here).
 
 A worker can be lost (``lose``): what ran on it is gone (the caller ends it) and it offers
-nothing from then on, as a standalone worker marked DEAD.
+nothing until it is ``back``, as a standalone worker marked DEAD and started again.
 
 Two waits say different things about the scheduler:
 - a driver that waits: the engine launched it into cores that executors still hold while they
@@ -89,6 +89,12 @@ class Pool:
             del self._placed[key]
         self.used_on[i] = Resources()
         return gone
+
+    def back(self, name: str) -> Started:
+        """The worker ``name`` is back (empty, as a restarted worker): what starts on it."""
+        i = self.names.index(name)
+        self.alive[i], self.used_on[i] = True, Resources()
+        return self._start()
 
     # --- drivers --------------------------------------------------------------------------
 
