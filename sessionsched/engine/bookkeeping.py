@@ -231,9 +231,10 @@ class Books:
         """New workers (``CapacityChanged``). Claims are cut to the executors the workers hold:
         when the workers' sizes changed, the apps whose cut binds (before or now) are looked at
         again - a walk over the apps on the books, one memoised lookup each."""
-        before, self.workers = self.workers, workers
+        before = self.workers
         if workers.signature == before.signature:
-            return
+            return  # the same sizes: keep the answers memoised (and the view as it was)
+        self.workers = workers
         for app_id, rec in self._admitted.items():  # only where the cut binds, before or now
             ex = rec.spec.executor
             old, new = before.holds(ex), workers.holds(ex)
