@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model import AppSpec, Queue, Resources
-from ..admission_checks import mode_of, reservation, reserve_room
+from ..admission_checks import ADMISSION_MODES, reservation, reserve_room
 from ..waits import Wait, WaitCode
 from .workers import Workers
 
@@ -33,10 +33,15 @@ def _size(r: Resources) -> str:
     return f"{r.cores} cores/{r.mem_mib} MiB"
 
 
+_SETS_ASIDE = tuple(mode for mode, m in ADMISSION_MODES.items() if reserve_room in m.checks)
+
+
 def first_executors(spec: AppSpec, leaf: Queue) -> int:
     """The executors an app needs beside its driver to be admitted into ``leaf``."""
-    if reserve_room in mode_of(leaf).checks:
-        return reservation(spec)
+    mode = leaf.admission
+    for aside in _SETS_ASIDE:  # by identity, not an Enum hash: asked for every head, each cycle
+        if mode is aside:
+            return reservation(spec)
     cap = spec.executor_cap
     return spec.min_executors if cap is None else min(spec.min_executors, cap)
 
@@ -47,27 +52,37 @@ def _what(spec: AppSpec, n: int) -> str:
 
 def never_fits(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> str | None:
     """The first reason (module doc) ``spec`` cannot run on ``workers`` under the queues of
-    ``path`` (root first), as one line with the numbers; None when it fits."""
-    driver = spec.driver if spec.driver_in_cluster else None
-    if driver is not None and not workers.fits_one(driver):
-        return f"the driver of {_size(driver)} fits no worker ({workers.describe()})"
+    ``path`` (root first), as one line with the numbers; None when it fits. What depends on
+    the workers alone is memoised per app id on ``workers`` (admission asks every cycle)."""
     n = first_executors(spec, path[-1]) if path else reservation(spec)
-    executor = spec.executor
-    if spec.executor_cap != 0 and not workers.fits_one(executor):
-        return f"an executor of {_size(executor)} fits no worker ({workers.describe()})"
-    cores = n * executor.cores
+    sizes, count = workers.memo(spec, spec.app_id, n, lambda: _on_workers(spec, n, workers))
+    if sizes is not None:
+        return sizes
+    cores = n * spec.executor.cores
     for node in path:
         if node.max_cores is not None and cores > node.max_cores:
-            return (f"{n} executor(s) of {executor.cores} cores ({_what(spec, n)}) need"
+            return (f"{n} executor(s) of {spec.executor.cores} cores ({_what(spec, n)}) need"
                     f" {cores} cores, above max_cores {node.max_cores} of queue {node.name}")
+    return count
+
+
+def _on_workers(spec: AppSpec, n: int, workers: Workers) -> tuple[str | None, str | None]:
+    """(the driver or an executor larger than any worker, the first executors more than the
+    workers hold): checks 1-2 and 4 of the module doc."""
+    driver = spec.driver if spec.driver_in_cluster else None
+    if driver is not None and not workers.fits_one(driver):
+        return f"the driver of {_size(driver)} fits no worker ({workers.describe()})", None
+    executor = spec.executor
+    if spec.executor_cap != 0 and not workers.fits_one(executor):
+        return f"an executor of {_size(executor)} fits no worker ({workers.describe()})", None
     if n <= 0:
-        return None
+        return None, None
     held = workers.holds(executor) if driver is None else workers.holds_beside(driver, executor)
     if held < n:
         beside = "" if driver is None else f" beside the driver of {_size(driver)}"
-        return (f"{n} executor(s) of {_size(executor)} ({_what(spec, n)}) do not fit"
-                f" the cluster: its workers hold {held}{beside} ({workers.describe()})")
-    return None
+        return None, (f"{n} executor(s) of {_size(executor)} ({_what(spec, n)}) do not fit"
+                      f" the cluster: its workers hold {held}{beside} ({workers.describe()})")
+    return None, None
 
 
 def held_now(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> Wait | None:

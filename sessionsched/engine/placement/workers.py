@@ -19,11 +19,13 @@ cluster of one size costs what a one-worker cluster does (``benchmarks/engine_cy
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from ...model import Resources, Worker
 
 _NONE = Resources()
 UNBOUNDED = 1 << 40  # executors of no size: as many as anyone asks
+MEMO_APPS = 100_000  # per-app answers kept (``memo``); past it they are forgotten and redone
 
 
 def per_worker(size: Resources, executor: Resources) -> int:
@@ -52,6 +54,7 @@ class Workers:
         self._holds: dict[Resources, int] = {}
         self._fits: dict[Resources, bool] = {}
         self._beside: dict[tuple[Resources, Resources], int] = {}
+        self._apps: dict[str, tuple] = {}  # app id -> (spec, n, answer): ``memo``
 
     @property
     def signature(self) -> tuple[tuple[Resources, int], ...]:
@@ -85,6 +88,20 @@ class Workers:
                        for s, _ in self._sizes if driver.fits_in(s)), default=-1)
             hit = self._beside[key] = min(hit, UNBOUNDED)
         return hit
+
+    def memo(self, spec: object, app_id: str, n: int, answer: Callable[[], tuple]) -> tuple:
+        """``answer()``, kept per app while it is asked of the same ``spec`` object (the
+        engine keeps one per app) and ``n`` (its first executors, which its queue's admission
+        mode decides). An app without an id (a submission not yet stored) is not kept. At most
+        ``MEMO_APPS`` answers: then they start again."""
+        if not app_id:
+            return answer()
+        hit = self._apps.get(app_id)
+        if hit is None or hit[0] is not spec or hit[1] != n:
+            if len(self._apps) >= MEMO_APPS:
+                self._apps.clear()
+            hit = self._apps[app_id] = (spec, n, answer())
+        return hit[2]
 
     def describe(self) -> str:
         """The workers in a few words: ``2 workers of 4 cores/8192 MiB``."""
