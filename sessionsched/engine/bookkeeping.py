@@ -203,8 +203,8 @@ class Books:
                 self._admitted.pop(app_id, None)
             if rec.state.admitted:
                 # Most changes (grants, targets, executors) leave the claim as it was.
-                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue,
-                          self.workers.holds(rec.spec.executor))
+                holds = self.workers.holds(rec.spec.executor) if self.workers.named else None
+                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue, holds)
                 if self._claimed.get(app_id) != inputs:
                     self._claimed[app_id] = inputs
                     self.arbiter.set_claim(self.claim_of(rec))
@@ -235,6 +235,8 @@ class Books:
         if workers.signature == before.signature:
             return  # the same sizes: keep the answers memoised (and the view as it was)
         self.workers = workers
+        if not (before.named or workers.named):
+            return  # one worker of the capacity: the arbiter's sums already say as much
         for app_id, rec in self._admitted.items():  # only where the cut binds, before or now
             ex = rec.spec.executor
             old, new = before.holds(ex), workers.holds(ex)
@@ -258,8 +260,11 @@ class Books:
     def claim_of(self, rec: AppRecord) -> Claim:
         spec = rec.spec
         floor = rec.floor
-        # An executor runs on one worker: no more than the workers hold, counted per worker.
-        want = min(self._uncut_want(rec), self.workers.holds(spec.executor))
+        # An executor runs on one worker: no more than the workers hold, counted per worker
+        # (with no worker named, the capacity's sums that the arbiter divides say as much).
+        want = self._uncut_want(rec)
+        if self.workers.named:
+            want = min(want, self.workers.holds(spec.executor))
         return Claim(
             app_id=rec.app_id,
             queue=spec.queue,

@@ -44,6 +44,7 @@ class Workers:
     are memoised."""
 
     def __init__(self, workers: tuple[Worker, ...] = (), capacity: Resources | None = None):
+        self.named = bool(workers)  # False: the cluster taken as one worker of ``capacity``
         if not workers and capacity is not None and capacity != _NONE:
             workers = (Worker("cluster", capacity, capacity),)
         self.workers = workers
