@@ -116,6 +116,7 @@ class Room:
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
     uncommitted: Resources  # capacity - in-cluster drivers - floors of admitted apps
     driver_slots_free: int
+    driver_slots: int = 0  # the scheduler host's, for the reasons' numbers
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores

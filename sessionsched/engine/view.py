@@ -23,7 +23,7 @@ from ..model import AppState, Queue, QueueUsage, Resources
 from .books import AppRecord
 from .events import Adopted, Decision, Event, Submitted
 from .rank import Rank, rank
-from .waits import Wait
+from .waits import Wait, WaitCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +88,25 @@ class EngineView:
             ranks = tuple(self.apps[a].rank for a in self.pending.get(facts.queue, ()))
             self._ranks[facts.queue] = ranks
         return bisect_left(ranks, facts.rank) + 1
+
+    def wait_of(self, app_id: str, position: int | None = None) -> Wait | None:
+        """Why a queued app waits (None if it is not queued), worked out at read time so that
+        no cycle spends anything on the apps behind a head: the head carries its queue's wait
+        (``waiting``), an app behind it ``behind_app``, naming the head and what holds it.
+        ``position``: the app's, if the caller has it already (``position()``)."""
+        if position is None:
+            position = self.position(app_id)
+            if position is None:
+                return None
+        queue = self.apps[app_id].queue
+        wait = self.waiting.get(queue)
+        if position == 1:
+            return wait or Wait(WaitCode.NEXT_CYCLE, "next to start, at the next cycle")
+        head = self.pending[queue][0]
+        held = f"which waits: {wait.text}" if wait else "which starts at the next cycle"
+        return Wait(WaitCode.BEHIND_APP,
+                    f"behind {head}, the head of {queue} ({position - 1} app(s) ahead of it),"
+                    f" {held}")
 
     def leaves(self) -> list[Queue]:
         return list(self.root.leaves())

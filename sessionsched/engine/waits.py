@@ -6,6 +6,8 @@ Every waiting (ACCEPTED) app carries one ``Wait``: ``code`` is for machines (the
 in this order is the one given (admission runs its checks in this order and stops at the first
 that fails; ``admission_checks``):
 
+  cluster_unavailable the cluster is not reachable or offers no cores: nothing starts (set by
+                      the service, over any other wait)
   does_not_fit_now    the app does not fit the cluster as it is now (a worker gone under it);
                       held aside so the apps behind it go ahead (set by the never-fits check)
   queue_limit         its leaf queue runs ``max_running_apps`` apps
@@ -22,7 +24,6 @@ that fails; ``admission_checks``):
   gang_reserving      a gang app is reserving room for all its members (gang scheduling, to come)
   admission_slice     this cycle admitted its slice of apps (``budget``); it is looked at next cycle
   behind_app          it is not its queue's head: it waits behind the app ahead of it
-  cluster_unavailable the cluster is not reachable or offers no cores (set by the service)
   next_cycle          accepted, not looked at by a scheduling cycle yet
 
 A queue's head carries its queue's wait; the apps behind it carry ``behind_app``.
@@ -37,6 +38,7 @@ from enum import StrEnum
 class WaitCode(StrEnum):
     """The closed set of reasons, in precedence order (module doc)."""
 
+    CLUSTER_UNAVAILABLE = "cluster_unavailable"
     DOES_NOT_FIT_NOW = "does_not_fit_now"
     QUEUE_LIMIT = "queue_limit"
     PARENT_QUEUE_FULL = "parent_queue_full"
@@ -51,7 +53,6 @@ class WaitCode(StrEnum):
     GANG_RESERVING = "gang_reserving"
     ADMISSION_SLICE = "admission_slice"
     BEHIND_APP = "behind_app"
-    CLUSTER_UNAVAILABLE = "cluster_unavailable"
     NEXT_CYCLE = "next_cycle"
 
 
