@@ -10,8 +10,9 @@ that fails; ``admission_checks``):
                       the service, over any other wait)
   does_not_fit_now    the app does not fit the cluster as it is now (a worker gone under it);
                       held aside so the apps behind it go ahead (set by the never-fits check)
+  parent_queue_full   a parent queue on its path runs ``max_running_apps`` apps (the path is
+                      checked root first)
   queue_limit         its leaf queue runs ``max_running_apps`` apps
-  parent_queue_full   a parent queue on its path runs ``max_running_apps`` apps
   starting_limit      ``stateaware``: ``starting_limit`` apps of its leaf are starting
   driver_slot         its client-mode driver needs a driver slot and every one is in use
   driver_share        ``demand``: its leaf's in-cluster drivers would pass ``max_driver_fraction``
@@ -40,8 +41,8 @@ class WaitCode(StrEnum):
 
     CLUSTER_UNAVAILABLE = "cluster_unavailable"
     DOES_NOT_FIT_NOW = "does_not_fit_now"
-    QUEUE_LIMIT = "queue_limit"
     PARENT_QUEUE_FULL = "parent_queue_full"
+    QUEUE_LIMIT = "queue_limit"
     STARTING_LIMIT = "starting_limit"
     DRIVER_SLOT = "driver_slot"
     DRIVER_SHARE = "driver_share"
