@@ -24,10 +24,14 @@ that fails; ``admission_checks``):
   launch_in_flight    ``demand``: a driver-heavy app of its leaf is launching
   gang_reserving      a gang app is reserving room for all its members (gang scheduling, to come)
   admission_slice     this cycle admitted its slice of apps (``budget``); it is looked at next cycle
-  behind_app          it is not its queue's head: it waits behind the app ahead of it
+  behind_app          it is not its queue's head: it waits behind the head (strict
+                      head-of-line), whose wait its sentence repeats
   next_cycle          accepted, not looked at by a scheduling cycle yet
 
-A queue's head carries its queue's wait; the apps behind it carry ``behind_app``.
+A queue's head carries its queue's wait (``Plan.waiting``, ``Scheduler.waiting``,
+``EngineView.waiting``: leaf -> ``Wait``); an app behind it ``behind_app``, made when it is read
+(``EngineView.wait_of``), so no cycle spends anything on the apps behind a head. The list with
+every sentence: docs/reasons.md.
 """
 
 from __future__ import annotations
