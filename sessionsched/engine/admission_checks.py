@@ -149,9 +149,13 @@ def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                         room: Room) -> Wait | None:
     if head.driver_in_cluster and not head.driver.fits_in(room.free):
+        needs = f"no room for its driver in the cluster: it needs {res(head.driver)}"
+        if room.free == room.capacity:
+            return Wait(WaitCode.DRIVER_ROOM,
+                        f"{needs}, the cluster has {res(room.capacity)} and none of it is held")
         return Wait(WaitCode.DRIVER_ROOM,
-                    f"no room for its driver in the cluster: it needs {res(head.driver)},"
-                    f" {res(room.free)} is free of {res(room.capacity)}; {_holders(room, path)}")
+                    f"{needs}, {res(room.free)} is free of {res(room.capacity)};"
+                    f" {_holders(room, path)}")
     return None
 
 
@@ -161,11 +165,11 @@ def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
     needed = _commitment(head)
     if not needed.fits_in(room.uncommitted):
         admitted = room.admitted_in.get(path[0].name, 0)
-        beside = (f"beside the drivers and executor floors of {admitted} admitted app(s)"
-                  if admitted else f"of {res(room.capacity)}, no app admitted")
+        left = (f"{res(room.uncommitted)} is left beside the drivers and executor floors of"
+                f" {admitted} admitted app(s)" if admitted
+                else f"the cluster has {res(room.capacity)} and no app is admitted")
         return Wait(WaitCode.EXECUTOR_ROOM,
-                    f"no room for {_first(head, n)}: {'they need' if n else 'it needs'}"
-                    f" {res(needed)}, {res(room.uncommitted)} is left {beside}")
+                    f"no room for {_first(head, n)}, {res(needed)} in all: {left}")
     cores = n * head.executor.cores
     for node in path:
         cap = node.max_cores
@@ -346,8 +350,6 @@ def _first(head: AppSpec, n: int) -> str:
 def _holders(room: Room, path: tuple[Queue, ...]) -> str:
     """Who holds the cluster's room that is not free."""
     admitted = room.admitted_in.get(path[0].name, 0)
-    if room.free == room.capacity:
-        return "nothing is held"
     if admitted:
         return f"the rest is held by or promised to {admitted} admitted app(s)"
     return "the rest is held by executors of ended apps, not released yet"

@@ -113,7 +113,9 @@ def test_reserve_holds_each_reservation_until_met():
     out = run.submit(*(app(n).executor(2) for n in "abc"))
     assert launched(out) == ["a", "b"]
     assert run.sched.waiting["root.q"].code is WaitCode.EXECUTOR_ROOM
-    assert "0 cores/1046528 MiB is left" in run.sched.waiting["root.q"].text
+    assert run.sched.waiting["root.q"].text == (
+        "no room for its first 1 executor(s), 2 cores/1024 MiB in all: 0 cores/1046528 MiB is"
+        " left beside the drivers and executor floors of 2 admitted app(s)")
     # a's driver pre-processes for a long time: its reservation stays, c keeps waiting
     assert launched(run.step(at=1000.0)) == []
     assert run.targets() == {"a": (1, 1), "b": (1, 1)}
