@@ -103,6 +103,7 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
     table = Table(title=title, box=None, header_style="bold", pad_edge=False)
     for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "SUBMITTED", "EXIT"):
         table.add_column(col, no_wrap=True)
+    table.add_column("CODE", no_wrap=True)
     table.add_column("REASON", overflow="fold")
     for a in apps:
         table.add_row(
@@ -116,6 +117,7 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
                 f"{a.executors}/{a.target}",
                 clock(a.submitted_at),
                 "-" if a.exit_code is None else str(a.exit_code),
+                a.reason_code or "-",
                 a.reason or "",
             )
         )
@@ -127,6 +129,7 @@ def queue_table(queues: Iterable[QueueInfo]) -> Table:
     cols = ("QUEUE", "ADMISSION", "POLICY", "WEIGHT", "PENDING", "STARTING", "RUNNING")
     for col in (*cols, "CORES", "DEMAND"):
         table.add_column(col, no_wrap=True)
+    table.add_column("CODE", no_wrap=True)
     table.add_column("WAITING", overflow="fold")
     for q in queues:
         table.add_row(
@@ -140,6 +143,7 @@ def queue_table(queues: Iterable[QueueInfo]) -> Table:
                 str(q.running),
                 str(q.executor_cores),
                 str(q.demand_cores),
+                q.waiting_reason_code or "-",
                 q.waiting_reason or "",
             )
         )

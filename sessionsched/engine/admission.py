@@ -123,6 +123,7 @@ class Room:
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
     uncommitted: Resources  # capacity - in-cluster drivers - floors of admitted apps
     driver_slots_free: int
+    driver_slots: int = 0  # the scheduler host's, for the reasons' numbers
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
@@ -155,9 +156,15 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     ``slice_apps`` apps are admitted (``budget``): then every queue still in the walk waits
     with ``budget.ADMISSION_SLICE`` and the next call continues the same walk.
 
+    A deferred queue's wait is the one its head has once the walk is over: if apps were
+    admitted after it was deferred, its checks run again on the room they left (the checks
+    only get harder as a cycle admits, so it still waits; the reason's numbers are then those
+    of the room readers see, and an earlier check may now be the first to fail).
+
     Pure apart from spending ``room`` and the views' ``starting`` (the caller's working copies).
-    Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head, plus one
-    memoised ``held_now`` per head looked at (apps held aside are looked at every cycle).
+    Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head, then once
+    more per queue deferred before the cycle's last admission; plus one memoised ``held_now``
+    per head looked at (apps held aside are looked at every cycle).
     """
     tree = QueueTree.of(root)
     views = {v.queue.name: v for v in leaves if len(v.pending)}
@@ -178,14 +185,17 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             nxt[name] += 1
         return False
 
+    deferred: dict[str, tuple[LeafView, AppSpec, int]] = {}  # leaf -> (view, head, admitted)
     for name in sorted(views):
         view = views[name]
         if not pass_held(name):
             del views[name]
             continue
-        reason = defer_reason(view, view.pending[nxt[name]], tree.path[name], room)
+        head = view.pending[nxt[name]]
+        reason = defer_reason(view, head, tree.path[name], room)
         if reason is not None:
             waiting[name] = reason
+            deferred[name] = (view, head, 0)
             del views[name]
 
     best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
@@ -227,6 +237,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         reason = defer_reason(view, head, path, room)
         if reason is not None:
             waiting[name] = reason
+            deferred[name] = (view, head, len(admitted))
             del views[name]
         else:
             admitted.append(head.app_id)
@@ -241,6 +252,9 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
                 del views[name]
         for node in reversed(path):
             settle(node.name)
+    for name, (view, head, before) in deferred.items():
+        if before < len(admitted):  # admissions since spent the room: say what is left now
+            waiting[name] = defer_reason(view, head, tree.path[name], room) or waiting[name]
     return Plan(tuple(admitted), waiting, frozenset(ahead), held)
 
 

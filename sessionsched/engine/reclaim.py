@@ -15,9 +15,15 @@ deserving app that needs them. So each step (``Scheduler``, phase 6):
 While need > 0 (cores or memory), victims are taken from the apps holding more than their
 target, lowest rank first (1. lowest priority; 2. most recent submission; 3. app id,
 reversed), each up to its surplus (held - already ordered - target). Nobody short, or the
-orders already out cover the deficit: no new order. An app above its target that nobody needs
-keeps its executors until Spark's own idle timeout releases them. The freed capacity goes to
-the short apps by grants, in rank order.
+orders already out cover the deficit: no new order. An app above its target only because its
+own demand dipped keeps its executors until Spark's own idle timeout releases them. The freed
+capacity goes to the short apps by grants, in rank order.
+
+One exception, whether anyone is short or not: an app above its target that still *wants*
+more than its target (demand > target) is over what its queue allows it, not past a dip - a
+plan or a config reload lowered a ``max_cores`` on its path (or the cluster shrank). Its whole
+surplus is taken back, first, by the same rule (YuniKorn's YUNIKORN-3133: a lowered quota
+must not wait for natural exits). Its freed capacity counts toward the need like any other.
 
 The queue's ``reclaim_timeout`` picks the mode (Conductor's three reclaim behaviours):
   * ``0``  KILL: the victims are killed now; Spark retries its running tasks elsewhere.
@@ -108,6 +114,12 @@ def surplus(rec: AppRecord) -> int:
     return rec.held - len(rec.reclaiming) - rec.target
 
 
+def over_allowed(rec: AppRecord) -> int:
+    """The surplus of an app that still wants more than its target: its queue's caps, not a
+    dip in its demand, put it above (the module doc's exception). 0 otherwise."""
+    return surplus(rec) if rec.state.admitted and rec.demand > rec.target else 0
+
+
 def executors_changed(rec: AppRecord, queue: Queue) -> None:
     """The app's executor list changed: orders for executors gone are settled, and under an
     ``idle_only`` rule an order for an executor that got busy again is dropped."""
@@ -121,14 +133,16 @@ def executors_changed(rec: AppRecord, queue: Queue) -> None:
 
 class Reclaimer:
     """Phase 6 of a step, and what it keeps between steps: the decommission deadlines (a heap
-    of ``(deadline, app, executor)``) and the admitted apps above their target, by rank
-    (taken from the lowest rank first), kept true by ``index`` after every change to an app.
+    of ``(deadline, app, executor)``), the admitted apps above their target, by rank (taken
+    from the lowest rank first), and of those the ones above what they are allowed
+    (``over_allowed``), kept true by ``index`` after every change to an app.
     """
 
     def __init__(self) -> None:
         self._deadlines: list[tuple[float, str, str]] = []
         self._over: dict[str, Rank] = {}
         self._over_ranked = SortedList()
+        self._over_allowed: dict[str, Rank] = {}
 
     def next_deadline(self) -> float | None:
         return self._deadlines[0][0] if self._deadlines else None
@@ -141,11 +155,20 @@ class Reclaimer:
         if rec.state.admitted and surplus(rec) > 0:
             self._over[rec.app_id] = rec.rank
             self._over_ranked.add(rec.rank)
+        if over_allowed(rec) > 0:
+            self._over_allowed[rec.app_id] = rec.rank
+        else:
+            self._over_allowed.pop(rec.app_id, None)
 
     def check(self, recs: Iterable[AppRecord]) -> list[str]:
+        recs = list(recs)
         over = {r.app_id: r.rank for r in recs if r.state.admitted and surplus(r) > 0}
         if self._over.keys() != over.keys() or list(self._over_ranked) != sorted(over.values()):
             return [f"apps above their target {sorted(self._over)} != {sorted(over)}"]
+        allowed = {r.app_id: r.rank for r in recs if over_allowed(r) > 0}
+        if self._over_allowed != allowed:
+            return [f"apps above what they are allowed {sorted(self._over_allowed)}"
+                    f" != {sorted(allowed)}"]
         return []
 
     def step(
@@ -192,16 +215,27 @@ class Reclaimer:
 
     def _choose(self, apps: Mapping[str, AppRecord], leaves: Mapping[str, Queue], g: Grants,
                 capacity: Resources) -> dict[str, list[Executor]]:
-        """app -> executors to order back this step. O(1) when nobody is short or the orders
-        already out cover the deficit."""
-        if not g.short:
-            return {}
+        """app -> executors to order back this step: every app's ``over_allowed`` first, then
+        for the deficit. O(apps over what they are allowed) when nobody is short or the orders
+        already out cover the deficit (almost always none)."""
+        out: dict[str, list[Executor]] = {}
         need_cores = g.short_cores - (capacity.cores - g.cores) - g.freeing_cores
         need_mem = g.short_mem_mib - (capacity.mem_mib - g.mem_mib) - g.freeing_mem_mib
-        out: dict[str, list[Executor]] = {}
+        for key in sorted(self._over_allowed.values(), reverse=True):
+            rec = apps[key[2]]
+            chosen = choose_victims(rec.executors.values(), rec.reclaiming, over_allowed(rec),
+                                    leaves[rec.spec.queue].reclaim_mode)
+            if chosen:
+                out[rec.app_id] = chosen
+                need_cores -= len(chosen) * rec.spec.executor.cores
+                need_mem -= len(chosen) * rec.spec.executor.mem_mib
+        if not g.short:
+            return out
         for key in reversed(self._over_ranked):
             if need_cores <= 0 and need_mem <= 0:
                 break
+            if key[2] in self._over_allowed:
+                continue  # its whole surplus is taken above
             rec = apps[key[2]]
             size = rec.spec.executor
             mode = leaves[rec.spec.queue].reclaim_mode

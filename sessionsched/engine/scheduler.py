@@ -223,6 +223,7 @@ class Scheduler:
             free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib),
             uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib),
             driver_slots_free=self.driver_slots - t.client_drivers,
+            driver_slots=self.driver_slots,
             capacity=self.capacity,
             need_of=books.needs.need_at_or_above,
             weight_of=books.needs.weight_at_or_above,

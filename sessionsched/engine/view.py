@@ -24,7 +24,7 @@ from .books import AppRecord
 from .events import Adopted, Decision, Event, Submitted
 from .placement import Workers
 from .rank import Rank, rank
-from .waits import Wait
+from .waits import Wait, WaitCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,35 @@ class EngineView:
             ranks = tuple(self.apps[a].rank for a in self.pending.get(facts.queue, ()))
             self._ranks[facts.queue] = ranks
         return bisect_left(ranks, facts.rank) + 1
+
+    def wait_of(self, app_id: str, position: int | None = None) -> Wait | None:
+        """Why a queued app waits (None if it is not queued), worked out at read time so that
+        no cycle spends anything on the apps behind a head: the head carries its queue's wait
+        (``waiting``), an app behind it ``behind_app``, naming the head and what holds it; an
+        app held aside its own ``does_not_fit_now`` (``held``), and the apps it was ahead of
+        take the place it left.
+        ``position``: the app's, if the caller has it already (``position()``)."""
+        if position is None:
+            position = self.position(app_id)
+            if position is None:
+                return None
+        aside = self.held.get(app_id)
+        if aside is not None:
+            return aside  # held aside (``does_not_fit_now``): its own wait, not its queue's
+        queue = self.apps[app_id].queue
+        wait = self.waiting.get(queue)
+        first = 0  # the head: the first app of the queue not held aside
+        if self.held:
+            listing = self.pending[queue]
+            while first < position - 1 and listing[first] in self.held:
+                first += 1
+        if first == position - 1:
+            return wait or Wait(WaitCode.NEXT_CYCLE, "next to start, at the next cycle")
+        head = self.pending[queue][first]
+        held = f"which waits: {wait.text}" if wait else "which starts at the next cycle"
+        return Wait(WaitCode.BEHIND_APP,
+                    f"behind {head}, the head of {queue} ({position - 1} app(s) ahead of it),"
+                    f" {held}")
 
     def leaves(self) -> list[Queue]:
         return list(self.root.leaves())

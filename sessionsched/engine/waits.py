@@ -6,10 +6,13 @@ Every waiting (ACCEPTED) app carries one ``Wait``: ``code`` is for machines (the
 in this order is the one given (admission runs its checks in this order and stops at the first
 that fails; ``admission_checks``):
 
+  cluster_unavailable the cluster is not reachable or offers no cores: nothing starts (set by
+                      the service, over any other wait)
   does_not_fit_now    the app does not fit the cluster as it is now (a worker gone under it);
                       held aside so the apps behind it go ahead (set by the never-fits check)
+  parent_queue_full   a parent queue on its path runs ``max_running_apps`` apps (the path is
+                      checked root first)
   queue_limit         its leaf queue runs ``max_running_apps`` apps
-  parent_queue_full   a parent queue on its path runs ``max_running_apps`` apps
   starting_limit      ``stateaware``: ``starting_limit`` apps of its leaf are starting
   driver_slot         its client-mode driver needs a driver slot and every one is in use
   driver_share        ``demand``: its leaf's in-cluster drivers would pass ``max_driver_fraction``
@@ -21,11 +24,14 @@ that fails; ``admission_checks``):
   launch_in_flight    ``demand``: a driver-heavy app of its leaf is launching
   gang_reserving      a gang app is reserving room for all its members (gang scheduling, to come)
   admission_slice     this cycle admitted its slice of apps (``budget``); it is looked at next cycle
-  behind_app          it is not its queue's head: it waits behind the app ahead of it
-  cluster_unavailable the cluster is not reachable or offers no cores (set by the service)
+  behind_app          it is not its queue's head: it waits behind the head (strict
+                      head-of-line), whose wait its sentence repeats
   next_cycle          accepted, not looked at by a scheduling cycle yet
 
-A queue's head carries its queue's wait; the apps behind it carry ``behind_app``.
+A queue's head carries its queue's wait (``Plan.waiting``, ``Scheduler.waiting``,
+``EngineView.waiting``: leaf -> ``Wait``); an app behind it ``behind_app``, made when it is read
+(``EngineView.wait_of``), so no cycle spends anything on the apps behind a head. The list with
+every sentence: docs/reasons.md.
 """
 
 from __future__ import annotations
@@ -37,9 +43,10 @@ from enum import StrEnum
 class WaitCode(StrEnum):
     """The closed set of reasons, in precedence order (module doc)."""
 
+    CLUSTER_UNAVAILABLE = "cluster_unavailable"
     DOES_NOT_FIT_NOW = "does_not_fit_now"
-    QUEUE_LIMIT = "queue_limit"
     PARENT_QUEUE_FULL = "parent_queue_full"
+    QUEUE_LIMIT = "queue_limit"
     STARTING_LIMIT = "starting_limit"
     DRIVER_SLOT = "driver_slot"
     DRIVER_SHARE = "driver_share"
@@ -51,7 +58,6 @@ class WaitCode(StrEnum):
     GANG_RESERVING = "gang_reserving"
     ADMISSION_SLICE = "admission_slice"
     BEHIND_APP = "behind_app"
-    CLUSTER_UNAVAILABLE = "cluster_unavailable"
     NEXT_CYCLE = "next_cycle"
 
 

@@ -10,6 +10,7 @@ from sessionsched.engine import (
     ExecutorsChanged,
     PriorityChanged,
 )
+from sessionsched.engine.waits import WaitCode
 from sessionsched.model import Resources
 
 
@@ -111,7 +112,10 @@ def test_reserve_holds_each_reservation_until_met():
     run = Run(one_queue(admission="reserve", policy="fifo"), cores=4)
     out = run.submit(*(app(n).executor(2) for n in "abc"))
     assert launched(out) == ["a", "b"]
-    assert "no room to reserve" in run.sched.waiting["root.q"].text
+    assert run.sched.waiting["root.q"].code is WaitCode.EXECUTOR_ROOM
+    assert run.sched.waiting["root.q"].text == (
+        "no room for its first 1 executor(s), 2 cores/1024 MiB in all: 0 cores/1046528 MiB is"
+        " left beside the drivers and executor floors of 2 admitted app(s)")
     # a's driver pre-processes for a long time: its reservation stays, c keeps waiting
     assert launched(run.step(at=1000.0)) == []
     assert run.targets() == {"a": (1, 1), "b": (1, 1)}
@@ -144,7 +148,7 @@ def test_reserve_does_not_let_another_queue_eat_a_reservation():
     run = Run(root, cores=2)
     run.submit(app("r1").queue("r").in_cluster())  # driver 1 + reserved executor 1 = 2 cores
     assert launched(run.submit(app("n1").queue("n").in_cluster())) == []
-    assert "no room for the driver" in run.sched.waiting["root.n"].text
+    assert "no room for its driver" in run.sched.waiting["root.n"].text
 
 
 def test_reservation_waiting_for_a_reclaim_is_not_given_to_another_driver():
@@ -166,7 +170,7 @@ def test_reserve_respects_max_cores_of_the_path():
     run = Run(root, cores=100)
     out = run.submit(*(app(n).queue("p.r").executor(2) for n in "abc"))
     assert launched(out) == ["a", "b"]  # 2 + 2 reserved cores under max_cores 4
-    assert "max_cores 4" in run.sched.waiting["root.p.r"].text
+    assert "queue root.p, whose max_cores is 4" in run.sched.waiting["root.p.r"].text
 
 
 # --- limits -------------------------------------------------------------------------------
@@ -196,7 +200,7 @@ def test_reserve_respects_max_cores_of_the_path():
 def test_max_running_apps(root, apps, first, waits_in):
     run = Run(root, slots=10)
     assert launched(run.submit(*apps)) == first
-    assert "max_running_apps 2" in run.sched.waiting[waits_in].text
+    assert "its max_running_apps is 2" in run.sched.waiting[waits_in].text
 
 
 @pytest.mark.parametrize(
@@ -223,7 +227,7 @@ def test_in_cluster_driver_waits_for_cores_held_by_executors():
     run.step(DemandChanged("a", 4))
     run.hold("a", 4)
     assert launched(run.submit(app("b").in_cluster())) == []
-    assert "no room for the driver" in run.sched.waiting["root.q"].text
+    assert "no room for its driver" in run.sched.waiting["root.q"].text
     run.step(DemandChanged("a", 3))
     out = run.hold("a", 3)  # one executor released
     assert launched(out) == ["b"]

@@ -81,7 +81,7 @@ def test_limits_still_hold_across_slices_and_nothing_waits_forever():
     assert launched(run.submit(*apps)) == order[:3]
     run.now += 1
     assert launched(run.step()) == order[3:4]
-    assert "max_running_apps 4" in run.sched.waiting["root.q"].text
+    assert "its max_running_apps is 4" in run.sched.waiting["root.q"].text
     run.now += 1
     assert launched(run.step(DriverExited(order[0], 0))) == order[4:5]
     run.now += 1

@@ -273,8 +273,9 @@ def check_invariants(cluster: Cluster) -> None:
 
 def check_reclaim_serves_a_need(cluster: Cluster) -> None:
     """A step that orders executors back has an app short of its target (grant < target) at
-    its end: nothing is taken only because its app's own demand dipped. Kills at a decommission
-    deadline finish an earlier order and are not new ones."""
+    its end, or takes them from an app that still wants more than its target (its queue's
+    caps hold it below what it holds): nothing is taken only because its app's own demand
+    dipped. Kills at a decommission deadline finish an earlier order and are not new ones."""
     sched = cluster.sched
     decommissioned = {
         (d.app_id, e)
@@ -290,12 +291,11 @@ def check_reclaim_serves_a_need(cluster: Cluster) -> None:
         and not (d.mode is ReclaimMode.KILL and {(d.app_id, e) for e in d.executor_ids}
                  <= decommissioned)
     ]
-    if new:
-        short = [r.app_id for r in sched.apps.values() if r.state.admitted and r.grant < r.target]
-        assert short, new
-    for d in new:  # and only from apps above their target
+    short = [r.app_id for r in sched.apps.values() if r.state.admitted and r.grant < r.target]
+    for d in new:  # only from apps above their target
         r = sched.apps[d.app_id]
         assert r.held - len(d.executor_ids) >= r.target, d
+        assert short or r.demand > r.target, (d, r)  # a need, or its queue's caps
 
 
 @FAST

@@ -1,7 +1,7 @@
 """Reclaim in each mode, victim order, and grants that never overcommit while reclaims run."""
 
 import pytest
-from engine_builders import Run, app, executors, one_queue, reclaims, set_targets
+from engine_builders import Run, app, executors, launched, one_queue, reclaims, set_targets
 
 from sessionsched.engine import (
     CapacityChanged,
@@ -9,6 +9,7 @@ from sessionsched.engine import (
     DriverExited,
     ExecutorsChanged,
     KillRequested,
+    QueuesChanged,
 )
 from sessionsched.engine.reclaim import choose_victims
 from sessionsched.model import Executor, ReclaimMode, Resources
@@ -268,3 +269,66 @@ def test_decommission_deadlines_unchanged():
     [kill] = reclaims(run.step(at=41.0))
     assert (kill.app_id, kill.executor_ids, kill.mode, kill.deadline) == (
         "low", ("low-1", "low-4"), ReclaimMode.KILL, 41.0)
+
+
+def capped(max_cores: int | None, timeout: float = 0.0, admission: str = "none"):
+    return one_queue(admission=admission, policy="fifo", reclaim_timeout_s=timeout,
+                     max_cores=max_cores)
+
+
+def holding_eight(timeout: float) -> Run:
+    """``a`` holds 8 busy executors of 1 core in a queue capped at 8 cores, wanting 8."""
+    run = Run(capped(8, timeout), cores=16)
+    run.submit(app("a"), at=0.0)
+    run.step(DemandChanged("a", 8))
+    run.hold("a", 8)
+    assert run.targets() == {"a": (8, 8)}
+    return run
+
+
+@pytest.mark.parametrize(
+    "timeout, mode, victims, deadline",
+    [
+        (0.0, ReclaimMode.KILL, ("a-8", "a-7", "a-6", "a-5", "a-4", "a-3"), 10.0),
+        (30.0, ReclaimMode.DECOMMISSION, ("a-8", "a-7", "a-6", "a-5", "a-4", "a-3"), 40.0),
+        (-1.0, None, (), None),
+    ],
+    ids=["kill: the surplus at once", "decommission: the surplus, gone by the deadline",
+         "idle mode: busy executors are left until idle"],
+)
+def test_a_lowered_max_cores_is_enforced_with_nobody_waiting(timeout, mode, victims, deadline):
+    run = holding_eight(timeout)
+    out = run.step(QueuesChanged(capped(2, timeout)), at=10.0)
+    assert set_targets(out) == {"a": (2, 2)}
+    orders = reclaims(out)
+    if mode is None:
+        assert orders == []
+        return
+    [order] = orders
+    assert (order.app_id, order.executor_ids, order.mode, order.deadline) == (
+        "a", victims, mode, deadline)
+    assert reclaims(run.step(at=11.0)) == []  # ordered once
+    assert run.sched.check() == []
+
+
+def test_idle_mode_takes_a_capped_apps_executors_as_they_go_idle():
+    run = holding_eight(-1.0)
+    run.step(QueuesChanged(capped(2, -1.0)), at=10.0)
+    [order] = reclaims(run.hold("a", 8, idle=3, at=20.0))
+    assert (order.executor_ids, order.mode) == (("a-3", "a-2", "a-1"), ReclaimMode.IDLE)
+
+
+def test_a_dip_in_the_apps_own_demand_is_left_to_the_idle_timeout():
+    run = holding_eight(0.0)
+    out = run.step(DemandChanged("a", 2), at=10.0)
+    assert set_targets(out) == {"a": (2, 2)}
+    assert reclaims(out) == []  # nobody needs them: Spark's idle timeout releases them
+    assert run.sched.check() == []
+
+
+def test_a_raised_max_cores_starts_the_queues_waiting_apps():
+    run = Run(capped(2, admission="demand"), cores=16)
+    run.submit(app("a").min(2), app("b").min(2), at=0.0)
+    assert (run.state("a"), run.state("b")) == ("STARTING", "ACCEPTED")
+    out = run.step(QueuesChanged(capped(8, admission="demand")), at=10.0)
+    assert launched(out) == ["b"]

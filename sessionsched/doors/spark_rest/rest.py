@@ -201,6 +201,8 @@ class SparkRest:
             out["position"] = app.position
         if app.reason:
             out["schedulerReason"] = app.reason
+        if app.reason_code is not None:
+            out["schedulerReasonCode"] = str(app.reason_code)
         if placement is not None:
             out["workerId"] = placement.worker_id
             out["workerHostPort"] = placement.worker_host_port
