@@ -149,6 +149,9 @@ def test_a_worker_lost_under_a_queued_app_does_not_block_its_queue(state_dir, tm
         cluster.lose_worker("worker-2")
         held = s.until_true(lambda: "as it is now" in (a := s.app(big))["reason"] and a,
                             "big held")
+        assert held["reason_code"] == "does_not_fit_now"
+        behind = s.app(small)  # the head now: it waits for first (one app at a time), not big
+        assert behind["state"] != "ACCEPTED" or behind["reason_code"] == "queue_limit", behind
         assert held["reason"] == (
             "does not fit the cluster as it is now: 2 executor(s) of 4 cores/1024 MiB"
             " (minExecutors 2) do not fit the cluster: its workers hold 1"
