@@ -30,6 +30,10 @@ Scenarios (the ``scenario`` column):
   * ``max-wait``: the same, and every leaf has a ``max_wait`` (1 h) that the queued apps reach
     one after another, about 25 per cycle (their submissions spread over the hour before):
     each cycle ends those apps FAILED, from the heap of deadlines, not a scan of the queued.
+  * ``workers-1000``: steady, on a cluster of 1,000 named workers of three sizes (about the
+    same cores and memory in all) instead of one pool: every cycle fits per worker
+    (``engine.placement``); every 5th cycle a worker is lost or comes back, so the claims
+    the cut binds are looked at again.
 
 Only ``step`` is timed; the harness that plays the cluster is not. Targets: at most 50 ms per
 cycle at 10k running + 100k queued on a 2-core machine, growing no worse than n log n (issue
@@ -77,6 +81,7 @@ from sessionsched.model import (  # noqa: E402
     Policy,
     Queue,
     Resources,
+    Worker,
 )
 
 PARENTS = 10
@@ -245,7 +250,16 @@ class Workload:
         self.pending_ids.pop()
 
 
-SCENARIOS = ("steady", "burst", "capacity-swing", "memory-bound", "max-wait")
+SCENARIOS = ("steady", "burst", "capacity-swing", "memory-bound", "max-wait", "workers-1000")
+
+
+def thousand_workers(cores: int, mem_mib: int, lost: int = 0) -> CapacityChanged:
+    """1,000 workers of 3 sizes (1 : 2 : 4 by cores), ``lost`` of the largest gone."""
+    unit = max(cores // (1000 * 7 // 3), 1)  # a third of the workers of each size
+    sizes = [Resources(unit * k, unit * k * mem_mib // cores) for k in (1, 2, 4)]
+    workers = tuple(Worker(f"w{i:04d}", sizes[i % 3], sizes[i % 3]) for i in range(1000))
+    return CapacityChanged.of_workers(tuple(w for i, w in enumerate(workers)
+                                            if not (i % 3 == 2 and i // 3 < lost)))
 
 
 def run(running: int, queued: int, cycles: int, scenario: str = "steady",
@@ -255,7 +269,10 @@ def run(running: int, queued: int, cycles: int, scenario: str = "steady",
     mem_mib = cores * (1024 if scenario == "memory-bound" else 4096)
     sched = Scheduler(wl.root, Resources(cores, mem_mib), driver_slots=running * 2)
     t0 = time.perf_counter()
-    wl.carry_out(sched.step(0.0, wl.setup_events()))
+    setup = wl.setup_events()
+    if scenario == "workers-1000":
+        setup.insert(0, thousand_workers(cores, mem_mib))
+    wl.carry_out(sched.step(0.0, setup))
     setup_s = time.perf_counter() - t0
     now = 0.0
     for _ in range(3):  # settle: executors reach their grants, reclaims are carried out
@@ -275,6 +292,8 @@ def run(running: int, queued: int, cycles: int, scenario: str = "steady",
         events = wl.cycle_events(now, sched)
         if scenario == "capacity-swing":
             events.append(CapacityChanged(Resources(cores * (10 - i % 2) // 10, mem_mib)))
+        if scenario == "workers-1000" and i % 5 == 4:
+            events.append(thousand_workers(cores, mem_mib, lost=(i // 5) % 2))
         if scenario == "burst" and i == 0:
             events.append(QueuesChanged(queue_tree(running, room=2)))
         if prof:
@@ -323,7 +342,8 @@ def main() -> None:
         return
     if args.quick:
         rows = [("steady", 1000), ("steady", 10_000), ("burst", 10_000),
-                ("capacity-swing", 10_000), ("memory-bound", 10_000), ("max-wait", 10_000)]
+                ("capacity-swing", 10_000), ("memory-bound", 10_000), ("max-wait", 10_000),
+                ("workers-1000", 10_000)]
     else:
         rows = [("steady", n) for n in (1000, 2000, 5000, 10_000)]
         rows += [(s, n) for s in SCENARIOS[1:] for n in (1000, 10_000)]

@@ -123,6 +123,18 @@ class Resources:
         return self.cores <= other.cores and self.mem_mib <= other.mem_mib
 
 
+@dataclass(frozen=True, slots=True)
+class Worker:
+    """One worker (a standalone worker, a Kubernetes node, a modelled one) as its backend sees
+    it: ``size``, the cores and memory it offers this scheduler's apps (a node's allocatable
+    less what pods not ours request); ``free``, what is not in use at the last look. A driver
+    or an executor runs on one worker: room split across workers is not room."""
+
+    name: str
+    size: Resources
+    free: Resources = Resources()
+
+
 @dataclass(frozen=True)
 class Queue:
     """One node of the queue tree. Leaf queues hold apps; parents share among children.

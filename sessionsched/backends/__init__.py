@@ -70,7 +70,7 @@ def _memory(config: ServerConfig) -> ClusterBackend:
     cluster = MemoryCluster(
         Resources(c.workers * c.cores, c.workers * c.memory), c.driver_slots,
         driver_start_s=c.driver_start_s, executor_start_s=c.executor_start_s,
-        executor_idle_timeout_s=c.executor_idle_timeout_s, work_s=c.work_s,
+        executor_idle_timeout_s=c.executor_idle_timeout_s, work_s=c.work_s, workers=c.workers,
     )
     return MemoryBackend(cluster)
 

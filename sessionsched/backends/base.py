@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..engine.events import Decision, Event
-from ..model import Resources
+from ..model import Resources, Worker
 
 
 class BackendError(Exception):
@@ -102,6 +102,12 @@ class ClusterBackend(ABC):
         Alive workers' totals minus what applications this scheduler does not manage use.
         Raises BackendError when the cluster cannot be read.
         """
+
+    def workers(self) -> tuple[Worker, ...]:
+        """The alive workers one by one, as the last ``capacity()`` read them (``Worker``: name,
+        size, free then). ``()`` when the backend cannot tell its workers apart: the engine
+        then takes the cluster as one worker of ``capacity()``."""
+        return ()
 
     @abstractmethod
     def launch(self, launch: Launch) -> Handle:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..model import Resources
+from ..model import Resources, Worker
 
 # How a cluster-mode driver's final state (``DriverState``) becomes an exit code. The master
 # does not report the driver's real exit code, only whether it succeeded; KILLED is reported
@@ -196,6 +196,15 @@ def parse_worker_executors(data: object, worker_id: str) -> tuple[ExecutorInfo, 
         )
         for e in _list(data, "executors", where)
     )
+
+
+def workers_of(view: ClusterView) -> tuple[Worker, ...]:
+    """The alive workers one by one: each one's cores and memory, and what is free on it
+    (``coresused``/``memoryused`` taken off) as the master's ``/json/`` says now."""
+    return tuple(Worker(w.id, Resources(w.cores, w.memory_mib),
+                        Resources(max(w.cores - w.cores_used, 0),
+                                  max(w.memory_mib - w.memory_used_mib, 0)))
+                 for w in view.master.alive_workers())
 
 
 def capacity_for_managed(

@@ -41,6 +41,7 @@ class App:
     spark_app_id: str | None
     kind: str
     reason: str | None
+    reason_code: str | None  # while it waits (docs/reasons.md)
     warnings: tuple[str, ...]
     raw: dict[str, Any]
 
@@ -65,6 +66,7 @@ class App:
             spark_app_id=data.get("spark_app_id"),
             kind=data.get("kind") or "",
             reason=data.get("reason"),
+            reason_code=data.get("reason_code"),
             warnings=tuple(data.get("warnings") or ()),
             raw=data,
         )
@@ -85,6 +87,7 @@ class QueueInfo:
     executor_cores: int
     demand_cores: int
     waiting_reason: str | None
+    waiting_reason_code: str | None
     raw: dict[str, Any]
     leaf: bool = True
     max_cores: int | None = None
@@ -112,6 +115,7 @@ class QueueInfo:
             executor_cores=int(data.get("executor_cores") or 0),
             demand_cores=int(data.get("demand_cores") or 0),
             waiting_reason=data.get("waiting_reason"),
+            waiting_reason_code=data.get("waiting_reason_code"),
             raw=data,
         )
 

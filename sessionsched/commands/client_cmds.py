@@ -103,6 +103,7 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
     table = Table(title=title, box=None, header_style="bold", pad_edge=False)
     for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "SUBMITTED", "EXIT"):
         table.add_column(col, no_wrap=True)
+    table.add_column("CODE", no_wrap=True)
     table.add_column("REASON", overflow="fold")
     for a in apps:
         table.add_row(
@@ -116,6 +117,7 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
                 f"{a.executors}/{a.target}",
                 clock(a.submitted_at),
                 "-" if a.exit_code is None else str(a.exit_code),
+                a.reason_code or "-",
                 a.reason or "",
             )
         )
@@ -131,6 +133,7 @@ def queue_table(queues: Iterable[QueueInfo]) -> Table:
             "MAX QUEUED", "PER USER", "PENDING", "STARTING", "RUNNING", "CORES", "DEMAND")
     for col in cols:
         table.add_column(col, no_wrap=True)
+    table.add_column("CODE", no_wrap=True)
     table.add_column("WAITING", overflow="fold")
     queues = list(queues)
     for q, drawn in zip(queues, tree_names([q.name for q in queues]), strict=True):
@@ -143,7 +146,7 @@ def queue_table(queues: Iterable[QueueInfo]) -> Table:
             *plain(drawn, admission, policy, f"{q.weight:g}", _limit(q.max_cores),
                    _limit(q.max_running_apps), max_wait, max_queued, per_user, q.pending,
                    q.starting, q.running, q.executor_cores, q.demand_cores,
-                   q.waiting_reason or "")
+                   q.waiting_reason_code or "-", q.waiting_reason or "")
         )
     return table
 

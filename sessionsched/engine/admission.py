@@ -5,7 +5,13 @@ highest first (an update re-orders at once); 2. submission sequence; 3. applicat
 
 A queue is strict head-of-line: if its head cannot start, nothing behind it in that queue does
 (a small late driver must not starve a big early one). Queues are independent tenants, so a
-blocked queue does not hold back the others.
+blocked queue does not hold back the others. One exception: an app the cluster as it is now
+cannot hold at all (``placement.held_now``: its driver or an executor larger than any worker
+left, its first executors more than the workers hold or above a ``max_cores`` now in force)
+is held aside with ``does_not_fit_now`` and the apps behind it are looked at as if it were
+not there - head-of-line is for an app that will fit once room frees, and no room freeing
+makes this one fit. It is looked at again every cycle and starts in its turn once the cluster
+can hold it (a worker back); a kill, or its queue's ``max_wait``, ends it meanwhile.
 
 Across queues the next head is found by walking the tree from the root (YuniKorn's parent
 queues are fair). At each parent the child queue is chosen by:
@@ -38,10 +44,12 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
     reservation,
 )
 from .books import AppRecord, whole
-from .budget import ADMISSION_SLICE
+from .budget import admission_slice
 from .launching import driver_heavy
+from .placement import Workers, held_now
 from .rank import Rank, rank
 from .tree import QueueTree
+from .waits import Wait
 
 
 @dataclass(slots=True)
@@ -115,6 +123,7 @@ class Room:
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
     uncommitted: Resources  # capacity - in-cluster drivers - floors of admitted apps
     driver_slots_free: int
+    driver_slots: int = 0  # the scheduler host's, for the reasons' numbers
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
@@ -130,13 +139,15 @@ class Room:
     launching_of: Callable[[str, int], str | None] = _none_launching
     launched_in: dict[str, str] = field(default_factory=dict)  # leaf -> this cycle's first
     ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
+    workers: Workers | None = None  # the cluster's (``placement``); None: no held_now check
 
 
 @dataclass(frozen=True)
 class Plan:
     admit: tuple[str, ...]  # app ids, in the order they were admitted
-    waiting: dict[str, str]  # leaf queue name -> why its head waits
+    waiting: dict[str, Wait]  # leaf queue name -> why its head waits
     ahead: frozenset[str] = frozenset()  # of ``admit``: admitted ahead (``running_demand``)
+    held: dict[str, Wait] = field(default_factory=dict)  # app id -> ``does_not_fit_now``
 
 
 def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
@@ -145,18 +156,46 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     ``slice_apps`` apps are admitted (``budget``): then every queue still in the walk waits
     with ``budget.ADMISSION_SLICE`` and the next call continues the same walk.
 
+    A deferred queue's wait is the one its head has once the walk is over: if apps were
+    admitted after it was deferred, its checks run again on the room they left (the checks
+    only get harder as a cycle admits, so it still waits; the reason's numbers are then those
+    of the room readers see, and an earlier check may now be the first to fail).
+
     Pure apart from spending ``room`` and the views' ``starting`` (the caller's working copies).
-    Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head.
+    Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head, then once
+    more per queue deferred before the cycle's last admission; plus one memoised ``held_now``
+    per head looked at (apps held aside are looked at every cycle).
     """
     tree = QueueTree.of(root)
     views = {v.queue.name: v for v in leaves if len(v.pending)}
     nxt = dict.fromkeys(views, 0)
-    waiting: dict[str, str] = {}
+    waiting: dict[str, Wait] = {}
+    held: dict[str, Wait] = {}
+
+    def pass_held(name: str) -> bool:
+        """Move the leaf's head past the apps the cluster cannot hold now; False if none is
+        left."""
+        view, path = views[name], tree.path[name]
+        while nxt[name] < len(view.pending):
+            head = view.pending[nxt[name]]
+            wait = None if room.workers is None else held_now(head, path, room.workers)
+            if wait is None:
+                return True
+            held[head.app_id] = wait
+            nxt[name] += 1
+        return False
+
+    deferred: dict[str, tuple[LeafView, AppSpec, int]] = {}  # leaf -> (view, head, admitted)
     for name in sorted(views):
         view = views[name]
-        reason = defer_reason(view, view.pending[0], tree.path[name], room)
+        if not pass_held(name):
+            del views[name]
+            continue
+        head = view.pending[nxt[name]]
+        reason = defer_reason(view, head, tree.path[name], room)
         if reason is not None:
             waiting[name] = reason
+            deferred[name] = (view, head, 0)
             del views[name]
 
     best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
@@ -189,7 +228,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     while best[root.name] is not None:
         if slice_apps is not None and len(admitted) >= slice_apps:
             for name in views:
-                waiting[name] = ADMISSION_SLICE.format(n=slice_apps)
+                waiting[name] = admission_slice(slice_apps)
             break
         name = best[root.name]
         view = views[name]
@@ -198,6 +237,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         reason = defer_reason(view, head, path, room)
         if reason is not None:
             waiting[name] = reason
+            deferred[name] = (view, head, len(admitted))
             del views[name]
         else:
             admitted.append(head.app_id)
@@ -208,11 +248,14 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             _spend(room, view, head, path)
             nxt[name] += 1
             heads.pop(name, None)
-            if nxt[name] >= len(view.pending):
+            if not pass_held(name):
                 del views[name]
         for node in reversed(path):
             settle(node.name)
-    return Plan(tuple(admitted), waiting, frozenset(ahead))
+    for name, (view, head, before) in deferred.items():
+        if before < len(admitted):  # admissions since spent the room: say what is left now
+            waiting[name] = defer_reason(view, head, tree.path[name], room) or waiting[name]
+    return Plan(tuple(admitted), waiting, frozenset(ahead), held)
 
 
 def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -> None:

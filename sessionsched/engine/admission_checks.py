@@ -1,6 +1,12 @@
 """Admission's checks on a queue's head, and the admission modes: which checks each runs.
 
-The checks, in order; the first that fails defers the queue with that reason. Which checks a
+The checks, in order; the first that fails defers the queue with its ``waits.Wait``: a code
+from the closed set ``waits.WaitCode``, whose order is this order (its precedence), and a
+sentence with the numbers - what the head needs, what is free, who holds the rest
+(docs/reasons.md). The codes: 1 ``parent_queue_full`` (a parent on the path) or
+``queue_limit`` (the leaf), 2 ``starting_limit``, 3 ``driver_slot``, 4 ``driver_share``,
+5 ``driver_room``, 6 ``executor_room`` or ``queue_max_cores``, 7 ``running_demand``,
+8 ``launch_in_flight``. Which checks a
 queue runs is its admission mode's row in ``ADMISSION_MODES``. What each mode is for, and what
 the simulator and the real cluster measured for each rule below, is in docs/admission.md.
   1. ``queue_limits``: ``max_running_apps`` of every queue on its path, root first;
@@ -82,6 +88,7 @@ from typing import TYPE_CHECKING
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .books import whole
 from .launching import driver_heavy
+from .waits import Wait, WaitCode
 
 if TYPE_CHECKING:
     from .admission import LeafView, Room
@@ -102,55 +109,81 @@ def admitted_floor(spec: AppSpec, queue: Queue) -> int:
     return n if cap is None else min(n, cap)
 
 
-Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], str | None]
+Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], Wait | None]
 
 
-def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> Wait | None:
     for node in path:
         limit = node.max_running_apps
-        if limit is not None and room.admitted_in.get(node.name, 0) >= limit:
-            return f"queue {node.name} runs {limit} apps (max_running_apps {limit})"
+        n = room.admitted_in.get(node.name, 0)
+        if limit is not None and n >= limit:
+            if node is path[-1]:
+                return Wait(WaitCode.QUEUE_LIMIT,
+                            f"queue {node.name} runs {n} app(s): its max_running_apps is {limit}")
+            return Wait(WaitCode.PARENT_QUEUE_FULL,
+                        f"parent queue {node.name} runs {n} app(s): its max_running_apps is"
+                        f" {limit}")
     return None
 
 
 def starting_limit(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                   room: Room) -> str | None:
+                   room: Room) -> Wait | None:
     q = view.queue
     if view.starting >= q.starting_limit:
-        return f"{view.starting} app(s) starting in {q.name} (starting_limit {q.starting_limit})"
+        return Wait(WaitCode.STARTING_LIMIT, f"{view.starting} app(s) of {q.name} are starting:"
+                    f" its starting_limit is {q.starting_limit}")
     return None
 
 
-def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                room: Room) -> Wait | None:
     if not head.driver_in_cluster and room.driver_slots_free < 1:
-        return "every driver slot is in use"
+        used = room.driver_slots - room.driver_slots_free
+        return Wait(WaitCode.DRIVER_SLOT,
+                    f"every driver slot is in use: {used} client-mode driver(s) run on the"
+                    f" scheduler host, which has {room.driver_slots} slot(s)")
     return None
 
 
 def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                        room: Room) -> str | None:
+                        room: Room) -> Wait | None:
     if head.driver_in_cluster and not head.driver.fits_in(room.free):
-        return (
-            f"no room for the driver in the cluster (needs {head.driver.cores} cores/"
-            f"{head.driver.mem_mib} MiB, free {room.free.cores}/{room.free.mem_mib})"
-        )
+        needs = f"no room for its driver in the cluster: it needs {res(head.driver)}"
+        if room.free == room.capacity:
+            return Wait(WaitCode.DRIVER_ROOM,
+                        f"{needs}, the cluster has {res(room.capacity)} and none of it is held")
+        return Wait(WaitCode.DRIVER_ROOM,
+                    f"{needs}, {res(room.free)} is free of {res(room.capacity)};"
+                    f" {_holders(room, path)}")
     return None
 
 
-def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> Wait | None:
     n = reservation(head)
-    if not _commitment(head).fits_in(room.uncommitted):
-        return f"no room to reserve the driver and {n} executor(s) beside the admitted apps"
+    needed = _commitment(head)
+    if not needed.fits_in(room.uncommitted):
+        admitted = room.admitted_in.get(path[0].name, 0)
+        left = (f"{res(room.uncommitted)} is left beside the drivers and executor floors of"
+                f" {admitted} admitted app(s)" if admitted
+                else f"the cluster has {res(room.capacity)} and no app is admitted")
+        return Wait(WaitCode.EXECUTOR_ROOM,
+                    f"no room for {_first(head, n)}, {res(needed)} in all: {left}")
     cores = n * head.executor.cores
     for node in path:
         cap = node.max_cores
-        if cap is not None and room.floor_cores_in.get(node.name, 0) + cores > cap:
-            return f"no room to reserve {n} executor(s) under queue {node.name} (max_cores {cap})"
+        floors = room.floor_cores_in.get(node.name, 0)
+        if cap is not None and floors + cores > cap:
+            return Wait(WaitCode.QUEUE_MAX_CORES,
+                        f"its first {n} executor(s) need {cores} cores under queue {node.name},"
+                        f" whose max_cores is {cap}; the floors of its admitted apps hold"
+                        f" {floors}")
     return None
 
 
 def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                 room: Room) -> str | None:
+                 room: Room) -> Wait | None:
     if not head.driver_in_cluster:
         return None
     q = view.queue
@@ -169,9 +202,11 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
         return None
     if _all_fit_whole(q.name, head, reach, mem_reach, room):
         return None
-    return (
-        f"in-cluster drivers of {q.name} hold {held.cores} of the {reach:g} cores it"
-        f" reaches (max_driver_fraction {limit:g})"
+    return Wait(
+        WaitCode.DRIVER_SHARE,
+        f"the in-cluster drivers of {q.name} hold {res(held)}; with its driver's"
+        f" {res(head.driver)} they would pass max_driver_fraction {limit:g} of the"
+        f" {reach:g} cores/{int(mem_reach)} MiB {q.name} reaches"
     )
 
 
@@ -187,14 +222,17 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
 
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                   room: Room) -> str | None:
+                   room: Room) -> Wait | None:
     need = need_beside(view, head, room)
     if demand_fits(head, need, room) or _may_go_ahead(view, head, need, room):
         return None
     q = view.queue.name
-    return (
-        f"the running apps of {q} want the room (demand of {need.cores} more cores"
-        f" beside the floors; {room.uncommitted.cores} uncommitted)"
+    n = reservation(head)
+    return Wait(
+        WaitCode.RUNNING_DEMAND,
+        f"the running apps of {q} want {res(need)} above their floors and {_first(head, n)}"
+        f" {'need' if n else 'needs'} {res(_commitment(head))}: more than the"
+        f" {res(room.uncommitted)} left beside the admitted apps' drivers and floors"
     )
 
 
@@ -248,14 +286,15 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
 
 
 def one_launch(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-               room: Room) -> str | None:
+               room: Room) -> Wait | None:
     if not driver_heavy(head):
         return None
     q = view.queue.name
     other = room.launched_in.get(q) or room.launching_of(q, view.priority_of[head.app_id])
     if other is None:
         return None
-    return f"the driver of {other} is launching (one driver-heavy app of {q} at a time)"
+    return Wait(WaitCode.LAUNCH_IN_FLIGHT,
+                f"the driver of {other} is launching (one driver-heavy app of {q} at a time)")
 
 
 @dataclass(frozen=True)
@@ -285,12 +324,35 @@ def mode_of(queue: Queue) -> AdmissionMode:
     return ADMISSION_MODES[queue.admission]
 
 
-def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> str | None:
+def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                 room: Room) -> Wait | None:
     for check in mode_of(view.queue).checks:
         reason = check(view, head, path, room)
         if reason is not None:
             return reason
     return None
+
+
+def res(r: Resources) -> str:
+    """Cores and memory as every reason writes them (negatives, from a cluster that shrank
+    under its apps, as 0: nothing is free)."""
+    return f"{max(r.cores, 0)} cores/{max(r.mem_mib, 0)} MiB"
+
+
+def _first(head: AppSpec, n: int) -> str:
+    """What the head needs room for: its in-cluster driver and its first ``n`` executors."""
+    execs = f"first {n} executor(s)" if n else ""
+    if head.driver_in_cluster:
+        return f"its driver and {execs}" if n else "its driver"
+    return f"its {execs}"
+
+
+def _holders(room: Room, path: tuple[Queue, ...]) -> str:
+    """Who holds the cluster's room that is not free."""
+    admitted = room.admitted_in.get(path[0].name, 0)
+    if admitted:
+        return f"the rest is held by or promised to {admitted} admitted app(s)"
+    return "the rest is held by executors of ended apps, not released yet"
 
 
 def _commitment(spec: AppSpec) -> Resources:

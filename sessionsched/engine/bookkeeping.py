@@ -38,6 +38,7 @@ from .events import MarkState
 from .grants import Grants
 from .launching import LaunchBook
 from .needs import NeedBook
+from .placement import Workers
 from .reclaim import Reclaimer
 from .tree import QueueTree
 
@@ -73,6 +74,7 @@ class Books:
         self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
         self.leaves: dict[str, Queue] = {}
         self._reserving: frozenset[str] = frozenset()
+        self.workers = Workers()  # the cluster's workers (``placement``): claims are cut to them
         self.set_tree(root)
 
     # --- the queue tree -------------------------------------------------------------------
@@ -216,7 +218,8 @@ class Books:
                 self._admitted.pop(app_id, None)
             if rec.state.admitted:
                 # Most changes (grants, targets, executors) leave the claim as it was.
-                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue)
+                holds = self.workers.holds(rec.spec.executor) if self.workers.named else None
+                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue, holds)
                 if self._claimed.get(app_id) != inputs:
                     self._claimed[app_id] = inputs
                     self.arbiter.set_claim(self.claim_of(rec))
@@ -239,6 +242,22 @@ class Books:
         """The apps changed this step (up to the last sync)."""
         return self._touched
 
+    def set_workers(self, workers: Workers) -> None:
+        """New workers (``CapacityChanged``). Claims are cut to the executors the workers hold:
+        when the workers' sizes changed, the apps whose cut binds (before or now) are looked at
+        again - a walk over the apps on the books, one memoised lookup each."""
+        before = self.workers
+        if workers.signature == before.signature:
+            return  # the same sizes: keep the answers memoised (and the view as it was)
+        self.workers = workers
+        if not (before.named or workers.named):
+            return  # one worker of the capacity: the arbiter's sums already say as much
+        for app_id, rec in self._admitted.items():  # only where the cut binds, before or now
+            ex = rec.spec.executor
+            old, new = before.holds(ex), workers.holds(ex)
+            if rec.state.admitted and old != new and min(old, new) < self._uncut_want(rec):
+                self._dirty.add(app_id)
+
     def end_step(self) -> None:
         self._touched = set()
 
@@ -248,13 +267,19 @@ class Books:
         """Its floor is promised: its queue admits by ``reserve``."""
         return rec.spec.queue in self._reserving
 
+    @staticmethod
+    def _uncut_want(rec: AppRecord) -> int:
+        want, cap = max(rec.demand, rec.floor), rec.spec.executor_cap
+        return want if cap is None else min(want, cap)
+
     def claim_of(self, rec: AppRecord) -> Claim:
         spec = rec.spec
-        cap = spec.executor_cap
         floor = rec.floor
-        want = max(rec.demand, floor)
-        if cap is not None:
-            want = min(want, cap)
+        # An executor runs on one worker: no more than the workers hold, counted per worker
+        # (with no worker named, the capacity's sums that the arbiter divides say as much).
+        want = self._uncut_want(rec)
+        if self.workers.named:
+            want = min(want, self.workers.holds(spec.executor))
         return Claim(
             app_id=rec.app_id,
             queue=spec.queue,

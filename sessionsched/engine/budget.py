@@ -36,7 +36,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .waits import Wait, WaitCode
+
 ADMISSION_SLICE = "waits for the next cycle: this cycle admitted its slice of {n} apps"
+
+
+def admission_slice(n: int) -> Wait:
+    """The wait of a queue the walk did not reach because the slice of ``n`` was used."""
+    return Wait(WaitCode.ADMISSION_SLICE, ADMISSION_SLICE.format(n=n))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..model import AppSpec, AppState, Executor, Queue, ReclaimMode, Resources
+from ..model import AppSpec, AppState, Executor, Queue, ReclaimMode, Resources, Worker
 
 # --- events -------------------------------------------------------------------------------
 
@@ -96,10 +96,26 @@ class DemandChanged:
 
 @dataclass(frozen=True)
 class CapacityChanged:
-    """Cluster resources for this scheduler: alive workers minus apps it does not manage."""
+    """Cluster resources for this scheduler: alive workers minus apps it does not manage.
+
+    ``workers``: the alive workers one by one (``model.Worker``); the engine decides fit per
+    worker on them (``placement``). ``capacity`` is their sum less what apps the scheduler
+    does not manage hold (derived: ``of_workers``). No workers (``()``): the cluster is taken
+    as one worker of ``capacity`` (a backend that cannot tell its workers apart)."""
 
     capacity: Resources
     driver_slots: int | None = None
+    workers: tuple[Worker, ...] = ()
+
+    @classmethod
+    def of_workers(cls, workers: tuple[Worker, ...], driver_slots: int | None = None,
+                   others: Resources | None = None) -> CapacityChanged:
+        """The event for ``workers``, its capacity their sum less ``others`` (what apps not
+        managed hold)."""
+        total = Resources()
+        for w in workers:
+            total = total + w.size
+        return cls(total - (others or Resources()), driver_slots, tuple(workers))
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from .events import (
     Submitted,
     Tick,
 )
+from .placement import Workers
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -43,6 +44,7 @@ def submitted(s: Scheduler, now: float, ev: Submitted, out: list[Decision]) -> N
 
 def capacity_changed(s: Scheduler, now: float, ev: CapacityChanged, out: list[Decision]) -> None:
     s.capacity = ev.capacity
+    s.books.set_workers(Workers(ev.workers, ev.capacity))
     if ev.driver_slots is not None:
         s.driver_slots = ev.driver_slots
 

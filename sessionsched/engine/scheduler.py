@@ -53,8 +53,10 @@ from .books import AppRecord
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
 from .events import Decision, Event, SetTarget
+from .placement import Workers
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
+from .waits import Wait
 
 __all__ = ["AppRecord", "Scheduler"]
 
@@ -80,9 +82,11 @@ class Scheduler:
         self.driver_slots = driver_slots
         self.budget = budget
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
-        self.waiting: dict[str, str] = {}  # leaf queue -> why its head waits (last step)
+        self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
+        self.held: dict[str, Wait] = {}  # app -> does_not_fit_now: held aside (last step)
         self._views = ViewKeeper()
         self.books = Books(root, self._views.touch_queue)
+        self.books.set_workers(Workers((), capacity))
         self.apps = self.books.apps
         self._priority_of = admission.PriorityOf(self.apps)
         self._share_by_weight(root)
@@ -107,7 +111,8 @@ class Scheduler:
         """The books as they stand, frozen (``view``): what everyone outside the engine reads.
         The same object again while nothing changed."""
         return self._views.take(self.root, self.capacity, self.driver_slots, self.apps,
-                                self.books.pending, self.waiting, self.usage)
+                                self.books.pending, self.waiting, self.usage, self.held,
+                                self.books.workers)
 
     def queue(self, name: str) -> Queue:
         return self.books.leaves[name]
@@ -211,11 +216,11 @@ class Scheduler:
             if pend
         ]
         if not views:
-            self.waiting = {}
+            self.waiting, self.held = {}, {}
             self._more_to_admit = None
             return
         plan = admission.plan_admissions(self.root, views, self._room(), self.budget.admit)
-        self.waiting = plan.waiting
+        self.waiting, self.held = plan.waiting, plan.held
         sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
         self._more_to_admit = now if sliced else None
         for app_id in plan.admit:
@@ -231,10 +236,12 @@ class Scheduler:
             free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib),
             uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib),
             driver_slots_free=self.driver_slots - t.client_drivers,
+            driver_slots=self.driver_slots,
             capacity=self.capacity,
             need_of=books.needs.need_at_or_above,
             weight_of=books.needs.weight_at_or_above,
             launching_of=books.launching.first_at_or_above,
+            workers=books.workers,
         )
         busy = []
         admitted, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in

@@ -22,7 +22,9 @@ from types import MappingProxyType
 from ..model import AppState, Queue, QueueUsage, Resources
 from .books import AppRecord
 from .events import Adopted, Decision, Event, Submitted
+from .placement import Workers
 from .rank import Rank, rank
+from .waits import Wait, WaitCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +66,19 @@ class AppFacts:
 class EngineView:
     """The engine after a step. ``pending``: each leaf's queued app ids, head first;
     ``waiting``: why each waiting leaf's head waits; ``usage``: per queue, parents summing
-    their children (``Scheduler.usage``)."""
+    their children (``Scheduler.usage``); ``held``: the queued apps held aside because the
+    cluster as it is now cannot hold them (app id -> ``does_not_fit_now``); ``workers``: the
+    cluster's workers as the engine decides on them (``placement.Workers``)."""
 
     root: Queue
     capacity: Resources
     driver_slots: int
     apps: Mapping[str, AppFacts]
     pending: Mapping[str, tuple[str, ...]]
-    waiting: Mapping[str, str]
+    waiting: Mapping[str, Wait]
     usage: Mapping[str, QueueUsage]
+    held: Mapping[str, Wait] = field(default_factory=dict)
+    workers: Workers | None = None
     _ranks: dict[str, tuple[Rank, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def position(self, app_id: str) -> int | None:
@@ -87,6 +93,35 @@ class EngineView:
             ranks = tuple(self.apps[a].rank for a in self.pending.get(facts.queue, ()))
             self._ranks[facts.queue] = ranks
         return bisect_left(ranks, facts.rank) + 1
+
+    def wait_of(self, app_id: str, position: int | None = None) -> Wait | None:
+        """Why a queued app waits (None if it is not queued), worked out at read time so that
+        no cycle spends anything on the apps behind a head: the head carries its queue's wait
+        (``waiting``), an app behind it ``behind_app``, naming the head and what holds it; an
+        app held aside its own ``does_not_fit_now`` (``held``), and the apps it was ahead of
+        take the place it left.
+        ``position``: the app's, if the caller has it already (``position()``)."""
+        if position is None:
+            position = self.position(app_id)
+            if position is None:
+                return None
+        aside = self.held.get(app_id)
+        if aside is not None:
+            return aside  # held aside (``does_not_fit_now``): its own wait, not its queue's
+        queue = self.apps[app_id].queue
+        wait = self.waiting.get(queue)
+        first = 0  # the head: the first app of the queue not held aside
+        if self.held:
+            listing = self.pending[queue]
+            while first < position - 1 and listing[first] in self.held:
+                first += 1
+        if first == position - 1:
+            return wait or Wait(WaitCode.NEXT_CYCLE, "next to start, at the next cycle")
+        head = self.pending[queue][first]
+        held = f"which waits: {wait.text}" if wait else "which starts at the next cycle"
+        return Wait(WaitCode.BEHIND_APP,
+                    f"behind {head}, the head of {queue} ({position - 1} app(s) ahead of it),"
+                    f" {held}")
 
     def leaves(self) -> list[Queue]:
         return list(self.root.leaves())
@@ -115,12 +150,16 @@ class ViewKeeper:
 
     def take(self, root: Queue, capacity: Resources, driver_slots: int,
              apps: Mapping[str, AppRecord], pending: Mapping[str, Iterable[Rank]],
-             waiting: Mapping[str, str],
-             usage: Callable[[], Mapping[str, QueueUsage]]) -> EngineView:
+             waiting: Mapping[str, Wait],
+             usage: Callable[[], Mapping[str, QueueUsage]],
+             held: Mapping[str, Wait] | None = None, workers: Workers | None = None,
+             ) -> EngineView:
         last = self._last
+        held = held or {}
         unchanged = (last is not None and not self._all and not self._apps and not self._leaves
                      and last.capacity == capacity and last.driver_slots == driver_slots
-                     and last.waiting == waiting)
+                     and last.waiting == waiting and last.held == held
+                     and last.workers is workers)
         if unchanged:
             return last
         if last is None or self._all:
@@ -145,6 +184,7 @@ class ViewKeeper:
             root=root, capacity=capacity, driver_slots=driver_slots,
             apps=MappingProxyType(facts), pending=MappingProxyType(queued),
             waiting=MappingProxyType(dict(waiting)), usage=MappingProxyType(dict(usage())),
+            held=MappingProxyType(dict(held)), workers=workers,
         )
         self._apps, self._leaves, self._all = set(), set(), False
         return self._last

@@ -154,6 +154,9 @@ class Operations(Reads):
                       check: Callable[[], StoredApp]) -> Outcome:
         try:
             app = self._admit(caller, check())
+            never = self.service.view.never_fits(app.spec)
+            if never is not None:
+                return failed(Kind.REFUSED, f"never fits: {never}", 400)
             # The leaf as it runs now (plans applied), counted under the caps' lock.
             leaf = leaf_named(self.service.view.engine.root, app.queue)
             place = self.depth.take(leaf, app.user,

@@ -60,6 +60,10 @@ class Reads:
     def queue_rows(self) -> list:
         return self.service.view.queue_rows()
 
+    def queue_wait_codes(self) -> dict[str, str]:
+        """Each waiting leaf queue's reason code (``queue_rows``' reason), by name."""
+        return self.service.view.queue_wait_codes()
+
     def health_row(self) -> dict:
         """The view's health, the store's (a round trip to the database) and the role."""
         service = self.service

@@ -1,9 +1,9 @@
 """Prometheus metrics (``GET /metrics``).
 
 Counters and the cycle histogram are updated as things happen; the gauges (apps per state per
-queue, queue lengths, cluster reachability) are read from the service's books at scrape time, so
-they can never drift from what the API shows. Each service has its own registry: two services
-in one process (tests) do not collide.
+queue, queue lengths, waiting apps per queue and reason code, cluster reachability) are read
+from the service's books at scrape time, so they can never drift from what the API shows. Each
+service has its own registry: two services in one process (tests) do not collide.
 """
 
 from __future__ import annotations
@@ -45,6 +45,14 @@ class _BooksCollector(Collector):
         for queue, n in sorted(snap["executor_cores"].items()):
             executors.add_metric([queue], n)
         yield executors
+        waiting = GaugeMetricFamily(
+            "sessionsched_waiting_apps",
+            "Applications waiting to start, by leaf queue and reason code (docs/reasons.md)",
+            labels=["queue", "reason_code"],
+        )
+        for (queue, code), n in sorted(snap["waiting"].items()):
+            waiting.add_metric([queue, code], n)
+        yield waiting
         yield GaugeMetricFamily(
             "sessionsched_cluster_reachable", "1 when the backend reached the cluster last time",
             value=1 if snap["reachable"] else 0,

@@ -24,8 +24,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from sessionsched.engine.placement import never_fits
+from sessionsched.engine.tree import QueueTree
 from sessionsched.engine.view import AppFacts, EngineView
-from sessionsched.model import AppState, Queue, QueueUsage
+from sessionsched.engine.waits import Wait, WaitCode
+from sessionsched.model import AppSpec, AppState, Queue, QueueUsage
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.store import StoredApp
 
@@ -76,6 +79,7 @@ class AppRead:
     state: AppState
     position: int | None
     reason: str
+    reason_code: WaitCode | None  # a waiting app's (``engine.waits``); None once it started
     submitted_at: float
     started_at: float | None
     first_executor_at: float | None
@@ -90,19 +94,19 @@ class AppRead:
 
     @staticmethod
     def of(sub: AcceptedApp, facts: AppFacts | None, position: int | None,
-           reason: str) -> AppRead:
+           reason: str, reason_code: WaitCode | None = None) -> AppRead:
         if facts is None:  # committed, not stepped yet
             return AppRead(
                 id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind,
                 queue=sub.queue, priority=sub.spec.priority, state=AppState.ACCEPTED, position=None,
-                reason=reason, submitted_at=sub.submitted_at, started_at=None,
-                first_executor_at=None, finished_at=None, exit_code=None, executors=0,
-                target=0, demand=0, spark_app_id=None, warnings=sub.warnings,
+                reason=reason, reason_code=reason_code, submitted_at=sub.submitted_at,
+                started_at=None, first_executor_at=None, finished_at=None, exit_code=None,
+                executors=0, target=0, demand=0, spark_app_id=None, warnings=sub.warnings,
                 log_path=sub.log_path)
         return AppRead(
             id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind, queue=sub.queue,
             priority=facts.priority, state=facts.state, position=position, reason=reason,
-            submitted_at=sub.submitted_at, started_at=facts.launched_at,
+            reason_code=reason_code, submitted_at=sub.submitted_at, started_at=facts.launched_at,
             first_executor_at=facts.first_executor_at, finished_at=facts.finished_at,
             exit_code=facts.exit_code, executors=facts.executors, target=facts.target,
             demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
@@ -114,7 +118,7 @@ class AppRead:
         return AppRead(
             id=app.id, seq=app.seq, name=app.name, user=app.user, kind=app.kind, queue=app.queue,
             priority=app.priority, state=app.state, position=None, reason=app.reason,
-            submitted_at=app.submitted_at, started_at=app.started_at,
+            reason_code=None, submitted_at=app.submitted_at, started_at=app.started_at,
             first_executor_at=app.first_executor_at, finished_at=app.finished_at,
             exit_code=app.exit_code, executors=0, target=0, demand=0,
             spark_app_id=app.spark_app_id, warnings=tuple(app.warnings),
@@ -139,6 +143,17 @@ class ReadView:
     _queued: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     # --- apps -----------------------------------------------------------------------------
+
+    def never_fits(self, spec: AppSpec) -> str | None:
+        """Why a submission can never run on the cluster as it is now (``placement.never_fits``
+        on the engine's workers and its queue tree, plans applied), or None. Not asked while the
+        cluster is out of reach or names no worker: the app queues until it can be told."""
+        workers = self.engine.workers
+        if workers is None or not workers.sizes or (self.health.reachable is not None
+                                                    and not self.health.ok):
+            return None
+        path = QueueTree.of(self.engine.root).path.get(spec.queue)
+        return None if path is None else never_fits(spec, path, workers)
 
     def app(self, app_id: str) -> AppRead | None:
         """The app in memory (None: unknown, or forgotten - the store has it then)."""
@@ -191,15 +206,15 @@ class ReadView:
         (most apps, between two cycles: the engine's view keeps the facts of an app that did
         not change). Building it again was a quarter of a one-queue list's time at 10,000
         apps (py-spy --gil). At most ``_READS_KEPT`` apps are kept."""
-        reason = self._reason(sub, facts, position)
+        reason, code = self._reason(sub, facts, position)
         last = self._reads.get(sub.id)
         if (last is not None and last[0] is sub and last[1] is facts and last[2] == position
-                and last[3] == reason):
+                and last[3] == (reason, code)):
             return last[4]
         if len(self._reads) >= _READS_KEPT:
             self._reads.clear()  # forgotten apps' entries go too; the next reads refill it
-        read = AppRead.of(sub, facts, position, reason)
-        self._reads[sub.id] = (sub, facts, position, reason, read)
+        read = AppRead.of(sub, facts, position, reason, code)
+        self._reads[sub.id] = (sub, facts, position, (reason, code), read)
         return read
 
     def resolve(self, any_id: str) -> tuple[str, bool] | None:
@@ -216,19 +231,23 @@ class ReadView:
         app_id = self._by_spark_id.get(any_id)
         return (app_id, True) if app_id else None
 
-    def _reason(self, sub: AcceptedApp, facts: AppFacts | None, position: int | None) -> str:
+    def _reason(self, sub: AcceptedApp, facts: AppFacts | None,
+                position: int | None) -> tuple[str, WaitCode | None]:
+        """The app's reason and, while it waits, its code (``engine.waits``: the queue's wait
+        for its head, ``behind_app`` behind it, ``cluster_unavailable`` over both)."""
         if facts is None:
-            return JOINS_NEXT_CYCLE
+            return JOINS_NEXT_CYCLE, WaitCode.NEXT_CYCLE
         if facts.state is not AppState.ACCEPTED:
-            return facts.reason
+            return facts.reason, None
         if self.health.reachable is not None and not self.health.ok:  # no cluster to start in
             why = self.health.describe()
-        else:
-            why = self.engine.waiting.get(sub.queue)
-        if position == 1:
-            return why or "next to start"
-        ahead = f"{position - 1} app(s) ahead in {sub.queue}"
-        return f"{ahead}; {why}" if why else ahead
+            if position is not None and position > 1:
+                why += f" ({position - 1} app(s) ahead of it in {sub.queue})"
+            return why, WaitCode.CLUSTER_UNAVAILABLE
+        wait = self.engine.wait_of(facts.app_id, position)
+        if wait is None:  # not in its queue's listing: cannot be while ACCEPTED, but say so
+            wait = Wait(WaitCode.NEXT_CYCLE, JOINS_NEXT_CYCLE)
+        return wait.text, wait.code
 
     def queued(self, leaf: str, user: str | None = None) -> tuple[int, int]:
         """(apps queued in ``leaf``, of them ``user``'s; 0 without a user): the engine's queued
@@ -256,11 +275,24 @@ class ReadView:
         rows = []
         for q in self.engine.root.walk():
             u = self.engine.usage.get(q.name)
-            waiting = self.engine.waiting.get(q.name) if q.is_leaf else None
+            wait = self.engine.waiting.get(q.name) if q.is_leaf else None
+            waiting = wait.text if wait is not None else None
             if self.health.reachable is not None and not self.health.ok and u and u.pending:
                 waiting = self.health.describe()
             rows.append((q, u, waiting))
         return rows
+
+    def queue_wait_codes(self) -> dict[str, WaitCode]:
+        """Each waiting leaf's code (``queue_rows``' reason), by queue name."""
+        down = self.health.reachable is not None and not self.health.ok
+        out = {}
+        for leaf, wait in self.engine.waiting.items():
+            out[leaf] = WaitCode.CLUSTER_UNAVAILABLE if down else wait.code
+        if down:
+            for leaf, u in self.engine.usage.items():
+                if u.pending and leaf in self.engine.pending:
+                    out[leaf] = WaitCode.CLUSTER_UNAVAILABLE
+        return out
 
     def health_row(self) -> dict:
         return {
@@ -272,6 +304,31 @@ class ReadView:
             "apps": len(self.submissions) + len(self.final),
             "last_cycle_at": self.last_cycle_at,
         }
+
+    def waiting_by_code(self) -> dict[tuple[str, str], int]:
+        """Waiting apps by (leaf queue, reason code), for the metrics: each queue's head has
+        its queue's code, the apps behind it ``behind_app`` (``EngineView.wait_of``), every one
+        ``cluster_unavailable`` while there is no cluster to start in; apps no cycle has seen
+        yet ``next_cycle``. O(queues) plus the apps in memory (as ``states``)."""
+        down = self.health.reachable is not None and not self.health.ok
+        out: dict[tuple[str, str], int] = {}
+
+        def add(queue: str, code: WaitCode, n: int) -> None:
+            if n > 0:
+                key = (queue, code.value)
+                out[key] = out.get(key, 0) + n
+
+        for leaf, pend in self.engine.pending.items():
+            if down:
+                add(leaf, WaitCode.CLUSTER_UNAVAILABLE, len(pend))
+            elif pend:
+                head = self.engine.wait_of(pend[0], 1)
+                add(leaf, head.code if head else WaitCode.NEXT_CYCLE, 1)
+                add(leaf, WaitCode.BEHIND_APP, len(pend) - 1)
+        for app_id, sub in self.submissions.snapshot().items():
+            if app_id not in self.engine.apps and app_id not in self.final:
+                add(sub.queue, WaitCode.NEXT_CYCLE, 1)
+        return out
 
     def states(self) -> Iterable[tuple[str, AppState]]:
         """(queue, state) of every app in memory, for the metrics."""

@@ -377,6 +377,7 @@ class Service:
                         for q in view.engine.root.leaves()},
             "executor_cores": {name: u.executor_cores for name, u in usage.items()},
             "reachable": bool(view.health.reachable),
+            "waiting": view.waiting_by_code(),
         }
 
 

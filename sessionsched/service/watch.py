@@ -43,7 +43,7 @@ class ClusterWatch:
                 cores_mem, slots = self.backend.capacity()
             except Exception as e:  # noqa: BLE001
                 return polled + self._unreachable(now, e)
-            polled.append(CapacityChanged(cores_mem, slots))
+            polled.append(CapacityChanged(cores_mem, slots, self.backend.workers()))
             self._capacity_read_at = now
         cores = next((e.capacity.cores for e in reversed(polled)
                       if isinstance(e, CapacityChanged)), self.health.cores)

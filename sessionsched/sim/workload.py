@@ -1,8 +1,8 @@
 """Simulator workload YAML -> validated, typed workload (DESIGN.md, "Simulator workload").
 
 ```yaml
-cluster: {cores: 64, memory: 256g, driver_slots: 8, driver_start_s: 5, executor_start_s: 3,
-          executor_idle_timeout_s: 60, cycle_s: 1, max_time_s: 86400}
+cluster: {cores: 64, memory: 256g, workers: 1, driver_slots: 8, driver_start_s: 5,
+          executor_start_s: 3, executor_idle_timeout_s: 60, cycle_s: 1, max_time_s: 86400}
 queues: [...]      # the server config's `queues` schema; default: one queue root.default
 apps:
   - {name: etl-1, submit: 0, queue: root.etl, user: alice, priority: 5000,
@@ -18,10 +18,14 @@ Decisions where DESIGN.md is silent:
 - An app's ``queue`` is resolved like a submission's (``root.etl``, ``etl``); default: the only
   leaf queue if there is one, else ``root.default``. Names are unique: they are the app ids.
 - Submission order (``seq``) is by submit time, then by place in the file.
-- A workload that could never run is refused, not simulated: an executor or an in-cluster
-  driver larger than the whole cluster, ``min_executors`` above ``max_executors``, a priority
-  update before the app is submitted, a submission after ``max_time_s``. An app that merely
-  waits forever is a result (``stuck``).
+- ``cores`` and ``memory`` are the whole cluster's, split evenly among ``workers`` equal
+  workers (as the server's memory backend): a driver or an executor runs on one of them.
+- A workload that could never run is refused, not simulated: an app the server would refuse
+  at submission (``engine.placement.never_fits``: an executor or an in-cluster driver larger
+  than any worker, first executors more than the workers hold or above a queue's
+  ``max_cores``), ``min_executors`` above ``max_executors``, a priority update before the app
+  is submitted, a submission after ``max_time_s``. An app that merely waits forever is a
+  result (``stuck``).
 - ``stages: []`` is a driver that never asks for executors: it works ``startup_s`` in the
   driver alone and exits (seed 000: "not all applications will request more than one
   allocation"); ``exit_code`` (default 0) is the driver's when its work is done, so a driver
@@ -47,12 +51,15 @@ from ..config import (
     parse_model,
     resolve_queue,
 )
+from ..engine.placement import Workers, never_fits
+from ..engine.tree import QueueTree
 from ..model import (
     PRIORITY_DEFAULT,
     Admission,
     AppSpec,
     Queue,
     Resources,
+    Worker,
     parse_mem_mib,
     parse_priority,
 )
@@ -68,6 +75,7 @@ class _Strict(BaseModel):
 class ClusterConfig(_Strict):
     cores: int = Field(64, ge=1)
     memory: MiB = parse_mem_mib("256g")
+    workers: int = Field(1, ge=1)
     driver_slots: int = Field(8, ge=0)
     driver_start_s: float = Field(5.0, ge=0)
     executor_start_s: float = Field(3.0, ge=0)
@@ -147,6 +155,7 @@ def _first_problem(w: WorkloadConfig) -> str | None:
     root = build_queue_tree(w.queues)
     seen: dict[str, int] = {}
     c = w.cluster
+    workers = Workers(_workers(c))
     for i, app in enumerate(w.apps):
         where = f"apps[{i}]"
         if app.name in seen:
@@ -161,18 +170,7 @@ def _first_problem(w: WorkloadConfig) -> str | None:
             resolve_queue(root, _queue_name(app, root))
         except LookupError as e:
             return f"{where}.queue: {e}"
-        ex = app.executor
-        if ex.cores > c.cores or ex.memory > c.memory:
-            return (
-                f"{where}.executor: {ex.cores} cores/{ex.memory} MiB does not fit in the cluster "
-                f"({c.cores} cores/{c.memory} MiB)"
-            )
-        dr = app.driver
-        if dr.in_cluster and (dr.cores > c.cores or dr.memory > c.memory):
-            return (
-                f"{where}.driver: {dr.cores} cores/{dr.memory} MiB does not fit in the cluster "
-                f"({c.cores} cores/{c.memory} MiB)"
-            )
+        ex, dr = app.executor, app.driver
         if not dr.in_cluster and c.driver_slots == 0:
             return (
                 f"{where}.driver: a client-mode driver needs a driver slot; "
@@ -194,7 +192,16 @@ def _first_problem(w: WorkloadConfig) -> str | None:
                     f"{where}.updates[{j}].at: {up.at:g} is before the app is submitted "
                     f"(submit {app.submit:g})"
                 )
+        spec = _sim_app(app, i, root).spec
+        never = never_fits(spec, QueueTree.of(root).path[spec.queue], workers)
+        if never is not None:
+            return f"{where}: never fits: {never}"
     return None
+
+
+def _workers(c: ClusterConfig) -> tuple[Worker, ...]:
+    size = Resources(c.cores // c.workers, c.memory // c.workers)
+    return tuple(Worker(f"worker-{i + 1}", size, size) for i in range(c.workers))
 
 
 # --- typed workload: what the simulator reads -------------------------------------------------
@@ -230,6 +237,7 @@ class Cluster:
     executor_idle_timeout_s: float
     cycle_s: float
     max_time_s: float
+    workers: int = 1  # equal workers sharing ``capacity``
 
 
 @dataclass(frozen=True)
@@ -249,6 +257,7 @@ def to_workload(cfg: WorkloadConfig) -> Workload:
         executor_idle_timeout_s=c.executor_idle_timeout_s,
         cycle_s=c.cycle_s,
         max_time_s=c.max_time_s,
+        workers=c.workers,
     )
     root = build_queue_tree(cfg.queues)
     order = sorted(range(len(cfg.apps)), key=lambda i: (cfg.apps[i].submit, i))

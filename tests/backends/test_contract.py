@@ -106,8 +106,10 @@ def test_drivers_report_start_executors_and_exit_codes_through_a_restart(rig):
                 < before.index(app_id, DriverExited)), before.events
     assert before.exit_code("driver-long") is None
     # Capacity at the first poll; our own apps' executors are never taken off it.
-    assert [e for e in opening if isinstance(e, CapacityChanged)] == [
-        CapacityChanged(rig.capacity, first.capacity()[1])]
+    caps = [e for e in opening if isinstance(e, CapacityChanged)]
+    assert [(e.capacity, e.driver_slots) for e in caps] == [(rig.capacity, first.capacity()[1])]
+    # every backend names its workers, and their sizes add up to the capacity
+    assert caps[0].workers and sum(w.size.cores for w in caps[0].workers) == rig.capacity.cores
     assert {c.capacity for c in before.capacities()} == {rig.capacity}
     first.close()  # the scheduler is gone; its drivers are not
 

@@ -14,13 +14,13 @@ from tests.sparkcluster import wait_until
 APP_KEYS = {
     "id", "name", "user", "queue", "priority", "state", "position", "submitted_at",
     "started_at", "first_executor_at", "finished_at", "exit_code", "executors", "target",
-    "demand", "spark_app_id", "kind", "reason", "warnings",
+    "demand", "spark_app_id", "kind", "reason", "reason_code", "warnings",
 }  # fmt: skip
 QUEUE_KEYS = {
     "name", "leaf", "admission", "policy", "weight", "min_share", "max_cores",
     "max_running_apps", "starting_limit", "starting_timeout", "reclaim_timeout", "max_wait",
     "max_queued_apps", "max_queued_apps_per_user", "pending", "starting", "running",
-    "executor_cores", "demand_cores", "waiting_reason",
+    "executor_cores", "demand_cores", "waiting_reason", "waiting_reason_code",
 }  # fmt: skip
 ID = re.compile(r"driver-\d{14}-\d{4}")
 

@@ -25,11 +25,12 @@ from sessionsched.backends.clusterview import (
     parse_master,
     parse_worker_executors,
     presumed_ours,
+    workers_of,
 )
 from sessionsched.backends.commands import redacted, rest_request, submit_command
 from sessionsched.backends.standalone import RUNNER, StandaloneBackend
 from sessionsched.engine.events import DriverExited
-from sessionsched.model import Resources
+from sessionsched.model import Resources, Worker
 from tests.sparkcluster import free_port, wait_until
 
 # --- spark-submit command lines ---------------------------------------------------------
@@ -156,6 +157,13 @@ def _view(workers, apps, drivers=(), executors=()):
 )
 def test_capacity_for_managed(view, managed_apps, managed_drivers, expected):
     assert capacity_for_managed(view, managed_apps, managed_drivers) == expected
+
+
+def test_workers_of_names_the_alive_workers_with_what_is_free_on_each():
+    busy = {**_worker("w1", 4, 8192), "coresused": 3, "memoryused": 2048}
+    view = _view([busy, _worker("w2", 2, 2048), _worker("w3", 8, 8192, "DEAD")], [])
+    assert workers_of(view) == (Worker("w1", Resources(4, 8192), Resources(1, 6144)),
+                                Worker("w2", Resources(2, 2048), Resources(2, 2048)))
 
 
 _APPS = [_app("app-old", 1, start_s=50), _app("app-a", 1, start_s=100),

@@ -10,6 +10,7 @@ from sessionsched.engine import (
     ExecutorsChanged,
     PriorityChanged,
 )
+from sessionsched.engine.waits import WaitCode
 from sessionsched.model import Resources
 
 
@@ -80,7 +81,7 @@ def test_burst_of_in_cluster_drivers(mode, first, targets):
 def test_stateaware_starting_limit(limit, first):
     run = Run(one_queue(admission="stateaware", starting_limit=limit), slots=10)
     assert launched(run.submit(*(app(n) for n in "abcd"))) == first
-    assert "starting_limit" in run.sched.waiting["root.q"]
+    assert "starting_limit" in run.sched.waiting["root.q"].text
 
 
 def test_stateaware_next_app_starts_when_the_first_has_an_executor():
@@ -111,7 +112,10 @@ def test_reserve_holds_each_reservation_until_met():
     run = Run(one_queue(admission="reserve", policy="fifo"), cores=4)
     out = run.submit(*(app(n).executor(2) for n in "abc"))
     assert launched(out) == ["a", "b"]
-    assert "no room to reserve" in run.sched.waiting["root.q"]
+    assert run.sched.waiting["root.q"].code is WaitCode.EXECUTOR_ROOM
+    assert run.sched.waiting["root.q"].text == (
+        "no room for its first 1 executor(s), 2 cores/1024 MiB in all: 0 cores/1046528 MiB is"
+        " left beside the drivers and executor floors of 2 admitted app(s)")
     # a's driver pre-processes for a long time: its reservation stays, c keeps waiting
     assert launched(run.step(at=1000.0)) == []
     assert run.targets() == {"a": (1, 1), "b": (1, 1)}
@@ -144,7 +148,7 @@ def test_reserve_does_not_let_another_queue_eat_a_reservation():
     run = Run(root, cores=2)
     run.submit(app("r1").queue("r").in_cluster())  # driver 1 + reserved executor 1 = 2 cores
     assert launched(run.submit(app("n1").queue("n").in_cluster())) == []
-    assert "no room for the driver" in run.sched.waiting["root.n"]
+    assert "no room for its driver" in run.sched.waiting["root.n"].text
 
 
 def test_reservation_waiting_for_a_reclaim_is_not_given_to_another_driver():
@@ -166,7 +170,7 @@ def test_reserve_respects_max_cores_of_the_path():
     run = Run(root, cores=100)
     out = run.submit(*(app(n).queue("p.r").executor(2) for n in "abc"))
     assert launched(out) == ["a", "b"]  # 2 + 2 reserved cores under max_cores 4
-    assert "max_cores 4" in run.sched.waiting["root.p.r"]
+    assert "queue root.p, whose max_cores is 4" in run.sched.waiting["root.p.r"].text
 
 
 # --- limits -------------------------------------------------------------------------------
@@ -196,7 +200,7 @@ def test_reserve_respects_max_cores_of_the_path():
 def test_max_running_apps(root, apps, first, waits_in):
     run = Run(root, slots=10)
     assert launched(run.submit(*apps)) == first
-    assert "max_running_apps 2" in run.sched.waiting[waits_in]
+    assert "its max_running_apps is 2" in run.sched.waiting[waits_in].text
 
 
 @pytest.mark.parametrize(
@@ -223,7 +227,7 @@ def test_in_cluster_driver_waits_for_cores_held_by_executors():
     run.step(DemandChanged("a", 4))
     run.hold("a", 4)
     assert launched(run.submit(app("b").in_cluster())) == []
-    assert "no room for the driver" in run.sched.waiting["root.q"]
+    assert "no room for its driver" in run.sched.waiting["root.q"].text
     run.step(DemandChanged("a", 3))
     out = run.hold("a", 3)  # one executor released
     assert launched(out) == ["b"]
@@ -270,15 +274,37 @@ def test_queue_using_less_goes_first_whatever_the_heads_priority():
 
 
 def test_blocked_queue_holds_back_only_itself_and_strictly():
+    # (Before workers were real this used a driver larger than the cluster; such an app is now
+    # held aside with does_not_fit_now: see the next test.)
     root = tree(leaf("A", admission="none"), leaf("B", admission="none"))
     run = Run(root, cores=3, slots=4)
+    run.submit(app("busy").queue("B"))
+    run.step(DemandChanged("busy", 1))
+    run.hold("busy", 1)
     out = run.submit(
-        app("big").queue("A").in_cluster(4),  # cannot fit in 3 cores
+        app("big").queue("A").in_cluster(3),  # fits the cluster, not the 2 cores free now
         app("small").queue("A"),  # would fit, but big is its queue's head
         app("other").queue("B"),
     )
     assert launched(out) == ["other"]
     assert run.sched.pending("root.A") == ["big", "small"]
+
+
+def test_an_app_the_cluster_cannot_hold_now_does_not_block_its_queue():
+    root = tree(leaf("A", admission="none"), leaf("B", admission="none"))
+    run = Run(root, cores=3, slots=4)
+    out = run.submit(
+        app("big").queue("A").in_cluster(4),  # 4 cores: no worker of this cluster holds it
+        app("small").queue("A"),  # goes ahead
+        app("other").queue("B"),
+    )
+    assert launched(out) == ["small", "other"]
+    assert run.sched.pending("root.A") == ["big"]
+    wait = run.sched.held["big"]
+    assert wait.code == "does_not_fit_now"
+    assert wait.text == ("does not fit the cluster as it is now: the driver of 4 cores/1024 MiB"
+                         " fits no worker (1 worker of 3 cores/1048576 MiB)")
+    assert run.sched.view().held["big"] == wait
 
 
 def test_tree_walk_picks_the_lighter_parent_first():

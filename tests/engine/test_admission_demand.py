@@ -276,7 +276,7 @@ def alone_drivers(run: Run) -> None:
     """a-d: in-cluster drivers STARTING from t=0 that fill 0.4 x 10 cores; e waits behind them."""
     run.submit(*(app(n).in_cluster() for n in "abcd"), at=0.0)
     run.submit(app("e").in_cluster(), at=1.0)
-    assert run.sched.waiting["root.q"].startswith("in-cluster drivers")
+    assert run.sched.waiting["root.q"].text.startswith("the in-cluster drivers")
 
 
 def drivers_working_alone_stop_counting_toward_the_fraction():
@@ -296,16 +296,17 @@ CASES = {
     "burst: in-cluster drivers stop at max_driver_fraction of the cores":
         Case(burst_stops_at_the_driver_fraction, ["a", "b", "c", "d"], "max_driver_fraction"),
     "burst: the starting apps' first executors fill the room":
-        Case(burst_stops_where_first_executors_fill_the_room, ["a", "b", "c"], "want the room"),
+        Case(burst_stops_where_first_executors_fill_the_room, ["a", "b", "c"],
+             "above their floors"),
     "a queue running no in-cluster driver may always start one (YARN's rule)":
         Case(a_queue_without_drivers_may_start_one, ["a"], "max_driver_fraction"),
     "the running apps' demand holds the head back":
-        Case(running_demand_holds_the_head_back, [], "want the room"),
+        Case(running_demand_holds_the_head_back, [], "above their floors"),
     "one driver starts ahead of the room its first executors need":
-        Case(one_driver_starts_ahead_of_the_room, ["b"], "want the room"),
+        Case(one_driver_starts_ahead_of_the_room, ["b"], "above their floors"),
     "a driver goes ahead only if it fits beside the running apps' demand":
         Case(an_in_cluster_driver_goes_ahead_only_if_its_driver_fits_beside_the_demand, [],
-             "want the room"),
+             "above their floors"),
     "the next driver goes ahead once the one ahead has its executor":
         Case(the_next_goes_ahead_once_the_one_ahead_has_an_executor, ["b"], None),
     "room the running apps do not want is used":
@@ -315,25 +316,29 @@ CASES = {
     "lower-priority demand does not hold back a higher-priority head":
         Case(lower_priority_demand_does_not_hold_back_a_higher_head, ["high"], None),
     "equal-priority demand holds back a later head in a fifo queue":
-        Case(equal_priority_demand_holds_back_a_later_head_in_a_fifo_queue, [], "want the room"),
+        Case(equal_priority_demand_holds_back_a_later_head_in_a_fifo_queue, [],
+             "above their floors"),
     "fairshare: running apps' demand counts only up to their share with the head in":
         Case(a_fairshare_queue_admits_an_equal_priority_head_to_its_share, ["b"], None),
     "fairshare: a head whose share would hold no executor waits":
-        Case(a_fairshare_head_whose_share_holds_no_executor_waits, [], "want the room"),
+        Case(a_fairshare_head_whose_share_holds_no_executor_waits, [], "above their floors"),
     "fairshare: a burst stops where a newcomer's share holds no first executor":
         Case(a_fairshare_head_counts_the_drivers_admitted_with_it, ["a", "b", "c", "d"],
-             "want the room"),
+             "above their floors"),
     "another queue's demand does not hold a head back":
         Case(another_queues_demand_does_not_hold_a_head_back, ["b"], None, "root.y"),
     "client-mode drivers do not count toward the fraction":
         Case(client_mode_drivers_do_not_count_toward_the_fraction, ["a", "b", "c", "d"],
-             "want the room"),
+             "above their floors"),
     "each leaf reaches its share of the cluster by weight":
-        Case(each_leaf_reaches_its_weight_share, ["a", "d", "b"], "hold 2 of the 6 cores",
+        Case(each_leaf_reaches_its_weight_share, ["a", "d", "b"],
+             "hold 2 cores/2048 MiB; with its driver's 1 cores/1024 MiB they would pass"
+             " max_driver_fraction 0.4 of the 6 cores",
              "root.x"),
     "a lone busy queue reaches what its idle siblings leave (YARN's elastic queues)":
         Case(a_lone_busy_queue_reaches_what_idle_siblings_leave, ["a", "b", "c", "d"],
-             "hold 4 of the 10 cores", "root.x"),
+             "hold 4 cores/4096 MiB; with its driver's 1 cores/1024 MiB they would pass"
+             " max_driver_fraction 0.4 of the 10 cores", "root.x"),
     "max_cores cuts the cores a queue reaches":
         Case(max_cores_cuts_what_a_queue_reaches, ["a", "b"], "of the 5 cores"),
     "driver memory counts toward the fraction":
@@ -376,7 +381,7 @@ def test_demand_admission(case: Case):
     if case.waits is None:
         assert reason is None
     else:
-        assert reason is not None and case.waits in reason, reason
+        assert reason is not None and case.waits in reason.text, reason
     assert run.sched.check() == []
 
 

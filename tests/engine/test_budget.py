@@ -33,7 +33,7 @@ def test_a_burst_bigger_than_one_slice_is_admitted_over_several_steps_in_rank_or
     run = sliced(Run(tree(leaf("q", admission="none")), cores=64, slots=64), admit=3)
     first = launched(run.submit(*apps))
     assert first == run_unbounded_order(apps)[:3]
-    assert run.sched.waiting["root.q"] == ADMISSION_SLICE.format(n=3)
+    assert run.sched.waiting["root.q"].text == ADMISSION_SLICE.format(n=3)
     assert run.sched.next_wakeup() == run.now  # "step me again now": the slice continues
     rest = steps_until_quiet(run)
     assert [len(s) for s in [first, *rest]] == [3, 3, 3, 1]  # ceil(10 / 3) steps
@@ -81,7 +81,7 @@ def test_limits_still_hold_across_slices_and_nothing_waits_forever():
     assert launched(run.submit(*apps)) == order[:3]
     run.now += 1
     assert launched(run.step()) == order[3:4]
-    assert "max_running_apps 4" in run.sched.waiting["root.q"]
+    assert "its max_running_apps is 4" in run.sched.waiting["root.q"].text
     run.now += 1
     assert launched(run.step(DriverExited(order[0], 0))) == order[4:5]
     run.now += 1

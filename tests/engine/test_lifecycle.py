@@ -175,7 +175,7 @@ def test_adopted_apps_are_not_launched_again_and_count_for_limits():
     assert launched(out) == [] and run.state("old") == "RUNNING"
     assert run.sched.apps["old"].priority == 7000
     assert launched(run.submit(app("new"))) == []
-    assert "max_running_apps" in run.sched.waiting["root.q"]
+    assert "max_running_apps" in run.sched.waiting["root.q"].text
 
 
 def test_adopted_reserve_app_without_executor_gets_its_reservation_back():

@@ -180,11 +180,17 @@ def test_capacity_is_allocatable_minus_what_others_use(fake, tmp_path, app_py):
     backend = KubernetesBackend(settings, tmp_path / "drivers", driver_slots=3)
     try:
         assert backend.capacity() == (Resources(6, 14336), 3)  # 8 - 1.5 cpu, 16 - 2 GiB
+        # node by node: n1 4 - 1.5 cpu (whole cores: 2), 8 - 2 GiB; n2 whole
+        assert [(w.name, w.size) for w in backend.workers()] == [
+            ("n1", Resources(2, 6144)), ("n2", Resources(4, 8192))]
         # Someone else's Spark app: its executors count against us
         fake.add_pod("other-team", "x-exec-1", cpu="1", memory="1Gi", node="n2",
                      labels={"spark-role": "executor", "spark-app-selector": "spark-theirs"})
         events = collect(backend, lambda ev: of(ev, CapacityChanged))
-        assert of(events, CapacityChanged)[-1] == CapacityChanged(Resources(5, 13312), 3)
+        last = of(events, CapacityChanged)[-1]
+        assert (last.capacity, last.driver_slots) == (Resources(5, 13312), 3)
+        assert [(w.name, w.size) for w in last.workers] == [
+            ("n1", Resources(2, 6144)), ("n2", Resources(3, 7168))]  # n2 less their executor
         # Ours: a Python app (a driver slot for the engine) -- its driver pod is taken off, its
         # executors are not
         backend.launch(launch_for("driver-c", app_py, in_cluster=False))
@@ -194,6 +200,8 @@ def test_capacity_is_allocatable_minus_what_others_use(fake, tmp_path, app_py):
         events = collect(backend, lambda ev: of(ev, ExecutorsChanged))
         cores, mem = backend.capacity()[0].cores, backend.capacity()[0].mem_mib
         assert (cores, mem) == (4, 13312 - 1408)
+        n2 = backend.workers()[1]  # our executor is not taken off its size, only its free room
+        assert n2.size == Resources(3, 7168) and n2.free.cores < n2.size.cores
     finally:
         backend.close()
 

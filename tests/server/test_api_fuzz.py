@@ -155,7 +155,8 @@ SPARK_REST_SPEC = {
                 "SubmissionStatusResponse", "submissionId", "success",
                 driverState={"type": "string"}, schedulerState={"type": "string"},
                 queue={"type": "string"}, priority={"type": "integer"},
-                position={"type": ["integer", "null"]}, schedulerReason={"type": "string"}))},
+                position={"type": ["integer", "null"]}, schedulerReason={"type": "string"},
+                schedulerReasonCode={"type": "string"}))},
         }},
         "/v1/submissions/kill/{sid}": {"post": {
             "parameters": _SID,

@@ -26,7 +26,8 @@ def test_stateaware_starts_one_app_at_a_time_and_runs_the_burst_to_its_end(stepp
         assert states == ["STARTING", "ACCEPTED", "ACCEPTED"]
         second = s.app(ids[1])
         assert second["position"] == 1
-        assert second["reason"] == "1 app(s) starting in root.default (starting_limit 1)"
+        assert second["reason"] == "1 app(s) of root.default are starting: its starting_limit is 1"
+        assert second["reason_code"] == "starting_limit"
         s.until(ids[0], "RUNNING")  # its first executor: the next one may start
         s.cycle()
         assert s.app(ids[1])["state"] == "STARTING"

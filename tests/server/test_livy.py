@@ -23,10 +23,13 @@ def test_a_batch_answers_in_livys_shape_and_is_one_app_everywhere(client, app_fi
     assert batch == {
         "id": bid, "name": "nightly", "owner": "anonymous", "proxyUser": None,
         "state": "not_started", "appId": None,
-        "appInfo": {"driverLogUrl": None, "sparkUiUrl": None}, "log": [],
+        "appInfo": {"driverLogUrl": None, "sparkUiUrl": None,
+                    "schedulerReason": "accepted; joins its queue at the next scheduling cycle",
+                    "schedulerReasonCode": "next_cycle"}, "log": [],
         "submissionId": batch["submissionId"], "schedulerState": "ACCEPTED",
         "queue": "root.etl", "priority": 7000, "position": batch["position"],
-        "schedulerReason": batch["schedulerReason"]}
+        "schedulerReason": batch["schedulerReason"], "schedulerReasonCode": "next_cycle"}
+    assert batch["schedulerReason"] == batch["appInfo"]["schedulerReason"]
     sid = batch["submissionId"]
     native = client.get(f"/api/v1/apps/{sid}").json()
     assert (native["name"], native["queue"], native["priority"], native["kind"]) == (

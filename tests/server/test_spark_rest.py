@@ -9,6 +9,7 @@ from server_helpers import rows, wait_until
 
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.doors.spark_rest.rest import SPARK_VERSION
+from sessionsched.engine.waits import WaitCode
 
 JSON_TYPE = "application/json;charset=utf-8"
 
@@ -144,8 +145,9 @@ def test_status_of_a_queued_driver(client):
     assert out == {"action": "SubmissionStatusResponse", "driverState": "SUBMITTED",
                    "serverSparkVersion": SPARK_VERSION, "submissionId": sid, "success": True,
                    "schedulerState": "ACCEPTED", "queue": "root.default", "priority": 4000,
-                   "position": 2, "schedulerReason": out["schedulerReason"]}
-    assert out["schedulerReason"].startswith("1 app(s) ahead in root.default")
+                   "position": 2, "schedulerReason": out["schedulerReason"],
+                   "schedulerReasonCode": "cluster_unavailable"}  # no cluster in this fixture
+    assert out["schedulerReason"].endswith("(1 app(s) ahead of it in root.default)")
     assert status(client, first)["position"] == 1
 
 
@@ -269,7 +271,9 @@ def test_status_over_real_http_matches_the_routed_answer(tmp_path, offline_confi
                         "serverSparkVersion": SPARK_VERSION, "submissionId": sid,
                         "success": True, "schedulerState": "ACCEPTED", "queue": "root.default",
                         "priority": 5000, "position": 1,
-                        "schedulerReason": body["schedulerReason"]}
+                        "schedulerReason": body["schedulerReason"],
+                        "schedulerReasonCode": body["schedulerReasonCode"]}
+        assert body["schedulerReasonCode"] in {c.value for c in WaitCode}
         unknown = httpx.get(f"{server.url}/v1/submissions/status/driver-nope", timeout=10)
         assert (unknown.status_code, unknown.json()["success"]) == (200, False)
         missing = httpx.get(f"{server.url}/v1/submissions/status/", timeout=10)

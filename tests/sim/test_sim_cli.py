@@ -167,7 +167,20 @@ BAD = {
     ),
     "executor larger than the cluster": (
         bad("apps.0.executor", {"cores": 16}),
-        "apps[0].executor: 16 cores/1024 MiB does not fit in the cluster (8 cores/32768 MiB)",
+        "apps[0]: never fits: an executor of 16 cores/1024 MiB fits no worker"
+        " (1 worker of 8 cores/32768 MiB)",
+    ),
+    "executor larger than any worker": (
+        {**GOOD, "cluster": {**GOOD["cluster"], "workers": 2},
+         "apps": [app("a", queue="a", executor={"cores": 6})]},
+        "apps[0]: never fits: an executor of 6 cores/1024 MiB fits no worker"
+        " (2 workers of 4 cores/16384 MiB)",
+    ),
+    "floor more than the workers hold": (
+        {**GOOD, "cluster": {**GOOD["cluster"], "workers": 2},
+         "apps": [app("a", queue="a", executor={"cores": 3}, min_executors=3)]},
+        "apps[0]: never fits: 3 executor(s) of 3 cores/1024 MiB (minExecutors 3) do not fit"
+        " the cluster: its workers hold 2 (2 workers of 4 cores/16384 MiB)",
     ),
     "min above max executors": (
         {**GOOD, "apps": [app("a", queue="a", min_executors=3, max_executors=2)]},

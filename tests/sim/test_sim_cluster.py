@@ -252,8 +252,8 @@ def test_pool_gives_freed_room_to_waiting_drivers_before_executors():
     pool = full_pool()
     assert pool.request_executor("a", "a1", CORE) == Started()
     assert pool.request_driver("d", CORE) == Started()
-    assert pool.give(CORE) == Started(drivers=["d"])
-    assert pool.give(CORE) == Started(executors=[("a", "a1")])
+    assert pool.give("x1") == Started(drivers=["d"])
+    assert pool.give("x2") == Started(executors=[("a", "a1")])
     assert pool.executor_waits == 1  # a1 was asked for when nothing was free
 
 
@@ -262,7 +262,7 @@ def test_pool_forgets_cancelled_requests():
     pool.request_executor("a", "a1", CORE)
     assert pool.cancel("a1") is True
     assert pool.cancel("x1") is False  # started: its resources come back through give()
-    assert pool.give(CORE) == Started()
+    assert pool.give("x1") == Started()
     assert pool.used == CORE
 
 
@@ -273,3 +273,27 @@ def test_pool_driver_slots():
         pool.take_slot("driver of b")
     pool.give_slot()
     pool.take_slot("driver of b")
+
+
+def test_pool_places_on_one_worker():
+    """Two workers of 4 cores/8g: room split across workers is not room."""
+    pool = Pool(Resources(8, 16384), driver_slots=1, workers=2)
+    assert not pool.fits_one(Resources(8, 1024)) and not pool.fits_one(Resources(1, 10240))
+    three = Resources(3, 1024)
+    assert pool.request_executor("a", "a1", three) == Started(executors=[("a", "a1")])
+    assert pool.request_executor("a", "a2", three) == Started(executors=[("a", "a2")])
+    # 2 cores free in all (1 on each worker): a 2-core executor waits
+    assert pool.request_executor("a", "a3", Resources(2, 1024)) == Started()
+    assert [w.free.cores for w in pool.workers()] == [1, 1]
+    assert pool.give("a1") == Started(executors=[("a", "a3")])
+
+
+def test_pool_loses_a_worker():
+    pool = Pool(Resources(8, 16384), driver_slots=1, workers=2)
+    pool.request_driver("d", CORE)
+    pool.request_executor("a", "a1", CORE)  # spread: the other worker
+    assert pool.lose("worker-1") == ["d"]
+    assert pool.capacity == Resources(4, 8192)
+    assert [w.name for w in pool.workers()] == ["worker-2"]
+    assert pool.give("d") == Started()  # its room went with the worker
+    assert pool.used == CORE

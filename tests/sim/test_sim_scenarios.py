@@ -4,7 +4,7 @@ Cluster (sim_builders.QUICK_CLUSTER): 8 cores, 4 driver slots, driver start 2 s,
 start 1 s, cycle 1 s. Apps are client-mode with 1-core executors unless a row says otherwise.
 """
 
-import math
+import re
 import time
 
 import pytest
@@ -188,10 +188,6 @@ ALONE = {
         app("a", startup_s=10, stages=[stage(16, 5), stage(1, 7)]),
         3 + 10 + 10 + 7,
     ),
-    "executor can never fit beside its driver": (
-        app("a", driver={"cores": 4, "in_cluster": True}, executor={"cores": 6}),
-        math.inf,
-    ),
 }
 
 
@@ -199,6 +195,14 @@ ALONE = {
 def test_alone_time(spec, expected):
     w = workload(spec)
     assert alone_s(w.apps[0], w) == expected
+
+
+def test_an_executor_that_can_never_fit_beside_its_driver_is_refused_at_load():
+    # (was an alone time of infinity: such an app is now refused, as at submission)
+    with pytest.raises(ValueError, match=re.escape(
+            "apps[0]: never fits: 1 executor(s) of 6 cores/1024 MiB (at least 1) do not fit the"
+            " cluster: its workers hold 0 beside the driver of 4 cores/1024 MiB")):
+        workload(app("a", driver={"cores": 4, "in_cluster": True}, executor={"cores": 6}))
 
 
 def test_an_app_alone_finishes_in_its_alone_time_and_is_perfectly_fair():

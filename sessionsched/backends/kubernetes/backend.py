@@ -13,7 +13,9 @@ capacity) and nodes (matching the node selector). ``poll`` reads those caches; i
 on the API server. For each app, in launch order, what its driver pod and executor pods say
 (``driver.Tracked.observe``: DriverStarted, ExecutorsChanged, DriverExited -- the pod's phase
 and driver container decide, spark-submit's own exit code does not tell a failed driver);
-then ``CapacityChanged`` when capacity changed.
+then ``CapacityChanged`` when capacity or the nodes' sizes changed. It names the nodes one by
+one (``pods.node_workers``: a node's allocatable less what pods not ours request on it; free:
+less our pods' requests too): the engine decides fit per node.
 
 Capacity: allocatable cpu/memory of the Ready, schedulable nodes the node selector picks, minus
 the requests of running pods on them that the scheduler does not manage -- all but our apps'
@@ -45,7 +47,7 @@ from kubernetes import client
 from ...agent.package import build_zip
 from ...config import KubernetesSection
 from ...engine.events import CapacityChanged, Event
-from ...model import Resources
+from ...model import Resources, Worker
 from .. import driver_files, procs, spawn
 from ..base import BackendError, ClusterBackend, Handle, Launch
 from ..driver_files import DriverRecord
@@ -91,7 +93,8 @@ class KubernetesBackend(ClusterBackend):
         self._apps: dict[str, Tracked] = {}
         self._external_spark: set[str] = set()
         self._stops = spawn.GraceStops(stop_grace_s)
-        self._capacity_sent: tuple[Resources, int] | None = None
+        self._capacity_sent: tuple | None = None  # capacity, slots, nodes' names and sizes
+        self._workers: tuple[Worker, ...] = ()  # the usable nodes, as last read
         self._agent_zip: str | None = None
 
     # --- contract ---------------------------------------------------------------------------
@@ -99,8 +102,13 @@ class KubernetesBackend(ClusterBackend):
     def capacity(self) -> tuple[Resources, int]:
         self._ready()
         cap = (self._free(), self.driver_slots)
-        self._capacity_sent = cap
+        self._workers = pods.node_workers(self.nodes.snapshot(), self.pods.snapshot(),
+                                          self._theirs())
+        self._capacity_sent = (cap, _sizes(self._workers))
         return cap
+
+    def workers(self) -> tuple[Worker, ...]:
+        return self._workers
 
     def launch(self, launch: Launch) -> Handle:
         current = self._apps.get(launch.app_id)
@@ -190,9 +198,12 @@ class KubernetesBackend(ClusterBackend):
             if not t.exited:
                 events.extend(self._observe(t, drivers.get(t.app_id), executors, now))
         cap = (self._free(), self.driver_slots)
-        if cap != self._capacity_sent:
-            self._capacity_sent = cap
-            events.append(CapacityChanged(*cap))
+        self._workers = pods.node_workers(self.nodes.snapshot(), self.pods.snapshot(),
+                                          self._theirs())
+        sent = (cap, _sizes(self._workers))
+        if sent != self._capacity_sent:  # what is free changes with every pod: not news
+            self._capacity_sent = sent
+            events.append(CapacityChanged(*cap, self._workers))
         return events
 
     def close(self) -> None:
@@ -252,6 +263,10 @@ class KubernetesBackend(ClusterBackend):
         return events
 
     def _free(self) -> Resources:
+        return pods.free_capacity(self.nodes.snapshot(), self.pods.snapshot(), self._theirs())
+
+    def _theirs(self):
+        """Whether a pod's requests are usage the scheduler does not manage."""
         ours_spark = self._external_spark | {
             t.record.spark_app_id for t in self._apps.values() if t.record.spark_app_id}
         in_cluster = {app for app, t in self._apps.items() if t.in_cluster}
@@ -265,7 +280,7 @@ class KubernetesBackend(ClusterBackend):
                 return app not in in_cluster  # the engine counts it as a driver slot
             return True
 
-        return pods.free_capacity(self.nodes.snapshot(), self.pods.snapshot(), theirs)
+        return theirs
 
     def _save(self, record: DriverRecord) -> None:
         try:
@@ -277,3 +292,7 @@ class KubernetesBackend(ClusterBackend):
 def _newer(a: dict, b: dict) -> bool:
     return (a["metadata"].get("creationTimestamp") or "") > (
         b["metadata"].get("creationTimestamp") or "")
+
+
+def _sizes(workers: tuple[Worker, ...]) -> tuple:
+    return tuple((w.name, w.size) for w in workers)

@@ -14,7 +14,7 @@ from decimal import Decimal
 
 from kubernetes.utils import parse_quantity
 
-from ...model import Resources
+from ...model import Resources, Worker
 
 LABEL_APP = "sessionsched.io/app-id"
 LABEL_IN_CLUSTER = "sessionsched.io/driver-in-cluster"
@@ -122,3 +122,29 @@ def free_capacity(nodes: Iterable[dict], pods: Iterable[dict], theirs) -> Resour
             c, m = requests(pod)
             cpu, mem = cpu - c, mem - m
     return Resources(max(math.floor(cpu), 0), max(math.floor(mem / (1 << 20)), 0))
+
+
+def node_workers(nodes: Iterable[dict], pods: Iterable[dict], theirs) -> tuple[Worker, ...]:
+    """The usable ``nodes`` one by one, as workers: each one's size is its allocatable cpu and
+    memory minus the requests of the live pods bound to it for which ``theirs(pod)`` is true
+    (what the scheduler does not manage), its free room that less our own pods' requests too.
+    Whole cores, MiB; never negative. In node name order."""
+    alloc: dict[str, list[Decimal]] = {}
+    for node in nodes:
+        if node_usable(node):
+            c, m = allocatable(node)
+            alloc[node["metadata"]["name"]] = [c, m, c, m]  # size cpu/mem, free cpu/mem
+    for pod in pods:
+        row = alloc.get((pod.get("spec") or {}).get("nodeName"))
+        if row is None or phase(pod) in ENDED:
+            continue
+        c, m = requests(pod)
+        if theirs(pod):
+            row[0], row[1] = row[0] - c, row[1] - m
+        row[2], row[3] = row[2] - c, row[3] - m
+
+    def res(cpu: Decimal, mem: Decimal) -> Resources:
+        return Resources(max(math.floor(cpu), 0), max(math.floor(mem / (1 << 20)), 0))
+
+    return tuple(Worker(name, res(r[0], r[1]), res(r[2], r[3]))
+                 for name, r in sorted(alloc.items()))

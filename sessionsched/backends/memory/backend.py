@@ -13,8 +13,8 @@ cluster knows them as an agent does) and ``DemandChanged`` when its demand chang
 app's agent reports them; ``DriverExited`` with the exit code (0 finished, the job's
 ``spark.sessionsched.memory.exitCode``, 143 stopped). Apps told by ``manage``: their
 executors as the cluster sees them (``Witness.CLUSTER``), not their exit. Last,
-``CapacityChanged`` when the capacity (the cluster's minus external apps not managed) or the
-driver slots changed since last sent.
+``CapacityChanged`` when the capacity (the cluster's minus external apps not managed), the
+driver slots or the workers (``MemoryCluster.lose_worker``) changed since last sent.
 Only the apps the cluster changed since the last poll (``MemoryCluster.watch``) and those
 adopted since are looked at; the events are the same as if every app were.
 
@@ -37,7 +37,7 @@ from ...engine.events import (
     ExecutorsChanged,
     Witness,
 )
-from ...model import Executor, Resources
+from ...model import Executor, Resources, Worker
 from ..base import BackendError, BackendUnavailable, ClusterBackend, Handle, Launch
 from .cluster import MemoryCluster
 from .job import LAUNCH_FAILURES, job_from_launch
@@ -65,7 +65,7 @@ class MemoryBackend(ClusterBackend):
         self._fresh: set[str] = set()  # adopted since the last poll: reported whole
         self._orders = itertools.count()
         self._managed: dict[str, tuple[str, tuple[Executor, ...]]] = {}  # spark id -> (app, view)
-        self._capacity_sent: tuple[Resources, int] | None = None
+        self._capacity_sent: tuple | None = None  # capacity, slots, workers' names and sizes
         self._attempts: dict[str, int] = {}  # launches tried per app (``launchFailures``)
 
     # --- contract -------------------------------------------------------------------------
@@ -73,6 +73,9 @@ class MemoryBackend(ClusterBackend):
     def capacity(self) -> tuple[Resources, int]:
         c = self.cluster
         return c.capacity - c.external_usage(set(self._managed)), c.driver_slots
+
+    def workers(self) -> tuple[Worker, ...]:
+        return self.cluster.pool.workers()
 
     def launch(self, launch: Launch) -> Handle:
         try:
@@ -136,10 +139,11 @@ class MemoryBackend(ClusterBackend):
             if view != last:
                 self._managed[sid] = (app_id, view)
                 events.append(ExecutorsChanged(app_id, view))
-        cap = self.capacity()
-        if cap != self._capacity_sent:
-            self._capacity_sent = cap
-            events.append(CapacityChanged(*cap))
+        cap, workers = self.capacity(), self.workers()
+        sent = (cap, tuple((w.name, w.size) for w in workers))
+        if sent != self._capacity_sent:  # what is free changes with every executor: not news
+            self._capacity_sent = sent
+            events.append(CapacityChanged(*cap, workers))
         return events
 
     # --- reports --------------------------------------------------------------------------

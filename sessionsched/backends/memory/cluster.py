@@ -7,10 +7,12 @@ what its timers fire in ``cluster_timers.py``, apps it did not launch in ``exter
   the order they were set, ``timers.py``); the cluster never reads a clock. Between two calls
   nothing happens; calls that change the cluster (``launch``, ``stop``, ``steer``) act at the
   time of the last ``advance`` (0 before the first).
-- The cluster is one pool of cores and memory (no per-worker packing). In-cluster drivers hold
-  their cores and memory from launch until they exit; client-mode drivers hold a driver slot.
-  Executors hold theirs from launch (``executor_start_s`` before they are usable) until they
-  are gone. What does not fit waits for room, as in a standalone master (``pool.py``).
+- The cluster is ``workers`` equal workers (``pool.py``): a driver or an executor runs on one
+  of them. In-cluster drivers hold their cores and memory from launch until they exit;
+  client-mode drivers hold a driver slot. Executors hold theirs from launch
+  (``executor_start_s`` before they are usable) until they are gone. What does not fit one
+  worker waits for room, as in a standalone master. ``lose_worker`` takes a worker away with
+  what runs on it (drivers there exit 1, executors are lost, their tasks go back to pending).
 - A launched driver is up after ``driver_start_s`` (it gets a made-up Spark app id then),
   works ``startup_s`` before asking for executors, runs its stages, and exits with its job's
   exit code right after the last task (a job without stages exits when ``startup_s`` is over,
@@ -46,6 +48,7 @@ from ..base import BackendError
 from .cluster_timers import Deadline, DriverUp, ExecutorUp, IdleCheck, StartupDone, TaskDone
 from .externals import External, usage_but
 from .job import Job
+from .lost import lose_worker
 from .pool import Pool, Started
 from .spark import Phase, SimExecutor, SparkApp
 from .timers import CLUSTER, EventHeap
@@ -55,7 +58,8 @@ STOPPED_EXIT = 143  # a driver stopped by the scheduler, as SIGTERM's shell code
 
 
 class MemoryCluster:
-    """``capacity``: cores and memory of all workers together; ``driver_slots``: client-mode
+    """``capacity``: cores and memory of all ``workers`` together (equal workers);
+    ``driver_slots``: client-mode
     drivers at once on the scheduler host. Latencies and ``executor_idle_timeout_s``
     (``spark.dynamicAllocation.executorIdleTimeout``) in seconds; ``work_s``: the work of a job
     that names none (``job.py``). The object holds the drivers: it outlives any backend over
@@ -70,14 +74,14 @@ class MemoryCluster:
         executor_start_s: float = 0.5,
         executor_idle_timeout_s: float = 60.0,
         work_s: float = 2.0,
+        workers: int = 1,
     ):
-        self.capacity = capacity
         self.driver_slots = driver_slots
         self.driver_start_s = driver_start_s
         self.executor_start_s = executor_start_s
         self.executor_idle_timeout_s = executor_idle_timeout_s
         self.work_s = work_s
-        self.pool = Pool(capacity, driver_slots)
+        self.pool = Pool(capacity, driver_slots, workers)
         self.apps: dict[str, SparkApp] = {}  # by app id, in launch order (a relaunch replaces)
         self.externals: dict[str, External] = {}  # by Spark app id
         self.clock: float | None = None
@@ -90,6 +94,11 @@ class MemoryCluster:
         self._task_ids = itertools.count(1)
         self._ids = itertools.count(1)
         self._watchers: list[set[str]] = []
+
+    @property
+    def capacity(self) -> Resources:
+        """The alive workers' cores and memory together."""
+        return self.pool.capacity
 
     @property
     def now(self) -> float:
@@ -146,10 +155,11 @@ class MemoryCluster:
         too_big = [f"{what} of {size.cores} cores/{size.mem_mib} MiB"
                    for what, size, needed in (("a driver", job.driver, job.in_cluster),
                                               ("an executor", job.executor, True))
-                   if needed and not size.fits_in(self.capacity)]
+                   if needed and not self.pool.fits_one(size)]
         if too_big:
-            raise BackendError(f"{job.app_id}: {too_big[0]} does not fit in the cluster "
-                               f"({self.capacity.cores} cores/{self.capacity.mem_mib} MiB)")
+            raise BackendError(f"{job.app_id}: {too_big[0]} fits no worker of the cluster "
+                               f"({self.capacity.cores} cores/{self.capacity.mem_mib} MiB in "
+                               f"{len(self.pool.workers())} workers)")
         if not job.in_cluster and self.pool.slots_used >= self.driver_slots:
             raise BackendError(f"{job.app_id}: all {self.driver_slots} driver slots are in use")
         n = next(self._ids)
@@ -196,7 +206,7 @@ class MemoryCluster:
         """An app someone else submitted, holding ``executors`` executors now (they must fit)."""
         ext = External(spark_app_id, executor, started_at=self.now)
         for i in range(executors):
-            self.pool.hold(executor)
+            self.pool.hold(f"{spark_app_id}#{i}", executor)
             ext.executor_ids.append(str(i))
         self.externals[spark_app_id] = ext
         return ext
@@ -204,9 +214,17 @@ class MemoryCluster:
     def end_external(self, spark_app_id: str) -> None:
         ext = self.externals[spark_app_id]
         if not ext.ended:
-            usage = ext.usage
             ext.ended = True
-            self._give(usage)
+            for i in ext.executor_ids:
+                self._give(f"{spark_app_id}#{i}")
+
+    def lose_worker(self, name: str) -> None:
+        """The worker ``name`` is gone, with what ran on it (``lost.lose_worker``)."""
+        lose_worker(self, name)
+
+    def worker_back(self, name: str) -> None:
+        """The lost worker ``name`` is back, empty; what waited for room may start on it."""
+        self._started(self.pool.back(name))
 
     def external_usage(self, managed: set[str]) -> Resources:
         """What live external apps hold, but for those in ``managed`` (Spark app ids)."""
@@ -341,7 +359,7 @@ class MemoryCluster:
     def _cancel_executor(self, sa: SparkApp, eid: str) -> None:
         del sa.starting[eid]
         if not self.pool.cancel(eid):
-            self._give(sa.executor_size)
+            self._give(eid)
 
     def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
         self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
@@ -362,7 +380,7 @@ class MemoryCluster:
         assert not e.tasks, "an executor leaves with running tasks only through _kill"
         del sa.executors[e.executor_id]
         sa.usage.executor(self.now, -sa.executor_size.cores, -sa.executor_size.mem_mib)
-        self._give(sa.executor_size)
+        self._give(e.executor_id)
 
     def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
         for e in list(sa.executors.values()):
@@ -376,15 +394,15 @@ class MemoryCluster:
             self.pool.give_slot()
         elif sa.driver_placed:
             self.driver_cores -= job.driver.cores
-            self._give(job.driver)
+            self._give(sa.name)
         else:
             self.pool.cancel(sa.name)
         sa.phase = Phase.DONE
         sa.ended_at = now
         sa.exit_code = exit_code
 
-    def _give(self, size: Resources) -> None:
-        self._started(self.pool.give(size))
+    def _give(self, key: str) -> None:
+        self._started(self.pool.give(key))
 
 
 def _stamp(t: float) -> str:

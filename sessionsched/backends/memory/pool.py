@@ -1,10 +1,15 @@
-"""The simulated cluster's cores and memory, handed out as a Spark standalone master does.
+"""The simulated cluster's workers, their cores and memory handed out as a standalone master does.
 
-One pool for the whole cluster (no per-worker packing). Whatever does not fit waits in the
-master's queue and starts as soon as it fits: waiting in-cluster drivers first, in launch
-order, then waiting executors, in request order (the master's ``schedule()`` launches drivers
-before executors). So the cluster is never overfilled, whatever the scheduler decides; every
-take re-checks that (``Overcommit`` would be a bug here).
+The cluster is ``workers`` equal workers (``capacity`` split evenly). A driver or an executor
+runs on one worker - the alive one with the most free cores that holds it (the master's
+``spreadOut``; ties: the first) - so room split across workers is not room. Whatever does not
+fit waits in the master's queue and starts as soon as one worker holds it: waiting in-cluster
+drivers first, in launch order, then waiting executors, in request order (the master's
+``schedule()`` launches drivers before executors). So no worker is ever overfilled, whatever
+the scheduler decides; every take re-checks that (``Overcommit`` would be a bug here).
+
+A worker can be lost (``lose``): what ran on it is gone (the caller ends it) and it offers
+nothing until it is ``back``, as a standalone worker marked DEAD and started again.
 
 Two waits say different things about the scheduler:
 - a driver that waits: the engine launched it into cores that executors still hold while they
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...model import Resources
+from ...model import Resources, Worker
 
 
 class Overcommit(AssertionError):
@@ -35,14 +40,61 @@ class Started:
 
 
 class Pool:
-    def __init__(self, capacity: Resources, driver_slots: int):
-        self.capacity = capacity
+    """``capacity``: all workers together; ``workers``: how many equal workers share it.
+    Things placed are named by a key (an app name for its driver, an executor id, an
+    external's key) and given back by it."""
+
+    def __init__(self, capacity: Resources, driver_slots: int, workers: int = 1):
+        n = max(workers, 1)
+        size = Resources(capacity.cores // n, capacity.mem_mib // n)
+        self.names = [f"worker-{i + 1}" for i in range(n)]
+        self.sizes = [size] * n
+        self.alive = [True] * n
+        self.used_on = [Resources()] * n
         self.driver_slots = driver_slots
-        self.used = Resources()
         self.slots_used = 0
         self.executor_waits = 0
+        self._placed: dict[str, tuple[int, Resources]] = {}  # key -> (worker, size)
         self._drivers: dict[str, Resources] = {}  # waiting: app -> driver size
         self._executors: dict[str, tuple[str, Resources]] = {}  # waiting: id -> (app, size)
+
+    # --- the workers ----------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> Resources:
+        """The alive workers' cores and memory together."""
+        return _sum(s for s, up in zip(self.sizes, self.alive, strict=True) if up)
+
+    @property
+    def used(self) -> Resources:
+        return _sum(self.used_on)
+
+    def workers(self) -> tuple[Worker, ...]:
+        """The alive workers, with what is free on each now."""
+        return tuple(Worker(name, size, size - used)
+                     for name, size, used, up in zip(self.names, self.sizes, self.used_on,
+                                                     self.alive, strict=True) if up)
+
+    def fits_one(self, size: Resources) -> bool:
+        """Some alive worker is at least ``size``."""
+        return any(size.fits_in(s) for s, up in zip(self.sizes, self.alive, strict=True) if up)
+
+    def lose(self, name: str) -> list[str]:
+        """The worker ``name`` is gone: the keys of what ran on it (the caller ends them; their
+        room is not given back: the worker offers nothing from now on)."""
+        i = self.names.index(name)
+        self.alive[i] = False
+        gone = [key for key, (w, _) in self._placed.items() if w == i]
+        for key in gone:
+            del self._placed[key]
+        self.used_on[i] = Resources()
+        return gone
+
+    def back(self, name: str) -> Started:
+        """The worker ``name`` is back (empty, as a restarted worker): what starts on it."""
+        i = self.names.index(name)
+        self.alive[i], self.used_on[i] = True, Resources()
+        return self._start()
 
     # --- drivers --------------------------------------------------------------------------
 
@@ -61,18 +113,16 @@ class Pool:
     # --- executors ------------------------------------------------------------------------
 
     def request_executor(self, app: str, executor_id: str, size: Resources) -> Started:
-        promised = Resources()
-        for driver in self._drivers.values():
-            promised = promised + driver
-        if not (self.used + promised + size).fits_in(self.capacity):
+        promised = _sum(self._drivers.values())
+        if not (self.used + promised + size).fits_in(self.capacity) or self._where(size) is None:
             self.executor_waits += 1
         self._executors[executor_id] = (app, size)
         return self._start()
 
-    def hold(self, size: Resources) -> None:
+    def hold(self, key: str, size: Resources) -> None:
         """Take room now for something that is not waiting its turn (an external app's
-        executor, already running); Overcommit if it does not fit."""
-        self._take(size)
+        executor, already running); Overcommit if no worker holds it."""
+        self._take(key, size)
 
     # --- both -----------------------------------------------------------------------------
 
@@ -82,33 +132,54 @@ class Pool:
             self._drivers.pop(key, None) is not None or self._executors.pop(key, None) is not None
         )
 
-    def give(self, size: Resources) -> Started:
-        """Resources of a started driver or executor come back; what starts in their place."""
-        self.used = self.used - size
+    def placed(self, key: str) -> bool:
+        return key in self._placed
+
+    def give(self, key: str) -> Started:
+        """A started driver or executor ends: its room comes back (nothing if its worker was
+        lost); what starts in its place."""
+        hit = self._placed.pop(key, None)
+        if hit is not None:
+            i, size = hit
+            self.used_on[i] = self.used_on[i] - size
         return self._start()
 
     def _start(self) -> Started:
         started = Started()
         for app, size in list(self._drivers.items()):
-            if self._fits(size):
-                self._take(size)
+            if self._where(size) is not None:
+                self._take(app, size)
                 del self._drivers[app]
                 started.drivers.append(app)
         for eid, (app, size) in list(self._executors.items()):
-            if self._fits(size):
-                self._take(size)
+            if self._where(size) is not None:
+                self._take(eid, size)
                 del self._executors[eid]
                 started.executors.append((app, eid))
         return started
 
-    def _fits(self, size: Resources) -> bool:
-        return (self.used + size).fits_in(self.capacity)
+    def _where(self, size: Resources) -> int | None:
+        """The alive worker with the most free cores that holds ``size`` (first on ties)."""
+        best, most = None, -1
+        for i, (s, used, up) in enumerate(zip(self.sizes, self.used_on, self.alive, strict=True)):
+            free = s - used
+            if up and size.fits_in(free) and free.cores > most:
+                best, most = i, free.cores
+        return best
 
-    def _take(self, size: Resources) -> None:
-        after = self.used + size
-        if not after.fits_in(self.capacity):
+    def _take(self, key: str, size: Resources) -> None:
+        i = self._where(size)
+        if i is None:
             raise Overcommit(
-                f"{size.cores} cores/{size.mem_mib} MiB do not fit: {self.used.cores} cores/"
+                f"{size.cores} cores/{size.mem_mib} MiB fit no worker: {self.used.cores} cores/"
                 f"{self.used.mem_mib} MiB of {self.capacity.cores}/{self.capacity.mem_mib} in use"
             )
-        self.used = after
+        self.used_on[i] = self.used_on[i] + size
+        self._placed[key] = (i, size)
+
+
+def _sum(sizes) -> Resources:
+    total = Resources()
+    for s in sizes:
+        total = total + s
+    return total

@@ -7,7 +7,9 @@ executor lists at most every ``executors_every_s``), SIGKILL stopped drivers who
 read what the drivers' logs say (ids are needed before capacity is computed), ask the master to
 kill cluster drivers stopped before their id was known; then each app, in launch order, reports
 DriverStarted, ExecutorsChanged and DriverExited (its part says when); then CapacityChanged
-when capacity or driver slots changed since last reported.
+when capacity, driver slots or the alive workers' sizes changed since last reported; it names
+the ALIVE workers of ``/json/`` one by one (``clusterview.workers_of``: cores, memory, and
+what is free on each as ``coresused``/``memoryused`` say).
 
 Capacity: alive workers minus the usage of applications and cluster drivers this backend did
 not launch, adopt, or get told about (``manage``); driver slots are configured. An application
@@ -30,10 +32,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ...engine.events import CapacityChanged, Event
-from ...model import Resources
+from ...model import Resources, Worker
 from .. import driver_files, spawn
 from ..base import RELAUNCH, BackendError, ClusterBackend, Handle, Launch, Placement
-from ..clusterview import ClusterView, capacity_for_managed, presumed_ours
+from ..clusterview import ClusterView, capacity_for_managed, presumed_ours, workers_of
 from ..driver_files import DriverRecord
 from ..master import WRITE_TIMEOUT_S, MasterClient
 from .adopted import AdoptedApp
@@ -85,7 +87,8 @@ class StandaloneBackend(ClusterBackend):
         self._ours_drivers: set[str] = set()
         self._stops = spawn.GraceStops(stop_grace_s)
         self._kill_later: set[str] = set()  # cluster drivers to kill through the master
-        self._capacity_sent: tuple[Resources, int] | None = None
+        self._capacity_sent: tuple | None = None  # capacity, slots, workers' names and sizes
+        self._workers: tuple[Worker, ...] = ()  # alive, as last read (``clusterview``)
         # Cluster drivers' workers, as last seen in the master's JSON; read by other threads
         # (the REST status answer): each entry is replaced whole, never changed in place.
         self._placements: dict[str, Placement] = {}
@@ -103,8 +106,12 @@ class StandaloneBackend(ClusterBackend):
         view = self._read()
         self._read_logs(view, now)
         cap = (self._free(view, now), self.driver_slots)
-        self._capacity_sent = cap
+        self._workers = workers_of(view)
+        self._capacity_sent = (cap, _sizes(self._workers))
         return cap
+
+    def workers(self) -> tuple[Worker, ...]:
+        return self._workers
 
     def launch(self, launch: Launch) -> Handle:
         current = self._apps.get(launch.app_id)
@@ -204,9 +211,11 @@ class StandaloneBackend(ClusterBackend):
             elif isinstance(part, AdoptedApp):
                 events.extend(part.observe(view, now))
         cap = (self._free(view, now), self.driver_slots)
-        if cap != self._capacity_sent:
-            self._capacity_sent = cap
-            events.append(CapacityChanged(*cap))
+        self._workers = workers_of(view)
+        sent = (cap, _sizes(self._workers))
+        if sent != self._capacity_sent:  # what is free changes with every executor: not news
+            self._capacity_sent = sent
+            events.append(CapacityChanged(*cap, self._workers))
         return events
 
     def close(self) -> None:
@@ -310,3 +319,7 @@ def _is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _sizes(workers: tuple[Worker, ...]) -> tuple:
+    return tuple((w.name, w.size) for w in workers)

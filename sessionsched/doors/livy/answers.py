@@ -17,6 +17,13 @@ STATUS = {Kind.INVALID: 400, Kind.UNAUTHORIZED: 401, Kind.FORBIDDEN: 403, Kind.N
           Kind.CONFLICT: 409, Kind.REFUSED: 400, Kind.OVERLOADED: 503, Kind.UNAVAILABLE: 503}
 
 
+def reason_info(app) -> dict[str, str | None]:
+    """What ``appInfo`` (a map of strings) says of why an app waits, or how it got its state."""
+    code = app.reason_code
+    return {"schedulerReason": app.reason or None,
+            "schedulerReasonCode": None if code is None else str(code)}
+
+
 def msg(text: str, status: int, headers: dict | None = None) -> JSONResponse:
     return JSONResponse({"msg": one_line(text)}, status, headers)
 

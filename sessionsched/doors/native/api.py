@@ -58,6 +58,7 @@ def _out(ops: Operations, app_id: str) -> AppOut:
 @router.get("/api/v1/queues", response_model=list[QueueOut])
 def queues(ops: OpsDep, _caller: CallerDep):
     out = []
+    codes = ops.queue_wait_codes()
     for q, u, waiting in ops.queue_rows():
         leaf = q.is_leaf  # a parent's row leaves out what acts on a leaf only (QueueOut)
         out.append(QueueOut(
@@ -74,6 +75,7 @@ def queues(ops: OpsDep, _caller: CallerDep):
             pending=u.pending if u else 0, starting=u.starting if u else 0,
             running=u.running if u else 0, executor_cores=u.executor_cores if u else 0,
             demand_cores=u.demand_cores if u else 0, waiting_reason=waiting,
+            waiting_reason_code=codes.get(q.name) if waiting is not None else None,
         ))
     return out
 

@@ -56,9 +56,11 @@ async function refresh() {
       .map(get));
     health.textContent = h.cluster + (h.plan ? " | " + h.plan : "");
     table(document.getElementById("queues"), ["name", "admission", "policy", "weight", "pending",
-      "starting", "running", "executor_cores", "demand_cores", "waiting_reason"], q);
+      "starting", "running", "executor_cores", "demand_cores", "waiting_reason_code",
+      "waiting_reason"], q);
     table(document.getElementById("apps"), ["id", "name", "queue", "priority", "state",
-      "position", "executors", "target", "demand", "reason"], a.slice(0, 500), "state");
+      "position", "executors", "target", "demand", "reason_code", "reason"], a.slice(0, 500),
+      "state");
     if (Date.now() - usageAt >= USAGE_MS) {
       const u = await get("/api/v1/usage?by=queue&since=7d");
       usageAt = Date.now();

@@ -119,6 +119,7 @@ class AppOut(BaseModel):
     spark_app_id: str | None
     kind: str
     reason: str
+    reason_code: str | None  # while it waits: why, from a closed set (docs/reasons.md)
     warnings: list[str]
 
 
@@ -149,6 +150,7 @@ class QueueOut(BaseModel):
     executor_cores: int
     demand_cores: int
     waiting_reason: str | None
+    waiting_reason_code: str | None
 
 
 class EventOut(BaseModel):

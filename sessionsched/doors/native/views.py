@@ -63,5 +63,6 @@ def app_out(app: AppRead) -> AppOut:
         spark_app_id=app.spark_app_id,
         kind=app.kind,
         reason=app.reason,
+        reason_code=app.reason_code,
         warnings=list(app.warnings),
     )

@@ -152,8 +152,8 @@ class SparkRest:
             return error(f"Malformed request: {out.message}")
         if out.kind in (Kind.OVERLOADED, Kind.UNAVAILABLE, Kind.NOT_FOUND, Kind.CONFLICT):
             return error(f"Submission not stored: {out.message}", 503)
-        if not out.ok:
-            return refused(out)
+        if not out.ok:  # a create refused (never fits, a limit): as Spark's failed create
+            return error(out.message, out.status or STATUS[out.kind], success=False)
         stored, unknown = out.value
         message = f"Driver successfully submitted as {stored.id}"
         if stored.warnings:
@@ -202,6 +202,8 @@ class SparkRest:
             out["position"] = app.position
         if app.reason:
             out["schedulerReason"] = app.reason
+        if app.reason_code is not None:
+            out["schedulerReasonCode"] = str(app.reason_code)
         if placement is not None:
             out["workerId"] = placement.worker_id
             out["workerHostPort"] = placement.worker_host_port

@@ -1,0 +1,76 @@
+"""Why a queued app waits: a code from a small closed set, and a sentence with numbers.
+
+Every waiting (ACCEPTED) app carries one ``Wait``: ``code`` is for machines (the API's
+``reason_code``, Spark REST's ``schedulerReasonCode``, Livy's ``appInfo``, the metrics' label),
+``text`` for people. The codes, in their precedence - when several hold for one app, the first
+in this order is the one given (admission runs its checks in this order and stops at the first
+that fails; ``admission_checks``):
+
+  cluster_unavailable the cluster is not reachable or offers no cores: nothing starts (set by
+                      the service, over any other wait)
+  does_not_fit_now    the app does not fit the cluster as it is now (a worker gone under it);
+                      held aside so the apps behind it go ahead (set by the never-fits check)
+  parent_queue_full   a parent queue on its path runs ``max_running_apps`` apps (the path is
+                      checked root first)
+  queue_limit         its leaf queue runs ``max_running_apps`` apps
+  starting_limit      ``stateaware``: ``starting_limit`` apps of its leaf are starting
+  driver_slot         its client-mode driver needs a driver slot and every one is in use
+  driver_share        ``demand``: its leaf's in-cluster drivers would pass ``max_driver_fraction``
+  driver_room         no room in the cluster for its in-cluster driver now
+  executor_room       no room for its driver and first executors beside the admitted apps'
+                      drivers and floors
+  queue_max_cores     its first executors would pass ``max_cores`` of a queue on its path
+  running_demand      ``demand``: the running apps of its leaf want the room it would need
+  launch_in_flight    ``demand``: a driver-heavy app of its leaf is launching
+  gang_reserving      a gang app is reserving room for all its members (gang scheduling, to come)
+  admission_slice     this cycle admitted its slice of apps (``budget``); it is looked at next cycle
+  behind_app          it is not its queue's head: it waits behind the head (strict
+                      head-of-line), whose wait its sentence repeats
+  next_cycle          accepted, not looked at by a scheduling cycle yet
+
+A queue's head carries its queue's wait (``Plan.waiting``, ``Scheduler.waiting``,
+``EngineView.waiting``: leaf -> ``Wait``); an app behind it ``behind_app``, made when it is read
+(``EngineView.wait_of``), so no cycle spends anything on the apps behind a head. The list with
+every sentence: docs/reasons.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class WaitCode(StrEnum):
+    """The closed set of reasons, in precedence order (module doc)."""
+
+    CLUSTER_UNAVAILABLE = "cluster_unavailable"
+    DOES_NOT_FIT_NOW = "does_not_fit_now"
+    PARENT_QUEUE_FULL = "parent_queue_full"
+    QUEUE_LIMIT = "queue_limit"
+    STARTING_LIMIT = "starting_limit"
+    DRIVER_SLOT = "driver_slot"
+    DRIVER_SHARE = "driver_share"
+    DRIVER_ROOM = "driver_room"
+    EXECUTOR_ROOM = "executor_room"
+    QUEUE_MAX_CORES = "queue_max_cores"
+    RUNNING_DEMAND = "running_demand"
+    LAUNCH_IN_FLIGHT = "launch_in_flight"
+    GANG_RESERVING = "gang_reserving"
+    ADMISSION_SLICE = "admission_slice"
+    BEHIND_APP = "behind_app"
+    NEXT_CYCLE = "next_cycle"
+
+
+PRECEDENCE: dict[WaitCode, int] = {code: i for i, code in enumerate(WaitCode)}
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Why an app (or a queue's head) waits: ``code`` from the closed set, ``text`` the
+    sentence with its numbers."""
+
+    code: WaitCode
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
