@@ -40,20 +40,18 @@ Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated ove
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timezone
 
 from ...engine.events import Decision, Reclaim, SetTarget
 from ...model import ReclaimMode, Resources
 from ..base import BackendError
 from .cluster_timers import Deadline, DriverUp, ExecutorUp, IdleCheck, StartupDone, TaskDone
-from .externals import External, usage_but
+from .externals import ONE_CORE, External, end_external, start_external, usage_but
 from .job import Job
 from .lost import lose_worker
 from .pool import Pool, Started
 from .spark import Phase, SimExecutor, SparkApp
-from .timers import CLUSTER, EventHeap
+from .timers import CLUSTER, EventHeap, spark_stamp
 
-_ONE_CORE = Resources(1, 1024)
 STOPPED_EXIT = 143  # a driver stopped by the scheduler, as SIGTERM's shell code
 
 
@@ -164,7 +162,7 @@ class MemoryCluster:
             raise BackendError(f"{job.app_id}: all {self.driver_slots} driver slots are in use")
         n = next(self._ids)
         sa = SparkApp(job, phase=Phase.LAUNCHING, driver_id=f"driver-memory-{n:04d}",
-                      spark_app_id=f"app-{_stamp(self.now)}-{n:04d}", launched_at=self.now)
+                      spark_app_id=f"app-{spark_stamp(self.now)}-{n:04d}", launched_at=self.now)
         self.apps[job.app_id] = sa
         self._touch(sa)
         if job.in_cluster:
@@ -202,21 +200,12 @@ class MemoryCluster:
             self._settle(now, sa)
 
     def start_external(self, spark_app_id: str, executors: int,
-                       executor: Resources = _ONE_CORE) -> External:
+                       executor: Resources = ONE_CORE) -> External:
         """An app someone else submitted, holding ``executors`` executors now (they must fit)."""
-        ext = External(spark_app_id, executor, started_at=self.now)
-        for i in range(executors):
-            self.pool.hold(f"{spark_app_id}#{i}", executor)
-            ext.executor_ids.append(str(i))
-        self.externals[spark_app_id] = ext
-        return ext
+        return start_external(self, spark_app_id, executors, executor)
 
     def end_external(self, spark_app_id: str) -> None:
-        ext = self.externals[spark_app_id]
-        if not ext.ended:
-            ext.ended = True
-            for i in ext.executor_ids:
-                self._give(f"{spark_app_id}#{i}")
+        end_external(self, spark_app_id)
 
     def lose_worker(self, name: str) -> None:
         """The worker ``name`` is gone, with what ran on it (``lost.lose_worker``)."""
@@ -403,8 +392,3 @@ class MemoryCluster:
 
     def _give(self, key: str) -> None:
         self._started(self.pool.give(key))
-
-
-def _stamp(t: float) -> str:
-    """A Spark-style timestamp (``yyyyMMddHHmmss``, UTC) of clock time ``t``."""
-    return datetime.fromtimestamp(max(t, 0.0), tz=timezone.utc).strftime("%Y%m%d%H%M%S")

@@ -7,8 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ...model import Resources
+
+if TYPE_CHECKING:
+    from .cluster import MemoryCluster
+
+ONE_CORE = Resources(1, 1024)
 
 
 @dataclass
@@ -34,3 +40,21 @@ def usage_but(externals: Iterable[External], managed: set[str]) -> Resources:
         if ext.spark_app_id not in managed:
             total = total + ext.usage
     return total
+
+
+def start_external(cluster: MemoryCluster, spark_app_id: str, executors: int,
+                   executor: Resources) -> External:
+    ext = External(spark_app_id, executor, started_at=cluster.now)
+    for i in range(executors):
+        cluster.pool.hold(f"{spark_app_id}#{i}", executor)
+        ext.executor_ids.append(str(i))
+    cluster.externals[spark_app_id] = ext
+    return ext
+
+
+def end_external(cluster: MemoryCluster, spark_app_id: str) -> None:
+    ext = cluster.externals[spark_app_id]
+    if not ext.ended:
+        ext.ended = True
+        for i in ext.executor_ids:
+            cluster._give(f"{spark_app_id}#{i}")

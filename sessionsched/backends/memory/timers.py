@@ -1,5 +1,5 @@
 """Timers of the memory cluster and the simulator: entries ``(time, priority, seq, event)``
-(SimPy's layout).
+(SimPy's layout), and the clock's Spark-style stamps.
 
 Ties on time pop by ``priority`` (lower first), then in insertion order (``seq``), so a run
 never depends on how events compare and two runs of one workload pop the same sequence.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from datetime import datetime, timezone
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -39,3 +40,8 @@ class EventHeap(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+def spark_stamp(t: float) -> str:
+    """A Spark-style timestamp (``yyyyMMddHHmmss``, UTC) of clock time ``t``."""
+    return datetime.fromtimestamp(max(t, 0.0), tz=timezone.utc).strftime("%Y%m%d%H%M%S")
