@@ -99,6 +99,15 @@ def error_responses(*codes: int, text: bool = False) -> dict[int | str, dict[str
     return {code: {"model": ErrorOut, "description": ERROR_MEANINGS[code]} for code in codes}
 
 
+class CounterOfferOut(BaseModel):
+    """Start sooner with fewer first executors (docs/estimates.md)."""
+
+    executors: int  # minExecutors to submit with ...
+    estimated_start: str  # ... to start about then (ISO 8601)
+    instead_of: int  # the first executors asked now: max(minExecutors, 1)
+    text: str  # e.g. "start ≈ 14:20 with 8 executors; start now with 2 (...)"
+
+
 class AppOut(BaseModel):
     id: str
     name: str
@@ -119,6 +128,9 @@ class AppOut(BaseModel):
     kind: str
     reason: str
     warnings: list[str]
+    # While queued (ISO 8601; null: not estimated yet, or not within the estimate's horizon).
+    estimated_start: str | None = None
+    counter_offer: CounterOfferOut | None = None
 
 
 class QueueOut(BaseModel):

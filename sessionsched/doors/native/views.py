@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sessionsched.doors.native.schemas import AppOut
+from sessionsched.doors.native.schemas import AppOut, CounterOfferOut
 from sessionsched.operations.port import AppRead
 
 
@@ -64,4 +64,8 @@ def app_out(app: AppRead) -> AppOut:
         kind=app.kind,
         reason=app.reason,
         warnings=list(app.warnings),
+        estimated_start=iso(app.estimated_start),
+        counter_offer=None if (o := app.counter_offer) is None else CounterOfferOut(
+            executors=o.executors, estimated_start=iso(o.start_at), instead_of=o.instead_of,
+            text=o.text),
     )

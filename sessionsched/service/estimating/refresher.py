@@ -1,0 +1,113 @@
+"""Estimated starts kept fresh in the background: every ``server.estimate_s`` the current view
+is handed to the simulator run forward (``sim.estimate``) and the answers are published on
+the read view (``ReadView.estimates``); readers never compute one.
+
+Off the cycle's path, and off its interpreter: the forward run is pure Python and takes
+from milliseconds to seconds, which in a thread would hold the GIL against the cycle and the
+readers. So it runs in a process of its own (one worker, ``spawn``: the server's threads and
+locks are not forked into it); this process only picks the apps (``live.chosen``, bounded),
+reads their names' history from the store (at most once a minute) and pickles the input. A
+run still going when the next is due makes the next wait (APScheduler ``max_instances=1``).
+Without the process (``in_process=True``, the stepped tests) the run is a plain call.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime
+
+from sessionsched.service.estimating.live import chosen, live_from, names_of
+from sessionsched.service.reads import CounterOffer, ReadModel, StartEstimate
+from sessionsched.sim.estimate import TIMINGS, Estimate, Timings, estimate
+from sessionsched.store import Store
+
+log = logging.getLogger("sessionsched.estimate")
+
+HISTORY_S = 60.0  # how long the store's run lengths are reused
+RUN_TIMEOUT_S = 120.0  # a forward run that takes longer is given up (and logged)
+NOW_S = 30.0  # an offer to start within this is "start now"
+
+
+def offer_text(start_at: float | None, offer_at: float, executors: int, instead_of: int,
+               now: float) -> str:
+    """E.g. ``start ≈ 14:20 with 8 executors; start now with 2``."""
+    def hm(t: float) -> str:
+        return datetime.fromtimestamp(t).strftime("%H:%M")
+    first = "later" if start_at is None else f"≈ {hm(start_at)}"
+    then = "now" if offer_at - now <= NOW_S else f"≈ {hm(offer_at)}"
+    return (f"start {first} with {instead_of} executors; start {then} with {executors} "
+            f"(spark.dynamicAllocation.minExecutors={executors})")
+
+
+def absolute(now: float, est: Estimate) -> StartEstimate:
+    start = None if est.start_in_s is None else now + est.start_in_s
+    offer = None
+    if est.offer is not None:
+        o = est.offer
+        offer = CounterOffer(o.executors, now + o.start_in_s, o.instead_of,
+                             offer_text(start, now + o.start_in_s, o.executors, o.instead_of,
+                                        now))
+    return StartEstimate(start, offer)
+
+
+class Estimator:
+    def __init__(self, reads: ReadModel, store: Store, clock: Callable[[], float],
+                 default_run_s: float, timings: Timings = TIMINGS):
+        self.reads = reads
+        self.store = store
+        self.clock = clock
+        self.default_run_s = default_run_s
+        self.timings = timings
+        self._pool: ProcessPoolExecutor | None = None
+        self._history: dict[str, list[float]] = {}
+        self._history_at = float("-inf")
+        self._history_names: set[str] = set()
+        self.last_run_s = 0.0  # wall time of the last forward run
+        self.local_s = 0.0  # and of this process's part of it
+
+    def start_process(self) -> None:
+        self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+
+    def stop(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def refresh(self) -> None:
+        """One forward run from the view as it is now; its answers published."""
+        t0 = time.perf_counter()
+        view = self.reads.view
+        now = self.clock()
+        launched, queued = chosen(view)
+        if not queued:
+            if view.estimates:
+                self.reads.publish(estimates={}, estimated_at=now)
+            return
+        history = self._lengths(names_of(view, launched + queued))
+        live = live_from(view, now, launched, queued, history, self.default_run_s,
+                         self.timings)
+        self.local_s = time.perf_counter() - t0
+        try:
+            if self._pool is None:
+                answers = estimate(live)
+            else:
+                answers = self._pool.submit(estimate, live).result(RUN_TIMEOUT_S)
+        except Exception as e:  # an estimate is a hint: a failed run must not stop the server
+            log.warning("estimating the queued apps' starts failed: %s", e)
+            return
+        self.last_run_s = time.perf_counter() - t0
+        self.reads.publish(estimates={a: absolute(now, e) for a, e in answers.items()},
+                           estimated_at=now)
+
+    def _lengths(self, names: set[str]) -> dict[str, list[float]]:
+        """Run lengths by name from the store, read again once a minute or for new names."""
+        fresh = time.monotonic() - self._history_at < HISTORY_S
+        if not (fresh and names <= self._history_names):
+            self._history = self.store.run_lengths(names)
+            self._history_names = set(names)
+            self._history_at = time.monotonic()
+        return self._history
