@@ -43,6 +43,15 @@ class App:
     reason: str | None
     warnings: tuple[str, ...]
     raw: dict[str, Any]
+    # While queued (docs/estimates.md): when it is estimated to start, and the counter-offer
+    # (``executors``, ``estimated_start``, ``instead_of``, ``text``) if it has one.
+    estimated_start: datetime | None = None
+    counter_offer: dict[str, Any] | None = None
+    reason_code: str | None = None  # from the server's ``reason_code`` when it sends one
+
+    @property
+    def offer_text(self) -> str | None:
+        return (self.counter_offer or {}).get("text")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> App:
@@ -67,6 +76,9 @@ class App:
             reason=data.get("reason"),
             warnings=tuple(data.get("warnings") or ()),
             raw=data,
+            estimated_start=parse_time(data.get("estimated_start")),
+            counter_offer=data.get("counter_offer"),
+            reason_code=data.get("reason_code"),
         )
 
 

@@ -99,12 +99,21 @@ def clock(t: datetime | None) -> str:
     return t.astimezone().strftime("%H:%M:%S") if t else "-"
 
 
+def estimated(app: App) -> str:
+    """A queued app's estimated start, ``≈ 14:20:05`` (``-``: none, or not queued)."""
+    return f"≈ {clock(app.estimated_start)}" if app.estimated_start else "-"
+
+
 def app_table(apps: Iterable[App], title: str | None = None) -> Table:
     table = Table(title=title, box=None, header_style="bold", pad_edge=False)
-    for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "SUBMITTED", "EXIT"):
+    for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "SUBMITTED", "EXIT",
+                "EST.START"):
         table.add_column(col, no_wrap=True)
     table.add_column("REASON", overflow="fold")
     for a in apps:
+        reason = a.reason or ""
+        if a.offer_text:
+            reason = f"{reason}; offer: {a.offer_text}" if reason else f"offer: {a.offer_text}"
         table.add_row(
             *plain(
                 a.id,
@@ -116,7 +125,8 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
                 f"{a.executors}/{a.target}",
                 clock(a.submitted_at),
                 "-" if a.exit_code is None else str(a.exit_code),
-                a.reason or "",
+                estimated(a),
+                reason,
             )
         )
     return table
@@ -154,6 +164,8 @@ def describe(app: App) -> str:
         parts.append(f"executors {app.executors}/{app.target}")
     if app.exit_code is not None:
         parts.append(f"exit code {app.exit_code}")
+    if app.estimated_start is not None:
+        parts.append(f"estimated start {estimated(app)}")
     line = ", ".join(parts)
     return f"{line} ({app.reason})" if app.reason else line
 
@@ -171,6 +183,8 @@ def _status(args: argparse.Namespace) -> int:
         for key, value in app.raw.items():
             if isinstance(value, list):
                 value = "; ".join(str(v) for v in value)
+            elif isinstance(value, dict):  # the counter-offer: its one line
+                value = value.get("text", value)
             print(f"{key:<{width}}  {'-' if value in (None, '') else value}")
         return 0
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 from ..backends.memory.job import Stage
 from ..engine import Adopted
+from ..engine.view import EngineView
 from ..model import AppSpec, AppState, Queue, Resources
 from .record import AppTimes
 from .simulator import Simulator, _Cycle, _Submit, launch_for
@@ -144,6 +145,7 @@ class _Forward(Simulator):
         self.live = live
         self.waiting = {q.spec.app_id for q in queued}
         self._deadline = time.perf_counter() + t.budget_s
+        self.first_look: EngineView | None = None  # the engine after it took the submissions
 
     def forward(self) -> dict[str, float | None]:
         # The launched apps are up at 0 with what they held (their drivers and executors take
@@ -171,6 +173,8 @@ class _Forward(Simulator):
         over = super()._cycle(now, n)
         if n == 0:
             self.cluster.driver_start_s, self.cluster.executor_start_s = self._latencies
+        elif n == 1:
+            self.first_look = self.sched.view()
         return over
 
     def run_heap(self) -> None:
@@ -209,23 +213,81 @@ def free_executors(live: Live, executor: Resources) -> int:
     return max(0, min(cores // max(executor.cores, 1), mib // max(executor.mem_mib, 1)))
 
 
+def _offer(live: Live, q: Queued, was: float | None) -> Offer | None:
+    """The counter-offer for ``q`` (module doc): one run with fewer first executors."""
+    k = max(1, min(floor(q.spec) - 1, free_executors(live, q.spec.executor)))
+    fewer = replace(q, spec=replace(q.spec, min_executors=k))
+    others = tuple(o for o in live.queued if o.spec.app_id != q.spec.app_id)
+    at = _run(live, (*others, fewer))[q.spec.app_id]
+    if at is not None and much_sooner(live.timings.horizon_s if was is None else was, at):
+        return Offer(k, at, floor(q.spec))
+    return None
+
+
+def _offered(q: Queued, start: float | None) -> bool:
+    """Whether ``q`` may get a counter-offer: elastic, waiting for more than one first
+    executor, and not starting within ``MUCH_SOONER_S`` anyway."""
+    return (elastic(q.spec) and floor(q.spec) > 1
+            and (start is None or start >= MUCH_SOONER_S))
+
+
 def estimate(live: Live, offers_max: int = 8) -> dict[str, Estimate]:
     """Each queued app's estimated start (seconds from now) and counter-offer (module doc)."""
     if not live.queued:
         return {}
     starts = _run(live, live.queued)
     out = {name: Estimate(at) for name, at in starts.items()}
-    candidates = sorted(
-        (q for q in live.queued
-         if elastic(q.spec) and floor(q.spec) > 1
-         and (starts[q.spec.app_id] is None or starts[q.spec.app_id] >= MUCH_SOONER_S)),
-        key=lambda q: (starts[q.spec.app_id] is None, starts[q.spec.app_id] or 0.0))
+    candidates = sorted((q for q in live.queued if _offered(q, starts[q.spec.app_id])),
+                        key=lambda q: (starts[q.spec.app_id] is None,
+                                       starts[q.spec.app_id] or 0.0))
     for q in candidates[:offers_max]:
-        k = max(1, min(floor(q.spec) - 1, free_executors(live, q.spec.executor)))
-        fewer = replace(q, spec=replace(q.spec, min_executors=k))
-        others = tuple(o for o in live.queued if o is not q)
-        at = _run(live, (*others, fewer))[q.spec.app_id]
-        was = starts[q.spec.app_id]
-        if at is not None and much_sooner(live.timings.horizon_s if was is None else was, at):
-            out[q.spec.app_id] = Estimate(was, Offer(k, at, floor(q.spec)))
+        offer = _offer(live, q, starts[q.spec.app_id])
+        if offer is not None:
+            out[q.spec.app_id] = Estimate(starts[q.spec.app_id], offer)
     return out
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a submission would meet (``dry_run``): its place and why it would wait, as the
+    engine has them after taking it (position None, reason "": it would start at once)."""
+
+    estimate: Estimate
+    position: int | None
+    reason: str
+
+
+def dry_run(live: Live, app: Queued) -> DryRun:
+    """``app`` submitted now, behind everything queued (``live.queued`` must not hold it)."""
+    with_it = replace(live, queued=(*live.queued, app))
+    sim = _Forward(with_it, with_it.queued)
+    start = sim.forward()[app.spec.app_id]
+    look = sim.first_look
+    position, reason = None, ""
+    if look is not None and app.spec.app_id in look.pending.get(app.spec.queue, ()):
+        position = look.position(app.spec.app_id)
+        why = look.waiting.get(app.spec.queue, "")
+        ahead = f"{position - 1} app(s) ahead in {app.spec.queue}" if position else ""
+        reason = "; ".join(x for x in (ahead if position and position > 1 else "", why) if x)
+    offer = _offer(with_it, app, start) if _offered(app, start) else None
+    return DryRun(Estimate(start, offer), position, reason)
+
+
+def never_fits(spec: AppSpec, capacity: Resources, driver_slots: int) -> str | None:
+    """Why the app could never start on a cluster of ``capacity`` (None: it could), naming
+    the number that does not fit."""
+    ex, dr = spec.executor, spec.driver
+    whole = f"the cluster ({capacity.cores} cores/{capacity.mem_mib} MiB)"
+    if not ex.fits_in(capacity):
+        return f"an executor of {ex.cores} cores/{ex.mem_mib} MiB does not fit in {whole}"
+    if spec.driver_in_cluster and not dr.fits_in(capacity):
+        return f"a driver of {dr.cores} cores/{dr.mem_mib} MiB does not fit in {whole}"
+    if not spec.driver_in_cluster and driver_slots == 0:
+        return "a client-mode driver needs a driver slot; the scheduler has none"
+    first = max(spec.min_executors, 1)
+    need = Resources(first * ex.cores + (dr.cores if spec.driver_in_cluster else 0),
+                     first * ex.mem_mib + (dr.mem_mib if spec.driver_in_cluster else 0))
+    if not need.fits_in(capacity):
+        return (f"the driver and {first} first executor(s) need {need.cores} cores/"
+                f"{need.mem_mib} MiB; {whole} has less")
+    return None

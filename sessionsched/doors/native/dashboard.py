@@ -54,8 +54,11 @@ async function refresh() {
     health.textContent = h.cluster + (h.plan ? " | " + h.plan : "");
     table(document.getElementById("queues"), ["name", "admission", "policy", "weight", "pending",
       "starting", "running", "executor_cores", "demand_cores", "waiting_reason"], q);
+    const apps = a.slice(0, 500).map(r => ({...r, estimated_start: r.estimated_start ?? "",
+      counter_offer: r.counter_offer ? r.counter_offer.text : ""}));
     table(document.getElementById("apps"), ["id", "name", "queue", "priority", "state",
-      "position", "executors", "target", "demand", "reason"], a.slice(0, 500), "state");
+      "position", "executors", "target", "demand", "reason", "estimated_start",
+      "counter_offer"], apps, "state");
     document.body.classList.remove("stale");
   } catch (e) {
     health.textContent = e instanceof HttpError ? e.message : "scheduler unreachable";

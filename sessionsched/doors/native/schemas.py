@@ -133,6 +133,18 @@ class AppOut(BaseModel):
     counter_offer: CounterOfferOut | None = None
 
 
+class DryRunOut(BaseModel):
+    """``POST /api/v1/apps/dry-run``: what the submission would meet now; nothing stored."""
+
+    fits: bool  # whether it could start at all on the cluster as it is
+    problem: str | None  # why not, naming the number that does not fit
+    queue: str
+    position: int | None  # its place once queued (null: it would start at once)
+    reason: str  # why it would wait ("" : it would not)
+    estimated_start: str | None  # ISO 8601 (null: not within the estimate's horizon)
+    counter_offer: CounterOfferOut | None
+
+
 class QueueOut(BaseModel):
     name: str
     admission: str

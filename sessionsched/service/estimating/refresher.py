@@ -18,11 +18,22 @@ import multiprocessing
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from sessionsched.service.estimating.live import chosen, live_from, names_of
+from sessionsched.model import AppSpec
+from sessionsched.service.estimating.live import chosen, live_from, names_of, run_length
 from sessionsched.service.reads import CounterOffer, ReadModel, StartEstimate
-from sessionsched.sim.estimate import TIMINGS, Estimate, Timings, estimate
+from sessionsched.sim.estimate import (
+    TIMINGS,
+    DryRun,
+    Estimate,
+    Queued,
+    Timings,
+    dry_run,
+    estimate,
+    never_fits,
+)
 from sessionsched.store import Store
 
 log = logging.getLogger("sessionsched.estimate")
@@ -52,6 +63,22 @@ def absolute(now: float, est: Estimate) -> StartEstimate:
                              offer_text(start, now + o.start_in_s, o.executors, o.instead_of,
                                         now))
     return StartEstimate(start, offer)
+
+
+DRY_RUN_ID = "dry-run"
+
+
+@dataclass(frozen=True)
+class DryRunAnswer:
+    """``fits``: whether the app could start at all on the cluster as it is (``problem``
+    says why not); ``position``/``reason``: its place and why it would wait (None/"": it
+    would start at once); ``estimate``: when, and the counter-offer."""
+
+    fits: bool
+    problem: str | None
+    position: int | None
+    reason: str
+    estimate: StartEstimate
 
 
 class Estimator:
@@ -102,6 +129,28 @@ class Estimator:
         self.last_run_s = time.perf_counter() - t0
         self.reads.publish(estimates={a: absolute(now, e) for a, e in answers.items()},
                            estimated_at=now)
+
+    def dry_run(self, spec: AppSpec, name: str) -> DryRunAnswer:
+        """What ``spec`` would meet if submitted now (``submit --dry-run``): nothing stored,
+        nothing published. Run where the refreshes run (the estimating process, if started)."""
+        view = self.reads.view
+        now = self.clock()
+        problem = never_fits(spec, view.engine.capacity, view.engine.driver_slots)
+        if problem is not None:
+            return DryRunAnswer(False, problem, None, "", StartEstimate(None))
+        launched, queued = chosen(view)
+        spec = replace(spec, app_id=DRY_RUN_ID, seq=max((f.seq for f in queued), default=0)
+                       + len(view.engine.apps) + 1, submitted_at=now)
+        history = self._lengths(names_of(view, launched + queued) | {name})
+        live = live_from(view, now, launched, queued, history, self.default_run_s,
+                         self.timings)
+        app = Queued(spec, spec.priority, run_length(name, history, self.default_run_s))
+        if self._pool is None:
+            answer: DryRun = dry_run(live, app)
+        else:
+            answer = self._pool.submit(dry_run, live, app).result(RUN_TIMEOUT_S)
+        return DryRunAnswer(True, None, answer.position, answer.reason,
+                            absolute(now, answer.estimate))
 
     def _lengths(self, names: set[str]) -> dict[str, list[float]]:
         """Run lengths by name from the store, read again once a minute or for new names."""
