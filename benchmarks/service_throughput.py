@@ -326,7 +326,12 @@ def start_busy_scheduler(work: Path, taken: set[int], apps: int) -> tuple[Proc, 
     half wait: every cycle admits, places and ends apps while the reads are measured."""
     port = free_port(taken)
     config = busy_config(apps, port, work / "busy")
+    if ESTIMATE_S is not None:  # --estimate-s: the estimator's period (0: off)
+        config["server"]["estimate_s"] = ESTIMATE_S
     return serve(config, work / "busy.yaml", work / "busy.log"), port
+
+
+ESTIMATE_S: float | None = None  # server.estimate_s of the busy scheduler (None: its default)
 
 
 def busy_config(apps: int, port: int, state_dir: Path) -> dict:
@@ -521,7 +526,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="instead: status and list reads while the cycles of a scheduler on the "
                         "memory cluster admit and end APPS apps (half running, half queued)")
     p.add_argument("--busy-concurrency", type=int, default=4)
+    p.add_argument("--estimate-s", type=float, default=None, metavar="S",
+                   help="--busy: the scheduler's server.estimate_s (0: no estimated starts; "
+                        "default: the server's, 5 s)")
     args = p.parse_args(argv)
+    global ESTIMATE_S
+    ESTIMATE_S = args.estimate_s
     if args.busy:
         return main_busy(args)
     use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)
