@@ -160,7 +160,7 @@ class Replay(Simulator):
                 running.append(Running(
                     spec, f.state, f.priority, f.executors,
                     run_s - ran if run_s > ran else overrun_s(run_s), ran,
-                    None if first is None else now - first))
+                    None if first is None else now - first, f.demand))
         return Live(view.root, view.capacity, view.driver_slots, tuple(running),
                     tuple(queued), self.timings)
 

@@ -60,7 +60,8 @@ TIMINGS = Timings()
 
 @dataclass(frozen=True)
 class Running:
-    """An app launched (STARTING or RUNNING): ``remaining_s`` of work left, ``executors`` held.
+    """An app launched (STARTING or RUNNING): ``remaining_s`` of work left at the pace of the
+    ``executors`` it holds, ``demand`` the executors it asks for (its agent's report).
     ``launched_ago_s``/``first_executor_ago_s``: how long ago, as the engine has it."""
 
     spec: AppSpec
@@ -70,6 +71,17 @@ class Running:
     remaining_s: float
     launched_ago_s: float
     first_executor_ago_s: float | None
+    demand: int = 0
+
+    def stage(self) -> Stage:
+        """Its work left as one wave as wide as it asks (``demand``, or ``width`` while it
+        holds nothing yet): at the pace it has now (``executors``) it ends in ``remaining_s``,
+        and it keeps asking for what it asks now - the room admission sees it needs."""
+        left = max(self.remaining_s, 0.1)
+        if self.executors == 0:
+            return Stage(width(self.spec) * self.spec.executor.cores, left)
+        wide = max(self.demand, self.executors)
+        return Stage(wide * self.spec.executor.cores, left * self.executors / wide)
 
 
 @dataclass(frozen=True)
@@ -132,9 +144,7 @@ class _Forward(Simulator):
         cluster = Cluster(live.capacity, live.driver_slots, t.driver_start_s, t.executor_start_s,
                           t.executor_idle_timeout_s, t.cycle_s, t.horizon_s)
         apps = [SimApp(spec=replace(r.spec, priority=r.priority), startup_s=0.0,
-                       stages=(Stage(max(r.executors, 1) * r.spec.executor.cores,
-                                     max(r.remaining_s, 0.1)),),
-                       updates=())
+                       stages=(r.stage(),), updates=())
                 for r in live.running]
         apps += [SimApp(spec=replace(q.spec, priority=q.priority), startup_s=0.0,
                         stages=(Stage(width(q.spec) * q.spec.executor.cores,

@@ -65,7 +65,8 @@ def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
         running.append(Running(
             spec=sub.spec, state=facts.state, priority=facts.priority,
             executors=facts.executors, remaining_s=left, launched_ago_s=ran,
-            first_executor_ago_s=None if first is None else max(0.0, now - first)))
+            first_executor_ago_s=None if first is None else max(0.0, now - first),
+            demand=facts.demand))
     queued = []
     for facts in queued_facts:
         sub = view.submissions.get(facts.app_id)
