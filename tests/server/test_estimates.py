@@ -80,3 +80,13 @@ def test_an_elastic_app_that_waits_for_its_first_executors_gets_a_counter_offer(
         assert sooner - s.clock.now < 30 < start - s.clock.now  # now, against minutes
         assert "with 3 executors; start now with 2" in offer["text"]
         assert s.app(fixed)["counter_offer"] is None  # not elastic: maxExecutors = min
+
+        # The same on the other doors.
+        spark = s.client.get(f"/v1/submissions/status/{elastic}").json()
+        assert (spark["estimatedStart"], spark["counterOffer"]) == (
+            app["estimated_start"], offer["text"])
+        batches = s.client.get("/batches").json()["sessions"]
+        info = next(b for b in batches if b["submissionId"] == elastic)["appInfo"]
+        assert (info["estimatedStart"], info["counterOffer"]) == (
+            app["estimated_start"], offer["text"])
+        assert "counter_offer" in s.client.get("/").text  # the dashboard's column
