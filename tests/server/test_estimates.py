@@ -1,6 +1,7 @@
 """Estimated starts and counter-offers (issue 23 item 4), on the service stepped by hand on the
 memory cluster (``stepped_service``): the estimator is run by the test (``refresh()``, in
-process), as the server's background job runs it every ``server.estimate_s``."""
+process), as the server's background job runs it every ``server.estimate_s`` (in a process of
+its own there: tests/client/test_cli_estimates.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_a_queue_of_equal_apps_gets_increasing_estimates_refreshed_as_apps_start
         queued = [s.app(i) for i in ids[1:]]
         assert [(a["state"], a["estimated_start"]) for a in queued] == [("ACCEPTED", None)] * 4
 
-        s.service.estimator.refresh()
+        s.service.estimator.refresh(force=True)
         queued = [s.app(i) for i in ids[1:]]
         starts = [epoch(a["estimated_start"]) for a in queued]
         assert [a["position"] for a in queued] == [1, 2, 3, 4]
@@ -32,7 +33,7 @@ def test_a_queue_of_equal_apps_gets_increasing_estimates_refreshed_as_apps_start
         first_estimate = s.service.view.estimated_at
 
         s.until(ids[1], "STARTING", cycles=300)
-        s.service.estimator.refresh()
+        s.service.estimator.refresh(force=True)
         assert s.service.view.estimated_at > first_estimate
         assert s.app(ids[1])["estimated_start"] is None
         later = [epoch(s.app(i)["estimated_start"]) for i in ids[2:]]
@@ -53,7 +54,7 @@ def test_the_estimate_assumes_the_last_runs_of_the_same_name(stepped):
         waiting = s.submit("nightly", **big)
         s.cycle()
         assert s.app(waiting)["state"] == "ACCEPTED"
-        s.service.estimator.refresh()
+        s.service.estimator.refresh(force=True)
         wait = epoch(s.app(waiting)["estimated_start"]) - s.clock.now
         assert 0 < wait < ran + 30, (wait, ran)
 
@@ -71,7 +72,7 @@ def test_an_elastic_app_that_waits_for_its_first_executors_gets_a_counter_offer(
         fixed = s.submit("fixed", **{f"{DYN}.minExecutors": "3", f"{DYN}.maxExecutors": "3"})
         s.cycle()
         assert s.app(elastic)["state"] == "ACCEPTED"
-        s.service.estimator.refresh()
+        s.service.estimator.refresh(force=True)
         app = s.app(elastic)
         offer = app["counter_offer"]
         assert offer is not None, app

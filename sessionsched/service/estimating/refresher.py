@@ -7,7 +7,9 @@ from milliseconds to seconds, which in a thread would hold the GIL against the c
 readers. So it runs in a process of its own (one worker, ``spawn``: the server's threads and
 locks are not forked into it); this process only picks the apps (``live.chosen``, bounded),
 reads their names' history from the store (at most once a minute) and pickles the input. A
-run still going when the next is due makes the next wait (APScheduler ``max_instances=1``).
+run still going when the next is due makes the next wait (APScheduler ``max_instances=1``),
+and a run rests at least as long as the last one took (``refresh``): at most half a core of
+the machine, which the cycle shares.
 Without the process (``in_process=True``, the stepped tests) the run is a plain call.
 """
 
@@ -94,6 +96,7 @@ class Estimator:
         self._history_at = float("-inf")
         self._history_names: set[str] = set()
         self.last_run_s = 0.0  # wall time of the last forward run
+        self._last_end = float("-inf")
         self.local_s = 0.0  # and of this process's part of it
 
     def start_process(self) -> None:
@@ -104,9 +107,14 @@ class Estimator:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def refresh(self) -> None:
-        """One forward run from the view as it is now; its answers published."""
+    def refresh(self, force: bool = False) -> None:
+        """One forward run from the view as it is now; its answers published. Skipped (unless
+        ``force``: a test stepping by hand) while less time has passed since the last run than
+        it took: a run of 8 s is followed by at least 8 s of rest, so estimating takes at most
+        half a core, however big the books."""
         t0 = time.perf_counter()
+        if not force and t0 - self._last_end < self.last_run_s:
+            return
         view = self.reads.view
         now = self.clock()
         launched, queued = chosen(view)
@@ -126,7 +134,8 @@ class Estimator:
         except Exception as e:  # an estimate is a hint: a failed run must not stop the server
             log.warning("estimating the queued apps' starts failed: %s", e)
             return
-        self.last_run_s = time.perf_counter() - t0
+        self._last_end = time.perf_counter()
+        self.last_run_s = self._last_end - t0
         self.reads.publish(estimates={a: absolute(now, e) for a, e in answers.items()},
                            estimated_at=now)
 
