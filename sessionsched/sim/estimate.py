@@ -32,8 +32,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from ..backends.carry import carry_out
 from ..backends.memory.job import Stage
-from ..engine import Adopted
+from ..engine import Adopted, Event
 from ..engine.view import EngineView
 from ..model import AppSpec, AppState, Queue, Resources
 from .record import AppTimes
@@ -164,15 +165,20 @@ class _Forward(Simulator):
         c = self.cluster
         self._latencies = (c.driver_start_s, c.executor_start_s)
         c.driver_start_s = c.executor_start_s = 0.0
+        adopted: list[Event] = []
         for r in self.live.running:
             app = self.apps[r.spec.app_id]
             self.backend.launch(launch_for(app))
-            self._outbox.append(Adopted(
+            adopted.append(Adopted(
                 app.spec, r.state, r.priority, launched_at=-r.launched_ago_s,
                 first_executor_at=(None if r.first_executor_ago_s is None
                                    else -r.first_executor_ago_s)))
             self.rec.apps[app.name].admitted = -r.launched_ago_s
             self._set_state(app.name, r.state)
+        # Stepped whole, before the first cycle: the books a restarted scheduler loads, not a
+        # burst of submissions to slice (the cluster reports on every launched app at once).
+        decisions = self.sched.step(0.0, adopted)
+        carry_out(decisions, self.backend, lambda d: launch_for(self.apps[d.app_id]))
         for name in self.waiting:
             self._push(0.0, 1, _Submit(name))
         self.heap.push(0.0, 0, _Cycle(0))
