@@ -362,6 +362,11 @@ def busy_body(i: int) -> bytes:
     return json.dumps(body).encode()
 
 
+def get_now(port: int, path: str) -> bytes:
+    """One GET's body, at once (not a load: the estimates' check)."""
+    return httpx.get(f"http://127.0.0.1:{port}{path}", timeout=60).content
+
+
 def cycle_seconds(port: int) -> tuple[float, float, dict[float, float]]:
     """(count, sum, cumulative count per bucket bound) of ``sessionsched_cycle_seconds``."""
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
@@ -424,6 +429,9 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
         raise RuntimeError(f"{apps - len(ids)} busy submissions refused")
     rows = [["sessionsched (memory cluster)", "create (submission)", f"0->{apps}", concurrency,
              result["n"], result["rate"], result["p50_ms"], result["p99_ms"]]]
+    queued = json.loads(get_now(port, "/api/v1/apps?state=ACCEPTED"))
+    print(f"after the submissions: {len(queued)} queued, "
+          f"{sum(1 for a in queued if a.get('estimated_start'))} with an estimated start")
     waited = wait_for_ends(port)
     print(f"reads begin {waited:.1f} s after the last submission, once apps end: cycles then "
           "end apps and admit queued ones, whatever the submission rate was")
