@@ -6,6 +6,7 @@ Not a test: it prints tables. Usage::
 
     .venv/bin/python benchmarks/estimate_accuracy.py                 # 6 days, seed 1
     .venv/bin/python benchmarks/estimate_accuracy.py --days 3 --seed 7
+    .venv/bin/python benchmarks/estimate_accuracy.py --scale       # one run's cost, 5,000 apps
 
 The workload, the same every day but for noise: ``NAMES`` recurring apps (each with its own
 size, stages and base length) submitted at their usual time of the day, give or take a few
@@ -34,6 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sessionsched.backends.memory.job import Stage  # noqa: E402
 from sessionsched.config import build_queue_tree  # noqa: E402
@@ -184,13 +186,47 @@ def row(label: str, rows: list[tuple[float, float, bool]]) -> str:
             f"{100 * pct(rel, 0.9):.0f} % |")
 
 
+def forward_at_scale(launched: int, queued: int) -> None:
+    """``--scale``: one forward run's cost at the busy benchmark's size (service_throughput.py
+    ``--busy 10000``: 100 leaves, every launched app with 2 executors, its in-cluster driver)."""
+    from service_throughput import busy_config  # benchmarks/, beside this script
+
+    from sessionsched.config import ServerConfig, parse_model
+    cfg = parse_model(ServerConfig, busy_config(2 * launched, 41999, Path("/tmp/unused")),
+                      "busy")
+    root = cfg.queue_tree()
+    leaves = [q.name for q in root.leaves()]
+    rnd = random.Random(1)
+
+    def spec(i: int) -> AppSpec:
+        return AppSpec(app_id=f"a{i}", queue=leaves[i % len(leaves)], seq=i, submitted_at=0.0,
+                       priority=rnd.randint(1, 10000), executor=Resources(1, 1024),
+                       max_executors=2, driver=Resources(1, 1024), driver_in_cluster=True)
+
+    run = tuple(Running(spec(i), AppState.RUNNING, 5000, 2, rnd.uniform(5, 50), 10.0, 9.0, 2)
+                for i in range(launched))
+    wait = tuple(Queued(spec(launched + i), 5000, 40.0) for i in range(queued))
+    live = Live(root, Resources(3 * launched, 6 * 1024 * launched), 4, run, wait, Timings())
+    for _ in range(3):
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = estimate(live)
+        print(f"forward run, {launched} launched and {queued} queued apps: "
+              f"{time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU, "
+              f"{sum(e.start_in_s is not None for e in out.values())} of {len(out)} estimated")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--days", type=int, default=6)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--noise", type=float, default=0.2, help="sigma of log task lengths")
     ap.add_argument("--default-run-s", type=float, default=600.0)
+    ap.add_argument("--scale", action="store_true",
+                    help="instead: one forward run's cost at 5,000 launched and 300 queued apps")
     args = ap.parse_args()
+    if args.scale:
+        forward_at_scale(5000, 300)
+        return 0
     workload, names = recurring(args.days, args.noise, args.seed)
     t0 = time.perf_counter()
     replay = Replay(workload, names, args.default_run_s)
