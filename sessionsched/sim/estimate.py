@@ -5,8 +5,9 @@ launched and the apps queued, each with the work it is assumed to have left) and
 simulator on it: time 0 is now, the launched apps are put back on the engine's books as a
 restarted scheduler adopts them (``Adopted``) and run on in the memory cluster, the queued
 apps are submitted at 0 in their order. The run stops when every queued app it follows has
-been launched, at ``Timings.horizon_s`` (apps not launched by then have no estimate), or
-after ``Timings.budget_s`` of wall time. An app's estimated start is when the engine launched
+been launched, at ```Timings.horizon_s`` (apps not launched by then have no estimate), or
+after ``Timings.budget_s`` of CPU time (the machine's load stretches the wall time, not the
+work). An app's estimated start is when the engine launched
 its driver (ACCEPTED -> STARTING, the API's ``started_at``).
 
 What is assumed (docs/estimates.md says it for users):
@@ -53,7 +54,7 @@ class Timings:
     executor_idle_timeout_s: float = 60.0
     cycle_s: float = 2.0  # the forward run's cycle: estimates are on this grid
     horizon_s: float = 12 * 3600.0  # apps not launched this far ahead have no estimate
-    budget_s: float = 20.0  # wall time one forward run may take
+    budget_s: float = 20.0  # CPU time one forward run may take (its process's: load-proof)
 
 
 TIMINGS = Timings()
@@ -155,7 +156,7 @@ class _Forward(Simulator):
         super().__init__(Workload(cluster, live.root, tuple(apps)))
         self.live = live
         self.waiting = {q.spec.app_id for q in queued}
-        self._deadline = time.perf_counter() + t.budget_s
+        self._deadline = time.process_time() + t.budget_s
         self.first_look: EngineView | None = None  # the engine after it took the submissions
 
     def forward(self) -> dict[str, float | None]:
@@ -207,7 +208,7 @@ class _Forward(Simulator):
     def _over(self) -> bool:
         times: dict[str, AppTimes] = self.rec.apps
         launched = all(times[n].admitted is not None for n in self.waiting)
-        return launched or time.perf_counter() > self._deadline
+        return launched or time.process_time() > self._deadline
 
 
 def _run(live: Live, queued: tuple[Queued, ...]) -> dict[str, float | None]:
