@@ -433,6 +433,9 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
     print(f"after the submissions: {len(queued)} queued, "
           f"{sum(1 for a in queued if a.get('estimated_start'))} with an estimated start")
     waited = wait_for_ends(port)
+    queued = json.loads(get_now(port, "/api/v1/apps?state=ACCEPTED"))
+    print(f"once apps end: {len(queued)} queued, "
+          f"{sum(1 for a in queued if a.get('estimated_start'))} with an estimated start")
     print(f"reads begin {waited:.1f} s after the last submission, once apps end: cycles then "
           "end apps and admit queued ones, whatever the submission rate was")
     rnd = random.Random(11)

@@ -101,6 +101,9 @@ class Estimator:
 
     def start_process(self) -> None:
         self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        # Started now, not at the first refresh: a spawned interpreter importing the package
+        # takes seconds of CPU (tens of seconds on a loaded machine).
+        self._pool.submit(estimate, None)
 
     def stop(self) -> None:
         if self._pool is not None:
