@@ -17,7 +17,8 @@ What is assumed (docs/estimates.md says it for users):
   takes waves more (an elastic app is slower when it gets less);
 - a launched app's remaining work is its assumed run length less what it has run; one that
   ran past it is assumed to end within ``overrun_s`` (``Running.remaining_s``, set by the
-  caller, which knows the app's history);
+  caller, which knows the app's history); it goes on asking for the executors it asks for now
+  (its demand), at the pace of those it holds (``Running.stage``);
 - drivers and executors take the ``Timings`` start latencies; a launched app's driver is
   started again at 0 (one driver start of delay for the apps it holds back).
 
