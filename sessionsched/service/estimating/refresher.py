@@ -20,6 +20,7 @@ import multiprocessing
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -136,6 +137,9 @@ class Estimator:
                 answers = self._pool.submit(estimate, live).result(RUN_TIMEOUT_S)
         except Exception as e:  # an estimate is a hint: a failed run must not stop the server
             log.warning("estimating the queued apps' starts failed: %s", e)
+            if isinstance(e, BrokenProcessPool) and self._pool is not None:
+                self.stop()  # its process died (killed, out of memory): start another
+                self.start_process()
             return
         self._last_end = time.perf_counter()
         self.last_run_s = self._last_end - t0
@@ -157,10 +161,14 @@ class Estimator:
         live = live_from(view, now, launched, queued, history, self.default_run_s,
                          self.timings)
         app = Queued(spec, spec.priority, run_length(name, history, self.default_run_s))
-        if self._pool is None:
-            answer: DryRun = dry_run(live, app)
-        else:
-            answer = self._pool.submit(dry_run, live, app).result(RUN_TIMEOUT_S)
+        answer: DryRun | None = None
+        if self._pool is not None:
+            try:
+                answer = self._pool.submit(dry_run, live, app).result(RUN_TIMEOUT_S)
+            except Exception as e:  # its process is gone or stuck: answer here all the same
+                log.warning("dry run in the estimating process failed: %s", e)
+        if answer is None:
+            answer = dry_run(live, app)
         return DryRunAnswer(True, None, answer.position, answer.reason,
                             absolute(now, answer.estimate))
 
