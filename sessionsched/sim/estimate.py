@@ -249,10 +249,9 @@ def _offered(q: Queued, start: float | None) -> bool:
             and (start is None or start >= MUCH_SOONER_S))
 
 
-def estimate(live: Live | None, offers_max: int = 8) -> dict[str, Estimate]:
-    """Each queued app's estimated start (seconds from now) and counter-offer (module doc).
-    None: nothing (a process that will run estimates, warmed by its first call)."""
-    if live is None or not live.queued:
+def estimate(live: Live, offers_max: int = 8) -> dict[str, Estimate]:
+    """Each queued app's estimated start (seconds from now) and counter-offer (module doc)."""
+    if not live.queued:
         return {}
     starts = _run(live, live.queued)
     out = {name: Estimate(at) for name, at in starts.items()}

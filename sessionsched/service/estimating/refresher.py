@@ -5,12 +5,12 @@ the read view (``ReadView.estimates``); readers never compute one.
 Off the cycle's path, and off its interpreter: the forward run is pure Python and takes
 from milliseconds to seconds, which in a thread would hold the GIL against the cycle and the
 readers. So it runs in a process of its own (one worker, ``spawn``: the server's threads and
-locks are not forked into it); this process only picks the apps (``live.chosen``, bounded),
-reads their names' history from the store (at most once a minute) and pickles the input. A
-run still going when the next is due makes the next wait (APScheduler ``max_instances=1``),
-and a run rests at least as long as the last one took (``refresh``): at most half a core of
-the machine, which the cycle shares.
-Without the process (``in_process=True``, the stepped tests) the run is a plain call.
+locks are not forked into it), started at the first refresh with an app queued. This process
+only picks the apps (``live.chosen``, bounded), reads their names' history from the store (at
+most once a minute) and pickles the input. A run still going when the next is due makes the
+next wait (APScheduler ``max_instances=1``), and a run rests at least as long as the last one
+took (``refresh``): at most half a core of the machine, which the cycle shares. Without
+``start_process`` (the stepped tests, which run no cycles of their own) a run is a plain call.
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ class Estimator:
         self.default_run_s = default_run_s
         self.timings = timings
         self._pool: ProcessPoolExecutor | None = None
+        self._in_process = False  # ``start_process``
         self._history: dict[str, list[float]] = {}
         self._history_at = float("-inf")
         self._history_names: set[str] = set()
@@ -101,12 +102,18 @@ class Estimator:
         self.local_s = 0.0  # and of this process's part of it
 
     def start_process(self) -> None:
-        self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        # Started now, not at the first refresh: a spawned interpreter importing the package
-        # takes seconds of CPU (tens of seconds on a loaded machine).
-        self._pool.submit(estimate, None)
+        """Run the forward runs in a process of their own from now on. It is started at the
+        first refresh with an app queued: a server whose apps never wait never spawns it (a
+        spawned interpreter importing the package takes seconds of CPU)."""
+        self._in_process = True
+
+    def _process(self) -> ProcessPoolExecutor | None:
+        if self._in_process and self._pool is None:
+            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
 
     def stop(self) -> None:
+        self._in_process = False
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
@@ -130,16 +137,17 @@ class Estimator:
         live = live_from(view, now, launched, queued, history, self.default_run_s,
                          self.timings)
         self.local_s = time.perf_counter() - t0
+        pool = self._process()
         try:
-            if self._pool is None:
+            if pool is None:
                 answers = estimate(live)
             else:
-                answers = self._pool.submit(estimate, live).result(RUN_TIMEOUT_S)
+                answers = pool.submit(estimate, live).result(RUN_TIMEOUT_S)
         except Exception as e:  # an estimate is a hint: a failed run must not stop the server
             log.warning("estimating the queued apps' starts failed: %s", e)
-            if isinstance(e, BrokenProcessPool) and self._pool is not None:
-                self.stop()  # its process died (killed, out of memory): start another
-                self.start_process()
+            if isinstance(e, BrokenProcessPool) and self._pool is pool is not None:
+                self._pool = None  # its process died (killed, out of memory): the next run
+                pool.shutdown(wait=False, cancel_futures=True)  # starts another
             return
         self._last_end = time.perf_counter()
         self.last_run_s = self._last_end - t0
@@ -162,9 +170,10 @@ class Estimator:
                          self.timings)
         app = Queued(spec, spec.priority, run_length(name, history, self.default_run_s))
         answer: DryRun | None = None
-        if self._pool is not None:
+        pool = self._process()
+        if pool is not None:
             try:
-                answer = self._pool.submit(dry_run, live, app).result(RUN_TIMEOUT_S)
+                answer = pool.submit(dry_run, live, app).result(RUN_TIMEOUT_S)
             except Exception as e:  # its process is gone or stuck: answer here all the same
                 log.warning("dry run in the estimating process failed: %s", e)
         if answer is None:
