@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import psutil
 import pytest
 
 from sessionsched.backends.memory import WORK
@@ -121,3 +122,32 @@ def test_top_draws_queues_running_and_waiting_apps_frame_after_frame(busy_server
         assert "root.default" in frame and "Running" in frame and "Waiting" in frame
         assert all(i in frame for i in ids)
         assert frame.count("≈ ") == 3  # the three waiting apps' estimated starts
+
+
+def test_the_estimating_process_ends_with_a_server_killed_9(tmp_path):
+    """The forward runs' process is the server's child; killed -9, the server cannot stop it,
+    so it watches its parent and ends by itself (it would wait for work for ever)."""
+    config = {
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100, "estimate_s": 0.3},
+        "cluster": {"backend": "memory", "workers": 1, "cores": 1, "memory": "2g"},
+        "queues": [{"name": "root", "queues": [{"name": "default", "max_running_apps": 1}]}],
+    }
+    server = ServerProcess.start(config, tmp_path / "server")
+    worker = None
+    try:
+        (tmp_path / "job.py").write_text("print('hello')\n")
+        for _ in range(2):  # one runs, one waits: the estimator has work, its process starts
+            r = run_cli("submit", "--server", server.url, LONG, "job.py", cwd=tmp_path)
+            assert r.returncode == 0, r.stderr
+        me = psutil.Process(server.proc.pid)
+        worker = wait_until(lambda: next((c for c in me.children() if "spawn_main" in
+                                          " ".join(c.cmdline())), None),
+                            60, "the estimating process")
+        server.proc.kill()
+        server.proc.wait(15)
+        assert wait_until(lambda: not worker.is_running() or worker.status() == "zombie",
+                          30, "the estimating process gone")
+    finally:
+        server.stop()
+        if worker is not None and worker.is_running():  # only if the test failed: by its PID
+            worker.kill()

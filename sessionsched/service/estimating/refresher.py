@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -44,6 +46,17 @@ log = logging.getLogger("sessionsched.estimate")
 HISTORY_S = 60.0  # how long the store's run lengths are reused
 RUN_TIMEOUT_S = 120.0  # a forward run that takes longer is given up (and logged)
 NOW_S = 30.0  # an offer to start within this is "start now"
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In the estimating process: end when the server's process is gone (killed -9, the
+    worker would otherwise wait for work for ever, orphaned)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 def offer_text(start_at: float | None, offer_at: float, executors: int, instead_of: int,
@@ -109,7 +122,9 @@ class Estimator:
 
     def _process(self) -> ProcessPoolExecutor | None:
         if self._in_process and self._pool is None:
-            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with_parent, initargs=(os.getpid(),))
         return self._pool
 
     def stop(self) -> None:
