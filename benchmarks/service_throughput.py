@@ -326,7 +326,12 @@ def start_busy_scheduler(work: Path, taken: set[int], apps: int) -> tuple[Proc, 
     half wait: every cycle admits, places and ends apps while the reads are measured."""
     port = free_port(taken)
     config = busy_config(apps, port, work / "busy")
+    if ESTIMATE_S is not None:  # --estimate-s: the estimator's period (0: off)
+        config["server"]["estimate_s"] = ESTIMATE_S
     return serve(config, work / "busy.yaml", work / "busy.log"), port
+
+
+ESTIMATE_S: float | None = None  # server.estimate_s of the busy scheduler (None: its default)
 
 
 def busy_config(apps: int, port: int, state_dir: Path) -> dict:
@@ -355,6 +360,11 @@ def busy_body(i: int) -> bytes:
         "spark.sessionsched.memory.work": str(rnd.randint(20, 60)),
         "spark.dynamicAllocation.maxExecutors": "2"})
     return json.dumps(body).encode()
+
+
+def get_now(port: int, path: str) -> bytes:
+    """One GET's body, at once (not a load: the estimates' check)."""
+    return httpx.get(f"http://127.0.0.1:{port}{path}", timeout=60).content
 
 
 def cycle_seconds(port: int) -> tuple[float, float, dict[float, float]]:
@@ -419,7 +429,13 @@ def busy_reads(apps: int, concurrency: int, reads: int, work: Path, taken: set[i
         raise RuntimeError(f"{apps - len(ids)} busy submissions refused")
     rows = [["sessionsched (memory cluster)", "create (submission)", f"0->{apps}", concurrency,
              result["n"], result["rate"], result["p50_ms"], result["p99_ms"]]]
+    queued = json.loads(get_now(port, "/api/v1/apps?state=ACCEPTED"))
+    print(f"after the submissions: {len(queued)} queued, "
+          f"{sum(1 for a in queued if a.get('estimated_start'))} with an estimated start")
     waited = wait_for_ends(port)
+    queued = json.loads(get_now(port, "/api/v1/apps?state=ACCEPTED"))
+    print(f"once apps end: {len(queued)} queued, "
+          f"{sum(1 for a in queued if a.get('estimated_start'))} with an estimated start")
     print(f"reads begin {waited:.1f} s after the last submission, once apps end: cycles then "
           "end apps and admit queued ones, whatever the submission rate was")
     rnd = random.Random(11)
@@ -521,7 +537,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="instead: status and list reads while the cycles of a scheduler on the "
                         "memory cluster admit and end APPS apps (half running, half queued)")
     p.add_argument("--busy-concurrency", type=int, default=4)
+    p.add_argument("--estimate-s", type=float, default=None, metavar="S",
+                   help="--busy: the scheduler's server.estimate_s (0: no estimated starts; "
+                        "default: the server's, 5 s)")
     args = p.parse_args(argv)
+    global ESTIMATE_S
+    ESTIMATE_S = args.estimate_s
     if args.busy:
         return main_busy(args)
     use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)

@@ -17,8 +17,8 @@ import sys
 from .config import ConfigError
 
 # Order is the order in --help.
-COMMANDS: list[str] = ["demo", "serve", "submit", "client_cmds", "cluster", "simulate", "token",
-                       "audit", "usage"]
+COMMANDS: list[str] = ["demo", "serve", "submit", "client_cmds", "inspect", "cluster", "simulate",
+                       "token", "audit", "usage"]
 
 
 class UserError(Exception):

@@ -167,6 +167,10 @@ class SchedulerClient:
     def submit(self, submission: Submission) -> App:
         return App.from_json(self._json("POST", "/api/v1/apps", json=submission.to_json()))
 
+    def dry_run(self, submission: Submission) -> dict[str, Any]:
+        """What the submission would meet now (docs/api.md, ``DryRunOut``); nothing stored."""
+        return self._json("POST", "/api/v1/apps/dry-run", json=submission.to_json())
+
     def upload_file(self, path: str | Path, timeout_s: float = 600.0) -> str:
         """Store a local file on the server (``PUT /api/v1/uploads/{sha256}``) unless it has
         that content already; its SHA-256, for ``Submission.uploads``."""

@@ -44,6 +44,15 @@ class App:
     reason_code: str | None  # while it waits (docs/reasons.md)
     warnings: tuple[str, ...]
     raw: dict[str, Any]
+    # While queued (docs/estimates.md): when it is estimated to start, and the counter-offer
+    # (``executors``, ``estimated_start``, ``instead_of``, ``text``) if it has one.
+    estimated_start: datetime | None = None
+    counter_offer: dict[str, Any] | None = None
+    reason_code: str | None = None  # from the server's ``reason_code`` when it sends one
+
+    @property
+    def offer_text(self) -> str | None:
+        return (self.counter_offer or {}).get("text")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> App:
@@ -69,6 +78,9 @@ class App:
             reason_code=data.get("reason_code"),
             warnings=tuple(data.get("warnings") or ()),
             raw=data,
+            estimated_start=parse_time(data.get("estimated_start")),
+            counter_offer=data.get("counter_offer"),
+            reason_code=data.get("reason_code"),
         )
 
 

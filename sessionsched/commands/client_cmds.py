@@ -99,13 +99,22 @@ def clock(t: datetime | None) -> str:
     return t.astimezone().strftime("%H:%M:%S") if t else "-"
 
 
+def estimated(app: App) -> str:
+    """A queued app's estimated start, ``≈ 14:20:05`` (``-``: none, or not queued)."""
+    return f"≈ {clock(app.estimated_start)}" if app.estimated_start else "-"
+
+
 def app_table(apps: Iterable[App], title: str | None = None) -> Table:
     table = Table(title=title, box=None, header_style="bold", pad_edge=False)
-    for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "SUBMITTED", "EXIT"):
+    for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "SUBMITTED", "EXIT",
+                "EST.START"):
         table.add_column(col, no_wrap=True)
     table.add_column("CODE", no_wrap=True)
     table.add_column("REASON", overflow="fold")
     for a in apps:
+        reason = a.reason or ""
+        if a.offer_text:
+            reason = f"{reason}; offer: {a.offer_text}" if reason else f"offer: {a.offer_text}"
         table.add_row(
             *plain(
                 a.id,
@@ -117,8 +126,9 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
                 f"{a.executors}/{a.target}",
                 clock(a.submitted_at),
                 "-" if a.exit_code is None else str(a.exit_code),
+                estimated(a),
                 a.reason_code or "-",
-                a.reason or "",
+                reason,
             )
         )
     return table
@@ -192,6 +202,8 @@ def describe(app: App) -> str:
         parts.append(f"executors {app.executors}/{app.target}")
     if app.exit_code is not None:
         parts.append(f"exit code {app.exit_code}")
+    if app.estimated_start is not None:
+        parts.append(f"estimated start {estimated(app)}")
     line = ", ".join(parts)
     return f"{line} ({app.reason})" if app.reason else line
 
@@ -209,6 +221,8 @@ def _status(args: argparse.Namespace) -> int:
         for key, value in app.raw.items():
             if isinstance(value, list):
                 value = "; ".join(str(v) for v in value)
+            elif isinstance(value, dict):  # the counter-offer: its one line
+                value = value.get("text", value)
             print(f"{key:<{width}}  {'-' if value in (None, '') else value}")
         return 0
 

@@ -1,7 +1,7 @@
 """``sessionsched submit``: spark-submit through the scheduler's queues.
 
-``sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] [--ca PEM] [--wait]
-[--upload|--no-upload] <spark-submit args…>``
+``sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] [--ca PEM]
+[--wait | --dry-run] [--upload|--no-upload] <spark-submit args…>``
 
 Decisions, so that a spark-submit user gets no surprise:
 
@@ -25,6 +25,9 @@ Decisions, so that a spark-submit user gets no surprise:
   the server has already is not sent again), the server puts its stored copies in their
   place, and the driver runs in the stored application file's directory. A
   ``--properties-file`` is not sent: its properties are, resolved.
+- ``--dry-run`` submits nothing (``POST /api/v1/apps/dry-run``): it prints whether the app
+  fits the cluster at all, its place and why it would wait, and when it would start (and a
+  counter-offer, docs/estimates.md); exit 1 if it can never fit.
 - ``--wait`` follows the app until it ends and exits with its exit code: FINISHED gives the
   driver's code (0); FAILED a non-zero code (1 if the driver left none); KILLED 143 (SIGTERM's
   shell code) unless the driver left a non-zero code. A driver ended by signal N gives 128+N.
@@ -37,23 +40,18 @@ import argparse
 import ipaddress
 import os
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from rich.console import Console
-from rich.live import Live
-from rich.text import Text
 
 from ..cli import UserError
 from ..client import (
     App,
-    SchedulerClient,
     SchedulerError,
     Submission,
-    Unreachable,
     default_server,
 )
 from ..model import AppState, parse_priority
@@ -66,9 +64,11 @@ from ..sparkargs import (
     scheduling_properties,
 )
 from .client_cmds import add_connection_options, connect, describe, user_error
+from .dry_run import print_dry_run
+from .follow import print_log_tail, wait_for
 
 WRAPPER_OPTIONS = {"--server", "--queue", "--priority", "--token", "--ca"}  # take a value
-WRAPPER_SWITCHES = {"--wait", "--upload", "--no-upload", "--help", "-h"}
+WRAPPER_SWITCHES = {"--wait", "--dry-run", "--upload", "--no-upload", "--help", "-h"}
 # The properties naming files spark-submit ships (as --py-files, --files, --jars do).
 FILE_LISTS = {"spark.submit.pyFiles": "--py-files", "spark.files": "--files",
               "spark.jars": "--jars"}
@@ -76,8 +76,6 @@ FILE_LISTS = {"spark.submit.pyFiles": "--py-files", "spark.files": "--files",
 # Not PYSPARK_DRIVER_PYTHON: it replaces the driver's program (a Jupyter setting would start
 # a notebook instead of the app), and the server's auth.env_allow refuses it by default.
 FORWARDED_ENV = ("PYSPARK_PYTHON",)
-POLL_S = 0.5
-SERVER_OUTAGE_S = 60.0  # --wait rides out a scheduler restart this long, then gives up
 KILLED_EXIT = 143
 
 
@@ -265,55 +263,6 @@ def exit_code_of(app: App) -> int:
     return code or KILLED_EXIT
 
 
-def wait_for(client: SchedulerClient, app_id: str, out: Console) -> App:
-    """Poll until the app ends, showing where it stands: a live line on a terminal, a plain
-    line per change otherwise. Rides out a server outage of up to SERVER_OUTAGE_S."""
-    last_line = ""
-    outage_since: float | None = None
-
-    def poll() -> App | None:
-        nonlocal outage_since
-        try:
-            app = client.app(app_id)
-        except Unreachable:
-            outage_since = outage_since or time.monotonic()
-            if time.monotonic() - outage_since > SERVER_OUTAGE_S:
-                raise
-            return None
-        outage_since = None
-        return app
-
-    if out.is_terminal:
-        with Live("", console=out, refresh_per_second=4, transient=False) as live:
-            while True:
-                app = poll()
-                if app is not None:
-                    live.update(Text(describe(app)))
-                    if app.state.terminal:
-                        return app
-                time.sleep(POLL_S)
-    while True:
-        app = poll()
-        if app is not None:
-            line = describe(app)
-            if line != last_line:
-                print(line, file=sys.stderr, flush=True)
-                last_line = line
-            if app.state.terminal:
-                return app
-        time.sleep(POLL_S)
-
-
-def _print_log_tail(client: SchedulerClient, app_id: str) -> None:
-    """On failure, the end of the driver's log: what spark-submit would have shown."""
-    try:
-        tail = client.log(app_id, tail=20).rstrip()
-    except SchedulerError:
-        return
-    if tail:
-        print(f"--- last lines of {app_id}'s driver log ---\n{tail}", file=sys.stderr)
-
-
 # --- the command ----------------------------------------------------------------------------------
 
 
@@ -321,7 +270,7 @@ def wrapper_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sessionsched submit",
         usage="sessionsched submit [--server URL] [--queue Q] [--priority N] [--token T] "
-        "[--ca PEM] [--wait] [--upload|--no-upload] <spark-submit args…>",
+        "[--ca PEM] [--wait | --dry-run] [--upload|--no-upload] <spark-submit args…>",
         description="Submit a Spark application to the scheduler's queues. Every spark-submit "
         "argument (options, the application file, its arguments) passes through unchanged, "
         "except --master (the scheduler picks the cluster). Python apps run in client mode. "
@@ -340,6 +289,10 @@ def wrapper_parser() -> argparse.ArgumentParser:
         help="follow the app's state and queue position until it ends; exit with its "
         "exit code (FAILED without one: 1, KILLED: 143); Ctrl-C stops waiting, not the app",
     )
+    p.add_argument(
+        "--dry-run", action="store_true",
+        help="store nothing: say whether the app fits the cluster at all, why it would wait "
+        "and when it would start (Slurm's sbatch --test-only); exit 1 if it can never fit")
     upload = p.add_mutually_exclusive_group()
     upload.add_argument(
         "--upload", dest="upload", action="store_true", default=None,
@@ -358,9 +311,12 @@ def run(args: argparse.Namespace) -> int:
     wrapper = wrapper_parser().parse_args(ours)
     remote = wants_upload(wrapper.upload, wrapper.server or default_server())
     submission = plan_submission(wrapper, spark_argv, os.environ, os.getcwd(), remote)
-    files = local_files(submission) if remote else {}
+    files = local_files(submission) if remote and not wrapper.dry_run else {}
     try:
         with connect(wrapper) as client:
+            if wrapper.dry_run:  # the app file is not read: a remote one is not uploaded
+                return print_dry_run(client, replace(submission, cwd="/") if remote
+                                     else submission)
             if remote:
                 submission = replace(submission, uploads={
                     ref: client.upload_file(path) for ref, path in files.items()})
@@ -380,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return 130
             if app.state is AppState.FAILED:
-                _print_log_tail(client, app.id)
+                print_log_tail(client, app.id)
             return exit_code_of(app)
     except SchedulerError as e:
         raise user_error(e) from None

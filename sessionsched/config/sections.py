@@ -45,6 +45,10 @@ class ServerSection(Strict):
     ``peers``: the ``advertise_url`` of the other schedulers sharing the store; the driver
     agents this one launches get them after its own, so they report to whoever leads after a
     takeover.
+    ``estimate_s``: how often the queued apps' estimated starts are computed again, in the
+    background (``service/estimating``, docs/estimates.md); 0 turns estimating off.
+    ``estimate_default_run_s``: how long an app is assumed to run when no earlier run of its
+    name finished.
     """
 
     host: str = "127.0.0.1"
@@ -59,6 +63,8 @@ class ServerSection(Strict):
     standby: bool = False
     advertise_url: str | None = None
     peers: list[str] = Field(default_factory=list)
+    estimate_s: float = Field(5.0, ge=0, le=3600)
+    estimate_default_run_s: float = Field(600.0, gt=0)
 
     @field_validator("advertise_url")
     @classmethod

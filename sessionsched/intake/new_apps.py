@@ -83,8 +83,10 @@ def from_argv(
     priority: Any,
     name: str | None,
     defaults: Defaults,
+    check_file: bool = True,
 ) -> StoredApp:
-    """A native-API submission (kind ``submit``). On a backend whose drivers all run in the
+    """A native-API submission (kind ``submit``); ``check_file=False``: its application file
+    need not be on this host (a dry run from another). On a backend whose drivers all run in the
     cluster (Kubernetes) every app is in-cluster; elsewhere the deploy mode says, and Python
     apps run in client mode on this host (a standalone master cannot run a Python driver)."""
     if not os.path.isabs(cwd):
@@ -103,7 +105,8 @@ def from_argv(
         raise SubmissionError("spark.master is chosen by the scheduler; drop it from conf")
     if args.app_file is None:
         raise SubmissionError("no application file in argv (options, then app.py or app.jar)")
-    _check_app_file(args.app_file, cwd)
+    if check_file:
+        _check_app_file(args.app_file, cwd)
     sched = _scheduling(props)
     in_cluster = defaults.drivers_in_cluster or sched.deploy_mode == "cluster"
     if in_cluster and args.is_python and not defaults.drivers_in_cluster:

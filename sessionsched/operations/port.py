@@ -26,6 +26,7 @@ audit trail the admins', what apps used (``usage``) each user's own and the admi
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -130,6 +131,24 @@ class Operations(Reads):
             argv, conf, cwd = local.argv, local.conf, local.cwd
         return await self._submit(caller, sender, "submission", lambda: new_apps.from_argv(
             argv, cwd, conf, env, queue, priority, name, self.defaults))
+
+    async def dry_run(self, caller: auth.Caller, argv: list[str], cwd: str,
+                      conf: Mapping[str, str], env: Mapping[str, str], queue: str | None,
+                      priority: Any, name: str | None) -> Outcome:
+        """``submit --dry-run``: the submission checked as ``submit_argv`` checks it (its
+        application file aside: a remote client's is not here), then what it would meet now
+        (done: its queue and the ``estimating.DryRunAnswer``). Nothing is stored."""
+        try:
+            app = self._admit(caller, new_apps.from_argv(
+                argv, cwd, conf, env, queue, priority, name, self.defaults, check_file=False))
+        except new_apps.SubmissionError as e:
+            return failed(Kind.INVALID, str(e))
+        except auth.Forbidden as e:
+            return failed(Kind.FORBIDDEN, str(e))
+        except Refused as e:
+            return failed(Kind.REFUSED, str(e), e.status, e.retry_after)
+        answer = await asyncio.to_thread(self.service.estimator.dry_run, app.spec, app.name)
+        return done((app.queue, answer))
 
     async def submit_rest(self, caller: auth.Caller, sender: str, body: Any) -> Outcome:
         """Spark's ``CreateSubmissionRequest``. Done: (the stored app, unknown field names)."""

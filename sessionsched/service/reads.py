@@ -66,6 +66,30 @@ class ClusterHealth:
 
 
 @dataclass(frozen=True)
+class CounterOffer:
+    """Start sooner with fewer executors (``service/estimating``, docs/estimates.md):
+    ``executors`` first executors (minExecutors) instead of ``instead_of``, starting at
+    ``start_at``; ``text`` says it in one line."""
+
+    executors: int
+    start_at: float
+    instead_of: int
+    text: str
+
+
+@dataclass(frozen=True)
+class StartEstimate:
+    """When a queued app is estimated to start (None: not within the estimate's horizon),
+    and its counter-offer if it has one."""
+
+    start_at: float | None
+    offer: CounterOffer | None = None
+
+
+NO_ESTIMATE = StartEstimate(None)
+
+
+@dataclass(frozen=True)
 class AppRead:
     """One app as every reader shows it (docs/api.md's app object, Spark REST status)."""
 
@@ -91,10 +115,14 @@ class AppRead:
     spark_app_id: str | None
     warnings: tuple[str, ...]
     log_path: str | None
+    # While queued: the last background estimate's (``service/estimating``); None otherwise.
+    estimated_start: float | None = None
+    counter_offer: CounterOffer | None = None
 
     @staticmethod
     def of(sub: AcceptedApp, facts: AppFacts | None, position: int | None,
-           reason: str, reason_code: WaitCode | None = None) -> AppRead:
+           reason: str, reason_code: WaitCode | None = None,
+           estimate: StartEstimate = NO_ESTIMATE) -> AppRead:
         if facts is None:  # committed, not stepped yet
             return AppRead(
                 id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind,
@@ -102,7 +130,8 @@ class AppRead:
                 reason=reason, reason_code=reason_code, submitted_at=sub.submitted_at,
                 started_at=None, first_executor_at=None, finished_at=None, exit_code=None,
                 executors=0, target=0, demand=0, spark_app_id=None, warnings=sub.warnings,
-                log_path=sub.log_path)
+                log_path=sub.log_path, estimated_start=estimate.start_at,
+                counter_offer=estimate.offer)
         return AppRead(
             id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind, queue=sub.queue,
             priority=facts.priority, state=facts.state, position=position, reason=reason,
@@ -110,7 +139,8 @@ class AppRead:
             first_executor_at=facts.first_executor_at, finished_at=facts.finished_at,
             exit_code=facts.exit_code, executors=facts.executors, target=facts.target,
             demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
-            log_path=sub.log_path)
+            log_path=sub.log_path, estimated_start=estimate.start_at,
+            counter_offer=estimate.offer)
 
     @staticmethod
     def stored(app: StoredApp) -> AppRead:
@@ -135,6 +165,10 @@ class ReadView:
     plan: str | None = None
     master: str = ""
     last_cycle_at: float | None = None
+    # The queued apps' estimated starts, as the last background run left them
+    # (``service/estimating``), and when that run looked at the state (None: none yet).
+    estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
+    estimated_at: float | None = None
     # Built on first use, per view (not copied by ``replace``: each view has its own).
     _by_spark_id: dict[str, str] = field(default_factory=dict, init=False, compare=False,
                                          repr=False)
@@ -207,14 +241,16 @@ class ReadView:
         not change). Building it again was a quarter of a one-queue list's time at 10,000
         apps (py-spy --gil). At most ``_READS_KEPT`` apps are kept."""
         reason, code = self._reason(sub, facts, position)
+        queued = facts is None or facts.state is AppState.ACCEPTED
+        estimate = self.estimates.get(sub.id, NO_ESTIMATE) if queued else NO_ESTIMATE
         last = self._reads.get(sub.id)
         if (last is not None and last[0] is sub and last[1] is facts and last[2] == position
-                and last[3] == (reason, code)):
-            return last[4]
+                and last[3] == (reason, code) and last[4] is estimate):
+            return last[5]
         if len(self._reads) >= _READS_KEPT:
             self._reads.clear()  # forgotten apps' entries go too; the next reads refill it
-        read = AppRead.of(sub, facts, position, reason, code)
-        self._reads[sub.id] = (sub, facts, position, (reason, code), read)
+        read = AppRead.of(sub, facts, position, reason, code, estimate)
+        self._reads[sub.id] = (sub, facts, position, (reason, code), estimate, read)
         return read
 
     def resolve(self, any_id: str) -> tuple[str, bool] | None:

@@ -46,6 +46,7 @@ from sessionsched.model import AppState, Resources
 from sessionsched.service import faulthook, plans
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.cycle import Cycle, Parts
+from sessionsched.service.estimating import Estimator
 from sessionsched.service.inbox import Inbox
 from sessionsched.service.metrics import ServiceMetrics, count_states
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
@@ -98,6 +99,7 @@ class Service:
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
         self.sessions = SessionWatch(server.session_timeout)
         self.retention = Retention(server.retained_ended_apps, self.store)
+        self.estimator = Estimator(self.reads, self.store, clock, server.estimate_default_run_s)
         self._cycle = Cycle(Parts(
             engine=engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,
@@ -161,6 +163,11 @@ class Service:
                 self.cycle, IntervalTrigger(seconds=self.config.server.cycle_ms / 1000),
                 id="cycle", max_instances=1, coalesce=True, misfire_grace_time=None,
             )
+            if self.config.server.estimate_s > 0:  # in a process of its own: ``estimating``
+                self.estimator.start_process()
+                self._scheduler.add_job(
+                    self.estimator.refresh, IntervalTrigger(seconds=self.config.server.estimate_s),
+                    id="estimate", max_instances=1, coalesce=True, misfire_grace_time=None)
         self._scheduler.start()
         log.info("scheduler service started: %d apps on the books, store %s",
                  len(self.registry) + len(restored.final), self.store.url)
@@ -169,6 +176,7 @@ class Service:
         """Stop cycling and writing. Drivers keep running: they are adopted at the next start."""
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)
+        self.estimator.stop()
         with self._cycle_lock:  # a cycle run by hand finishes first
             self.usage_thread.stop()  # its last writes go before the writer stops
             self.writer.stop()

@@ -189,6 +189,24 @@ class Store:
         with store_faults(), self.session() as s:
             return [UsageRow(*r) for r in s.execute(q)]
 
+    def run_lengths(self, names: Iterable[str], per_name: int = 20) -> dict[str, list[float]]:
+        """App name -> how long its last ``per_name`` FINISHED runs ran (launch to end, s),
+        newest first: what the estimated starts assume of a recurring app."""
+        names = sorted(set(names))
+        out: dict[str, list[float]] = {}
+        if not names:
+            return out
+        q = (select(AppRow.name, AppRow.started_at, AppRow.finished_at)
+             .where(AppRow.name.in_(names), AppRow.state == AppState.FINISHED.value,
+                    AppRow.started_at.is_not(None), AppRow.finished_at.is_not(None))
+             .order_by(AppRow.finished_at.desc()))
+        with store_faults(), self.session() as s:
+            for name, started, finished in s.execute(q):
+                runs = out.setdefault(name, [])
+                if len(runs) < per_name:
+                    runs.append(max(0.0, finished - started))
+        return out
+
     def app_id_of_spark_app(self, spark_app_id: str) -> str | None:
         """Our app id for a Spark application id (indexed), or None."""
         q = select(AppRow.id).where(AppRow.spark_app_id == spark_app_id).limit(1)

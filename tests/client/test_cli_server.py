@@ -14,7 +14,8 @@ from tests.sparkcluster import wait_until
 APP_KEYS = {
     "id", "name", "user", "queue", "priority", "state", "position", "submitted_at",
     "started_at", "first_executor_at", "finished_at", "exit_code", "executors", "target",
-    "demand", "spark_app_id", "kind", "reason", "reason_code", "warnings",
+    "demand", "spark_app_id", "kind", "reason", "reason_code", "warnings", "estimated_start",
+    "counter_offer",
 }  # fmt: skip
 QUEUE_KEYS = {
     "name", "leaf", "admission", "policy", "weight", "min_share", "max_cores",

@@ -180,9 +180,15 @@ def test_remote_app_files_are_not_checked_here(workdir):
 def test_wrapper_parser_is_what_help_shows():
     ns = wrapper_parser().parse_args(["--queue", "q", "--wait", "--server", "http://h:1"])
     assert ns == argparse.Namespace(
-        queue="q", priority=None, wait=True, upload=None, server="http://h:1", token=None,
-        ca=None
+        queue="q", priority=None, wait=True, dry_run=False, upload=None, server="http://h:1",
+        token=None, ca=None
     )
+
+
+def test_dry_run_is_the_wrappers_switch_not_spark_submits():
+    assert split_wrapper_args(["--dry-run", "--conf", "a=b", "job.py", "--dry-run"]) == (
+        ["--dry-run"], ["--conf", "a=b", "job.py", "--dry-run"])  # after the app: the app's
+    assert wrapper_parser().parse_args(["--dry-run"]).dry_run is True
 
 
 def ended(state: str, exit_code):

@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from sessionsched.doors.common.requests import sender
+from sessionsched.doors.common.times import estimate_fields
 from sessionsched.doors.livy.answers import caller, msg, reason_info, refusal
 from sessionsched.doors.livy.interactive import LivySessions
 from sessionsched.doors.livy.schemas import LivyBatchIn, ValidationError, first_error
@@ -110,7 +111,8 @@ class Livy:
             "state": LIVY_STATE[app.state], "appId": app.spark_app_id,
             "appInfo": {"driverLogUrl": f"{self.ops.url}/api/v1/apps/{app.id}/log"
                                         if app.log_path else None,
-                        "sparkUiUrl": None, **reason_info(app)},
+                        "sparkUiUrl": None, **reason_info(app),
+                        **estimate_fields(app)},
             "log": log,
             # ours, named as in the Spark REST answers
             "submissionId": app.id, "schedulerState": app.state.value, "queue": app.queue,

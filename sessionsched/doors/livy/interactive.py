@@ -40,6 +40,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from sessionsched.doors.common.requests import sender
+from sessionsched.doors.common.times import estimate_fields
 from sessionsched.doors.livy.answers import caller, msg, reason_info, refusal
 from sessionsched.doors.livy.repl import now_ms, repl_routes
 from sessionsched.doors.livy.schemas import LivySessionIn, StatementIn, ValidationError, first_error
@@ -117,7 +118,8 @@ class LivySessions:
         return {
             "id": s.seq, "name": s.name, "appId": app.spark_app_id, "owner": app.user,
             "proxyUser": s.proxy_user, "state": self.state_of(s, app), "kind": s.kind,
-            "appInfo": {"driverLogUrl": None, "sparkUiUrl": None, **reason_info(app)},
+            "appInfo": {"driverLogUrl": None, "sparkUiUrl": None, **reason_info(app),
+                        **estimate_fields(app)},
             "log": log,
             "heartbeatTimeoutInSecond": s.heartbeat_s,
             "submissionId": app.id, "schedulerState": app.state.value, "queue": app.queue,

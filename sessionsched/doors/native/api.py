@@ -19,11 +19,13 @@ from fastapi.responses import PlainTextResponse
 from pydantic import TypeAdapter
 
 from sessionsched.doors.common.requests import sender
+from sessionsched.doors.common.times import iso
 from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
 from sessionsched.doors.native.schemas import (
     AppIn,
     AppOut,
     AuditOut,
+    DryRunOut,
     EventOut,
     HealthOut,
     PriorityIn,
@@ -33,7 +35,7 @@ from sessionsched.doors.native.schemas import (
     UsageOut,
     error_responses,
 )
-from sessionsched.doors.native.views import app_out, iso
+from sessionsched.doors.native.views import app_out, dry_run_out
 from sessionsched.model import AppState, parse_priority
 from sessionsched.operations.callers import strip_token, strip_token_argv
 from sessionsched.operations.port import AppRead, Operations
@@ -121,6 +123,18 @@ async def submit(body: AppIn, request: Request, ops: OpsDep, caller: CallerDep):
         caller, sender(request), strip_token_argv(body.argv), body.cwd, conf, body.env,
         body.queue, body.priority, body.name, uploads=body.uploads))
     return _out(ops, stored.id)
+
+
+@router.post("/api/v1/apps/dry-run", response_model=DryRunOut,
+             responses=error_responses(400, 403, 422))
+async def dry_run(body: AppIn, ops: OpsDep, caller: CallerDep):
+    """What the submission would meet now (``submit --dry-run``): whether it fits at all,
+    why it would wait, when it would start. Nothing is stored; ``uploads`` is not needed."""
+    conf, _ = strip_token(body.conf)
+    queue, found = answer(await ops.dry_run(
+        caller, strip_token_argv(body.argv), body.cwd, conf, body.env, body.queue,
+        body.priority, body.name))
+    return dry_run_out(queue, found)
 
 
 @router.get("/api/v1/apps/{app_id}", response_model=AppOut,

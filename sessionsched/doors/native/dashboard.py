@@ -58,9 +58,11 @@ async function refresh() {
     table(document.getElementById("queues"), ["name", "admission", "policy", "weight", "pending",
       "starting", "running", "executor_cores", "demand_cores", "waiting_reason_code",
       "waiting_reason"], q);
+    const apps = a.slice(0, 500).map(r => ({...r, estimated_start: r.estimated_start ?? "",
+      counter_offer: r.counter_offer ? r.counter_offer.text : ""}));
     table(document.getElementById("apps"), ["id", "name", "queue", "priority", "state",
-      "position", "executors", "target", "demand", "reason_code", "reason"], a.slice(0, 500),
-      "state");
+      "position", "executors", "target", "demand", "reason_code", "reason", "estimated_start",
+      "counter_offer"], apps, "state");
     if (Date.now() - usageAt >= USAGE_MS) {
       const u = await get("/api/v1/usage?by=queue&since=7d");
       usageAt = Date.now();

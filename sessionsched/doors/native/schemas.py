@@ -100,6 +100,15 @@ def error_responses(*codes: int, text: bool = False) -> dict[int | str, dict[str
     return {code: {"model": ErrorOut, "description": ERROR_MEANINGS[code]} for code in codes}
 
 
+class CounterOfferOut(BaseModel):
+    """Start sooner with fewer first executors (docs/estimates.md)."""
+
+    executors: int  # minExecutors to submit with ...
+    estimated_start: str  # ... to start about then (ISO 8601)
+    instead_of: int  # the first executors asked now: max(minExecutors, 1)
+    text: str  # e.g. "start ≈ 14:20 with 8 executors; start now with 2 (...)"
+
+
 class AppOut(BaseModel):
     id: str
     name: str
@@ -121,6 +130,21 @@ class AppOut(BaseModel):
     reason: str
     reason_code: str | None  # while it waits: why, from a closed set (docs/reasons.md)
     warnings: list[str]
+    # While queued (ISO 8601; null: not estimated yet, or not within the estimate's horizon).
+    estimated_start: str | None = None
+    counter_offer: CounterOfferOut | None = None
+
+
+class DryRunOut(BaseModel):
+    """``POST /api/v1/apps/dry-run``: what the submission would meet now; nothing stored."""
+
+    fits: bool  # whether it could start at all on the cluster as it is
+    problem: str | None  # why not, naming the number that does not fit
+    queue: str
+    position: int | None  # its place once queued (null: it would start at once)
+    reason: str  # why it would wait ("" : it would not)
+    estimated_start: str | None  # ISO 8601 (null: not within the estimate's horizon)
+    counter_offer: CounterOfferOut | None
 
 
 class QueueOut(BaseModel):

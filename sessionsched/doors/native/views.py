@@ -3,9 +3,8 @@ refusals of a request's shape."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from sessionsched.doors.native.schemas import AppOut
+from sessionsched.doors.common.times import iso
+from sessionsched.doors.native.schemas import AppOut, CounterOfferOut, DryRunOut
 from sessionsched.operations.port import AppRead
 
 
@@ -35,12 +34,19 @@ def unreadable(cause: BaseException) -> str | None:
     return None
 
 
-def iso(t: float | None) -> str | None:
-    """Epoch seconds as ISO 8601 UTC with milliseconds and ``Z``."""
-    if t is None:
+def offer_out(offer) -> CounterOfferOut | None:
+    if offer is None:
         return None
-    text = datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
-    return text.replace("+00:00", "Z")
+    return CounterOfferOut(executors=offer.executors, estimated_start=iso(offer.start_at),
+                           instead_of=offer.instead_of, text=offer.text)
+
+
+def dry_run_out(queue: str, answer) -> DryRunOut:
+    """``answer``: the operations port's dry run (``estimating.DryRunAnswer``)."""
+    return DryRunOut(fits=answer.fits, problem=answer.problem, queue=queue,
+                     position=answer.position, reason=answer.reason,
+                     estimated_start=iso(answer.estimate.start_at),
+                     counter_offer=offer_out(answer.estimate.offer))
 
 
 def app_out(app: AppRead) -> AppOut:
@@ -65,4 +71,6 @@ def app_out(app: AppRead) -> AppOut:
         reason=app.reason,
         reason_code=app.reason_code,
         warnings=list(app.warnings),
+        estimated_start=iso(app.estimated_start),
+        counter_offer=offer_out(app.counter_offer),
     )

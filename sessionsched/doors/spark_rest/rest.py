@@ -45,6 +45,7 @@ from starlette.routing import Route, Router
 from sessionsched.doors.common.asgi import send_answer
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.spark import SPARK_VERSION
+from sessionsched.doors.common.times import estimate_fields
 from sessionsched.doors.spark_rest import jackson
 from sessionsched.model import AppState, parse_priority
 from sessionsched.operations import auth
@@ -200,6 +201,7 @@ class SparkRest:
                "schedulerState": app.state.value, "queue": app.queue, "priority": app.priority}
         if app.state is AppState.ACCEPTED:
             out["position"] = app.position
+            out.update(estimate_fields(app))
         if app.reason:
             out["schedulerReason"] = app.reason
         if app.reason_code is not None:

@@ -1,0 +1,161 @@
+"""``sessionsched why ID`` and ``sessionsched top``: why an app waits, and the queues live.
+
+``why ID`` prints, for one app: its state and queue place, its reason code (the API's
+``reason_code`` when the server sends one) and sentence, who is ahead of it in its queue and
+who runs there (each with executors held / target / demand: how big they are), its estimated
+start and its counter-offer (docs/estimates.md).
+
+``top`` is a live terminal view (rich ``Live``) refreshed every ``--interval`` seconds until
+Ctrl-C: the queues, the running apps with executors / target / demand, the waiting apps
+with their reasons and estimated starts. Not on a terminal (a pipe, a test) it prints each
+frame in turn; the hidden ``--iterations N`` stops it after N frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ..client import App, SchedulerClient
+from ..model import AppState
+from .client_cmds import add_connection_options, call, clock, console, estimated, plain, queue_table
+
+AHEAD_SHOWN = 10  # apps ahead listed by ``why`` (the count is always given)
+
+
+def size(app: App) -> str:
+    return f"{app.executors}/{app.target}/{app.demand}"
+
+
+def why_lines(app: App, queue_apps: list[App]) -> list[str]:
+    """``why``'s answer; ``queue_apps``: every app of the app's queue, queued in order first."""
+    where = f", position {app.position} in {app.queue}" if app.position else f" in {app.queue}"
+    lines = [f"{app.id} ({app.name}, {app.user or 'no user'}): {app.state.value}{where}, "
+             f"priority {app.priority}"]
+    if app.state is not AppState.ACCEPTED:
+        lines.append(f"not waiting: {app.reason}" if app.reason else "not waiting")
+        return lines
+    if app.reason_code:
+        lines.append(f"reason code: {app.reason_code}")
+    lines.append(f"reason: {app.reason or '-'}")
+    ahead = [a for a in queue_apps if a.state is AppState.ACCEPTED and a.position
+             and app.position and a.position < app.position]
+    running = [a for a in queue_apps if a.state.admitted and not a.state.terminal]
+    lines.append(f"ahead of it in {app.queue}: {len(ahead)} queued"
+                 + (" (executors held/target/demand):" if ahead else ""))
+    lines += [f"  {a.position}. {a.id} {a.name} priority {a.priority}, {size(a)}"
+              for a in ahead[:AHEAD_SHOWN]]
+    if len(ahead) > AHEAD_SHOWN:
+        lines.append(f"  ... and {len(ahead) - AHEAD_SHOWN} more")
+    lines.append(f"running in {app.queue}: {len(running)}"
+                 + (" (executors held/target/demand):" if running else ""))
+    lines += [f"  {a.id} {a.name} {a.state.value} priority {a.priority}, {size(a)}"
+              for a in running[:AHEAD_SHOWN]]
+    if len(running) > AHEAD_SHOWN:
+        lines.append(f"  ... and {len(running) - AHEAD_SHOWN} more")
+    start = estimated(app)
+    lines.append(f"estimated start: {start if start != '-' else 'not estimated yet'}")
+    lines.append(f"counter-offer: {app.offer_text or 'none'}")
+    return lines
+
+
+def _why(args: argparse.Namespace) -> int:
+    def action(client: SchedulerClient) -> int:
+        app = client.app(args.id)
+        queue_apps = client.apps(queue=app.queue) if app.state is AppState.ACCEPTED else []
+        print("\n".join(why_lines(app, queue_apps)))
+        return 0
+
+    return call(args, action)
+
+
+# --- top ----------------------------------------------------------------------------------------
+
+
+def _table(title: str, cols: tuple[str, ...]) -> Table:
+    table = Table(title=title, title_justify="left", box=None, header_style="bold",
+                  pad_edge=False)
+    for col in cols:
+        table.add_column(col, no_wrap=col != "REASON", overflow="fold")
+    return table
+
+
+def frame(client: SchedulerClient, limit: int) -> Group:
+    """One screen: queues, running apps, waiting apps (each list cut at ``limit`` rows)."""
+    apps = client.apps()
+    running = _table("Running", ("ID", "NAME", "QUEUE", "PRIO", "STATE", "EXEC", "TARGET",
+                                 "DEMAND", "STARTED"))
+    waiting = _table("Waiting", ("ID", "NAME", "QUEUE", "PRIO", "POS", "EST.START", "REASON"))
+    live = [a for a in apps if a.state.admitted and not a.state.terminal]
+    queued = [a for a in apps if a.state is AppState.ACCEPTED]
+    for a in live[:limit]:
+        running.add_row(*plain(a.id, a.name, a.queue, a.priority, a.state.value, a.executors,
+                               a.target, a.demand, clock(a.started_at)))
+    for a in queued[:limit]:
+        reason = a.reason or ""
+        if a.reason_code:
+            reason = f"[{a.reason_code}] {reason}"
+        if a.offer_text:
+            reason = f"{reason}; offer: {a.offer_text}"
+        waiting.add_row(*plain(a.id, a.name, a.queue, a.priority,
+                               "-" if a.position is None else a.position, estimated(a),
+                               reason))
+    header = Text(f"sessionsched top - {time.strftime('%H:%M:%S')} - {len(live)} running, "
+                  f"{len(queued)} waiting (Ctrl-C to quit)")
+    return Group(header, queue_table(client.queues()), running, waiting)
+
+
+def _top(args: argparse.Namespace) -> int:
+    out = console()
+
+    def action(client: SchedulerClient) -> int:
+        shown = 0
+        try:
+            if out.is_terminal:
+                with Live(frame(client, args.limit), console=out, auto_refresh=False,
+                          screen=False) as live:
+                    shown = 1
+                    while args.iterations is None or shown < args.iterations:
+                        time.sleep(args.interval)
+                        live.update(frame(client, args.limit), refresh=True)
+                        shown += 1
+            else:
+                while args.iterations is None or shown < args.iterations:
+                    if shown:
+                        time.sleep(args.interval)
+                    out.print(frame(client, args.limit))
+                    out.print()
+                    shown += 1
+        except KeyboardInterrupt:
+            pass
+        return 0
+
+    return call(args, action)
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "why", help="why an application waits, and when it will start",
+        description="Why an application waits: its reason (code and sentence), who is ahead "
+        "of it and who runs in its queue (executors held/target/demand), its estimated start "
+        "and its counter-offer.")
+    p.add_argument("id", metavar="ID", help="submission id")
+    add_connection_options(p)
+    p.set_defaults(func=_why)
+
+    p = subparsers.add_parser(
+        "top", help="a live view of queues and applications",
+        description="A live view of the queues, the running apps (executors/target/demand) "
+        "and the waiting apps (reasons, estimated starts), refreshed in place until Ctrl-C.")
+    p.add_argument("--interval", type=float, default=2.0, metavar="S",
+                   help="seconds between refreshes (default 2)")
+    p.add_argument("--limit", type=int, default=30, metavar="N",
+                   help="rows shown of each list (default 30)")
+    p.add_argument("--iterations", type=int, default=None, help=argparse.SUPPRESS)
+    add_connection_options(p)
+    p.set_defaults(func=_top)

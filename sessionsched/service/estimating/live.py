@@ -1,0 +1,77 @@
+"""The live state as the estimator's input: a ``sim.estimate.Live`` from one ``ReadView``.
+
+Bounded, so that its cost does not grow with the books: the launched apps (they hold the
+cluster) and the first ``max_queued`` queued apps by (priority, submission) over all queues -
+each queue's order is that same key, so they are every queue's first apps. Apps behind them
+get no estimate.
+
+How long an app runs (``run_length``): the median of its name's last FINISHED runs in the
+store (launch to end), else ``default_run_s``. A launched app has that less what it has run
+left; one past it is assumed to end within ``overrun_s(run_s)``: a quarter of its run, at
+least a minute (docs/estimates.md).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from statistics import median
+
+from sessionsched.model import AppState
+from sessionsched.service.reads import ReadView
+from sessionsched.sim.estimate import TIMINGS, Live, Queued, Running, Timings
+
+MAX_QUEUED = 300  # queued apps followed per run
+
+
+def run_length(name: str, history: Mapping[str, list[float]], default_run_s: float) -> float:
+    runs = history.get(name)
+    return median(runs) if runs else default_run_s
+
+
+def overrun_s(run_s: float) -> float:
+    return max(60.0, 0.25 * run_s)
+
+
+def chosen(view: ReadView, max_queued: int = MAX_QUEUED) -> tuple[list, list]:
+    """(launched apps' facts, the first ``max_queued`` queued apps' facts, head first)."""
+    launched, queued = [], []
+    for facts in view.engine.apps.values():
+        if facts.state is AppState.ACCEPTED:
+            queued.append(facts)
+        elif not facts.state.terminal and facts.launched_at is not None:
+            launched.append(facts)
+    return launched, heapq.nsmallest(max_queued, queued, key=lambda f: f.rank)
+
+
+def names_of(view: ReadView, facts: list) -> set[str]:
+    subs = (view.submissions.get(f.app_id) for f in facts)
+    return {sub.name for sub in subs if sub is not None}
+
+
+def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
+              history: Mapping[str, list[float]], default_run_s: float,
+              timings: Timings = TIMINGS) -> Live:
+    engine = view.engine
+    running: list[Running] = []
+    for facts in launched:
+        sub = view.submissions.get(facts.app_id)
+        if sub is None:
+            continue
+        run_s = run_length(sub.name, history, default_run_s)
+        ran = max(0.0, now - facts.launched_at)
+        left = run_s - ran if run_s > ran else overrun_s(run_s)
+        first = facts.first_executor_at
+        running.append(Running(
+            spec=sub.spec, state=facts.state, priority=facts.priority,
+            executors=facts.executors, remaining_s=left, launched_ago_s=ran,
+            first_executor_ago_s=None if first is None else max(0.0, now - first),
+            demand=facts.demand))
+    queued = []
+    for facts in queued_facts:
+        sub = view.submissions.get(facts.app_id)
+        if sub is not None:
+            queued.append(Queued(sub.spec, facts.priority,
+                                 run_length(sub.name, history, default_run_s)))
+    return Live(engine.root, engine.capacity, engine.driver_slots, tuple(running),
+                tuple(queued), timings)
