@@ -48,7 +48,6 @@ class App:
     # (``executors``, ``estimated_start``, ``instead_of``, ``text``) if it has one.
     estimated_start: datetime | None = None
     counter_offer: dict[str, Any] | None = None
-    reason_code: str | None = None  # from the server's ``reason_code`` when it sends one
 
     @property
     def offer_text(self) -> str | None:
@@ -80,7 +79,6 @@ class App:
             raw=data,
             estimated_start=parse_time(data.get("estimated_start")),
             counter_offer=data.get("counter_offer"),
-            reason_code=data.get("reason_code"),
         )
 
 
