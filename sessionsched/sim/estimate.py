@@ -284,9 +284,8 @@ def dry_run(live: Live, app: Queued) -> DryRun:
     position, reason = None, ""
     if look is not None and app.spec.app_id in look.pending.get(app.spec.queue, ()):
         position = look.position(app.spec.app_id)
-        why = look.waiting.get(app.spec.queue, "")
-        ahead = f"{position - 1} app(s) ahead in {app.spec.queue}" if position else ""
-        reason = "; ".join(x for x in (ahead if position and position > 1 else "", why) if x)
+        wait = look.wait_of(app.spec.app_id, position)
+        reason = wait.text if wait is not None else ""
     offer = _offer(with_it, app, start) if _offered(app, start) else None
     return DryRun(Estimate(start, offer), position, reason)
 

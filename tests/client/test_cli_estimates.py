@@ -83,7 +83,8 @@ def test_dry_run_answers_fits_reason_and_start_and_stores_nothing(busy_server, q
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "fits: yes"
-    assert lines[1].startswith("waits: position 4 in root.default - 3 app(s) ahead"), lines
+    assert lines[1].startswith("waits: position 4 in root.default - behind "), lines
+    assert "the head of root.default (3 app(s) ahead of it)" in lines[1], lines
     assert lines[2].startswith("estimated start: ≈ "), lines
 
     huge = run_cli("submit", "--server", busy_server.url, "--dry-run",
@@ -100,7 +101,7 @@ def test_why_names_the_reason_who_is_ahead_and_the_estimate(busy_server, queue_o
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert f"{ids[3]} (eq-3" in out and "ACCEPTED, position 3 in root.default" in out
-    assert "reason: 2 app(s) ahead in root.default" in out
+    assert f"reason: behind {ids[1]}, the head of root.default (2 app(s) ahead of it)" in out
     assert "ahead of it in root.default: 2 queued" in out
     assert f"1. {ids[1]} eq-1" in out and f"2. {ids[2]} eq-2" in out
     assert "running in root.default: 1" in out and ids[0] in out

@@ -98,7 +98,7 @@ def test_dry_run_says_place_reason_and_start_and_leaves_the_state_alone():
     before = replace(state)
     answer = dry_run(state, Queued(spec(9), 5000, 100.0))
     assert answer.position == 2
-    assert answer.reason.startswith("1 app(s) ahead in root.default; ")
+    assert answer.reason.startswith("behind a1, the head of root.default (1 app(s) ahead of it), ")
     assert 200 <= answer.estimate.start_in_s <= 220
     assert state == before
 
