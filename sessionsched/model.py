@@ -146,6 +146,10 @@ class Queue:
     # cores (and memory) it reaches by weight, more only while its apps fit there whole
     # (``admission_checks.driver_share``); YARN's maximum-am-resource-percent.
     max_driver_fraction: float = 0.4
+    # Decayed fair share (``arbitration.decay``): the half-life in seconds of the past usage
+    # that orders and divides this queue and its users beside current usage. None: the
+    # parent's (the root's None: off); 0: off for this queue and those below that set none.
+    usage_half_life_s: float | None = None
 
     @property
     def is_leaf(self) -> bool:

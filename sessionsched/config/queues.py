@@ -18,6 +18,12 @@ def _reclaim_timeout(v: float) -> float:
     return v
 
 
+def _half_life(v: float) -> float:
+    if not v >= 0 or v == float("inf"):
+        raise ValueError(f"{v:g} is not a half-life in seconds (a positive number, 0: off)")
+    return v
+
+
 def _driver_fraction(v: float) -> float:
     if not 0 < v <= 1:
         raise ValueError(f"{v:g} is not a fraction of the queue's cores above 0 and at most 1")
@@ -29,6 +35,7 @@ AdmissionField = Annotated[Admission, BeforeValidator(lambda v: enum_value(Admis
 PolicyField = Annotated[Policy, BeforeValidator(lambda v: enum_value(Policy, v))]
 ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
 DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
+HalfLife = Annotated[float, AfterValidator(_half_life)]
 
 class QueueConfig(Strict):
     """One queue as written in YAML. Seconds are plain numbers; ``min_share``/``max_cores``
@@ -46,6 +53,9 @@ class QueueConfig(Strict):
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout = 0.0
     max_driver_fraction: DriverFraction = 0.4
+    # Decayed fair share: seconds; unset: the parent's (inherited down the tree), 0: off here
+    # and below (unless a child sets its own). Off by default.
+    usage_half_life: HalfLife | None = None
     # Who may submit into this queue (auth mode tokens): user names and groups of
     # ``auth.groups``; neither set: everyone. A parent's lists apply to a child that sets
     # neither.
@@ -83,6 +93,7 @@ class QueueConfig(Strict):
             max_running_apps=self.max_running_apps,
             reclaim_timeout_s=self.reclaim_timeout,
             max_driver_fraction=self.max_driver_fraction,
+            usage_half_life_s=self.usage_half_life,
         )
 
 
@@ -128,6 +139,7 @@ class QueueOverride(Strict):
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout | None = None
     max_driver_fraction: DriverFraction | None = None
+    usage_half_life: HalfLife | None = None
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)

@@ -109,3 +109,17 @@ class LeaderRow(Base):
     host: Mapped[str] = mapped_column(String(256))
     pid: Mapped[int] = mapped_column(Integer)
     since: Mapped[float] = mapped_column(Float)
+
+
+class DecayedRow(Base):
+    """Decayed fair share (``engine.arbitration.decay``): one row per queue (``user`` empty)
+    and per user of a fairshare leaf that decays: the decayed usage ``past_cores`` at
+    ``since`` (epoch seconds) and the cores used since. Rewritten as they change."""
+
+    __tablename__ = "decayed_usage"
+
+    queue: Mapped[str] = mapped_column(String(256), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128), primary_key=True)
+    past_cores: Mapped[float] = mapped_column(Float)
+    since: Mapped[float] = mapped_column(Float)
+    cores: Mapped[float] = mapped_column(Float)
