@@ -230,3 +230,7 @@ class QueueUsage:
     driver_cores: int = 0
     demand_cores: int = 0
     apps: list[str] = field(default_factory=list)
+    # Decayed fair share (a queue with ``usage_half_life``): its decayed usage in cores at the
+    # last step, and in a fairshare leaf that decays, each user's; None: it does not decay.
+    decayed_cores: float | None = None
+    decayed_users: dict[str, float] | None = None

@@ -128,7 +128,8 @@ class Scheduler:
 
     def usage(self) -> dict[str, QueueUsage]:
         """Per queue (parents sum their children): apps pending/starting/running, executor and
-        in-cluster driver cores held, demand in cores. O(queues)."""
+        in-cluster driver cores held, demand in cores; with decayed fair share, the decayed
+        usage as the last step read it (``arbitration.decay``). O(queues + users)."""
         books = self.books
         out = {q.name: QueueUsage(q.name) for q in self.root.walk()}
         for leaf, path in books.tree.path.items():
@@ -142,6 +143,13 @@ class Scheduler:
                 u.executor_cores += t.executor_cores
                 u.driver_cores += t.driver_cores
                 u.demand_cores += t.demand_cores
+        decay = books.decay
+        if decay.on:
+            past = decay.last
+            for name in decay.half_life:
+                out[name].decayed_cores = past.queues.get(name, 0.0)
+            for leaf, users in past.users.items():
+                out[leaf].decayed_users = dict(sorted(users.items()))
         return out
 
     def decayed_changes(self) -> list[tuple[tuple[str, str], Decayed | None]]:
@@ -198,6 +206,7 @@ class Scheduler:
         books.sync_grants()
         if past is not None:
             books.decay.observe(now, books.queue_usage())
+            self._views.touch_usage()  # the decayed usage moved: the next view shows it
         self._views.touch(touched_by(events, out))
         return out
 

@@ -66,6 +66,9 @@ def queues(ops: OpsDep, _caller: CallerDep):
             pending=u.pending if u else 0, starting=u.starting if u else 0,
             running=u.running if u else 0, executor_cores=u.executor_cores if u else 0,
             demand_cores=u.demand_cores if u else 0, waiting_reason=waiting,
+            usage_half_life=q.usage_half_life_s,
+            decayed_cores=u.decayed_cores if u else None,
+            decayed_users=u.decayed_users if u else None,
         ))
     return out
 
