@@ -234,9 +234,11 @@ class Books:
         self._dirty = set()
 
     def _count_user(self, rec: AppRecord) -> None:
-        """The app's usage (the ledger's) to its user, in a leaf that shares by user."""
+        """The app's executor cores held or granted (the ledger's usage less its driver: the
+        users of a leaf share its executor cores) to its user, in a leaf that shares by user."""
+        used = self.ledger.usage_of(rec.app_id)
         self.decay.refresh_app(rec.app_id, rec.spec.queue, rec.spec.user,
-                               self.ledger.usage_of(rec.app_id))
+                               max(used - rec.spec.driver.cores, 0) if used else 0)
 
     def queue_usage(self) -> dict[str, float]:
         """Usage (``books.contribution``) of every queue, parents summing their children.

@@ -10,7 +10,9 @@ where c is the queue's usage since t0, the last time it changed. Usage is what a
 already orders by (``books.contribution``): executor cores held or granted plus the cores of
 its apps' drivers; a parent's is the sum of its children's. So a queue that held c cores for
 a long time has D = c, one idle for one half-life has half its D left. The same per user of a
-``fairshare`` leaf that decays, from the user's apps.
+``fairshare`` leaf that decays, from the executor cores held or granted to the user's apps
+(no drivers: the users share the leaf's executor cores, and a user's twenty client-mode
+drivers must not cost her executors).
 
 How it is used (D is in cores, so it adds to current usage):
   1. admission (``admission.plan_admissions``): the child queue with the lowest
