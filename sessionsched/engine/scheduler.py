@@ -152,17 +152,17 @@ class Scheduler:
                 out[leaf].decayed_users = dict(sorted(users.items()))
         return out
 
-    def decayed_changes(self) -> list[tuple[tuple[str, str], Decayed | None]]:
+    def decayed_changes(self) -> list[tuple[tuple[str, str, str], Decayed | None]]:
         """The decayed fair-share entries set (or dropped: None) since the last call, keyed
-        (queue, "") or (leaf, user): what the service writes to the store with each cycle
+        ("queue", queue, "") or ("user", leaf, user): what the service writes to the store with each cycle
         (``arbitration.decay``)."""
         return self.books.decay.changed()
 
-    def decayed(self) -> list[tuple[tuple[str, str], Decayed]]:
+    def decayed(self) -> list[tuple[tuple[str, str, str], Decayed]]:
         """Every decayed fair-share entry as it stands."""
         return sorted(self.books.decay.entries.items())
 
-    def load_decayed(self, entries: Iterable[tuple[tuple[str, str], Decayed]]) -> None:
+    def load_decayed(self, entries: Iterable[tuple[tuple[str, str, str], Decayed]]) -> None:
         """Entries stored before a restart or a takeover (or kept by a rewind), before the
         first step: the queues and users that still decay take them back."""
         self.books.decay.load(entries)

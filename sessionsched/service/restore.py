@@ -140,17 +140,18 @@ def restore_decayed(store: Store, engine: Scheduler) -> None:
     the engine before its first step: what a restart or a takeover keeps. A gap while no
     scheduler ran counts as the usage each key had when it stopped."""
     records = load_decayed(store)
-    engine.load_decayed(((r.queue, r.user), Decayed(r.past_cores, r.since, r.cores))
+    engine.load_decayed(((r.kind, r.queue, r.user), Decayed(r.past_cores, r.since, r.cores))
                         for r in records)
     if records:
         log.info("restart: decayed usage of %d queue(s) and user(s) restored", len(records))
 
 
-def decayed_rows(changes: list[tuple[tuple[str, str], Decayed | None]]) -> list[DecayedRecord]:
+def decayed_rows(changes: list[tuple[tuple[str, str, str], Decayed | None]]
+                 ) -> list[DecayedRecord]:
     """``Scheduler.decayed_changes()`` as the store's records (None: the key is deleted)."""
-    return [DecayedRecord(q, u) if e is None else DecayedRecord(q, u, e.past_cores, e.since_s,
-                                                                 e.cores)
-            for (q, u), e in changes]
+    return [DecayedRecord(*key) if e is None
+            else DecayedRecord(*key, e.past_cores, e.since_s, e.cores)
+            for key, e in changes]
 
 
 def _recover(watch: ClusterWatch, app: StoredApp) -> Handle | str | None:

@@ -32,17 +32,17 @@ def test_the_book_composes_stretches_and_keeps_only_changes():
     book = DecayBook()
     book.set_tree(tree(leaf("a"), usage_half_life_s=H))
     book.observe(0.0, {"root": 8.0, "root.a": 8.0})
-    assert book.changed() == [(("root", ""), Decayed(0.0, 0.0, 8.0)),
-                              (("root.a", ""), Decayed(0.0, 0.0, 8.0))]
+    assert book.changed() == [(("queue", "root", ""), Decayed(0.0, 0.0, 8.0)),
+                              (("queue", "root.a", ""), Decayed(0.0, 0.0, 8.0))]
     book.observe(H / 2, {"root": 8.0, "root.a": 8.0})  # same usage: nothing rewritten
     assert book.changed() == []
     book.observe(H, {"root": 0.0, "root.a": 0.0})  # 8 cores for one half-life -> 4
     assert book.read(H).queues == pytest.approx({"root": 4.0, "root.a": 4.0})
     assert book.read(2 * H).queues == pytest.approx({"root": 2.0, "root.a": 2.0})
-    assert [k for k, _ in book.changed()] == [("root", ""), ("root.a", "")]
+    assert [k for k, _ in book.changed()] == [("queue", "root", ""), ("queue", "root.a", "")]
     # Idle long enough, an entry is forgotten (and the store told: None).
     assert book.read(20 * H).queues == {}
-    assert book.changed() == [(("root", ""), None), (("root.a", ""), None)]
+    assert book.changed() == [(("queue", "root", ""), None), (("queue", "root.a", ""), None)]
 
 
 def test_a_book_without_half_life_is_off():
@@ -174,3 +174,13 @@ def test_a_restored_book_gives_the_same_past():
     assert again.sched.books.decay.read(t) == run.sched.books.decay.read(t)
     assert math.isclose(run.sched.books.decay.read(t).queues["root.b"],
                         Decayed(0.0, 1.0, 9.0).at(3 * H, H), rel_tol=0.2)
+
+
+def test_a_users_entry_is_apart_from_its_queues_even_for_a_nameless_user():
+    book = DecayBook()
+    book.set_tree(tree(leaf("a"), usage_half_life_s=H))
+    book.refresh_app("x", "root.a", "", 4)  # 4 executor cores; the queue also counts a driver
+    book.observe(0.0, {"root": 5.0, "root.a": 5.0})
+    past = book.read(H)
+    assert past.queues == pytest.approx({"root": 2.5, "root.a": 2.5})
+    assert past.users == {"root.a": pytest.approx({"": 2.0})}

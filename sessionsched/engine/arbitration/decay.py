@@ -64,7 +64,8 @@ class Decayed:
         return self.past_cores * keep + self.cores * (1.0 - keep)
 
 
-Key = tuple[str, str]  # (queue, "") for a queue; (leaf, user) for a user of a fairshare leaf
+QUEUE, USER = "queue", "user"
+Key = tuple[str, str, str]  # (QUEUE, queue, ""), or (USER, leaf, user) in a fairshare leaf
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ class DecayBook:
         self.entries: dict[Key, Decayed] = {}
         self._changed: set[Key] = set()  # since the last ``changed()``
         self._app: dict[str, tuple[Key, int]] = {}  # app -> (its user key, its usage)
-        self.user_usage: dict[Key, int] = {}  # (leaf, user) -> cores used now
+        self.user_usage: dict[Key, int] = {}  # (USER, leaf, user) -> cores used now
         self._users_moved: set[Key] = set()  # user usage changed since the last ``observe``
         self.last = NO_PAST  # what the last ``read`` gave (the self-check reuses it)
 
@@ -127,8 +128,8 @@ class DecayBook:
             self._changed.add(key)
 
     def _decays(self, key: Key) -> bool:
-        queue, user = key
-        return queue in (self.user_leaves if user else self.half_life)
+        kind, queue, _ = key
+        return queue in (self.user_leaves if kind == USER else self.half_life)
 
     # --- usage ----------------------------------------------------------------------------
 
@@ -136,7 +137,7 @@ class DecayBook:
         """An app's usage now (0 once it left the books), counted to its user if its leaf
         shares by user. O(1)."""
         old = self._app.get(app_id)
-        key = (leaf, user)
+        key = (USER, leaf, user)
         if old is not None:
             if old == (key, cores):
                 return
@@ -158,9 +159,9 @@ class DecayBook:
         """End of a step at ``now``: each decaying queue's usage (``queue_usage``, every queue
         that decays) and each user's whose usage moved start a new stretch at ``now``."""
         for name in self.half_life:
-            self._set((name, ""), now, queue_usage.get(name, 0.0))
+            self._set((QUEUE, name, ""), now, queue_usage.get(name, 0.0))
         for key in self._users_moved:
-            if key[0] in self.user_leaves:
+            if key[1] in self.user_leaves:
                 self._set(key, now, float(self.user_usage.get(key, 0)))
         self._users_moved = set()
 
@@ -171,7 +172,7 @@ class DecayBook:
                 self.entries[key] = Decayed(0.0, now, cores)
                 self._changed.add(key)
         elif e.cores != cores:
-            self.entries[key] = Decayed(e.at(now, self.half_life[key[0]]), now, cores)
+            self.entries[key] = Decayed(e.at(now, self.half_life[key[1]]), now, cores)
             self._changed.add(key)
 
     # --- reading --------------------------------------------------------------------------
@@ -185,13 +186,13 @@ class DecayBook:
         queues: dict[str, float] = {}
         users: dict[str, dict[str, float]] = {leaf: {} for leaf in self.user_leaves}
         for key, e in list(self.entries.items()):
-            queue, user = key
+            kind, queue, user = key
             d = e.at(now, self.half_life[queue])
             if not e.cores and d < FORGOTTEN_CORES:
                 del self.entries[key]
                 self._changed.add(key)
                 continue
-            if user:
+            if kind == USER:
                 users[queue][user] = d
             else:
                 queues[queue] = d
@@ -212,5 +213,5 @@ class DecayBook:
             if self._decays(key):
                 self.entries[key] = e
                 self._changed.add(key)  # written again: a rewind's engine owes the store them
-                if key[1]:
+                if key[0] == USER:
                     self._users_moved.add(key)  # its usage is recounted at the first step
