@@ -154,8 +154,8 @@ class Scheduler:
 
     def decayed_changes(self) -> list[tuple[tuple[str, str, str], Decayed | None]]:
         """The decayed fair-share entries set (or dropped: None) since the last call, keyed
-        ("queue", queue, "") or ("user", leaf, user): what the service writes to the store with each cycle
-        (``arbitration.decay``)."""
+        ("queue", queue, "") or ("user", leaf, user): what the service writes to the store
+        with each cycle (``arbitration.decay``)."""
         return self.books.decay.changed()
 
     def decayed(self) -> list[tuple[tuple[str, str, str], Decayed]]:

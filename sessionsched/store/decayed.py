@@ -36,8 +36,8 @@ def save_decayed(session: Session, records: Sequence[DecayedRecord]) -> None:
     for i in range(0, len(keys), 500):  # bounded IN lists
         session.execute(delete(_TABLE).where(
             tuple_(_TABLE.c.kind, _TABLE.c.queue, _TABLE.c.user).in_(keys[i:i + 500])))
-    rows = [{"kind": r.kind, "queue": r.queue, "user": r.user, "past_cores": r.past_cores, "since": r.since,
-             "cores": r.cores} for r in records if r.past_cores is not None]
+    rows = [{"kind": r.kind, "queue": r.queue, "user": r.user, "past_cores": r.past_cores,
+             "since": r.since, "cores": r.cores} for r in records if r.past_cores is not None]
     if rows:
         session.execute(insert(_TABLE), rows)
 
