@@ -173,8 +173,12 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             key = heads[leaf] = rank(view.priority_of[head.app_id], head.seq, head.app_id)
         return key
 
+    past = room.past_cores
+
     def child_key(name: str) -> tuple:
-        used = room.usage_cores.get(name, 0.0) + room.past_cores.get(name, 0.0)
+        used = room.usage_cores.get(name, 0.0)
+        if past:
+            used += past.get(name, 0.0)
         share = used / tree.node[name].weight
         return (share, head_key(best[name]))
 

@@ -78,12 +78,16 @@ def water_fill(
         return water_fill(total, weights, [0.0] * n, lo, past)
     if sum(hi) <= total:
         return list(hi)
-    p = past if past is not None else [0.0] * n
     # Each i adds slope w_i to S(level) between (lo_i + p_i)/w_i and (hi_i + p_i)/w_i.
     points = []
-    for i in range(n):
-        points.append(((lo[i] + p[i]) / weights[i], 1, i))
-        points.append(((hi[i] + p[i]) / weights[i], -1, i))
+    if past is None:  # the common case, kept free of the additions (fairshare leaves)
+        for i in range(n):
+            points.append((lo[i] / weights[i], 1, i))
+            points.append((hi[i] / weights[i], -1, i))
+    else:
+        for i in range(n):
+            points.append(((lo[i] + past[i]) / weights[i], 1, i))
+            points.append(((hi[i] + past[i]) / weights[i], -1, i))
     points.sort(key=lambda q: (q[0], -q[1], q[2]))
     level, filled, slope = 0.0, float(sum(lo)), 0.0
     for at, kind, i in points:
@@ -97,7 +101,9 @@ def water_fill(
         slope += weights[i] if kind == 1 else -weights[i]
     else:  # pragma: no cover - excluded by the sum(hi) check above
         return list(hi)
-    return [min(max(weights[i] * level - p[i], lo[i]), hi[i]) for i in range(n)]
+    if past is None:
+        return [min(max(weights[i] * level, lo[i]), hi[i]) for i in range(n)]
+    return [min(max(weights[i] * level - past[i], lo[i]), hi[i]) for i in range(n)]
 
 
 LeafPolicy = Callable[[int, Sequence[Claim]], dict[str, int]]
