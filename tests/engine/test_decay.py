@@ -184,3 +184,14 @@ def test_a_users_entry_is_apart_from_its_queues_even_for_a_nameless_user():
     past = book.read(H)
     assert past.queues == pytest.approx({"root": 2.5, "root.a": 2.5})
     assert past.users == {"root.a": pytest.approx({"": 2.0})}
+
+
+def test_the_view_shows_decayed_usage_and_follows_it_without_news():
+    run = _b_busy_then_a(H, 3 * H)
+    first = run.sched.view().usage
+    run.step(at=4 * H)  # no events: only time passed
+    later = run.sched.view().usage
+    assert first["root.b"].decayed_cores < later["root.b"].decayed_cores  # still busy: grows
+    assert set(later["root.b"].decayed_users) == {""}  # b1's user (the builder's: nameless)
+    off = _b_busy_then_a(None, 3 * H).sched.view().usage["root.b"]
+    assert (off.decayed_cores, off.decayed_users) == (None, None)
