@@ -20,6 +20,7 @@ QUEUE_KEYS = {
     "name", "admission", "policy", "weight", "min_share", "max_cores", "max_running_apps",
     "starting_limit", "starting_timeout", "reclaim_timeout", "pending", "starting", "running",
     "executor_cores", "demand_cores", "waiting_reason",
+    "usage_half_life", "decayed_cores", "decayed_users",  # decayed fair share (issue 25)
 }  # fmt: skip
 ID = re.compile(r"driver-\d{14}-\d{4}")
 
