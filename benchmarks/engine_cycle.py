@@ -5,6 +5,7 @@ Not a test: it prints a table. Usage::
     .venv/bin/python benchmarks/engine_cycle.py            # growth 1k..10k running + 100k queued
     .venv/bin/python benchmarks/engine_cycle.py --quick    # 1k and 10k running only, fewer cycles
     .venv/bin/python benchmarks/engine_cycle.py --profile 10000   # cProfile one size
+    .venv/bin/python benchmarks/engine_cycle.py --quick --usage-half-life 3600  # decay on
 
 The queue tree has 10 parents x 10 leaves (100 queues) with mixed policies (fifo, priority,
 fairshare), admission modes (stateaware, reserve, none), weights, min_share and max_cores.
@@ -87,6 +88,9 @@ from sessionsched.model import (  # noqa: E402
 PARENTS = 10
 LEAVES = 10
 CYCLE_S = 0.2
+# ``--usage-half-life S``: decayed fair share on the whole tree (issue 25), apps of 20 users.
+HALF_LIFE_S: float | None = None
+USERS = 20
 
 
 MAX_WAIT_S = 3600.0  # the ``max-wait`` scenario's limit
@@ -124,7 +128,7 @@ def queue_tree(running: int, room: int = 1, max_wait_s: float | None = None) -> 
                 max_cores=running if p % 5 == 1 else None,
             )
         )
-    return Queue(name="root", children=tuple(parents))
+    return Queue(name="root", children=tuple(parents), usage_half_life_s=HALF_LIFE_S)
 
 
 class Workload:
@@ -161,6 +165,7 @@ class Workload:
             executor=Resources(rng.choice((1, 2, 4)), rng.choice((2048, 4096))),
             min_executors=rng.choice((0, 0, 0, 1, 2)),
             max_executors=rng.choice((None, 4, 16)),
+            user=f"user{self.seq % USERS}" if HALF_LIFE_S else "",
         )
 
     def setup_events(self) -> list:
@@ -336,7 +341,11 @@ def main() -> None:
     ap.add_argument("--queued", type=int, default=100_000)
     ap.add_argument("--profile", type=int, metavar="RUNNING", help="cProfile one size")
     ap.add_argument("--scenario", choices=SCENARIOS, help="only this scenario")
+    ap.add_argument("--usage-half-life", type=float, metavar="S",
+                    help="decayed fair share on root with this half-life, apps of 20 users")
     args = ap.parse_args()
+    global HALF_LIFE_S
+    HALF_LIFE_S = args.usage_half_life
     if args.profile:
         run(args.profile, args.queued, args.cycles or 20, args.scenario or "steady", profile=True)
         return
@@ -350,8 +359,9 @@ def main() -> None:
     if args.scenario:
         rows = [r for r in rows if r[0] == args.scenario]
     cycles = args.cycles or (20 if args.quick else 50)
+    decay = f", usage_half_life {HALF_LIFE_S:g} s" if HALF_LIFE_S else ""
     print(f"engine cycle: {PARENTS * LEAVES} leaf queues, {args.queued:,} queued, "
-          f"{cycles} cycles per row")
+          f"{cycles} cycles per row{decay}")
     head = (f"{'scenario':<15} {'running':>8} {'admitted':>8} {'queued':>8} {'setup s':>8} "
             f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu p50':>8} {'cpu max':>8} "
             f"{'launched':>8} {'expired':>8} {'dec/cyc':>8} {'cpu/(n log n)':>14}")

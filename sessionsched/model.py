@@ -166,6 +166,10 @@ class Queue:
     # refused (``intake.depth``); None: no cap.
     max_queued_apps: int | None = None
     max_queued_apps_per_user: int | None = None
+    # Decayed fair share (``arbitration.decay``): the half-life in seconds of the past usage
+    # that orders and divides this queue and its users beside current usage. None: the
+    # parent's (the root's None: off); 0: off for this queue and those below that set none.
+    usage_half_life_s: float | None = None
 
     @property
     def is_leaf(self) -> bool:
@@ -246,3 +250,7 @@ class QueueUsage:
     driver_cores: int = 0
     demand_cores: int = 0
     apps: list[str] = field(default_factory=list)
+    # Decayed fair share (a queue with ``usage_half_life``): its decayed usage in cores at the
+    # last step, and in a fairshare leaf that decays, each user's; None: it does not decay.
+    decayed_cores: float | None = None
+    decayed_users: dict[str, float] | None = None

@@ -10,6 +10,7 @@ from sessionsched.config import (
     load_server_config,
     resolve_queue,
 )
+from sessionsched.engine.arbitration.decay import half_lives
 from sessionsched.model import Admission, Policy, ReclaimMode
 
 GOOD = """
@@ -52,6 +53,22 @@ def test_memory_backend_takes_cluster_up_options(tmp_path):
     assert (c.backend, c.workers, c.cores, c.memory, c.work_s) == ("memory", 2, 4, 4096, 0.5)
 
 
+def test_usage_half_life_is_inherited_and_0_turns_it_off_below(tmp_path):
+    text = """
+defaults: {queue: a}
+queues:
+  - name: root
+    usage_half_life: 3600
+    queues:
+      - {name: a}
+      - {name: b, usage_half_life: 0}
+      - {name: c, usage_half_life: 60}
+"""
+    root = load_server_config(write(tmp_path, text)).queue_tree()
+    assert half_lives(root) == {"root": 3600, "root.a": 3600, "root.c": 60}
+    assert half_lives(ServerConfig().queue_tree()) == {}  # off by default
+
+
 def test_defaults_are_one_default_queue():
     root = ServerConfig().queue_tree()
     assert [q.name for q in root.leaves()] == ["root.default"]
@@ -87,6 +104,13 @@ def test_defaults_are_one_default_queue():
             "max_driver_fraction: -1 is not a fraction",
         ),
         ("queues: [{name: a, weight: 0}]", "queues[0].weight: Input should be greater than 0"),
+        ("queues: [{name: root, usage_half_life: -60, queues: [{name: a}]}]",
+         "queues[0].usage_half_life: -60 is not a half-life in seconds (a positive number, "
+         "0: off)"),
+        ("queues: [{name: a, usage_half_life: 1d}]",
+         "queues[0].usage_half_life: Input should be a valid number"),
+        ("plans: [{cron: '0 8 * * *', queues: {a: {usage_half_life: .nan}}}]\n"
+         "queues: [{name: a}]", "usage_half_life: nan is not a half-life"),
         ("queues: [{name: a, reclaim_timeout: -5}]", "queues[0].reclaim_timeout: -5.0 is not -1"),
         ("queues: [{name: a, starting_limit: 0}]", "queues[0].starting_limit: Input should be"),
         ("queues: [{name: a.b}]", "queues[0].name: 'a.b' is not a queue name"),
@@ -122,6 +146,9 @@ def test_defaults_are_one_default_queue():
         "driver fraction 0",
         "driver fraction in a plan",
         "zero weight",
+        "negative half-life",
+        "half-life not a number",
+        "half-life NaN in a plan",
         "bad reclaim timeout",
         "zero starting limit",
         "dotted name",

@@ -18,6 +18,12 @@ def _reclaim_timeout(v: float) -> float:
     return v
 
 
+def _half_life(v: float) -> float:
+    if not v >= 0 or v == float("inf"):
+        raise ValueError(f"{v:g} is not a half-life in seconds (a positive number, 0: off)")
+    return v
+
+
 def _driver_fraction(v: float) -> float:
     if not 0 < v <= 1:
         raise ValueError(f"{v:g} is not a fraction of the queue's cores above 0 and at most 1")
@@ -29,6 +35,7 @@ AdmissionField = Annotated[Admission, BeforeValidator(lambda v: enum_value(Admis
 PolicyField = Annotated[Policy, BeforeValidator(lambda v: enum_value(Policy, v))]
 ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
 DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
+HalfLife = Annotated[float, AfterValidator(_half_life)]
 
 # The queued apps' limits: inherited down the tree, a child's own setting winning (an
 # explicit ``null`` too: it turns the parent's limit off for that child and below).
@@ -57,6 +64,9 @@ class QueueConfig(Strict):
     max_wait: float | None = Field(None, gt=0)
     max_queued_apps: int | None = Field(None, ge=1)
     max_queued_apps_per_user: int | None = Field(None, ge=1)
+    # Decayed fair share: seconds; unset: the parent's (inherited down the tree), 0: off here
+    # and below (unless a child sets its own). Off by default.
+    usage_half_life: HalfLife | None = None
     # Who may submit into this queue (auth mode tokens): user names and groups of
     # ``auth.groups``; neither set: everyone. A parent's lists apply to a child that sets
     # neither.
@@ -101,6 +111,7 @@ class QueueConfig(Strict):
             max_wait_s=limits.get("max_wait"),
             max_queued_apps=limits.get("max_queued_apps"),
             max_queued_apps_per_user=limits.get("max_queued_apps_per_user"),
+            usage_half_life_s=self.usage_half_life,
         )
 
 
@@ -150,6 +161,7 @@ class QueueOverride(Strict):
     max_wait: float | None = Field(None, gt=0)
     max_queued_apps: int | None = Field(None, ge=1)
     max_queued_apps_per_user: int | None = Field(None, ge=1)
+    usage_half_life: HalfLife | None = None
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)

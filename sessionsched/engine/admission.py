@@ -17,7 +17,9 @@ Across queues the next head is found by walking the tree from the root (YuniKorn
 queues are fair). At each parent the child queue is chosen by:
   1. usage / weight, lowest first - usage is the cores of executors its apps hold or were
      granted plus the cores of their drivers (wherever a driver runs: a queue of client-mode
-     drivers must not take every driver slot just because its usage in the cluster is zero);
+     drivers must not take every driver slot just because its usage in the cluster is zero),
+     plus, for a queue with ``usage_half_life``, its decayed past usage (``Room.past_cores``,
+     ``arbitration.decay``);
   2. the rank of the head the walk would pick inside that child.
 
 A head is admitted when it passes every check of its queue's admission mode
@@ -140,6 +142,7 @@ class Room:
     launched_in: dict[str, str] = field(default_factory=dict)  # leaf -> this cycle's first
     ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
     workers: Workers | None = None  # the cluster's (``placement``); None: no held_now check
+    past_cores: Mapping[str, float] = field(default_factory=dict)  # queue -> decayed usage
 
 
 @dataclass(frozen=True)
@@ -209,8 +212,13 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             key = heads[leaf] = rank(view.priority_of[head.app_id], head.seq, head.app_id)
         return key
 
+    past = room.past_cores
+
     def child_key(name: str) -> tuple:
-        share = room.usage_cores.get(name, 0.0) / tree.node[name].weight
+        used = room.usage_cores.get(name, 0.0)
+        if past:
+            used += past.get(name, 0.0)
+        share = used / tree.node[name].weight
         return (share, head_key(best[name]))
 
     def settle(name: str) -> None:

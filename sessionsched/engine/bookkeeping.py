@@ -32,7 +32,7 @@ from sortedcontainers import SortedList
 
 from ..model import AppState, Queue, Resources
 from . import admission
-from .arbitration import Arbiter, Claim
+from .arbitration import Arbiter, Claim, DecayBook
 from .books import AppRecord, Ledger
 from .events import MarkState
 from .grants import Grants
@@ -69,6 +69,7 @@ class Books:
         self.arbiter = Arbiter()
         self.grants = Grants()
         self.reclaimer = Reclaimer()
+        self.decay = DecayBook()  # decayed past usage per queue and user (``arbitration.decay``)
         self._claimed: dict[str, tuple] = {}  # app -> what its claim was built from
         self._dirty: set[str] = set()  # changed since the totals were last brought up to date
         self._touched: set[str] = set()  # changed this step: grants and reclaim look at them
@@ -87,6 +88,13 @@ class Books:
         self.root = root
         self.tree = QueueTree(root)
         self.leaves = {name: self.tree.node[name] for name in self.tree.leaves}
+        by_user = self.decay.user_leaves
+        self.decay.set_tree(root)
+        if by_user != self.decay.user_leaves:  # leaves that now count usage by user, or stop
+            flipped = by_user ^ self.decay.user_leaves
+            for rec in self._admitted.values():
+                if rec.spec.queue in flipped:
+                    self._count_user(rec)
         # Leaves whose apps' floors are guaranteed (``guaranteed``): asked for every change.
         self._reserving = frozenset(
             name for name, q in self.leaves.items() if admission.mode_of(q).reserves)
@@ -192,6 +200,7 @@ class Books:
         self._dirty.discard(app_id)
         self._touched.discard(app_id)
         self.ledger.refresh(rec, False)  # not on the books: takes its last contribution out
+        self.decay.refresh_app(app_id, rec.spec.queue, rec.spec.user, 0)
         self.needs.refresh(rec)
         self.launching.refresh(rec)
         self._admitted.pop(app_id, None)
@@ -210,6 +219,8 @@ class Books:
             rec = self.apps[app_id]
             guaranteed = rec.spec.queue in self._reserving
             self.ledger.refresh(rec, guaranteed)
+            if self.decay.user_leaves:
+                self._count_user(rec)
             self.needs.refresh(rec)
             self.launching.refresh(rec)
             if rec.on_books:
@@ -235,8 +246,28 @@ class Books:
         for app_id in self._dirty:
             rec = self.apps[app_id]
             self.ledger.refresh(rec, rec.spec.queue in self._reserving)
+            if self.decay.user_leaves:
+                self._count_user(rec)
         self._touched |= self._dirty
         self._dirty = set()
+
+    def _count_user(self, rec: AppRecord) -> None:
+        """The app's executor cores held or granted (the ledger's usage less its driver: the
+        users of a leaf share its executor cores) to its user, in a leaf that shares by user."""
+        used = self.ledger.usage_of(rec.app_id)
+        self.decay.refresh_app(rec.app_id, rec.spec.queue, rec.spec.user,
+                               max(used - rec.spec.driver.cores, 0) if used else 0)
+
+    def queue_usage(self) -> dict[str, float]:
+        """Usage (``books.contribution``) of every queue, parents summing their children.
+        O(queues): read at the end of a step when some queue decays (``decay``)."""
+        out: dict[str, float] = {}
+        tree = self.tree
+        for name in tree.postorder:
+            kids = tree.children[name]
+            out[name] = (float(sum(out[k] for k in kids)) if kids
+                         else float(self.ledger.leaf(name).usage_cores))
+        return out
 
     def touched(self) -> set[str]:
         """The apps changed this step (up to the last sync)."""
@@ -289,6 +320,7 @@ class Books:
             floor=min(floor, want),
             want=want,
             guaranteed=self.guaranteed(rec),
+            user=spec.user,
         )
 
     def executor_capacity(self, capacity: Resources) -> Resources:

@@ -209,6 +209,11 @@ class Ledger:
     def leaf(self, name: str) -> Totals:
         return self.by_leaf.get(name, NOTHING)
 
+    def usage_of(self, app_id: str) -> int:
+        """An app's ``usage_cores`` as counted now (0 when it is not on the books)."""
+        last = self._last.get(app_id)
+        return 0 if last is None else last.usage_cores
+
     @staticmethod
     def recount(records: Iterable[tuple[AppRecord, bool]]) -> Totals:
         """The total from scratch (for tests and checks)."""

@@ -23,6 +23,11 @@ A step, in order:
      their target first. An app whose own demand dipped is not made to shrink unless someone
      else needs its executors (else stage tails would churn executors; see ``reclaim``).
 
+With decayed fair share on (a queue's ``usage_half_life``: ``arbitration.decay``), the step
+reads every decaying queue's and user's decayed usage at ``now`` before phase 3 (admission
+and arbitration add it to current usage) and, after phase 6, starts a new stretch for those
+whose usage changed.
+
 Decisions come out in that order. Within phases 2, 5 and 6 they are in app rank order
 (1. priority, highest first; 2. submission sequence; 3. app id); launches in the order
 admission chose. The same events in the same order give the same decisions, in a long-lived
@@ -48,6 +53,7 @@ from dataclasses import replace
 from ..model import AppState, Queue, QueueUsage, Resources
 from . import admission, lifecycle
 from .agent_terms import launch_decision
+from .arbitration import Decayed, Past
 from .bookkeeping import Books
 from .books import AppRecord
 from .budget import DEFAULT as DEFAULT_BUDGET
@@ -130,7 +136,8 @@ class Scheduler:
 
     def usage(self) -> dict[str, QueueUsage]:
         """Per queue (parents sum their children): apps pending/starting/running, executor and
-        in-cluster driver cores held, demand in cores. O(queues)."""
+        in-cluster driver cores held, demand in cores; with decayed fair share, the decayed
+        usage as the last step read it (``arbitration.decay``). O(queues + users)."""
         books = self.books
         out = {q.name: QueueUsage(q.name) for q in self.root.walk()}
         for leaf, path in books.tree.path.items():
@@ -144,7 +151,29 @@ class Scheduler:
                 u.executor_cores += t.executor_cores
                 u.driver_cores += t.driver_cores
                 u.demand_cores += t.demand_cores
+        decay = books.decay
+        if decay.on:
+            past = decay.last
+            for name in decay.half_life:
+                out[name].decayed_cores = past.queues.get(name, 0.0)
+            for leaf, users in past.users.items():
+                out[leaf].decayed_users = dict(sorted(users.items()))
         return out
+
+    def decayed_changes(self) -> list[tuple[tuple[str, str, str], Decayed | None]]:
+        """The decayed fair-share entries set (or dropped: None) since the last call, keyed
+        ("queue", queue, "") or ("user", leaf, user): what the service writes to the store
+        with each cycle (``arbitration.decay``)."""
+        return self.books.decay.changed()
+
+    def decayed(self) -> list[tuple[tuple[str, str, str], Decayed]]:
+        """Every decayed fair-share entry as it stands."""
+        return sorted(self.books.decay.entries.items())
+
+    def load_decayed(self, entries: Iterable[tuple[tuple[str, str, str], Decayed]]) -> None:
+        """Entries stored before a restart or a takeover (or kept by a rewind), before the
+        first step: the queues and users that still decay take them back."""
+        self.books.decay.load(entries)
 
     def next_wakeup(self) -> float | None:
         """The earliest time at which a step without events may decide something (a starting
@@ -170,21 +199,26 @@ class Scheduler:
         books = self.books
         events = list(events)
         check_events(events, self.apps, books.leaves, books.occupied_leaves)
+        past = books.decay.read(now) if books.decay.on else None
         out: list[Decision] = []
         for event in events:
             lifecycle.ON_EVENT[type(event)](self, now, event, out)
         self._starting_timeouts(now, out)
         self._waited_too_long(now, out)
         books.sync()
-        self._admit(now, out)
+        self._admit(now, out, past)
         books.sync()
         capacity = books.executor_capacity(self.capacity)
-        changed = books.arbiter.compute(self.root, capacity)
+        changed = (books.arbiter.compute(self.root, capacity) if past is None
+                   else books.arbiter.compute(self.root, capacity, past))
         touched = books.touched().union(changed)
         self._grant(touched, capacity, out)
         books.reclaimer.step(now, self.apps, books.leaves, touched, books.grants, capacity, out)
         books.end_step()
         books.sync_grants()
+        if past is not None:
+            books.decay.observe(now, books.queue_usage())
+            self._views.touch_usage()  # the decayed usage moved: the next view shows it
         self._views.touch(touched_by(events, out))
         return out
 
@@ -203,7 +237,7 @@ class Scheduler:
 
     # 3. admission
 
-    def _admit(self, now: float, out: list[Decision]) -> None:
+    def _admit(self, now: float, out: list[Decision], past: Past | None) -> None:
         books = self.books
         views = [
             admission.LeafView(
@@ -219,7 +253,10 @@ class Scheduler:
             self.waiting, self.held = {}, {}
             self._more_to_admit = None
             return
-        plan = admission.plan_admissions(self.root, views, self._room(), self.budget.admit)
+        room = self._room()
+        if past is not None:
+            room.past_cores = past.queues
+        plan = admission.plan_admissions(self.root, views, room, self.budget.admit)
         self.waiting, self.held = plan.waiting, plan.held
         sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
         self._more_to_admit = now if sliced else None

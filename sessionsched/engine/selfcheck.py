@@ -36,7 +36,8 @@ def check(books: Books, capacity: Resources) -> list[str]:
                         f"{LaunchBook.recount(recs)}")
     live = [r for r in recs if r.state.admitted]
     claims = [books.claim_of(r) for r in live]
-    fresh = compute_targets(books.root, books.executor_capacity(capacity), claims)
+    fresh = compute_targets(books.root, books.executor_capacity(capacity), claims,
+                            books.decay.last)
     for r in live:
         if fresh[r.app_id] != r.target:
             problems.append(f"{r.app_id}: target {r.target}, from scratch {fresh[r.app_id]}")

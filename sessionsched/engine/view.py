@@ -138,6 +138,7 @@ class ViewKeeper:
         self._apps: set[str] = set()
         self._leaves: set[str] = set()
         self._all = True  # the first view, or a new queue tree: take everything
+        self._usage = False  # the queues' usage moved without an app changing (decay)
 
     def touch(self, app_ids: Iterable[str]) -> None:
         self._apps.update(app_ids)
@@ -148,6 +149,9 @@ class ViewKeeper:
     def touch_all(self) -> None:
         self._all = True
 
+    def touch_usage(self) -> None:
+        self._usage = True
+
     def take(self, root: Queue, capacity: Resources, driver_slots: int,
              apps: Mapping[str, AppRecord], pending: Mapping[str, Iterable[Rank]],
              waiting: Mapping[str, Wait],
@@ -157,6 +161,7 @@ class ViewKeeper:
         last = self._last
         held = held or {}
         unchanged = (last is not None and not self._all and not self._apps and not self._leaves
+                     and not self._usage
                      and last.capacity == capacity and last.driver_slots == driver_slots
                      and last.waiting == waiting and last.held == held
                      and last.workers is workers)
@@ -186,7 +191,7 @@ class ViewKeeper:
             waiting=MappingProxyType(dict(waiting)), usage=MappingProxyType(dict(usage())),
             held=MappingProxyType(dict(held)), workers=workers,
         )
-        self._apps, self._leaves, self._all = set(), set(), False
+        self._apps, self._leaves, self._all, self._usage = set(), set(), False, False
         return self._last
 
 

@@ -6,8 +6,9 @@
      (``AgentDesk.reconcile``: a live agent speaks for its app, else the cluster's view does);
      sessions gone silent, adoptions to check again, ended apps beyond retention (``Forget``);
   3. ``Scheduler.step(now, events) -> decisions``;
-  4. record (``recording``): every state change, kill, exit code and Spark app id is written
-     to the store and committed *before* any driver is launched or stopped, so a crash can
+  4. record (``recording``): every state change, kill, exit code and Spark app id (and the
+     decayed fair-share entries that changed, ``engine.arbitration.decay``) is written to the
+     store and committed *before* any driver is launched or stopped, so a crash can
      never leave a launched driver the store does not know was launched. A commit that fails
      (the store is full or down) is rewound (``rewind``): the engine goes back to the last
      committed cycle, the step's news is stepped again next cycle and its kills are answered
@@ -61,12 +62,14 @@ from sessionsched.service.metrics import ServiceMetrics
 from sessionsched.service.reads import ReadModel
 from sessionsched.service.recording import record_step
 from sessionsched.service.registry import AcceptedApps
+from sessionsched.service.restore import decayed_rows
 from sessionsched.service.retention import Retention
 from sessionsched.service.rewind import rewind
 from sessionsched.service.sessions import SessionWatch
 from sessionsched.service.usage_meter import MeterThread
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord
+from sessionsched.store.decayed import DecayedRecord
 
 log = logging.getLogger("sessionsched.service")
 audit = logging.getLogger("sessionsched.audit")
@@ -83,7 +86,7 @@ PHASES = (
 COMMIT_TIMEOUT_S = 30.0
 RETRY_MAX_S = 5.0  # after failed commits, cycles try again at most this far apart
 
-Write = Callable[[list[dict], list[EventRecord]], Future]
+Write = Callable[[list[dict], list[EventRecord], list[DecayedRecord]], Future]
 
 
 @dataclass
@@ -98,7 +101,7 @@ class Parts:
     retention: Retention
     registry: AcceptedApps
     reads: ReadModel
-    write: Write  # column changes and audit rows, in one commit
+    write: Write  # column changes, audit rows and decayed usage, in one commit
     metrics: ServiceMetrics
     clock: Callable[[], float]
     url: str  # the server, as drivers' agents reach it
@@ -219,7 +222,8 @@ class Cycle:
         self._laps.lap("step")
         try:
             record = record_step(now, events, decisions, _Before(before), killers)
-            committed = p.write(record.rows_for_store(), record.rows)
+            committed = p.write(record.rows_for_store(), record.rows,
+                                decayed_rows(p.engine.decayed_changes()))
         except Exception as e:  # noqa: BLE001 - the engine has stepped: it must be put back
             log.exception("could not send the cycle's changes to the store")
             committed = Future()

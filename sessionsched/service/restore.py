@@ -31,7 +31,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 from sessionsched.backends.base import RELAUNCH, Handle
 from sessionsched.backends.carry import Waiting
+from sessionsched.engine.arbitration import Decayed
 from sessionsched.engine.events import Adopted, Event, Submitted
+from sessionsched.engine.scheduler import Scheduler
 from sessionsched.model import AppState
 from sessionsched.service.reads import AppRead
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
@@ -39,6 +41,7 @@ from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
 from sessionsched.service.watch import GONE, ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp
+from sessionsched.store.decayed import DecayedRecord, load_decayed
 
 log = logging.getLogger("sessionsched.service")
 
@@ -132,6 +135,25 @@ def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention
         log.info("restart: %d driver(s) adopted, %d failed, %d launch(es) to try again",
                  len(adopted), len(failed), len(out.waiting))
     return out
+
+
+def restore_decayed(store: Store, engine: Scheduler) -> None:
+    """The decayed fair-share entries the store kept (``engine.arbitration.decay``) back in
+    the engine before its first step: what a restart or a takeover keeps. A gap while no
+    scheduler ran counts as the usage each key had when it stopped."""
+    records = load_decayed(store)
+    engine.load_decayed(((r.kind, r.queue, r.user), Decayed(r.past_cores, r.since, r.cores))
+                        for r in records)
+    if records:
+        log.info("restart: decayed usage of %d queue(s) and user(s) restored", len(records))
+
+
+def decayed_rows(changes: list[tuple[tuple[str, str, str], Decayed | None]]
+                 ) -> list[DecayedRecord]:
+    """``Scheduler.decayed_changes()`` as the store's records (None: the key is deleted)."""
+    return [DecayedRecord(*key) if e is None
+            else DecayedRecord(*key, e.past_cores, e.since_s, e.cores)
+            for key, e in changes]
 
 
 def _recover(watch: ClusterWatch, app: StoredApp) -> Handle | str | None:

@@ -68,6 +68,7 @@ def rewind(committed: ReadView, ahead: Scheduler, registry: AcceptedApps,
     ``stepped``: every event it took (items' events included)."""
     view = committed.engine
     out = Rewound(Scheduler(view.root, view.capacity, view.driver_slots))
+    out.engine.load_decayed(ahead.decayed())  # a cycle ahead at most; written again next
     for facts in sorted(view.apps.values(), key=lambda f: f.seq):
         sub = registry.get(facts.app_id)
         if sub is None:  # forgotten meanwhile: its final record is the store's

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from datetime import datetime
@@ -51,12 +51,13 @@ from sessionsched.service.inbox import Inbox
 from sessionsched.service.metrics import ServiceMetrics, count_states
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
-from sessionsched.service.restore import restore
+from sessionsched.service.restore import restore, restore_decayed
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
 from sessionsched.service.usage_meter import MeterThread, UsageMeter
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp, Writer
+from sessionsched.store.decayed import DecayedRecord, save_decayed
 from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.service")
@@ -147,6 +148,7 @@ class Service:
         self.writer.start()
         restored = restore(self.store, self.watch, self.registry, self.retention,
                            self.sessions, lambda c, r: self.write(c, r).result(60), self.clock())
+        restore_decayed(self.store, self.engine)
         self.reads.publish(final=restored.final)
         for app_id, column in restored.usage.items():
             self.usage.restore(app_id, column)
@@ -363,12 +365,15 @@ class Service:
 
     # --- the store ------------------------------------------------------------------------------
 
-    def write(self, changes: list[dict], rows: list[EventRecord]) -> Future:
-        """Column changes (dicts with ``id``) and audit rows, in one commit of the writer."""
+    def write(self, changes: list[dict], rows: list[EventRecord],
+              decayed: Sequence[DecayedRecord] = ()) -> Future:
+        """Column changes (dicts with ``id``), audit rows and decayed fair-share entries, in
+        one commit of the writer."""
 
         def job(session) -> None:
             self.store.update_apps(session, changes)
             self.store.add_events(session, rows)
+            save_decayed(session, decayed)
 
         return self.writer.submit(job)
 

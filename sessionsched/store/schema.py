@@ -113,3 +113,19 @@ class LeaderRow(Base):
     host: Mapped[str] = mapped_column(String(256))
     pid: Mapped[int] = mapped_column(Integer)
     since: Mapped[float] = mapped_column(Float)
+
+
+class DecayedRow(Base):
+    """Decayed fair share (``engine.arbitration.decay``): one row per queue (``kind``
+    "queue", ``user`` empty) and per user of a fairshare leaf that decays ("user"): the
+    decayed usage ``past_cores`` at ``since`` (epoch seconds) and the cores used since.
+    Rewritten as they change."""
+
+    __tablename__ = "decayed_usage"
+
+    kind: Mapped[str] = mapped_column(String(8), primary_key=True)
+    queue: Mapped[str] = mapped_column(String(256), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128), primary_key=True)
+    past_cores: Mapped[float] = mapped_column(Float)
+    since: Mapped[float] = mapped_column(Float)
+    cores: Mapped[float] = mapped_column(Float)

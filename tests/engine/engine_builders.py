@@ -47,6 +47,9 @@ class app:  # noqa: N801 - reads as a noun in tables: app("a").priority(10)
     def priority(self, p: int) -> app:
         return self._set(priority=p)
 
+    def user(self, name: str) -> app:
+        return self._set(user=name)
+
     def submitted(self, t: float) -> app:
         return self._set(submitted_at=t)
 

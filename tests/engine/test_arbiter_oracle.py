@@ -14,7 +14,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionsched.engine.arbitration import Arbiter, Claim
+from sessionsched.engine.arbitration import Arbiter, Claim, Past
 from sessionsched.engine.arbitration.oracle import targets
 from sessionsched.model import Policy, Queue, Resources
 
@@ -108,3 +108,57 @@ def test_the_oracle_is_the_arbitration_packages_from_scratch_form():
     from sessionsched.engine.arbitration import compute_targets
 
     assert compute_targets is targets
+
+
+# Decayed fair share (``arbitration.decay``): the same histories with past usage per queue and
+# per user changing between cycles, some fairshare leaves sharing by user.
+past_steps = st.tuples(
+    st.just("past"),
+    st.tuples(
+        st.dictionaries(st.sampled_from(["root.p0", "root.p1", "root.p1.m", *LEAVES]),
+                        st.sampled_from([0.0, 0.5, 3.0, 7.25, 20.0]), max_size=6),
+        st.dictionaries(st.sampled_from(LEAVES),
+                        st.dictionaries(st.sampled_from(["ann", "bob", "cy"]),
+                                        st.sampled_from([0.0, 1.0, 4.5, 12.0]), max_size=3),
+                        max_size=5),
+    ),
+)
+decay_steps = st.one_of(steps, past_steps)
+
+
+@HISTORIES
+@given(first=trees(), history=st.lists(st.lists(decay_steps, max_size=6), min_size=1,
+                                        max_size=25),
+       users=st.lists(st.sampled_from(["ann", "bob", "cy"]), min_size=12, max_size=12))
+def test_with_decayed_usage_the_incremental_arbiter_gives_the_oracles_targets(
+        first, history, users):
+    arbiter = Arbiter()
+    claims: dict[str, Claim] = {}
+    seqs: dict[str, tuple[int, str]] = {}
+    root, capacity, past = first, Resources(20, 1 << 30), Past()
+    for batch in history:
+        for kind, arg in batch:
+            if kind == "set":
+                app_id = f"app{arg['app']:02d}"
+                seq, leaf = seqs.setdefault(app_id, (len(seqs), arg["leaf"]))
+                cores, mem = arg["size"]
+                c = Claim(app_id, leaf, arg["priority"], seq, Resources(cores, mem),
+                          min(arg["floor"], arg["want"]), arg["want"], arg["guaranteed"],
+                          user=users[arg["app"]])
+                claims[app_id] = c
+                arbiter.set_claim(c)
+            elif kind == "drop":
+                app_id = f"app{arg:02d}"
+                claims.pop(app_id, None)
+                arbiter.drop(app_id)
+            elif kind == "capacity":
+                capacity = Resources(*arg)
+            elif kind == "past":
+                past = Past(*arg)
+            else:
+                root = arg
+        before = dict(arbiter.targets)
+        moved = arbiter.compute(root, capacity, past)
+        fresh = targets(root, capacity, list(claims.values()), past)
+        assert arbiter.targets == fresh
+        assert set(moved) == {a for a, n in fresh.items() if before.get(a) != n}

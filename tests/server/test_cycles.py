@@ -181,13 +181,13 @@ def test_launch_handles_are_not_waited_for_and_a_failed_write_is_made_again(step
         write = cycle.p.write
         failed: list[list[str]] = []
 
-        def flaky(changes, rows):  # the store refuses the first write of handles
+        def flaky(changes, rows, decayed=()):  # the store refuses the first write of handles
             if not failed and any("handle" in c for c in changes):
                 failed.append([c["id"] for c in changes])
                 future = Future()
                 future.set_exception(StoreUnavailable("disk full"))
                 return future
-            return write(changes, rows)
+            return write(changes, rows, decayed)
 
         cycle.p.write = flaky
         first = s.submit("first")

@@ -78,6 +78,9 @@ def queues(ops: OpsDep, _caller: CallerDep):
             running=u.running if u else 0, executor_cores=u.executor_cores if u else 0,
             demand_cores=u.demand_cores if u else 0, waiting_reason=waiting,
             waiting_reason_code=codes.get(q.name) if waiting is not None else None,
+            usage_half_life=q.usage_half_life_s,
+            decayed_cores=u.decayed_cores if u else None,
+            decayed_users=u.decayed_users if u else None,
         ))
     return out
 

@@ -175,6 +175,9 @@ class QueueOut(BaseModel):
     demand_cores: int
     waiting_reason: str | None
     waiting_reason_code: str | None
+    usage_half_life: float | None = None  # as configured (None: the parent's)
+    decayed_cores: float | None = None  # decayed past usage (None: the queue does not decay)
+    decayed_users: dict[str, float] | None = None  # per user, in a fairshare leaf that decays
 
 
 class EventOut(BaseModel):

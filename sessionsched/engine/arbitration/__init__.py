@@ -18,6 +18,10 @@ Phases:
      ``max_cores``); what one queue does not want goes to its siblings. If the guarantees do not
      all fit, floors are kept and the ``min_share`` guarantees share the rest. A leaf divides its
      whole cores among its apps by its ``policy`` (``policies.LEAF_POLICIES``), floors first.
+     With decayed fair share (``decay``: a queue's ``usage_half_life``), the water-fill levels
+     (cores + decayed past usage) / weight instead, and a ``fairshare`` leaf that decays
+     divides among its users first, levelled the same way, then each user's apps
+     (``users.divide_leaf``).
   3. Memory. Shares are in cores. When the wanted executors need more memory than there is,
      phase 2 divides only the cores memory can back (the cluster's memory at the wanted
      executors' mean MiB per core), so a memory-bound cluster is still shared by the queues'
@@ -34,6 +38,7 @@ one per phase, from scratch: the spec as code, for the self-check and the tests)
 tests hold them to each other over random histories.
 """
 
+from .decay import NO_PAST, DecayBook, Decayed, Past
 from .incremental import Arbiter
 from .oracle import targets as compute_targets
 from .policies import (
@@ -45,5 +50,5 @@ from .policies import (
     water_fill,
 )
 
-__all__ = ["LEAF_POLICIES", "Arbiter", "Claim", "by_priority_then_seq", "by_seq",
-           "compute_targets", "fairshare", "water_fill"]
+__all__ = ["LEAF_POLICIES", "NO_PAST", "Arbiter", "Claim", "DecayBook", "Decayed", "Past",
+           "by_priority_then_seq", "by_seq", "compute_targets", "fairshare", "water_fill"]

@@ -22,9 +22,11 @@ from sortedcontainers import SortedList
 
 from ...model import Queue, Resources
 from ..tree import QueueTree
+from .decay import NO_PAST, Past
 from .greedy import ORDERS as GREEDY_ORDERS
 from .leafbook import LeafBook
-from .policies import LEAF_POLICIES, Claim, by_priority_then_seq, water_fill
+from .policies import Claim, by_priority_then_seq, water_fill
+from .users import divide_leaf
 
 _EPS = 1e-9
 
@@ -81,8 +83,9 @@ class Arbiter:
 
     # --- the computation ----------------------------------------------------------------
 
-    def compute(self, root: Queue, capacity: Resources) -> list[str]:
-        """Targets for every claim (phases 1-4); returns the ids whose target changed."""
+    def compute(self, root: Queue, capacity: Resources, past: Past = NO_PAST) -> list[str]:
+        """Targets for every claim (phases 1-4); returns the ids whose target changed.
+        ``past``: decayed past usage (``decay``), the same the oracle is given."""
         tree = QueueTree.of(root)
         unknown = sorted(q for q, b in self._books.items() if b.claims and q not in tree.path)
         if unknown:
@@ -93,8 +96,8 @@ class Arbiter:
             floors = self._cut_floors(tree, capacity)
             low, high = self._node_sums(tree, floors)
         budget = min(self._cores_memory_backs(capacity), high[root.name])
-        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0))
-        recomputed = self._leaf_results(tree, cores_of, floors)
+        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past)
+        recomputed = self._leaf_results(tree, cores_of, floors, past)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
         if floors is None and used_mem <= capacity.mem_mib:
             return self._finish_exact(tree, capacity, recomputed)
@@ -167,10 +170,11 @@ class Arbiter:
         return low, high
 
     def _leaf_results(
-        self, tree: QueueTree, cores_of: dict[str, float], floors: dict[str, int] | None
+        self, tree: QueueTree, cores_of: dict[str, float], floors: dict[str, int] | None,
+        past: Past,
     ) -> list[str]:
-        """Recompute the leaves whose cores, claims or policy changed; returns the apps whose
-        leaf result changed."""
+        """Recompute the leaves whose cores, claims, policy or users' past usage changed;
+        returns the apps whose leaf result changed."""
         changed: list[str] = []
         for name, book in self._books.items():
             if not book.claims:
@@ -179,19 +183,21 @@ class Arbiter:
                 continue
             cores = max(math.floor(cores_of.get(name, 0.0) + _EPS), 0)
             policy = tree.node[name].policy
-            key = (cores, book.version, policy)
+            users = past.users.get(name)
+            key = (cores, book.version, policy,
+                   None if users is None else tuple(sorted(users.items())))
             if floors is None and book.key == key:
                 continue
             if floors is None and cores >= book.want_cores:
                 changed += book.sate(key)
                 continue
-            if floors is None and policy in GREEDY_ORDERS:
+            if floors is None and policy in GREEDY_ORDERS and users is None:
                 changed += book.walk(key, policy, cores)
                 continue
             claims = book.ranked()
             if floors is not None:
                 claims = [replace(c, floor=floors[c.app_id]) for c in claims]
-            result = LEAF_POLICIES[policy](cores, claims)
+            result = divide_leaf(policy, cores, claims, users)
             changed += book.settle(key if floors is None else None, result, claims)
         return changed
 
@@ -283,9 +289,12 @@ class Arbiter:
 
 
 def _divide(
-    tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float
+    tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float,
+    past: Past = NO_PAST,
 ) -> dict[str, float]:
-    """Phase 2 above the leaves: leaf name -> cores (fractional)."""
+    """Phase 2 above the leaves: leaf name -> cores (fractional); siblings levelled by
+    (cores + decayed past usage) / weight."""
+    queue_past = past.queues
     out: dict[str, float] = {}
     stack = [(tree.root.name, float(cores))]
     while stack:
@@ -300,10 +309,11 @@ def _divide(
         guarantee = [
             float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids
         ]
+        p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
         if sum(guarantee) > c:
-            shares = water_fill(c, weights, [float(low[k]) for k in kids], guarantee)
+            shares = water_fill(c, weights, [float(low[k]) for k in kids], guarantee, p)
         else:
-            shares = water_fill(c, weights, guarantee, [float(high[k]) for k in kids])
+            shares = water_fill(c, weights, guarantee, [float(high[k]) for k in kids], p)
         stack.extend(zip(kids, shares, strict=True))
     return out
 

@@ -13,21 +13,24 @@ from dataclasses import replace
 
 from ...model import Queue, Resources
 from ..tree import QueueTree
-from .policies import LEAF_POLICIES, Claim, by_priority_then_seq, water_fill
+from .decay import NO_PAST, Past
+from .policies import Claim, by_priority_then_seq, water_fill
+from .users import divide_leaf
 
 _EPS = 1e-9  # a leaf's fractional cores are rounded down, less float error
 
 
-def targets(root: Queue, capacity: Resources, claims: Sequence[Claim]) -> dict[str, int]:
+def targets(root: Queue, capacity: Resources, claims: Sequence[Claim],
+            past: Past = NO_PAST) -> dict[str, int]:
     """Targets for every claim, from scratch. Never more than capacity, ``want`` or the queues'
-    ``max_cores`` (floors are cut to fit them)."""
+    ``max_cores`` (floors are cut to fit them). ``past``: decayed past usage (``decay``)."""
     tree = QueueTree.of(root)
     unknown = sorted({c.queue for c in claims if c.queue not in tree.path})
     if unknown:
         raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
     ranked = sorted(claims, key=by_priority_then_seq)
     floors, cut = phase1_floors(tree, capacity, ranked)
-    shares = phase2_shares(tree, capacity, ranked, floors)
+    shares = phase2_shares(tree, capacity, ranked, floors, past)
     given = phase3_memory(capacity, ranked, floors, shares, cut)
     return phase4_remainders(tree, capacity, ranked, given)
 
@@ -124,10 +127,11 @@ def floors_and_wants(
 
 
 def divide(tree: QueueTree, name: str, cores: float, low: dict[str, int],
-           high: dict[str, int], out: dict[str, float]) -> None:
+           high: dict[str, int], out: dict[str, float], past: Past = NO_PAST) -> None:
     """Water-fill ``cores`` among the children of ``name`` that want anything, each between
-    its guarantee (floors, or ``min_share`` as far as it wants that much) and its want; if the
-    guarantees do not fit, floors kept and the guarantees shared. Leaf -> cores in ``out``."""
+    its guarantee (floors, or ``min_share`` as far as it wants that much) and its want, so
+    that (cores + decayed past usage) / weight is levelled; if the guarantees do not fit,
+    floors kept and the guarantees shared. Leaf -> cores in ``out``."""
     if not tree.children[name]:
         out[name] = cores
         return
@@ -136,30 +140,33 @@ def divide(tree: QueueTree, name: str, cores: float, low: dict[str, int],
         return
     weights = [tree.node[k].weight for k in kids]
     guarantee = [float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids]
+    p = [past.queues.get(k, 0.0) for k in kids]
     if sum(guarantee) > cores:
-        shares = water_fill(cores, weights, [float(low[k]) for k in kids], guarantee)
+        shares = water_fill(cores, weights, [float(low[k]) for k in kids], guarantee, p)
     else:
-        shares = water_fill(cores, weights, guarantee, [float(high[k]) for k in kids])
+        shares = water_fill(cores, weights, guarantee, [float(high[k]) for k in kids], p)
     for k, share in zip(kids, shares, strict=True):
-        divide(tree, k, share, low, high, out)
+        divide(tree, k, share, low, high, out, past)
 
 
 def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
-                  floors: dict[str, int]) -> dict[str, int]:
+                  floors: dict[str, int], past: Past = NO_PAST) -> dict[str, int]:
     """The cores divided down the tree; each leaf's whole cores divided among its claims (with
-    the floors given) by its policy. Returns app -> executors."""
+    the floors given) by its policy (by user first in a fairshare leaf that decays: ``users``).
+    Returns app -> executors."""
     low, high = floors_and_wants(tree, ranked, floors)
     root = tree.root.name
     total = max(min(cores_memory_backs(capacity, ranked), high[root]), low[root], 0)
     cores_of: dict[str, float] = {}
-    divide(tree, root, float(total), low, high, cores_of)
+    divide(tree, root, float(total), low, high, cores_of, past)
     by_leaf: dict[str, list[Claim]] = {}
     for c in ranked:
         by_leaf.setdefault(c.queue, []).append(replace(c, floor=floors[c.app_id]))
     out: dict[str, int] = {}
     for leaf, leaf_claims in by_leaf.items():
         cores = max(math.floor(cores_of.get(leaf, 0.0) + _EPS), 0)
-        out.update(LEAF_POLICIES[tree.node[leaf].policy](cores, leaf_claims))
+        out.update(divide_leaf(tree.node[leaf].policy, cores, leaf_claims,
+                               past.users.get(leaf)))
     return out
 
 

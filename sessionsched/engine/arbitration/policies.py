@@ -46,6 +46,7 @@ class Claim:
     floor: int
     want: int
     guaranteed: bool = False
+    user: str = ""  # who submitted it: a fairshare leaf that decays shares by user (``users``)
 
 
 def by_priority_then_seq(c: Claim) -> Rank:
@@ -57,9 +58,12 @@ def by_seq(c: Claim) -> tuple[int, str]:
 
 
 def water_fill(
-    total: float, weights: Sequence[float], lo: Sequence[float], hi: Sequence[float]
+    total: float, weights: Sequence[float], lo: Sequence[float], hi: Sequence[float],
+    past: Sequence[float] | None = None,
 ) -> list[float]:
-    """Weighted max-min fair division: x_i = clamp(w_i * level, lo_i, hi_i), sum x_i = total.
+    """Weighted max-min fair division: x_i = clamp(w_i * level - p_i, lo_i, hi_i),
+    sum x_i = total, with ``past`` p_i >= 0 (decayed past usage, ``decay``; none: 0), so that
+    (x_i + p_i) / w_i is levelled.
 
     If even the guarantees ``lo`` do not fit, they are shared the same way with ``lo`` as caps.
     If ``total`` exceeds what everyone wants, everyone gets ``hi``. ``hi`` may be ``math.inf``.
@@ -71,15 +75,20 @@ def water_fill(
     if total <= 0:
         return [0.0] * n
     if sum(lo) > total:
-        return water_fill(total, weights, [0.0] * n, lo)
+        return water_fill(total, weights, [0.0] * n, lo, past)
     if sum(hi) <= total:
         return list(hi)
-    # Each i adds slope w_i to S(level) between lo_i/w_i and hi_i/w_i.
+    # Each i adds slope w_i to S(level) between (lo_i + p_i)/w_i and (hi_i + p_i)/w_i.
     points = []
-    for i in range(n):
-        points.append((lo[i] / weights[i], 1, i))
-        points.append((hi[i] / weights[i], -1, i))
-    points.sort(key=lambda p: (p[0], -p[1], p[2]))
+    if past is None:  # the common case, kept free of the additions (fairshare leaves)
+        for i in range(n):
+            points.append((lo[i] / weights[i], 1, i))
+            points.append((hi[i] / weights[i], -1, i))
+    else:
+        for i in range(n):
+            points.append(((lo[i] + past[i]) / weights[i], 1, i))
+            points.append(((hi[i] + past[i]) / weights[i], -1, i))
+    points.sort(key=lambda q: (q[0], -q[1], q[2]))
     level, filled, slope = 0.0, float(sum(lo)), 0.0
     for at, kind, i in points:
         if at > level and slope > 0:
@@ -92,7 +101,9 @@ def water_fill(
         slope += weights[i] if kind == 1 else -weights[i]
     else:  # pragma: no cover - excluded by the sum(hi) check above
         return list(hi)
-    return [min(max(weights[i] * level, lo[i]), hi[i]) for i in range(n)]
+    if past is None:
+        return [min(max(weights[i] * level, lo[i]), hi[i]) for i in range(n)]
+    return [min(max(weights[i] * level - past[i], lo[i]), hi[i]) for i in range(n)]
 
 
 LeafPolicy = Callable[[int, Sequence[Claim]], dict[str, int]]
