@@ -25,7 +25,6 @@ totals, the needs, the launching book and the claims up to date with the apps ch
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Iterator
 
 from sortedcontainers import SortedList
@@ -33,7 +32,7 @@ from sortedcontainers import SortedList
 from ..model import AppState, Queue, Resources
 from . import admission
 from .arbitration import Arbiter, Claim, DecayBook
-from .books import AppRecord, Ledger
+from .books import AppRecord, Deadlines, Ledger
 from .events import MarkState
 from .grants import Grants
 from .launching import LaunchBook
@@ -54,13 +53,8 @@ class Books:
         self.apps: dict[str, AppRecord] = {}
         self.pending: dict[str, SortedList] = {}
         self._starting: dict[str, AppRecord] = {}
-        # (deadline, app, launched_at) of STARTING apps, soonest first; entries of apps that
-        # left STARTING are dropped when they reach the top (``_top_starting``).
-        self._starting_due: list[tuple[float, str, float]] = []
-        # (deadline, app) of queued apps in a leaf with a ``max_wait``, soonest first; entries
-        # of apps no longer queued, or made under another ``max_wait``, are dropped when they
-        # reach the top (``_top_queued``).
-        self._wait_due: list[tuple[float, str]] = []
+        self._starting_due = Deadlines(self._starting_deadline)  # ``starting_timeout``
+        self._wait_due = Deadlines(self._wait_deadline)  # queued apps' ``max_wait``
         # On the books: STARTING/RUNNING, or ended and still holding executors.
         self._admitted: dict[str, AppRecord] = {}
         self.ledger = Ledger()
@@ -101,19 +95,14 @@ class Books:
         moved = {name for name in known | self.leaves.keys()
                  if (name in before) != (name in self._reserving)}
         self._dirty.update(a for a, rec in self._admitted.items() if rec.spec.queue in moved)
-        self._starting_due = []
-        for rec in self._starting.values():
-            self._due(rec)
+        self._starting_due.reset(self._starting)
         for name in self.leaves:
             self.pending.setdefault(name, SortedList())
         for name in [n for n, pend in self.pending.items() if n not in self.leaves and not pend]:
             del self.pending[name]
         # A queue's max_wait may have changed: every queued app's deadline again, O(queued).
-        self._wait_due = []
-        for name, pend in self.pending.items():
-            if self._max_wait(name) is not None:
-                self._wait_due.extend(self._wait_entry(self.apps[key[2]]) for key in pend)
-        heapq.heapify(self._wait_due)
+        self._wait_due.reset(key[2] for name, pend in self.pending.items()
+                             if self._max_wait(name) is not None for key in pend)
 
     # --- verbs ----------------------------------------------------------------------------
 
@@ -121,8 +110,7 @@ class Books:
         """A new app, queued in its leaf (with its deadline, if the leaf has a ``max_wait``)."""
         self.apps[rec.app_id] = rec
         self._queue(rec)
-        if self._max_wait(rec.spec.queue) is not None:
-            heapq.heappush(self._wait_due, self._wait_entry(rec))
+        self._wait_due.add(rec.app_id)
 
     def adopt(self, rec: AppRecord) -> None:
         """An app launched before a restart, back on the books in its state."""
@@ -338,81 +326,55 @@ class Books:
         held = {name for name, pend in self.pending.items() if pend}
         return held | {rec.spec.queue for rec in self._admitted.values()}
 
-    # --- the STARTING apps' timeouts (StateAware fallback) --------------------------------
+    # --- deadlines: STARTING apps' timeouts (StateAware fallback), queued apps' ``max_wait`` --
 
     def next_starting_deadline(self) -> float | None:
-        return self._starting_due[0][0] if self._top_starting() is not None else None
+        return self._starting_due.next()
 
     def timed_out(self, now: float) -> list[tuple[AppRecord, float]]:
         """The STARTING apps whose queue's ``starting_timeout`` has passed, with that timeout,
         in rank order. O(apps timing out x log n): the deadlines are in a heap, not scanned."""
-        late = []
-        while (rec := self._top_starting()) is not None:
-            timeout = self.leaves[rec.spec.queue].starting_timeout_s
-            if now - rec.launched_at < timeout:
-                break
-            heapq.heappop(self._starting_due)
-            late.append((rec.rank, rec, timeout))
-        return [(rec, timeout) for _, rec, timeout in sorted(late, key=lambda x: x[0])]
-
-    def _now_starting(self, rec: AppRecord) -> None:
-        self._starting[rec.app_id] = rec
-        self._due(rec)
-
-    def _due(self, rec: AppRecord) -> None:
-        timeout = self.leaves[rec.spec.queue].starting_timeout_s
-        heapq.heappush(self._starting_due,
-                       (rec.launched_at + timeout, rec.app_id, rec.launched_at))
-
-    def _top_starting(self) -> AppRecord | None:
-        """The STARTING app whose timeout comes first (stale heap entries dropped)."""
-        due = self._starting_due
-        while due:
-            _, app_id, launched_at = due[0]
-            rec = self._starting.get(app_id)
-            if rec is not None and rec.launched_at == launched_at:
-                return rec
-            heapq.heappop(due)
-        return None
-
-    # --- the queued apps' deadlines (``max_wait``) ---------------------------------------
+        return self._in_rank_order(self._starting_due.due(now),
+                                   lambda rec: self.leaves[rec.spec.queue].starting_timeout_s)
 
     def wait_deadlines(self) -> set[tuple[float, str]]:
-        """Every (deadline, app) in the heap, stale ones too (``selfcheck``)."""
-        return set(self._wait_due)
+        return self._wait_due.entries()
 
     def next_wait_deadline(self) -> float | None:
-        return self._wait_due[0][0] if self._top_queued() is not None else None
+        return self._wait_due.next()
 
     def expired(self, now: float) -> list[tuple[AppRecord, float]]:
         """The queued apps that have waited their leaf's ``max_wait`` (the deadline reached:
         ``submitted_at + max_wait <= now``), with that limit, in rank order. Still queued: the
         caller takes them out (``unqueue``, ``mark``). O(apps expiring x log n)."""
-        late = []
-        while (rec := self._top_queued()) is not None and self._wait_due[0][0] <= now:
-            heapq.heappop(self._wait_due)
-            late.append((rec.rank, rec, self._max_wait(rec.spec.queue)))
-        return [(rec, limit) for _, rec, limit in sorted(late, key=lambda x: x[0])]
+        return self._in_rank_order(self._wait_due.due(now),
+                                   lambda rec: self._max_wait(rec.spec.queue))
+
+    def _in_rank_order(self, app_ids: list[str], limit: Callable[[AppRecord], float | None],
+                       ) -> list[tuple[AppRecord, float]]:
+        recs = sorted((self.apps[a] for a in app_ids), key=lambda rec: rec.rank)
+        return [(rec, limit(rec)) for rec in recs]
+
+    def _now_starting(self, rec: AppRecord) -> None:
+        self._starting[rec.app_id] = rec
+        self._starting_due.add(rec.app_id)
+
+    def _starting_deadline(self, app_id: str) -> float | None:
+        rec = self._starting.get(app_id)
+        if rec is None:
+            return None
+        return rec.launched_at + self.leaves[rec.spec.queue].starting_timeout_s
 
     def _max_wait(self, leaf: str) -> float | None:
         q = self.leaves.get(leaf)  # a leaf gone from the tree keeps its apps, without limit
         return q.max_wait_s if q is not None else None
 
-    def _wait_entry(self, rec: AppRecord) -> tuple[float, str]:
-        return rec.spec.submitted_at + self._max_wait(rec.spec.queue), rec.app_id
-
-    def _top_queued(self) -> AppRecord | None:
-        """The queued app whose deadline comes first (stale heap entries dropped)."""
-        due = self._wait_due
-        while due:
-            deadline, app_id = due[0]
-            rec = self.apps.get(app_id)
-            if (rec is not None and rec.state is AppState.ACCEPTED
-                    and self._max_wait(rec.spec.queue) is not None
-                    and self._wait_entry(rec)[0] == deadline):
-                return rec
-            heapq.heappop(due)
-        return None
+    def _wait_deadline(self, app_id: str) -> float | None:
+        rec = self.apps.get(app_id)
+        if rec is None or rec.state is not AppState.ACCEPTED:
+            return None
+        limit = self._max_wait(rec.spec.queue)
+        return None if limit is None else rec.spec.submitted_at + limit
 
     # --- the queues ---------------------------------------------------------------------
 

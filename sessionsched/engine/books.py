@@ -1,4 +1,5 @@
-"""The engine's books: one ``AppRecord`` per app, and running totals over them.
+"""The engine's books: one ``AppRecord`` per app, running totals over them, and the apps'
+deadlines (``Deadlines``).
 
 The totals (``Ledger``) are what admission and arbitration read every cycle: drivers in the
 cluster, executors held or promised, floors, per-queue usage. Summing them over 10k apps every
@@ -9,8 +10,9 @@ equal to a sum over the books; ``Ledger.recount`` recomputes them from scratch t
 
 from __future__ import annotations
 
+import heapq
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -222,3 +224,41 @@ class Ledger:
             if rec.on_books:
                 out = out.plus(contribution(rec, guaranteed))
         return out
+
+
+class Deadlines:
+    """Apps' deadlines, soonest first (the STARTING apps' timeouts, the queued apps'
+    ``max_wait``). A heap whose entries are never searched for: when an app's deadline moves
+    or goes, its old entry is dropped once it reaches the top and ``current`` no longer gives
+    it. O(log n) a change; ``due`` costs the apps that are due, not the apps that wait."""
+
+    def __init__(self, current: Callable[[str], float | None]) -> None:
+        self._current = current  # app id -> its deadline as it stands now; None: it has none
+        self._heap: list[tuple[float, str]] = []
+
+    def add(self, app_id: str) -> None:
+        at = self._current(app_id)
+        if at is not None:
+            heapq.heappush(self._heap, (at, app_id))
+
+    def reset(self, app_ids: Iterable[str]) -> None:
+        """Every deadline again (a new queue tree may have changed the limits)."""
+        self._heap = [(at, a) for a in app_ids if (at := self._current(a)) is not None]
+        heapq.heapify(self._heap)
+
+    def next(self) -> float | None:
+        heap = self._heap
+        while heap and self._current(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)  # stale
+        return heap[0][0] if heap else None
+
+    def due(self, now: float) -> list[str]:
+        """The apps whose deadline is at or before ``now``, soonest first; taken out."""
+        out: dict[str, None] = {}
+        while (at := self.next()) is not None and at <= now:
+            out[heapq.heappop(self._heap)[1]] = None
+        return list(out)
+
+    def entries(self) -> set[tuple[float, str]]:
+        """Every (deadline, app) in the heap, stale ones too (``selfcheck``)."""
+        return set(self._heap)

@@ -9,6 +9,7 @@ service has its own registry: two services in one process (tests) do not collide
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -16,6 +17,9 @@ from prometheus_client.registry import Collector
 
 from sessionsched.model import AppState
 from sessionsched.usage import COUNTED
+
+if TYPE_CHECKING:
+    from sessionsched.service.reads import ReadView
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -126,3 +130,16 @@ def count_states(apps: Iterable[tuple[str, AppState]]) -> dict[tuple[str, str], 
         key = (queue, state.value)
         out[key] = out.get(key, 0) + 1
     return out
+
+
+def snapshot(view: ReadView) -> dict:
+    """What the books collector reads at a scrape, from the service's read view."""
+    usage = view.engine.usage
+    return {
+        "apps": count_states(view.states()),
+        "pending": {q.name: len(view.engine.pending.get(q.name, ()))
+                    for q in view.engine.root.leaves()},
+        "executor_cores": {name: u.executor_cores for name, u in usage.items()},
+        "reachable": bool(view.health.reachable),
+        "waiting": view.waiting_by_code(),
+    }

@@ -48,7 +48,7 @@ from sessionsched.service.agents import AgentDesk
 from sessionsched.service.cycle import Cycle, Parts
 from sessionsched.service.estimating import Estimator
 from sessionsched.service.inbox import Inbox
-from sessionsched.service.metrics import ServiceMetrics, count_states
+from sessionsched.service.metrics import ServiceMetrics, snapshot
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.service.restore import restore, restore_decayed
@@ -94,7 +94,7 @@ class Service:
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
-        self.metrics = ServiceMetrics(self._metrics_snapshot, self.usage.totals)
+        self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage.totals)
         self.usage_thread = MeterThread(self.usage, lambda rows: self.write(rows, []))
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
@@ -380,18 +380,6 @@ class Service:
     def _note(self, app_id: str, at: float, detail: str) -> None:
         self.writer.submit(lambda s: self.store.add_events(
             s, [EventRecord(app_id, at, "agent", detail)]))
-
-    def _metrics_snapshot(self) -> dict:
-        view = self.reads.view
-        usage = view.engine.usage
-        return {
-            "apps": count_states(view.states()),
-            "pending": {q.name: len(view.engine.pending.get(q.name, ()))
-                        for q in view.engine.root.leaves()},
-            "executor_cores": {name: u.executor_cores for name, u in usage.items()},
-            "reachable": bool(view.health.reachable),
-            "waiting": view.waiting_by_code(),
-        }
 
 
 def _fail_with(first: Future, done: Future) -> None:
