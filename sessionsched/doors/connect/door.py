@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -197,17 +198,16 @@ class _Handler(grpc.GenericRpcHandler):
         method = wire.METHODS.get(details.method)
         if method is None:
             return None  # UNIMPLEMENTED
-        door = self.door
+        # partials, not lambdas: grpc.aio tells coroutines and async generators by their
+        # function (a partial is unwrapped, a lambda is not)
+        args = (self.door, method)
+        if method.client_streaming and method.server_streaming:
+            return grpc.stream_stream_rpc_method_handler(partial(_stream_both, *args))
         if method.client_streaming:
-            return grpc.stream_unary_rpc_method_handler(
-                lambda it, ctx: _stream_up(door, method, it, ctx)) \
-                if not method.server_streaming else grpc.stream_stream_rpc_method_handler(
-                lambda it, ctx: _stream_both(door, method, it, ctx))
+            return grpc.stream_unary_rpc_method_handler(partial(_stream_up, *args))
         if method.server_streaming:
-            return grpc.unary_stream_rpc_method_handler(
-                lambda req, ctx: _stream_down(door, method, req, ctx))
-        return grpc.unary_unary_rpc_method_handler(
-            lambda req, ctx: _unary(door, method, req, ctx))
+            return grpc.unary_stream_rpc_method_handler(partial(_stream_down, *args))
+        return grpc.unary_unary_rpc_method_handler(partial(_unary, *args))
 
 
 async def _unary(door: ConnectDoor, method: wire.Method, request: bytes, context) -> bytes:
