@@ -23,6 +23,7 @@ from tests.sparkcluster import free_port, stop_server_and_its_apps, wait_until
 pytestmark = pytest.mark.cluster
 
 SESSIONSCHED = str(Path(sys.executable).with_name("sessionsched"))
+# spark.* parameters of the connection string: the session's driver's Spark properties
 SMALL = {"spark.executor.cores": "1", "spark.executor.memory": "512m",
          "spark.driver.memory": "512m", "spark.ui.port": "0"}
 
@@ -50,12 +51,8 @@ def sched(spark_cluster, tmp_path) -> Iterator[ServerProcess]:
 def remote(sched, **params):
     from pyspark.sql import SparkSession
 
-    extra = "".join(f";{k}={v}" for k, v in params.items())
-    url = f"sc://127.0.0.1:{sched.connect_port}/{extra}"
-    builder = SparkSession.builder.remote(url)
-    for k, v in SMALL.items():  # sent as Config calls: the driver is already started
-        builder = builder.config(k, v)
-    return builder.create()
+    extra = "".join(f";{k}={v}" for k, v in {**SMALL, **params}.items())
+    return SparkSession.builder.remote(f"sc://127.0.0.1:{sched.connect_port}/{extra}").create()
 
 
 def apps(sched) -> list[dict]:

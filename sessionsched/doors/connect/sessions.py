@@ -2,7 +2,7 @@
 can take calls.
 
 A session is known by the client's ``session_id`` (a UUID the client makes). Its first call
-submits an app of kind ``connect``, named ``connect`` and the session id's first 8
+submits an app of kind ``connect``, named ``connect-`` and the session id's first 8
 characters, through the operations port (``Operations.submit_connect``:
 the caller's rights, queue, priority range, rate limit and audit line, as from every door):
 ``sessionsched.connect_driver`` under spark-submit, with dynamic allocation, which starts
@@ -110,7 +110,7 @@ class Sessions:
                      "spark.connect.grpc.binding.port": "0",
                      "spark.sessionsched.user": user}
             out = await self.ops.submit_connect(caller, sender, argv, props, queue, priority,
-                                                f"connect {session_id[:8]}")
+                                                f"connect-{session_id[:8]}")
             if not out.ok:
                 return None, out
             s = Session(session_id, out.value.id, user)

@@ -25,8 +25,8 @@ SERVICE = "spark.connect.SparkConnectService"
 RELEASE_SESSION = f"/{SERVICE}/ReleaseSession"
 # Metadata a proxy must not copy onto its own call: the caller's token is ours, the rest is
 # the transport's.
-NOT_FORWARDED = {"authorization", "user-agent", "content-type", "te", "grpc-accept-encoding",
-                 "grpc-encoding", "grpc-timeout"}
+NOT_FORWARDED = {"authorization", "spark.sessionsched.token", "user-agent", "content-type",
+                 "te", "grpc-accept-encoding", "grpc-encoding", "grpc-timeout"}
 QUEUE_KEYS = ("queue", "spark.sessionsched.queue")
 PRIORITY_KEYS = ("priority", "spark.ego.priority")
 NOT_CONF = {"spark.sessionsched.token", "spark.master", *QUEUE_KEYS, *PRIORITY_KEYS}
