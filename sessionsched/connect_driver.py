@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             reason = f"no call for {args.idle_timeout_s:g}s (connect.idle_timeout_s)"
             break
     print(f"stopping the Connect session's driver: {reason}", flush=True)
+    # the service's gRPC threads would keep the JVM (spark-submit) alive after Spark stops
+    scs = jvm.org.apache.spark.sql.connect.service.SparkConnectService
+    scs.stop(getattr(scs, "stop$default$1")(), getattr(scs, "stop$default$2")())
     spark.stop()
     return 0
 

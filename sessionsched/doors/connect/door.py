@@ -185,7 +185,10 @@ async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
     if isinstance(e, Refusal):
         await context.abort(e.code, e.args[0])
     assert isinstance(e, grpc.aio.AioRpcError)
-    await context.abort(e.code(), e.details() or "", e.trailing_metadata() or ())
+    # the driver's trailing metadata carries Spark's error details (grpc-status-details-bin):
+    # the client reads its error class there (a reattach to an operation the driver never
+    # saw is retried as ExecutePlan on INVALID_HANDLE.*_NOT_FOUND)
+    await context.abort(e.code(), e.details() or "", tuple(e.trailing_metadata() or ()))
 
 
 class _Handler(grpc.GenericRpcHandler):
