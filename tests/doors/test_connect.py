@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from sessionsched.commands._serverproc import ServerProcess
-from tests.sparkcluster import free_port, stop_server_and_its_apps, wait_until
+from tests.sparkcluster import free_ports, stop_server_and_its_apps, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -31,14 +31,15 @@ SMALL = {"spark.executor.cores": "1", "spark.executor.memory": "512m",
 @pytest.fixture
 def sched(spark_cluster, tmp_path) -> Iterator[ServerProcess]:
     """The scheduler with the Connect door; queue ``adhoc`` runs two sessions at most."""
+    api_port, door_port = free_ports(2)
     config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100},
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100, "port": api_port},
         "cluster": {"backend": "standalone", "master": spark_cluster.master_url,
                     "master_ui": spark_cluster.master_ui},
         "queues": [{"name": "root", "queues": [
             {"name": "default"},
             {"name": "adhoc", "policy": "fairshare", "max_running_apps": 2}]}],
-        "connect": {"port": free_port(), "hold_s": 30},
+        "connect": {"port": door_port, "hold_s": 30},
     }
     server = ServerProcess.start(config, tmp_path / "server")
     server.connect_port = config["connect"]["port"]

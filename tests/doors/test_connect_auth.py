@@ -26,7 +26,8 @@ def door(tmp_path) -> Iterator[tuple[ServerProcess, int, dict[str, str]]]:
     closed = free_port()
     port = free_port({closed})
     config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50,
+                   "port": free_port({closed, port})},
         "cluster": {"backend": "standalone", "master": f"spark://127.0.0.1:{closed}",
                     "master_ui": f"http://127.0.0.1:{closed}"},
         "auth": {"mode": "tokens", "tokens_file": str(path), "run_as_root": True,
