@@ -157,8 +157,16 @@ class ConnectDoor:
         except Waiting as e:
             raise Refusal(grpc.StatusCode.UNAVAILABLE, str(e)) from None
         except Ended as e:
+            await self.forget(s)
             raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(e)) from None
         return s, address, p
+
+    async def forget(self, s: Session) -> None:
+        """An ended session's channel to its (gone) driver is closed."""
+        address = self.sessions.address(s)
+        channel = self.channels.pop(address, None) if address else None
+        if channel is not None:
+            await channel.close()
 
     def channel(self, address: str) -> grpc.aio.Channel:
         ch = self.channels.get(address)
