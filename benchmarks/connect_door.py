@@ -147,7 +147,9 @@ def main() -> None:
                               "master_ui": cluster.master_ui},
                   "connect": {"port": door_port}}
         server = ServerProcess.start(config, work / "server")
-        extra = "".join(f";{k}={v}" for k, v in CONF.items())
+        # gRPC metadata keys are lower case: the camel-case ones (dynamic allocation) the door
+        # sets itself
+        extra = "".join(f";{k}={v}" for k, v in CONF.items() if k == k.lower())
 
         t0 = time.monotonic()
         direct = start_direct(cluster, direct_port, work)

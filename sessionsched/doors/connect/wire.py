@@ -8,7 +8,8 @@ fields of a request that route it. Everything else passes through as serialized 
 - ``Params`` of a call's metadata: the connection string's extra parameters
   (``sc://host:15002/;token=T;user_id=U;queue=Q;priority=P``) reach the server as gRPC
   metadata; ``spark.sessionsched.queue`` and ``spark.ego.priority`` are accepted for
-  ``queue`` and ``priority``; other ``spark.*`` keys become the driver's Spark properties.
+  ``queue`` and ``priority``; other ``spark.*`` keys become the driver's Spark properties
+  (lower-case ones only: gRPC refuses metadata keys with capitals at the client).
   The token arrives as ``authorization: Bearer T`` (the client's call credentials).
 """
 
