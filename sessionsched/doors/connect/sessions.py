@@ -76,6 +76,7 @@ class Sessions:
         self.dir = Path(ops.workdir) / "connect"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.known: dict[str, Session] = {}
+        self.addresses: dict[str, str] = {}
         self._opening: dict[str, asyncio.Lock] = {}
 
     # --- the table ----------------------------------------------------------------------------
@@ -122,10 +123,17 @@ class Sessions:
     # --- waiting for the driver -----------------------------------------------------------------
 
     def address(self, s: Session) -> str | None:
+        """The driver's ``HOST:PORT`` once it has written it (kept: read once per session)."""
+        known = self.addresses.get(s.session_id)
+        if known is not None:
+            return known
         try:
-            return self.port_file(s.session_id).read_text().strip() or None
+            address = self.port_file(s.session_id).read_text().strip() or None
         except OSError:
             return None
+        if address is not None:
+            self.addresses[s.session_id] = address
+        return address
 
     def check_live(self, s: Session) -> AppRead | None:
         """The app; ``Ended`` if it has ended."""
