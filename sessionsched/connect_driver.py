@@ -58,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-timeout-s", type=float, default=3600.0)
     args = parser.parse_args(argv)
 
+    # A classic SparkSession here, whatever the environment inherited says: pyspark's Connect
+    # client marks its process (and so the children of a process that used it) as remote.
+    for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):
+        os.environ.pop(name, None)
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.getOrCreate()
