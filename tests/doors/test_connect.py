@@ -105,8 +105,9 @@ def test_a_session_waits_while_its_queue_is_full_and_a_killed_one_is_told(sched)
                               daemon=True)
     waiter.start()
     queued = wait_until(lambda: next((a for a in apps(sched) if a["user"] == "carol"
-                                      and a["state"] == "ACCEPTED"), None), 60,
-                        "the third session's app to wait in its queue")
+                                      and a["state"] == "ACCEPTED"
+                                      and a["position"] is not None), None), 60,
+                        "the third session's app to wait in its queue (a cycle placed it)")
     assert queued["position"] == 1
     waiter.join(5)  # held (hold_s 30), then retried by the client: waiting, not failed
     assert waiter.is_alive() and not got
