@@ -28,18 +28,19 @@ LAYERS: list[tuple[str, ...]] = [
     ("store",),
     # The driver's side: the agent inside a Spark driver, the HTTP client, the notebook API.
     ("agent", "client"),
-    ("notebook", "livy_repl"),
+    ("notebook", "livy_repl", "connect_driver"),
     ("backends",),
     ("sim",),
     ("intake",),
     ("service",),
     ("operations",),
     ("doors", "doors.common", "doors.native", "doors.spark_rest", "doors.livy",
-     "doors.standby"),
+     "doors.standby", "doors.connect"),
     ("server",),
     ("cli", "commands", "__init__"),
 ]
-SIBLINGS_APART = {"doors.native", "doors.spark_rest", "doors.livy", "doors.standby"}
+SIBLINGS_APART = {"doors.native", "doors.spark_rest", "doors.livy", "doors.standby",
+                  "doors.connect"}
 # Doors translate a protocol and call the operations port; below it they may use the shared
 # vocabulary (model, config, store records for their answers), never the service's parts.
 DOORS_MAY_NOT_IMPORT = {"service", "engine", "backends", "intake"}

@@ -29,6 +29,7 @@ from .queues import (
 from .sections import (
     MEMORY_ONLY,
     ClusterSection,
+    ConnectSection,
     DefaultsSection,
     KubernetesSection,
     ServerSection,
@@ -37,7 +38,8 @@ from .sections import (
 
 __all__ = [
     "DEFAULT_ENV_ALLOW", "DEFAULT_QUEUES", "GROUP_NAME", "MEMORY_ONLY", "STANDBY_NEEDS_POSTGRESQL",
-    "AuthSection", "ClusterSection", "ConfigError", "DefaultsSection", "KubernetesSection",
+    "AuthSection", "ClusterSection", "ConfigError", "ConnectSection", "DefaultsSection",
+    "KubernetesSection",
     "PlanConfig", "PriorityRange", "QueueConfig", "QueueOverride", "ServerConfig",
     "ServerSection", "TlsSection", "UploadsSection", "apply_overrides", "build_queue_tree",
     "format_validation_error", "load_server_config", "load_yaml", "parse_model",
@@ -62,6 +64,7 @@ class ServerConfig(Strict):
     defaults: DefaultsSection = DefaultsSection()
     queues: list[QueueConfig] = Field(default_factory=lambda: list(DEFAULT_QUEUES))
     plans: list[PlanConfig] = Field(default_factory=list)
+    connect: ConnectSection | None = None  # the Spark Connect door, off unless set
 
     @model_validator(mode="after")
     def _default_queue_exists(self) -> ServerConfig:

@@ -83,6 +83,25 @@ def _base_url(v: str) -> str:
     return v.rstrip("/")
 
 
+class ConnectSection(Strict):
+    """The Spark Connect door (``doors/connect``): Spark 4's thin clients
+    (``sc://HOST:PORT/;token=...``) open sessions that queue as apps of kind ``connect``.
+
+    ``port``: where it listens (on ``server.host``; 15002 is Spark's own default), with
+    ``server.tls`` when that is set. ``hold_s``: how long a session's call is held while its
+    app waits in its queue or its driver starts, before it is answered UNAVAILABLE (with the
+    position and the reason) and the client's retry policy calls again. Long holds keep a
+    queued session's start prompt: the client's waits between retries grow (x4 from 50 ms),
+    a held call answers the moment the driver is up. ``idle_timeout_s``:
+    a session's driver with no call for this long stops, and its app ends FINISHED (its
+    executors go back earlier, by Spark's own ``executorIdleTimeout``).
+    """
+
+    port: int = Field(15002, ge=1, le=65535)
+    hold_s: float = Field(50.0, gt=0, le=600)
+    idle_timeout_s: float = Field(3600.0, gt=0)
+
+
 class KubernetesSection(Strict):
     """``cluster.kubernetes``: where and how drivers run on Kubernetes (``backends/kubernetes``).
 

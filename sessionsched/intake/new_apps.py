@@ -84,9 +84,11 @@ def from_argv(
     name: str | None,
     defaults: Defaults,
     check_file: bool = True,
+    kind: str = AppKind.SUBMIT,
 ) -> StoredApp:
-    """A native-API submission (kind ``submit``); ``check_file=False``: its application file
-    need not be on this host (a dry run from another). On a backend whose drivers all run in the
+    """A native-API submission (kind ``submit``; ``connect``: a Spark Connect session's driver,
+    launched the same way); ``check_file=False``: its application file need not be on this host
+    (a dry run from another). On a backend whose drivers all run in the
     cluster (Kubernetes) every app is in-cluster; elsewhere the deploy mode says, and Python
     apps run in client mode on this host (a standalone master cannot run a Python driver)."""
     if not os.path.isabs(cwd):
@@ -116,7 +118,7 @@ def from_argv(
     app_name = name or _value(props, "spark.app.name") or args.last("--class")
     app_name = app_name or Path(args.app_file).name
     new = _new_app(
-        kind=AppKind.SUBMIT, name=app_name, props=props, sched=sched, in_cluster=in_cluster,
+        kind=kind, name=app_name, props=props, sched=sched, in_cluster=in_cluster,
         queue=queue, priority=priority, defaults=defaults,
     )
     new.argv = list(argv)

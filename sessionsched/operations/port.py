@@ -43,7 +43,7 @@ from sessionsched.operations.reads import AppRead, Reads
 from sessionsched.operations.usage_read import parse_when, usage_lines
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
-from sessionsched.store.records import StoredApp
+from sessionsched.store.records import AppKind, StoredApp
 
 __all__ = ["AppRead", "AuditRow", "CYCLE_WAIT_S", "Operations", "SUBMIT_WAIT_S"]
 
@@ -168,6 +168,15 @@ class Operations(Reads):
         """A notebook's (or a Livy client's) session. Done: the stored app."""
         return await self._submit(caller, sender, "session", lambda: new_apps.from_session(
             name, queue, priority, conf, self.defaults))
+
+    async def submit_connect(self, caller: auth.Caller, sender: str, argv: list[str],
+                             conf: Mapping[str, str], queue: str | None, priority: Any,
+                             name: str) -> Outcome:
+        """A Spark Connect session's driver (kind ``connect``): spark-submit arguments the
+        Connect door made, launched like a submission once admitted. Done: the stored app."""
+        return await self._submit(caller, sender, "Connect session", lambda: new_apps.from_argv(
+            argv, self.workdir, conf, {}, queue, priority, name, self.defaults,
+            kind=AppKind.CONNECT))
 
     async def _submit(self, caller: auth.Caller, sender: str, what: str,
                       check: Callable[[], StoredApp]) -> Outcome:

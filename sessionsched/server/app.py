@@ -123,9 +123,12 @@ def create_app(
     async def lifespan(_app: FastAPI):
         active.start(run_cycles=run_cycles)
         sweeper = asyncio.create_task(sweep_uploads(service, uploads))
+        connect = await start_connect(config, ops)
         try:
             yield
         finally:
+            if connect is not None:
+                await connect.stop()
             sweeper.cancel()
             active.stop()
 
@@ -182,6 +185,22 @@ def create_app(
         return DASHBOARD_HTML
 
     return app
+
+
+async def start_connect(config: ServerConfig, ops: Operations):
+    """The Spark Connect door (``doors/connect``) when ``connect`` is configured, started on
+    the server's event loop; None otherwise. Its gRPC libraries load only then."""
+    if config.connect is None:
+        return None
+    try:
+        from sessionsched.doors.connect.door import ConnectDoor
+    except ImportError as e:
+        raise RuntimeError(f"connect: the Spark Connect door needs grpcio, grpcio-status and "
+                           f"pyspark's Connect protos (pip install 'sessionsched[connect]'): "
+                           f"{e}") from None
+    door = ConnectDoor(ops, config.connect, config.server.host, config.server.tls)
+    await door.start()
+    return door
 
 
 def asgi(app: FastAPI) -> BodyLimit:

@@ -12,7 +12,7 @@ here.
 What the service adds to the user's properties (``Launch.conf`` wins over the user's):
 
 - ``spark.app.name``: the name the app is shown under;
-- submit kind, when the terms say dynamic allocation is on:
+- submit and connect kinds, when the terms say dynamic allocation is on:
   ``spark.dynamicAllocation.enabled=true`` and ``spark.dynamicAllocation.shuffleTracking.enabled
   =true`` (standalone has no external shuffle service by default; shuffle tracking keeps
   executors holding shuffle data until it is no longer needed);
@@ -70,7 +70,7 @@ def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, 
     terms = terms or unsized_terms(app)
     user = user_conf(app)
     out: dict[str, str] = {"spark.app.name": app.name}
-    if app.kind == AppKind.SUBMIT and terms.dynamic_allocation:
+    if app.kind in (AppKind.SUBMIT, AppKind.CONNECT) and terms.dynamic_allocation:
         out["spark.dynamicAllocation.enabled"] = "true"
         if "spark.dynamicAllocation.shuffleTracking.enabled" not in user:
             out["spark.dynamicAllocation.shuffleTracking.enabled"] = "true"
@@ -85,9 +85,9 @@ def build_launch(
     app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None,
     reclaim_timeout_s: float = 0.0, terms: LaunchTerms | None = None, ca: str | None = None,
 ) -> Launch:
-    """The Launch for an app of kind ``submit`` or ``rest`` (sessions are not launched: the
-    notebook starts its own driver once admitted), on the engine's ``terms`` (default
-    ``unsized_terms``)."""
+    """The Launch for an app of kind ``submit``, ``connect`` or ``rest`` (sessions are not
+    launched: the notebook starts its own driver once admitted), on the engine's ``terms``
+    (default ``unsized_terms``)."""
     terms = terms or unsized_terms(app)
     if app.kind == AppKind.SESSION:
         raise ValueError(f"{app.id} is a notebook session: its notebook starts the driver")

@@ -24,8 +24,9 @@ class AppKind:
     SUBMIT = "submit"  # native API: spark-submit arguments, launched by the server
     REST = "rest"  # Spark REST CreateSubmissionRequest: a JVM app, driver in the cluster
     SESSION = "session"  # a notebook's driver, running in the notebook's own process
+    CONNECT = "connect"  # a Spark Connect session: a Connect server driver, launched as submit
 
-    ALL = (SUBMIT, REST, SESSION)
+    ALL = (SUBMIT, REST, SESSION, CONNECT)
 
 
 class UsageRow(NamedTuple):

@@ -1,0 +1,182 @@
+"""The Spark Connect door against a Connect server started by hand, on one real cluster.
+
+    python benchmarks/connect_door.py [--calls 200] [--mb 100] [--ports 47000-47999]
+
+Real parts only: a local standalone cluster from pyspark's Spark (1 worker), ``sessionsched
+serve`` on it with ``connect: {port}``, and a Connect server started by hand on the same
+cluster (``spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer``, the
+jar pyspark ships, the same Spark properties as the door's drivers). The client is pyspark's
+own (``SparkSession.builder.remote``). Everything started here is stopped by PID on exit.
+
+Figures (printed, one line each, direct then through the door):
+
+1. **session start**: from ``remote(...).create()`` to the first result of
+   ``spark.range(1).collect()``, the cluster idle. The direct server is started, then timed
+   from the same moment as the door's session: spark-submit until its port answers, plus the
+   first query. Target: door <= direct + 1 s.
+2. **per-call overhead**: ``--calls`` small calls (``spark.conf.get``: one ``Config`` RPC the
+   driver answers without a Spark job) and ``--calls`` small queries
+   (``createDataFrame([(1,)]).collect()``: an ``ExecutePlan`` on a local relation), p50 and p99
+   of each; the door's overhead is its p50/p99 minus direct's. Target: p50 overhead <= 2 ms.
+3. **streaming**: ``--mb`` MB of rows (``range`` with a 100-byte string column) returned as
+   Arrow (``toArrow()``), MB/s. Target: door >= 80 % of direct.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parents[1]))
+
+from sessionsched.backends import procs  # noqa: E402
+from sessionsched.backends.local import LocalCluster, free_port_in  # noqa: E402
+from sessionsched.backends.spark_home import spark_submit  # noqa: E402
+from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
+
+CONF = {"spark.executor.cores": "1", "spark.executor.memory": "1g",
+        "spark.driver.memory": "1g", "spark.ui.enabled": "false",
+        "spark.driver.host": "127.0.0.1", "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+        "spark.connect.grpc.maxInboundMessageSize": str(256 * 1024 * 1024)}
+ROW_BYTES = 108  # 8-byte id + 100-byte string
+
+
+def wait_port(port: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing answered on port {port} within {timeout_s:g}s")
+
+
+def remote(port: int, extra: str = ""):
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.remote(f"sc://127.0.0.1:{port}/{extra}").create()
+
+
+def first_result(port: int, extra: str = "") -> tuple[object, float]:
+    t0 = time.monotonic()
+    spark = remote(port, extra)
+    spark.range(1).collect()
+    return spark, time.monotonic() - t0
+
+
+def pcts(samples: list[float]) -> tuple[float, float]:
+    ms = sorted(x * 1000 for x in samples)
+    return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+
+
+def per_call(spark, calls: int) -> dict[str, tuple[float, float]]:
+    out = {}
+    for name, call in (("Config", lambda: spark.conf.get("spark.app.name")),
+                       ("small query", lambda: spark.createDataFrame([(1,)], "x int")
+                        .collect())):
+        for _ in range(10):  # warm up
+            call()
+        samples = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            call()
+            samples.append(time.perf_counter() - t0)
+        out[name] = pcts(samples)
+    return out
+
+
+def streaming(spark, mb: int) -> float:
+    rows = mb * 1024 * 1024 // ROW_BYTES
+    df = spark.range(rows).selectExpr("id", "repeat('x', 100) AS s")
+    df.limit(10).toArrow()  # warm up: executors up, plan cached
+    t0 = time.monotonic()
+    table = df.toArrow()
+    took = time.monotonic() - t0
+    return table.nbytes / 1024 / 1024 / took
+
+
+def start_direct(cluster: LocalCluster, port: int, work: Path) -> subprocess.Popen:
+    cmd = [spark_submit(), "--master", cluster.master_url, "--class",
+           "org.apache.spark.sql.connect.service.SparkConnectServer",
+           "--conf", f"spark.connect.grpc.binding.port={port}",
+           "--conf", "spark.connect.grpc.binding.address=127.0.0.1"]
+    for k, v in CONF.items():
+        cmd += ["--conf", f"{k}={v}"]
+    jar = next((Path(spark_submit()).parents[1] / "jars").glob("spark-connect_*.jar"))
+    cmd.append(str(jar))
+    log = open(work / "direct.log", "ab")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--mb", type=int, default=100)
+    p.add_argument("--ports", default=os.environ.get("SESSIONSCHED_TEST_PORTS", "47000-47999"))
+    args = p.parse_args()
+    low, high = (int(x) for x in args.ports.split("-"))
+    taken: set[int] = set()
+
+    def port() -> int:
+        n = free_port_in(range(low, high + 1), taken)
+        taken.add(n)
+        return n
+
+    work = Path(tempfile.mkdtemp(prefix="connect-bench-"))
+    print(f"logs in {work}")
+    cluster = LocalCluster(work / "cluster", workers=1, cores=4, memory="6g", port=port(),
+                           ui_port=port(), rest_port=port(), start_timeout_s=180,
+                           worker_ports=(port(), port()))
+    cluster.start()
+    direct = server = None
+    try:
+        door_port, direct_port = port(), port()
+        config = {"server": {"state_dir": str(work / "state"), "cycle_ms": 100,
+                             "port": port()},
+                  "cluster": {"backend": "standalone", "master": cluster.master_url,
+                              "master_ui": cluster.master_ui},
+                  "connect": {"port": door_port}}
+        server = ServerProcess.start(config, work / "server")
+        # gRPC metadata keys are lower case: the camel-case ones (dynamic allocation) the door
+        # sets itself
+        extra = "".join(f";{k}={v}" for k, v in CONF.items() if k == k.lower())
+
+        t0 = time.monotonic()
+        direct = start_direct(cluster, direct_port, work)
+        wait_port(direct_port, 300)
+        spark_d, first_d = first_result(direct_port)
+        start_d = time.monotonic() - t0
+        spark_p, start_p = first_result(door_port, extra)
+        print(f"session start (s):      direct {start_d:7.2f}   door {start_p:7.2f}   "
+              f"(target door <= direct + 1; direct's first query {first_d:.2f})")
+        calls_d, calls_p = per_call(spark_d, args.calls), per_call(spark_p, args.calls)
+        for name in calls_d:
+            (d50, d99), (p50, p99) = calls_d[name], calls_p[name]
+            print(f"{name:<14} p50/p99 (ms): direct {d50:6.2f}/{d99:6.2f}   door "
+                  f"{p50:6.2f}/{p99:6.2f}   overhead {p50 - d50:+.2f}/{p99 - d99:+.2f} "
+                  "(target p50 <= 2)")
+        mbs_d, mbs_p = streaming(spark_d, args.mb), streaming(spark_p, args.mb)
+        print(f"streaming {args.mb} MB (MB/s): direct {mbs_d:7.1f}   door {mbs_p:7.1f}   "
+              f"{100 * mbs_p / mbs_d:.0f} % (target >= 80 %)")
+        spark_p.stop()
+        spark_d.stop()
+    finally:
+        if direct is not None:
+            procs.stop_group(procs.identify(direct.pid), grace_s=10)
+        if server is not None:
+            server.stop()
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""What the Connect door reads of a call (doors/connect/wire.py): the session and user a
+request names, and the connection string's parameters in the call's metadata."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark.sql.connect.proto")
+
+from pyspark.sql.connect.proto import base_pb2  # noqa: E402
+
+from sessionsched.config import ServerConfig  # noqa: E402
+from sessionsched.doors.connect import wire  # noqa: E402
+
+SID = "9c1b3f4e-0d57-4d2a-8f7e-2f1f3a5b6c7d"
+EXECUTE = wire.METHODS["/spark.connect.SparkConnectService/ExecutePlan"]
+
+
+def test_every_method_of_the_service_is_known_with_its_streaming():
+    assert (EXECUTE.client_streaming, EXECUTE.server_streaming) == (False, True)
+    add = wire.METHODS["/spark.connect.SparkConnectService/AddArtifacts"]
+    assert (add.client_streaming, add.server_streaming) == (True, False)
+    assert wire.RELEASE_SESSION in wire.METHODS
+
+
+def test_a_request_is_routed_by_its_session_and_user():
+    raw = base_pb2.ExecutePlanRequest(
+        session_id=SID, user_context=base_pb2.UserContext(user_id="alice")).SerializeToString()
+    assert wire.routing(EXECUTE, raw) == wire.Routing(SID, "alice")
+    bare = base_pb2.ExecutePlanRequest(session_id=SID).SerializeToString()
+    assert wire.routing(EXECUTE, bare) == wire.Routing(SID, None)
+
+
+@pytest.mark.parametrize("raw, error", [
+    (base_pb2.ExecutePlanRequest(session_id="s1").SerializeToString(),
+     "session_id 's1' is not a UUID"),
+    (b"\xff\xff\xff", "not a ExecutePlanRequest"),
+], ids=["session-id-not-a-uuid", "not-the-request-type"])
+def test_a_request_that_cannot_be_routed_is_one_line(raw, error):
+    with pytest.raises(wire.BadRequest, match=error):
+        wire.routing(EXECUTE, raw)
+
+
+@pytest.mark.parametrize("metadata, queue, priority", [
+    ([("queue", "adhoc"), ("priority", "7000")], "adhoc", "7000"),
+    ([("spark.sessionsched.queue", "etl"), ("spark.ego.priority", "300")], "etl", "300"),
+    ([("queue", "adhoc"), ("spark.sessionsched.queue", "etl")], "adhoc", None),
+    ([], None, None),
+], ids=["short-names", "spark-properties", "short-name-first", "none"])
+def test_queue_and_priority_come_from_the_metadata(metadata, queue, priority):
+    p = wire.params(metadata)
+    assert (p.queue, p.priority) == (queue, priority)
+
+
+def test_spark_parameters_are_driver_properties_and_the_token_is_not_forwarded():
+    p = wire.params([("authorization", "Bearer T"), ("user-agent", "_SPARK_CONNECT_PYTHON"),
+                     ("spark.executor.memory", "2g"), ("spark.ego.priority", "10"),
+                     ("spark.sessionsched.token", "T2"), ("x-trace-bin", b"\x00")])
+    assert p.authorization == "Bearer T"
+    assert p.conf == {"spark.executor.memory": "2g"}
+    assert dict(p.forwarded) == {"spark.executor.memory": "2g", "spark.ego.priority": "10",
+                                 "x-trace-bin": b"\x00"}
+
+
+def test_the_door_is_off_unless_configured_and_refuses_unknown_settings():
+    assert ServerConfig().connect is None
+    assert ServerConfig.model_validate({"connect": {"port": 15002}}).connect.hold_s == 50.0
+    with pytest.raises(ValueError, match="hold"):
+        ServerConfig.model_validate({"connect": {"port": 15002, "hold": 5}})
