@@ -190,17 +190,27 @@ class ReadView:
         facts are the same objects as at its last read, at the same place, is read as it was
         (most apps, between two cycles: the engine's view keeps the facts of an app that did
         not change). Building it again was a quarter of a one-queue list's time at 10,000
-        apps (py-spy --gil). At most ``_READS_KEPT`` apps are kept."""
-        reason, code = self._reason(sub, facts, position)
+        apps (py-spy --gil). A waiting app's reason is made of its place, its queue's wait and
+        head and the cluster's health (``_reason``): the same, it is not made again either.
+        At most ``_READS_KEPT`` apps are kept."""
+        key = self._reason_key(sub, facts)
         last = self._reads.get(sub.id)
         if (last is not None and last[0] is sub and last[1] is facts and last[2] == position
-                and last[3] == (reason, code)):
+                and last[3] == key):
             return last[4]
         if len(self._reads) >= _READS_KEPT:
             self._reads.clear()  # forgotten apps' entries go too; the next reads refill it
-        read = AppRead.of(sub, facts, position, reason, code)
-        self._reads[sub.id] = (sub, facts, position, (reason, code), read)
+        read = AppRead.of(sub, facts, position, *self._reason(sub, facts, position))
+        self._reads[sub.id] = (sub, facts, position, key, read)
         return read
+
+    def _reason_key(self, sub: AcceptedApp, facts: AppFacts | None) -> tuple:
+        """What a waiting app's reason is made of beside its facts and place (``_reason``)."""
+        if facts is None or facts.state is not AppState.ACCEPTED:
+            return ()
+        pending = self.engine.pending.get(sub.queue)
+        return (self.engine.waiting.get(sub.queue), pending[0] if pending else None,
+                self.health)
 
     def resolve(self, any_id: str) -> tuple[str, bool] | None:
         """(our app id, given as a Spark application id?) for an app in memory."""
