@@ -163,10 +163,11 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     deferred: dict[str, tuple[LeafView, AppSpec, int]] = {}  # leaf -> (view, head, admitted)
     for name in sorted(views):
         view = views[name]
-        reason = defer_reason(view, view.pending[0], tree.path[name], room)
+        head = view.pending[0]
+        reason = defer_reason(view, head, tree.path[name], room)
         if reason is not None:
             waiting[name] = reason
-            deferred[name] = (view, view.pending[0], 0)
+            deferred[name] = (view, head, 0)
             del views[name]
 
     best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
@@ -227,10 +228,11 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
                 del views[name]
         for node in reversed(path):
             settle(node.name)
-    for name, (view, head, before) in deferred.items():
-        path = tree.path[name]
-        if _said_again(waiting[name], before, len(admitted), path, limited_at):
-            waiting[name] = defer_reason(view, head, path, room) or waiting[name]
+    if admitted:
+        n = len(admitted)
+        for name, (view, head, before) in deferred.items():
+            if before < n and _said_again(waiting[name], before, tree.path[name], limited_at):
+                waiting[name] = defer_reason(view, head, tree.path[name], room) or waiting[name]
     return Plan(tuple(admitted), waiting, frozenset(ahead))
 
 
@@ -239,14 +241,12 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
 _LEAF_WAITS = frozenset({WaitCode.QUEUE_LIMIT, WaitCode.STARTING_LIMIT, WaitCode.DRIVER_SHARE})
 
 
-def _said_again(wait: Wait, before: int, admitted: int, path: tuple[Queue, ...],
+def _said_again(wait: Wait, before: int, path: tuple[Queue, ...],
                 limited_at: dict[str, int]) -> bool:
-    """Whether a queue deferred when ``before`` apps were admitted must run its checks again
-    at the end of the walk: apps were admitted since, and they may have changed its wait -
+    """Whether a queue deferred when ``before`` apps were admitted, and more were admitted
+    since, must run its checks again at the end of the walk: they may have changed its wait -
     for a leaf's own wait only if they filled a parent with ``max_running_apps`` on its path.
     (Running them again for every deferred queue cost 1 ms of a 10 ms cycle at 100 queues.)"""
-    if before == admitted:
-        return False
     if wait.code not in _LEAF_WAITS:
         return True
     return bool(limited_at) and any(limited_at.get(n.name, 0) > before for n in path[:-1])
