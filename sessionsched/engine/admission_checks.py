@@ -116,8 +116,7 @@ def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
     for node in path:
         limit = node.max_running_apps
-        n = room.admitted_in.get(node.name, 0)
-        if limit is not None and n >= limit:
+        if limit is not None and (n := room.admitted_in.get(node.name, 0)) >= limit:
             if node is path[-1]:
                 return Wait(WaitCode.QUEUE_LIMIT,
                             f"queue {node.name} runs {n} app(s): its max_running_apps is {limit}")

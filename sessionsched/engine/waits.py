@@ -36,8 +36,8 @@ every sentence: docs/reasons.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class WaitCode(StrEnum):
@@ -64,10 +64,11 @@ class WaitCode(StrEnum):
 PRECEDENCE: dict[WaitCode, int] = {code: i for i, code in enumerate(WaitCode)}
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
+class Wait(NamedTuple):
     """Why an app (or a queue's head) waits: ``code`` from the closed set, ``text`` the
-    sentence with its numbers."""
+    sentence with its numbers. A named tuple, not a dataclass: a cycle makes one per waiting
+    queue, and the engine's view compares them all after each step (C-level, no Python
+    ``__init__``/``__eq__`` call: +2.7 % of the steady cycle's function calls otherwise)."""
 
     code: WaitCode
     text: str

@@ -239,19 +239,33 @@ class ReadView:
         facts are the same objects as at its last read, at the same place, is read as it was
         (most apps, between two cycles: the engine's view keeps the facts of an app that did
         not change). Building it again was a quarter of a one-queue list's time at 10,000
-        apps (py-spy --gil). At most ``_READS_KEPT`` apps are kept."""
-        reason, code = self._reason(sub, facts, position)
+        apps (py-spy --gil). A waiting app's reason is made of its place, its queue's wait and
+        head, the apps held aside and the cluster's health (``_reason_key``): the same, it is
+        not made again either. At most ``_READS_KEPT`` apps are kept."""
+        key = self._reason_key(sub, facts)
         queued = facts is None or facts.state is AppState.ACCEPTED
         estimate = self.estimates.get(sub.id, NO_ESTIMATE) if queued else NO_ESTIMATE
         last = self._reads.get(sub.id)
         if (last is not None and last[0] is sub and last[1] is facts and last[2] == position
-                and last[3] == (reason, code) and last[4] is estimate):
+                and last[3] == key and last[4] is estimate):
             return last[5]
         if len(self._reads) >= _READS_KEPT:
             self._reads.clear()  # forgotten apps' entries go too; the next reads refill it
+        reason, code = self._reason(sub, facts, position)
         read = AppRead.of(sub, facts, position, reason, code, estimate)
-        self._reads[sub.id] = (sub, facts, position, (reason, code), estimate, read)
+        self._reads[sub.id] = (sub, facts, position, key, estimate, read)
         return read
+
+    def _reason_key(self, sub: AcceptedApp, facts: AppFacts | None) -> tuple:
+        """What a waiting app's reason is made of beside its facts and place (``_reason``)."""
+        if facts is None or facts.state is not AppState.ACCEPTED:
+            return ()
+        engine = self.engine
+        pending = engine.pending.get(sub.queue)
+        # Apps held aside (``does_not_fit_now``) decide who the head is (``wait_of``).
+        held = engine.held or None
+        return (engine.waiting.get(sub.queue), pending[0] if pending else None, self.health,
+                held)
 
     def resolve(self, any_id: str) -> tuple[str, bool] | None:
         """(our app id, given as a Spark application id?) for an app in memory."""

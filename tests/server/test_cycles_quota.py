@@ -44,7 +44,8 @@ def test_a_lowered_cap_takes_executors_back_and_a_raised_one_starts_the_waiting_
     b = s.submit("next", **MIN_TWO, **{WORK: "2x5"})
     s.cycle(1.0)
     waiting = s.app(b)
-    assert waiting["state"] == "ACCEPTED" and "max_cores 2" in waiting["reason"], waiting
+    assert waiting["state"] == "ACCEPTED" and waiting["reason_code"] == "queue_max_cores", waiting
+    assert "whose max_cores is 2" in waiting["reason"], waiting
 
     s.service.apply_plan(RAISE)  # back to 6: B's two reserved executors fit beside A's floor
     done = s.until(b, "FINISHED", cycles=200)

@@ -77,7 +77,8 @@ def test_demand_admission_starts_one_driver_ahead_and_holds_the_next_while_cores
     # ahead of it (it could pre-process meanwhile), one per queue; C waits. stateaware would
     # have started both beside A, one at a time.
     assert seen_b["state"] == "STARTING", seen_b
-    assert seen_c["state"] == "ACCEPTED" and "want the room" in seen_c["reason"], seen_c
+    assert seen_c["state"] == "ACCEPTED" and seen_c["reason_code"] == "running_demand", seen_c
+    assert "above their floors" in seen_c["reason"], seen_c
     assert s.app(a)["state"] == "RUNNING"  # A still wanted its cores when C was held
     assert s.executors(a, b) == (CORES, 0)  # and kept them: B's driver waits for A's leftovers
     for app_id in (b, c):

@@ -52,3 +52,20 @@ def test_the_head_and_the_apps_behind_it_say_why_on_every_door(stepped):
         text = s.client.get("/metrics").text
         assert metric(text, "root.default", "starting_limit") == 1
         assert metric(text, "root.default", "behind_app") is None
+
+
+def test_an_app_behind_names_its_new_head_when_the_head_changes_and_its_place_does_not(stepped):
+    """Answers are kept between reads (``ReadView._read``): an app whose place and its queue's
+    wait stay the same while another app becomes the head must still name the new head."""
+    with stepped(admission="stateaware") as s:
+        ids = [s.submit(f"burst-{i}", priority=p) for i, p in enumerate((5000,) * 3 + (4000,))]
+        s.cycle()
+        last = s.app(ids[3])
+        assert (last["position"], last["reason_code"]) == (3, "behind_app")
+        assert last["reason"].startswith(f"behind {ids[1]}, the head of root.default")
+        s.done(s.service.set_priority(ids[1], 4500))  # between the two behind it
+        assert [s.app(i)["position"] for i in ids[1:]] == [2, 1, 3]
+        again = s.app(ids[3])
+        assert again["reason"] == (
+            f"behind {ids[2]}, the head of root.default (2 app(s) ahead of it), which waits: "
+            "1 app(s) of root.default are starting: its starting_limit is 1")
