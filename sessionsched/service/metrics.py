@@ -8,6 +8,7 @@ service has its own registry: two services in one process (tests) do not collide
 
 from __future__ import annotations
 
+from collections import Counter as Tally
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from sessionsched.engine.waits import WaitCode
 from sessionsched.model import AppState
 from sessionsched.usage import COUNTED
 
@@ -141,5 +143,30 @@ def snapshot(view: ReadView) -> dict:
                     for q in view.engine.root.leaves()},
         "executor_cores": {name: u.executor_cores for name, u in usage.items()},
         "reachable": bool(view.health.reachable),
-        "waiting": view.waiting_by_code(),
+        "waiting": waiting_by_code(view),
     }
+
+
+def waiting_by_code(view: ReadView) -> dict[tuple[str, str], int]:
+    """Waiting apps by (leaf queue, reason code): each queue's head has its queue's code, the
+    apps held aside ``does_not_fit_now``, the others ``behind_app`` (``EngineView.wait_of``),
+    every one ``cluster_unavailable`` while there is no cluster to start in; apps no cycle has
+    seen yet ``next_cycle``. O(queues + held) plus the apps in memory (as ``states``)."""
+    engine = view.engine
+    down = view.health.reachable is not None and not view.health.ok
+    held_in = Tally(engine.apps[a].queue for a in engine.held if a in engine.apps)
+    out: Tally[tuple[str, str]] = Tally()
+    for leaf, pend in engine.pending.items():
+        if down:
+            out[leaf, WaitCode.CLUSTER_UNAVAILABLE.value] += len(pend)
+            continue
+        out[leaf, WaitCode.DOES_NOT_FIT_NOW.value] += held_in[leaf]
+        rest = len(pend) - held_in[leaf]
+        if rest > 0:
+            head = engine.waiting.get(leaf)
+            out[leaf, (head.code if head else WaitCode.NEXT_CYCLE).value] += 1
+            out[leaf, WaitCode.BEHIND_APP.value] += rest - 1
+    for app_id, sub in view.submissions.snapshot().items():
+        if app_id not in engine.apps and app_id not in view.final:
+            out[sub.queue, WaitCode.NEXT_CYCLE.value] += 1
+    return {key: n for key, n in out.items() if n > 0}

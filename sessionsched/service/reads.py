@@ -355,31 +355,6 @@ class ReadView:
             "last_cycle_at": self.last_cycle_at,
         }
 
-    def waiting_by_code(self) -> dict[tuple[str, str], int]:
-        """Waiting apps by (leaf queue, reason code), for the metrics: each queue's head has
-        its queue's code, the apps behind it ``behind_app`` (``EngineView.wait_of``), every one
-        ``cluster_unavailable`` while there is no cluster to start in; apps no cycle has seen
-        yet ``next_cycle``. O(queues) plus the apps in memory (as ``states``)."""
-        down = self.health.reachable is not None and not self.health.ok
-        out: dict[tuple[str, str], int] = {}
-
-        def add(queue: str, code: WaitCode, n: int) -> None:
-            if n > 0:
-                key = (queue, code.value)
-                out[key] = out.get(key, 0) + n
-
-        for leaf, pend in self.engine.pending.items():
-            if down:
-                add(leaf, WaitCode.CLUSTER_UNAVAILABLE, len(pend))
-            elif pend:
-                head = self.engine.wait_of(pend[0], 1)
-                add(leaf, head.code if head else WaitCode.NEXT_CYCLE, 1)
-                add(leaf, WaitCode.BEHIND_APP, len(pend) - 1)
-        for app_id, sub in self.submissions.snapshot().items():
-            if app_id not in self.engine.apps and app_id not in self.final:
-                add(sub.queue, WaitCode.NEXT_CYCLE, 1)
-        return out
-
     def states(self) -> Iterable[tuple[str, AppState]]:
         """(queue, state) of every app in memory, for the metrics."""
         yield from ((a.queue, a.state) for a in self.final.values())
