@@ -1,11 +1,15 @@
 """A PySpark app for the agent's cluster tests: one job of sleeping tasks, then a report line.
 
-    sleepy_job.py --tasks N --seconds S [--detach-agent-at E] [--linger-s L]
+    sleepy_job.py --tasks N --seconds S [--until PATH] [--detach-agent-at E] [--linger-s L]
 
 Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ...}``: the job's result (the
 sum of the task indexes, so a lost or duplicated task shows), and the number of failed task
 attempts over the job's stages (a task killed with its executor is one; a gracefully
 decommissioned executor leaves none).
+
+``--until PATH`` ends each task's sleep early once the file PATH exists (the test creates it):
+the tasks are busy for exactly as long as the test needs them busy, S only bounds it. The
+executors are on the test's host, so they see the file.
 
 ``--detach-agent-at E`` stops the agent once E executors are registered, leaving the cap where
 it is: the app runs on as if its agent had died. ``--linger-s`` keeps the driver alive after
@@ -14,6 +18,7 @@ the job (idle: its executors leave at Spark's idle timeout).
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -31,10 +36,21 @@ def detach_at(sc, executors: int) -> None:
     print(f"AGENT detached at {executors} executors", flush=True)
 
 
+def sleeper(seconds: float, until: str | None):
+    """A task: sleep ``seconds``, or less if the file ``until`` appears."""
+    def task(x):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not (until and os.path.exists(until)):
+            time.sleep(min(0.2, max(deadline - time.monotonic(), 0)))
+        return x
+    return task
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, required=True)
     parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--until", default=None)
     parser.add_argument("--detach-agent-at", type=int, default=0)
     parser.add_argument("--linger-s", type=float, default=0.0)
     args = parser.parse_args()
@@ -45,12 +61,8 @@ def main() -> int:
         threading.Thread(target=detach_at, args=(sc, args.detach_agent_at), daemon=True).start()
     started = time.monotonic()
     sc.setJobGroup("work", "sleeping tasks")
-    seconds = args.seconds
-    result = (
-        sc.parallelize(range(args.tasks), args.tasks)
-        .map(lambda x: (time.sleep(seconds), x)[1])
-        .sum()
-    )
+    result = sc.parallelize(range(args.tasks), args.tasks).map(
+        sleeper(args.seconds, args.until)).sum()
     tracker = sc.statusTracker()
     failed = 0
     for job_id in tracker.getJobIdsForGroup("work"):
