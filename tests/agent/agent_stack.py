@@ -4,6 +4,7 @@ the queues, submitting the test app, reading apps' executors and reports."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from sessionsched.client import Submission
 from tests.sparkcluster import SMALL, wait_until
 
 CORES = 6
+# Spark's driver (CoarseGrainedSchedulerBackend, INFO) for each executor it decommissions.
+DECOMMISSION = re.compile(r"Notify executor (\S+) to decommission")
 APP = Path(__file__).parent / "apps" / "sleepy_job.py"
 # The arbitration tests need a second app admitted beside one that wants every core, which
 # `stateaware` does once the first has an executor; `demand` (the default) would start one
@@ -65,6 +68,11 @@ def report(api, app_id):
         if line.startswith("REPORT "):
             return json.loads(line.removeprefix("REPORT "))
     return None
+
+
+def decommissioning(api, app_id):
+    """The executors the app's Spark was told to decommission (its driver log says so)."""
+    return {m.group(1) for m in DECOMMISSION.finditer(api.log(app_id, tail=2000))}
 
 
 def finished(api, app_id):

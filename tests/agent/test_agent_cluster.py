@@ -18,7 +18,16 @@ from __future__ import annotations
 import time
 
 import pytest
-from agent_stack import CORES, finished, held, report, settle, submit, usage_of
+from agent_stack import (
+    CORES,
+    decommissioning,
+    finished,
+    held,
+    report,
+    settle,
+    submit,
+    usage_of,
+)
 
 from tests.sparkcluster import wait_until
 
@@ -28,12 +37,15 @@ pytestmark = pytest.mark.cluster
 # --- priority: the higher one gets what it asks, the other the rest ---------------------------
 
 
-def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api):
-    # A: 12 tasks of 25 s, alone on the cluster: 6 executors, all busy.
-    a = submit(api, "prio-a", "root.prio", 3000, "--tasks", 12, "--seconds", 25)
+def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, tmp_path):
+    # A: 12 tasks, alone on the cluster: 6 executors, all busy until the test lets them end.
+    release = tmp_path / "release-a"
+    a = submit(api, "prio-a", "root.prio", 3000, "--tasks", 12, "--seconds", 600,
+               "--until", release)
     wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
-    # B asks for 4 (4 tasks of 40 s) at a higher priority: it gets 4, A keeps the other 2.
-    b = submit(api, "prio-b", "root.prio", 9000, "--tasks", 4, "--seconds", 40)
+    # B asks for 4 (4 tasks, busy until B is killed) at a higher priority: it gets 4, A keeps
+    # the other 2.
+    b = submit(api, "prio-b", "root.prio", 9000, "--tasks", 4, "--seconds", 600)
     wait_until(lambda: api.app(b).target == 4, 90, "B's target of 4")
     cut_at = time.monotonic()
     # reclaim_timeout 0: A's surplus goes at once, busy or not.
@@ -41,6 +53,7 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api):
     assert time.monotonic() - cut_at < 30
     settle(api, (a, b), (2, 4), 90, "B at 4 (all it asks), A at the remaining 2")
     api.kill(b)  # B has had its share: A's remaining tasks get the whole cluster again
+    release.touch()
     # A's killed tasks were retried elsewhere: its job completes with every task counted once.
     done = wait_until(lambda: finished(api, a), 240, "A to finish")
     assert (done.state.value, done.exit_code) == ("FINISHED", 0)
@@ -66,15 +79,21 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api):
 # --- graceful reclaim: decommission, no task lost -------------------------------------------
 
 
-def test_graceful_reclaim_decommissions_and_loses_no_task(api):
-    # A: 12 tasks of 20 s; when B arrives A's 6 executors are mid-task.
-    a = submit(api, "grace-a", "root.graceful", 3000, "--tasks", 12, "--seconds", 20)
+def test_graceful_reclaim_decommissions_and_loses_no_task(api, tmp_path):
+    # A: 12 tasks; its 6 executors stay mid-task until the test lets the tasks end.
+    release = tmp_path / "release-a"
+    a = submit(api, "grace-a", "root.graceful", 3000, "--tasks", 12, "--seconds", 600,
+               "--until", release)
     wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
-    b = submit(api, "grace-b", "root.graceful", 9000, "--tasks", 4, "--seconds", 20)
+    b = submit(api, "grace-b", "root.graceful", 9000, "--tasks", 4, "--seconds", 600)
     wait_until(lambda: api.app(b).target == 4, 90, "B's target of 4")
     cut_at = time.monotonic()
-    # Decommissioned executors finish their running task (<= 20 s), hand over their blocks and
-    # leave well before the 60 s deadline; B takes their cores.
+    # Spark itself is told to decommission 4 of A's executors while every one is mid-task...
+    wait_until(lambda: len(decommissioning(api, a)) >= 4, 30, "Spark to decommission 4 of A's",
+               interval_s=0.5)
+    release.touch()
+    # ...they finish their running task, hand over their blocks and leave well before the 60 s
+    # deadline; B takes their cores.
     wait_until(lambda: held(api, a)[0] <= 2, 55, "A's surplus decommissioned")
     assert time.monotonic() - cut_at < 55
     wait_until(lambda: held(api, b) == (4,), 60, "B at 4")
@@ -94,18 +113,21 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api):
 # --- a dead agent: the cluster's view gives the executors back ------------------------------
 
 
-def test_a_dead_agent_gives_its_executors_back_once_spark_releases_them(api):
-    # A's agent dies once A holds the cluster (the app detaches it); A's job of 6 tasks x 60 s
-    # ends, its executors go idle and Spark's own idle timeout (5 s) releases them; the driver
-    # lingers.
-    a = submit(api, "deadagent-a", "root.fair", 5000, "--tasks", 6, "--seconds", 60,
-               "--detach-agent-at", CORES, "--linger-s", 300, idle_timeout_s=5)
+def test_a_dead_agent_gives_its_executors_back_once_spark_releases_them(api, tmp_path):
+    # A's agent dies once A holds the cluster (the app detaches it); A's job of 6 tasks ends
+    # when the test lets it, its executors go idle and Spark's own idle timeout (5 s) releases
+    # them; the driver lingers.
+    release = tmp_path / "release-a"
+    a = submit(api, "deadagent-a", "root.fair", 5000, "--tasks", 6, "--seconds", 600,
+               "--until", release, "--detach-agent-at", CORES, "--linger-s", 300,
+               idle_timeout_s=5)
     wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
-    b = submit(api, "deadagent-b", "root.fair", 5000, "--tasks", 30, "--seconds", 120)
+    b = submit(api, "deadagent-b", "root.fair", 5000, "--tasks", 30, "--seconds", 600)
     # While A's agent is silent nobody takes A's busy executors: B waits.
     wait_until(lambda: api.app(b).demand > 0, 90, "B's demand")
     assert held(api, a, b) == (CORES, 0)
-    wait_until(lambda: report(api, a), 150, "A's job to end")
+    release.touch()
+    wait_until(lambda: report(api, a), 60, "A's job to end")
     # Nobody heartbeats for A; the master's view shows its executors leaving; B gets them all.
     settle(api, (a, b), (0, CORES), 120, "B to take the executors A's Spark released")
     assert not api.app(a).state.terminal  # A's driver is alive: only its executors went

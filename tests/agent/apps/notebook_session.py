@@ -33,13 +33,13 @@ def main(server, queue):
               "spark.dynamicAllocation.executorIdleTimeout": "3s"},
     )
     step("admitted", app=spark.sessionsched.app_id, master=spark.sparkContext.master)
-    step("job1", result=job(spark, 3, 8))
+    step("job1", result=job(spark, 3, 2))
     deadline = time.monotonic() + 90
     while executors(spark) and time.monotonic() < deadline:
         time.sleep(0.2)
     step("idle", executors=executors(spark))
     sys.stdin.readline()  # the user comes back
-    step("job2", result=job(spark, 2, 8))
+    step("job2", result=job(spark, 2, 2))
     spark.stop()
     step("stopped")
 

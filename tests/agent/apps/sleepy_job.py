@@ -1,6 +1,6 @@
 """A PySpark app for the agent's cluster tests: one job of sleeping tasks, then a report line.
 
-    sleepy_job.py --tasks N --seconds S [--detach-agent-at E] [--linger-s L]
+    sleepy_job.py --tasks N --seconds S [--until PATH] [--detach-agent-at E] [--linger-s L]
 
 Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ..., "spark": {...}}``: the
 job's result (the sum of the task indexes, so a lost or duplicated task shows), the number of
@@ -11,6 +11,10 @@ app's executors did (its UI's REST API, read before the SparkContext stops): ``h
 (the executors' ``totalDuration``: every task's run time, failed ones included) and
 ``lost_task_s`` (the run time of task attempts that failed with ``ExecutorLostFailure``).
 
+``--until PATH`` ends each task's sleep early once the file PATH exists (the test creates it):
+the tasks are busy for exactly as long as the test needs them busy, S only bounds it. The
+executors are on the test's host, so they see the file.
+
 ``--detach-agent-at E`` stops the agent once E executors are registered, leaving the cap where
 it is: the app runs on as if its agent had died. ``--linger-s`` keeps the driver alive after
 the job (idle: its executors leave at Spark's idle timeout).
@@ -18,6 +22,7 @@ the job (idle: its executors leave at Spark's idle timeout).
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -67,10 +72,21 @@ def spark_usage(sc, stage_ids) -> dict:
     return {"held_core_s": round(held, 3), "task_s": task_ms / 1000, "lost_task_s": lost_ms / 1000}
 
 
+def sleeper(seconds: float, until: str | None):
+    """A task: sleep ``seconds``, or less if the file ``until`` appears."""
+    def task(x):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not (until and os.path.exists(until)):
+            time.sleep(min(0.2, max(deadline - time.monotonic(), 0)))
+        return x
+    return task
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, required=True)
     parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--until", default=None)
     parser.add_argument("--detach-agent-at", type=int, default=0)
     parser.add_argument("--linger-s", type=float, default=0.0)
     args = parser.parse_args()
@@ -81,12 +97,8 @@ def main() -> int:
         threading.Thread(target=detach_at, args=(sc, args.detach_agent_at), daemon=True).start()
     started = time.monotonic()
     sc.setJobGroup("work", "sleeping tasks")
-    seconds = args.seconds
-    result = (
-        sc.parallelize(range(args.tasks), args.tasks)
-        .map(lambda x: (time.sleep(seconds), x)[1])
-        .sum()
-    )
+    result = sc.parallelize(range(args.tasks), args.tasks).map(
+        sleeper(args.seconds, args.until)).sum()
     tracker = sc.statusTracker()
     failed = 0
     stage_ids = []
