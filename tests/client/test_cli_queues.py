@@ -76,21 +76,21 @@ def test_queues_draws_the_tree_with_each_queues_caps(server):
     assert r.returncode == 0, r.stderr
     header, *lines = r.stdout.splitlines()
     for column in ("QUEUE", "ADMISSION", "POLICY", "WEIGHT", "MAX CORES", "MAX RUNNING",
-                   "MAX WAIT", "MAX QUEUED", "PER USER", "PENDING", "WAITING"):
+                   "MAX WAIT", "MAX QUEUED", "PER USER", "PENDING", "CODE", "WAITING"):
         assert column in header
     cells = [line.split() for line in lines]
     assert cells == [
         # QUEUE, ADMISSION, POLICY, WEIGHT, MAX CORES, MAX RUNNING, MAX WAIT, MAX QUEUED,
-        # PER USER, PENDING, STARTING, RUNNING, CORES, DEMAND: a parent leaves the leaf-only
-        # columns blank, a leaf without a limit shows "-"
-        ["root", "1", "-", "-", "0", "0", "0", "0", "0"],
+        # PER USER, PENDING, STARTING, RUNNING, CORES, DEMAND, CODE: a parent leaves the
+        # leaf-only columns blank, a leaf without a limit shows "-", nothing waits ("-")
+        ["root", "1", "-", "-", "0", "0", "0", "0", "0", "-"],
         ["├──", "etl", "reserve", "priority", "3", "-", "-", "1h", "1", "5", "0", "0", "0", "0",
-         "0"],
-        ["└──", "science", "1", "8", "4", "0", "0", "0", "0", "0"],
+         "0", "-"],
+        ["└──", "science", "1", "8", "4", "0", "0", "0", "0", "0", "-"],
         ["├──", "nb", "demand", "fairshare", "1", "-", "-", "1m30s", "-", "5", "0", "0", "0",
-         "0", "0"],
+         "0", "0", "-"],
         ["└──", "batch", "demand", "fairshare", "1", "-", "-", "10m", "-", "-", "0", "0", "0",
-         "0", "0"],
+         "0", "0", "-"],
     ]
     assert lines[3].startswith("    ├── nb")  # under science, the root's last child
 

@@ -121,7 +121,14 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         thread = threading.Thread(target=client, daemon=True)
         thread.start()
         wait_until(lambda: len(acked) >= 12, 60, "a dozen acknowledged submissions")
-        usage_before = usage_by_app(a.url)  # what apps used, as the leader had it
+
+        def one_ended_with_executors() -> dict | None:
+            usage = usage_by_app(a.url)
+            return usage if any(u["state"] == "FINISHED" and u["held_core_s"] > 0
+                                for u in usage.values()) else None
+
+        # What apps used, as the leader had it, once one has ended with executors counted.
+        usage_before = wait_until(one_ended_with_executors, 30, "an app to end with executors")
         os.kill(a.proc.pid, signal.SIGKILL)
         killed_at, killed_epoch = time.monotonic(), time.time()
         killed.set()
@@ -176,8 +183,6 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
             else:
                 assert now["held_core_s"] >= was["held_core_s"], app_id
                 assert now["driver_core_s"] >= was["driver_core_s"], app_id
-        assert any(u["state"] == "FINISHED" and u["held_core_s"] > 0
-                   for u in usage_before.values())
     finally:
         for server in (a, b):
             if server is not None:
