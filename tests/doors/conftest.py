@@ -19,6 +19,19 @@ from tests.sparkcluster import free_port, spark_env, stop_server_and_its_apps
 CLIENT_TIMEOUT_S = 420  # one client run: a JVM start or two on a loaded 2-core machine
 
 
+@pytest.fixture(autouse=True)
+def _environment_as_it_was() -> Iterator[None]:
+    """pyspark's Connect client marks its own process remote (``SPARK_CONNECT_MODE_ENABLED``,
+    ``SPARK_REMOTE``, ... in ``os.environ``): put the environment back after each door test.
+    Servers a later test starts inherit it, and their PySpark drivers would otherwise ask for a
+    Connect URL and die (they did, on the worker that ran the Connect tests first)."""
+    before = dict(os.environ)
+    yield
+    for name in set(os.environ) - before.keys():
+        del os.environ[name]
+    os.environ.update(before)
+
+
 @pytest.fixture(scope="session")
 def airflow_python() -> Path:
     return airflow_venv.ensure()
