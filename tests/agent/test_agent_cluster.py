@@ -99,10 +99,15 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api, tmp_path):
     assert (done.state.value, done.exit_code) == ("FINISHED", 0)
     r = report(api, a)
     assert r == {**r, "result": sum(range(12)), "failed_tasks": 0}
-    # Usage agrees with Spark's status store; a decommission kills no busy executor.
+    # Usage agrees with Spark's status store, within 10 % or the reports' lag: the server
+    # learns that an executor went idle or left at the agent's next report (heartbeat_s 1),
+    # Spark's store at once - up to 2 s per executor of A's six, 12 core-s (the job is short
+    # now that its tasks end when the test releases them). A decommission kills no busy
+    # executor.
     u = usage_of(api, a)
-    assert u["held_core_s"] == pytest.approx(r["spark"]["held_core_s"], rel=0.10)
-    assert u["busy_core_s"] == pytest.approx(r["spark"]["task_s"], rel=0.10)
+    lag = CORES * 2.0
+    assert u["held_core_s"] == pytest.approx(r["spark"]["held_core_s"], rel=0.10, abs=lag)
+    assert u["busy_core_s"] == pytest.approx(r["spark"]["task_s"], rel=0.10, abs=lag)
     assert (u["reclaimed_executors"], u["reclaimed_core_s"], r["spark"]["lost_task_s"]) == (
         0, 0.0, 0.0)
 
