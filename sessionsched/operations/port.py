@@ -52,6 +52,20 @@ CYCLE_WAIT_S = 10.0  # a priority change, a kill, a session stop: until a cycle 
 AGENT_SUBMITS = "an agent secret may only report for its own app"
 
 
+# What a submission's checks raise (``new_apps``, the gate's rules, the caps and rate limit),
+# and what each is as an outcome: one mapping for submissions and dry runs alike.
+CHECKS_FAIL = (new_apps.SubmissionError, auth.Forbidden, Refused)
+
+
+def check_failed(e: Exception) -> Outcome:
+    if isinstance(e, new_apps.SubmissionError):
+        return failed(Kind.INVALID, str(e))
+    if isinstance(e, auth.Forbidden):
+        return failed(Kind.FORBIDDEN, str(e))
+    assert isinstance(e, Refused)
+    return failed(Kind.REFUSED, str(e), e.status, e.retry_after)
+
+
 class Operations(Reads):
     """The one object every door calls (module doc); thread-safe as the service is."""
 
@@ -141,12 +155,8 @@ class Operations(Reads):
         try:
             app = self._admit(caller, new_apps.from_argv(
                 argv, cwd, conf, env, queue, priority, name, self.defaults, check_file=False))
-        except new_apps.SubmissionError as e:
-            return failed(Kind.INVALID, str(e))
-        except auth.Forbidden as e:
-            return failed(Kind.FORBIDDEN, str(e))
-        except Refused as e:
-            return failed(Kind.REFUSED, str(e), e.status, e.retry_after)
+        except CHECKS_FAIL as e:
+            return check_failed(e)
         answer = await asyncio.to_thread(self.service.estimator.dry_run, app.spec, app.name)
         return done((app.queue, answer))
 
@@ -189,12 +199,8 @@ class Operations(Reads):
             leaf = leaf_named(self.service.view.engine.root, app.queue)
             place = self.depth.take(leaf, app.user,
                                     lambda user: self.service.view.queued(app.queue, user))
-        except new_apps.SubmissionError as e:
-            return failed(Kind.INVALID, str(e))
-        except auth.Forbidden as e:
-            return failed(Kind.FORBIDDEN, str(e))
-        except Refused as e:
-            return failed(Kind.REFUSED, str(e), e.status, e.retry_after)
+        except CHECKS_FAIL as e:
+            return check_failed(e)
         try:
             future = self.service.submit(app, sender)
         except BaseException:
