@@ -243,6 +243,12 @@ async def _stream_down(door: ConnectDoor, method: wire.Method, request: bytes,
         await _abort(context, e)
     call = door.channel(address).unary_stream(method.path)(
         request, metadata=p.forwarded, timeout=context.time_remaining())
+    async for response in _relay(door, s, call, context):
+        yield response
+
+
+async def _relay(door: ConnectDoor, s, call, context) -> AsyncIterator[bytes]:
+    """The driver's answers of a streaming call, as they come; its failure told the client."""
     try:
         async for response in call:
             yield response
@@ -290,10 +296,5 @@ async def _stream_both(door: ConnectDoor, method: wire.Method, requests,
         await _abort(context, e)
     call = door.channel(address).stream_stream(method.path)(
         all_of_them, metadata=p.forwarded, timeout=context.time_remaining())
-    try:
-        async for response in call:
-            yield response
-    except grpc.aio.AioRpcError as e:
-        await _abort(context, door.upstream_failed(s, e) or e)
-    finally:
-        call.cancel()
+    async for response in _relay(door, s, call, context):
+        yield response
