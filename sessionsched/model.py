@@ -61,6 +61,14 @@ class Policy(str, Enum):
     FAIRSHARE = "fairshare"
 
 
+class NodeSort(str, Enum):
+    """Which worker a driver or an executor goes to, of those with room for it now
+    (``engine.placement.sorting``; YuniKorn's node sorting policies)."""
+
+    FAIR = "fair"  # the worker with the most free room first: load spread (default)
+    BINPACKING = "binpacking"  # the fullest worker that fits first: whole workers kept free
+
+
 class ReclaimMode(str, Enum):
     """How surplus executors are taken back, from the queue's ``reclaim_timeout``."""
 
@@ -170,6 +178,9 @@ class Queue:
     # that orders and divides this queue and its users beside current usage. None: the
     # parent's (the root's None: off); 0: off for this queue and those below that set none.
     usage_half_life_s: float | None = None
+    # Where this queue's drivers and executors go, where sessionsched places them
+    # (docs/placement.md); set on a parent (``root``: the whole tree), inherited.
+    node_sort: NodeSort = NodeSort.FAIR
 
     @property
     def is_leaf(self) -> bool:

@@ -276,3 +276,36 @@ def test_bad_queued_limits_give_one_line(tmp_path, text, message):
         load_server_config(path)
     assert "\n" not in str(err.value) and message in str(err.value)
 
+
+
+# --- node sorting: per queue, inherited, fair by default (docs/placement.md) -----------------
+
+SORTS = """
+defaults: {queue: root.etl}
+queues:
+  - name: root
+    node_sort: binpacking
+    queues:
+      - {name: etl}
+      - name: science
+        node_sort: fair
+        queues: [{name: nb}, {name: big, node_sort: BinPacking}]
+"""
+
+
+@pytest.mark.parametrize("leaf, sort", [("root.etl", "binpacking"), ("root.science.nb", "fair"),
+                                        ("root.science.big", "binpacking")],
+                         ids=["root's", "the parent's", "its own"])
+def test_node_sort_is_inherited_and_a_childs_own_wins(tmp_path, leaf, sort):
+    root = load_server_config(write(tmp_path, SORTS)).queue_tree()
+    assert resolve_queue(root, leaf).node_sort.value == sort
+
+
+def test_node_sort_is_fair_by_default_and_a_bad_one_is_one_line(tmp_path):
+    assert ServerConfig().queue_tree().leaves()[0].node_sort.value == "fair"
+    path = write(tmp_path, "queues: [{name: root, node_sort: spread, queues: [{name: a}]}]")
+    with pytest.raises(ConfigError) as err:
+        load_server_config(path)
+    assert str(err.value).endswith(
+        "queues[0].node_sort: 'spread' is not one of fair, binpacking")
+    assert "\n" not in str(err.value)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from ..cron import cron_trigger  # the same parser the server runs plans with
-from ..model import Admission, Policy, Queue
+from ..model import Admission, NodeSort, Policy, Queue
 from .parsing import Strict, enum_value
 
 
@@ -33,6 +33,7 @@ def _driver_fraction(v: float) -> float:
 # Field types shared by a queue and a plan's override of it: the same words, the same errors.
 AdmissionField = Annotated[Admission, BeforeValidator(lambda v: enum_value(Admission, v))]
 PolicyField = Annotated[Policy, BeforeValidator(lambda v: enum_value(Policy, v))]
+NodeSortField = Annotated[NodeSort, BeforeValidator(lambda v: enum_value(NodeSort, v))]
 ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
 DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
 HalfLife = Annotated[float, AfterValidator(_half_life)]
@@ -67,6 +68,8 @@ class QueueConfig(Strict):
     # Decayed fair share: seconds; unset: the parent's (inherited down the tree), 0: off here
     # and below (unless a child sets its own). Off by default.
     usage_half_life: HalfLife | None = None
+    # Node sorting (``fair``, ``binpacking``): unset, the parent's (the root's unset: fair).
+    node_sort: NodeSortField | None = None
     # Who may submit into this queue (auth mode tokens): user names and groups of
     # ``auth.groups``; neither set: everyone. A parent's lists apply to a child that sets
     # neither.
@@ -90,11 +93,13 @@ class QueueConfig(Strict):
         return self
 
     def to_queue(self, parent: str = "", inherited: dict[str, Any] | None = None) -> Queue:
-        """The engine's queue; ``inherited``: the ``INHERITED`` limits as the parent has them
-        (its own, else its parent's)."""
+        """The engine's queue; ``inherited``: the ``INHERITED`` limits and ``node_sort`` as the
+        parent has them (its own, else its parent's)."""
         full = f"{parent}.{self.name}" if parent else self.name
         limits = dict(inherited or {})
         limits.update({k: getattr(self, k) for k in INHERITED if k in self.model_fields_set})
+        if self.node_sort is not None:
+            limits["node_sort"] = self.node_sort
         return Queue(
             name=full,
             children=tuple(c.to_queue(full, limits) for c in self.queues),
@@ -112,6 +117,7 @@ class QueueConfig(Strict):
             max_queued_apps=limits.get("max_queued_apps"),
             max_queued_apps_per_user=limits.get("max_queued_apps_per_user"),
             usage_half_life_s=self.usage_half_life,
+            node_sort=limits.get("node_sort", NodeSort.FAIR),
         )
 
 
