@@ -43,7 +43,9 @@ class Launch:
     ``conf`` are the Spark properties the service adds or overrides (dynamic allocation,
     agent settings); they win over the user's. ``env`` is added to the driver's environment.
     ``queue`` and ``priority`` (as submitted) are for backends that label what they start
-    (Kubernetes); the others ignore them.
+    (Kubernetes); the others ignore them. ``node_sort``: the queue's node sorting
+    (``fair``, ``binpacking``: docs/placement.md), for backends that choose a worker (memory,
+    Kubernetes driver pods); a standalone master chooses its own.
     """
 
     app_id: str
@@ -57,6 +59,7 @@ class Launch:
     log_path: str | None = None
     queue: str | None = None
     priority: int | None = None
+    node_sort: str = "fair"
 
 
 @dataclass(frozen=True)

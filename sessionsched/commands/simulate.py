@@ -124,6 +124,7 @@ def print_table(result: SimResult, title: str) -> None:
         f"makespan {_t(s['makespan'])} s   completed {s['completed']}   stuck {s['stuck']}",
         f"completion mean {_t(s['mean_completion'])} s   p95 {_t(s['p95_completion'])} s",
         f"utilization {s['utilization']:.1%}   fairness (Jain) {_t(s['fairness_jain'])}",
+        f"whole workers {_t(s['whole_workers'])} on average, {s['whole_workers_min']} at fewest",
         f"engine: {e['cycles']} cycles, {e['cycle_ms_p50']:g} ms p50, {e['cycle_ms_max']:g} ms max",
         f"run ended at t={result.end_s:g}s: {result.end_reason}",
     ]

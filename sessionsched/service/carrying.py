@@ -171,7 +171,7 @@ class Carrier:
         queue_conf = p.engine.queue(sub.queue)
         return build_launch(sub, p.url, p.log_dir, token=p.secret(d.app_id),
                             reclaim_timeout_s=queue_conf.reclaim_timeout_s, terms=d.terms,
-                            ca=p.agent_ca)
+                            ca=p.agent_ca, node_sort=queue_conf.node_sort.value)
 
     def _kind(self, app_id: str) -> str | None:
         sub = self.p.registry.get(app_id)

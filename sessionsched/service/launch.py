@@ -84,10 +84,11 @@ def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, 
 def build_launch(
     app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None,
     reclaim_timeout_s: float = 0.0, terms: LaunchTerms | None = None, ca: str | None = None,
+    node_sort: str = "fair",
 ) -> Launch:
     """The Launch for an app of kind ``submit``, ``connect`` or ``rest`` (sessions are not
     launched: the notebook starts its own driver once admitted), on the engine's ``terms``
-    (default ``unsized_terms``)."""
+    (default ``unsized_terms``), placed by its queue's ``node_sort`` (``Launch.node_sort``)."""
     terms = terms or unsized_terms(app)
     if app.kind == AppKind.SESSION:
         raise ValueError(f"{app.id} is a notebook session: its notebook starts the driver")
@@ -107,6 +108,7 @@ def build_launch(
             in_cluster=True,
             queue=app.queue,
             priority=app.spec.priority,
+            node_sort=node_sort,
         )
     conf = {k: v for k, v in app.conf.items() if k != "spark.master"}
     conf.update(ours)
@@ -125,4 +127,5 @@ def build_launch(
         log_path=str(Path(log_dir) / f"{app.id}.log"),
         queue=app.queue,
         priority=app.spec.priority,
+        node_sort=node_sort,
     )

@@ -170,7 +170,7 @@ class _Forward(Simulator):
         adopted: list[Event] = []
         for r in self.live.running:
             app = self.apps[r.spec.app_id]
-            self.backend.launch(launch_for(app))
+            self.backend.launch(launch_for(app, self._sorts[app.spec.queue]))
             adopted.append(Adopted(
                 app.spec, r.state, r.priority, launched_at=-r.launched_ago_s,
                 first_executor_at=(None if r.first_executor_ago_s is None
@@ -180,7 +180,7 @@ class _Forward(Simulator):
         # Stepped whole, before the first cycle: the books a restarted scheduler loads, not a
         # burst of submissions to slice (the cluster reports on every launched app at once).
         decisions = self.sched.step(0.0, adopted)
-        carry_out(decisions, self.backend, lambda d: launch_for(self.apps[d.app_id]))
+        carry_out(decisions, self.backend, self._launch_for)
         for name in self.waiting:
             self._push(0.0, 1, _Submit(name))
         self.heap.push(0.0, 0, _Cycle(0))

@@ -53,6 +53,19 @@ class Series:
     def max(self, default=0):
         return max(self.values, default=default)
 
+    def mean(self, end: float) -> float | None:
+        """The time-weighted mean of the values from the first change until ``end`` (None if
+        there is no stretch to weigh)."""
+        if not self.times or end <= self.times[0]:
+            return None
+        total = 0.0
+        for i, (t, v) in enumerate(zip(self.times, self.values, strict=True)):
+            if t >= end:
+                break
+            until = min(self.times[i + 1] if i + 1 < len(self.times) else end, end)
+            total += v * (until - t)
+        return total / (end - self.times[0])
+
 
 @dataclass
 class Timeline:
@@ -64,6 +77,7 @@ class Timeline:
     pending: dict[str, Series] = field(default_factory=dict)  # leaf queue -> queued apps
     driver_cores: Series = field(default_factory=Series)  # cores held by in-cluster drivers
     priorities: dict[str, Series] = field(default_factory=dict)  # app -> priority
+    whole_workers: Series = field(default_factory=Series)  # alive workers with nothing on them
 
 
 @dataclass

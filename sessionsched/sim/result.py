@@ -20,6 +20,10 @@ Definitions (seconds from the start of the run):
 - ``usage`` (per app): core- and GiB-seconds its executors held, the part running tasks (busy)
   and idle, task work thrown away by reclaim, its driver's, and ``queued_s``
   (``sessionsched/usage.py`` defines each; held = busy + idle).
+- ``whole_workers``: how many workers stayed whole (alive, nothing on them: room for the
+  largest driver or executor a worker holds), the time-weighted mean from 0 to ``makespan``;
+  ``whole_workers_min``: the fewest at any cycle. The queues' ``node_sort`` decides it
+  (``binpacking`` keeps workers whole, ``fair`` spreads: docs/placement.md).
 - ``engine``: number of ``Scheduler.step`` calls and their wall-clock cost (the only figures
   that differ between two runs of one workload).
 """
@@ -169,6 +173,8 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
         "p95_completion": _r(_nearest_rank(completions, 0.95)) if completions else None,
         "utilization": round(utilization, 4),
         "fairness_jain": None if (j := jain(speeds)) is None else round(j, 4),
+        "whole_workers": _r(rec.timeline.whole_workers.mean(makespan)),
+        "whole_workers_min": min(rec.timeline.whole_workers.values, default=None),
     }
     engine = {
         "cycles": len(rec.cycle_ms),

@@ -51,7 +51,7 @@ from .result import SimResult, build_result
 from .workload import SimApp, Workload
 
 
-def launch_for(app: SimApp) -> Launch:
+def launch_for(app: SimApp, node_sort: str = "fair") -> Launch:
     """The Launch the server would hand the backend for this app (module doc)."""
     spec = app.spec
     conf = {
@@ -72,8 +72,9 @@ def launch_for(app: SimApp) -> Launch:
     if spec.driver_in_cluster:
         request = {"action": "CreateSubmissionRequest", "appResource": "file:/sim/app.jar",
                    "mainClass": "Simulated", "appArgs": [], "sparkProperties": {}}
-        return Launch(app.name, app.name, rest_request=request, conf=conf, in_cluster=True)
-    return Launch(app.name, app.name, argv=("app.py",), conf=conf)
+        return Launch(app.name, app.name, rest_request=request, conf=conf, in_cluster=True,
+                      node_sort=node_sort)
+    return Launch(app.name, app.name, argv=("app.py",), conf=conf, node_sort=node_sort)
 
 
 # --- workload events --------------------------------------------------------------------------
@@ -111,6 +112,7 @@ class Simulator:
         )
         self.backend = MemoryBackend(self.cluster)
         self.apps = {a.name: a for a in workload.apps}
+        self._sorts = {q.name: q.node_sort.value for q in workload.root.leaves()}
         self.heap: EventHeap = EventHeap()
         self.rec = Record(
             apps={a.name: AppTimes(a.spec.submitted_at, a.spec.priority) for a in workload.apps},
@@ -189,7 +191,7 @@ class Simulator:
         if events or decisions:
             self.rec.last_change_s = now
         self._record(decisions)
-        carried = carry_out(decisions, self.backend, lambda d: launch_for(self.apps[d.app_id]))
+        carried = carry_out(decisions, self.backend, self._launch_for)
         if carried.failed:  # the engine launched what cannot start: a bug, not a result
             raise Overcommit("; ".join(why for _, why in carried.failed))
         for app_id, _, _ in carried.launched:
@@ -211,6 +213,10 @@ class Simulator:
             return True
         self.heap.push((n + 1) * self.w.cluster.cycle_s, CYCLE, _Cycle(n + 1))
         return False
+
+    def _launch_for(self, d: Decision) -> Launch:
+        app = self.apps[d.app_id]
+        return launch_for(app, self._sorts[app.spec.queue])
 
     def _done(self) -> int:
         done = sum(1 for sa in self.cluster.apps.values() if sa.phase is Phase.DONE)
@@ -246,6 +252,7 @@ class Simulator:
         for q, n in self._queued.items():
             tl.pending[q].set(now, n)
         tl.driver_cores.set(now, self.cluster.driver_cores)
+        tl.whole_workers.set(now, self.cluster.pool.whole())
 
     def _set_state(self, name: str, state: AppState) -> None:
         times = self.rec.apps[name]

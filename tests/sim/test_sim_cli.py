@@ -35,6 +35,8 @@ SUMMARY_KEYS = {
     "p95_completion",
     "utilization",
     "fairness_jain",
+    "whole_workers",  # issue 22: workers left whole (docs/placement.md)
+    "whole_workers_min",
 }
 ENGINE_KEYS = {"cycles", "cycle_ms_p50", "cycle_ms_max"}
 

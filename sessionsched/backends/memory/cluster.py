@@ -166,7 +166,7 @@ class MemoryCluster:
         self.apps[job.app_id] = sa
         self._touch(sa)
         if job.in_cluster:
-            self._started(self.pool.request_driver(sa.name, job.driver))
+            self._started(self.pool.request_driver(sa.name, job.driver, job.node_sort))
         else:
             self.pool.take_slot(f"driver of {sa.name}")
             self._driver_placed(sa)
@@ -341,7 +341,7 @@ class MemoryCluster:
         while len(sa.starting) < want:
             eid = sa.new_executor_id()
             sa.starting[eid] = None  # asked for; a start time once the master found room
-            self._started(self.pool.request_executor(sa.name, eid, size))
+            self._started(self.pool.request_executor(sa.name, eid, size, sa.job.node_sort))
         while len(sa.starting) > want:
             self._cancel_executor(sa, next(reversed(sa.starting)))
 

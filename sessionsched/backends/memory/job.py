@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...model import Resources
+from ...model import NodeSort, Resources
 from ...sparkargs import Prop, effective_properties, parse_spark_submit, scheduling_properties
 from ..base import Launch
 
@@ -63,6 +63,7 @@ class Job:
     startup_s: float = 0.0
     exit_code: int = 0
     launch_failures: int = 0
+    node_sort: NodeSort = NodeSort.FAIR  # where its driver and executors go (``Pool``)
 
     @property
     def name(self) -> str:
@@ -96,6 +97,7 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         exit_code=_exit_code(props),
         launch_failures=(_whole(props[LAUNCH_FAILURES], LAUNCH_FAILURES)
                          if LAUNCH_FAILURES in props else 0),
+        node_sort=NodeSort(launch.node_sort),
     )
 
 

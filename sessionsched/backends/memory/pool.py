@@ -1,12 +1,15 @@
 """The simulated cluster's workers, their cores and memory handed out as a standalone master does.
 
 The cluster is ``workers`` equal workers (``capacity`` split evenly). A driver or an executor
-runs on one worker - the alive one with the most free cores that holds it (the master's
-``spreadOut``; ties: the first) - so room split across workers is not room. Whatever does not
-fit waits in the master's queue and starts as soon as one worker holds it: waiting in-cluster
-drivers first, in launch order, then waiting executors, in request order (the master's
-``schedule()`` launches drivers before executors). So no worker is ever overfilled, whatever
-the scheduler decides; every take re-checks that (``Overcommit`` would be a bug here).
+runs on one worker, chosen by its app's node sorting (``engine.placement.sorting.pick``:
+``fair``, the default, the alive one with the most free room that holds it, as the master's
+``spreadOut``; ``binpacking``, the fullest that holds it; ties: the first) - so room split
+across workers is not room. ``whole()``: how many alive workers have nothing on them.
+Whatever does not fit waits in the master's queue and starts as soon as one worker holds it:
+waiting in-cluster drivers first, in launch order, then waiting executors, in request order
+(the master's ``schedule()`` launches drivers before executors). So no worker is ever
+overfilled, whatever the scheduler decides; every take re-checks that (``Overcommit`` would
+be a bug here).
 
 A worker can be lost (``lose``): what ran on it is gone (the caller ends it) and it offers
 nothing until it is ``back``, as a standalone worker marked DEAD and started again.
@@ -24,7 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...model import Resources, Worker
+from ...engine.placement.sorting import pick, whole
+from ...model import NodeSort, Resources, Worker
+
+FAIR = NodeSort.FAIR
 
 
 class Overcommit(AssertionError):
@@ -55,8 +61,9 @@ class Pool:
         self.slots_used = 0
         self.executor_waits = 0
         self._placed: dict[str, tuple[int, Resources]] = {}  # key -> (worker, size)
-        self._drivers: dict[str, Resources] = {}  # waiting: app -> driver size
-        self._executors: dict[str, tuple[str, Resources]] = {}  # waiting: id -> (app, size)
+        self._drivers: dict[str, tuple[Resources, NodeSort]] = {}  # waiting: app -> (size, sort)
+        # waiting: executor id -> (app, size, its app's node sort)
+        self._executors: dict[str, tuple[str, Resources, NodeSort]] = {}
 
     # --- the workers ----------------------------------------------------------------------
 
@@ -74,6 +81,10 @@ class Pool:
         return tuple(Worker(name, size, size - used)
                      for name, size, used, up in zip(self.names, self.sizes, self.used_on,
                                                      self.alive, strict=True) if up)
+
+    def whole(self) -> int:
+        """How many alive workers have nothing on them (``sorting.whole``)."""
+        return whole(self._free(), self.sizes)
 
     def fits_one(self, size: Resources) -> bool:
         """Some alive worker is at least ``size``."""
@@ -98,8 +109,8 @@ class Pool:
 
     # --- drivers --------------------------------------------------------------------------
 
-    def request_driver(self, app: str, size: Resources) -> Started:
-        self._drivers[app] = size
+    def request_driver(self, app: str, size: Resources, sort: NodeSort = FAIR) -> Started:
+        self._drivers[app] = (size, sort)
         return self._start()
 
     def take_slot(self, what: str) -> None:
@@ -112,11 +123,12 @@ class Pool:
 
     # --- executors ------------------------------------------------------------------------
 
-    def request_executor(self, app: str, executor_id: str, size: Resources) -> Started:
-        promised = _sum(self._drivers.values())
+    def request_executor(self, app: str, executor_id: str, size: Resources,
+                         sort: NodeSort = FAIR) -> Started:
+        promised = _sum(s for s, _ in self._drivers.values())
         if not (self.used + promised + size).fits_in(self.capacity) or self._where(size) is None:
             self.executor_waits += 1
-        self._executors[executor_id] = (app, size)
+        self._executors[executor_id] = (app, size, sort)
         return self._start()
 
     def hold(self, key: str, size: Resources) -> None:
@@ -146,29 +158,29 @@ class Pool:
 
     def _start(self) -> Started:
         started = Started()
-        for app, size in list(self._drivers.items()):
+        for app, (size, sort) in list(self._drivers.items()):
             if self._where(size) is not None:
-                self._take(app, size)
+                self._take(app, size, sort)
                 del self._drivers[app]
                 started.drivers.append(app)
-        for eid, (app, size) in list(self._executors.items()):
+        for eid, (app, size, sort) in list(self._executors.items()):
             if self._where(size) is not None:
-                self._take(eid, size)
+                self._take(eid, size, sort)
                 del self._executors[eid]
                 started.executors.append((app, eid))
         return started
 
-    def _where(self, size: Resources) -> int | None:
-        """The alive worker with the most free cores that holds ``size`` (first on ties)."""
-        best, most = None, -1
-        for i, (s, used, up) in enumerate(zip(self.sizes, self.used_on, self.alive, strict=True)):
-            free = s - used
-            if up and size.fits_in(free) and free.cores > most:
-                best, most = i, free.cores
-        return best
+    def _free(self) -> list[Resources | None]:
+        """Each worker's free room now (None: lost)."""
+        return [s - used if up else None
+                for s, used, up in zip(self.sizes, self.used_on, self.alive, strict=True)]
 
-    def _take(self, key: str, size: Resources) -> None:
-        i = self._where(size)
+    def _where(self, size: Resources, sort: NodeSort = FAIR) -> int | None:
+        """The worker ``size`` goes to by ``sort`` (``sorting.pick``), None if none holds it."""
+        return pick(self._free(), size, sort)
+
+    def _take(self, key: str, size: Resources, sort: NodeSort = FAIR) -> None:
+        i = self._where(size, sort)
         if i is None:
             raise Overcommit(
                 f"{size.cores} cores/{size.mem_mib} MiB fit no worker: {self.used.cores} cores/"
