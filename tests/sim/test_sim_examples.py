@@ -169,6 +169,23 @@ def check_decay_teams(on, off):
     assert b_first > BURST_AT + 600  # B's burst waits while the gap is over the cluster
 
 
+def check_placement(fair, packed):
+    # The same apps; bin-packing leaves measurably more workers whole (nothing on them) than
+    # fair, which spreads every small driver and executor over all 8 workers (issue 22).
+    for r in (fair, packed):
+        assert r["summary"]["stuck"] == 0 and r["summary"]["failed"] == 0
+    wf, wp = fair["summary"]["whole_workers"], packed["summary"]["whole_workers"]
+    print(f"whole workers: fair {wf}, binpacking {wp} (time-weighted mean of 8);"
+          f" at fewest {fair['summary']['whole_workers_min']} vs"
+          f" {packed['summary']['whole_workers_min']}")
+    assert wp >= wf + 2
+    assert packed["summary"]["whole_workers_min"] > fair["summary"]["whole_workers_min"]
+    # and a whole worker is what an 8-core executor needs: the big apps get theirs sooner
+    for big in ("big-1", "big-2"):
+        f, p = by_name(fair)[big], by_name(packed)[big]
+        assert p["first_executor"] - p["admitted"] < 30 < f["first_executor"] - f["admitted"]
+
+
 SINGLE = {
     "burst-20": check_burst_20,
     "burst-small": check_burst_small,
@@ -188,6 +205,7 @@ SINGLE = {
 PAIRS = {
     "preprocessing": (("preprocessing-reserve", "preprocessing-stateaware"), check_preprocessing),
     "decay-teams": (("decay-teams-on", "decay-teams-off"), check_decay_teams),
+    "placement": (("placement-fair", "placement-binpacking"), check_placement),
 }
 
 
