@@ -48,7 +48,7 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 from .books import AppRecord, whole
 from .budget import admission_slice
 from .launching import driver_heavy
-from .placement import Workers, held_now
+from .placement import FreeNow, Workers, held_now
 from .rank import Rank, rank
 from .tree import QueueTree
 from .waits import Wait, WaitCode
@@ -142,6 +142,7 @@ class Room:
     launched_in: dict[str, str] = field(default_factory=dict)  # leaf -> this cycle's first
     ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
     workers: Workers | None = None  # the cluster's (``placement``); None: no held_now check
+    free_now: FreeNow | None = None  # each worker's free room (``placement.free_now``)
     past_cores: Mapping[str, float] = field(default_factory=dict)  # queue -> decayed usage
 
 
@@ -318,6 +319,8 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
                                       + view.priority_of[head.app_id])
     promised = head.executor.times(floor) if reserve else Resources()
     room.free = room.free - driver - promised
+    if room.free_now is not None and head.driver_in_cluster:
+        room.free_now.spend(driver, view.queue.node_sort)
     room.uncommitted = room.uncommitted - driver - head.executor.times(floor)
 
 

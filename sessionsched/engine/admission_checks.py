@@ -35,7 +35,8 @@ the simulator and the real cluster measured for each rule below, is in docs/admi
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised
      to a ``reserve`` app (drivers wait for free cores like a standalone master's waiting
-     drivers; a reservation must not be eaten by another driver);
+     drivers; a reservation must not be eaten by another driver) - and free on one worker
+     (``placement.free_now``: room split across workers is not room);
   6. ``reserve_room`` (``reserve``, ``demand``): the driver (if in-cluster) plus
      ``reservation()`` executors fit in what is left of the capacity after every admitted
      app's in-cluster driver and floor, and the executors fit under ``max_cores`` of every
@@ -155,6 +156,12 @@ def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
         return Wait(WaitCode.DRIVER_ROOM,
                     f"{needs}, {res(room.free)} is free of {res(room.capacity)};"
                     f" {_holders(room, path)}")
+    now = room.free_now
+    if head.driver_in_cluster and now is not None and not now.fits(head.driver):
+        return Wait(WaitCode.DRIVER_ROOM,
+                    f"no room for its driver on any one worker: it needs {res(head.driver)},"
+                    f" the most free on one worker is {res(now.most())} ({res(room.free)} free"
+                    f" in all, split across workers)")
     return None
 
 

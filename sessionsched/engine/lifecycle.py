@@ -45,6 +45,7 @@ def submitted(s: Scheduler, now: float, ev: Submitted, out: list[Decision]) -> N
 def capacity_changed(s: Scheduler, now: float, ev: CapacityChanged, out: list[Decision]) -> None:
     s.capacity = ev.capacity
     s.books.set_workers(Workers(ev.workers, ev.capacity))
+    s.reports.report(ev.workers)
     if ev.driver_slots is not None:
         s.driver_slots = ev.driver_slots
 

@@ -59,7 +59,7 @@ from .books import AppRecord
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
 from .events import Decision, Event, SetTarget
-from .placement import Workers
+from .placement import WorkerReports, Workers
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait
@@ -93,6 +93,7 @@ class Scheduler:
         self._views = ViewKeeper()
         self.books = Books(root, self._views.touch_queue)
         self.books.set_workers(Workers((), capacity))
+        self.reports = WorkerReports()  # each worker's free room, for drivers' room now
         self.apps = self.books.apps
         self._priority_of = admission.PriorityOf(self.apps)
         self._share_by_weight(root)
@@ -263,6 +264,8 @@ class Scheduler:
         for app_id in plan.admit:
             rec = self.apps[app_id]
             out.append(launch_decision(rec.spec, self.capacity))
+            if rec.spec.driver_in_cluster:
+                self.reports.placed(rec.spec.driver, books.leaves[rec.spec.queue].node_sort)
             out.append(books.admit(now, rec, ahead=app_id in plan.ahead))
 
     def _room(self) -> admission.Room:
@@ -279,6 +282,7 @@ class Scheduler:
             weight_of=books.needs.weight_at_or_above,
             launching_of=books.launching.first_at_or_above,
             workers=books.workers,
+            free_now=self.reports.free_now(),
         )
         busy = []
         admitted, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in

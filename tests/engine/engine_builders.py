@@ -21,7 +21,7 @@ from sessionsched.engine import (
     StopDriver,
     Submitted,
 )
-from sessionsched.model import Admission, AppSpec, Executor, Policy, Queue, Resources
+from sessionsched.model import Admission, AppSpec, Executor, NodeSort, Policy, Queue, Resources
 
 _seq = itertools.count(1)
 
@@ -94,7 +94,7 @@ def parent(name: str, *children: _Q, **settings) -> _Q:
     return _Q(name, children, settings)
 
 
-_ENUMS = {"policy": Policy, "admission": Admission}
+_ENUMS = {"policy": Policy, "admission": Admission, "node_sort": NodeSort}
 
 
 def _build(q: _Q, prefix: str) -> Queue:

@@ -14,7 +14,9 @@ app's agent reports them; ``DriverExited`` with the exit code (0 finished, the j
 ``spark.sessionsched.memory.exitCode``, 143 stopped). Apps told by ``manage``: their
 executors as the cluster sees them (``Witness.CLUSTER``), not their exit. Last,
 ``CapacityChanged`` when the capacity (the cluster's minus external apps not managed), the
-driver slots or the workers (``MemoryCluster.lose_worker``) changed since last sent.
+driver slots or the workers (``MemoryCluster.lose_worker``) changed since last sent, and with
+more than one worker when what is free on one changed (the engine asks a driver's room per
+worker: ``engine.placement.free_now``).
 Only the apps the cluster changed since the last poll (``MemoryCluster.watch``) and those
 adopted since are looked at; the events are the same as if every app were.
 
@@ -140,8 +142,10 @@ class MemoryBackend(ClusterBackend):
                 self._managed[sid] = (app_id, view)
                 events.append(ExecutorsChanged(app_id, view))
         cap, workers = self.capacity(), self.workers()
-        sent = (cap, tuple((w.name, w.size) for w in workers))
-        if sent != self._capacity_sent:  # what is free changes with every executor: not news
+        # What is free changes with every executor: news only where the engine asks it per
+        # worker (more than one worker: ``engine.placement.free_now``), not for one.
+        sent = (cap, workers if len(workers) > 1 else tuple((w.name, w.size) for w in workers))
+        if sent != self._capacity_sent:
             self._capacity_sent = sent
             events.append(CapacityChanged(*cap, workers))
         return events
