@@ -309,3 +309,17 @@ def test_node_sort_is_fair_by_default_and_a_bad_one_is_one_line(tmp_path):
     assert str(err.value).endswith(
         "queues[0].node_sort: 'spread' is not one of fair, binpacking")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("backend, warned", [("standalone", True), ("memory", False)])
+def test_binpacking_on_a_standalone_cluster_is_warned_in_one_line(tmp_path, backend, warned):
+    text = f"cluster: {{backend: {backend}}}\n" + SORTS
+    warnings = load_server_config(write(tmp_path, text)).warnings()
+    if not warned:
+        assert warnings == []
+        return
+    assert len(warnings) == 1 and "\n" not in warnings[0]
+    assert warnings[0].startswith("node_sort binpacking (root.etl, root.science.big) is not"
+                                  " honoured on a standalone cluster")
+    assert "spark.deploy.spreadOut" in warnings[0]
+    assert load_server_config(write(tmp_path, "cluster: {backend: standalone}")).warnings() == []

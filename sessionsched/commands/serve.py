@@ -80,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
     # APScheduler logs every run (INFO) and every skipped overlapping run (WARNING).
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
+    for warning in config.warnings():  # asked of the backend, not honoured: said, not refused
+        logging.getLogger("sessionsched").warning("%s", warning)
     host = f"[{server.host}]" if ":" in server.host else server.host
     tls = server.tls
     if tls is not None:

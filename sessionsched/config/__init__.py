@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, model_validator
 
-from ..model import Queue
+from ..model import NodeSort, Queue
 from .access import DEFAULT_ENV_ALLOW, GROUP_NAME, AuthSection, PriorityRange, UploadsSection
 from .parsing import ConfigError, Strict, format_validation_error, load_yaml, parse_model
 from .queues import (
@@ -92,6 +92,19 @@ class ServerConfig(Strict):
         if plan is None:
             return build_queue_tree(self.queues)
         return build_queue_tree(apply_overrides(self.queues, plan.queues))
+
+    def warnings(self) -> list[str]:
+        """What this configuration asks that its backend cannot honour, one line each (the
+        server logs them as it starts; nothing is refused)."""
+        out = []
+        packed = [q.name for q in self.queue_tree().leaves() if q.node_sort is NodeSort.BINPACKING]
+        if packed and self.cluster.backend == "standalone":
+            out.append(
+                f"node_sort binpacking ({', '.join(packed)}) is not honoured on a standalone"
+                " cluster: its master places executors itself, spread over the workers unless"
+                " it runs with spark.deploy.spreadOut=false (then packed for every app), and"
+                " chooses the worker of a cluster-mode driver (docs/placement.md)")
+        return out
 
     def on_postgresql(self) -> bool:
         """The store is PostgreSQL (several schedulers may share it: one leads)."""
