@@ -6,7 +6,8 @@ new process session, output to the app's log, its exit code to ``<run_dir>/<app>
 takes tens of seconds (a JVM) and returns once the driver pod exists
 (``waitAppCompletion=false``); from then on the pod is the truth. If a pod labelled with the
 app's id already exists (a launch repeated after a crash), nothing is submitted: the pod is
-tracked.
+tracked. Under ``node_sort: binpacking`` the driver pod is pinned to the fullest node that
+holds it now (``placing``); under ``fair`` the kube scheduler chooses, as before.
 
 Observing: two informers (``informer.Informer``) keep pods (all namespaces: foreign pods take
 capacity) and nodes (matching the node selector). ``poll`` reads those caches; it never waits
@@ -53,7 +54,7 @@ from ..base import BackendError, ClusterBackend, Handle, Launch
 from ..driver_files import DriverRecord
 from ..procs import ProcessId
 from ..spark_home import SparkNotFound, spark_submit
-from . import apiserver, pods
+from . import apiserver, placing, pods
 from .driver import Tracked
 from .informer import Informer
 from .submit import submit_argv
@@ -122,6 +123,8 @@ class KubernetesBackend(ClusterBackend):
             now = self.clock()
             self._track_pod(launch.app_id, existing, now)
             return Handle(launch.app_id, "cluster-driver", self.namespace, now)
+        launch = placing.pinned(launch, self.nodes.snapshot(), self.pods.snapshot(),
+                                self._theirs(), self.settings.driver_node_selector)
         try:
             submit = self.settings.spark_submit or spark_submit()
             cmd = submit_argv(submit, self.master, launch, self.settings, self._agent())
