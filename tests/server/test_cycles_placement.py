@@ -26,3 +26,5 @@ def test_a_queues_node_sort_places_its_executors(state_dir, tmp_path, sort, whol
         assert cluster.pool.whole() == whole
         assert sorted(u.cores for u in cluster.pool.used_on) == ([1, 1] if whole == 0
                                                                   else [0, 2])
+        rows = {q["name"]: q["node_sort"] for q in s.client.get("/api/v1/queues").json()}
+        assert rows == {"root": sort, "root.default": sort}  # inherited from root

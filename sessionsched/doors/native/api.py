@@ -81,6 +81,7 @@ def queues(ops: OpsDep, _caller: CallerDep):
             usage_half_life=q.usage_half_life_s,
             decayed_cores=u.decayed_cores if u else None,
             decayed_users=u.decayed_users if u else None,
+            node_sort=q.node_sort.value,
         ))
     return out
 

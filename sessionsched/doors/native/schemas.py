@@ -178,6 +178,7 @@ class QueueOut(BaseModel):
     usage_half_life: float | None = None  # as configured (None: the parent's)
     decayed_cores: float | None = None  # decayed past usage (None: the queue does not decay)
     decayed_users: dict[str, float] | None = None  # per user, in a fairshare leaf that decays
+    node_sort: str = "fair"  # as in force (inherited): docs/placement.md
 
 
 class EventOut(BaseModel):
