@@ -292,7 +292,26 @@ class Operations(Reads):
         return self._report(caller, app_id, lambda: self.service.desk.heartbeat(
             app_id, demand, executors, control))
 
-    def _report(self, caller: auth.Caller, app_id: str, call: Callable[[], dict]) -> Outcome:
+    async def watch(self, caller: auth.Caller, app_id: str, version: int,
+                    wait_s: float | None) -> Outcome:
+        """A change-driven agent's wait for its decisions: done with its answer as soon as its
+        ``version`` is out of date, else when the next cycle changes it, else after ``wait_s``
+        (at most the keep-alive) with the answer unchanged."""
+        desk = self.service.desk
+        out = self._report(caller, app_id, lambda: desk.watch(app_id, version))
+        if not out.ok or out.value[0] is not None:
+            return out if not out.ok else done(out.value[0])
+        waiting = out.value[1]
+        limit = desk.keepalive_s if wait_s is None else min(max(wait_s, 0.0), desk.keepalive_s)
+        await asyncio.wait([asyncio.wrap_future(waiting)], timeout=limit)
+        if not waiting.done():
+            desk.unwatch(app_id, waiting)
+        try:
+            return done(desk.answer(app_id))
+        except Exception as e:
+            return service_refusal(e)
+
+    def _report(self, caller: auth.Caller, app_id: str, call: Callable[[], Any]) -> Outcome:
         if self.gate.on:  # with auth off an unknown app is the desk's refusal, in its words
             app = self.service.app(app_id)
             if app is None:
