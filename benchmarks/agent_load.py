@@ -222,6 +222,9 @@ class Load:
         is how long it was held: until a change, or the keep-alive)."""
         conn = Conn(self.port)
         version = 0
+        # Drivers start at different times: so do their watches (the server's jitter spreads
+        # watches that did begin together, but only over a few keep-alives).
+        await asyncio.sleep(random.uniform(0.0, self.keepalive_s))
         try:
             while time.perf_counter() < until:
                 body = json.dumps({"app_id": app_id, "version": version,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
@@ -294,22 +295,15 @@ class Operations(Reads):
 
     async def watch(self, caller: auth.Caller, app_id: str, version: int,
                     wait_s: float | None) -> Outcome:
-        """A change-driven agent's wait for its decisions: done with its answer as soon as its
-        ``version`` is out of date, else when the next cycle changes it, else after ``wait_s``
-        (at most the keep-alive) with the answer unchanged."""
+        """A change-driven agent's wait for its decisions (``AgentDesk.watch``): done with its
+        answer once its ``version`` is out of date, or after ``AgentDesk.hold_s``."""
         desk = self.service.desk
         out = self._report(caller, app_id, lambda: desk.watch(app_id, version))
-        if not out.ok or out.value[0] is not None:
-            return out if not out.ok else done(out.value[0])
-        waiting = out.value[1]
-        limit = desk.keepalive_s if wait_s is None else min(max(wait_s, 0.0), desk.keepalive_s)
-        await asyncio.wait([asyncio.wrap_future(waiting)], timeout=limit)
-        if not waiting.done():
-            desk.unwatch(app_id, waiting)
-        try:
-            return done(desk.answer(app_id))
-        except Exception as e:
-            return service_refusal(e)
+        if out.ok and isinstance(out.value, Future):  # nothing new: wait for a cycle's change
+            await asyncio.wait([asyncio.wrap_future(out.value)], timeout=desk.hold_s(wait_s))
+            desk.unwatch(app_id, out.value)
+            out = self._report(caller, app_id, lambda: desk.answer(app_id))
+        return out
 
     def _report(self, caller: auth.Caller, app_id: str, call: Callable[[], Any]) -> Outcome:
         if self.gate.on:  # with auth off an unknown app is the desk's refusal, in its words

@@ -24,6 +24,7 @@ the cycle on the desk's records.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
@@ -44,6 +45,8 @@ from sessionsched.service.reads import AppRead, NotFound, ReadModel
 from sessionsched.service.reconcile import AgentState, reconcile
 
 log = logging.getLogger("sessionsched.service")
+
+WATCH_JITTER = 0.2  # a watch with nothing to tell is held 80-100 % of its time
 
 
 class AgentDesk:
@@ -107,11 +110,12 @@ class AgentDesk:
             self._put(ev)
         return reply
 
-    def watch(self, app_id: str, version: int) -> tuple[dict | None, Future | None]:
+    def watch(self, app_id: str, version: int) -> dict | Future:
         """A change-driven agent asks what it is told, holding ``version``: the answer now when
         the version moved on (or the app ended), else a future resolved when it moves -- the
-        caller waits on it and asks again. A newer watch of the same app releases the older
-        one (it answers with what it was told so far)."""
+        caller waits on it (up to ``hold_s``), ``unwatch``es it and asks for the ``answer``.
+        A newer watch of the same app releases the older one (it answers with what it was told
+        so far)."""
         now = self._clock()
         app = self._app(app_id)
         with self._lock:
@@ -119,15 +123,23 @@ class AgentDesk:
             agent.seen_at = now
             agent.keepalive_s = self.keepalive_s
             if self._versions.get(app_id, 0) != version or agent.orders or app.state.terminal:
-                return self._reply(app, agent), None
-            waiting = Future()
+                return self._reply(app, agent)
+            waiting: Future = Future()
             older, self._watches[app_id] = self._watches.get(app_id), waiting
         if older is not None:
             older.set_result(None)
-        return None, waiting
+        return waiting
+
+    def hold_s(self, wait_s: float | None) -> float:
+        """How long a watch with nothing to tell is held: what the agent asked (at most the
+        keep-alive), less up to ``WATCH_JITTER`` of it at random -- watches that began together
+        (agents started at once, or all back after a restart) come back spread out, not as a
+        herd."""
+        limit = self.keepalive_s if wait_s is None else min(max(wait_s, 0.0), self.keepalive_s)
+        return limit * random.uniform(1.0 - WATCH_JITTER, 1.0)
 
     def unwatch(self, app_id: str, waiting: Future) -> None:
-        """A watch that waited its time out without a change."""
+        """A watch done waiting (woken, or its time out)."""
         with self._lock:
             if self._watches.get(app_id) is waiting:
                 del self._watches[app_id]
