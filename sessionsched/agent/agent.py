@@ -161,7 +161,8 @@ class Agent:
 
     @property
     def change_driven(self) -> bool:
-        return self.watch is not None
+        """Reporting on change, told by the watch (not while watches keep failing)."""
+        return self.watch is not None and not self.watch.failing
 
     def _cycle(self, now: float) -> None:
         watched = self.watch.take() if self.watch is not None else None

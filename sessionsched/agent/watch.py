@@ -7,7 +7,9 @@ applies it on its own thread (every Spark call stays there).
 Answers are kept in order (one request at a time); reclaim orders of answers the loop has not
 taken yet are kept, not overwritten. A failed watch is tried again with backoff; the loop's
 reports say when the server is unreachable, and a 404 (the server lost the app) is the loop's
-to handle by registering again -- the watch waits and asks again.
+to handle by registering again -- the watch waits and asks again. While watches keep failing
+(``failing``: e.g. a proxy between driver and scheduler that cuts held requests short) the
+loop falls back to heartbeats, whose answers then give the grant.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .protocol import Answer
 from .transport import JsonClient, Refused, Unreachable
 
 WAIT_MARGIN_S = 10.0  # on top of the keep-alive: how long a held watch may take to come back
+FAILING_AFTER = 3  # consecutive failed watches: the agent heartbeats until one succeeds
 
 
 class Watch:
@@ -36,11 +39,16 @@ class Watch:
         self._lock = threading.Lock()
         self._answer: Answer | None = None
         self.answered = 0
+        self.failures = 0  # consecutive failed watches
         self._thread = threading.Thread(target=self._run, name="sessionsched-agent-watch",
                                         daemon=True)
 
     def start(self) -> None:
         self._thread.start()
+
+    @property
+    def failing(self) -> bool:
+        return self.failures >= FAILING_AFTER
 
     def take(self) -> Answer | None:
         """The newest answer not taken yet (with every reclaim order since the last take)."""
@@ -49,7 +57,6 @@ class Watch:
             return answer
 
     def _run(self) -> None:
-        failures = 0
         while not self._stop.is_set():
             try:
                 body = self.client.post(
@@ -58,10 +65,10 @@ class Watch:
                     timeout_s=self.keepalive_s + WAIT_MARGIN_S)
                 answer = Answer.from_json(body, self.keepalive_s)
             except (Refused, Unreachable, ValueError, TypeError):
-                failures += 1
-                self._stop.wait(min(2.0 ** failures * 0.25, self.max_backoff_s))
+                self.failures += 1
+                self._stop.wait(min(2.0 ** self.failures * 0.25, self.max_backoff_s))
                 continue
-            failures = 0
+            self.failures = 0
             self.answered += 1
             self.version = answer.version
             if answer.keepalive_s is not None:

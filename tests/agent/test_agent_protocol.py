@@ -128,20 +128,29 @@ def test_a_change_driven_agent_reports_changes_and_is_told_by_its_watch(server):
 
 
 class OldServer(BaseHTTPRequestHandler):
-    """Answers as a server before the watch did: no ``keepalive_s``, no version, no watch."""
+    """Answers as a server before the watch did: no ``keepalive_s``, no version, no watch.
+    With ``keepalive_s`` set, as a server whose watches never get through (a proxy between
+    that cuts held requests: 502)."""
 
     beats: list[dict] = []
+    keepalive_s: float | None = None
 
     def do_POST(self):  # noqa: N802 - http.server's name
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.path == "/api/v1/agent/heartbeat":
             OldServer.beats.append(body)
+        elif self.path == "/api/v1/agent/watch" and OldServer.keepalive_s:
+            self.send_error(502)
+            return
         elif self.path != "/api/v1/agent/register":
             self.send_error(404)
             return
         grant = 2 if any(b["demand"] for b in OldServer.beats) else 0
-        out = json.dumps({"heartbeat_s": 0.2, "target": grant, "grant": grant,
-                          "state": "RUNNING", "reclaim": []}).encode()
+        answer = {"heartbeat_s": 0.2, "target": grant, "grant": grant, "state": "RUNNING",
+                  "reclaim": []}
+        if OldServer.keepalive_s:
+            answer.update(keepalive_s=OldServer.keepalive_s, version=grant)
+        out = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
@@ -152,20 +161,45 @@ class OldServer(BaseHTTPRequestHandler):
         pass
 
 
-def test_on_an_older_server_the_agent_heartbeats_as_before():
+@pytest.fixture
+def old_server():
+    OldServer.beats, OldServer.keepalive_s = [], None
     old = ThreadingHTTPServer(("127.0.0.1", 0), OldServer)
     threading.Thread(target=old.serve_forever, daemon=True).start()
+    yield old
+    old.shutdown()
+    old.server_close()
+
+
+def test_on_an_older_server_the_agent_heartbeats_as_before(old_server):
+    old = old_server
     spark = StandInSpark()
     agent = Agent(spark, JsonClient(f"http://127.0.0.1:{old.server_port}"), "driver-old",
                   heartbeat_s=0.2)
     agent.start()
     try:
         wait_until(lambda: len(OldServer.beats) >= 5, 30, "five heartbeats")
-        assert not agent.change_driven  # never watched (the old server has no such route)
+        assert agent.watch is None  # never watched (the old server has no such route)
         assert all(b["demand"] == 0 for b in OldServer.beats)  # unchanged facts, sent anyway
         spark.demand_now = 2
         wait_until(lambda: spark.caps[-1] == 2, 30, "the grant of 2 from a heartbeat's answer")
     finally:
         agent.stop()
-        old.shutdown()
-        old.server_close()
+
+
+def test_while_its_watches_keep_failing_the_agent_heartbeats(old_server):
+    OldServer.keepalive_s = 30.0
+    spark = StandInSpark()
+    agent = Agent(spark, JsonClient(f"http://127.0.0.1:{old_server.server_port}"),
+                  "driver-cut", heartbeat_s=0.2)
+    agent.start()
+    try:
+        wait_until(lambda: agent.watch is not None and agent.watch.failing, 30,
+                   "the watch failing")
+        beats = len(OldServer.beats)
+        wait_until(lambda: len(OldServer.beats) >= beats + 5, 30,
+                   "heartbeats again, though the keep-alive is 30 s")
+        spark.demand_now = 2
+        wait_until(lambda: spark.caps[-1] == 2, 30, "the grant of 2 from a heartbeat's answer")
+    finally:
+        agent.stop()
