@@ -105,7 +105,7 @@ def driver_main(argv: list[str]) -> None:
     def sample():
         while not stop.is_set():
             try:
-                grant = agent.last_answer.grant if agent and agent.last_answer else None
+                grant = agent.grant if agent else None  # the grant in force
                 emit(ex=len(control.executors()), grant=grant, target=control.target())
             except Exception:
                 pass

@@ -8,11 +8,19 @@ Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
   4. re-asserts the cap and runs due reclaim work (decommission deadlines, idle releases) --
      this step also runs while the server is unreachable.
 
+Change-driven (when the server's answers carry ``keepalive_s``; docs/agent-protocol.md): step 2
+sends the facts only when they differ from the last ones sent (the demand, the executors and
+their idle flags) or a keep-alive is due, and decisions come by the watch (``watch.Watch``: one
+request held open until the scheduler changes what the app is told), which wakes the loop. Its
+grant is the one the cap follows (one channel, in order); a report's answer hands over reclaim
+orders and a terminal state. An older server's answers have no ``keepalive_s``: the agent then
+heartbeats every ``heartbeat_s`` and never watches, as before.
+
 A demand change is not left waiting for the next heartbeat: between heartbeats the loop reads
-the demand alone every ``TICK_S`` (one py4j call) and reports a change at once, then asks again
-``FOLLOW_UP_S`` later -- the server decides in its next cycle, after it answered the report,
-and the follow-up fetches that decision. This takes about a heartbeat off the time from a new
-job to its grant (benchmarks/agent_latency.py).
+the demand alone every ``TICK_S`` (one py4j call) and reports a change at once. On the old
+protocol it then asks again ``FOLLOW_UP_S`` later -- the server decides in its next cycle,
+after it answered the report, and the follow-up fetches that decision; a watching agent is
+told by its watch as soon as the cycle decided (benchmarks/agent_latency.py).
 
 It holds no policy: what it reports is read from Spark, what it does is what it was told.
 
@@ -41,6 +49,7 @@ from .protocol import Answer
 from .reclaim import ReclaimExecutor
 from .spark_control import SparkControl, SparkControlError, SparkFacts
 from .transport import JsonClient, Refused, Unreachable
+from .watch import Watch
 
 log = logging.getLogger("sessionsched.agent")
 
@@ -86,8 +95,13 @@ class Agent:
         self._next_attempt = 0.0  # not before: backoff while the server is unreachable
         self._next_beat = 0.0  # the next heartbeat is due
         self._sent_demand: int | None = None
+        self._sent: tuple | None = None  # the last facts reported (change-driven: sent again?)
+        self._report_due = 0.0  # change-driven: the next keep-alive report
+        self.watch: Watch | None = None  # the change-driven protocol's, once the server has it
+        self.reports = 0  # reports sent (register and heartbeats)
         self._spark_errors = 0
         self._stop = threading.Event()
+        self._woken = threading.Event()  # the watch brought an answer, or stop
         self._thread: threading.Thread | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -109,6 +123,7 @@ class Agent:
     def stop(self, release: bool = False, timeout_s: float = 10.0) -> None:
         """Stop reporting. ``release``: hand the user's own maxExecutors back to Spark."""
         self._stop.set()
+        self._woken.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
         if release:
@@ -139,10 +154,22 @@ class Agent:
             self.cycles += 1
             self.busy_s += time.perf_counter() - started
             self.cpu_s += time.thread_time() - cpu_started
-            self._stop.wait(min(TICK_S, self.heartbeat_s))
+            self._woken.wait(min(TICK_S, self.heartbeat_s))
+            self._woken.clear()
+        self._stop.set()  # the watch too
         log.info("sessionsched agent: %s stopped reporting", self.app_id)
 
+    @property
+    def change_driven(self) -> bool:
+        """Reporting on change, told by the watch (not while watches keep failing)."""
+        return self.watch is not None and not self.watch.failing
+
     def _cycle(self, now: float) -> None:
+        watched = self.watch.take() if self.watch is not None else None
+        if watched is not None:
+            self._apply(watched)
+            if self._stop.is_set():
+                return
         if now < self._next_beat and not self._demand_changed(now):
             return
         self._next_beat = now + self.heartbeat_s
@@ -150,14 +177,21 @@ class Agent:
         if facts is not None and now >= self._next_attempt:
             beat = self.registered  # else this exchange registers, carrying no demand
             changed = facts.demand != self._sent_demand
-            answer = self._exchange(facts, now)
+            body = self._heartbeat_body(facts)
+            sent = (body["demand"], tuple((e["id"], e["idle"]) for e in body["executors"]),
+                    body["control"])
+            quiet = (beat and self.change_driven and sent == self._sent
+                     and now < self._report_due)
+            answer = None if quiet else self._exchange(body, now)
             if answer is not None:
                 if not beat:
                     self._next_beat = now  # the first heartbeat right after registering
-                elif changed:
-                    self._next_beat = now + FOLLOW_UP_S
+                else:
+                    self._sent, self._report_due = sent, now + (answer.keepalive_s or 0.0)
+                    if changed and not self.change_driven:
+                        self._next_beat = now + FOLLOW_UP_S
                     self._sent_demand = facts.demand
-                self._apply(answer)
+                self._apply(answer, reported=True)
                 if self._stop.is_set():
                     return
         if self.control.probe.full:
@@ -183,15 +217,17 @@ class Agent:
                 self._spark_error(e)
             return None
 
-    def _exchange(self, facts: SparkFacts, now: float) -> Answer | None:
+    def _exchange(self, heartbeat: dict, now: float) -> Answer | None:
         try:
             if not self.registered:
                 body = self.client.post(protocol.REGISTER_PATH, self._register_body())
                 self.registered = True
+                self._sent = None
                 log.info("sessionsched agent: %s registered (control %s)", self.app_id,
                          self.control.probe.control)
             else:
-                body = self.client.post(protocol.HEARTBEAT_PATH, self._heartbeat_body(facts))
+                body = self.client.post(protocol.HEARTBEAT_PATH, heartbeat)
+            self.reports += 1
             answer = Answer.from_json(body, self.heartbeat_s)
         except Refused as e:
             self._refused(e, now)
@@ -210,6 +246,7 @@ class Agent:
         )
 
     def _heartbeat_body(self, facts: SparkFacts) -> dict:
+        """What a heartbeat reports: the facts, without the executors this agent killed."""
         if self.reclaim.killed:
             facts = SparkFacts(
                 facts.demand,
@@ -219,7 +256,14 @@ class Agent:
             )
         return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control)
 
-    def _apply(self, answer: Answer) -> None:
+    def _apply(self, answer: Answer, reported: bool = False) -> None:
+        """``reported``: the answer to a report. Change-driven, the grant is the watch's to
+        give (its answers come in order; a report's may be older than the watch's last)."""
+        if reported and answer.keepalive_s is not None and self.watch is None:
+            self.watch = Watch(self.client, self.app_id, answer.version, answer.keepalive_s,
+                               self._woken, self._stop, self.max_backoff_s)
+            self.watch.start()
+            reported = False  # the first answer: its grant counts
         self.last_answer = answer
         self.heartbeat_s = answer.heartbeat_s
         if answer.terminal:
@@ -233,8 +277,10 @@ class Agent:
                 self.on_terminal(answer.state)
             return
         if self.control.probe.full:
-            self.grant = answer.grant
-            self._set_cap(answer.grant)  # before reclaim: a killed executor must not be replaced
+            if not (reported and self.change_driven):
+                self.grant = answer.grant
+            if self.grant is not None:  # before reclaim: a killed executor must not be replaced
+                self._set_cap(self.grant)
             self.reclaim.accept(answer.reclaim)
 
     # --- server trouble -------------------------------------------------------------------

@@ -23,6 +23,7 @@ DRIVER_MODULES = (
     "reclaim.py",
     "spark_control.py",
     "transport.py",
+    "watch.py",
 )
 
 

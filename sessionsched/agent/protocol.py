@@ -2,7 +2,9 @@
 answer it reads. Plain data, standard library only.
 
 Reading an answer is lenient: a field the server leaves out takes its default, so a newer
-server can add fields and an older one can omit them without breaking a running app.
+server can add fields and an older one can omit them without breaking a running app. An answer
+without ``keepalive_s`` is an older server's: the agent then heartbeats every ``heartbeat_s``
+and never watches (the old protocol).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from .spark_control import SparkFacts
 
 REGISTER_PATH = "/api/v1/agent/register"
 HEARTBEAT_PATH = "/api/v1/agent/heartbeat"
+WATCH_PATH = "/api/v1/agent/watch"
 TERMINAL_STATES = frozenset({"FINISHED", "FAILED", "KILLED"})
 MODES = frozenset({"kill", "decommission", "idle"})
 
@@ -31,6 +34,8 @@ class Answer:
     grant: int
     state: str
     reclaim: tuple[ReclaimOrder, ...] = ()
+    keepalive_s: float | None = None  # None: an older server (heartbeats only, no watch)
+    version: int = 0
 
     @property
     def terminal(self) -> bool:
@@ -52,12 +57,15 @@ class Answer:
                 )
             )
         heartbeat_s = float(body.get("heartbeat_s") or default_heartbeat_s)
+        keepalive_s = body.get("keepalive_s")
         return cls(
             heartbeat_s=min(max(heartbeat_s, 0.1), 60.0),
             target=int(body.get("target") or 0),
             grant=int(body.get("grant") or 0),
             state=str(body.get("state") or ""),
             reclaim=tuple(orders),
+            keepalive_s=min(max(float(keepalive_s), 1.0), 300.0) if keepalive_s else None,
+            version=int(body.get("version") or 0),
         )
 
 
@@ -87,3 +95,7 @@ def heartbeat_body(app_id: str, facts: SparkFacts, control: str) -> dict:
         ],
         "control": control,
     }
+
+
+def watch_body(app_id: str, version: int, wait_s: float) -> dict:
+    return {"app_id": app_id, "version": version, "wait_s": wait_s}

@@ -46,11 +46,12 @@ class JsonClient:
         self.timeout_s = timeout_s
         self._context = ssl.create_default_context(cafile=ca) if ca else None
 
-    def post(self, path: str, body: dict) -> dict:
+    def post(self, path: str, body: dict, timeout_s: float | None = None) -> dict:
+        """``timeout_s``: this request's, when not the client's (a watch is held open)."""
         order = [self.base_url] + [u for u in self.base_urls if u != self.base_url]
         for i, base in enumerate(order):
             try:
-                answer = self._post(base, path, body)
+                answer = self._post(base, path, body, timeout_s or self.timeout_s)
             except Unreachable:
                 if i + 1 < len(order):
                     continue
@@ -61,14 +62,14 @@ class JsonClient:
             return answer
         raise Unreachable("no scheduler address")
 
-    def _post(self, base: str, path: str, body: dict) -> dict:
+    def _post(self, base: str, path: str, body: dict, timeout_s: float) -> dict:
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(base + path, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s,
+            with urllib.request.urlopen(req, timeout=timeout_s,
                                         context=self._context) as resp:
                 return json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:

@@ -29,8 +29,11 @@ class ServerSection(Strict):
 
     ``db_url``: the store, ``sqlite:///PATH`` or ``postgresql://USER:PASSWORD@HOST:PORT/DB``
     (psycopg 3); default a SQLite file (WAL mode) in ``state_dir``. ``heartbeat_s``: how often
-    driver agents report; an agent silent for three heartbeats no longer speaks for its app's
-    executors (the cluster's view does).
+    driver agents on the old protocol report; an agent silent for three heartbeats no longer
+    speaks for its app's executors (the cluster's view does). ``agent_keepalive_s``: an agent
+    on the change-driven protocol reports when its facts change and at least this often, and
+    its watch for decisions is held open at most this long; silent for two keep-alives, it no
+    longer speaks for its app (docs/agent-protocol.md).
     ``session_timeout``: a notebook session whose agent has been silent this many seconds is
     ended (FAILED), so a notebook that died without ``stop()`` does not hold a driver slot.
     ``retained_ended_apps``: how many ended apps (FINISHED/FAILED/KILLED) stay in memory and in
@@ -57,6 +60,7 @@ class ServerSection(Strict):
     cycle_ms: int = Field(200, ge=10, le=500)
     db_url: str | None = None
     heartbeat_s: float = Field(1.0, gt=0, le=60)
+    agent_keepalive_s: float = Field(10.0, ge=1, le=120)
     session_timeout: float = Field(600.0, gt=0)
     retained_ended_apps: int = Field(1000, ge=0)
     tls: TlsSection | None = None  # serve HTTPS (clients verify it: --ca)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
@@ -292,7 +293,19 @@ class Operations(Reads):
         return self._report(caller, app_id, lambda: self.service.desk.heartbeat(
             app_id, demand, executors, control))
 
-    def _report(self, caller: auth.Caller, app_id: str, call: Callable[[], dict]) -> Outcome:
+    async def watch(self, caller: auth.Caller, app_id: str, version: int,
+                    wait_s: float | None) -> Outcome:
+        """A change-driven agent's wait for its decisions (``AgentDesk.watch``): done with its
+        answer once its ``version`` is out of date, or after ``AgentDesk.hold_s``."""
+        desk = self.service.desk
+        out = self._report(caller, app_id, lambda: desk.watch(app_id, version))
+        if out.ok and isinstance(out.value, Future):  # nothing new: wait for a cycle's change
+            await asyncio.wait([asyncio.wrap_future(out.value)], timeout=desk.hold_s(wait_s))
+            desk.unwatch(app_id, out.value)
+            out = self._report(caller, app_id, lambda: desk.answer(app_id))
+        return out
+
+    def _report(self, caller: auth.Caller, app_id: str, call: Callable[[], Any]) -> Outcome:
         if self.gate.on:  # with auth off an unknown app is the desk's refusal, in its words
             app = self.service.app(app_id)
             if app is None:

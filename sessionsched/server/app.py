@@ -204,7 +204,7 @@ async def start_connect(config: ServerConfig, ops: Operations):
 
 
 def asgi(app: FastAPI) -> BodyLimit:
-    """What uvicorn serves: the agents' heartbeats and registrations (``AgentFront``) and
+    """What uvicorn serves: the agents' registrations, heartbeats and watches (``AgentFront``) and
     Spark's protocol (``SparkFront``) answered in front of FastAPI, the rest by the FastAPI
     application; a standby's answers in front of both
     (``StandbyFront``); request bodies over ``auth.max_body_bytes`` refused in front of all (an

@@ -1,12 +1,21 @@
 """The agent desk: the agent protocol's server side (docs/agent-protocol.md).
 
-Register and heartbeat turn what an agent reports into engine events for the next cycle
-(DriverStarted with the Spark application id, ExecutorsChanged, DemandChanged - only when they
-changed) and answer at once, never waiting for a cycle: the app's state from the published
+Register and heartbeat (a *report*) turn what an agent reports into engine events for the next
+cycle (DriverStarted with the Spark application id, ExecutorsChanged, DemandChanged - only when
+they changed) and answer at once, never waiting for a cycle: the app's state from the published
 view, its target and grant as the last ``SetTarget`` decision gave them, and its reclaim orders
 (``Reclaim`` decisions, each handed out once). A terminal state tells the agent to stop its
 app. An agent that heartbeats without registering (the server restarted under it) is taken as
 registered. The desk has its own lock: a heartbeat never waits for the scheduling cycle.
+
+Every answer carries the app's ``version`` (bumped when the cycle changes what the agent is
+told: its target or grant, a reclaim order, its state) and ``keepalive_s``. An agent that
+speaks the change-driven protocol reports only when its facts change (and every
+``keepalive_s``) and learns its decisions by a *watch*: ``watch`` answers at once when the
+version moved past the one the agent holds, else hands back a future that ``take`` resolves
+when it moves (the door waits on it, up to ``keepalive_s``). Such an agent is live for two
+keep-alives after it was last heard from; one on the old protocol (1 Hz heartbeats, no watch)
+for three heartbeats, as before.
 
 ``reconcile`` (whose word counts for an app's executors: its agent's or the cluster's) runs in
 the cycle on the desk's records.
@@ -15,8 +24,10 @@ the cycle on the desk's records.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 
 from sessionsched.engine.events import (
     Decision,
@@ -35,20 +46,25 @@ from sessionsched.service.reconcile import AgentState, reconcile
 
 log = logging.getLogger("sessionsched.service")
 
+WATCH_JITTER = 0.2  # a watch with nothing to tell is held 80-100 % of its time
+
 
 class AgentDesk:
     def __init__(self, reads: ReadModel, put: Callable[[Event], None],
                  note: Callable[[str, float, str], None], heartbeat_s: float,
-                 clock: Callable[[], float]):
+                 clock: Callable[[], float], keepalive_s: float = 10.0):
         """``put``: an event for the next cycle; ``note(app_id, at, detail)``: an audit row."""
         self._reads = reads
         self._put = put
         self._note = note
         self.heartbeat_s = heartbeat_s
+        self.keepalive_s = keepalive_s
         self._clock = clock
         self._lock = threading.Lock()
         self._agents: dict[str, AgentState] = {}
         self._targets: dict[str, tuple[int, int]] = {}  # app -> (target, grant), from SetTarget
+        self._versions: dict[str, int] = {}  # app -> how many times its answer changed
+        self._watches: dict[str, Future] = {}  # app -> its agent's waiting watch (one at most)
 
     # --- the protocol ------------------------------------------------------------------------
 
@@ -94,6 +110,47 @@ class AgentDesk:
             self._put(ev)
         return reply
 
+    def watch(self, app_id: str, version: int) -> dict | Future:
+        """A change-driven agent asks what it is told, holding ``version``: the answer now when
+        the version moved on (or the app ended), else a future resolved when it moves -- the
+        caller waits on it (up to ``hold_s``), ``unwatch``es it and asks for the ``answer``.
+        A newer watch of the same app releases the older one (it answers with what it was told
+        so far)."""
+        now = self._clock()
+        app = self._app(app_id)
+        with self._lock:
+            agent = self._agents.setdefault(app_id, AgentState(seen_at=now))
+            agent.seen_at = now
+            agent.keepalive_s = self.keepalive_s
+            if self._versions.get(app_id, 0) != version or agent.orders or app.state.terminal:
+                return self._reply(app, agent)
+            waiting: Future = Future()
+            older, self._watches[app_id] = self._watches.get(app_id), waiting
+        if older is not None:
+            older.set_result(None)
+        return waiting
+
+    def hold_s(self, wait_s: float | None) -> float:
+        """How long a watch with nothing to tell is held: what the agent asked (at most the
+        keep-alive), less up to ``WATCH_JITTER`` of it at random -- watches that began together
+        (agents started at once, or all back after a restart) come back spread out, not as a
+        herd."""
+        limit = self.keepalive_s if wait_s is None else min(max(wait_s, 0.0), self.keepalive_s)
+        return limit * random.uniform(1.0 - WATCH_JITTER, 1.0)
+
+    def unwatch(self, app_id: str, waiting: Future) -> None:
+        """A watch done waiting (woken, or its time out)."""
+        with self._lock:
+            if self._watches.get(app_id) is waiting:
+                del self._watches[app_id]
+
+    def answer(self, app_id: str) -> dict:
+        """What the app's agent is told now (a watch that waited: its answer)."""
+        app = self._app(app_id)
+        with self._lock:
+            agent = self._agents.setdefault(app_id, AgentState(seen_at=self._clock()))
+            return self._reply(app, agent)
+
     def _app(self, app_id: str) -> AppRead:
         app = self._reads.view.app(app_id)
         if app is None:
@@ -106,6 +163,8 @@ class AgentDesk:
         orders, agent.orders = agent.orders, []
         return {
             "heartbeat_s": self.heartbeat_s,
+            "keepalive_s": self.keepalive_s,
+            "version": self._versions.get(app.id, 0),
             "target": target,
             "grant": grant,
             "state": app.state.value,
@@ -124,18 +183,32 @@ class AgentDesk:
 
     def take(self, decisions: Iterable[Decision]) -> None:
         """The committed cycle's targets and reclaim orders, for the agents to pick up; an
-        ended app's orders are void."""
+        ended app's orders are void. Each app whose answer changed gets a new version, and its
+        waiting watch is woken."""
+        changed: set[str] = set()
         with self._lock:
             for d in decisions:
                 if isinstance(d, SetTarget):
+                    if self._targets.get(d.app_id) != (d.target, d.grant):
+                        changed.add(d.app_id)
                     self._targets[d.app_id] = (d.target, d.grant)
                 elif isinstance(d, Reclaim):
                     self._agents.setdefault(d.app_id, AgentState(seen_at=0.0)).orders.append(d)
-                elif isinstance(d, MarkState) and d.state.terminal:
-                    self._targets.pop(d.app_id, None)
-                    agent = self._agents.get(d.app_id)
-                    if agent is not None:
-                        agent.orders = []
+                    changed.add(d.app_id)
+                elif isinstance(d, MarkState):
+                    changed.add(d.app_id)
+                    if d.state.terminal:
+                        self._targets.pop(d.app_id, None)
+                        agent = self._agents.get(d.app_id)
+                        if agent is not None:
+                            agent.orders = []
+            woken = []
+            for app_id in changed:
+                self._versions[app_id] = self._versions.get(app_id, 0) + 1
+                if (waiting := self._watches.pop(app_id, None)) is not None:
+                    woken.append(waiting)
+        for waiting in woken:  # outside the lock: a future's callbacks run here
+            waiting.set_result(None)
 
     def last_seen(self, app_id: str) -> float:
         with self._lock:
@@ -147,3 +220,6 @@ class AgentDesk:
             for app_id in app_ids:
                 self._agents.pop(app_id, None)
                 self._targets.pop(app_id, None)
+                self._versions.pop(app_id, None)
+                if (waiting := self._watches.pop(app_id, None)) is not None:
+                    waiting.set_result(None)

@@ -42,10 +42,13 @@ class AgentState:
     # The cluster's latest view of the app while the agent spoke for it: the truth again once
     # the agent goes silent. None when already handed to the engine.
     cluster_view: tuple[Executor, ...] | None = None
+    # Set when the agent watches (the change-driven protocol): it reports at least this often.
+    keepalive_s: float = 0.0
 
     def live(self, now: float, heartbeat_s: float) -> bool:
-        """Heard from within three heartbeats: it speaks for the app's executors."""
-        return now - self.seen_at <= 3 * heartbeat_s
+        """Heard from within three heartbeats (two keep-alives for a change-driven agent): it
+        speaks for the app's executors."""
+        return now - self.seen_at <= max(3 * heartbeat_s, 2 * self.keepalive_s)
 
 
 def reconcile(polled: Sequence[Event], agents: Mapping[str, AgentState], now: float,

@@ -97,7 +97,8 @@ class Service:
         self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage.totals)
         self.usage_thread = MeterThread(self.usage, lambda rows: self.write(rows, []))
         self.watch = ClusterWatch(backend)
-        self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock)
+        self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock,
+                              server.agent_keepalive_s)
         self.sessions = SessionWatch(server.session_timeout)
         self.retention = Retention(server.retained_ended_apps, self.store)
         self.estimator = Estimator(self.reads, self.store, clock, server.estimate_default_run_s)

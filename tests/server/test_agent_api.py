@@ -7,11 +7,14 @@ serve`` runs it, where ``agent_api.AgentFront`` answers the agents in front of F
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import make_config, wait_until
 
 from sessionsched.server.app import asgi, create_app
+from sessionsched.service.agents import WATCH_JITTER
 
 EXECUTORS = [{"id": str(i), "idle": False, "started_at": 1763744400.0 + i} for i in range(4)]
 
@@ -30,7 +33,8 @@ def client(serve, offline_app):
 
 def test_unknown_app_is_404_for_the_agent(client):
     for path, body in (("/api/v1/agent/register", {"app_id": "driver-x", "control": "full"}),
-                       ("/api/v1/agent/heartbeat", {"app_id": "driver-x", "demand": 1})):
+                       ("/api/v1/agent/heartbeat", {"app_id": "driver-x", "demand": 1}),
+                       ("/api/v1/agent/watch", {"app_id": "driver-x", "version": 3})):
         r = client.post(path, json=body)
         assert (r.status_code, r.json()) == (
             404, {"detail": "no app 'driver-x': the agent should stop reporting"})
@@ -105,8 +109,8 @@ def test_sessions_get_targets_grants_and_reclaim_orders_once(serve, state_dir):
         r = c.post("/api/v1/agent/register", json={
             "app_id": a, "spark_app_id": "app-20261121170001-9001", "spark_version": "4.0.1",
             "pid": 4242, "control": "full", "reason": None})
-        assert r.json() == {"heartbeat_s": 0.5, "target": 0, "grant": 0, "reclaim": [],
-                            "state": "STARTING"}
+        assert r.json() == {"heartbeat_s": 0.5, "keepalive_s": 10.0, "version": r.json()["version"],
+                            "target": 0, "grant": 0, "reclaim": [], "state": "STARTING"}
 
         # a asks for 4 executors: the cluster has 4 cores, it gets all of them.
         wait_until(lambda: beat(a, 4, [])["grant"] == 4, 30, "a's grant of 4")
@@ -141,3 +145,54 @@ def test_sessions_get_targets_grants_and_reclaim_orders_once(serve, state_dir):
         assert beat(b, 0, [])["state"] == "FINISHED"
         kinds = [e["kind"] for e in c.get(f"/api/v1/apps/{a}/events").json()]
         assert kinds[:2] == ["submitted", "state"] and "agent" in kinds and "driver" in kinds
+
+
+def test_a_watch_waits_for_the_cycle_that_changes_the_answer(serve, state_dir):
+    """The change-driven protocol: the agent reports a new demand once, and its watch -- held
+    open, not polled -- is answered by the cycle that grants it; a watch with nothing new is
+    answered after its wait with the same version. An old agent (heartbeats only) beside it
+    gets its grant as before."""
+    cfg = make_config(
+        state_dir, server={"cycle_ms": 50, "heartbeat_s": 0.5, "agent_keepalive_s": 5},
+        cluster={"backend": "memory", "workers": 1, "cores": 4, "memory": "8g"},
+        queues=[{"name": "root", "queues": [{"name": "notebooks"}]}],
+        defaults={"queue": "root.notebooks"})
+    with serve(create_app(cfg)) as c:
+        new, old = (c.post("/api/v1/sessions", json={"name": n}).json()["id"]
+                    for n in ("nb-new", "nb-old"))
+        for a in (new, old):
+            wait_until(lambda a=a: c.get(f"/api/v1/apps/{a}").json()["state"] == "STARTING", 30,
+                       f"session {a} admitted")
+        first = c.post("/api/v1/agent/register", json={"app_id": new, "control": "full"}).json()
+        assert (first["keepalive_s"], first["grant"]) == (5.0, 0)
+        held = first["version"]
+        # Nothing changes for it: the watch is answered after its wait, the version unchanged.
+        started = time.monotonic()
+        idle = c.post("/api/v1/agent/watch", json={"app_id": new, "version": held,
+                                                    "wait_s": 0.5}).json()
+        assert time.monotonic() - started >= 0.5 * (1 - WATCH_JITTER)
+        assert (idle["version"], idle["grant"]) == (held, 0)
+        # It reports its demand once; its next watch is answered when the grant is decided.
+        assert c.post("/api/v1/agent/heartbeat",
+                      json={"app_id": new, "demand": 2, "control": "full"}).status_code == 200
+        granted = c.post("/api/v1/agent/watch", json={"app_id": new, "version": held}).json()
+        if granted["grant"] == 0:  # the first change the cycle made may be its state
+            granted = c.post("/api/v1/agent/watch",
+                             json={"app_id": new, "version": granted["version"]}).json()
+        assert granted["grant"] == 2 and granted["version"] > held
+        # The old protocol: heartbeats alone, as before.
+        wait_until(lambda: c.post("/api/v1/agent/heartbeat", json={
+            "app_id": old, "demand": 2, "control": "full"}).json()["grant"] == 2, 30,
+            "the old agent's grant")
+        # A kill reaches a waiting watch at once, not after the keep-alive.
+        version = c.post("/api/v1/agent/heartbeat", json={
+            "app_id": new, "demand": 2, "control": "full"}).json()["version"]
+        c.post(f"/api/v1/apps/{new}/kill")
+        told = c.post("/api/v1/agent/watch", json={"app_id": new, "version": version}).json()
+        assert told["state"] == "KILLED"
+
+
+def test_a_bad_watch_is_refused_in_one_line(client):
+    r = client.post("/api/v1/agent/watch", json={"app_id": "driver-x", "version": -1})
+    assert (r.status_code, r.json()["detail"]) == (
+        422, "version: Input should be greater than or equal to 0")

@@ -44,6 +44,14 @@ RECONCILE = [
     ("silent agent: cluster view, demand = held",
      AgentState(seen_at=90.0, executors=(("1", False),), demand=1),
      [ExecutorsChanged("a", ())], [ExecutorsChanged("a", (), ALONE)], 0),
+    # A change-driven agent (it watches; keep-alive 10 s) is quiet while nothing changes:
+    # live for two keep-alives, then silent like any other.
+    ("change-driven agent quiet for 15 s of a 10 s keep-alive: live",
+     AgentState(seen_at=85.0, executors=(("1", False),), demand=1, keepalive_s=10.0),
+     [ExecutorsChanged("a", ())], [], None),
+    ("change-driven agent quiet for two keep-alives: silent",
+     AgentState(seen_at=79.0, executors=(("1", False),), demand=1, keepalive_s=10.0),
+     [ExecutorsChanged("a", ())], [ExecutorsChanged("a", (), ALONE)], 0),
     ("registered, no report yet", AgentState(seen_at=99.0),
      [ExecutorsChanged("a", E1)], [ExecutorsChanged("a", E1, ALONE)], 1),
     ("admission-only agent: its demand, the cluster's executors",

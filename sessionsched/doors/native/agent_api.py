@@ -1,22 +1,27 @@
-"""The agent protocol over HTTP (docs/agent-protocol.md): register and heartbeat.
+"""The agent protocol over HTTP (docs/agent-protocol.md): register, heartbeat and watch.
 
-Every running driver's agent heartbeats once per ``heartbeat_s``: with a thousand drivers these
-are nearly all the requests a scheduler answers, so ``AgentFront`` answers them in front of
-FastAPI. The handlers are the same (``register``, ``heartbeat``: one call of the operations
-port, which checks the caller and asks the agent desk, which never waits for a cycle), but the
-request skips what FastAPI spends on each one — its middleware, the walk through every route,
-dependency solving, a worker thread for the body and the response model's validation — and its
-body is parsed by pydantic's JSON parser in one call: at 300 agents the server's CPU halved, at
-1,000 it keeps up (``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI routes
-stay, for the OpenAPI spec and for tests that drive the FastAPI application in-process; both
-give the same answers and refusals (``tests/server/test_agent_api.py``).
+Every running driver's agent reports (a heartbeat) when its facts change and at least every
+keep-alive -- once a second on the old protocol -- and waits for its decisions with a watch
+held open until they change: with a thousand drivers these are nearly all the requests a
+scheduler answers, so ``AgentFront`` answers them in front of FastAPI. The handlers are the
+same (``register``, ``heartbeat``, ``watch``: one call of the operations port, which checks the
+caller and asks the agent desk, which never waits for a cycle; a watch awaits the desk's future
+on the event loop, no thread), but the request skips what FastAPI spends on each one — its
+middleware, the walk through every route, dependency solving, a worker thread for the body and
+the response model's validation (the answer is written by the C JSON encoder) — and its body is
+parsed by pydantic's JSON parser in one call (pydantic-core: as cheap as ``json.loads`` on these
+bodies, and its refusals name the field): at 300 agents the server's CPU halved, at 1,000 it
+keeps up (``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI routes stay, for
+the OpenAPI spec and for tests that drive the FastAPI application in-process; both give the same
+answers and refusals (``tests/server/test_agent_api.py``).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ValidationError
@@ -27,6 +32,7 @@ from sessionsched.doors.native.schemas import (
     AgentHeartbeat,
     AgentRegister,
     AgentReply,
+    AgentWatch,
     error_responses,
 )
 from sessionsched.doors.native.views import unreadable, validation_detail
@@ -49,10 +55,15 @@ def heartbeat(ops: Operations, caller: auth.Caller, body: AgentHeartbeat) -> dic
                                 body.control))
 
 
-Handler = Callable[[Operations, auth.Caller, BaseModel], dict]
+async def watch(ops: Operations, caller: auth.Caller, body: AgentWatch) -> dict:
+    return answer(await ops.watch(caller, body.app_id, body.version, body.wait_s))
+
+
+Handler = Callable[[Operations, auth.Caller, BaseModel], dict | Awaitable[dict]]
 ROUTES: dict[str, tuple[type[BaseModel], Handler]] = {
     "/api/v1/agent/register": (AgentRegister, register),
     "/api/v1/agent/heartbeat": (AgentHeartbeat, heartbeat),
+    "/api/v1/agent/watch": (AgentWatch, watch),
 }
 
 
@@ -70,6 +81,12 @@ async def agent_register(body: AgentRegister, ops: OpsDep, caller: CallerDep):
              responses=error_responses(404, 422))
 async def agent_heartbeat(body: AgentHeartbeat, ops: OpsDep, caller: CallerDep):
     return heartbeat(ops, caller, body)
+
+
+@router.post("/api/v1/agent/watch", response_model=AgentReply,
+             responses=error_responses(404, 422))
+async def agent_watch(body: AgentWatch, ops: OpsDep, caller: CallerDep):
+    return await watch(ops, caller, body)
 
 
 # --- in front of FastAPI (what ``sessionsched serve`` runs) ---------------------------------------
@@ -96,11 +113,11 @@ class AgentFront:
             raw += message.get("body", b"")
             if not message.get("more_body", False):
                 break
-        status, answer, headers = self.answer(route, scope, bytes(raw))
+        status, answer, headers = await self.answer(route, scope, bytes(raw))
         await send_answer(send, status, answer, headers=headers)
 
-    def answer(self, route: tuple[type[BaseModel], Handler], scope,
-               raw: bytes) -> tuple[int, bytes, list]:
+    async def answer(self, route: tuple[type[BaseModel], Handler], scope,
+                     raw: bytes) -> tuple[int, bytes, list]:
         model, handler = route
         try:
             caller = identify(self.ops, _header(scope, b"authorization"))
@@ -111,7 +128,9 @@ class AgentFront:
             except ValidationError as e:
                 raise HTTPException(422, _not_json(raw) or validation_detail(e.errors())) from None
             reply = handler(self.ops, caller, body)
-            return 200, AgentReply.model_validate(reply).model_dump_json().encode(), []
+            if inspect.isawaitable(reply):
+                reply = await reply
+            return 200, json.dumps(reply, separators=(",", ":")).encode(), []
         except HTTPException as e:
             headers = [(k.lower().encode(), v.encode()) for k, v in (e.headers or {}).items()]
             return e.status_code, _detail(one_line(str(e.detail))), headers

@@ -261,6 +261,12 @@ class AgentHeartbeat(BaseModel):
     control: str | None = None
 
 
+class AgentWatch(BaseModel):
+    app_id: str
+    version: int = Field(0, ge=0)
+    wait_s: float | None = Field(None, ge=0)
+
+
 class ReclaimOrder(BaseModel):
     executor_ids: list[str]
     mode: str
@@ -269,6 +275,8 @@ class ReclaimOrder(BaseModel):
 
 class AgentReply(BaseModel):
     heartbeat_s: float
+    keepalive_s: float
+    version: int
     target: int
     grant: int
     state: str

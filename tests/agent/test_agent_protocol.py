@@ -1,0 +1,205 @@
+"""The agent's side of the protocol (docs/agent-protocol.md), fast: the real agent loop (its
+thread, its watch, urllib) against a real ``sessionsched serve`` on the memory backend, with a
+stand-in for the driver's Spark (``StandInSpark``: the demand and executors the test sets, the
+caps and kills the agent orders -- what ``SparkControl`` does through py4j; the real-cluster
+tests in this directory run the real one).
+
+- On today's server the agent is change-driven: it reports when its facts change (and each
+  keep-alive), and its grant comes by its watch, woken by the cycle that decided it.
+- On an older server (answers without ``keepalive_s``) it heartbeats every ``heartbeat_s``,
+  as it always did: agents and servers can be upgraded in either order.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from sessionsched.agent.agent import Agent
+from sessionsched.agent.spark_control import FULL, ExecutorFact, Probe, SparkFacts
+from sessionsched.agent.transport import JsonClient
+from sessionsched.commands._serverproc import ServerProcess
+from tests.sparkcluster import wait_until
+
+KEEPALIVE_S = 3.0
+
+
+class StandInSpark:
+    """What the agent reads from and does to its driver's Spark, as plain state."""
+
+    def __init__(self):
+        self.probe = Probe(FULL, max_executors=8)
+        self.demand_now = 0
+        self.executors_now: tuple[ExecutorFact, ...] = ()
+        self.caps: list[int] = []
+        self.reads = 0
+
+    def stopped(self) -> bool:
+        return False
+
+    def facts(self) -> SparkFacts:
+        self.reads += 1
+        return SparkFacts(self.demand_now, self.demand_now, len(self.executors_now),
+                          self.executors_now)
+
+    def demand(self) -> int:
+        return self.demand_now
+
+    def set_cap(self, cap: int) -> None:
+        if not self.caps or self.caps[-1] != cap:
+            self.caps.append(cap)
+
+    def release_cap(self) -> None:
+        pass
+
+    def kill(self, executor_ids, force):
+        return list(executor_ids)
+
+    def decommission(self, executor_ids):
+        return list(executor_ids)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("agent-protocol")
+    config = {
+        "server": {"state_dir": str(work / "state"), "cycle_ms": 50, "heartbeat_s": 0.2,
+                   "agent_keepalive_s": KEEPALIVE_S},
+        "cluster": {"backend": "memory", "workers": 1, "cores": 8, "memory": "16g"},
+        "queues": [{"name": "root", "queues": [{"name": "notebooks"}]}],
+        "defaults": {"queue": "root.notebooks"},
+    }
+    s = ServerProcess.start(config, work)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def session(server) -> str:
+    """A notebook session admitted (STARTING): its driver is the test's."""
+    with httpx.Client(base_url=server.url) as c:
+        app_id = c.post("/api/v1/sessions", json={"name": "nb"}).json()["id"]
+        wait_until(lambda: c.get(f"/api/v1/apps/{app_id}").json()["state"] == "STARTING", 30,
+                   "the session admitted")
+    return app_id
+
+
+def test_a_change_driven_agent_reports_changes_and_is_told_by_its_watch(server):
+    spark = StandInSpark()
+    app_id = session(server)
+    agent = Agent(spark, JsonClient(server.url), app_id, heartbeat_s=0.2)
+    agent.start()
+    try:
+        wait_until(lambda: agent.change_driven and agent.reports >= 2, 30,
+                   "registered and the first report sent")
+        assert spark.caps == [0]
+        # Facts unchanged for more than a keep-alive: at most the keep-alives are sent --
+        # an agent on the old protocol would have sent a heartbeat every 0.2 s.
+        before = agent.reports
+        window_s = KEEPALIVE_S * 1.5
+        time.sleep(window_s)  # a measurement window, not a wait for a condition
+        assert agent.reports - before <= window_s / KEEPALIVE_S + 1
+        assert spark.reads >= window_s / 0.2 / 2  # it kept reading its facts all along
+
+        # A job starts: the demand is reported once, the grant comes by the watch.
+        reports, answered = agent.reports, agent.watch.answered
+        spark.demand_now = 3
+        wait_until(lambda: spark.caps[-1] == 3, 30, "the grant of 3 applied")
+        assert agent.watch.answered > answered
+        assert agent.reports - reports <= 2  # the change (and perhaps a keep-alive)
+
+        # The executors come: one report of them; a kill reaches the agent by its watch.
+        spark.executors_now = tuple(ExecutorFact(str(i), 1_763_744_400.0 + i, False)
+                                    for i in range(3))
+        wait_until(lambda: httpx.get(f"{server.url}/api/v1/apps/{app_id}").json()["executors"]
+                   == 3, 30, "the executors on the books")
+        ended = threading.Event()
+        agent.on_terminal = lambda state: ended.set()
+        httpx.post(f"{server.url}/api/v1/apps/{app_id}/kill")
+        assert ended.wait(KEEPALIVE_S), "the kill did not come by the watch before a keep-alive"
+    finally:
+        agent.stop()
+
+
+class OldServer(BaseHTTPRequestHandler):
+    """Answers as a server before the watch did: no ``keepalive_s``, no version, no watch.
+    With ``keepalive_s`` set, as a server whose watches never get through (a proxy between
+    that cuts held requests: 502)."""
+
+    beats: list[dict] = []
+    keepalive_s: float | None = None
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path == "/api/v1/agent/heartbeat":
+            OldServer.beats.append(body)
+        elif self.path == "/api/v1/agent/watch" and OldServer.keepalive_s:
+            self.send_error(502)
+            return
+        elif self.path != "/api/v1/agent/register":
+            self.send_error(404)
+            return
+        grant = 2 if any(b["demand"] for b in OldServer.beats) else 0
+        answer = {"heartbeat_s": 0.2, "target": grant, "grant": grant, "state": "RUNNING",
+                  "reclaim": []}
+        if OldServer.keepalive_s:
+            answer.update(keepalive_s=OldServer.keepalive_s, version=grant)
+        out = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def old_server():
+    OldServer.beats, OldServer.keepalive_s = [], None
+    old = ThreadingHTTPServer(("127.0.0.1", 0), OldServer)
+    threading.Thread(target=old.serve_forever, daemon=True).start()
+    yield old
+    old.shutdown()
+    old.server_close()
+
+
+def test_on_an_older_server_the_agent_heartbeats_as_before(old_server):
+    old = old_server
+    spark = StandInSpark()
+    agent = Agent(spark, JsonClient(f"http://127.0.0.1:{old.server_port}"), "driver-old",
+                  heartbeat_s=0.2)
+    agent.start()
+    try:
+        wait_until(lambda: len(OldServer.beats) >= 5, 30, "five heartbeats")
+        assert agent.watch is None  # never watched (the old server has no such route)
+        assert all(b["demand"] == 0 for b in OldServer.beats)  # unchanged facts, sent anyway
+        spark.demand_now = 2
+        wait_until(lambda: spark.caps[-1] == 2, 30, "the grant of 2 from a heartbeat's answer")
+    finally:
+        agent.stop()
+
+
+def test_while_its_watches_keep_failing_the_agent_heartbeats(old_server):
+    OldServer.keepalive_s = 30.0
+    spark = StandInSpark()
+    agent = Agent(spark, JsonClient(f"http://127.0.0.1:{old_server.server_port}"),
+                  "driver-cut", heartbeat_s=0.2)
+    agent.start()
+    try:
+        wait_until(lambda: agent.watch is not None and agent.watch.failing, 30,
+                   "the watch failing")
+        beats = len(OldServer.beats)
+        wait_until(lambda: len(OldServer.beats) >= beats + 5, 30,
+                   "heartbeats again, though the keep-alive is 30 s")
+        spark.demand_now = 2
+        wait_until(lambda: spark.caps[-1] == 2, 30, "the grant of 2 from a heartbeat's answer")
+    finally:
+        agent.stop()
