@@ -39,7 +39,19 @@ from dataclasses import dataclass, field
 from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, ReclaimMode
 from sessionsched.text import one_line
-from sessionsched.usage import COUNTED, AppUsage
+from sessionsched.usage import (
+    COUNTED,
+    HOURLY,
+    QUEUED,
+    RECLAIMED,
+    RECLAIMED_EXECUTORS,
+    AppUsage,
+    hour_of,
+    hourly_growth,
+    hours_of,
+)
+
+HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
 
 log = logging.getLogger("sessionsched.usage")
 
@@ -67,6 +79,7 @@ class UsageMeter:
         self._ended: dict[tuple[str, str], list[float]] = {}  # (queue, user) -> COUNTED sums
         self._reported: dict[tuple[str, str], list[float]] = {}
         self._scrape = threading.Lock()
+        self._hours: dict[HourKey, list[float]] = {}  # counted, not yet taken (``take_hours``)
 
     def restore(self, app_id: str, stored: dict | None) -> None:
         """A live app read back from the store at a restart or a takeover."""
@@ -106,6 +119,33 @@ class UsageMeter:
                 self._state(now, d, changed)
         return {app_id: u.to_json() for app_id, u in changed.items()}
 
+    def take_hours(self) -> dict[HourKey, list[float]]:
+        """What the steps since the last call added per hour, queue and user (``HOURLY``):
+        to be added to the store's rollup with the columns ``step`` returned."""
+        hours, self._hours = self._hours, {}
+        return hours
+
+    def _add(self, hour: float, spec: AppSpec, i: int, value: float) -> None:
+        row = self._hours.setdefault((hour, spec.queue, spec.user), [0.0] * len(HOURLY))
+        row[i] += value
+
+    def _grow(self, live: _Live, t: float) -> None:
+        """Count the levels up to ``t``, the hours' rollup too: before any change of level."""
+        for hour, grown in hourly_growth(live.usage, t):
+            row = self._hours.setdefault((hour, live.spec.queue, live.spec.user),
+                                         [0.0] * len(HOURLY))
+            for i, v in enumerate(grown):
+                row[i] += v
+        live.usage.at(t)
+
+    def _queued(self, live: _Live, until: float) -> None:
+        """Queued from the submission until ``until``: ``queued_s`` set, its hours added."""
+        u, submitted = live.usage, live.spec.submitted_at
+        queued = max(0.0, until - submitted)
+        for hour, dt in hours_of(submitted + u.queued_s, submitted + queued):
+            self._add(hour, live.spec, QUEUED, dt)
+        u.queued_s = max(u.queued_s, queued)
+
     def _live(self, app_id: str) -> _Live | None:
         live = self._apps.get(app_id)
         if live is None:
@@ -125,6 +165,7 @@ class UsageMeter:
         u = live.usage
         # The same levels (another executor, the same count): nothing to count or write.
         if held != u.held_cores or busy_cores != u.busy_cores:
+            self._grow(live, now)
             u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
             changed[ev.app_id] = u
         if busy or live.busy:
@@ -137,7 +178,10 @@ class UsageMeter:
         for eid in d.executor_ids:
             since = live.busy.pop(eid, None)
             if since is not None:
-                live.usage.reclaimed((now - since) * live.spec.executor.cores)
+                lost = (now - since) * live.spec.executor.cores
+                live.usage.reclaimed(lost)
+                self._add(hour_of(now), live.spec, RECLAIMED, lost)
+                self._add(hour_of(now), live.spec, RECLAIMED_EXECUTORS, 1)
                 changed[d.app_id] = live.usage
 
     def _state(self, now: float, d: MarkState, changed: dict) -> None:
@@ -150,12 +194,31 @@ class UsageMeter:
         u = changed[d.app_id] = live.usage
         if d.state is AppState.STARTING:
             at = d.at or now
-            u.queued_s = max(0.0, at - spec.submitted_at)
+            self._queued(live, at)
+            self._grow(live, at)
             u.driver(at, spec.driver.cores - u.driver_cores, spec.driver.mem_mib - u.driver_mib)
             return
-        end = d.at or now
+        self._end(live, d.app_id, d.state, d.at or now)
+
+    def ended_unseen(self, app_id: str, stored: dict | None, state: AppState,
+                     end: float) -> dict | None:
+        """An app that ended while no scheduler counted it (a restart found its driver gone):
+        counted from the levels ``stored`` to ``end`` (an upper bound of what it held
+        meanwhile), levels off; its new usage column (None for an unknown app). Its hours
+        go to ``take_hours``."""
+        self.restore(app_id, stored)
+        live = self._apps.get(app_id)
+        if live is None:
+            return None
+        self._end(live, app_id, state, end)
+        return live.usage.to_json()
+
+    def _end(self, live: _Live, app_id: str, state: AppState, end: float) -> None:
+        spec, u = live.spec, live.usage
         if u.driver_cores == 0 and u.held_core_s == 0:  # ended (killed) before its launch
-            u.queued_s = max(0.0, end - spec.submitted_at)
+            self._queued(live, end)
+        self._grow(live, end)
+        self._add(hour_of(spec.submitted_at), spec, HOURLY.index("apps"), 1)
         u.levels(end, 0, 0, 0)
         u.driver(end, -u.driver_cores, -u.driver_mib)
         total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
@@ -163,8 +226,8 @@ class UsageMeter:
         with self._scrape:  # never seen by a scrape both live and ended
             for i, v in enumerate(counted):
                 total[i] += v
-            del self._apps[d.app_id]
-        log.info("%s", summary_line(d.app_id, spec, d.state, end, u))
+            del self._apps[app_id]
+        log.info("%s", summary_line(app_id, spec, state, end, u))
 
 
 _STOP = object()
@@ -178,11 +241,13 @@ class MeterThread:
     down, or this scheduler no longer leads) is sent again with the next batch. Only committed
     cycles are counted, so a rewound cycle (its commit failed) is never counted twice."""
 
-    def __init__(self, meter: UsageMeter, write: Callable[[list[dict]], Future]):
+    def __init__(self, meter: UsageMeter,
+                 write: Callable[[list[dict], dict[HourKey, list[float]]], Future]):
         self.meter = meter
         self._write = write
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._pending: dict[str, dict] = {}  # app id -> usage column not yet on disk
+        self._hours: dict[HourKey, list[float]] = {}  # hours' growth not yet on disk
         self._failing = False
         self._thread = threading.Thread(target=self._loop, name="usage-meter", daemon=True)
 
@@ -220,6 +285,7 @@ class MeterThread:
                         self._pending.update(self.meter.step(*item))
                     except Exception:  # noqa: BLE001 - counting must go on
                         log.exception("usage: could not count a cycle's facts")
+                    add_hours(self._hours, self.meter.take_hours())
             self._flush()
             for marker in markers:
                 marker.set()
@@ -227,11 +293,11 @@ class MeterThread:
                 return
 
     def _flush(self) -> None:
-        if not self._pending:
+        if not self._pending and not self._hours:
             return
         rows = [{"id": app_id, "usage": column} for app_id, column in self._pending.items()]
         try:
-            self._write(rows).result(COMMIT_TIMEOUT_S)
+            self._write(rows, self._hours).result(COMMIT_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001 - kept, sent again with the next batch
             if not self._failing:
                 log.warning("usage: could not store the usage of %d app(s) (%s); tried again "
@@ -240,6 +306,17 @@ class MeterThread:
             return
         self._failing = False
         self._pending.clear()
+        self._hours = {}
+
+
+def add_hours(into: dict[HourKey, list[float]], more: dict[HourKey, list[float]]) -> None:
+    for key, row in more.items():
+        have = into.get(key)
+        if have is None:
+            into[key] = list(row)
+        else:
+            for i, v in enumerate(row):
+                have[i] += v
 
 
 def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:
