@@ -23,6 +23,8 @@ step's facts, and the thread writes the changed figures (the app's ``usage`` col
 later, so a kill -9 loses at most the last cycles' changes of level; ``restore`` reads the
 columns back and a restarted server counts on from the levels stored (the cluster kept the
 executors meanwhile).
+The same growth is added up per hour, queue and user (``take_hours``), written with the
+columns in one transaction (the store's ``usage_hours`` rollup, ``store/usage_hours.py``).
 When an app ends, one line ``SESSIONSCHED_APP_SUMMARY`` goes to the ``sessionsched.usage``
 log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
 """
