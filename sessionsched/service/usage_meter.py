@@ -11,10 +11,13 @@ changes only the apps they name (no scan of the books), on a thread of its own
   levels hold until the next report, so held and busy core-seconds are exact to one report
   (a heartbeat, 1 s by default); an executor partly busy counts as busy whole.
 - ``STARTING`` (the launch) puts the driver's cores and memory on, an end takes everything off.
-- a ``Reclaim`` that kills (mode ``kill``) executors the last report called busy counts those
-  executors (``reclaimed_executors``) and, as lost work, their cores from the first of the
-  unbroken run of reports that called them busy up to the kill (``reclaimed_core_s``, an upper
-  bound: the killed tasks' own start times are the agent's, not reported).
+- a ``Reclaim`` that kills (mode ``kill``, also the scheduler's kill at a decommission's
+  deadline) executors the last report called busy counts those executors
+  (``reclaimed_executors``) and, as lost work, their cores from the first of the unbroken run
+  of reports that called them busy up to the kill (``reclaimed_core_s``, an upper bound: the
+  killed tasks' own start times are the agent's, not reported). A decommissioned executor that
+  a report finds gone at or after its deadline, busy at the report before, counts the same:
+  the agent killed it at the deadline on its own clock, before the scheduler's order.
 - ``queued_s``: from the submission to the launch (``STARTING``), or to the end of an app
   killed while it waited.
 
@@ -66,6 +69,7 @@ class _Live:
     usage: AppUsage
     spec: AppSpec
     busy: dict[str, float] = field(default_factory=dict)  # busy executor id -> reported at
+    deadlines: dict[str, float] = field(default_factory=dict)  # decommissioned -> kill at
 
 
 class UsageMeter:
@@ -117,6 +121,9 @@ class UsageMeter:
         for d in decisions:
             if isinstance(d, Reclaim) and d.mode is ReclaimMode.KILL:
                 self._killed(now, d, changed)
+            elif isinstance(d, Reclaim) and d.mode is ReclaimMode.DECOMMISSION and d.deadline:
+                if (live := self._live(d.app_id)) is not None:
+                    live.deadlines.update(dict.fromkeys(d.executor_ids, d.deadline))
             elif isinstance(d, MarkState):
                 self._state(now, d, changed)
         return {app_id: u.to_json() for app_id, u in changed.items()}
@@ -170,6 +177,16 @@ class UsageMeter:
             self._grow(live, now)
             u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
             changed[ev.app_id] = u
+        if live.deadlines:
+            # A decommissioned executor gone busy at or after its deadline was killed there
+            # (by the agent, on its own clock, before the scheduler's kill order could be):
+            # its task was lost. Gone before it: it left gracefully, its task done.
+            alive = {e.executor_id for e in ev.executors}
+            for eid in [eid for eid in live.deadlines if eid not in alive]:
+                deadline = live.deadlines.pop(eid)
+                since = live.busy.pop(eid, None)
+                if since is not None and now >= deadline:
+                    self._lose(live, now, since, changed)
         if busy or live.busy:
             live.busy = {eid: live.busy.get(eid, now) for eid in busy}
 
@@ -178,13 +195,18 @@ class UsageMeter:
         if live is None:
             return
         for eid in d.executor_ids:
+            live.deadlines.pop(eid, None)
             since = live.busy.pop(eid, None)
             if since is not None:
-                lost = (now - since) * live.spec.executor.cores
-                live.usage.reclaimed(lost)
-                self._add(hour_of(now), live.spec, RECLAIMED, lost)
-                self._add(hour_of(now), live.spec, RECLAIMED_EXECUTORS, 1)
-                changed[d.app_id] = live.usage
+                self._lose(live, now, since, changed)
+
+    def _lose(self, live: _Live, now: float, since: float, changed: dict) -> None:
+        """A busy executor killed by a reclaim: its cores since ``since`` were work lost."""
+        lost = (now - since) * live.spec.executor.cores
+        live.usage.reclaimed(lost)
+        self._add(hour_of(now), live.spec, RECLAIMED, lost)
+        self._add(hour_of(now), live.spec, RECLAIMED_EXECUTORS, 1)
+        changed[live.spec.app_id] = live.usage
 
     def _state(self, now: float, d: MarkState, changed: dict) -> None:
         if d.state is not AppState.STARTING and not d.state.terminal:

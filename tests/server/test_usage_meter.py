@@ -151,3 +151,33 @@ def test_an_app_that_ended_while_no_scheduler_ran_is_counted_to_that_end():
     (figures,) = figures_by_hour(m.take_hours()).values()
     assert (figures["held_core_s"], figures["driver_core_s"], figures["apps"]) == (
         60.0, 30.0, 1)  # the hours get what was not counted before: the driver's 120..150
+
+
+def decommission(at: float, *ids: str) -> Reclaim:
+    return Reclaim("a", ids, ReclaimMode.DECOMMISSION, at)
+
+
+def test_a_decommissioned_executor_gone_busy_at_its_deadline_counts_as_reclaimed():
+    m = meter()
+    last = run(m, [
+        (110.0, [], [started(110.0)]),
+        (120.0, [execs(True, True)], []),                  # both busy from 120
+        (121.0, [], [decommission(181.0, "0", "1")]),      # deadline 60 s on
+        (150.0, [ExecutorsChanged("a", (Executor("1", 0.0, idle=False),))], []),
+        (182.0, [ExecutorsChanged("a", ())], []),          # 1 gone past the deadline
+    ])
+    # 0 left at 150, before its deadline: its task finished (no loss); 1 was killed at its
+    # deadline: 2 cores x (182 - 120) lost
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (124.0, 1)
+
+
+def test_the_schedulers_kill_at_the_deadline_is_counted_once():
+    m = meter()
+    last = run(m, [
+        (110.0, [], [started(110.0)]),
+        (120.0, [execs(True)], []),
+        (121.0, [], [decommission(181.0, "0")]),
+        (181.0, [], [Reclaim("a", ("0",), ReclaimMode.KILL, 181.0)]),  # the engine's kill
+        (182.0, [ExecutorsChanged("a", ())], []),                        # then the report
+    ])
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (2 * 61.0, 1)
