@@ -26,7 +26,7 @@ pytestmark = pytest.mark.cluster
 CAP = 2
 # A (the cluster's six cores for minutes) needs this long at most to hold them all before
 # the cap falls; the lowering plan fires at the first whole minute after it.
-RAMP_UP_S = 75.0
+RAMP_UP_S = 100.0
 # One Spark executor stop on a loaded 2-core machine: the master kills the process, the
 # driver and the agent see it gone (reclaim_timeout 0 adds nothing).
 EXECUTOR_STOP_S = 30.0
