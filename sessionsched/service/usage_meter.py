@@ -273,6 +273,7 @@ class MeterThread:
         self._pending: dict[str, dict] = {}  # app id -> usage column not yet on disk
         self._hours: dict[HourKey, list[float]] = {}  # hours' growth not yet on disk
         self._failing = False
+        self._inflight: tuple[Future, dict, dict] | None = None  # (write, its columns, hours)
         self._thread = threading.Thread(target=self._loop, name="usage-meter", daemon=True)
 
     def start(self) -> None:
@@ -317,20 +318,38 @@ class MeterThread:
                 return
 
     def _flush(self) -> None:
+        if self._inflight is not None and not self._settle(0.0):
+            return  # the last write is still in doubt: its hours must not be sent twice
         if not self._pending and not self._hours:
             return
-        rows = [{"id": app_id, "usage": column} for app_id, column in self._pending.items()]
+        sent, hours = self._pending, self._hours
+        self._pending, self._hours = {}, {}
+        rows = [{"id": app_id, "usage": column} for app_id, column in sent.items()]
+        self._inflight = (self._write(rows, hours), sent, hours)
+        self._settle(COMMIT_TIMEOUT_S)
+
+    def _settle(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the write in flight; True once it has an outcome. A
+        failed one's columns and hours are put back, to go with the next write (the columns
+        counted since are newer; the hours add up). One with no outcome yet (the store's
+        writer waits to learn whether a commit went through) is waited for, never sent
+        again: the hours are added to the store's rows, twice if sent twice."""
+        future, sent, hours = self._inflight
         try:
-            self._write(rows, self._hours).result(COMMIT_TIMEOUT_S)
+            future.result(timeout_s)
         except Exception as e:  # noqa: BLE001 - kept, sent again with the next batch
+            if not future.done():
+                return False
+            self._pending = {**sent, **self._pending}
+            add_hours(self._hours, hours)
             if not self._failing:
                 log.warning("usage: could not store the usage of %d app(s) (%s); tried again "
-                            "with the next cycles", len(rows), one_line(str(e)))
+                            "with the next cycles", len(sent), one_line(str(e)))
             self._failing = True
-            return
-        self._failing = False
-        self._pending.clear()
-        self._hours = {}
+        else:
+            self._failing = False
+        self._inflight = None
+        return True
 
 
 def add_hours(into: dict[HourKey, list[float]], more: dict[HourKey, list[float]]) -> None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from sessionsched.engine.events import ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, Executor, ReclaimMode, Resources
+from sessionsched.service import usage_meter
 from sessionsched.service.usage_meter import MeterThread, UsageMeter
 from sessionsched.usage import HOUR_S, HOURLY
 
@@ -181,3 +182,36 @@ def test_the_schedulers_kill_at_the_deadline_is_counted_once():
         (182.0, [ExecutorsChanged("a", ())], []),                        # then the report
     ])
     assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (2 * 61.0, 1)
+
+
+def test_a_write_in_doubt_is_waited_for_and_its_hours_never_sent_twice(monkeypatch):
+    monkeypatch.setattr(usage_meter, "COMMIT_TIMEOUT_S", 0.05)
+    calls: list[tuple[list[dict], dict]] = []
+    futures: list[Future] = []
+
+    def write(rows, hours):
+        calls.append((rows, hours))
+        futures.append(Future())  # answered by the test: in doubt until then
+        return futures[-1]
+
+    t = MeterThread(meter(), write)
+    t.start()
+    try:
+        t.feed(110.0, [], [started(110.0)])
+        assert t.drain()
+        t.feed(120.0, [execs(True)], [])
+        assert t.drain()
+        assert len(calls) == 1  # the first write has no outcome yet: nothing more is sent
+        futures[0].set_result(None)  # it went through
+        t.feed(130.0, [], [ended(130.0)])
+        assert t.drain()
+    finally:
+        t.stop()
+    assert len(calls) == 2
+    first, second = (dict(zip(HOURLY, *hours.values(), strict=True)) for _, hours in calls)
+    assert (first["queued_s"], first["driver_core_s"]) == (10.0, 0.0)  # 100..110 queued
+    # the second write has only what came after the first: the driver 110..130, the executor
+    # (2 cores) 120..130, the app counted at its end; the first's queue time not again
+    assert (second["queued_s"], second["driver_core_s"], second["held_core_s"],
+            second["apps"]) == (0.0, 20.0, 20.0, 1.0)
+    assert [r["id"] for r in calls[1][0]] == ["a"]
