@@ -19,8 +19,10 @@ from pathlib import Path
 
 
 def event_log_conf(directory: Path) -> dict[str, str]:
+    """One plain JSON file per app (Spark 4 rolls and compresses event logs by default)."""
     directory.mkdir(parents=True, exist_ok=True)
-    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": directory.as_uri()}
+    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": directory.as_uri(),
+            "spark.eventLog.rolling.enabled": "false", "spark.eventLog.compress": "false"}
 
 
 def spark_usage(directory: Path, spark_app_id: str) -> dict:
@@ -33,7 +35,7 @@ def spark_usage(directory: Path, spark_app_id: str) -> dict:
     for line in path.read_text().splitlines():
         ev = json.loads(line)
         kind = ev["Event"]
-        if kind == "SparkListenerExecutorAdded":
+        if kind == "SparkListenerExecutorAdded" and ev["Executor ID"] != "driver":  # local
             added[ev["Executor ID"]] = (ev["Timestamp"] / 1000,
                                        ev["Executor Info"]["Total Cores"])
         elif kind == "SparkListenerExecutorRemoved":
