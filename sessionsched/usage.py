@@ -130,7 +130,7 @@ HOURLY = ("apps", "held_core_s", "busy_core_s", "reclaimed_core_s", "reclaimed_e
           "held_gib_s", "driver_core_s", "driver_gib_s", "queued_s")
 _HELD, _BUSY, _HELD_GIB, _DRIVER, _DRIVER_GIB = (HOURLY.index(k) for k in (
     "held_core_s", "busy_core_s", "held_gib_s", "driver_core_s", "driver_gib_s"))
-QUEUED = HOURLY.index("queued_s")
+APPS, QUEUED = HOURLY.index("apps"), HOURLY.index("queued_s")
 RECLAIMED, RECLAIMED_EXECUTORS = HOURLY.index("reclaimed_core_s"), HOURLY.index(
     "reclaimed_executors")
 

@@ -25,6 +25,7 @@ from sessionsched.service.usage_meter import live_figures
 from sessionsched.store import Store
 from sessionsched.store.usage_hours import live_usage, load_hours
 from sessionsched.usage import (
+    APPS,
     HOURLY,
     QUEUED,
     AppUsage,
@@ -105,6 +106,11 @@ def hourly_lines(store: Store, by: str, since: float, until: float, now: float,
             add(hour, queue, owner, row)
         if state == "ACCEPTED":  # still queued: its wait so far
             for hour, dt in hours_of(submitted_at + u.queued_s, now):
-                add(hour, queue, owner, [dt if i == QUEUED else 0.0 for i in range(len(HOURLY))])
-        add(hour_of(submitted_at), queue, owner, [1.0] + [0.0] * (len(HOURLY) - 1))
+                add(hour, queue, owner, only(QUEUED, dt))
+        add(hour_of(submitted_at), queue, owner, only(APPS, 1.0))
     return [{by: key, **hourly_figures(row)} for key, row in sums.items()]
+
+
+def only(i: int, value: float) -> list[float]:
+    """An ``HOURLY`` row with ``value`` at ``i``, nothing else."""
+    return [value if j == i else 0.0 for j in range(len(HOURLY))]

@@ -45,6 +45,7 @@ from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkSt
 from sessionsched.model import AppSpec, AppState, ReclaimMode
 from sessionsched.text import one_line
 from sessionsched.usage import (
+    APPS,
     COUNTED,
     HOURLY,
     QUEUED,
@@ -242,7 +243,7 @@ class UsageMeter:
         if u.driver_cores == 0 and u.held_core_s == 0:  # ended (killed) before its launch
             self._queued(live, end)
         self._grow(live, end)
-        self._add(hour_of(spec.submitted_at), spec, HOURLY.index("apps"), 1)
+        self._add(hour_of(spec.submitted_at), spec, APPS, 1)
         u.levels(end, 0, 0, 0)
         u.driver(end, -u.driver_cores, -u.driver_mib)
         total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
