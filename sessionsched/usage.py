@@ -19,6 +19,11 @@ What is counted (docs/usage.md has the same definitions for the server):
 
 The counters integrate lazily: each change first adds what the old levels held since the last
 change, so counting costs one multiplication per change and nothing per cycle.
+
+The server also adds the same growth up per hour, queue and user (``HOURLY``, the store's
+``usage_hours`` rows, kept beyond the apps' rows): ``hourly_growth`` splits what the levels
+held over an interval at the hours' edges (the levels are constant over it, so the split is
+exact), and ``hours_of`` does the same for time queued.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MIB_PER_GIB = 1024.0
+HOUR_S = 3600.0
 
 
 @dataclass
@@ -116,3 +122,58 @@ _FIELDS = tuple(AppUsage.__dataclass_fields__)
 # The figures that only grow, as ``AppUsage.counted`` gives them (Prometheus counters' kinds).
 COUNTED = ("held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s", "held_gib_s",
            "driver_core_s", "driver_gib_s")
+
+
+# What one hour of one (queue, user) adds up (the store's ``usage_hours`` columns), in this
+# order: ``apps`` counts the apps submitted in the hour; ``idle_core_s`` is held - busy.
+HOURLY = ("apps", "held_core_s", "busy_core_s", "reclaimed_core_s", "reclaimed_executors",
+          "held_gib_s", "driver_core_s", "driver_gib_s", "queued_s")
+_HELD, _BUSY, _HELD_GIB, _DRIVER, _DRIVER_GIB = (HOURLY.index(k) for k in (
+    "held_core_s", "busy_core_s", "held_gib_s", "driver_core_s", "driver_gib_s"))
+APPS, QUEUED = HOURLY.index("apps"), HOURLY.index("queued_s")
+RECLAIMED, RECLAIMED_EXECUTORS = HOURLY.index("reclaimed_core_s"), HOURLY.index(
+    "reclaimed_executors")
+
+
+def hour_of(t: float) -> float:
+    """The start of the (UTC) hour ``t`` falls in."""
+    return t - t % HOUR_S
+
+
+def hours_of(start: float, end: float) -> list[tuple[float, float]]:
+    """(hour start, seconds of [start, end) inside that hour), earliest first."""
+    out = []
+    while end > start:
+        hour = hour_of(start)
+        cut = min(end, hour + HOUR_S)
+        out.append((hour, cut - start))
+        start = cut
+    return out
+
+
+def hourly_growth(u: AppUsage, now: float) -> list[tuple[float, list[float]]]:
+    """What ``u.at(now)`` will add, per hour: (hour start, ``HOURLY`` figures)."""
+    if not (u.held_cores or u.busy_cores or u.driver_cores or u.held_mib or u.driver_mib):
+        return []
+    out = []
+    for hour, dt in hours_of(u.since, now):
+        row = [0.0] * len(HOURLY)
+        row[_HELD], row[_BUSY] = u.held_cores * dt, u.busy_cores * dt
+        row[_HELD_GIB] = u.held_mib * dt / MIB_PER_GIB
+        row[_DRIVER], row[_DRIVER_GIB] = u.driver_cores * dt, u.driver_mib * dt / MIB_PER_GIB
+        out.append((hour, row))
+    return out
+
+
+def hourly_figures(row: list[float]) -> dict[str, float | int]:
+    """An hour's (or a sum of hours') ``HOURLY`` figures as reported, with ``idle_core_s``."""
+    f = dict(zip(HOURLY, row, strict=True))
+    out: dict[str, float | int] = {"apps": int(round(f.pop("apps")))}
+    for k in ("held_core_s", "busy_core_s"):
+        out[k] = round(f[k], 3)
+    out["idle_core_s"] = round(f["held_core_s"] - f["busy_core_s"], 3)
+    out["reclaimed_core_s"] = round(f["reclaimed_core_s"], 3)
+    out["reclaimed_executors"] = int(round(f["reclaimed_executors"]))
+    for k in ("held_gib_s", "driver_core_s", "driver_gib_s", "queued_s"):
+        out[k] = round(f[k], 3)
+    return out

@@ -22,8 +22,10 @@ def add_parser(subparsers) -> None:
         description="Show what apps used (docs/usage.md): core- and GiB-seconds their "
         "executors held, the part busy running tasks and the part idle, task work lost to "
         "reclaim, their drivers' core- and GiB-seconds and time queued; per app or added up "
-        "per queue or user. Apps count whole if they were in the books at some time between "
-        "--since and --until. A user sees their own apps, an admin everyone's.")
+        "per queue or user. --by app: the apps in the books at some time between --since and "
+        "--until, each counted whole; --by queue|user: the hourly rollup's hours that start "
+        "in the window (from the hour --since falls in). A user sees their own apps, an "
+        "admin everyone's.")
     p.add_argument("--by", choices=("queue", "user", "app"), default="queue",
                    help="one line per queue (default), user or app")
     p.add_argument("--since", metavar="T",

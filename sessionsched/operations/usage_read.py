@@ -1,11 +1,16 @@
 """``GET /api/v1/usage``: what apps used, per app or added up per queue or per user
 (docs/usage.md).
 
-Read straight from the store (every app, also those forgotten from memory): each app's
-``usage`` column (``sessionsched.usage.AppUsage``), counted on to now from its stored levels
-while it lives. The window [since, until) picks the apps that were in the books at some time in
-it (submitted before ``until``, not ended before ``since``); each counts whole, not the part of
-its life inside the window.
+Read straight from the store (every app, also those forgotten from memory).
+
+- ``by=app``: each app's ``usage`` column (``sessionsched.usage.AppUsage``), counted on to now
+  from its stored levels while it lives. The window [since, until) picks the apps that were in
+  the books at some time in it (submitted before ``until``, not ended before ``since``); each
+  counts whole, not the part of its life inside the window.
+- ``by=queue|user``: the hourly rollup (``store/usage_hours``), which outlives the apps' rows:
+  the hours that start inside the window, from the hour ``since`` falls in (a window is whole
+  hours), plus what the live apps used since their last change of level (not in the rollup
+  yet), split at the hours' edges the same way. ``apps``: the apps submitted in those hours.
 
 Times: ``7d``, ``12h``, ``30m``, ``90s``, ``2w`` (that long before now), epoch seconds, or ISO
 8601 (``2026-11-20``, ``2026-11-20T08:00:00Z``; without a zone: UTC).
@@ -18,6 +23,17 @@ from datetime import datetime, timezone
 
 from sessionsched.service.usage_meter import live_figures
 from sessionsched.store import Store
+from sessionsched.store.usage_hours import live_usage, load_hours
+from sessionsched.usage import (
+    APPS,
+    HOURLY,
+    QUEUED,
+    AppUsage,
+    hour_of,
+    hourly_figures,
+    hourly_growth,
+    hours_of,
+)
 
 BY = ("queue", "user", "app")
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
@@ -54,6 +70,8 @@ def usage_lines(store: Store, by: str, since: float, until: float, now: float,
     apps (a non-admin caller's own)."""
     if by not in BY:
         raise ValueError(f"by {by!r}: one of {', '.join(BY)}")
+    if by != "app":
+        return hourly_lines(store, by, since, until, now, user)
     lines: dict[str, dict] = {}
     for r in store.usage_rows(since, until):
         if user is not None and r.user != user:
@@ -61,13 +79,38 @@ def usage_lines(store: Store, by: str, since: float, until: float, now: float,
         figures = live_figures(r.usage, now, r.finished_at)
         if r.state == "ACCEPTED":  # still queued: its queued_s so far
             figures["queued_s"] = round(max(0.0, now - r.submitted_at), 3)
-        if by == "app":
-            lines[r.id] = {"app": r.id, "queue": r.queue, "user": r.user, "state": r.state,
-                           "apps": 1, **figures}
-            continue
-        key = r.queue if by == "queue" else r.user
-        line = lines.setdefault(key, {by: key, "apps": 0})
-        line["apps"] += 1
-        for k, v in figures.items():
-            line[k] = round(line.get(k, 0) + v, 3)
+        lines[r.id] = {"app": r.id, "queue": r.queue, "user": r.user, "state": r.state,
+                       "apps": 1, **figures}
     return list(lines.values())
+
+
+def hourly_lines(store: Store, by: str, since: float, until: float, now: float,
+                 user: str | None = None) -> list[dict]:
+    """One dict per queue or user (``by``), in order of its first hour in the window: the
+    rollup's hours starting in [hour of ``since``, ``until``) and the live apps' part not in it
+    yet (module doc)."""
+    first = hour_of(since)
+    sums: dict[str, list[float]] = {}
+
+    def add(hour: float, queue: str, owner: str, row) -> None:
+        if first <= hour < until and (user is None or owner == user):
+            total = sums.setdefault(queue if by == "queue" else owner, [0.0] * len(HOURLY))
+            for i, v in enumerate(row):
+                total[i] += v
+
+    for h in load_hours(store, first, until):
+        add(h.hour, h.queue, h.user, h.figures)
+    for queue, owner, state, submitted_at, column in live_usage(store):
+        u = AppUsage.from_json(column)
+        for hour, row in hourly_growth(u, now):
+            add(hour, queue, owner, row)
+        if state == "ACCEPTED":  # still queued: its wait so far
+            for hour, dt in hours_of(submitted_at + u.queued_s, now):
+                add(hour, queue, owner, only(QUEUED, dt))
+        add(hour_of(submitted_at), queue, owner, only(APPS, 1.0))
+    return [{by: key, **hourly_figures(row)} for key, row in sums.items()]
+
+
+def only(i: int, value: float) -> list[float]:
+    """An ``HOURLY`` row with ``value`` at ``i``, nothing else."""
+    return [value if j == i else 0.0 for j in range(len(HOURLY))]

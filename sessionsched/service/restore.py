@@ -39,6 +39,7 @@ from sessionsched.service.reads import AppRead
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
+from sessionsched.service.usage_meter import UsageMeter
 from sessionsched.service.watch import GONE, ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp
 from sessionsched.store.decayed import DecayedRecord, load_decayed
@@ -60,10 +61,11 @@ class Restored:
 
 
 def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention: Retention,
-            sessions: SessionWatch, write: Callable[[list[dict], list[EventRecord]], None],
+            sessions: SessionWatch, write: Callable[[list[dict], list[EventRecord], dict], None],
             now: float) -> Restored:
-    """Load the books; ``write(changes, rows)`` commits the FAILED states of drivers that did
-    not survive (and returns once committed)."""
+    """Load the books; ``write(changes, rows, hours)`` commits the FAILED states of drivers
+    that did not survive, their usage counted to that end from the levels stored (``hours``:
+    what that adds to the hourly rollup), and returns once committed."""
     out = Restored()
     for app in store.load_last_ended(retention.limit):
         out.final[app.id] = AppRead.stored(app)
@@ -122,11 +124,15 @@ def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention
         ))
     rows += [EventRecord(i, now, "adopted", "re-adopted after a scheduler restart")
              for i in adopted]
+    meter = UsageMeter({app.id: app.spec for app, _ in failed}.get)
     for app, why in failed:
-        changes.append({"id": app.id, "state": AppState.FAILED, "reason": why, "finished_at": now})
+        change = {"id": app.id, "state": AppState.FAILED, "reason": why, "finished_at": now}
+        if (column := meter.ended_unseen(app.id, app.usage, AppState.FAILED, now)) is not None:
+            change["usage"] = column
+        changes.append(change)
         rows.append(EventRecord(app.id, now, "state", f"{app.state.value} -> FAILED: {why}"))
     if rows or changes:
-        write(changes, rows)
+        write(changes, rows, meter.take_hours())
     for app, why in failed:
         ended = replace(app, state=AppState.FAILED, reason=why, finished_at=now)
         out.final[app.id] = AppRead.stored(ended)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from datetime import datetime
@@ -54,10 +54,11 @@ from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.service.restore import restore, restore_decayed
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
-from sessionsched.service.usage_meter import MeterThread, UsageMeter
+from sessionsched.service.usage_meter import HourKey, MeterThread, UsageMeter
 from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp, Writer
 from sessionsched.store.decayed import DecayedRecord, save_decayed
+from sessionsched.store.usage_hours import add_hours
 from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.service")
@@ -95,7 +96,8 @@ class Service:
             master=backend.master or config.cluster.master))
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
         self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage.totals)
-        self.usage_thread = MeterThread(self.usage, lambda rows: self.write(rows, []))
+        self.usage_thread = MeterThread(self.usage,
+                                        lambda rows, hours: self.write(rows, [], hours=hours))
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock,
                               server.agent_keepalive_s)
@@ -148,7 +150,8 @@ class Service:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.writer.start()
         restored = restore(self.store, self.watch, self.registry, self.retention,
-                           self.sessions, lambda c, r: self.write(c, r).result(60), self.clock())
+                           self.sessions, lambda c, r, h: self.write(c, r, hours=h).result(60),
+                           self.clock())
         restore_decayed(self.store, self.engine)
         self.reads.publish(final=restored.final)
         for app_id, column in restored.usage.items():
@@ -367,14 +370,16 @@ class Service:
     # --- the store ------------------------------------------------------------------------------
 
     def write(self, changes: list[dict], rows: list[EventRecord],
-              decayed: Sequence[DecayedRecord] = ()) -> Future:
-        """Column changes (dicts with ``id``), audit rows and decayed fair-share entries, in
-        one commit of the writer."""
+              decayed: Sequence[DecayedRecord] = (),
+              hours: Mapping[HourKey, list[float]] | None = None) -> Future:
+        """Column changes (dicts with ``id``), audit rows, decayed fair-share entries and what
+        to add to the hourly usage rollup, in one commit of the writer."""
 
         def job(session) -> None:
             self.store.update_apps(session, changes)
             self.store.add_events(session, rows)
             save_decayed(session, decayed)
+            add_hours(session, hours or {})
 
         return self.writer.submit(job)
 

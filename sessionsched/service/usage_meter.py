@@ -11,10 +11,13 @@ changes only the apps they name (no scan of the books), on a thread of its own
   levels hold until the next report, so held and busy core-seconds are exact to one report
   (a heartbeat, 1 s by default); an executor partly busy counts as busy whole.
 - ``STARTING`` (the launch) puts the driver's cores and memory on, an end takes everything off.
-- a ``Reclaim`` that kills (mode ``kill``) executors the last report called busy counts those
-  executors (``reclaimed_executors``) and, as lost work, their cores from the first of the
-  unbroken run of reports that called them busy up to the kill (``reclaimed_core_s``, an upper
-  bound: the killed tasks' own start times are the agent's, not reported).
+- a ``Reclaim`` that kills (mode ``kill``, also the scheduler's kill at a decommission's
+  deadline) executors the last report called busy counts those executors
+  (``reclaimed_executors``) and, as lost work, their cores from the first of the unbroken run
+  of reports that called them busy up to the kill (``reclaimed_core_s``, an upper bound: the
+  killed tasks' own start times are the agent's, not reported). A decommissioned executor that
+  a report finds gone at or after its deadline, busy at the report before, counts the same:
+  the agent killed it at the deadline on its own clock, before the scheduler's order.
 - ``queued_s``: from the submission to the launch (``STARTING``), or to the end of an app
   killed while it waited.
 
@@ -23,6 +26,8 @@ step's facts, and the thread writes the changed figures (the app's ``usage`` col
 later, so a kill -9 loses at most the last cycles' changes of level; ``restore`` reads the
 columns back and a restarted server counts on from the levels stored (the cluster kept the
 executors meanwhile).
+The same growth is added up per hour, queue and user (``take_hours``), written with the
+columns in one transaction (the store's ``usage_hours`` rollup, ``store/usage_hours.py``).
 When an app ends, one line ``SESSIONSCHED_APP_SUMMARY`` goes to the ``sessionsched.usage``
 log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
 """
@@ -39,7 +44,20 @@ from dataclasses import dataclass, field
 from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, ReclaimMode
 from sessionsched.text import one_line
-from sessionsched.usage import COUNTED, AppUsage
+from sessionsched.usage import (
+    APPS,
+    COUNTED,
+    HOURLY,
+    QUEUED,
+    RECLAIMED,
+    RECLAIMED_EXECUTORS,
+    AppUsage,
+    hour_of,
+    hourly_growth,
+    hours_of,
+)
+
+HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
 
 log = logging.getLogger("sessionsched.usage")
 
@@ -52,6 +70,7 @@ class _Live:
     usage: AppUsage
     spec: AppSpec
     busy: dict[str, float] = field(default_factory=dict)  # busy executor id -> reported at
+    deadlines: dict[str, float] = field(default_factory=dict)  # decommissioned -> kill at
 
 
 class UsageMeter:
@@ -67,6 +86,7 @@ class UsageMeter:
         self._ended: dict[tuple[str, str], list[float]] = {}  # (queue, user) -> COUNTED sums
         self._reported: dict[tuple[str, str], list[float]] = {}
         self._scrape = threading.Lock()
+        self._hours: dict[HourKey, list[float]] = {}  # counted, not yet taken (``take_hours``)
 
     def restore(self, app_id: str, stored: dict | None) -> None:
         """A live app read back from the store at a restart or a takeover."""
@@ -102,9 +122,39 @@ class UsageMeter:
         for d in decisions:
             if isinstance(d, Reclaim) and d.mode is ReclaimMode.KILL:
                 self._killed(now, d, changed)
+            elif isinstance(d, Reclaim) and d.mode is ReclaimMode.DECOMMISSION and d.deadline:
+                if (live := self._live(d.app_id)) is not None:
+                    live.deadlines.update(dict.fromkeys(d.executor_ids, d.deadline))
             elif isinstance(d, MarkState):
                 self._state(now, d, changed)
         return {app_id: u.to_json() for app_id, u in changed.items()}
+
+    def take_hours(self) -> dict[HourKey, list[float]]:
+        """What the steps since the last call added per hour, queue and user (``HOURLY``):
+        to be added to the store's rollup with the columns ``step`` returned."""
+        hours, self._hours = self._hours, {}
+        return hours
+
+    def _add(self, hour: float, spec: AppSpec, i: int, value: float) -> None:
+        row = self._hours.setdefault((hour, spec.queue, spec.user), [0.0] * len(HOURLY))
+        row[i] += value
+
+    def _grow(self, live: _Live, t: float) -> None:
+        """Count the levels up to ``t``, the hours' rollup too: before any change of level."""
+        for hour, grown in hourly_growth(live.usage, t):
+            row = self._hours.setdefault((hour, live.spec.queue, live.spec.user),
+                                         [0.0] * len(HOURLY))
+            for i, v in enumerate(grown):
+                row[i] += v
+        live.usage.at(t)
+
+    def _queued(self, live: _Live, until: float) -> None:
+        """Queued from the submission until ``until``: ``queued_s`` set, its hours added."""
+        u, submitted = live.usage, live.spec.submitted_at
+        queued = max(0.0, until - submitted)
+        for hour, dt in hours_of(submitted + u.queued_s, submitted + queued):
+            self._add(hour, live.spec, QUEUED, dt)
+        u.queued_s = max(u.queued_s, queued)
 
     def _live(self, app_id: str) -> _Live | None:
         live = self._apps.get(app_id)
@@ -125,8 +175,19 @@ class UsageMeter:
         u = live.usage
         # The same levels (another executor, the same count): nothing to count or write.
         if held != u.held_cores or busy_cores != u.busy_cores:
+            self._grow(live, now)
             u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
             changed[ev.app_id] = u
+        if live.deadlines:
+            # A decommissioned executor gone busy at or after its deadline was killed there
+            # (by the agent, on its own clock, before the scheduler's kill order could be):
+            # its task was lost. Gone before it: it left gracefully, its task done.
+            alive = {e.executor_id for e in ev.executors}
+            for eid in [eid for eid in live.deadlines if eid not in alive]:
+                deadline = live.deadlines.pop(eid)
+                since = live.busy.pop(eid, None)
+                if since is not None and now >= deadline:
+                    self._lose(live, now, since, changed)
         if busy or live.busy:
             live.busy = {eid: live.busy.get(eid, now) for eid in busy}
 
@@ -135,10 +196,18 @@ class UsageMeter:
         if live is None:
             return
         for eid in d.executor_ids:
+            live.deadlines.pop(eid, None)
             since = live.busy.pop(eid, None)
             if since is not None:
-                live.usage.reclaimed((now - since) * live.spec.executor.cores)
-                changed[d.app_id] = live.usage
+                self._lose(live, now, since, changed)
+
+    def _lose(self, live: _Live, now: float, since: float, changed: dict) -> None:
+        """A busy executor killed by a reclaim: its cores since ``since`` were work lost."""
+        lost = (now - since) * live.spec.executor.cores
+        live.usage.reclaimed(lost)
+        self._add(hour_of(now), live.spec, RECLAIMED, lost)
+        self._add(hour_of(now), live.spec, RECLAIMED_EXECUTORS, 1)
+        changed[live.spec.app_id] = live.usage
 
     def _state(self, now: float, d: MarkState, changed: dict) -> None:
         if d.state is not AppState.STARTING and not d.state.terminal:
@@ -150,12 +219,31 @@ class UsageMeter:
         u = changed[d.app_id] = live.usage
         if d.state is AppState.STARTING:
             at = d.at or now
-            u.queued_s = max(0.0, at - spec.submitted_at)
+            self._queued(live, at)
+            self._grow(live, at)
             u.driver(at, spec.driver.cores - u.driver_cores, spec.driver.mem_mib - u.driver_mib)
             return
-        end = d.at or now
+        self._end(live, d.app_id, d.state, d.at or now)
+
+    def ended_unseen(self, app_id: str, stored: dict | None, state: AppState,
+                     end: float) -> dict | None:
+        """An app that ended while no scheduler counted it (a restart found its driver gone):
+        counted from the levels ``stored`` to ``end`` (an upper bound of what it held
+        meanwhile), levels off; its new usage column (None for an unknown app). Its hours
+        go to ``take_hours``."""
+        self.restore(app_id, stored)
+        live = self._apps.get(app_id)
+        if live is None:
+            return None
+        self._end(live, app_id, state, end)
+        return live.usage.to_json()
+
+    def _end(self, live: _Live, app_id: str, state: AppState, end: float) -> None:
+        spec, u = live.spec, live.usage
         if u.driver_cores == 0 and u.held_core_s == 0:  # ended (killed) before its launch
-            u.queued_s = max(0.0, end - spec.submitted_at)
+            self._queued(live, end)
+        self._grow(live, end)
+        self._add(hour_of(spec.submitted_at), spec, APPS, 1)
         u.levels(end, 0, 0, 0)
         u.driver(end, -u.driver_cores, -u.driver_mib)
         total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
@@ -163,8 +251,8 @@ class UsageMeter:
         with self._scrape:  # never seen by a scrape both live and ended
             for i, v in enumerate(counted):
                 total[i] += v
-            del self._apps[d.app_id]
-        log.info("%s", summary_line(d.app_id, spec, d.state, end, u))
+            del self._apps[app_id]
+        log.info("%s", summary_line(app_id, spec, state, end, u))
 
 
 _STOP = object()
@@ -178,12 +266,15 @@ class MeterThread:
     down, or this scheduler no longer leads) is sent again with the next batch. Only committed
     cycles are counted, so a rewound cycle (its commit failed) is never counted twice."""
 
-    def __init__(self, meter: UsageMeter, write: Callable[[list[dict]], Future]):
+    def __init__(self, meter: UsageMeter,
+                 write: Callable[[list[dict], dict[HourKey, list[float]]], Future]):
         self.meter = meter
         self._write = write
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._pending: dict[str, dict] = {}  # app id -> usage column not yet on disk
+        self._hours: dict[HourKey, list[float]] = {}  # hours' growth not yet on disk
         self._failing = False
+        self._inflight: tuple[Future, dict, dict] | None = None  # (write, its columns, hours)
         self._thread = threading.Thread(target=self._loop, name="usage-meter", daemon=True)
 
     def start(self) -> None:
@@ -220,6 +311,7 @@ class MeterThread:
                         self._pending.update(self.meter.step(*item))
                     except Exception:  # noqa: BLE001 - counting must go on
                         log.exception("usage: could not count a cycle's facts")
+                    add_hours(self._hours, self.meter.take_hours())
             self._flush()
             for marker in markers:
                 marker.set()
@@ -227,19 +319,48 @@ class MeterThread:
                 return
 
     def _flush(self) -> None:
-        if not self._pending:
+        if self._inflight is not None and not self._settle(0.0):
+            return  # the last write is still in doubt: its hours must not be sent twice
+        if not self._pending and not self._hours:
             return
-        rows = [{"id": app_id, "usage": column} for app_id, column in self._pending.items()]
+        sent, hours = self._pending, self._hours
+        self._pending, self._hours = {}, {}
+        rows = [{"id": app_id, "usage": column} for app_id, column in sent.items()]
+        self._inflight = (self._write(rows, hours), sent, hours)
+        self._settle(COMMIT_TIMEOUT_S)
+
+    def _settle(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the write in flight; True once it has an outcome. A
+        failed one's columns and hours are put back, to go with the next write (the columns
+        counted since are newer; the hours add up). One with no outcome yet (the store's
+        writer waits to learn whether a commit went through) is waited for, never sent
+        again: the hours are added to the store's rows, twice if sent twice."""
+        future, sent, hours = self._inflight
         try:
-            self._write(rows).result(COMMIT_TIMEOUT_S)
+            future.result(timeout_s)
         except Exception as e:  # noqa: BLE001 - kept, sent again with the next batch
+            if not future.done():
+                return False
+            self._pending = {**sent, **self._pending}
+            add_hours(self._hours, hours)
             if not self._failing:
                 log.warning("usage: could not store the usage of %d app(s) (%s); tried again "
-                            "with the next cycles", len(rows), one_line(str(e)))
+                            "with the next cycles", len(sent), one_line(str(e)))
             self._failing = True
-            return
-        self._failing = False
-        self._pending.clear()
+        else:
+            self._failing = False
+        self._inflight = None
+        return True
+
+
+def add_hours(into: dict[HourKey, list[float]], more: dict[HourKey, list[float]]) -> None:
+    for key, row in more.items():
+        have = into.get(key)
+        if have is None:
+            into[key] = list(row)
+        else:
+            for i, v in enumerate(row):
+                have[i] += v
 
 
 def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:

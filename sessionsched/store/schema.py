@@ -129,3 +129,24 @@ class DecayedRow(Base):
     past_cores: Mapped[float] = mapped_column(Float)
     since: Mapped[float] = mapped_column(Float)
     cores: Mapped[float] = mapped_column(Float)
+
+
+class UsageHourRow(Base):
+    """What the apps of one (queue, user) used in one hour (``sessionsched.usage.HOURLY``),
+    added to by the usage meter with each write of the apps' usage columns: the rollup that
+    stays when app rows go, and what ``--by queue|user`` windows add up."""
+
+    __tablename__ = "usage_hours"
+
+    hour: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds, UTC hour
+    queue: Mapped[str] = mapped_column(String(256), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128), primary_key=True)
+    apps: Mapped[float] = mapped_column(Float, default=0.0)
+    held_core_s: Mapped[float] = mapped_column(Float, default=0.0)
+    busy_core_s: Mapped[float] = mapped_column(Float, default=0.0)
+    reclaimed_core_s: Mapped[float] = mapped_column(Float, default=0.0)
+    reclaimed_executors: Mapped[float] = mapped_column(Float, default=0.0)
+    held_gib_s: Mapped[float] = mapped_column(Float, default=0.0)
+    driver_core_s: Mapped[float] = mapped_column(Float, default=0.0)
+    driver_gib_s: Mapped[float] = mapped_column(Float, default=0.0)
+    queued_s: Mapped[float] = mapped_column(Float, default=0.0)

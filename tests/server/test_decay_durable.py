@@ -1,7 +1,8 @@
 """Decayed fair share survives a restart, a ``kill -9`` and a takeover (issue 25): the store
 keeps each queue's and user's decayed usage (``engine.arbitration.decay``), the service puts
 it back before its first cycle, and ``GET /api/v1/queues`` shows the same numbers before and
-after (to within the decay of the seconds the restart took)."""
+after (to within the decay of the seconds the restart took). The hourly usage rollup
+(``GET /api/v1/usage?by=queue|user``, docs/usage.md) too: the same figures after."""
 
 from __future__ import annotations
 
@@ -94,6 +95,25 @@ def assert_kept(before: dict, after: dict) -> None:
             assert 0.93 * d <= after[name][1][user] <= d, (name, user)
 
 
+def usage_settled(url: str) -> dict:
+    """Once the ended app's last figures are written (the meter writes a moment after the
+    cycle: by app and by queue then agree), the queue and user lines."""
+    def get(by: str) -> list[dict]:
+        return httpx.get(f"{url}/api/v1/usage", params={"by": by}, timeout=10).json()
+
+    def settled() -> dict | None:
+        apps, queues = get("app"), {q["queue"]: q for q in get("queue")}
+        held = queues.get("root.b", {}).get("held_core_s", -1.0)
+        if abs(held - sum(a["held_core_s"] for a in apps)) > 0.01:
+            return None
+        return {"queue": queues, "user": {u["user"]: u for u in get("user")}}
+
+    lines = wait_until(settled, 30, "the ended app's usage written")
+    # 4 one-core tasks of 20 s, seen a report late at most
+    assert lines["queue"]["root.b"]["held_core_s"] >= 0.9 * 4 * 20
+    return lines
+
+
 def _kill9(server: ServerProcess) -> None:
     if server.proc.poll() is None:
         os.killpg(server.proc.pid, signal.SIGKILL)
@@ -108,11 +128,13 @@ def test_decayed_usage_survives_a_kill_9(tmp_path):
     try:
         before = burn_then_read(server.url)
         assert before["root.b"][0] > 0.05, before  # 5 cores x 20 s at a 600 s half-life
+        usage_before = usage_settled(server.url)
     finally:
         _kill9(server)
     server = ServerProcess.start(config, tmp_path / "second")
     try:
         assert_kept(before, decayed(queues_of(server.url)))
+        assert usage_settled(server.url) == usage_before
     finally:
         server.stop()
 
@@ -127,6 +149,7 @@ def test_decayed_usage_survives_a_takeover(pg_server, tmp_path):
     try:
         before = burn_then_read(a.url)
         assert before["root.b"][0] > 0.05, before
+        usage_before = usage_settled(a.url)
         b = ServerProcess.start(serve_config(tmp_path / "b", port_b, db_url=db_url,
                                              standby=True), tmp_path / "b")
         wait_until(lambda: httpx.get(f"{b.url}/api/v1/health", timeout=5).json()["leader"],
@@ -136,6 +159,7 @@ def test_decayed_usage_survives_a_takeover(pg_server, tmp_path):
         wait_until(lambda: httpx.get(f"{b.url}/api/v1/health", timeout=5).json()["role"]
                    == "leader", 30, "the standby to take over")
         assert_kept(before, decayed(queues_of(b.url)))
+        assert usage_settled(b.url) == usage_before
     finally:
         for server in (a, b):
             if server is not None:

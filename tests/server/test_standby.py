@@ -183,6 +183,17 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
             else:
                 assert now["held_core_s"] >= was["held_core_s"], app_id
                 assert now["driver_core_s"] >= was["driver_core_s"], app_id
+        # The hourly rollup lost nothing and counted nothing twice across the kill -9 and the
+        # takeover: every app has ended, and once the meter wrote the last end the queues'
+        # lines add up to the apps' (each app line rounded to the millisecond).
+        def rolled_up() -> list[dict] | None:
+            lines = httpx.get(f"{b.url}/api/v1/usage", params={"by": "queue"}, timeout=10).json()
+            return lines if sum(q["apps"] for q in lines) == len(usage_after) else None
+
+        lines = wait_until(rolled_up, 30, "the queues' lines to count every app")
+        for kind in ("held_core_s", "busy_core_s", "driver_core_s", "queued_s"):
+            assert sum(q[kind] for q in lines) == pytest.approx(
+                sum(u[kind] for u in usage_after.values()), abs=0.001 * len(usage_after)), kind
     finally:
         for server in (a, b):
             if server is not None:

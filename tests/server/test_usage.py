@@ -103,16 +103,21 @@ def test_a_restart_counts_on_from_what_the_store_kept(stepped):
         for _ in range(10):
             s.cycle(STEP_S)
         before = of(usage(s), app_id)
+        (queue_before,) = usage(s, "queue")
     with stepped() as s:  # the same scheduler restarted: the cluster ran on meanwhile
         s.cycle()
         after = of(usage(s), app_id)
-        assert after["held_core_s"] == pytest.approx(before["held_core_s"], abs=4 * STEP_S)
-        assert after["busy_core_s"] >= before["busy_core_s"] > 0
+        (queue_after,) = usage(s, "queue")
+        for line, was in ((after, before), (queue_after, queue_before)):
+            assert line["held_core_s"] == pytest.approx(was["held_core_s"], abs=4 * STEP_S)
+            assert line["busy_core_s"] >= was["busy_core_s"] > 0
         s.until(app_id, "FINISHED", step_s=STEP_S, cycles=200)
         got, real = of(usage(s), app_id), truth(s, app_id)
+        (queue,) = usage(s, "queue")  # the hourly rollup: the same figures
     assert real["busy_core_s"] == 4 * 20
     for kind in ("held_core_s", "busy_core_s", "driver_core_s"):
         assert got[kind] == pytest.approx(real[kind], abs=4 * STEP_S), kind
+        assert queue[kind] == pytest.approx(got[kind], abs=0.01), kind
 
 
 def test_a_queued_app_shows_its_wait_so_far_and_the_launch_fixes_it(stepped):
@@ -131,3 +136,28 @@ def test_a_queued_app_shows_its_wait_so_far_and_the_launch_fixes_it(stepped):
         ended = of(usage(s), second)
     assert launched - submitted > 10  # it waited for the first's 10 s task
     assert ended["queued_s"] == pytest.approx(launched - submitted)
+
+
+def test_queue_and_user_lines_count_the_hours_inside_the_window(stepped):
+    with stepped() as s:
+        edge = s.clock.now - s.clock.now % 3600 + 3600  # the next hour starts here
+        app_id = s.submit("long", **{WORK: "1x4000"})  # one 1-core task across the edge
+        s.until_true(lambda: s.clock.now > edge + 600, "past the hour's edge", 100.0, 100)
+        # while it runs: the live app's part since its last report counts too
+        live = of(usage(s), app_id)
+        (whole,) = usage(s, "queue")
+        assert whole["held_core_s"] == pytest.approx(live["held_core_s"], abs=0.01)
+        s.until(app_id, "FINISHED", step_s=100.0)
+        app = of(usage(s), app_id)
+        (whole,) = usage(s, "queue")
+        (before,) = usage(s, "queue", until=str(edge))
+        (after,) = usage(s, "user", since=str(edge))
+        (inside,) = usage(s, "queue", since=str(edge - 1), until=str(edge))  # the hour before
+    for kind in ("held_core_s", "busy_core_s", "driver_core_s", "queued_s"):
+        assert whole[kind] == pytest.approx(app[kind], abs=0.01), kind
+        assert before[kind] + after[kind] == pytest.approx(app[kind], abs=0.01), kind
+        assert inside[kind] == before[kind], kind  # a window is whole hours
+    # the task started within a few 100 s cycles of the submission, 800 s into the hour
+    started = edge - 2800
+    assert 3600 - 800 - 300 <= before["busy_core_s"] <= edge - started
+    assert (before["apps"], after["apps"], whole["apps"]) == (1, 0, 1)  # submitted before

@@ -2,14 +2,11 @@
 
     sleepy_job.py --tasks N --seconds S [--until PATH] [--detach-agent-at E] [--linger-s L]
 
-Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ..., "spark": {...}}``: the
-job's result (the sum of the task indexes, so a lost or duplicated task shows), the number of
-failed task attempts over the job's stages (a task killed with its executor is one; a
-gracefully decommissioned executor leaves none), and what Spark's own status store says the
-app's executors did (its UI's REST API, read before the SparkContext stops): ``held_core_s``
-(each executor's cores x from its ``addTime`` to its ``removeTime``, or now), ``task_s``
-(the executors' ``totalDuration``: every task's run time, failed ones included) and
-``lost_task_s`` (the run time of task attempts that failed with ``ExecutorLostFailure``).
+Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ...}``: the job's result (the
+sum of the task indexes, so a lost or duplicated task shows) and the number of failed task
+attempts over the job's stages (a task killed with its executor is one; a gracefully
+decommissioned executor leaves none). What the executors did, as Spark records it, the tests
+read from the app's event log once it has ended (``tests/agent/spark_eventlog.py``).
 
 ``--until PATH`` ends each task's sleep early once the file PATH exists (the test creates it):
 the tasks are busy for exactly as long as the test needs them busy, S only bounds it. The
@@ -26,8 +23,6 @@ import os
 import sys
 import threading
 import time
-import urllib.request
-from datetime import datetime
 
 from pyspark.sql import SparkSession
 
@@ -40,36 +35,6 @@ def detach_at(sc, executors: int) -> None:
         time.sleep(0.2)
     detach(release=False)
     print(f"AGENT detached at {executors} executors", flush=True)
-
-
-def _get(sc, path: str):
-    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/{path}"
-    with urllib.request.urlopen(url, timeout=30) as r:
-        return json.load(r)
-
-
-def _epoch(stamp: str) -> float:
-    return datetime.strptime(stamp.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
-
-
-def spark_usage(sc, stage_ids) -> dict:
-    """What Spark's status store says the executors did (module doc)."""
-    now = time.time()
-    held = task_ms = 0.0
-    for e in _get(sc, "allexecutors"):
-        if e["id"] == "driver":
-            continue
-        end = _epoch(e["removeTime"]) if e.get("removeTime") else now
-        held += e["totalCores"] * (end - _epoch(e["addTime"]))
-        task_ms += e["totalDuration"]
-    lost_ms = 0.0
-    for stage_id in stage_ids:
-        for attempt in _get(sc, f"stages/{stage_id}"):
-            tasks = _get(sc, f"stages/{stage_id}/{attempt['attemptId']}/taskList"
-                             "?status=failed&length=100000")
-            lost_ms += sum(t.get("duration", 0) for t in tasks
-                           if "ExecutorLostFailure" in (t.get("errorMessage") or ""))
-    return {"held_core_s": round(held, 3), "task_s": task_ms / 1000, "lost_task_s": lost_ms / 1000}
 
 
 def sleeper(seconds: float, until: str | None):
@@ -101,14 +66,11 @@ def main() -> int:
         sleeper(args.seconds, args.until)).sum()
     tracker = sc.statusTracker()
     failed = 0
-    stage_ids = []
     for job_id in tracker.getJobIdsForGroup("work"):
         for stage_id in tracker.getJobInfo(job_id).stageIds:
             failed += tracker.getStageInfo(stage_id).numFailedTasks
-            stage_ids.append(stage_id)
     report = {"result": result, "failed_tasks": failed,
-              "seconds": round(time.monotonic() - started, 1),
-              "spark": spark_usage(sc, stage_ids)}
+              "seconds": round(time.monotonic() - started, 1)}
     print("REPORT " + json.dumps(report), flush=True)
     time.sleep(args.linger_s)
     spark.stop()

@@ -1,0 +1,54 @@
+"""What Spark's own records say an app's executors did, over the app's whole life: its event
+log (``spark.eventLog.enabled``), the record Spark's history server rebuilds its status store
+from, read once the app has ended (the live status store, read by the app itself before its
+SparkContext stops, misses the executors' last seconds: they go with the stop).
+
+- ``held_core_s``: each executor's cores x from its ``SparkListenerExecutorAdded`` to its
+  ``SparkListenerExecutorRemoved`` (or the ``SparkListenerApplicationEnd``: executors the stop
+  takes down are not always logged as removed);
+- ``task_s``: every task attempt's run time (launch to finish), failed ones included;
+- ``lost_task_s``: the run time of the attempts that ended with ``ExecutorLostFailure`` (their
+  executor killed under them);
+- ``executors``: how many there were.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def event_log_conf(directory: Path) -> dict[str, str]:
+    """One plain JSON file per app (Spark 4 rolls and compresses event logs by default)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": directory.as_uri(),
+            "spark.eventLog.rolling.enabled": "false", "spark.eventLog.compress": "false"}
+
+
+def spark_usage(directory: Path, spark_app_id: str) -> dict:
+    """The figures of the ended app ``spark_app_id`` from its event log in ``directory``."""
+    (path,) = [p for p in directory.iterdir() if p.name.startswith(spark_app_id)]
+    added: dict[str, tuple[float, int]] = {}
+    removed: dict[str, float] = {}
+    task_s = lost_s = 0.0
+    end = None
+    for line in path.read_text().splitlines():
+        ev = json.loads(line)
+        kind = ev["Event"]
+        if kind == "SparkListenerExecutorAdded" and ev["Executor ID"] != "driver":  # local
+            added[ev["Executor ID"]] = (ev["Timestamp"] / 1000,
+                                       ev["Executor Info"]["Total Cores"])
+        elif kind == "SparkListenerExecutorRemoved":
+            removed[ev["Executor ID"]] = ev["Timestamp"] / 1000
+        elif kind == "SparkListenerTaskEnd":
+            info = ev["Task Info"]
+            run_s = (info["Finish Time"] - info["Launch Time"]) / 1000
+            task_s += run_s
+            if ev["Task End Reason"].get("Reason") == "ExecutorLostFailure":
+                lost_s += run_s
+        elif kind == "SparkListenerApplicationEnd":
+            end = ev["Timestamp"] / 1000
+    assert end is not None, f"{path} has no application end: the app has not ended"
+    held = sum(cores * (removed.get(eid, end) - at) for eid, (at, cores) in added.items())
+    return {"held_core_s": round(held, 3), "task_s": round(task_s, 3),
+            "lost_task_s": round(lost_s, 3), "executors": len(added)}
