@@ -65,9 +65,9 @@ CASES = {
     "freed room is given to nobody else while the gang reserves (a new app shares the rest)": (
         TWO, 8, [running("a", "q", 4, demand=8), running("b", "o", 4, demand=8)],
         [(1, [("submit", app("g").queue("q").gang(4))], {"held": {"g": 0}}),
-         (2, [release("b", 1)], {"held": {"g": 3}, "targets": {"a": (3, 3), "b": (1, 1)}}),
+         (2, [release("b", 1)], {"held": {"g": 3}, "targets": {"a": (4, 4), "b": (1, 1)}}),
          (3, [("submit", app("c").queue("o"))],
-          {"launched": ["c"], "held": {"g": 3}, "targets": {"a": (3, 3), "b": (1, 1)}})]),
+          {"launched": ["c"], "held": {"g": 3}, "targets": {"a": (4, 4), "b": (1, 1)}})]),
     "a finished app's room goes to the gang": (
         TWO, 8, [running("a", "q", 4), running("b", "o", 4)],
         [(1, [("submit", app("g").queue("q").gang(4))], {"held": {"g": 0}}),
@@ -126,7 +126,7 @@ CASES = {
     "a killed gang's room is back at once": (
         TWO, 8, [running("a", "q", 4), running("b", "o", 4, demand=8)],
         [(1, [("submit", app("g").queue("q").gang(6))], {"held": {"g": 0}}),
-         (2, [release("a", 2)], {"held": {"g": 2}, "targets": {"a": (1, 1), "b": (1, 1)}}),
+         (2, [release("a", 2)], {"held": {"g": 2}, "targets": {"a": (2, 2), "b": (4, 4)}}),
          (3, [KillRequested("g")], {"held": {"g": None}, "marked": [("g", "KILLED")],
                                     "targets": {"a": (2, 2), "b": (6, 6)}})]),
     "an in-cluster driver in another queue may not start in reserved room": (
