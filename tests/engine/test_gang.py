@@ -83,7 +83,7 @@ CASES = {
         [(1, [("submit", app("g").queue("q").gang(6, timeout_s=60, style="hard"))],
           {"held": {"g": 0}, "wakeup": None}),
          (10, [release("b", 1)], {"held": {"g": 3}, "wakeup": 70.0,
-                                  "reason": {"g": "timeout (hard) runs out at 70"}}),
+                                  "reason": {"g": "60s timeout (hard) runs since the first"}}),
          (69.9, [], {"held": {"g": 3}, "marked": []}),
          (70, [], {"marked": [("g", "FAILED")], "held": {"g": None},
                    "reason": {"g": "gang of 6 executor(s) not whole after its 60s timeout "
