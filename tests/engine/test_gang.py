@@ -36,8 +36,9 @@ from sessionsched.engine import (
 from sessionsched.model import AppState
 
 
-def running(app_id: str, queue: str, held: int, demand: int | None = None) -> tuple:
-    return (app_id, queue, held, held if demand is None else demand)
+def running(app_id: str, queue: str, held: int, demand: int | None = None,
+            floor: int = 0) -> tuple:
+    return (app_id, queue, held, held if demand is None else demand, floor)
 
 
 def release(app_id: str, n: int) -> tuple:
@@ -142,16 +143,26 @@ CASES = {
                                  "reason": {"g": "(1 of 3 executor(s), its driver)"}}),
          (3, [release("b", 0)], {"held": {"g": 4}, "launched": []}),
          (4, [release("a", 3)], {"launched": ["g"]})]),
+    "whole, it still waits for max_cores on its path beside the floors there": (
+        (leaf("q", max_cores=6), leaf("o")), 12, [running("a", "q", 4, floor=4)],
+        [(1, [("submit", app("g").queue("q").gang(3))],
+          {"held": {"g": 3}, "wait": {"g": "queue_max_cores"}, "launched": []}),
+         (2, [ended("a")], {"launched": ["g"], "held": {"g": None}})]),
+    "whole, it still waits for its stateaware queue's starting_limit": (
+        (leaf("q", admission="stateaware"),), 8, [],
+        [(1, [("submit", app("x").queue("q")), ("submit", app("g").queue("q").gang(2))],
+          {"launched": ["x"], "held": {"g": 2}, "wait": {"g": "starting_limit"}}),
+         (2, [ExecutorsChanged("x", _ex("x", 1))], {"launched": ["g"]})]),
 }
 
 
 @pytest.mark.parametrize("queues, cores, before, steps", CASES.values(), ids=CASES.keys())
 def test_gang(queues, cores, before, steps):
     run = Run(tree(*queues), cores=cores)
-    for app_id, queue, _held, _demand in before:
-        run.submit(app(app_id).queue(queue))
-    run.step(*(DemandChanged(a, d) for a, _q, _h, d in before))
-    run.step(*(ExecutorsChanged(a, _ex(a, h)) for a, _q, h, _d in before))
+    for app_id, queue, _held, _demand, floor in before:
+        run.submit(app(app_id).queue(queue).min(floor))
+    run.step(*(DemandChanged(a, d) for a, _q, _h, d, _f in before))
+    run.step(*(ExecutorsChanged(a, _ex(a, h)) for a, _q, h, _d, _f in before))
     for a, *_ in before:
         assert run.state(a) == "RUNNING"
     for at, events, expect in steps:
