@@ -1,10 +1,11 @@
 """Admission of a gang at its queue's head: it starts only when its reservation is whole.
 
 A gang head runs its queue's limits, the driver-slot check and ``max_cores`` on its path
-(``admission_checks.GANG_CHECKS``), then this one: its hold (``book.Hold``, read through ``Room.gangs``) covers its driver and all N
-executors, else it waits ``gang_reserving`` with the numbers. It runs none of the modes' room
-checks (``driver_share``, ``reserve_room``, ``running_demand``...): its reservation is its
-room, set aside from what freed; what the others need is what they already hold.
+(``admission_checks.GANG_CHECKS``), then this one: its hold (``book.Hold``, read through
+``Room.gangs``) covers its driver and all N executors, else it waits ``gang_reserving`` with
+the numbers. It runs none of the modes' room checks (``driver_share``, ``reserve_room``,
+``running_demand``...): its reservation is its room, set aside from what freed; what the
+others need is what they already hold.
 """
 
 from __future__ import annotations
