@@ -53,6 +53,25 @@ class Admission(str, Enum):
     NONE = "none"  # stock Spark: start every driver that fits
 
 
+class GangStyle(str, Enum):
+    """What a gang's timeout does (YuniKorn's ``gangSchedulingStyle``)."""
+
+    HARD = "hard"  # the app ends FAILED, its reservation released
+    SOFT = "soft"  # the reservation is released and the app goes on as a normal app (default)
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """An app's gang (docs/gangs.md): it launches only when its driver and ``executors``
+    executors of its own executor size are held for it at once; room is reserved for it as it
+    frees. ``timeout_s`` counts from the first reserved core (YuniKorn's
+    ``placeholderTimeoutInSeconds``, default 15 min); ``style`` says what running out does."""
+
+    executors: int
+    timeout_s: float = 900.0
+    style: GangStyle = GangStyle.SOFT
+
+
 class Policy(str, Enum):
     """How a leaf queue shares its executors among its running apps."""
 
@@ -226,6 +245,9 @@ class AppSpec:
     # Launched with dynamic allocation on (``engine.agent_terms.dynamic_allocation``, decided
     # when the submission is checked: a static app is sized by its own properties).
     dynamic_allocation: bool = True
+    # All or nothing: the driver and ``gang.executors`` executors at once (docs/gangs.md);
+    # None: an app like any other.
+    gang: Gang | None = None
     # Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max (None:
     # no cap). Derived once here: the engine reads it for every changed app several times a
     # cycle.

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sessionsched"
 # SIBLINGS_APART says otherwise.
 LAYERS: list[tuple[str, ...]] = [
     ("model", "cron", "tokens", "gcpace", "text", "usage"),
-    ("sparkargs", "config"),
+    ("sparkargs", "config", "gang"),
     ("engine",),
     ("store",),
     # The driver's side: the agent inside a Spark driver, the HTTP client, the notebook API.

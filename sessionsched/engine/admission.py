@@ -47,6 +47,7 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 )
 from .books import AppRecord, whole
 from .budget import admission_slice
+from .gang.book import Hold
 from .launching import driver_heavy
 from .placement import FreeNow, Workers, held_now
 from .rank import Rank, rank
@@ -144,6 +145,9 @@ class Room:
     workers: Workers | None = None  # the cluster's (``placement``); None: no held_now check
     free_now: FreeNow | None = None  # each worker's free room (``placement.free_now``)
     past_cores: Mapping[str, float] = field(default_factory=dict)  # queue -> decayed usage
+    # Reserving gangs (``gang.book``): app id -> its hold. ``free`` is net of every hold,
+    # ``uncommitted`` of every gang's whole need; a gang admitted gets its own back (``_spend``).
+    gangs: Mapping[str, Hold] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -255,7 +259,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             for node in path[:-1]:  # for ``_said_again``: parents that may fill up
                 if node.max_running_apps is not None:
                     limited_at[node.name] = len(admitted)
-            if (view.queue.admission is Admission.DEMAND
+            if (view.queue.admission is Admission.DEMAND and head.gang is None
                     and not demand_fits(head, need_beside(view, head, room), room)):
                 ahead.add(head.app_id)  # ``running_demand`` let it in ahead
                 room.ahead_in[name] = room.ahead_in.get(name, 0) + 1
@@ -294,7 +298,10 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     view.starting += 1
     floor = admitted_floor(head, view.queue)
     driver = head.driver if head.driver_in_cluster else Resources()
-    reserve = mode_of(view.queue).reserves
+    reserve = mode_of(view.queue).reserves or head.gang is not None  # a gang's N: promised
+    hold = room.gangs.get(head.app_id)
+    if hold is not None:  # its reservation becomes its driver and floor, spent below
+        room.free, room.uncommitted = room.free + hold.held, room.uncommitted + hold.need
     for node in path:
         room.admitted_in[node.name] = room.admitted_in.get(node.name, 0) + 1
         room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores

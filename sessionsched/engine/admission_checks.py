@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .books import whole
+from .gang.checks import gang_wait
 from .launching import driver_heavy
 from .waits import Wait, WaitCode
 
@@ -97,15 +98,18 @@ if TYPE_CHECKING:
 
 def reservation(spec: AppSpec) -> int:
     """Executors a ``reserve`` queue sets aside for an app until it holds them:
-    ``max(minExecutors, 1)``, but never more than the app may hold (maxExecutors, slots.max)."""
+    ``max(minExecutors, 1)`` - a gang's N (``AppSpec.gang``) in any queue -, but never more
+    than the app may hold (maxExecutors, slots.max)."""
     n = max(spec.min_executors, 1)
+    if spec.gang is not None:
+        n = max(n, spec.gang.executors)
     cap = spec.executor_cap
     return n if cap is None else min(n, cap)
 
 
 def admitted_floor(spec: AppSpec, queue: Queue) -> int:
     """The floor an app has right after admission (``AppRecord.floor`` from then on)."""
-    n = reservation(spec) if mode_of(queue).reserves else spec.min_executors
+    n = reservation(spec) if mode_of(queue).reserves or spec.gang else spec.min_executors
     cap = spec.executor_cap
     return n if cap is None else min(n, cap)
 
@@ -176,6 +180,14 @@ def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                 else f"the cluster has {res(room.capacity)} and no app is admitted")
         return Wait(WaitCode.EXECUTOR_ROOM,
                     f"no room for {_first(head, n)}, {res(needed)} in all: {left}")
+    return under_max_cores(view, head, path, room)
+
+
+def under_max_cores(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                    room: Room) -> Wait | None:
+    """The head's first executors fit under ``max_cores`` of every queue on its path beside
+    the floors already there (``reserve_room``'s second half; a gang's own check)."""
+    n = reservation(head)
     cores = n * head.executor.cores
     for node in path:
         cap = node.max_cores
@@ -330,9 +342,24 @@ def mode_of(queue: Queue) -> AdmissionMode:
     return ADMISSION_MODES[queue.admission]
 
 
+def gang_whole(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+               room: Room) -> Wait | None:
+    return gang_wait(room.gangs.get(head.app_id), head)
+
+
+# A gang at its queue's head (``gang.checks``): its mode's limits, then its reservation is its
+# room (the mode's room checks are not run) under the queues' max_cores.
+_GANG_KEEPS = (queue_limits, starting_limit, driver_slot)
+GANG_CHECKS: dict[Admission, tuple[Check, ...]] = {
+    mode: (*(c for c in m.checks if c in _GANG_KEEPS), under_max_cores, gang_whole)
+    for mode, m in ADMISSION_MODES.items()}
+
+
 def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
-    for check in mode_of(view.queue).checks:
+    q = view.queue
+    checks = mode_of(q).checks if head.gang is None else GANG_CHECKS[q.admission]
+    for check in checks:
         reason = check(view, head, path, room)
         if reason is not None:
             return reason

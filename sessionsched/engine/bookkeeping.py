@@ -34,6 +34,7 @@ from . import admission
 from .arbitration import Arbiter, Claim, DecayBook
 from .books import AppRecord, Deadlines, Ledger
 from .events import MarkState
+from .gang.book import GangBook
 from .grants import Grants
 from .launching import LaunchBook
 from .needs import NeedBook
@@ -70,6 +71,7 @@ class Books:
         self.leaves: dict[str, Queue] = {}
         self._reserving: frozenset[str] = frozenset()
         self.workers = Workers()  # the cluster's workers (``placement``): claims are cut to them
+        self.gangs = GangBook()  # reservations of gangs at their queues' heads (``gang.book``)
         self.set_tree(root)
 
     # --- the queue tree -------------------------------------------------------------------
@@ -205,7 +207,7 @@ class Books:
         changed since the last sync."""
         for app_id in self._dirty:
             rec = self.apps[app_id]
-            guaranteed = rec.spec.queue in self._reserving
+            guaranteed = self.guaranteed(rec)
             self.ledger.refresh(rec, guaranteed)
             if self.decay.user_leaves:
                 self._count_user(rec)
@@ -233,7 +235,7 @@ class Books:
         claim is built from them."""
         for app_id in self._dirty:
             rec = self.apps[app_id]
-            self.ledger.refresh(rec, rec.spec.queue in self._reserving)
+            self.ledger.refresh(rec, self.guaranteed(rec))
             if self.decay.user_leaves:
                 self._count_user(rec)
         self._touched |= self._dirty
@@ -283,8 +285,8 @@ class Books:
     # --- reading --------------------------------------------------------------------------
 
     def guaranteed(self, rec: AppRecord) -> bool:
-        """Its floor is promised: its queue admits by ``reserve``."""
-        return rec.spec.queue in self._reserving
+        """Its floor is promised: its queue admits by ``reserve``, or it is a gang."""
+        return rec.spec.queue in self._reserving or rec.spec.gang is not None
 
     @staticmethod
     def _uncut_want(rec: AppRecord) -> int:
@@ -312,9 +314,13 @@ class Books:
         )
 
     def executor_capacity(self, capacity: Resources) -> Resources:
-        """``capacity`` minus the in-cluster drivers of admitted apps."""
+        """``capacity`` minus the in-cluster drivers of admitted apps and what reserving gangs
+        need (``gang.book``)."""
         t = self.ledger.total
-        return capacity - Resources(t.driver_cores, t.driver_mem_mib)
+        cap = capacity - Resources(t.driver_cores, t.driver_mem_mib)
+        used = Resources(max(t.executor_cores, t.floor_cores),
+                         max(t.executor_mem_mib, t.floor_mem_mib))
+        return cap - self.gangs.kept_from(cap - used)
 
     def on_books(self) -> Iterator[str]:
         return iter(self._admitted)

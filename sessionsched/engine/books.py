@@ -54,9 +54,12 @@ class AppRecord:
 
     @property
     def floor(self) -> int:
-        """Executors given before any share: max(minExecutors, outstanding reservation), never
-        above what the app may hold (maxExecutors, spark.ego.slots.max)."""
+        """Executors given before any share: max(minExecutors, outstanding reservation, a gang's
+        N), never above what the app may hold (maxExecutors, spark.ego.slots.max)."""
         n = max(self.spec.min_executors, self.reserved)
+        gang = self.spec.gang
+        if gang is not None:  # a gang's N executors: its floor while it runs (docs/gangs.md)
+            n = max(n, gang.executors)
         cap = self.spec.executor_cap
         return n if cap is None else min(n, cap)
 
@@ -88,6 +91,7 @@ class Totals(NamedTuple):
     committed_mem_mib: int = 0
     usage_cores: int = 0
     executor_cores: int = 0
+    executor_mem_mib: int = 0  # of executors held (a gang's room is what they leave: ``gang``)
     demand_cores: int = 0
     alone_driver_cores: int = 0  # of ``driver_cores``: drivers working alone (``works_alone``)
     alone_driver_mem_mib: int = 0
@@ -148,6 +152,7 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
             committed_cores=held * size.cores,
             committed_mem_mib=held * size.mem_mib,
             executor_cores=held * size.cores,
+            executor_mem_mib=held * size.mem_mib,
             demand_cores=rec.demand * size.cores,
         )
     floor = rec.floor
@@ -169,6 +174,7 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
         committed_mem_mib=promised * size.mem_mib,
         usage_cores=max(held, rec.grant) * size.cores + spec.driver.cores,
         executor_cores=held * size.cores,
+        executor_mem_mib=held * size.mem_mib,
         demand_cores=rec.demand * size.cores,
         alone_driver_cores=spec.driver.cores if alone else 0,
         alone_driver_mem_mib=spec.driver.mem_mib if alone else 0,

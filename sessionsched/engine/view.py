@@ -22,6 +22,7 @@ from types import MappingProxyType
 from ..model import AppState, Queue, QueueUsage, Resources
 from .books import AppRecord
 from .events import Adopted, Decision, Event, Submitted
+from .gang import Reservation
 from .placement import Workers
 from .rank import Rank, rank
 from .waits import Wait, WaitCode
@@ -79,6 +80,8 @@ class EngineView:
     usage: Mapping[str, QueueUsage]
     held: Mapping[str, Wait] = field(default_factory=dict)
     workers: Workers | None = None
+    # Reserving gangs (docs/gangs.md): app id -> what is held of what it needs, and until when.
+    reservations: Mapping[str, Reservation] = field(default_factory=dict)
     _ranks: dict[str, tuple[Rank, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def position(self, app_id: str) -> int | None:
@@ -93,6 +96,10 @@ class EngineView:
             ranks = tuple(self.apps[a].rank for a in self.pending.get(facts.queue, ()))
             self._ranks[facts.queue] = ranks
         return bisect_left(ranks, facts.rank) + 1
+
+    def reservation(self, app_id: str) -> Reservation | None:
+        """A reserving gang's reservation (held / needed, since, deadline); None otherwise."""
+        return self.reservations.get(app_id)
 
     def wait_of(self, app_id: str, position: int | None = None) -> Wait | None:
         """Why a queued app waits (None if it is not queued), worked out at read time so that
@@ -157,14 +164,15 @@ class ViewKeeper:
              waiting: Mapping[str, Wait],
              usage: Callable[[], Mapping[str, QueueUsage]],
              held: Mapping[str, Wait] | None = None, workers: Workers | None = None,
-             ) -> EngineView:
+             reservations: Mapping[str, Reservation] | None = None) -> EngineView:
         last = self._last
         held = held or {}
+        reservations = reservations or {}
         unchanged = (last is not None and not self._all and not self._apps and not self._leaves
                      and not self._usage
                      and last.capacity == capacity and last.driver_slots == driver_slots
                      and last.waiting == waiting and last.held == held
-                     and last.workers is workers)
+                     and last.workers is workers and last.reservations == reservations)
         if unchanged:
             return last
         if last is None or self._all:
@@ -190,6 +198,7 @@ class ViewKeeper:
             apps=MappingProxyType(facts), pending=MappingProxyType(queued),
             waiting=MappingProxyType(dict(waiting)), usage=MappingProxyType(dict(usage())),
             held=MappingProxyType(dict(held)), workers=workers,
+            reservations=MappingProxyType(dict(reservations)),
         )
         self._apps, self._leaves, self._all, self._usage = set(), set(), False, False
         return self._last

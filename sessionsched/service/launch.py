@@ -19,7 +19,10 @@ What the service adds to the user's properties (``Launch.conf`` wins over the us
 - ``spark.executor.cores`` when unset: Spark standalone's default is "every free core of the
   worker", which would make the scheduler's executor count meaningless;
 - ``spark.cores.max`` from ``spark.ego.slots.max`` when unset: the cluster enforces the cap even
-  for an app without an agent (JVM apps get this static cap only).
+  for an app without an agent (JVM apps get this static cap only);
+- a gang's N (the terms' ``gang_executors``, docs/gangs.md), with dynamic allocation on:
+  ``spark.dynamicAllocation.minExecutors`` and ``initialExecutors`` N, over the user's: Spark
+  asks for all N at its start, into the room reserved for them, and never releases below N.
 
 The driver agent (``agent/launch.py``), submit kind: a Python app runs through the agent's
 bootstrap (``wrap_argv``); with dynamic allocation on, ``agent_conf`` adds decommission when
@@ -78,6 +81,10 @@ def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, 
         out["spark.executor.cores"] = str(app.spec.executor.cores)
     if app.spec.slots_max is not None and "spark.cores.max" not in user:
         out["spark.cores.max"] = str(app.spec.slots_max)
+    if terms.gang_executors is not None and terms.dynamic_allocation:
+        n = str(terms.gang_executors)
+        out["spark.dynamicAllocation.minExecutors"] = out[
+            "spark.dynamicAllocation.initialExecutors"] = n
     return out
 
 

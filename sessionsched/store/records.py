@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from ..engine.agent_terms import dynamic_allocation
-from ..model import AppSpec, AppState, Resources
+from ..model import AppSpec, AppState, Gang, GangStyle, Resources
 
 
 class AppKind:
@@ -101,6 +101,9 @@ def spec_to_json(spec: AppSpec) -> dict[str, Any]:
         "max_executors": spec.max_executors,
         "slots_max": spec.slots_max,
         "dynamic_allocation": spec.dynamic_allocation,
+        "gang": None if spec.gang is None else {
+            "executors": spec.gang.executors, "timeout_s": spec.gang.timeout_s,
+            "style": spec.gang.style.value},
     }
 
 
@@ -125,7 +128,15 @@ def spec_from_json(
         max_executors=data["max_executors"],
         slots_max=data["slots_max"],
         dynamic_allocation=bool(data.get("dynamic_allocation", unrecorded_dynamic)),
+        gang=_gang(data.get("gang")),
     )
+
+
+def _gang(data: dict[str, Any] | None) -> Gang | None:
+    if not data:
+        return None
+    return Gang(executors=int(data["executors"]), timeout_s=float(data["timeout_s"]),
+                style=GangStyle(data["style"]))
 
 
 def dynamic_before_recorded(kind: str, conf: dict[str, str], argv: list[str]) -> bool:

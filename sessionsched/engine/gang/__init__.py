@@ -1,0 +1,5 @@
+"""Gangs in the engine: reservation that accumulates (docs/gangs.md)."""
+
+from .reservation import Reservation
+
+__all__ = ["Reservation"]
