@@ -29,8 +29,8 @@ def test_a_burst_of_driver_heavy_rest_submissions_starts_in_one_cycle(state_dir,
                               json=create_body(props={**TINY, "spark.app.name": f"tiny-{i}"}))
             assert r.status_code == 200 and r.json()["success"], r.text
             ids.append(r.json()["submissionId"])
+        s.cycle()
         spec = s.service.engine.apps[ids[0]].spec  # the premise: driver-heavy apps
         assert (spec.driver_in_cluster, spec.driver.cores, spec.executor_cap) == (True, 1, 1)
-        s.cycle()
         states = [s.app(i)["state"] for i in ids]
         assert states == ["STARTING"] * n, {st: states.count(st) for st in set(states)}
