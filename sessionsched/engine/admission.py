@@ -48,7 +48,6 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 from .books import AppRecord, whole
 from .budget import admission_slice
 from .gang.book import Hold
-from .launching import driver_heavy
 from .placement import FreeNow, Workers, held_now
 from .rank import Rank, rank
 from .tree import QueueTree
@@ -101,22 +100,15 @@ def _no_weight(leaf: str, priority: int) -> int:
     return 0
 
 
-def _none_launching(leaf: str, priority: int) -> str | None:
-    return None
-
-
 @dataclass
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
 
     Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
     ``whole_in``, ``unbounded_in``, ``need_admitted``, ``weight_admitted`` and
-    ``weight_share`` by leaf. ``launching_of(leaf, p)``: a driver-heavy app of the leaf, of
-    priority p or higher, launched and its driver not up yet (``launching.LaunchBook``), read
-    as the cycle starts; ``launched_in``: the first driver-heavy app admitted into it since.
-    ``ahead_in``: the leaf's apps started ahead still without an executor (``running_demand``),
-    this cycle's included. ``need_of(leaf, p)``:
-    what the leaf's admitted apps of priority p or higher want above their floors
+    ``weight_share`` by leaf. ``ahead_in``: the leaf's apps started ahead still without an
+    executor (``running_demand``), this cycle's included. ``need_of(leaf, p)``: what the
+    leaf's admitted apps of priority p or higher want above their floors
     (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
     those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
     ``weight_admitted``: the first executors and the weights of the apps admitted since, which
@@ -139,8 +131,6 @@ class Room:
     weight_of: Callable[[str, int], int] = _no_weight
     weight_admitted: dict[str, int] = field(default_factory=dict)  # leaf -> this cycle's
     weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
-    launching_of: Callable[[str, int], str | None] = _none_launching
-    launched_in: dict[str, str] = field(default_factory=dict)  # leaf -> this cycle's first
     ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
     workers: Workers | None = None  # the cluster's (``placement``); None: no held_now check
     free_now: FreeNow | None = None  # each worker's free room (``placement.free_now``)
@@ -312,8 +302,6 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
         room.driver_slots_free -= 1
     leaf = view.queue.name
     room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
-    if driver_heavy(head):
-        room.launched_in.setdefault(leaf, head.app_id)
     most = whole(head)
     if most is None:
         room.unbounded_in[leaf] = room.unbounded_in.get(leaf, 0) + 1

@@ -5,10 +5,10 @@ from the closed set ``waits.WaitCode``, whose order is this order (its precedenc
 sentence with the numbers - what the head needs, what is free, who holds the rest
 (docs/reasons.md). The codes: 1 ``parent_queue_full`` (a parent on the path) or
 ``queue_limit`` (the leaf), 2 ``starting_limit``, 3 ``driver_slot``, 4 ``driver_share``,
-5 ``driver_room``, 6 ``executor_room`` or ``queue_max_cores``, 7 ``running_demand``,
-8 ``launch_in_flight``. Which checks a
-queue runs is its admission mode's row in ``ADMISSION_MODES``. What each mode is for, and what
-the simulator and the real cluster measured for each rule below, is in docs/admission.md.
+5 ``driver_room``, 6 ``executor_room`` or ``queue_max_cores``, 7 ``running_demand``.
+Which checks a queue runs is its admission mode's row in ``ADMISSION_MODES``. What each mode
+is for, and what the simulator and the real cluster measured for each rule below, is in
+docs/admission.md.
   1. ``queue_limits``: ``max_running_apps`` of every queue on its path, root first;
   2. ``starting_limit`` (``stateaware``): fewer than ``starting_limit`` apps of the leaf are
      STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
@@ -61,20 +61,15 @@ the simulator and the real cluster measured for each rule below, is in docs/admi
      one driver's cores (or slot) idle until room frees. Its first executors still fit beside
      every driver and floor (``reserve_room``) and the fraction still holds, so nothing
      deadlocks;
-  8. ``one_launch`` (``demand``): a *driver-heavy* head (``launching.driver_heavy``: its
-     in-cluster driver has at least the cores of every executor it may hold - a tiny app whose
-     life is mostly JVM starts) waits while a driver-heavy app of its leaf, of its priority or
-     higher, is *launching*: launched, its driver not reported up (``DriverStarted``), no
-     executor held (``launching.LaunchBook``). Driver JVMs started together on a small host
-     contend for its CPUs, so their apps ran in waves. The wait ends when the driver is up,
-     not when it has executors, so a driver that pre-processes holds nobody back
-     (StateAware's stall); a higher-priority head never waits behind a lower one's launch; a
-     start never reported stops counting when the app leaves STARTING at its
-     ``starting_timeout``. Only driver-heavy apps: apps that may use more than their driver
-     are paced by the fraction and the running demand already; driver-heavy ones pass both
-     (they fit whole and want only what they hold), so a burst of them is where launches pile
-     up.
 ``none`` runs checks 1, 3 and 5 only: what stock Spark does.
+
+``demand`` paces a burst by room alone: every head that passes checks 1-7 is admitted in the
+same cycle, however many that is (up to the cycle's ``budget`` slice). It has no launch pacing
+(no "one launch at a time") and no count of starting apps: a cap on apps in flight is a count
+of apps, not of cores, so on a large cluster it throttles a burst that fits many times over -
+500 tiny apps on 1,200 cores, each a 1-core driver and one 1-core executor, admitted one per
+driver start ran 1,024 s where ``reserve`` ran 36 s (issue 24). Deadlock-freedom does not need
+one: checks 4 and 6 keep every admitted app's first executors possible beside every driver.
 
 Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
 whose head fails at the start of the cycle is deferred for the whole cycle with that reason.
@@ -89,7 +84,6 @@ from typing import TYPE_CHECKING
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .books import whole
 from .gang.checks import gang_wait
-from .launching import driver_heavy
 from .waits import Wait, WaitCode
 
 if TYPE_CHECKING:
@@ -303,18 +297,6 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
     return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
 
 
-def one_launch(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-               room: Room) -> Wait | None:
-    if not driver_heavy(head):
-        return None
-    q = view.queue.name
-    other = room.launched_in.get(q) or room.launching_of(q, view.priority_of[head.app_id])
-    if other is None:
-        return None
-    return Wait(WaitCode.LAUNCH_IN_FLIGHT,
-                f"the driver of {other} is launching (one driver-heavy app of {q} at a time)")
-
-
 @dataclass(frozen=True)
 class AdmissionMode:
     """What a leaf queue's admission mode checks, and what it promises an admitted app.
@@ -330,7 +312,7 @@ class AdmissionMode:
 
 ADMISSION_MODES: dict[Admission, AdmissionMode] = {
     Admission.DEMAND: AdmissionMode(
-        (queue_limits, driver_slot, driver_share, reserve_room, running_demand, one_launch)),
+        (queue_limits, driver_slot, driver_share, reserve_room, running_demand)),
     Admission.STATEAWARE: AdmissionMode(
         (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
     Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),

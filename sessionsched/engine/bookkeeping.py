@@ -3,7 +3,7 @@
 ``Books`` owns the apps (``AppRecord``) and each index built from them: the queued apps of each
 leaf in rank order and their ``max_wait`` deadlines (a heap), the STARTING apps and their
 timeouts (a heap), the apps on the books, the running totals (``books.Ledger``), the elastic
-needs (``needs.NeedBook``), the launching driver-heavy apps (``launching.LaunchBook``), the
+needs (``needs.NeedBook``), the
 arbiter's claims (``arbitration.Arbiter``), the grant bases (``grants.Grants``), the apps
 above their target (``reclaim.Reclaimer``), and which apps changed. Nothing else writes an
 index: the event handlers (``lifecycle``) and the step's phases (``scheduler``) change an app
@@ -16,7 +16,7 @@ The verbs: ``submit`` (queue a new app), ``adopt`` (an app launched before a res
 driver is launched), ``mark`` (a new state), ``rebase_grants`` and ``set_target`` (the grant
 phase), ``changed`` (anything else about an app changed: its demand, executors, driver),
 ``forget`` (drop it from everything), ``set_tree`` (a new queue tree). ``sync`` brings the
-totals, the needs, the launching book and the claims up to date with the apps changed since;
+totals, the needs and the claims up to date with the apps changed since;
 ``touched`` names the apps changed this step, for grants and reclaim, until ``end_step``.
 ``selfcheck.check`` compares every index with a recount from the apps. ``expired`` and
 ``timed_out`` pop the queued apps past their ``max_wait`` and the STARTING apps past their
@@ -36,7 +36,6 @@ from .books import AppRecord, Deadlines, Ledger
 from .events import MarkState
 from .gang.book import GangBook
 from .grants import Grants
-from .launching import LaunchBook
 from .needs import NeedBook
 from .placement import Workers
 from .reclaim import Reclaimer
@@ -45,7 +44,7 @@ from .tree import QueueTree
 
 class Books:
     """One engine's books. ``apps`` (app id -> ``AppRecord``), ``pending`` (leaf -> rank keys
-    of its queued apps, head first), ``ledger``, ``needs``, ``launching``, ``arbiter``,
+    of its queued apps, head first), ``ledger``, ``needs``, ``arbiter``,
     ``grants`` and ``reclaimer`` are there to read; only the verbs change them.
     ``listing_changed(leaf)`` is told whenever a leaf's queued apps change (the views)."""
 
@@ -60,7 +59,6 @@ class Books:
         self._admitted: dict[str, AppRecord] = {}
         self.ledger = Ledger()
         self.needs = NeedBook()  # elastic demand per leaf and priority (``demand`` admission)
-        self.launching = LaunchBook()  # driver-heavy apps, driver not up (``demand`` admission)
         self.arbiter = Arbiter()
         self.grants = Grants()
         self.reclaimer = Reclaimer()
@@ -192,7 +190,6 @@ class Books:
         self.ledger.refresh(rec, False)  # not on the books: takes its last contribution out
         self.decay.refresh_app(app_id, rec.spec.queue, rec.spec.user, 0)
         self.needs.refresh(rec)
-        self.launching.refresh(rec)
         self._admitted.pop(app_id, None)
         self._starting.pop(app_id, None)
         if self._claimed.pop(app_id, None) is not None:
@@ -212,7 +209,6 @@ class Books:
             if self.decay.user_leaves:
                 self._count_user(rec)
             self.needs.refresh(rec)
-            self.launching.refresh(rec)
             if rec.on_books:
                 self._admitted[app_id] = rec
             else:

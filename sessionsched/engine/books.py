@@ -30,7 +30,6 @@ class AppRecord:
     priority: int
     state: AppState = AppState.ACCEPTED
     launched_at: float | None = None
-    driver_up_at: float | None = None  # when DriverStarted was heard (``launching``)
     first_executor_at: float | None = None
     finished_at: float | None = None
     exit_code: int | None = None

@@ -76,9 +76,6 @@ def kill_requested(s: Scheduler, now: float, ev: KillRequested, out: list[Decisi
 def driver_started(s: Scheduler, now: float, ev: DriverStarted, out: list[Decision]) -> None:
     rec = s.apps[ev.app_id]
     rec.spark_app_id = ev.spark_app_id or rec.spark_app_id
-    if rec.driver_up_at is None:
-        rec.driver_up_at = now
-        s.books.changed(rec)  # it stops launching (``launching``)
 
 
 def demand_changed(s: Scheduler, now: float, ev: DemandChanged, out: list[Decision]) -> None:

@@ -292,7 +292,6 @@ class Scheduler:
             capacity=self.capacity,
             need_of=books.needs.need_at_or_above,
             weight_of=books.needs.weight_at_or_above,
-            launching_of=books.launching.first_at_or_above,
             workers=books.workers,
             free_now=self.reports.free_now(),
         )

@@ -12,7 +12,6 @@ from .arbitration import compute_targets
 from .bookkeeping import Books
 from .books import Ledger
 from .grants import Grants
-from .launching import LaunchBook
 from .needs import NeedBook
 
 
@@ -31,9 +30,6 @@ def check(books: Books, capacity: Resources) -> list[str]:
     if NeedBook.recount(recs) != books.needs.by_leaf:
         problems.append(f"elastic needs {books.needs.by_leaf} != recount {NeedBook.recount(recs)}")
     problems += books.needs.check()
-    if LaunchBook.recount(recs) != books.launching.by_leaf:
-        problems.append(f"launching {books.launching.by_leaf} != recount "
-                        f"{LaunchBook.recount(recs)}")
     live = [r for r in recs if r.state.admitted]
     claims = [books.claim_of(r) for r in live]
     fresh = compute_targets(books.root, books.executor_capacity(capacity), claims,

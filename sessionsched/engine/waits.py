@@ -21,7 +21,6 @@ that fails; ``admission_checks``):
                       drivers and floors
   queue_max_cores     its first executors would pass ``max_cores`` of a queue on its path
   running_demand      ``demand``: the running apps of its leaf want the room it would need
-  launch_in_flight    ``demand``: a driver-heavy app of its leaf is launching
   gang_reserving      a gang at its queue's head reserves room as it frees until its driver and
                       all N executors are held (``gang``, docs/gangs.md); held / needed in the
                       sentence
@@ -56,7 +55,6 @@ class WaitCode(StrEnum):
     EXECUTOR_ROOM = "executor_room"
     QUEUE_MAX_CORES = "queue_max_cores"
     RUNNING_DEMAND = "running_demand"
-    LAUNCH_IN_FLIGHT = "launch_in_flight"
     GANG_RESERVING = "gang_reserving"
     ADMISSION_SLICE = "admission_slice"
     BEHIND_APP = "behind_app"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from engine_builders import Run, app, launched, leaf, one_queue, tree
 
-from sessionsched.engine import DemandChanged, DriverExited, DriverStarted
+from sessionsched.engine import DemandChanged, DriverExited
 from sessionsched.model import AppState, Resources
 
 
@@ -203,21 +203,11 @@ def a_starting_app_stops_counting_at_its_starting_timeout():
     return run, run.step(at=300.0)
 
 
-def each_driver_up(run: Run, out: list) -> list:
-    """Report every driver launched up (DriverStarted) until a step launches none: the
-    decisions of all those steps (driver-heavy apps launch one at a time)."""
-    every = list(out)
-    while ids := launched(out):
-        out = run.step(*(DriverStarted(a, f"spark-{a}") for a in ids))
-        every += out
-    return every
-
-
 def tiny_apps_pass_the_fraction_while_they_fit_whole():
     # a driver core per executor core (maxExecutors 1): 3 apps hold all 6 cores at most,
-    # 3 drivers > 0.4 x 6; a fourth would not fit whole
+    # 3 drivers > 0.4 x 6; a fourth would not fit whole. All 3 in one cycle: no launch pacing
     run = Run(demand_queue(), cores=6)
-    return run, each_driver_up(run, run.submit(*(app(n).in_cluster().max(1) for n in "abcde")))
+    return run, run.submit(*(app(n).in_cluster().max(1) for n in "abcde"))
 
 
 def heavy(name: str) -> app:
@@ -225,21 +215,16 @@ def heavy(name: str) -> app:
     return app(name).in_cluster().max(1)
 
 
-def driver_heavy_apps_launch_one_at_a_time():
+def driver_heavy_apps_launch_together_while_there_is_room():
     run = Run(demand_queue(), cores=6)  # room for 3 whole
     return run, run.submit(heavy("a"), heavy("b"), heavy("c"))
 
 
-def the_next_launches_when_the_driver_is_up_not_when_it_has_executors():
+def a_driver_heavy_head_does_not_wait_for_launched_drivers_to_come_up():
+    # a and b launched, neither driver reported up nor holding an executor: c still starts
     run = Run(demand_queue(), cores=6)
-    run.submit(heavy("a"), heavy("b"), heavy("c"))
-    return run, run.step(DriverStarted("a", "spark-a"))  # a: up, still STARTING, no executor
-
-
-def a_higher_priority_head_does_not_wait_behind_a_lower_launch():
-    run = Run(one_queue(admission="demand", policy="priority"), cores=6)
-    run.submit(heavy("low").priority(1000))
-    return run, run.submit(heavy("high").priority(9000))
+    run.submit(heavy("a"), heavy("b"))
+    return run, run.submit(heavy("c"))
 
 
 def a_heavy_head_does_not_wait_behind_other_launches():
@@ -253,23 +238,10 @@ def apps_using_more_than_their_driver_launch_together():
     return run, run.submit(*(app(n).in_cluster().max(2) for n in "abc"))
 
 
-def a_start_never_reported_stops_holding_the_queue_at_its_starting_timeout():
-    run = Run(demand_queue(starting_timeout_s=300.0), cores=6)
-    run.submit(heavy("a"), heavy("b"), at=0.0)
-    return run, run.step(at=300.0)  # no DriverStarted, no executor: a is RUNNING by timeout
-
-
-def a_driver_that_fails_at_launch_frees_the_launch():
-    run = Run(demand_queue(), cores=6)
-    run.submit(heavy("a"), heavy("b"))
-    return run, run.step(DriverExited("a", 1))
-
-
 def an_uncapped_app_keeps_the_queue_at_the_fraction():
     # a may grow to the whole cluster: the apps never fit whole, 0.4 x 6 = 2 drivers
     run = Run(demand_queue(), cores=6)
-    return run, each_driver_up(
-        run, run.submit(app("a").in_cluster(), *(app(n).in_cluster().max(1) for n in "bcd")))
+    return run, run.submit(app("a").in_cluster(), *(app(n).in_cluster().max(1) for n in "bcd"))
 
 
 def alone_drivers(run: Run) -> None:
@@ -354,22 +326,14 @@ CASES = {
         Case(drivers_working_alone_stop_counting_toward_the_fraction, ["e"], None),
     "a driver that asks for executors counts toward the fraction again":
         Case(a_driver_asking_after_its_timeout_counts_again, [], "max_driver_fraction"),
-    "driver-heavy apps launch one at a time":
-        Case(driver_heavy_apps_launch_one_at_a_time, ["a"], "the driver of a is launching"),
-    "the next driver-heavy app launches when the driver is up, not when it has executors":
-        Case(the_next_launches_when_the_driver_is_up_not_when_it_has_executors, ["b"],
-             "the driver of b is launching"),
-    "a higher-priority head does not wait behind a lower one's launch":
-        Case(a_higher_priority_head_does_not_wait_behind_a_lower_launch, ["high"], None),
+    "driver-heavy apps launch together, in one cycle, while there is room":
+        Case(driver_heavy_apps_launch_together_while_there_is_room, ["a", "b", "c"], None),
+    "a driver-heavy head does not wait for launched drivers to come up":
+        Case(a_driver_heavy_head_does_not_wait_for_launched_drivers_to_come_up, ["c"], None),
     "a driver-heavy head does not wait behind other apps' launches":
         Case(a_heavy_head_does_not_wait_behind_other_launches, ["b"], None),
     "apps that may use more than their driver launch together":
         Case(apps_using_more_than_their_driver_launch_together, ["a", "b", "c"], None),
-    "a driver start never reported holds the queue only until its starting timeout":
-        Case(a_start_never_reported_stops_holding_the_queue_at_its_starting_timeout, ["b"],
-             None),
-    "a driver that fails at launch frees the launch at once":
-        Case(a_driver_that_fails_at_launch_frees_the_launch, ["b"], None),
 }
 
 
@@ -405,11 +369,31 @@ def test_the_default_admission_is_demand():
 
 
 def test_a_failed_driver_frees_its_place_at_once():
-    from sessionsched.engine import DriverExited
-
     run = Run(demand_queue(), cores=2)  # one in-cluster driver and its first executor
     run.submit(app("a").in_cluster(), app("b").in_cluster())
     assert run.state("b") == AppState.ACCEPTED.value
     out = run.step(DriverExited("a", 1))
     assert launched(out) == ["b"]
     assert run.sched.capacity == Resources(2, 1 << 20)
+
+
+def test_a_deep_driver_heavy_burst_is_admitted_as_fast_as_the_slice_allows():
+    # issue 24: 500 apps of a 1-core driver and one 1-core executor on 1,200 cores fit whole
+    # (1,000 cores): admitted in ceil(500 / 100) = 5 steps (the budget's slice), not one per
+    # driver start
+    run = Run(demand_queue(), cores=1200)
+    per_step = [len(launched(run.submit(*(heavy(f"t{i:03d}") for i in range(500)))))]
+    while run.sched.waiting.get("root.q") is not None:
+        per_step.append(len(launched(run.step())))
+    assert per_step == [100] * 5
+    assert run.sched.check() == []
+
+
+def test_a_deep_burst_that_would_deadlock_stops_at_the_driver_fraction():
+    # 600 in-cluster drivers of uncapped apps on 100 cores (stock Spark: every core a driver,
+    # deadlock): 0.4 x 100 = 40 drivers, each with room for its first executor beside them
+    run = Run(demand_queue(), cores=100)
+    out = run.submit(*(app(f"d{i:03d}").in_cluster() for i in range(600)))
+    assert len(launched(out)) == 40
+    assert launched(run.step()) == []
+    assert "max_driver_fraction" in run.sched.waiting["root.q"].text

@@ -8,9 +8,9 @@ cluster's capacity and driver slots changing. After each step, for every leaf wi
 * its head's code is the first, by ``waits.PRECEDENCE``, of the checks that fail when they are
   evaluated again from scratch: the simple ones (queue limits, starting limit, driver slot,
   room for the driver, room for the first executors, ``max_cores``) by this file's own
-  counting over the apps, the rest (``driver_share``, ``running_demand``, ``one_launch``) by
-  the engine's functions on a ``Room`` built from scratch (``Ledger``/``NeedBook``/
-  ``LaunchBook`` recounts, not the kept indexes);
+  counting over the apps, the rest (``driver_share``, ``running_demand``) by the engine's
+  functions on a ``Room`` built from scratch (``Ledger``/``NeedBook`` recounts, not the kept
+  indexes);
 * its head's sentence is the one those checks write on the room from scratch, so its numbers
   (apps counted, cores needed and free, who holds them) are the books' true figures;
 * every app behind the head has ``behind_app``, naming the head and how many are ahead of it;
@@ -40,7 +40,6 @@ from sessionsched.engine.admission import LeafView, Room, weight_shares
 from sessionsched.engine.admission_checks import reservation
 from sessionsched.engine.books import Ledger
 from sessionsched.engine.budget import UNBOUNDED, CycleBudget
-from sessionsched.engine.launching import LaunchBook
 from sessionsched.engine.needs import NeedBook
 from sessionsched.engine.placement import Workers, never_fits
 from sessionsched.engine.scheduler import Scheduler
@@ -50,7 +49,7 @@ from sessionsched.model import Admission, AppState, Policy, Queue, Resources
 
 # Which checks each mode runs, written out here rather than read from ADMISSION_MODES.
 RUNS = {
-    Admission.DEMAND: {"queue", "slot", "share", "executors", "demand", "launch"},
+    Admission.DEMAND: {"queue", "slot", "share", "executors", "demand"},
     Admission.STATEAWARE: {"queue", "starting", "slot", "driver_room"},
     Admission.RESERVE: {"queue", "slot", "executors"},
     Admission.NONE: {"queue", "slot", "driver_room"},
@@ -109,7 +108,7 @@ def random_action(rnd: random.Random) -> tuple:
         return ("capacity", rnd.randint(2, 30), rnd.randint(4, 64), rnd.randint(1, 4))
     if r < 0.76:
         return ("up", rnd.randrange(100))
-    if r < 0.8:  # tiny apps, mostly JVM starts: the driver-heavy ones ``one_launch`` paces
+    if r < 0.8:  # tiny apps, mostly JVM starts: driver-heavy ones that fit whole
         return ("burst", {
             "leaf": rnd.randrange(100), "priority": 5000, "in_cluster": True,
             "executor": (1, 1024), "min": 0, "max": 1, "slots_max": None, "demand": 1})
@@ -127,7 +126,7 @@ def events_for(cluster: Cluster, act: tuple) -> list:
             return []
         app_id = cluster.ids[act[1] % len(cluster.ids)]
         rec = cluster.sched.apps[app_id]
-        if rec.state is not AppState.STARTING or rec.driver_up_at is not None:
+        if rec.state is not AppState.STARTING:
             return []
         return [DriverStarted(app_id)]
     return cluster.events_for(act)
@@ -159,7 +158,6 @@ def fresh_room(sched: Scheduler) -> Room:
     t = Ledger.recount((r, reserves[r.spec.queue]) for r in recs)
     drivers = Resources(t.driver_cores, t.driver_mem_mib)
     needs = NeedBook.recount(recs)
-    launching = LaunchBook.recount(recs)
 
     def need_of(leaf: str, p: int) -> Resources:
         sums = [s for q, s in needs.get(leaf, {}).items() if q >= p]
@@ -168,15 +166,12 @@ def fresh_room(sched: Scheduler) -> Room:
     def weight_of(leaf: str, p: int) -> int:
         return sum(q * s[2] for q, s in needs.get(leaf, {}).items() if q >= p)
 
-    def launching_of(leaf: str, p: int) -> str | None:
-        return next((a for a, q in launching.get(leaf, {}).items() if q >= p), None)
-
     room = Room(
         free=sched.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib),
         uncommitted=sched.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib),
         driver_slots_free=sched.driver_slots - t.client_drivers,
         driver_slots=sched.driver_slots, capacity=sched.capacity,
-        need_of=need_of, weight_of=weight_of, launching_of=launching_of,
+        need_of=need_of, weight_of=weight_of,
     )
     for node in sched.root.walk():
         leaves = [q.name for q in node.leaves()] if not node.is_leaf else [node.name]
@@ -248,8 +243,7 @@ def failing(sched: Scheduler, leaf: Queue, head, room: Room) -> list[Wait | Wait
                 out.append(WaitCode.QUEUE_MAX_CORES)
     view = LeafView(leaf, [spec], {spec.app_id: head.priority}, starting_in(sched, leaf))
     for name, check in (("share", admission_checks.driver_share),
-                        ("demand", admission_checks.running_demand),
-                        ("launch", admission_checks.one_launch)):
+                        ("demand", admission_checks.running_demand)):
         if name in runs and (w := check(view, spec, path, room)) is not None:
             out.append(w)
     return out
@@ -333,12 +327,7 @@ def check_waits(sched: Scheduler, slice_used: bool, seen: Counter,
                 LeafView(leaf, [head.spec], {head.app_id: head.priority},
                          starting_in(sched, leaf)),
                 head.spec, path_of(sched.root, leaf.name), room)
-            if wait.code is WaitCode.LAUNCH_IN_FLIGHT:  # names one of the launching apps
-                other = re.match(r"the driver of (\S+) is launching", wait.text).group(1)
-                rec = sched.apps[other]
-                assert rec.state is AppState.STARTING and rec.driver_up_at is None
-                assert rec.priority >= head.priority and rec.spec.queue == leaf.name
-            elif wait.code is WaitCode.DRIVER_ROOM:
+            if wait.code is WaitCode.DRIVER_ROOM:
                 same_but_free(wait, again)
             else:
                 assert wait == again, (leaf.name, wait, again)
@@ -388,5 +377,5 @@ def test_the_histories_reach_the_codes_of_every_check():
     given = {WaitCode.PARENT_QUEUE_FULL, WaitCode.QUEUE_LIMIT, WaitCode.STARTING_LIMIT,
              WaitCode.DRIVER_SLOT, WaitCode.DRIVER_SHARE, WaitCode.DRIVER_ROOM,
              WaitCode.EXECUTOR_ROOM, WaitCode.QUEUE_MAX_CORES, WaitCode.RUNNING_DEMAND,
-             WaitCode.LAUNCH_IN_FLIGHT, WaitCode.BEHIND_APP}
+             WaitCode.BEHIND_APP}
     assert given <= set(seen), f"never seen: {sorted(given - set(seen))}; seen {dict(seen)}"

@@ -2,6 +2,7 @@
 result JSON that `sessionsched simulate --json` writes."""
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -94,11 +95,29 @@ def check_burst_20(r):
 
 def check_burst_tiny(r):
     # a driver core per executor core: 3 apps at once on 6 cores (0.4 x 6 would allow 2),
-    # launched one after another, each when the last driver is up (driver_start_s 3)
+    # all 3 admitted in the first cycle (no launch pacing)
     first = [a["admitted"] for a in r["apps"][:3]]
-    assert first == [0, 3, 6]
+    assert first == [0, 0, 0]
     assert r["apps"][3]["admitted"] >= r["apps"][0]["finished"]
     assert r["summary"]["stuck"] == 0
+
+
+def check_burst_driver_heavy(r):
+    # 500 apps of a 1-core driver and one 1-core executor fit whole on 1,200 cores: admitted
+    # as fast as the admission slice allows (100 a cycle: t=0 to 4), not one per driver start
+    admitted = Counter(a["admitted"] for a in r["apps"])
+    assert admitted == {0: 100, 1: 100, 2: 100, 3: 100, 4: 100}
+    assert r["summary"]["stuck"] == 0 and r["summary"]["completed"] == 500
+    assert r["summary"]["makespan"] <= 40
+
+
+def check_deep_queue(r):
+    # 500 in-cluster drivers onto 96 cores (`none`: deadlock): every app ends, admitted in
+    # waves as room frees, never more drivers than room for their first executors beside them
+    assert r["summary"]["stuck"] == 0 and r["summary"]["completed"] == 500
+    first_wave = sum(a["admitted"] == 0 for a in r["apps"])
+    assert 0 < first_wave <= 48  # 96 cores / (1 driver + 1 first executor)
+    assert max(a["admitted"] for a in r["apps"]) > 0
 
 
 def check_burst_small(r):
@@ -190,6 +209,8 @@ SINGLE = {
     "burst-20": check_burst_20,
     "burst-small": check_burst_small,
     "burst-tiny": check_burst_tiny,
+    "burst-driver-heavy": check_burst_driver_heavy,
+    "deep-queue": check_deep_queue,
     "burst-large": check_burst_large,
     "preprocessing-mixed": check_preprocessing_mixed,
     "mixed-queues": check_mixed_queues,
