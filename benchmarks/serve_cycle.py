@@ -6,7 +6,7 @@ half the apps may run, half wait; apps of 20-60 s), submits N apps through the r
 submission path (``new_apps.from_rest`` then ``Service.submit``, committed), then runs the
 service's own cycle (``Service.cycle``) on a virtual clock advanced by ``server.cycle_ms`` per
 cycle (``--rate``: submissions committed between cycles instead, as over HTTP): the first
-cycles take them and admit them in slices of 100, later ones end apps and admit queued ones in
+cycles take them and admit them in slices of 200, later ones end apps and admit queued ones in
 their place (the bursts of launches). No HTTP and no readers, so
 the figures are the cycle's own; ``--profile`` adds cProfile's top functions over the cycles
 that launched.
