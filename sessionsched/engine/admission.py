@@ -47,6 +47,7 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 )
 from .books import AppRecord, whole
 from .budget import admission_slice
+from .gang.book import Hold
 from .launching import driver_heavy
 from .placement import Workers, held_now
 from .rank import Rank, rank
@@ -143,6 +144,9 @@ class Room:
     ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
     workers: Workers | None = None  # the cluster's (``placement``); None: no held_now check
     past_cores: Mapping[str, float] = field(default_factory=dict)  # queue -> decayed usage
+    # Reserving gangs (``gang.book``): app id -> its hold. ``free`` and ``uncommitted`` are
+    # net of every hold; a gang admitted gets its own back (``_spend``).
+    gangs: Mapping[str, Hold] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -293,7 +297,10 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     view.starting += 1
     floor = admitted_floor(head, view.queue)
     driver = head.driver if head.driver_in_cluster else Resources()
-    reserve = mode_of(view.queue).reserves
+    reserve = mode_of(view.queue).reserves or head.gang is not None  # a gang's N: promised
+    hold = room.gangs.get(head.app_id)
+    if hold is not None:  # its reservation becomes its driver and floor, spent below
+        room.free, room.uncommitted = room.free + hold.held, room.uncommitted + hold.held
     for node in path:
         room.admitted_in[node.name] = room.admitted_in.get(node.name, 0) + 1
         room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores

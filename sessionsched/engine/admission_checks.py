@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .books import whole
+from .gang.checks import gang_wait
 from .launching import driver_heavy
 from .waits import Wait, WaitCode
 
@@ -96,15 +97,18 @@ if TYPE_CHECKING:
 
 def reservation(spec: AppSpec) -> int:
     """Executors a ``reserve`` queue sets aside for an app until it holds them:
-    ``max(minExecutors, 1)``, but never more than the app may hold (maxExecutors, slots.max)."""
+    ``max(minExecutors, 1)`` - a gang's N (``AppSpec.gang``) in any queue -, but never more
+    than the app may hold (maxExecutors, slots.max)."""
     n = max(spec.min_executors, 1)
+    if spec.gang is not None:
+        n = max(n, spec.gang.executors)
     cap = spec.executor_cap
     return n if cap is None else min(n, cap)
 
 
 def admitted_floor(spec: AppSpec, queue: Queue) -> int:
     """The floor an app has right after admission (``AppRecord.floor`` from then on)."""
-    n = reservation(spec) if mode_of(queue).reserves else spec.min_executors
+    n = reservation(spec) if mode_of(queue).reserves or spec.gang else spec.min_executors
     cap = spec.executor_cap
     return n if cap is None else min(n, cap)
 
@@ -323,9 +327,16 @@ def mode_of(queue: Queue) -> AdmissionMode:
     return ADMISSION_MODES[queue.admission]
 
 
+# A gang at its queue's head (``gang.checks``): its reservation is its room.
+GANG_CHECKS: tuple[Check, ...] = (
+    queue_limits, driver_slot,
+    lambda view, head, path, room: gang_wait(room.gangs.get(head.app_id), head))
+
+
 def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
-    for check in mode_of(view.queue).checks:
+    checks = mode_of(view.queue).checks if head.gang is None else GANG_CHECKS
+    for check in checks:
         reason = check(view, head, path, room)
         if reason is not None:
             return reason

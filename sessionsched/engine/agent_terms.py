@@ -19,13 +19,18 @@ Launch terms (``launch_terms``, handed out on ``LaunchDriver.terms``):
    app can ever get, and an app whose agent never attached still cannot ask for more than the
    cluster holds.
 
+3. **A gang's N** (``AppSpec.gang``, docs/gangs.md): its executors are launched as N at
+   once - ``spark.dynamicAllocation.minExecutors`` and ``initialExecutors`` N, so Spark asks
+   for them all at its start and never releases below them (the engine's floor is N too);
+   a gang that fell back (``soft`` timeout) is launched as an ordinary app.
+
 ``launch_decision`` is the ``LaunchDriver`` the engine gives out (``Scheduler._admit``), with
 both terms; a launch tried again after a transient failure is decided again by it, on the
 capacity of that moment (``service.carrying``), as its first try was.
 
 What an app is taken to want (``demand_after_report``, the silent-agent rule):
 
-3. An app's demand (``AppRecord.demand``: executors it could use now) is what its driver agent
+4. An app's demand (``AppRecord.demand``: executors it could use now) is what its driver agent
    last said (``DemandChanged``) while the agent speaks for it. An app that no live agent
    speaks for -- none (a JVM app, a static app), not yet (a driver still starting), or one
    gone silent (not heard from within three heartbeats) -- is taken to want what the cluster
@@ -64,9 +69,11 @@ def executor_ceiling(capacity: Resources, executor: Resources) -> int | None:
 
 
 def launch_terms(spec: AppSpec, capacity: Resources) -> LaunchTerms:
-    """Both terms for this app, with the cluster's ``capacity`` now (module doc, 1-2)."""
+    """The terms for this app, with the cluster's ``capacity`` now (module doc, 1-3)."""
+    gang = spec.gang
     return LaunchTerms(dynamic_allocation=spec.dynamic_allocation,
-                       executor_ceiling=executor_ceiling(capacity, spec.executor))
+                       executor_ceiling=executor_ceiling(capacity, spec.executor),
+                       gang_executors=None if gang is None else gang.executors)
 
 
 def launch_decision(spec: AppSpec, capacity: Resources) -> LaunchDriver:

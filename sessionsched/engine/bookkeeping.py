@@ -34,6 +34,7 @@ from . import admission
 from .arbitration import Arbiter, Claim, DecayBook
 from .books import AppRecord, Deadlines, Ledger
 from .events import MarkState
+from .gang.book import GangBook
 from .grants import Grants
 from .launching import LaunchBook
 from .needs import NeedBook
@@ -70,6 +71,7 @@ class Books:
         self.leaves: dict[str, Queue] = {}
         self._reserving: frozenset[str] = frozenset()
         self.workers = Workers()  # the cluster's workers (``placement``): claims are cut to them
+        self.gangs = GangBook()  # reservations of gangs at their queues' heads (``gang.book``)
         self.set_tree(root)
 
     # --- the queue tree -------------------------------------------------------------------
@@ -283,8 +285,8 @@ class Books:
     # --- reading --------------------------------------------------------------------------
 
     def guaranteed(self, rec: AppRecord) -> bool:
-        """Its floor is promised: its queue admits by ``reserve``."""
-        return rec.spec.queue in self._reserving
+        """Its floor is promised: its queue admits by ``reserve``, or it is a gang."""
+        return rec.spec.queue in self._reserving or rec.spec.gang is not None
 
     @staticmethod
     def _uncut_want(rec: AppRecord) -> int:
@@ -312,9 +314,9 @@ class Books:
         )
 
     def executor_capacity(self, capacity: Resources) -> Resources:
-        """``capacity`` minus the in-cluster drivers of admitted apps."""
+        """``capacity`` minus the in-cluster drivers of admitted apps and the gangs' holds."""
         t = self.ledger.total
-        return capacity - Resources(t.driver_cores, t.driver_mem_mib)
+        return capacity - Resources(t.driver_cores, t.driver_mem_mib) - self.gangs.held_total
 
     def on_books(self) -> Iterator[str]:
         return iter(self._admitted)

@@ -54,9 +54,12 @@ class AppRecord:
 
     @property
     def floor(self) -> int:
-        """Executors given before any share: max(minExecutors, outstanding reservation), never
-        above what the app may hold (maxExecutors, spark.ego.slots.max)."""
+        """Executors given before any share: max(minExecutors, outstanding reservation, a gang's
+        N), never above what the app may hold (maxExecutors, spark.ego.slots.max)."""
         n = max(self.spec.min_executors, self.reserved)
+        gang = self.spec.gang
+        if gang is not None:  # a gang's N executors: its floor while it runs (docs/gangs.md)
+            n = max(n, gang.executors)
         cap = self.spec.executor_cap
         return n if cap is None else min(n, cap)
 

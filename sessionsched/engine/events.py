@@ -166,10 +166,12 @@ Event = (
 class LaunchTerms:
     """What the driver is launched with (``agent_terms``): ``dynamic_allocation`` on or off;
     ``executor_ceiling``: the most executors the cluster holds, the agent's ceiling (None:
-    none handed)."""
+    none handed); ``gang_executors``: a gang's N, launched with minExecutors and
+    initialExecutors N so Spark asks for all of them at once and keeps them (None: no gang)."""
 
     dynamic_allocation: bool = True
     executor_ceiling: int | None = None
+    gang_executors: int | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,12 @@ A step, in order:
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
      on to RUNNING (YuniKorn's 5-minute rule, made a queue setting); a queued app that has
      waited its queue's ``max_wait`` since its submission ends FAILED (EMR Serverless's
-     ``queueTimeoutMinutes``), saying how long it waited;
+     ``queueTimeoutMinutes``), saying how long it waited; gangs (``gang``, docs/gangs.md): a
+     reservation past its timeout ends its app FAILED (``hard``) or is given up (``soft``),
+     then the gangs at their queues' heads reserve the room that is free, which nobody else
+     is given - admission sees it taken, arbitration divides the capacity without it. FIFO
+     order of reservations keeps two gangs from holding half of what each needs
+     (``gang.book``); a gang takes no executor from anyone, only room as it frees;
   3. admission (``admission.plan_admissions``): launch the drivers that may start;
   4. arbitration (``arbitration.Arbiter``): each admitted app's executor target;
   5. grants (``grants``): how much of its target each app may hold right now, so that
@@ -59,6 +64,7 @@ from .books import AppRecord
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
 from .events import Decision, Event, SetTarget
+from .gang.phase import gang_phase
 from .placement import Workers
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
@@ -118,7 +124,7 @@ class Scheduler:
         The same object again while nothing changed."""
         return self._views.take(self.root, self.capacity, self.driver_slots, self.apps,
                                 self.books.pending, self.waiting, self.usage, self.held,
-                                self.books.workers)
+                                self.books.workers, self.books.gangs.reservations())
 
     def queue(self, name: str) -> Queue:
         return self.books.leaves[name]
@@ -182,7 +188,7 @@ class Scheduler:
         may already be gone)."""
         books = self.books
         times = [books.next_starting_deadline(), books.next_wait_deadline(),
-                 books.reclaimer.next_deadline(),
+                 books.reclaimer.next_deadline(), books.gangs.next_deadline(),
                  self._more_to_admit]  # the last: the admission slice continues (``budget``)
         return min((t for t in times if t is not None), default=None)
 
@@ -206,6 +212,7 @@ class Scheduler:
         self._starting_timeouts(now, out)
         self._waited_too_long(now, out)
         books.sync()
+        gang_phase(books, self.capacity, now, out)
         self._admit(now, out, past)
         books.sync()
         capacity = books.executor_capacity(self.capacity)
@@ -264,14 +271,16 @@ class Scheduler:
             rec = self.apps[app_id]
             out.append(launch_decision(rec.spec, self.capacity))
             out.append(books.admit(now, rec, ahead=app_id in plan.ahead))
+            books.gangs.release(app_id)
 
     def _room(self) -> admission.Room:
         books = self.books
         t = books.ledger.total
-        drivers = Resources(t.driver_cores, t.driver_mem_mib)
+        drivers = Resources(t.driver_cores, t.driver_mem_mib) + books.gangs.held_total
         room = admission.Room(
             free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib),
             uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib),
+            gangs=books.gangs.holds,
             driver_slots_free=self.driver_slots - t.client_drivers,
             driver_slots=self.driver_slots,
             capacity=self.capacity,

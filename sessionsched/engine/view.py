@@ -164,14 +164,15 @@ class ViewKeeper:
              waiting: Mapping[str, Wait],
              usage: Callable[[], Mapping[str, QueueUsage]],
              held: Mapping[str, Wait] | None = None, workers: Workers | None = None,
-             ) -> EngineView:
+             reservations: Mapping[str, Reservation] | None = None) -> EngineView:
         last = self._last
         held = held or {}
+        reservations = reservations or {}
         unchanged = (last is not None and not self._all and not self._apps and not self._leaves
                      and not self._usage
                      and last.capacity == capacity and last.driver_slots == driver_slots
                      and last.waiting == waiting and last.held == held
-                     and last.workers is workers)
+                     and last.workers is workers and last.reservations == reservations)
         if unchanged:
             return last
         if last is None or self._all:
@@ -197,6 +198,7 @@ class ViewKeeper:
             apps=MappingProxyType(facts), pending=MappingProxyType(queued),
             waiting=MappingProxyType(dict(waiting)), usage=MappingProxyType(dict(usage())),
             held=MappingProxyType(dict(held)), workers=workers,
+            reservations=MappingProxyType(dict(reservations)),
         )
         self._apps, self._leaves, self._all, self._usage = set(), set(), False, False
         return self._last

@@ -1,0 +1,50 @@
+"""The step's gang phase (``Scheduler.step``, after the timeouts, before admission): gangs
+whose timeout ran out are dealt with by their style, then the gangs at their queues' heads
+reserve what is free (``book.GangBook``, docs/gangs.md)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...model import AppSpec, AppState, GangStyle, Resources
+from ..events import Decision
+from ..placement import held_now
+from .book import fell_back_reason, timed_out_reason
+
+
+def gang_phase(books, capacity: Resources, now: float, out: list[Decision]) -> None:
+    """``books``: the engine's ``bookkeeping.Books``, in sync; ``capacity``: the cluster's."""
+    gangs = books.gangs
+    for hold in gangs.expired(now):
+        rec = books.apps.get(hold.spec.app_id)
+        if rec is None or rec.state is not AppState.ACCEPTED:
+            continue
+        if hold.spec.gang.style is GangStyle.HARD:
+            books.unqueue(rec)
+            out.append(books.mark(now, rec, AppState.FAILED, timed_out_reason(hold)))
+        else:
+            rec.spec = replace(rec.spec, gang=None)  # an ordinary app from now on
+            rec.reason = fell_back_reason(hold)
+            books.changed(rec)
+    heads = _gang_heads(books)
+    if not heads and not gangs.holds:
+        return
+    t = books.ledger.total
+    free = capacity - Resources(t.driver_cores + t.committed_cores,
+                                t.driver_mem_mib + t.committed_mem_mib)
+    gangs.reserve(now, heads, free)
+
+
+def _gang_heads(books) -> list[AppSpec]:
+    """Each leaf's head (its first queued app not held aside ``does_not_fit_now``) that is a
+    gang, in rank order."""
+    out = []
+    workers = books.workers
+    for leaf, pend in books.pending.items():
+        for key in pend:
+            spec = books.apps[key[2]].spec
+            if held_now(spec, books.tree.path[leaf], workers) is None:
+                if spec.gang is not None:
+                    out.append((key, spec))
+                break
+    return [spec for _key, spec in sorted(out, key=lambda kv: kv[0])]
