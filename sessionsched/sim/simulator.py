@@ -19,11 +19,11 @@ who runs, and nothing here models Spark: the cluster (``backends/memory``) does.
   changed, DriverExited -- as an agent's heartbeat would carry them. Submissions and updates
   beyond the engine's event slice (``engine.budget``) wait for the next cycle, in order, as
   the server's inbox does.
-- A gang's ``gang_ready`` (``_gang_ready``): the cycle that launched it with its whole
-  reservation, its driver's and all ``N`` executors' room held for it from then on (the
-  reservation becomes its floor). A gang launched at once (the room was free) is ready at its
-  launch too; one whose reservation was released without a launch (a ``soft`` timeout: it
-  goes on as a normal app; a ``hard`` one: it failed) never is.
+- A gang's ``gang_ready`` (``_gang_ready``): the cycle that launched it as a gang - the
+  engine launches a gang only when its driver's and all ``N`` executors' room is held for it
+  (reserved as it freed, or free at once), and that room is its floor from then on. One whose
+  timeout ran out never is: ``hard``, it failed; ``soft``, it goes on as an ordinary app (the
+  engine's record of it has lost its gang) and its launch is not a gang's.
 - The run ends when every app finished; or when nothing can change any more: no simulated
   event is pending (only scheduler cycles) and nothing changed for longer than every timeout in
   play (starting and reclaim timeouts, idle timeout, start latencies) - a deadlock; or at
@@ -128,10 +128,7 @@ class Simulator:
         self._horizon_s = self._quiet_horizon()
         self._queued = {q.name: 0 for q in workload.root.leaves()}  # ACCEPTED apps per queue
         self._ended_queued = 0  # apps ended while queued (their queue's max_wait): no driver
-        # Gangs not launched yet -> whether a reservation was seen for it, None once it was
-        # released unlaunched (``_gang_ready``).
-        self._gangs: dict[str, bool | None] = {
-            a.name: False for a in workload.apps if a.spec.gang is not None}
+        self._gangs = {a.name for a in workload.apps if a.spec.gang is not None}  # unlaunched
         self._start_timeline()
 
     def _start_timeline(self) -> None:
@@ -225,18 +222,14 @@ class Simulator:
         return False
 
     def _gang_ready(self, now: float, launched: set[str]) -> None:
-        """Module doc: a gang launched before its reservation was released is ready now."""
-        view = getattr(self.sched, "view", None)
-        reservations = view().reservations if view is not None else {}
-        for name in list(self._gangs):
-            if name in launched:
-                if self._gangs[name] is not None:
-                    self.rec.apps[name].gang_ready = now
-                del self._gangs[name]
-            elif name in reservations:
-                self._gangs[name] = True
-            elif self._gangs[name]:  # released unlaunched: timed out (or the app ended)
-                self._gangs[name] = None
+        """Module doc: a gang launched as a gang is ready now. One whose ``soft`` timeout ran
+        out is launched later as an ordinary app: the engine's record no longer has its gang."""
+        records = getattr(self.sched, "apps", {})
+        for name in launched & self._gangs:
+            self._gangs.discard(name)
+            rec = records.get(name)
+            if rec is None or rec.spec.gang is not None:
+                self.rec.apps[name].gang_ready = now
 
     def _done(self) -> int:
         done = sum(1 for sa in self.cluster.apps.values() if sa.phase is Phase.DONE)

@@ -210,6 +210,12 @@ BAD = {
         "apps[0].conf.spark.sessionsched.gang.size: a Spark property's value is "
         "a string or a number, not [8]",
     ),
+    "a gang larger than the cluster": (
+        {**GOOD, "cluster": {**GOOD["cluster"], "workers": 2},
+         "apps": [app("a", queue="a", driver={"in_cluster": True}, max_executors=16,
+                      conf={"spark.sessionsched.gang.size": 12})]},
+        "apps[0]: never fits: 12 executor(s) of 1 cores/1024 MiB",
+    ),
     "no apps": (bad("apps", []), "apps: List should have at least 1 item"),
     "top level is a list": ([GOOD], "expected a mapping at the top level"),
     "not YAML": ("apps: [\n", "not valid YAML"),
