@@ -34,19 +34,22 @@ def gang_line(gang: dict[str, Any] | None, now: datetime | None = None) -> str:
     res = gang.get("reservation")
     if not res:
         return line
-    return (f"{line}; reserved {res['held_cores']}/{res['needed_cores']} cores, "
-            f"{res['held_memory_mib']}/{res['needed_memory_mib']} MiB since "
-            f"{_clock(res['since'])}, {_left(res['deadline'], now)} left")
+    line = (f"{line}; reserved {res['held_cores']}/{res['needed_cores']} cores, "
+            f"{res['held_memory_mib']}/{res['needed_memory_mib']} MiB")
+    if not res.get("since"):
+        return f"{line} (its timeout starts at the first reserved core)"
+    return f"{line} since {_clock(res['since'])}, {_left(res['deadline'], now)} left"
 
 
 def gang_mark(gang: dict[str, Any] | None, now: datetime | None = None) -> str:
     """The apps table's GANG cell: ``-``, ``8`` (a gang of 8 executors), or while it reserves
-    ``8 4/9c 14m50s`` (cores reserved of needed, time left)."""
+    ``8 4/9c 14m50s`` (cores reserved of needed, time left; none before the first core)."""
     if not gang:
         return "-"
     res = gang.get("reservation")
     if not res:
         return str(gang["executors"])
-    now = now or datetime.now(timezone.utc)
-    return (f"{gang['executors']} {res['held_cores']}/{res['needed_cores']}c "
-            f"{_left(res['deadline'], now)}")
+    mark = f"{gang['executors']} {res['held_cores']}/{res['needed_cores']}c"
+    if not res.get("deadline"):
+        return mark
+    return f"{mark} {_left(res['deadline'], now or datetime.now(timezone.utc))}"

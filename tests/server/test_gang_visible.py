@@ -80,6 +80,15 @@ def test_an_app_without_a_gang_has_gang_null_and_no_mark(s):
     assert gang_line(None) == gang_mark(None) == "-"
 
 
+def test_before_the_first_reserved_core_no_clock_is_shown():
+    gang = {"executors": 8, "style": "soft", "timeout_s": 60.0, "reservation": {
+        "held_cores": 0, "needed_cores": 9, "held_memory_mib": 0, "needed_memory_mib": 9,
+        "since": None, "deadline": None}}
+    assert gang_mark(gang) == "8 0/9c"
+    assert gang_line(gang) == ("8 executors, soft, timeout 60s; reserved 0/9 cores, 0/9 MiB "
+                               "(its timeout starts at the first reserved core)")
+
+
 def test_time_left_never_goes_below_zero():
     gang = {"executors": 8, "style": "soft", "timeout_s": 60.0, "reservation": {
         "held_cores": 1, "needed_cores": 9, "held_memory_mib": 1, "needed_memory_mib": 9,

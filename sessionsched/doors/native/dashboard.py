@@ -53,10 +53,11 @@ function gang(g) {  // "8" or, while it reserves, "8: 4/9 cores reserved, 14m50s
   if (!g) return "";
   const r = g.reservation;
   if (!r) return String(g.executors);
+  const held = g.executors + ": " + r.held_cores + "/" + r.needed_cores + " cores reserved";
+  if (!r.deadline) return held;
   const left = Math.max(0, Math.round((Date.parse(r.deadline) - Date.now()) / 1000));
   const m = Math.floor(left / 60), s = left % 60;
-  return g.executors + ": " + r.held_cores + "/" + r.needed_cores + " cores reserved, " +
-    (m ? m + "m" : "") + s + "s left";
+  return held + ", " + (m ? m + "m" : "") + s + "s left";
 }
 async function refresh() {
   const health = document.getElementById("health");

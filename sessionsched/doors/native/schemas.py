@@ -116,8 +116,10 @@ class ReservationOut(BaseModel):
     held_memory_mib: int
     needed_cores: int  # ... of what its driver (in the cluster) and N executors need
     needed_memory_mib: int
-    since: str  # the first reserved core (ISO 8601): its timeout counts from here
-    deadline: str  # when its timeout runs out (ISO 8601)
+    # The first reserved core (ISO 8601): its timeout counts from here; and when the timeout
+    # runs out. Both null while nothing is reserved yet (the clock has not started).
+    since: str | None
+    deadline: str | None
 
 
 class GangOut(BaseModel):

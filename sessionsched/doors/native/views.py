@@ -51,10 +51,14 @@ def gang_out(app: AppRead) -> GangOut | None:
     gang, res = app.gang, app.reservation
     if gang is None:
         return None
-    reservation = None if res is None else ReservationOut(
-        held_cores=res.held.cores, held_memory_mib=res.held.mem_mib,
-        needed_cores=res.needed.cores, needed_memory_mib=res.needed.mem_mib,
-        since=iso(res.since), deadline=iso(res.deadline))
+    reservation = None
+    if res is not None:
+        started = res.held.cores > 0 or res.held.mem_mib > 0  # else no clock runs yet
+        reservation = ReservationOut(
+            held_cores=res.held.cores, held_memory_mib=res.held.mem_mib,
+            needed_cores=res.needed.cores, needed_memory_mib=res.needed.mem_mib,
+            since=iso(res.since) if started else None,
+            deadline=iso(res.deadline) if started else None)
     return GangOut(executors=gang.executors, timeout_s=gang.timeout_s, style=gang.style.value,
                    reservation=reservation)
 
