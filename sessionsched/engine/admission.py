@@ -144,8 +144,8 @@ class Room:
     ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting
     workers: Workers | None = None  # the cluster's (``placement``); None: no held_now check
     past_cores: Mapping[str, float] = field(default_factory=dict)  # queue -> decayed usage
-    # Reserving gangs (``gang.book``): app id -> its hold. ``free`` and ``uncommitted`` are
-    # net of every hold; a gang admitted gets its own back (``_spend``).
+    # Reserving gangs (``gang.book``): app id -> its hold. ``free`` is net of every hold,
+    # ``uncommitted`` of every gang's whole need; a gang admitted gets its own back (``_spend``).
     gangs: Mapping[str, Hold] = field(default_factory=dict)
 
 
@@ -258,7 +258,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             for node in path[:-1]:  # for ``_said_again``: parents that may fill up
                 if node.max_running_apps is not None:
                     limited_at[node.name] = len(admitted)
-            if (view.queue.admission is Admission.DEMAND
+            if (view.queue.admission is Admission.DEMAND and head.gang is None
                     and not demand_fits(head, need_beside(view, head, room), room)):
                 ahead.add(head.app_id)  # ``running_demand`` let it in ahead
                 room.ahead_in[name] = room.ahead_in.get(name, 0) + 1
@@ -300,7 +300,7 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
     reserve = mode_of(view.queue).reserves or head.gang is not None  # a gang's N: promised
     hold = room.gangs.get(head.app_id)
     if hold is not None:  # its reservation becomes its driver and floor, spent below
-        room.free, room.uncommitted = room.free + hold.held, room.uncommitted + hold.held
+        room.free, room.uncommitted = room.free + hold.held, room.uncommitted + hold.need
     for node in path:
         room.admitted_in[node.name] = room.admitted_in.get(node.name, 0) + 1
         room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores

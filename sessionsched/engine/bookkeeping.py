@@ -207,7 +207,7 @@ class Books:
         changed since the last sync."""
         for app_id in self._dirty:
             rec = self.apps[app_id]
-            guaranteed = rec.spec.queue in self._reserving
+            guaranteed = self.guaranteed(rec)
             self.ledger.refresh(rec, guaranteed)
             if self.decay.user_leaves:
                 self._count_user(rec)
@@ -235,7 +235,7 @@ class Books:
         claim is built from them."""
         for app_id in self._dirty:
             rec = self.apps[app_id]
-            self.ledger.refresh(rec, rec.spec.queue in self._reserving)
+            self.ledger.refresh(rec, self.guaranteed(rec))
             if self.decay.user_leaves:
                 self._count_user(rec)
         self._touched |= self._dirty
@@ -314,9 +314,11 @@ class Books:
         )
 
     def executor_capacity(self, capacity: Resources) -> Resources:
-        """``capacity`` minus the in-cluster drivers of admitted apps and the gangs' holds."""
+        """``capacity`` minus the in-cluster drivers of admitted apps and what reserving gangs
+        need (``gang.book``)."""
         t = self.ledger.total
-        return capacity - Resources(t.driver_cores, t.driver_mem_mib) - self.gangs.held_total
+        cap = capacity - Resources(t.driver_cores, t.driver_mem_mib)
+        return cap - self.gangs.kept_from(cap - Resources(t.floor_cores, t.floor_mem_mib))
 
     def on_books(self) -> Iterator[str]:
         return iter(self._admitted)

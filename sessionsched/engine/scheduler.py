@@ -276,10 +276,13 @@ class Scheduler:
     def _room(self) -> admission.Room:
         books = self.books
         t = books.ledger.total
-        drivers = Resources(t.driver_cores, t.driver_mem_mib) + books.gangs.held_total
+        drivers = Resources(t.driver_cores, t.driver_mem_mib)
+        gangs = books.gangs  # held: not free; needed whole: committed (``gang.book``)
         room = admission.Room(
-            free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib),
-            uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib),
+            free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib)
+            - gangs.held_total,
+            uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib)
+            - gangs.need_total,
             gangs=books.gangs.holds,
             driver_slots_free=self.driver_slots - t.client_drivers,
             driver_slots=self.driver_slots,

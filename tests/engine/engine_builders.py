@@ -21,7 +21,16 @@ from sessionsched.engine import (
     StopDriver,
     Submitted,
 )
-from sessionsched.model import Admission, AppSpec, Executor, Policy, Queue, Resources
+from sessionsched.model import (
+    Admission,
+    AppSpec,
+    Executor,
+    Gang,
+    GangStyle,
+    Policy,
+    Queue,
+    Resources,
+)
 
 _seq = itertools.count(1)
 
@@ -70,6 +79,9 @@ class app:  # noqa: N801 - reads as a noun in tables: app("a").priority(10)
 
     def slots_max(self, n: int) -> app:
         return self._set(slots_max=n)
+
+    def gang(self, n: int, timeout_s: float = 900.0, style: str = "soft") -> app:
+        return self._set(gang=Gang(n, timeout_s, GangStyle(style)))
 
     def spec(self) -> AppSpec:
         return self._spec

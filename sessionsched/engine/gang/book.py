@@ -5,18 +5,26 @@ cluster) and its N executors are held for it at once. Until then, while it is th
 leaf queue (the first queued app not held aside ``does_not_fit_now``), it *reserves*: every
 step, room of the cluster that is free (capacity less in-cluster drivers and the executors
 held, granted or promised) and not already reserved is set aside for it - its driver first,
-then whole executors of its size - up to what it needs. Reserved room is given to nobody
-else: admission sees it as taken (``Room.gangs``) and arbitration divides the capacity less
-every reservation (``Books.executor_capacity``), so no running app grows into it and no new
-driver starts in it. A gang takes no executor from anyone: it gets room as room frees (an
-executor released, one taken back by its holder's queue policy for someone else, an app
-that ends) anywhere in the cluster, from any queue and any priority, because whatever frees
-is not handed out again while a gang waits for it.
+then whole executors of its size - up to what it needs. Nobody else is given that room, nor
+the room the gang still lacks: arbitration divides the capacity less what the reserving
+gangs need whole (``GangBook.kept_from``, ``Books.executor_capacity``), so no running app is
+granted more into it and an executor released is not granted again but stays free for the
+gang; admission sees the holds as taken and the gangs' whole needs as committed
+(``Room.gangs``), so no app is admitted into that room. Room frees in the cycle after an
+app's demand drops (its grant is lowered by that cycle's arbitration), and is held from then.
+
+What a gang takes from others: only room as it frees - an executor released, one taken back
+by its holder's queue policy for another app that is short, an app that ends - anywhere in
+the cluster, from any queue and any priority: whatever frees is not handed out again while a
+gang waits for it. It kills nothing and orders no reclaim: the running apps' targets shrink
+to what is left beside the gangs' needs, and they give back what they hold above it as they
+go idle or end. An app of higher priority queued in its own queue goes ahead of it (the
+queue's order), and the gang gives its room back until it is the head again.
 
 Why two gangs never deadlock, each holding half of what it needs (the seed's reason for
-FIFO-ordered reservation): reservations are served in one fixed order - first the ones that
-already hold room, in the order they started reserving, then new ones in rank order
-(priority, submission, app id) - and freed room goes to the first reservation in that order
+FIFO-ordered reservation): reservations are served in one fixed order - the order in which their
+gangs became reserving heads (heads of one step in rank order: priority, submission, app
+id) - and freed room goes to the first reservation in that order
 that is not whole. So at any time at most one reservation is partial, and the ones before it
 are whole (and launch at once, unless their queue's ``max_running_apps`` or a driver slot
 holds them: neither waits on a reservation). One gang per queue reserves, its head: a gang
@@ -69,6 +77,10 @@ class Hold:
         return driver + spec.executor.times(self.executors)
 
     @property
+    def need(self) -> Resources:
+        return needed(self.spec)
+
+    @property
     def whole(self) -> bool:
         assert self.spec.gang is not None
         return self.driver and self.executors >= self.spec.gang.executors
@@ -93,7 +105,8 @@ class GangBook:
 
     def __init__(self) -> None:
         self.holds: dict[str, Hold] = {}
-        self.held_total = _NONE  # the sum of every hold: what arbitration may not divide
+        self.held_total = _NONE  # the sum of every hold's room
+        self.need_total = _NONE  # the sum of what every hold needs whole
         self._count = 0
 
     def expired(self, now: float) -> list[Hold]:
@@ -143,11 +156,20 @@ class GangBook:
     def reservations(self) -> dict[str, Reservation]:
         return {a: h.reservation() for a, h in self.holds.items()}
 
+    def kept_from(self, room: Resources) -> Resources:
+        """What arbitration may not divide of ``room`` (the executors' capacity less the
+        admitted apps' floors): what the reserving gangs need whole, at most ``room``. Their
+        whole need, not what they hold: an executor released by an app is then not given to
+        another app, it stays free for the gangs to take."""
+        need = self.need_total
+        return Resources(min(need.cores, max(room.cores, 0)),
+                         min(need.mem_mib, max(room.mem_mib, 0)))
+
     def _sum(self) -> None:
-        total = _NONE
+        held = need = _NONE
         for h in self.holds.values():
-            total = total + h.held
-        self.held_total = total
+            held, need = held + h.held, need + h.need
+        self.held_total, self.need_total = held, need
 
 
 def _grow(hold: Hold, pool: Resources) -> Resources:
