@@ -3,16 +3,16 @@
 (``conftest.py``), in ``root.prio`` (priority policy, reclaim_timeout 0, stateaware).
 
 - With a gang of 4 (``spark.sessionsched.gang.size=4``): submitted while two other apps hold
-  every core, it reserves the 2 cores the first one frees - the second, which wants 6, does
-  not grow into them - and once the second ends it is whole, launched with its 4 executors, its
-  barrier stage runs and it FINISHES.
+  every core, it waits (reserving); once the first ends it reserves the 2 cores it freed, the
+  rest of its need is taken from the second by the queue's arbitration (docs/gangs.md), it is
+  launched with its 4 executors at once, its barrier stage runs and it FINISHES.
 - Without a gang, on the same kind of busy cluster (1 core free): it is admitted (an executor
   fits), Spark gives it the one free core, and Spark itself refuses the barrier stage - its
   max-concurrent-tasks check fails (``[SPARK-24819]`` in the driver's log; the checks' interval
   and count shortened here from 15 s x 40) and the app ends FAILED. It fails; it does not wait.
-- ``hard`` with a 20 s timeout the cluster cannot meet: FAILED with the reason naming the gang
-  and what it held, and the 2 cores it held are in use by the app that wants them within
-  seconds.
+- ``hard`` with a 20 s timeout the cluster cannot meet (the second app's floor is 4 of the 6
+  cores): FAILED with the reason naming the gang and what it held, and the 2 cores it held
+  are in use by the app that wants them within seconds.
 
 A barrier stage needs dynamic allocation off (Spark's SPARK-24942): the app is static,
 ``spark.executor.instances=4``. Every wait is bounded; nothing sleeps a fixed time (the hogs'
@@ -63,33 +63,45 @@ def reserved(api, app_id) -> int | None:
     return None if res is None else res["held_cores"]
 
 
-def two_hogs(api, tmp_path):
+def states(api, *ids) -> str:
+    """The apps as the server has them, for a failed wait's message."""
+    return "; ".join(f"{i}: {a.state.value} {a.executors}/{a.target} {a.reason} {a.gang}"
+                     for i in ids for a in [api.app(i)])
+
+
+def wait_apps(api, ids, condition, timeout_s, what):
+    try:
+        return wait_until(condition, timeout_s, what, interval_s=0.5)
+    except pytest.fail.Exception:
+        pytest.fail(f"timed out after {timeout_s:g}s waiting for {what}: {states(api, *ids)}")
+
+
+def two_hogs(api, tmp_path, b_conf=None):
     """A holds 2 cores until ``free_a``; B holds the other 4 and wants 6, until ``free_b``."""
     free_a, free_b = tmp_path / "free-a", tmp_path / "free-b"
     a = submit(api, "hog-a", QUEUE, 9000, "--tasks", 2, "--seconds", 600, "--until", free_a,
                conf={"spark.dynamicAllocation.maxExecutors": "2"})
-    wait_until(lambda: held(api, a) == (2,), 120, "A to hold its 2 executors")
-    b = submit(api, "hog-b", QUEUE, 8000, "--tasks", 6, "--seconds", 600, "--until", free_b)
-    settle(api, (a, b), (2, 4), 120, "B at the 4 cores A leaves")
+    wait_apps(api, (a,), lambda: held(api, a) == (2,), 240, "A to hold its 2 executors")
+    b = submit(api, "hog-b", QUEUE, 8000, "--tasks", 6, "--seconds", 600, "--until", free_b,
+               conf=b_conf)
+    settle(api, (a, b), (2, 4), 240, "B at the 4 cores A leaves")
     return (a, free_a), (b, free_b)
 
 
-def test_a_gang_of_4_reserves_what_frees_then_its_barrier_stage_runs_and_it_finishes(
+def test_a_gang_of_4_waits_while_every_core_is_held_then_its_barrier_stage_runs_and_it_finishes(
         api, tmp_path):
     (a, free_a), (b, free_b) = two_hogs(api, tmp_path)
     g = submit_barrier(api, "barrier-gang", 5000, **{"spark.sessionsched.gang.size": "4"})
-    wait_until(lambda: reserved(api, g) is not None, 30, "the gang reserving (nothing yet)")
-    free_a.touch()
-    wait_until(lambda: ended(api, a), 120, "A to end")
-    wait_until(lambda: reserved(api, g) == 2, 60, "A's 2 cores reserved for the gang")
-    # B wants 6 and the priority policy would give them to it: they are the gang's.
-    settle(api, (b,), (4,), 30, "B kept at 4 beside the reservation")
-    assert api.app(g).state.value == "ACCEPTED" and api.app(g).started_at is None
-    free_b.touch()
-    done = wait_until(lambda: ended(api, g), 300, "the gang's app to end")
+    wait_apps(api, (a, b, g), lambda: reserved(api, g) is not None, 30,
+              "the gang reserving (nothing free yet)")
+    assert api.app(g).state.value == "ACCEPTED"
+    free_a.touch()  # A's 2 cores free; the rest of the gang's need comes from B (docs/gangs.md)
+    done = wait_apps(api, (a, b, g), lambda: ended(api, g), 300, "the gang's app to end")
     log = api.log(g, 2000)
     assert (done.state.value, done.exit_code) == ("FINISHED", 0), log[-3000:]
-    assert "BARRIER ran [0, 1, 2, 3]" in log
+    assert "BARRIER ran [0, 1, 2, 3]" in log  # the 4 tasks ran at once
+    assert done.started_at >= api.app(a).finished_at  # launched only once A's cores freed
+    free_b.touch()
 
 
 def test_without_a_gang_spark_refuses_the_barrier_stage_on_a_busy_cluster(api, tmp_path):
@@ -107,13 +119,16 @@ def test_without_a_gang_spark_refuses_the_barrier_stage_on_a_busy_cluster(api, t
 
 
 def test_a_hard_gang_fails_at_its_timeout_and_its_cores_go_back_at_once(api, tmp_path):
-    (a, free_a), (b, free_b) = two_hogs(api, tmp_path)
+    # B's floor is 4 (minExecutors): the gang can never have more than A's 2 cores.
+    (a, free_a), (b, free_b) = two_hogs(
+        api, tmp_path, b_conf={"spark.dynamicAllocation.minExecutors": "4"})
     g = submit_barrier(api, "barrier-hard", 5000, **{
         "spark.sessionsched.gang.size": "4", "spark.sessionsched.gang.timeout": "20s",
         "spark.sessionsched.gang.style": "hard"})
     wait_until(lambda: reserved(api, g) is not None, 30, "the gang reserving (nothing yet)")
     free_a.touch()
-    wait_until(lambda: reserved(api, g) == 2, 120, "A's 2 cores reserved for the gang")
+    wait_apps(api, (a, b, g), lambda: reserved(api, g) == 2, 120,
+              "A's 2 cores reserved for the gang")
     done = wait_until(lambda: ended(api, g), 60, "the gang to time out")
     failed_at = time.monotonic()
     assert done.state.value == "FAILED" and done.started_at is None
