@@ -173,6 +173,14 @@ def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                 else f"the cluster has {res(room.capacity)} and no app is admitted")
         return Wait(WaitCode.EXECUTOR_ROOM,
                     f"no room for {_first(head, n)}, {res(needed)} in all: {left}")
+    return under_max_cores(view, head, path, room)
+
+
+def under_max_cores(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+                    room: Room) -> Wait | None:
+    """The head's first executors fit under ``max_cores`` of every queue on its path beside
+    the floors already there (``reserve_room``'s second half; a gang's own check)."""
+    n = reservation(head)
     cores = n * head.executor.cores
     for node in path:
         cap = node.max_cores
@@ -327,15 +335,23 @@ def mode_of(queue: Queue) -> AdmissionMode:
     return ADMISSION_MODES[queue.admission]
 
 
-# A gang at its queue's head (``gang.checks``): its reservation is its room.
-GANG_CHECKS: tuple[Check, ...] = (
-    queue_limits, driver_slot,
-    lambda view, head, path, room: gang_wait(room.gangs.get(head.app_id), head))
+def gang_whole(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+               room: Room) -> Wait | None:
+    return gang_wait(room.gangs.get(head.app_id), head)
+
+
+# A gang at its queue's head (``gang.checks``): its mode's limits, then its reservation is its
+# room (the mode's room checks are not run) under the queues' max_cores.
+_GANG_KEEPS = (queue_limits, starting_limit, driver_slot)
+GANG_CHECKS: dict[Admission, tuple[Check, ...]] = {
+    mode: (*(c for c in m.checks if c in _GANG_KEEPS), under_max_cores, gang_whole)
+    for mode, m in ADMISSION_MODES.items()}
 
 
 def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
-    checks = mode_of(view.queue).checks if head.gang is None else GANG_CHECKS
+    q = view.queue
+    checks = mode_of(q).checks if head.gang is None else GANG_CHECKS[q.admission]
     for check in checks:
         reason = check(view, head, path, room)
         if reason is not None:

@@ -318,7 +318,9 @@ class Books:
         need (``gang.book``)."""
         t = self.ledger.total
         cap = capacity - Resources(t.driver_cores, t.driver_mem_mib)
-        return cap - self.gangs.kept_from(cap - Resources(t.floor_cores, t.floor_mem_mib))
+        used = Resources(max(t.executor_cores, t.floor_cores),
+                         max(t.executor_mem_mib, t.floor_mem_mib))
+        return cap - self.gangs.kept_from(cap - used)
 
     def on_books(self) -> Iterator[str]:
         return iter(self._admitted)

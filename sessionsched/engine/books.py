@@ -91,6 +91,7 @@ class Totals(NamedTuple):
     committed_mem_mib: int = 0
     usage_cores: int = 0
     executor_cores: int = 0
+    executor_mem_mib: int = 0  # of executors held (a gang's room is what they leave: ``gang``)
     demand_cores: int = 0
     alone_driver_cores: int = 0  # of ``driver_cores``: drivers working alone (``works_alone``)
     alone_driver_mem_mib: int = 0
@@ -151,6 +152,7 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
             committed_cores=held * size.cores,
             committed_mem_mib=held * size.mem_mib,
             executor_cores=held * size.cores,
+            executor_mem_mib=held * size.mem_mib,
             demand_cores=rec.demand * size.cores,
         )
     floor = rec.floor
@@ -172,6 +174,7 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
         committed_mem_mib=promised * size.mem_mib,
         usage_cores=max(held, rec.grant) * size.cores + spec.driver.cores,
         executor_cores=held * size.cores,
+        executor_mem_mib=held * size.mem_mib,
         demand_cores=rec.demand * size.cores,
         alone_driver_cores=spec.driver.cores if alone else 0,
         alone_driver_mem_mib=spec.driver.mem_mib if alone else 0,

@@ -212,7 +212,7 @@ class Scheduler:
         self._starting_timeouts(now, out)
         self._waited_too_long(now, out)
         books.sync()
-        gang_phase(books, self.capacity, now, out)
+        gang_phase(books, self.capacity, now, out, self.held)
         self._admit(now, out, past)
         books.sync()
         capacity = books.executor_capacity(self.capacity)

@@ -22,7 +22,9 @@ that fails; ``admission_checks``):
   queue_max_cores     its first executors would pass ``max_cores`` of a queue on its path
   running_demand      ``demand``: the running apps of its leaf want the room it would need
   launch_in_flight    ``demand``: a driver-heavy app of its leaf is launching
-  gang_reserving      a gang app is reserving room for all its members (gang scheduling, to come)
+  gang_reserving      a gang at its queue's head reserves room as it frees until its driver and
+                      all N executors are held (``gang``, docs/gangs.md); held / needed in the
+                      sentence
   admission_slice     this cycle admitted its slice of apps (``budget``); it is looked at next cycle
   behind_app          it is not its queue's head: it waits behind the head (strict
                       head-of-line), whose wait its sentence repeats

@@ -21,7 +21,9 @@ Sizing read from the properties, with Spark's own defaults when unset: driver 1 
 executors ``spark.executor.cores`` (default 1, set on the launch so the scheduler's count of
 executors matches the cluster's) and ``spark.executor.memory`` (1g). With dynamic allocation on,
 ``minExecutors``/``maxExecutors`` bound the app; with it off (a static app) the cap is
-``spark.executor.instances``, else ``spark.cores.max`` / executor cores.
+``spark.executor.instances``, else ``spark.cores.max`` / executor cores. A gang
+(``gang.gang_from_conf``: ``spark.sessionsched.gang.*`` or YuniKorn's annotations) is read
+here, malformed refused with its line, and may not ask for more executors than that cap.
 """
 
 from __future__ import annotations
@@ -35,7 +37,16 @@ from typing import Any
 
 from sessionsched.config import resolve_queue
 from sessionsched.engine.agent_terms import dynamic_allocation
-from sessionsched.model import PRIORITY_DEFAULT, AppSpec, Queue, Resources, parse_priority
+from sessionsched.gang import SIZE as GANG_SIZE
+from sessionsched.gang import gang_from_conf
+from sessionsched.model import (
+    PRIORITY_DEFAULT,
+    AppSpec,
+    Gang,
+    Queue,
+    Resources,
+    parse_priority,
+)
 from sessionsched.sparkargs import (
     Prop,
     SchedulingProps,
@@ -218,6 +229,14 @@ def _scheduling(props: Mapping[str, Prop], prefix: str = "") -> SchedulingProps:
         raise SubmissionError(f"{prefix} {e}".strip()) from None
 
 
+def _gang(props: Mapping[str, Prop]) -> Gang | None:
+    """The gang the properties ask for (``gang.gang_from_conf``)."""
+    try:
+        return gang_from_conf({k: p.value for k, p in props.items()})
+    except ValueError as e:
+        raise SubmissionError(str(e)) from None
+
+
 def _check_app_file(resource: str, cwd: str) -> None:
     """The application file must exist and be readable here — unless it is a URI for the
     cluster to fetch (hdfs:, s3a:, http:, local:)."""
@@ -275,13 +294,19 @@ def _new_app(
         raise SubmissionError(
             f"spark.dynamicAllocation.minExecutors={min_execs} is above maxExecutors={max_execs}"
         )
+    gang = _gang(props)
     user = _value(props, USER_PROPERTY) or ANONYMOUS_USER
     spec = AppSpec(
         app_id="", queue=leaf.name, seq=0, submitted_at=0.0, priority=prio, name=name,
         user=user, driver=driver, driver_in_cluster=in_cluster, executor=executor,
         min_executors=min_execs, max_executors=max_execs, slots_max=sched.slots_max,
-        dynamic_allocation=dynamic,
+        dynamic_allocation=dynamic, gang=gang,
     )
+    if gang is not None and spec.executor_cap is not None and gang.executors > spec.executor_cap:
+        raise SubmissionError(
+            f"a gang of {gang.executors} executors ({GANG_SIZE} or YuniKorn's minMember) is more"
+            f" than the {spec.executor_cap} the app may hold (maxExecutors, "
+            "spark.executor.instances, spark.cores.max or spark.ego.slots.max)")
     app = StoredApp(
         id="", seq=0, kind=kind, name=name, user=user, queue=leaf.name, priority=prio,
         submitted_at=0.0, spec=spec, warnings=warnings,

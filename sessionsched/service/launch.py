@@ -20,10 +20,9 @@ What the service adds to the user's properties (``Launch.conf`` wins over the us
   worker", which would make the scheduler's executor count meaningless;
 - ``spark.cores.max`` from ``spark.ego.slots.max`` when unset: the cluster enforces the cap even
   for an app without an agent (JVM apps get this static cap only);
-- a gang launched as one (the terms' ``gang_executors`` N, docs/gangs.md): with dynamic
-  allocation ``spark.dynamicAllocation.minExecutors`` and ``initialExecutors`` N, over the
-  user's (the room held for it is N executors: Spark asks for them all at its start and keeps
-  them); a static app ``spark.executor.instances`` N where unset.
+- a gang's N (the terms' ``gang_executors``, docs/gangs.md), with dynamic allocation on:
+  ``spark.dynamicAllocation.minExecutors`` and ``initialExecutors`` N, over the user's: Spark
+  asks for all N at its start, into the room reserved for them, and never releases below N.
 
 The driver agent (``agent/launch.py``), submit kind: a Python app runs through the agent's
 bootstrap (``wrap_argv``); with dynamic allocation on, ``agent_conf`` adds decommission when
@@ -82,12 +81,10 @@ def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, 
         out["spark.executor.cores"] = str(app.spec.executor.cores)
     if app.spec.slots_max is not None and "spark.cores.max" not in user:
         out["spark.cores.max"] = str(app.spec.slots_max)
-    n = terms.gang_executors
-    if n is not None and terms.dynamic_allocation:
-        out["spark.dynamicAllocation.minExecutors"] = str(n)
-        out["spark.dynamicAllocation.initialExecutors"] = str(n)
-    elif n is not None and "spark.executor.instances" not in user:
-        out["spark.executor.instances"] = str(n)
+    if terms.gang_executors is not None and terms.dynamic_allocation:
+        n = str(terms.gang_executors)
+        out["spark.dynamicAllocation.minExecutors"] = out[
+            "spark.dynamicAllocation.initialExecutors"] = n
     return out
 
 

@@ -36,8 +36,9 @@ from sessionsched.engine import (
 from sessionsched.model import AppState
 
 
-def running(app_id: str, queue: str, held: int, demand: int | None = None) -> tuple:
-    return (app_id, queue, held, held if demand is None else demand)
+def running(app_id: str, queue: str, held: int, demand: int | None = None,
+            floor: int = 0) -> tuple:
+    return (app_id, queue, held, held if demand is None else demand, floor)
 
 
 def release(app_id: str, n: int) -> tuple:
@@ -65,9 +66,9 @@ CASES = {
     "freed room is given to nobody else while the gang reserves (a new app shares the rest)": (
         TWO, 8, [running("a", "q", 4, demand=8), running("b", "o", 4, demand=8)],
         [(1, [("submit", app("g").queue("q").gang(4))], {"held": {"g": 0}}),
-         (2, [release("b", 1)], {"held": {"g": 3}, "targets": {"a": (3, 3), "b": (1, 1)}}),
+         (2, [release("b", 1)], {"held": {"g": 3}, "targets": {"a": (4, 4), "b": (1, 1)}}),
          (3, [("submit", app("c").queue("o"))],
-          {"launched": ["c"], "held": {"g": 3}, "targets": {"a": (3, 3), "b": (1, 1)}})]),
+          {"launched": ["c"], "held": {"g": 3}, "targets": {"a": (4, 4), "b": (1, 1)}})]),
     "a finished app's room goes to the gang": (
         TWO, 8, [running("a", "q", 4), running("b", "o", 4)],
         [(1, [("submit", app("g").queue("q").gang(4))], {"held": {"g": 0}}),
@@ -83,7 +84,7 @@ CASES = {
         [(1, [("submit", app("g").queue("q").gang(6, timeout_s=60, style="hard"))],
           {"held": {"g": 0}, "wakeup": None}),
          (10, [release("b", 1)], {"held": {"g": 3}, "wakeup": 70.0,
-                                  "reason": {"g": "timeout (hard) runs out at 70"}}),
+                                  "reason": {"g": "60s timeout (hard) runs since the first"}}),
          (69.9, [], {"held": {"g": 3}, "marked": []}),
          (70, [], {"marked": [("g", "FAILED")], "held": {"g": None},
                    "reason": {"g": "gang of 6 executor(s) not whole after its 60s timeout "
@@ -126,7 +127,7 @@ CASES = {
     "a killed gang's room is back at once": (
         TWO, 8, [running("a", "q", 4), running("b", "o", 4, demand=8)],
         [(1, [("submit", app("g").queue("q").gang(6))], {"held": {"g": 0}}),
-         (2, [release("a", 2)], {"held": {"g": 2}, "targets": {"a": (1, 1), "b": (1, 1)}}),
+         (2, [release("a", 2)], {"held": {"g": 2}, "targets": {"a": (2, 2), "b": (4, 4)}}),
          (3, [KillRequested("g")], {"held": {"g": None}, "marked": [("g", "KILLED")],
                                     "targets": {"a": (2, 2), "b": (6, 6)}})]),
     "an in-cluster driver in another queue may not start in reserved room": (
@@ -142,16 +143,26 @@ CASES = {
                                  "reason": {"g": "(1 of 3 executor(s), its driver)"}}),
          (3, [release("b", 0)], {"held": {"g": 4}, "launched": []}),
          (4, [release("a", 3)], {"launched": ["g"]})]),
+    "whole, it still waits for max_cores on its path beside the floors there": (
+        (leaf("q", max_cores=6), leaf("o")), 12, [running("a", "q", 4, floor=4)],
+        [(1, [("submit", app("g").queue("q").gang(3))],
+          {"held": {"g": 3}, "wait": {"g": "queue_max_cores"}, "launched": []}),
+         (2, [ended("a")], {"launched": ["g"], "held": {"g": None}})]),
+    "whole, it still waits for its stateaware queue's starting_limit": (
+        (leaf("q", admission="stateaware"),), 8, [],
+        [(1, [("submit", app("x").queue("q")), ("submit", app("g").queue("q").gang(2))],
+          {"launched": ["x"], "held": {"g": 2}, "wait": {"g": "starting_limit"}}),
+         (2, [ExecutorsChanged("x", _ex("x", 1))], {"launched": ["g"]})]),
 }
 
 
 @pytest.mark.parametrize("queues, cores, before, steps", CASES.values(), ids=CASES.keys())
 def test_gang(queues, cores, before, steps):
     run = Run(tree(*queues), cores=cores)
-    for app_id, queue, _held, _demand in before:
-        run.submit(app(app_id).queue(queue))
-    run.step(*(DemandChanged(a, d) for a, _q, _h, d in before))
-    run.step(*(ExecutorsChanged(a, _ex(a, h)) for a, _q, h, _d in before))
+    for app_id, queue, _held, _demand, floor in before:
+        run.submit(app(app_id).queue(queue).min(floor))
+    run.step(*(DemandChanged(a, d) for a, _q, _h, d, _f in before))
+    run.step(*(ExecutorsChanged(a, _ex(a, h)) for a, _q, h, _d, _f in before))
     for a, *_ in before:
         assert run.state(a) == "RUNNING"
     for at, events, expect in steps:

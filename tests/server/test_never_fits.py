@@ -38,9 +38,17 @@ NEVER = [
       "spark.sessionsched.queue": "small", **DYNAMIC},
      "2 executor(s) of 3 cores (minExecutors 2) need 6 cores, above max_cores 4 of queue"
      " root.small"),
+    ({"spark.sessionsched.gang.size": "3", "spark.executor.cores": "3", **DYNAMIC},
+     "3 executor(s) of 3 cores/1024 MiB (a gang of 3) do not fit the cluster: its workers"
+     f" hold 2 ({WORKERS})"),
 ]
 IDS = ["8-core executor", "10g executor", "12g cluster-mode driver",
-       "floor above the workers", "floor above max_cores"]
+       "floor above the workers", "floor above max_cores", "gang above the workers"]
+# A malformed gang (docs/gangs.md): refused by every door with its one line.
+BAD_GANG = {"spark.kubernetes.driver.annotation.yunikorn.apache.org/task-groups":
+            '[{"name": "spark-driver", "minMember": 1}]'}
+BAD_GANG_LINE = ("spark.kubernetes.driver.annotation.yunikorn.apache.org/task-groups: no task"
+                 " group named 'spark-executor' for the executors (groups: spark-driver)")
 
 
 @pytest.fixture
@@ -160,3 +168,19 @@ def test_a_worker_lost_under_a_queued_app_does_not_block_its_queue(state_dir, tm
         assert s.app(big)["state"] == "ACCEPTED" and s.app(first)["state"] == "FINISHED"
         cluster.worker_back("worker-2")
         assert s.until(big, "FINISHED", cycles=200)["exit_code"] == 0
+
+
+def test_a_malformed_gang_is_refused_by_every_door(client, jar, db):
+    r = client.post("/api/v1/apps", json={"argv": ["--class", "Main", jar.name],
+                                          "cwd": str(jar.parent), "conf": BAD_GANG})
+    assert r.status_code == 400 and BAD_GANG_LINE in r.json()["detail"], r.text
+    r = client.post("/v1/submissions/create", json={
+        "action": "CreateSubmissionRequest", "appResource": "file:/opt/a.jar",
+        "mainClass": "Main", "clientSparkVersion": "4.0.1",
+        "sparkProperties": {"spark.app.name": "bad", **BAD_GANG}, "environmentVariables": {}})
+    assert r.status_code == 400 and BAD_GANG_LINE in r.json()["message"], r.text
+    r = client.post("/batches", json={"file": str(jar), "className": "Main", "conf": BAD_GANG})
+    assert r.status_code == 400 and BAD_GANG_LINE in r.json()["msg"], r.text
+    r = client.post("/sessions", json={"kind": "pyspark", "conf": BAD_GANG})
+    assert r.status_code == 400 and BAD_GANG_LINE in r.json()["msg"], r.text
+    nothing_stored(db)

@@ -218,19 +218,18 @@ def test_launch_conf_turns_dynamic_allocation_on_unless_turned_off():
     assert service_conf(app, LaunchTerms(dynamic_allocation=False)) == {"spark.app.name": "etl"}
 
 
-def test_a_gang_is_launched_asking_spark_for_its_n_executors_at_once():
+def test_a_gang_is_launched_with_all_n_executors_at_once_and_kept():
     app, _ = new_apps.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
                                     "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
-    app.kind, app.name = "submit", "train"
-    app.conf = {"spark.dynamicAllocation.minExecutors": "1"}  # the gang's N wins over it
-    dynamic = service_conf(app, LaunchTerms(dynamic_allocation=True, gang_executors=4))
-    assert (dynamic["spark.dynamicAllocation.minExecutors"],
-            dynamic["spark.dynamicAllocation.initialExecutors"]) == ("4", "4")
-    static = service_conf(app, LaunchTerms(dynamic_allocation=False, gang_executors=4))
-    assert static["spark.executor.instances"] == "4"
-    assert "spark.dynamicAllocation.minExecutors" not in static
-    plain = service_conf(app, LaunchTerms(dynamic_allocation=True))  # no gang: nothing added
-    assert "spark.dynamicAllocation.minExecutors" not in plain
+    app.kind, app.name, app.conf = "submit", "etl", {"spark.dynamicAllocation.minExecutors": "1"}
+    conf = service_conf(app, LaunchTerms(dynamic_allocation=True, gang_executors=4))
+    assert (conf["spark.dynamicAllocation.minExecutors"],
+            conf["spark.dynamicAllocation.initialExecutors"]) == ("4", "4")
+    # A gang that fell back (soft timeout) is launched as an ordinary app; a static app is
+    # sized by its own properties.
+    for terms in (LaunchTerms(dynamic_allocation=True),
+                  LaunchTerms(dynamic_allocation=False, gang_executors=4)):
+        assert "spark.dynamicAllocation.minExecutors" not in service_conf(app, terms)
 
 
 def test_the_launch_gives_the_driver_its_identity_and_the_service_conf(tmp_path):

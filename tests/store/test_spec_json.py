@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionsched.model import AppSpec
+from sessionsched.model import AppSpec, Gang, GangStyle
 from sessionsched.store.records import dynamic_before_recorded, spec_from_json, spec_to_json
 
 NAMES = dict(app_id="a", queue="root.default", seq=1, submitted_at=0.0, priority=5000,
@@ -17,6 +17,18 @@ NAMES = dict(app_id="a", queue="root.default", seq=1, submitted_at=0.0, priority
 def test_dynamic_allocation_reads_back_as_decided(dynamic):
     spec = AppSpec(**NAMES, dynamic_allocation=dynamic)
     assert spec_from_json(spec_to_json(spec), **NAMES, unrecorded_dynamic=not dynamic) == spec
+
+
+@pytest.mark.parametrize("gang", [None, Gang(4), Gang(2, 30.0, GangStyle.HARD)],
+                         ids=["none", "soft default", "hard 30s"])
+def test_a_gang_reads_back_as_submitted(gang):
+    spec = AppSpec(**NAMES, gang=gang)
+    assert spec_from_json(spec_to_json(spec), **NAMES).gang == gang
+
+
+def test_a_row_from_before_gangs_has_none():
+    older = {k: v for k, v in spec_to_json(AppSpec(**NAMES, gang=Gang(3))).items() if k != "gang"}
+    assert spec_from_json(older, **NAMES).gang is None
 
 
 OLDER_ROWS = [

@@ -6,20 +6,23 @@ leaf queue (the first queued app not held aside ``does_not_fit_now``), it *reser
 step, room of the cluster that is free (capacity less in-cluster drivers and the executors
 held, granted or promised) and not already reserved is set aside for it - its driver first,
 then whole executors of its size - up to what it needs. Nobody else is given that room, nor
-the room the gang still lacks: arbitration divides the capacity less what the reserving
-gangs need whole (``GangBook.kept_from``, ``Books.executor_capacity``), so no running app is
-granted more into it and an executor released is not granted again but stays free for the
-gang; admission sees the holds as taken and the gangs' whole needs as committed
-(``Room.gangs``), so no app is admitted into that room. Room frees in the cycle after an
-app's demand drops (its grant is lowered by that cycle's arbitration), and is held from then.
+room that frees later while the gang still lacks it: arbitration divides the capacity less
+what the reserving gangs need whole, as far as the executors held now leave it
+(``GangBook.kept_from``, ``Books.executor_capacity``), so an executor released is not
+granted to anyone again but stays free for the gang; admission sees the holds as taken and
+the gangs' whole needs as committed (``Room.gangs``), so no app is admitted into that room.
+Room frees in the cycle after an app's demand drops (its grant is lowered by that cycle's
+arbitration), and is held from then.
 
-What a gang takes from others: only room as it frees - an executor released, one taken back
-by its holder's queue policy for another app that is short, an app that ends - anywhere in
-the cluster, from any queue and any priority: whatever frees is not handed out again while a
-gang waits for it. It kills nothing and orders no reclaim: the running apps' targets shrink
-to what is left beside the gangs' needs, and they give back what they hold above it as they
-go idle or end. An app of higher priority queued in its own queue goes ahead of it (the
-queue's order), and the gang gives its room back until it is the head again.
+What a gang takes from others: only room as it frees - an executor released as its app goes
+idle, one taken back by its holder's queue policy for another app that is short, an app that
+ends - anywhere in the cluster, from any queue and any priority: whatever frees is not handed
+out again while a gang waits for it. It kills nothing and orders no reclaim on its own
+account: the running apps' targets still sum to what they hold (the policies may move
+executors between them as before), so a gang's wait is bounded by how long the apps running
+when it reached its queue's head keep what they hold - and by its timeout. An app of higher
+priority queued in the gang's own queue goes ahead of it (the queue's order), and the gang
+gives its room back until it is the head again.
 
 Why two gangs never deadlock, each holding half of what it needs (the seed's reason for
 FIFO-ordered reservation): reservations are served in one fixed order - the order in which their
@@ -158,9 +161,10 @@ class GangBook:
 
     def kept_from(self, room: Resources) -> Resources:
         """What arbitration may not divide of ``room`` (the executors' capacity less the
-        admitted apps' floors): what the reserving gangs need whole, at most ``room``. Their
-        whole need, not what they hold: an executor released by an app is then not given to
-        another app, it stays free for the gangs to take."""
+        executors held now, or the admitted apps' floors where those are more): what the
+        reserving gangs need whole, at most that room. So an executor released is not granted
+        to anyone again but stays free for the gangs, while nothing anyone holds now is taken
+        back for them: the apps' targets still sum to what they hold."""
         need = self.need_total
         return Resources(min(need.cores, max(room.cores, 0)),
                          min(need.mem_mib, max(room.mem_mib, 0)))

@@ -1,7 +1,7 @@
 """Admission of a gang at its queue's head: it starts only when its reservation is whole.
 
-A gang head runs its queue's limits and the driver-slot check (``admission_checks``), then
-this one: its hold (``book.Hold``, read through ``Room.gangs``) covers its driver and all N
+A gang head runs its queue's limits, the driver-slot check and ``max_cores`` on its path
+(``admission_checks.GANG_CHECKS``), then this one: its hold (``book.Hold``, read through ``Room.gangs``) covers its driver and all N
 executors, else it waits ``gang_reserving`` with the numbers. It runs none of the modes' room
 checks (``driver_share``, ``reserve_room``, ``running_demand``...): its reservation is its
 room, set aside from what freed; what the others need is what they already hold.
@@ -20,7 +20,8 @@ def _res(r: Resources) -> str:
 
 def gang_wait(hold: Hold | None, head: AppSpec) -> Wait | None:
     """None when ``hold`` is whole; else the ``gang_reserving`` wait: what is held of what is
-    needed, and when its timeout runs out (or that its clock has not started)."""
+    needed, and whether its timeout's clock runs (the deadline itself is on
+    ``EngineView.reservation``: a reason's text is written once, not every second)."""
     if hold is not None and hold.whole:
         return None
     gang = head.gang
@@ -29,10 +30,9 @@ def gang_wait(hold: Hold | None, head: AppSpec) -> Wait | None:
     held = hold.held if hold is not None else Resources()
     n = hold.executors if hold is not None else 0
     deadline = hold.deadline if hold is not None else None
-    clock = (f"its {gang.timeout_s:g}s timeout ({gang.style.value}) runs out at "
-             f"{deadline:.0f}" if deadline is not None else
-             f"its {gang.timeout_s:g}s timeout ({gang.style.value}) starts at the first "
-             "reserved core")
+    started = "runs since" if deadline is not None else "starts at"
+    clock = (f"its {gang.timeout_s:g}s timeout ({gang.style.value}) {started} the first"
+             " reserved core")
     return Wait(WaitCode.GANG_RESERVING,
                 f"gang of {gang.executors} executor(s) reserving: holds {_res(held)}"
                 f" of the {_res(need)} it needs ({n} of {gang.executors} executor(s)"

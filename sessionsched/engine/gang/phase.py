@@ -4,6 +4,7 @@ reserve what is free (``book.GangBook``, docs/gangs.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import replace
 
 from ...model import AppSpec, AppState, GangStyle, Resources
@@ -12,8 +13,10 @@ from ..placement import held_now
 from .book import fell_back_reason, timed_out_reason
 
 
-def gang_phase(books, capacity: Resources, now: float, out: list[Decision]) -> None:
-    """``books``: the engine's ``bookkeeping.Books``, in sync; ``capacity``: the cluster's."""
+def gang_phase(books, capacity: Resources, now: float, out: list[Decision],
+               aside: Container[str] = ()) -> None:
+    """``books``: the engine's ``bookkeeping.Books``, in sync; ``capacity``: the cluster's;
+    ``aside``: the apps admission held aside ``does_not_fit_now`` at the last step."""
     gangs = books.gangs
     for hold in gangs.expired(now):
         rec = books.apps.get(hold.spec.app_id)
@@ -26,7 +29,7 @@ def gang_phase(books, capacity: Resources, now: float, out: list[Decision]) -> N
             rec.spec = replace(rec.spec, gang=None)  # an ordinary app from now on
             rec.reason = fell_back_reason(hold)
             books.changed(rec)
-    heads = _gang_heads(books)
+    heads = _gang_heads(books, aside)
     if not heads and not gangs.holds:
         return
     t = books.ledger.total
@@ -35,16 +38,20 @@ def gang_phase(books, capacity: Resources, now: float, out: list[Decision]) -> N
     gangs.reserve(now, heads, free)
 
 
-def _gang_heads(books) -> list[AppSpec]:
+def _gang_heads(books, aside: Container[str]) -> list[AppSpec]:
     """Each leaf's head (its first queued app not held aside ``does_not_fit_now``) that is a
-    gang, in rank order."""
+    gang, in rank order. Held aside is what the last step's admission found (``aside``), and
+    for a gang what the cluster says now: a cycle without gangs costs a look per leaf."""
     out = []
     workers = books.workers
     for leaf, pend in books.pending.items():
         for key in pend:
+            if key[2] in aside:
+                continue
             spec = books.apps[key[2]].spec
-            if held_now(spec, books.tree.path[leaf], workers) is None:
-                if spec.gang is not None:
-                    out.append((key, spec))
-                break
+            if spec.gang is not None:
+                if held_now(spec, books.tree.path[leaf], workers) is not None:
+                    continue
+                out.append((key, spec))
+            break
     return [spec for _key, spec in sorted(out, key=lambda kv: kv[0])]

@@ -5,7 +5,8 @@
   2. one executor is larger than any worker (an app that may hold no executor skips this);
   3. its first executors (``first_executors``: what its leaf's admission sets aside - under
      ``demand`` and ``reserve`` ``reservation()``, minExecutors but at least 1; else
-     minExecutors) need more cores than ``max_cores`` of a queue on its path;
+     minExecutors; a gang's N in any mode, all of them at once beside its driver) need
+     more cores than ``max_cores`` of a queue on its path;
   4. its driver and those executors are more than the workers hold, counted per worker
      (``Workers.holds_beside``), not as a sum of cores and memory.
 Asked of the workers' sizes, not of what is free now: what is in use ends, a worker that is
@@ -38,6 +39,8 @@ _SETS_ASIDE = tuple(mode for mode, m in ADMISSION_MODES.items() if reserve_room 
 
 def first_executors(spec: AppSpec, leaf: Queue) -> int:
     """The executors an app needs beside its driver to be admitted into ``leaf``."""
+    if spec.gang is not None:  # a gang's N, in any mode (docs/gangs.md)
+        return reservation(spec)
     mode = leaf.admission
     for aside in _SETS_ASIDE:  # by identity, not an Enum hash: asked for every head, each cycle
         if mode is aside:
@@ -47,6 +50,8 @@ def first_executors(spec: AppSpec, leaf: Queue) -> int:
 
 
 def _what(spec: AppSpec, n: int) -> str:
+    if spec.gang is not None and n == spec.gang.executors:
+        return f"a gang of {n}"
     return f"minExecutors {spec.min_executors}" if n == spec.min_executors else "at least 1"
 
 
