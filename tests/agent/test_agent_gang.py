@@ -3,9 +3,9 @@
 (``conftest.py``), in ``root.prio`` (priority policy, reclaim_timeout 0, stateaware).
 
 - With a gang of 4 (``spark.sessionsched.gang.size=4``): submitted while two other apps hold
-  every core, it waits (reserving); once the first ends it reserves the 2 cores it freed, the
-  rest of its need is taken from the second by the queue's arbitration (docs/gangs.md), it is
-  launched with its 4 executors at once, its barrier stage runs and it FINISHES.
+  every core, it reserves the 2 cores the first one frees - the second, which wants 6, does
+  not grow into them - and once the second ends it is whole, launched with its 4 executors, its
+  barrier stage runs and it FINISHES.
 - Without a gang, on the same kind of busy cluster (1 core free): it is admitted (an executor
   fits), Spark gives it the one free core, and Spark itself refuses the barrier stage - its
   max-concurrent-tasks check fails (``[SPARK-24819]`` in the driver's log; the checks' interval
@@ -88,20 +88,23 @@ def two_hogs(api, tmp_path, b_conf=None):
     return (a, free_a), (b, free_b)
 
 
-def test_a_gang_of_4_waits_while_every_core_is_held_then_its_barrier_stage_runs_and_it_finishes(
+def test_a_gang_of_4_reserves_what_frees_then_its_barrier_stage_runs_and_it_finishes(
         api, tmp_path):
     (a, free_a), (b, free_b) = two_hogs(api, tmp_path)
     g = submit_barrier(api, "barrier-gang", 5000, **{"spark.sessionsched.gang.size": "4"})
     wait_apps(api, (a, b, g), lambda: reserved(api, g) is not None, 30,
               "the gang reserving (nothing free yet)")
-    assert api.app(g).state.value == "ACCEPTED"
-    free_a.touch()  # A's 2 cores free; the rest of the gang's need comes from B (docs/gangs.md)
-    done = wait_apps(api, (a, b, g), lambda: ended(api, g), 300, "the gang's app to end")
+    free_a.touch()
+    wait_apps(api, (a, b, g), lambda: reserved(api, g) == 2, 120,
+              "A's 2 cores reserved for the gang")
+    # B wants 6 and the priority policy would give them to it: they are the gang's.
+    settle(api, (b,), (4,), 30, "B kept at 4 beside the reservation")
+    assert api.app(g).state.value == "ACCEPTED" and api.app(g).started_at is None
+    free_b.touch()  # B ends: the gang is whole
+    done = wait_apps(api, (b, g), lambda: ended(api, g), 300, "the gang's app to end")
     log = api.log(g, 2000)
     assert (done.state.value, done.exit_code) == ("FINISHED", 0), log[-3000:]
-    assert "BARRIER ran [0, 1, 2, 3]" in log  # the 4 tasks ran at once
-    assert done.started_at >= api.app(a).finished_at  # launched only once A's cores freed
-    free_b.touch()
+    assert "BARRIER ran [0, 1, 2, 3]" in log  # its 4 tasks ran at once
 
 
 def test_without_a_gang_spark_refuses_the_barrier_stage_on_a_busy_cluster(api, tmp_path):
