@@ -6,6 +6,7 @@ Not a test: it prints a table. Usage::
     .venv/bin/python benchmarks/engine_cycle.py --quick    # 1k and 10k running only, fewer cycles
     .venv/bin/python benchmarks/engine_cycle.py --profile 10000   # cProfile one size
     .venv/bin/python benchmarks/engine_cycle.py --quick --usage-half-life 3600  # decay on
+    .venv/bin/python benchmarks/engine_cycle.py --quick --gangs 0.1   # 10 % of the apps in gangs
 
 The queue tree has 10 parents x 10 leaves (100 queues) with mixed policies (fifo, priority,
 fairshare), admission modes (stateaware, reserve, none), weights, min_share and max_cores.
@@ -35,6 +36,11 @@ Scenarios (the ``scenario`` column):
     same cores and memory in all) instead of one pool: every cycle fits per worker
     (``engine.placement``); every 5th cycle a worker is lost or comes back, so the claims
     the cut binds are looked at again.
+
+``--gangs F`` (issue 22): a fraction F of the apps, running and queued, ask for a gang
+(docs/gangs.md) of 2, 4 or 8 executors (no more than their maxExecutors), half of them
+``hard``; a queued gang at the head of its queue reserves what frees, a running one keeps its
+executors as its floor.
 
 Only ``step`` is timed; the harness that plays the cluster is not. Targets: at most 50 ms per
 cycle at 10k running + 100k queued on a 2-core machine, growing no worse than n log n (issue
@@ -79,6 +85,8 @@ from sessionsched.model import (  # noqa: E402
     AppSpec,
     AppState,
     Executor,
+    Gang,
+    GangStyle,
     Policy,
     Queue,
     Resources,
@@ -91,6 +99,8 @@ CYCLE_S = 0.2
 # ``--usage-half-life S``: decayed fair share on the whole tree (issue 25), apps of 20 users.
 HALF_LIFE_S: float | None = None
 USERS = 20
+# ``--gangs F``: the fraction of the apps that ask for a gang (issue 22).
+GANGS = 0.0
 
 
 MAX_WAIT_S = 3600.0  # the ``max-wait`` scenario's limit
@@ -154,6 +164,11 @@ class Workload:
     def spec(self, leaf: str | None = None) -> AppSpec:
         rng = self.rng
         self.seq += 1
+        max_executors = rng.choice((None, 4, 16))
+        gang = None
+        if GANGS and rng.random() < GANGS:
+            gang = Gang(executors=min(rng.choice((2, 4, 8)), max_executors or 16),
+                        style=rng.choice((GangStyle.HARD, GangStyle.SOFT)))
         return AppSpec(
             app_id=f"app-{self.seq:07d}",
             queue=leaf or rng.choice(self.leaves),
@@ -164,8 +179,9 @@ class Workload:
             driver_in_cluster=rng.random() < 0.3,
             executor=Resources(rng.choice((1, 2, 4)), rng.choice((2048, 4096))),
             min_executors=rng.choice((0, 0, 0, 1, 2)),
-            max_executors=rng.choice((None, 4, 16)),
+            max_executors=max_executors,
             user=f"user{self.seq % USERS}" if HALF_LIFE_S else "",
+            gang=gang,
         )
 
     def setup_events(self) -> list:
@@ -315,6 +331,7 @@ def run(running: int, queued: int, cycles: int, scenario: str = "steady",
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
     times.sort()
+    reserving = len(sched.view().reservations)
     admitted = sum(1 for r in sched.apps.values() if r.state.admitted)
     queued_now = sum(len(sched.pending(q)) for q in wl.leaves)
     return {
@@ -331,6 +348,7 @@ def run(running: int, queued: int, cycles: int, scenario: str = "steady",
         "cpu_max": max(cpu),
         "decisions": decisions / cycles,
         "expired": wl.expired - expired_before,
+        "reserving": reserving,
     }
 
 
@@ -343,9 +361,12 @@ def main() -> None:
     ap.add_argument("--scenario", choices=SCENARIOS, help="only this scenario")
     ap.add_argument("--usage-half-life", type=float, metavar="S",
                     help="decayed fair share on root with this half-life, apps of 20 users")
+    ap.add_argument("--gangs", type=float, default=0.0, metavar="F",
+                    help="this fraction of the apps ask for a gang (e.g. 0.1)")
     args = ap.parse_args()
-    global HALF_LIFE_S
+    global HALF_LIFE_S, GANGS
     HALF_LIFE_S = args.usage_half_life
+    GANGS = args.gangs
     if args.profile:
         run(args.profile, args.queued, args.cycles or 20, args.scenario or "steady", profile=True)
         return
@@ -360,11 +381,12 @@ def main() -> None:
         rows = [r for r in rows if r[0] == args.scenario]
     cycles = args.cycles or (20 if args.quick else 50)
     decay = f", usage_half_life {HALF_LIFE_S:g} s" if HALF_LIFE_S else ""
+    decay += f", {GANGS:.0%} of the apps in gangs" if GANGS else ""
     print(f"engine cycle: {PARENTS * LEAVES} leaf queues, {args.queued:,} queued, "
           f"{cycles} cycles per row{decay}")
     head = (f"{'scenario':<15} {'running':>8} {'admitted':>8} {'queued':>8} {'setup s':>8} "
             f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cpu p50':>8} {'cpu max':>8} "
-            f"{'launched':>8} {'expired':>8} {'dec/cyc':>8} {'cpu/(n log n)':>14}")
+            f"{'launched':>8} {'expired':>8} {'reserving':>9} {'dec/cyc':>8} {'cpu/(n log n)':>14}")
     print(head)
     print("-" * len(head))
     base: dict[str, float] = {}
@@ -375,10 +397,12 @@ def main() -> None:
         print(f"{scenario:<15} {r['running']:>8,} {r['admitted']:>8,} {r['queued']:>8,} "
               f"{r['setup_s']:>8.1f} {r['p50']:>8.1f} {r['p99']:>8.1f} {r['max']:>8.1f} "
               f"{r['cpu_p50']:>8.1f} {r['cpu_max']:>8.1f} {r['launched']:>8,} "
-              f"{r['expired']:>8,} {r['decisions']:>8.1f} {per / base[scenario]:>14.2f}")
+              f"{r['expired']:>8,} {r['reserving']:>9,} {r['decisions']:>8.1f} "
+              f"{per / base[scenario]:>14.2f}")
     print("p50/p99/max: wall-clock ms per cycle; cpu p50/max: CPU ms of the process (steadier "
           "when others load the machine); launched: drivers launched in the measured cycles; "
-          "expired: queued apps ended by their max_wait in them."
+          "expired: queued apps ended by their max_wait in them; reserving: gangs reserving "
+          "after the last cycle."
           "\ncpu/(n log n): CPU cost per n log n, relative to the "
           "scenario's first row (<= 1: no worse than n log n). Load average at the end: "
           f"{os.getloadavg()[0]:.1f}")

@@ -48,6 +48,9 @@ class App:
     # (``executors``, ``estimated_start``, ``instead_of``, ``text``) if it has one.
     estimated_start: datetime | None = None
     counter_offer: dict[str, Any] | None = None
+    # A gang's ``executors``, ``timeout_s``, ``style`` and, while it reserves, ``reservation``
+    # (docs/api.md); None: not a gang.
+    gang: dict[str, Any] | None = None
 
     @property
     def offer_text(self) -> str | None:
@@ -79,6 +82,7 @@ class App:
             raw=data,
             estimated_start=parse_time(data.get("estimated_start")),
             counter_offer=data.get("counter_offer"),
+            gang=data.get("gang"),
         )
 
 

@@ -36,6 +36,7 @@ from ..client import (
     default_token,
 )
 from ..model import AppState, parse_priority
+from .gang_text import gang_line, gang_mark
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -106,8 +107,8 @@ def estimated(app: App) -> str:
 
 def app_table(apps: Iterable[App], title: str | None = None) -> Table:
     table = Table(title=title, box=None, header_style="bold", pad_edge=False)
-    for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "SUBMITTED", "EXIT",
-                "EST.START"):
+    for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "GANG", "SUBMITTED",
+                "EXIT", "EST.START"):
         table.add_column(col, no_wrap=True)
     table.add_column("CODE", no_wrap=True)
     table.add_column("REASON", overflow="fold")
@@ -124,6 +125,7 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
                 a.state.value,
                 "-" if a.position is None else str(a.position),
                 f"{a.executors}/{a.target}",
+                gang_mark(a.gang),
                 clock(a.submitted_at),
                 "-" if a.exit_code is None else str(a.exit_code),
                 estimated(a),
@@ -221,6 +223,8 @@ def _status(args: argparse.Namespace) -> int:
         for key, value in app.raw.items():
             if isinstance(value, list):
                 value = "; ".join(str(v) for v in value)
+            elif key == "gang":  # what it asked for and, while it reserves, held / needed
+                value = gang_line(value)
             elif isinstance(value, dict):  # the counter-offer: its one line
                 value = value.get("text", value)
             print(f"{key:<{width}}  {'-' if value in (None, '') else value}")

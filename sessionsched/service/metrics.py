@@ -1,7 +1,8 @@
 """Prometheus metrics (``GET /metrics``).
 
 Counters and the cycle histogram are updated as things happen; the gauges (apps per state per
-queue, queue lengths, waiting apps per queue and reason code, cluster reachability) are read
+queue, queue lengths, waiting apps per queue and reason code, the cores gangs have reserved
+and need per queue, cluster reachability) are read
 from the service's books at scrape time, so they can never drift from what the API shows. Each
 service has its own registry: two services in one process (tests) do not collide.
 """
@@ -59,6 +60,21 @@ class _BooksCollector(Collector):
         for (queue, code), n in sorted(snap["waiting"].items()):
             waiting.add_metric([queue, code], n)
         yield waiting
+        reserved = GaugeMetricFamily(
+            "sessionsched_gang_reserved_cores",
+            "Cores set aside for gangs waiting to be whole, by leaf queue (docs/gangs.md)",
+            labels=["queue"],
+        )
+        needed = GaugeMetricFamily(
+            "sessionsched_gang_needed_cores",
+            "Cores the reserving gangs need in all (driver and N executors), by leaf queue",
+            labels=["queue"],
+        )
+        for queue, (held, need) in sorted(snap["gangs"].items()):
+            reserved.add_metric([queue], held)
+            needed.add_metric([queue], need)
+        yield reserved
+        yield needed
         yield GaugeMetricFamily(
             "sessionsched_cluster_reachable", "1 when the backend reached the cluster last time",
             value=1 if snap["reachable"] else 0,
@@ -144,7 +160,20 @@ def snapshot(view: ReadView) -> dict:
         "executor_cores": {name: u.executor_cores for name, u in usage.items()},
         "reachable": bool(view.health.reachable),
         "waiting": waiting_by_code(view),
+        "gangs": gang_cores(view),
     }
+
+
+def gang_cores(view: ReadView) -> dict[str, tuple[int, int]]:
+    """Per leaf queue, (cores reserved, cores needed) of its reserving gangs; every leaf, 0s
+    where none reserves. O(queues + reserving gangs)."""
+    out = {q.name: (0, 0) for q in view.engine.root.leaves()}
+    for app_id, res in view.engine.reservations.items():
+        facts = view.engine.apps.get(app_id)
+        if facts is not None:
+            held, need = out.get(facts.queue, (0, 0))
+            out[facts.queue] = (held + res.held.cores, need + res.needed.cores)
+    return out
 
 
 def waiting_by_code(view: ReadView) -> dict[tuple[str, str], int]:

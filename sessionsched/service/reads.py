@@ -24,11 +24,12 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from sessionsched.engine.gang import Reservation
 from sessionsched.engine.placement import never_fits
 from sessionsched.engine.tree import QueueTree
 from sessionsched.engine.view import AppFacts, EngineView
 from sessionsched.engine.waits import Wait, WaitCode
-from sessionsched.model import AppSpec, AppState, Queue, QueueUsage
+from sessionsched.model import AppSpec, AppState, Gang, Queue, QueueUsage
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
 from sessionsched.store import StoredApp
 
@@ -118,11 +119,16 @@ class AppRead:
     # While queued: the last background estimate's (``service/estimating``); None otherwise.
     estimated_start: float | None = None
     counter_offer: CounterOffer | None = None
+    # The gang it asked for (docs/gangs.md), and while it reserves, its reservation
+    # (``EngineView.reservation``: held / needed, since, deadline).
+    gang: Gang | None = None
+    reservation: Reservation | None = None
 
     @staticmethod
     def of(sub: AcceptedApp, facts: AppFacts | None, position: int | None,
            reason: str, reason_code: WaitCode | None = None,
-           estimate: StartEstimate = NO_ESTIMATE) -> AppRead:
+           estimate: StartEstimate = NO_ESTIMATE,
+           reservation: Reservation | None = None) -> AppRead:
         if facts is None:  # committed, not stepped yet
             return AppRead(
                 id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind,
@@ -131,7 +137,7 @@ class AppRead:
                 started_at=None, first_executor_at=None, finished_at=None, exit_code=None,
                 executors=0, target=0, demand=0, spark_app_id=None, warnings=sub.warnings,
                 log_path=sub.log_path, estimated_start=estimate.start_at,
-                counter_offer=estimate.offer)
+                counter_offer=estimate.offer, gang=sub.spec.gang)
         return AppRead(
             id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind, queue=sub.queue,
             priority=facts.priority, state=facts.state, position=position, reason=reason,
@@ -140,7 +146,7 @@ class AppRead:
             exit_code=facts.exit_code, executors=facts.executors, target=facts.target,
             demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
             log_path=sub.log_path, estimated_start=estimate.start_at,
-            counter_offer=estimate.offer)
+            counter_offer=estimate.offer, gang=sub.spec.gang, reservation=reservation)
 
     @staticmethod
     def stored(app: StoredApp) -> AppRead:
@@ -152,7 +158,7 @@ class AppRead:
             first_executor_at=app.first_executor_at, finished_at=app.finished_at,
             exit_code=app.exit_code, executors=0, target=0, demand=0,
             spark_app_id=app.spark_app_id, warnings=tuple(app.warnings),
-            log_path=app.log_path)
+            log_path=app.log_path, gang=app.spec.gang)
 
 
 @dataclass(frozen=True)
@@ -245,15 +251,16 @@ class ReadView:
         key = self._reason_key(sub, facts)
         queued = facts is None or facts.state is AppState.ACCEPTED
         estimate = self.estimates.get(sub.id, NO_ESTIMATE) if queued else NO_ESTIMATE
+        reservation = self.engine.reservation(sub.id) if queued else None
         last = self._reads.get(sub.id)
         if (last is not None and last[0] is sub and last[1] is facts and last[2] == position
-                and last[3] == key and last[4] is estimate):
+                and last[3] == key and last[4] is estimate and last[6] is reservation):
             return last[5]
         if len(self._reads) >= _READS_KEPT:
             self._reads.clear()  # forgotten apps' entries go too; the next reads refill it
         reason, code = self._reason(sub, facts, position)
-        read = AppRead.of(sub, facts, position, reason, code, estimate)
-        self._reads[sub.id] = (sub, facts, position, key, estimate, read)
+        read = AppRead.of(sub, facts, position, reason, code, estimate, reservation)
+        self._reads[sub.id] = (sub, facts, position, key, estimate, read, reservation)
         return read
 
     def _reason_key(self, sub: AcceptedApp, facts: AppFacts | None) -> tuple:

@@ -23,6 +23,7 @@ class AppTimes:
     admitted: float | None = None  # the scheduler decided to launch the driver
     first_executor: float | None = None  # the first executor came up (usable)
     finished: float | None = None  # the driver exited (with any exit code: see state)
+    gang_ready: float | None = None  # a gang's driver and all its executors were held
 
 
 @dataclass

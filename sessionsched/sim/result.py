@@ -3,7 +3,10 @@
 Definitions (seconds from the start of the run):
 - ``state``: FINISHED, FAILED, or the state the app was stuck in (ACCEPTED, STARTING or
   RUNNING). ``finished``: when its driver exited, whatever its exit code, or when it ended
-  while queued (FAILED: it waited its queue's ``max_wait``).
+  while queued (FAILED: it waited its queue's ``max_wait``, or a ``hard`` gang's timeout).
+- ``gang_ready``: an app in a gang (``conf:``), the cycle at which its driver and all ``N``
+  executors were held for it (``simulator._gang_ready``); null if never, and for every app
+  not in a gang.
 - ``makespan``: when the last app ended; in a deadlock, when the run last changed anything
   (after that only scheduler cycles happened until it was detected); ``max_time_s`` if the run
   was cut short there.
@@ -52,6 +55,7 @@ class AppResult:
     first_executor: float | None
     finished: float | None
     usage: dict[str, float | int]
+    gang_ready: float | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class SimResult:
                     "admitted": a.admitted,
                     "first_executor": a.first_executor,
                     "finished": a.finished,
+                    "gang_ready": a.gang_ready,
                     "usage": dict(a.usage),
                 }
                 for a in self.apps
@@ -158,6 +163,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
                 first_executor=_r(t.first_executor),
                 finished=_r(t.finished),
                 usage=app_usage(rec, app.name, t),
+                gang_ready=_r(t.gang_ready),
             )
         )
     stuck = len(workload.apps) - len(completions) - failed

@@ -19,6 +19,11 @@ who runs, and nothing here models Spark: the cluster (``backends/memory``) does.
   changed, DriverExited -- as an agent's heartbeat would carry them. Submissions and updates
   beyond the engine's event slice (``engine.budget``) wait for the next cycle, in order, as
   the server's inbox does.
+- A gang's ``gang_ready`` (``_gang_ready``): the cycle that launched it as a gang - the
+  engine launches a gang only when its driver's and all ``N`` executors' room is held for it
+  (reserved as it freed, or free at once), and that room is its floor from then on. One whose
+  timeout ran out never is: ``hard``, it failed; ``soft``, it goes on as an ordinary app (the
+  engine's record of it has lost its gang) and its launch is not a gang's.
 - The run ends when every app finished; or when nothing can change any more: no simulated
   event is pending (only scheduler cycles) and nothing changed for longer than every timeout in
   play (starting and reclaim timeouts, idle timeout, start latencies) - a deadlock; or at
@@ -55,6 +60,7 @@ def launch_for(app: SimApp, node_sort: str = "fair") -> Launch:
     """The Launch the server would hand the backend for this app (module doc)."""
     spec = app.spec
     conf = {
+        **app.conf,  # the workload's own properties (a gang's), under the ones set from its keys
         "spark.app.name": app.name,
         "spark.driver.cores": str(spec.driver.cores),
         "spark.driver.memory": f"{spec.driver.mem_mib}m",
@@ -124,6 +130,7 @@ class Simulator:
         self._horizon_s = self._quiet_horizon()
         self._queued = {q.name: 0 for q in workload.root.leaves()}  # ACCEPTED apps per queue
         self._ended_queued = 0  # apps ended while queued (their queue's max_wait): no driver
+        self._gangs = {a.name for a in workload.apps if a.spec.gang is not None}  # unlaunched
         self._start_timeline()
 
     def _start_timeline(self) -> None:
@@ -196,6 +203,8 @@ class Simulator:
             raise Overcommit("; ".join(why for _, why in carried.failed))
         for app_id, _, _ in carried.launched:
             self.rec.apps[app_id].admitted = now
+        if self._gangs:
+            self._gang_ready(now, {app_id for app_id, _, _ in carried.launched})
         self._sample(now)
         if self._done() == len(self.apps):
             self.rec.end_reason = "every app finished"
@@ -217,6 +226,16 @@ class Simulator:
     def _launch_for(self, d: Decision) -> Launch:
         app = self.apps[d.app_id]
         return launch_for(app, self._sorts[app.spec.queue])
+
+    def _gang_ready(self, now: float, launched: set[str]) -> None:
+        """Module doc: a gang launched as a gang is ready now. One whose ``soft`` timeout ran
+        out is launched later as an ordinary app: the engine's record no longer has its gang."""
+        records = getattr(self.sched, "apps", {})
+        for name in launched & self._gangs:
+            self._gangs.discard(name)
+            rec = records.get(name)
+            if rec is None or rec.spec.gang is not None:
+                self.rec.apps[name].gang_ready = now
 
     def _done(self) -> int:
         done = sum(1 for sa in self.cluster.apps.values() if sa.phase is Phase.DONE)

@@ -8,7 +8,8 @@ apps:
   - {name: etl-1, submit: 0, queue: root.etl, user: alice, priority: 5000,
      driver: {cores: 1, memory: 2g, in_cluster: true}, executor: {cores: 2, memory: 4g},
      min_executors: 0, max_executors: 16, slots_max: null, startup_s: 20,
-     stages: [{tasks: 200, task_s: 5}], exit_code: 0, updates: [{at: 60, priority: 9000}]}
+     stages: [{tasks: 200, task_s: 5}], exit_code: 0, updates: [{at: 60, priority: 9000}],
+     conf: {spark.sessionsched.gang.size: 8, spark.sessionsched.gang.style: hard}}
 ```
 
 Decisions where DESIGN.md is silent:
@@ -32,13 +33,20 @@ Decisions where DESIGN.md is silent:
   driver alone and exits (seed 000: "not all applications will request more than one
   allocation"); ``exit_code`` (default 0) is the driver's when its work is done, so a driver
   that fails at start is ``stages: []``, a short ``startup_s`` and ``exit_code: 1``.
+- ``conf``: Spark properties as a submission carries them (values may be YAML numbers). The
+  gang's are read as at submission (``gang.gang_from_conf``: ``spark.sessionsched.gang.*`` and
+  YuniKorn's ``spark.kubernetes.driver.annotation.yunikorn.apache.org/*`` annotations), and a
+  malformed one refuses the workload with the gateway's own line. The properties the app's
+  own keys set (``spark.driver.cores``, ``spark.executor.memory``, ``min_executors`` ...) are
+  refused in ``conf``, so no size has two sources; the rest ride on the launch unread.
 - Bursts of identical apps: YAML anchors and merge keys (``<<: *app``). Top-level keys that
   start with ``x-`` are ignored, to hold the anchored templates (as in docker compose files).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -55,6 +63,7 @@ from ..config import (
 )
 from ..engine.placement import Workers, never_fits
 from ..engine.tree import QueueTree
+from ..gang import gang_from_conf
 from ..model import (
     PRIORITY_DEFAULT,
     Admission,
@@ -67,6 +76,28 @@ from ..model import (
 )
 
 MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
+# What the app's own keys set: in ``conf`` they would be a second, conflicting source.
+OWN_KEYS = {
+    "spark.driver.cores": "driver.cores",
+    "spark.driver.memory": "driver.memory",
+    "spark.executor.cores": "executor.cores",
+    "spark.executor.memory": "executor.memory",
+    "spark.dynamicAllocation.minExecutors": "min_executors",
+    "spark.dynamicAllocation.maxExecutors": "max_executors",
+    "spark.app.name": "name",
+}
+
+
+def _conf_value(v: object) -> str:
+    """A property's value as a submission carries it: a string (YAML ``8`` is ``"8"``)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (str, int, float)):
+        return str(v)
+    raise ValueError(f"a Spark property's value is a string or a number, not {v!r}")
+
+
+Conf = dict[str, Annotated[str, BeforeValidator(_conf_value)]]
 Priority = Annotated[int, BeforeValidator(parse_priority)]
 
 
@@ -124,6 +155,7 @@ class AppConfig(_Strict):
     stages: list[StageConfig]  # [] : the driver works startup_s alone, asks for no executor
     exit_code: int = 0  # the driver's exit code when its work is done (non-zero: FAILED)
     updates: list[UpdateConfig] = Field(default_factory=list)
+    conf: Conf = Field(default_factory=dict)  # Spark properties (module doc)
 
     @field_validator("name")
     @classmethod
@@ -194,6 +226,13 @@ def _first_problem(w: WorkloadConfig) -> str | None:
                     f"{where}.updates[{j}].at: {up.at:g} is before the app is submitted "
                     f"(submit {app.submit:g})"
                 )
+        for key in app.conf:
+            if key in OWN_KEYS:
+                return f"{where}.conf: {key}: set it as the app's {OWN_KEYS[key]}"
+        try:
+            gang_from_conf(app.conf)
+        except ValueError as e:
+            return f"{where}.conf: {e}"
         spec = _sim_app(app, i, root).spec
         never = never_fits(spec, QueueTree.of(root).path[spec.queue], workers)
         if never is not None:
@@ -224,6 +263,7 @@ class SimApp:
     stages: tuple[Stage, ...]
     updates: tuple[Update, ...]
     exit_code: int = 0
+    conf: Mapping[str, str] = field(default_factory=dict)  # the app's ``conf:``, as written
 
     @property
     def name(self) -> str:
@@ -283,6 +323,7 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
         min_executors=a.min_executors,
         max_executors=a.max_executors,
         slots_max=a.slots_max,
+        gang=gang_from_conf(a.conf),
     )
     return SimApp(
         spec=spec,
@@ -290,6 +331,7 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
         stages=tuple(Stage(s.tasks, s.task_s) for s in a.stages),
         updates=tuple(Update(u.at, u.priority) for u in a.updates),
         exit_code=a.exit_code,
+        conf=dict(a.conf),
     )
 
 

@@ -20,6 +20,7 @@ APP_KEYS = {
     "admitted",
     "first_executor",
     "finished",
+    "gang_ready",  # issue 22: when a gang's driver and N executors were held (null: never)
     "usage",  # issue 25: per app held/busy/idle/reclaimed core-seconds... (docs/usage.md)
 }
 USAGE_KEYS = {
@@ -191,6 +192,31 @@ BAD = {
     "negative submit": (
         bad("apps.0.submit", -1),
         "apps[0].submit: Input should be greater than or equal to 0",
+    ),
+    "malformed gang annotation": (
+        bad("apps.0.conf", {"spark.kubernetes.driver.annotation.yunikorn.apache.org/"
+                            "schedulingPolicyParameters": "gangSchedulingStyle=Firm"}),
+        "apps[0].conf: spark.kubernetes.driver.annotation.yunikorn.apache.org/"
+        "schedulingPolicyParameters gangSchedulingStyle='Firm': expected hard or soft",
+    ),
+    "gang size not a number": (
+        bad("apps.0.conf", {"spark.sessionsched.gang.size": "eight"}),
+        "apps[0].conf: spark.sessionsched.gang.size='eight': expected a whole number >= 1",
+    ),
+    "a size in conf as well as in the app's keys": (
+        bad("apps.0.conf", {"spark.executor.cores": 2}),
+        "apps[0].conf: spark.executor.cores: set it as the app's executor.cores",
+    ),
+    "a property that is not a string or a number": (
+        bad("apps.0.conf", {"spark.sessionsched.gang.size": [8]}),
+        "apps[0].conf.spark.sessionsched.gang.size: a Spark property's value is "
+        "a string or a number, not [8]",
+    ),
+    "a gang larger than the cluster": (
+        {**GOOD, "cluster": {**GOOD["cluster"], "workers": 2},
+         "apps": [app("a", queue="a", driver={"in_cluster": True}, max_executors=16,
+                      conf={"spark.sessionsched.gang.size": 12})]},
+        "apps[0]: never fits: 12 executor(s) of 1 cores/1024 MiB",
     ),
     "no apps": (bad("apps", []), "apps: List should have at least 1 item"),
     "top level is a list": ([GOOD], "expected a mapping at the top level"),

@@ -171,6 +171,49 @@ def check_fairshare_users(r):
         a["finished"] for n, a in apps.items() if n.startswith("ann"))
 
 
+def check_gang_fairshare(r):
+    # The gang reserves every core that frees; a small app lives ~50 s, so the gang is whole
+    # within about one small app's life (gang-fairshare.yaml's header): under 120 s.
+    apps = by_name(r)
+    gang = apps["gang"]
+    assert gang["gang_ready"] is not None
+    assert gang["gang_ready"] - gang["submitted"] < 120
+    assert gang["state"] == "FINISHED"
+    assert r["summary"]["stuck"] == 0 and r["summary"]["failed"] == 0
+    assert all(a["state"] == "FINISHED" for n, a in apps.items() if n.startswith("small-"))
+    # Apps without a gang have no gang_ready.
+    assert all(a["gang_ready"] is None for n, a in apps.items() if n != "gang")
+
+
+def check_gang_timeouts(hard, soft):
+    for r in (hard, soft):
+        apps = by_name(r)
+        assert apps["gang"]["gang_ready"] is None  # never whole: the hog holds 6 of 8 cores
+        assert apps["hog"]["state"] == apps["after"]["state"] == "FINISHED"
+        assert r["summary"]["stuck"] == 0
+    h, s = by_name(hard), by_name(soft)
+    # hard: FAILED at its timeout (60 s from its first reserved core, at t=10), queued; the
+    # app behind it starts on the released room within a cycle or two.
+    assert h["gang"]["state"] == "FAILED"
+    assert h["gang"]["admitted"] is None
+    assert 70 <= h["gang"]["finished"] <= 72
+    assert h["gang"]["finished"] <= h["after"]["admitted"] <= h["gang"]["finished"] + 2
+    # soft: goes on as a normal app at its timeout, and finishes.
+    assert s["gang"]["state"] == "FINISHED"
+    assert 70 <= s["gang"]["admitted"] <= 72
+
+
+def check_gang_two_queues(r):
+    apps = by_name(r)
+    assert r["summary"]["stuck"] == 0 and r["summary"]["failed"] == 0
+    for name in ("gang-a", "gang-b"):
+        assert apps[name]["gang_ready"] is not None
+        assert apps[name]["state"] == "FINISHED"
+    # One at a time: the second is whole only once the first has launched.
+    first, second = sorted((apps["gang-a"], apps["gang-b"]), key=lambda a: a["gang_ready"])
+    assert second["gang_ready"] > first["admitted"]
+
+
 BURST_AT = 518400.0  # day 6: both teams submit the same burst
 
 
@@ -222,11 +265,14 @@ SINGLE = {
     "notebooks-fairshare": check_notebooks,
     "notebooks-demand": check_notebooks_demand,
     "fairshare-users": check_fairshare_users,
+    "gang-fairshare": check_gang_fairshare,
+    "gang-two-queues": check_gang_two_queues,
 }
 PAIRS = {
     "preprocessing": (("preprocessing-reserve", "preprocessing-stateaware"), check_preprocessing),
     "decay-teams": (("decay-teams-on", "decay-teams-off"), check_decay_teams),
     "placement": (("placement-fair", "placement-binpacking"), check_placement),
+    "gang-timeouts": (("gang-timeout-hard", "gang-timeout-soft"), check_gang_timeouts),
 }
 
 

@@ -49,6 +49,16 @@ async function get(u) {
     return await r.json();
   } finally { clearTimeout(timer); }
 }
+function gang(g) {  // "8" or, while it reserves, "8: 4/9 cores reserved, 14m50s left"
+  if (!g) return "";
+  const r = g.reservation;
+  if (!r) return String(g.executors);
+  const held = g.executors + ": " + r.held_cores + "/" + r.needed_cores + " cores reserved";
+  if (!r.deadline) return held;
+  const left = Math.max(0, Math.round((Date.parse(r.deadline) - Date.now()) / 1000));
+  const m = Math.floor(left / 60), s = left % 60;
+  return held + ", " + (m ? m + "m" : "") + s + "s left";
+}
 async function refresh() {
   const health = document.getElementById("health");
   try {
@@ -59,10 +69,10 @@ async function refresh() {
       "starting", "running", "executor_cores", "demand_cores", "waiting_reason_code",
       "waiting_reason"], q);
     const apps = a.slice(0, 500).map(r => ({...r, estimated_start: r.estimated_start ?? "",
-      counter_offer: r.counter_offer ? r.counter_offer.text : ""}));
+      counter_offer: r.counter_offer ? r.counter_offer.text : "", gang: gang(r.gang)}));
     table(document.getElementById("apps"), ["id", "name", "queue", "priority", "state",
-      "position", "executors", "target", "demand", "reason_code", "reason", "estimated_start",
-      "counter_offer"], apps, "state");
+      "position", "executors", "target", "demand", "gang", "reason_code", "reason",
+      "estimated_start", "counter_offer"], apps, "state");
     if (Date.now() - usageAt >= USAGE_MS) {
       const u = await get("/api/v1/usage?by=queue&since=7d");
       usageAt = Date.now();

@@ -109,6 +109,28 @@ class CounterOfferOut(BaseModel):
     text: str  # e.g. "start ≈ 14:20 with 8 executors; start now with 2 (...)"
 
 
+class ReservationOut(BaseModel):
+    """What is set aside for a gang while it waits to be whole (docs/gangs.md)."""
+
+    held_cores: int  # reserved for it so far ...
+    held_memory_mib: int
+    needed_cores: int  # ... of what its driver (in the cluster) and N executors need
+    needed_memory_mib: int
+    # The first reserved core (ISO 8601): its timeout counts from here; and when the timeout
+    # runs out. Both null while nothing is reserved yet (the clock has not started).
+    since: str | None
+    deadline: str | None
+
+
+class GangOut(BaseModel):
+    """The gang the app asked for: its driver and ``executors`` executors, all or nothing."""
+
+    executors: int
+    timeout_s: float
+    style: str  # hard: FAILED at the timeout; soft: goes on as a normal app
+    reservation: ReservationOut | None  # while it reserves (null: not reserving)
+
+
 class AppOut(BaseModel):
     id: str
     name: str
@@ -133,6 +155,7 @@ class AppOut(BaseModel):
     # While queued (ISO 8601; null: not estimated yet, or not within the estimate's horizon).
     estimated_start: str | None = None
     counter_offer: CounterOfferOut | None = None
+    gang: GangOut | None = None  # null: not a gang
 
 
 class DryRunOut(BaseModel):

@@ -4,7 +4,13 @@ refusals of a request's shape."""
 from __future__ import annotations
 
 from sessionsched.doors.common.times import iso
-from sessionsched.doors.native.schemas import AppOut, CounterOfferOut, DryRunOut
+from sessionsched.doors.native.schemas import (
+    AppOut,
+    CounterOfferOut,
+    DryRunOut,
+    GangOut,
+    ReservationOut,
+)
 from sessionsched.operations.port import AppRead
 
 
@@ -41,6 +47,22 @@ def offer_out(offer) -> CounterOfferOut | None:
                            instead_of=offer.instead_of, text=offer.text)
 
 
+def gang_out(app: AppRead) -> GangOut | None:
+    gang, res = app.gang, app.reservation
+    if gang is None:
+        return None
+    reservation = None
+    if res is not None:
+        started = res.held.cores > 0 or res.held.mem_mib > 0  # else no clock runs yet
+        reservation = ReservationOut(
+            held_cores=res.held.cores, held_memory_mib=res.held.mem_mib,
+            needed_cores=res.needed.cores, needed_memory_mib=res.needed.mem_mib,
+            since=iso(res.since) if started else None,
+            deadline=iso(res.deadline) if started else None)
+    return GangOut(executors=gang.executors, timeout_s=gang.timeout_s, style=gang.style.value,
+                   reservation=reservation)
+
+
 def dry_run_out(queue: str, answer) -> DryRunOut:
     """``answer``: the operations port's dry run (``estimating.DryRunAnswer``)."""
     return DryRunOut(fits=answer.fits, problem=answer.problem, queue=queue,
@@ -73,4 +95,5 @@ def app_out(app: AppRead) -> AppOut:
         warnings=list(app.warnings),
         estimated_start=iso(app.estimated_start),
         counter_offer=offer_out(app.counter_offer),
+        gang=gang_out(app),
     )
