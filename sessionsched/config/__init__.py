@@ -19,12 +19,14 @@ from .queues import (
     PlanConfig,
     QueueConfig,
     QueueOverride,
+    ShareLevel,
     apply_overrides,
     build_queue_tree,
     full_names,
     resolve_any_queue,
     resolve_queue,
     root_configs,
+    share_level_of,
 )
 from .sections import (
     MEMORY_ONLY,
@@ -41,7 +43,8 @@ __all__ = [
     "AuthSection", "ClusterSection", "ConfigError", "ConnectSection", "DefaultsSection",
     "KubernetesSection",
     "PlanConfig", "PriorityRange", "QueueConfig", "QueueOverride", "ServerConfig",
-    "ServerSection", "TlsSection", "UploadsSection", "apply_overrides", "build_queue_tree",
+    "ServerSection", "ShareLevel", "TlsSection", "UploadsSection", "apply_overrides",
+    "build_queue_tree",
     "format_validation_error", "load_server_config", "load_yaml", "parse_model",
     "resolve_any_queue", "resolve_queue",
 ]
@@ -92,6 +95,10 @@ class ServerConfig(Strict):
         if plan is None:
             return build_queue_tree(self.queues)
         return build_queue_tree(apply_overrides(self.queues, plan.queues))
+
+    def connect_share_level(self, leaf: str) -> ShareLevel:
+        """How the Connect door gives sessions in queue ``leaf`` (a full name) drivers."""
+        return share_level_of(self.queues, leaf)
 
     def on_postgresql(self) -> bool:
         """The store is PostgreSQL (several schedulers may share it: one leads)."""
