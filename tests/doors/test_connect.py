@@ -92,7 +92,8 @@ def module_sched(connect_cluster, tmp_path_factory) -> Iterator[Sched]:
         "queues": [{"name": "root", "queues": [
             {"name": "default"},
             {"name": "adhoc", "policy": "fairshare", "max_running_apps": 2},
-            {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0, **SA}]}],
+            {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0, **SA},
+            {"name": "team", "policy": "fairshare", "connect_share_level": "user", **SA}]}],
         "connect": {"port": door_port, "hold_s": 30},
     }
     s = Sched(config, work / "server")
@@ -206,6 +207,30 @@ def busy_query(spark, release: Path) -> int:
     return df.selectExpr("sum(x) AS s").collect()[0].s
 
 
+def paced_query(spark, marks: Path, tasks: int, task_s: float) -> int:
+    """``tasks`` one-row tasks of a Python UDF, each ``task_s`` long, each leaving a file in
+    ``marks`` as it starts: ``POOL.START_TIME.UNIQUE`` (its job's fair scheduler pool). The
+    sum of the ids."""
+    from pyspark.sql.functions import udf
+
+    where = str(marks)
+
+    @udf("long")
+    def paced(x):
+        import os
+        import time
+        import uuid
+
+        from pyspark import TaskContext
+        pool = TaskContext.get().getLocalProperty("spark.scheduler.pool")
+        open(os.path.join(where, f"{pool}.{time.time():.3f}.{uuid.uuid4().hex}"), "w").close()
+        time.sleep(task_s)
+        return x
+
+    df = spark.range(0, tasks, 1, tasks).select(paced("id").alias("x"))
+    return df.selectExpr("sum(x) AS s").collect()[0].s
+
+
 def test_two_sessions_in_a_fairshare_queue_split_1_to_2_then_1_to_1(sched, tmp_path):
     low = remote(sched, user_id="alice", queue="fair", priority=5000)
     high = remote(sched, user_id="bob", queue="fair", priority=10000)
@@ -231,6 +256,45 @@ def test_two_sessions_in_a_fairshare_queue_split_1_to_2_then_1_to_1(sched, tmp_p
     low.stop()
     high.stop()
     assert [ended(sched, i)["state"] for i in (a, b)] == ["FINISHED", "FINISHED"]
+
+
+# --- share level user: a user's sessions in one driver, a fair scheduler pool each -------------
+
+
+def test_a_users_second_session_joins_her_driver_in_a_pool_of_its_own(sched, tmp_path):
+    first = remote(sched, user_id="alice", queue="team")
+    assert first.range(10).count() == 10
+    started = time.monotonic()
+    second = remote(sched, user_id="alice", queue="team")
+    assert second.range(7).count() == 7  # at once: her driver is up
+    joined_s = time.monotonic() - started
+    (a,) = [x for x in apps(sched) if x["kind"] == "connect" and x["state"] == "RUNNING"]
+    assert a["user"] == "alice" and app_of(sched, first)["id"] == a["id"]
+    pools = [f"session-{s.client._session_id[:8]}" for s in (first, second)]
+    # both sessions' jobs at once, 36 tasks of 1 s each, each job in its session's pool
+    marks = tmp_path / "started"
+    marks.mkdir()
+    got: dict[str, int] = {}
+    runs = [threading.Thread(target=lambda n=n, s=s: got.setdefault(
+        n, paced_query(s, marks, 36, 1.0)), daemon=True) for n, s in (("1", first),
+                                                                      ("2", second))]
+    for t in runs:
+        t.start()
+    for t in runs:
+        t.join(300)
+    assert got == {"1": 630, "2": 630}  # sum(range(36))
+    starts = sorted((float(f.name.split(".", 1)[1].rsplit(".", 1)[0]), f.name.split(".")[0])
+                    for f in marks.iterdir())
+    assert {pool for _, pool in starts} == set(pools)
+    # The first half of the task starts: the fair scheduler gave freed slots to both pools in
+    # turn (about 18 and 18); FIFO would have run one job's 36 before the other's first.
+    half = [pool for _, pool in starts[:36]]
+    assert min(half.count(p) for p in pools) >= 12, half
+    first.stop()
+    assert app(sched, a["id"])["state"] == "RUNNING"  # her second session still uses it
+    second.stop()
+    assert ended(sched, a["id"])["state"] == "FINISHED"
+    assert joined_s < 30, joined_s
 
 
 # --- waiting, killing --------------------------------------------------------------------------
