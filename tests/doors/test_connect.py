@@ -231,12 +231,24 @@ def paced_query(spark, marks: Path, tasks: int, task_s: float) -> int:
     return df.selectExpr("sum(x) AS s").collect()[0].s
 
 
+def both(*calls, timeout_s: float = 300) -> list:
+    """The calls' results, run side by side in threads."""
+    got: dict[int, object] = {}
+    runs = [threading.Thread(target=lambda i=i, c=c: got.setdefault(i, c()), daemon=True)
+            for i, c in enumerate(calls)]
+    for t in runs:
+        t.start()
+    for t in runs:
+        t.join(timeout_s)
+    return [got.get(i) for i in range(len(calls))]
+
+
 def test_two_sessions_in_a_fairshare_queue_split_1_to_2_then_1_to_1(sched, tmp_path):
     low = remote(sched, user_id="alice", queue="fair", priority=5000)
     high = remote(sched, user_id="bob", queue="fair", priority=10000)
-    # DataFrame queries in each: both drivers up
-    assert low.range(10).selectExpr("sum(id) AS s").collect()[0].s == 45
-    assert high.range(20).filter("id % 2 = 0").count() == 10
+    # a DataFrame query in each, at once (the two drivers start side by side)
+    assert both(lambda: low.range(10).selectExpr("sum(id) AS s").collect()[0].s,
+                lambda: high.range(20).filter("id % 2 = 0").count()) == [45, 10]
     a, b = app_of(sched, low)["id"], app_of(sched, high)["id"]
     release = tmp_path / "release"
     got: dict[str, int] = {}
@@ -274,15 +286,8 @@ def test_a_users_second_session_joins_her_driver_in_a_pool_of_its_own(sched, tmp
     # both sessions' jobs at once, 36 tasks of 1 s each, each job in its session's pool
     marks = tmp_path / "started"
     marks.mkdir()
-    got: dict[str, int] = {}
-    runs = [threading.Thread(target=lambda n=n, s=s: got.setdefault(
-        n, paced_query(s, marks, 36, 1.0)), daemon=True) for n, s in (("1", first),
-                                                                      ("2", second))]
-    for t in runs:
-        t.start()
-    for t in runs:
-        t.join(300)
-    assert got == {"1": 630, "2": 630}  # sum(range(36))
+    assert both(lambda: paced_query(first, marks, 36, 1.0),
+                lambda: paced_query(second, marks, 36, 1.0)) == [630, 630]  # sum(range(36))
     starts = sorted((float(f.name.split(".", 1)[1].rsplit(".", 1)[0]), f.name.split(".")[0])
                     for f in marks.iterdir())
     assert {pool for _, pool in starts} == set(pools)
