@@ -111,6 +111,10 @@ def test_defaults_are_one_default_queue():
             "queues[0].queues[0].connect_share_level: 'team' is not one of session, user",
         ),
         (
+            "cluster: {backend: kubernetes, kubernetes: {image: spark:4}}\nconnect: {port: 15002}",
+            "connect: the Spark Connect door's drivers run on the scheduler's host",
+        ),
+        (
             "queues: [{name: a, max_driver_fraction: 1.5}]",
             "queues[0].max_driver_fraction: 1.5 is not a fraction of the queue's cores above 0 "
             "and at most 1",
@@ -179,6 +183,7 @@ def test_defaults_are_one_default_queue():
         "default priority out of range",
         "port not a number",
         "connect share level unknown",
+        "connect door with the kubernetes backend",
         "auth tokens without a tokens file",
         "broken yaml",
         "not a mapping",

@@ -50,6 +50,9 @@ __all__ = [
 ]
 
 
+CONNECT_NOT_ON_KUBERNETES = ("connect: the Spark Connect door's drivers run on the scheduler's "
+                             "host (backend standalone or local); as Kubernetes driver pods "
+                             "they are not built yet")
 STANDBY_NEEDS_POSTGRESQL = ("server.standby: a standby needs a PostgreSQL store shared with "
                             "the leader (server.db_url: postgresql://...); SQLite serves one "
                             "scheduler only")
@@ -86,6 +89,8 @@ class ServerConfig(Strict):
                     resolve_any_queue(self.queues, name)
                 except LookupError as e:
                     raise ValueError(f"plans[{i}].queues: {e}") from None
+        if self.connect is not None and self.cluster.backend == "kubernetes":
+            raise ValueError(CONNECT_NOT_ON_KUBERNETES)
         if self.server.standby and not self.on_postgresql():
             raise ValueError(STANDBY_NEEDS_POSTGRESQL)
         return self
