@@ -231,16 +231,29 @@ def paced_query(spark, marks: Path, tasks: int, task_s: float) -> int:
     return df.selectExpr("sum(x) AS s").collect()[0].s
 
 
-def both(*calls, timeout_s: float = 300) -> list:
-    """The calls' results, run side by side in threads."""
+def both(*calls, timeout_s: float = 600) -> list:
+    """The calls' results, run side by side in threads (one deadline for all: on this loaded
+    2-core machine 36 one-second UDF tasks took 5 minutes); a call's exception is raised."""
     got: dict[int, object] = {}
-    runs = [threading.Thread(target=lambda i=i, c=c: got.setdefault(i, c()), daemon=True)
-            for i, c in enumerate(calls)]
+
+    def run(i, call):
+        try:
+            got[i] = call()
+        except Exception as e:  # noqa: BLE001 - raised again in the test's thread
+            got[i] = e
+
+    runs = [threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(calls)]
     for t in runs:
         t.start()
+    deadline = time.monotonic() + timeout_s
     for t in runs:
-        t.join(timeout_s)
-    return [got.get(i) for i in range(len(calls))]
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert len(got) == len(calls), f"{len(calls) - len(got)} call(s) still running after " \
+        f"{timeout_s:g}s"
+    for value in got.values():
+        if isinstance(value, Exception):
+            raise value
+    return [got[i] for i in range(len(calls))]
 
 
 def test_two_sessions_in_a_fairshare_queue_split_1_to_2_then_1_to_1(sched, tmp_path):
