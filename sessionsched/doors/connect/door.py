@@ -14,20 +14,25 @@ Each call, in order:
    ``user_id`` must be the token's user (pyspark sends ``$USER`` when the connection string
    has no ``user_id``);
 2. the session: a known session is its owner's (or an admin's); a new one is submitted
-   (``Sessions.open``: the queue's submitters, the priority range, the rate limit);
+   (``Sessions.open``: the queue's submitters, the priority range, the rate limit), or, in a
+   queue with ``connect_share_level: user``, joins its user's live driver;
 3. its driver: the call is held up to ``connect.hold_s`` while the app waits in its queue or
    its driver starts, then answered UNAVAILABLE with the app's position and reason. Spark's
    client retries UNAVAILABLE on its own (``DefaultPolicy``: 15 tries, backoff 50 ms x4 up
    to 60 s, about 10 minutes in all), each retry held again, so a queued session's first
    query simply takes longer; past that the client raises ``RETRIES_EXCEEDED`` whose cause
    names the position;
-4. forwarded, with the caller's metadata less its token. An ended session's calls (killed,
+4. forwarded, with the caller's metadata less its token; a session of a driver shared per
+   user first has its fair scheduler pool set (``set_pool``, once per session and door
+   process). An ended session's calls (killed,
    failed, released) are answered FAILED_PRECONDITION naming the app's end, which the client
    does not retry.
 
 ``ReleaseSession`` (the client's ``spark.stop()``) is forwarded; the driver stops when its
 last session is released and the app ends FINISHED. Released before its driver runs, the
 session's app is killed. A session never seen gets the answer without an app.
+
+The sessions' gauge (``metrics.SessionsCollector``) is added to the server's ``/metrics``.
 
 Transport: ``server.tls`` when set; else, with tokens on, local credentials (the client sends
 a token only over TLS or to ``localhost``, where it uses gRPC's local credentials); else
