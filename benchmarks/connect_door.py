@@ -17,7 +17,9 @@ Figures (printed, one line each, direct then through the door):
 2. **per-call overhead**: ``--calls`` small calls (``spark.conf.get``: one ``Config`` RPC the
    driver answers without a Spark job) and ``--calls`` small queries
    (``createDataFrame([(1,)]).collect()``: an ``ExecutePlan`` on a local relation), p50 and p99
-   of each; the door's overhead is its p50/p99 minus direct's. Target: p50 overhead <= 2 ms.
+   of each, the direct and the door's calls taken in turn (the same load for both); the
+   door's overhead is its p50/p99 minus direct's. Target: p50 overhead <= 2 ms. The load
+   average is printed beside it.
 3. **streaming**: ``--mb`` MB of rows (``range`` with a 100-byte string column) returned as
    Arrow (``toArrow()``), MB/s. Target: door >= 80 % of direct.
 """
@@ -78,19 +80,24 @@ def pcts(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
 
 
-def per_call(spark, calls: int) -> dict[str, tuple[float, float]]:
-    out = {}
-    for name, call in (("Config", lambda: spark.conf.get("spark.app.name")),
-                       ("small query", lambda: spark.createDataFrame([(1,)], "x int")
+def per_call(sessions: list, calls: int) -> list[dict[str, tuple[float, float]]]:
+    """Each figure's p50/p99 for each session (direct, door), their calls taken in turn so
+    that both see the same load (the machine is shared)."""
+    out: list[dict[str, tuple[float, float]]] = [{} for _ in sessions]
+    for name, call in (("Config", lambda spark: spark.conf.get("spark.app.name")),
+                       ("small query", lambda spark: spark.createDataFrame([(1,)], "x int")
                         .collect())):
         for _ in range(10):  # warm up
-            call()
-        samples = []
+            for spark in sessions:
+                call(spark)
+        samples: list[list[float]] = [[] for _ in sessions]
         for _ in range(calls):
-            t0 = time.perf_counter()
-            call()
-            samples.append(time.perf_counter() - t0)
-        out[name] = pcts(samples)
+            for spark, mine in zip(sessions, samples, strict=True):
+                t0 = time.perf_counter()
+                call(spark)
+                mine.append(time.perf_counter() - t0)
+        for figures, mine in zip(out, samples, strict=True):
+            figures[name] = pcts(mine)
     return out
 
 
@@ -159,12 +166,13 @@ def main() -> None:
         spark_p, start_p = first_result(door_port, extra)
         print(f"session start (s):      direct {start_d:7.2f}   door {start_p:7.2f}   "
               f"(target door <= direct + 1; direct's first query {first_d:.2f})")
-        calls_d, calls_p = per_call(spark_d, args.calls), per_call(spark_p, args.calls)
+        calls_d, calls_p = per_call([spark_d, spark_p], args.calls)
+        load = os.getloadavg()
         for name in calls_d:
             (d50, d99), (p50, p99) = calls_d[name], calls_p[name]
             print(f"{name:<14} p50/p99 (ms): direct {d50:6.2f}/{d99:6.2f}   door "
                   f"{p50:6.2f}/{p99:6.2f}   overhead {p50 - d50:+.2f}/{p99 - d99:+.2f} "
-                  "(target p50 <= 2)")
+                  f"(target p50 <= 2; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f})")
         mbs_d, mbs_p = streaming(spark_d, args.mb), streaming(spark_p, args.mb)
         print(f"streaming {args.mb} MB (MB/s): direct {mbs_d:7.1f}   door {mbs_p:7.1f}   "
               f"{100 * mbs_p / mbs_d:.0f} % (target >= 80 %)")

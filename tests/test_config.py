@@ -69,6 +69,23 @@ queues:
     assert half_lives(ServerConfig().queue_tree()) == {}  # off by default
 
 
+def test_connect_share_level_is_inherited_and_session_by_default(tmp_path):
+    text = """
+defaults: {queue: a}
+queues:
+  - name: root
+    queues:
+      - {name: a}
+      - {name: team, connect_share_level: USER, queues: [{name: b}, {name: c,
+         connect_share_level: session}]}
+"""
+    cfg = load_server_config(write(tmp_path, text))
+    levels = {leaf: cfg.connect_share_level(leaf).value
+              for leaf in ("root.a", "root.team.b", "root.team.c")}
+    assert levels == {"root.a": "session", "root.team.b": "user", "root.team.c": "session"}
+    assert ServerConfig().connect_share_level("root.default").value == "session"
+
+
 def test_defaults_are_one_default_queue():
     root = ServerConfig().queue_tree()
     assert [q.name for q in root.leaves()] == ["root.default"]
@@ -88,6 +105,14 @@ def test_defaults_are_one_default_queue():
             "queues: [{name: root, queues: [{name: a, admission: gang}]}]",
             "queues[0].queues[0].admission: 'gang' is not one of demand, stateaware, reserve, "
             "none",
+        ),
+        (
+            "queues: [{name: root, queues: [{name: a, connect_share_level: team}]}]",
+            "queues[0].queues[0].connect_share_level: 'team' is not one of session, user",
+        ),
+        (
+            "cluster: {backend: kubernetes, kubernetes: {image: spark:4}}\nconnect: {port: 15002}",
+            "connect: the Spark Connect door's drivers run on the scheduler's host",
         ),
         (
             "queues: [{name: a, max_driver_fraction: 1.5}]",
@@ -157,6 +182,8 @@ def test_defaults_are_one_default_queue():
         "unknown default queue",
         "default priority out of range",
         "port not a number",
+        "connect share level unknown",
+        "connect door with the kubernetes backend",
         "auth tokens without a tokens file",
         "broken yaml",
         "not a mapping",

@@ -19,12 +19,14 @@ from .queues import (
     PlanConfig,
     QueueConfig,
     QueueOverride,
+    ShareLevel,
     apply_overrides,
     build_queue_tree,
     full_names,
     resolve_any_queue,
     resolve_queue,
     root_configs,
+    share_level_of,
 )
 from .sections import (
     MEMORY_ONLY,
@@ -41,12 +43,16 @@ __all__ = [
     "AuthSection", "ClusterSection", "ConfigError", "ConnectSection", "DefaultsSection",
     "KubernetesSection",
     "PlanConfig", "PriorityRange", "QueueConfig", "QueueOverride", "ServerConfig",
-    "ServerSection", "TlsSection", "UploadsSection", "apply_overrides", "build_queue_tree",
+    "ServerSection", "ShareLevel", "TlsSection", "UploadsSection", "apply_overrides",
+    "build_queue_tree",
     "format_validation_error", "load_server_config", "load_yaml", "parse_model",
     "resolve_any_queue", "resolve_queue",
 ]
 
 
+CONNECT_NOT_ON_KUBERNETES = ("connect: the Spark Connect door's drivers run on the scheduler's "
+                             "host (backend standalone or local); as Kubernetes driver pods "
+                             "they are not built yet")
 STANDBY_NEEDS_POSTGRESQL = ("server.standby: a standby needs a PostgreSQL store shared with "
                             "the leader (server.db_url: postgresql://...); SQLite serves one "
                             "scheduler only")
@@ -83,6 +89,8 @@ class ServerConfig(Strict):
                     resolve_any_queue(self.queues, name)
                 except LookupError as e:
                     raise ValueError(f"plans[{i}].queues: {e}") from None
+        if self.connect is not None and self.cluster.backend == "kubernetes":
+            raise ValueError(CONNECT_NOT_ON_KUBERNETES)
         if self.server.standby and not self.on_postgresql():
             raise ValueError(STANDBY_NEEDS_POSTGRESQL)
         return self
@@ -105,6 +113,10 @@ class ServerConfig(Strict):
                 " it runs with spark.deploy.spreadOut=false (then packed for every app), and"
                 " chooses the worker of a cluster-mode driver (docs/placement.md)")
         return out
+
+    def connect_share_level(self, leaf: str) -> ShareLevel:
+        """How the Connect door gives sessions in queue ``leaf`` (a full name) drivers."""
+        return share_level_of(self.queues, leaf)
 
     def on_postgresql(self) -> bool:
         """The store is PostgreSQL (several schedulers may share it: one leads)."""

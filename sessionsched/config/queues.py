@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
@@ -30,6 +31,16 @@ def _driver_fraction(v: float) -> float:
     return v
 
 
+class ShareLevel(str, Enum):
+    """How the Spark Connect door (``doors/connect``) gives a queue's sessions drivers, as
+    Kyuubi's ``kyuubi.engine.share.level``: ``session``, a driver (an app) per session;
+    ``user``, one driver per user and queue, each of its sessions a Spark Connect session of
+    its own in a fair scheduler pool of its own."""
+
+    SESSION = "session"
+    USER = "user"
+
+
 # Field types shared by a queue and a plan's override of it: the same words, the same errors.
 AdmissionField = Annotated[Admission, BeforeValidator(lambda v: enum_value(Admission, v))]
 PolicyField = Annotated[Policy, BeforeValidator(lambda v: enum_value(Policy, v))]
@@ -37,6 +48,7 @@ NodeSortField = Annotated[NodeSort, BeforeValidator(lambda v: enum_value(NodeSor
 ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
 DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
 HalfLife = Annotated[float, AfterValidator(_half_life)]
+ShareLevelField = Annotated[ShareLevel, BeforeValidator(lambda v: enum_value(ShareLevel, v))]
 
 # The queued apps' limits: inherited down the tree, a child's own setting winning (an
 # explicit ``null`` too: it turns the parent's limit off for that child and below).
@@ -75,6 +87,8 @@ class QueueConfig(Strict):
     # neither.
     submit_users: list[str] | None = None
     submit_groups: list[str] | None = None
+    # Spark Connect sessions' drivers (``ShareLevel``); unset: the parent's, root's ``session``.
+    connect_share_level: ShareLevelField | None = None
 
     @field_validator("name")
     @classmethod
@@ -198,6 +212,19 @@ def full_names(queues: list[QueueConfig], parent: str = "") -> dict[str, QueueCo
         out[full] = q
         out.update(full_names(q.queues, full))
     return out
+
+
+def share_level_of(queues: list[QueueConfig], leaf: str) -> ShareLevel:
+    """The ``connect_share_level`` of queue ``leaf`` (a full name): its own, else its nearest
+    parent's; ``session`` when none sets one."""
+    names = full_names(root_configs(queues))
+    name = leaf
+    while name:
+        q = names.get(name)
+        if q is not None and q.connect_share_level is not None:
+            return q.connect_share_level
+        name = name.rpartition(".")[0]
+    return ShareLevel.SESSION
 
 
 def root_configs(queues: list[QueueConfig]) -> list[QueueConfig]:

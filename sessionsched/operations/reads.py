@@ -35,6 +35,13 @@ class Reads:
         except LookupError as e:
             return failed(Kind.INVALID, str(e))
 
+    def connect_place(self, queue: str | None) -> Outcome:
+        """Done: (the leaf queue a Spark Connect session asking for ``queue`` goes to -- the
+        server's ``defaults.queue`` when None --, that queue's ``connect_share_level``)."""
+        config = self.service.config
+        out = self.leaf(queue or config.defaults.queue)
+        return done((out.value, config.connect_share_level(out.value))) if out.ok else out
+
     def apps(self, leaf: str | None = None, state: AppState | None = None) -> list[AppRead]:
         """The apps in memory (of one leaf queue, in one state)."""
         return self.service.view.apps(leaf, state)
@@ -83,6 +90,11 @@ class Reads:
     def metrics(self) -> tuple[bytes, str]:
         """(the Prometheus text, its content type)."""
         return self.service.metrics.render(), CONTENT_TYPE
+
+    def add_metrics(self, collector) -> None:
+        """A door's own gauges (a prometheus ``Collector``) in ``/metrics``, beside the
+        service's (the Connect door's sessions)."""
+        self.service.metrics.registry.register(collector)
 
     @property
     def version(self) -> int:

@@ -2,7 +2,9 @@
 scheduler whose cluster cannot be reached (sessions queue, nothing starts): the token is the
 connection string's ``token=``, ``user_id`` must be its user, the priority range, the queue's
 submitters and the session's owner are the operations port's rules; a session that may open
-queues as an app of kind ``connect`` and its call is answered UNAVAILABLE with its position."""
+queues as an app of kind ``connect`` and its call is answered UNAVAILABLE with its position; in
+a queue with ``connect_share_level: user`` a user's second session joins her first one's app
+(bob's does not), and ``/metrics`` counts the sessions by queue and state."""
 
 from __future__ import annotations
 
@@ -33,7 +35,9 @@ def door(tmp_path) -> Iterator[tuple[ServerProcess, int, dict[str, str]]]:
         "auth": {"mode": "tokens", "tokens_file": str(path), "run_as_root": True,
                  "groups": {"etl": ["bob"]}},
         "queues": [{"name": "root", "queues": [{"name": "default"},
-                                               {"name": "etl", "submit_groups": ["etl"]}]}],
+                                               {"name": "etl", "submit_groups": ["etl"]},
+                                               {"name": "team",
+                                                "connect_share_level": "user"}]}],
         "connect": {"port": port, "hold_s": 1},
     }
     server = ServerProcess.start(config, tmp_path / "server")
@@ -115,3 +119,29 @@ def raw_config_error(port: int, token: str, session_id: str, user: str) -> str:
         with pytest.raises(grpc.RpcError) as e:
             stub.Config(request, timeout=30)
     return f"{e.value.code().name}: {e.value.details()}"
+
+
+def test_a_users_sessions_share_one_app_in_a_user_level_queue(door):
+    server, port, made = door
+    root = {"Authorization": f"Bearer {made['root']}"}
+    opened = [session(port, token=made[u], user_id=u, queue="team") for u in
+              ("alice", "alice", "bob")]
+    texts = [first_call_error(s) for s in opened]  # each held hold_s, then UNAVAILABLE
+    assert all("waits in queue root.team" in t for t in texts), texts
+    listed = httpx.get(f"{server.url}/api/v1/apps", headers=root, timeout=10).json()
+    assert sorted((a["user"], a["kind"], a["queue"]) for a in listed) == [
+        ("alice", "connect", "root.team"), ("bob", "connect", "root.team")]
+    alices = next(a["id"] for a in listed if a["user"] == "alice")
+    assert texts[0].count(alices) and texts[1].count(alices), texts  # one app, two sessions
+    metrics = httpx.get(f"{server.url}/metrics", timeout=10).text
+    assert 'sessionsched_connect_sessions{queue="root.team",state="ACCEPTED"} 3.0' in metrics
+    # her first session released while the driver is queued: her second one keeps the app
+    opened[0].stop()
+    assert httpx.get(f"{server.url}/api/v1/apps/{alices}", headers=root,
+                     timeout=10).json()["state"] == "ACCEPTED"
+    metrics = httpx.get(f"{server.url}/metrics", timeout=10).text
+    assert 'sessionsched_connect_sessions{queue="root.team",state="ACCEPTED"} 2.0' in metrics
+    opened[1].stop()  # her last one: the queued app is killed
+    wait_until(lambda: httpx.get(f"{server.url}/api/v1/apps/{alices}", headers=root,
+                                 timeout=10).json()["state"] == "KILLED", 30,
+               "her queued app killed with her last session")

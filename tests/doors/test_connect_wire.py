@@ -67,3 +67,49 @@ def test_the_door_is_off_unless_configured_and_refuses_unknown_settings():
     assert ServerConfig.model_validate({"connect": {"port": 15002}}).connect.hold_s == 50.0
     with pytest.raises(ValueError, match="hold"):
         ServerConfig.model_validate({"connect": {"port": 15002, "hold": 5}})
+
+
+# --- what a waiting or ended session's client is told (doors/connect/sessions.py) -------------
+
+def _app(**changes):
+    from sessionsched.model import AppState
+    from sessionsched.operations.port import AppRead
+
+    base = dict(id="driver-1", seq=1, name="connect-9c1b3f4e", user="alice", kind="connect",
+                queue="root.adhoc", priority=7000, state=AppState.ACCEPTED, position=2,
+                reason="behind driver-0", reason_code=None, submitted_at=0.0, started_at=None,
+                first_executor_at=None, finished_at=None, exit_code=None, executors=0,
+                target=0, demand=0, spark_app_id=None, warnings=(), log_path=None)
+    return AppRead(**{**base, **changes})
+
+
+NOW = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({}, "waits in queue root.adhoc (position 2: behind driver-0); app driver-1, priority 7000;"
+         " the client retries"),
+    ({"estimated_start": NOW + 240.4},
+     "waits in queue root.adhoc (position 2: behind driver-0, estimated start in 240 s "
+     "(08:04:00 UTC)); app driver-1"),
+    ({"estimated_start": NOW - 5}, "estimated start in 0 s (07:59:55 UTC)"),
+    ({"state": "STARTING", "position": None}, "its driver (driver-1, STARTING) is starting"),
+], ids=["queued", "queued-with-an-estimate", "estimate-past", "starting"])
+def test_a_waiting_sessions_message(changes, expected):
+    from sessionsched.doors.connect.sessions import Session, waiting_text
+    from sessionsched.model import AppState
+
+    if "state" in changes:
+        changes = {**changes, "state": AppState(changes["state"])}
+    text = waiting_text(Session(SID, "driver-1", "alice"), _app(**changes), NOW)
+    assert expected in text, text
+
+
+def test_an_ended_sessions_message_names_the_end():
+    from sessionsched.doors.connect.sessions import Session, ended_text
+    from sessionsched.model import AppState
+
+    text = ended_text(Session(SID, "driver-1", "alice"),
+                      _app(state=AppState.KILLED, reason="killed by bob"))
+    assert text == (f"Connect session {SID} has ended: its app driver-1 was killed (killed by "
+                    "bob); open a new session")

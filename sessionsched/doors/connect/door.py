@@ -14,20 +14,25 @@ Each call, in order:
    ``user_id`` must be the token's user (pyspark sends ``$USER`` when the connection string
    has no ``user_id``);
 2. the session: a known session is its owner's (or an admin's); a new one is submitted
-   (``Sessions.open``: the queue's submitters, the priority range, the rate limit);
+   (``Sessions.open``: the queue's submitters, the priority range, the rate limit), or, in a
+   queue with ``connect_share_level: user``, joins its user's live driver;
 3. its driver: the call is held up to ``connect.hold_s`` while the app waits in its queue or
    its driver starts, then answered UNAVAILABLE with the app's position and reason. Spark's
    client retries UNAVAILABLE on its own (``DefaultPolicy``: 15 tries, backoff 50 ms x4 up
    to 60 s, about 10 minutes in all), each retry held again, so a queued session's first
    query simply takes longer; past that the client raises ``RETRIES_EXCEEDED`` whose cause
    names the position;
-4. forwarded, with the caller's metadata less its token. An ended session's calls (killed,
+4. forwarded, with the caller's metadata less its token; a session of a driver shared per
+   user first has its fair scheduler pool set (``set_pool``, once per session and door
+   process). An ended session's calls (killed,
    failed, released) are answered FAILED_PRECONDITION naming the app's end, which the client
    does not retry.
 
 ``ReleaseSession`` (the client's ``spark.stop()``) is forwarded; the driver stops when its
 last session is released and the app ends FINISHED. Released before its driver runs, the
 session's app is killed. A session never seen gets the answer without an app.
+
+The sessions' gauge (``metrics.SessionsCollector``) is added to the server's ``/metrics``.
 
 Transport: ``server.tls`` when set; else, with tokens on, local credentials (the client sends
 a token only over TLS or to ``localhost``, where it uses gRPC's local credentials); else
@@ -45,7 +50,8 @@ import grpc
 
 from sessionsched.config import ConnectSection, TlsSection
 from sessionsched.doors.connect import wire
-from sessionsched.doors.connect.sessions import Ended, Session, Sessions, Waiting
+from sessionsched.doors.connect.metrics import SessionsCollector
+from sessionsched.doors.connect.sessions import POOL, Ended, Session, Sessions, Waiting
 from sessionsched.operations import auth
 from sessionsched.operations.callers import bearer
 from sessionsched.operations.outcomes import Kind, Outcome
@@ -79,6 +85,7 @@ class ConnectDoor:
         self.tls = tls
         self.sessions = Sessions(ops, section.hold_s, section.idle_timeout_s)
         self.channels: dict[str, grpc.aio.Channel] = {}
+        self.pooled: set[str] = set()  # sessions whose pool their driver has been told
         self.server: grpc.aio.Server | None = None
 
     # --- the server ---------------------------------------------------------------------------
@@ -97,6 +104,7 @@ class ConnectDoor:
         else:
             self.server.add_insecure_port(address)
         await self.server.start()
+        self.ops.add_metrics(SessionsCollector(self.sessions.by_state))
         log.info("Spark Connect door on %s", address)
 
     async def stop(self) -> None:
@@ -145,12 +153,14 @@ class ConnectDoor:
             if not allowed.ok and allowed.kind is not Kind.NOT_FOUND:
                 raise _refusal(allowed)
         if release:
+            last = self.sessions.release(s)
             app = self.ops.app(s.app_id)
             if app is not None and app.state.terminal:
                 return None, None, p  # ended already: nothing to release
             if self.sessions.address(s) is None:
-                self.ops.request_kill(caller, s.app_id, actor=f"{caller.actor} (Connect "
-                                      "ReleaseSession before its driver started)")
+                if last:  # a driver shared with the user's other sessions stays
+                    self.ops.request_kill(caller, s.app_id, actor=f"{caller.actor} (Connect "
+                                          "ReleaseSession before its driver started)")
                 return None, None, p
         try:
             address = await self.sessions.ready(s)
@@ -159,7 +169,23 @@ class ConnectDoor:
         except Ended as e:
             await self.forget(s)
             raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(e)) from None
+        if s.pool is not None and s.session_id not in self.pooled and not release:
+            await self.set_pool(s, address, r, p)
         return s, address, p
+
+    async def set_pool(self, s: Session, address: str, r: wire.Routing,
+                       p: wire.Params) -> None:
+        """A session of a driver shared per user: its own fair scheduler pool, set as its
+        ``spark.scheduler.pool`` before its first call (Spark copies a session's settings into
+        its jobs' local properties, where the fair scheduler reads the pool)."""
+        request = wire.set_config(s.session_id, r.user_id, {POOL: s.pool})
+        try:
+            await self.channel(address).unary_unary(wire.CONFIG)(request, metadata=p.forwarded)
+        except grpc.aio.AioRpcError as e:
+            raise self.upstream_failed(s, e) or Refusal(
+                e.code(), f"Connect session {s.session_id}: setting its pool {s.pool}: "
+                f"{e.details()}") from None
+        self.pooled.add(s.session_id)
 
     async def forget(self, s: Session) -> None:
         """An ended session's channel to its (gone) driver is closed."""

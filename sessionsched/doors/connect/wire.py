@@ -24,6 +24,7 @@ from pyspark.sql.connect.proto import base_pb2
 
 SERVICE = "spark.connect.SparkConnectService"
 RELEASE_SESSION = f"/{SERVICE}/ReleaseSession"
+CONFIG = f"/{SERVICE}/Config"
 # Metadata a proxy must not copy onto its own call: the caller's token is ours, the rest is
 # the transport's.
 NOT_FORWARDED = {"authorization", "spark.sessionsched.token", "user-agent", "content-type",
@@ -111,3 +112,12 @@ def params(metadata) -> Params:
 def release_session_response(session_id: str) -> bytes:
     """The door's own answer to ``ReleaseSession`` of a session with no driver (yet)."""
     return base_pb2.ReleaseSessionResponse(session_id=session_id).SerializeToString()
+
+
+def set_config(session_id: str, user_id: str | None, pairs: dict[str, str]) -> bytes:
+    """A ``Config`` request setting ``pairs`` in a session (the door's own call to a driver)."""
+    request = base_pb2.ConfigRequest(session_id=session_id,
+                                     user_context=base_pb2.UserContext(user_id=user_id or ""))
+    for key, value in pairs.items():
+        request.operation.set.pairs.add(key=key, value=value)
+    return request.SerializeToString()
