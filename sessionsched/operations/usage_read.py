@@ -65,7 +65,7 @@ def parse_when(text: str, now: float, what: str) -> float:
 
 def usage_lines(store: Store, by: str, since: float, until: float, now: float,
                 user: str | None = None) -> list[dict]:
-    """One dict per app (``by="app"``), queue or user, in order of first submission: its key
+    """One dict per app (``by="app"``, in order of first submission), queue or user: its key
     columns, ``apps`` (how many were added up) and the figures. ``user``: only this user's
     apps (a non-admin caller's own)."""
     if by not in BY:
@@ -86,7 +86,7 @@ def usage_lines(store: Store, by: str, since: float, until: float, now: float,
 
 def hourly_lines(store: Store, by: str, since: float, until: float, now: float,
                  user: str | None = None) -> list[dict]:
-    """One dict per queue or user (``by``), in order of its first hour in the window: the
+    """One dict per queue or user (``by``), in the order of their names: the
     rollup's hours starting in [hour of ``since``, ``until``) and the live apps' part not in it
     yet (module doc)."""
     first = hour_of(since)
@@ -108,7 +108,7 @@ def hourly_lines(store: Store, by: str, since: float, until: float, now: float,
             for hour, dt in hours_of(submitted_at + u.queued_s, now):
                 add(hour, queue, owner, only(QUEUED, dt))
         add(hour_of(submitted_at), queue, owner, only(APPS, 1.0))
-    return [{by: key, **hourly_figures(row)} for key, row in sums.items()]
+    return [{by: key, **hourly_figures(row)} for key, row in sorted(sums.items())]
 
 
 def only(i: int, value: float) -> list[float]:

@@ -57,8 +57,8 @@ def test_usage_by_app_queue_and_user_as_table_json_and_csv(tmp_path, app_dir):
         assert a["busy_core_s"] >= 2 * 0.9
         assert a["held_core_s"] == round(a["busy_core_s"] + a["idle_core_s"], 3)
         assert a["driver_core_s"] > 0
-    assert [(q["queue"], q["apps"]) for q in by_queue] == [("root.etl", 2), ("root.adhoc", 1)]
-    etl = by_queue[0]["held_core_s"]
+    assert [(q["queue"], q["apps"]) for q in by_queue] == [("root.adhoc", 1), ("root.etl", 2)]
+    etl = by_queue[1]["held_core_s"]
     # the rollup adds unrounded hours, the app lines are rounded each: equal to the last digit
     assert abs(etl - (apps[0]["held_core_s"] + apps[1]["held_core_s"])) <= 0.002
     assert table.returncode == 0, table.stderr
