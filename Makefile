@@ -81,9 +81,10 @@ docker-daemon:
 
 # In TEST_WORKERS processes (pytest-xdist; 2 for this project's 2-core machines): the tests
 # mostly wait (on JVMs starting, sleeping tasks, servers in child processes), so the rest of
-# the suite runs beside the real-cluster tests. Tests on the session's Spark cluster, or on a
-# module's fixture, stay together on one worker; the long agent tests spread over both, each
-# worker starting their cluster once (tests/xdist_groups.py).
+# the suite runs beside the real-cluster tests. Tests on a module's fixture stay together on
+# one worker; the real-cluster tests spread over both, each worker starting the session's
+# clusters once, and go out first, the seconds-long tests last (tests/xdist_groups.py). Every
+# JVM the tests start compiles with C1 only (tests/conftest.py).
 TEST_WORKERS ?= 2
 test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl docker-daemon
 	$(VENV)/bin/pytest -q -ra --durations=12 -n $(TEST_WORKERS) --dist loadgroup

@@ -59,14 +59,15 @@ DYNAMIC = {
     "spark.dynamicAllocation.shuffleTracking.enabled": "true",
 }
 
-APP_SOURCE = '''"""Test app: ``app.py [--tasks N] [--task-s S] [--hold-s H] [--exit-code C]
-[--no-spark]``.
+APP_SOURCE = '''"""Test app: ``app.py [--tasks N] [--task-s S] [--hold-s H] [--until PATH]
+[--exit-code C] [--no-spark]``.
 
 Runs jobs of N tasks that each sleep S seconds, again and again until H seconds have passed
-(at least one job), prints ``SPARK_APP_ID <id>``, then exits with code C. ``--no-spark``
-exits with C at once, without a SparkContext.
+and PATH exists (at least one job), prints ``SPARK_APP_ID <id>``, then exits with code C.
+``--no-spark`` exits with C at once, without a SparkContext.
 """
 import argparse
+import os
 import sys
 import time
 
@@ -74,6 +75,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--tasks", type=int, default=2)
 p.add_argument("--task-s", type=float, default=1.0)
 p.add_argument("--hold-s", type=float, default=0.0)
+p.add_argument("--until", default=None)
 p.add_argument("--exit-code", type=int, default=0)
 p.add_argument("--no-spark", action="store_true")
 a = p.parse_args()
@@ -87,7 +89,7 @@ if not a.no_spark:
     end = time.time() + a.hold_s
     while True:
         sc.parallelize(range(a.tasks), a.tasks).map(lambda x: time.sleep(task_s) or x).count()
-        if time.time() >= end:
+        if time.time() >= end and (a.until is None or os.path.exists(a.until)):
             break
     spark.stop()
 sys.exit(a.exit_code)

@@ -84,8 +84,10 @@ def test_per_worker_fit_and_a_lost_worker(two_workers, pyspark_app, tmp_path):
         assert httpx.get(f"{server.url}/api/v1/apps", timeout=10).json() == []
 
         # 2. a worker stopped under a queued app
+        # the first app runs until the test lets it end, once the app behind it is held
+        release = tmp_path / "release-first"
         first = submit(server, pyspark_app, {"spark.cores.max": "1"}, "--tasks", "1",
-                       "--task-s", "1", "--hold-s", "40", name="first").json()["id"]
+                       "--task-s", "1", "--until", str(release), name="first").json()["id"]
         wait_until(lambda: app(server, first)["state"] == "RUNNING", JVM_S,
                    "the first app to run")
         both = {**DYNAMIC, "spark.executor.cores": "2", "spark.dynamicAllocation.minExecutors": "2"}
@@ -101,6 +103,8 @@ def test_per_worker_fit_and_a_lost_worker(two_workers, pyspark_app, tmp_path):
             "does not fit the cluster as it is now: 2 executor(s) of 2 cores/512 MiB"
             " (minExecutors 2) do not fit the cluster: its workers hold 1"
             " (1 worker of 2 cores/2048 MiB)")
+        assert app(server, first)["state"] == "RUNNING"  # until released, the small app waits
+        release.touch()
         # the app behind it goes ahead once the first ends, on the worker left, and finishes
         done = wait_until(lambda: (a := app(server, small))["state"] in ("FINISHED", "FAILED")
                           and a, JVM_S, "the app behind the held one to end")
