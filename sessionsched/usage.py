@@ -85,9 +85,9 @@ class AppUsage:
         self.at(now)
         self.held_cores, self.held_mib, self.busy_cores = held_cores, held_mib, busy_cores
 
-    def reclaimed(self, lost_core_s: float) -> None:
+    def reclaimed(self, lost_core_s: float, executors: int = 1) -> None:
         self.reclaimed_core_s += lost_core_s
-        self.reclaimed_executors += 1
+        self.reclaimed_executors += executors
 
     def to_json(self) -> dict[str, float | int]:
         """Everything, levels included, to be read back by ``from_json`` (the store's column)."""

@@ -14,10 +14,12 @@ changes only the apps they name (no scan of the books), on a thread of its own
 - a ``Reclaim`` that kills (mode ``kill``, also the scheduler's kill at a decommission's
   deadline) executors the last report called busy counts those executors
   (``reclaimed_executors``) and, as lost work, their cores from the first of the unbroken run
-  of reports that called them busy up to the kill (``reclaimed_core_s``, an upper bound: the
-  killed tasks' own start times are the agent's, not reported). A decommissioned executor that
-  a report finds gone at or after its deadline, busy at the report before, counts the same:
-  the agent killed it at the deadline on its own clock, before the scheduler's order.
+  of reports that called them busy to the first report that finds them gone (or idle): their
+  tasks ran until the kill took effect (``reclaimed_core_s``, an upper bound: the killed tasks' own
+  start times are the agent's, not reported). Counted to the kill order at once, the rest
+  when the report comes (or the app ends). A decommissioned executor that a report finds
+  gone at or after its deadline, busy at the report before, counts the same: the agent
+  killed it at the deadline on its own clock, before the scheduler's order.
 - ``queued_s``: from the submission to the launch (``STARTING``), or to the end of an app
   killed while it waited.
 
@@ -71,6 +73,7 @@ class _Live:
     spec: AppSpec
     busy: dict[str, float] = field(default_factory=dict)  # busy executor id -> reported at
     deadlines: dict[str, float] = field(default_factory=dict)  # decommissioned -> kill at
+    dying: dict[str, float] = field(default_factory=dict)  # killed busy -> lost counted to
 
 
 class UsageMeter:
@@ -188,8 +191,13 @@ class UsageMeter:
                 since = live.busy.pop(eid, None)
                 if since is not None and now >= deadline:
                     self._lose(live, now, since, changed)
+        if live.dying:
+            # A killed busy executor ran its task on until the kill took effect: lost work up
+            # to the report that finds it gone, or idle (the kill order counted to itself).
+            for eid in [eid for eid in live.dying if eid not in busy]:
+                self._lose(live, now, live.dying.pop(eid), changed, executors=0)
         if busy or live.busy:
-            live.busy = {eid: live.busy.get(eid, now) for eid in busy}
+            live.busy = {eid: live.busy.get(eid, now) for eid in busy if eid not in live.dying}
 
     def _killed(self, now: float, d: Reclaim, changed: dict) -> None:
         live = self._live(d.app_id)
@@ -200,13 +208,16 @@ class UsageMeter:
             since = live.busy.pop(eid, None)
             if since is not None:
                 self._lose(live, now, since, changed)
+                live.dying[eid] = now
 
-    def _lose(self, live: _Live, now: float, since: float, changed: dict) -> None:
-        """A busy executor killed by a reclaim: its cores since ``since`` were work lost."""
-        lost = (now - since) * live.spec.executor.cores
-        live.usage.reclaimed(lost)
+    def _lose(self, live: _Live, now: float, since: float, changed: dict,
+              executors: int = 1) -> None:
+        """A busy executor killed by a reclaim (``executors`` 1; 0: more of one already
+        counted): its cores since ``since`` were work lost."""
+        lost = max(0.0, now - since) * live.spec.executor.cores
+        live.usage.reclaimed(lost, executors)
         self._add(hour_of(now), live.spec, RECLAIMED, lost)
-        self._add(hour_of(now), live.spec, RECLAIMED_EXECUTORS, 1)
+        self._add(hour_of(now), live.spec, RECLAIMED_EXECUTORS, executors)
         changed[live.spec.app_id] = live.usage
 
     def _state(self, now: float, d: MarkState, changed: dict) -> None:
@@ -242,6 +253,8 @@ class UsageMeter:
         spec, u = live.spec, live.usage
         if u.driver_cores == 0 and u.held_core_s == 0:  # ended (killed) before its launch
             self._queued(live, end)
+        for since in live.dying.values():  # killed, not yet seen gone: gone by the end
+            self._lose(live, end, since, {}, executors=0)
         self._grow(live, end)
         self._add(hour_of(spec.submitted_at), spec, APPS, 1)
         u.levels(end, 0, 0, 0)

@@ -77,6 +77,31 @@ def test_a_kill_counts_the_busy_executors_time_since_their_first_busy_report():
     assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (20.0, 1)
 
 
+def test_a_killed_executors_task_is_lost_until_a_report_finds_it_gone():
+    # Spark's driver asks the master to kill it a moment after the order reaches the agent;
+    # the task runs on until then, and the report after the kill no longer lists it.
+    m = meter()
+    last = run(m, [
+        (110.0, [], [started(110.0)]),
+        (120.0, [execs(True, True)], []),
+        (130.0, [], [Reclaim("a", ("0",), ReclaimMode.KILL)]),
+        (131.0, [execs(True, True)], []),                   # not killed yet: still listed
+        (132.5, [ExecutorsChanged("a", (Executor("1", 0.0, idle=False),))], []),
+        (140.0, [], [ended(140.0)]),
+    ])
+    # 2 cores x (132.5 - 120), one executor; all of it inside busy (2 x 4 cores until 132.5)
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (25.0, 1)
+    assert last["busy_core_s"] == 4 * 12.5 + 2 * 7.5
+    # killed and never seen gone: lost until the app's end
+    last = run(meter(), [
+        (110.0, [], [started(110.0)]),
+        (120.0, [execs(True)], []),
+        (130.0, [], [Reclaim("a", ("0",), ReclaimMode.KILL)]),
+        (134.0, [], [ended(134.0)]),
+    ])
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (28.0, 1)
+
+
 def test_the_meter_thread_writes_in_order_and_sends_a_failed_write_again():
     writes: list[list[dict]] = []
     hours_written: list[dict] = []
@@ -181,7 +206,8 @@ def test_the_schedulers_kill_at_the_deadline_is_counted_once():
         (181.0, [], [Reclaim("a", ("0",), ReclaimMode.KILL, 181.0)]),  # the engine's kill
         (182.0, [ExecutorsChanged("a", ())], []),                        # then the report
     ])
-    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (2 * 61.0, 1)
+    # lost until the report finds it gone, as when the agent killed it at the deadline
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (2 * 62.0, 1)
 
 
 def test_a_write_in_doubt_is_waited_for_and_its_hours_never_sent_twice(monkeypatch):
