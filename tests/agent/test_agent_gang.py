@@ -20,7 +20,7 @@
 A barrier stage needs dynamic allocation off (Spark's SPARK-24942): the app is static,
 ``spark.executor.instances=4``. The gang's app has the check 60 times 5 s apart: its 4
 executors are granted at once but register with its driver only once their JVMs are up
-(27-36 s at load 5-16); a check that runs out before them ends the app FAILED, exit 1, as it
+(27-49 s at load 5-16); a check that runs out before them ends the app FAILED, exit 1, as it
 once ended at load ~30 when this test gave it 12 checks (that run's log was not kept). Every
 wait is bounded; nothing sleeps a fixed time (the hogs' tasks end when the test touches their
 ``--until`` file).
