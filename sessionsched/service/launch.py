@@ -18,8 +18,12 @@ What the service adds to the user's properties (``Launch.conf`` wins over the us
   executors holding shuffle data until it is no longer needed);
 - ``spark.executor.cores`` when unset: Spark standalone's default is "every free core of the
   worker", which would make the scheduler's executor count meaningless;
-- ``spark.cores.max`` from ``spark.ego.slots.max`` when unset: the cluster enforces the cap even
-  for an app without an agent (JVM apps get this static cap only);
+- ``spark.cores.max`` when unset (``cores_max``): ``spark.ego.slots.max``, so the cluster
+  enforces the cap even for an app without an agent (JVM apps get this static cap only); for a
+  static app also its executor cap times its executor cores, or a gang's N where it has no
+  cap: Spark standalone hands a static app every free core at registration, bounded by
+  ``spark.cores.max`` alone (``spark.executor.instances`` is YARN's and Kubernetes' only), so
+  a static gang of 4 would otherwise take 6 cores of a free 6 - more than its reservation;
 - a gang's N (the terms' ``gang_executors``, docs/gangs.md), with dynamic allocation on:
   ``spark.dynamicAllocation.minExecutors`` and ``initialExecutors`` N, over the user's: Spark
   asks for all N at its start, into the room reserved for them, and never releases below N.
@@ -67,6 +71,19 @@ def unsized_terms(app: StoredApp) -> LaunchTerms:
     return LaunchTerms(dynamic_allocation=app.spec.dynamic_allocation)
 
 
+def cores_max(app: StoredApp, terms: LaunchTerms) -> int | None:
+    """The ``spark.cores.max`` the launch sets where the user set none (module doc): the
+    smallest of ``spark.ego.slots.max`` and, for a static app, its executor cap (or a gang's
+    N) in cores; None when nothing caps it."""
+    spec = app.spec
+    caps = [] if spec.slots_max is None else [spec.slots_max]
+    if not terms.dynamic_allocation:
+        n = spec.max_executors if spec.max_executors is not None else terms.gang_executors
+        if n is not None:
+            caps.append(n * spec.executor.cores)
+    return min(caps) if caps else None
+
+
 def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, str]:
     """The properties the service adds for this app launched on ``terms`` (see the module
     doc; default ``unsized_terms``)."""
@@ -79,8 +96,9 @@ def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, 
             out["spark.dynamicAllocation.shuffleTracking.enabled"] = "true"
     if "spark.executor.cores" not in user:
         out["spark.executor.cores"] = str(app.spec.executor.cores)
-    if app.spec.slots_max is not None and "spark.cores.max" not in user:
-        out["spark.cores.max"] = str(app.spec.slots_max)
+    cap = cores_max(app, terms)
+    if cap is not None and "spark.cores.max" not in user:
+        out["spark.cores.max"] = str(cap)
     if terms.gang_executors is not None and terms.dynamic_allocation:
         n = str(terms.gang_executors)
         out["spark.dynamicAllocation.minExecutors"] = out[

@@ -4,24 +4,31 @@
 
 - With a gang of 4 (``spark.sessionsched.gang.size=4``): submitted while two other apps hold
   every core, it reserves the 2 cores the first one frees - the second, which wants 6, does
-  not grow into them - and once the second ends it is whole, launched with its 4 executors, its
-  barrier stage runs and it FINISHES.
+  not grow into them - and once the second ends it is whole, launched, its barrier stage runs
+  and it FINISHES. Spark's log shows it was granted exactly its 4 executors: the launch caps a
+  static app with ``spark.cores.max`` (Spark standalone ignores ``spark.executor.instances``
+  and gave it all 6 free cores before that cap).
 - Without a gang, on the same kind of busy cluster (1 core free): it is admitted (an executor
-  fits), Spark gives it the one free core, and Spark itself refuses the barrier stage - its
-  max-concurrent-tasks check fails (``[SPARK-24819]`` in the driver's log; the checks' interval
-  and count shortened here from 15 s x 40 to 5 s x 12) and the app ends FAILED. It fails; it
-  does not wait.
+  fits) and Spark gives it the one free core. Spark then waits - its max-concurrent-tasks
+  check (``Barrier stage in job 0 requires 4 slots, but only 1 are available. Will retry up
+  to N more times``, 40 times 15 s apart by default, 6 times 5 s apart here) - and then refuses
+  the stage (``[SPARK-24819]``): the job and the app end FAILED. It waits, then fails.
 - ``hard`` with a 20 s timeout the cluster cannot meet (the second app's floor is 4 of the 6
   cores): FAILED with the reason naming the gang and what it held, and the 2 cores it held
   are in use by the app that wants them within seconds.
 
 A barrier stage needs dynamic allocation off (Spark's SPARK-24942): the app is static,
-``spark.executor.instances=4``. Every wait is bounded; nothing sleeps a fixed time (the hogs'
-tasks end when the test touches their ``--until`` file).
+``spark.executor.instances=4``. The gang's app has the check 60 times 5 s apart: its 4
+executors are granted at once but register with its driver only once their JVMs are up
+(27-49 s at load 5-16); a check that runs out before them ends the app FAILED, exit 1, as it
+once ended at load ~30 when this test gave it 12 checks (that run's log was not kept). Every
+wait is bounded; nothing sleeps a fixed time (the hogs' tasks end when the test touches their
+``--until`` file).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -37,11 +44,13 @@ BARRIER = Path(__file__).parent / "apps" / "barrier_job.py"
 QUEUE = "root.prio"
 SPARK_REFUSES = ("[SPARK-24819]: Barrier execution mode does not allow run a barrier stage that "
                  "requires more slots than the total number of slots in the cluster currently")
+# Spark's waits, in its driver's log: the slot check before the stage, and the grants.
+SLOT_CHECK = re.compile(r"Barrier stage in job \d+ requires 4 slots, but only (\d+) are available")
+GRANTED = re.compile(r"Granted executor ID (\S+)")
 STATIC_4 = {"spark.dynamicAllocation.enabled": "false", "spark.executor.instances": "4",
-            # Spark checks for N slots before the stage, 40 times 15 s apart by default; here a
-            # minute in all: time for a gang's executors to register on a loaded host.
-            "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "5s",
-            "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures": "12"}
+            # Spark checks for N slots before the stage, 40 times 15 s apart by default.
+            "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "5s"}
+CHECKS = "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures"
 
 
 def submit_barrier(api, name: str, priority: int, **conf: str) -> str:
@@ -94,7 +103,8 @@ def two_hogs(api, tmp_path, b_conf=None):
 def test_a_gang_of_4_reserves_what_frees_then_its_barrier_stage_runs_and_it_finishes(
         api, tmp_path):
     (a, free_a), (b, free_b) = two_hogs(api, tmp_path)
-    g = submit_barrier(api, "barrier-gang", 5000, **{"spark.sessionsched.gang.size": "4"})
+    g = submit_barrier(api, "barrier-gang", 5000, **{"spark.sessionsched.gang.size": "4",
+                                                      CHECKS: "60"})
     wait_apps(api, (a, b, g), lambda: reserved(api, g) is not None, 30,
               "the gang reserving (nothing free yet)")
     free_a.touch()
@@ -104,23 +114,29 @@ def test_a_gang_of_4_reserves_what_frees_then_its_barrier_stage_runs_and_it_fini
     settle(api, (b,), (4,), 30, "B kept at 4 beside the reservation")
     assert api.app(g).state.value == "ACCEPTED" and api.app(g).started_at is None
     free_b.touch()  # B ends: the gang is whole
-    done = wait_apps(api, (b, g), lambda: ended(api, g), 300, "the gang's app to end")
+    done = wait_apps(api, (b, g), lambda: ended(api, g), 420, "the gang's app to end")
     log = api.log(g, 2000)
     assert (done.state.value, done.exit_code) == ("FINISHED", 0), log[-3000:]
     assert "BARRIER ran [0, 1, 2, 3]" in log  # its 4 tasks ran at once
+    assert len(GRANTED.findall(log)) == 4, GRANTED.findall(log)  # its room, no more
+    print(f"slot checks before the stage: {SLOT_CHECK.findall(log)}")
 
 
-def test_without_a_gang_spark_refuses_the_barrier_stage_on_a_busy_cluster(api, tmp_path):
+def test_without_a_gang_spark_waits_for_the_slots_then_refuses_the_barrier_stage(api, tmp_path):
     free = tmp_path / "free"
     hog = submit(api, "hog", QUEUE, 9000, "--tasks", 5, "--seconds", 600, "--until", free,
                  conf={"spark.dynamicAllocation.maxExecutors": "5"})
     settle(api, (hog,), (5,), 120, "the hog at 5 of the 6 cores")
-    g = submit_barrier(api, "barrier-alone", 5000)
-    done = wait_until(lambda: ended(api, g), 300, "the barrier app to end")
+    g = submit_barrier(api, "barrier-alone", 5000, **{CHECKS: "6"})
+    done = wait_apps(api, (hog, g), lambda: ended(api, g), 180, "the barrier app to end")
     log = api.log(g, 3000)
     assert done.started_at is not None  # admitted and launched: the refusal is Spark's
     assert done.state.value == "FAILED" and done.exit_code != 0
     assert SPARK_REFUSES in log, log[-3000:]
+    checks = SLOT_CHECK.findall(log)  # it waited: Spark checked again and again
+    assert len(checks) == 7 and set(checks) <= {"0", "1"}, checks
+    assert len(GRANTED.findall(log)) == 1, GRANTED.findall(log)  # the one free core
+    print(f"slot checks before the refusal: {checks}")
     free.touch()
 
 

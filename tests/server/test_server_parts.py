@@ -240,6 +240,35 @@ def test_a_gang_is_launched_with_all_n_executors_at_once_and_kept():
         assert "spark.dynamicAllocation.minExecutors" not in service_conf(app, terms)
 
 
+def test_a_static_app_is_capped_by_cores_max_the_one_cap_standalone_honours(tmp_path):
+    """Spark standalone gives a static app every free core at registration, bounded only by
+    ``spark.cores.max`` (``spark.executor.instances`` is YARN's and Kubernetes'): seen on the
+    agent tests' cluster, a static gang of 4 on 6 free cores got 6 executors."""
+    (tmp_path / "job.py").write_text("")
+
+    def static(*conf: str, gang: int | None = None):
+        argv = ["--conf", "spark.dynamicAllocation.enabled=false", "--conf",
+                "spark.executor.cores=2"]
+        for c in conf:
+            argv += ["--conf", c]
+        app = new_apps.from_argv([*argv, "job.py"], str(tmp_path), {}, {}, None, None, "etl",
+                                 DEFAULTS)
+        terms = LaunchTerms(dynamic_allocation=False, gang_executors=gang)
+        return service_conf(app, terms).get("spark.cores.max")
+
+    assert static("spark.executor.instances=4") == "8"  # 4 executors of 2 cores
+    assert static("spark.executor.instances=4", "spark.ego.slots.max=6") == "6"
+    assert static("spark.executor.instances=4", "spark.cores.max=2") is None  # the user's own
+    assert static() is None  # uncapped, as before: every free core
+    # A static gang without a cap of its own takes its N (one that fell back: uncapped, above).
+    assert static(gang=3) == "6"
+    assert static("spark.executor.instances=4", gang=3) == "8"
+    # With dynamic allocation the agent and maxExecutors bound it; slots.max alone sets it.
+    app = new_apps.from_argv(["--conf", "spark.executor.instances=4", "job.py"], str(tmp_path),
+                             {}, {}, None, None, "etl", DEFAULTS)
+    assert "spark.cores.max" not in service_conf(app, LaunchTerms(dynamic_allocation=True))
+
+
 def test_the_launch_gives_the_driver_its_identity_and_the_service_conf(tmp_path):
     (tmp_path / "job.py").write_text("")
     app = new_apps.from_argv(["--conf", "spark.executor.cores=2", "job.py", "7"],

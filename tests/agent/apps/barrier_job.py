@@ -8,7 +8,8 @@ Prints ``BARRIER ran [0, 1, ..., N-1]`` (the partitions that met) and exits 0; w
 refuses the stage (not N slots at once, after its max-concurrent-tasks checks), the job's
 error ends the driver with a non-zero exit code and Spark's own message in its log.
 Barrier stages need dynamic allocation off (Spark's SPARK-24942): launch it static, with
-``spark.executor.instances`` N.
+``spark.executor.instances`` N (on standalone, which ignores that property, sessionsched's
+launch caps the app with ``spark.cores.max`` N x executor cores).
 """
 
 import argparse
