@@ -91,13 +91,13 @@ class Arbiter:
         if unknown:
             raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
         low, high = self._node_sums(tree, None)
-        floors = None
+        floors, cut = None, frozenset()
         if not self._floors_fit(tree, capacity, low):
-            floors = self._cut_floors(tree, capacity)
-            low, high = self._node_sums(tree, floors)
+            floors, cut = self._cut_floors(tree, capacity)
+            low, high = self._node_sums(tree, floors, cut)
         budget = min(self._cores_memory_backs(capacity), high[root.name])
         cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past)
-        recomputed = self._leaf_results(tree, cores_of, floors, past)
+        recomputed = self._leaf_results(tree, cores_of, floors, cut, past)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
         if floors is None and used_mem <= capacity.mem_mib:
             return self._finish_exact(tree, capacity, recomputed)
@@ -119,15 +119,19 @@ class Arbiter:
             return False
         return all(q.max_cores is None or low[q.name] <= q.max_cores for q in tree.node.values())
 
-    def _cut_floors(self, tree: QueueTree, capacity: Resources) -> dict[str, int]:
-        """Phase 1 when floors do not all fit: guaranteed first, then rank."""
+    def _cut_floors(
+        self, tree: QueueTree, capacity: Resources
+    ) -> tuple[dict[str, int], frozenset[str]]:
+        """Phase 1 when floors do not all fit: guaranteed first, then rank. Returns the
+        floors and the leaves where one was cut (the others' results are kept, as uncut)."""
         cores, mem = capacity.cores, capacity.mem_mib
         used: dict[str, int] = {}
         out = {}
-        order = sorted(
-            self._claims.values(), key=lambda c: (not c.guaranteed, *by_priority_then_seq(c))
-        )
-        for c in order:
+        cut = set()
+        claims = self._claims
+        # Two walks of the ranked keys: the guaranteed in rank order, then the rest (no sort).
+        order = [claims[k[2]] for k in self._ranked]
+        for c in [c for c in order if c.guaranteed] + [c for c in order if not c.guaranteed]:
             size = c.executor
             n = min(c.floor, max(cores, 0) // size.cores)
             if size.mem_mib:
@@ -136,14 +140,16 @@ class Arbiter:
                 n = min(n, max(q.max_cores - used.get(q.name, 0), 0) // size.cores)
             n = max(n, 0)
             out[c.app_id] = n
+            if n != c.floor:
+                cut.add(c.queue)
             cores -= n * size.cores
             mem -= n * size.mem_mib
             for q in tree.capped_path(c.queue):
                 used[q.name] = used.get(q.name, 0) + n * size.cores
-        return out
+        return out, frozenset(cut)
 
     def _node_sums(
-        self, tree: QueueTree, floors: dict[str, int] | None
+        self, tree: QueueTree, floors: dict[str, int] | None, cut: frozenset[str] = frozenset()
     ) -> tuple[dict[str, int], dict[str, int]]:
         """Per queue: (floor cores, wanted cores cut to max_cores and at least the floors)."""
         low: dict[str, int] = {}
@@ -160,7 +166,7 @@ class Arbiter:
                     f = w = 0
                 else:
                     w = book.want_cores
-                    f = book.floor_cores if floors is None else sum(
+                    f = book.floor_cores if floors is None or name not in cut else sum(
                         floors[c.app_id] * c.executor.cores for c in book.claims.values()
                     )
             if q.max_cores is not None:
@@ -171,10 +177,11 @@ class Arbiter:
 
     def _leaf_results(
         self, tree: QueueTree, cores_of: dict[str, float], floors: dict[str, int] | None,
-        past: Past,
+        cut: frozenset[str], past: Past,
     ) -> list[str]:
-        """Recompute the leaves whose cores, claims, policy or users' past usage changed;
-        returns the apps whose leaf result changed."""
+        """Recompute the leaves whose cores, claims, policy or users' past usage changed, and
+        those where phase 1 cut a floor (``cut``: their result is not kept); returns the apps
+        whose leaf result changed."""
         changed: list[str] = []
         for name, book in self._books.items():
             if not book.claims:
@@ -186,19 +193,21 @@ class Arbiter:
             users = past.users.get(name)
             key = (cores, book.version, policy,
                    None if users is None else tuple(sorted(users.items())))
-            if floors is None and book.key == key:
+            kept = floors is None or name not in cut  # its claims are as they stand
+            if kept and book.key == key:
                 continue
-            if floors is None and cores >= book.want_cores:
+            if kept and cores >= book.want_cores:
                 changed += book.sate(key)
                 continue
-            if floors is None and policy in GREEDY_ORDERS and users is None:
+            if kept and policy in GREEDY_ORDERS and users is None:
                 changed += book.walk(key, policy, cores)
                 continue
             claims = book.ranked()
-            if floors is not None:
-                claims = [replace(c, floor=floors[c.app_id]) for c in claims]
+            if not kept:
+                claims = [c if floors[c.app_id] == c.floor else replace(c, floor=floors[c.app_id])
+                          for c in claims]
             result = divide_leaf(policy, cores, claims, users)
-            changed += book.settle(key if floors is None else None, result, claims)
+            changed += book.settle(key if kept else None, result, claims)
         return changed
 
     def _finish_exact(
@@ -237,7 +246,7 @@ class Arbiter:
         self, tree: QueueTree, capacity: Resources, floors: dict[str, int] | None
     ) -> list[str]:
         """Phases 3 and 4 over every claim (floors or memory were cut this cycle). The leaves'
-        results stay valid unless floors were cut (then they were not kept)."""
+        results stay valid unless a floor of theirs was cut (then they were not kept)."""
         claims, books = self._claims, self._books
         if floors is None:
             cores = capacity.cores - self._floor_cores
