@@ -7,7 +7,9 @@ only on its whole cores, its claims and its policy, so ``Arbiter`` keeps each le
 (``leafbook.LeafBook``) and recomputes a leaf only when one of those changed; a leaf whose cores
 cover every want (a cluster with room: its cores then follow its wants) only looks at the
 claims that changed. Phases 1 and 3 normally have nothing to cut (checked from running sums);
-when they do, everything is recomputed for that cycle. ``oracle`` computes the same targets
+when they do, phases 3 and 4 go over every claim that cycle, and phase 1's cut is walked in
+rank order; a leaf keeps its result when phase 1 cut none of its floors, or cut them as it
+did last time (the floors are part of the result's key). ``oracle`` computes the same targets
 from scratch, independently: the tests hold the two to each other over random histories.
 """
 
@@ -132,6 +134,9 @@ class Arbiter:
         # Two walks of the ranked keys: the guaranteed in rank order, then the rest (no sort).
         order = [claims[k[2]] for k in self._ranked]
         for c in [c for c in order if c.guaranteed] + [c for c in order if not c.guaranteed]:
+            if not c.floor:
+                out[c.app_id] = 0  # nothing to fit, nothing taken
+                continue
             size = c.executor
             n = min(c.floor, max(cores, 0) // size.cores)
             if size.mem_mib:
@@ -191,10 +196,12 @@ class Arbiter:
             cores = max(math.floor(cores_of.get(name, 0.0) + _EPS), 0)
             policy = tree.node[name].policy
             users = past.users.get(name)
-            key = (cores, book.version, policy,
-                   None if users is None else tuple(sorted(users.items())))
             kept = floors is None or name not in cut  # its claims are as they stand
-            if kept and book.key == key:
+            # A leaf whose floors phase 1 cut the same way again keeps its result too.
+            cut_to = None if kept else tuple(floors[c.app_id] for c in book.ranked())
+            key = (cores, book.version, policy,
+                   None if users is None else tuple(sorted(users.items())), cut_to)
+            if book.key == key:
                 continue
             if kept and cores >= book.want_cores:
                 changed += book.sate(key)
@@ -207,7 +214,7 @@ class Arbiter:
                 claims = [c if floors[c.app_id] == c.floor else replace(c, floor=floors[c.app_id])
                           for c in claims]
             result = divide_leaf(policy, cores, claims, users)
-            changed += book.settle(key if kept else None, result, claims)
+            changed += book.settle(key, result, claims)
         return changed
 
     def _finish_exact(
