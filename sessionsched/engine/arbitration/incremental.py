@@ -135,17 +135,17 @@ class Arbiter:
         """Phase 1 when floors do not all fit: guaranteed first, then rank."""
         cores, mem = capacity.cores, capacity.mem_mib
         used: dict[str, int] = {}
-        out = {}
+        claims = self._claims
+        out = dict.fromkeys(claims, 0)  # a floor of 0 stays 0: nothing to fit, nothing taken
         low: dict[str, int] = {}
         cut = set()
-        claims = self._claims
         # Two walks of the ranked keys: the guaranteed in rank order, then the rest (no sort).
-        order = [claims[k[2]] for k in self._ranked]
+        order = [c for k in self._ranked if (c := claims[k[2]]).floor]
         for c in [c for c in order if c.guaranteed] + [c for c in order if not c.guaranteed]:
-            if not c.floor:
-                out[c.app_id] = 0  # nothing to fit, nothing taken
-                continue
             size = c.executor
+            if cores <= 0 or (mem <= 0 and size.mem_mib):
+                cut.add(c.queue)  # no room left for its size: cut to 0
+                continue
             n = min(c.floor, max(cores, 0) // size.cores)
             if size.mem_mib:
                 n = min(n, max(mem, 0) // size.mem_mib)
