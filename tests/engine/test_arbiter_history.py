@@ -19,13 +19,26 @@ LEAVES = ["root.a.fifo", "root.a.prio", "root.b.fair", "root.b.capped"]
 
 @pytest.mark.parametrize("seed", range(30), ids=[f"random history {s}" for s in range(30)])
 def test_random_histories_match_the_targets_from_scratch(seed):
-    rnd = random.Random(seed)
+    _play(random.Random(seed), floors_cut=False)
+
+
+@pytest.mark.parametrize("seed", range(30), ids=[f"floors cut, history {s}" for s in range(30)])
+def test_histories_where_floors_are_cut_match_the_targets_from_scratch(seed):
+    """Floors (some guaranteed) often more than the cores or the memory: phase 1 cuts them in
+    some leaves, and the leaves it cut nothing in keep their results from cycle to cycle."""
+    _play(random.Random(seed), floors_cut=True)
+
+
+def _play(rnd: random.Random, floors_cut: bool) -> None:
     arbiter = Arbiter()
     claims: dict[str, Claim] = {}
     seq = 0
     cores = rnd.randint(0, 60)
+    memory = rnd.randint(0, 40) * 1024 if floors_cut else 1 << 30
     for _ in range(50):
-        for _ in range(rnd.randint(0, 5)):
+        # Where floors are cut, often one claim changes and the capacity stays: another
+        # leaf's floors are then cut anew while its cores stay.
+        for _ in range(rnd.randint(0, 2 if floors_cut else 5)):
             op = rnd.random()
             if op < 0.2 and claims:
                 app_id = rnd.choice(sorted(claims))
@@ -39,13 +52,17 @@ def test_random_histories_match_the_targets_from_scratch(seed):
                 seq += 1
                 app_id, s, queue = f"app{seq:03d}", seq, rnd.choice(LEAVES)
             want = rnd.randint(0, 6)
+            floor = rnd.randint(0, min(want, 3 if floors_cut else 1))
             c = Claim(app_id, queue, rnd.choice((1, 5000, 9000)), s,
-                      Resources(rnd.choice((1, 2)), 1024), rnd.randint(0, min(want, 1)), want)
+                      Resources(rnd.choice((1, 2)), 1024), floor, want,
+                      guaranteed=floors_cut and rnd.random() < 0.3)
             claims[app_id] = c
             arbiter.set_claim(c)
         if rnd.random() < 0.5:  # often enough to move leaves in and out of room for all
             cores = max(cores + rnd.randint(-15, 15), 0)
-        capacity = Resources(cores, 1 << 30)
+        if floors_cut and rnd.random() < 0.3:
+            memory = rnd.randint(0, 40) * 1024
+        capacity = Resources(cores, memory)
         before = dict(arbiter.targets)
         moved = arbiter.compute(ROOT, capacity)
         fresh = compute_targets(ROOT, capacity, list(claims.values()))

@@ -7,7 +7,9 @@ only on its whole cores, its claims and its policy, so ``Arbiter`` keeps each le
 (``leafbook.LeafBook``) and recomputes a leaf only when one of those changed; a leaf whose cores
 cover every want (a cluster with room: its cores then follow its wants) only looks at the
 claims that changed. Phases 1 and 3 normally have nothing to cut (checked from running sums);
-when they do, everything is recomputed for that cycle. ``oracle`` computes the same targets
+when they do, phases 3 and 4 go over every claim that cycle, and phase 1's cut is walked in
+rank order; a leaf keeps its result when phase 1 cut none of its floors, or cut them as it
+did last time (the floors are part of the result's key). ``oracle`` computes the same targets
 from scratch, independently: the tests hold the two to each other over random histories.
 """
 
@@ -17,6 +19,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import NamedTuple
 
 from sortedcontainers import SortedList
 
@@ -29,6 +32,15 @@ from .policies import Claim, by_priority_then_seq, water_fill
 from .users import divide_leaf
 
 _EPS = 1e-9
+
+
+class _Cut(NamedTuple):
+    """Phase 1's cut: every claim's floor as cut, the leaves where one was cut (their floor
+    cores: the others' results are kept, as uncut) and the room left above the floors."""
+
+    floors: dict[str, int]
+    low: dict[str, int]
+    left: Resources
 
 
 class Arbiter:
@@ -91,17 +103,17 @@ class Arbiter:
         if unknown:
             raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
         low, high = self._node_sums(tree, None)
-        floors = None
+        cut = None
         if not self._floors_fit(tree, capacity, low):
-            floors = self._cut_floors(tree, capacity)
-            low, high = self._node_sums(tree, floors)
+            cut = self._cut_floors(tree, capacity)
+            low, high = self._node_sums(tree, cut)
         budget = min(self._cores_memory_backs(capacity), high[root.name])
         cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past)
-        recomputed = self._leaf_results(tree, cores_of, floors, past)
+        recomputed = self._leaf_results(tree, cores_of, cut, past)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
-        if floors is None and used_mem <= capacity.mem_mib:
+        if cut is None and used_mem <= capacity.mem_mib:
             return self._finish_exact(tree, capacity, recomputed)
-        return self._finish_cut(tree, capacity, floors)
+        return self._finish_cut(tree, capacity, cut)
 
     def _cores_memory_backs(self, capacity: Resources) -> float:
         """The cores phase 2 divides: all of them, or when the wanted executors need more
@@ -119,16 +131,21 @@ class Arbiter:
             return False
         return all(q.max_cores is None or low[q.name] <= q.max_cores for q in tree.node.values())
 
-    def _cut_floors(self, tree: QueueTree, capacity: Resources) -> dict[str, int]:
+    def _cut_floors(self, tree: QueueTree, capacity: Resources) -> _Cut:
         """Phase 1 when floors do not all fit: guaranteed first, then rank."""
         cores, mem = capacity.cores, capacity.mem_mib
         used: dict[str, int] = {}
-        out = {}
-        order = sorted(
-            self._claims.values(), key=lambda c: (not c.guaranteed, *by_priority_then_seq(c))
-        )
-        for c in order:
+        claims = self._claims
+        out = dict.fromkeys(claims, 0)  # a floor of 0 stays 0: nothing to fit, nothing taken
+        low: dict[str, int] = {}
+        cut = set()
+        # Two walks of the ranked keys: the guaranteed in rank order, then the rest (no sort).
+        order = [c for k in self._ranked if (c := claims[k[2]]).floor]
+        for c in [c for c in order if c.guaranteed] + [c for c in order if not c.guaranteed]:
             size = c.executor
+            if cores <= 0 or (mem <= 0 and size.mem_mib):
+                cut.add(c.queue)  # no room left for its size: cut to 0
+                continue
             n = min(c.floor, max(cores, 0) // size.cores)
             if size.mem_mib:
                 n = min(n, max(mem, 0) // size.mem_mib)
@@ -136,14 +153,17 @@ class Arbiter:
                 n = min(n, max(q.max_cores - used.get(q.name, 0), 0) // size.cores)
             n = max(n, 0)
             out[c.app_id] = n
+            if n != c.floor:
+                cut.add(c.queue)
+            low[c.queue] = low.get(c.queue, 0) + n * size.cores
             cores -= n * size.cores
             mem -= n * size.mem_mib
             for q in tree.capped_path(c.queue):
                 used[q.name] = used.get(q.name, 0) + n * size.cores
-        return out
+        return _Cut(out, {q: low.get(q, 0) for q in cut}, Resources(cores, mem))
 
     def _node_sums(
-        self, tree: QueueTree, floors: dict[str, int] | None
+        self, tree: QueueTree, cut: _Cut | None
     ) -> tuple[dict[str, int], dict[str, int]]:
         """Per queue: (floor cores, wanted cores cut to max_cores and at least the floors)."""
         low: dict[str, int] = {}
@@ -160,9 +180,7 @@ class Arbiter:
                     f = w = 0
                 else:
                     w = book.want_cores
-                    f = book.floor_cores if floors is None else sum(
-                        floors[c.app_id] * c.executor.cores for c in book.claims.values()
-                    )
+                    f = book.floor_cores if cut is None else cut.low.get(name, book.floor_cores)
             if q.max_cores is not None:
                 w = min(w, q.max_cores)
             low[name] = f
@@ -170,12 +188,13 @@ class Arbiter:
         return low, high
 
     def _leaf_results(
-        self, tree: QueueTree, cores_of: dict[str, float], floors: dict[str, int] | None,
-        past: Past,
+        self, tree: QueueTree, cores_of: dict[str, float], cut: _Cut | None, past: Past,
     ) -> list[str]:
-        """Recompute the leaves whose cores, claims, policy or users' past usage changed;
-        returns the apps whose leaf result changed."""
+        """Recompute the leaves whose cores, claims, policy or users' past usage changed, and
+        those where phase 1 cut a floor (``cut``: their result is not kept); returns the apps
+        whose leaf result changed."""
         changed: list[str] = []
+        floors = cut.floors if cut is not None else {}
         for name, book in self._books.items():
             if not book.claims:
                 if book.result or book.unsat_sizes or book.used_cores or book.used_mem_mib:
@@ -184,21 +203,25 @@ class Arbiter:
             cores = max(math.floor(cores_of.get(name, 0.0) + _EPS), 0)
             policy = tree.node[name].policy
             users = past.users.get(name)
+            kept = cut is None or name not in cut.low  # its claims are as they stand
+            # A leaf whose floors phase 1 cut the same way again keeps its result too.
+            cut_to = None if kept else tuple(floors[c.app_id] for c in book.ranked())
             key = (cores, book.version, policy,
-                   None if users is None else tuple(sorted(users.items())))
-            if floors is None and book.key == key:
+                   None if users is None else tuple(sorted(users.items())), cut_to)
+            if book.key == key:
                 continue
-            if floors is None and cores >= book.want_cores:
+            if kept and cores >= book.want_cores:
                 changed += book.sate(key)
                 continue
-            if floors is None and policy in GREEDY_ORDERS and users is None:
+            if kept and policy in GREEDY_ORDERS and users is None:
                 changed += book.walk(key, policy, cores)
                 continue
             claims = book.ranked()
-            if floors is not None:
-                claims = [replace(c, floor=floors[c.app_id]) for c in claims]
+            if not kept:
+                claims = [c if floors[c.app_id] == c.floor else replace(c, floor=floors[c.app_id])
+                          for c in claims]
             result = divide_leaf(policy, cores, claims, users)
-            changed += book.settle(key if floors is None else None, result, claims)
+            changed += book.settle(key, result, claims)
         return changed
 
     def _finish_exact(
@@ -234,17 +257,17 @@ class Arbiter:
         )
 
     def _finish_cut(
-        self, tree: QueueTree, capacity: Resources, floors: dict[str, int] | None
+        self, tree: QueueTree, capacity: Resources, cut: _Cut | None
     ) -> list[str]:
         """Phases 3 and 4 over every claim (floors or memory were cut this cycle). The leaves'
-        results stay valid unless floors were cut (then they were not kept)."""
+        results stay valid unless a floor of theirs was cut (then they were not kept)."""
         claims, books = self._claims, self._books
-        if floors is None:
+        if cut is None:
+            floors = None
             cores = capacity.cores - self._floor_cores
             mem = capacity.mem_mib - self._floor_mem_mib
         else:
-            cores = capacity.cores - sum(floors[a] * c.executor.cores for a, c in claims.items())
-            mem = capacity.mem_mib - sum(floors[a] * c.executor.mem_mib for a, c in claims.items())
+            floors, cores, mem = cut.floors, cut.left.cores, cut.left.mem_mib
         final: dict[str, int] = {}
         used_by_leaf: dict[str, int] = {}
         below: list[Claim] = []  # below their want, in rank order

@@ -32,7 +32,9 @@ class LeafBook:
         self.floor_mem_mib = 0
         self.want_cores = 0
         self.want_mem_mib = 0
-        self.key: tuple | None = None  # (cores, version, policy) the result was computed for
+        # (cores, version, policy, users' past, floors as phase 1 cut them or None): what the
+        # result was computed for
+        self.key: tuple | None = None
         self.result: dict[str, int] = {}
         self.greedy: GreedyLeaf | None = None
         self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
