@@ -1,7 +1,7 @@
 """A time-of-day plan that lowers a queue's ``max_cores`` on a real cluster (issue 25, YuniKorn's
 YUNIKORN-3133): the app above the new cap gives executors back whether or not anyone waits,
 within the queue's reclaim timeout (0: killed at once) plus one Spark executor stop; the plan
-that raises the cap again starts the queue's waiting app.
+that raises the cap again gives the queue's waiting app its executors.
 
 Plans fire by cron, to the minute (``service/plans.py``), so the test runs a server of its
 own on the agent tests' cluster (``conftest.py``; the session's server has no app meanwhile)
@@ -24,7 +24,8 @@ from tests.sparkcluster import wait_until
 pytestmark = pytest.mark.cluster
 
 CAP = 2
-# A (the cluster's six cores for minutes) needs this long at most to hold them all before
+A_TASKS = 4  # A's executors before the cut: above the cap, below the cluster's 6 cores
+# A (four of the cluster's six cores, for minutes) needs this long at most to hold them before
 # the cap falls; the lowering plan fires at the first whole minute after it.
 RAMP_UP_S = 100.0
 # One Spark executor stop on a loaded 2-core machine: the master kills the process, the
@@ -66,11 +67,12 @@ def test_a_plan_lowering_max_cores_takes_executors_back_and_raising_it_starts_th
     api.submitted = []
     release = tmp_path / "release"
     try:
-        # A wants every core for minutes; alone, it gets them.
-        a = submit(api, "quota-a", "root.capped", 5000, "--tasks", 12, "--seconds", 600,
+        # A wants 4 executors (its 4 tasks run until the test releases them); alone, it gets
+        # them.
+        a = submit(api, "quota-a", "root.capped", 5000, "--tasks", A_TASKS, "--seconds", 600,
                    "--until", release)
-        wait_until(lambda: held(api, a) == (CORES,), max(lower_at - time.time() - 2, 1),
-                   "A to take the whole idle cluster before the cap falls")
+        wait_until(lambda: held(api, a) == (A_TASKS,), max(lower_at - time.time() - 2, 1),
+                   "A to hold its 4 executors before the cap falls")
         # The plan fires at its minute: nobody else wants a core, yet A's surplus goes.
         wait_until(lambda: held(api, a)[0] <= CAP and cores_on_cluster(agent_cluster) <= CAP,
                    lower_at + EXECUTOR_STOP_S - time.time(),
@@ -79,17 +81,18 @@ def test_a_plan_lowering_max_cores_takes_executors_back_and_raising_it_starts_th
         cut_s = time.time() - lower_at
         (capped,) = [q for q in api.queues() if q.name == "root.capped"]
         assert capped.max_cores == CAP
-        # B, in the same queue, waits for the cap while A keeps its two.
+        # B, in the same queue, is admitted (stateaware) but gets no executor: A holds
+        # the queue's cap, and B's tasks wait with the cluster's other 4 cores free.
         b = submit(api, "quota-b", "root.capped", 5000, "--tasks", 2, "--seconds", 1)
         assert time.time() < raise_at - 5, "the cut took too long to see B wait before the raise"
-        waiting = wait_until(lambda: (x := api.app(b)).reason_code == "queue_max_cores" and x,
-                             raise_at - 3 - time.time(), "B to wait for the queue's cap")
-        assert waiting.state.value == "ACCEPTED"
-        assert held(api, a)[0] <= CAP
-        # The raising plan fires: B starts (fifo: A, first, takes the cores it wants again, so
-        # the test lets A's tasks end and B runs on what A leaves).
-        wait_until(lambda: api.app(b).state.value in ("RUNNING", "FINISHED"),
-                   raise_at + 90 - time.time(), "B to start once the cap is raised",
+        seen = wait_until(lambda: (x := api.app(b)).state.value in ("STARTING", "RUNNING")
+                          and x.target == 0 and api.app(a).target <= CAP and x,
+                          raise_at - 3 - time.time(), "B admitted with a target of 0 under the cap")
+        print(f"B under the cap: {seen.state.value}, target {seen.target}, {seen.reason!r}")
+        assert held(api, a)[0] <= CAP and held(api, b) == (0,)
+        # The raising plan fires: B's executors start on the room the cap kept idle.
+        wait_until(lambda: held(api, b)[0] >= 1 or api.app(b).state.value == "FINISHED",
+                   raise_at + 90 - time.time(), "B's executors to start once the cap is raised",
                    interval_s=0.5)
         assert time.time() >= raise_at
         print(f"quota cut: A at {CAP} executors {cut_s:.1f}s after the plan's minute")
@@ -99,7 +102,8 @@ def test_a_plan_lowering_max_cores_takes_executors_back_and_raising_it_starts_th
             assert (done.state.value, done.exit_code) == ("FINISHED", 0)
         # The cut killed busy executors: counted as reclaimed (docs/usage.md).
         u = usage_of(api, a)
-        assert u["reclaimed_executors"] >= CORES - CAP - 1 and u["reclaimed_core_s"] > 0
+        assert u["reclaimed_executors"] >= A_TASKS - CAP and u["reclaimed_core_s"] > 0
+        assert usage_of(api, b)["busy_core_s"] > 0  # B ran its tasks after the raise
     finally:
         release.touch()
         for app_id in api.submitted:
