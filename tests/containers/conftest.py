@@ -1,5 +1,5 @@
 """Fixtures for the container tests: the images (built when their inputs changed) and the
-compose stack (master, two workers, scheduler) on ports of 42000-42999, host network,
+compose stack (master, two workers, scheduler) on ports of 18000-18999, host network,
 127.0.0.1 only. Docker must be running: ``make test`` starts it; here a missing daemon fails the
 tests with one line rather than skipping them."""
 
@@ -26,7 +26,11 @@ from tests.containers.images import Images, ensure_images
 from tests.containers.stack import Stack, remove_leftovers, running_stack
 from tests.sparkcluster import wait_until
 
-PORT_RANGE = range(42000, 43000)
+# Below the kernel's ephemeral ports (32768-60999): a port chosen here is published only when
+# the containers start, seconds later, and meanwhile a Spark UI another test starts on port 0
+# may be given it (the stack's master then moved its UI to the next port and the tests read
+# the driver's page: CI, 2026-11-26). 17000-17999 is the other tests' range (sparkcluster).
+PORT_RANGE = range(18000, 19000)
 STACK_START_S = 240  # three JVMs and the scheduler starting at once on a loaded 2-core machine
 
 
