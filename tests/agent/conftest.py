@@ -12,20 +12,20 @@ from agent_stack import CORES, QUEUES
 from sessionsched.backends.local import LocalCluster
 from sessionsched.client import SchedulerClient
 from sessionsched.commands._serverproc import ServerProcess
-from tests.sparkcluster import master_ports, wait_until
+from tests.sparkcluster import master_ports, started_cluster, wait_until
 
 
 @pytest.fixture(scope="session")
 def agent_cluster(tmp_path_factory):
-    port, rest_port, ui_port = master_ports()
-    c = LocalCluster(tmp_path_factory.mktemp("agent-cluster"), workers=1, cores=CORES,
-                     memory="4g", port=port, ui_port=ui_port, rest_port=rest_port,
-                     start_timeout_s=180)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+    directory = tmp_path_factory.mktemp("agent-cluster")
+
+    def make() -> LocalCluster:
+        port, rest_port, ui_port = master_ports()
+        return LocalCluster(directory, workers=1, cores=CORES, memory="4g", port=port,
+                            ui_port=ui_port, rest_port=rest_port, start_timeout_s=180)
+
+    with started_cluster(make) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,7 @@ from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import (
     free_ports,
     master_ports,
+    started_cluster,
     stop_server_and_its_apps,
     wait_idle,
     wait_until,
@@ -68,15 +69,15 @@ class Sched:
 
 @pytest.fixture(scope="module")
 def connect_cluster(tmp_path_factory) -> Iterator[LocalCluster]:
-    port, rest_port, ui_port = master_ports()
-    c = LocalCluster(tmp_path_factory.mktemp("connect-cluster"), workers=1, cores=CORES,
-                     memory="6g", port=port, ui_port=ui_port, rest_port=rest_port,
-                     start_timeout_s=180)
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+    directory = tmp_path_factory.mktemp("connect-cluster")
+
+    def make() -> LocalCluster:
+        port, rest_port, ui_port = master_ports()
+        return LocalCluster(directory, workers=1, cores=CORES, memory="6g", port=port,
+                            ui_port=ui_port, rest_port=rest_port, start_timeout_s=180)
+
+    with started_cluster(make) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
