@@ -1,9 +1,13 @@
-"""Crontab expressions as APScheduler triggers: one parser for the config's validation and the
-server's time-of-day plans (``service/plans.py``)."""
+"""A time-of-day plan's times as APScheduler triggers: a crontab expression (fires at each
+matching minute) or a one-shot date and time (fires once, to the second). One parser for the
+config's validation and the server's plans (``service/plans.py``)."""
 
 from __future__ import annotations
 
+from datetime import date, datetime
+
 from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
 
 
 def _dow_to_apscheduler(field: str) -> str:
@@ -48,3 +52,26 @@ def cron_trigger(expr: str, timezone: str | None = None) -> CronTrigger:
         minute=minute, hour=hour, day=day, month=month,
         day_of_week=_dow_to_apscheduler(dow), timezone=timezone,
     )
+
+
+def date_time(value: object) -> datetime:
+    """A one-shot time as written in YAML: ISO 8601 text (``2026-12-24T14:00:00``, an offset or
+    ``Z`` optional; a date alone is its midnight) or what YAML already read as a date/time.
+    A number is refused, not taken as seconds since 1970. ValueError names the problem."""
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"{value!r} is not a date and time like 2026-12-24T14:00:00 (an offset "
+                     "such as +01:00 or Z optional)")
+
+
+def at_trigger(at: datetime, timezone: str | None = None) -> DateTrigger:
+    """A one-shot trigger at ``at``; a time without an offset is in ``timezone`` (default the
+    local zone). ValueError (or a zone error) names the problem."""
+    return DateTrigger(run_date=at, timezone=timezone)

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
-from ..cron import cron_trigger  # the same parser the server runs plans with
+from ..cron import at_trigger, cron_trigger, date_time  # as the server runs plans
 from ..model import Admission, NodeSort, Policy, Queue
 from .parsing import Strict, enum_value
 
@@ -188,20 +189,29 @@ class QueueOverride(Strict):
 
 
 class PlanConfig(Strict):
-    """A time-of-day queue plan: from each time ``cron`` fires (5-field crontab, in
-    ``timezone``, default the server's local zone), the queues run with the configured settings
+    """A time-of-day queue plan: from each time ``cron`` fires (5-field crontab, to the minute)
+    or once at ``at`` (a date and time, to the second), in ``timezone`` (default the server's
+    local zone; an ``at`` with an offset keeps it), the queues run with the configured settings
     plus these ``queues`` overrides — until the next plan fires. Plans do not stack."""
 
-    cron: str
+    cron: str | None = None
+    at: Annotated[datetime, BeforeValidator(date_time)] | None = None
     queues: dict[str, QueueOverride] = Field(default_factory=dict)
     timezone: str | None = None
 
     @model_validator(mode="after")
-    def _cron(self) -> PlanConfig:
+    def _when(self) -> PlanConfig:
+        if (self.cron is None) == (self.at is None):
+            raise ValueError("a plan fires by either `cron` (each matching minute) or `at` "
+                             "(once, a date and time); give exactly one")
         try:
-            cron_trigger(self.cron, self.timezone)
+            if self.cron is not None:
+                cron_trigger(self.cron, self.timezone)
+            else:
+                at_trigger(self.at, self.timezone)
         except Exception as e:  # noqa: BLE001 - APScheduler raises ValueError or zone errors
-            raise ValueError(f"cron {self.cron!r}: {e}") from None
+            what = f"cron {self.cron!r}" if self.cron is not None else f"at '{self.at.isoformat()}'"
+            raise ValueError(f"{what}: {e}") from None
         return self
 
 

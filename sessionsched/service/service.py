@@ -199,12 +199,13 @@ class Service:
     def _start_plans(self) -> None:
         if not self.config.plans:
             return
-        index = plans.current_plan(self.config.plans, datetime.now().astimezone())
+        now = datetime.now().astimezone()  # one moment: each plan is applied or scheduled
+        index = plans.current_plan(self.config.plans, now)
         if index is not None:
             self.apply_plan(index)
-        for i, plan in enumerate(self.config.plans):
-            self._scheduler.add_job(self.apply_plan, plans.trigger(plan), args=[i],
-                                    id=f"plan-{i}", coalesce=True, misfire_grace_time=60)
+        for i, trigger in plans.still_to_fire(self.config.plans, now):
+            self._scheduler.add_job(self.apply_plan, trigger, args=[i], id=f"plan-{i}",
+                                    coalesce=True, misfire_grace_time=60)
 
     def apply_plan(self, index: int) -> None:
         """Run the queues with plan ``index`` from the next cycle on."""

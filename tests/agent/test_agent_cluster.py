@@ -126,12 +126,12 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api, tmp_path):
 
 def test_a_dead_agent_gives_its_executors_back_once_spark_releases_them(api, tmp_path):
     # A's agent dies once A holds the cluster (the app detaches it); A's job of 6 tasks ends
-    # when the test lets it, its executors go idle and Spark's own idle timeout (5 s) releases
-    # them; the driver lingers.
+    # when the test lets it, its executors go idle and Spark's own idle timeout (1 s: A's 6
+    # tasks keep every executor busy until then) releases them; the driver lingers.
     release = tmp_path / "release-a"
     a = submit(api, "deadagent-a", "root.fair", 5000, "--tasks", 6, "--seconds", 600,
                "--until", release, "--detach-agent-at", CORES, "--linger-s", 300,
-               idle_timeout_s=5)
+               idle_timeout_s=1)
     wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
     b = submit(api, "deadagent-b", "root.fair", 5000, "--tasks", 30, "--seconds", 600)
     # While A's agent is silent nobody takes A's busy executors: B waits.

@@ -11,17 +11,19 @@
 - Without a gang, on the same kind of busy cluster (1 core free): it is admitted (an executor
   fits) and Spark gives it the one free core. Spark then waits - its max-concurrent-tasks
   check (``Barrier stage in job 0 requires 4 slots, but only 1 are available. Will retry up
-  to N more times``, 40 times 15 s apart by default, 6 times 5 s apart here) - and then refuses
+  to N more times``, 40 times 15 s apart by default, 6 times 1 s apart here) - and then refuses
   the stage (``[SPARK-24819]``): the job and the app end FAILED. It waits, then fails.
 - ``hard`` with a 20 s timeout the cluster cannot meet (the second app's floor is 4 of the 6
   cores): FAILED with the reason naming the gang and what it held, and the 2 cores it held
   are in use by the app that wants them within seconds.
 
 A barrier stage needs dynamic allocation off (Spark's SPARK-24942): the app is static,
-``spark.executor.instances=4``. The gang's app has the check 60 times 5 s apart: its 4
-executors are granted at once but register with its driver only once their JVMs are up
+``spark.executor.instances=4``. The gang's app has the check 300 times 1 s apart (5 min): its
+4 executors are granted at once but register with its driver only once their JVMs are up
 (27-49 s at load 5-16); a check that runs out before them ends the app FAILED, exit 1, as it
-once ended at load ~30 when this test gave it 12 checks (that run's log was not kept). Every
+once ended at load ~30 when this test gave it 12 checks 5 s apart (that run's log was not
+kept). The checks are 1 s apart, not 5, so that the app without a gang is refused 6 s after
+its first check, not 30, and the gang's stage starts within 1 s of its 4th executor. Every
 wait is bounded; nothing sleeps a fixed time (the hogs' tasks end when the test touches their
 ``--until`` file).
 """
@@ -49,7 +51,7 @@ SLOT_CHECK = re.compile(r"Barrier stage in job \d+ requires 4 slots, but only (\
 GRANTED = re.compile(r"Granted executor ID (\S+)")
 STATIC_4 = {"spark.dynamicAllocation.enabled": "false", "spark.executor.instances": "4",
             # Spark checks for N slots before the stage, 40 times 15 s apart by default.
-            "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "5s"}
+            "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "1s"}
 CHECKS = "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures"
 
 
@@ -104,7 +106,7 @@ def test_a_gang_of_4_reserves_what_frees_then_its_barrier_stage_runs_and_it_fini
         api, tmp_path):
     (a, free_a), (b, free_b) = two_hogs(api, tmp_path)
     g = submit_barrier(api, "barrier-gang", 5000, **{"spark.sessionsched.gang.size": "4",
-                                                      CHECKS: "60"})
+                                                      CHECKS: "300"})
     wait_apps(api, (a, b, g), lambda: reserved(api, g) is not None, 30,
               "the gang reserving (nothing free yet)")
     free_a.touch()

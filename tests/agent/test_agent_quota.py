@@ -3,14 +3,15 @@ YUNIKORN-3133): the app above the new cap gives executors back whether or not an
 within the queue's reclaim timeout (0: killed at once) plus one Spark executor stop; the plan
 that raises the cap again gives the queue's waiting app its executors.
 
-Plans fire by cron, to the minute (``service/plans.py``), so the test runs a server of its
-own on the agent tests' cluster (``conftest.py``; the session's server has no app meanwhile)
-with two plans on the next minutes: lower, then raise. It takes two to three minutes, most of
-it waiting for the minute; every wait is bounded, every app and the server stopped after.
+The test runs a server of its own on the agent tests' cluster (``conftest.py``; the session's
+server has no app meanwhile) with two one-shot plans (``at``, to the second:
+``service/plans.py``): lower once A has had time to hold its executors, raise once the cut and
+B's wait have had theirs. Every wait is bounded, every app and the server stopped after.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import datetime, timezone
 
@@ -25,22 +26,22 @@ pytestmark = pytest.mark.cluster
 
 CAP = 2
 A_TASKS = 4  # A's executors before the cut: above the cap, below the cluster's 6 cores
-# A (four of the cluster's six cores, for minutes) needs this long at most to hold them before
-# the cap falls; the lowering plan fires at the first whole minute after it.
+# From the config's writing, the server's start and A's driver and four executors (four of
+# the cluster's six cores, for minutes) take this long at most before the cap falls: 37 s at
+# load ~25 on this 2-core machine, over 58 s at load ~30 (a plan at 60 s came before A had
+# its 4), so the bound the minute plans had at least.
 RAMP_UP_S = 100.0
 # One Spark executor stop on a loaded 2-core machine: the master kills the process, the
 # driver and the agent see it gone (reclaim_timeout 0 adds nothing).
 EXECUTOR_STOP_S = 30.0
-
-
-def minute_after(t: float) -> float:
-    return t - t % 60 + 60
+# After the cut, B's submission and admission (target 0, ~1 s) before the raise; meanwhile
+# B's driver starts and asks, held at 0 by the cap.
+B_WAITS_S = 10.0
 
 
 def plan_at(t: float, max_cores: int) -> dict:
     at = datetime.fromtimestamp(t, timezone.utc)
-    return {"cron": f"{at.minute} {at.hour} * * *", "timezone": "UTC",
-            "queues": {"root.capped": {"max_cores": max_cores}}}
+    return {"at": at.isoformat(), "queues": {"root.capped": {"max_cores": max_cores}}}
 
 
 def cores_on_cluster(cluster) -> int:
@@ -50,8 +51,9 @@ def cores_on_cluster(cluster) -> int:
 
 def test_a_plan_lowering_max_cores_takes_executors_back_and_raising_it_starts_the_waiting(
         agent_cluster, tmp_path):
-    lower_at = minute_after(time.time() + RAMP_UP_S)
-    raise_at = lower_at + 60
+    t0 = time.time()
+    lower_at = math.ceil(t0 + RAMP_UP_S)
+    raise_at = lower_at + EXECUTOR_STOP_S + B_WAITS_S
     config = {
         "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 200, "heartbeat_s": 1.0},
         "cluster": {"backend": "standalone", "master": agent_cluster.master_url,
@@ -73,7 +75,9 @@ def test_a_plan_lowering_max_cores_takes_executors_back_and_raising_it_starts_th
                    "--until", release)
         wait_until(lambda: held(api, a) == (A_TASKS,), max(lower_at - time.time() - 2, 1),
                    "A to hold its 4 executors before the cap falls")
-        # The plan fires at its minute: nobody else wants a core, yet A's surplus goes.
+        print(f"A held its {A_TASKS} executors {time.time() - t0:.1f}s after the config's "
+              f"writing ({RAMP_UP_S:g}s allowed)")
+        # The plan fires at its second: nobody else wants a core, yet A's surplus goes.
         wait_until(lambda: held(api, a)[0] <= CAP and cores_on_cluster(agent_cluster) <= CAP,
                    lower_at + EXECUTOR_STOP_S - time.time(),
                    f"A at the new cap of {CAP} on the cluster (reclaim_timeout 0 + one stop)",
@@ -88,14 +92,16 @@ def test_a_plan_lowering_max_cores_takes_executors_back_and_raising_it_starts_th
         seen = wait_until(lambda: (x := api.app(b)).state.value in ("STARTING", "RUNNING")
                           and x.target == 0 and api.app(a).target <= CAP and x,
                           raise_at - 3 - time.time(), "B admitted with a target of 0 under the cap")
-        print(f"B under the cap: {seen.state.value}, target {seen.target}, {seen.reason!r}")
+        print(f"B under the cap: {seen.state.value}, target {seen.target}, {seen.reason!r}, "
+              f"{raise_at - time.time():.1f}s before the raise")
         assert held(api, a)[0] <= CAP and held(api, b) == (0,)
         # The raising plan fires: B's executors start on the room the cap kept idle.
         wait_until(lambda: held(api, b)[0] >= 1 or api.app(b).state.value == "FINISHED",
                    raise_at + 90 - time.time(), "B's executors to start once the cap is raised",
                    interval_s=0.5)
         assert time.time() >= raise_at
-        print(f"quota cut: A at {CAP} executors {cut_s:.1f}s after the plan's minute")
+        print(f"quota cut: A at {CAP} executors {cut_s:.1f}s after the plan's second; B's "
+              f"executors {time.time() - raise_at:.1f}s after the raise")
         release.touch()
         for app_id in (a, b):
             done = wait_until(lambda i=app_id: finished(api, i), 180, f"{app_id} to finish")

@@ -4,8 +4,10 @@ stay put while we look at them."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from fastapi.testclient import TestClient
@@ -286,6 +288,26 @@ def test_the_time_of_day_plan_in_force_shapes_the_queues(offline_app):
                             ["root.etl"]["weight"] == 7 and q, what="the plan's weight")
         assert queues["root.default"]["weight"] == 1
         assert c.get("/api/v1/health").json()["plan"] == "plan '* * * * *': etl weight=7.0"
+
+
+def test_a_one_shot_plan_fires_at_its_second_and_one_past_is_not_run_late(offline_app, caplog):
+    """``at`` plans: of two already past, the later is in force from the start and the earlier
+    is never run (scheduled, APScheduler would run it at once, late, over the later one); the
+    one a few seconds ahead fires at its second."""
+    caplog.set_level(logging.INFO, logger="sessionsched.service")
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    ahead_s = 4  # more than a loaded machine takes to start the app (well under a second)
+    plans = [{"at": (now + timedelta(seconds=s)).isoformat(), "queues": {"etl": {"weight": w}}}
+             for s, w in ((-20, 5), (-10, 6), (ahead_s, 9))]
+    said = [f"plan 'at {p['at']}': etl weight={p['queues']['etl']['weight']:.1f}" for p in plans]
+    with TestClient(offline_app(plans=plans)) as c:
+        assert c.get("/api/v1/health").json()["plan"] == said[1]
+        wait_until(lambda: {x["name"]: x for x in c.get("/api/v1/queues").json()}
+                   ["root.etl"]["weight"] == 9, ahead_s + 30, "the plan ahead's weight")
+        assert datetime.now(timezone.utc) >= now + timedelta(seconds=ahead_s)
+        assert c.get("/api/v1/health").json()["plan"] == said[2]
+    applied = [r.getMessage() for r in caplog.records if r.getMessage().startswith("queue plan")]
+    assert applied == [f"queue {said[1]} applied", f"queue {said[2]} applied"]
 
 
 def test_serve_refuses_to_listen_beyond_loopback_without_auth():

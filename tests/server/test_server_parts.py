@@ -1,9 +1,9 @@
 """The server's pure parts, table by table: reconciling executor reports, recording a step,
-time-of-day plans, reading submissions, the launch conf."""
+time-of-day plans (by cron and one-shot), reading submissions, the launch conf."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -163,6 +163,44 @@ def test_the_plan_that_fired_last_is_current_and_overrides_the_config():
         "plan '0 18 * * 1-5': root.batch policy=fifo, weight=10.0")
 
 
+# A one-shot plan (``at``) fires once, to the second; the zone applies to a time without offset.
+AT = [
+    ("past, in UTC", {"at": "2026-11-21T17:29:58", "timezone": "UTC"},
+     datetime(2026, 11, 21, 17, 29, 58, tzinfo=timezone.utc)),
+    ("now exactly", {"at": "2026-11-21T17:30:00Z"}, SATURDAY_1730),
+    ("two seconds ahead: not yet", {"at": "2026-11-21T17:30:02Z"}, None),
+    ("the zone's offset (Paris, UTC+1 in November)",
+     {"at": "2026-11-21T18:29:59", "timezone": "Europe/Paris"},
+     datetime(2026, 11, 21, 17, 29, 59, tzinfo=timezone.utc)),
+    ("an offset given wins over the zone (18:30+01:00 is 17:30 UTC)",
+     {"at": "2026-11-21T18:30:00+01:00", "timezone": "UTC"}, SATURDAY_1730),
+    ("a date alone is its midnight", {"at": "2026-11-21", "timezone": "UTC"},
+     datetime(2026, 11, 21, tzinfo=timezone.utc)),
+]
+
+
+@pytest.mark.parametrize("plan,expected", [r[1:] for r in AT], ids=[r[0] for r in AT])
+def test_last_fire_time_of_a_one_shot_plan(plan, expected):
+    assert plans.last_fire_time(PlanConfig(**plan), SATURDAY_1730) == expected
+
+
+def test_a_one_shot_plan_is_current_once_its_second_has_come_and_is_scheduled_only_before():
+    cfg = ServerConfig.model_validate({"plans": [
+        {"cron": "30 17 * * *", "timezone": "UTC", "queues": {"default": {"weight": 2}}},
+        {"at": "2026-11-21T17:30:01Z", "queues": {"default": {"weight": 3}}},
+        {"at": "2026-11-21T17:29:59Z", "queues": {"default": {"weight": 4}}},
+    ]})
+    one_s = timedelta(seconds=1)
+    # 17:30:00: the cron's minute fired after the past one-shot (17:29:59), the next is ahead.
+    assert plans.current_plan(cfg.plans, SATURDAY_1730) == 0
+    assert [i for i, _ in plans.still_to_fire(cfg.plans, SATURDAY_1730)] == [0, 1]
+    # 17:30:01: the one-shot's second; from then on it is the plan that fired last.
+    assert plans.current_plan(cfg.plans, SATURDAY_1730 + one_s) == 1
+    assert [i for i, _ in plans.still_to_fire(cfg.plans, SATURDAY_1730 + one_s)] == [0]
+    assert plans.describe(cfg.plans[1]) == (
+        "plan 'at 2026-11-21T17:30:01+00:00': default weight=3.0")
+
+
 @pytest.mark.parametrize("plan,message", [
     ({"cron": "0 8 * *"},
      "plans[0]: cron '0 8 * *': expected 5 fields (minute hour day month day-of-week), got 4"),
@@ -173,7 +211,22 @@ def test_the_plan_that_fired_last_is_current_and_overrides_the_config():
      "plans[0].queues.default.weight: Input should be greater than 0"),
     ({"cron": "0 8 * * *", "queues": {"default": {"colour": "red"}}},
      "plans[0].queues.default.colour: unknown setting"),
-], ids=["four-fields", "bad-weekday", "unknown-queue", "zero-weight", "unknown-setting"])
+    ({"at": 1790000000},
+     "plans[0].at: 1790000000 is not a date and time like 2026-12-24T14:00:00 (an offset such "
+     "as +01:00 or Z optional)"),
+    ({"at": "tomorrow 8:00"},
+     "plans[0].at: 'tomorrow 8:00' is not a date and time like 2026-12-24T14:00:00 (an offset "
+     "such as +01:00 or Z optional)"),
+    ({"queues": {"default": {"weight": 2}}},
+     "plans[0]: a plan fires by either `cron` (each matching minute) or `at` (once, a date and "
+     "time); give exactly one"),
+    ({"cron": "0 8 * * *", "at": "2026-12-24T14:00:00"},
+     "plans[0]: a plan fires by either `cron` (each matching minute) or `at` (once, a date and "
+     "time); give exactly one"),
+    ({"at": "2026-12-24T14:00:00", "timezone": "Mars/Olympus"},
+     "plans[0]: at '2026-12-24T14:00:00': 'No time zone found with key Mars/Olympus'"),
+], ids=["four-fields", "bad-weekday", "unknown-queue", "zero-weight", "unknown-setting",
+        "at-a-number", "at-not-a-time", "neither-cron-nor-at", "both-cron-and-at", "at-bad-zone"])
 def test_bad_plans_are_config_errors(plan, message):
     with pytest.raises(ConfigError) as err:
         parse_model(ServerConfig, {"plans": [plan]}, "f.yaml")
