@@ -96,6 +96,8 @@ class Agent:
         self._next_beat = 0.0  # the next heartbeat is due
         self._sent_demand: int | None = None
         self._sent: tuple | None = None  # the last facts reported (change-driven: sent again?)
+        self._reported: set[str] = set()  # executors the last report listed
+        self._gone: dict[str, float] = {}  # gone since then -> when they left (not yet sent)
         self._report_due = 0.0  # change-driven: the next keep-alive report
         self.watch: Watch | None = None  # the change-driven protocol's, once the server has it
         self.reports = 0  # reports sent (register and heartbeats)
@@ -173,11 +175,12 @@ class Agent:
         if now < self._next_beat and not self._demand_changed(now):
             return
         self._next_beat = now + self.heartbeat_s
+        looked = self.clock()
         facts = self._facts()
         if facts is not None and now >= self._next_attempt:
             beat = self.registered  # else this exchange registers, carrying no demand
             changed = facts.demand != self._sent_demand
-            body = self._heartbeat_body(facts)
+            body = self._heartbeat_body(facts, looked)
             sent = (body["demand"], tuple((e["id"], e["idle"]) for e in body["executors"]),
                     body["control"])
             quiet = (beat and self.change_driven and sent == self._sent
@@ -188,6 +191,8 @@ class Agent:
                     self._next_beat = now  # the first heartbeat right after registering
                 else:
                     self._sent, self._report_due = sent, now + (answer.keepalive_s or 0.0)
+                    self._reported = {e["id"] for e in body["executors"]}
+                    self._gone = {}
                     if changed and not self.change_driven:
                         self._next_beat = now + FOLLOW_UP_S
                     self._sent_demand = facts.demand
@@ -245,8 +250,12 @@ class Agent:
             self.app_id, self.spark_app_id, self.spark_version, os.getpid(), p.control, p.reason
         )
 
-    def _heartbeat_body(self, facts: SparkFacts) -> dict:
-        """What a heartbeat reports: the facts, without the executors this agent killed."""
+    def _heartbeat_body(self, facts: SparkFacts, looked: float) -> dict:
+        """What a heartbeat reports: the facts, without the executors this agent killed, read
+        at ``looked``; and for each executor gone since the last report, when it left: its
+        driver's removal time (Spark's own, from the status store), else this look (an
+        executor this agent killed is left out before its driver removes it). Kept until a
+        report carries them."""
         if self.reclaim.killed:
             facts = SparkFacts(
                 facts.demand,
@@ -254,7 +263,30 @@ class Agent:
                 facts.running_tasks,
                 tuple(e for e in facts.executors if e.executor_id not in self.reclaim.killed),
             )
-        return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control)
+        listed = {e.executor_id for e in facts.executors}
+        for eid in self._reported - listed - self._gone.keys():
+            self._gone[eid] = self.control.removed_at(eid) or looked
+        return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control,
+                                       observed_at=looked, removed=self._gone)
+
+    def ended(self, at: float, timeout_s: float = 2.0) -> None:
+        """The SparkContext was stopped at ``at`` (``attach`` wraps ``SparkContext.stop``):
+        its executors went with it. The loop stops, and one last report says so -- no
+        executors, looked at ``at`` -- so that the usage figures end with Spark's record of
+        the app, not when the scheduler sees the driver's process gone (on a loaded machine
+        seconds later, every executor counted meanwhile). Skipped while the server is
+        unreachable or before the agent registered; never raises."""
+        self.stop(timeout_s=timeout_s)
+        if not self.registered or self._failures or not self.control.probe.full:
+            return
+        body = protocol.heartbeat_body(self.app_id, SparkFacts(0, 0, 0, ()),
+                                       self.control.probe.control, observed_at=at,
+                                       removed=self._gone)
+        try:
+            self.client.post(protocol.HEARTBEAT_PATH, body, timeout_s=timeout_s)
+            self.reports += 1
+        except Exception as e:  # the app is ending: nothing more to do about it
+            log.info("sessionsched agent: %s: the last report failed: %s", self.app_id, e)
 
     def _apply(self, answer: Answer, reported: bool = False) -> None:
         """``reported``: the answer to a report. Change-driven, the grant is the watch's to

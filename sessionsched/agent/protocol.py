@@ -83,8 +83,13 @@ def register_body(
     }
 
 
-def heartbeat_body(app_id: str, facts: SparkFacts, control: str) -> dict:
-    return {
+def heartbeat_body(app_id: str, facts: SparkFacts, control: str,
+                   observed_at: float | None = None,
+                   removed: dict[str, float] | None = None) -> dict:
+    """``observed_at``: when the agent read these facts; ``removed``: executor id -> when it
+    left, for executors gone since the last report (both optional: an older server ignores
+    them, and an older agent's report without them is counted as it arrives)."""
+    body = {
         "app_id": app_id,
         "demand": facts.demand,
         "pending_tasks": facts.pending_tasks,
@@ -95,6 +100,10 @@ def heartbeat_body(app_id: str, facts: SparkFacts, control: str) -> dict:
         ],
         "control": control,
     }
+    if observed_at is not None:
+        body["observed_at"] = observed_at
+        body["removed"] = [{"id": eid, "at": at} for eid, at in (removed or {}).items()]
+    return body
 
 
 def watch_body(app_id: str, version: int, wait_s: float) -> dict:

@@ -88,7 +88,11 @@ class AgentDesk:
         return reply
 
     def heartbeat(self, app_id: str, demand: int, executors: list[Executor],
-                  control: str | None) -> dict:
+                  control: str | None, observed_at: float | None = None,
+                  removed: dict[str, float] | None = None) -> dict:
+        """A report. ``observed_at`` (when the agent looked) and ``removed`` (when executors
+        gone since its last report left) ride on the list's event for the usage meter, which
+        bounds them by the scheduler's clock."""
         now = self._clock()
         app = self._app(app_id)
         events: list[Event] = []
@@ -101,7 +105,8 @@ class AgentDesk:
             # An admission-only agent cannot read its executors: the cluster's view stands.
             if agent.control == "full" and seen != agent.executors:
                 agent.executors = seen
-                events.append(ExecutorsChanged(app_id, tuple(executors), Witness.AGENT))
+                events.append(ExecutorsChanged(app_id, tuple(executors), Witness.AGENT,
+                                               observed_at, tuple((removed or {}).items())))
             if demand != agent.demand:
                 agent.demand = demand
                 events.append(DemandChanged(app_id, demand))

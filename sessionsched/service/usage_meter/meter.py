@@ -56,6 +56,8 @@ from sessionsched.usage import (
     hours_of,
 )
 
+from .timing import gone_at, timed_steps
+
 HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
 
 log = logging.getLogger("sessionsched.usage")
@@ -70,6 +72,9 @@ class _Live:
     busy: dict[str, float] = field(default_factory=dict)  # busy executor id -> reported at
     deadlines: dict[str, float] = field(default_factory=dict)  # decommissioned -> kill at
     dying: dict[str, float] = field(default_factory=dict)  # killed busy -> lost counted to
+    # The last list's executors (id -> busy) and when it was seen; None: not known (restored).
+    executors: dict[str, bool] | None = field(default_factory=dict)
+    seen_at: float = 0.0
 
 
 class UsageMeter:
@@ -91,7 +96,7 @@ class UsageMeter:
         """A live app read back from the store at a restart or a takeover."""
         spec = self._spec_of(app_id)
         if spec is not None:
-            self._apps[app_id] = _Live(AppUsage.from_json(stored), spec)
+            self._apps[app_id] = _Live(AppUsage.from_json(stored), spec, executors=None)
 
     def totals(self) -> dict[tuple[str, str], list[float]]:
         """(queue, user) -> the ``COUNTED`` figures of every app counted since the meter
@@ -170,30 +175,48 @@ class UsageMeter:
             return
         size = live.spec.executor
         busy = [e.executor_id for e in ev.executors if not e.idle]
-        held, busy_cores = len(ev.executors) * size.cores, len(busy) * size.cores
         u = live.usage
-        # The same levels (another executor, the same count): nothing to count or write.
-        if held != u.held_cores or busy_cores != u.busy_cores:
-            self._grow(live, now)
-            u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
-            changed[ev.app_id] = u
+        if ev.observed_at is None or live.executors is None:
+            # Not timed (an older agent, the cluster's view; or the first list after a
+            # restart, from levels stored without their executors): as the scheduler takes it.
+            look = now
+            steps = [(now, len(ev.executors), len(busy))]
+            removed: dict[str, float] = {}
+        else:
+            lo = max(u.since, live.seen_at)
+            removed = dict(ev.removed)
+            steps = timed_steps(live.executors, ev.executors, ev.observed_at, removed, lo, now)
+            look = steps[-1][0]
+        for at, executors, busy_executors in steps:
+            held, busy_cores = executors * size.cores, busy_executors * size.cores
+            # The same levels (another executor, the same count): nothing to count or write.
+            if held != u.held_cores or busy_cores != u.busy_cores:
+                self._grow(live, at)
+                u.levels(at, held, executors * size.mem_mib, busy_cores)
+                changed[ev.app_id] = u
+        lo = min(live.seen_at, look)
+        live.seen_at = look
+        live.executors = {e.executor_id: not e.idle for e in ev.executors}
         if live.deadlines:
             # A decommissioned executor gone busy at or after its deadline was killed there
             # (by the agent, on its own clock, before the scheduler's kill order could be):
             # its task was lost. Gone before it: it left gracefully, its task done.
-            alive = {e.executor_id for e in ev.executors}
-            for eid in [eid for eid in live.deadlines if eid not in alive]:
+            for eid in [eid for eid in live.deadlines if eid not in live.executors]:
                 deadline = live.deadlines.pop(eid)
                 since = live.busy.pop(eid, None)
-                if since is not None and now >= deadline:
-                    self._lose(live, now, since, changed)
+                gone = gone_at(eid, removed, look, lo, look)
+                if since is not None and gone >= deadline:
+                    self._lose(live, gone, since, changed)
         if live.dying:
             # A killed busy executor ran its task on until the kill took effect: lost work up
-            # to the report that finds it gone, or idle (the kill order counted to itself).
+            # to when it left (the report that finds it gone, or idle; the kill order counted
+            # to itself).
             for eid in [eid for eid in live.dying if eid not in busy]:
-                self._lose(live, now, live.dying.pop(eid), changed, executors=0)
+                since = live.dying.pop(eid)
+                gone = gone_at(eid, removed, look, since, look)
+                self._lose(live, gone, since, changed, executors=0)
         if busy or live.busy:
-            live.busy = {eid: live.busy.get(eid, now) for eid in busy if eid not in live.dying}
+            live.busy = {eid: live.busy.get(eid, look) for eid in busy if eid not in live.dying}
 
     def _killed(self, now: float, d: Reclaim, changed: dict) -> None:
         live = self._live(d.app_id)

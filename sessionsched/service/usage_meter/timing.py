@@ -1,0 +1,77 @@
+"""When a report's changes happened: the levels between two agent reports, placed in time by
+what the agent says it saw (docs/usage.md, "How the figures are timed"). Pure: plain data in,
+plain data out.
+
+A report of an agent that times its look (``observed_at``) changes the app's levels not all
+at once when the scheduler takes it, but each change at the closest time the driver can tell:
+
+1. an executor new since the last report came at its registration with its driver
+   (``started_at``: the time Spark's ``ExecutorAdded`` carries);
+2. an executor gone since the last report left when its driver removed it (``removed``: the
+   time Spark's ``ExecutorRemoved`` carries, from the driver's status store), else at the
+   look that found it gone -- the agent leaves out at once an executor it killed itself;
+3. busy or idle flags changed at the look (``observed_at``): the agent reads them, Spark keeps
+   no time for them. The look lags a task's start and its end alike (the agent reads again
+   within ``TICK_S`` of a change of demand, at the latest a heartbeat later), so busy time
+   comes out right on average. A new executor counts busy from the look, a gone one stops
+   being busy when it leaves.
+
+Every time is bounded by the scheduler's own: never before ``lo`` (the app's last counted
+change, the previous report's look), never after the look itself, and the look never after
+``hi`` (the scheduler's now): a driver's clock ahead of the scheduler's cannot count the
+future, one behind it cannot count again what was counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sessionsched.model import Executor
+
+Step = tuple[float, int, int]  # (from, executors, busy executors)
+
+
+def clamp(t: float, lo: float, hi: float) -> float:
+    return min(max(t, lo), hi)
+
+
+def timed_steps(before: Mapping[str, bool], after: Sequence[Executor], observed_at: float,
+                removed: Mapping[str, float], lo: float, hi: float) -> list[Step]:
+    """The levels from ``before`` (executor id -> busy, as the last report had them) to the
+    report ``after``, as steps in time order, each the levels from its time on; the last one
+    is the report's own (at the look). ``removed``: executor id -> when its driver removed it."""
+    lo = min(lo, hi)
+    look = clamp(observed_at, lo, hi)
+    changes: list[tuple[float, int, int]] = []  # (at, executors +-, busy +-)
+    ids = set()
+    for e in after:
+        ids.add(e.executor_id)
+        was = before.get(e.executor_id)
+        if was is None:
+            changes.append((clamp(e.started_at, lo, look), 1, 0))
+            if not e.idle:
+                changes.append((look, 0, 1))
+        elif was != (not e.idle):
+            changes.append((look, 0, -1 if was else 1))
+    for eid, busy in before.items():
+        if eid not in ids:
+            changes.append((clamp(removed.get(eid, look), lo, look), -1, -1 if busy else 0))
+    held, busy = len(before), sum(before.values())
+    steps: list[Step] = []
+    for at, d_held, d_busy in sorted(changes, key=lambda c: c[0]):
+        held, busy = held + d_held, busy + d_busy
+        if steps and steps[-1][0] == at:
+            steps[-1] = (at, held, busy)
+        else:
+            steps.append((at, held, busy))
+    if not steps or steps[-1][0] != look:
+        steps.append((look, held, busy))
+    return steps
+
+
+def gone_at(eid: str, removed: Mapping[str, float], observed_at: float, lo: float,
+            hi: float) -> float:
+    """When an executor the report no longer lists left (rule 2, bounded the same way)."""
+    lo = min(lo, hi)
+    look = clamp(observed_at, lo, hi)
+    return clamp(removed.get(eid, look), lo, look)
