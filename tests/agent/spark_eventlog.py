@@ -4,8 +4,9 @@ from, read once the app has ended (the live status store, read by the app itself
 SparkContext stops, misses the executors' last seconds: they go with the stop).
 
 - ``held_core_s``: each executor's cores x from its ``SparkListenerExecutorAdded`` to its
-  ``SparkListenerExecutorRemoved`` (or the ``SparkListenerApplicationEnd``: executors the stop
-  takes down are not always logged as removed);
+  ``SparkListenerExecutorRemoved`` or the ``SparkListenerApplicationEnd``, whichever is first
+  (executors the stop takes down are not always logged as removed, and when they are, after
+  the application's end);
 - ``task_s``: every task attempt's run time (launch to finish), failed ones included;
 - ``lost_task_s``: the run time of the attempts that ended with ``ExecutorLostFailure`` (their
   executor killed under them);
@@ -60,6 +61,7 @@ def spark_usage(directory: Path, spark_app_id: str) -> dict:
         elif kind == "SparkListenerApplicationEnd":
             end = ev["Timestamp"] / 1000
     assert end is not None, f"{path} has no application end: the app has not ended"
-    held = sum(cores * (removed.get(eid, end) - at) for eid, (at, cores) in added.items())
+    held = sum(cores * (min(removed.get(eid, end), end) - at)
+               for eid, (at, cores) in added.items())
     return {"held_core_s": round(held, 3), "task_s": round(task_s, 3),
             "lost_task_s": round(lost_s, 3), "executors": len(added)}
