@@ -98,6 +98,7 @@ class Agent:
         self._sent: tuple | None = None  # the last facts reported (change-driven: sent again?)
         self._reported: set[str] = set()  # executors the last report listed
         self._gone: dict[str, float] = {}  # gone since then -> when they left (not yet sent)
+        self._leaving: set[str] = set()  # killed, left out of the reports, still in the driver
         self._report_due = 0.0  # change-driven: the next keep-alive report
         self.watch: Watch | None = None  # the change-driven protocol's, once the server has it
         self.reports = 0  # reports sent (register and heartbeats)
@@ -182,7 +183,7 @@ class Agent:
             changed = facts.demand != self._sent_demand
             body = self._heartbeat_body(facts, looked)
             sent = (body["demand"], tuple((e["id"], e["idle"]) for e in body["executors"]),
-                    body["control"])
+                    body["control"], tuple(sorted(self._gone)))
             quiet = (beat and self.change_driven and sent == self._sent
                      and now < self._report_due)
             answer = None if quiet else self._exchange(body, now)
@@ -255,7 +256,10 @@ class Agent:
         at ``looked``; and for each executor gone since the last report, when it left: its
         driver's removal time (Spark's own, from the status store), else this look (an
         executor this agent killed is left out before its driver removes it). Kept until a
-        report carries them."""
+        report carries them. An executor this agent killed is left out at once (it is leaving)
+        and reported removed again, with its driver's time, once its driver removed it: it
+        held its core, and ran its task, until its process died (docs/usage.md)."""
+        driver_lists = {e.executor_id for e in facts.executors}
         if self.reclaim.killed:
             facts = SparkFacts(
                 facts.demand,
@@ -264,7 +268,13 @@ class Agent:
                 tuple(e for e in facts.executors if e.executor_id not in self.reclaim.killed),
             )
         listed = {e.executor_id for e in facts.executors}
-        for eid in self._reported - listed - self._gone.keys():
+        for eid in self._reported - listed - self._gone.keys() - self._leaving:
+            if eid in driver_lists:  # killed by this agent: its driver removes it later
+                self._leaving.add(eid)
+            else:
+                self._gone[eid] = self.control.removed_at(eid) or looked
+        for eid in self._leaving - driver_lists:  # ...now: when it really left
+            self._leaving.discard(eid)
             self._gone[eid] = self.control.removed_at(eid) or looked
         return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control,
                                        observed_at=looked, removed=self._gone)

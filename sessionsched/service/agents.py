@@ -103,7 +103,8 @@ class AgentDesk:
                 agent.control = control
             seen = tuple((e.executor_id, e.idle) for e in executors)
             # An admission-only agent cannot read its executors: the cluster's view stands.
-            if agent.control == "full" and seen != agent.executors:
+            # (A report of the same executors may still say when one left: its own event.)
+            if agent.control == "full" and (seen != agent.executors or removed):
                 agent.executors = seen
                 events.append(ExecutorsChanged(app_id, tuple(executors), Witness.AGENT,
                                                observed_at, tuple((removed or {}).items())))

@@ -11,6 +11,7 @@ from sessionsched.engine.events import ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, Executor, ReclaimMode, Resources
 from sessionsched.service.usage_meter import UsageMeter
 from sessionsched.service.usage_meter.timing import timed_steps
+from sessionsched.usage import HOURLY
 
 SPEC = AppSpec("a", "root.q", 1, 100.0, user="alice", driver=Resources(1, 2048),
                executor=Resources(1, 1024))
@@ -22,9 +23,9 @@ def ex(eid: str, started_at: float, busy: bool = False) -> Executor:
 
 # (before: id -> busy, after, observed_at, removed, lo, hi) -> steps (from, executors, busy)
 CASES = {
-    "a new executor counts from its registration, busy from the look": (
-        {}, [ex("1", 101.5, busy=True)], 102.0, {}, 100.0, 102.3,
-        [(101.5, 1, 0), (102.0, 1, 1)]),
+    "a new executor counts from its registration, busy too when its first look says so": (
+        {}, [ex("1", 101.5, busy=True), ex("2", 101.6)], 102.0, {}, 100.0, 102.3,
+        [(101.5, 1, 1), (101.6, 2, 1), (102.0, 2, 1)]),
     "a gone executor leaves at its driver's removal": (
         {"1": False, "2": False}, [ex("2", 90.0)], 104.0, {"1": 103.2}, 100.0, 104.4,
         [(103.2, 1, 0), (104.0, 1, 0)]),
@@ -75,8 +76,8 @@ def ended(at: float) -> MarkState:
 
 
 def test_a_timed_app_counts_what_spark_records_not_when_reports_arrive():
-    # Spark's record: executors 1 and 2 registered at 110.2 and 110.4, ran tasks 110.5..120.0
-    # and 110.5..115.0; 2 removed at its idle timeout, 1 with the stop (the last report,
+    # Spark's record: executors 1 and 2 registered at 110.2 and 110.4, ran tasks 110.2..120.0
+    # and 110.4..115.0; 2 removed at its idle timeout, 1 with the stop (the last report,
     # 121.0). The reports arrive 0.6-0.9 s after each look.
     last = run(UsageMeter({"a": SPEC}.get), [
         (110.0, [], [started(110.0)]),
@@ -90,8 +91,8 @@ def test_a_timed_app_counts_what_spark_records_not_when_reports_arrive():
     # held: 1 x (121.0 - 110.2) + 1 x (118.3 - 110.4) = 10.8 + 7.9: the report gave no
     # removal time for 2 (its status store had not recorded it yet): it left at the look
     assert last["held_core_s"] == pytest.approx(10.8 + 7.9)
-    # busy: 1 from 110.5 to 120.0, 2 from 110.5 to 115.0 = 9.5 + 4.5 (Spark's task time)
-    assert last["busy_core_s"] == pytest.approx(14.0)
+    # busy: 1 from 110.2 to 120.0, 2 from 110.4 to 115.0 = 9.8 + 4.6 (Spark's task time)
+    assert last["busy_core_s"] == pytest.approx(14.4)
 
 
 def test_an_untimed_report_counts_as_the_scheduler_takes_it():
@@ -114,6 +115,38 @@ def test_a_killed_executors_lost_work_ends_when_its_driver_removed_it():
     ])
     # lost: from its first busy look 110.5 until its driver removed it at 120.8
     assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((10.3, 1))
+
+
+def test_an_executor_its_agent_killed_counts_until_its_driver_removes_it():
+    # The agent kills 1 and leaves it out of its next report at once (121.0), before its
+    # driver removes it (123.5, the process dead): a later report says so.
+    m = UsageMeter({"a": SPEC}.get)
+    last = run(m, [
+        (110.0, [], [started(110.0)]),
+        (111.0, [timed(110.5, ex("1", 110.2, True), ex("2", 110.2, True))], []),
+        (120.0, [], [Reclaim("a", ("1",), ReclaimMode.KILL)]),
+        (121.3, [timed(121.0, ex("2", 110.2, True))], []),
+        (124.0, [timed(123.7, ex("2", 110.2, True), removed=[("1", 123.5)])], []),
+        (125.0, [], [ended(125.0)]),
+    ])
+    # 1: held 110.2 .. 123.5, busy and lost likewise from its first busy look (110.5)
+    # 2: held and busy 110.2 .. 125.0
+    assert last["held_core_s"] == pytest.approx(13.3 + 14.8)
+    assert last["busy_core_s"] == pytest.approx(13.3 + 14.8)
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((13.0, 1))
+    hours = m.take_hours()
+    (row,) = hours.values()
+    assert dict(zip(HOURLY, row, strict=True))["held_core_s"] == pytest.approx(28.1)
+    # a removal time in the scheduler's future counts to its now, and once
+    last = run(UsageMeter({"a": SPEC}.get), [
+        (110.0, [], [started(110.0)]),
+        (111.0, [timed(110.5, ex("1", 110.2), ex("2", 110.2))], []),
+        (121.3, [timed(121.0, ex("2", 110.2))], []),  # 1 left out (killed)
+        (124.0, [timed(123.7, ex("2", 110.2), removed=[("1", 190.0)])], []),
+        (124.5, [timed(124.2, ex("2", 110.2), removed=[("1", 190.0)])], []),
+        (125.0, [], [ended(125.0)]),
+    ])
+    assert last["held_core_s"] == pytest.approx((124.0 - 110.2) + 14.8)
 
 
 def test_the_first_list_after_a_restart_is_untimed():

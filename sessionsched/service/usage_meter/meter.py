@@ -47,6 +47,7 @@ from sessionsched.usage import (
     APPS,
     COUNTED,
     HOURLY,
+    MIB_PER_GIB,
     QUEUED,
     RECLAIMED,
     RECLAIMED_EXECUTORS,
@@ -58,6 +59,7 @@ from sessionsched.usage import (
 
 from .timing import gone_at, timed_steps
 
+HELD, BUSY, HELD_GIB = (HOURLY.index(k) for k in ("held_core_s", "busy_core_s", "held_gib_s"))
 HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
 
 log = logging.getLogger("sessionsched.usage")
@@ -75,6 +77,9 @@ class _Live:
     # The last list's executors (id -> busy) and when it was seen; None: not known (restored).
     executors: dict[str, bool] | None = field(default_factory=dict)
     seen_at: float = 0.0
+    # Gone at a look with no removal time (killed by the agent, still in its driver): counted
+    # to -> (busy then, its lost work counted). A later report says when its driver removed it.
+    left: dict[str, tuple[float, bool, bool]] = field(default_factory=dict)
 
 
 class UsageMeter:
@@ -196,7 +201,14 @@ class UsageMeter:
                 changed[ev.app_id] = u
         lo = min(live.seen_at, look)
         live.seen_at = look
-        live.executors = {e.executor_id: not e.idle for e in ev.executors}
+        before, live.executors = live.executors, {e.executor_id: not e.idle for e in ev.executors}
+        if ev.observed_at is not None and before is not None:
+            for eid in before.keys() - live.executors.keys() - removed.keys():
+                lost = eid in live.dying or (
+                    eid in live.busy and live.deadlines.get(eid, look + 1.0) <= look)
+                live.left[eid] = (look, before[eid], lost)
+            for eid in removed.keys() & live.left.keys():
+                self._left_late(live, eid, min(removed[eid], now), changed)
         if live.deadlines:
             # A decommissioned executor gone busy at or after its deadline was killed there
             # (by the agent, on its own clock, before the scheduler's kill order could be):
@@ -217,6 +229,26 @@ class UsageMeter:
                 self._lose(live, gone, since, changed, executors=0)
         if busy or live.busy:
             live.busy = {eid: live.busy.get(eid, look) for eid in busy if eid not in live.dying}
+
+    def _left_late(self, live: _Live, eid: str, at: float, changed: dict) -> None:
+        """An executor counted gone at a look (its agent had killed it) was removed by its
+        driver at ``at``: it held its core until then, and ran its task if it was busy (work
+        lost, if it was killed busy)."""
+        counted_to, busy, lost = live.left.pop(eid)
+        dt = max(0.0, at - counted_to)
+        if dt == 0.0:
+            return
+        size, u, hour = live.spec.executor, live.usage, hour_of(at)
+        u.held_core_s += size.cores * dt
+        u.held_mib_s += size.mem_mib * dt
+        self._add(hour, live.spec, HELD, size.cores * dt)
+        self._add(hour, live.spec, HELD_GIB, size.mem_mib * dt / MIB_PER_GIB)
+        if busy:
+            u.busy_core_s += size.cores * dt
+            self._add(hour, live.spec, BUSY, size.cores * dt)
+        if lost:
+            self._lose(live, at, counted_to, changed, executors=0)
+        changed[live.spec.app_id] = u
 
     def _killed(self, now: float, d: Reclaim, changed: dict) -> None:
         live = self._live(d.app_id)

@@ -9,12 +9,15 @@ at once when the scheduler takes it, but each change at the closest time the dri
    (``started_at``: the time Spark's ``ExecutorAdded`` carries);
 2. an executor gone since the last report left when its driver removed it (``removed``: the
    time Spark's ``ExecutorRemoved`` carries, from the driver's status store), else at the
-   look that found it gone -- the agent leaves out at once an executor it killed itself;
+   look that found it gone (an executor the agent killed itself is left out at once; its
+   driver's removal comes with a later report: ``meter``);
 3. busy or idle flags changed at the look (``observed_at``): the agent reads them, Spark keeps
    no time for them. The look lags a task's start and its end alike (the agent reads again
    within ``TICK_S`` of a change of demand, at the latest a heartbeat later), so busy time
-   comes out right on average. A new executor counts busy from the look, a gone one stops
-   being busy when it leaves.
+   comes out right on average. A new executor seen busy at its first look counts busy from
+   its registration: it was asked for because tasks waited, and Spark gives it one as it
+   registers (a start that no change of demand makes the agent look at early). A gone one
+   stops being busy when it leaves.
 
 Every time is bounded by the scheduler's own: never before ``lo`` (the app's last counted
 change, the previous report's look), never after the look itself, and the look never after
@@ -48,9 +51,7 @@ def timed_steps(before: Mapping[str, bool], after: Sequence[Executor], observed_
         ids.add(e.executor_id)
         was = before.get(e.executor_id)
         if was is None:
-            changes.append((clamp(e.started_at, lo, look), 1, 0))
-            if not e.idle:
-                changes.append((look, 0, 1))
+            changes.append((clamp(e.started_at, lo, look), 1, 0 if e.idle else 1))
         elif was != (not e.idle):
             changes.append((look, 0, -1 if was else 1))
     for eid, busy in before.items():
