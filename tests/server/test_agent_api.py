@@ -218,8 +218,10 @@ def test_a_timed_report_counts_usage_at_the_agents_times(serve, state_dir):
         # counted (the launch) nor after its own clock
         t = time.time()
         wait_until(lambda: time.time() >= t + 2.0, 5, "two seconds to have passed")
-        for body in ({"executors": [{"id": "1", "idle": False, "started_at": t + 0.5}],
+        for body in ({"executors": [{"id": "1", "idle": True, "started_at": t + 0.5}],
                       "observed_at": t + 0.7},
+                     {"executors": [{"id": "1", "idle": False, "started_at": t + 0.5}],
+                      "observed_at": t + 0.8},
                      {"executors": [], "observed_at": t + 1.9,
                       "removed": [{"id": "1", "at": t + 1.1}]}):
             r = c.post("/api/v1/agent/heartbeat",
@@ -233,6 +235,6 @@ def test_a_timed_report_counts_usage_at_the_agents_times(serve, state_dir):
 
         u = wait_until(usage, 30, "the timed reports counted")
         cores = round(u["held_core_s"] / 0.6)  # the session's executor size
-        # held t+0.5 .. t+1.1 (0.6 s), busy from the look t+0.7 until it left (0.4 s)
-        assert (u["held_core_s"], u["busy_core_s"]) == pytest.approx((0.6 * cores, 0.4 * cores))
+        # held t+0.5 .. t+1.1 (0.6 s), busy from the look t+0.8 until it left (0.3 s)
+        assert (u["held_core_s"], u["busy_core_s"]) == pytest.approx((0.6 * cores, 0.3 * cores))
         assert cores >= 1
