@@ -228,10 +228,9 @@ def test_a_timed_report_counts_usage_at_the_agents_times(serve, state_dir):
                        json={"app_id": a, "demand": 1, "control": "full", **body})
             assert r.status_code == 200
 
-        def usage():
+        def usage():  # busy grows once a level changes after the busy look: the removal
             (line,) = [u for u in c.get("/api/v1/usage?by=app").json() if u["app"] == a]
-            return line if line["held_core_s"] and not c.get(
-                f"/api/v1/apps/{a}").json()["executors"] else None
+            return line if line["busy_core_s"] else None
 
         u = wait_until(usage, 30, "the timed reports counted")
         cores = round(u["held_core_s"] / 0.6)  # the session's executor size
