@@ -113,8 +113,9 @@ def test_a_killed_executors_lost_work_ends_when_its_driver_removed_it():
         (122.0, [timed(121.7, ex("2", 110.2, True), removed=[("1", 120.8)])], []),
         (125.0, [], [ended(125.0)]),
     ])
-    # lost: from its first busy look 110.5 until its driver removed it at 120.8
-    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((10.3, 1))
+    # lost: from its registration 110.2 (busy at its first look) until its driver removed it
+    # at 120.8
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((10.6, 1))
 
 
 def test_an_executor_its_agent_killed_counts_until_its_driver_removes_it():
@@ -129,11 +130,10 @@ def test_an_executor_its_agent_killed_counts_until_its_driver_removes_it():
         (124.0, [timed(123.7, ex("2", 110.2, True), removed=[("1", 123.5)])], []),
         (125.0, [], [ended(125.0)]),
     ])
-    # 1: held 110.2 .. 123.5, busy and lost likewise from its first busy look (110.5)
-    # 2: held and busy 110.2 .. 125.0
+    # 1: held, busy and lost 110.2 .. 123.5; 2: held and busy 110.2 .. 125.0
     assert last["held_core_s"] == pytest.approx(13.3 + 14.8)
     assert last["busy_core_s"] == pytest.approx(13.3 + 14.8)
-    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((13.0, 1))
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((13.3, 1))
     hours = m.take_hours()
     (row,) = hours.values()
     assert dict(zip(HOURLY, row, strict=True))["held_core_s"] == pytest.approx(28.1)

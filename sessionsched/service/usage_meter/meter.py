@@ -57,7 +57,7 @@ from sessionsched.usage import (
     hours_of,
 )
 
-from .timing import gone_at, timed_steps
+from .timing import clamp, gone_at, timed_steps
 
 HELD, BUSY, HELD_GIB = (HOURLY.index(k) for k in ("held_core_s", "busy_core_s", "held_gib_s"))
 HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
@@ -187,11 +187,15 @@ class UsageMeter:
             look = now
             steps = [(now, len(ev.executors), len(busy))]
             removed: dict[str, float] = {}
+            busy_from: dict[str, float] = {}
         else:
             lo = max(u.since, live.seen_at)
             removed = dict(ev.removed)
             steps = timed_steps(live.executors, ev.executors, ev.observed_at, removed, lo, now)
             look = steps[-1][0]
+            # a new executor busy at its first look: busy since its registration (``timing``)
+            busy_from = {e.executor_id: clamp(e.started_at, lo, look) for e in ev.executors
+                         if not e.idle and e.executor_id not in live.executors}
         for at, executors, busy_executors in steps:
             held, busy_cores = executors * size.cores, busy_executors * size.cores
             # The same levels (another executor, the same count): nothing to count or write.
@@ -228,7 +232,8 @@ class UsageMeter:
                 gone = gone_at(eid, removed, look, since, look)
                 self._lose(live, gone, since, changed, executors=0)
         if busy or live.busy:
-            live.busy = {eid: live.busy.get(eid, look) for eid in busy if eid not in live.dying}
+            live.busy = {eid: live.busy.get(eid, busy_from.get(eid, look)) for eid in busy
+                         if eid not in live.dying}
 
     def _left_late(self, live: _Live, eid: str, at: float, changed: dict) -> None:
         """An executor counted gone at a look (its agent had killed it) was removed by its
