@@ -123,8 +123,8 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api, tmp_path):
     assert (done.state.value, done.exit_code) == ("FINISHED", 0)
     r = report(api, a)
     assert r == {**r, "result": sum(range(12)), "failed_tasks": 0}
-    # Usage agrees with Spark's event log (the job is short now that its tasks end when the
-    # test releases them, so the reports' lag counts). A decommission kills no busy executor.
+    # Usage agrees with Spark's event log (a short job: a report's lag, uncorrected, would
+    # show). A decommission kills no busy executor.
     u, spark = usage_of(api, a), spark_usage(events, done.spark_app_id)
     print(f"usage of A: sessionsched {u}; Spark's event log {spark}")
     assert_agrees(u, spark)

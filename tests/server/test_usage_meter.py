@@ -1,4 +1,4 @@
-"""The usage meter on plain events (``service/usage_meter.py``): levels from executor reports,
+"""The usage meter on plain events (``service/usage_meter/``): levels from executor reports,
 the driver from the launch to the end, a kill's lost work, nothing written for a report that
 changes no level; the thread that counts beside the cycle sends a failed write again."""
 
