@@ -99,6 +99,9 @@ class Agent:
         self._reported: set[str] = set()  # executors the last report listed
         self._gone: dict[str, float] = {}  # gone since then -> when they left (not yet sent)
         self._leaving: set[str] = set()  # killed, left out of the reports, still in the driver
+        self._looked_at = 0.0  # the last full read of the facts
+        self._quiet_at = 0.0  # the last check that found the demand unchanged
+        self._changed_after: float | None = None  # this look's changes happened after this
         self._report_due = 0.0  # change-driven: the next keep-alive report
         self.watch: Watch | None = None  # the change-driven protocol's, once the server has it
         self.reports = 0  # reports sent (register and heartbeats)
@@ -173,10 +176,16 @@ class Agent:
             self._apply(watched)
             if self._stop.is_set():
                 return
-        if now < self._next_beat and not self._demand_changed(now):
+        early = now < self._next_beat  # not a heartbeat's look: the demand moved
+        if early and not self._demand_changed(now):
+            self._quiet_at = now  # the demand as before: what goes with it too
             return
         self._next_beat = now + self.heartbeat_s
         looked = self.clock()
+        # What changed since the last look happened after it; after the last quiet check of
+        # the demand when a change of demand brought this look (a task's start or end).
+        self._changed_after = max(self._looked_at, self._quiet_at) if early else self._looked_at
+        self._looked_at = looked
         facts = self._facts()
         if facts is not None and now >= self._next_attempt:
             beat = self.registered  # else this exchange registers, carrying no demand
@@ -277,7 +286,8 @@ class Agent:
             self._leaving.discard(eid)
             self._gone[eid] = self.control.removed_at(eid) or looked
         return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control,
-                                       observed_at=looked, removed=self._gone)
+                                       observed_at=looked, removed=self._gone,
+                                       changed_after=self._changed_after or None)
 
     def ended(self, at: float, timeout_s: float = 2.0) -> None:
         """The SparkContext was stopped at ``at`` (``attach`` wraps ``SparkContext.stop``):

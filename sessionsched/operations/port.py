@@ -291,11 +291,13 @@ class Operations(Reads):
     def heartbeat(self, caller: auth.Caller, app_id: str, demand: int,
                   executors: list[Executor], control: str | None,
                   observed_at: float | None = None,
-                  removed: dict[str, float] | None = None) -> Outcome:
-        """An agent's report. ``observed_at`` and ``removed`` (executor id -> when it left)
-        time its executors' changes for the usage figures; an older agent sends neither."""
+                  removed: dict[str, float] | None = None,
+                  changed_after: float | None = None) -> Outcome:
+        """An agent's report. ``observed_at``, ``removed`` (executor id -> when it left) and
+        ``changed_after`` time its executors' changes for the usage figures; an older agent
+        sends none of them."""
         return self._report(caller, app_id, lambda: self.service.desk.heartbeat(
-            app_id, demand, executors, control, observed_at, removed))
+            app_id, demand, executors, control, observed_at, removed, changed_after))
 
     async def watch(self, caller: auth.Caller, app_id: str, version: int,
                     wait_s: float | None) -> Outcome:

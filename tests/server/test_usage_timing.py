@@ -56,6 +56,23 @@ def test_timed_steps(case):
     assert before == kept  # inputs untouched
 
 
+# (observed_at, changed_after, lo, hi) -> when executor 1's flag changed
+FLAG_CASES = {
+    "halfway from the look before": (104.0, 103.0, 100.0, 105.0, 103.5),
+    "at the look when the agent does not say": (104.0, None, 100.0, 105.0, 104.0),
+    "never before the last counted change": (104.0, 90.0, 100.0, 105.0, 100.0),
+    "a look before said after the look: at the look": (104.0, 106.0, 100.0, 105.0, 104.0),
+}
+
+
+@pytest.mark.parametrize("case", FLAG_CASES.values(), ids=FLAG_CASES.keys())
+def test_a_flag_changes_halfway_between_the_looks(case):
+    observed_at, changed_after, lo, hi, at = case
+    steps = timed_steps({"1": False, "2": True}, [ex("1", 90.0, True), ex("2", 90.0, True)],
+                        observed_at, {}, lo, hi, changed_after)
+    assert steps[0] == (at, 2, 2) and steps[-1] == (observed_at, 2, 2)
+
+
 def timed(now_obs: float, *executors: Executor, removed=()) -> ExecutorsChanged:
     return ExecutorsChanged("a", executors, observed_at=now_obs, removed=tuple(removed))
 

@@ -291,6 +291,7 @@ class AgentHeartbeat(BaseModel):
     # left (epoch seconds, the agent's clock); an older agent sends neither.
     observed_at: float | None = None
     removed: list[AgentRemoved] = Field(default_factory=list)
+    changed_after: float | None = None  # the agent's look before, the facts as they were
 
 
 class AgentWatch(BaseModel):

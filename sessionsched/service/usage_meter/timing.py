@@ -11,13 +11,15 @@ at once when the scheduler takes it, but each change at the closest time the dri
    time Spark's ``ExecutorRemoved`` carries, from the driver's status store), else at the
    look that found it gone (an executor the agent killed itself is left out at once; its
    driver's removal comes with a later report: ``meter``);
-3. busy or idle flags changed at the look (``observed_at``): the agent reads them, Spark keeps
-   no time for them. The look lags a task's start and its end alike (the agent reads again
-   within ``TICK_S`` of a change of demand, at the latest a heartbeat later), so busy time
-   comes out right on average. A new executor seen busy at its first look counts busy from
-   its registration: it was asked for because tasks waited, and Spark gives it one as it
-   registers (a start that no change of demand makes the agent look at early). A gone one
-   stops being busy when it leaves.
+3. busy or idle flags changed between the agent's look before (``changed_after``: its last
+   read of the facts, or its last check of the demand when a change of demand brought this
+   look -- a task's start or end moves the demand) and this one (``observed_at``): halfway,
+   the middle of the span it cannot see into (Spark keeps no time for them); without
+   ``changed_after``, at the look. A look lags a change by up to a heartbeat, half of one on
+   average; a look brought by a change of demand by up to ``TICK_S``. A new executor seen
+   busy at its first look counts busy from its registration: it was asked for because tasks
+   waited, and Spark gives it one as it registers. A gone one stops being busy when it
+   leaves.
 
 Every time is bounded by the scheduler's own: never before ``lo`` (the app's last counted
 change, the previous report's look), never after the look itself, and the look never after
@@ -39,12 +41,15 @@ def clamp(t: float, lo: float, hi: float) -> float:
 
 
 def timed_steps(before: Mapping[str, bool], after: Sequence[Executor], observed_at: float,
-                removed: Mapping[str, float], lo: float, hi: float) -> list[Step]:
+                removed: Mapping[str, float], lo: float, hi: float,
+                changed_after: float | None = None) -> list[Step]:
     """The levels from ``before`` (executor id -> busy, as the last report had them) to the
     report ``after``, as steps in time order, each the levels from its time on; the last one
-    is the report's own (at the look). ``removed``: executor id -> when its driver removed it."""
+    is the report's own (at the look). ``removed``: executor id -> when its driver removed it;
+    ``changed_after``: the agent's look before (flags change halfway from it to the look)."""
     lo = min(lo, hi)
     look = clamp(observed_at, lo, hi)
+    flip = flag_time(observed_at, changed_after, lo, hi)
     changes: list[tuple[float, int, int]] = []  # (at, executors +-, busy +-)
     ids = set()
     for e in after:
@@ -53,7 +58,7 @@ def timed_steps(before: Mapping[str, bool], after: Sequence[Executor], observed_
         if was is None:
             changes.append((clamp(e.started_at, lo, look), 1, 0 if e.idle else 1))
         elif was != (not e.idle):
-            changes.append((look, 0, -1 if was else 1))
+            changes.append((flip, 0, -1 if was else 1))
     for eid, busy in before.items():
         if eid not in ids:
             changes.append((clamp(removed.get(eid, look), lo, look), -1, -1 if busy else 0))
@@ -68,6 +73,13 @@ def timed_steps(before: Mapping[str, bool], after: Sequence[Executor], observed_
     if not steps or steps[-1][0] != look:
         steps.append((look, held, busy))
     return steps
+
+
+def flag_time(observed_at: float, changed_after: float | None, lo: float, hi: float) -> float:
+    """When busy or idle flags changed (rule 3, bounded the same way)."""
+    lo = min(lo, hi)
+    look = clamp(observed_at, lo, hi)
+    return look if changed_after is None else clamp((changed_after + look) / 2, lo, look)
 
 
 def gone_at(eid: str, removed: Mapping[str, float], observed_at: float, lo: float,
