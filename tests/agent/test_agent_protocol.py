@@ -232,6 +232,7 @@ def test_reports_are_timed_and_a_stopped_context_sends_a_last_one(old_server):
         gone = wait_until(lambda: next((b for b in OldServer.beats if b["removed"]), None),
                           30, "a report of the executors gone")
         assert gone["observed_at"] == clock[0]
+        assert gone["changed_after"] in (1_763_744_400.0, clock[0])  # its look before
         assert sorted(gone["removed"], key=lambda r: r["id"]) == [
             {"id": "1", "at": 1_763_744_403.5}, {"id": "2", "at": clock[0]}]
         assert [e["id"] for e in gone["executors"]] == ["3"]
