@@ -8,18 +8,24 @@ changes only the apps they name (no scan of the books), on a thread of its own
 - an executor list (``ExecutorsChanged``, from the agent or the cluster) sets the levels: held
   cores and memory = the executors times the app's executor size; busy cores = the executors
   the report calls busy (``idle: false``: running at least one task) times their cores. The
-  levels hold until the next report, so held and busy core-seconds are exact to one report
-  (a heartbeat, 1 s by default); an executor partly busy counts as busy whole.
+  levels hold until the next report; an executor partly busy counts as busy whole. A report
+  its agent timed (``observed_at``) changes them when the driver saw each change
+  (``timing``: registrations, removals, the look's span); one not timed (an older agent, the
+  cluster's view) when the scheduler takes it, exact to one report (a heartbeat, 1 s). An
+  executor the agent killed is left out at once and counted on to its driver's removal when
+  a later report gives it (``_left_late``).
 - ``STARTING`` (the launch) puts the driver's cores and memory on, an end takes everything off.
 - a ``Reclaim`` that kills (mode ``kill``, also the scheduler's kill at a decommission's
   deadline) executors the last report called busy counts those executors
   (``reclaimed_executors``) and, as lost work, their cores from the first of the unbroken run
-  of reports that called them busy to the first report that finds them gone (or idle): their
-  tasks ran until the kill took effect (``reclaimed_core_s``, an upper bound: the killed tasks' own
-  start times are the agent's, not reported). Counted to the kill order at once, the rest
-  when the report comes (or the app ends). A decommissioned executor that a report finds
-  gone at or after its deadline, busy at the report before, counts the same: the agent
-  killed it at the deadline on its own clock, before the scheduler's order.
+  of reports that called them busy (timed: from that look, or the registration of one busy
+  at its first) to when they were gone (their driver's removal, else the first report that
+  finds them gone or idle): their tasks ran until the kill took effect (``reclaimed_core_s``,
+  an upper bound: the killed tasks' own start times are not reported). Counted to the kill
+  order at once, the rest when the report comes (or the app ends). A decommissioned
+  executor that a report finds gone at or after its deadline, busy at the report before,
+  counts the same: the agent killed it at the deadline on its own clock, before the
+  scheduler's order.
 - ``queued_s``: from the submission to the launch (``STARTING``), or to the end of an app
   killed while it waited.
 
