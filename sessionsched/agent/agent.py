@@ -295,9 +295,11 @@ class Agent:
         executors, looked at ``at`` -- so that the usage figures end with Spark's record of
         the app, not when the scheduler sees the driver's process gone (on a loaded machine
         seconds later, every executor counted meanwhile). Skipped while the server is
-        unreachable or before the agent registered; never raises."""
+        unreachable, before the agent registered, or when the scheduler ended the app (its
+        end is the scheduler's own); never raises."""
         self.stop(timeout_s=timeout_s)
-        if not self.registered or self._failures or not self.control.probe.full:
+        told_ended = self.last_answer is not None and self.last_answer.terminal
+        if not self.registered or self._failures or not self.control.probe.full or told_ended:
             return
         body = protocol.heartbeat_body(self.app_id, SparkFacts(0, 0, 0, ()),
                                        self.control.probe.control, observed_at=at,
