@@ -261,21 +261,15 @@ class Agent:
         )
 
     def _heartbeat_body(self, facts: SparkFacts, looked: float) -> dict:
-        """What a heartbeat reports: the facts, without the executors this agent killed, read
-        at ``looked``; and for each executor gone since the last report, when it left: its
-        driver's removal time (Spark's own, from the status store), else this look (an
-        executor this agent killed is left out before its driver removes it). Kept until a
-        report carries them. An executor this agent killed is left out at once (it is leaving)
-        and reported removed again, with its driver's time, once its driver removed it: it
+        """What a heartbeat reports: the facts read at ``looked``, without the executors this
+        agent killed (leaving); for each executor gone since the last report, when it left:
+        its driver's removal time (Spark's own, from the status store), else this look. One
+        this agent killed is reported removed once its driver removed it, with that time: it
         held its core, and ran its task, until its process died (docs/usage.md)."""
         driver_lists = {e.executor_id for e in facts.executors}
         if self.reclaim.killed:
-            facts = SparkFacts(
-                facts.demand,
-                facts.pending_tasks,
-                facts.running_tasks,
-                tuple(e for e in facts.executors if e.executor_id not in self.reclaim.killed),
-            )
+            facts = SparkFacts(facts.demand, facts.pending_tasks, facts.running_tasks, tuple(
+                e for e in facts.executors if e.executor_id not in self.reclaim.killed))
         listed = {e.executor_id for e in facts.executors}
         for eid in self._reported - listed - self._gone.keys() - self._leaving:
             if eid in driver_lists:  # killed by this agent: its driver removes it later
