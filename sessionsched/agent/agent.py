@@ -9,9 +9,10 @@ Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
      this step also runs while the server is unreachable.
 
 Change-driven (when the server's answers carry ``keepalive_s``; docs/agent-protocol.md): step 2
-sends the facts only when they differ from the last ones sent (the demand, the executors and
-their idle flags) or a keep-alive is due, and decisions come by the watch (``watch.Watch``: one
-request held open until the scheduler changes what the app is told), which wakes the loop. Its
+sends the facts only when they differ from the last ones sent (the demand, the executors,
+their idle flags, a removal time to tell) or a keep-alive is due, and decisions come by the
+watch (``watch.Watch``: one request held open until the scheduler changes what the app is
+told), which wakes the loop. Its
 grant is the one the cap follows (one channel, in order); a report's answer hands over reclaim
 orders and a terminal state. An older server's answers have no ``keepalive_s``: the agent then
 heartbeats every ``heartbeat_s`` and never watches, as before.
