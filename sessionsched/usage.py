@@ -1,5 +1,5 @@
 """What one app used, counted as it happens: the memory cluster counts it (the simulator's
-accounting) and the server counts it from agents' reports (``service/usage_meter.py``).
+accounting) and the server counts it from agents' reports (``service/usage_meter/``).
 
 What is counted (docs/usage.md has the same definitions for the server):
 - ``held_core_s`` / ``held_gib_s``: executor cores (GiB) from the moment an executor is up

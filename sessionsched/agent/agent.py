@@ -9,9 +9,10 @@ Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
      this step also runs while the server is unreachable.
 
 Change-driven (when the server's answers carry ``keepalive_s``; docs/agent-protocol.md): step 2
-sends the facts only when they differ from the last ones sent (the demand, the executors and
-their idle flags) or a keep-alive is due, and decisions come by the watch (``watch.Watch``: one
-request held open until the scheduler changes what the app is told), which wakes the loop. Its
+sends the facts only when they differ from the last ones sent (the demand, the executors,
+their idle flags, a removal time to tell) or a keep-alive is due, and decisions come by the
+watch (``watch.Watch``: one request held open until the scheduler changes what the app is
+told), which wakes the loop. Its
 grant is the one the cap follows (one channel, in order); a report's answer hands over reclaim
 orders and a terminal state. An older server's answers have no ``keepalive_s``: the agent then
 heartbeats every ``heartbeat_s`` and never watches, as before.
@@ -96,6 +97,12 @@ class Agent:
         self._next_beat = 0.0  # the next heartbeat is due
         self._sent_demand: int | None = None
         self._sent: tuple | None = None  # the last facts reported (change-driven: sent again?)
+        self._reported: set[str] = set()  # executors the last report listed
+        self._gone: dict[str, float] = {}  # gone since then -> when they left (not yet sent)
+        self._leaving: set[str] = set()  # killed, left out of the reports, still in the driver
+        self._looked_at = 0.0  # the last full read of the facts
+        self._quiet_at = 0.0  # the last check that found the demand unchanged
+        self._changed_after: float | None = None  # this look's changes happened after this
         self._report_due = 0.0  # change-driven: the next keep-alive report
         self.watch: Watch | None = None  # the change-driven protocol's, once the server has it
         self.reports = 0  # reports sent (register and heartbeats)
@@ -170,16 +177,23 @@ class Agent:
             self._apply(watched)
             if self._stop.is_set():
                 return
-        if now < self._next_beat and not self._demand_changed(now):
+        early = now < self._next_beat  # not a heartbeat's look: the demand moved
+        if early and not self._demand_changed(now):
+            self._quiet_at = now  # the demand as before: what goes with it too
             return
         self._next_beat = now + self.heartbeat_s
+        looked = self.clock()
+        # What changed since the last look happened after it; after the last quiet check of
+        # the demand when a change of demand brought this look (a task's start or end).
+        self._changed_after = max(self._looked_at, self._quiet_at) if early else self._looked_at
+        self._looked_at = looked
         facts = self._facts()
         if facts is not None and now >= self._next_attempt:
             beat = self.registered  # else this exchange registers, carrying no demand
             changed = facts.demand != self._sent_demand
-            body = self._heartbeat_body(facts)
+            body = self._heartbeat_body(facts, looked)
             sent = (body["demand"], tuple((e["id"], e["idle"]) for e in body["executors"]),
-                    body["control"])
+                    body["control"], tuple(sorted(self._gone)))
             quiet = (beat and self.change_driven and sent == self._sent
                      and now < self._report_due)
             answer = None if quiet else self._exchange(body, now)
@@ -188,6 +202,8 @@ class Agent:
                     self._next_beat = now  # the first heartbeat right after registering
                 else:
                     self._sent, self._report_due = sent, now + (answer.keepalive_s or 0.0)
+                    self._reported = {e["id"] for e in body["executors"]}
+                    self._gone = {}
                     if changed and not self.change_driven:
                         self._next_beat = now + FOLLOW_UP_S
                     self._sent_demand = facts.demand
@@ -245,16 +261,49 @@ class Agent:
             self.app_id, self.spark_app_id, self.spark_version, os.getpid(), p.control, p.reason
         )
 
-    def _heartbeat_body(self, facts: SparkFacts) -> dict:
-        """What a heartbeat reports: the facts, without the executors this agent killed."""
+    def _heartbeat_body(self, facts: SparkFacts, looked: float) -> dict:
+        """What a heartbeat reports: the facts read at ``looked``, without the executors this
+        agent killed (leaving); for each executor gone since the last report, when it left:
+        its driver's removal time (Spark's own, from the status store), else this look. One
+        this agent killed is reported removed once its driver removed it, with that time: it
+        held its core, and ran its task, until its process died (docs/usage.md)."""
+        driver_lists = {e.executor_id for e in facts.executors}
         if self.reclaim.killed:
-            facts = SparkFacts(
-                facts.demand,
-                facts.pending_tasks,
-                facts.running_tasks,
-                tuple(e for e in facts.executors if e.executor_id not in self.reclaim.killed),
-            )
-        return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control)
+            facts = SparkFacts(facts.demand, facts.pending_tasks, facts.running_tasks, tuple(
+                e for e in facts.executors if e.executor_id not in self.reclaim.killed))
+        listed = {e.executor_id for e in facts.executors}
+        for eid in self._reported - listed - self._gone.keys() - self._leaving:
+            if eid in driver_lists:  # killed by this agent: its driver removes it later
+                self._leaving.add(eid)
+            else:
+                self._gone[eid] = self.control.removed_at(eid) or looked
+        for eid in self._leaving - driver_lists:  # ...now: when it really left
+            self._leaving.discard(eid)
+            self._gone[eid] = self.control.removed_at(eid) or looked
+        return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control,
+                                       observed_at=looked, removed=self._gone,
+                                       changed_after=self._changed_after or None)
+
+    def ended(self, at: float, timeout_s: float = 2.0) -> None:
+        """The SparkContext was stopped at ``at`` (``attach`` wraps ``SparkContext.stop``):
+        its executors went with it. The loop stops, and one last report says so -- no
+        executors, looked at ``at`` -- so that the usage figures end with Spark's record of
+        the app, not when the scheduler sees the driver's process gone (on a loaded machine
+        seconds later, every executor counted meanwhile). Skipped while the server is
+        unreachable, before the agent registered, or when the scheduler ended the app (its
+        end is the scheduler's own); never raises."""
+        self.stop(timeout_s=timeout_s)
+        told_ended = self.last_answer is not None and self.last_answer.terminal
+        if not self.registered or self._failures or not self.control.probe.full or told_ended:
+            return
+        body = protocol.heartbeat_body(self.app_id, SparkFacts(0, 0, 0, ()),
+                                       self.control.probe.control, observed_at=at,
+                                       removed=self._gone)
+        try:
+            self.client.post(protocol.HEARTBEAT_PATH, body, timeout_s=timeout_s)
+            self.reports += 1
+        except Exception as e:  # the app is ending: nothing more to do about it
+            log.info("sessionsched agent: %s: the last report failed: %s", self.app_id, e)
 
     def _apply(self, answer: Answer, reported: bool = False) -> None:
         """``reported``: the answer to a report. Change-driven, the grant is the watch's to

@@ -9,6 +9,10 @@ to verify an HTTPS server with, from ``server.tls.ca``). Wrapping the constructo
 than polling for an active context, is what guarantees the cap is in place before dynamic
 allocation can ask for anything. A context stopped and created again gets a new agent.
 
+``SparkContext.stop`` is wrapped too (by both forms): once the context is stopped, its live
+agent sends one last report -- no executors, looked at when the stop was called
+(``Agent.ended``) -- so that the usage figures end where Spark's own record of the app does.
+
 ``attach(sc, ...)`` is the explicit form (the notebook API uses it). Both never raise: a failure
 to attach is logged and the app runs on unmanaged.
 """
@@ -19,6 +23,7 @@ import functools
 import logging
 import os
 import threading
+import time
 
 from .agent import Agent
 from .spark_control import SparkControl
@@ -66,6 +71,7 @@ def attach(
                 on_terminal=lambda state: _stop_context(sc),
             )
             agent.start()
+            _wrap_stop()
         except Exception as e:
             log.warning("sessionsched agent: could not attach to the SparkContext (%s); "
                         "the app runs unmanaged", e)
@@ -107,9 +113,36 @@ def install() -> None:
 
     __init__._sessionsched_wrapped = True
     SparkContext.__init__ = __init__
+    _wrap_stop()
     active = SparkContext._active_spark_context
     if active is not None:
         attach(active)
+
+
+def _wrap_stop() -> None:
+    """``SparkContext.stop`` tells the context's live agent when it was called, once done."""
+    from pyspark import SparkContext
+
+    stop = SparkContext.stop
+    if getattr(stop, "_sessionsched_wrapped", False):
+        return
+
+    @functools.wraps(stop)
+    def wrapped(self, *args, **kwargs):
+        agent = getattr(self, _ATTR, None)
+        live = agent is not None and agent.alive  # a detached agent stays silent
+        at = time.time()
+        try:
+            return stop(self, *args, **kwargs)
+        finally:
+            if live:
+                try:
+                    agent.ended(at)
+                except Exception as e:  # ended() does not raise; this guards the guard
+                    log.warning("sessionsched agent: the last report failed: %s", e)
+
+    wrapped._sessionsched_wrapped = True
+    SparkContext.stop = wrapped
 
 
 def _stop_context(sc) -> None:

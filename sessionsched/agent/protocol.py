@@ -83,8 +83,16 @@ def register_body(
     }
 
 
-def heartbeat_body(app_id: str, facts: SparkFacts, control: str) -> dict:
-    return {
+def heartbeat_body(app_id: str, facts: SparkFacts, control: str,
+                   observed_at: float | None = None,
+                   removed: dict[str, float] | None = None,
+                   changed_after: float | None = None) -> dict:
+    """``observed_at``: when the agent read these facts; ``removed``: executor id -> when it
+    left, for executors gone since the last report; ``changed_after``: the agent's last look
+    before, that still found the facts as they were (their changes happened in between). All
+    optional: an older server ignores them, and an older agent's report without them is
+    counted as it arrives."""
+    body = {
         "app_id": app_id,
         "demand": facts.demand,
         "pending_tasks": facts.pending_tasks,
@@ -95,6 +103,12 @@ def heartbeat_body(app_id: str, facts: SparkFacts, control: str) -> dict:
         ],
         "control": control,
     }
+    if observed_at is not None:
+        body["observed_at"] = observed_at
+        body["removed"] = [{"id": eid, "at": at} for eid, at in (removed or {}).items()]
+        if changed_after is not None:
+            body["changed_after"] = changed_after
+    return body
 
 
 def watch_body(app_id: str, version: int, wait_s: float) -> dict:

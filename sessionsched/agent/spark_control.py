@@ -24,6 +24,10 @@ members are public in bytecode). Measured on Spark 4.0.1; the same members exist
   ``adjustTargetNumExecutors`` stays False because the cap already set the total; with True the
   backend would subtract again. ``SparkContext.killExecutors`` itself is refused while dynamic
   allocation is on, so the backend is called directly.
+* ``SparkContext.statusStore().executorSummary(id).removeTime()``: when the driver removed an
+  executor (the time its ``SparkListenerExecutorRemoved`` carries, the event log's too), read
+  once per executor the agent finds gone, for the usage figures (docs/usage.md). The status
+  store learns it from the listener bus a moment after the removal: not there yet is None.
 * ``org.apache.spark.api.python.PythonUtils.toScalaMap/toSeq`` and
   ``scala.jdk.javaapi.CollectionConverters.asJava`` to cross the Scala/Java collection border.
 
@@ -182,6 +186,15 @@ class SparkControl:
             )
         except Exception as e:
             raise SparkControlError(f"reading Spark state failed: {_one_line(e)}") from e
+
+    def removed_at(self, executor_id: str) -> float | None:
+        """When the driver removed the executor (epoch seconds), as its status store has it;
+        None when it does not (yet) say. Never raises: this only times a report."""
+        try:
+            when = self._jsc.statusStore().executorSummary(executor_id).removeTime()
+            return when.get().getTime() / 1000.0 if when.isDefined() else None
+        except Exception:
+            return None
 
     def demand(self) -> int:
         """The demand alone (one py4j call), for cheap checks between heartbeats."""

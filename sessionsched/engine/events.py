@@ -79,11 +79,22 @@ class Witness(str, Enum):
 class ExecutorsChanged:
     """The complete list of the app's live executors, as its agent or the cluster sees it.
     ``seen_by``: who saw it (``Witness``); the cluster's view with no agent speaking for the
-    app also sets what it is taken to want (``agent_terms``)."""
+    app also sets what it is taken to want (``agent_terms``).
+
+    When the list was seen (the usage meter's business, not the engine's), from an agent that
+    says so (docs/agent-protocol.md): ``observed_at``, the agent's look at Spark that read it
+    (epoch seconds, the agent's clock); ``removed``, (executor id, when its driver removed
+    it) for executors gone since the agent's last report, as far as Spark's records tell;
+    ``changed_after``, the agent's look before, that still saw the list as it was. None and
+    (): not said (an older agent, the cluster's view): the list counts from when the
+    scheduler took it."""
 
     app_id: str
     executors: tuple[Executor, ...]
     seen_by: Witness = Witness.CLUSTER
+    observed_at: float | None = None
+    removed: tuple[tuple[str, float], ...] = ()
+    changed_after: float | None = None
 
 
 @dataclass(frozen=True)

@@ -289,9 +289,15 @@ class Operations(Reads):
             app_id, spark_app_id, control, reason, pid, spark_version))
 
     def heartbeat(self, caller: auth.Caller, app_id: str, demand: int,
-                  executors: list[Executor], control: str | None) -> Outcome:
+                  executors: list[Executor], control: str | None,
+                  observed_at: float | None = None,
+                  removed: dict[str, float] | None = None,
+                  changed_after: float | None = None) -> Outcome:
+        """An agent's report. ``observed_at``, ``removed`` (executor id -> when it left) and
+        ``changed_after`` time its executors' changes for the usage figures; an older agent
+        sends none of them."""
         return self._report(caller, app_id, lambda: self.service.desk.heartbeat(
-            app_id, demand, executors, control))
+            app_id, demand, executors, control, observed_at, removed, changed_after))
 
     async def watch(self, caller: auth.Caller, app_id: str, version: int,
                     wait_s: float | None) -> Outcome:

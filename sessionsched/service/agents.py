@@ -88,7 +88,12 @@ class AgentDesk:
         return reply
 
     def heartbeat(self, app_id: str, demand: int, executors: list[Executor],
-                  control: str | None) -> dict:
+                  control: str | None, observed_at: float | None = None,
+                  removed: dict[str, float] | None = None,
+                  changed_after: float | None = None) -> dict:
+        """A report. ``observed_at`` (when the agent looked), ``removed`` (when executors gone
+        since its last report left) and ``changed_after`` (its look before) ride on the list's
+        event for the usage meter, which bounds them by the scheduler's clock."""
         now = self._clock()
         app = self._app(app_id)
         events: list[Event] = []
@@ -99,9 +104,12 @@ class AgentDesk:
                 agent.control = control
             seen = tuple((e.executor_id, e.idle) for e in executors)
             # An admission-only agent cannot read its executors: the cluster's view stands.
-            if agent.control == "full" and seen != agent.executors:
+            # (A report of the same executors may still say when one left: its own event.)
+            if agent.control == "full" and (seen != agent.executors or removed):
                 agent.executors = seen
-                events.append(ExecutorsChanged(app_id, tuple(executors), Witness.AGENT))
+                events.append(ExecutorsChanged(app_id, tuple(executors), Witness.AGENT,
+                                               observed_at, tuple((removed or {}).items()),
+                                               changed_after))
             if demand != agent.demand:
                 agent.demand = demand
                 events.append(DemandChanged(app_id, demand))

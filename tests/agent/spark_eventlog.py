@@ -4,8 +4,14 @@ from, read once the app has ended (the live status store, read by the app itself
 SparkContext stops, misses the executors' last seconds: they go with the stop).
 
 - ``held_core_s``: each executor's cores x from its ``SparkListenerExecutorAdded`` to its
-  ``SparkListenerExecutorRemoved`` (or the ``SparkListenerApplicationEnd``: executors the stop
-  takes down are not always logged as removed);
+  first ``SparkListenerExecutorRemoved`` or the ``SparkListenerApplicationEnd``, whichever is
+  first (executors the stop takes down are not always logged as removed, and when they are,
+  after the application's end). A decommissioned executor is logged removed twice: when its
+  driver drops it, its decommission done ("Executor decommission"), and when the master
+  reports its process's exit ("Command exited with code 0", up to 3 s later on the loaded
+  test machine); the status store's ``removeTime`` is the first, and so is this figure;
+- ``exit_after_removal_core_s``: cores x from the first removal to the last (the process's
+  exit): held on the worker, in neither figure;
 - ``task_s``: every task attempt's run time (launch to finish), failed ones included;
 - ``lost_task_s``: the run time of the attempts that ended with ``ExecutorLostFailure`` (their
   executor killed under them);
@@ -41,6 +47,7 @@ def spark_usage(directory: Path, spark_app_id: str) -> dict:
     (path,) = [p for p in directory.iterdir() if p.name.startswith(spark_app_id)]
     added: dict[str, tuple[float, int]] = {}
     removed: dict[str, float] = {}
+    exited: dict[str, float] = {}
     task_s = lost_s = 0.0
     end = None
     for line in path.read_text().splitlines():
@@ -50,7 +57,8 @@ def spark_usage(directory: Path, spark_app_id: str) -> dict:
             added[ev["Executor ID"]] = (ev["Timestamp"] / 1000,
                                        ev["Executor Info"]["Total Cores"])
         elif kind == "SparkListenerExecutorRemoved":
-            removed[ev["Executor ID"]] = ev["Timestamp"] / 1000
+            removed.setdefault(ev["Executor ID"], ev["Timestamp"] / 1000)
+            exited[ev["Executor ID"]] = ev["Timestamp"] / 1000
         elif kind == "SparkListenerTaskEnd":
             info = ev["Task Info"]
             run_s = (info["Finish Time"] - info["Launch Time"]) / 1000
@@ -60,6 +68,10 @@ def spark_usage(directory: Path, spark_app_id: str) -> dict:
         elif kind == "SparkListenerApplicationEnd":
             end = ev["Timestamp"] / 1000
     assert end is not None, f"{path} has no application end: the app has not ended"
-    held = sum(cores * (removed.get(eid, end) - at) for eid, (at, cores) in added.items())
+    held = sum(cores * (min(removed.get(eid, end), end) - at)
+               for eid, (at, cores) in added.items())
+    after = sum(added[eid][1] * (min(exited[eid], end) - min(at, end))
+                for eid, at in removed.items() if eid in added)
     return {"held_core_s": round(held, 3), "task_s": round(task_s, 3),
-            "lost_task_s": round(lost_s, 3), "executors": len(added)}
+            "lost_task_s": round(lost_s, 3), "executors": len(added),
+            "exit_after_removal_core_s": round(after, 3)}

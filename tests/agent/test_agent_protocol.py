@@ -8,6 +8,9 @@ tests in this directory run the real one).
   keep-alive), and its grant comes by its watch, woken by the cycle that decided it.
 - On an older server (answers without ``keepalive_s``) it heartbeats every ``heartbeat_s``,
   as it always did: agents and servers can be upgraded in either order.
+- Its reports say when it looked (``observed_at``) and when executors gone since the last
+  report left (``removed``: its driver's removal time, else the look); a stopped context's
+  agent sends one last report with no executors.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ class StandInSpark:
         self.executors_now: tuple[ExecutorFact, ...] = ()
         self.caps: list[int] = []
         self.reads = 0
+        self.removals: dict[str, float] = {}  # executor id -> when its driver removed it
+
+    def removed_at(self, executor_id: str) -> float | None:
+        return self.removals.get(executor_id)
 
     def stopped(self) -> bool:
         return False
@@ -201,5 +208,40 @@ def test_while_its_watches_keep_failing_the_agent_heartbeats(old_server):
                    "heartbeats again, though the keep-alive is 30 s")
         spark.demand_now = 2
         wait_until(lambda: spark.caps[-1] == 2, 30, "the grant of 2 from a heartbeat's answer")
+    finally:
+        agent.stop()
+
+
+def test_reports_are_timed_and_a_stopped_context_sends_a_last_one(old_server):
+    spark = StandInSpark()
+    clock = [1_763_744_400.0]
+    spark.executors_now = (ExecutorFact("1", 1_763_744_390.0, False),
+                           ExecutorFact("2", 1_763_744_391.0, True),
+                           ExecutorFact("3", 1_763_744_392.0, True))
+    agent = Agent(spark, JsonClient(f"http://127.0.0.1:{old_server.server_port}"),
+                  "driver-timed", heartbeat_s=0.2, clock=lambda: clock[0])
+    agent.start()
+    try:
+        wait_until(lambda: any(b["executors"] for b in OldServer.beats), 30, "a report")
+        first = next(b for b in OldServer.beats if b["executors"])
+        assert (first["observed_at"], first["removed"]) == (clock[0], [])
+        # 1 removed by its driver at a time its status store has, 2 with none yet
+        spark.removals["1"] = 1_763_744_403.5
+        clock[0] = 1_763_744_404.0
+        spark.executors_now = spark.executors_now[2:]
+        gone = wait_until(lambda: next((b for b in OldServer.beats if b["removed"]), None),
+                          30, "a report of the executors gone")
+        assert gone["observed_at"] == clock[0]
+        assert gone["changed_after"] in (1_763_744_400.0, clock[0])  # its look before
+        assert sorted(gone["removed"], key=lambda r: r["id"]) == [
+            {"id": "1", "at": 1_763_744_403.5}, {"id": "2", "at": clock[0]}]
+        assert [e["id"] for e in gone["executors"]] == ["3"]
+        beats = len(OldServer.beats)
+        agent.ended(1_763_744_406.0)  # SparkContext.stop was called then
+        assert not agent.alive
+        last = OldServer.beats[-1]
+        assert len(OldServer.beats) > beats
+        assert (last["executors"], last["observed_at"], last["demand"]) == (
+            [], 1_763_744_406.0, 0)
     finally:
         agent.stop()

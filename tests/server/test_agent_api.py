@@ -196,3 +196,44 @@ def test_a_bad_watch_is_refused_in_one_line(client):
     r = client.post("/api/v1/agent/watch", json={"app_id": "driver-x", "version": -1})
     assert (r.status_code, r.json()["detail"]) == (
         422, "version: Input should be greater than or equal to 0")
+
+
+def test_a_timed_report_counts_usage_at_the_agents_times(serve, state_dir):
+    """A report's ``observed_at`` and ``removed`` reach the usage meter: the executor is held
+    from its registration to its driver's removal and busy from the look that saw it busy,
+    whenever the reports arrive; an older agent's reports (no times) count as they arrive."""
+    cfg = make_config(
+        state_dir, server={"cycle_ms": 50, "heartbeat_s": 0.5},
+        cluster={"backend": "memory", "workers": 1, "cores": 4, "memory": "8g"},
+        queues=[{"name": "root", "queues": [{"name": "notebooks"}]}],
+        defaults={"queue": "root.notebooks"})
+    with serve(create_app(cfg)) as c:
+        a = c.post("/api/v1/sessions", json={"name": "nb-timed"}).json()["id"]
+        wait_until(lambda: c.get(f"/api/v1/apps/{a}").json()["state"] == "STARTING", 30,
+                   "the session admitted")
+        c.post("/api/v1/agent/register", json={"app_id": a, "control": "full"})
+        wait_until(lambda: c.post("/api/v1/agent/heartbeat", json={
+            "app_id": a, "demand": 1, "control": "full"}).json()["grant"] == 1, 30, "a grant")
+        # times between the launch and now: the meter never counts before the last change it
+        # counted (the launch) nor after its own clock
+        t = time.time()
+        wait_until(lambda: time.time() >= t + 2.0, 5, "two seconds to have passed")
+        for body in ({"executors": [{"id": "1", "idle": True, "started_at": t + 0.5}],
+                      "observed_at": t + 0.7},
+                     {"executors": [{"id": "1", "idle": False, "started_at": t + 0.5}],
+                      "observed_at": t + 0.8},
+                     {"executors": [], "observed_at": t + 1.9,
+                      "removed": [{"id": "1", "at": t + 1.1}]}):
+            r = c.post("/api/v1/agent/heartbeat",
+                       json={"app_id": a, "demand": 1, "control": "full", **body})
+            assert r.status_code == 200
+
+        def usage():  # busy grows once a level changes after the busy look: the removal
+            (line,) = [u for u in c.get("/api/v1/usage?by=app").json() if u["app"] == a]
+            return line if line["busy_core_s"] else None
+
+        u = wait_until(usage, 30, "the timed reports counted")
+        cores = round(u["held_core_s"] / 0.6)  # the session's executor size
+        # held t+0.5 .. t+1.1 (0.6 s), busy from the look t+0.8 until it left (0.3 s)
+        assert (u["held_core_s"], u["busy_core_s"]) == pytest.approx((0.6 * cores, 0.3 * cores))
+        assert cores >= 1

@@ -1,4 +1,4 @@
-"""The usage meter on plain events (``service/usage_meter.py``): levels from executor reports,
+"""The usage meter on plain events (``service/usage_meter/``): levels from executor reports,
 the driver from the launch to the end, a kill's lost work, nothing written for a report that
 changes no level; the thread that counts beside the cycle sends a failed write again."""
 
@@ -211,7 +211,7 @@ def test_the_schedulers_kill_at_the_deadline_is_counted_once():
 
 
 def test_a_write_in_doubt_is_waited_for_and_its_hours_never_sent_twice(monkeypatch):
-    monkeypatch.setattr(usage_meter, "COMMIT_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(usage_meter.thread, "COMMIT_TIMEOUT_S", 0.05)
     calls: list[tuple[list[dict], dict]] = []
     futures: list[Future] = []
 

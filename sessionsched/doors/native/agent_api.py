@@ -52,7 +52,8 @@ def register(ops: Operations, caller: auth.Caller, body: AgentRegister) -> dict:
 
 def heartbeat(ops: Operations, caller: auth.Caller, body: AgentHeartbeat) -> dict:
     return answer(ops.heartbeat(caller, body.app_id, body.demand, executors_of(body.executors),
-                                body.control))
+                                body.control, body.observed_at,
+                                {r.id: r.at for r in body.removed}, body.changed_after))
 
 
 async def watch(ops: Operations, caller: auth.Caller, body: AgentWatch) -> dict:

@@ -266,6 +266,11 @@ class AgentExecutor(BaseModel):
     started_at: float = 0.0
 
 
+class AgentRemoved(BaseModel):
+    id: str
+    at: float  # epoch seconds (the agent's clock): when the executor's driver removed it
+
+
 class AgentRegister(BaseModel):
     app_id: str
     spark_app_id: str | None = None
@@ -282,6 +287,11 @@ class AgentHeartbeat(BaseModel):
     running_tasks: int = Field(0, ge=0)
     executors: list[AgentExecutor] = Field(default_factory=list)
     control: str | None = None
+    # When the agent read these facts, and when the executors gone since its last report
+    # left (epoch seconds, the agent's clock); an older agent sends neither.
+    observed_at: float | None = None
+    removed: list[AgentRemoved] = Field(default_factory=list)
+    changed_after: float | None = None  # the agent's look before, the facts as they were
 
 
 class AgentWatch(BaseModel):

@@ -1,6 +1,7 @@
 """A PySpark app for the agent's cluster tests: one job of sleeping tasks, then a report line.
 
     sleepy_job.py --tasks N --seconds S [--until PATH] [--detach-agent-at E] [--linger-s L]
+                  [--linger-while-executors]
 
 Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ...}``: the job's result (the
 sum of the task indexes, so a lost or duplicated task shows) and the number of failed task
@@ -14,7 +15,9 @@ executors are on the test's host, so they see the file.
 
 ``--detach-agent-at E`` stops the agent once E executors are registered, leaving the cap where
 it is: the app runs on as if its agent had died. ``--linger-s`` keeps the driver alive after
-the job (idle: its executors leave at Spark's idle timeout).
+the job (idle: its executors leave at Spark's idle timeout); with
+``--linger-while-executors`` it ends as soon as it has none left (at most L seconds): an app
+that idles with its executors until their idle timeout, then ends.
 """
 
 import argparse
@@ -47,6 +50,17 @@ def sleeper(seconds: float, until: str | None):
     return task
 
 
+def linger(sc, seconds: float, while_executors: bool) -> None:
+    """Stay up ``seconds`` with no job; ``while_executors``: only while executors are left."""
+    deadline = time.monotonic() + seconds
+    tracker = sc._jsc.sc().statusTracker()  # the Java tracker lists executors (+ the driver)
+    while time.monotonic() < deadline:
+        if while_executors and len(tracker.getExecutorInfos()) <= 1:
+            print("LINGER no executor left", flush=True)
+            return
+        time.sleep(min(0.2, max(deadline - time.monotonic(), 0)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, required=True)
@@ -54,6 +68,7 @@ def main() -> int:
     parser.add_argument("--until", default=None)
     parser.add_argument("--detach-agent-at", type=int, default=0)
     parser.add_argument("--linger-s", type=float, default=0.0)
+    parser.add_argument("--linger-while-executors", action="store_true")
     args = parser.parse_args()
 
     spark = SparkSession.builder.getOrCreate()
@@ -72,7 +87,7 @@ def main() -> int:
     report = {"result": result, "failed_tasks": failed,
               "seconds": round(time.monotonic() - started, 1)}
     print("REPORT " + json.dumps(report), flush=True)
-    time.sleep(args.linger_s)
+    linger(sc, args.linger_s, args.linger_while_executors)
     spark.stop()
     return 0
 

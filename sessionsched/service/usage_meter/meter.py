@@ -8,22 +8,28 @@ changes only the apps they name (no scan of the books), on a thread of its own
 - an executor list (``ExecutorsChanged``, from the agent or the cluster) sets the levels: held
   cores and memory = the executors times the app's executor size; busy cores = the executors
   the report calls busy (``idle: false``: running at least one task) times their cores. The
-  levels hold until the next report, so held and busy core-seconds are exact to one report
-  (a heartbeat, 1 s by default); an executor partly busy counts as busy whole.
+  levels hold until the next report; an executor partly busy counts as busy whole. A report
+  its agent timed (``observed_at``) changes them when the driver saw each change
+  (``timing``: registrations, removals, the look's span); one not timed (an older agent, the
+  cluster's view) when the scheduler takes it, exact to one report (a heartbeat, 1 s). An
+  executor the agent killed is left out at once and counted on to its driver's removal when
+  a later report gives it (``_left_late``).
 - ``STARTING`` (the launch) puts the driver's cores and memory on, an end takes everything off.
 - a ``Reclaim`` that kills (mode ``kill``, also the scheduler's kill at a decommission's
   deadline) executors the last report called busy counts those executors
   (``reclaimed_executors``) and, as lost work, their cores from the first of the unbroken run
-  of reports that called them busy to the first report that finds them gone (or idle): their
-  tasks ran until the kill took effect (``reclaimed_core_s``, an upper bound: the killed tasks' own
-  start times are the agent's, not reported). Counted to the kill order at once, the rest
-  when the report comes (or the app ends). A decommissioned executor that a report finds
-  gone at or after its deadline, busy at the report before, counts the same: the agent
-  killed it at the deadline on its own clock, before the scheduler's order.
+  of reports that called them busy (timed: from that look, or the registration of one busy
+  at its first) to when they were gone (their driver's removal, else the first report that
+  finds them gone or idle): their tasks ran until the kill took effect (``reclaimed_core_s``,
+  an upper bound: the killed tasks' own start times are not reported). Counted to the kill
+  order at once, the rest when the report comes (or the app ends). A decommissioned
+  executor that a report finds gone at or after its deadline, busy at the report before,
+  counts the same: the agent killed it at the deadline on its own clock, before the
+  scheduler's order.
 - ``queued_s``: from the submission to the launch (``STARTING``), or to the end of an app
   killed while it waited.
 
-The server counts beside the cycle (``MeterThread``): the cycle hands over each committed
+The server counts beside the cycle (``thread.MeterThread``): the cycle hands over each committed
 step's facts, and the thread writes the changed figures (the app's ``usage`` column) a moment
 later, so a kill -9 loses at most the last cycles' changes of level; ``restore`` reads the
 columns back and a restarted server counts on from the levels stored (the cluster kept the
@@ -37,19 +43,17 @@ log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, ReclaimMode
-from sessionsched.text import one_line
 from sessionsched.usage import (
     APPS,
     COUNTED,
     HOURLY,
+    MIB_PER_GIB,
     QUEUED,
     RECLAIMED,
     RECLAIMED_EXECUTORS,
@@ -59,12 +63,14 @@ from sessionsched.usage import (
     hours_of,
 )
 
+from .timing import clamp, flag_time, gone_at, timed_steps
+
+HELD, BUSY, HELD_GIB = (HOURLY.index(k) for k in ("held_core_s", "busy_core_s", "held_gib_s"))
 HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
 
 log = logging.getLogger("sessionsched.usage")
 
 SUMMARY = "SESSIONSCHED_APP_SUMMARY"
-COMMIT_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -74,6 +80,12 @@ class _Live:
     busy: dict[str, float] = field(default_factory=dict)  # busy executor id -> reported at
     deadlines: dict[str, float] = field(default_factory=dict)  # decommissioned -> kill at
     dying: dict[str, float] = field(default_factory=dict)  # killed busy -> lost counted to
+    # The last list's executors (id -> busy) and when it was seen; None: not known (restored).
+    executors: dict[str, bool] | None = field(default_factory=dict)
+    seen_at: float = 0.0
+    # Gone at a look with no removal time (killed by the agent, still in its driver): counted
+    # to -> (busy then, its lost work counted). A later report says when its driver removed it.
+    left: dict[str, tuple[float, bool, bool]] = field(default_factory=dict)
 
 
 class UsageMeter:
@@ -95,7 +107,7 @@ class UsageMeter:
         """A live app read back from the store at a restart or a takeover."""
         spec = self._spec_of(app_id)
         if spec is not None:
-            self._apps[app_id] = _Live(AppUsage.from_json(stored), spec)
+            self._apps[app_id] = _Live(AppUsage.from_json(stored), spec, executors=None)
 
     def totals(self) -> dict[tuple[str, str], list[float]]:
         """(queue, user) -> the ``COUNTED`` figures of every app counted since the meter
@@ -174,30 +186,84 @@ class UsageMeter:
             return
         size = live.spec.executor
         busy = [e.executor_id for e in ev.executors if not e.idle]
-        held, busy_cores = len(ev.executors) * size.cores, len(busy) * size.cores
         u = live.usage
-        # The same levels (another executor, the same count): nothing to count or write.
-        if held != u.held_cores or busy_cores != u.busy_cores:
-            self._grow(live, now)
-            u.levels(now, held, len(ev.executors) * size.mem_mib, busy_cores)
-            changed[ev.app_id] = u
+        if ev.observed_at is None or live.executors is None:
+            # Not timed (an older agent, the cluster's view; or the first list after a
+            # restart, from levels stored without their executors): as the scheduler takes it.
+            look = now
+            steps = [(now, len(ev.executors), len(busy))]
+            removed: dict[str, float] = {}
+            busy_from: dict[str, float] = {}  # since the look
+        else:
+            lo = max(u.since, live.seen_at)
+            removed = dict(ev.removed)
+            steps = timed_steps(live.executors, ev.executors, ev.observed_at, removed, lo, now,
+                                ev.changed_after)
+            look = steps[-1][0]
+            # busy since the flag's change; a new executor busy at its first look since its
+            # registration (``timing``)
+            flip = flag_time(ev.observed_at, ev.changed_after, lo, now)
+            busy_from = {e.executor_id: clamp(e.started_at, lo, look)
+                         if e.executor_id not in live.executors else flip
+                         for e in ev.executors if not e.idle}
+        for at, executors, busy_executors in steps:
+            held, busy_cores = executors * size.cores, busy_executors * size.cores
+            # The same levels (another executor, the same count): nothing to count or write.
+            if held != u.held_cores or busy_cores != u.busy_cores:
+                self._grow(live, at)
+                u.levels(at, held, executors * size.mem_mib, busy_cores)
+                changed[ev.app_id] = u
+        lo = min(live.seen_at, look)
+        live.seen_at = look
+        before, live.executors = live.executors, {e.executor_id: not e.idle for e in ev.executors}
+        if ev.observed_at is not None and before is not None:
+            for eid in before.keys() - live.executors.keys() - removed.keys():
+                lost = eid in live.dying or (
+                    eid in live.busy and live.deadlines.get(eid, look + 1.0) <= look)
+                live.left[eid] = (look, before[eid], lost)
+            for eid in removed.keys() & live.left.keys():
+                self._left_late(live, eid, min(removed[eid], now), changed)
         if live.deadlines:
             # A decommissioned executor gone busy at or after its deadline was killed there
             # (by the agent, on its own clock, before the scheduler's kill order could be):
             # its task was lost. Gone before it: it left gracefully, its task done.
-            alive = {e.executor_id for e in ev.executors}
-            for eid in [eid for eid in live.deadlines if eid not in alive]:
+            for eid in [eid for eid in live.deadlines if eid not in live.executors]:
                 deadline = live.deadlines.pop(eid)
                 since = live.busy.pop(eid, None)
-                if since is not None and now >= deadline:
-                    self._lose(live, now, since, changed)
+                gone = gone_at(eid, removed, look, lo, look)
+                if since is not None and gone >= deadline:
+                    self._lose(live, gone, since, changed)
         if live.dying:
             # A killed busy executor ran its task on until the kill took effect: lost work up
-            # to the report that finds it gone, or idle (the kill order counted to itself).
+            # to when it left (the report that finds it gone, or idle; the kill order counted
+            # to itself).
             for eid in [eid for eid in live.dying if eid not in busy]:
-                self._lose(live, now, live.dying.pop(eid), changed, executors=0)
+                since = live.dying.pop(eid)
+                gone = gone_at(eid, removed, look, since, look)
+                self._lose(live, gone, since, changed, executors=0)
         if busy or live.busy:
-            live.busy = {eid: live.busy.get(eid, now) for eid in busy if eid not in live.dying}
+            live.busy = {eid: live.busy.get(eid, busy_from.get(eid, look)) for eid in busy
+                         if eid not in live.dying}
+
+    def _left_late(self, live: _Live, eid: str, at: float, changed: dict) -> None:
+        """An executor counted gone at a look (its agent had killed it) was removed by its
+        driver at ``at``: it held its core until then, and ran its task if it was busy (work
+        lost, if it was killed busy)."""
+        counted_to, busy, lost = live.left.pop(eid)
+        dt = max(0.0, at - counted_to)
+        if dt == 0.0:
+            return
+        size, u, hour = live.spec.executor, live.usage, hour_of(at)
+        u.held_core_s += size.cores * dt
+        u.held_mib_s += size.mem_mib * dt
+        self._add(hour, live.spec, HELD, size.cores * dt)
+        self._add(hour, live.spec, HELD_GIB, size.mem_mib * dt / MIB_PER_GIB)
+        if busy:
+            u.busy_core_s += size.cores * dt
+            self._add(hour, live.spec, BUSY, size.cores * dt)
+        if lost:
+            self._lose(live, at, counted_to, changed, executors=0)
+        changed[live.spec.app_id] = u
 
     def _killed(self, now: float, d: Reclaim, changed: dict) -> None:
         live = self._live(d.app_id)
@@ -266,114 +332,6 @@ class UsageMeter:
                 total[i] += v
             del self._apps[app_id]
         log.info("%s", summary_line(app_id, spec, state, end, u))
-
-
-_STOP = object()
-
-
-class MeterThread:
-    """Counts the committed cycles' facts beside the cycle: the cycle hands them over once its
-    commit is done (``feed``: a queue put, nothing else on the cycle's thread); this thread
-    counts them in order (``UsageMeter.step``) and sends the usage columns that changed to the
-    store's writer, one transaction per batch of cycles. A write that fails (the store is
-    down, or this scheduler no longer leads) is sent again with the next batch. Only committed
-    cycles are counted, so a rewound cycle (its commit failed) is never counted twice."""
-
-    def __init__(self, meter: UsageMeter,
-                 write: Callable[[list[dict], dict[HourKey, list[float]]], Future]):
-        self.meter = meter
-        self._write = write
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._pending: dict[str, dict] = {}  # app id -> usage column not yet on disk
-        self._hours: dict[HourKey, list[float]] = {}  # hours' growth not yet on disk
-        self._failing = False
-        self._inflight: tuple[Future, dict, dict] | None = None  # (write, its columns, hours)
-        self._thread = threading.Thread(target=self._loop, name="usage-meter", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def feed(self, now: float, events: Sequence[Event], decisions: Sequence[Decision]) -> None:
-        self._queue.put((now, events, decisions))
-
-    def drain(self, timeout_s: float = 30.0) -> bool:
-        """Wait until everything fed so far is counted and its write is done (tests, stop)."""
-        if not self._thread.is_alive():
-            return False
-        done = threading.Event()
-        self._queue.put(done)
-        return done.wait(timeout_s)
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        if self._thread.is_alive():
-            self._queue.put(_STOP)
-            self._thread.join(timeout_s)
-
-    def _loop(self) -> None:
-        while True:
-            items = [self._queue.get()]
-            while True:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            markers = [i for i in items if isinstance(i, threading.Event)]
-            for item in items:
-                if isinstance(item, tuple):
-                    try:
-                        self._pending.update(self.meter.step(*item))
-                    except Exception:  # noqa: BLE001 - counting must go on
-                        log.exception("usage: could not count a cycle's facts")
-                    add_hours(self._hours, self.meter.take_hours())
-            self._flush()
-            for marker in markers:
-                marker.set()
-            if any(i is _STOP for i in items):
-                return
-
-    def _flush(self) -> None:
-        if self._inflight is not None and not self._settle(0.0):
-            return  # the last write is still in doubt: its hours must not be sent twice
-        if not self._pending and not self._hours:
-            return
-        sent, hours = self._pending, self._hours
-        self._pending, self._hours = {}, {}
-        rows = [{"id": app_id, "usage": column} for app_id, column in sent.items()]
-        self._inflight = (self._write(rows, hours), sent, hours)
-        self._settle(COMMIT_TIMEOUT_S)
-
-    def _settle(self, timeout_s: float) -> bool:
-        """Wait up to ``timeout_s`` for the write in flight; True once it has an outcome. A
-        failed one's columns and hours are put back, to go with the next write (the columns
-        counted since are newer; the hours add up). One with no outcome yet (the store's
-        writer waits to learn whether a commit went through) is waited for, never sent
-        again: the hours are added to the store's rows, twice if sent twice."""
-        future, sent, hours = self._inflight
-        try:
-            future.result(timeout_s)
-        except Exception as e:  # noqa: BLE001 - kept, sent again with the next batch
-            if not future.done():
-                return False
-            self._pending = {**sent, **self._pending}
-            add_hours(self._hours, hours)
-            if not self._failing:
-                log.warning("usage: could not store the usage of %d app(s) (%s); tried again "
-                            "with the next cycles", len(sent), one_line(str(e)))
-            self._failing = True
-        else:
-            self._failing = False
-        self._inflight = None
-        return True
-
-
-def add_hours(into: dict[HourKey, list[float]], more: dict[HourKey, list[float]]) -> None:
-    for key, row in more.items():
-        have = into.get(key)
-        if have is None:
-            into[key] = list(row)
-        else:
-            for i, v in enumerate(row):
-                have[i] += v
 
 
 def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:
