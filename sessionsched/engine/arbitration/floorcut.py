@@ -15,6 +15,9 @@ placed before the boundary is added to or taken from the sums at once. A cut the
 boundary back while the prefix does not fit, or on while the next claim does, by the claims
 between the old place and the new one, and walks the rest claim by claim as the oracle does:
 those are the claims it cuts (and the few smaller ones that still fit after the first cut).
+The walk from the boundary is the oracle's own, so the cut is exact as long as every claim
+before the boundary gets its whole floor; a boundary placed early would cost time, not
+change a floor.
 """
 
 from __future__ import annotations
