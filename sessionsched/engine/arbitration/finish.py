@@ -45,14 +45,13 @@ def memory_cut(
     ranked: SortedList,
     claims: Mapping[str, Claim],
     books: Mapping[str, LeafBook],
-    floors: Mapping[str, int],
     cores: int,
     mem: int,
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """Phases 3 and 4 over every claim (``ranked``: rank keys, the app id last): each claim's
-    floor (``floors``: the ones phase 1 cut, the others their own), then the growth above it
-    in its leaf's result in rank order as the ``cores`` and ``mem`` left above the floors
-    allow, then the remainders. Returns (app id -> target before remainders, app id ->
+    """Phases 3 and 4 over every claim (``ranked``: rank keys, the app id last; ``claims``:
+    with their floors as phase 1 gave them): each claim's floor, then the growth above it in
+    its leaf's result in rank order as the ``cores`` and ``mem`` left above the floors allow,
+    then the remainders. Returns (app id -> target before remainders, app id ->
     remainder)."""
     final: dict[str, int] = {}
     used_by_leaf: dict[str, int] = {}
@@ -60,7 +59,7 @@ def memory_cut(
     for key in ranked:
         c = claims[key[2]]
         size = c.executor
-        floor = floors.get(c.app_id, c.floor) if floors else c.floor
+        floor = c.floor
         n = books[c.queue].result[c.app_id] - floor
         if n > 0:
             n = min(n, max(cores, 0) // size.cores)

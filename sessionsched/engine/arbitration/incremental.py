@@ -44,6 +44,7 @@ class Arbiter:
 
     def __init__(self) -> None:
         self._claims: dict[str, Claim] = {}
+        self._held: dict[str, Claim] = {}  # the claims as their books hold them: floors as cut
         self._ranked = SortedList()  # rank keys of all claims, for the phases that go by rank
         self._books: dict[str, LeafBook] = {}
         self._floors = FloorCut()  # the claims with a floor: phase 1
@@ -62,13 +63,13 @@ class Arbiter:
             self._floors.add(old, -1)
             self._floors.add(c)
             self._claims[c.app_id] = c
-            book = self._books[c.queue]
-            book.replace(book.claims[c.app_id], c)
+            self._books[c.queue].replace(self._held[c.app_id], c)
+            self._held[c.app_id] = c
             self._cut.pop(c.app_id, None)  # its book holds it uncut: the next cut sees it anew
             return
         if old is not None:
             self._remove(old)
-        self._claims[c.app_id] = c
+        self._claims[c.app_id] = self._held[c.app_id] = c
         self._ranked.add(by_priority_then_seq(c))
         self._books.setdefault(c.queue, LeafBook()).add(c)
         self._floors.add(c)
@@ -82,8 +83,7 @@ class Arbiter:
 
     def _remove(self, c: Claim) -> None:
         self._ranked.remove(by_priority_then_seq(c))
-        book = self._books[c.queue]
-        book.add(book.claims[c.app_id], -1)  # as the book holds it: cut or not
+        self._books[c.queue].add(self._held.pop(c.app_id), -1)  # as its book holds it
         self._cut.pop(c.app_id, None)
         self._floors.add(c, -1)
 
@@ -110,7 +110,7 @@ class Arbiter:
     def _set_cut(self, floors: dict[str, int]) -> None:
         """Set in their books, with the floor phase 1 gave them, the claims whose cut moved
         since the last compute (their leaves' results are recomputed: a new version)."""
-        last, claims, books = self._cut, self._claims, self._books
+        last, claims, held, books = self._cut, self._claims, self._held, self._books
         if not floors and not last:
             return
         for app_id in last.keys() | floors.keys():
@@ -118,8 +118,9 @@ class Arbiter:
             if last.get(app_id) == n:
                 continue
             c = claims[app_id]
-            book = books[c.queue]
-            book.replace(book.claims[app_id], c if n is None else replace(c, floor=n))
+            now = c if n is None else replace(c, floor=n)
+            books[c.queue].replace(held[app_id], now)
+            held[app_id] = now
         self._cut = floors
 
     def _cores_memory_backs(self, capacity: Resources) -> float:
@@ -214,8 +215,7 @@ class Arbiter:
             mem = capacity.mem_mib - self._floors.mem_mib
         else:
             cores, mem = cut.left.cores, cut.left.mem_mib
-        final, bonus = memory_cut(tree, self._ranked, self._claims, self._books, self._cut,
-                                  cores, mem)
+        final, bonus = memory_cut(tree, self._ranked, self._held, self._books, cores, mem)
         self._bonus = bonus
         self._exact = False
         return self._update((a, n + bonus.get(a, 0)) for a, n in final.items())
