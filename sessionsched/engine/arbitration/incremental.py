@@ -113,7 +113,7 @@ class Arbiter:
         last, claims, held, books = self._cut, self._claims, self._held, self._books
         if not floors and not last:
             return
-        for app_id in last.keys() | floors.keys():
+        for app_id in [*last, *(a for a in floors if a not in last)]:  # in a fixed order
             n = floors.get(app_id)
             if last.get(app_id) == n:
                 continue
