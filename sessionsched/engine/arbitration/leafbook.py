@@ -20,8 +20,10 @@ class LeafBook:
     want, so the result is kept claim by claim (``sate``: only the claims set since, if the
     last result was sated too). Otherwise the result is kept up to date by the leaf's
     ``GreedyLeaf`` (``fifo``, ``priority``: only the claims whose result moves are walked) or
-    recomputed whole (``fairshare``, and any leaf in a cycle whose floors were cut).
-    ``used_*`` and ``unsat_sizes`` follow the result claim by claim either way."""
+    recomputed whole (``fairshare``, and a leaf whose users' past usage decays).
+    ``used_*`` and ``unsat_sizes`` follow the result claim by claim either way. When phase 1
+    cuts floors, the arbiter sets the cut claims here with their floors as cut: to the book
+    they are claims like any other."""
 
     def __init__(self) -> None:
         self.claims: dict[str, Claim] = {}
@@ -32,8 +34,7 @@ class LeafBook:
         self.floor_mem_mib = 0
         self.want_cores = 0
         self.want_mem_mib = 0
-        # (cores, version, policy, users' past, floors as phase 1 cut them or None): what the
-        # result was computed for
+        # (cores, version, policy, users' past): what the result was computed for
         self.key: tuple | None = None
         self.result: dict[str, int] = {}
         self.greedy: GreedyLeaf | None = None

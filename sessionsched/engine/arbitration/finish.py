@@ -1,0 +1,129 @@
+"""Phases 3 and 4 of the incremental arbiter (``incremental.Arbiter``): from the leaves' results
+to the targets.
+
+Two forms, as the cycle needs: ``exact_remainders`` when nothing was cut (the targets are the
+leaves' results plus the remainders, and only the claims whose result or remainder moved are
+looked at by the caller), ``memory_cut`` when phase 1 cut floors or the leaves' results need
+more memory than there is (phase 3 over every claim in rank order, then the remainders).
+Plain functions over the arbiter's books: nothing is kept here between cycles.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Mapping
+
+from sortedcontainers import SortedList
+
+from ..tree import QueueTree
+from .leafbook import LeafBook
+from .policies import Claim, by_priority_then_seq
+
+
+def exact_remainders(
+    tree: QueueTree, left_cores: int, left_mem: int, books: Mapping[str, LeafBook]
+) -> dict[str, int]:
+    """Phase 4 when nothing was cut: app id -> extra executors for the cores and memory
+    ``left`` after every leaf's result."""
+    unsat = [b for b in books.values() if b.unsat_sizes]
+    smallest = min((b.unsat_min_cores for b in unsat), default=0)
+    if not unsat or left_cores < smallest:  # no executor fits: skip the scan
+        return {}
+    used_by_leaf = {name: b.used_cores for name, b in books.items()}
+
+    def base(c: Claim) -> int:
+        return books[c.queue].result[c.app_id]
+
+    return _remainders(
+        lambda: heapq.merge(*(b.unsatisfied() for b in unsat), key=by_priority_then_seq),
+        base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree,
+    )
+
+
+def memory_cut(
+    tree: QueueTree,
+    ranked: SortedList,
+    claims: Mapping[str, Claim],
+    books: Mapping[str, LeafBook],
+    cores: int,
+    mem: int,
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Phases 3 and 4 over every claim (``ranked``: rank keys, the app id last; ``claims``:
+    with their floors as phase 1 gave them): each claim's floor, then the growth above it in
+    its leaf's result in rank order as the ``cores`` and ``mem`` left above the floors allow,
+    then the remainders. Returns (app id -> target before remainders, app id ->
+    remainder)."""
+    final: dict[str, int] = {}
+    used_by_leaf: dict[str, int] = {}
+    below: list[Claim] = []  # below their want, in rank order
+    for key in ranked:
+        c = claims[key[2]]
+        size = c.executor
+        floor = c.floor
+        n = books[c.queue].result[c.app_id] - floor
+        if n > 0:
+            n = min(n, max(cores, 0) // size.cores)
+            if size.mem_mib:
+                n = min(n, max(mem, 0) // size.mem_mib)
+            n = max(n, 0)
+            cores -= n * size.cores
+            mem -= n * size.mem_mib
+        t = floor + max(n, 0)
+        final[c.app_id] = t
+        used_by_leaf[c.queue] = used_by_leaf.get(c.queue, 0) + t * size.cores
+        if t < c.want:
+            below.append(c)
+    bonus: dict[str, int] = {}
+    if (
+        below  # else no executor fits: skip the scan
+        and min(c.executor.cores for c in below) <= cores
+        and min(c.executor.mem_mib for c in below) <= mem
+    ):
+        bonus = _remainders(
+            lambda: (c for c in below if final[c.app_id] < c.want),
+            lambda c: final[c.app_id], cores, mem, _capped_used(tree, used_by_leaf), tree,
+        )
+    return final, bonus
+
+
+def _capped_used(tree: QueueTree, used_by_leaf: dict[str, int]) -> dict[str, int]:
+    """Executor cores given under each queue that has ``max_cores``."""
+    used: dict[str, int] = {}
+    for leaf, cores in used_by_leaf.items():
+        for q in tree.capped_path(leaf):
+            used[q.name] = used.get(q.name, 0) + cores
+    return used
+
+
+def _remainders(
+    order: Callable[[], Iterable[Claim]],
+    base: Callable[[Claim], int],
+    left_cores: int,
+    left_mem: int,
+    used: dict[str, int],
+    tree: QueueTree,
+) -> dict[str, int]:
+    """Phase 4: app id -> extra executors. ``order()`` yields the claims below their want in
+    rank order (their targets so far by ``base``); called once per pass."""
+    bonus: dict[str, int] = {}
+    progress = True
+    while progress and left_cores > 0:
+        progress = False
+        for c in order():
+            size = c.executor
+            if size.cores > left_cores or size.mem_mib > left_mem:
+                continue
+            if base(c) + bonus.get(c.app_id, 0) >= c.want:
+                continue
+            capped = tree.capped_path(c.queue)
+            if any(used.get(q.name, 0) + size.cores > q.max_cores for q in capped):
+                continue
+            bonus[c.app_id] = bonus.get(c.app_id, 0) + 1
+            left_cores -= size.cores
+            left_mem -= size.mem_mib
+            for q in capped:
+                used[q.name] = used.get(q.name, 0) + size.cores
+            progress = True
+            if left_cores <= 0:
+                break
+    return bonus
