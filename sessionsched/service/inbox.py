@@ -3,15 +3,35 @@
 HTTP handlers, agents and the cycle itself never step the engine: they ``put`` an event, with
 who waits for the cycle that takes it (a kill's HTTP request returns once it is done) and an
 optional note for the audit trail (who asked for a kill). Thread-safe.
+
+The cycle runs every ``server.cycle_ms`` (an APScheduler interval job, ``service``); news that
+should not wait for the next tick wakes one (``Waker``): a committed submission, so that an
+app that can start now is launched in the cycle it arrives in, not up to ``cycle_ms`` later
+(a solo app on an idle cluster paid that wait, a tick's phase at random, before its driver
+started). At most one woken cycle per ``cycle_ms``: a burst of submissions still rides on the
+ticks -- at most twice the cycles, never cycles back to back taking the CPU from the HTTP
+threads. A woken cycle is a one-off job beside the interval's; the service's cycle lock keeps
+the two from running at once, and a tick that comes during it finds its work done. Nothing is
+woken while cycles are run by hand (the tests' stepped service) or after the service stopped.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
+import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from apscheduler.schedulers.base import BaseScheduler
+
 from sessionsched.engine.events import Event
+
+log = logging.getLogger("sessionsched.service")
+
+WAKE_JOB = "wake"
 
 
 @dataclass
@@ -38,3 +58,41 @@ class Inbox:
             except queue.Empty:
                 break
         return items
+
+
+class Waker:
+    """Runs a cycle now (see the module doc)."""
+
+    def __init__(self, scheduler: BaseScheduler, cycle: Callable[[], None], cycle_s: float,
+                 clock: Callable[[], float] = time.monotonic):
+        self._scheduler = scheduler
+        self._cycle = cycle
+        self._cycle_s = cycle_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._armed = False
+        self._woken_at = float("-inf")
+        self.woken = 0  # cycles woken so far
+
+    def arm(self) -> None:
+        """Cycles run on the scheduler from now on: wake them."""
+        self._armed = True
+
+    def wake(self) -> bool:
+        """Run a cycle now, unless one was woken less than ``cycle_s`` ago (the news then
+        waits for the tick). Whether one was woken."""
+        if not (self._armed and self._scheduler.running):  # by hand, or the service stopped
+            return False
+        now = self._clock()
+        with self._lock:
+            if now - self._woken_at < self._cycle_s:
+                return False
+            self._woken_at = now
+        try:
+            self._scheduler.add_job(self._cycle, id=WAKE_JOB, replace_existing=True,
+                                    misfire_grace_time=None)
+        except Exception:  # noqa: BLE001 - stopping: the news is in the inbox, a tick takes it
+            log.debug("could not wake the cycle", exc_info=True)
+            return False
+        self.woken += 1
+        return True

@@ -1,0 +1,80 @@
+"""A committed submission wakes the scheduling cycle (``inbox.Waker``): an app that can start
+now is launched in the cycle it arrives in, not at the next tick -- at most one woken cycle per
+``cycle_ms``, none while cycles are run by hand. On the memory cluster; the service cycles on
+its own APScheduler here (the stepped service would hide the wake)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from fastapi.testclient import TestClient
+from server_helpers import make_config
+from stepped_service import Clock, stepped_service
+
+from sessionsched.backends.memory import MemoryBackend, MemoryCluster
+from sessionsched.model import Resources
+from sessionsched.server.app import create_app
+from sessionsched.service.inbox import Waker
+
+QUEUES = [{"name": "root", "queues": [{"name": "default"}]}]
+WAIT_S = 30.0  # a slow, loaded machine; the tick it must not wait for is an hour away
+
+
+def wait_until(condition, what: str, timeout_s: float = WAIT_S):
+    deadline = time.monotonic() + timeout_s
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"not {what} after {timeout_s:g}s"
+        time.sleep(0.02)
+    return value
+
+
+def test_a_submission_is_launched_by_the_cycle_it_wakes_not_by_the_next_tick(tmp_path):
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    cluster = MemoryCluster(Resources(4, 8192), driver_slots=4)
+    config = make_config(tmp_path / "state", queues=QUEUES, server={"cycle_ms": 200})
+    with TestClient(create_app(config, MemoryBackend(cluster))) as client:
+        service = client.app.state.service
+        # The ticks an hour apart from now on: only a woken cycle can launch the app.
+        service._scheduler.reschedule_job("cycle", trigger=IntervalTrigger(hours=1))
+        r = client.post("/api/v1/apps", json={"argv": ["job.py"], "cwd": str(tmp_path),
+                                              "name": "solo"})
+        assert r.status_code == 201, r.text
+        app_id = r.json()["id"]
+        app = wait_until(lambda: (a := client.get(f"/api/v1/apps/{app_id}").json())["state"]
+                         != "ACCEPTED" and a, "launched")
+        assert app["state"] in ("STARTING", "RUNNING", "FINISHED")
+        assert service.waker.woken == 1
+
+
+def test_at_most_one_woken_cycle_per_cycle_ms():
+    clock = Clock()
+    ran = threading.Semaphore(0)
+    scheduler = BackgroundScheduler(daemon=True)
+    scheduler.start()
+    try:
+        waker = Waker(scheduler, ran.release, cycle_s=0.2, clock=clock)
+        assert not waker.wake()  # not armed: cycles are run by hand
+        waker.arm()
+        assert [waker.wake() for _ in range(3)] == [True, False, False]  # a burst at once
+        assert ran.acquire(timeout=WAIT_S)  # the woken cycle ran
+        clock.now += 0.1
+        assert not waker.wake()  # half a cycle later: the tick takes it
+        clock.now += 0.15
+        assert waker.wake()  # more than a cycle later: woken again
+        assert ran.acquire(timeout=WAIT_S)
+        assert waker.woken == 2
+    finally:
+        scheduler.shutdown(wait=True)
+    assert not waker.wake()  # the service stopped: nothing to wake
+
+
+def test_a_stepped_service_wakes_nothing(tmp_path):
+    cluster = MemoryCluster(Resources(4, 8192), driver_slots=4)
+    with stepped_service(tmp_path / "state", cluster, tmp_path, Clock(), QUEUES) as s:
+        app_id = s.submit("solo")
+        assert s.service.waker.woken == 0 and s.app(app_id)["state"] == "ACCEPTED"
+        s.cycle()  # the one cycle it arrives in launches it
+        assert s.app(app_id)["state"] == "STARTING"
