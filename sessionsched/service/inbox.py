@@ -5,10 +5,16 @@ who waits for the cycle that takes it (a kill's HTTP request returns once it is 
 optional note for the audit trail (who asked for a kill). Thread-safe.
 
 The cycle runs every ``server.cycle_ms`` (an APScheduler interval job, ``service``); news that
-should not wait for the next tick wakes one (``Waker``): a committed submission, so that an
-app that can start now is launched in the cycle it arrives in, not up to ``cycle_ms`` later
-(a solo app on an idle cluster paid that wait, a tick's phase at random, before its driver
-started). At most one woken cycle per ``cycle_ms``: a burst of submissions still rides on the
+should not wait for the next tick wakes one (``Waker``, once the inbox has one):
+
+- a committed submission (``Submitted``): an app that can start now is launched in the cycle
+  it arrives in, not up to ``cycle_ms`` later (a solo app on an idle cluster paid that wait,
+  a tick's phase at random, before its driver started);
+- an agent's report of a new demand (``DemandChanged``): a job that just started is granted
+  its executors at once, so the grant is in place before Spark's allocation manager first asks
+  (its ``schedulerBacklogTimeout``, 1 s by default, after the tasks are submitted).
+
+At most one woken cycle per ``cycle_ms``: a burst of submissions still rides on the
 ticks -- at most twice the cycles, never cycles back to back taking the CPU from the HTTP
 threads. A woken cycle is a one-off job beside the interval's; the service's cycle lock keeps
 the two from running at once, and a tick that comes during it finds its work done. Nothing is
@@ -27,11 +33,12 @@ from dataclasses import dataclass
 
 from apscheduler.schedulers.base import BaseScheduler
 
-from sessionsched.engine.events import Event
+from sessionsched.engine.events import DemandChanged, Event, Submitted
 
 log = logging.getLogger("sessionsched.service")
 
 WAKE_JOB = "wake"
+WAKES = (Submitted, DemandChanged)  # the news that wakes a cycle (module doc)
 
 
 @dataclass
@@ -44,9 +51,12 @@ class Item:
 class Inbox:
     def __init__(self) -> None:
         self._items: queue.SimpleQueue[Item] = queue.SimpleQueue()
+        self.waker: Waker | None = None  # set by the service
 
     def put(self, event: Event, done: Future | None = None, note: str | None = None) -> None:
         self._items.put(Item(event, done, note))
+        if self.waker is not None and isinstance(event, WAKES):
+            self.waker.wake()
 
     def drain(self, limit: int | None = None) -> list[Item]:
         """The items put so far, oldest first; at most ``limit`` of them (the rest stay, in

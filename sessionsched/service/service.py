@@ -5,7 +5,7 @@ Composed of small parts, each with one job and a constructor that says what it n
 - ``Inbox``: what happened between two cycles, as engine events (HTTP handlers, agents);
 - ``Cycle``: every ``server.cycle_ms`` (an APScheduler job) steps the engine with the inbox's
   and the cluster's news (``ClusterWatch``), commits what changed, publishes the new view and
-  carries out the decisions through the backend; a committed submission wakes one (``Waker``);
+  carries out the decisions through the backend; a submission or a new demand wakes one (``Waker``);
 - ``ReadModel``: the one frozen ``ReadView`` every reader answers from (``reads``);
 - ``AgentDesk``: the driver agents' register/heartbeat, answered without waiting for a cycle;
 - ``AcceptedApps`` (what each app was submitted with), ``Retention`` (ended apps kept in
@@ -118,7 +118,7 @@ class Service:
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
-        self.waker = Waker(self._scheduler, self.cycle, server.cycle_ms / 1000)
+        self.inbox.waker = Waker(self._scheduler, self.cycle, server.cycle_ms / 1000)
         # Among schedulers sharing a PostgreSQL store (``leader.ActiveStandby`` sets them):
         # "single", "leader", "standby" or "taking over", and the leader's URL once known.
         self.role = "single"
@@ -169,7 +169,7 @@ class Service:
                 self.cycle, IntervalTrigger(seconds=self.config.server.cycle_ms / 1000),
                 id="cycle", max_instances=1, coalesce=True, misfire_grace_time=None,
             )
-            self.waker.arm()
+            self.inbox.waker.arm()
             if self.config.server.estimate_s > 0:  # in a process of its own: ``estimating``
                 self.estimator.start_process()
                 self._scheduler.add_job(
@@ -293,7 +293,6 @@ class Service:
                 self.sessions.watch(stored.id)
             self.reads.publish()
             self.inbox.put(Submitted(stored.spec))
-            self.waker.wake()
             self.metrics.submissions.labels(stored.kind).inc()
             spec = stored.spec
             cap = spec.executor_cap

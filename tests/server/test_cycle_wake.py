@@ -1,6 +1,7 @@
-"""A committed submission wakes the scheduling cycle (``inbox.Waker``): an app that can start
-now is launched in the cycle it arrives in, not at the next tick -- at most one woken cycle per
-``cycle_ms``, none while cycles are run by hand. On the memory cluster; the service cycles on
+"""A committed submission and an agent's report of a new demand wake the scheduling cycle
+(``inbox.Waker``): an app that can start now is launched in the cycle it arrives in, and a job
+that just started is granted its executors, not at the next tick -- at most one woken cycle
+per ``cycle_ms``, none while cycles are run by hand. On the memory cluster; the service cycles on
 its own APScheduler here (the stepped service would hide the wake)."""
 
 from __future__ import annotations
@@ -46,7 +47,34 @@ def test_a_submission_is_launched_by_the_cycle_it_wakes_not_by_the_next_tick(tmp
         app = wait_until(lambda: (a := client.get(f"/api/v1/apps/{app_id}").json())["state"]
                          != "ACCEPTED" and a, "launched")
         assert app["state"] in ("STARTING", "RUNNING", "FINISHED")
-        assert service.waker.woken == 1
+        assert service.inbox.waker.woken == 1
+
+
+def test_a_reported_demand_is_granted_by_the_cycle_it_wakes(tmp_path):
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    cluster = MemoryCluster(Resources(4, 8192), driver_slots=4)
+    config = make_config(tmp_path / "state", queues=QUEUES, server={"cycle_ms": 10})
+    with TestClient(create_app(config, MemoryBackend(cluster))) as client:
+        service = client.app.state.service
+        waker = service.inbox.waker
+        service._scheduler.reschedule_job("cycle", trigger=IntervalTrigger(hours=1))
+        app_id = client.post("/api/v1/apps", json={"argv": ["job.py"], "cwd": str(tmp_path),
+                                                   "name": "solo"}).json()["id"]
+        wait_until(lambda: client.get(f"/api/v1/apps/{app_id}").json()["state"] != "ACCEPTED",
+                   "launched")
+        agent = {"app_id": app_id, "control": "full"}
+        held = client.post("/api/v1/agent/register", json=agent).json()["version"]
+        wait_until(lambda: time.monotonic() - waker._woken_at > 0.01, "a cycle_ms later")
+        report = client.post("/api/v1/agent/heartbeat", json={**agent, "demand": 2}).json()
+        assert report["grant"] == 0  # answered at once; the cycle it woke decides
+
+        def told() -> dict | None:
+            answer = client.post("/api/v1/agent/watch", json={
+                "app_id": app_id, "version": held, "wait_s": 0}).json()
+            return answer if answer["grant"] else None
+
+        assert wait_until(told, "granted")["grant"] == 2
+        assert waker.woken == 2  # the submission's cycle, the demand's
 
 
 def test_at_most_one_woken_cycle_per_cycle_ms():
@@ -75,6 +103,6 @@ def test_a_stepped_service_wakes_nothing(tmp_path):
     cluster = MemoryCluster(Resources(4, 8192), driver_slots=4)
     with stepped_service(tmp_path / "state", cluster, tmp_path, Clock(), QUEUES) as s:
         app_id = s.submit("solo")
-        assert s.service.waker.woken == 0 and s.app(app_id)["state"] == "ACCEPTED"
+        assert s.service.inbox.waker.woken == 0 and s.app(app_id)["state"] == "ACCEPTED"
         s.cycle()  # the one cycle it arrives in launches it
         assert s.app(app_id)["state"] == "STARTING"
