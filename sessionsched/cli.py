@@ -49,8 +49,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # The top-level parser has no option but -h: its first other argument names the command.
-    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
+    # The top-level parser has no option but -h: the command, if any, comes first.
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
