@@ -23,12 +23,14 @@ command's start, medians over the runs:
 - submitted / launched / finished: the server's app record (``submitted_at``, ``started_at``
   = the cycle that admitted and launched it, ``finished_at``); the agent's registration: the
   app's audit trail (``agent registered``);
-- Spark app up, first job, first executor registered, first task, app end: Spark's event log
+- SparkContext begun (its start time), first job, first executor registered, first task, app
+  end: Spark's event log
   (``spark.eventLog.enabled``, one directory per run);
 - first executor requested (``ExecutorAllocationManager: Requesting``) and granted by the
   master (``Granted executor ID``): the driver's log, written with milliseconds by a log4j2
   configuration this script passes to both (``spark.driver.extraJavaOptions``);
-- granted by the scheduler: the agent's log line ``grant N`` in the driver's log.
+- the agent attached (the end of the SparkContext's constructor) and granted by the scheduler:
+  the agent's log lines ``attached in`` and ``grant N`` in the driver's log.
 
 Every process started here is stopped by PID (the cluster, the server, each run's process
 group), also on failure, timeout or Ctrl-C. A run that does not end within ``--run-timeout-s``
@@ -81,8 +83,8 @@ logger.jetty.name = org.sparkproject.jetty
 logger.jetty.level = warn
 """
 SPARK_TIME = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}) ")
-AGENT_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*sessionsched agent: .*"
-                        r"grant (\d+)")
+AGENT_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*sessionsched agent: \S+ "
+                        r"(grant (\d+)|attached in)")
 REQUESTED = "ExecutorAllocationManager: Requesting"
 MASTER_GRANTED = "Granted executor ID"
 
@@ -90,7 +92,8 @@ MASTER_GRANTED = "Granted executor ID"
 MILESTONES = (
     ("submitted", "submission stored (server)"),
     ("launched", "admitted and launched (server)"),
-    ("app_up", "Spark app up (SparkContext started)"),
+    ("app_up", "SparkContext begun (Spark's app start time)"),
+    ("attached", "agent attached (SparkContext constructed)"),
     ("registered", "agent registered (server)"),
     ("first_job", "first job submitted"),
     ("sched_grant", "first executors granted by sessionsched (agent)"),
@@ -153,9 +156,12 @@ def driver_log(path: Path) -> dict[str, float]:
     except OSError:
         return out
     for line in lines:
-        if (m := AGENT_TIME.match(line)) and int(m.group(2)) > 0:
-            out.setdefault("sched_grant", datetime.strptime(
-                m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp())
+        if m := AGENT_TIME.match(line):
+            at = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            if m.group(3) is None:
+                out.setdefault("attached", at)
+            elif int(m.group(3)) > 0:
+                out.setdefault("sched_grant", at)
             continue
         m = SPARK_TIME.match(line)
         if not m:
