@@ -14,7 +14,7 @@ should not wait for the next tick wakes one (``Waker``, once the inbox has one):
   its executors at once, so the grant is in place before Spark's allocation manager first asks
   (its ``schedulerBacklogTimeout``, 1 s by default, after the tasks are submitted).
 
-At most one woken cycle per ``cycle_ms``: a burst of submissions still rides on the
+At most one woken cycle per ``cycle_ms``, and none while a woken one has not ended: a burst of submissions still rides on the
 ticks -- at most twice the cycles, never cycles back to back taking the CPU from the HTTP
 threads. A woken cycle is a one-off job beside the interval's; the service's cycle lock keeps
 the two from running at once, and a tick that comes during it finds its work done. Nothing is
@@ -82,6 +82,7 @@ class Waker:
         self._lock = threading.Lock()
         self._armed = False
         self._woken_at = float("-inf")
+        self._busy = False  # a woken cycle is pending or running
         self.woken = 0  # cycles woken so far
 
     def arm(self) -> None:
@@ -89,20 +90,27 @@ class Waker:
         self._armed = True
 
     def wake(self) -> bool:
-        """Run a cycle now, unless one was woken less than ``cycle_s`` ago (the news then
-        waits for the tick). Whether one was woken."""
+        """Run a cycle now, unless one was woken less than ``cycle_s`` ago or a woken one has
+        not ended yet (the news then waits for the tick). Whether one was woken."""
         if not (self._armed and self._scheduler.running):  # by hand, or the service stopped
             return False
         now = self._clock()
         with self._lock:
-            if now - self._woken_at < self._cycle_s:
+            if self._busy or now - self._woken_at < self._cycle_s:
                 return False
-            self._woken_at = now
+            self._woken_at, self._busy = now, True
         try:
-            self._scheduler.add_job(self._cycle, id=WAKE_JOB, replace_existing=True,
+            self._scheduler.add_job(self._run, id=WAKE_JOB, replace_existing=True,
                                     misfire_grace_time=None)
         except Exception:  # noqa: BLE001 - stopping: the news is in the inbox, a tick takes it
             log.debug("could not wake the cycle", exc_info=True)
+            self._busy = False
             return False
         self.woken += 1
         return True
+
+    def _run(self) -> None:
+        try:
+            self._cycle()
+        finally:
+            self._busy = False

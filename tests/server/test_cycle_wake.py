@@ -77,24 +77,37 @@ def test_a_reported_demand_is_granted_by_the_cycle_it_wakes(tmp_path):
         assert waker.woken == 2  # the submission's cycle, the demand's
 
 
-def test_at_most_one_woken_cycle_per_cycle_ms():
+def test_at_most_one_woken_cycle_per_cycle_ms_and_none_while_one_runs():
     clock = Clock()
-    ran = threading.Semaphore(0)
+    started, ended = threading.Semaphore(0), threading.Semaphore(0)
+    go = threading.Event()
+
+    def cycle():  # a woken cycle that runs until the test lets it end
+        started.release()
+        go.wait(WAIT_S)
+        ended.release()
+
     scheduler = BackgroundScheduler(daemon=True)
     scheduler.start()
     try:
-        waker = Waker(scheduler, ran.release, cycle_s=0.2, clock=clock)
+        waker = Waker(scheduler, cycle, cycle_s=0.2, clock=clock)
         assert not waker.wake()  # not armed: cycles are run by hand
         waker.arm()
         assert [waker.wake() for _ in range(3)] == [True, False, False]  # a burst at once
-        assert ran.acquire(timeout=WAIT_S)  # the woken cycle ran
+        assert started.acquire(timeout=WAIT_S)
+        clock.now += 0.25
+        assert not waker.wake()  # a cycle later, but the woken one still runs: the tick
+        go.set()
+        assert ended.acquire(timeout=WAIT_S)
+        wait_until(lambda: not waker._busy, "the woken cycle done")
+        assert waker.wake()  # done, and more than a cycle after the last wake: woken again
+        assert ended.acquire(timeout=WAIT_S)
+        wait_until(lambda: not waker._busy, "the woken cycle done")
         clock.now += 0.1
-        assert not waker.wake()  # half a cycle later: the tick takes it
-        clock.now += 0.15
-        assert waker.wake()  # more than a cycle later: woken again
-        assert ran.acquire(timeout=WAIT_S)
+        assert not waker.wake()  # done, but less than a cycle after the last wake: the tick
         assert waker.woken == 2
     finally:
+        go.set()
         scheduler.shutdown(wait=True)
     assert not waker.wake()  # the service stopped: nothing to wake
 
