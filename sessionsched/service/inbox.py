@@ -14,11 +14,12 @@ should not wait for the next tick wakes one (``Waker``, once the inbox has one):
   its executors at once, so the grant is in place before Spark's allocation manager first asks
   (its ``schedulerBacklogTimeout``, 1 s by default, after the tasks are submitted).
 
-At most one woken cycle per ``cycle_ms``, and none while a woken one has not ended: a burst of submissions still rides on the
-ticks -- at most twice the cycles, never cycles back to back taking the CPU from the HTTP
-threads. A woken cycle is a one-off job beside the interval's; the service's cycle lock keeps
-the two from running at once, and a tick that comes during it finds its work done. Nothing is
-woken while cycles are run by hand (the tests' stepped service) or after the service stopped.
+At most one woken cycle per ``cycle_ms``, and none while a woken one has not ended: a burst
+of submissions still rides on the ticks -- at most twice the cycles, never cycles back to back
+taking the CPU from the HTTP threads. A woken cycle is a one-off job beside the interval's;
+the service's cycle lock keeps the two from running at once, and a tick that comes during it
+finds its work done. Nothing is woken while cycles are run by hand (the tests' stepped
+service) or after the service stopped.
 """
 
 from __future__ import annotations
