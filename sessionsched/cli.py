@@ -17,8 +17,6 @@ import argparse
 import importlib
 import sys
 
-from .config import ConfigError
-
 # module -> the commands it adds; the order is the order in --help (tests/client/test_cli_lazy.py
 # checks that each module adds exactly these).
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -54,11 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ConfigError, UserError) as e:
-        print(f"sessionsched {args.command}: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:
+        # A ConfigError can come only from a command that loaded the config package; looked
+        # up here, the package (pydantic models, the cron parser) is not loaded for commands
+        # that need none of it (``submit``: ~0.1 s of CPU at its start).
+        config = sys.modules.get("sessionsched.config")
+        if not isinstance(e, UserError) and not (config and isinstance(e, config.ConfigError)):
+            raise
+        print(f"sessionsched {args.command}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,7 +25,8 @@ def test_a_named_command_loads_its_own_module_only():
     code = ("import sys; from sessionsched.cli import build_parser; "
             "p = build_parser('submit'); "
             "print(sorted(m for m in sys.modules if m.startswith(('sessionsched.commands.', "
-            "'sessionsched.engine', 'sessionsched.sim', 'sessionsched.backends'))))")
+            "'sessionsched.engine', 'sessionsched.sim', 'sessionsched.backends', "
+            "'sessionsched.config'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     loaded = eval(out)  # noqa: S307 - our own child's repr of a list of str
