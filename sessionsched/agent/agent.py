@@ -326,7 +326,9 @@ class Agent:
                 self.on_terminal(answer.state)
             return
         if self.control.probe.full:
-            if not (reported and self.change_driven):
+            if not (reported and self.change_driven) and answer.grant != self.grant:
+                log.info("sessionsched agent: %s grant %d (target %d)", self.app_id,
+                         answer.grant, answer.target)
                 self.grant = answer.grant
             if self.grant is not None:  # before reclaim: a killed executor must not be replaced
                 self._set_cap(self.grant)

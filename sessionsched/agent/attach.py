@@ -59,6 +59,7 @@ def attach(
         existing = getattr(sc, _ATTR, None)
         if existing is not None and existing.alive:
             return existing
+        started = time.perf_counter()
         try:
             control = SparkControl(sc)
             agent = Agent(
@@ -77,6 +78,9 @@ def attach(
                         "the app runs unmanaged", e)
             return None
         setattr(sc, _ATTR, agent)
+        # What the agent cost the driver's start (it registers from its own thread).
+        log.info("sessionsched agent: %s attached in %.3f s (control %s)", app_id,
+                 time.perf_counter() - started, control.probe.control)
         return agent
 
 

@@ -5,11 +5,12 @@ argument (``launch.wrap_argv``), so ``spark-submit [opts] app.py a b`` becomes
 ``spark-submit [opts] --name app.py .../sessionsched/agent/bootstrap.py app.py a b``. Spark's
 PythonRunner starts it like any Python app (same interpreter, PYTHONPATH, ``--py-files``).
 
-It then (1) makes ``sessionsched.agent`` importable -- already installed, or shipped in a
-``--py-files`` zip, or else from the source tree this file sits in -- without leaving that
-tree on ``sys.path``; (2) installs the SparkContext hook (``attach.install``); (3) runs the
-script as ``__main__`` with the ``sys.argv`` and ``sys.path[0]`` it would have had if run
-directly. Exit codes and exceptions pass through unchanged.
+It first sends the agent's log lines to stderr, the driver's log (timed to the millisecond,
+like Spark's lines beside them); then (1) makes ``sessionsched.agent`` importable -- already
+installed, or shipped in a ``--py-files`` zip, or else from the source tree this file sits
+in -- without leaving that tree on ``sys.path``; (2) installs the SparkContext hook
+(``attach.install``); (3) runs the script as ``__main__`` with the ``sys.argv`` and
+``sys.path[0]`` it would have had if run directly. Exit codes and exceptions pass through unchanged.
 
 Why a wrapper and not ``sitecustomize``/``PYTHONSTARTUP``: PYTHONSTARTUP only runs for
 interactive sessions, and a ``sitecustomize`` on PYTHONPATH would shadow the distribution's own
@@ -19,6 +20,7 @@ driver's main program, and ``python bootstrap.py`` is exactly how PythonRunner s
 
 from __future__ import annotations
 
+import logging
 import os
 import runpy
 import sys
@@ -51,9 +53,22 @@ def find_script(script: str) -> str:
     return script
 
 
+def _log_to_stderr() -> None:
+    """The agent's lines (registered, each new grant, warnings) in the driver's log, timed to
+    the millisecond: what the scheduler told the app, and when, read beside Spark's lines."""
+    log = logging.getLogger("sessionsched.agent")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False  # once, whatever the user's program does with the root logger
+
+
 def main(argv: list[str]) -> None:
     if len(argv) < 2:
         sys.exit("usage: bootstrap.py SCRIPT [ARGS...]")
+    _log_to_stderr()
     script = find_script(argv[1])
     # Run as a script, sys.path[0] is this file's directory: the agent package's own modules
     # must not be importable as top-level names by the user's code.

@@ -5,7 +5,7 @@ Composed of small parts, each with one job and a constructor that says what it n
 - ``Inbox``: what happened between two cycles, as engine events (HTTP handlers, agents);
 - ``Cycle``: every ``server.cycle_ms`` (an APScheduler job) steps the engine with the inbox's
   and the cluster's news (``ClusterWatch``), commits what changed, publishes the new view and
-  carries out the decisions through the backend;
+  carries out the decisions through the backend; a submission or a new demand wakes one (``Waker``);
 - ``ReadModel``: the one frozen ``ReadView`` every reader answers from (``reads``);
 - ``AgentDesk``: the driver agents' register/heartbeat, answered without waiting for a cycle;
 - ``AcceptedApps`` (what each app was submitted with), ``Retention`` (ended apps kept in
@@ -47,7 +47,7 @@ from sessionsched.service import faulthook, plans
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.cycle import Cycle, Parts
 from sessionsched.service.estimating import Estimator
-from sessionsched.service.inbox import Inbox
+from sessionsched.service.inbox import Inbox, Waker
 from sessionsched.service.metrics import ServiceMetrics, snapshot
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
@@ -118,6 +118,7 @@ class Service:
         self.secret_for: Callable[[str], str | None] = lambda _app_id: None
         self._cycle_lock = threading.Lock()
         self._scheduler = BackgroundScheduler(daemon=True)
+        self.inbox.waker = Waker(self._scheduler, self.cycle, server.cycle_ms / 1000)
         # Among schedulers sharing a PostgreSQL store (``leader.ActiveStandby`` sets them):
         # "single", "leader", "standby" or "taking over", and the leader's URL once known.
         self.role = "single"
@@ -145,8 +146,7 @@ class Service:
                              f"{held}; put them back (or kill those apps first)")
 
     def start(self, run_cycles: bool = True) -> None:
-        """Load the books and start writing and cycling. ``run_cycles=False``: the caller
-        runs ``cycle()`` itself."""
+        """Load the books, start writing and cycling (``run_cycles=False``: by the caller)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.writer.start()
         restored = restore(self.store, self.watch, self.registry, self.retention,
@@ -169,6 +169,7 @@ class Service:
                 self.cycle, IntervalTrigger(seconds=self.config.server.cycle_ms / 1000),
                 id="cycle", max_instances=1, coalesce=True, misfire_grace_time=None,
             )
+            self.inbox.waker.arm()
             if self.config.server.estimate_s > 0:  # in a process of its own: ``estimating``
                 self.estimator.start_process()
                 self._scheduler.add_job(
