@@ -43,9 +43,20 @@ class AppRecord:
     ahead: bool = False  # admitted ahead of the room for its first executors (``admission``)
     reason: str = ""  # why it is waiting, or how it got its last state
     app_id: str = field(init=False)  # the spec's, read by every book for every change
+    # (spec, the spec's part of ``floor``: minExecutors or a gang's N, its cap): ``floor`` is
+    # read several times for every changed app, and only ``reserved`` changes - or the spec,
+    # when a soft gang falls back (``gang.phase``): then it is derived again.
+    _floor_of: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.app_id = self.spec.app_id
+        self._derive()
+
+    def _derive(self) -> None:
+        spec = self.spec
+        gang = spec.gang  # a gang's N executors: its floor while it runs (docs/gangs.md)
+        least = spec.min_executors if gang is None else max(spec.min_executors, gang.executors)
+        self._floor_of = (spec, least, spec.executor_cap)
 
     @property
     def held(self) -> int:
@@ -55,12 +66,14 @@ class AppRecord:
     def floor(self) -> int:
         """Executors given before any share: max(minExecutors, outstanding reservation, a gang's
         N), never above what the app may hold (maxExecutors, spark.ego.slots.max)."""
-        n = max(self.spec.min_executors, self.reserved)
-        gang = self.spec.gang
-        if gang is not None:  # a gang's N executors: its floor while it runs (docs/gangs.md)
-            n = max(n, gang.executors)
-        cap = self.spec.executor_cap
-        return n if cap is None else min(n, cap)
+        spec, least, cap = self._floor_of
+        if spec is not self.spec:
+            self._derive()
+            spec, least, cap = self._floor_of
+        n = self.reserved
+        if n < least:
+            n = least
+        return n if cap is None or n <= cap else cap
 
     @property
     def rank(self) -> Rank:
@@ -209,16 +222,18 @@ class Ledger:
             sums = self._leaves[leaf] = list(NOTHING)
         # One difference, added to both sums.
         if old is None:
-            change = new
+            old = NOTHING
             self._last[app_id] = new
         elif new is None:
-            change = tuple(map(operator.neg, old))
+            new = NOTHING
             del self._last[app_id]
         else:
-            change = tuple(map(operator.sub, new, old))
             self._last[app_id] = new
-        self._total[:] = map(operator.add, self._total, change)
-        sums[:] = map(operator.add, sums, change)
+        total = self._total
+        for i, (now, was) in enumerate(zip(new, old, strict=True)):
+            if now != was:  # a change moves a few of the counts: only those are added
+                total[i] += now - was
+                sums[i] += now - was
         frozen = self._frozen
         frozen.pop(None, None)
         frozen.pop(leaf, None)
