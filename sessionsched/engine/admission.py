@@ -35,15 +35,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..model import Admission, AppSpec, Queue, Resources
+from ..model import AppSpec, Queue, Resources
 from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_MODES: re-exported
     ADMISSION_MODES,
     admitted_floor,
     defer_reason,
-    demand_fits,
     mode_of,
-    need_beside,
     reservation,
+    verdict,
 )
 from .books import AppRecord, whole
 from .budget import admission_slice
@@ -250,7 +249,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         view = views[name]
         head = view.pending[nxt[name]]
         path = tree.path[name]
-        reason = defer_reason(view, head, path, room)
+        reason, goes_ahead = verdict(view, head, path, room)
         if reason is not None:
             waiting[name] = reason
             deferred[name] = (view, head, len(admitted))
@@ -260,8 +259,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             for node in path[:-1]:  # for ``_said_again``: parents that may fill up
                 if node.max_running_apps is not None:
                     limited_at[node.name] = len(admitted)
-            if (view.queue.admission is Admission.DEMAND and head.gang is None
-                    and not demand_fits(head, need_beside(view, head, room), room)):
+            if goes_ahead:
                 ahead.add(head.app_id)  # ``running_demand`` let it in ahead
                 room.ahead_in[name] = room.ahead_in.get(name, 0) + 1
             _spend(room, view, head, path)

@@ -237,9 +237,17 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                    room: Room) -> Wait | None:
+    return demand_verdict(view, head, room)[0]
+
+
+def demand_verdict(view: LeafView, head: AppSpec, room: Room) -> tuple[Wait | None, bool]:
+    """``running_demand``'s wait, and whether it lets the head in as the driver ahead (only
+    its first executors lack room): admission marks such an app ``ahead``."""
     need = need_beside(view, head, room)
-    if demand_fits(head, need, room) or _may_go_ahead(view, head, need, room):
-        return None
+    if demand_fits(head, need, room):
+        return None, False
+    if _may_go_ahead(view, head, need, room):
+        return None, True
     q = view.queue.name
     n = reservation(head)
     return Wait(
@@ -247,7 +255,7 @@ def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
         f"the running apps of {q} want {res(need)} above their floors and {_first(head, n)}"
         f" {'need' if n else 'needs'} {res(_commitment(head))}: more than the"
         f" {res(room.uncommitted)} left beside the admitted apps' drivers and floors"
-    )
+    ), False
 
 
 def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
@@ -341,13 +349,24 @@ GANG_CHECKS: dict[Admission, tuple[Check, ...]] = {
 
 def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
+    return verdict(view, head, path, room)[0]
+
+
+def verdict(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+            room: Room) -> tuple[Wait | None, bool]:
+    """The first check that fails (``defer_reason``), and for a head that passes them all
+    whether ``running_demand`` let it in ahead (``demand_verdict``, asked once)."""
     q = view.queue
     checks = mode_of(q).checks if head.gang is None else GANG_CHECKS[q.admission]
+    ahead = False
     for check in checks:
-        reason = check(view, head, path, room)
+        if check is running_demand:
+            reason, ahead = demand_verdict(view, head, room)
+        else:
+            reason = check(view, head, path, room)
         if reason is not None:
-            return reason
-    return None
+            return reason, False
+    return None, ahead
 
 
 def res(r: Resources) -> str:
