@@ -47,10 +47,12 @@ class AppRecord:
     # read several times for every changed app, and only ``reserved`` changes - or the spec,
     # when a soft gang falls back (``gang.phase``): then it is derived again.
     _floor_of: tuple = field(init=False, repr=False, compare=False)
+    _rank: Rank = field(init=False, repr=False, compare=False)  # ``rank`` at its last priority
 
     def __post_init__(self) -> None:
         self.app_id = self.spec.app_id
         self._derive()
+        self._rank = rank(self.priority, self.spec.seq, self.app_id)
 
     def _derive(self) -> None:
         spec = self.spec
@@ -77,8 +79,12 @@ class AppRecord:
 
     @property
     def rank(self) -> Rank:
-        """Its place in the engine's one order of apps (``rank``)."""
-        return rank(self.priority, self.spec.seq, self.spec.app_id)
+        """Its place in the engine's one order of apps (``rank``). Kept: read for every app
+        that moves, several times a cycle; built again when its priority changed."""
+        r = self._rank
+        if r[0] != -self.priority:
+            r = self._rank = rank(self.priority, self.spec.seq, self.app_id)
+        return r
 
     @property
     def on_books(self) -> bool:
