@@ -172,6 +172,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     nxt = dict.fromkeys(views, 0)
     waiting: dict[str, Wait] = {}
     held: dict[str, Wait] = {}
+    at: dict[str, AppSpec] = {}  # leaf -> its head, as ``pass_held`` last found it
 
     def pass_held(name: str) -> bool:
         """Move the leaf's head past the apps the cluster cannot hold now; False if none is
@@ -181,6 +182,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             head = view.pending[nxt[name]]
             wait = None if room.workers is None else held_now(head, path, room.workers)
             if wait is None:
+                at[name] = head
                 return True
             held[head.app_id] = wait
             nxt[name] += 1
@@ -192,7 +194,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         if not pass_held(name):
             del views[name]
             continue
-        head = view.pending[nxt[name]]
+        head = at[name]
         reason = defer_reason(view, head, tree.path[name], room)
         if reason is not None:
             waiting[name] = reason
@@ -205,9 +207,8 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     def head_key(leaf: str) -> Rank:
         key = heads.get(leaf)
         if key is None:
-            view = views[leaf]
-            head = view.pending[nxt[leaf]]
-            key = heads[leaf] = rank(view.priority_of[head.app_id], head.seq, head.app_id)
+            head = at[leaf]
+            key = heads[leaf] = rank(views[leaf].priority_of[head.app_id], head.seq, head.app_id)
         return key
 
     past = room.past_cores
@@ -247,7 +248,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             break
         name = best[root.name]
         view = views[name]
-        head = view.pending[nxt[name]]
+        head = at[name]
         path = tree.path[name]
         reason, goes_ahead = verdict(view, head, path, room)
         if reason is not None:
