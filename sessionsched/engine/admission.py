@@ -35,15 +35,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..model import Admission, AppSpec, Queue, Resources
+from ..model import AppSpec, Queue, Resources
 from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_MODES: re-exported
     ADMISSION_MODES,
     admitted_floor,
     defer_reason,
-    demand_fits,
     mode_of,
-    need_beside,
     reservation,
+    verdict,
 )
 from .books import AppRecord, whole
 from .budget import admission_slice
@@ -92,8 +91,11 @@ def weight_shares(root: Queue, active: Collection[str] | None = None) -> dict[st
     return out
 
 
+_NONE = Resources()
+
+
 def _no_need(leaf: str, priority: int) -> Resources:
-    return Resources()
+    return _NONE
 
 
 def _no_weight(leaf: str, priority: int) -> int:
@@ -170,6 +172,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     nxt = dict.fromkeys(views, 0)
     waiting: dict[str, Wait] = {}
     held: dict[str, Wait] = {}
+    at: dict[str, AppSpec] = {}  # leaf -> its head, as ``pass_held`` last found it
 
     def pass_held(name: str) -> bool:
         """Move the leaf's head past the apps the cluster cannot hold now; False if none is
@@ -179,6 +182,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             head = view.pending[nxt[name]]
             wait = None if room.workers is None else held_now(head, path, room.workers)
             if wait is None:
+                at[name] = head
                 return True
             held[head.app_id] = wait
             nxt[name] += 1
@@ -190,7 +194,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         if not pass_held(name):
             del views[name]
             continue
-        head = view.pending[nxt[name]]
+        head = at[name]
         reason = defer_reason(view, head, tree.path[name], room)
         if reason is not None:
             waiting[name] = reason
@@ -203,9 +207,8 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     def head_key(leaf: str) -> Rank:
         key = heads.get(leaf)
         if key is None:
-            view = views[leaf]
-            head = view.pending[nxt[leaf]]
-            key = heads[leaf] = rank(view.priority_of[head.app_id], head.seq, head.app_id)
+            head = at[leaf]
+            key = heads[leaf] = rank(views[leaf].priority_of[head.app_id], head.seq, head.app_id)
         return key
 
     past = room.past_cores
@@ -217,13 +220,21 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         share = used / tree.node[name].weight
         return (share, head_key(best[name]))
 
+    # queue -> its ``child_key``, taken when it is settled: an admission changes the usage and
+    # the head of the queues on its path only, which are settled again, so a parent compares
+    # its children's kept keys instead of computing ten of them at every step of the walk.
+    keys: dict[str, tuple] = {}
+    key_of = keys.__getitem__
+
     def settle(name: str) -> None:
         kids = tree.children[name]
         if not kids:
-            best[name] = name if name in views else None
-            return
-        live = [c for c in kids if best[c] is not None]
-        best[name] = best[min(live, key=child_key)] if live else None
+            leaf = best[name] = name if name in views else None
+        else:
+            live = [c for c in kids if best[c] is not None]
+            leaf = best[name] = best[min(live, key=key_of)] if live else None
+        if leaf is not None and name != root.name:  # the root is nobody's child
+            keys[name] = child_key(name)
 
     for name in tree.postorder:
         settle(name)
@@ -237,9 +248,9 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             break
         name = best[root.name]
         view = views[name]
-        head = view.pending[nxt[name]]
+        head = at[name]
         path = tree.path[name]
-        reason = defer_reason(view, head, path, room)
+        reason, goes_ahead = verdict(view, head, path, room)
         if reason is not None:
             waiting[name] = reason
             deferred[name] = (view, head, len(admitted))
@@ -249,8 +260,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             for node in path[:-1]:  # for ``_said_again``: parents that may fill up
                 if node.max_running_apps is not None:
                     limited_at[node.name] = len(admitted)
-            if (view.queue.admission is Admission.DEMAND and head.gang is None
-                    and not demand_fits(head, need_beside(view, head, room), room)):
+            if goes_ahead:
                 ahead.add(head.app_id)  # ``running_demand`` let it in ahead
                 room.ahead_in[name] = room.ahead_in.get(name, 0) + 1
             _spend(room, view, head, path)
@@ -287,36 +297,41 @@ def _said_again(wait: Wait, before: int, path: tuple[Queue, ...],
 def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -> None:
     view.starting += 1
     floor = admitted_floor(head, view.queue)
-    driver = head.driver if head.driver_in_cluster else Resources()
+    in_cluster = head.driver_in_cluster
+    driver = head.driver if in_cluster else _NONE
+    executor = head.executor
     reserve = mode_of(view.queue).reserves or head.gang is not None  # a gang's N: promised
-    hold = room.gangs.get(head.app_id)
+    hold = room.gangs.get(head.app_id) if room.gangs else None
     if hold is not None:  # its reservation becomes its driver and floor, spent below
         room.free, room.uncommitted = room.free + hold.held, room.uncommitted + hold.need
+    # Plain ints and dict look-ups: this runs for every admitted app, 200 a busy cycle.
+    driver_cores, floor_cores = head.driver.cores, floor * executor.cores
+    admitted_in, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in
     for node in path:
-        room.admitted_in[node.name] = room.admitted_in.get(node.name, 0) + 1
-        room.usage_cores[node.name] = room.usage_cores.get(node.name, 0.0) + head.driver.cores
-        room.floor_cores_in[node.name] = (
-            room.floor_cores_in.get(node.name, 0) + floor * head.executor.cores
-        )
-    if not head.driver_in_cluster:
+        name = node.name
+        admitted_in[name] = admitted_in.get(name, 0) + 1
+        usage[name] = usage.get(name, 0.0) + driver_cores
+        floors[name] = floors.get(name, 0) + floor_cores
+    if not in_cluster:
         room.driver_slots_free -= 1
     leaf = view.queue.name
-    room.drivers_in[leaf] = room.drivers_in.get(leaf, Resources()) + driver
+    room.drivers_in[leaf] = room.drivers_in.get(leaf, _NONE) + driver
     most = whole(head)
     if most is None:
         room.unbounded_in[leaf] = room.unbounded_in.get(leaf, 0) + 1
     else:
-        room.whole_in[leaf] = room.whole_in.get(leaf, Resources()) + Resources(*most)
-    first = head.executor.times(max(reservation(head) - floor, 0))
-    room.need_admitted[leaf] = room.need_admitted.get(leaf, Resources()) + first
-    if first != Resources():  # an app with a need has a fairshare weight (``NeedBook``)
+        room.whole_in[leaf] = room.whole_in.get(leaf, _NONE) + Resources(*most)
+    first = max(reservation(head) - floor, 0)
+    first_size = executor.times(first) if first else _NONE
+    if first_size != _NONE:  # an app with a need has a fairshare weight (``NeedBook``)
+        room.need_admitted[leaf] = room.need_admitted.get(leaf, _NONE) + first_size
         room.weight_admitted[leaf] = (room.weight_admitted.get(leaf, 0)
                                       + view.priority_of[head.app_id])
-    promised = head.executor.times(floor) if reserve else Resources()
-    room.free = room.free - driver - promised
-    if room.free_now is not None and head.driver_in_cluster:
+    floor_size = executor.times(floor) if floor else _NONE
+    room.free = room.free - driver - (floor_size if reserve else _NONE)
+    if room.free_now is not None and in_cluster:
         room.free_now.spend(driver, view.queue.node_sort)
-    room.uncommitted = room.uncommitted - driver - head.executor.times(floor)
+    room.uncommitted = room.uncommitted - driver - floor_size
 
 
 class PendingSpecs:

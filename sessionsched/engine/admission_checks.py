@@ -89,6 +89,8 @@ from .waits import Wait, WaitCode
 if TYPE_CHECKING:
     from .admission import LeafView, Room
 
+_NONE = Resources()  # shared: every check asks for "nothing" many times a cycle
+
 
 def reservation(spec: AppSpec) -> int:
     """Executors a ``reserve`` queue sets aside for an app until it holds them:
@@ -199,7 +201,7 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
     if not head.driver_in_cluster:
         return None
     q = view.queue
-    held = room.drivers_in.get(q.name, Resources())
+    held = room.drivers_in.get(q.name, _NONE)
     if held.cores <= 0 and held.mem_mib <= 0:
         return None  # a queue running no in-cluster driver may always start one (YARN's rule)
     share = room.weight_share.get(q.name, 1.0)
@@ -229,15 +231,23 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
     most = whole(head)
     if most is None or room.unbounded_in.get(leaf, 0):
         return False
-    held = room.whole_in.get(leaf, Resources())
+    held = room.whole_in.get(leaf, _NONE)
     return held.cores + most[0] <= reach and held.mem_mib + most[1] <= mem_reach
 
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                    room: Room) -> Wait | None:
+    return demand_verdict(view, head, room)[0]
+
+
+def demand_verdict(view: LeafView, head: AppSpec, room: Room) -> tuple[Wait | None, bool]:
+    """``running_demand``'s wait, and whether it lets the head in as the driver ahead (only
+    its first executors lack room): admission marks such an app ``ahead``."""
     need = need_beside(view, head, room)
-    if demand_fits(head, need, room) or _may_go_ahead(view, head, need, room):
-        return None
+    if demand_fits(head, need, room):
+        return None, False
+    if _may_go_ahead(view, head, need, room):
+        return None, True
     q = view.queue.name
     n = reservation(head)
     return Wait(
@@ -245,7 +255,7 @@ def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
         f"the running apps of {q} want {res(need)} above their floors and {_first(head, n)}"
         f" {'need' if n else 'needs'} {res(_commitment(head))}: more than the"
         f" {res(room.uncommitted)} left beside the admitted apps' drivers and floors"
-    )
+    ), False
 
 
 def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
@@ -253,8 +263,8 @@ def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
     (in a ``fairshare`` leaf: up to what they keep with the head in)."""
     q = view.queue.name
     priority = view.priority_of[head.app_id]
-    need = room.need_of(q, priority) + room.need_admitted.get(q, Resources())
-    if view.queue.policy is Policy.FAIRSHARE and need != Resources():
+    need = room.need_of(q, priority) + room.need_admitted.get(q, _NONE)
+    if view.queue.policy is Policy.FAIRSHARE and need != _NONE:
         weight = room.weight_of(q, priority) + room.weight_admitted.get(q, 0)
         need = _kept_beside(head, priority, need, weight, room)
     return need
@@ -272,7 +282,7 @@ def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) ->
     first executor (one per leaf)."""
     if room.ahead_in.get(view.queue.name, 0):
         return False
-    driver = head.driver if head.driver_in_cluster else Resources()
+    driver = head.driver if head.driver_in_cluster else _NONE
     return (driver + need).fits_in(room.uncommitted)
 
 
@@ -285,7 +295,7 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
     back only when its own share could not hold its first executors. Each app's real share is
     ``min(its need, its part)``; taking the part of the sum instead is never smaller, so never
     lets in a head that the exact division would keep out."""
-    driver = head.driver if head.driver_in_cluster else Resources()
+    driver = head.driver if head.driver_in_cluster else _NONE
     left = room.uncommitted - driver
     if weight <= 0 or left.cores <= 0:
         return need
@@ -339,13 +349,24 @@ GANG_CHECKS: dict[Admission, tuple[Check, ...]] = {
 
 def defer_reason(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
+    return verdict(view, head, path, room)[0]
+
+
+def verdict(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+            room: Room) -> tuple[Wait | None, bool]:
+    """The first check that fails (``defer_reason``), and for a head that passes them all
+    whether ``running_demand`` let it in ahead (``demand_verdict``, asked once)."""
     q = view.queue
     checks = mode_of(q).checks if head.gang is None else GANG_CHECKS[q.admission]
+    ahead = False
     for check in checks:
-        reason = check(view, head, path, room)
+        if check is running_demand:
+            reason, ahead = demand_verdict(view, head, room)
+        else:
+            reason = check(view, head, path, room)
         if reason is not None:
-            return reason
-    return None
+            return reason, False
+    return None, ahead
 
 
 def res(r: Resources) -> str:
@@ -371,6 +392,6 @@ def _holders(room: Room, path: tuple[Queue, ...]) -> str:
 
 
 def _commitment(spec: AppSpec) -> Resources:
-    driver = spec.driver if spec.driver_in_cluster else Resources()
+    driver = spec.driver if spec.driver_in_cluster else _NONE
     return driver + spec.executor.times(reservation(spec))
 

@@ -216,10 +216,11 @@ class Books:
             if rec.state.admitted:
                 # Most changes (grants, targets, executors) leave the claim as it was.
                 holds = self.workers.holds(rec.spec.executor) if self.workers.named else None
-                inputs = (rec.priority, rec.demand, rec.floor, guaranteed, rec.spec.queue, holds)
+                floor = rec.floor
+                inputs = (rec.priority, rec.demand, floor, guaranteed, rec.spec.queue, holds)
                 if self._claimed.get(app_id) != inputs:
                     self._claimed[app_id] = inputs
-                    self.arbiter.set_claim(self.claim_of(rec))
+                    self.arbiter.set_claim(self._claim(rec, floor, guaranteed, holds))
             elif self._claimed.pop(app_id, None) is not None:
                 self.arbiter.drop(app_id)
         self._touched |= self._dirty
@@ -290,24 +291,23 @@ class Books:
         return want if cap is None else min(want, cap)
 
     def claim_of(self, rec: AppRecord) -> Claim:
+        holds = self.workers.holds(rec.spec.executor) if self.workers.named else None
+        return self._claim(rec, rec.floor, self.guaranteed(rec), holds)
+
+    @staticmethod
+    def _claim(rec: AppRecord, floor: int, guaranteed: bool, holds: int | None) -> Claim:
+        """``claim_of`` from what ``sync`` has already read of the app."""
         spec = rec.spec
-        floor = rec.floor
         # An executor runs on one worker: no more than the workers hold, counted per worker
-        # (with no worker named, the capacity's sums that the arbiter divides say as much).
-        want = self._uncut_want(rec)
-        if self.workers.named:
-            want = min(want, self.workers.holds(spec.executor))
-        return Claim(
-            app_id=rec.app_id,
-            queue=spec.queue,
-            priority=rec.priority,
-            seq=spec.seq,
-            executor=spec.executor,
-            floor=min(floor, want),
-            want=want,
-            guaranteed=self.guaranteed(rec),
-            user=spec.user,
-        )
+        # (``holds``; with no worker named, None: the capacity's sums that the arbiter
+        # divides say as much).
+        want, cap = max(rec.demand, floor), spec.executor_cap
+        if cap is not None and cap < want:
+            want = cap
+        if holds is not None and holds < want:
+            want = holds
+        return Claim(rec.app_id, spec.queue, rec.priority, spec.seq, spec.executor,
+                     floor if floor < want else want, want, guaranteed, spec.user)
 
     def executor_capacity(self, capacity: Resources) -> Resources:
         """``capacity`` minus the in-cluster drivers of admitted apps and what reserving gangs

@@ -43,9 +43,22 @@ class AppRecord:
     ahead: bool = False  # admitted ahead of the room for its first executors (``admission``)
     reason: str = ""  # why it is waiting, or how it got its last state
     app_id: str = field(init=False)  # the spec's, read by every book for every change
+    # (spec, the spec's part of ``floor``: minExecutors or a gang's N, its cap): ``floor`` is
+    # read several times for every changed app, and only ``reserved`` changes - or the spec,
+    # when a soft gang falls back (``gang.phase``): then it is derived again.
+    _floor_of: tuple = field(init=False, repr=False, compare=False)
+    _rank: Rank = field(init=False, repr=False, compare=False)  # ``rank`` at its last priority
 
     def __post_init__(self) -> None:
         self.app_id = self.spec.app_id
+        self._derive()
+        self._rank = rank(self.priority, self.spec.seq, self.app_id)
+
+    def _derive(self) -> None:
+        spec = self.spec
+        gang = spec.gang  # a gang's N executors: its floor while it runs (docs/gangs.md)
+        least = spec.min_executors if gang is None else max(spec.min_executors, gang.executors)
+        self._floor_of = (spec, least, spec.executor_cap)
 
     @property
     def held(self) -> int:
@@ -55,17 +68,23 @@ class AppRecord:
     def floor(self) -> int:
         """Executors given before any share: max(minExecutors, outstanding reservation, a gang's
         N), never above what the app may hold (maxExecutors, spark.ego.slots.max)."""
-        n = max(self.spec.min_executors, self.reserved)
-        gang = self.spec.gang
-        if gang is not None:  # a gang's N executors: its floor while it runs (docs/gangs.md)
-            n = max(n, gang.executors)
-        cap = self.spec.executor_cap
-        return n if cap is None else min(n, cap)
+        spec, least, cap = self._floor_of
+        if spec is not self.spec:
+            self._derive()
+            spec, least, cap = self._floor_of
+        n = self.reserved
+        if n < least:
+            n = least
+        return n if cap is None or n <= cap else cap
 
     @property
     def rank(self) -> Rank:
-        """Its place in the engine's one order of apps (``rank``)."""
-        return rank(self.priority, self.spec.seq, self.spec.app_id)
+        """Its place in the engine's one order of apps (``rank``). Kept: read for every app
+        that moves, several times a cycle; built again when its priority changed."""
+        r = self._rank
+        if r[0] != -self.priority:
+            r = self._rank = rank(self.priority, self.spec.seq, self.app_id)
+        return r
 
     @property
     def on_books(self) -> bool:
@@ -141,85 +160,109 @@ def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     the ``whole`` app (or, if uncapped, that it is ``unbounded``). An ended app still holding
     executors counts only those executors.
     """
+    return Totals._make(_counts(rec, guaranteed))
+
+
+def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
+    """``contribution`` as a plain tuple in ``Totals``' field order: the ledger's refresh runs
+    for every changed app, several hundred a busy cycle, and a positional tuple costs a
+    fraction of a named tuple built by keyword."""
     spec = rec.spec
     size = spec.executor
+    cores, mem = size.cores, size.mem_mib
     held = len(rec.executors)
     state = rec.state
     if not state.admitted:
-        return Totals(
-            members=1,
-            committed_cores=held * size.cores,
-            committed_mem_mib=held * size.mem_mib,
-            executor_cores=held * size.cores,
-            executor_mem_mib=held * size.mem_mib,
-            demand_cores=rec.demand * size.cores,
-        )
+        return (1, 0, 0, 0, 0, 0, 0, 0, 0, held * cores, held * mem, 0, held * cores,
+                held * mem, rec.demand * cores, 0, 0, 0, 0, 0, 0)
     floor = rec.floor
-    promised = max(held, rec.grant, floor if guaranteed else 0)
-    in_cluster = spec.driver_in_cluster
-    alone = in_cluster and works_alone(rec)
-    most = whole(spec)
-    return Totals(
-        members=1,
-        live=1,
-        starting=int(state is AppState.STARTING),
-        running=int(state is AppState.RUNNING),
-        client_drivers=0 if in_cluster else 1,
-        driver_cores=spec.driver.cores if in_cluster else 0,
-        driver_mem_mib=spec.driver.mem_mib if in_cluster else 0,
-        floor_cores=floor * size.cores,
-        floor_mem_mib=floor * size.mem_mib,
-        committed_cores=promised * size.cores,
-        committed_mem_mib=promised * size.mem_mib,
-        usage_cores=max(held, rec.grant) * size.cores + spec.driver.cores,
-        executor_cores=held * size.cores,
-        executor_mem_mib=held * size.mem_mib,
-        demand_cores=rec.demand * size.cores,
-        alone_driver_cores=spec.driver.cores if alone else 0,
-        alone_driver_mem_mib=spec.driver.mem_mib if alone else 0,
-        whole_cores=most[0] if most else 0,
-        whole_mem_mib=most[1] if most else 0,
-        unbounded=0 if most else 1,
-        ahead=int(state is AppState.STARTING and rec.ahead and not held),
+    grant = rec.grant
+    promised = max(held, grant, floor if guaranteed else 0)
+    driver = spec.driver
+    starting = state is AppState.STARTING
+    if spec.driver_in_cluster:
+        client, d_cores, d_mem = 0, driver.cores, driver.mem_mib
+        alone = works_alone(rec)
+    else:
+        client, d_cores, d_mem, alone = 1, 0, 0, False
+    cap = spec.executor_cap
+    if cap is None:
+        whole_cores = whole_mem = 0
+        unbounded = 1
+    else:
+        whole_cores, whole_mem, unbounded = cap * cores + d_cores, cap * mem + d_mem, 0
+    return (
+        1, 1, int(starting), int(state is AppState.RUNNING), client, d_cores, d_mem,
+        floor * cores, floor * mem, promised * cores, promised * mem,
+        max(held, grant) * cores + driver.cores, held * cores, held * mem, rec.demand * cores,
+        driver.cores if alone else 0, driver.mem_mib if alone else 0,
+        whole_cores, whole_mem, unbounded, int(starting and rec.ahead and not held),
     )
 
 
+_USAGE = Totals._fields.index("usage_cores")
+
+
 class Ledger:
-    """Totals over all apps on the books, and per leaf queue."""
+    """Totals over all apps on the books, and per leaf queue.
+
+    Kept as plain lists of ints, changed in place by each app's difference; the ``Totals``
+    read (``total``, ``leaf``) are built when asked after a change, once."""
 
     def __init__(self) -> None:
-        self.total = NOTHING
-        self.by_leaf: dict[str, Totals] = {}
-        self._last: dict[str, Totals] = {}  # app -> its contribution (its leaf never changes)
+        self._total = list(NOTHING)
+        self._leaves: dict[str, list[int]] = {}
+        self._frozen: dict[str | None, Totals] = {}  # leaf (None: the total) -> as last read
+        self._last: dict[str, tuple[int, ...]] = {}  # app -> its counts (its leaf never changes)
 
     def refresh(self, rec: AppRecord, guaranteed: bool) -> None:
         """Take the app's previous contribution out and its current one (if any) in."""
-        new = contribution(rec, guaranteed) if rec.on_books else None
+        new = _counts(rec, guaranteed) if rec.on_books else None
         app_id = rec.app_id
         old = self._last.get(app_id)
         if new == old:
             return
         leaf = rec.spec.queue
+        sums = self._leaves.get(leaf)
+        if sums is None:
+            sums = self._leaves[leaf] = list(NOTHING)
         # One difference, added to both sums.
         if old is None:
-            change = new
+            old = NOTHING
             self._last[app_id] = new
         elif new is None:
-            change = NOTHING.minus(old)
+            new = NOTHING
             del self._last[app_id]
         else:
-            change = new.minus(old)
             self._last[app_id] = new
-        self.total = self.total.plus(change)
-        self.by_leaf[leaf] = self.by_leaf.get(leaf, NOTHING).plus(change)
+        total = self._total
+        for i, (now, was) in enumerate(zip(new, old, strict=True)):
+            if now != was:  # a change moves a few of the counts: only those are added
+                total[i] += now - was
+                sums[i] += now - was
+        frozen = self._frozen
+        frozen.pop(None, None)
+        frozen.pop(leaf, None)
+
+    @property
+    def total(self) -> Totals:
+        t = self._frozen.get(None)
+        if t is None:
+            t = self._frozen[None] = Totals._make(self._total)
+        return t
 
     def leaf(self, name: str) -> Totals:
-        return self.by_leaf.get(name, NOTHING)
+        t = self._frozen.get(name)
+        if t is None:
+            sums = self._leaves.get(name)
+            t = NOTHING if sums is None else Totals._make(sums)
+            self._frozen[name] = t
+        return t
 
     def usage_of(self, app_id: str) -> int:
         """An app's ``usage_cores`` as counted now (0 when it is not on the books)."""
         last = self._last.get(app_id)
-        return 0 if last is None else last.usage_cores
+        return 0 if last is None else last[_USAGE]
 
     @staticmethod
     def recount(records: Iterable[tuple[AppRecord, bool]]) -> Totals:

@@ -95,7 +95,10 @@ class NeedBook:
             had_cores, had_mem, had_n = sums.get(priority, (0, 0, 0))
             sums[priority] = (had_cores + cores, had_mem + mem, had_n + 1)
             if not had_n:
-                self._priorities.setdefault(leaf, SortedList()).add(priority)
+                order = self._priorities.get(leaf)
+                if order is None:  # not ``setdefault``: a SortedList is dear to build
+                    order = self._priorities[leaf] = SortedList()
+                order.add(priority)
             self._answer(leaf, priority, cores, mem, 1)
             self._last[rec.app_id] = new
 

@@ -71,7 +71,10 @@ class Arbiter:
             self._remove(old)
         self._claims[c.app_id] = self._held[c.app_id] = c
         self._ranked.add(by_priority_then_seq(c))
-        self._books.setdefault(c.queue, LeafBook()).add(c)
+        book = self._books.get(c.queue)
+        if book is None:  # not ``setdefault``: a LeafBook (and its SortedList) is dear to build
+            book = self._books[c.queue] = LeafBook()
+        book.add(c)
         self._floors.add(c)
 
     def drop(self, app_id: str) -> None:

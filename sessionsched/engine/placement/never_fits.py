@@ -58,9 +58,14 @@ def _what(spec: AppSpec, n: int) -> str:
 def never_fits(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> str | None:
     """The first reason (module doc) ``spec`` cannot run on ``workers`` under the queues of
     ``path`` (root first), as one line with the numbers; None when it fits. What depends on
-    the workers alone is memoised per app id on ``workers`` (admission asks every cycle)."""
+    the workers is memoised on ``workers`` per shape of app (admission asks every cycle, of
+    every new head): what ``_on_workers`` reads of it."""
     n = first_executors(spec, path[-1]) if path else reservation(spec)
-    sizes, count = workers.memo(spec, spec.app_id, n, lambda: _on_workers(spec, n, workers))
+    gang = spec.gang
+    shape = (spec.driver if spec.driver_in_cluster else None, spec.executor,
+             spec.executor_cap != 0, n, spec.min_executors,
+             None if gang is None else gang.executors)
+    sizes, count = workers.memo(shape, lambda: _on_workers(spec, n, workers))
     if sizes is not None:
         return sizes
     cores = n * spec.executor.cores

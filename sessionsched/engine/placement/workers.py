@@ -19,13 +19,13 @@ cluster of one size costs what a one-worker cluster does (``benchmarks/engine_cy
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from ...model import Resources, Worker
 
 _NONE = Resources()
 UNBOUNDED = 1 << 40  # executors of no size: as many as anyone asks
-MEMO_APPS = 100_000  # per-app answers kept (``memo``); past it they are forgotten and redone
+MEMO_SHAPES = 10_000  # answers kept (``memo``); past it they are forgotten and redone
 
 
 def per_worker(size: Resources, executor: Resources) -> int:
@@ -55,7 +55,7 @@ class Workers:
         self._holds: dict[Resources, int] = {}
         self._fits: dict[Resources, bool] = {}
         self._beside: dict[tuple[Resources, Resources], int] = {}
-        self._apps: dict[str, tuple] = {}  # app id -> (spec, n, answer): ``memo``
+        self._shapes: dict[Hashable, tuple] = {}  # an app's shape -> ``memo``'s answer
 
     @property
     def signature(self) -> tuple[tuple[Resources, int], ...]:
@@ -90,19 +90,17 @@ class Workers:
             hit = self._beside[key] = min(hit, UNBOUNDED)
         return hit
 
-    def memo(self, spec: object, app_id: str, n: int, answer: Callable[[], tuple]) -> tuple:
-        """``answer()``, kept per app while it is asked of the same ``spec`` object (the
-        engine keeps one per app) and ``n`` (its first executors, which its queue's admission
-        mode decides). An app without an id (a submission not yet stored) is not kept. At most
-        ``MEMO_APPS`` answers: then they start again."""
-        if not app_id:
-            return answer()
-        hit = self._apps.get(app_id)
-        if hit is None or hit[0] is not spec or hit[1] != n:
-            if len(self._apps) >= MEMO_APPS:
-                self._apps.clear()
-            hit = self._apps[app_id] = (spec, n, answer())
-        return hit[2]
+    def memo(self, shape: Hashable, answer: Callable[[], tuple]) -> tuple:
+        """``answer()``, kept per ``shape``: everything of an app the answer depends on besides
+        the workers (``never_fits``: its driver, executor, cap and first executors), so every
+        app of one shape shares one answer - a burst's new heads pay a look-up, not a check. At
+        most ``MEMO_SHAPES`` answers: then they start again."""
+        hit = self._shapes.get(shape)
+        if hit is None:
+            if len(self._shapes) >= MEMO_SHAPES:
+                self._shapes.clear()
+            hit = self._shapes[shape] = answer()
+        return hit
 
     def describe(self) -> str:
         """The workers in a few words: ``2 workers of 4 cores/8192 MiB``."""
