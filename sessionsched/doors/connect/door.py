@@ -28,6 +28,14 @@ Each call, in order:
    failed, released) are answered FAILED_PRECONDITION naming the app's end, which the client
    does not retry.
 
+Steps 2-3 are done in full once per session and caller (``Route``: the caller, the driver's
+address): the session's next calls by the same caller still have their token identified (a
+revoked token is refused) and the app read (an ended app is refused, a driver not up goes
+the full way again), but not the owner's check, the pool or the wait again. A small query is
+several calls (``AnalyzePlan``, ``Config``, ``ExecutePlan`` of several messages, and the
+client's ``ReleaseExecute`` after each message): docs/results.md, section 4, says where the
+door's time per call goes.
+
 ``ReleaseSession`` (the client's ``spark.stop()``) is forwarded; the driver stops when its
 last session is released and the app ends FINISHED. Released before its driver runs, the
 session's app is killed. A session never seen gets the answer without an app.
@@ -43,6 +51,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -51,7 +60,7 @@ import grpc
 from sessionsched.config import ConnectSection, TlsSection
 from sessionsched.doors.connect import wire
 from sessionsched.doors.connect.metrics import SessionsCollector
-from sessionsched.doors.connect.sessions import POOL, Ended, Session, Sessions, Waiting
+from sessionsched.doors.connect.sessions import POOL, TAKES_CALLS, Ended, Session, Sessions, Waiting
 from sessionsched.operations import auth
 from sessionsched.operations.callers import bearer
 from sessionsched.operations.outcomes import Kind, Outcome
@@ -76,6 +85,18 @@ def _refusal(out: Outcome) -> Refusal:
     return Refusal(STATUS.get(out.kind, grpc.StatusCode.UNAVAILABLE), out.message)
 
 
+Metadata = tuple[tuple[str, str | bytes], ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    """A session's call routed in full: who called and where its driver listens, kept so that
+    the session's next calls by the same caller skip what cannot have changed (the owner's
+    check, the pool, the wait for the driver's address)."""
+    caller: auth.Caller
+    address: str
+
+
 class ConnectDoor:
     def __init__(self, ops: Operations, section: ConnectSection, host: str,
                  tls: TlsSection | None = None):
@@ -85,6 +106,8 @@ class ConnectDoor:
         self.tls = tls
         self.sessions = Sessions(ops, section.hold_s, section.idle_timeout_s)
         self.channels: dict[str, grpc.aio.Channel] = {}
+        self.stubs: dict[tuple[str, str], object] = {}  # (address, method) -> multi-callable
+        self.routes: dict[str, Route] = {}  # session id -> its last call's route
         self.pooled: set[str] = set()  # sessions whose pool their driver has been told
         self.server: grpc.aio.Server | None = None
 
@@ -115,15 +138,19 @@ class ConnectDoor:
 
     # --- one call -----------------------------------------------------------------------------
 
-    async def route(self, method: wire.Method, first: bytes,
-                    context: grpc.aio.ServicerContext) -> tuple[Session | None, str | None,
-                                                                wire.Params]:
-        """(the session, its driver's address, the call's params); (None, None, params) for
-        ``ReleaseSession`` of a session that has no driver (answered by the door)."""
-        p = wire.params(context.invocation_metadata())
+    async def route(self, method: wire.Method, first: bytes, context: grpc.aio.ServicerContext,
+                    ) -> tuple[Session | None, str | None, Metadata]:
+        """(the session, its driver's address, the metadata to forward); (None, None, ...) for
+        ``ReleaseSession`` of a session that has no driver (answered by the door).
+
+        Every call: the request's session and user read, the token identified (a revoked one
+        is refused at once), the user checked, the app read (an ended one is refused). A
+        session's call whose caller is its last routed call's skips the rest (``Route``)."""
+        metadata = context.invocation_metadata()
         try:
             r = wire.routing(method, first)
-            token = bearer(p.authorization)
+            authorization, forwarded = wire.forwarded(metadata)
+            token = bearer(authorization)
         except wire.BadRequest as e:
             raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
         except auth.Unauthorized as e:
@@ -138,11 +165,32 @@ class ConnectDoor:
             raise Refusal(grpc.StatusCode.PERMISSION_DENIED,
                           f"user_id {r.user_id!r} is not the token's user ({caller.user}): set "
                           f"user_id={caller.user} in the connection string")
-        user = caller.user if self.ops.auth_on else (r.user_id or caller.user)
         release = method.path == wire.RELEASE_SESSION
+        known = None if release else self.routes.get(r.session_id)
+        if known is not None and known.caller == caller:
+            s = self.sessions.find(r.session_id)
+            try:
+                app = self.sessions.check_live(s)
+            except Ended as e:
+                await self.forget(s)
+                raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(e)) from None
+            if app is not None and app.state in TAKES_CALLS:
+                return s, known.address, forwarded
+        s, address = await self._route(method, r, caller, metadata, context, release)
+        if s is not None and not release:
+            self.routes[s.session_id] = Route(caller, address)
+        return s, address, forwarded
+
+    async def _route(self, method: wire.Method, r: wire.Routing, caller: auth.Caller,
+                     metadata, context: grpc.aio.ServicerContext, release: bool,
+                     ) -> tuple[Session | None, str | None]:
+        """A call routed in full: its session found or opened, the caller's right to it, its
+        driver waited for (``ready``), its pool set."""
+        p = wire.params(metadata)
+        user = caller.user if self.ops.auth_on else (r.user_id or caller.user)
         s = self.sessions.find(r.session_id)
         if s is None and release:
-            return None, None, p
+            return None, None
         if s is None:
             s, refused = await self.sessions.open(caller, context.peer(), r.session_id, user,
                                                   p.queue, p.priority, p.conf)
@@ -153,15 +201,16 @@ class ConnectDoor:
             if not allowed.ok and allowed.kind is not Kind.NOT_FOUND:
                 raise _refusal(allowed)
         if release:
+            self.routes.pop(s.session_id, None)
             last = self.sessions.release(s)
             app = self.ops.app(s.app_id)
             if app is not None and app.state.terminal:
-                return None, None, p  # ended already: nothing to release
+                return None, None  # ended already: nothing to release
             if self.sessions.address(s) is None:
                 if last:  # a driver shared with the user's other sessions stays
                     self.ops.request_kill(caller, s.app_id, actor=f"{caller.actor} (Connect "
                                           "ReleaseSession before its driver started)")
-                return None, None, p
+                return None, None
         try:
             address = await self.sessions.ready(s)
         except Waiting as e:
@@ -170,17 +219,17 @@ class ConnectDoor:
             await self.forget(s)
             raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(e)) from None
         if s.pool is not None and s.session_id not in self.pooled and not release:
-            await self.set_pool(s, address, r, p)
-        return s, address, p
+            await self.set_pool(s, address, r, p.forwarded)
+        return s, address
 
     async def set_pool(self, s: Session, address: str, r: wire.Routing,
-                       p: wire.Params) -> None:
+                       forwarded: Metadata) -> None:
         """A session of a driver shared per user: its own fair scheduler pool, set as its
         ``spark.scheduler.pool`` before its first call (Spark copies a session's settings into
         its jobs' local properties, where the fair scheduler reads the pool)."""
         request = wire.set_config(s.session_id, r.user_id, {POOL: s.pool})
         try:
-            await self.channel(address).unary_unary(wire.CONFIG)(request, metadata=p.forwarded)
+            await self.stub(address, wire.CONFIG, "unary_unary")(request, metadata=forwarded)
         except grpc.aio.AioRpcError as e:
             raise self.upstream_failed(s, e) or Refusal(
                 e.code(), f"Connect session {s.session_id}: setting its pool {s.pool}: "
@@ -189,8 +238,11 @@ class ConnectDoor:
 
     async def forget(self, s: Session) -> None:
         """An ended session's channel to its (gone) driver is closed."""
+        self.routes.pop(s.session_id, None)
         address = self.sessions.address(s)
         channel = self.channels.pop(address, None) if address else None
+        for key in [k for k in self.stubs if k[0] == address]:
+            del self.stubs[key]
         if channel is not None:
             await channel.close()
 
@@ -201,6 +253,14 @@ class ConnectDoor:
                 address, options=[("grpc.max_receive_message_length", -1),
                                   ("grpc.max_send_message_length", -1)])
         return ch
+
+    def stub(self, address: str, path: str, kind: str):
+        """The driver's multi-callable for a method (``kind``: the channel's factory of it),
+        made once per driver and method."""
+        call = self.stubs.get((address, path))
+        if call is None:
+            call = self.stubs[address, path] = getattr(self.channel(address), kind)(path)
+        return call
 
     def upstream_failed(self, s: Session, e: grpc.aio.AioRpcError) -> Refusal | None:
         """The door's own answer when the driver's call failed because the app has ended (a
@@ -226,58 +286,59 @@ async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
 
 
 class _Handler(grpc.GenericRpcHandler):
-    """One method handler per Spark Connect method, bytes in and out."""
+    """One method handler per Spark Connect method, bytes in and out, made once."""
 
     def __init__(self, door: ConnectDoor):
-        self.door = door
+        self.handlers = {path: _method_handler(door, m) for path, m in wire.METHODS.items()}
 
     def service(self, details: grpc.HandlerCallDetails):
-        method = wire.METHODS.get(details.method)
-        if method is None:
-            return None  # UNIMPLEMENTED
-        # partials, not lambdas: grpc.aio tells coroutines and async generators by their
-        # function (a partial is unwrapped, a lambda is not)
-        args = (self.door, method)
-        if method.client_streaming and method.server_streaming:
-            return grpc.stream_stream_rpc_method_handler(partial(_stream_both, *args))
-        if method.client_streaming:
-            return grpc.stream_unary_rpc_method_handler(partial(_stream_up, *args))
-        if method.server_streaming:
-            return grpc.unary_stream_rpc_method_handler(partial(_stream_down, *args))
-        return grpc.unary_unary_rpc_method_handler(partial(_unary, *args))
+        return self.handlers.get(details.method)  # None: UNIMPLEMENTED
+
+
+def _method_handler(door: ConnectDoor, method: wire.Method) -> grpc.RpcMethodHandler:
+    # partials, not lambdas: grpc.aio tells coroutines and async generators by their function
+    # (a partial is unwrapped, a lambda is not)
+    args = (door, method)
+    if method.client_streaming and method.server_streaming:
+        return grpc.stream_stream_rpc_method_handler(partial(_stream_both, *args))
+    if method.client_streaming:
+        return grpc.stream_unary_rpc_method_handler(partial(_stream_up, *args))
+    if method.server_streaming:
+        return grpc.unary_stream_rpc_method_handler(partial(_stream_down, *args))
+    return grpc.unary_unary_rpc_method_handler(partial(_unary, *args))
 
 
 async def _unary(door: ConnectDoor, method: wire.Method, request: bytes, context) -> bytes:
     try:
-        s, address, p = await door.route(method, request, context)
+        s, address, forwarded = await door.route(method, request, context)
     except Refusal as e:
         await _abort(context, e)
     if s is None:
         return wire.release_session_response(wire.routing(method, request).session_id)
-    call = door.channel(address).unary_unary(method.path)
+    call = door.stub(address, method.path, "unary_unary")
     try:
-        return await call(request, metadata=p.forwarded, timeout=context.time_remaining())
+        return await call(request, metadata=forwarded, timeout=context.time_remaining())
     except grpc.aio.AioRpcError as e:
         await _abort(context, door.upstream_failed(s, e) or e)
 
 
 async def _stream_down(door: ConnectDoor, method: wire.Method, request: bytes,
-                       context) -> AsyncIterator[bytes]:
+                       context) -> None:
     try:
-        s, address, p = await door.route(method, request, context)
+        s, address, forwarded = await door.route(method, request, context)
     except Refusal as e:
         await _abort(context, e)
-    call = door.channel(address).unary_stream(method.path)(
-        request, metadata=p.forwarded, timeout=context.time_remaining())
-    async for response in _relay(door, s, call, context):
-        yield response
+    call = door.stub(address, method.path, "unary_stream")(
+        request, metadata=forwarded, timeout=context.time_remaining())
+    await _relay(door, s, call, context)
 
 
-async def _relay(door: ConnectDoor, s, call, context) -> AsyncIterator[bytes]:
-    """The driver's answers of a streaming call, as they come; its failure told the client."""
+async def _relay(door: ConnectDoor, s, call, context) -> None:
+    """The driver's answers of a streaming call written to the client as they come (read and
+    written one by one: no async generator between them); its failure told the client."""
     try:
-        async for response in call:
-            yield response
+        while (response := await call.read()) is not grpc.aio.EOF:
+            await context.write(response)
     except grpc.aio.AioRpcError as e:
         await _abort(context, door.upstream_failed(s, e) or e)
     finally:
@@ -303,24 +364,22 @@ async def _first(method: wire.Method, requests) -> tuple[bytes, AsyncIterator[by
 async def _stream_up(door: ConnectDoor, method: wire.Method, requests, context) -> bytes:
     try:
         first, all_of_them = await _first(method, requests)
-        s, address, p = await door.route(method, first, context)
+        s, address, forwarded = await door.route(method, first, context)
     except Refusal as e:
         await _abort(context, e)
-    call = door.channel(address).stream_unary(method.path)
+    call = door.stub(address, method.path, "stream_unary")
     try:
-        return await call(all_of_them, metadata=p.forwarded, timeout=context.time_remaining())
+        return await call(all_of_them, metadata=forwarded, timeout=context.time_remaining())
     except grpc.aio.AioRpcError as e:
         await _abort(context, door.upstream_failed(s, e) or e)
 
 
-async def _stream_both(door: ConnectDoor, method: wire.Method, requests,
-                       context) -> AsyncIterator[bytes]:
+async def _stream_both(door: ConnectDoor, method: wire.Method, requests, context) -> None:
     try:
         first, all_of_them = await _first(method, requests)
-        s, address, p = await door.route(method, first, context)
+        s, address, forwarded = await door.route(method, first, context)
     except Refusal as e:
         await _abort(context, e)
-    call = door.channel(address).stream_stream(method.path)(
-        all_of_them, metadata=p.forwarded, timeout=context.time_remaining())
-    async for response in _relay(door, s, call, context):
-        yield response
+    call = door.stub(address, method.path, "stream_stream")(
+        all_of_them, metadata=forwarded, timeout=context.time_remaining())
+    await _relay(door, s, call, context)

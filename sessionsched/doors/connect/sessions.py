@@ -48,6 +48,7 @@ POLL_S = 0.1
 DRIVER = Path(__file__).resolve().parents[2] / "connect_driver.py"
 POOL = "spark.scheduler.pool"
 LIVE = (AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING)
+TAKES_CALLS = (AppState.STARTING, AppState.RUNNING)  # with its address known: its driver's up
 audit = logging.getLogger("sessionsched.audit")
 
 
@@ -241,7 +242,7 @@ class Sessions:
         deadline = time.monotonic() + (self.hold_s if hold_s is None else hold_s)
         while True:
             app = self.check_live(s)
-            running = app is not None and app.state in (AppState.STARTING, AppState.RUNNING)
+            running = app is not None and app.state in TAKES_CALLS
             address = self.address(s) if running else None
             if address is not None:
                 return address

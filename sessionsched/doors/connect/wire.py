@@ -89,24 +89,34 @@ class Params:
     forwarded: tuple[tuple[str, str], ...] = ()
 
 
+def forwarded(metadata) -> tuple[str | None, tuple[tuple[str, str | bytes], ...]]:
+    """(the call's ``authorization``, the metadata its driver gets): all a call of a session
+    already routed reads of its metadata (``params`` reads the rest, when a session opens)."""
+    authorization = None
+    out = []
+    for key, value in metadata or ():
+        if isinstance(value, bytes):  # "-bin" keys: forwarded as they came
+            out.append((key, value))
+        elif key == "authorization":
+            authorization = value if authorization is None else authorization
+        elif key not in NOT_FORWARDED and not key.startswith(":"):
+            out.append((key, value))
+    return authorization, tuple(out)
+
+
 def params(metadata) -> Params:
     """A call's metadata, read (module doc)."""
     md: dict[str, str] = {}
-    forwarded = []
     for key, value in metadata or ():
-        if isinstance(value, bytes):  # "-bin" keys: forwarded as they came
-            forwarded.append((key, value))
-            continue
-        md.setdefault(key, value)
-        if key not in NOT_FORWARDED and not key.startswith(":"):
-            forwarded.append((key, value))
+        if not isinstance(value, bytes):
+            md.setdefault(key, value)
 
     def first(keys: tuple[str, ...]) -> str | None:
         return next((md[k] for k in keys if md.get(k)), None)
 
     conf = {k: v for k, v in md.items() if k.startswith("spark.") and k not in NOT_CONF}
     return Params(md.get("authorization"), first(QUEUE_KEYS), first(PRIORITY_KEYS), conf,
-                  tuple(forwarded))
+                  forwarded(metadata)[1])
 
 
 def release_session_response(session_id: str) -> bytes:

@@ -1,0 +1,173 @@
+"""The Connect door's calls to a running session, each checked again though its route is kept
+(``door.Route``): on a scheduler with tokens on the memory backend, the session's app "runs"
+and its driver is a stand-in (a gRPC server in a process of its own, stopped by PID) whose
+address is written where a real driver writes it. Repeated calls reach the driver and a
+stream's messages pass in order; a token revoked between two calls, another user's token and
+a kill between two calls are refused at the next call; an admin's call and the owner's next
+one both pass. The real driver and client are tests/doors/test_connect.py's (marker cluster)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sessionsched import tokens
+from sessionsched.backends import procs
+from sessionsched.commands._serverproc import ServerProcess
+from tests.sparkcluster import free_port, wait_until
+
+pytest.importorskip("pyspark.sql.connect.proto")
+
+import grpc  # noqa: E402
+from pyspark.sql.connect.proto import base_pb2  # noqa: E402
+
+SERVICE = "/spark.connect.SparkConnectService"
+STREAMED = 3  # the stand-in's ExecutePlan answers this many messages
+STAND_IN = '''
+import asyncio, sys, grpc
+from pyspark.sql.connect.proto import base_pb2
+sid = sys.argv[2]
+CONFIG = base_pb2.ConfigResponse(session_id=sid, server_side_session_id="stand-in"
+                                 ).SerializeToString()
+async def config(request, context):
+    return CONFIG
+async def execute(request, context):
+    for i in range(int(sys.argv[3])):
+        yield base_pb2.ExecutePlanResponse(session_id=sid, response_id=f"r{i}"
+                                           ).SerializeToString()
+class H(grpc.GenericRpcHandler):
+    def service(self, details):
+        if details.method.endswith("/ExecutePlan"):
+            return grpc.unary_stream_rpc_method_handler(execute)
+        return grpc.unary_unary_rpc_method_handler(config)
+async def main():
+    s = grpc.aio.server()
+    s.add_generic_rpc_handlers((H(),))
+    s.add_insecure_port(f"127.0.0.1:{sys.argv[1]}")
+    await s.start()
+    print("ready", flush=True)
+    await s.wait_for_termination()
+asyncio.run(main())
+'''
+# the memory backend's driver works an hour; its agent reports nothing
+METADATA = (("queue", "default"), ("spark.sessionsched.memory.work", "0"),
+            ("spark.sessionsched.memory.startup", "3600"))
+
+
+@dataclass
+class Door:
+    server: ServerProcess
+    port: int
+    tokens_file: Path
+    made: dict[str, str]
+    session_id: str
+
+    def call(self, user: str, method: str = "Config", token: str | None = None) -> list[bytes]:
+        """The answers to one call as ``user`` (its token unless ``token``) on the session."""
+        creds = grpc.composite_channel_credentials(
+            grpc.local_channel_credentials(),
+            grpc.access_token_call_credentials(token or self.made[user]))
+        ctx = base_pb2.UserContext(user_id=user)
+        with grpc.secure_channel(f"localhost:{self.port}", creds) as channel:
+            if method == "Config":
+                request = base_pb2.ConfigRequest(session_id=self.session_id, user_context=ctx)
+                request.operation.get_all.SetInParent()
+                return [channel.unary_unary(f"{SERVICE}/Config")(
+                    request.SerializeToString(), metadata=METADATA, timeout=60)]
+            request = base_pb2.ExecutePlanRequest(session_id=self.session_id, user_context=ctx)
+            return list(channel.unary_stream(f"{SERVICE}/ExecutePlan")(
+                request.SerializeToString(), metadata=METADATA, timeout=60))
+
+    def refused(self, user: str, token: str | None = None) -> tuple[grpc.StatusCode, str]:
+        with pytest.raises(grpc.RpcError) as e:
+            self.call(user, token=token)
+        return e.value.code(), e.value.details()
+
+    def app(self) -> dict:
+        (app,) = httpx.get(f"{self.server.url}/api/v1/apps", timeout=10,
+                           headers={"Authorization": f"Bearer {self.made['root']}"}).json()
+        return app
+
+
+@pytest.fixture
+def door(tmp_path) -> Iterator[Door]:
+    path = tmp_path / "tokens.json"
+    made = {u: tokens.create(path, u, "admin" if u == "root" else "user")
+            for u in ("alice", "bob", "root")}
+    sid = str(uuid.uuid4())
+    driver_port = free_port()
+    stand_in = subprocess.Popen([sys.executable, "-c", STAND_IN, str(driver_port), sid,
+                                 str(STREAMED)],
+                                stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    server = None
+    try:
+        assert stand_in.stdout.readline().strip() == b"ready"
+        state = tmp_path / "state"
+        (state / "connect").mkdir(parents=True)
+        (state / "connect" / f"{sid}.port").write_text(f"127.0.0.1:{driver_port}")
+        port = free_port({driver_port})
+        config = {
+            "server": {"state_dir": str(state), "cycle_ms": 50,
+                       "port": free_port({driver_port, port})},
+            "cluster": {"backend": "memory", "workers": 1, "cores": 4},
+            "auth": {"mode": "tokens", "tokens_file": str(path), "run_as_root": True},
+            "connect": {"port": port, "hold_s": 60},
+        }
+        server = ServerProcess.start(config, tmp_path / "server")
+        yield Door(server, port, path, made, sid)
+    finally:
+        if server is not None:
+            server.stop()
+        procs.stop_group(procs.identify(stand_in.pid), grace_s=5)
+
+
+def test_a_running_sessions_calls_reach_its_driver_and_a_stream_passes_in_order(door):
+    answer = base_pb2.ConfigResponse(session_id=door.session_id,
+                                     server_side_session_id="stand-in").SerializeToString()
+    assert door.call("alice") == [answer]  # the first call opens the session, held till it runs
+    assert door.app()["state"] in ("STARTING", "RUNNING")
+    assert door.call("alice") == [answer]  # its route kept
+    streamed = [base_pb2.ExecutePlanResponse.FromString(m).response_id
+                for m in door.call("alice", "ExecutePlan")]
+    assert streamed == [f"r{i}" for i in range(STREAMED)]
+
+
+def test_a_token_revoked_between_two_calls_is_refused_at_the_next(door):
+    door.call("alice")
+    door.call("alice")
+    assert tokens.revoke(door.tokens_file, user="alice") == 1
+    assert door.refused("alice") == (grpc.StatusCode.UNAUTHENTICATED,
+                                     "unknown or revoked token")
+
+
+def test_another_users_token_is_refused_and_an_admins_passes_on_a_routed_session(door):
+    door.call("alice")
+    code, details = door.refused("bob")
+    assert code is grpc.StatusCode.PERMISSION_DENIED
+    assert "user bob may use the Connect session of only their own apps" in details
+    # bob's token naming alice as the user: not his
+    code, details = door.refused("alice", token=door.made["bob"])
+    assert code is grpc.StatusCode.PERMISSION_DENIED and "is not the token's user" in details
+    assert len(door.call("", token=door.made["root"])) == 1  # an admin's call (no user_id)
+    assert len(door.call("alice")) == 1  # the owner's again
+
+
+def test_a_session_killed_between_two_calls_is_refused_at_the_next(door):
+    door.call("alice")
+    door.call("alice")
+    app = door.app()
+    root = {"Authorization": f"Bearer {door.made['root']}"}
+    assert httpx.post(f"{door.server.url}/api/v1/apps/{app['id']}/kill", headers=root,
+                      timeout=10).status_code == 200
+    wait_until(lambda: door.app()["state"] == "KILLED", 30, "the session's app to be killed")
+    code, details = door.refused("alice")
+    assert code is grpc.StatusCode.FAILED_PRECONDITION
+    assert f"its app {app['id']} was killed" in details
