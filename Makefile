@@ -79,14 +79,13 @@ docker-daemon:
 	  docker info >/dev/null 2>&1 || { echo "make: dockerd did not start:" \
 	    "see /var/log/dockerd.log" >&2; exit 1; }; fi
 
-# In TEST_WORKERS processes (pytest-xdist; 3 on this project's 2-core machines: the suite used
-# ~1.2 of 2 cores in 2 workers): the tests mostly wait (on JVMs starting, sleeping tasks,
-# servers in child processes), so the rest of the suite runs beside the real-cluster tests.
-# Tests on a module's fixture stay together on one worker; the real-cluster tests spread over
-# the workers, each starting the session's clusters once, and go out first, the seconds-long
-# tests last (tests/xdist_groups.py). Every JVM the tests start compiles with C1 only
-# (tests/conftest.py).
-TEST_WORKERS ?= 3
+# In TEST_WORKERS processes (pytest-xdist; 2 for this project's 2-core machines): the tests
+# mostly wait (on JVMs starting, sleeping tasks, servers in child processes), so the rest of
+# the suite runs beside the real-cluster tests. Tests on a module's fixture stay together on
+# one worker; the real-cluster tests spread over both, each worker starting the session's
+# clusters once, and go out first, the seconds-long tests last (tests/xdist_groups.py). Every
+# JVM the tests start compiles with C1 only (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl docker-daemon
 	$(VENV)/bin/pytest -q -ra --durations=12 -n $(TEST_WORKERS) --dist loadgroup
 
