@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1]))
 
 from sessionsched.backends import procs  # noqa: E402
-from sessionsched.backends.local import LocalCluster, free_port_in  # noqa: E402
+from sessionsched.backends.local import LocalCluster, port_picker  # noqa: E402
 from sessionsched.backends.spark_home import spark_submit  # noqa: E402
 from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
 
@@ -132,12 +132,7 @@ def main() -> None:
     p.add_argument("--ports", default=os.environ.get("SESSIONSCHED_TEST_PORTS", "47000-47999"))
     args = p.parse_args()
     low, high = (int(x) for x in args.ports.split("-"))
-    taken: set[int] = set()
-
-    def port() -> int:
-        n = free_port_in(range(low, high + 1), taken)
-        taken.add(n)
-        return n
+    port = port_picker(range(low, high + 1))
 
     work = Path(tempfile.mkdtemp(prefix="connect-bench-"))
     print(f"logs in {work}")

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1]))
 
 from sessionsched.backends import procs  # noqa: E402
-from sessionsched.backends.local import free_port_in  # noqa: E402
+from sessionsched.backends.local import port_picker  # noqa: E402
 from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
 
 STAND_IN = '''
@@ -117,12 +117,7 @@ def main() -> None:
     p.add_argument("--client", choices=("stub", "pyspark"), default="stub")
     args = p.parse_args()
     low, high = (int(x) for x in args.ports.split("-"))
-    taken: set[int] = set()
-
-    def port() -> int:
-        n = free_port_in(range(low, high + 1), taken)
-        taken.add(n)
-        return n
+    port = port_picker(range(low, high + 1))
 
     work = Path(tempfile.mkdtemp(prefix="connect-calls-"))
     sid = str(uuid.uuid4())

@@ -33,7 +33,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -105,6 +105,20 @@ def free_port_in(ports: Iterable[int], taken: Container[int] = frozenset(),
         if port not in taken and port_free(port, host):
             return port
     raise RuntimeError("no free port in the range given")
+
+
+def port_picker(ports: Iterable[int], host: str = "127.0.0.1") -> Callable[[], int]:
+    """A function that hands out a free port of ``ports`` at each call, never one it handed out
+    before (ports for several processes, chosen before any of them binds). ``ports`` is
+    iterated at each call: a ``range``, not an iterator."""
+    taken: set[int] = set()
+
+    def pick() -> int:
+        port = free_port_in(ports, taken, host)
+        taken.add(port)
+        return port
+
+    return pick
 
 
 class LocalCluster:
