@@ -61,7 +61,7 @@ def timed_steps(before: Mapping[str, bool], after: Sequence[Executor], observed_
             changes.append((flip, 0, -1 if was else 1))
     for eid, busy in before.items():
         if eid not in ids:
-            changes.append((clamp(removed.get(eid, look), lo, look), -1, -1 if busy else 0))
+            changes.append((gone_at(eid, removed, observed_at, lo, hi), -1, -1 if busy else 0))
     held, busy = len(before), sum(before.values())
     steps: list[Step] = []
     for at, d_held, d_busy in sorted(changes, key=lambda c: c[0]):
