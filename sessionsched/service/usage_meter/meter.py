@@ -63,7 +63,7 @@ from sessionsched.usage import (
     hours_of,
 )
 
-from .timing import clamp, flag_time, gone_at, timed_steps
+from .timing import busy_since, gone_at, timed_steps
 
 HELD, BUSY, HELD_GIB = (HOURLY.index(k) for k in ("held_core_s", "busy_core_s", "held_gib_s"))
 HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
@@ -200,12 +200,8 @@ class UsageMeter:
             steps = timed_steps(live.executors, ev.executors, ev.observed_at, removed, lo, now,
                                 ev.changed_after)
             look = steps[-1][0]
-            # busy since the flag's change; a new executor busy at its first look since its
-            # registration (``timing``)
-            flip = flag_time(ev.observed_at, ev.changed_after, lo, now)
-            busy_from = {e.executor_id: clamp(e.started_at, lo, look)
-                         if e.executor_id not in live.executors else flip
-                         for e in ev.executors if not e.idle}
+            busy_from = busy_since(live.executors, ev.executors, ev.observed_at, lo, now,
+                                   ev.changed_after)
         for at, executors, busy_executors in steps:
             held, busy_cores = executors * size.cores, busy_executors * size.cores
             # The same levels (another executor, the same count): nothing to count or write.

@@ -56,7 +56,7 @@ def timed_steps(before: Mapping[str, bool], after: Sequence[Executor], observed_
         ids.add(e.executor_id)
         was = before.get(e.executor_id)
         if was is None:
-            changes.append((clamp(e.started_at, lo, look), 1, 0 if e.idle else 1))
+            changes.append((arrived_at(e, lo, look), 1, 0 if e.idle else 1))
         elif was != (not e.idle):
             changes.append((flip, 0, -1 if was else 1))
     for eid, busy in before.items():
@@ -73,6 +73,24 @@ def timed_steps(before: Mapping[str, bool], after: Sequence[Executor], observed_
     if not steps or steps[-1][0] != look:
         steps.append((look, held, busy))
     return steps
+
+
+def arrived_at(e: Executor, lo: float, look: float) -> float:
+    """When a new executor (not in the last report) joined: its registration (rule 1),
+    bounded by the last counted change and the look."""
+    return clamp(e.started_at, lo, look)
+
+
+def busy_since(before: Mapping[str, bool], after: Sequence[Executor], observed_at: float,
+               lo: float, hi: float, changed_after: float | None = None) -> dict[str, float]:
+    """When each busy executor of ``after`` became busy, by the rules ``timed_steps`` places
+    its steps by: a new one at its registration, one that was in ``before`` when its flag
+    changed (an executor busy in both reports keeps the time its caller already has)."""
+    lo = min(lo, hi)
+    look = clamp(observed_at, lo, hi)
+    flip = flag_time(observed_at, changed_after, lo, hi)
+    return {e.executor_id: arrived_at(e, lo, look) if e.executor_id not in before else flip
+            for e in after if not e.idle}
 
 
 def flag_time(observed_at: float, changed_after: float | None, lo: float, hi: float) -> float:
