@@ -31,31 +31,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1]))
 
-from sessionsched.backends import procs  # noqa: E402
 from sessionsched.backends.local import port_picker  # noqa: E402
 from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
+from tests.doors.connect_standin import standin_driver  # noqa: E402
 
-STAND_IN = '''
-import asyncio, sys, grpc
-from pyspark.sql.connect.proto import base_pb2
-ANSWER = base_pb2.ConfigResponse(session_id=sys.argv[2], server_side_session_id="stand-in",
-                                 pairs=[base_pb2.KeyValue(key="spark.app.name",
-                                                          value="stand-in")]
-                                 ).SerializeToString()
-async def config(request, context):
-    return ANSWER
-class H(grpc.GenericRpcHandler):
-    def service(self, details):
-        return grpc.unary_unary_rpc_method_handler(config)
-async def main():
-    s = grpc.aio.server()
-    s.add_generic_rpc_handlers((H(),))
-    s.add_insecure_port(f"127.0.0.1:{sys.argv[1]}")
-    await s.start()
-    print("ready", flush=True)
-    await s.wait_for_termination()
-asyncio.run(main())
-'''
 CONFIG = "/spark.connect.SparkConnectService/Config"
 # the connection string's extra parameters as pyspark sends them (gRPC metadata); the memory
 # backend's driver "works" an hour without executors
@@ -122,35 +101,27 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="connect-calls-"))
     sid = str(uuid.uuid4())
     up_port, door_port = port(), port()
-    stand_in = subprocess.Popen([sys.executable, "-c", STAND_IN, str(up_port), sid],
-                                stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-    server = None
-    try:
-        assert stand_in.stdout.readline().strip() == b"ready"
-        state = work / "state"
-        (state / "connect").mkdir(parents=True)
-        (state / "connect" / f"{sid}.port").write_text(f"127.0.0.1:{up_port}")
+    state = work / "state"
+    with standin_driver(up_port, sid, state):
         config = {"server": {"state_dir": str(state), "cycle_ms": 100, "port": port()},
                   "cluster": {"backend": "memory", "workers": 1, "cores": 4},
                   "connect": {"port": door_port}}
         server = ServerProcess.start(config, work / "server")
-        if args.profile:  # the same server again, under cProfile (it writes at its exit)
+        try:
+            if args.profile:  # the same server again, under cProfile (it writes at its exit)
+                server.stop()
+                server = profiled(server, work / "server.prof")
+            if args.client == "pyspark":
+                d, v = pyspark_calls(up_port, door_port, sid, args.calls)
+            else:
+                d, v = stub_calls(up_port, door_port, sid, args.calls)
+        finally:
             server.stop()
-            server = profiled(server, work / "server.prof")
-        if args.client == "pyspark":
-            d, v = pyspark_calls(up_port, door_port, sid, args.calls)
-        else:
-            d, v = stub_calls(up_port, door_port, sid, args.calls)
-        load = os.getloadavg()
-        (d50, d99), (v50, v99) = pcts(d), pcts(v)
-        print(f"Config ({args.client}) x{args.calls} p50/p99 (ms): direct {d50:.3f}/{d99:.3f}"
-              f"   door {v50:.3f}/{v99:.3f}   overhead {v50 - d50:+.3f}/{v99 - d99:+.3f}   "
-              f"(load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; target p50 <= 2)")
-    finally:
-        if server is not None:
-            server.stop()
-        procs.stop_group(procs.identify(stand_in.pid), grace_s=5)
+    load = os.getloadavg()
+    (d50, d99), (v50, v99) = pcts(d), pcts(v)
+    print(f"Config ({args.client}) x{args.calls} p50/p99 (ms): direct {d50:.3f}/{d99:.3f}"
+          f"   door {v50:.3f}/{v99:.3f}   overhead {v50 - d50:+.3f}/{v99 - d99:+.3f}   "
+          f"(load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; target p50 <= 2)")
     if args.profile:
         import pstats
 

@@ -8,8 +8,6 @@ one both pass. The real driver and client are tests/doors/test_connect.py's (mar
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,8 +17,8 @@ import httpx
 import pytest
 
 from sessionsched import tokens
-from sessionsched.backends import procs
 from sessionsched.commands._serverproc import ServerProcess
+from tests.doors.connect_standin import config_answer, standin_driver
 from tests.sparkcluster import free_port, wait_until
 
 pytest.importorskip("pyspark.sql.connect.proto")
@@ -30,32 +28,6 @@ from pyspark.sql.connect.proto import base_pb2  # noqa: E402
 
 SERVICE = "/spark.connect.SparkConnectService"
 STREAMED = 3  # the stand-in's ExecutePlan answers this many messages
-STAND_IN = '''
-import asyncio, sys, grpc
-from pyspark.sql.connect.proto import base_pb2
-sid = sys.argv[2]
-CONFIG = base_pb2.ConfigResponse(session_id=sid, server_side_session_id="stand-in"
-                                 ).SerializeToString()
-async def config(request, context):
-    return CONFIG
-async def execute(request, context):
-    for i in range(int(sys.argv[3])):
-        yield base_pb2.ExecutePlanResponse(session_id=sid, response_id=f"r{i}"
-                                           ).SerializeToString()
-class H(grpc.GenericRpcHandler):
-    def service(self, details):
-        if details.method.endswith("/ExecutePlan"):
-            return grpc.unary_stream_rpc_method_handler(execute)
-        return grpc.unary_unary_rpc_method_handler(config)
-async def main():
-    s = grpc.aio.server()
-    s.add_generic_rpc_handlers((H(),))
-    s.add_insecure_port(f"127.0.0.1:{sys.argv[1]}")
-    await s.start()
-    print("ready", flush=True)
-    await s.wait_for_termination()
-asyncio.run(main())
-'''
 # the memory backend's driver works an hour; its agent reports nothing
 METADATA = (("queue", "default"), ("spark.sessionsched.memory.work", "0"),
             ("spark.sessionsched.memory.startup", "3600"))
@@ -103,16 +75,8 @@ def door(tmp_path) -> Iterator[Door]:
             for u in ("alice", "bob", "root")}
     sid = str(uuid.uuid4())
     driver_port = free_port()
-    stand_in = subprocess.Popen([sys.executable, "-c", STAND_IN, str(driver_port), sid,
-                                 str(STREAMED)],
-                                stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-    server = None
-    try:
-        assert stand_in.stdout.readline().strip() == b"ready"
-        state = tmp_path / "state"
-        (state / "connect").mkdir(parents=True)
-        (state / "connect" / f"{sid}.port").write_text(f"127.0.0.1:{driver_port}")
+    state = tmp_path / "state"
+    with standin_driver(driver_port, sid, state, STREAMED):
         port = free_port({driver_port})
         config = {
             "server": {"state_dir": str(state), "cycle_ms": 50,
@@ -122,16 +86,14 @@ def door(tmp_path) -> Iterator[Door]:
             "connect": {"port": port, "hold_s": 60},
         }
         server = ServerProcess.start(config, tmp_path / "server")
-        yield Door(server, port, path, made, sid)
-    finally:
-        if server is not None:
+        try:
+            yield Door(server, port, path, made, sid)
+        finally:
             server.stop()
-        procs.stop_group(procs.identify(stand_in.pid), grace_s=5)
 
 
 def test_a_running_sessions_calls_reach_its_driver_and_a_stream_passes_in_order(door):
-    answer = base_pb2.ConfigResponse(session_id=door.session_id,
-                                     server_side_session_id="stand-in").SerializeToString()
+    answer = config_answer(door.session_id)
     assert door.call("alice") == [answer]  # the first call opens the session, held till it runs
     assert door.app()["state"] in ("STARTING", "RUNNING")
     assert door.call("alice") == [answer]  # its route kept
