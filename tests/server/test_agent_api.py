@@ -228,9 +228,16 @@ def test_a_timed_report_counts_usage_at_the_agents_times(serve, state_dir):
                        json={"app_id": a, "demand": 1, "control": "full", **body})
             assert r.status_code == 200
 
-        def usage():  # busy grows once a level changes after the busy look: the removal
+        def line():
             (line,) = [u for u in c.get("/api/v1/usage?by=app").json() if u["app"] == a]
-            return line if line["busy_core_s"] else None
+            return line
+
+        def usage():  # the three reports may be counted in different cycles: wait for the
+            # removal, after which no executor is left to count on, so two reads agree
+            first, second = line(), line()
+            executors = ("held_core_s", "busy_core_s")
+            done = all(first[k] == second[k] for k in executors)
+            return second if second["busy_core_s"] and done else None
 
         u = wait_until(usage, 30, "the timed reports counted")
         cores = round(u["held_core_s"] / 0.6)  # the session's executor size
