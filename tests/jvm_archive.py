@@ -42,6 +42,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -96,8 +97,6 @@ def _clean_env() -> dict[str, str]:
 
 def archive_path() -> Path | None:
     """Where the archive for this pyspark, JDK and jars directory lives (None: no java)."""
-    from pyspark import __version__ as spark_version
-
     from sessionsched.backends.spark_home import spark_home, spark_jars
 
     java = java_binary()
@@ -109,6 +108,7 @@ def archive_path() -> Path | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     jars = spark_jars(spark_home()).resolve()
+    spark_version = importlib.metadata.version("pyspark")  # importing pyspark takes seconds
     digest = hashlib.sha256(f"{os.path.realpath(java)}\n{version}\n{jars}".encode())
     return cache_dir() / f"spark-{spark_version}-{digest.hexdigest()[:12]}.jsa"
 
