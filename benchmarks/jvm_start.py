@@ -5,8 +5,8 @@ suite's class-data-sharing archive (tests/jvm_archive.py), and any options to tr
                                    [--variant NAME=OPTIONS ...]
 
 Variants (default: ``c1`` = ``-XX:TieredStopAtLevel=1``, what tests/conftest.py gives every
-JVM, and ``c1+cds`` = that plus the archive's options; the archive must have been built:
-``python -m tests.jvm_archive``) run alternately, ``--rounds`` times each, as
+JVM, and ``c1+cds`` = that plus the archive's options; the archive is built first when there
+is none, as ``python -m tests.jvm_archive`` does) run alternately, ``--rounds`` times each, as
 ``JAVA_TOOL_OPTIONS`` of:
 
 (a) master: a standalone master (``spark-class ...Master``) from its start to its UI's JSON
@@ -182,7 +182,10 @@ def main() -> int:
     if not variants:
         cds = jvm_archive.java_options()
         if cds is None:
-            print("no valid archive: build it with `python -m tests.jvm_archive`")
+            jvm_archive.build()
+            cds = jvm_archive.java_options()
+        if cds is None:
+            print("no usable archive (SESSIONSCHED_JVM_ARCHIVE=off?): nothing to compare")
             return 1
         variants = {"c1": C1, "c1+cds": f"{C1} {cds}"}
     print(f"load average before: {os.getloadavg()}")
