@@ -27,8 +27,10 @@ C1_ONLY = "-XX:TieredStopAtLevel=1"
 # And they map Spark's classes from one archive instead of reading and verifying them out of
 # 280 jars (benchmarks/jvm_start.py, load ~12, medians of 3: a master to its UI 2.5 -> 1.3 s
 # CPU; a spark-submit of the tiny app 8.2 -> 5.3 s CPU, 26 -> 18 s; its executor 3.3 -> 1.9 s
-# CPU, 6.0 -> 3.1 s to registered). Checked once per run, by the first process (xdist's
-# workers inherit the environment it set).
+# CPU, 6.0 -> 3.1 s to registered). -XX:+UseSerialGC, -XX:CICompilerCount=1 or
+# -XX:-UsePerfData on top changed nothing beyond the noise (load ~16: master 1.25-1.40 s,
+# spark-submit 4.4-4.8 s CPU), so none is set. Checked once per run, by the first process
+# (xdist's workers inherit the environment it set).
 ARCHIVE_OPTION = "-XX:SharedArchiveFile="
 
 
