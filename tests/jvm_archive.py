@@ -5,13 +5,15 @@ instead of reading and verifying ~14k classes out of pyspark's 280 jars.
     python -m tests.jvm_archive           # build it unless a valid one is there (`make test`)
     python -m tests.jvm_archive --check   # say whether the suite would use it
 
-How it is built (``build``, ~1-2 min, under a file lock: two builders never race):
+How it is built (``build``, 2-3 min and ~1.5 min of CPU on a loaded 2-core machine; under
+a file lock: two builders never race):
 
-1. a real local cluster runs the suite's tiny PySpark app (``tests/sparkcluster.APP_SOURCE``)
-   with ``-XX:DumpLoadedClassList`` on the master, the worker, the driver and its executor
-   (``SPARK_MASTER_OPTS``, ``SPARK_WORKER_OPTS``, ``spark.{driver,executor}.extraJavaOptions``:
-   each its own list); the class path Spark's launcher gives them is read from the master's
-   command line (``$SPARK_HOME/conf:.../slf4j-api-*.jar:$SPARK_HOME/jars/*``);
+1. a real local cluster runs ``LISTING_APP`` (what the suite's apps do: an RDD job of Python
+   tasks, a DataFrame aggregation) with ``-XX:DumpLoadedClassList`` on the master, the
+   worker, the driver and its executor (``SPARK_MASTER_OPTS``, ``SPARK_WORKER_OPTS``,
+   ``spark.{driver,executor}.extraJavaOptions``: each its own list); the class path Spark's
+   launcher gives them is read from the master's command line
+   (``$SPARK_HOME/conf:.../slf4j-api-*.jar:$SPARK_HOME/jars/*``);
 2. one JVM on that class path loads every listed class (``LOADER_SOURCE``) and writes a
    *dynamic* archive on top of the JDK's own (``-XX:ArchiveClassesAtExit``);
 3. ``java -Xshare:on`` maps it (it fails if the archive is unusable); only then is it renamed
@@ -54,6 +56,16 @@ from pathlib import Path
 DISABLE_ENV = "SESSIONSCHED_JVM_ARCHIVE"  # "off" (or "0", "false", "no"): do not use it
 DIR_ENV = "SESSIONSCHED_JVM_ARCHIVE_DIR"
 QUIET = "-Xlog:cds*=off"
+
+LISTING_APP = """
+import time
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+spark.sparkContext.parallelize(range(2), 2).map(lambda x: time.sleep(0.1) or x).count()
+spark.createDataFrame([(1, "a"), (2, "b")], "k int, v string").groupBy("v").count().collect()
+spark.stop()
+"""
 
 LOADER_SOURCE = """
 import java.nio.file.*;
@@ -189,7 +201,6 @@ def _list_classes(work: Path) -> str:
     class path the master ran with."""
     from sessionsched.backends.local import LocalCluster
     from tests.sparkcluster import (
-        APP_SOURCE,
         SMALL,
         conf_args,
         master_ports,
@@ -198,7 +209,7 @@ def _list_classes(work: Path) -> str:
     )
 
     app = work / "app.py"
-    app.write_text(APP_SOURCE)
+    app.write_text(LISTING_APP)
     env = {"SPARK_MASTER_OPTS": f"-XX:DumpLoadedClassList={work / 'master.list'}",
            "SPARK_WORKER_OPTS": f"-XX:DumpLoadedClassList={work / 'worker.list'}"}
     saved = {k: os.environ.get(k) for k in (*env, "JAVA_TOOL_OPTIONS")}
@@ -220,8 +231,7 @@ def _list_classes(work: Path) -> str:
                         f"-XX:DumpLoadedClassList={work / 'driver.list'}",
                     "spark.executor.extraJavaOptions":
                         f"-XX:DumpLoadedClassList={work / 'executor.list'}"}
-            submit = ["--master", cluster.master_url, *conf_args(conf), str(app),
-                      "--tasks", "1", "--task-s", "0.2"]
+            submit = ["--master", cluster.master_url, *conf_args(conf), str(app)]
             with spark_submit_process(submit, work / "driver.log") as popen:
                 try:
                     code = popen.wait(timeout=300)
