@@ -21,8 +21,11 @@ a file lock: two builders never race):
 
 Where: ``$SESSIONSCHED_JVM_ARCHIVE_DIR``, else ``$XDG_CACHE_HOME/sessionsched/jvm-archive``
 (``~/.cache/...``), as ``spark-<pyspark version>-<hash of the JDK and the jars' directory>.jsa``
-beside its class path (``.classpath``). A new pyspark or JDK gets a new file; stale ones stay
-until removed by hand (~150 MB each).
+beside its class path (``.classpath``). A new pyspark or JDK gets a new file; a build keeps
+the ``KEEP`` used last and removes older ones (~150 MB each). The jars of a pyspark in this
+virtualenv get one fixed modification time before a build (``fix_jar_times``): the JVM
+checks them, and pip stamps them with the install's time, so a new .venv would otherwise
+need a new archive.
 
 How the suite uses it (``java_options``, called by ``tests/conftest.py``): when the archive
 for this Spark and JDK exists and ``java -Xshare:on`` maps it with its class path,
@@ -56,6 +59,8 @@ from pathlib import Path
 DISABLE_ENV = "SESSIONSCHED_JVM_ARCHIVE"  # "off" (or "0", "false", "no"): do not use it
 DIR_ENV = "SESSIONSCHED_JVM_ARCHIVE_DIR"
 QUIET = "-Xlog:cds*=off"
+JARS_MTIME = 946684800  # 2000-01-01 UTC: any fixed time does (fix_jar_times)
+KEEP = 3  # archives kept in the cache directory (~150 MB each), the last used ones
 
 LISTING_APP = """
 import time
@@ -156,7 +161,36 @@ def java_options() -> str | None:
         return None
     if not maps(archive, classpath):
         return None
+    with contextlib.suppress(OSError):
+        os.utime(_classpath_file(archive))  # last used: the newest KEEP survive a build
     return f"-XX:SharedArchiveFile={archive} {QUIET}"
+
+
+def fix_jar_times() -> None:
+    """Give the jars of a pyspark installed in this virtualenv one fixed modification time.
+
+    The JVM maps the archive only while each jar on its class path has the size and the time
+    it had at the dump; pip stamps every file with the time of the install, so each
+    reinstall (``.ci/run`` starts from a new .venv) would cost a new archive. Jars of a Spark
+    elsewhere (``$SPARK_HOME``) are left alone."""
+    from sessionsched.backends.spark_home import spark_home, spark_jars
+
+    jars = spark_jars(spark_home()).resolve()
+    if not jars.is_relative_to(Path(sys.prefix).resolve()):
+        return
+    for jar in jars.glob("*.jar"):
+        with contextlib.suppress(OSError):
+            if jar.stat().st_mtime != JARS_MTIME:
+                os.utime(jar, (JARS_MTIME, JARS_MTIME))
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Remove all but the KEEP archives used last (``keep`` stays)."""
+    others = sorted((p for p in directory.glob("spark-*.classpath")
+                     if p != _classpath_file(keep)), key=lambda p: p.stat().st_mtime)
+    for stale in others[:max(0, len(others) - (KEEP - 1))]:
+        for path in (stale.with_suffix(".jsa"), stale):
+            path.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -174,6 +208,7 @@ def build(log=print) -> Path:
     if archive is None:
         raise RuntimeError("no java found (JAVA_HOME or PATH)")
     with _locked(archive.parent):
+        fix_jar_times()
         classpath_file = _classpath_file(archive)
         if classpath_file.is_file() and maps(archive, classpath_file.read_text().strip()):
             log(f"jvm archive: {archive} is valid")
@@ -192,6 +227,7 @@ def build(log=print) -> Path:
                 raise RuntimeError("the archive just written does not map: not used")
             classpath_file.write_text(classpath + "\n")
             os.replace(work / "spark.jsa", archive)
+        _prune(archive.parent, archive)
         log(f"jvm archive: {archive} built in {time.monotonic() - started:.0f} s")
         return archive
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,41 @@ def test_the_suite_uses_a_valid_archive_with_its_quiet_option(small_archive, mon
     shutil.copy(archive, placed)
     placed.with_suffix(".classpath").write_text(classpath + "\n")
     assert jvm_archive.java_options() == f"-XX:SharedArchiveFile={placed} -Xlog:cds*=off"
+
+
+def test_a_jar_with_another_time_unmaps_it_and_the_fixed_time_maps_it_again(tmp_path,
+                                                                              monkeypatch):
+    """Why fix_jar_times: pip stamps a reinstalled jar with a new time; the archive maps again
+    once the jars have the time they had at the dump."""
+    home = tmp_path / "pyspark"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "spark-submit").write_text("")
+    (home / "jars").mkdir()
+    (original,) = spark_jars(spark_home()).glob("spark-launcher_*.jar")
+    jar = home / "jars" / original.name
+    shutil.copy(original, jar)
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))  # as if this were the virtualenv
+    jvm_archive.fix_jar_times()
+    assert jar.stat().st_mtime == jvm_archive.JARS_MTIME
+    listed = tmp_path / "classes.txt"
+    listed.write_text("".join(f"{c}\n" for c in LAUNCHER_CLASSES))
+    jvm_archive._dump(tmp_path, listed, str(jar))
+    assert jvm_archive.maps(tmp_path / "spark.jsa", str(jar))
+    os.utime(jar)  # a reinstall
+    assert not jvm_archive.maps(tmp_path / "spark.jsa", str(jar))
+    jvm_archive.fix_jar_times()
+    assert jvm_archive.maps(tmp_path / "spark.jsa", str(jar))
+
+
+def test_jars_outside_the_virtualenv_keep_their_times(tmp_path, monkeypatch):
+    home = tmp_path / "spark"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "spark-submit").write_text("")
+    (home / "jars").mkdir()
+    jar = home / "jars" / "a.jar"
+    jar.write_bytes(b"")
+    before = jar.stat().st_mtime
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    jvm_archive.fix_jar_times()
+    assert jar.stat().st_mtime == before
