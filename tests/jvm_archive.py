@@ -140,7 +140,9 @@ def maps(archive: Path, classpath: str) -> bool:
     if java is None or not archive.is_file():
         return False
     try:
-        result = subprocess.run([java, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp",
+        # A broken archive crashes this JVM: its crash report is not kept (no hs_err_pid*.log).
+        result = subprocess.run([java, "-Xshare:on", f"-XX:SharedArchiveFile={archive}",
+                                 "-XX:ErrorFile=/dev/null", "-XX:-CreateCoredumpOnCrash", "-cp",
                                  classpath, "-version"], capture_output=True, env=_clean_env(),
                                 timeout=60)
     except (OSError, subprocess.TimeoutExpired):
