@@ -1,7 +1,10 @@
 """Fixtures for every test: a real local Spark cluster and its helpers (tests/sparkcluster.py),
 a real PostgreSQL server (tests/pgserver.py); in a parallel run, the tests on one real cluster
-kept on one worker (tests/xdist_groups.py); every JVM a test starts compiles with C1 only
-(``JAVA_TOOL_OPTIONS``, below)."""
+kept on one worker (tests/xdist_groups.py); every JVM a test starts compiles with C1 only and,
+when one was built (``make test`` builds it), maps the class-data-sharing archive of Spark's
+classes (tests/jvm_archive.py: ``~/.cache/sessionsched/jvm-archive``; a JVM whose class path
+does not fit it goes on without it, silently; ``SESSIONSCHED_JVM_ARCHIVE=off`` turns it off).
+Both through ``JAVA_TOOL_OPTIONS``, below."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import os
 
 import pytest
 
-from tests import xdist_groups
+from tests import jvm_archive, xdist_groups
 from tests.pgserver import pg_server  # noqa: F401
 from tests.sparkcluster import jvm_app_jar, pyspark_app, spark_cluster  # noqa: F401
 
@@ -21,12 +24,24 @@ from tests.sparkcluster import jvm_app_jar, pyspark_app, spark_cluster  # noqa: 
 # compiled differs. Each JVM prints "Picked up JAVA_TOOL_OPTIONS: ..." to its stderr.
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 
+# And they map Spark's classes from one archive instead of reading and verifying them out of
+# 280 jars (benchmarks/jvm_start.py, load ~12, medians of 3: a master to its UI 2.5 -> 1.3 s
+# CPU; a spark-submit of the tiny app 8.2 -> 5.3 s CPU, 26 -> 18 s; its executor 3.3 -> 1.9 s
+# CPU, 6.0 -> 3.1 s to registered). -XX:+UseSerialGC, -XX:CICompilerCount=1 or
+# -XX:-UsePerfData on top changed nothing beyond the noise (load ~16: master 1.25-1.40 s,
+# spark-submit 4.4-4.8 s CPU), so none is set. Checked once per run, by the first process
+# (xdist's workers inherit the environment it set).
+ARCHIVE_OPTION = "-XX:SharedArchiveFile="
+
 
 def pytest_configure(config: pytest.Config) -> None:
     xdist_groups.choose_file(config)
-    java_options = os.environ.get("JAVA_TOOL_OPTIONS", "")
-    if C1_ONLY not in java_options.split():
-        os.environ["JAVA_TOOL_OPTIONS"] = f"{java_options} {C1_ONLY}".strip()
+    java_options = os.environ.get("JAVA_TOOL_OPTIONS", "").split()
+    if C1_ONLY not in java_options:
+        java_options.append(C1_ONLY)
+    if not any(o.startswith(ARCHIVE_OPTION) for o in java_options):
+        java_options.extend((jvm_archive.java_options() or "").split())
+    os.environ["JAVA_TOOL_OPTIONS"] = " ".join(java_options)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
