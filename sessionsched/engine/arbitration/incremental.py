@@ -7,8 +7,9 @@ only on its whole cores, its claims and its policy, so ``Arbiter`` keeps each le
 (``leafbook.LeafBook``) and recomputes a leaf only when one of those changed; a leaf whose cores
 cover every want (a cluster with room: its cores then follow its wants) only looks at the
 claims that changed; a ``fifo``/``priority`` leaf walks from the first changed claim
-(``greedy``); a ``fairshare`` leaf whose cores alone moved only rounds again (``fairleaf``). Phase 1 normally has nothing to cut (checked from running sums); when it
-has, ``floorcut.FloorCut`` walks only the claims it cuts, and the leaf books hold each cut
+(``greedy``); a ``fairshare`` leaf whose cores alone moved only rounds again (``fairleaf``).
+Phase 1 normally has nothing to cut (checked from running sums); when it has,
+``floorcut.FloorCut`` walks only the claims it cuts, and the leaf books hold each cut
 claim with its floor as cut (a claim whose cut moved is set in its book again: to its leaf,
 phase 1's cut is one more change of claims). Phases 3 and 4 (``finish``) go over every claim
 in a cycle where floors or memory were cut. ``oracle`` computes the same targets from scratch,
