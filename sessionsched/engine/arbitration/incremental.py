@@ -6,8 +6,10 @@ may. Phase 2 is cheap above the leaves (one water-fill per parent), and a leaf's
 only on its whole cores, its claims and its policy, so ``Arbiter`` keeps each leaf's result
 (``leafbook.LeafBook``) and recomputes a leaf only when one of those changed; a leaf whose cores
 cover every want (a cluster with room: its cores then follow its wants) only looks at the
-claims that changed. Phase 1 normally has nothing to cut (checked from running sums); when it
-has, ``floorcut.FloorCut`` walks only the claims it cuts, and the leaf books hold each cut
+claims that changed; a ``fifo``/``priority`` leaf walks from the first changed claim
+(``greedy``); a ``fairshare`` leaf whose cores alone moved only rounds again (``fairleaf``).
+Phase 1 normally has nothing to cut (checked from running sums); when it has,
+``floorcut.FloorCut`` walks only the claims it cuts, and the leaf books hold each cut
 claim with its floor as cut (a claim whose cut moved is set in its book again: to its leaf,
 phase 1's cut is one more change of claims). Phases 3 and 4 (``finish``) go over every claim
 in a cycle where floors or memory were cut. ``oracle`` computes the same targets from scratch,
@@ -22,7 +24,7 @@ from dataclasses import replace
 
 from sortedcontainers import SortedList
 
-from ...model import Queue, Resources
+from ...model import Policy, Queue, Resources
 from ..tree import QueueTree
 from .decay import NO_PAST, Past
 from .finish import exact_remainders, memory_cut
@@ -184,6 +186,9 @@ class Arbiter:
                 continue
             if policy in GREEDY_ORDERS and users is None:
                 changed += book.walk(key, policy, cores)
+                continue
+            if policy is Policy.FAIRSHARE and users is None:
+                changed += book.divide_fair(key, cores)
                 continue
             claims = book.ranked()
             result = divide_leaf(policy, cores, claims, users)

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from sortedcontainers import SortedList
 
 from ...model import Policy
+from .fairleaf import FairLeaf
 from .greedy import GreedyLeaf
 from .policies import Claim, by_priority_then_seq
 
@@ -20,7 +21,9 @@ class LeafBook:
     want, so the result is kept claim by claim (``sate``: only the claims set since, if the
     last result was sated too). Otherwise the result is kept up to date by the leaf's
     ``GreedyLeaf`` (``fifo``, ``priority``: only the claims whose result moves are walked) or
-    recomputed whole (``fairshare``, and a leaf whose users' past usage decays).
+    recomputed whole (``fairshare``: from its ``FairLeaf``, prepared once for the claims as
+    they stand, so a leaf whose cores alone moved only rounds again; a leaf whose users' past
+    usage decays: ``users.divide_leaf``).
     ``used_*`` and ``unsat_sizes`` follow the result claim by claim either way. When phase 1
     cuts floors, the arbiter sets the cut claims here with their floors as cut: to the book
     they are claims like any other."""
@@ -38,6 +41,8 @@ class LeafBook:
         self.key: tuple | None = None
         self.result: dict[str, int] = {}
         self.greedy: GreedyLeaf | None = None
+        self._fair: FairLeaf | None = None  # a fairshare leaf's sweep, for ``_fair_version``
+        self._fair_version = -1
         self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
         self.used_cores = 0
         self.used_mem_mib = 0
@@ -126,6 +131,15 @@ class LeafBook:
         self._kept(key, sated=False)
         return changed
 
+    def divide_fair(self, key: tuple, cores: int) -> list[str]:
+        """A ``fairshare`` leaf's result for ``cores`` (``policies.fairshare``), from the
+        leaf's ``FairLeaf``, prepared again only when its claims changed; returns the apps
+        whose result changed."""
+        if self._fair is None or self._fair_version != self.version:
+            self._fair = FairLeaf(self.ranked())
+            self._fair_version = self.version
+        return self.settle(key, self._fair.divide(cores), self.ranked())
+
     def sate(self, key: tuple) -> list[str]:
         """The leaf's cores cover every claim's want: every claim gets its want (``fifo`` and
         ``priority`` serve each in turn up to its want and never run out; ``fairshare``'s
@@ -159,14 +173,30 @@ class LeafBook:
     def settle(self, key: tuple | None, result: dict[str, int],
                ranked: Iterable[Claim]) -> list[str]:
         """Keep a result computed whole from ``ranked`` (the claims, in rank order); returns
-        the apps whose result differs from the last one (or that are new)."""
+        the apps whose result differs from the last one (or that are new). Only those are
+        counted again: the last result holds no claim set or dropped since (``_unresult``),
+        so what it still holds was counted for the claims as they are."""
         last = self.result
-        self._forget()
-        self.result = result
+        if self.greedy is not None or not result:  # count everything again (or nothing)
+            self._forget()
+            last_counted: dict[str, int] = {}
+        else:
+            last_counted = last
+        changed = []
+        count = self._count
         for c in ranked:
-            self._count(c, result[c.app_id], 1)
+            app_id = c.app_id
+            n = result[app_id]
+            was = last_counted.get(app_id)
+            if was != n:
+                if was is not None:
+                    count(c, was, -1)
+                count(c, n, 1)
+            if last.get(app_id) != n:
+                changed.append(app_id)
+        self.result = result
         self._kept(key, sated=False)
-        return [a for a, n in result.items() if last.get(a) != n]
+        return changed
 
     def _forget(self) -> None:
         """Drop the result, its sums and the greedy walk (the result is recomputed whole)."""

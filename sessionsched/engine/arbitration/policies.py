@@ -78,17 +78,16 @@ def water_fill(
         return water_fill(total, weights, [0.0] * n, lo, past)
     if sum(hi) <= total:
         return list(hi)
-    # Each i adds slope w_i to S(level) between (lo_i + p_i)/w_i and (hi_i + p_i)/w_i.
-    points = []
+    # Each i adds slope w_i to S(level) between (lo_i + p_i)/w_i and (hi_i + p_i)/w_i. Points
+    # (level, -1: starts / 1: ends, i) sort as tuples, starts before ends at one level (no key
+    # function: the sort is the costly part of a fairshare leaf).
     if past is None:  # the common case, kept free of the additions (fairshare leaves)
-        for i in range(n):
-            points.append((lo[i] / weights[i], 1, i))
-            points.append((hi[i] / weights[i], -1, i))
+        points = [(lo[i] / weights[i], -1, i) for i in range(n)]
+        points += [(hi[i] / weights[i], 1, i) for i in range(n)]
     else:
-        for i in range(n):
-            points.append(((lo[i] + past[i]) / weights[i], 1, i))
-            points.append(((hi[i] + past[i]) / weights[i], -1, i))
-    points.sort(key=lambda q: (q[0], -q[1], q[2]))
+        points = [((lo[i] + past[i]) / weights[i], -1, i) for i in range(n)]
+        points += [((hi[i] + past[i]) / weights[i], 1, i) for i in range(n)]
+    points.sort()
     level, filled, slope = 0.0, float(sum(lo)), 0.0
     for at, kind, i in points:
         if at > level and slope > 0:
@@ -97,8 +96,9 @@ def water_fill(
                 level += (total - filled) / slope
                 break
             filled = reach
-        level = max(level, at)
-        slope += weights[i] if kind == 1 else -weights[i]
+        if at > level:
+            level = at
+        slope -= kind * weights[i]
     else:  # pragma: no cover - excluded by the sum(hi) check above
         return list(hi)
     if past is None:
@@ -126,28 +126,36 @@ def _greedy(order: Callable[[Claim], tuple] | None) -> LeafPolicy:
 
 
 def fairshare(cores: int, ranked: Sequence[Claim]) -> dict[str, int]:
+    sizes = [c.executor.cores for c in ranked]  # each at least 1 (``validate``)
     shares = water_fill(
         float(cores),
         [float(c.priority) for c in ranked],
-        [float(c.floor * c.executor.cores) for c in ranked],
-        [float(c.want * c.executor.cores) for c in ranked],
+        [float(c.floor * s) for c, s in zip(ranked, sizes, strict=True)],
+        [float(c.want * s) for c, s in zip(ranked, sizes, strict=True)],
     )
     out = {}
     left = cores
-    for c, share in zip(ranked, shares, strict=True):
-        n = min(max(c.floor, int(share / c.executor.cores + 1e-9)), c.want)
+    for c, s, share in zip(ranked, sizes, shares, strict=True):
+        n = int(share / s + 1e-9)
+        if n < c.floor:
+            n = c.floor
+        elif n > c.want:
+            n = c.want
         out[c.app_id] = n
-        left -= n * c.executor.cores
-    for c in reversed(ranked):  # float error may round a share up past ``cores``: undo it
-        while left < 0 and out[c.app_id] > c.floor:
-            out[c.app_id] -= 1
-            left += c.executor.cores
-    for c in ranked:
-        if left < c.executor.cores:
+        left -= n * s
+    if left < 0:  # float error may round a share up past ``cores``: undo it
+        for c, s in zip(reversed(ranked), reversed(sizes), strict=True):
+            while left < 0 and out[c.app_id] > c.floor:
+                out[c.app_id] -= 1
+                left += s
+    for c, s in zip(ranked, sizes, strict=True):
+        if left <= 0:
+            break  # no executor has under 1 core: nothing more fits
+        if left < s:
             continue
         if out[c.app_id] < c.want:
             out[c.app_id] += 1
-            left -= c.executor.cores
+            left -= s
     return out
 
 

@@ -45,7 +45,17 @@ def _gang_heads(books, aside: Container[str]) -> list[AppSpec]:
     out = []
     workers = books.workers
     for leaf, pend in books.pending.items():
-        for key in pend:
+        if not pend:
+            continue
+        key = pend[0]  # the head, without an iterator per leaf: it is rarely held aside
+        if key[2] not in aside:
+            spec = books.apps[key[2]].spec
+            if spec.gang is None:
+                continue
+            if held_now(spec, books.tree.path[leaf], workers) is None:
+                out.append((key, spec))
+                continue
+        for key in pend:  # the head is held aside: the first app after it that is not
             if key[2] in aside:
                 continue
             spec = books.apps[key[2]].spec

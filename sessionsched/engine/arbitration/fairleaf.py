@@ -1,0 +1,103 @@
+"""A ``fairshare`` leaf's division, prepared once for its claims and done again for any cores.
+
+``policies.fairshare`` water-fills the leaf's cores among its claims (weight = priority, each
+between its floor and its want in cores: ``policies.water_fill``), rounds each share down to
+whole executors and gives the cores left one executor at a time in rank order. The sorted
+breakpoints of the water-fill and the sweep over them - how much is filled at each breakpoint,
+at which level, with which slope - depend on the claims only, not on the cores divided: only
+where the sweep stops does. ``FairLeaf`` sweeps once for a set of claims and keeps the sweep;
+for a number of cores it then finds the stop by bisection and only rounds. That is what a leaf
+whose cores move while its claims stay needs: phase 2's shares follow the capacity, which
+moves with the executors held every cycle while a gang reserves (``gang.book``).
+
+The same float operations in the same order as ``water_fill`` and ``fairshare``: the same
+results (``tests/engine/test_fairleaf.py``). The cases ``water_fill`` treats apart (no cores,
+floors above the cores, wants within them) go to ``fairshare`` itself.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+
+from .policies import Claim, fairshare
+
+
+class FairLeaf:
+    """``fairshare(cores, ranked)`` for any ``cores``, the sweep done once (``ranked``: the
+    leaf's claims in rank order, as ``fairshare`` takes them; not changed while this is used)."""
+
+    __slots__ = ("_ranked", "_rows", "_lo_sum", "_hi_sum", "_reach", "_at")
+
+    def __init__(self, ranked: Sequence[Claim]) -> None:
+        self._ranked = ranked
+        sizes = [c.executor.cores for c in ranked]  # each at least 1 (``validate``)
+        weights = [float(c.priority) for c in ranked]
+        lo = [float(c.floor * s) for c, s in zip(ranked, sizes, strict=True)]
+        hi = [float(c.want * s) for c, s in zip(ranked, sizes, strict=True)]
+        self._rows = [(c.app_id, s, c.floor, c.want, w, low, high)
+                      for c, s, w, low, high in zip(ranked, sizes, weights, lo, hi, strict=True)]
+        self._lo_sum = sum(lo)
+        self._hi_sum = sum(hi)
+        # ``water_fill``'s sweep, run to the end: at each breakpoint where it would ask
+        # whether ``total`` is reached, what it has filled there (``reach``, growing) and the
+        # level, filled and slope it would finish from.
+        n = len(weights)
+        points = [(lo[i] / weights[i], -1, i) for i in range(n)]
+        points += [(hi[i] / weights[i], 1, i) for i in range(n)]
+        points.sort()
+        reach_at: list[float] = []
+        at_state: list[tuple[float, float, float]] = []
+        level, filled, slope = 0.0, float(self._lo_sum), 0.0
+        for at, kind, i in points:
+            if at > level and slope > 0:
+                reach = filled + slope * (at - level)
+                reach_at.append(reach)
+                at_state.append((level, filled, slope))
+                filled = reach
+            if at > level:
+                level = at
+            slope -= kind * weights[i]
+        self._reach = reach_at
+        self._at = at_state
+
+    def divide(self, cores: int) -> dict[str, int]:
+        """App id -> executors: what ``fairshare(cores, ranked)`` gives."""
+        total = float(cores)
+        rows = self._rows
+        if not rows or total <= 0 or self._lo_sum > total or self._hi_sum <= total:
+            return fairshare(cores, self._ranked)
+        j = bisect_left(self._reach, total)  # the first breakpoint where it is reached
+        if j == len(self._reach):  # not reached at all: as ``water_fill``'s for-else
+            return fairshare(cores, self._ranked)
+        start, filled, slope = self._at[j]
+        level = start + (total - filled) / slope
+        out = {}
+        left = cores
+        for app_id, s, floor, want, w, low, high in rows:
+            x = w * level  # min(max(w * level, low), high)
+            if low > x:
+                x = low
+            if high < x:
+                x = high
+            n = int(x / s + 1e-9)
+            if n < floor:
+                n = floor
+            elif n > want:
+                n = want
+            out[app_id] = n
+            left -= n * s
+        if left < 0:  # float error may round a share up past ``cores``: undo it
+            for app_id, s, floor, *_ in reversed(rows):
+                while left < 0 and out[app_id] > floor:
+                    out[app_id] -= 1
+                    left += s
+        for app_id, s, _floor, want, *_ in rows:
+            if left <= 0:
+                break  # no executor has under 1 core: nothing more fits
+            if left < s:
+                continue
+            if out[app_id] < want:
+                out[app_id] += 1
+                left -= s
+        return out
