@@ -243,8 +243,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     limited_at: dict[str, int] = {}  # parent with max_running_apps -> admissions after its last
     while best[root.name] is not None:
         if slice_apps is not None and len(admitted) >= slice_apps:
-            for name in views:
-                waiting[name] = admission_slice(slice_apps)
+            waiting.update(dict.fromkeys(views, admission_slice(slice_apps)))  # one Wait, shared
             break
         name = best[root.name]
         view = views[name]
