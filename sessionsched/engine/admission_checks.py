@@ -96,11 +96,11 @@ def reservation(spec: AppSpec) -> int:
     """Executors a ``reserve`` queue sets aside for an app until it holds them:
     ``max(minExecutors, 1)`` - a gang's N (``AppSpec.gang``) in any queue -, but never more
     than the app may hold (maxExecutors, slots.max)."""
-    n = max(spec.min_executors, 1)
-    if spec.gang is not None:
-        n = max(n, spec.gang.executors)
-    cap = spec.executor_cap
-    return n if cap is None else min(n, cap)
+    n, gang, cap = spec.min_executors, spec.gang, spec.executor_cap  # ~1,300 asks a busy cycle
+    n = n if n > 1 else 1
+    if gang is not None and gang.executors > n:
+        n = gang.executors
+    return n if cap is None or n <= cap else cap
 
 
 def admitted_floor(spec: AppSpec, queue: Queue) -> int:
@@ -167,9 +167,9 @@ def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 
 def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
-    n = reservation(head)
     needed = _commitment(head)
     if not needed.fits_in(room.uncommitted):
+        n = reservation(head)
         admitted = room.admitted_in.get(path[0].name, 0)
         left = (f"{res(room.uncommitted)} is left beside the drivers and executor floors of"
                 f" {admitted} admitted app(s)" if admitted
@@ -209,10 +209,9 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
     for node in path:
         if node.max_cores is not None:
             reach = min(reach, node.max_cores)
-    limit = q.max_driver_fraction
-    after = held + head.driver
+    limit, d = q.max_driver_fraction, head.driver
     mem_reach = room.capacity.mem_mib * share
-    if after.cores <= limit * reach and after.mem_mib <= limit * mem_reach:
+    if held.cores + d.cores <= limit * reach and held.mem_mib + d.mem_mib <= limit * mem_reach:
         return None
     if _all_fit_whole(q.name, head, reach, mem_reach, room):
         return None
@@ -263,7 +262,9 @@ def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
     (in a ``fairshare`` leaf: up to what they keep with the head in)."""
     q = view.queue.name
     priority = view.priority_of[head.app_id]
-    need = room.need_of(q, priority) + room.need_admitted.get(q, _NONE)
+    need, extra = room.need_of(q, priority), room.need_admitted.get(q)
+    if extra is not None:  # apps admitted this cycle
+        need = need + extra
     if view.queue.policy is Policy.FAIRSHARE and need != _NONE:
         weight = room.weight_of(q, priority) + room.weight_admitted.get(q, 0)
         need = _kept_beside(head, priority, need, weight, room)
@@ -273,7 +274,8 @@ def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
 def demand_fits(head: AppSpec, need: Resources, room: Room) -> bool:
     """The head's driver and first executors fit beside the running apps' ``need``
     (``need_beside``)."""
-    return (_commitment(head) + need).fits_in(room.uncommitted)
+    c, left = _commitment(head), room.uncommitted
+    return c.cores + need.cores <= left.cores and c.mem_mib + need.mem_mib <= left.mem_mib
 
 
 def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) -> bool:
@@ -282,8 +284,8 @@ def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) ->
     first executor (one per leaf)."""
     if room.ahead_in.get(view.queue.name, 0):
         return False
-    driver = head.driver if head.driver_in_cluster else _NONE
-    return (driver + need).fits_in(room.uncommitted)
+    d, left = head.driver if head.driver_in_cluster else _NONE, room.uncommitted
+    return d.cores + need.cores <= left.cores and d.mem_mib + need.mem_mib <= left.mem_mib
 
 
 def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
@@ -392,6 +394,7 @@ def _holders(room: Room, path: tuple[Queue, ...]) -> str:
 
 
 def _commitment(spec: AppSpec) -> Resources:
-    driver = spec.driver if spec.driver_in_cluster else _NONE
-    return driver + spec.executor.times(reservation(spec))
+    n, ex = reservation(spec), spec.executor  # one ``Resources`` built: asked 2-3 times a head
+    d = spec.driver if spec.driver_in_cluster else _NONE
+    return Resources(d.cores + n * ex.cores, d.mem_mib + n * ex.mem_mib)
 

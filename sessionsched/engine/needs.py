@@ -44,13 +44,14 @@ def elastic_need(rec: AppRecord) -> Need:
     """What an admitted app wants above its floor (module doc); (0, 0) for any other app."""
     if not rec.state.admitted:
         return (0, 0)
-    floor = rec.floor
-    want = max(rec.demand, floor)
+    floor, spec = rec.floor, rec.spec
+    want = rec.demand if rec.demand > floor else floor  # comparisons, not max/min calls
     if rec.state is AppState.STARTING and not rec.executors:
-        want = max(want, rec.spec.min_executors, 1)
-    cap = rec.spec.executor_cap
-    if cap is not None:
-        want = min(want, cap)
+        first = spec.min_executors if spec.min_executors > 1 else 1
+        want = want if want > first else first
+    cap = spec.executor_cap
+    if cap is not None and cap < want:
+        want = cap
     n = want - floor
     if n <= 0:
         return (0, 0)

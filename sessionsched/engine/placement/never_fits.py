@@ -62,8 +62,9 @@ def never_fits(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> str | 
     every new head): what ``_on_workers`` reads of it."""
     n = first_executors(spec, path[-1]) if path else reservation(spec)
     gang = spec.gang
-    shape = (spec.driver if spec.driver_in_cluster else None, spec.executor,
-             spec.executor_cap != 0, n, spec.min_executors,
+    driver, executor = spec.driver, spec.executor  # as ints: hashed and compared in C
+    shape = ((driver.cores, driver.mem_mib) if spec.driver_in_cluster else None,
+             executor.cores, executor.mem_mib, spec.executor_cap != 0, n, spec.min_executors,
              None if gang is None else gang.executors)
     sizes, count = workers.memo(shape, lambda: _on_workers(spec, n, workers))
     if sizes is not None:
