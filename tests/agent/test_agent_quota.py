@@ -34,7 +34,7 @@ CAP = 2
 A_TASKS = 4  # A's executors before the cut: above the cap, below the cluster's 6 cores
 # A plan's second, after the config's writing: the restart (the old server's stop, the new
 # one's start) comes first, so that the plan fires by its trigger in a running server. At
-# least this far ahead, and twice the slowest start or restart seen so far in the test (~8 s
+# least this far ahead, and twice the slowest start or restart seen so far in the test (~6 s
 # at load 10 on this 2-core machine); had a start taken longer still, the lowering plan would
 # apply at the start (the same change) and the raising one fails the test, saying so.
 PLAN_LEAD_S = 10.0
