@@ -56,16 +56,13 @@ def test_a_notebook_session_waits_its_turn_shares_and_gives_back_beside_a_static
     # A static app: no allocation manager to cap. The agent says so and the app runs as is.
     static = submit(api, "static-a", "root.fair", 5000, "--tasks", 2, "--seconds", 2,
                     conf={"spark.dynamicAllocation.enabled": "false", "spark.cores.max": "2"})
-    # The queue runs one app at a time: the notebook waits behind an admitted app (STARTING
-    # counts: its driver launched, ``max_running_apps``). The notebook (a Python process
-    # importing pyspark) starts while the blocker's driver does; submitted after the blocker,
-    # the session is behind it in the fifo queue either way. The blocker is killed once the
-    # notebook shows its place, whether or not its executor came yet.
+    # The queue runs one app at a time: the notebook waits behind a running app. The notebook
+    # (a Python process importing pyspark) starts while the blocker's driver does; submitted
+    # after the blocker, the session is behind it in the fifo queue either way.
     blocker = submit(api, "blocker", "root.solo", 5000, "--tasks", 1, "--seconds", 600)
     nb = Notebook(server.url, "root.solo")
     try:
-        wait_until(lambda: api.app(blocker).state.value in ("STARTING", "RUNNING"), 60,
-                   "the blocker to be admitted")
+        wait_until(lambda: api.app(blocker).state.value == "RUNNING", 120, "the blocker to run")
         session = wait_until(
             lambda: next((a for a in api.apps() if a.kind == "session"), None), 60,
             "the session app")
