@@ -91,16 +91,13 @@ def wait_apps(api, ids, condition, timeout_s, what):
 
 
 def two_hogs(api, tmp_path, b_conf=None):
-    """A holds 2 cores until ``free_a``; B holds the other 4 and wants 6, until ``free_b``.
-    B's driver starts while A's executors do (admitted once A has one); its job waits until
-    A holds its 2."""
-    free_a, free_b, go_b = tmp_path / "free-a", tmp_path / "free-b", tmp_path / "go-b"
+    """A holds 2 cores until ``free_a``; B holds the other 4 and wants 6, until ``free_b``."""
+    free_a, free_b = tmp_path / "free-a", tmp_path / "free-b"
     a = submit(api, "hog-a", QUEUE, 9000, "--tasks", 2, "--seconds", 600, "--until", free_a,
                conf={"spark.dynamicAllocation.maxExecutors": "2"})
+    wait_apps(api, (a,), lambda: held(api, a) == (2,), 240, "A to hold its 2 executors")
     b = submit(api, "hog-b", QUEUE, 8000, "--tasks", 6, "--seconds", 600, "--until", free_b,
-               "--job-after", go_b, conf=b_conf)
-    wait_apps(api, (a, b), lambda: held(api, a) == (2,), 240, "A to hold its 2 executors")
-    go_b.touch()
+               conf=b_conf)
     settle(api, (a, b), (2, 4), 240, "B at the 4 cores A leaves")
     return (a, free_a), (b, free_b)
 
