@@ -44,14 +44,18 @@ IDLE_TIMEOUT_S = 5  # A's spark.dynamicAllocation.executorIdleTimeout
 def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, tmp_path):
     # A: 12 tasks, alone on the cluster: 6 executors, all busy until the test lets them end.
     # After its job A idles: its executors wait out Spark's idle timeout, then it ends.
-    release, events = tmp_path / "release-a", tmp_path / "events"
+    release, events, go_b = tmp_path / "release-a", tmp_path / "events", tmp_path / "go-b"
     a = submit(api, "prio-a", "root.prio", 3000, "--tasks", 12, "--seconds", 600,
                "--until", release, "--linger-s", 60, "--linger-while-executors",
                conf=event_log_conf(events), idle_timeout_s=IDLE_TIMEOUT_S)
-    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
+    # B's driver starts meanwhile (admitted once A has an executor), its job held: it asks
+    # for nothing until the test lets it.
+    b = submit(api, "prio-b", "root.prio", 9000, "--tasks", 4, "--seconds", 600,
+               "--job-after", go_b)
+    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole cluster")
     # B asks for 4 (4 tasks, busy until B is killed) at a higher priority: it gets 4, A keeps
     # the other 2.
-    b = submit(api, "prio-b", "root.prio", 9000, "--tasks", 4, "--seconds", 600)
+    go_b.touch()
     wait_until(lambda: api.app(b).target == 4, 90, "B's target of 4")
     cut_at = time.monotonic()
     # reclaim_timeout 0: A's surplus goes at once, busy or not.

@@ -1,7 +1,7 @@
 """A PySpark app for the agent's cluster tests: one job of sleeping tasks, then a report line.
 
-    sleepy_job.py --tasks N --seconds S [--until PATH] [--detach-agent-at E] [--linger-s L]
-                  [--linger-while-executors]
+    sleepy_job.py --tasks N --seconds S [--until PATH] [--job-after PATH] [--detach-agent-at E]
+                  [--linger-s L] [--linger-while-executors]
 
 Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ...}``: the job's result (the
 sum of the task indexes, so a lost or duplicated task shows) and the number of failed task
@@ -12,6 +12,10 @@ read from the app's event log once it has ended (``tests/agent/spark_eventlog.py
 ``--until PATH`` ends each task's sleep early once the file PATH exists (the test creates it):
 the tasks are busy for exactly as long as the test needs them busy, S only bounds it. The
 executors are on the test's host, so they see the file.
+
+``--job-after PATH`` holds the job until the file PATH exists (at most 600 s): the driver
+starts and its agent registers, asking for no executor, so a test can start a driver's JVM
+while another app takes the cluster and have its job ask only when the test says.
 
 ``--detach-agent-at E`` stops the agent once E executors are registered, leaving the cap where
 it is: the app runs on as if its agent had died. ``--linger-s`` keeps the driver alive after
@@ -66,6 +70,7 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, required=True)
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--until", default=None)
+    parser.add_argument("--job-after", default=None)
     parser.add_argument("--detach-agent-at", type=int, default=0)
     parser.add_argument("--linger-s", type=float, default=0.0)
     parser.add_argument("--linger-while-executors", action="store_true")
@@ -75,6 +80,8 @@ def main() -> int:
     sc = spark.sparkContext
     if args.detach_agent_at:
         threading.Thread(target=detach_at, args=(sc, args.detach_agent_at), daemon=True).start()
+    if args.job_after:
+        sleeper(600, args.job_after)(None)
     started = time.monotonic()
     sc.setJobGroup("work", "sleeping tasks")
     result = sc.parallelize(range(args.tasks), args.tasks).map(
