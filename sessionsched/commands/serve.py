@@ -24,6 +24,8 @@ from ..config import STANDBY_NEEDS_POSTGRESQL, load_server_config
 # CPU-bound step holds it; each of a read's hand-overs (socket, handler, answer) may wait this
 # long, 5 ms by default: 1 ms keeps reads short while cycles run (issue 14 §2).
 SWITCH_INTERVAL_S = 0.001
+# uvicorn.run's exit code when the server could not start (a port in use, say)
+STARTUP_FAILURE = 3
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -59,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from ..backends.base import BackendError
     from ..gcpace import GcPacer
     from ..server.app import UnsafeListen, asgi, check_listen, create_app
+    from ..server.http_server import HttpServer
     from ..store import StoreUnavailable
 
     config = load_server_config(args.config)
@@ -98,15 +101,16 @@ def run(args: argparse.Namespace) -> int:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     # Full GC passes over the books would otherwise cost a cycle (and every read) ~0.25 s
     # at 20,000 apps (``gcpace``).
+    http = HttpServer(uvicorn.Config(
+        asgi(app),
+        host=server.host,
+        port=server.port,
+        log_level=args.log_level,
+        access_log=False,
+        lifespan="on",
+        ssl_certfile=tls.cert if tls is not None else None,
+        ssl_keyfile=tls.key if tls is not None else None,
+    ), on_stop=app.state.service.desk.close)
     with GcPacer():
-        uvicorn.run(
-            asgi(app),
-            host=server.host,
-            port=server.port,
-            log_level=args.log_level,
-            access_log=False,
-            lifespan="on",
-            ssl_certfile=tls.cert if tls is not None else None,
-            ssl_keyfile=tls.key if tls is not None else None,
-        )
-    return 0
+        http.run()
+    return 0 if http.started else STARTUP_FAILURE

@@ -65,6 +65,7 @@ class AgentDesk:
         self._targets: dict[str, tuple[int, int]] = {}  # app -> (target, grant), from SetTarget
         self._versions: dict[str, int] = {}  # app -> how many times its answer changed
         self._watches: dict[str, Future] = {}  # app -> its agent's waiting watch (one at most)
+        self._closed = False  # the server is stopping: no watch is held any more
 
     # --- the protocol ------------------------------------------------------------------------
 
@@ -130,13 +131,24 @@ class AgentDesk:
             agent = self._agents.setdefault(app_id, AgentState(seen_at=now))
             agent.seen_at = now
             agent.keepalive_s = self.keepalive_s
-            if self._versions.get(app_id, 0) != version or agent.orders or app.state.terminal:
+            if (self._closed or self._versions.get(app_id, 0) != version or agent.orders
+                    or app.state.terminal):
                 return self._reply(app, agent)
             waiting: Future = Future()
             older, self._watches[app_id] = self._watches.get(app_id), waiting
         if older is not None:
             older.set_result(None)
         return waiting
+
+    def close(self) -> None:
+        """The server is stopping: every held watch answers now (with what its agent was told
+        so far), and so does every watch after -- a graceful stop waits for open requests, and
+        would wait up to ``keepalive_s`` for each held one."""
+        with self._lock:
+            self._closed = True
+            waiting, self._watches = list(self._watches.values()), {}
+        for w in waiting:
+            w.set_result(None)
 
     def hold_s(self, wait_s: float | None) -> float:
         """How long a watch with nothing to tell is held: what the agent asked (at most the
