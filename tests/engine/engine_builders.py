@@ -190,3 +190,22 @@ def set_targets(decisions: list) -> dict[str, tuple[int, int]]:
 
 def reclaims(decisions: list) -> list[Reclaim]:
     return [d for d in decisions if isinstance(d, Reclaim)]
+
+
+def next_claim(rnd, claims: dict, arbiter, leaves: list[str],
+               seq: int) -> tuple[tuple[str, int, str] | None, int]:
+    """One random step of a claims history: a claim dropped (from ``claims`` and the
+    ``arbiter``: None), or the claim to set next -- an existing one to change (its id, seq and
+    queue kept) or a new one in one of ``leaves`` -- as (app id, seq, queue); with the next
+    free seq."""
+    op = rnd.random()
+    if op < 0.2 and claims:
+        app_id = rnd.choice(sorted(claims))
+        del claims[app_id]
+        arbiter.drop(app_id)
+        return None, seq
+    if op < 0.6 and claims:
+        old = claims[rnd.choice(sorted(claims))]
+        return (old.app_id, old.seq, old.queue), seq
+    seq += 1
+    return (f"app{seq:03d}", seq, rnd.choice(leaves)), seq

@@ -5,7 +5,7 @@ want (``sated``: only changed claims are looked at) to short of cores and back."
 import random
 
 import pytest
-from engine_builders import leaf, parent, tree
+from engine_builders import leaf, next_claim, parent, tree
 
 from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets
 from sessionsched.model import Resources
@@ -39,18 +39,10 @@ def _play(rnd: random.Random, floors_cut: bool) -> None:
         # Where floors are cut, often one claim changes and the capacity stays: another
         # leaf's floors are then cut anew while its cores stay.
         for _ in range(rnd.randint(0, 2 if floors_cut else 5)):
-            op = rnd.random()
-            if op < 0.2 and claims:
-                app_id = rnd.choice(sorted(claims))
-                del claims[app_id]
-                arbiter.drop(app_id)
+            picked, seq = next_claim(rnd, claims, arbiter, LEAVES, seq)
+            if picked is None:
                 continue
-            if op < 0.6 and claims:
-                old = claims[rnd.choice(sorted(claims))]
-                app_id, s, queue = old.app_id, old.seq, old.queue
-            else:
-                seq += 1
-                app_id, s, queue = f"app{seq:03d}", seq, rnd.choice(LEAVES)
+            app_id, s, queue = picked
             want = rnd.randint(0, 6)
             floor = rnd.randint(0, min(want, 3 if floors_cut else 1))
             c = Claim(app_id, queue, rnd.choice((1, 5000, 9000)), s,

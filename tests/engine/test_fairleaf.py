@@ -6,7 +6,7 @@ a gang reserves), and where a leaf's policy swaps to a greedy one and back."""
 import random
 
 import pytest
-from engine_builders import leaf, parent, tree
+from engine_builders import leaf, next_claim, parent, tree
 
 from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets, fairshare
 from sessionsched.engine.arbitration.fairleaf import FairLeaf
@@ -80,18 +80,10 @@ def test_arbiter_histories_with_cores_moving_match_the_targets_from_scratch(seed
     swapped = False
     for _ in range(60):
         for _ in range(rnd.choice((0, 0, 0, 1, 3))):  # most cycles: the claims stay
-            op = rnd.random()
-            if op < 0.2 and claims:
-                app_id = rnd.choice(sorted(claims))
-                del claims[app_id]
-                arbiter.drop(app_id)
+            picked, seq = next_claim(rnd, claims, arbiter, LEAVES, seq)
+            if picked is None:
                 continue
-            if op < 0.6 and claims:
-                old = claims[rnd.choice(sorted(claims))]
-                app_id, s, queue = old.app_id, old.seq, old.queue
-            else:
-                seq += 1
-                app_id, s, queue = f"app{seq:03d}", seq, rnd.choice(LEAVES)
+            app_id, s, queue = picked
             want = rnd.randint(0, 8)
             c = Claim(app_id, queue, rnd.choice((1, 3, 5000, 9000)), s,
                       Resources(rnd.choice((1, 2, 3)), 1024), rnd.randint(0, min(want, 1)), want)
