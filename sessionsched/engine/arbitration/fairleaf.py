@@ -20,14 +20,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from .policies import Claim, fairshare
+from .policies import Claim, fairshare, whole_executors
 
 
 class FairLeaf:
     """``fairshare(cores, ranked)`` for any ``cores``, the sweep done once (``ranked``: the
     leaf's claims in rank order, as ``fairshare`` takes them; not changed while this is used)."""
 
-    __slots__ = ("_ranked", "_rows", "_lo_sum", "_hi_sum", "_reach", "_at")
+    __slots__ = ("_ranked", "_rows", "_bounds", "_lo_sum", "_hi_sum", "_reach", "_at")
 
     def __init__(self, ranked: Sequence[Claim]) -> None:
         self._ranked = ranked
@@ -35,8 +35,8 @@ class FairLeaf:
         weights = [float(c.priority) for c in ranked]
         lo = [float(c.floor * s) for c, s in zip(ranked, sizes, strict=True)]
         hi = [float(c.want * s) for c, s in zip(ranked, sizes, strict=True)]
-        self._rows = [(c.app_id, s, c.floor, c.want, w, low, high)
-                      for c, s, w, low, high in zip(ranked, sizes, weights, lo, hi, strict=True)]
+        self._rows = [(c.app_id, s, c.floor, c.want) for c, s in zip(ranked, sizes, strict=True)]
+        self._bounds = list(zip(weights, lo, hi, strict=True))
         self._lo_sum = sum(lo)
         self._hi_sum = sum(hi)
         # ``water_fill``'s sweep, run to the end: at each breakpoint where it would ask
@@ -72,32 +72,12 @@ class FairLeaf:
             return fairshare(cores, self._ranked)
         start, filled, slope = self._at[j]
         level = start + (total - filled) / slope
-        out = {}
-        left = cores
-        for app_id, s, floor, want, w, low, high in rows:
-            x = w * level  # min(max(w * level, low), high)
+        shares = []
+        for w, low, high in self._bounds:
+            x = w * level  # min(max(w * level, low), high), as ``water_fill``
             if low > x:
                 x = low
             if high < x:
                 x = high
-            n = int(x / s + 1e-9)
-            if n < floor:
-                n = floor
-            elif n > want:
-                n = want
-            out[app_id] = n
-            left -= n * s
-        if left < 0:  # float error may round a share up past ``cores``: undo it
-            for app_id, s, floor, *_ in reversed(rows):
-                while left < 0 and out[app_id] > floor:
-                    out[app_id] -= 1
-                    left += s
-        for app_id, s, _floor, want, *_ in rows:
-            if left <= 0:
-                break  # no executor has under 1 core: nothing more fits
-            if left < s:
-                continue
-            if out[app_id] < want:
-                out[app_id] += 1
-                left -= s
-        return out
+            shares.append(x)
+        return whole_executors(cores, self._rows, shares)

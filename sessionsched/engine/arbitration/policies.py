@@ -133,28 +133,37 @@ def fairshare(cores: int, ranked: Sequence[Claim]) -> dict[str, int]:
         [float(c.floor * s) for c, s in zip(ranked, sizes, strict=True)],
         [float(c.want * s) for c, s in zip(ranked, sizes, strict=True)],
     )
+    rows = [(c.app_id, s, c.floor, c.want) for c, s in zip(ranked, sizes, strict=True)]
+    return whole_executors(cores, rows, shares)
+
+
+def whole_executors(cores: int, rows: Sequence[tuple[str, int, int, int]],
+                    shares: Sequence[float]) -> dict[str, int]:
+    """Each claim's share of cores (``rows``: app id, executor cores, floor, want; in rank
+    order) rounded down to whole executors between its floor and want, then the cores left
+    given one executor at a time in rank order."""
     out = {}
     left = cores
-    for c, s, share in zip(ranked, sizes, shares, strict=True):
+    for (app_id, s, floor, want), share in zip(rows, shares, strict=True):
         n = int(share / s + 1e-9)
-        if n < c.floor:
-            n = c.floor
-        elif n > c.want:
-            n = c.want
-        out[c.app_id] = n
+        if n < floor:
+            n = floor
+        elif n > want:
+            n = want
+        out[app_id] = n
         left -= n * s
     if left < 0:  # float error may round a share up past ``cores``: undo it
-        for c, s in zip(reversed(ranked), reversed(sizes), strict=True):
-            while left < 0 and out[c.app_id] > c.floor:
-                out[c.app_id] -= 1
+        for app_id, s, floor, _want in reversed(rows):
+            while left < 0 and out[app_id] > floor:
+                out[app_id] -= 1
                 left += s
-    for c, s in zip(ranked, sizes, strict=True):
+    for app_id, s, _floor, want in rows:
         if left <= 0:
             break  # no executor has under 1 core: nothing more fits
         if left < s:
             continue
-        if out[c.app_id] < c.want:
-            out[c.app_id] += 1
+        if out[app_id] < want:
+            out[app_id] += 1
             left -= s
     return out
 
