@@ -17,8 +17,10 @@ grant is the one the cap follows (one channel, in order); a report's answer hand
 orders and a terminal state. An older server's answers have no ``keepalive_s``: the agent then
 heartbeats every ``heartbeat_s`` and never watches, as before.
 
-A demand change is not left waiting for the next heartbeat: between heartbeats the loop reads
-the demand alone every ``TICK_S`` (one py4j call) and reports a change at once. On the old
+A task's start or end is not left waiting for the next heartbeat: the loop reads the demand
+and the running tasks alone every ``TICK_S`` (two py4j calls) and looks at once when either
+moved: a changed demand is reported at once, a changed flag is timed to a tick
+(docs/usage.md). On the old
 protocol it then asks again ``FOLLOW_UP_S`` later -- the server decides in its next cycle,
 after it answered the report, and the follow-up fetches that decision; a watching agent is
 told by its watch as soon as the cycle decided (benchmarks/agent_latency.py).
@@ -54,7 +56,7 @@ from .watch import Watch
 
 log = logging.getLogger("sessionsched.agent")
 
-TICK_S = 0.25  # how often the demand is looked at between heartbeats
+TICK_S = 0.25  # how often the demand and the running tasks are looked at between heartbeats
 FOLLOW_UP_S = 0.3  # after reporting a changed demand: ask again for the decision this soon
 
 
@@ -101,7 +103,8 @@ class Agent:
         self._gone: dict[str, float] = {}  # gone since then -> when they left (not yet sent)
         self._leaving: set[str] = set()  # killed, left out of the reports, still in the driver
         self._looked_at = 0.0  # the last full read of the facts
-        self._quiet_at = 0.0  # the last check that found the demand unchanged
+        self._quiet_at = 0.0  # the last check that found the demand and the tasks unchanged
+        self._looked_pulse: tuple[int, int] | None = None  # (demand, running) at the last read
         self._changed_after: float | None = None  # this look's changes happened after this
         self._report_due = 0.0  # change-driven: the next keep-alive report
         self.watch: Watch | None = None  # the change-driven protocol's, once the server has it
@@ -177,17 +180,19 @@ class Agent:
             self._apply(watched)
             if self._stop.is_set():
                 return
-        early = now < self._next_beat  # not a heartbeat's look: the demand moved
-        if early and not self._demand_changed(now):
-            self._quiet_at = now  # the demand as before: what goes with it too
+        early = now < self._next_beat  # not a heartbeat's look: the demand or the tasks moved
+        if early and not self._moved(now):
+            self._quiet_at = now  # as before: the executors' flags too
             return
         self._next_beat = now + self.heartbeat_s
         looked = self.clock()
-        # What changed since the last look happened after it; after the last quiet check of
-        # the demand when a change of demand brought this look (a task's start or end).
-        self._changed_after = max(self._looked_at, self._quiet_at) if early else self._looked_at
-        self._looked_at = looked
-        facts = self._facts()
+        facts: SparkFacts | None = self._quietly(self.control.facts)
+        pulse = None if facts is None else (facts.demand, facts.running_tasks)
+        # What changed happened after the last look; after the last check that found the demand
+        # and the tasks as they were, when those moved (a task's start or end).
+        moved = early or pulse != self._looked_pulse
+        self._changed_after = max(self._looked_at, self._quiet_at) if moved else self._looked_at
+        self._looked_at, self._looked_pulse = looked, pulse
         if facts is not None and now >= self._next_attempt:
             beat = self.registered  # else this exchange registers, carrying no demand
             changed = facts.demand != self._sent_demand
@@ -216,22 +221,16 @@ class Agent:
             if facts is not None:
                 self.reclaim.tick(facts.executors, self.clock())
 
-    def _demand_changed(self, now: float) -> bool:
-        """Between heartbeats: has the demand moved since it was last reported?"""
+    def _moved(self, now: float) -> bool:
+        """Between heartbeats: has the demand moved since it was last reported, or the running
+        tasks since the last look?"""
         if self._sent_demand is None or now < self._next_attempt or not self.control.probe.full:
             return False
         try:
-            return self.control.demand() != self._sent_demand
+            pulse = self.control.pulse()
         except SparkControlError:
             return False  # the heartbeat's full read will report the trouble
-
-    def _facts(self) -> SparkFacts | None:
-        try:
-            return self.control.facts()
-        except SparkControlError as e:
-            if not self.control.stopped():
-                self._spark_error(e)
-            return None
+        return pulse[0] != self._sent_demand or pulse != self._looked_pulse
 
     def _exchange(self, heartbeat: dict, now: float) -> Answer | None:
         try:
@@ -377,18 +376,19 @@ class Agent:
     # --- Spark trouble --------------------------------------------------------------------
 
     def _set_cap(self, cap: int) -> None:
-        try:
-            self.control.set_cap(cap)
-        except SparkControlError as e:
-            if not self.control.stopped():
-                self._spark_error(e)
+        self._quietly(self.control.set_cap, cap)
 
     def _release(self) -> None:
+        self._quietly(self.control.release_cap)
+
+    def _quietly(self, call: Callable, *args):
+        """``call(*args)``, or None if Spark failed (logged, bounded; not once it stopped)."""
         try:
-            self.control.release_cap()
+            return call(*args)
         except SparkControlError as e:
             if not self.control.stopped():
                 self._spark_error(e)
+            return None
 
     def _spark_error(self, e: Exception) -> None:
         self._spark_errors += 1

@@ -210,11 +210,13 @@ class SparkControl:
         except Exception:
             return None
 
-    def demand(self) -> int:
-        """The demand alone (one py4j call), for cheap checks between heartbeats."""
+    def pulse(self) -> tuple[int, int]:
+        """The demand and the running tasks alone (two py4j calls), for cheap checks between
+        heartbeats: a task's start moves the one, its end one or both."""
         self._require_full()
         try:
-            return int(self._eam.maxNumExecutorsNeededPerResourceProfile(DEFAULT_PROFILE))
+            return (int(self._eam.maxNumExecutorsNeededPerResourceProfile(DEFAULT_PROFILE)),
+                    int(self._eam.listener().totalRunningTasksPerResourceProfile(DEFAULT_PROFILE)))
         except Exception as e:
             raise SparkControlError(f"reading the demand failed: {_one_line(e)}") from e
 

@@ -54,8 +54,8 @@ class StandInSpark:
         return SparkFacts(self.demand_now, self.demand_now, len(self.executors_now),
                           self.executors_now)
 
-    def demand(self) -> int:
-        return self.demand_now
+    def pulse(self) -> tuple[int, int]:
+        return self.demand_now, len(self.executors_now)
 
     def set_cap(self, cap: int) -> None:
         if not self.caps or self.caps[-1] != cap:

@@ -65,16 +65,30 @@ def test_a_report_that_changes_no_level_writes_nothing():
     assert m.step(121.0, [execs(False, True)], []) == {}  # other executor busy, same levels
 
 
-def test_a_kill_counts_the_busy_executors_time_since_their_first_busy_report():
+def test_a_kill_counts_the_executors_busy_at_the_last_report_that_listed_them():
     m = meter()
     last = run(m, [
         (110.0, [], [started(110.0)]),
         (120.0, [execs(True, False)], []),
         (125.0, [execs(True, False)], []),
         (130.0, [], [Reclaim("a", ("0", "1"), ReclaimMode.KILL)]),
+        (131.0, [ExecutorsChanged("a", ())], []),
     ])
-    # executor 0 busy since 120, killed at 130: 2 cores x 10 s; executor 1 was idle
-    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (20.0, 1)
+    # executor 0 busy since 120, gone at 131: 2 cores x 11 s; executor 1 was idle
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (22.0, 1)
+
+
+def test_a_kill_goes_by_the_agents_look_before_it_not_by_the_schedulers_at_the_order():
+    # The agent kills right after a look whose report goes first: 1 took a task after the
+    # scheduler's order and before the kill (its task lost), 0 finished its task (none lost).
+    last = run(meter(), [
+        (110.0, [], [started(110.0)]),
+        (120.0, [execs(True, False)], []),
+        (130.0, [], [Reclaim("a", ("0", "1"), ReclaimMode.KILL)]),
+        (130.5, [execs(False, True)], []),  # the kill's look
+        (131.5, [ExecutorsChanged("a", ())], []),
+    ])
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == (2 * 1.0, 1)
 
 
 def test_a_killed_executors_task_is_lost_until_a_report_finds_it_gone():
@@ -151,7 +165,7 @@ def test_the_hours_split_what_the_levels_held_at_the_hours_edges():
         (h + 30, [], [started(h + 30)]),           # queued 30 s in hour 0, 30 s in hour 1
         (h + 60, [execs(True, False)], []),         # 2 executors x 2 cores, one busy
         (2 * h + 60, [], [Reclaim("a", ("0",), ReclaimMode.KILL)]),  # busy since h + 60
-        (2 * h + 60, [execs(False)], []),
+        (2 * h + 60, [ExecutorsChanged("a", (Executor("1", 0.0, idle=True),))], []),
         (2 * h + 120, [], [ended(2 * h + 120)]),
     ])
     assert figures_by_hour(m.take_hours()) == {

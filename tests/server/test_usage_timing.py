@@ -23,9 +23,9 @@ def ex(eid: str, started_at: float, busy: bool = False) -> Executor:
 
 # (before: id -> busy, after, observed_at, removed, lo, hi) -> steps (from, executors, busy)
 CASES = {
-    "a new executor counts from its registration, busy too when its first look says so": (
+    "a new executor counts from its registration, busy from the look that says so": (
         {}, [ex("1", 101.5, busy=True), ex("2", 101.6)], 102.0, {}, 100.0, 102.3,
-        [(101.5, 1, 1), (101.6, 2, 1), (102.0, 2, 1)]),
+        [(101.5, 1, 0), (101.6, 2, 0), (102.0, 2, 1)]),
     "a gone executor leaves at its driver's removal": (
         {"1": False, "2": False}, [ex("2", 90.0)], 104.0, {"1": 103.2}, 100.0, 104.4,
         [(103.2, 1, 0), (104.0, 1, 0)]),
@@ -73,8 +73,27 @@ def test_a_flag_changes_halfway_between_the_looks(case):
     assert steps[0] == (at, 2, 2) and steps[-1] == (observed_at, 2, 2)
 
 
-def timed(now_obs: float, *executors: Executor, removed=()) -> ExecutorsChanged:
-    return ExecutorsChanged("a", executors, observed_at=now_obs, removed=tuple(removed))
+# (registered, changed_after, observed_at) -> when a new executor busy at its first look
+# became busy: it takes its first task once it has started up inside, after its registration
+NEW_BUSY_CASES = {
+    "halfway from the look before, like any flag": (101.5, 101.8, 102.0, 101.9),
+    "never before its registration": (101.5, 100.5, 102.0, 101.5),
+}
+
+
+@pytest.mark.parametrize("case", NEW_BUSY_CASES.values(), ids=NEW_BUSY_CASES.keys())
+def test_a_new_executor_busy_at_its_first_look(case):
+    registered, changed_after, observed_at, busy_from = case
+    steps = timed_steps({}, [ex("1", registered, True)], observed_at, {}, 100.0, 103.0,
+                        changed_after)
+    assert steps[0][:2] == (registered, 1)
+    assert next(at for at, _, busy in steps if busy) == busy_from
+
+
+def timed(now_obs: float, *executors: Executor, removed=(),
+          changed_after: float | None = None) -> ExecutorsChanged:
+    return ExecutorsChanged("a", executors, observed_at=now_obs, removed=tuple(removed),
+                            changed_after=changed_after)
 
 
 def run(m: UsageMeter, steps) -> dict:
@@ -93,23 +112,27 @@ def ended(at: float) -> MarkState:
 
 
 def test_a_timed_app_counts_what_spark_records_not_when_reports_arrive():
-    # Spark's record: executors 1 and 2 registered at 110.2 and 110.4, ran tasks 110.2..120.0
-    # and 110.4..115.0; 2 removed at its idle timeout, 1 with the stop (the last report,
-    # 121.0). The reports arrive 0.6-0.9 s after each look.
+    # Spark's record: executors 1 and 2 registered at 110.2 and 110.4, took their first tasks
+    # once started up inside, at 110.9 and 111.0, and ran them until 120.0 and 115.0; 2 was
+    # removed at its idle timeout, 1 with the stop (the last report, 121.0). The agent looks
+    # a tick (0.25 s) after a task's start or end moved the running tasks, else at its
+    # heartbeat; the reports arrive 0.6-0.9 s after each look.
     last = run(UsageMeter({"a": SPEC}.get), [
         (110.0, [], [started(110.0)]),
-        (111.1, [timed(110.5, ex("1", 110.2, True), ex("2", 110.4, True))], []),
-        (115.8, [timed(115.0, ex("1", 110.2, True), ex("2", 110.4))], []),
-        (118.9, [timed(118.3, ex("1", 110.2, True))], []),
-        (120.7, [timed(120.0, ex("1", 110.2))], []),
-        (121.8, [timed(121.0, removed=[("1", 121.0)])], []),
+        (111.9, [timed(111.1, ex("1", 110.2, True), ex("2", 110.4, True),
+                       changed_after=110.85)], []),
+        (115.8, [timed(115.1, ex("1", 110.2, True), ex("2", 110.4), changed_after=114.85)], []),
+        (118.9, [timed(118.3, ex("1", 110.2, True), changed_after=117.3)], []),
+        (120.7, [timed(120.1, ex("1", 110.2), changed_after=119.85)], []),
+        (121.8, [timed(121.0, removed=[("1", 121.0)], changed_after=120.1)], []),
         (123.0, [], [ended(123.0)]),  # the driver's process seen gone
     ])
     # held: 1 x (121.0 - 110.2) + 1 x (118.3 - 110.4) = 10.8 + 7.9: the report gave no
     # removal time for 2 (its status store had not recorded it yet): it left at the look
     assert last["held_core_s"] == pytest.approx(10.8 + 7.9)
-    # busy: 1 from 110.2 to 120.0, 2 from 110.4 to 115.0 = 9.8 + 4.6 (Spark's task time)
-    assert last["busy_core_s"] == pytest.approx(14.4)
+    # busy: Spark's task time, 1 from 110.9 to 120.0 and 2 from 111.0 to 115.0 = 9.1 + 4.0,
+    # each change placed halfway through its tick: 13.0, within half a tick per change
+    assert last["busy_core_s"] == pytest.approx(9.1 + 4.0, abs=4 * 0.125)
 
 
 def test_an_untimed_report_counts_as_the_scheduler_takes_it():
@@ -130,9 +153,9 @@ def test_a_killed_executors_lost_work_ends_when_its_driver_removed_it():
         (122.0, [timed(121.7, ex("2", 110.2, True), removed=[("1", 120.8)])], []),
         (125.0, [], [ended(125.0)]),
     ])
-    # lost: from its registration 110.2 (busy at its first look) until its driver removed it
-    # at 120.8
-    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((10.6, 1))
+    # lost: from the look that first found it busy (110.5: the report does not say when the
+    # agent looked before) until its driver removed it at 120.8
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((10.3, 1))
 
 
 def test_an_executor_its_agent_killed_counts_until_its_driver_removes_it():
@@ -147,10 +170,11 @@ def test_an_executor_its_agent_killed_counts_until_its_driver_removes_it():
         (124.0, [timed(123.7, ex("2", 110.2, True), removed=[("1", 123.5)])], []),
         (125.0, [], [ended(125.0)]),
     ])
-    # 1: held, busy and lost 110.2 .. 123.5; 2: held and busy 110.2 .. 125.0
+    # 1: held 110.2 .. 123.5, busy and lost from its first look 110.5; 2: held 110.2 .. 125.0,
+    # busy from 110.5
     assert last["held_core_s"] == pytest.approx(13.3 + 14.8)
-    assert last["busy_core_s"] == pytest.approx(13.3 + 14.8)
-    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((13.3, 1))
+    assert last["busy_core_s"] == pytest.approx(13.0 + 14.5)
+    assert (last["reclaimed_core_s"], last["reclaimed_executors"]) == pytest.approx((13.0, 1))
     hours = m.take_hours()
     (row,) = hours.values()
     assert dict(zip(HOURLY, row, strict=True))["held_core_s"] == pytest.approx(28.1)

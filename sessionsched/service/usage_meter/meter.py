@@ -15,17 +15,19 @@ changes only the apps they name (no scan of the books), on a thread of its own
   executor the agent killed is left out at once and counted on to its driver's removal when
   a later report gives it (``_left_late``).
 - ``STARTING`` (the launch) puts the driver's cores and memory on, an end takes everything off.
-- a ``Reclaim`` that kills (mode ``kill``, also the scheduler's kill at a decommission's
-  deadline) executors the last report called busy counts those executors
-  (``reclaimed_executors``) and, as lost work, their cores from the first of the unbroken run
-  of reports that called them busy (timed: from that look, or the registration of one busy
-  at its first) to when they were gone (their driver's removal, else the first report that
-  finds them gone or idle): their tasks ran until the kill took effect (``reclaimed_core_s``,
-  an upper bound: the killed tasks' own start times are not reported). Counted to the kill
-  order at once, the rest when the report comes (or the app ends). A decommissioned
-  executor that a report finds gone at or after its deadline, busy at the report before,
-  counts the same: the agent killed it at the deadline on its own clock, before the
-  scheduler's order.
+- an executor killed by a reclaim counts (``reclaimed_executors``) when a report finds it
+  gone at or after its kill, busy at the last report that listed it; as lost work
+  (``reclaimed_core_s``), its cores from the first of the unbroken run of reports that called
+  it busy (timed: when its flag changed) to when it was gone (its driver's removal, else the
+  look that found it gone): its task ran until the kill took effect. The kill is a
+  ``Reclaim`` of mode ``kill`` (also the scheduler's kill at a decommission's deadline), or a
+  decommission's deadline passing (the agent kills then on its own clock, before the
+  scheduler's order could). Not the scheduler's view at its order but the agent's at the
+  kill: the agent carries an order out right after a look whose report goes first, so the
+  last report that listed the executor says whether the kill took a task (one that took a
+  task after the scheduler's look and before the kill is lost; one whose task ended
+  meanwhile is not). One gone before its kill left on its own, its task done. An app that
+  ends first counts a killed busy executor's work lost to the end.
 - ``queued_s``: from the submission to the launch (``STARTING``), or to the end of an app
   killed while it waited.
 
@@ -78,13 +80,12 @@ class _Live:
     usage: AppUsage
     spec: AppSpec
     busy: dict[str, float] = field(default_factory=dict)  # busy executor id -> reported at
-    deadlines: dict[str, float] = field(default_factory=dict)  # decommissioned -> kill at
-    dying: dict[str, float] = field(default_factory=dict)  # killed busy -> lost counted to
+    kills: dict[str, float] = field(default_factory=dict)  # ordered killed -> at (deadline)
     # The last list's executors (id -> busy) and when it was seen; None: not known (restored).
     executors: dict[str, bool] | None = field(default_factory=dict)
     seen_at: float = 0.0
     # Gone at a look with no removal time (killed by the agent, still in its driver): counted
-    # to -> (busy then, its lost work counted). A later report says when its driver removed it.
+    # to -> (busy then, its work lost). A later report says when its driver removed it.
     left: dict[str, tuple[float, bool, bool]] = field(default_factory=dict)
 
 
@@ -135,11 +136,12 @@ class UsageMeter:
             if isinstance(ev, ExecutorsChanged):
                 self._executors(now, ev, changed)
         for d in decisions:
-            if isinstance(d, Reclaim) and d.mode is ReclaimMode.KILL:
-                self._killed(now, d, changed)
-            elif isinstance(d, Reclaim) and d.mode is ReclaimMode.DECOMMISSION and d.deadline:
+            if isinstance(d, Reclaim) and (d.mode is ReclaimMode.KILL or (
+                    d.mode is ReclaimMode.DECOMMISSION and d.deadline)):
                 if (live := self._live(d.app_id)) is not None:
-                    live.deadlines.update(dict.fromkeys(d.executor_ids, d.deadline))
+                    at = now if d.mode is ReclaimMode.KILL else d.deadline
+                    for eid in d.executor_ids:
+                        live.kills[eid] = min(live.kills.get(eid, at), at)
             elif isinstance(d, MarkState):
                 self._state(now, d, changed)
         return {app_id: u.to_json() for app_id, u in changed.items()}
@@ -214,32 +216,21 @@ class UsageMeter:
         before, live.executors = live.executors, {e.executor_id: not e.idle for e in ev.executors}
         if ev.observed_at is not None and before is not None:
             for eid in before.keys() - live.executors.keys() - removed.keys():
-                lost = eid in live.dying or (
-                    eid in live.busy and live.deadlines.get(eid, look + 1.0) <= look)
+                lost = eid in live.busy and live.kills.get(eid, look + 1.0) <= look
                 live.left[eid] = (look, before[eid], lost)
             for eid in removed.keys() & live.left.keys():
                 self._left_late(live, eid, min(removed[eid], now), changed)
-        if live.deadlines:
-            # A decommissioned executor gone busy at or after its deadline was killed there
-            # (by the agent, on its own clock, before the scheduler's kill order could be):
-            # its task was lost. Gone before it: it left gracefully, its task done.
-            for eid in [eid for eid in live.deadlines if eid not in live.executors]:
-                deadline = live.deadlines.pop(eid)
+        if live.kills:
+            # Killed busy (module doc): its task ran on until the kill took effect, lost up to
+            # when it left. Gone before its kill: it left on its own, its task done.
+            for eid in [eid for eid in live.kills if eid not in live.executors]:
+                kill = live.kills.pop(eid)
                 since = live.busy.pop(eid, None)
                 gone = gone_at(eid, removed, look, lo, look)
-                if since is not None and gone >= deadline:
+                if since is not None and gone >= kill:
                     self._lose(live, gone, since, changed)
-        if live.dying:
-            # A killed busy executor ran its task on until the kill took effect: lost work up
-            # to when it left (the report that finds it gone, or idle; the kill order counted
-            # to itself).
-            for eid in [eid for eid in live.dying if eid not in busy]:
-                since = live.dying.pop(eid)
-                gone = gone_at(eid, removed, look, since, look)
-                self._lose(live, gone, since, changed, executors=0)
         if busy or live.busy:
-            live.busy = {eid: live.busy.get(eid, busy_from.get(eid, look)) for eid in busy
-                         if eid not in live.dying}
+            live.busy = {eid: live.busy.get(eid, busy_from.get(eid, look)) for eid in busy}
 
     def _left_late(self, live: _Live, eid: str, at: float, changed: dict) -> None:
         """An executor counted gone at a look (its agent had killed it) was removed by its
@@ -260,17 +251,6 @@ class UsageMeter:
         if lost:
             self._lose(live, at, counted_to, changed, executors=0)
         changed[live.spec.app_id] = u
-
-    def _killed(self, now: float, d: Reclaim, changed: dict) -> None:
-        live = self._live(d.app_id)
-        if live is None:
-            return
-        for eid in d.executor_ids:
-            live.deadlines.pop(eid, None)
-            since = live.busy.pop(eid, None)
-            if since is not None:
-                self._lose(live, now, since, changed)
-                live.dying[eid] = now
 
     def _lose(self, live: _Live, now: float, since: float, changed: dict,
               executors: int = 1) -> None:
@@ -315,8 +295,9 @@ class UsageMeter:
         spec, u = live.spec, live.usage
         if u.driver_cores == 0 and u.held_core_s == 0:  # ended (killed) before its launch
             self._queued(live, end)
-        for since in live.dying.values():  # killed, not yet seen gone: gone by the end
-            self._lose(live, end, since, {}, executors=0)
+        for eid, kill in live.kills.items():  # killed busy, not yet seen gone: gone by the end
+            if kill <= end and (since := live.busy.get(eid)) is not None:
+                self._lose(live, end, since, {})
         self._grow(live, end)
         self._add(hour_of(spec.submitted_at), spec, APPS, 1)
         u.levels(end, 0, 0, 0)
