@@ -86,13 +86,15 @@ docker-daemon:
 	  docker info >/dev/null 2>&1 || { echo "make: dockerd did not start:" \
 	    "see /var/log/dockerd.log" >&2; exit 1; }; fi
 
-# In TEST_WORKERS processes (pytest-xdist; 2 for this project's 2-core machines): the tests
+# In TEST_WORKERS processes (pytest-xdist; 3 on this project's 2-core machines): the tests
 # mostly wait (on JVMs starting, sleeping tasks, servers in child processes), so the rest of
-# the suite runs beside the real-cluster tests. Tests on a module's fixture stay together on
+# the suite runs beside the real-cluster tests, and a third worker fills the waits (clean
+# clone: pytest 823 s against 873 with two; every wait is on a condition, sized for a slow JVM
+# start on a loaded machine). Tests on a module's fixture stay together on
 # one worker; the real-cluster tests spread over both, each worker starting the session's
 # clusters once, and go out first, the seconds-long tests last (tests/xdist_groups.py). Every
 # JVM the tests start compiles with C1 only and maps the archive above (tests/conftest.py).
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl docker-daemon jvm-archive
 	$(VENV)/bin/pytest -q -ra --durations=12 -n $(TEST_WORKERS) --dist loadgroup
 

@@ -1,4 +1,4 @@
-"""The suite in parallel (pytest-xdist, as ``make test`` runs it: ``-n 2 --dist loadgroup``):
+"""The suite in parallel (pytest-xdist, as ``make test`` runs it: ``-n 3 --dist loadgroup``):
 tests that share a module-scoped fixture run on one worker, so each such fixture starts once,
 not once per worker; the slow tests go out first, so the run does not end on one worker
 still busy with a long test while the others are done.
