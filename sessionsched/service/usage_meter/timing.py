@@ -12,8 +12,8 @@ at once when the scheduler takes it, but each change at the closest time the dri
    look that found it gone (an executor the agent killed itself is left out at once; its
    driver's removal comes with a later report: ``meter``);
 3. busy or idle flags changed between the agent's look before (``changed_after``: its last
-   read of the facts, or its last check of the demand when a change of demand brought this
-   look -- a task's start or end moves the demand) and this one (``observed_at``): halfway,
+   read of the facts, or its last check of the demand and the running tasks when their
+   change -- a task's start or end -- brought this look) and this one (``observed_at``): halfway,
    the middle of the span it cannot see into (Spark keeps no time for them); without
    ``changed_after``, at the look. The agent looks within ``TICK_S`` of a change of the
    demand or of the running tasks (a task's start or end), so the span is a tick, not a
