@@ -130,9 +130,9 @@ def test_a_timed_app_counts_what_spark_records_not_when_reports_arrive():
     # held: 1 x (121.0 - 110.2) + 1 x (118.3 - 110.4) = 10.8 + 7.9: the report gave no
     # removal time for 2 (its status store had not recorded it yet): it left at the look
     assert last["held_core_s"] == pytest.approx(10.8 + 7.9)
-    # busy: Spark's task time, 1 from 110.9 to 120.0 and 2 from 111.0 to 115.0 = 9.1 + 4.0,
-    # each change placed halfway through its tick: 13.0, within half a tick per change
-    assert last["busy_core_s"] == pytest.approx(9.1 + 4.0, abs=4 * 0.125)
+    # busy: each change halfway through its tick (1: 110.975..119.975, 2: 110.975..114.975),
+    # 13.0 against Spark's task time 9.1 + 4.0 = 13.1
+    assert last["busy_core_s"] == pytest.approx((119.975 - 110.975) + (114.975 - 110.975))
 
 
 def test_an_untimed_report_counts_as_the_scheduler_takes_it():
