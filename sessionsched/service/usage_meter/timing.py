@@ -19,7 +19,7 @@ at once when the scheduler takes it, but each change at the closest time the dri
    demand or of the running tasks (a task's start or end), so the span is a tick, not a
    heartbeat, for every change a task brings. A new executor seen busy at its first look
    counts busy from the same halfway point, not before its registration: an executor takes
-   its first task only once it has started up inside (measured here: 0.6-1.5 s after its
+   its first task only once it has started up inside (measured here: 0.4-1.5 s after its
    registration with the driver). A gone one stops being busy when it leaves.
 
 Every time is bounded by the scheduler's own: never before ``lo`` (the app's last counted
