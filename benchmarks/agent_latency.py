@@ -47,6 +47,9 @@ EXECUTOR_CONF = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.ui.enabled": "false",
+    # Its progress bar, on the driver's stderr without a newline, would run into the JSON
+    # lines this script reads from the same log.
+    "spark.ui.showConsoleProgress": "false",
     "spark.dynamicAllocation.executorIdleTimeout": "2s",
 }
 QUEUES = [{"name": "root", "queues": [
