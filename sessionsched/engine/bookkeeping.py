@@ -205,11 +205,12 @@ class Books:
         # The books' verbs looked up once: this runs for several hundred apps a busy cycle.
         apps, admitted, claimed = self.apps, self._admitted, self._claimed
         refresh_ledger, refresh_needs = self.ledger.refresh, self.needs.refresh
-        reserving, workers, by_user = self._reserving, self.workers, bool(self.decay.user_leaves)
+        is_guaranteed, workers = self.guaranteed, self.workers
+        by_user = bool(self.decay.user_leaves)
         for app_id in self._dirty:
             rec = apps[app_id]
             spec = rec.spec
-            guaranteed = spec.queue in reserving or spec.gang is not None  # ``guaranteed``
+            guaranteed = is_guaranteed(rec)
             refresh_ledger(rec, guaranteed)
             if by_user:
                 self._count_user(rec)
