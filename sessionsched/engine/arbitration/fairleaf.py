@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from .policies import Claim, fairshare, whole_executors
+from .policies import Claim, breakpoints, fair_inputs, fairshare, whole_executors
 
 
 class FairLeaf:
@@ -31,25 +31,17 @@ class FairLeaf:
 
     def __init__(self, ranked: Sequence[Claim]) -> None:
         self._ranked = ranked
-        sizes = [c.executor.cores for c in ranked]  # each at least 1 (``validate``)
-        weights = [float(c.priority) for c in ranked]
-        lo = [float(c.floor * s) for c, s in zip(ranked, sizes, strict=True)]
-        hi = [float(c.want * s) for c, s in zip(ranked, sizes, strict=True)]
-        self._rows = [(c.app_id, s, c.floor, c.want) for c, s in zip(ranked, sizes, strict=True)]
+        weights, lo, hi, self._rows = fair_inputs(ranked)
         self._bounds = list(zip(weights, lo, hi, strict=True))
         self._lo_sum = sum(lo)
         self._hi_sum = sum(hi)
         # ``water_fill``'s sweep, run to the end: at each breakpoint where it would ask
         # whether ``total`` is reached, what it has filled there (``reach``, growing) and the
         # level, filled and slope it would finish from.
-        n = len(weights)
-        points = [(lo[i] / weights[i], -1, i) for i in range(n)]
-        points += [(hi[i] / weights[i], 1, i) for i in range(n)]
-        points.sort()
         reach_at: list[float] = []
         at_state: list[tuple[float, float, float]] = []
         level, filled, slope = 0.0, float(self._lo_sum), 0.0
-        for at, kind, i in points:
+        for at, kind, i in breakpoints(weights, lo, hi):
             if at > level and slope > 0:
                 reach = filled + slope * (at - level)
                 reach_at.append(reach)

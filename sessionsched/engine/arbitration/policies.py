@@ -78,18 +78,8 @@ def water_fill(
         return water_fill(total, weights, [0.0] * n, lo, past)
     if sum(hi) <= total:
         return list(hi)
-    # Each i adds slope w_i to S(level) between (lo_i + p_i)/w_i and (hi_i + p_i)/w_i. Points
-    # (level, -1: starts / 1: ends, i) sort as tuples, starts before ends at one level (no key
-    # function: the sort is the costly part of a fairshare leaf).
-    if past is None:  # the common case, kept free of the additions (fairshare leaves)
-        points = [(lo[i] / weights[i], -1, i) for i in range(n)]
-        points += [(hi[i] / weights[i], 1, i) for i in range(n)]
-    else:
-        points = [((lo[i] + past[i]) / weights[i], -1, i) for i in range(n)]
-        points += [((hi[i] + past[i]) / weights[i], 1, i) for i in range(n)]
-    points.sort()
     level, filled, slope = 0.0, float(sum(lo)), 0.0
-    for at, kind, i in points:
+    for at, kind, i in breakpoints(weights, lo, hi, past):
         if at > level and slope > 0:
             reach = filled + slope * (at - level)
             if reach >= total:
@@ -104,6 +94,23 @@ def water_fill(
     if past is None:
         return [min(max(weights[i] * level, lo[i]), hi[i]) for i in range(n)]
     return [min(max(weights[i] * level - past[i], lo[i]), hi[i]) for i in range(n)]
+
+
+def breakpoints(weights: Sequence[float], lo: Sequence[float], hi: Sequence[float],
+                past: Sequence[float] | None = None) -> list[tuple[float, int, int]]:
+    """``water_fill``'s breakpoints, sorted: each i adds slope w_i to S(level) between
+    (lo_i + p_i)/w_i and (hi_i + p_i)/w_i. Points (level, -1: starts / 1: ends, i) sort as
+    tuples, starts before ends at one level (no key function: the sort is the costly part of a
+    fairshare leaf)."""
+    n = len(weights)
+    if past is None:  # the common case, kept free of the additions (fairshare leaves)
+        points = [(lo[i] / weights[i], -1, i) for i in range(n)]
+        points += [(hi[i] / weights[i], 1, i) for i in range(n)]
+    else:
+        points = [((lo[i] + past[i]) / weights[i], -1, i) for i in range(n)]
+        points += [((hi[i] + past[i]) / weights[i], 1, i) for i in range(n)]
+    points.sort()
+    return points
 
 
 LeafPolicy = Callable[[int, Sequence[Claim]], dict[str, int]]
@@ -126,19 +133,26 @@ def _greedy(order: Callable[[Claim], tuple] | None) -> LeafPolicy:
 
 
 def fairshare(cores: int, ranked: Sequence[Claim]) -> dict[str, int]:
+    weights, lo, hi, rows = fair_inputs(ranked)
+    return whole_executors(cores, rows, water_fill(float(cores), weights, lo, hi))
+
+
+Row = tuple[str, int, int, int]  # app id, executor cores, floor, want
+
+
+def fair_inputs(ranked: Sequence[Claim]) -> tuple[list[float], list[float], list[float],
+                                                  list[Row]]:
+    """A fairshare leaf's water-fill in cores (weights: the priorities; each claim between its
+    floor and its want times its executor's cores) and its rows for ``whole_executors``."""
     sizes = [c.executor.cores for c in ranked]  # each at least 1 (``validate``)
-    shares = water_fill(
-        float(cores),
-        [float(c.priority) for c in ranked],
-        [float(c.floor * s) for c, s in zip(ranked, sizes, strict=True)],
-        [float(c.want * s) for c, s in zip(ranked, sizes, strict=True)],
-    )
+    weights = [float(c.priority) for c in ranked]
+    lo = [float(c.floor * s) for c, s in zip(ranked, sizes, strict=True)]
+    hi = [float(c.want * s) for c, s in zip(ranked, sizes, strict=True)]
     rows = [(c.app_id, s, c.floor, c.want) for c, s in zip(ranked, sizes, strict=True)]
-    return whole_executors(cores, rows, shares)
+    return weights, lo, hi, rows
 
 
-def whole_executors(cores: int, rows: Sequence[tuple[str, int, int, int]],
-                    shares: Sequence[float]) -> dict[str, int]:
+def whole_executors(cores: int, rows: Sequence[Row], shares: Sequence[float]) -> dict[str, int]:
     """Each claim's share of cores (``rows``: app id, executor cores, floor, want; in rank
     order) rounded down to whole executors between its floor and want, then the cores left
     given one executor at a time in rank order."""
