@@ -12,6 +12,10 @@ from sessionsched.client import Submission
 from tests.sparkcluster import SMALL, wait_until
 
 CORES = 6
+# The bound on an app's start to its full size: a driver and six executor JVMs. 25-35 s here
+# even with two other workers starting clusters of their own; once over 120 s in the project's
+# CI, at the start of a run, when every worker starts its JVMs at once.
+START_S = 240
 # Spark's driver (CoarseGrainedSchedulerBackend, INFO) for each executor it decommissions.
 DECOMMISSION = re.compile(r"Notify executor (\S+) to decommission")
 APP = Path(__file__).parent / "apps" / "sleepy_job.py"

@@ -11,6 +11,7 @@ from agent_stack import CORES, QUEUES
 
 from sessionsched.backends.local import LocalCluster
 from sessionsched.client import SchedulerClient
+from sessionsched.client.errors import ApiError
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import master_ports, started_cluster, wait_until
 
@@ -53,13 +54,35 @@ def api(server, agent_cluster):
     try:
         yield client
     finally:
+        print_apps(client)  # pytest shows it when the test failed: where each app stood
         for app_id in client.submitted:
             if not client.app(app_id).state.terminal:
                 client.kill(app_id)
         wait_until(lambda: all(client.app(a).state.terminal for a in client.submitted), 60,
                    "every app to end")
         for app_id in client.submitted:  # the agent never failed quietly inside a driver
-            if client.app(app_id).kind == "submit":
-                assert "sessionsched agent: Spark call failed" not in client.log(app_id, 5000)
+            assert "sessionsched agent: Spark call failed" not in driver_log(client, app_id, 5000)
         wait_until(lambda: not agent_cluster.status().apps, 60, "the cluster to have no app left")
         client.close()
+
+
+def print_apps(client: SchedulerClient) -> None:
+    """Each app the test submitted: its state, executors, target, demand, why it waits, and
+    the end of its driver log."""
+    for app_id in client.submitted:
+        app = client.app(app_id)
+        print(f"--- {app.id} {app.name}: {app.state.value}, executors {app.executors}, target "
+              f"{app.target}, demand {app.demand}, started {app.started_at}, first executor "
+              f"{app.first_executor_at}, reason {app.reason!r}")
+        print(driver_log(client, app_id, 30), end="")
+
+
+def driver_log(client: SchedulerClient, app_id: str, lines: int) -> str:
+    """The end of the app's driver log; empty when it has none here (never launched, or a
+    session's driver, which the notebook's kernel runs)."""
+    try:
+        return client.log(app_id, lines)
+    except ApiError as e:
+        if e.status == 404:
+            return ""
+        raise

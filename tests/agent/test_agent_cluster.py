@@ -20,6 +20,7 @@ import time
 import pytest
 from agent_stack import (
     CORES,
+    START_S,
     decommissioning,
     finished,
     held,
@@ -52,7 +53,7 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
     # for nothing until the test lets it.
     b = submit(api, "prio-b", "root.prio", 9000, "--tasks", 4, "--seconds", 600,
                "--job-after", go_b)
-    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole cluster")
+    wait_until(lambda: held(api, a) == (CORES,), START_S, "A to take the whole cluster")
     # B asks for 4 (4 tasks, busy until B is killed) at a higher priority: it gets 4, A keeps
     # the other 2.
     go_b.touch()
@@ -109,7 +110,7 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api, tmp_path):
     release, events = tmp_path / "release-a", tmp_path / "events"
     a = submit(api, "grace-a", "root.graceful", 3000, "--tasks", 12, "--seconds", 600,
                "--until", release, conf=event_log_conf(events))
-    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
+    wait_until(lambda: held(api, a) == (CORES,), START_S, "A to take the whole idle cluster")
     b = submit(api, "grace-b", "root.graceful", 9000, "--tasks", 4, "--seconds", 600)
     wait_until(lambda: api.app(b).target == 4, 90, "B's target of 4")
     cut_at = time.monotonic()
@@ -146,7 +147,7 @@ def test_a_dead_agent_gives_its_executors_back_once_spark_releases_them(api, tmp
     a = submit(api, "deadagent-a", "root.fair", 5000, "--tasks", 6, "--seconds", 600,
                "--until", release, "--detach-agent-at", CORES, "--linger-s", 300,
                idle_timeout_s=1)
-    wait_until(lambda: held(api, a) == (CORES,), 120, "A to take the whole idle cluster")
+    wait_until(lambda: held(api, a) == (CORES,), START_S, "A to take the whole idle cluster")
     b = submit(api, "deadagent-b", "root.fair", 5000, "--tasks", 30, "--seconds", 600)
     # While A's agent is silent nobody takes A's busy executors: B waits.
     wait_until(lambda: api.app(b).demand > 0, 90, "B's demand")
