@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 CHROMIUM := /usr/bin/chromium
 SUDO := $$( [ "$$(id -u)" = 0 ] || echo sudo )
 
-.PHONY: install demo test lint bench postgresql airflow-venv docker-daemon jvm-archive
+.PHONY: install demo test test-setup lint bench postgresql airflow-venv docker-daemon jvm-archive
 
 # The project with pip (pyspark is a source package: pip keeps the wheel it builds and reuses
 # it; uv rebuilt it on every install here, a new 0.5-1.3 GB copy in its cache each time). The
@@ -30,7 +30,7 @@ $(CHROMIUM):
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium'
 
 # The HTTPS test makes its certificate with openssl.
-/usr/bin/openssl:
+/usr/bin/openssl: | $(CHROMIUM)
 	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl'
 
@@ -43,7 +43,7 @@ lint: install
 # The store tests start their own PostgreSQL server from Debian's postgresql binaries
 # (/usr/lib/postgresql/*/bin). Installed when missing, without the package's own "main"
 # cluster (a server on port 5432 nobody asked for).
-postgresql:
+postgresql: | /usr/bin/openssl
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(SUDO) sh -c 'apt-get update -q && \
 	  mkdir -p /etc/postgresql-common/createcluster.d && \
 	  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/sessionsched.conf && \
@@ -70,7 +70,7 @@ jvm-archive: install
 # keeps running after the tests, for the next run's image cache), as root or through sudo.
 # When neither is possible: one line saying so, and the rest of the suite runs (the container
 # tests then fail with a line of their own).
-docker-daemon:
+docker-daemon: | postgresql
 	@if docker info >/dev/null 2>&1 && command -v docker-compose >/dev/null \
 	    && command -v debootstrap >/dev/null; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as=sudo; else \
@@ -91,12 +91,19 @@ docker-daemon:
 # the suite runs beside the real-cluster tests, and a third worker fills the waits (clean
 # clone: pytest 823 s against 873 with two; every wait is on a condition, sized for a slow JVM
 # start on a loaded machine). Tests on a module's fixture stay together on
-# one worker; the real-cluster tests spread over both, each worker starting the session's
+# one worker; the real-cluster tests spread over all of them, each worker starting the session's
 # clusters once, and go out first, the seconds-long tests last (tests/xdist_groups.py). Every
 # JVM the tests start compiles with C1 only and maps the archive above (tests/conftest.py).
+#
+# What the suite needs is set up side by side (`-j`): the JVM archive's build (CPU) beside
+# the Airflow virtualenv and the Debian packages (the network); the apt-get users one at a
+# time (each waits for the one before: order-only prerequisites), dpkg takes one at a time.
 TEST_WORKERS ?= 3
-test: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl docker-daemon jvm-archive
+test:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target test-setup
 	$(VENV)/bin/pytest -q -ra --durations=12 -n $(TEST_WORKERS) --dist loadgroup
+
+test-setup: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl docker-daemon jvm-archive
 
 bench: install
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
