@@ -62,7 +62,7 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
     # reclaim_timeout 0: A's surplus goes at once, busy or not.
     wait_until(lambda: held(api, a)[0] <= 2, 30, "A's surplus killed")
     assert time.monotonic() - cut_at < 30
-    settle(api, (a, b), (2, 4), 90, "B at 4 (all it asks), A at the remaining 2")
+    settle(api, (a, b), (2, 4), 180, "B at 4 (all it asks), A at the remaining 2")
     api.kill(b)  # B has had its share: A's remaining tasks get the whole cluster again
     release.touch()
     # A's killed tasks were retried elsewhere: its job completes with every task counted once.

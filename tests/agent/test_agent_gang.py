@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agent_stack import held, settle, submit
+from agent_stack import START_S, held, settle, submit
 
 from sessionsched.client import Submission
 from tests.sparkcluster import SMALL, wait_until
@@ -128,7 +128,7 @@ def test_without_a_gang_spark_waits_for_the_slots_then_refuses_the_barrier_stage
     free = tmp_path / "free"
     hog = submit(api, "hog", QUEUE, 9000, "--tasks", 5, "--seconds", 600, "--until", free,
                  conf={"spark.dynamicAllocation.maxExecutors": "5"})
-    settle(api, (hog,), (5,), 120, "the hog at 5 of the 6 cores")
+    settle(api, (hog,), (5,), START_S, "the hog at 5 of the 6 cores")
     g = submit_barrier(api, "barrier-alone", 5000, **{CHECKS: "6"})
     done = wait_apps(api, (hog, g), lambda: ended(api, g), 180, "the barrier app to end")
     log = api.log(g, 3000)
