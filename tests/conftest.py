@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from tests import jvm_archive, xdist_groups
+from tests import jvm_archive, wait_bounds, xdist_groups
 from tests.pgserver import pg_server  # noqa: F401
 from tests.sparkcluster import jvm_app_jar, pyspark_app, spark_cluster  # noqa: F401
 
@@ -36,6 +36,7 @@ ARCHIVE_OPTION = "-XX:SharedArchiveFile="
 
 def pytest_configure(config: pytest.Config) -> None:
     xdist_groups.choose_file(config)
+    wait_bounds.choose_file(config)
     java_options = os.environ.get("JAVA_TOOL_OPTIONS", "").split()
     if C1_ONLY not in java_options:
         java_options.append(C1_ONLY)
@@ -51,3 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return xdist_groups.make_scheduler(config, log)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    wait_bounds.summary(terminalreporter, config)

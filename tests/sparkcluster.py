@@ -37,6 +37,7 @@ import pytest
 from sessionsched.backends import procs
 from sessionsched.backends.local import ClusterError, LocalCluster, free_port_in, port_free
 from sessionsched.backends.spark_home import spark_home, spark_jars, spark_submit
+from tests import wait_bounds
 
 T = TypeVar("T")
 
@@ -122,12 +123,15 @@ def wait_until(condition: Callable[[], T], timeout_s: float = 15.0, what: str = 
                interval_s: float = 0.05) -> T:
     """Call ``condition`` until it returns something truthy, and return that. Fails the test
     after ``timeout_s`` seconds."""
-    deadline = time.monotonic() + timeout_s
+    start = time.monotonic()
+    deadline = start + timeout_s
     while True:
         value = condition()
         if value:
+            wait_bounds.record(time.monotonic() - start, timeout_s, what)
             return value
         if time.monotonic() >= deadline:
+            wait_bounds.record(time.monotonic() - start, timeout_s, what)
             pytest.fail(f"timed out after {timeout_s:g}s waiting for {what}")
         time.sleep(interval_s)
 
