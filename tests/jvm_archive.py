@@ -13,7 +13,10 @@ a file lock: two builders never race):
    worker, the driver and its executor (``SPARK_MASTER_OPTS``, ``SPARK_WORKER_OPTS``,
    ``spark.{driver,executor}.extraJavaOptions``: each its own list); the class path Spark's
    launcher gives them is read from the master's command line
-   (``$SPARK_HOME/conf:.../slf4j-api-*.jar:$SPARK_HOME/jars/*``);
+   (``$SPARK_HOME/conf:.../slf4j-api-*.jar:$SPARK_HOME/jars/*``). The merged list and that
+   class path (its Spark home left as a mark) are kept, per pyspark version and JDK
+   (``spark-<version>-<hash>.classes``): a build for another copy of the same Spark (a new
+   checkout's .venv, whose jars' paths the archive records) skips this step (~25 s);
 2. one JVM on that class path loads every listed class (``LOADER_SOURCE``) and writes a
    *dynamic* archive on top of the JDK's own (``-XX:ArchiveClassesAtExit``);
 3. ``java -Xshare:on`` maps it (it fails if the archive is unusable); only then is it renamed
@@ -60,6 +63,7 @@ DISABLE_ENV = "SESSIONSCHED_JVM_ARCHIVE"  # "off" (or "0", "false", "no"): do no
 DIR_ENV = "SESSIONSCHED_JVM_ARCHIVE_DIR"
 QUIET = "-Xlog:cds*=off"
 JARS_MTIME = 946684800  # 2000-01-01 UTC: any fixed time does (fix_jar_times)
+SPARK_HOME_MARK = "{spark_home}"  # in a kept class list's class path
 KEEP = 3  # archives kept in the cache directory (~150 MB each), the last used ones
 
 LISTING_APP = """
@@ -112,22 +116,40 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "JAVA_TOOL_OPTIONS"}
 
 
+def _java_version(java: str) -> str | None:
+    try:
+        return subprocess.run([java, "-version"], capture_output=True, text=True,
+                              env=_clean_env(), timeout=60).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _named(*keys: str, suffix: str) -> Path:
+    spark_version = importlib.metadata.version("pyspark")  # importing pyspark takes seconds
+    digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:12]
+    return cache_dir() / f"spark-{spark_version}-{digest}{suffix}"
+
+
 def archive_path() -> Path | None:
     """Where the archive for this pyspark, JDK and jars directory lives (None: no java)."""
     from sessionsched.backends.spark_home import spark_home, spark_jars
 
     java = java_binary()
-    if java is None:
-        return None
-    try:
-        version = subprocess.run([java, "-version"], capture_output=True, text=True,
-                                 env=_clean_env(), timeout=60).stderr
-    except (OSError, subprocess.TimeoutExpired):
+    version = None if java is None else _java_version(java)
+    if java is None or version is None:
         return None
     jars = spark_jars(spark_home()).resolve()
-    spark_version = importlib.metadata.version("pyspark")  # importing pyspark takes seconds
-    digest = hashlib.sha256(f"{os.path.realpath(java)}\n{version}\n{jars}".encode())
-    return cache_dir() / f"spark-{spark_version}-{digest.hexdigest()[:12]}.jsa"
+    return _named(os.path.realpath(java), version, str(jars), suffix=".jsa")
+
+
+def class_list_path() -> Path | None:
+    """Where the class list for this pyspark and JDK lives: the same classes for every copy
+    of them, wherever installed (a new checkout's .venv needs a new archive, not a new list)."""
+    java = java_binary()
+    version = None if java is None else _java_version(java)
+    if java is None or version is None:
+        return None
+    return _named(os.path.realpath(java), version, suffix=".classes")
 
 
 def _classpath_file(archive: Path) -> Path:
@@ -218,12 +240,7 @@ def build(log=print) -> Path:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="jvm-archive-") as tmp:
             work = Path(tmp)
-            classpath = _list_classes(work)
-            classes = _merged_list(work)
-            log(f"jvm archive: {len(classes)} classes listed "
-                f"({time.monotonic() - started:.0f} s); writing the archive")
-            listed = work / "classes.txt"
-            listed.write_text("".join(f"{c}\n" for c in classes))
+            listed, classpath = _classes(work, log)
             _dump(work, listed, classpath)
             if not maps(work / "spark.jsa", classpath):
                 raise RuntimeError("the archive just written does not map: not used")
@@ -232,6 +249,35 @@ def build(log=print) -> Path:
         _prune(archive.parent, archive)
         log(f"jvm archive: {archive} built in {time.monotonic() - started:.0f} s")
         return archive
+
+
+def _classes(work: Path, log) -> tuple[Path, str]:
+    """The class list to archive and the class path to archive it on: the list kept from an
+    earlier build for this Spark and JDK, else listed now (a cluster and an app run, ~25 s)
+    and kept. The class path is Spark's launcher's, with this Spark home in it."""
+    from sessionsched.backends.spark_home import spark_home
+
+    home = str(spark_home().resolve())
+    kept = class_list_path()
+    if kept is not None and kept.is_file():
+        classpath, *classes = kept.read_text().splitlines()
+        if SPARK_HOME_MARK in classpath and classes:
+            log(f"jvm archive: {len(classes)} classes from {kept}; writing the archive")
+            listed = work / "classes.txt"
+            listed.write_text("".join(f"{c}\n" for c in classes))
+            return listed, classpath.replace(SPARK_HOME_MARK, home)
+    started = time.monotonic()
+    classpath = _list_classes(work)
+    classes = _merged_list(work)
+    log(f"jvm archive: {len(classes)} classes listed "
+        f"({time.monotonic() - started:.0f} s); writing the archive")
+    listed = work / "classes.txt"
+    listed.write_text("".join(f"{c}\n" for c in classes))
+    if kept is not None and home in classpath:
+        staged = kept.with_suffix(".tmp")
+        staged.write_text(classpath.replace(home, SPARK_HOME_MARK) + "\n" + listed.read_text())
+        os.replace(staged, kept)  # whole or not at all
+    return listed, classpath
 
 
 def _list_classes(work: Path) -> str:

@@ -117,3 +117,20 @@ def test_jars_outside_the_virtualenv_keep_their_times(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARK_HOME", str(home))
     jvm_archive.fix_jar_times()
     assert jar.stat().st_mtime == before
+
+
+def test_a_build_for_another_copy_of_the_same_spark_uses_the_kept_class_list(monkeypatch,
+                                                                             tmp_path):
+    """The class list kept by an earlier build (another checkout's .venv: another Spark home)
+    is archived on this Spark home's class path; nothing is started to list it again."""
+    monkeypatch.setenv(jvm_archive.DIR_ENV, str(tmp_path))
+    kept = jvm_archive.class_list_path()
+    mark = jvm_archive.SPARK_HOME_MARK
+    kept.write_text(f"{mark}/conf:{mark}/jars/*\n" + "".join(f"{c}\n" for c in LAUNCHER_CLASSES))
+    monkeypatch.setattr(jvm_archive, "_list_classes", lambda work: pytest.fail("listed again"))
+    work = tmp_path / "work"
+    work.mkdir()
+    listed, classpath = jvm_archive._classes(work, log=lambda line: None)
+    home = spark_home().resolve()
+    assert classpath == f"{home}/conf:{home}/jars/*"
+    assert listed.read_text().split() == LAUNCHER_CLASSES
