@@ -44,6 +44,13 @@ def submit(api, name, queue, priority, *args, conf=None, idle_timeout_s=60):
     return app.id
 
 
+def described(app) -> str:
+    """One app as the server has it, for a failed test's output."""
+    return (f"{app.id} {app.name}: {app.state.value}, executors {app.executors}, target "
+            f"{app.target}, demand {app.demand}, started {app.started_at}, first executor "
+            f"{app.first_executor_at}, reason {app.reason!r}, gang {app.gang}")
+
+
 def held(api, *ids):
     return tuple(api.app(i).executors for i in ids)
 

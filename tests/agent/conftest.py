@@ -7,7 +7,7 @@ by PID at the end; ``api`` kills every app a test submitted and waits for the cl
 from __future__ import annotations
 
 import pytest
-from agent_stack import CORES, QUEUES
+from agent_stack import CORES, QUEUES, described
 
 from sessionsched.backends.local import LocalCluster
 from sessionsched.client import SchedulerClient
@@ -70,10 +70,7 @@ def print_apps(client: SchedulerClient) -> None:
     """Each app the test submitted: its state, executors, target, demand, why it waits, and
     the end of its driver log."""
     for app_id in client.submitted:
-        app = client.app(app_id)
-        print(f"--- {app.id} {app.name}: {app.state.value}, executors {app.executors}, target "
-              f"{app.target}, demand {app.demand}, started {app.started_at}, first executor "
-              f"{app.first_executor_at}, reason {app.reason!r}")
+        print(f"--- {described(client.app(app_id))}")
         print(driver_log(client, app_id, 30), end="")
 
 

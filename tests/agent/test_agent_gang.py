@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agent_stack import START_S, held, settle, submit
+from agent_stack import START_S, described, held, settle, submit
 
 from sessionsched.client import Submission
 from tests.sparkcluster import SMALL, wait_until
@@ -79,8 +79,7 @@ def reserved(api, app_id) -> int | None:
 
 def states(api, *ids) -> str:
     """The apps as the server has them, for a failed wait's message."""
-    return "; ".join(f"{i}: {a.state.value} {a.executors}/{a.target} {a.reason} {a.gang}"
-                     for i in ids for a in [api.app(i)])
+    return "; ".join(described(api.app(i)) for i in ids)
 
 
 def wait_apps(api, ids, condition, timeout_s, what):
