@@ -90,6 +90,11 @@ class Waker:
         """Cycles run on the scheduler from now on: wake them."""
         self._armed = True
 
+    def disarm(self) -> None:
+        """The scheduler is stopping: wake nothing from now on."""
+        with self._lock:
+            self._armed = False
+
     def wake(self) -> bool:
         """Run a cycle now, unless one was woken less than ``cycle_s`` ago or a woken one has
         not ended yet (the news then waits for the tick). Whether one was woken."""
@@ -97,7 +102,7 @@ class Waker:
             return False
         now = self._clock()
         with self._lock:
-            if self._busy or now - self._woken_at < self._cycle_s:
+            if not self._armed or self._busy or now - self._woken_at < self._cycle_s:
                 return False
             self._woken_at, self._busy = now, True
         try:
@@ -115,3 +120,17 @@ class Waker:
             self._cycle()
         finally:
             self._busy = False
+
+
+def stop_cycles(scheduler: BaseScheduler, waker: Waker) -> None:
+    """Stop the scheduler the cycles run on, its running jobs done first.
+
+    APScheduler 3's ``shutdown`` marks the scheduler stopped before it takes the job stores'
+    lock: a one-off job (a wake) its loop hands out just then is looked for among the jobs not
+    yet added instead of in its store, and the loop's thread dies with ``JobLookupError``.
+    Removing the jobs first waits for that loop (it holds the lock), and nothing is woken
+    after it."""
+    waker.disarm()
+    if scheduler.running:
+        scheduler.remove_all_jobs()
+        scheduler.shutdown(wait=True)

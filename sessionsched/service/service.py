@@ -47,7 +47,7 @@ from sessionsched.service import faulthook, plans
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.cycle import Cycle, Parts
 from sessionsched.service.estimating import Estimator
-from sessionsched.service.inbox import Inbox, Waker
+from sessionsched.service.inbox import Inbox, Waker, stop_cycles
 from sessionsched.service.metrics import ServiceMetrics, snapshot
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
 from sessionsched.service.registry import AcceptedApp, AcceptedApps
@@ -181,8 +181,7 @@ class Service:
 
     def stop(self) -> None:
         """Stop cycling and writing. Drivers keep running: they are adopted at the next start."""
-        if self._scheduler.running:
-            self._scheduler.shutdown(wait=True)
+        stop_cycles(self._scheduler, self.inbox.waker)
         self.estimator.stop()
         with self._cycle_lock:  # a cycle run by hand finishes first
             self.usage_thread.stop()  # its last writes go before the writer stops

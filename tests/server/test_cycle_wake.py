@@ -6,6 +6,7 @@ its own APScheduler here (the stepped service would hide the wake)."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 
@@ -18,7 +19,7 @@ from stepped_service import Clock, stepped_service
 from sessionsched.backends.memory import MemoryBackend, MemoryCluster
 from sessionsched.model import Resources
 from sessionsched.server.app import create_app
-from sessionsched.service.inbox import Waker
+from sessionsched.service.inbox import Waker, stop_cycles
 
 QUEUES = [{"name": "root", "queues": [{"name": "default"}]}]
 WAIT_S = 30.0  # a slow, loaded machine; the tick it must not wait for is an hour away
@@ -119,3 +120,22 @@ def test_a_stepped_service_wakes_nothing(tmp_path):
         assert s.service.inbox.waker.woken == 0 and s.app(app_id)["state"] == "ACCEPTED"
         s.cycle()  # the one cycle it arrives in launches it
         assert s.app(app_id)["state"] == "STARTING"
+
+
+def test_stopping_while_a_wake_is_handed_out_kills_no_thread(monkeypatch):
+    """``stop_cycles`` at every moment of a wake's hand-out: APScheduler's plain ``shutdown``
+    killed its loop's thread with ``JobLookupError`` in about 3 % of these stops (62 of 2,000
+    here), printed at the end of the runs that stopped a server."""
+    died: list[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(repr(args.exc_value)))
+    stop_at = random.Random(7)  # where in the hand-out the stop lands: spread over ~2 ms
+    for _ in range(1000):
+        scheduler = BackgroundScheduler(daemon=True)
+        scheduler.start()
+        waker = Waker(scheduler, lambda: None, cycle_s=0.0)
+        waker.arm()
+        assert waker.wake()
+        time.sleep(stop_at.random() * 0.002)
+        stop_cycles(scheduler, waker)
+        assert not scheduler.running and not waker.wake()
+    assert died == []
