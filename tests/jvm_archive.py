@@ -64,7 +64,7 @@ DIR_ENV = "SESSIONSCHED_JVM_ARCHIVE_DIR"
 QUIET = "-Xlog:cds*=off"
 JARS_MTIME = 946684800  # 2000-01-01 UTC: any fixed time does (fix_jar_times)
 SPARK_HOME_MARK = "{spark_home}"  # in a kept class list's class path
-KEEP = 3  # archives kept in the cache directory (~150 MB each), the last used ones
+KEEP = 4  # archives kept (~150 MB each), the last used: a checkout's, CI's clone and two more
 
 LISTING_APP = """
 import time
