@@ -13,12 +13,12 @@ SUDO := $$( [ "$$(id -u)" = 0 ] || echo sudo )
 # Airflow virtualenv of the door tests is installed with uv (tests/doors/airflow_venv.py): its
 # wheels are cached, ~15 s where pip took ~90 s. uv reads neither pip.conf nor, unless told,
 # the platform's CA store, where a machine behind a TLS-intercepting proxy keeps the proxy's CA.
+export UV_SYSTEM_CERTS := true
+
 # The project's own modules are byte-compiled here, as pip does the installed packages': where
 # PYTHONDONTWRITEBYTECODE is set (it is on this project's machines) nothing else writes them,
 # and every process the tests start (servers, CLI calls, agents) compiled them again (an
 # import of the server 1.17 -> 0.90 s CPU). An edited module is compiled again as it is read.
-export UV_SYSTEM_CERTS := true
-
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
