@@ -116,12 +116,18 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "JAVA_TOOL_OPTIONS"}
 
 
-def _java_version(java: str) -> str | None:
+def _jdk() -> tuple[str, str] | None:
+    """What names the JDK in the cache's file names: java's real path and its version text
+    (None: no java)."""
+    java = java_binary()
+    if java is None:
+        return None
     try:
-        return subprocess.run([java, "-version"], capture_output=True, text=True,
-                              env=_clean_env(), timeout=60).stderr
+        version = subprocess.run([java, "-version"], capture_output=True, text=True,
+                                 env=_clean_env(), timeout=60).stderr
     except (OSError, subprocess.TimeoutExpired):
         return None
+    return os.path.realpath(java), version
 
 
 def _named(*keys: str, suffix: str) -> Path:
@@ -134,22 +140,17 @@ def archive_path() -> Path | None:
     """Where the archive for this pyspark, JDK and jars directory lives (None: no java)."""
     from sessionsched.backends.spark_home import spark_home, spark_jars
 
-    java = java_binary()
-    version = None if java is None else _java_version(java)
-    if java is None or version is None:
+    jdk = _jdk()
+    if jdk is None:
         return None
-    jars = spark_jars(spark_home()).resolve()
-    return _named(os.path.realpath(java), version, str(jars), suffix=".jsa")
+    return _named(*jdk, str(spark_jars(spark_home()).resolve()), suffix=".jsa")
 
 
 def class_list_path() -> Path | None:
     """Where the class list for this pyspark and JDK lives: the same classes for every copy
     of them, wherever installed (a new checkout's .venv needs a new archive, not a new list)."""
-    java = java_binary()
-    version = None if java is None else _java_version(java)
-    if java is None or version is None:
-        return None
-    return _named(os.path.realpath(java), version, suffix=".classes")
+    jdk = _jdk()
+    return None if jdk is None else _named(*jdk, suffix=".classes")
 
 
 def _classpath_file(archive: Path) -> Path:
