@@ -64,7 +64,7 @@ airflow-venv: install
 # The class-data-sharing archive of Spark's classes every JVM of the tests maps
 # (tests/jvm_archive.py): built once per machine, Spark and JDK into ~/.cache/sessionsched
 # (2-3 min, ~1.5 min of CPU; it saves about 40 % of each Spark JVM's start), then only checked
-# (~0.5 s); a new checkout's .venv gets its own, written from the class list kept (~25 s).
+# (~0.5 s); a new checkout's .venv gets its own, written from the class list kept (~20 s).
 # When it cannot be built, one line says so and the suite runs without it.
 jvm-archive: install
 	$(PY) -m tests.jvm_archive

@@ -260,24 +260,24 @@ def _classes(work: Path, log) -> tuple[Path, str]:
 
     home = str(spark_home().resolve())
     kept = class_list_path()
-    if kept is not None and kept.is_file():
-        classpath, *classes = kept.read_text().splitlines()
-        if SPARK_HOME_MARK in classpath and classes:
-            log(f"jvm archive: {len(classes)} classes from {kept}; writing the archive")
-            listed = work / "classes.txt"
-            listed.write_text("".join(f"{c}\n" for c in classes))
-            return listed, classpath.replace(SPARK_HOME_MARK, home)
-    started = time.monotonic()
-    classpath = _list_classes(work)
-    classes = _merged_list(work)
-    log(f"jvm archive: {len(classes)} classes listed "
-        f"({time.monotonic() - started:.0f} s); writing the archive")
+    classpath, *classes = (kept.read_text().splitlines()
+                           if kept is not None and kept.is_file() else [""])
+    if SPARK_HOME_MARK in classpath and classes:
+        classpath = classpath.replace(SPARK_HOME_MARK, home)
+        log(f"jvm archive: {len(classes)} classes from {kept}; writing the archive")
+    else:
+        started = time.monotonic()
+        classpath = _list_classes(work)
+        classes = _merged_list(work)
+        log(f"jvm archive: {len(classes)} classes listed "
+            f"({time.monotonic() - started:.0f} s); writing the archive")
+        if kept is not None and home in classpath:
+            staged = kept.with_suffix(".tmp")
+            staged.write_text("".join(f"{line}\n" for line in
+                                      [classpath.replace(home, SPARK_HOME_MARK), *classes]))
+            os.replace(staged, kept)  # whole or not at all
     listed = work / "classes.txt"
     listed.write_text("".join(f"{c}\n" for c in classes))
-    if kept is not None and home in classpath:
-        staged = kept.with_suffix(".tmp")
-        staged.write_text(classpath.replace(home, SPARK_HOME_MARK) + "\n" + listed.read_text())
-        os.replace(staged, kept)  # whole or not at all
     return listed, classpath
 
 
