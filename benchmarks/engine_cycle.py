@@ -40,7 +40,9 @@ Scenarios (the ``scenario`` column):
 ``--gangs F`` (issue 22): a fraction F of the apps, running and queued, ask for a gang
 (docs/gangs.md) of 2, 4 or 8 executors (no more than their maxExecutors), half of them
 ``hard``; a queued gang at the head of its queue reserves what frees, a running one keeps its
-executors as its floor.
+executors as its floor. Which apps are gangs is drawn apart from the rest, so a run with
+``--gangs`` plays the same workload as one without; ``gang_cycle_pair.py`` steps the two side
+by side to compare them.
 
 Only ``step`` is timed; the harness that plays the cluster is not. Targets: at most 50 ms per
 cycle at 10k running + 100k queued on a 2-core machine, growing no worse than n log n (issue
@@ -144,8 +146,13 @@ def queue_tree(running: int, room: int = 1, max_wait_s: float | None = None) -> 
 class Workload:
     """Plays the cluster: makes specs, carries out decisions, produces each cycle's events."""
 
-    def __init__(self, running: int, queued: int, seed: int = 1, expiring: bool = False):
+    def __init__(self, running: int, queued: int, seed: int = 1, expiring: bool = False,
+                 gangs: float | None = None):
         self.rng = random.Random(seed)
+        self.gangs = GANGS if gangs is None else gangs
+        # Which apps are gangs is drawn apart: every other draw is the same with gangs or
+        # without, so the two runs of a scenario differ by the gangs, not by their workloads.
+        self.gang_rng = random.Random(seed + 1)
         self.expiring = expiring
         self.root = queue_tree(running, max_wait_s=MAX_WAIT_S if expiring else None)
         self.leaves = [q.name for q in self.root.leaves()]
@@ -166,9 +173,9 @@ class Workload:
         self.seq += 1
         max_executors = rng.choice((None, 4, 16))
         gang = None
-        if GANGS and rng.random() < GANGS:
-            gang = Gang(executors=min(rng.choice((2, 4, 8)), max_executors or 16),
-                        style=rng.choice((GangStyle.HARD, GangStyle.SOFT)))
+        if self.gangs and self.gang_rng.random() < self.gangs:
+            gang = Gang(executors=min(self.gang_rng.choice((2, 4, 8)), max_executors or 16),
+                        style=self.gang_rng.choice((GangStyle.HARD, GangStyle.SOFT)))
         return AppSpec(
             app_id=f"app-{self.seq:07d}",
             queue=leaf or rng.choice(self.leaves),
@@ -283,44 +290,73 @@ def thousand_workers(cores: int, mem_mib: int, lost: int = 0) -> CapacityChanged
                                             if not (i % 3 == 2 and i // 3 < lost)))
 
 
+class Bench:
+    """One scenario: its workload and engine set up, settled and warmed up; then ``cycle``
+    steps one measured cycle at a time (``gang_cycle_pair.py`` steps two side by side)."""
+
+    def __init__(self, running: int, queued: int, scenario: str = "steady",
+                 gangs: float | None = None):
+        self.scenario = scenario
+        self.wl = wl = Workload(running, queued, expiring=scenario == "max-wait", gangs=gangs)
+        self.cores = cores = running * 3
+        self.mem_mib = mem_mib = cores * (1024 if scenario == "memory-bound" else 4096)
+        self.sched = sched = Scheduler(wl.root, Resources(cores, mem_mib),
+                                       driver_slots=running * 2)
+        t0 = time.perf_counter()
+        setup = wl.setup_events()
+        if scenario == "workers-1000":
+            setup.insert(0, thousand_workers(cores, mem_mib))
+        wl.carry_out(sched.step(0.0, setup))
+        self.setup_s = time.perf_counter() - t0
+        self.now = 0.0
+        for _ in range(3):  # settle: executors reach their grants, reclaims are carried out
+            self.now += CYCLE_S
+            wl.carry_out(sched.step(self.now, wl.settle_events(self.now, sched)))
+        for _ in range(5):  # warm-up
+            self.now += CYCLE_S
+            wl.carry_out(sched.step(self.now, wl.cycle_events(self.now, sched)))
+        self.measured = 0
+
+    def events(self) -> list:
+        """The next measured cycle's events (not timed)."""
+        i, wl, cores, mem_mib = self.measured, self.wl, self.cores, self.mem_mib
+        self.now += CYCLE_S
+        events = wl.cycle_events(self.now, self.sched)
+        if self.scenario == "capacity-swing":
+            events.append(CapacityChanged(Resources(cores * (10 - i % 2) // 10, mem_mib)))
+        if self.scenario == "workers-1000" and i % 5 == 4:
+            events.append(thousand_workers(cores, mem_mib, lost=(i // 5) % 2))
+        if self.scenario == "burst" and i == 0:
+            events.append(QueuesChanged(queue_tree(wl.running, room=2)))
+        self.measured += 1
+        return events
+
+    def step(self, events: list) -> tuple[list, float]:
+        """The engine's step, its decisions carried out; and its thread's CPU ms (the step's
+        alone: the harness is not timed)."""
+        t = time.thread_time()
+        out = self.sched.step(self.now, events)
+        cpu_ms = (time.thread_time() - t) * 1000
+        self.wl.carry_out(out)
+        return out, cpu_ms
+
+
 def run(running: int, queued: int, cycles: int, scenario: str = "steady",
         profile: bool = False) -> dict:
-    wl = Workload(running, queued, expiring=scenario == "max-wait")
-    cores = running * 3
-    mem_mib = cores * (1024 if scenario == "memory-bound" else 4096)
-    sched = Scheduler(wl.root, Resources(cores, mem_mib), driver_slots=running * 2)
-    t0 = time.perf_counter()
-    setup = wl.setup_events()
-    if scenario == "workers-1000":
-        setup.insert(0, thousand_workers(cores, mem_mib))
-    wl.carry_out(sched.step(0.0, setup))
-    setup_s = time.perf_counter() - t0
-    now = 0.0
-    for _ in range(3):  # settle: executors reach their grants, reclaims are carried out
-        now += CYCLE_S
-        wl.carry_out(sched.step(now, wl.settle_events(now, sched)))
-    for _ in range(5):  # warm-up
-        now += CYCLE_S
-        wl.carry_out(sched.step(now, wl.cycle_events(now, sched)))
+    b = Bench(running, queued, scenario)
+    wl, sched = b.wl, b.sched
     times: list[float] = []
     cpu: list[float] = []
     decisions = launched = 0
     expired_before = wl.expired
     prof = cProfile.Profile() if profile else None
     gc.collect()
-    for i in range(cycles):
-        now += CYCLE_S
-        events = wl.cycle_events(now, sched)
-        if scenario == "capacity-swing":
-            events.append(CapacityChanged(Resources(cores * (10 - i % 2) // 10, mem_mib)))
-        if scenario == "workers-1000" and i % 5 == 4:
-            events.append(thousand_workers(cores, mem_mib, lost=(i // 5) % 2))
-        if scenario == "burst" and i == 0:
-            events.append(QueuesChanged(queue_tree(running, room=2)))
+    for _ in range(cycles):
+        events = b.events()
         if prof:
             prof.enable()
         t, c = time.perf_counter(), time.process_time()
-        out = sched.step(now, events)
+        out = sched.step(b.now, events)
         times.append((time.perf_counter() - t) * 1000)
         cpu.append((time.process_time() - c) * 1000)
         if prof:
@@ -339,7 +375,7 @@ def run(running: int, queued: int, cycles: int, scenario: str = "steady",
         "running": running,
         "admitted": admitted,
         "queued": queued_now,
-        "setup_s": setup_s,
+        "setup_s": b.setup_s,
         "p50": statistics.median(times),
         "p99": times[min(len(times) - 1, math.ceil(0.99 * len(times)) - 1)],
         "launched": launched,
