@@ -11,7 +11,8 @@ being reclaimed. Promising them twice would overcommit the cluster, so, in order
      executors Spark has not started yet).
   3. Growth: apps with target > base, in rank order (1. priority, highest first; 2. submission
      sequence; 3. app id): grant = base + the executors that fit in free (cores and memory),
-     taken from free as they go.
+     taken from free as they go; with workers named, only those that also fit on one
+     worker's free room (``place``: ``placement.free_now``).
   4. Every other app: grant = target (at or below its base: executors above it are reclaimed).
 
 Hence, whenever the executors held fit in the capacity, the sum over apps of max(held, grant)
@@ -27,6 +28,8 @@ Reclaim (``reclaim``) reads two more running sums, kept the same way:
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ..model import Resources
 from .books import AppRecord
@@ -104,9 +107,12 @@ class Grants:
         return (self.cores, self.mem_mib, self.short_cores, self.short_mem_mib,
                 self.freeing_cores, self.freeing_mem_mib)
 
-    def grow(self, capacity: Resources) -> dict[str, int]:
+    def grow(self, capacity: Resources,
+             place: Callable[[AppRecord, int], int] | None = None) -> dict[str, int]:
         """New grants: of apps cut back because the bases exceed ``capacity``, and of the
-        growing apps, in rank order, out of what is free in ``capacity``."""
+        growing apps, in rank order, out of what is free in ``capacity``. ``place`` (workers
+        named): how many of an app's next ``n`` executors some worker has room for, taken off
+        that room, so room split across workers is not granted."""
         free_cores = capacity.cores - self.cores
         free_mem = capacity.mem_mib - self.mem_mib
         out = {}
@@ -129,6 +135,8 @@ class Grants:
             if size.mem_mib:
                 more = min(more, max(free_mem, 0) // size.mem_mib)
             more = max(more, 0)
+            if place is not None and more:
+                more = place(rec, more)
             free_cores -= more * size.cores
             free_mem -= more * size.mem_mib
             out[app_id] = base + more

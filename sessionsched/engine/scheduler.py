@@ -52,7 +52,7 @@ keeps the apps above their target in rank order, so it walks them only while the
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from ..model import AppState, Queue, QueueUsage, Resources
@@ -325,7 +325,7 @@ class Scheduler:
         books = self.books
         targets = books.arbiter.targets
         books.rebase_grants(touched)
-        grown = books.grants.grow(capacity)
+        grown = books.grants.grow(capacity, self._placer())
         for app_id in sorted(touched.union(grown), key=lambda a: self.apps[a].rank):
             rec = self.apps[app_id]
             if not rec.state.admitted:
@@ -335,6 +335,32 @@ class Scheduler:
             if (t, g) != (rec.target, rec.grant):
                 out.append(SetTarget(app_id, t, g))
                 books.set_target(rec, t, g)
+
+    def _placer(self) -> Callable[[AppRecord, int], int] | None:
+        """What ``Grants.grow`` places executors with: the room free on each worker less what
+        was placed since the report (``placement.free_now``), and less what reserving gangs
+        hold there this cycle; each executor placed is kept there until the next report.
+        None with one worker or none named (the sum says it all)."""
+        reports = self.reports
+        if reports.count <= 1:
+            return None
+        holds = self.books.gangs.holds.values()
+        leaves = self.books.leaves
+        rooms = reports.rooms.copy() if holds else reports.rooms
+        for hold in holds:  # a reservation is no placement: taken off this cycle's copy only
+            spec, sort = hold.spec, leaves[hold.spec.queue].node_sort
+            if hold.driver and spec.driver_in_cluster:
+                rooms.take(spec.driver, sort)
+            rooms.take_up_to(spec.executor, hold.executors, sort)
+
+        def place(rec: AppRecord, n: int) -> int:
+            sort = leaves[rec.spec.queue].node_sort
+            got = rooms.take_up_to(rec.spec.executor, n, sort)
+            if rooms is not reports.rooms:
+                reports.rooms.take_up_to(rec.spec.executor, got, sort)
+            return got
+
+        return place
 
 
 def waited_too_long(waited_s: float, max_wait_s: float, queue: str) -> str:

@@ -31,3 +31,20 @@ def test_a_driver_waits_for_room_on_one_worker_not_for_the_sum():
     # the sum saw at t=5 (where its driver would have waited in the master's queue)
     assert b.admitted >= a.finished - 1
     assert r.executor_waits == 0
+
+
+def test_an_executor_is_not_granted_into_room_split_across_workers():
+    # A's two 3-core executors leave 1 + 1 cores: 2 free in all, but no worker holds B's
+    # 2-core executor, so none is granted (before, one was, and waited in the master's queue:
+    # executor_waits 1) until A ends
+    w = workload(
+        app("A", executor={"cores": 3, "memory": "2g"}, min_executors=2, max_executors=2,
+            stages=[stage(6, 30)]),
+        app("B", submit=1, executor={"cores": 2, "memory": "2g"}, max_executors=2,
+            stages=[stage(4, 10)]),
+        **SPLIT)
+    r = simulate(w)
+    apps = {a.name: a for a in r.apps}
+    assert r.stuck == 0 and {a.state for a in r.apps} == {"FINISHED"}
+    assert r.executor_waits == 0
+    assert apps["B"].first_executor >= apps["A"].finished
