@@ -50,7 +50,10 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
                "--until", release, "--linger-s", 60, "--linger-while-executors",
                conf=event_log_conf(events), idle_timeout_s=IDLE_TIMEOUT_S)
     # B's driver starts meanwhile (admitted once A has an executor), its job held: it asks
-    # for nothing until the test lets it.
+    # for nothing until the test lets it. B is sent once A is admitted: sent in the same
+    # cycle, B (9000) would go first and, asking for nothing while it starts, hold the
+    # queue's one starting place until its starting timeout.
+    wait_until(lambda: api.app(a).state.value != "ACCEPTED", START_S, "A admitted")
     b = submit(api, "prio-b", "root.prio", 9000, "--tasks", 4, "--seconds", 600,
                "--job-after", go_b)
     wait_until(lambda: held(api, a) == (CORES,), START_S, "A to take the whole cluster")
