@@ -8,7 +8,7 @@ Not a test: it prints a table. Usage::
 
 ``engine_cycle.py --gangs`` runs the two configurations one after the other, minutes apart.
 On a shared or throttled machine the speed of the same code drifts by tens of percent over
-minutes (the same seeded run measured 0.70 to 1.11 s of step CPU here, quiet), which swamps a
+minutes (the same seeded run: 0.70 to 1.11 s of step CPU under cProfile, quiet), which swamps a
 difference of a few percent. Here both engines live in one process and step in turn, the
 first of the two alternating, so a drift falls on both alike. The workloads are the same
 draws (``engine_cycle.Workload`` draws which apps are gangs from a generator of its own);
