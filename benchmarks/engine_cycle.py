@@ -279,6 +279,9 @@ class Workload:
 
 
 SCENARIOS = ("steady", "burst", "capacity-swing", "memory-bound", "max-wait", "workers-1000")
+QUICK_ROWS = (("steady", 1000), ("steady", 10_000), ("burst", 10_000),
+              ("capacity-swing", 10_000), ("memory-bound", 10_000), ("max-wait", 10_000),
+              ("workers-1000", 10_000))  # (scenario, running) of ``--quick``
 
 
 def thousand_workers(cores: int, mem_mib: int, lost: int = 0) -> CapacityChanged:
@@ -407,9 +410,7 @@ def main() -> None:
         run(args.profile, args.queued, args.cycles or 20, args.scenario or "steady", profile=True)
         return
     if args.quick:
-        rows = [("steady", 1000), ("steady", 10_000), ("burst", 10_000),
-                ("capacity-swing", 10_000), ("memory-bound", 10_000), ("max-wait", 10_000),
-                ("workers-1000", 10_000)]
+        rows = list(QUICK_ROWS)
     else:
         rows = [("steady", n) for n in (1000, 2000, 5000, 10_000)]
         rows += [(s, n) for s in SCENARIOS[1:] for n in (1000, 10_000)]

@@ -32,13 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_cycle import SCENARIOS, Bench  # noqa: E402
+from engine_cycle import QUICK_ROWS, SCENARIOS, Bench  # noqa: E402
 
 from sessionsched import gcpace  # noqa: E402
 from sessionsched.engine.events import LaunchDriver  # noqa: E402
-
-QUICK = [("steady", 1000), ("steady", 10_000), ("burst", 10_000), ("capacity-swing", 10_000),
-         ("memory-bound", 10_000), ("max-wait", 10_000), ("workers-1000", 10_000)]
 
 
 def pair(pacer: gcpace.GcPacer, scenario: str, running: int, queued: int, cycles: int,
@@ -68,7 +65,7 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=60)
     ap.add_argument("--gangs", type=float, default=0.1)
     args = ap.parse_args()
-    rows = ([(args.scenario, args.running or 10_000)] if args.scenario else QUICK)
+    rows = ([(args.scenario, args.running or 10_000)] if args.scenario else QUICK_ROWS)
     print(f"{args.gangs:.0%} of the apps in gangs against none, {args.queued:,} queued, "
           f"{args.cycles} cycles per row, stepped in turn")
     head = (f"{'scenario':<15} {'running':>8} {'p50 none':>9} {'p50 gangs':>9} "

@@ -12,6 +12,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 
 from sessionsched.engine import (
+    CapacityChanged,
     ExecutorsChanged,
     LaunchDriver,
     MarkState,
@@ -31,6 +32,7 @@ from sessionsched.model import (
     Policy,
     Queue,
     Resources,
+    Worker,
 )
 
 _seq = itertools.count(1)
@@ -209,3 +211,14 @@ def next_claim(rnd, claims: dict, arbiter, leaves: list[str],
         return (old.app_id, old.seq, old.queue), seq
     seq += 1
     return (f"app{seq:03d}", seq, rnd.choice(leaves)), seq
+
+
+WORKER = Resources(4, 8 * 1024)  # ``worker_report``'s workers: 4 cores/8g each
+
+
+def worker_report(*free_cores: int) -> CapacityChanged:
+    """Workers of 4 cores/8g with ``free_cores`` free each (the rest held by apps not ours)."""
+    ws = tuple(Worker(f"w{i}", WORKER, Resources(c, 8 * 1024))
+               for i, c in enumerate(free_cores))
+    others = Resources(sum(4 - c for c in free_cores), 0)
+    return CapacityChanged.of_workers(ws, 4, others)

@@ -6,20 +6,12 @@ launched since, each placed where its queue's ``node_sort`` puts it."""
 from __future__ import annotations
 
 import pytest
-from engine_builders import Run, app, launched, one_queue
+from engine_builders import WORKER, Run, app, launched, one_queue, worker_report
 
 from sessionsched.engine import CapacityChanged
 from sessionsched.model import Resources, Worker
 
 GB = 1024
-SIZE = Resources(4, 8 * GB)
-
-
-def report(*free_cores: int) -> CapacityChanged:
-    """Workers of 4 cores/8g with ``free_cores`` free each (the rest held by apps not ours)."""
-    ws = tuple(Worker(f"w{i}", SIZE, Resources(c, 8 * GB)) for i, c in enumerate(free_cores))
-    others = Resources(sum(4 - c for c in free_cores), 0)
-    return CapacityChanged.of_workers(ws, 4, others)
 
 
 def drivers(*cores: int) -> list[app]:
@@ -43,7 +35,7 @@ CASES = {
 @pytest.mark.parametrize("mode, sort, free, cores, expected", CASES.values(), ids=CASES.keys())
 def test_a_driver_needs_its_room_free_on_one_worker(mode, sort, free, cores, expected):
     run = Run(one_queue(admission=mode, policy="fifo", node_sort=sort), cores=4 * len(free))
-    run.step(report(*free))
+    run.step(worker_report(*free))
     out = run.submit(*drivers(*cores))
     assert launched(out) == expected
     assert run.sched.check() == []
@@ -51,7 +43,7 @@ def test_a_driver_needs_its_room_free_on_one_worker(mode, sort, free, cores, exp
 
 def test_the_wait_says_the_most_free_on_one_worker():
     run = Run(one_queue(admission="none"), cores=8)
-    run.step(report(2, 2))
+    run.step(worker_report(2, 2))
     run.submit(app("big").in_cluster(3))
     wait = run.sched.waiting["root.q"]
     assert wait.code == "driver_room"
@@ -62,10 +54,10 @@ def test_the_wait_says_the_most_free_on_one_worker():
 
 def test_drivers_launched_since_the_report_are_taken_off_until_the_next():
     run = Run(one_queue(admission="none", policy="fifo"), cores=8)
-    run.step(report(3, 3))
+    run.step(worker_report(3, 3))
     assert launched(run.submit(app("a").in_cluster(3))) == ["a"]
     # no report since: a's 3 cores are taken off one worker, b takes the other, c waits
     assert launched(run.submit(app("b").in_cluster(3), app("c").in_cluster(3))) == ["b"]
     # the backend's report: a and b are there (1 core left on each), and a third worker
-    ws = tuple(Worker(f"w{i}", SIZE, Resources(c, 5 * GB)) for i, c in enumerate((1, 1, 4)))
+    ws = tuple(Worker(f"w{i}", WORKER, Resources(c, 5 * GB)) for i, c in enumerate((1, 1, 4)))
     assert launched(run.step(CapacityChanged.of_workers(ws, 4, Resources(2, 0)))) == ["c"]

@@ -8,20 +8,12 @@ grant waits for a worker to have the room."""
 from __future__ import annotations
 
 import pytest
-from engine_builders import Run, app, executors, one_queue, set_targets
+from engine_builders import WORKER, Run, app, executors, one_queue, set_targets, worker_report
 
 from sessionsched.engine import CapacityChanged, DemandChanged, ExecutorsChanged
 from sessionsched.model import Resources, Worker
 
 GB = 1024
-SIZE = Resources(4, 8 * GB)
-
-
-def report(*free_cores: int) -> CapacityChanged:
-    """Workers of 4 cores/8g with ``free_cores`` free each (the rest held by apps not ours)."""
-    ws = tuple(Worker(f"w{i}", SIZE, Resources(c, 8 * GB)) for i, c in enumerate(free_cores))
-    others = Resources(sum(4 - c for c in free_cores), 0)
-    return CapacityChanged.of_workers(ws, 4, others)
 
 
 # (free cores per worker, the app's executor cores, its demand, its (target, grant))
@@ -37,7 +29,7 @@ CASES = {
 @pytest.mark.parametrize("free, cores, demand, expected", CASES.values(), ids=CASES.keys())
 def test_an_executor_is_granted_only_where_one_worker_has_room(free, cores, demand, expected):
     run = Run(one_queue(admission="none", policy="fifo"), cores=4 * len(free))
-    run.step(report(*free))
+    run.step(worker_report(*free))
     run.submit(app("a").executor(cores))
     out = run.step(DemandChanged("a", demand))
     assert set_targets(out)["a"] == expected
@@ -48,15 +40,15 @@ def test_executors_granted_and_not_yet_held_are_placed_first():
     # 3 + 3 free: a's two 2-core executors, granted and not started yet, go one a worker
     # (1 + 1 left), so b's executor is not granted into the 2 cores the sum still shows
     run = Run(one_queue(admission="none", policy="fifo"), cores=8)
-    run.step(report(3, 3))
+    run.step(worker_report(3, 3))
     run.submit(app("a").executor(2))
     assert set_targets(run.step(DemandChanged("a", 2)))["a"] == (2, 2)
     run.submit(app("b").executor(2))
     assert set_targets(run.step(DemandChanged("b", 1))).get("b", (0, 0)) == (1, 0)
     # a's executors are up, one a worker, and the backend's report shows them with a third
     # worker that has room: b's grant follows
-    ws = (Worker("w0", SIZE, Resources(1, 6 * GB)), Worker("w1", SIZE, Resources(1, 6 * GB)),
-          Worker("w2", SIZE, Resources(2, 8 * GB)))
+    ws = (Worker("w0", WORKER, Resources(1, 6 * GB)), Worker("w1", WORKER, Resources(1, 6 * GB)),
+          Worker("w2", WORKER, Resources(2, 8 * GB)))
     out = run.step(ExecutorsChanged("a", executors("a", 2)),
                    CapacityChanged.of_workers(ws, 4, Resources(4, 0)))
     assert set_targets(out)["b"] == (1, 1)
