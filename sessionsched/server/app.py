@@ -195,7 +195,7 @@ async def start_connect(config: ServerConfig, ops: Operations):
     try:
         from sessionsched.doors.connect.door import ConnectDoor
     except ImportError as e:
-        raise RuntimeError(f"connect: the Spark Connect door needs grpcio, grpcio-status and "
+        raise RuntimeError(f"connect: the Spark Connect door needs grpcio, grpcio-status, h2 and "
                            f"pyspark's Connect protos (pip install 'sessionsched[connect]'): "
                            f"{e}") from None
     door = ConnectDoor(ops, config.connect, config.server.host, config.server.tls)

@@ -41,21 +41,33 @@ class Door:
     made: dict[str, str]
     session_id: str
 
-    def call(self, user: str, method: str = "Config", token: str | None = None) -> list[bytes]:
-        """The answers to one call as ``user`` (its token unless ``token``) on the session."""
+    other_id: str  # a second session of alice's, its own stand-in driver
+
+    def channel(self, user: str, token: str | None = None) -> grpc.Channel:
+        """A channel (a connection of its own) as ``user`` (its token unless ``token``)."""
         creds = grpc.composite_channel_credentials(
             grpc.local_channel_credentials(),
             grpc.access_token_call_credentials(token or self.made[user]))
+        return grpc.secure_channel(f"localhost:{self.port}", creds,
+                                   options=[("grpc.use_local_subchannel_pool", 1)])
+
+    def call(self, user: str, method: str = "Config", token: str | None = None,
+             channel: grpc.Channel | None = None, session_id: str = "") -> list[bytes]:
+        """The answers to one call as ``user`` on the session (``session_id``: another),
+        on a new channel unless ``channel``."""
+        if channel is None:
+            with self.channel(user, token) as channel:
+                return self.call(user, method, token, channel, session_id)
         ctx = base_pb2.UserContext(user_id=user)
-        with grpc.secure_channel(f"localhost:{self.port}", creds) as channel:
-            if method == "Config":
-                request = base_pb2.ConfigRequest(session_id=self.session_id, user_context=ctx)
-                request.operation.get_all.SetInParent()
-                return [channel.unary_unary(f"{SERVICE}/Config")(
-                    request.SerializeToString(), metadata=METADATA, timeout=60)]
-            request = base_pb2.ExecutePlanRequest(session_id=self.session_id, user_context=ctx)
-            return list(channel.unary_stream(f"{SERVICE}/ExecutePlan")(
-                request.SerializeToString(), metadata=METADATA, timeout=60))
+        sid = session_id or self.session_id
+        if method == "Config":
+            request = base_pb2.ConfigRequest(session_id=sid, user_context=ctx)
+            request.operation.get_all.SetInParent()
+            return [channel.unary_unary(f"{SERVICE}/Config")(
+                request.SerializeToString(), metadata=METADATA, timeout=60)]
+        request = base_pb2.ExecutePlanRequest(session_id=sid, user_context=ctx)
+        return list(channel.unary_stream(f"{SERVICE}/ExecutePlan")(
+            request.SerializeToString(), metadata=METADATA, timeout=60))
 
     def refused(self, user: str, token: str | None = None) -> tuple[grpc.StatusCode, str]:
         with pytest.raises(grpc.RpcError) as e:
@@ -63,9 +75,12 @@ class Door:
         return e.value.code(), e.value.details()
 
     def app(self) -> dict:
-        (app,) = httpx.get(f"{self.server.url}/api/v1/apps", timeout=10,
-                           headers={"Authorization": f"Bearer {self.made['root']}"}).json()
+        (app,) = self.apps()
         return app
+
+    def apps(self) -> list[dict]:
+        return httpx.get(f"{self.server.url}/api/v1/apps", timeout=10,
+                         headers={"Authorization": f"Bearer {self.made['root']}"}).json()
 
 
 @pytest.fixture
@@ -73,21 +88,23 @@ def door(tmp_path) -> Iterator[Door]:
     path = tmp_path / "tokens.json"
     made = {u: tokens.create(path, u, "admin" if u == "root" else "user")
             for u in ("alice", "bob", "root")}
-    sid = str(uuid.uuid4())
+    sid, other = str(uuid.uuid4()), str(uuid.uuid4())
     driver_port = free_port()
+    other_port = free_port({driver_port})
     state = tmp_path / "state"
-    with standin_driver(driver_port, sid, state, STREAMED):
-        port = free_port({driver_port})
+    with standin_driver(driver_port, sid, state, STREAMED), \
+            standin_driver(other_port, other, state, STREAMED):
+        port = free_port({driver_port, other_port})
         config = {
             "server": {"state_dir": str(state), "cycle_ms": 50,
-                       "port": free_port({driver_port, port})},
+                       "port": free_port({driver_port, other_port, port})},
             "cluster": {"backend": "memory", "workers": 1, "cores": 4},
             "auth": {"mode": "tokens", "tokens_file": str(path), "run_as_root": True},
             "connect": {"port": port, "hold_s": 60},
         }
         server = ServerProcess.start(config, tmp_path / "server")
         try:
-            yield Door(server, port, path, made, sid)
+            yield Door(server, port, path, made, sid, other)
         finally:
             server.stop()
 
@@ -100,6 +117,30 @@ def test_a_running_sessions_calls_reach_its_driver_and_a_stream_passes_in_order(
     streamed = [base_pb2.ExecutePlanResponse.FromString(m).response_id
                 for m in door.call("alice", "ExecutePlan")]
     assert streamed == [f"r{i}" for i in range(STREAMED)]
+
+
+def test_two_sessions_on_one_connection_each_reach_their_own_driver(door):
+    # gRPC's client shares one connection between a process's channels to one target: two
+    # sessions' calls interleaved on it, the second's first one after the first's route
+    with door.channel("alice") as channel:
+        for sid in (door.session_id, door.other_id) * 3:
+            assert door.call("alice", channel=channel, session_id=sid) == [config_answer(sid)]
+            streamed = door.call("alice", "ExecutePlan", channel=channel, session_id=sid)
+            assert [base_pb2.ExecutePlanResponse.FromString(m).session_id
+                    for m in streamed] == [sid] * STREAMED
+    assert sorted(a["name"] for a in door.apps()) == sorted(
+        f"connect-{sid[:8]}" for sid in (door.session_id, door.other_id))
+
+
+def test_a_call_on_a_connection_passed_through_is_checked_again(door):
+    with door.channel("alice") as channel:
+        door.call("alice", channel=channel)
+        door.call("alice", channel=channel)  # on the same connection: passed through
+        assert tokens.revoke(door.tokens_file, user="alice") == 1
+        with pytest.raises(grpc.RpcError) as e:
+            door.call("alice", channel=channel)
+    assert (e.value.code(), e.value.details()) == (grpc.StatusCode.UNAUTHENTICATED,
+                                                   "unknown or revoked token")
 
 
 def test_a_token_revoked_between_two_calls_is_refused_at_the_next(door):

@@ -31,6 +31,21 @@ def test_a_request_is_routed_by_its_session_and_user():
     assert wire.routing(EXECUTE, bare) == wire.Routing(SID, None)
 
 
+@pytest.mark.parametrize("keep, expected", [
+    (10, None),  # cut inside session_id
+    (38, None),  # session_id whole, user_context may follow
+    (47, wire.Routing(SID, "alice")),
+    (None, wire.Routing(SID, "alice")),
+], ids=["in-the-session", "before-the-user", "both-whole", "all"])
+def test_a_large_first_request_is_routed_by_its_first_bytes(keep, expected):
+    raw = base_pb2.ExecutePlanRequest(
+        session_id=SID, user_context=base_pb2.UserContext(user_id="alice"),
+        operation_id=SID).SerializeToString()
+    assert wire.routing(EXECUTE, raw[:keep], whole=False) == expected
+    bare = base_pb2.ExecutePlanRequest(session_id=SID, operation_id=SID).SerializeToString()
+    assert wire.routing(EXECUTE, bare[:60], whole=False) == wire.Routing(SID, None)
+
+
 @pytest.mark.parametrize("raw, error", [
     (base_pb2.ExecutePlanRequest(session_id="s1").SerializeToString(),
      "session_id 's1' is not a UUID"),

@@ -2,13 +2,12 @@
 "sc://sched:15002/;user_id=alice;token=T;queue=adhoc;priority=7000")``) unmodified, its
 sessions queued as apps (``sessions``), every call forwarded to the session's driver.
 
-A gRPC (``grpc.aio``) server with one generic handler for ``spark.connect.SparkConnectService``:
-each call's request is read only for routing (``wire.routing``: session id, user id); the
-serialized messages pass through both ways one by one (a result streams back as the driver
-sends it, never buffered whole; an artifact upload streams up). Cancelling a call cancels the
-driver's call.
+A client's connection is routed by its first call, then passed through to the session's
+driver byte for byte (``front``: no second gRPC hop; a result streams back as the driver
+sends it, an artifact upload streams up, a cancel reaches the driver as the client sent it).
+The first call's request is read only for routing (``wire.routing``: session id, user id).
 
-Each call, in order:
+The first call of a connection, in order:
 
 1. who: the token (``authorization: Bearer``) through the operations port; with tokens on,
    ``user_id`` must be the token's user (pyspark sends ``$USER`` when the connection string
@@ -22,19 +21,20 @@ Each call, in order:
    to 60 s, about 10 minutes in all), each retry held again, so a queued session's first
    query simply takes longer; past that the client raises ``RETRIES_EXCEEDED`` whose cause
    names the position;
-4. forwarded, with the caller's metadata less its token; a session of a driver shared per
-   user first has its fair scheduler pool set (``set_pool``, once per session and door
-   process). An ended session's calls (killed,
-   failed, released) are answered FAILED_PRECONDITION naming the app's end, which the client
-   does not retry.
+4. passed through, with the caller's metadata as it came (its token too: the driver runs as
+   the token's user, and a Connect server started by the door reads no token); a session of
+   a driver shared per user first has its fair scheduler pool set (``set_pool``, once per
+   session and door process). An ended session's calls (killed, failed, released) are
+   answered FAILED_PRECONDITION naming the app's end, which the client does not retry.
 
 Steps 2-3 are done in full once per session and caller (``Route``: the caller, the driver's
-address): the session's next calls by the same caller still have their token identified (a
+address): a new connection's first call by the same caller has its token identified (a
 revoked token is refused) and the app read (an ended app is refused, a driver not up goes
-the full way again), but not the owner's check, the pool or the wait again. A small query is
-several calls (``AnalyzePlan``, ``Config``, ``ExecutePlan`` of several messages, and the
-client's ``ReleaseExecute`` after each message): docs/results.md, section 4, says where the
-door's time per call goes.
+the full way again), but not the owner's check, the pool or the wait again. The later calls
+of a connection passed through have their token and the app checked the same way
+(``recheck``). A small query is several calls (``AnalyzePlan``, ``Config``, ``ExecutePlan``
+of several messages, and the client's ``ReleaseExecute`` after each message):
+docs/results.md, section 4, says what the door costs them.
 
 ``ReleaseSession`` (the client's ``spark.stop()``) is forwarded; the driver stops when its
 last session is released and the app ends FINISHED. Released before its driver runs, the
@@ -42,25 +42,28 @@ session's app is killed. A session never seen gets the answer without an app.
 
 The sessions' gauge (``metrics.SessionsCollector``) is added to the server's ``/metrics``.
 
-Transport: ``server.tls`` when set; else, with tokens on, local credentials (the client sends
-a token only over TLS or to ``localhost``, where it uses gRPC's local credentials); else
-plaintext.
+Transport: ``server.tls`` when set (ALPN ``h2``); else, with tokens on, what gRPC's local
+credentials are (the client sends a token only over TLS or to ``localhost``, where it uses
+them): plaintext from loopback peers only; else plaintext.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
+import ssl
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 
 import grpc
 
 from sessionsched.config import ConnectSection, TlsSection
 from sessionsched.doors.connect import wire
+from sessionsched.doors.connect.frames import Call
+from sessionsched.doors.connect.front import Front
 from sessionsched.doors.connect.metrics import SessionsCollector
+from sessionsched.doors.connect.relay import Relay
 from sessionsched.doors.connect.sessions import POOL, TAKES_CALLS, Ended, Session, Sessions, Waiting
+from sessionsched.doors.connect.wire import Refusal
 from sessionsched.operations import auth
 from sessionsched.operations.callers import bearer
 from sessionsched.operations.outcomes import Kind, Outcome
@@ -75,17 +78,11 @@ STATUS = {Kind.UNAUTHORIZED: grpc.StatusCode.UNAUTHENTICATED,
           Kind.REFUSED: grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 
-class Refusal(Exception):
-    def __init__(self, code: grpc.StatusCode, message: str):
-        super().__init__(message)
-        self.code = code
-
-
 def _refusal(out: Outcome) -> Refusal:
     return Refusal(STATUS.get(out.kind, grpc.StatusCode.UNAVAILABLE), out.message)
 
 
-Metadata = tuple[tuple[str, str | bytes], ...]
+SET_POOL_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -105,54 +102,45 @@ class ConnectDoor:
         self.host = host
         self.tls = tls
         self.sessions = Sessions(ops, section.hold_s, section.idle_timeout_s)
-        self.channels: dict[str, grpc.aio.Channel] = {}
-        self.stubs: dict[tuple[str, str], object] = {}  # (address, method) -> multi-callable
+        self.channels: dict[str, grpc.aio.Channel] = {}  # the relay's, set_pool's
         self.routes: dict[str, Route] = {}  # session id -> its last call's route
         self.pooled: set[str] = set()  # sessions whose pool their driver has been told
-        self.server: grpc.aio.Server | None = None
+        # sessions seen on one client connection with another (gRPC's client shares one
+        # between a process's channels to one target): their connections go to the relay
+        self.shared: set[str] = set()
+        self.relay = Relay(self)
+        self.front: Front | None = None
+        self.server: asyncio.Server | None = None
 
     # --- the server ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.server = grpc.aio.server()
-        self.server.add_generic_rpc_handlers((_Handler(self),))
-        address = f"{self.host}:{self.section.port}"
+        context = None
         if self.tls is not None:
-            creds = grpc.ssl_server_credentials([(Path(self.tls.key).read_bytes(),
-                                                  Path(self.tls.cert).read_bytes())])
-            self.server.add_secure_port(address, creds)
-        elif self.ops.auth_on:
-            self.server.add_secure_port(address, grpc.local_server_credentials(
-                grpc.LocalConnectionType.LOCAL_TCP))
-        else:
-            self.server.add_insecure_port(address)
-        await self.server.start()
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(self.tls.cert, self.tls.key)
+            context.set_alpn_protocols(["h2"])
+        await self.relay.start()
+        self.front = Front(self, context, loopback_only=context is None and self.ops.auth_on)
+        self.server = await asyncio.start_server(self.front.handle, self.host,
+                                                 self.section.port, ssl=context)
         self.ops.add_metrics(SessionsCollector(self.sessions.by_state))
-        log.info("Spark Connect door on %s", address)
+        log.info("Spark Connect door on %s:%s", self.host, self.section.port)
 
     async def stop(self) -> None:
         if self.server is not None:
-            await self.server.stop(grace=1.0)
+            self.server.close()
+            await self.front.stop()
+            await self.server.wait_closed()
+        await self.relay.stop()
         for channel in self.channels.values():
             await channel.close()
 
-    # --- one call -----------------------------------------------------------------------------
+    # --- a connection's first call ------------------------------------------------------------
 
-    async def route(self, method: wire.Method, first: bytes, context: grpc.aio.ServicerContext,
-                    ) -> tuple[Session | None, str | None, Metadata]:
-        """(the session, its driver's address, the metadata to forward); (None, None, ...) for
-        ``ReleaseSession`` of a session that has no driver (answered by the door).
-
-        Every call: the request's session and user read, the token identified (a revoked one
-        is refused at once), the user checked, the app read (an ended one is refused). A
-        session's call whose caller is its last routed call's skips the rest (``Route``)."""
-        metadata = context.invocation_metadata()
+    def _caller(self, authorization: str | None, user_id: str | None) -> auth.Caller:
         try:
-            r = wire.routing(method, first)
-            authorization, forwarded = wire.forwarded(metadata)
             token = bearer(authorization)
-        except wire.BadRequest as e:
-            raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
         except auth.Unauthorized as e:
             raise Refusal(grpc.StatusCode.UNAUTHENTICATED, str(e)) from None
         who = self.ops.identify(token)
@@ -161,28 +149,36 @@ class ConnectDoor:
         if not who.ok:
             raise _refusal(who)
         caller: auth.Caller = who.value
-        if self.ops.auth_on and r.user_id not in (None, caller.user):
+        if self.ops.auth_on and user_id not in (None, caller.user):
             raise Refusal(grpc.StatusCode.PERMISSION_DENIED,
-                          f"user_id {r.user_id!r} is not the token's user ({caller.user}): set "
+                          f"user_id {user_id!r} is not the token's user ({caller.user}): set "
                           f"user_id={caller.user} in the connection string")
+        return caller
+
+    async def route(self, method: wire.Method, r: wire.Routing, metadata: wire.Metadata,
+                    peer: str, hold_s: float) -> tuple[Session | None, str | None]:
+        """(the session, its driver's address); (None, None) for ``ReleaseSession`` of a
+        session that has no driver (answered by the door). Raises ``Refusal``.
+
+        The token identified (a revoked one is refused at once), the user checked, the app
+        read (an ended one is refused). A session's call whose caller is its last routed
+        call's skips the rest (``Route``)."""
+        authorization, _ = wire.forwarded(metadata)
+        caller = self._caller(authorization, r.user_id)
         release = method.path == wire.RELEASE_SESSION
         known = None if release else self.routes.get(r.session_id)
         if known is not None and known.caller == caller:
             s = self.sessions.find(r.session_id)
-            try:
-                app = self.sessions.check_live(s)
-            except Ended as e:
-                await self.forget(s)
-                raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(e)) from None
+            app = self._live(s)
             if app is not None and app.state in TAKES_CALLS:
-                return s, known.address, forwarded
-        s, address = await self._route(method, r, caller, metadata, context, release)
+                return s, known.address
+        s, address = await self._route(r, caller, metadata, peer, release, hold_s)
         if s is not None and not release:
             self.routes[s.session_id] = Route(caller, address)
-        return s, address, forwarded
+        return s, address
 
-    async def _route(self, method: wire.Method, r: wire.Routing, caller: auth.Caller,
-                     metadata, context: grpc.aio.ServicerContext, release: bool,
+    async def _route(self, r: wire.Routing, caller: auth.Caller, metadata: wire.Metadata,
+                     peer: str, release: bool, hold_s: float,
                      ) -> tuple[Session | None, str | None]:
         """A call routed in full: its session found or opened, the caller's right to it, its
         driver waited for (``ready``), its pool set."""
@@ -192,7 +188,7 @@ class ConnectDoor:
         if s is None and release:
             return None, None
         if s is None:
-            s, refused = await self.sessions.open(caller, context.peer(), r.session_id, user,
+            s, refused = await self.sessions.open(caller, peer, r.session_id, user,
                                                   p.queue, p.priority, p.conf)
             if refused is not None:
                 raise _refusal(refused)
@@ -201,8 +197,7 @@ class ConnectDoor:
             if not allowed.ok and allowed.kind is not Kind.NOT_FOUND:
                 raise _refusal(allowed)
         if release:
-            self.routes.pop(s.session_id, None)
-            last = self.sessions.release(s)
+            last = self.released(s)
             app = self.ops.app(s.app_id)
             if app is not None and app.state.terminal:
                 return None, None  # ended already: nothing to release
@@ -212,7 +207,7 @@ class ConnectDoor:
                                           "ReleaseSession before its driver started)")
                 return None, None
         try:
-            address = await self.sessions.ready(s)
+            address = await self.sessions.ready(s, hold_s)
         except Waiting as e:
             raise Refusal(grpc.StatusCode.UNAVAILABLE, str(e)) from None
         except Ended as e:
@@ -222,18 +217,31 @@ class ConnectDoor:
             await self.set_pool(s, address, r, p.forwarded)
         return s, address
 
+    def _live(self, s: Session):
+        """The session's app (None: not stored yet); ``Refusal`` if it has ended."""
+        try:
+            return self.sessions.check_live(s)
+        except Ended as e:
+            self.routes.pop(s.session_id, None)
+            raise Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(e)) from None
+
+    def released(self, s: Session) -> bool:
+        """The client released the session: True if its app serves no other session."""
+        self.routes.pop(s.session_id, None)
+        return self.sessions.release(s)
+
     async def set_pool(self, s: Session, address: str, r: wire.Routing,
-                       forwarded: Metadata) -> None:
+                       forwarded: wire.Metadata) -> None:
         """A session of a driver shared per user: its own fair scheduler pool, set as its
         ``spark.scheduler.pool`` before its first call (Spark copies a session's settings into
         its jobs' local properties, where the fair scheduler reads the pool)."""
         request = wire.set_config(s.session_id, r.user_id, {POOL: s.pool})
         try:
-            await self.stub(address, wire.CONFIG, "unary_unary")(request, metadata=forwarded)
+            await self.channel(address).unary_unary(wire.CONFIG)(
+                request, metadata=forwarded, timeout=SET_POOL_S)
         except grpc.aio.AioRpcError as e:
-            raise self.upstream_failed(s, e) or Refusal(
-                e.code(), f"Connect session {s.session_id}: setting its pool {s.pool}: "
-                f"{e.details()}") from None
+            raise Refusal(e.code(), f"Connect session {s.session_id}: setting its pool "
+                          f"{s.pool}: {e.details()}") from None
         self.pooled.add(s.session_id)
 
     async def forget(self, s: Session) -> None:
@@ -241,8 +249,8 @@ class ConnectDoor:
         self.routes.pop(s.session_id, None)
         address = self.sessions.address(s)
         channel = self.channels.pop(address, None) if address else None
-        for key in [k for k in self.stubs if k[0] == address]:
-            del self.stubs[key]
+        if address:
+            self.relay.forget(address)
         if channel is not None:
             await channel.close()
 
@@ -254,132 +262,42 @@ class ConnectDoor:
                                   ("grpc.max_send_message_length", -1)])
         return ch
 
-    def stub(self, address: str, path: str, kind: str):
-        """The driver's multi-callable for a method (``kind``: the channel's factory of it),
-        made once per driver and method."""
-        call = self.stubs.get((address, path))
-        if call is None:
-            call = self.stubs[address, path] = getattr(self.channel(address), kind)(path)
-        return call
+    # --- a connection passed through ------------------------------------------------------------
 
-    def upstream_failed(self, s: Session, e: grpc.aio.AioRpcError) -> Refusal | None:
-        """The door's own answer when the driver's call failed because the app has ended (a
-        kill); None to pass the driver's error on as it is."""
-        if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
-                            grpc.StatusCode.UNKNOWN):
-            return None
+    def recheck(self, s: Session, call: Call) -> Refusal | None:
+        """A later call on a connection passed through to ``s``'s driver: its token (revoked?
+        still the session's caller's?) and the app (ended?); a ``ReleaseSession`` noted."""
+        route = self.routes.get(s.session_id)
         try:
-            self.sessions.check_live(s)
-        except Ended as ended:
-            return Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(ended))
+            caller = self._caller(call.get("authorization"), None)
+            if route is None or caller != route.caller:
+                allowed = self.ops.may_change(caller, s.app_id, "use the Connect session of")
+                if not allowed.ok:
+                    return _refusal(allowed)
+            self._live(s)
+        except Refusal as e:
+            return e
+        if call.path == wire.RELEASE_SESSION:
+            self.released(s)
         return None
 
+    def driver_closed(self, s: Session) -> tuple[grpc.StatusCode, str]:
+        """What the calls still open when the driver closed their connection are told."""
+        try:
+            self._live(s)
+        except Refusal as e:
+            return e.code, str(e)
+        return (grpc.StatusCode.UNAVAILABLE, f"Connect session {s.session_id}: its driver "
+                "closed the connection; the client retries")
 
-async def _abort(context: grpc.aio.ServicerContext, e: Exception) -> None:
-    if isinstance(e, Refusal):
-        await context.abort(e.code, e.args[0])
-    assert isinstance(e, grpc.aio.AioRpcError)
-    # the driver's trailing metadata carries Spark's error details (grpc-status-details-bin):
-    # the client reads its error class there (a reattach to an operation the driver never
-    # saw is retried as ExecutePlan on INVALID_HANDLE.*_NOT_FOUND)
-    await context.abort(e.code(), e.details() or "", tuple(e.trailing_metadata() or ()))
-
-
-class _Handler(grpc.GenericRpcHandler):
-    """One method handler per Spark Connect method, bytes in and out, made once."""
-
-    def __init__(self, door: ConnectDoor):
-        self.handlers = {path: _method_handler(door, m) for path, m in wire.METHODS.items()}
-
-    def service(self, details: grpc.HandlerCallDetails):
-        return self.handlers.get(details.method)  # None: UNIMPLEMENTED
-
-
-def _method_handler(door: ConnectDoor, method: wire.Method) -> grpc.RpcMethodHandler:
-    # partials, not lambdas: grpc.aio tells coroutines and async generators by their function
-    # (a partial is unwrapped, a lambda is not)
-    args = (door, method)
-    if method.client_streaming and method.server_streaming:
-        return grpc.stream_stream_rpc_method_handler(partial(_stream_both, *args))
-    if method.client_streaming:
-        return grpc.stream_unary_rpc_method_handler(partial(_stream_up, *args))
-    if method.server_streaming:
-        return grpc.unary_stream_rpc_method_handler(partial(_stream_down, *args))
-    return grpc.unary_unary_rpc_method_handler(partial(_unary, *args))
-
-
-async def _unary(door: ConnectDoor, method: wire.Method, request: bytes, context) -> bytes:
-    try:
-        s, address, forwarded = await door.route(method, request, context)
-    except Refusal as e:
-        await _abort(context, e)
-    if s is None:
-        return wire.release_session_response(wire.routing(method, request).session_id)
-    call = door.stub(address, method.path, "unary_unary")
-    try:
-        return await call(request, metadata=forwarded, timeout=context.time_remaining())
-    except grpc.aio.AioRpcError as e:
-        await _abort(context, door.upstream_failed(s, e) or e)
-
-
-async def _stream_down(door: ConnectDoor, method: wire.Method, request: bytes,
-                       context) -> None:
-    try:
-        s, address, forwarded = await door.route(method, request, context)
-    except Refusal as e:
-        await _abort(context, e)
-    call = door.stub(address, method.path, "unary_stream")(
-        request, metadata=forwarded, timeout=context.time_remaining())
-    await _relay(door, s, call, context)
-
-
-async def _relay(door: ConnectDoor, s, call, context) -> None:
-    """The driver's answers of a streaming call written to the client as they come (read and
-    written one by one: no async generator between them); its failure told the client."""
-    try:
-        while (response := await call.read()) is not grpc.aio.EOF:
-            await context.write(response)
-    except grpc.aio.AioRpcError as e:
-        await _abort(context, door.upstream_failed(s, e) or e)
-    finally:
-        call.cancel()  # the client went away: so does the driver's call (no-op when done)
-
-
-async def _first(method: wire.Method, requests) -> tuple[bytes, AsyncIterator[bytes]]:
-    """The first request (which routes the call) and an iterator of all of them."""
-    it = requests.__aiter__()
-    try:
-        first = await it.__anext__()
-    except StopAsyncIteration:
-        raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, f"{method.path}: no request") from None
-
-    async def again() -> AsyncIterator[bytes]:
-        yield first
-        async for r in it:
-            yield r
-
-    return first, again()
-
-
-async def _stream_up(door: ConnectDoor, method: wire.Method, requests, context) -> bytes:
-    try:
-        first, all_of_them = await _first(method, requests)
-        s, address, forwarded = await door.route(method, first, context)
-    except Refusal as e:
-        await _abort(context, e)
-    call = door.stub(address, method.path, "stream_unary")
-    try:
-        return await call(all_of_them, metadata=forwarded, timeout=context.time_remaining())
-    except grpc.aio.AioRpcError as e:
-        await _abort(context, door.upstream_failed(s, e) or e)
-
-
-async def _stream_both(door: ConnectDoor, method: wire.Method, requests, context) -> None:
-    try:
-        first, all_of_them = await _first(method, requests)
-        s, address, forwarded = await door.route(method, first, context)
-    except Refusal as e:
-        await _abort(context, e)
-    call = door.stub(address, method.path, "stream_stream")(
-        all_of_them, metadata=forwarded, timeout=context.time_remaining())
-    await _relay(door, s, call, context)
+    @staticmethod
+    def refusal(e: Exception) -> Refusal | None:
+        """What a connection's first call is answered when routing it failed; None: not a
+        refusal (a fault, logged)."""
+        if isinstance(e, Refusal):
+            return e
+        if isinstance(e, wire.Unimplemented):
+            return Refusal(grpc.StatusCode.UNIMPLEMENTED, str(e))
+        if isinstance(e, wire.BadRequest):
+            return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        return None

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 from google.protobuf import message_factory
 from pyspark.sql.connect.proto import base_pb2
 
@@ -32,6 +33,9 @@ NOT_FORWARDED = {"authorization", "spark.sessionsched.token", "user-agent", "con
 QUEUE_KEYS = ("queue", "spark.sessionsched.queue")
 PRIORITY_KEYS = ("priority", "spark.ego.priority")
 NOT_CONF = {"spark.sessionsched.token", "spark.master", *QUEUE_KEYS, *PRIORITY_KEYS}
+
+
+Metadata = list[tuple[str, str]] | tuple[tuple[str, str | bytes], ...]
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,20 @@ def _methods() -> dict[str, Method]:
 METHODS = _methods()
 
 
+class Refusal(Exception):
+    """A call the door answers itself, with this status and message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
 class BadRequest(ValueError):
     """A request the door cannot route: INVALID_ARGUMENT, with this one line."""
+
+
+class Unimplemented(BadRequest):
+    """A call of a method the service does not have: UNIMPLEMENTED."""
 
 
 @dataclass(frozen=True)
@@ -65,19 +81,62 @@ class Routing:
     user_id: str | None
 
 
-def routing(method: Method, raw: bytes) -> Routing:
-    """The session a request belongs to (a UUID, as Spark requires) and the user it names."""
-    try:
-        msg = method.request.FromString(raw)
-    except Exception as e:  # protobuf's DecodeError and kin
-        raise BadRequest(f"{method.path}: not a {method.request.__name__}: {e}") from None
-    sid = getattr(msg, "session_id", "")
+def routing(method: Method, raw: bytes, whole: bool = True) -> Routing | None:
+    """The session a request belongs to (a UUID, as Spark requires) and the user it names;
+    ``raw`` the whole request, or (``whole`` False) its first bytes only: None if they end
+    before both fields (a large first request is not waited for whole: the client sends no
+    more than HTTP/2's first window before the driver answers)."""
+    if whole:
+        try:
+            msg = method.request.FromString(raw)
+        except Exception as e:  # protobuf's DecodeError and kin
+            raise BadRequest(f"{method.path}: not a {method.request.__name__}: {e}") from None
+        sid = msg.session_id
+        user = msg.user_context.user_id if msg.HasField("user_context") else ""
+    else:
+        fields = _leading_fields(method, raw)
+        if fields is None:
+            return None
+        sid = fields.get(1, b"").decode("utf-8", "replace")
+        user = base_pb2.UserContext.FromString(fields[2]).user_id if 2 in fields else ""
     try:
         uuid.UUID(sid)
     except ValueError:
         raise BadRequest(f"session_id {sid!r} is not a UUID") from None
-    user = msg.user_context.user_id if msg.HasField("user_context") else ""
     return Routing(sid, user or None)
+
+
+def _leading_fields(method: Method, raw: bytes) -> dict[int, bytes] | None:
+    """Fields 1 (``session_id``) and 2 (``user_context``) of every Connect request, read from
+    the start of its bytes (a serializer writes fields in number order); None if cut short."""
+    out: dict[int, bytes] = {}
+    pos = 0
+    while pos < len(raw):
+        tag, pos = _varint(raw, pos)
+        if tag is None:
+            return None
+        if tag >> 3 > 2:
+            return out
+        if tag & 7 != 2:
+            raise BadRequest(f"{method.path}: not a {method.request.__name__}")
+        n, pos = _varint(raw, pos)
+        if n is None or pos + n > len(raw):
+            return None
+        out[tag >> 3] = raw[pos:pos + n]
+        pos += n
+    return out if 2 in out else None
+
+
+def _varint(raw: bytes, pos: int) -> tuple[int | None, int]:
+    value = shift = 0
+    while pos < len(raw) and shift < 64:
+        b = raw[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+    return None, pos
 
 
 @dataclass(frozen=True)
