@@ -162,3 +162,20 @@ def test_a_call_cancelled_before_its_request_holds_nothing():
     c.reset_stream(cancelled)
     sent = c.data_to_send()
     assert calls.feed(sent)[0] == sent and not calls.reading  # passed on: the driver's to end
+
+
+def test_a_header_block_seen_before_is_decoded_again_once_the_table_changed():
+    side, encoder = frames.ClientSide(), Encoder()
+    side.feed(frames.PREFACE)
+
+    def call(stream: int, block: bytes) -> list[tuple[str, str]]:
+        (f,) = side.feed(frames._frame(frames.HEADERS, frames.END_HEADERS, stream, block))
+        return f.event.headers
+
+    assert call(1, encoder.encode([("queue", "etl")])) == [("queue", "etl")]  # inserted
+    indexed = encoder.encode([("queue", "etl")])  # the newest entry, by index: no insertion
+    assert call(3, indexed) == [("queue", "etl")] and indexed in side.decoded
+    assert call(5, indexed) == [("queue", "etl")]  # the same bytes: from what it decoded to
+    assert call(7, encoder.encode([("queue", "adhoc")])) == [("queue", "adhoc")]  # inserted
+    # the same bytes now name the newest entry, another one: decoded again, not remembered
+    assert call(9, indexed) == [("queue", "adhoc")]

@@ -121,9 +121,9 @@ class ConnectDoor:
             context.load_cert_chain(self.tls.cert, self.tls.key)
             context.set_alpn_protocols(["h2"])
         await self.relay.start()
-        self.front = Front(self, context, loopback_only=context is None and self.ops.auth_on)
-        self.server = await asyncio.start_server(self.front.handle, self.host,
-                                                 self.section.port, ssl=context)
+        self.front = Front(self, loopback_only=context is None and self.ops.auth_on)
+        self.server = await asyncio.get_running_loop().create_server(
+            self.front.connection, self.host, self.section.port, ssl=context)
         self.ops.add_metrics(SessionsCollector(self.sessions.by_state))
         log.info("Spark Connect door on %s:%s", self.host, self.section.port)
 

@@ -64,34 +64,22 @@ UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
 
 
 class Front:
-    def __init__(self, door, tls: ssl.SSLContext | None, loopback_only: bool):
+    def __init__(self, door, loopback_only: bool):
         self.door = door
-        self.tls = tls
         self.loopback_only = loopback_only  # gRPC's local credentials: loopback peers only
-        self.connections: set[asyncio.Task] = set()
+        self.connections: set[asyncio.Task] = set()  # routing
+        self.open: set[_Connection] = set()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        self.connections.add(task)
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        try:
-            if self.loopback_only and not ipaddress.ip_address(peer[0]).is_loopback:
-                return
-            await _Connection(self.door, reader, writer, f"{peer[0]}:{peer[1]}").run()
-        except (ConnectionError, asyncio.TimeoutError, ssl.SSLError):
-            pass
-        except frames.ProtocolError as e:
-            log.info("Connect client %s: %s", peer, e)
-        except Exception:
-            log.exception("Connect client %s: the connection failed", peer)
-        finally:
-            self.connections.discard(task)
-            writer.close()
+    def connection(self) -> asyncio.Protocol:
+        """A new client connection's protocol (``loop.create_server``'s factory)."""
+        return _Connection(self)
 
     async def stop(self) -> None:
         for task in list(self.connections):
             task.cancel()
         await asyncio.gather(*self.connections, return_exceptions=True)
+        for connection in list(self.open):
+            connection.abort()
 
 
 class Calls:
@@ -195,24 +183,98 @@ def _ignore(task: asyncio.Task) -> None:
         task.exception()  # retrieved: a route nobody waits for any more
 
 
-class _Connection:
-    def __init__(self, door, reader, writer, peer: str):
-        self.door = door
-        self.reader = reader
-        self.writer = writer
-        self.peer = peer
+class _Connection(asyncio.Protocol):
+    """One client connection. Until it is passed through, ``run`` reads what the client sends
+    (``chunks``) and routes its first call; once passed through, each chunk is handled where
+    it arrives (``data_received``: read, checked, written to the other side), with no
+    coroutine between a read and its write."""
+
+    def __init__(self, front: Front):
+        self.front = front
+        self.door = front.door
         self.calls = Calls()
         self.server = frames.ServerSide()
         self.received = bytearray()  # what may be passed on, read before the route
-        self.driver: asyncio.StreamWriter | None = None
+        self.chunks: asyncio.Queue[bytes | None] = asyncio.Queue()  # None: the client left
+        self.client: asyncio.Transport | None = None
+        self.driver: asyncio.Transport | None = None
+        self.session = None  # the session passed through to (None: the relay)
+        self.passing = False
+        self.closing = False
+        self.peer = ""
 
-    async def run(self) -> None:
-        self.writer.write(frames.FRONT_SETTINGS)
+    # --- the client's transport -----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        self.client = transport
+        host, port = (transport.get_extra_info("peername") or ("?", 0))[:2]
+        self.peer = f"{host}:{port}"
+        if self.front.loopback_only and not ipaddress.ip_address(host).is_loopback:
+            transport.abort()
+            return
+        self.front.open.add(self)
+        transport.write(frames.FRONT_SETTINGS)
+        task = asyncio.get_running_loop().create_task(self._run())
+        self.front.connections.add(task)
+        task.add_done_callback(self.front.connections.discard)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closing:
+            return  # answered: read out
+        if not self.passing:
+            self.chunks.put_nowait(data)
+            return
+        try:
+            self._up(data)
+        except frames.ProtocolError as e:
+            log.info("Connect client %s: %s", self.peer, e)
+            self._close()
+
+    def eof_received(self) -> bool:
+        self.chunks.put_nowait(None)
+        if self.driver is not None:
+            self.driver.close()
+        return False
+
+    def connection_lost(self, exc) -> None:
+        self.front.open.discard(self)
+        self.chunks.put_nowait(None)
+        if self.driver is not None:
+            self.driver.close()
+
+    def abort(self) -> None:
+        for transport in (self.client, self.driver):
+            if transport is not None:
+                transport.abort()
+
+    def pause_writing(self) -> None:  # the client reads slower than the driver answers
+        if self.driver is not None:
+            self.driver.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.driver is not None:
+            self.driver.resume_reading()
+
+    # --- before the route -----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            await self._route()
+        except (ConnectionError, TimeoutError, ssl.SSLError):
+            self._close()
+        except frames.ProtocolError as e:
+            log.info("Connect client %s: %s", self.peer, e)
+            self._close()
+        except Exception:
+            log.exception("Connect client %s: the connection failed", self.peer)
+            self._close()
+
+    async def _route(self) -> None:
         calls = self.calls
         try:
             if not await self._read_until(lambda: calls.first is not None
                                           and calls.first.stream not in calls.reading):
-                return
+                return self._close()
             first, routing = calls.first, calls.routing
             if routing is None:
                 raise wire.BadRequest(f"{first.path}: no request")
@@ -223,7 +285,7 @@ class _Connection:
                 min(self.door.sessions.hold_s, MAX_SILENT_HOLD_S)))
             if not await self._read_until(route.done, FIRST_CALL_S + MAX_SILENT_HOLD_S):
                 route.cancel()
-                return
+                return self._close()
             if calls.foreign is not None:  # another session's call came while this one waited
                 route.add_done_callback(_ignore)
                 self.door.shared.update((routing.session_id, calls.foreign_session))
@@ -233,9 +295,9 @@ class _Connection:
             refusal = self.door.refusal(e)
             if refusal is None:
                 raise
-            return await self._answer(refusal.code.value[0], str(refusal))
+            return self._answer(refusal.code.value[0], str(refusal))
         if s is None:  # ReleaseSession of a session without a driver
-            return await self._answer(0, "", wire.release_session_response(routing.session_id))
+            return self._answer(0, "", wire.release_session_response(routing.session_id))
         calls.refuse = True
         await self._pass_to(address, s)
 
@@ -244,109 +306,126 @@ class _Connection:
         session than the first's; False if the client left first. ``done`` is a task's
         ``done``: that task is waited for alongside."""
         task = getattr(done, "__self__", None)
-        read: asyncio.Future | None = None
+        get: asyncio.Future | None = None
         try:
             async with asyncio.timeout(timeout_s):
                 while not done() and self.calls.foreign is None:
-                    read = read or asyncio.ensure_future(self.reader.read(READ))
-                    waits = {read, task} if isinstance(task, asyncio.Task) else {read}
+                    get = get or asyncio.ensure_future(self.chunks.get())
+                    waits = {get, task} if isinstance(task, asyncio.Task) else {get}
                     finished, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                    if read in finished:
-                        chunk = read.result()
-                        read = None
-                        if not chunk:
+                    if get in finished:
+                        chunk = get.result()
+                        get = None
+                        if chunk is None:
                             return False
                         self.received += self.calls.feed(chunk)[0]
         finally:
-            if read is not None:
-                read.cancel()
+            if get is not None:
+                get.cancel()
         return True
+
+    def _answer(self, code: int, message: str, body: bytes | None = None) -> None:
+        self.client.write(frames.answer(bytes(self.received), code, message, body))
+        self._close()
+
+    def _close(self) -> None:
+        """Our last bytes written, the client's read out until it closes (a close with unread
+        bytes would reset the connection, and the answer could be lost with it)."""
+        self.closing = True
+        if self.driver is not None:
+            self.driver.close()
+        if self.client.is_closing():
+            return
+        if self.client.can_write_eof():
+            self.client.write_eof()
+        asyncio.get_running_loop().call_later(CLOSE_S, self.client.close)
+
+    # --- passed through -------------------------------------------------------------------------
 
     async def _pass_to(self, address: str, s=None) -> None:
         """The connection passed through to ``address``: ``s``'s driver (each later call
         checked), or the relay."""
         host, _, port = address.rpartition(":")
         try:
-            driver_reader, self.driver = await asyncio.wait_for(
-                asyncio.open_connection(host, int(port)), CONNECT_S)
+            self.driver, _ = await asyncio.wait_for(asyncio.get_running_loop().create_connection(
+                lambda: _Driver(self), host, int(port)), CONNECT_S)
         except (OSError, TimeoutError) as e:
-            return await self._answer(UNAVAILABLE, f"the Connect session's driver at {address} "
-                                      f"takes no connection ({e}); the client retries")
+            return self._answer(UNAVAILABLE, f"the Connect session's driver at {address} takes "
+                                f"no connection ({e}); the client retries")
+        if self.client.is_closing():
+            return self.driver.close()
+        self.session = s
         self.driver.write(bytes(self.received))
         self.received.clear()
-        up = asyncio.create_task(self._up(s))
-        down = asyncio.create_task(self._down(s, driver_reader))
-        try:
-            await asyncio.wait((up, down), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (up, down):
-                task.cancel()
-            await asyncio.gather(up, down, return_exceptions=True)
-            self.driver.close()
-        await self._close_gently()
+        while not self.chunks.empty():  # what came since the route, in order, before the rest
+            chunk = self.chunks.get_nowait()
+            if chunk is None:
+                return self._close()
+            self._up(chunk)
+        self.passing = True
 
-    async def _up(self, s) -> None:
+    def _up(self, chunk: bytes) -> None:
         """The client's bytes on, each later call checked first (passed through to a driver);
         a call of another session refused with GOAWAY (the client sends it again on a new
         connection, which goes to the relay)."""
-        calls = self.calls
-        while chunk := await self.reader.read(READ):
-            passed, new = calls.feed(chunk)
-            if s is not None:
-                for call in new:
-                    refusal = self.door.recheck(s, call)
-                    if refusal is not None:
-                        return self._cut(refusal.code.value[0], str(refusal))
-                if calls.foreign is not None and not self.server.goaway_sent:
-                    self.server.goaway_sent = True
-                    self.door.shared.update((s.session_id, calls.foreign_session))
-                    self.writer.write(frames.goaway(calls.last_passed, "calls of another "
-                                                    "session: on a new connection"))
-                if calls.dropped:
-                    self.writer.write(frames.window_update(calls.dropped))
-                    calls.dropped = 0
-            self.driver.write(passed)
-            await self.driver.drain()
-
-    async def _down(self, s, driver_reader: asyncio.StreamReader) -> None:
-        """The driver's bytes to the client; when the driver closes, the calls still open
-        ended (a kill named)."""
-        try:
-            while chunk := await driver_reader.read(READ):
-                self.writer.write(self.server.feed(chunk))
-                await self.writer.drain()
-        except ConnectionError:
-            pass
+        calls, s = self.calls, self.session
+        passed, new = calls.feed(chunk)
         if s is not None:
-            code, message = self.door.driver_closed(s)
-            self._cut(code.value[0], message)
+            for call in new:
+                refusal = self.door.recheck(s, call)
+                if refusal is not None:
+                    return self._cut(refusal.code.value[0], str(refusal))
+            if calls.foreign is not None and not self.server.goaway_sent:
+                self.server.goaway_sent = True
+                self.door.shared.update((s.session_id, calls.foreign_session))
+                self.client.write(frames.goaway(calls.last_passed, "calls of another session: "
+                                                "on a new connection"))
+            if calls.dropped:
+                self.client.write(frames.window_update(calls.dropped))
+                calls.dropped = 0
+        self.driver.write(passed)
+
+    def down(self, chunk: bytes) -> None:
+        """The driver's bytes to the client."""
+        if not self.closing:
+            self.client.write(self.server.feed(chunk))
+
+    def driver_lost(self) -> None:
+        """The driver closed the connection: the calls still open ended (a kill named)."""
+        if self.closing:
+            return
+        if self.session is None:
+            return self._close()
+        code, message = self.door.driver_closed(self.session)
+        self._cut(code.value[0], message)
 
     def _cut(self, code: int, message: str) -> None:
-        """The calls still open ended with ``code``, then GOAWAY; the driver's connection
-        closed (``run`` closes the client's)."""
+        """The calls still open ended with ``code``, then GOAWAY; both connections closed."""
         if not self.server.in_block:
             client = self.calls.client
             open_calls = sorted(client.opened - self.server.closed)
-            self.writer.write(b"".join(
+            self.client.write(b"".join(
                 frames.status_headers(stream, code, message, stream in self.server.answered)
                 for stream in open_calls if stream <= self.calls.last_passed))
             if not self.server.goaway and not self.server.goaway_sent:
-                self.writer.write(frames.goaway(self.calls.last_passed, message))
-        self.driver.close()
+                self.client.write(frames.goaway(self.calls.last_passed, message))
+        self._close()
 
-    async def _answer(self, code: int, message: str, body: bytes | None = None) -> None:
-        self.writer.write(frames.answer(bytes(self.received), code, message, body))
-        await self._close_gently()
 
-    async def _close_gently(self) -> None:
-        """Our last bytes written, the client's read out until it closes (a close with unread
-        bytes would reset the connection, and the answer could be lost with it)."""
-        await self.writer.drain()
-        if self.writer.can_write_eof():
-            self.writer.write_eof()
-        try:
-            async with asyncio.timeout(CLOSE_S):
-                while await self.reader.read(READ):
-                    pass
-        except (TimeoutError, ConnectionError):
-            pass
+class _Driver(asyncio.Protocol):
+    """The connection to the driver (or the relay) of a client connection passed through."""
+
+    def __init__(self, connection: _Connection):
+        self.connection = connection
+
+    def data_received(self, data: bytes) -> None:
+        self.connection.down(data)
+
+    def connection_lost(self, exc) -> None:
+        self.connection.driver_lost()
+
+    def pause_writing(self) -> None:  # the driver reads slower than the client sends
+        self.connection.client.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.connection.client.resume_reading()
