@@ -5,8 +5,8 @@ driver and through the door, many times, p50/p99 of each and the difference.
 
 The "driver" is a stand-in (a ``grpc.aio`` server in a process of its own that answers every
 ``Config`` with the same bytes), so the difference is the door's alone: its routing (the
-request read, the token, the session's app) and its gRPC hop. The door is the real one, in
-``sessionsched serve`` on the memory backend (the session's app is queued, admitted and
+request read, the token, the session's app) and passing the bytes on. The door is the real
+one, in ``sessionsched serve`` on the memory backend (the session's app is queued, admitted and
 "runs" as any app; its driver's address is the stand-in's, written where a real driver writes
 it). The client is a plain gRPC stub sending what pyspark's client sends for
 ``spark.conf.get``. ``benchmarks/connect_door.py`` measures the same figure against a real

@@ -96,7 +96,10 @@ class ConnectSection(Strict):
     app waits in its queue or its driver starts, before it is answered UNAVAILABLE (with the
     position and the reason) and the client's retry policy calls again. Long holds keep a
     queued session's start prompt: the client's waits between retries grow (x4 from 50 ms),
-    a held call answers the moment the driver is up. ``idle_timeout_s``:
+    a held call answers the moment the driver is up. A connection's first call is held 50 s
+    at most whatever ``hold_s`` says: the driver acknowledges the client's HTTP/2 settings once
+    the connection reaches it, and gRPC's client gives up on a connection after a minute
+    without (``doors/connect/front``). ``idle_timeout_s``:
     a session's driver with no call for this long stops, and its app ends FINISHED (its
     executors go back earlier, by Spark's own ``executorIdleTimeout``).
     """

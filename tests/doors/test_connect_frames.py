@@ -11,7 +11,8 @@ import h2.events
 import pytest
 from hpack import Decoder, Encoder
 
-from sessionsched.doors.connect import frames, front
+from sessionsched.doors.connect import calls as front_calls
+from sessionsched.doors.connect import frames
 
 PATH = "/spark.connect.SparkConnectService/Config"
 
@@ -124,7 +125,7 @@ def config_call(c: h2.connection.H2Connection, session: str, data: bool = True) 
 def test_a_calls_frames_wait_until_its_session_is_read():
     from pyspark.sql.connect.proto import base_pb2
 
-    calls, c = front.Calls(), connect_client()
+    calls, c = front_calls.Calls(), connect_client()
     config_call(c, A)
     calls.feed(c.data_to_send())
     second = config_call(c, A, data=False)
@@ -139,7 +140,7 @@ def test_a_calls_frames_wait_until_its_session_is_read():
 
 
 def test_another_sessions_call_is_dropped_and_its_bytes_given_back():
-    calls, c = front.Calls(), connect_client()
+    calls, c = front_calls.Calls(), connect_client()
     config_call(c, A)
     calls.feed(c.data_to_send())
     calls.refuse = True  # passed through to A's driver
@@ -155,7 +156,7 @@ def test_another_sessions_call_is_dropped_and_its_bytes_given_back():
 
 
 def test_a_call_cancelled_before_its_request_holds_nothing():
-    calls, c = front.Calls(), connect_client()
+    calls, c = front_calls.Calls(), connect_client()
     config_call(c, A)
     calls.feed(c.data_to_send())
     cancelled = config_call(c, A, data=False)

@@ -20,6 +20,7 @@ from sessionsched import tokens
 from sessionsched.commands._serverproc import ServerProcess
 from tests.doors.connect_standin import config_answer, standin_driver
 from tests.sparkcluster import free_port, wait_until
+from tests.tlscert import make_cert
 
 pytest.importorskip("pyspark.sql.connect.proto")
 
@@ -42,13 +43,18 @@ class Door:
     session_id: str
 
     other_id: str  # a second session of alice's, its own stand-in driver
+    cert: Path | None = None  # the server's TLS certificate (its own CA), when it has one
 
     def channel(self, user: str, token: str | None = None) -> grpc.Channel:
         """A channel (a connection of its own) as ``user`` (its token unless ``token``)."""
+        if self.cert is None:
+            creds, target = grpc.local_channel_credentials(), f"localhost:{self.port}"
+        else:
+            creds = grpc.ssl_channel_credentials(root_certificates=self.cert.read_bytes())
+            target = f"127.0.0.1:{self.port}"
         creds = grpc.composite_channel_credentials(
-            grpc.local_channel_credentials(),
-            grpc.access_token_call_credentials(token or self.made[user]))
-        return grpc.secure_channel(f"localhost:{self.port}", creds,
+            creds, grpc.access_token_call_credentials(token or self.made[user]))
+        return grpc.secure_channel(target, creds,
                                    options=[("grpc.use_local_subchannel_pool", 1)])
 
     def call(self, user: str, method: str = "Config", token: str | None = None,
@@ -80,11 +86,14 @@ class Door:
 
     def apps(self) -> list[dict]:
         return httpx.get(f"{self.server.url}/api/v1/apps", timeout=10,
+                         verify=str(self.cert) if self.cert else True,
                          headers={"Authorization": f"Bearer {self.made['root']}"}).json()
 
 
 @pytest.fixture
-def door(tmp_path) -> Iterator[Door]:
+def door(tmp_path, request) -> Iterator[Door]:
+    """The door on the memory backend with tokens on; with TLS when the test's parameter
+    ``door`` is true (``indirect``)."""
     path = tmp_path / "tokens.json"
     made = {u: tokens.create(path, u, "admin" if u == "root" else "user")
             for u in ("alice", "bob", "root")}
@@ -102,9 +111,13 @@ def door(tmp_path) -> Iterator[Door]:
             "auth": {"mode": "tokens", "tokens_file": str(path), "run_as_root": True},
             "connect": {"port": port, "hold_s": 60},
         }
+        cert = None
+        if getattr(request, "param", False):
+            cert, key = make_cert(tmp_path)
+            config["server"]["tls"] = {"cert": str(cert), "key": str(key)}
         server = ServerProcess.start(config, tmp_path / "server")
         try:
-            yield Door(server, port, path, made, sid, other)
+            yield Door(server, port, path, made, sid, other, cert)
         finally:
             server.stop()
 
@@ -117,6 +130,16 @@ def test_a_running_sessions_calls_reach_its_driver_and_a_stream_passes_in_order(
     streamed = [base_pb2.ExecutePlanResponse.FromString(m).response_id
                 for m in door.call("alice", "ExecutePlan")]
     assert streamed == [f"r{i}" for i in range(STREAMED)]
+
+
+@pytest.mark.parametrize("door", [True], indirect=True, ids=["tls"])
+def test_a_session_over_tls_is_passed_through_and_refused_without_a_token_of_its_own(door):
+    answer = config_answer(door.session_id)
+    with door.channel("alice") as channel:
+        assert door.call("alice", channel=channel) == [answer]
+        assert door.call("alice", channel=channel) == [answer]  # passed through, over TLS
+    assert door.refused("alice", token="not-a-token") == (grpc.StatusCode.UNAUTHENTICATED,
+                                                          "unknown or revoked token")
 
 
 def test_two_sessions_on_one_connection_each_reach_their_own_driver(door):
