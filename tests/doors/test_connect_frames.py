@@ -180,3 +180,24 @@ def test_a_header_block_seen_before_is_decoded_again_once_the_table_changed():
     assert call(7, encoder.encode([("queue", "adhoc")])) == [("queue", "adhoc")]  # inserted
     # the same bytes now name the newest entry, another one: decoded again, not remembered
     assert call(9, indexed) == [("queue", "adhoc")]
+
+
+@pytest.mark.parametrize("cut", [1, 5, 9, 10, 10_000], ids=lambda n: f"read-{n}-bytes-at-a-time")
+def test_the_drivers_bytes_are_passed_as_they_come_and_its_frames_followed(cut):
+    c, sent = client((PATH, "T"), (PATH, "T"))
+    driver = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    driver.initiate_connection()
+    driver.receive_data(sent)
+    driver.send_headers(1, [(":status", "200"), ("content-type", "application/grpc")])
+    driver.send_data(1, b"\0\0\0\0\x03abc")
+    driver.send_headers(1, [("grpc-status", "0")], end_stream=True)
+    driver.send_headers(3, [(":status", "200"), ("content-type", "application/grpc")])
+    driver.send_data(3, b"\0\0\0\0\x03abc")  # call 3 still open
+    answered = driver.data_to_send()
+    side = frames.ServerSide()
+    between = []
+    for i in range(0, len(answered), cut):
+        side.feed(answered[i:i + cut])
+        between.append(side.between_frames)
+    assert (side.answered, side.closed, side.goaway) == ({1, 3}, {1}, False)
+    assert between[-1] and (cut > len(answered) or not all(between))

@@ -197,21 +197,41 @@ class ClientSide:
 
 
 class ServerSide:
-    """The driver's direction: which calls it has answered headers to and closed, whether it
-    sent GOAWAY, and whether it is in the middle of a header block (nothing may be written
-    between its frames)."""
+    """The driver's direction, passed on as it arrives (a large result's frames are not
+    waited for whole): only the frames' heads are read, for which calls the driver has
+    answered headers to and closed, whether it sent GOAWAY, and whether the front may write a
+    frame of its own now (``between_frames``: not inside a frame or a header block)."""
 
     def __init__(self) -> None:
-        self.frames = Frames()
+        self.head = bytearray()  # a frame head still arriving
+        self.left = 0  # bytes of the current frame's content still to come
         self.answered: set[int] = set()
         self.closed: set[int] = set()
         self.in_block = False
         self.goaway = False  # the driver's
         self.goaway_sent = False  # the front's
 
-    def feed(self, chunk: bytes) -> bytes:
-        done, spans = self.frames.feed(chunk)
-        for kind, flags, stream, _, _ in spans:
+    @property
+    def between_frames(self) -> bool:
+        return not self.head and not self.left and not self.in_block
+
+    def feed(self, chunk: bytes) -> None:
+        pos, n = 0, len(chunk)
+        while pos < n:
+            if self.left:
+                step = min(self.left, n - pos)
+                self.left -= step
+                pos += step
+                continue
+            take = min(9 - len(self.head), n - pos)
+            self.head += chunk[pos:pos + take]
+            pos += take
+            if len(self.head) < 9:
+                return
+            high, low, kind, flags, stream = _HEAD.unpack(self.head)
+            self.head.clear()
+            self.left = high << 8 | low
+            stream &= 0x7FFFFFFF
             if kind == HEADERS or kind == CONTINUATION:
                 self.answered.add(stream)
                 self.in_block = not flags & END_HEADERS
@@ -219,7 +239,6 @@ class ServerSide:
                 self.closed.add(stream)
             elif kind == GOAWAY:
                 self.goaway = True
-        return done
 
 
 def _frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:

@@ -58,6 +58,9 @@ FIRST_CALL_S = 60.0  # a client's channel connects for a call: it comes at once
 MAX_SILENT_HOLD_S = 50.0
 CONNECT_S = 10.0
 CLOSE_S = 5.0  # after its answer, the client may still be sending: read it out, then close
+# what a side may have unsent before the other side's reading pauses: a result streams back
+# without a pause every 64 KB (asyncio's default)
+WRITE_BUFFER = 1 << 20
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
 
@@ -110,6 +113,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         self.client = transport
+        transport.set_write_buffer_limits(high=WRITE_BUFFER)
         host, port = (transport.get_extra_info("peername") or ("?", 0))[:2]
         self.peer = f"{host}:{port}"
         if self.front.loopback_only and not ipaddress.ip_address(host).is_loopback:
@@ -291,7 +295,8 @@ class _Connection(asyncio.Protocol):
     def down(self, chunk: bytes) -> None:
         """The driver's bytes to the client."""
         if not self.closing:
-            self.client.write(self.server.feed(chunk))
+            self.server.feed(chunk)
+            self.client.write(chunk)
 
     def driver_lost(self) -> None:
         """The driver closed the connection: the calls still open ended (a kill named)."""
@@ -304,7 +309,7 @@ class _Connection(asyncio.Protocol):
 
     def _cut(self, code: int, message: str) -> None:
         """The calls still open ended with ``code``, then GOAWAY; both connections closed."""
-        if not self.server.in_block:
+        if self.server.between_frames:  # else the client's call ends with the connection
             client = self.calls.client
             open_calls = sorted(client.opened - self.server.closed)
             self.client.write(b"".join(
@@ -320,6 +325,9 @@ class _Driver(asyncio.Protocol):
 
     def __init__(self, connection: _Connection):
         self.connection = connection
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        transport.set_write_buffer_limits(high=WRITE_BUFFER)
 
     def data_received(self, data: bytes) -> None:
         self.connection.down(data)
