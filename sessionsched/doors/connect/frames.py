@@ -2,9 +2,9 @@
 
 The front passes a connection's bytes through unchanged once its route is known, so it reads
 only frame boundaries and, of the client's frames, the header blocks (each call's method and
-token) and its first call's first message (which session). It writes three things of its own:
-a whole answer on a connection it never passed on (``answer``, by ``h2``), and, on one it did,
-a call's closing status (``status_headers``) and ``goaway``.
+token) and the first bytes of each call's request (its session). It writes three things of
+its own: a whole answer on a connection it never passed on (``answer``, by ``h2``), and, on
+one it did, a call's closing status (``status_headers``) and ``goaway``.
 
 Its own header blocks use literals that are never indexed (RFC 7541, section 6.2.3): they
 leave the client's HPACK table as the driver's encoder left it, so the driver's next header

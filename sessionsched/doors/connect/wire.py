@@ -84,8 +84,8 @@ class Routing:
 def routing(method: Method, raw: bytes, whole: bool = True) -> Routing | None:
     """The session a request belongs to (a UUID, as Spark requires) and the user it names;
     ``raw`` the whole request, or (``whole`` False) its first bytes only: None if they end
-    before both fields (a large first request is not waited for whole: the client sends no
-    more than HTTP/2's first window before the driver answers)."""
+    before both fields (a large request is not waited for whole: on a connection not yet
+    passed on, the client sends no more than HTTP/2's first window)."""
     if whole:
         try:
             msg = method.request.FromString(raw)
@@ -98,7 +98,10 @@ def routing(method: Method, raw: bytes, whole: bool = True) -> Routing | None:
         if fields is None:
             return None
         sid = fields.get(1, b"").decode("utf-8", "replace")
-        user = base_pb2.UserContext.FromString(fields[2]).user_id if 2 in fields else ""
+        try:
+            user = base_pb2.UserContext.FromString(fields[2]).user_id if 2 in fields else ""
+        except Exception as e:  # protobuf's DecodeError and kin
+            raise BadRequest(f"{method.path}: its user_context: {e}") from None
     try:
         uuid.UUID(sid)
     except ValueError:
