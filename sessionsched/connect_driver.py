@@ -95,6 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     scs = jvm.org.apache.spark.sql.connect.service.SparkConnectService
     scs.stop(getattr(scs, "stop$default$1")(), getattr(scs, "stop$default$2")())
     spark.stop()
+    # and a call that came while the service stopped (the client's ReleaseExecute, sent beside
+    # its ReleaseSession) starts the session manager's periodic checks again, a thread that
+    # also keeps the JVM alive: the JVM exits here, its shutdown hooks run
+    try:
+        jvm.java.lang.System.exit(0)
+    except Exception:  # noqa: BLE001 - py4j's: the JVM went away mid-call, as asked
+        pass
     return 0
 
 
