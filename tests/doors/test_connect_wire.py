@@ -70,11 +70,12 @@ def test_queue_and_priority_come_from_the_metadata(metadata, queue, priority):
 def test_spark_parameters_are_driver_properties_and_the_token_is_not_forwarded():
     p = wire.params([("authorization", "Bearer T"), ("user-agent", "_SPARK_CONNECT_PYTHON"),
                      ("spark.executor.memory", "2g"), ("spark.ego.priority", "10"),
-                     ("spark.sessionsched.token", "T2"), ("x-trace-bin", b"\x00")])
+                     ("spark.sessionsched.token", "T2"), ("x-trace-bin", b"\x00"),
+                     ("x-read-off-the-wire-bin", "AAE")])  # base64, its padding left out
     assert p.authorization == "Bearer T"
     assert p.conf == {"spark.executor.memory": "2g"}
     assert dict(p.forwarded) == {"spark.executor.memory": "2g", "spark.ego.priority": "10",
-                                 "x-trace-bin": b"\x00"}
+                                 "x-trace-bin": b"\x00", "x-read-off-the-wire-bin": b"\x00\x01"}
 
 
 def test_the_door_is_off_unless_configured_and_refuses_unknown_settings():

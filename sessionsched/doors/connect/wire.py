@@ -15,6 +15,7 @@ fields of a request that route it. Everything else passes through as serialized 
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,8 +158,8 @@ def forwarded(metadata) -> tuple[str | None, tuple[tuple[str, str | bytes], ...]
     authorization = None
     out = []
     for key, value in metadata or ():
-        if isinstance(value, bytes):  # "-bin" keys: forwarded as they came
-            out.append((key, value))
+        if key.endswith("-bin"):  # binary: as it came (base64 text as read off the wire)
+            out.append((key, value if isinstance(value, bytes) else _unbase64(value)))
         elif key == "authorization":
             authorization = value if authorization is None else authorization
         elif key not in NOT_FORWARDED and not key.startswith(":"):
@@ -166,11 +167,15 @@ def forwarded(metadata) -> tuple[str | None, tuple[tuple[str, str | bytes], ...]
     return authorization, tuple(out)
 
 
+def _unbase64(text: str) -> bytes:
+    return base64.b64decode(text + "=" * (-len(text) % 4))  # gRPC may leave out the padding
+
+
 def params(metadata) -> Params:
     """A call's metadata, read (module doc)."""
     md: dict[str, str] = {}
     for key, value in metadata or ():
-        if not isinstance(value, bytes):
+        if not key.endswith("-bin"):
             md.setdefault(key, value)
 
     def first(keys: tuple[str, ...]) -> str | None:
