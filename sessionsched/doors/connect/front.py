@@ -138,14 +138,17 @@ class _Connection(asyncio.Protocol):
             self._close()
 
     def eof_received(self) -> bool:
-        self.chunks.put_nowait(None)
-        if self.driver is not None:
-            self.driver.close()
-        return False
+        self._client_left()
+        return False  # the transport closes
 
     def connection_lost(self, exc) -> None:
         self.front.open.discard(self)
+        self._client_left()
+
+    def _client_left(self) -> None:
         self.chunks.put_nowait(None)
+        if self.passing:
+            self.closing = True  # nothing to tell a client that has gone
         if self.driver is not None:
             self.driver.close()
 
@@ -264,7 +267,8 @@ class _Connection(asyncio.Protocol):
         self.session = s
         self.driver.write(bytes(self.received))
         self.received.clear()
-        while not self.chunks.empty():  # what came since the route, in order, before the rest
+        # what came since the route: passed on in order, before the rest
+        while not self.chunks.empty() and not self.closing:
             chunk = self.chunks.get_nowait()
             if chunk is None:
                 return self._close()
