@@ -110,34 +110,34 @@ def _method_handler(door: Relay, method: wire.Method) -> grpc.RpcMethodHandler:
     return grpc.unary_unary_rpc_method_handler(partial(_unary, *args))
 
 
-async def _unary(door: Relay, method: wire.Method, request: bytes, context) -> bytes:
+async def _routed(door: Relay, method: wire.Method, first: bytes, context):
+    """``Relay.route``'s answer; a refusal aborts the call with its status."""
     try:
-        s, address, forwarded = await door.route(method, request, context)
+        return await door.route(method, first, context)
     except Refusal as e:
         await _abort(context, e)
+
+
+async def _answered(door: Relay, method: wire.Method, kind: str, first: bytes, requests,
+                    context) -> bytes:
+    """A call the driver answers once (``requests``: the request, or all of them)."""
+    s, address, forwarded = await _routed(door, method, first, context)
     if s is None:
-        return wire.release_session_response(wire.routing(method, request).session_id)
-    call = door.stub(address, method.path, "unary_unary")
+        return wire.release_session_response(wire.routing(method, first).session_id)
+    call = door.stub(address, method.path, kind)
     try:
-        return await call(request, metadata=forwarded, timeout=context.time_remaining())
+        return await call(requests, metadata=forwarded, timeout=context.time_remaining())
     except grpc.aio.AioRpcError as e:
         await _abort(context, door.upstream_failed(s, e) or e)
 
 
-async def _stream_down(door: Relay, method: wire.Method, request: bytes,
-                       context) -> None:
-    try:
-        s, address, forwarded = await door.route(method, request, context)
-    except Refusal as e:
-        await _abort(context, e)
-    call = door.stub(address, method.path, "unary_stream")(
-        request, metadata=forwarded, timeout=context.time_remaining())
-    await _relay(door, s, call, context)
-
-
-async def _relay(door: Relay, s, call, context) -> None:
-    """The driver's answers of a streaming call written to the client as they come (read and
+async def _streamed(door: Relay, method: wire.Method, kind: str, first: bytes, requests,
+                    context) -> None:
+    """A call the driver answers with a stream: written to the client as it comes (read and
     written one by one: no async generator between them); its failure told the client."""
+    s, address, forwarded = await _routed(door, method, first, context)
+    call = door.stub(address, method.path, kind)(
+        requests, metadata=forwarded, timeout=context.time_remaining())
     try:
         while (response := await call.read()) is not grpc.aio.EOF:
             await context.write(response)
@@ -147,13 +147,14 @@ async def _relay(door: Relay, s, call, context) -> None:
         call.cancel()  # the client went away: so does the driver's call (no-op when done)
 
 
-async def _first(method: wire.Method, requests) -> tuple[bytes, AsyncIterator[bytes]]:
+async def _first(method: wire.Method, requests, context) -> tuple[bytes, AsyncIterator[bytes]]:
     """The first request (which routes the call) and an iterator of all of them."""
     it = requests.__aiter__()
     try:
         first = await it.__anext__()
     except StopAsyncIteration:
-        raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, f"{method.path}: no request") from None
+        await _abort(context, Refusal(grpc.StatusCode.INVALID_ARGUMENT,
+                                      f"{method.path}: no request"))
 
     async def again() -> AsyncIterator[bytes]:
         yield first
@@ -163,25 +164,19 @@ async def _first(method: wire.Method, requests) -> tuple[bytes, AsyncIterator[by
     return first, again()
 
 
+async def _unary(door: Relay, method: wire.Method, request: bytes, context) -> bytes:
+    return await _answered(door, method, "unary_unary", request, request, context)
+
+
+async def _stream_down(door: Relay, method: wire.Method, request: bytes, context) -> None:
+    await _streamed(door, method, "unary_stream", request, request, context)
+
+
 async def _stream_up(door: Relay, method: wire.Method, requests, context) -> bytes:
-    try:
-        first, all_of_them = await _first(method, requests)
-        s, address, forwarded = await door.route(method, first, context)
-    except Refusal as e:
-        await _abort(context, e)
-    call = door.stub(address, method.path, "stream_unary")
-    try:
-        return await call(all_of_them, metadata=forwarded, timeout=context.time_remaining())
-    except grpc.aio.AioRpcError as e:
-        await _abort(context, door.upstream_failed(s, e) or e)
+    first, all_of_them = await _first(method, requests, context)
+    return await _answered(door, method, "stream_unary", first, all_of_them, context)
 
 
 async def _stream_both(door: Relay, method: wire.Method, requests, context) -> None:
-    try:
-        first, all_of_them = await _first(method, requests)
-        s, address, forwarded = await door.route(method, first, context)
-    except Refusal as e:
-        await _abort(context, e)
-    call = door.stub(address, method.path, "stream_stream")(
-        all_of_them, metadata=forwarded, timeout=context.time_remaining())
-    await _relay(door, s, call, context)
+    first, all_of_them = await _first(method, requests, context)
+    await _streamed(door, method, "stream_stream", first, all_of_them, context)
