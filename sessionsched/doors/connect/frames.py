@@ -75,10 +75,10 @@ def _payload(flags: int, body: memoryview) -> memoryview:
 
 @dataclass
 class Frames:
-    """One direction of a connection, read frame by frame as its bytes arrive: ``feed``
-    returns the bytes of the frames now complete (what may be passed on) and those frames
-    (type, flags, stream, content); the rest waits for its next bytes."""
-    preface: bool = False  # the client's direction starts with the connection preface
+    """The client's direction of a connection, read frame by frame as its bytes arrive:
+    ``feed`` returns the bytes of the frames now complete (what may be passed on) and those
+    frames (type, flags, stream, content); the rest waits for its next bytes."""
+    preface: bool = True  # the connection preface is still to come
     pending: bytearray = field(default_factory=bytearray)
 
     def feed(self, chunk: bytes) -> tuple[bytes, list[tuple[int, int, int, int, int]]]:
@@ -128,7 +128,7 @@ class ClientSide:
     settings when the bytes reach it, never sent those)."""
 
     def __init__(self) -> None:
-        self.frames = Frames(preface=True)
+        self.frames = Frames()
         self.decoder = Decoder()
         self.block: tuple[int, bytearray, bool] | None = None  # a header block arriving
         self.opened: set[int] = set()
@@ -208,8 +208,7 @@ class ServerSide:
         self.answered: set[int] = set()
         self.closed: set[int] = set()
         self.in_block = False
-        self.goaway = False  # the driver's
-        self.goaway_sent = False  # the front's
+        self.goaway = False  # the driver sent GOAWAY
 
     @property
     def between_frames(self) -> bool:

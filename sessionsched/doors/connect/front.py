@@ -46,6 +46,7 @@ import asyncio
 import ipaddress
 import logging
 import ssl
+from collections.abc import Callable
 
 import grpc
 
@@ -107,6 +108,7 @@ class _Connection(asyncio.Protocol):
         self.session = None  # the session passed through to (None: the relay)
         self.passing = False
         self.closing = False
+        self.goaway_sent = False
         self.peer = ""
 
     # --- the client's transport -----------------------------------------------------------------
@@ -193,7 +195,7 @@ class _Connection(asyncio.Protocol):
             route = asyncio.create_task(self.door.route(
                 wire.METHODS[first.path], routing, first.metadata, self.peer,
                 min(self.door.sessions.hold_s, MAX_SILENT_HOLD_S)))
-            if not await self._read_until(route.done, FIRST_CALL_S + MAX_SILENT_HOLD_S):
+            if not await self._read_until(route.done, route, FIRST_CALL_S + MAX_SILENT_HOLD_S):
                 route.cancel()
                 return self._close()
             if calls.foreign is not None:  # another session's call came while this one waited
@@ -211,17 +213,17 @@ class _Connection(asyncio.Protocol):
         calls.refuse = True
         await self._pass_to(address, s)
 
-    async def _read_until(self, done, timeout_s: float = FIRST_CALL_S) -> bool:
+    async def _read_until(self, done: Callable[[], bool], task: asyncio.Task | None = None,
+                          timeout_s: float = FIRST_CALL_S) -> bool:
         """The client's frames read into ``received`` until ``done()`` or a call of another
-        session than the first's; False if the client left first. ``done`` is a task's
-        ``done``: that task is waited for alongside."""
-        task = getattr(done, "__self__", None)
+        session than the first's; False if the client left first. ``task`` (whose end is
+        ``done``) is waited for alongside."""
         get: asyncio.Future | None = None
         try:
             async with asyncio.timeout(timeout_s):
                 while not done() and self.calls.foreign is None:
                     get = get or asyncio.ensure_future(self.chunks.get())
-                    waits = {get, task} if isinstance(task, asyncio.Task) else {get}
+                    waits = {get} if task is None else {get, task}
                     finished, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                     if get in finished:
                         chunk = get.result()
@@ -286,8 +288,8 @@ class _Connection(asyncio.Protocol):
                 refusal = self.door.recheck(s, call)
                 if refusal is not None:
                     return self._cut(refusal.code.value[0], str(refusal))
-            if calls.foreign is not None and not self.server.goaway_sent:
-                self.server.goaway_sent = True
+            if calls.foreign is not None and not self.goaway_sent:
+                self.goaway_sent = True
                 self.door.shared.update((s.session_id, calls.foreign_session))
                 self.client.write(frames.goaway(calls.foreign - 2, "calls of another "
                                                 "session: on a new connection"))
@@ -319,7 +321,7 @@ class _Connection(asyncio.Protocol):
             self.client.write(b"".join(
                 frames.status_headers(stream, code, message, stream in self.server.answered)
                 for stream in open_calls if stream <= self.calls.last_passed))
-            if not self.server.goaway and not self.server.goaway_sent:
+            if not self.server.goaway and not self.goaway_sent:
                 self.client.write(frames.goaway(self.calls.last_passed, message))
         self._close()
 
