@@ -26,10 +26,9 @@ from tests.containers.images import Images, ensure_images
 from tests.containers.stack import Stack, remove_leftovers, running_stack
 from tests.sparkcluster import wait_until
 
-# Below the kernel's ephemeral ports (32768-60999): a port chosen here is published only when
-# the containers start, seconds later, and meanwhile a Spark UI another test starts on port 0
-# may be given it (the stack's master then moved its UI to the next port and the tests read
-# the driver's page: CI, 2026-11-26). 17000-17999 is the other tests' range (sparkcluster).
+# Below the kernel's ephemeral ports (32768-60999): a port chosen here is bound only when the
+# containers start, seconds later, and meanwhile a process another test starts on port 0 may
+# be given it. 17000-17999 is the other tests' range (sparkcluster).
 PORT_RANGE = range(18000, 19000)
 STACK_START_S = 240  # three JVMs and the scheduler starting at once on a loaded 2-core machine
 
@@ -176,7 +175,9 @@ def _alive_workers(running: RunningStack) -> int:
     running.stack.check_running()
     try:
         return sum(w["state"] == "ALIVE" for w in running.master_json()["workers"])
-    except httpx.HTTPError:
+    except (httpx.HTTPError, ValueError):
+        # Spark's UI listens before its pages are attached, one by one, the root page before
+        # /json/: a starting master may answer /json/ with its HTML page (CI, twice).
         return 0
 
 
