@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from sessionsched import tokens
@@ -85,7 +86,11 @@ class Door:
         return app
 
     def apps(self) -> list[dict]:
-        return httpx.get(f"{self.server.url}/api/v1/apps", timeout=10,
+        return self.get("/api/v1/apps")
+
+    def get(self, path: str) -> list[dict]:
+        """The scheduler's answer to ``path``, as root."""
+        return httpx.get(f"{self.server.url}{path}", timeout=10,
                          verify=str(self.cert) if self.cert else True,
                          headers={"Authorization": f"Bearer {self.made['root']}"}).json()
 
@@ -151,8 +156,16 @@ def test_two_sessions_on_one_connection_each_reach_their_own_driver(door):
             streamed = door.call("alice", "ExecutePlan", channel=channel, session_id=sid)
             assert [base_pb2.ExecutePlanResponse.FromString(m).session_id
                     for m in streamed] == [sid] * STREAMED
-    assert sorted(a["name"] for a in door.apps()) == sorted(
-        f"connect-{sid[:8]}" for sid in (door.session_id, door.other_id))
+        # the second session opened on the connection the client made after the GOAWAY, which
+        # goes to the relay: its audit names that connection, not the front's hop to the relay
+        ours = {f"127.0.0.1:{c.laddr.port}" for c in psutil.Process().net_connections("tcp")
+                if c.raddr and c.raddr.port == door.port}
+        senders = {r["app_id"]: r["sender"] for r in door.get("/api/v1/audit")
+                   if r["kind"] == "submitted"}
+        apps = {a["name"]: a["id"] for a in door.apps()}
+        assert senders[apps[f"connect-{door.other_id[:8]}"]] in ours
+        assert senders[apps[f"connect-{door.session_id[:8]}"]].startswith("127.0.0.1:")
+    assert sorted(apps) == sorted(f"connect-{sid[:8]}" for sid in (door.session_id, door.other_id))
 
 
 def test_a_call_on_a_connection_passed_through_is_checked_again(door):

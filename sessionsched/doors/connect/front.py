@@ -106,6 +106,7 @@ class _Connection(asyncio.Protocol):
         self.client: asyncio.Transport | None = None
         self.driver: asyncio.Transport | None = None
         self.session = None  # the session passed through to (None: the relay)
+        self.relayed_from = 0  # the local port of the connection to the relay
         self.passing = False
         self.closing = False
         self.goaway_sent = False
@@ -267,6 +268,9 @@ class _Connection(asyncio.Protocol):
         if self.client.is_closing():
             return self.driver.close()
         self.session = s
+        if s is None:
+            self.relayed_from = self.driver.get_extra_info("sockname")[1]
+            self.door.relay.senders[self.relayed_from] = self.peer
         self.driver.write(bytes(self.received))
         self.received.clear()
         # what came since the route: passed on in order, before the rest
@@ -306,6 +310,7 @@ class _Connection(asyncio.Protocol):
 
     def driver_lost(self) -> None:
         """The driver closed the connection: the calls still open ended (a kill named)."""
+        self.door.relay.senders.pop(self.relayed_from, None)
         if self.closing:
             return
         if self.session is None:

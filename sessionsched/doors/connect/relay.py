@@ -29,6 +29,9 @@ class Relay:
         self.stubs: dict[tuple[str, str], object] = {}  # (address, method) -> multi-callable
         self.server: grpc.aio.Server | None = None
         self.port = 0
+        # the front's end of each connection it hands here (its local port) -> the client's
+        # HOST:PORT: the relay's own peer is the front, and the audit names the client
+        self.senders: dict[int, str] = {}
 
     async def start(self) -> None:
         self.server = grpc.aio.server()
@@ -48,9 +51,14 @@ class Relay:
         except wire.BadRequest as e:
             raise Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
         metadata = context.invocation_metadata()
-        s, address = await self.door.route(method, r, metadata, context.peer(),
+        s, address = await self.door.route(method, r, metadata, self.sender(context.peer()),
                                            self.door.sessions.hold_s)
         return s, address, wire.forwarded(metadata)[1]
+
+    def sender(self, peer: str) -> str:
+        """The client behind the front's connection ``peer`` (gRPC's ``ipv4:HOST:PORT``)."""
+        port = peer.rpartition(":")[2]
+        return self.senders.get(int(port), peer) if port.isdigit() else peer
 
     def stub(self, address: str, path: str, kind: str):
         """The driver's multi-callable for a method (``kind``: the channel's factory of it),
