@@ -83,7 +83,7 @@ class MasterClient:
             raise BackendError(f"the {what} at {url} answered HTTP {response.status_code}")
         try:
             return response.json()
-        except ValueError:
+        except ValueError:  # e.g. a starting UI: it listens before /json/ is attached
             raise BackendError(f"the {what} at {url} did not answer JSON") from None
 
     def read_master(self) -> MasterView:

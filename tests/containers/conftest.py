@@ -21,7 +21,9 @@ import httpx
 import pytest
 import yaml
 
+from sessionsched.backends import BackendError
 from sessionsched.backends.local import free_port_in
+from sessionsched.backends.master import MasterClient
 from tests.containers.images import Images, ensure_images
 from tests.containers.stack import Stack, remove_leftovers, running_stack
 from tests.sparkcluster import wait_until
@@ -172,13 +174,17 @@ def _print_logs(running: RunningStack) -> None:
 
 
 def _alive_workers(running: RunningStack) -> int:
+    """Read as the scheduler reads the master: a master not answering yet, or answering its
+    HTML page (Spark's UI listens before its pages are attached, the root page before
+    /json/: CI, twice), is not up yet."""
     running.stack.check_running()
+    client = MasterClient(running.master_ui)
     try:
-        return sum(w["state"] == "ALIVE" for w in running.master_json()["workers"])
-    except (httpx.HTTPError, ValueError):
-        # Spark's UI listens before its pages are attached, one by one, the root page before
-        # /json/: a starting master may answer /json/ with its HTML page (CI, twice).
+        return len(client.read_master().alive_workers())
+    except BackendError:
         return 0
+    finally:
+        client.close()
 
 
 def client_env() -> dict[str, str]:
