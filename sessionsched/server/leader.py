@@ -65,6 +65,9 @@ class Role(str, Enum):
         return self in (Role.SINGLE, Role.LEADER)
 
 
+_SERVING = frozenset(r.value for r in Role if r.serves)
+
+
 class ActiveStandby:
     """The role of one scheduler (``service``) among those sharing its store."""
 
@@ -93,6 +96,10 @@ class ActiveStandby:
     @property
     def role(self) -> Role:
         return Role(self.service.role)
+
+    def serves(self) -> bool:
+        """``role.serves``, asked by the front of every request: without building the role."""
+        return self.service.role in _SERVING
 
     def _set(self, role: Role, leader_url: str | None = None) -> None:
         self.service.role = role.value

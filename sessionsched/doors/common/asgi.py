@@ -1,7 +1,7 @@
-"""ASGI plumbing shared by the doors and the server's fronts: whole answers sent before
-FastAPI (``send_answer``) and the request body limit in front of every door (``BodyLimit``:
-413 for a body over ``auth.max_body_bytes``, by its Content-Length or counted as it streams
-in; an upload's own limit ``uploads.max_file_bytes``)."""
+"""ASGI plumbing shared by the doors and the server's front (``server/front.py``): whole
+answers sent without FastAPI (``send_answer``) and the request body limit applied once to every
+door (``BodyLimit``: 413 for a body over ``auth.max_body_bytes``, by its Content-Length or
+counted as it streams in; an upload's own limit ``uploads.max_file_bytes``)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from collections.abc import Mapping
 
 
 class BodyLimit:
-    """ASGI: 413 for a request body over ``limit`` bytes, before any handler reads it.
-    ``paths``: path prefix -> (its own limit, the setting named in the refusal), for the
-    upload of files (``uploads.max_file_bytes``)."""
+    """413 for a request body over ``limit`` bytes, before any handler reads it: called by the
+    front with the door it chose (``limit(door, scope, receive, send)``), for every HTTP
+    request. ``paths``: path prefix -> (its own limit, the setting named in the refusal), for
+    the upload of files (``uploads.max_file_bytes``)."""
 
-    def __init__(self, app, limit: int, paths: Mapping[str, tuple[int, str]] | None = None):
-        self.app = app
+    def __init__(self, limit: int, paths: Mapping[str, tuple[int, str]] | None = None):
         self.limit = limit
         self.paths = dict(paths or {})
 
@@ -25,11 +25,8 @@ class BodyLimit:
                 return limit
         return self.limit, "auth.max_body_bytes"
 
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        limit, setting = self._limit(scope.get("path", ""))
+    async def __call__(self, door, scope, receive, send) -> None:
+        limit, setting = self._limit(scope["path"])
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and value.isdigit() and int(value) > limit:
                 await self._refuse(scope, send, limit, setting)
@@ -53,7 +50,7 @@ class BodyLimit:
             await send(message)
 
         try:
-            await self.app(scope, counted, watched_send)
+            await door(scope, counted, watched_send)
         except TooLarge:
             if not started:
                 await self._refuse(scope, send, limit, setting)
@@ -68,8 +65,8 @@ class BodyLimit:
 
 async def send_answer(send, status: int, body: bytes, content_type: str = "application/json",
                       headers: list | None = None) -> None:
-    """A whole answer from an ASGI front that answers before FastAPI (``BodyLimit``,
-    ``standby.StandbyFront``, ``agent_api.AgentFront``, ``rest.SparkFront``)."""
+    """A whole answer sent without FastAPI (``BodyLimit``, ``standby.Standby``,
+    ``agent_api.AgentDoor``, ``rest.SparkDoor``)."""
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
         *(headers or [])]})
