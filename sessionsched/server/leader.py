@@ -26,7 +26,8 @@ If another scheduler announced itself meanwhile, its books are behind the store:
 process, as Kubernetes' controller-manager does when it loses its lease, and a supervisor
 (systemd, Kubernetes) starting it again makes it a standby of whoever leads.
 
-What a standby answers, in front of every route: ``doors/standby/front.StandbyFront``.
+What a standby answers instead of every route but the health check: ``doors/standby/front.Standby``
+(the server's front, ``server/front.py``, sends the requests there).
 """
 
 from __future__ import annotations
