@@ -205,7 +205,7 @@ async def start_connect(config: ServerConfig, ops: Operations):
     return door
 
 
-def front(app: FastAPI) -> Front:
+def front(app: App) -> Front:
     """The application's front: the agents' registrations, heartbeats and watches
     (``AgentDoor``) and Spark's protocol (``SparkDoor``) answered without FastAPI, the rest by
     the FastAPI application; a standby's answers instead of all of them but the health check
@@ -219,10 +219,10 @@ def front(app: FastAPI) -> Front:
                  standby, BodyLimit(config.auth.max_body_bytes, files), active.serves)
 
 
-def asgi(app: FastAPI) -> FastAPI:
-    """What uvicorn serves: the application itself, whose front (``front``) every request
-    enters."""
-    return app
+def asgi(app: App) -> Front:
+    """What uvicorn serves: the application's front (calling the application does the same,
+    one call later)."""
+    return app.front
 
 
 def referenced_uploads(service: Service, uploads: UploadStore) -> set[str]:
