@@ -214,7 +214,7 @@ def front(app: App) -> Front:
     config = app.state.service.config
     files = {"/api/v1/uploads/": (config.uploads.max_file_bytes, "uploads.max_file_bytes")}
     active = app.state.active
-    standby = Standby(lambda: (active.role.value, active.role.serves, active.service.leader_url))
+    standby = Standby(lambda: (active.role.value, active.service.leader_url))
     return Front(app.fastapi, agent_api.AgentDoor(app.state.ops), SparkDoor(app.state.spark_rest),
                  standby, BodyLimit(config.auth.max_body_bytes, files), active.serves)
 

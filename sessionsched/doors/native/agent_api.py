@@ -16,6 +16,7 @@ refusals name the field): at 300 agents the server's CPU halved, at 1,000 it kee
 OpenAPI spec (and answer any other method: 405); both give the same answers and refusals
 (``tests/server/test_agent_api.py``).
 """
+
 from __future__ import annotations
 
 import inspect

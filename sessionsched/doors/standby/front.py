@@ -35,8 +35,8 @@ HEALTH_PATH = "/api/v1/health"
 READYZ_PATH = "/v1/submissions/readyz"
 STANDBY = "standby"
 
-# (the role's name, whether it serves requests itself, the leader's URL if known)
-Status = Callable[[], tuple[str, bool, str | None]]
+# (the role's name, the leader's URL if known)
+Status = Callable[[], tuple[str, str | None]]
 
 
 class Standby:
@@ -49,7 +49,7 @@ class Standby:
               registry=self._metrics).set(0)
 
     async def __call__(self, scope, receive, send) -> None:
-        role, _, leader = self.status()
+        role, leader = self.status()
         path = scope["path"]
         spark = path.startswith("/v1/submissions")
         if path == "/metrics":
