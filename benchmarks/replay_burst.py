@@ -71,7 +71,7 @@ def replay(path: Path, times: int) -> None:
     many steps decided otherwise than recorded."""
     from sessionsched.engine import Scheduler
     from sessionsched.engine.budget import CycleBudget
-    from sessionsched.gcpace import GcPacer
+    from sessionsched.runtime.gc_pacer import GcPacer
 
     data = pickle.loads(path.read_bytes())
     pacer = GcPacer().install()

@@ -23,8 +23,8 @@ it, and the *busy* cycles - every cycle that launched a full admission slice, th
 cycles wherever they fall (issue 24: p50 <= 25 ms, max <= 100 ms) -, with the full
 garbage-collector passes that fell inside steps; plus each admitted app's
 admission latency (admitted - submitted, virtual seconds): the cost, in admission latency, of
-bounding each cycle's work. The process runs with ``sessionsched.gcpace.GcPacer`` installed,
-as ``sessionsched simulate`` and ``serve`` do (``--no-gc-pacer``: without it).
+bounding each cycle's work. The process runs with ``sessionsched.runtime.gc_pacer.GcPacer``
+installed, as ``sessionsched simulate`` and ``serve`` do (``--no-gc-pacer``: without it).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sessionsched.engine import Scheduler  # noqa: E402
 
 try:
-    from sessionsched.gcpace import GcPacer
+    from sessionsched.runtime.gc_pacer import GcPacer
 except ImportError:  # a tree from before the pacer (for the "before" figures)
     GcPacer = None
 

@@ -1,5 +1,5 @@
-"""gang.gang_from_conf: sessionsched's gang properties and YuniKorn's annotations, each case a
-named row; malformed input is one line naming the property."""
+"""gang_properties.gang_from_conf: sessionsched's gang properties and YuniKorn's annotations,
+each case a named row; malformed input is one line naming the property."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from sessionsched.gang import (
+from sessionsched.model import Gang, GangStyle
+from sessionsched.spark.gang_properties import (
     DRIVER_GROUP_NAME,
     EXECUTOR_GROUP_NAME,
     POLICY_PARAMETERS,
@@ -17,7 +18,6 @@ from sessionsched.gang import (
     TIMEOUT,
     gang_from_conf,
 )
-from sessionsched.model import Gang, GangStyle
 
 # The seed's Spark example (YuniKorn 1.6 "Enable Gang scheduling for Spark jobs"), verbatim.
 SEED_GROUPS = """[{

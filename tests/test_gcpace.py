@@ -7,8 +7,8 @@ import weakref
 
 import pytest
 
-from sessionsched import gcpace
-from sessionsched.gcpace import GcPacer
+from sessionsched.runtime import gc_pacer
+from sessionsched.runtime.gc_pacer import GcPacer
 
 
 class Node:
@@ -110,7 +110,7 @@ def test_between_cycles_collects_a_grown_oldest_generation(pacer_of):
     pacer.max_old = 1_000
     live = promoted(5_000)
     assert len(gc.get_objects(generation=2)) > pacer.max_old
-    gcpace.between_cycles()  # the module's hook reaches the installed pacer
+    gc_pacer.between_cycles()  # the module's hook reaches the installed pacer
     assert pacer.freezes == 1
     assert gc.get_freeze_count() >= len(live)
     assert len(gc.get_objects(generation=2)) == 0
@@ -120,7 +120,7 @@ def test_between_cycles_leaves_a_small_oldest_generation(pacer_of):
     pacer = pacer_of(60_000.0)
     pacer.max_old = 10_000_000
     promoted(5_000)
-    gcpace.between_cycles()
+    gc_pacer.between_cycles()
     assert pacer.freezes == 0 and gc.get_freeze_count() == 0
 
 
@@ -146,5 +146,5 @@ def test_between_cycles_without_a_pacer_does_nothing(pacer_of):
     pacer.max_old = 0
     pacer.uninstall()
     promoted(5_000)
-    gcpace.between_cycles()
+    gc_pacer.between_cycles()
     assert pacer.freezes == 0 and gc.get_freeze_count() == 0

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..backends.base import BackendError
-    from ..gcpace import GcPacer
+    from ..runtime.gc_pacer import GcPacer
     from ..server.app import UnsafeListen, asgi, check_listen, create_app
     from ..server.http_server import HttpServer
     from ..store import StoreUnavailable
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"cannot start: {e}") from None
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     # Full GC passes over the books would otherwise cost a cycle (and every read) ~0.25 s
-    # at 20,000 apps (``gcpace``).
+    # at 20,000 apps (``runtime.gc_pacer``).
     http = HttpServer(uvicorn.Config(
         asgi(app),
         host=server.host,

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import UserError
-from ..gcpace import GcPacer
 from ..model import Admission
+from ..runtime.gc_pacer import GcPacer
 from ..sim import SimResult, load_workload, simulate
 from ..sim.workload import with_admission
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     workload = load_workload(args.workload)
     if args.admission is not None:
         workload = with_admission(workload, Admission(args.admission))
-    with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gcpace``)
+    with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gc_pacer``)
         result = simulate(workload)
     if args.json is not None:
         text = json.dumps(result.to_json(), indent=2) + "\n"

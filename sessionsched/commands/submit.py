@@ -55,7 +55,7 @@ from ..client import (
     default_server,
 )
 from ..model import AppState, parse_priority
-from ..sparkargs import (
+from ..spark.submit_args import (
     SPARK_SUBMIT_OPTIONS,
     SPARK_SUBMIT_SWITCHES,
     SparkArgsError,

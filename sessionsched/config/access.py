@@ -60,7 +60,7 @@ class AuthSection(Strict):
     @field_validator("groups")
     @classmethod
     def _groups(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
-        from ..tokens import TokenFileError, check_user
+        from ..config.tokens_file import TokenFileError, check_user
 
         for group, users in v.items():
             if not GROUP_NAME.fullmatch(group):
@@ -85,7 +85,7 @@ class AuthSection(Strict):
             raise ValueError("mode tokens needs tokens_file (made by 'sessionsched token "
                              "create --file PATH ...')")
         if self.anonymous != "refuse":
-            from ..tokens import TokenFileError, check_user
+            from ..config.tokens_file import TokenFileError, check_user
 
             try:
                 check_user(self.anonymous)

@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from sessionsched.config import AuthSection
-from sessionsched.sparkargs import SparkArgsError, parse_spark_submit
+from sessionsched.spark.submit_args import SparkArgsError, parse_spark_submit
 from sessionsched.store.records import AppKind, StoredApp
 
 MAX_ITEMS = 1000

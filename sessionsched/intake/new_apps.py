@@ -22,8 +22,8 @@ executors ``spark.executor.cores`` (default 1, set on the launch so the schedule
 executors matches the cluster's) and ``spark.executor.memory`` (1g). With dynamic allocation on,
 ``minExecutors``/``maxExecutors`` bound the app; with it off (a static app) the cap is
 ``spark.executor.instances``, else ``spark.cores.max`` / executor cores. A gang
-(``gang.gang_from_conf``: ``spark.sessionsched.gang.*`` or YuniKorn's annotations) is read
-here, malformed refused with its line, and may not ask for more executors than that cap.
+(``gang_properties.gang_from_conf``: ``spark.sessionsched.gang.*`` or YuniKorn's annotations) is
+read here, malformed refused with its line, and may not ask for more executors than that cap.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from typing import Any
 
 from sessionsched.config import resolve_queue
 from sessionsched.engine.agent_terms import dynamic_allocation
-from sessionsched.gang import SIZE as GANG_SIZE
-from sessionsched.gang import gang_from_conf
 from sessionsched.model import (
     PRIORITY_DEFAULT,
     AppSpec,
@@ -47,7 +45,10 @@ from sessionsched.model import (
     Resources,
     parse_priority,
 )
-from sessionsched.sparkargs import (
+from sessionsched.model.text import one_line
+from sessionsched.spark.gang_properties import SIZE as GANG_SIZE
+from sessionsched.spark.gang_properties import gang_from_conf
+from sessionsched.spark.submit_args import (
     Prop,
     SchedulingProps,
     SparkArgsError,
@@ -56,7 +57,6 @@ from sessionsched.sparkargs import (
     scheduling_properties,
 )
 from sessionsched.store.records import AppKind, StoredApp
-from sessionsched.text import one_line
 
 ANONYMOUS_USER = "anonymous"  # who unauthenticated submissions belong to (auth mode none)
 USER_PROPERTY = "spark.sessionsched.user"
@@ -230,7 +230,7 @@ def _scheduling(props: Mapping[str, Prop], prefix: str = "") -> SchedulingProps:
 
 
 def _gang(props: Mapping[str, Prop]) -> Gang | None:
-    """The gang the properties ask for (``gang.gang_from_conf``)."""
+    """The gang the properties ask for (``gang_properties.gang_from_conf``)."""
     try:
         return gang_from_conf({k: p.value for k, p in props.items()})
     except ValueError as e:

@@ -36,12 +36,12 @@ from sessionsched.doors.standby.front import StandbyFront
 from sessionsched.intake import new_apps
 from sessionsched.intake.guard import RateLimit
 from sessionsched.intake.uploads import UploadStore
+from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.port import Operations
 from sessionsched.server.leader import ActiveStandby
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
-from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.server")
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from sessionsched.agent.launch import agent_conf, wrap_argv
 from sessionsched.backends.base import Launch
 from sessionsched.engine.events import LaunchTerms
-from sessionsched.sparkargs import SparkArgsError, effective_properties, parse_spark_submit
+from sessionsched.spark.submit_args import SparkArgsError, effective_properties, parse_spark_submit
 from sessionsched.store.records import AppKind, StoredApp
 
 

@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector
 
 from sessionsched.engine.waits import WaitCode
 from sessionsched.model import AppState
-from sessionsched.usage import COUNTED
+from sessionsched.model.usage import COUNTED
 
 if TYPE_CHECKING:
     from sessionsched.service.reads import ReadView

@@ -43,6 +43,7 @@ from sessionsched.engine.events import (
 )
 from sessionsched.engine.scheduler import Scheduler
 from sessionsched.model import AppState, Resources
+from sessionsched.model.text import one_line
 from sessionsched.service import faulthook, plans
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.cycle import Cycle, Parts
@@ -59,7 +60,6 @@ from sessionsched.service.watch import ClusterWatch
 from sessionsched.store import AppKind, EventRecord, Store, StoredApp, Writer
 from sessionsched.store.decayed import DecayedRecord, save_decayed
 from sessionsched.store.usage_hours import add_hours
-from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.service")
 audit = logging.getLogger("sessionsched.audit")

@@ -22,7 +22,7 @@ Definitions (seconds from the start of the run):
   speed is 0. 1.0 means every app was slowed down alike; priorities lower it on purpose.
 - ``usage`` (per app): core- and GiB-seconds its executors held, the part running tasks (busy)
   and idle, task work thrown away by reclaim, its driver's, and ``queued_s``
-  (``sessionsched/usage.py`` defines each; held = busy + idle).
+  (``sessionsched/model/usage.py`` defines each; held = busy + idle).
 - ``whole_workers``: how many workers stayed whole (alive, nothing on them: room for the
   largest driver or executor a worker holds), the time-weighted mean from 0 to ``makespan``;
   ``whole_workers_min``: the fewest at any cycle. The queues' ``node_sort`` decides it
@@ -39,7 +39,7 @@ from statistics import median
 from typing import Any
 
 from ..model import AppState
-from ..usage import AppUsage
+from ..model.usage import AppUsage
 from .record import AppTimes, Record, Timeline
 from .workload import SimApp, Workload
 
@@ -121,7 +121,7 @@ def alone_s(app: SimApp, workload: Workload) -> float:
 
 
 def app_usage(rec: Record, name: str, t: AppTimes) -> dict[str, float | int]:
-    """The app's usage figures (``sessionsched/usage.py``), zeros if never launched, and
+    """The app's usage figures (``sessionsched/model/usage.py``), zeros if never launched, and
     ``queued_s``: from submission until the scheduler launched it (or the run's end)."""
     usage = dict(rec.usage.get(name) or AppUsage().figures())
     usage["queued_s"] = _r((rec.end_s if t.admitted is None else t.admitted) - t.submitted)

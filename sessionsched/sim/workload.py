@@ -34,8 +34,9 @@ Decisions where DESIGN.md is silent:
   allocation"); ``exit_code`` (default 0) is the driver's when its work is done, so a driver
   that fails at start is ``stages: []``, a short ``startup_s`` and ``exit_code: 1``.
 - ``conf``: Spark properties as a submission carries them (values may be YAML numbers). The
-  gang's are read as at submission (``gang.gang_from_conf``: ``spark.sessionsched.gang.*`` and
-  YuniKorn's ``spark.kubernetes.driver.annotation.yunikorn.apache.org/*`` annotations), and a
+  gang's are read as at submission (``gang_properties.gang_from_conf``:
+  ``spark.sessionsched.gang.*`` and YuniKorn's
+  ``spark.kubernetes.driver.annotation.yunikorn.apache.org/*`` annotations), and a
   malformed one refuses the workload with the gateway's own line. The properties the app's
   own keys set (``spark.driver.cores``, ``spark.executor.memory``, ``min_executors`` ...) are
   refused in ``conf``, so no size has two sources; the rest ride on the launch unread.
@@ -63,7 +64,6 @@ from ..config import (
 )
 from ..engine.placement import Workers, never_fits
 from ..engine.tree import QueueTree
-from ..gang import gang_from_conf
 from ..model import (
     PRIORITY_DEFAULT,
     Admission,
@@ -74,6 +74,7 @@ from ..model import (
     parse_mem_mib,
     parse_priority,
 )
+from ..spark.gang_properties import gang_from_conf
 
 MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 # What the app's own keys set: in ``conf`` they would be a second, conflicting source.

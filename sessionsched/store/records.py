@@ -72,7 +72,7 @@ class StoredApp:
     # A STARTING app whose launch failed for a transient reason and waits to be tried again
     # (nothing was started): {"tries": failed so far, "at": epoch s of the next try}.
     launch_wait: dict[str, Any] | None = None
-    usage: dict[str, Any] | None = None  # ``sessionsched.usage.AppUsage.to_json``
+    usage: dict[str, Any] | None = None  # ``sessionsched.model.usage.AppUsage.to_json``
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from sessionsched.config import load_server_config
-from sessionsched.sparkargs import (
+from sessionsched.spark.submit_args import (
     effective_properties,
     parse_spark_submit,
     scheduling_properties,

@@ -1,9 +1,9 @@
 """spark-submit's grammar and properties files, as spark-submit 4.0.1 reads them (the cases
-were checked against real spark-submit --verbose where noted in sessionsched/sparkargs.py)."""
+were checked against real spark-submit --verbose where noted in spark/submit_args.py)."""
 
 import pytest
 
-from sessionsched.sparkargs import (
+from sessionsched.spark.submit_args import (
     SparkArgsError,
     effective_properties,
     parse_properties,

@@ -14,8 +14,8 @@ import sys
 import httpx
 import pytest
 
-from sessionsched import tokens
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.config import tokens_file as tokens
 from tests.client.cli_helpers import cli_env, run_cli
 from tests.sparkcluster import SMALL, conf_args, wait_until
 from tests.tlscert import make_cert

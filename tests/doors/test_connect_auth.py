@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from sessionsched import tokens
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.config import tokens_file as tokens
 from tests.sparkcluster import free_port, wait_until
 
 pytest.importorskip("pyspark.sql.connect.session")

@@ -17,8 +17,8 @@ import httpx
 import psutil
 import pytest
 
-from sessionsched import tokens
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.config import tokens_file as tokens
 from tests.doors.connect_standin import config_answer, standin_driver
 from tests.sparkcluster import free_port, wait_until
 from tests.tlscert import make_cert

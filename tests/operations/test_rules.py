@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionsched import tokens
+from sessionsched.config import tokens_file as tokens
 from sessionsched.operations.outcomes import Kind
 
 ON = {}  # auth mode tokens, the defaults of the auth section

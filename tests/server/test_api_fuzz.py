@@ -52,7 +52,11 @@ from server_helpers import make_config, rows
 from sessionsched.doors.native import agent_api, api, upload_api
 from sessionsched.intake import new_apps
 from sessionsched.server.app import asgi
-from sessionsched.sparkargs import OPTION_PROPERTIES, SPARK_SUBMIT_OPTIONS, SPARK_SUBMIT_SWITCHES
+from sessionsched.spark.submit_args import (
+    OPTION_PROPERTIES,
+    SPARK_SUBMIT_OPTIONS,
+    SPARK_SUBMIT_SWITCHES,
+)
 
 # Words of Python's own exceptions: a refusal quoting one has not named the problem.
 JARGON = ("invalid literal", "NoneType", "object has no attribute", "unhashable", "subscriptable",
@@ -625,7 +629,7 @@ class TeamFuzz(Fuzz):
 
 def test_team_operations_interleaved_no_5xx_and_refusals_store_nothing(offline_app, app_file,
                                                                        db, tmp_path):
-    from sessionsched import tokens
+    from sessionsched.config import tokens_file as tokens
 
     path = tmp_path / "tokens.json"
     made = {name: tokens.create(path, name, role)

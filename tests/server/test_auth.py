@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from server_helpers import make_config, rows
 from test_spark_rest import create_body
 
-from sessionsched import tokens
+from sessionsched.config import tokens_file as tokens
 from sessionsched.server.app import create_app
 
 AUTH = {"mode": "tokens", "run_as_root": True}

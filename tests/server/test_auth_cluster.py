@@ -10,9 +10,9 @@ import subprocess
 import httpx
 import pytest
 
-from sessionsched import tokens
 from sessionsched.backends.spark_home import spark_submit
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.config import tokens_file as tokens
 from tests.sparkcluster import SMALL, conf_args, spark_env, wait_until
 
 pytestmark = pytest.mark.cluster

@@ -11,8 +11,8 @@ import pytest
 from stepped_service import Clock, Stepped, stepped_service
 
 from sessionsched.backends.memory import WORK, MemoryCluster
-from sessionsched.gang import POLICY_PARAMETERS, SIZE, STYLE, TASK_GROUPS, TIMEOUT
 from sessionsched.model import Resources
+from sessionsched.spark.gang_properties import POLICY_PARAMETERS, SIZE, STYLE, TASK_GROUPS, TIMEOUT
 
 CORES = 6
 ONE_CORE = {"spark.executor.cores": "1", "spark.executor.memory": "512m"}

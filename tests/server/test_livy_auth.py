@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from server_helpers import make_config, rows, wait_until
 
-from sessionsched import tokens
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.config import tokens_file as tokens
 from sessionsched.operations.auth import AppSecrets
 from sessionsched.server.app import asgi, create_app
 

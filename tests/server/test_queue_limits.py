@@ -20,8 +20,8 @@ from fastapi.testclient import TestClient
 from server_helpers import make_config, rows, wait_until
 from stepped_service import Clock, stepped_service
 
-from sessionsched import tokens
 from sessionsched.backends.memory import WORK
+from sessionsched.config import tokens_file as tokens
 from sessionsched.server.app import create_app
 
 LONG = {WORK: "10000"}  # runs through every test here: the queue behind it stays queued

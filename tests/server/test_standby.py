@@ -16,10 +16,10 @@ import httpx
 import psycopg
 import pytest
 
-from sessionsched import tokens
 from sessionsched.backends.memory import WORK
 from sessionsched.client import ApiError, SchedulerClient, Submission
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.config import tokens_file as tokens
 from sessionsched.server.leader import LOCK_NAME
 from sessionsched.service.restore import UNRECORDED
 from sessionsched.service.watch import GONE

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from server_helpers import make_config, wait_until
 
-from sessionsched import tokens
 from sessionsched.config import UploadsSection
+from sessionsched.config import tokens_file as tokens
 from sessionsched.intake.uploads import CONTENT, UploadError, UploadStore
 from sessionsched.server.app import create_app, referenced_uploads
 

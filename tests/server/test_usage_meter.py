@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from sessionsched.engine.events import ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, Executor, ReclaimMode, Resources
+from sessionsched.model.usage import HOUR_S, HOURLY
 from sessionsched.service import usage_meter
 from sessionsched.service.usage_meter import MeterThread, UsageMeter
-from sessionsched.usage import HOUR_S, HOURLY
 
 SPEC = AppSpec("a", "root.q", 1, 100.0, user="alice", driver=Resources(1, 2048),
                executor=Resources(2, 4096))

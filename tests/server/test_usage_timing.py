@@ -9,9 +9,9 @@ import pytest
 
 from sessionsched.engine.events import ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, Executor, ReclaimMode, Resources
+from sessionsched.model.usage import HOURLY
 from sessionsched.service.usage_meter import UsageMeter
 from sessionsched.service.usage_meter.timing import timed_steps
-from sessionsched.usage import HOURLY
 
 SPEC = AppSpec("a", "root.q", 1, 100.0, user="alice", driver=Resources(1, 2048),
                executor=Resources(1, 1024))

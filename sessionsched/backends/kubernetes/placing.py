@@ -26,7 +26,7 @@ from kubernetes.utils import parse_quantity
 
 from ...engine.placement.sorting import pick
 from ...model import NodeSort, Resources, parse_mem_mib
-from ...sparkargs import parse_spark_submit
+from ...spark.submit_args import parse_spark_submit
 from ..base import Launch
 from .pods import labels, node_workers
 

@@ -36,9 +36,9 @@ from sessionsched.doors.native.schemas import (
     error_responses,
 )
 from sessionsched.doors.native.views import unreadable, validation_detail
+from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.port import Operations, executors_of
-from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.server")
 

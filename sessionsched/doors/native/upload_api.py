@@ -20,7 +20,7 @@ from sessionsched.doors.common.asgi import TooLarge
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
 from sessionsched.doors.native.schemas import UploadOut, error_responses
-from sessionsched.text import one_line
+from sessionsched.model.text import one_line
 
 router = APIRouter()
 audit = logging.getLogger("sessionsched.audit")

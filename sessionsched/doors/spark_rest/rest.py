@@ -48,11 +48,11 @@ from sessionsched.doors.common.spark import SPARK_VERSION
 from sessionsched.doors.common.times import estimate_fields
 from sessionsched.doors.spark_rest import jackson
 from sessionsched.model import AppState, parse_priority
+from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.callers import bearer, strip_token
 from sessionsched.operations.outcomes import Kind, Outcome
 from sessionsched.operations.port import CYCLE_WAIT_S, Operations
-from sessionsched.text import one_line
 
 JSON_TYPE = "application/json;charset=utf-8"
 ACTIONS = ("create", "kill", "status", "readyz", "update")

@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from .model import WHOLE_NUMBER, Gang, GangStyle
+from ..model import WHOLE_NUMBER, Gang, GangStyle
 
 SIZE = "spark.sessionsched.gang.size"
 TIMEOUT = "spark.sessionsched.gang.timeout"

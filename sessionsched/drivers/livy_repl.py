@@ -1,7 +1,7 @@
 """The driver of a Livy interactive session (``doors/livy/interactive.py`` starts it): a
 notebook session (``notebook.Session``) that takes its statements from the scheduler.
 
-``python -m sessionsched.livy_repl --server URL --app-id ID --session N [--name NAME]
+``python -m sessionsched.drivers.livy_repl --server URL --app-id ID --session N [--name NAME]
 [--conf JSON]``:
 
 1. waits for the session app's admission in its queue, then builds its SparkSession with
@@ -31,7 +31,7 @@ import traceback
 
 import httpx
 
-from .client import CA_ENV, TOKEN_ENV, SchedulerClient
+from ..client import CA_ENV, TOKEN_ENV, SchedulerClient
 from .notebook import Session
 
 POLL_S = 0.2
@@ -62,7 +62,7 @@ def run_code(code: str, scope: dict, count: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sessionsched.livy_repl")
+    p = argparse.ArgumentParser(prog="sessionsched.drivers.livy_repl")
     p.add_argument("--server", required=True)
     p.add_argument("--app-id", required=True)
     p.add_argument("--session", type=int, required=True)

@@ -34,14 +34,14 @@ import sys
 import time
 from typing import Any
 
-from .client import (
+from ..client import (
     SchedulerClient,
     SchedulerError,
     default_ca,
     default_server,
     default_token,
 )
-from .model import AppState
+from ..model import AppState
 
 log = logging.getLogger("sessionsched.notebook")
 
@@ -164,8 +164,8 @@ class Session:
     def start_spark(self, app_name: str, user_conf: dict[str, str]) -> None:
         from pyspark.sql import SparkSession
 
-        from .agent.attach import attach
-        from .agent.launch import agent_conf, dynamic_allocation_conf
+        from ..agent.attach import attach
+        from ..agent.launch import agent_conf, dynamic_allocation_conf
 
         master = self.client._json("GET", "/api/v1/health").get("master")
         if not master:

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import WHOLE_NUMBER, parse_mem_mib, parse_priority
+from ..model import WHOLE_NUMBER, parse_mem_mib, parse_priority
 
 # Options that take a value, and switches, exactly as spark-launcher 4.0.1 lists them.
 SPARK_SUBMIT_OPTIONS = frozenset(

@@ -14,7 +14,7 @@ every ``POLL_S``:
 - when no session has had a call for ``--idle-timeout-s`` (or none was opened in that time
   since the service started), likewise (its log says so).
 
-Usage: ``python -m sessionsched.connect_driver --port-file PATH [--idle-timeout-s S]``
+Usage: ``python -m sessionsched.drivers.connect_server --port-file PATH [--idle-timeout-s S]``
 (through spark-submit: the door's argv).
 """
 
@@ -53,7 +53,7 @@ def _idle_ms(manager, now_ms: int) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sessionsched.connect_driver")
+    parser = argparse.ArgumentParser(prog="sessionsched.drivers.connect_server")
     parser.add_argument("--port-file", required=True)
     parser.add_argument("--idle-timeout-s", type=float, default=3600.0)
     args = parser.parse_args(argv)
