@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..model import AppState, Queue, QueueUsage, Resources
-from .books import AppRecord
 from .events import Adopted, Decision, Event, Submitted
 from .gang import Reservation
+from .ledger import AppRecord
 from .placement import Workers
 from .rank import Rank, rank
 from .waits import Wait, WaitCode

@@ -1,4 +1,4 @@
-"""Phase 1 kept between cycles (``arbitration.floorcut.FloorCut``): over random histories its
+"""Phase 1 kept between cycles (``arbitration.floor_cut.FloorCut``): over random histories its
 cut is the from-scratch one (``oracle.phase1_floors``) every cycle, and the Arbiter that holds
 the cut claims in its leaf books gives the oracle's targets and reports exactly the apps whose
 target moved.
@@ -19,7 +19,7 @@ import pytest
 from engine_builders import leaf, parent, tree
 
 from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets
-from sessionsched.engine.arbitration.floorcut import FloorCut
+from sessionsched.engine.arbitration.floor_cut import FloorCut
 from sessionsched.engine.arbitration.oracle import phase1_floors
 from sessionsched.engine.arbitration.policies import by_priority_then_seq
 from sessionsched.engine.tree import QueueTree

@@ -2,7 +2,7 @@
 
 ``Books`` owns the apps (``AppRecord``) and each index built from them: the queued apps of each
 leaf in rank order and their ``max_wait`` deadlines (a heap), the STARTING apps and their
-timeouts (a heap), the apps on the books, the running totals (``books.Ledger``), the elastic
+timeouts (a heap), the apps on the books, the running totals (``ledger.Ledger``), the elastic
 needs (``needs.NeedBook``), the
 arbiter's claims (``arbitration.Arbiter``), the grant bases (``grants.Grants``), the apps
 above their target (``reclaim.Reclaimer``), and which apps changed. Nothing else writes an
@@ -32,10 +32,10 @@ from sortedcontainers import SortedList
 from ..model import AppState, Queue, Resources
 from . import admission
 from .arbitration import Arbiter, Claim, DecayBook
-from .books import AppRecord, Deadlines, Ledger
 from .events import MarkState
 from .gang.book import GangBook
 from .grants import Grants
+from .ledger import AppRecord, Deadlines, Ledger
 from .needs import NeedBook
 from .placement import Workers
 from .reclaim import Reclaimer
@@ -254,7 +254,7 @@ class Books:
                                max(used - rec.spec.driver.cores, 0) if used else 0)
 
     def queue_usage(self) -> dict[str, float]:
-        """Usage (``books.contribution``) of every queue, parents summing their children.
+        """Usage (``ledger.contribution``) of every queue, parents summing their children.
         O(queues): read at the end of a step when some queue decays (``decay``)."""
         out: dict[str, float] = {}
         tree = self.tree

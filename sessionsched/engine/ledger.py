@@ -25,7 +25,7 @@ from .rank import Rank, rank
 class AppRecord:
     """The engine's books on one app. Outside the engine read it through ``Scheduler.apps``
     and never write it; inside, an event handler that changes its facts tells the books
-    (``bookkeeping.Books.changed``) so that every index over it follows."""
+    (``app_books.Books.changed``) so that every index over it follows."""
 
     spec: AppSpec
     priority: int
