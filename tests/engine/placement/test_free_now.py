@@ -6,10 +6,10 @@ launched since, each placed where its queue's ``node_sort`` puts it."""
 from __future__ import annotations
 
 import pytest
-from engine_builders import WORKER, Run, app, launched, one_queue, worker_report
 
 from sessionsched.engine import CapacityChanged
 from sessionsched.model import Resources, Worker
+from tests.engine.engine_builders import WORKER, Run, app, launched, one_queue, worker_report
 
 GB = 1024
 

@@ -5,10 +5,10 @@ want (``sated``: only changed claims are looked at) to short of cores and back."
 import random
 
 import pytest
-from engine_builders import leaf, next_claim, parent, tree
 
 from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets
 from sessionsched.model import Resources
+from tests.engine.engine_builders import leaf, next_claim, parent, tree
 
 ROOT = tree(
     parent("a", leaf("fifo", policy="fifo"), leaf("prio", policy="priority", weight=2)),

@@ -22,8 +22,6 @@ free from the cycle after its demand drops), and ``expect`` is checked on both t
 from __future__ import annotations
 
 import pytest
-from engine_builders import Run, app, leaf, marks, set_targets, tree
-from engine_builders import executors as _ex
 
 from sessionsched.engine import (
     DemandChanged,
@@ -34,6 +32,8 @@ from sessionsched.engine import (
     Submitted,
 )
 from sessionsched.model import AppState
+from tests.engine.engine_builders import Run, app, leaf, marks, set_targets, tree
+from tests.engine.engine_builders import executors as _ex
 
 
 def running(app_id: str, queue: str, held: int, demand: int | None = None,

@@ -5,12 +5,12 @@ engine ordering and dividing by it (held to the from-scratch oracle by ``check()
 import math
 
 import pytest
-from engine_builders import Run, app, executors, leaf, tree
 
 from sessionsched.engine import DemandChanged, DriverExited, ExecutorsChanged
 from sessionsched.engine.arbitration import Claim, DecayBook, Decayed, water_fill
 from sessionsched.engine.arbitration.users import by_user, divide_leaf
 from sessionsched.model import Policy, Resources
+from tests.engine.engine_builders import Run, app, executors, leaf, tree
 
 H = 3600.0
 

@@ -6,12 +6,12 @@ a gang reserves), and where a leaf's policy swaps to a greedy one and back."""
 import random
 
 import pytest
-from engine_builders import leaf, next_claim, parent, tree
 
 from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets, fairshare
 from sessionsched.engine.arbitration.fairleaf import FairLeaf
 from sessionsched.engine.arbitration.policies import by_priority_then_seq
 from sessionsched.model import Resources
+from tests.engine.engine_builders import leaf, next_claim, parent, tree
 
 
 def _c(app_id, priority, floor, want, cores=1, seq=None):

@@ -8,10 +8,18 @@ grant waits for a worker to have the room."""
 from __future__ import annotations
 
 import pytest
-from engine_builders import WORKER, Run, app, executors, one_queue, set_targets, worker_report
 
 from sessionsched.engine import CapacityChanged, DemandChanged, ExecutorsChanged
 from sessionsched.model import Resources, Worker
+from tests.engine.engine_builders import (
+    WORKER,
+    Run,
+    app,
+    executors,
+    one_queue,
+    set_targets,
+    worker_report,
+)
 
 GB = 1024
 

@@ -16,7 +16,10 @@ from dataclasses import replace
 
 from hypothesis import event, given
 from hypothesis import strategies as st
-from test_properties import (
+
+from sessionsched.engine import LaunchDriver, Scheduler, Submitted
+from sessionsched.model import Gang, GangStyle, Resources
+from tests.engine.test_properties import (
     FAST,
     Cluster,
     action,
@@ -25,9 +28,6 @@ from test_properties import (
     histories,
     trees,
 )
-
-from sessionsched.engine import LaunchDriver, Scheduler, Submitted
-from sessionsched.model import Gang, GangStyle, Resources
 
 gangs = st.lists(
     st.one_of(st.none(), st.none(),

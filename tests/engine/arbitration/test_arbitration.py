@@ -5,11 +5,11 @@ import itertools
 import math
 
 import pytest
-from engine_builders import Run, app, leaf, one_queue, parent, set_targets, tree
 
 from sessionsched.engine import DemandChanged, ExecutorsChanged, PriorityChanged
 from sessionsched.engine.arbitration import Claim, compute_targets, water_fill
 from sessionsched.model import Resources
+from tests.engine.engine_builders import Run, app, leaf, one_queue, parent, set_targets, tree
 
 _seq = itertools.count(1)
 

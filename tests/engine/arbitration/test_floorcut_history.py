@@ -16,7 +16,6 @@ import random
 from dataclasses import replace
 
 import pytest
-from engine_builders import leaf, parent, tree
 
 from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets
 from sessionsched.engine.arbitration.floorcut import FloorCut
@@ -24,6 +23,7 @@ from sessionsched.engine.arbitration.oracle import phase1_floors
 from sessionsched.engine.arbitration.policies import by_priority_then_seq
 from sessionsched.engine.tree import QueueTree
 from sessionsched.model import Resources
+from tests.engine.engine_builders import leaf, parent, tree
 
 LEAVES = ["root.a.fifo", "root.a.prio", "root.b.fair", "root.b.capped"]
 UNCAPPED = tree(

@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from engine_builders import Run, app, launched, leaf, one_queue, set_targets, tree
 
 from sessionsched.engine import CapacityChanged, DemandChanged
 from sessionsched.engine.placement import Workers, never_fits
 from sessionsched.engine.tree import QueueTree
 from sessionsched.model import Resources, Worker
+from tests.engine.engine_builders import Run, app, launched, leaf, one_queue, set_targets, tree
 
 GB = 1024
 
