@@ -59,7 +59,7 @@ postgresql: | /usr/bin/openssl
 # its pins conflict with ours. Kept between runs; rebuilt only when missing or when
 # tests/doors/airflow-requirements.txt changes (with uv: seconds once its cache is warm).
 airflow-venv: install
-	$(PY) -m tests.doors.airflow_venv
+	$(PY) -m tests.real_spark.clients.airflow_venv
 
 # The class-data-sharing archive of Spark's classes every JVM of the tests maps
 # (tests/jvm_archive.py): built once per machine, Spark and JDK into ~/.cache/sessionsched

@@ -168,7 +168,7 @@ def rig(request, pyspark_app, tmp_path) -> Iterator[Rig]:
     if request.param == "memory":
         made = _memory_rig(pyspark_app)
     elif request.param == "kubernetes":
-        from tests.kubernetes.contract_rig import kubernetes_contract_rig
+        from tests.backends.kubernetes.contract_rig import kubernetes_contract_rig
 
         made = kubernetes_contract_rig(Rig, WallClock(), pyspark_app, tmp_path, stack,
                                        EXTERNAL_CORES)
