@@ -188,7 +188,7 @@ SPARK_REST = sorted(f"{m.upper()} {p}" for p, ops in SPARK_REST_SPEC["paths"].it
 
 # What ``Fuzz.aim`` puts into submissions: the options and properties the server reads, with
 # values that are awkward for them.
-# (--master and spark.master are always refused: tests/server/test_api.py has those rows.)
+# (--master and spark.master are always refused: tests/doors/native/test_api.py has those rows.)
 OPTIONS = sorted((SPARK_SUBMIT_OPTIONS | SPARK_SUBMIT_SWITCHES) - {"--master"})
 PROPERTY_KEYS = sorted({*OPTION_PROPERTIES.values(), "spark.ego.priority", "spark.ego.slots.max",
                         "spark.ego.app.schedule.policy", "spark.sessionsched.queue",

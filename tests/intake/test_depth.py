@@ -1,7 +1,7 @@
 """``intake.depth.DepthCaps``, the queue depth caps the port applies to every submission, on
 plain data: what the service counts as queued plus the places handed out and not given back,
 against ``max_queued_apps`` and ``max_queued_apps_per_user``. (Through every door:
-tests/server/test_queue_limits.py.)"""
+tests/service/test_queue_limits.py.)"""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ driver's executors go to the others, the ``demand`` admission starts one driver 
 the running apps still want. The memory cluster does what the agents do on a real cluster (it
 reports each app's demand, caps executors, kills the reclaimed ones); what only real Spark can
 answer -- a killed executor's tasks retried, a decommission that loses no task, a dead agent's
-executors coming back -- is in tests/agent/test_agent_cluster.py."""
+executors coming back -- is in tests/real_spark/agent_cluster/test_agent_cluster.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Helpers for tests that use the real ``sessionsched`` command and a real scheduler
 (``sessionsched serve`` as a child process on a free 127.0.0.1 port, real SQLite in a temporary
-state directory). The fixtures built on them are in tests/client/conftest.py."""
+state directory). The fixtures built on them are in tests/commands/conftest.py."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def offline_scheduler(directory: Path):
         server.stop()
 
 
-# Fixtures (re-exported by tests/client/conftest.py; other directories import them).
+# Fixtures (re-exported by tests/commands/conftest.py; other directories import them).
 
 
 @pytest.fixture

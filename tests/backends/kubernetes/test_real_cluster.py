@@ -1,7 +1,8 @@
 """Against a real Kubernetes cluster, only when ``KUBECONFIG`` is set (skipped otherwise; the
 reason shows in the test summary). Recipe (kind): ``kind create cluster``; ``kubectl create
 namespace spark``; ``kubectl apply -f deploy/kubernetes/serviceaccounts.yaml -f
-deploy/kubernetes/rbac.yaml``; ``KUBECONFIG=~/.kube/config pytest tests/kubernetes -k real``.
+deploy/kubernetes/rbac.yaml``; ``KUBECONFIG=~/.kube/config pytest tests/backends/kubernetes -k
+real``.
 
 It runs Spark's own SparkPi from the image (``local://``, nothing to upload) as a driver pod
 through the backend and expects FINISHED (exit 0), with capacity read from the real nodes.

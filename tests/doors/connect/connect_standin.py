@@ -1,7 +1,7 @@
 """A stand-in for a Connect session's driver: a ``grpc.aio`` server in a process of its own
 that answers ``Config`` with the same bytes and ``ExecutePlan`` with ``streamed`` messages, and
 where a real driver writes its address (``<state_dir>/connect/<session id>.port``) its own is
-written. The door's relay tests (tests/doors/test_connect_relay.py) and its call benchmark
+written. The door's relay tests (tests/doors/connect/test_connect_relay.py) and its call benchmark
 (benchmarks/connect_door_calls.py) run it, so the door under them is measured and checked
 against one driver.
 

@@ -4,7 +4,8 @@ and its driver is a stand-in (a gRPC server in a process of its own, stopped by 
 address is written where a real driver writes it. Repeated calls reach the driver and a
 stream's messages pass in order; a token revoked between two calls, another user's token and
 a kill between two calls are refused at the next call; an admin's call and the owner's next
-one both pass. The real driver and client are tests/doors/test_connect.py's (marker cluster)."""
+one both pass. The real driver and client are tests/real_spark/clients/test_connect.py's (marker
+cluster)."""
 
 from __future__ import annotations
 

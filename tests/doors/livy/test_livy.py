@@ -1,6 +1,6 @@
 """Apache Livy's batch API in-process (the offline cluster: batches queue and stay queued):
 Livy's shapes, the same app through every API, refusals that store nothing. Real Livy clients
-against a real cluster: tests/doors/test_livy_batches.py."""
+against a real cluster: tests/real_spark/clients/test_livy_batches.py."""
 
 from __future__ import annotations
 

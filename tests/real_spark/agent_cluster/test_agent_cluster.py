@@ -9,7 +9,7 @@ executors really killed and their tasks retried, a decommission that loses no ta
 agent's executors released by Spark itself (a static app, admission-only, runs beside the
 notebook in ``test_agent_notebook.py``). How the service shares executors (fairshare weights,
 a priority change, a killed driver's executors, the ``demand`` admission) is checked stepped
-by hand on the memory cluster (``tests/server/test_cycles_sharing.py``); the 1:2 and 1:1
+by hand on the memory cluster (``tests/service/test_cycles_sharing.py``); the 1:2 and 1:1
 splits on this real cluster by ``test_example_notebook.py``.
 """
 

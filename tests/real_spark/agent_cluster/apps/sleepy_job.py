@@ -7,7 +7,8 @@ Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ...}``: the job'
 sum of the task indexes, so a lost or duplicated task shows) and the number of failed task
 attempts over the job's stages (a task killed with its executor is one; a gracefully
 decommissioned executor leaves none). What the executors did, as Spark records it, the tests
-read from the app's event log once it has ended (``tests/agent/spark_eventlog.py``).
+read from the app's event log once it has ended
+(``tests/real_spark/agent_cluster/spark_eventlog.py``).
 
 ``--until PATH`` ends each task's sleep early once the file PATH exists (the test creates it):
 the tasks are busy for exactly as long as the test needs them busy, S only bounds it. The
