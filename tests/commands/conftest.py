@@ -1,4 +1,4 @@
-"""Fixtures for the client tests: a real scheduler (``sessionsched serve`` as a child process on
+"""Fixtures for the CLI's tests: a real scheduler (``sessionsched serve`` as a child process on
 a free 127.0.0.1 port, real SQLite in a temporary state directory) and a way to run the real
 ``sessionsched`` command against it (tests/support/cli_helpers.py)."""
 

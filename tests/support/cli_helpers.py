@@ -1,6 +1,7 @@
 """Helpers for tests that use the real ``sessionsched`` command and a real scheduler
 (``sessionsched serve`` as a child process on a free 127.0.0.1 port, real SQLite in a temporary
-state directory). The fixtures built on them are in tests/commands/conftest.py."""
+state directory). The fixtures built on them are below (the folders that use them import them in
+their conftest.py)."""
 
 from __future__ import annotations
 

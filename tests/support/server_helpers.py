@@ -1,4 +1,5 @@
-"""Helpers shared by the server tests: a config builder, polling, reading the SQLite file."""
+"""Helpers of the tests on the app rig (app_fixtures.py): a config builder, polling, reading the
+SQLite file."""
 
 from __future__ import annotations
 
