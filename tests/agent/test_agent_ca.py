@@ -2,7 +2,7 @@
 file to the drivers it launches (``SESSIONSCHED_CA``), and the agent's transport verifies the
 server with it -- against a real ``sessionsched serve`` on HTTPS with a certificate made here;
 without it the certificate is not trusted. (The full path, a real driver's agent registering
-over HTTPS, is in tests/client/test_submit_upload_cluster.py.)"""
+over HTTPS, is in tests/real_spark/test_submit_upload_cluster.py.)"""
 
 from __future__ import annotations
 

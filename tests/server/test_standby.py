@@ -25,8 +25,8 @@ from sessionsched.service.restore import UNRECORDED
 from sessionsched.service.watch import GONE
 from sessionsched.store import Store
 from sessionsched.store.leadership import Leadership, lock_key
-from tests.client.cli_helpers import REPO, SLEEP_TASKS, run_cli
 from tests.sparkcluster import free_ports, wait_until
+from tests.support.cli_helpers import REPO, SLEEP_TASKS, run_cli
 
 ENDED = ("FINISHED", "FAILED", "KILLED")
 

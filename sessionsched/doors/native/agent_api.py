@@ -13,7 +13,7 @@ parsed by pydantic's JSON parser in one call (pydantic-core: as cheap as ``json.
 bodies, and its refusals name the field): at 300 agents the server's CPU halved, at 1,000 it
 keeps up (``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI routes stay, for
 the OpenAPI spec and for tests that drive the FastAPI application in-process; both give the same
-answers and refusals (``tests/server/test_agent_api.py``).
+answers and refusals (``tests/doors/native/test_agent_api.py``).
 """
 
 from __future__ import annotations
