@@ -172,14 +172,15 @@ def _logical_lines(text: str):
             i += 1
             if skip_space:
                 if c in _SPACE or (not continued and c in "\r\n"):
-                    start = i
+                    start = start if continued else i
                     continue
                 skip_space = continued = False
             if not buf and c in "#!":
                 m = _LINE_END.search(text, i)
                 if m is None:
                     return
-                i, skip_space = m.start() + 1, True  # a \n after \r: skipped as a blank line
+                i = start = m.start() + 1  # a \n after \r: skipped as a blank line
+                skip_space = True
             elif c not in "\r\n":
                 buf.append(c)
                 backslash = c == "\\" and not backslash
@@ -238,7 +239,7 @@ def parse_properties(text: str) -> dict[str, str]:
             key, value = _unescape(line[:key_end]), _unescape(line[value_start:])
         except ValueError as e:
             lineno = len(_LINE_END.findall(text, 0, start)) + 1
-            raise SparkArgsError(f"line {lineno}: {e} (java.util.Properties refuses it)") from None
+            raise SparkArgsError(f"line {lineno}: {e} (spark-submit refuses it too)") from None
         props[key] = _SPARK_TRIM.fullmatch(value).group(1)
     return props
 
