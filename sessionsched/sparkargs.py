@@ -300,8 +300,7 @@ def effective_properties(
     return merged
 
 
-# --- the properties the scheduler acts on (DESIGN.md, "Properties read at submission") ----------
-
+# --- the properties the scheduler acts on (README, "Submit") -----------------------------------
 
 
 @dataclass(frozen=True)
@@ -351,7 +350,7 @@ def _mem_mib(props: Mapping[str, Prop], key: str) -> int | None:
 
 
 def scheduling_properties(props: Mapping[str, Prop]) -> SchedulingProps:
-    """The properties DESIGN.md lists, checked; SparkArgsError names the property, its value
+    """The properties the scheduler acts on, checked; SparkArgsError names the property, its value
     and where it was set."""
     priority = None
     if "spark.ego.priority" in props:
