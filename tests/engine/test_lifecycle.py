@@ -1,4 +1,5 @@
-"""App lifecycle: kills, driver exits, the seed examples, adoption after restart, bad events."""
+"""App lifecycle: kills, driver exits, YuniKorn's StateAware examples, adoption after restart,
+bad events."""
 
 import copy
 
