@@ -1,5 +1,5 @@
 """Busy steps of ``simulate_scale``'s burst, recorded once and replayed: compare two trees'
-CPU per step on a loaded machine, and prove that they decide the same (issue 24, item 2).
+CPU per step on a loaded machine, and prove that they decide the same.
 
 Not a test. One run of ``simulate_scale.py`` moves by 15-30 % with the machine's load, which
 hides a 10 % cut; this records the engine's input (each step's ``now`` and events, and a hash

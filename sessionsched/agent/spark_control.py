@@ -4,8 +4,7 @@ The agent's only contact with Spark. It reports facts (demand, executors) and ca
 three kinds of action (a cap, kills, decommissions); it decides nothing.
 
 Spark internals used, all reached from the driver's Python over py4j (Scala ``private[spark]``
-members are public in bytecode). Measured on Spark 4.0.1; the same members exist in 4.3.0
-(see ``reference/spark-executor-control.md``):
+members are public in bytecode). Measured on Spark 4.0.1; the same members exist in 4.3.0:
 
 * ``SparkContext.executorAllocationManager()`` -- the dynamic-allocation manager (``None`` when
   dynamic allocation is off). Demand comes from its ``maxNumExecutorsNeededPerResourceProfile(0)``

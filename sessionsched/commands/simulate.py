@@ -2,7 +2,7 @@
 
 Runs a workload through the discrete-event simulator (``sessionsched.sim``), which drives the
 same engine as the server. Without ``--json`` it prints a table of the apps and the summary;
-``--json OUT`` writes DESIGN.md's result JSON instead (``-`` for stdout); ``--plot`` draws
+``--json OUT`` writes the result as JSON instead (``-`` for stdout); ``--plot`` draws
 executors, states and queue lengths over time; ``--admission`` runs every leaf queue with one
 admission mode instead of the file's. A run with stuck apps is a result, not an
 error: exit code 0. A bad workload: one line, exit code 2.

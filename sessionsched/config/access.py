@@ -33,10 +33,11 @@ class AuthSection(Strict):
     ``tokens`` (bearer tokens from ``tokens_file``, made with ``sessionsched token create``).
     ``anonymous``: with tokens, what a request without a token is: ``refuse`` (401, Spark
     REST: an ``ErrorResponse``) or a user name it is taken as, with user rights.
-    ``user_priorities``/``admin_priorities``: the priorities each role may set (seed 003:
-    users 1-5000, admins 1-10000). ``env_allow``: the environment variables a submission may
-    pass to its driver (names, ``*`` patterns); the rest are refused. ``allowed_paths``: when
-    set, a client-mode driver's application file must be under one of them.
+    ``user_priorities``/``admin_priorities``: the priorities each role may set (by default
+    IBM Conductor's: users 1-5000, admins 1-10000). ``env_allow``: the environment variables
+    a submission may pass to its driver (names, ``*`` patterns); the rest are refused.
+    ``allowed_paths``: when set, a client-mode driver's application file must be under one of
+    them.
     ``run_as_root``: drivers run as the server's own user (there is no per-user switch); with
     tokens, a server running as root does not start unless this is true.
     ``max_body_bytes``, ``max_string``: request size limits; ``submissions_per_minute``: per

@@ -68,8 +68,8 @@ same cycle, however many that is (up to the cycle's ``budget`` slice). It has no
 (no "one launch at a time") and no count of starting apps: a cap on apps in flight is a count
 of apps, not of cores, so on a large cluster it throttles a burst that fits many times over -
 500 tiny apps on 1,200 cores, each a 1-core driver and one 1-core executor, admitted one per
-driver start ran 1,024 s where ``reserve`` ran 36 s (issue 24). Deadlock-freedom does not need
-one: checks 4 and 6 keep every admitted app's first executors possible beside every driver.
+driver start ran 1,024 s where ``reserve`` ran 36 s (simulated: burst-driver-heavy.yaml). No
+deadlock without it: checks 4 and 6 keep room for each admitted app's first executors.
 
 Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
 whose head fails at the start of the cycle is deferred for the whole cycle with that reason.

@@ -142,10 +142,11 @@ def whole(spec: AppSpec) -> tuple[int, int] | None:
 
 def works_alone(rec: AppRecord) -> bool:
     """A driver past its starting timeout that never held an executor and asks for none: by the
-    StateAware fallback's reading, an app whose work is done in the driver alone (seed 000:
-    "not all applications will request more than one allocation"). It waits for nothing, so
-    ``demand`` admission does not count it toward ``max_driver_fraction``; the moment it asks
-    for an executor (demand) or holds one, it is an ordinary driver again."""
+    StateAware fallback's reading, an app whose work is done in the driver alone (YuniKorn's
+    reason for the timeout: "not all applications will request more than one allocation").
+    It waits for nothing, so ``demand`` admission does not count it toward
+    ``max_driver_fraction``; the moment it asks for an executor (demand) or holds one, it is an
+    ordinary driver again."""
     return (rec.state is AppState.RUNNING and rec.first_executor_at is None
             and rec.demand == 0 and not rec.executors)
 

@@ -4,7 +4,7 @@ One function per event type, dispatched by ``ON_EVENT``; every event was checked
 ``validate`` first, so none of these can fail half-way. Decisions that follow from an event
 at once (StopDriver for a killed driver, MarkState for a state change) are appended to ``out``.
 The books change only through their verbs (``app_books.Books``), which keep every index true.
-Lifecycle (DESIGN.md): ACCEPTED -> STARTING (launch) -> RUNNING (first executor, or the
+Lifecycle (``model.AppState``): ACCEPTED -> STARTING (launch) -> RUNNING (first executor, or the
 starting timeout) -> FINISHED | FAILED | KILLED; a queued app can be killed or withdrawn.
 """
 

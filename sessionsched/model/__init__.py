@@ -21,7 +21,7 @@ _MIB_PER_UNIT = {"b": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2,
 
 
 class AppState(str, Enum):
-    """Lifecycle of an application (DESIGN.md, "Applications and states").
+    """Lifecycle of an application, the same on every backend and through every door.
 
     ACCEPTED --launch--> STARTING --first executor (or timeout)--> RUNNING
     RUNNING --> FINISHED | FAILED | KILLED      (any live state --kill--> KILLED)
@@ -139,7 +139,7 @@ class Resources:
 
     # The arithmetic fills a new instance's slots directly instead of calling the frozen
     # dataclass's ``__init__`` (one ``object.__setattr__`` per field): a third of the cost,
-    # and admission does it thousands of times a busy cycle (issue 24).
+    # and admission does it thousands of times in a busy cycle (a burst of hundreds of apps).
     def __add__(self, other: Resources) -> Resources:
         out = _new(Resources)
         _set_cores(out, self.cores + other.cores)

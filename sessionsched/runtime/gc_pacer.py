@@ -1,4 +1,4 @@
-"""Short full garbage-collector passes in a process whose books are large (issue 14 §2).
+"""Short full garbage-collector passes in a process whose books are large, so no cycle is long.
 
 CPython's collector walks every tracked object of the oldest generation in one pass. At 20,000
 apps a process holds ~700,000 of them (the engine's books, the store's records, the read view;

@@ -51,8 +51,8 @@ from sessionsched.store.records import AppKind, StoredApp
 
 def user_conf(app: StoredApp) -> dict[str, str]:
     """The user's own properties: the request's ``conf`` (spark-defaults' part), then what
-    ``argv`` sets (``--conf``, dedicated options), which wins -- as ``submissions.from_argv``
-    reads them. ``--conf spark.dynamicAllocation.enabled=false`` on the command line must keep
+    ``argv`` sets (``--conf``, dedicated options), which wins -- as ``intake.new_apps`` reads
+    them. ``--conf spark.dynamicAllocation.enabled=false`` on the command line must keep
     an app static."""
     props = dict(app.conf)
     if app.argv:

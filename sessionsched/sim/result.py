@@ -1,4 +1,4 @@
-"""A run's result: per-app milestones, a summary and the engine's cost (DESIGN.md's JSON).
+"""A run's result: per-app milestones, a summary and the engine's cost (``--json``'s JSON).
 
 Definitions (seconds from the start of the run):
 - ``state``: FINISHED, FAILED, or the state the app was stuck in (ACCEPTED, STARTING or

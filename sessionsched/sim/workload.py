@@ -1,4 +1,4 @@
-"""Simulator workload YAML -> validated, typed workload (DESIGN.md, "Simulator workload").
+"""Simulator workload YAML -> validated, typed workload (README, "Simulator").
 
 ```yaml
 cluster: {cores: 64, memory: 256g, workers: 1, driver_slots: 8, driver_start_s: 5,
@@ -12,7 +12,7 @@ apps:
      conf: {spark.sessionsched.gang.size: 8, spark.sessionsched.gang.style: hard}}
 ```
 
-Decisions where DESIGN.md is silent:
+Decisions the format leaves open:
 - ``cycle_s`` (how often the scheduler steps) and ``max_time_s`` (the run is stopped there and
   unfinished apps count as stuck) are cluster settings.
 - Memory is a Spark size (``512m``, ``2g``); a bare number is MiB, as for ``spark.executor.memory``.
@@ -30,9 +30,10 @@ Decisions where DESIGN.md is silent:
   is submitted, a submission after ``max_time_s``. An app that merely waits forever is a
   result (``stuck``).
 - ``stages: []`` is a driver that never asks for executors: it works ``startup_s`` in the
-  driver alone and exits (seed 000: "not all applications will request more than one
-  allocation"); ``exit_code`` (default 0) is the driver's when its work is done, so a driver
-  that fails at start is ``stages: []``, a short ``startup_s`` and ``exit_code: 1``.
+  driver alone and exits (as YuniKorn says of its StateAware timeout, "not all
+  applications will request more than one allocation"); ``exit_code`` (default 0) is the
+  driver's when its work is done, so a driver that fails at start is ``stages: []``, a short
+  ``startup_s`` and ``exit_code: 1``.
 - ``conf``: Spark properties as a submission carries them (values may be YAML numbers). The
   gang's are read as at submission (``gang_properties.gang_from_conf``:
   ``spark.sessionsched.gang.*`` and YuniKorn's

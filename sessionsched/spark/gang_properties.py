@@ -15,8 +15,9 @@ Two ways to ask, both read on every backend:
    ``spark-executor``) and gives N (its ``minMember``); the driver's group (named by
    ``spark.kubernetes.driver.annotation.yunikorn.apache.org/task-group-name``, else
    ``spark-driver``) must ask for one member if it is there. Each group's ``minResource``
-   (``cpu``, ``memory`` as Kubernetes quantities) is checked for form only: a gang's executors
-   are the app's own executor size, what its real executors ask for.
+   (``cpu``, ``memory`` as Kubernetes quantities) is checked only as a pod's requests would be
+   (well formed, not below zero): a gang's executors are the app's own executor size, what its
+   real executors ask for.
    ``spark.kubernetes.driver.annotation.yunikorn.apache.org/schedulingPolicyParameters``:
    ``placeholderTimeoutInSeconds=… gangSchedulingStyle=Hard|Soft`` (space separated).
 
@@ -31,6 +32,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from decimal import Decimal
 
 from ..model import WHOLE_NUMBER, Gang, GangStyle
 
@@ -50,8 +52,18 @@ DEFAULT_TIMEOUT_S = 900.0
 _TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0,
                "d": 86400.0}
 _TIME = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([a-z]+)?")
-# A Kubernetes quantity: a decimal number and an optional suffix (binary, decimal or exponent).
-_QUANTITY = re.compile(r"[0-9]+(\.[0-9]*)?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][0-9]+)?")
+# A Kubernetes quantity, as apimachinery's resource.Quantity documents and parses it:
+# <signedNumber><suffix>; a number is digits, digits.digits, digits. or .digits; the suffix
+# binary SI (Ki Mi Gi Ti Pi Ei), decimal SI (n u m "" k M G T P E) or an exponent, e or E and a
+# whole number that fits in 64 bits (the parser takes only digits after the exponent's sign).
+# The Python client's parse_quantity is laxer (Decimal's syntax: "NaN", "1_000", "1e3k"), and
+# so is apimachinery's own scanner with a number without digits ("Gi", ".", "-" read as 0):
+# refused here, as the grammar has them.
+_QUANTITY = re.compile(r"([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)"
+                       r"(?:[KMGTPE]i|[numkMGTPE]|[eE]([+-]?[0-9]+))?")
+# Quantity.UnmarshalJSON trims a value with Go's strings.TrimSpace (Unicode White_Space).
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
+    map(chr, range(0x2000, 0x200B)))
 
 
 def parse_time_s(key: str, value: str) -> float:
@@ -80,12 +92,17 @@ def _whole(key: str, value: object, minimum: int) -> int:
     return int(text)
 
 
+def _json_float(text: str) -> float | Decimal:
+    number = float(text)
+    return number if math.isfinite(number) else Decimal(text)
+
+
 def _group_named(groups: list[dict], name: str) -> dict | None:
     return next((g for g in groups if g.get("name") == name), None)
 
 
 def _check_group(group: dict, where: str) -> int:
-    """A task group's ``minMember``, its ``minResource`` checked for form."""
+    """A task group's ``minMember``, its ``minResource`` checked."""
     if "minMember" not in group:
         raise ValueError(f"{where}: no minMember")
     members = _whole(f"{where} minMember", group["minMember"], 1)
@@ -94,11 +111,25 @@ def _check_group(group: dict, where: str) -> int:
         raise ValueError(f"{where} minResource: expected an object like "
                          '{"cpu": "1", "memory": "2Gi"}')
     for kind, quantity in resource.items():
-        if not isinstance(quantity, (str, int, float)) or isinstance(quantity, bool) or \
-                not _QUANTITY.fullmatch(str(quantity).strip()):
-            raise ValueError(f"{where} minResource {kind}={quantity!r}: expected a Kubernetes "
-                             "quantity like 1, 500m or 2Gi")
+        _check_quantity(f"{where} minResource {kind}", quantity)
     return members
+
+
+def _check_quantity(where: str, quantity: object) -> None:
+    """A task group's minResource value as YuniKorn reads it (JSON into a Kubernetes
+    resource.Quantity: a string or a number; null is zero) and as a pod's requests must be:
+    ValueError naming ``where`` unless a well-formed quantity that is not below zero."""
+    if quantity is None:
+        return
+    m = None
+    if isinstance(quantity, (str, int, float, Decimal)) and not isinstance(quantity, bool):
+        m = _QUANTITY.fullmatch(str(quantity).strip(_GO_SPACE))
+    if m is None or (m.group(3) and not -(2**63) <= int(m.group(3)) < 2**63):
+        raise ValueError(f"{where}={quantity!r}: expected a Kubernetes quantity like 1, 500m "
+                         "or 2Gi")
+    if m.group(1) == "-" and m.group(2).strip("0.") != "":
+        raise ValueError(f"{where}={quantity!r}: below zero (Kubernetes refuses a pod whose "
+                         "requests are)")
 
 
 def _task_groups(conf: Mapping[str, str]) -> int | None:
@@ -107,7 +138,8 @@ def _task_groups(conf: Mapping[str, str]) -> int | None:
     if text is None or not text.strip():
         return None
     try:
-        groups = json.loads(text)
+        # a number too big for a float stays exact, as Go's decoder hands it to the Quantity
+        groups = json.loads(text, parse_float=_json_float)
     except ValueError as e:
         raise ValueError(f"{TASK_GROUPS}: not JSON ({e.msg} at line {e.lineno} column "
                          f"{e.colno})") from None

@@ -137,76 +137,123 @@ def parse_spark_submit(argv: list[str] | tuple[str, ...]) -> SparkSubmitArgs:
 
 
 # --- properties files -------------------------------------------------------------------------
+# spark-submit reads them with Utils.getPropertiesFromFile: java.util.Properties.load over the
+# file decoded as UTF-8 (a malformed byte becomes U+FFFD), each value then trimmed by
+# Utils.trimExceptCRLF. The reader below follows Properties.load as JDK 9 and later have it
+# (tests/spark/test_properties_file.py holds it to what Java 17 and Spark themselves read).
 
+_SPACE = " \t\f"  # the only whitespace java.util.Properties knows
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
-                out.append(chr(int(text[i + 2 : i + 6], 16)))
-                i += 6
-                continue
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the only line terminators it knows
+# trimExceptCRLF drops what String.trim does (chars <= U+0020) but CR and LF, escaped on purpose
+_TRIMMED = r"[\x00-\x09\x0b\x0c\x0e-\x20]*"
+_SPARK_TRIM = re.compile(f"{_TRIMMED}(.*?){_TRIMMED}", re.DOTALL)
+# Java's UTF-8 decoder takes a UTF-16 surrogate encoded in UTF-8 (ED A0..BF, then a
+# continuation byte if there is one) as one malformed sequence, one U+FFFD; Python's, one a byte.
+_ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]?")
 
 
 def _logical_lines(text: str):
-    """Lines of a java.util.Properties file with continuations (odd trailing backslashes) joined."""
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip(" \t\f") if pending else raw
-        if not pending and (not line.strip() or line.lstrip(" \t\f")[:1] in ("#", "!")):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending += line[:-1]
-            continue
-        yield pending + line
-        pending = ""
-    if pending:
-        yield pending
+    """(offset, line) for each logical line, as Properties.LineReader.readLine reads them:
+    leading whitespace and blank lines skipped; a ``#``/``!`` where a logical line would start
+    comments out the physical line (never continued); an odd number of backslashes before a
+    line end continues the line on the next, less its leading whitespace (a blank next line
+    ends it); a continuation at the end of the text is dropped."""
+    i, n = 0, len(text)
+    while True:
+        buf: list[str] = []
+        start, skip_space, continued, backslash = i, True, False, False
+        while True:
+            if i >= n:
+                if buf:
+                    yield start, "".join(buf[:-1] if backslash else buf)
+                return
+            c = text[i]
+            i += 1
+            if skip_space:
+                if c in _SPACE or (not continued and c in "\r\n"):
+                    start = start if continued else i
+                    continue
+                skip_space = continued = False
+            if not buf and c in "#!":
+                m = _LINE_END.search(text, i)
+                if m is None:
+                    return
+                i = start = m.start() + 1  # a \n after \r: skipped as a blank line
+                skip_space = True
+            elif c not in "\r\n":
+                buf.append(c)
+                backslash = c == "\\" and not backslash
+            elif not buf:
+                skip_space = True
+            elif i >= n or not backslash:
+                yield start, "".join(buf[:-1] if backslash else buf)
+                break
+            else:
+                buf.pop()
+                skip_space, continued, backslash = True, True, False
+                i += c == "\r" and text[i] == "\n"
+
+
+def _unescape(text: str) -> str:
+    r"""Properties.loadConvert: ``\t \n \r \f \uXXXX``, a backslash before any other character
+    stands for that character; ValueError for a malformed ``\uXXXX``."""
+    out: list[str] = []
+    i, surrogate = 0, False
+    while i < len(text):
+        ch, i = text[i], i + 1
+        if ch == "\\":  # never the last character: the line reader drops a lone one at the end
+            ch, i = text[i], i + 1
+            if ch == "u":
+                digits = text[i : i + 4]
+                if len(digits) < 4 or not all(d in "0123456789abcdefABCDEF" for d in digits):
+                    raise ValueError(f"malformed \\uxxxx escape: \\u followed by {digits!r}")
+                ch, i = chr(int(digits, 16)), i + 4
+                surrogate = surrogate or 0xD800 <= ord(ch) <= 0xDFFF
+            else:
+                ch = _ESCAPES.get(ch, ch)
+        out.append(ch)
+    result = "".join(out)
+    if surrogate:  # Java's UTF-16 pairs become one character; a lone half stays as it is
+        result = result.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return result
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """``java.util.Properties.load`` syntax: ``key=value``, ``key: value`` or ``key value``;
-    ``#``/``!`` comments; backslash escapes and continuations. Values are trimmed, as Spark does."""
+    r"""A properties file's text as spark-submit reads it (above): ``key=value``, ``key: value``
+    or ``key value`` (the first unescaped ``=``, ``:`` or whitespace ends the key; whitespace
+    and one ``=`` or ``:`` after it are skipped); the last of a key wins; values trimmed as
+    Spark trims them. SparkArgsError naming the line for a malformed ``\uXXXX``, which Java
+    refuses ("Malformed \uxxxx encoding.")."""
     props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        line = line.lstrip(" \t\f")
-        i = 0
-        while i < len(line):
-            if line[i] == "\\":
-                i += 2
-                continue
-            if line[i] in "=: \t\f":
-                break
-            i += 1
-        key, rest = line[:i], line[i:].lstrip(" \t\f")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t\f")
-        props[_unescape(key)] = _unescape(rest).strip()
+    for start, line in _logical_lines(text):
+        key_end, backslash = 0, False
+        while key_end < len(line) and (backslash or line[key_end] not in "=:" + _SPACE):
+            backslash = line[key_end] == "\\" and not backslash
+            key_end += 1
+        value_start, has_sep = key_end + 1, line[key_end : key_end + 1] in ("=", ":")
+        while value_start < len(line) and line[value_start] in _SPACE + ("" if has_sep else "=:"):
+            has_sep = has_sep or line[value_start] in "=:"
+            value_start += 1
+        try:
+            key, value = _unescape(line[:key_end]), _unescape(line[value_start:])
+        except ValueError as e:
+            lineno = len(_LINE_END.findall(text, 0, start)) + 1
+            raise SparkArgsError(f"line {lineno}: {e} (spark-submit refuses it too)") from None
+        props[key] = _SPARK_TRIM.fullmatch(value).group(1)
     return props
 
 
 def read_properties_file(path: str | Path) -> dict[str, str]:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except OSError as e:
         raise SparkArgsError(f"cannot read properties file {p}: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise SparkArgsError(f"properties file {p} is not UTF-8 text") from None
-    return parse_properties(text)
+    try:
+        return parse_properties(_ENCODED_SURROGATE.sub(b"\xff", data).decode("utf-8", "replace"))
+    except SparkArgsError as e:
+        raise SparkArgsError(f"properties file {p}, {e}") from None
 
 
 def spark_defaults_path(environ: Mapping[str, str]) -> Path | None:
@@ -253,8 +300,7 @@ def effective_properties(
     return merged
 
 
-# --- the properties the scheduler acts on (DESIGN.md, "Properties read at submission") ----------
-
+# --- the properties the scheduler acts on (README, "Submit") -----------------------------------
 
 
 @dataclass(frozen=True)
@@ -304,7 +350,7 @@ def _mem_mib(props: Mapping[str, Prop], key: str) -> int | None:
 
 
 def scheduling_properties(props: Mapping[str, Prop]) -> SchedulingProps:
-    """The properties DESIGN.md lists, checked; SparkArgsError names the property, its value
+    """The properties the scheduler acts on, checked; SparkArgsError names the property, its value
     and where it was set."""
     priority = None
     if "spark.ego.priority" in props:

@@ -16,15 +16,15 @@ APP_KEYS = {
     "started_at", "first_executor_at", "finished_at", "exit_code", "executors", "target",
     "demand", "spark_app_id", "kind", "reason", "reason_code", "warnings", "estimated_start",
     "counter_offer",
-    "gang",  # issue 22: the gang it asked for and its reservation (null: not a gang)
+    "gang",  # the gang it asked for and its reservation (null: not a gang; docs/gangs.md)
 }  # fmt: skip
 QUEUE_KEYS = {
     "name", "leaf", "admission", "policy", "weight", "min_share", "max_cores",
     "max_running_apps", "starting_limit", "starting_timeout", "reclaim_timeout", "max_wait",
     "max_queued_apps", "max_queued_apps_per_user", "pending", "starting", "running",
     "executor_cores", "demand_cores", "waiting_reason", "waiting_reason_code",
-    "usage_half_life", "decayed_cores", "decayed_users",  # decayed fair share (issue 25)
-    "node_sort",  # issue 22: docs/placement.md
+    "usage_half_life", "decayed_cores", "decayed_users",  # docs/decayed-fair-share.md
+    "node_sort",  # docs/placement.md
 }  # fmt: skip
 ID = re.compile(r"driver-\d{14}-\d{4}")
 

@@ -3,7 +3,7 @@ offline cluster of conftest.py: a real SQLite store, the real scheduling cycle, 
 that cannot be reached, so nothing is ever launched.
 
 Every operation of the served OpenAPI spec (``/openapi.json``) and of the Spark REST protocol
-(described below from reference/spark-rest-protocol.md: Spark's routes are plain Starlette
+(described below as a Spark 4.0.1 master speaks it: Spark's routes are plain Starlette
 ones, outside FastAPI's spec) gets schema-valid and schema-invalid requests, sent through
 ``asgi(app)`` — what ``sessionsched serve`` runs — one operation at a time and then all of
 them interleaved on one server. Each answer must be

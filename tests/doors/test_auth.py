@@ -1,5 +1,5 @@
 """Serving a team (auth mode tokens) through the native API and Spark REST, in-process on the
-offline cluster: how identity, the rules of seed 003, the agent's per-app secret, the audit
+offline cluster: how identity, IBM Conductor's role rules, the agent's per-app secret, the audit
 trail and the limits on hostile input are said on the wire (401 with its challenge, 403 naming
 the rule, 429 with ``Retry-After``, an ``ErrorResponse``); nothing refused is stored. The rules
 and limits themselves, for every door: tests/operations/."""

@@ -1,8 +1,8 @@
 """Never fits: an app the cluster can never run is refused at submission on every door, with
-the number that does not fit, and nothing is stored (issue 23 item 1, issue 22's per-worker
-fit). The cluster: the memory backend with 2 workers of 4 cores/8g (16g, 8 cores in all: each
-refused app below fits the sum, no worker). In-process doors (TestClient), and the real
-``sessionsched submit`` against a real ``sessionsched serve``."""
+the number that does not fit, and nothing is stored (fit is per worker: room split across
+workers is not room). The cluster: the memory backend with 2 workers of 4 cores/8g (16g, 8
+cores in all: each refused app below fits the sum, no worker). In-process doors (TestClient),
+and the real ``sessionsched submit`` against a real ``sessionsched serve``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No engine module reads another object's privates (issue 21: books that keep themselves).
+"""No engine module reads another object's privates (books that keep themselves).
 
 Every ``x._name`` in ``sessionsched/engine`` must be on ``self`` or ``cls``: an index is changed
 through its owner's verbs (``app_books.Books``), never by a module reaching into it. The

@@ -1,4 +1,4 @@
-"""The cluster failing under a running scheduler (issue 10, 5), for real: a ``sessionsched serve``
+"""The cluster failing under a running scheduler, for real: a ``sessionsched serve``
 process on its own small ``LocalCluster`` (1 worker; every port fixed in the test range, so the
 master and the worker come back where they were), JVM cluster-mode drivers (``SleepApp``)
 created through the scheduler's Spark REST server, and a Python client-mode driver.

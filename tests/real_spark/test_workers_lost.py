@@ -1,7 +1,7 @@
 """Workers are real, on a real standalone cluster of two small workers (2 cores, 2g each)
-started by the test, under a ``sessionsched serve`` process (issue 22 item 0, issue 23 item 1):
+started by the test, under a ``sessionsched serve`` process:
 
-1. An executor larger than either worker - 3 cores, or 3g as the issue tried - fits the
+1. An executor larger than either worker - 3 cores, or 3g - fits the
    cluster's sum (4 cores, 4g), never one worker: it is refused at submission with the
    number, and nothing is launched (before, it was admitted and its driver waited forever
    with 0 cores).

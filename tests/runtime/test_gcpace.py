@@ -1,4 +1,4 @@
-"""GcPacer: a full collection slower than the budget freezes its survivors (issue 14 §2)."""
+"""GcPacer: a full collection slower than the budget freezes its survivors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 24's driver-heavy burst through the server: Spark REST submissions of tiny apps (an
+"""A driver-heavy burst through the server: Spark REST submissions of tiny apps (an
 in-cluster 1-core driver and at most one 1-core executor) on a memory cluster with room for
 them all are launched together in the cycle that takes them, up to the admission slice - not
 one per driver start."""

@@ -1,4 +1,4 @@
-"""Decayed fair share survives a restart, a ``kill -9`` and a takeover (issue 25): the store
+"""Decayed fair share survives a restart, a ``kill -9`` and a takeover: the store
 keeps each queue's and user's decayed usage (``engine.arbitration.decay``), the service puts
 it back before its first cycle, and ``GET /api/v1/queues`` shows the same numbers before and
 after (to within the decay of the seconds the restart took). The hourly usage rollup

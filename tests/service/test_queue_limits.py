@@ -1,4 +1,4 @@
-"""A queue's limits on its queued apps, through the whole service (issue 23, item 3):
+"""A queue's limits on its queued apps, through the whole service:
 
 - ``max_wait``: stepped by hand on the memory cluster (``stepped``), a queued app past it ends
   FAILED with the reason, a state event, an ``expired`` row of the audit trail and an audit log

@@ -1,4 +1,5 @@
-"""AcceptedApps by queue: one queue's list copies only that queue's apps (issue 14 §2)."""
+"""AcceptedApps by queue: one queue's list copies only that queue's apps (a cycle's work
+follows what changed, docs/bounded-cycles.md)."""
 
 import pytest
 

@@ -233,7 +233,7 @@ def check_decay_teams(on, off):
 
 def check_placement(fair, packed):
     # The same apps; bin-packing leaves measurably more workers whole (nothing on them) than
-    # fair, which spreads every small driver and executor over all 8 workers (issue 22).
+    # fair, which spreads every small driver and executor over all 8 workers.
     for r in (fair, packed):
         assert r["summary"]["stuck"] == 0 and r["summary"]["failed"] == 0
     wf, wp = fair["summary"]["whole_workers"], packed["summary"]["whole_workers"]

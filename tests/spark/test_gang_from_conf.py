@@ -19,8 +19,8 @@ from sessionsched.spark.gang_properties import (
     gang_from_conf,
 )
 
-# The seed's Spark example (YuniKorn 1.6 "Enable Gang scheduling for Spark jobs"), verbatim.
-SEED_GROUPS = """[{
+# YuniKorn 1.6's Spark example ("Enable Gang scheduling for Spark jobs"), verbatim.
+YUNIKORN_GROUPS = """[{
 "name": "spark-driver",
 "minMember": 1,
 "minResource": {
@@ -61,8 +61,8 @@ GOOD = {
     "bare timeout is seconds": ({SIZE: "2", TIMEOUT: "90"}, Gang(2, 90.0, GangStyle.SOFT)),
     "timeout in seconds suffix": ({SIZE: "2", TIMEOUT: "45s"}, Gang(2, 45.0, GangStyle.SOFT)),
     "timeout in hours": ({SIZE: "2", TIMEOUT: "1h"}, Gang(2, 3600.0, GangStyle.SOFT)),
-    "the seed's example annotations": (
-        {TASK_GROUPS: SEED_GROUPS,
+    "YuniKorn's example annotations": (
+        {TASK_GROUPS: YUNIKORN_GROUPS,
          POLICY_PARAMETERS: "placeholderTimeoutInSeconds=30 gangSchedulingStyle=Hard"},
         Gang(1, 30.0, GangStyle.HARD)),
     "task groups alone: YuniKorn's defaults": ({TASK_GROUPS: groups(6)}, Gang(6)),

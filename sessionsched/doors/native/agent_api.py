@@ -107,7 +107,7 @@ class AgentFront:
             await self.app(scope, receive, send)
             return
         raw = bytearray()
-        while True:  # a body over the limit raises here, for ``guard.BodyLimit`` to refuse
+        while True:  # a body over the limit raises here, for ``asgi.BodyLimit`` to refuse
             message = await receive()
             if message["type"] == "http.disconnect":
                 return

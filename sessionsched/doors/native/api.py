@@ -88,7 +88,8 @@ def queues(ops: OpsDep, _caller: CallerDep):
 
 # The reads below run on the event loop (async, no await): a sync handler would hop to the
 # thread pool and back twice (the handler, then the response's validation), and each hop waits
-# for the interpreter lock while a cycle holds it (issue 14: reads p99 while cycles run).
+# for the interpreter lock while a cycle holds it (the reads' p99 while cycles run:
+# benchmarks/service_throughput.py).
 
 
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))

@@ -1,5 +1,5 @@
-"""Spark's REST submission protocol, as a Spark 4.0.1 standalone master speaks it
-(reference/spark-rest-protocol.md), so unmodified ``spark-submit --master spark://HOST:PORT
+"""Spark's REST submission protocol, as a Spark 4.0.1 standalone master's
+StandaloneRestServer speaks it, so unmodified ``spark-submit --master spark://HOST:PORT
 --deploy-mode cluster --conf spark.master.rest.enabled=true`` (and ``--status``/``--kill``)
 talks to the scheduler; plus Conductor's ``update`` for priorities.
 
@@ -62,7 +62,7 @@ _ANY = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 _SUBMIT_THROUGH = "Please submit requests through http://[host]:[port]/v1/submissions/..."
 STATUS_CACHE_MAX = 20_000  # cached status answers; past it the cache starts over (bounded memory)
 
-# Spark REST driverState for each of our states (DESIGN.md, "Applications and states").
+# Spark REST driverState for each of our states (``model.AppState``).
 DRIVER_STATE = {
     AppState.ACCEPTED: "SUBMITTED",
     AppState.STARTING: "RUNNING",

@@ -24,8 +24,8 @@ when it reached its queue's head keep what they hold - and by its timeout. An ap
 priority queued in the gang's own queue goes ahead of it (the queue's order), and the gang
 gives its room back until it is the head again.
 
-Why two gangs never deadlock, each holding half of what it needs (the seed's reason for
-FIFO-ordered reservation): reservations are served in one fixed order - the order in which their
+Why two gangs never deadlock, each holding half of what it needs (the reason to reserve in
+one FIFO order): reservations are served in one fixed order - the order in which their
 gangs became reserving heads (heads of one step in rank order: priority, submission, app
 id) - and freed room goes to the first reservation in that order
 that is not whole. So at any time at most one reservation is partial, and the ones before it

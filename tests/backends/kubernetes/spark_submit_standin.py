@@ -2,7 +2,7 @@
 backend tests that are not about Spark itself (real spark-submit takes ~35 s a launch here;
 ``test_spark_submit.py`` runs the real one).
 
-It makes the requests real Spark 4.0.1 makes (``/work/shared/reference/spark-on-kubernetes.md``):
+It makes the requests real Spark 4.0.1 makes (``test_spark_submit.py`` runs the real one):
 POST the driver pod (name ``<app>-<hex>-driver``, Spark's labels plus
 ``spark.kubernetes.driver.label.*``, annotations, requests with the memory overhead), then
 server-side apply the headless Service and the ``spark.properties`` ConfigMap owned by the

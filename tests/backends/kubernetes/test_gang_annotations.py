@@ -1,4 +1,4 @@
-"""YuniKorn's gang annotations, exactly as the seed's Spark example writes them, submitted to
+"""YuniKorn's gang annotations, exactly as YuniKorn's Spark example writes them, submitted to
 ``sessionsched serve`` on the Kubernetes backend (the fake API server) and launched by the real
 spark-submit 4.0.1 (~35 s on 2 cores): the app's spec carries the gang (the app object's
 ``gang``), its launch asks Spark for the gang's executors at once
@@ -18,7 +18,7 @@ from tests.sparkcluster import wait_until
 
 LABEL = "sessionsched.io/app-id"
 YK = "spark.kubernetes.driver.annotation.yunikorn.apache.org/"
-# The seed's "Enable Gang scheduling for Spark jobs" example, as --conf values.
+# YuniKorn 1.6's "Enable Gang scheduling for Spark jobs" example, as --conf values.
 TASK_GROUPS = json.dumps([
     {"name": "spark-driver", "minMember": 1, "minResource": {"cpu": "1", "memory": "2Gi"},
      "nodeSelector": {}, "tolerations": [], "affinity": {}, "topologySpreadConstraints": []},

@@ -1,5 +1,5 @@
-"""Spark's REST submission protocol on the wire (reference/spark-rest-protocol.md): what
-spark-submit sends, what a Spark 4.0.1 master answers, and our additions."""
+"""Spark's REST submission protocol on the wire: what spark-submit sends, what a Spark 4.0.1
+master's StandaloneRestServer answers, and our additions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """GreedyLeaf: fifo and priority kept up to date give the from-scratch policy's results, and
-walk only where results move (issue 14 §2: a cycle's work follows what changed)."""
+walk only where results move (a cycle's work follows what changed: docs/bounded-cycles.md)."""
 
 import random
 

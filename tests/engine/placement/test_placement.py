@@ -25,7 +25,7 @@ def workers(n: int, cores: int, mem_gb: int) -> tuple[Worker, ...]:
     return tuple(Worker(f"w{i}", size, size) for i in range(n))
 
 
-TWO_BY_4 = Workers(workers(2, 4, 8))  # the cluster: 2 workers x 4 cores x 8g
+TWO_BY_4 = Workers(workers(2, 4, 8))  # 2 workers x 4 cores x 8g: 8 cores in all, 4 on one
 
 
 @pytest.mark.parametrize("ws, executor, holds", [

@@ -1,4 +1,4 @@
-"""A time-of-day plan that lowers a queue's ``max_cores`` on a real cluster (issue 25, YuniKorn's
+"""A time-of-day plan that lowers a queue's ``max_cores`` on a real cluster (YuniKorn's
 YUNIKORN-3133): the app above the new cap gives executors back whether or not anyone waits,
 within the queue's reclaim timeout (0: killed at once) plus one Spark executor stop; the plan
 that raises the cap again gives the queue's waiting app its executors.

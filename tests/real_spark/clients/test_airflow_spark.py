@@ -1,7 +1,6 @@
 """Apache Airflow's Spark provider (SparkSubmitOperator, cluster deploy mode) against the
 scheduler, unmodified: it submits with spark-submit, follows the driver by reading our status
-answers line by line (curl), and kills with ``spark-submit --kill``
-(reference/livy-and-airflow.md)."""
+answers line by line (curl), and kills with ``spark-submit --kill``."""
 
 from __future__ import annotations
 
