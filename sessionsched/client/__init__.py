@@ -1,4 +1,4 @@
-"""A client of the scheduler's native API (``docs/api.md``), for the CLI and the notebook API.
+"""A client of the scheduler's native API (``docs/user/api.md``), for the CLI and the notebook API.
 
 Answers come back as typed records (``App``, ``QueueInfo``) that also keep the server's JSON
 as it was sent (``raw``), so ``--json`` output is exactly the API's app object.
@@ -152,7 +152,7 @@ class SchedulerClient:
                 f"{self.server}{path} did not answer JSON; is this a sessionsched server?"
             ) from None
 
-    # --- endpoints (docs/api.md) --------------------------------------------------------------
+    # --- endpoints (docs/user/api.md) -------------------------------------------------------------
 
     def queues(self) -> list[QueueInfo]:
         return [QueueInfo.from_json(q) for q in self._json("GET", "/api/v1/queues")]
@@ -168,7 +168,7 @@ class SchedulerClient:
         return App.from_json(self._json("POST", "/api/v1/apps", json=submission.to_json()))
 
     def dry_run(self, submission: Submission) -> dict[str, Any]:
-        """What the submission would meet now (docs/api.md, ``DryRunOut``); nothing stored."""
+        """What the submission would meet now (docs/user/api.md, ``DryRunOut``); nothing stored."""
         return self._json("POST", "/api/v1/apps/dry-run", json=submission.to_json())
 
     def upload_file(self, path: str | Path, timeout_s: float = 600.0) -> str:

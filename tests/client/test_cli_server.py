@@ -24,7 +24,7 @@ QUEUE_KEYS = {
     "max_queued_apps", "max_queued_apps_per_user", "pending", "starting", "running",
     "executor_cores", "demand_cores", "waiting_reason", "waiting_reason_code",
     "usage_half_life", "decayed_cores", "decayed_users",  # decayed fair share (issue 25)
-    "node_sort",  # issue 22: docs/placement.md
+    "node_sort",  # issue 22: docs/design/placement.md
 }  # fmt: skip
 ID = re.compile(r"driver-\d{14}-\d{4}")
 
