@@ -80,8 +80,8 @@ class SchedulerClient:
         self, server: str | None = None, token: str | None = None, timeout_s: float = 10.0,
         ca: str | None = None,
     ):
-        """``server``: a URL, or several separated by commas (schedulers sharing a store, README
-        "Run two schedulers"), tried in turn while one cannot be connected to, as
+        """``server``: a URL, or several separated by commas (schedulers sharing a store,
+        docs/operator/two-schedulers.md), tried in turn while one cannot be connected to, as
         spark-submit tries ``spark://a:6066,b:6066``. ``ca``: a CA bundle (PEM) to verify an
         ``https://`` server with."""
         self.servers = [u.strip().rstrip("/") for u in (server or default_server()).split(",")
@@ -135,9 +135,10 @@ class SchedulerClient:
                 raise Unreachable(url.split("/api/", 1)[0], _why(e)) from None
             except httpx.TransportError as e:
                 raise Unreachable(server, _why(e)) from None
-            # A standby sends every request to the leader with a 307 (README, "Run two
-            # schedulers"). Followed here rather than by httpx, which would drop the token
-            # on the way to another host: the server we were pointed at named the leader.
+            # A standby sends every request to the leader with a 307 (see
+            # docs/operator/two-schedulers.md). Followed here rather than by httpx, which would
+            # drop the token on the way to another host: the server we were pointed at named the
+            # leader.
             if response.status_code not in (307, 308) or "location" not in response.headers:
                 return response
             url = response.headers["location"]
