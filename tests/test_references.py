@@ -124,7 +124,7 @@ CITATIONS: list[tuple[str, re.Pattern[str]]] = [
     ("a design document outside the repository", re.compile(r"\bDESIGN\.md\b", re.I)),
     ("a reference document outside the repository",
      re.compile(r"(?<![\w-])reference/[\w.-]+\.md\b", re.I)),
-    ("a shared folder outside the repository", re.compile(r"(?<![\w.-])shared/", re.I)),
+    ("a shared folder outside the repository", re.compile(r"(?<![\w.-])(?<!//)shared/", re.I)),
     ("an issue by its number", re.compile(r"\bissues?\s+#?\d+", re.I)),
     # A seed document's number is three digits (seed 003, seed000-...); a random seed is not.
     ("a seed document by its number", re.compile(r"\bseeds?[\s_-]?\d{3}\b", re.I)),
