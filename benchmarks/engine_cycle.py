@@ -38,7 +38,7 @@ Scenarios (the ``scenario`` column):
     the cut binds are looked at again.
 
 ``--gangs F``: a fraction F of the apps, running and queued, ask for a gang
-(docs/gangs.md) of 2, 4 or 8 executors (no more than their maxExecutors), half of them
+(docs/design/gangs.md) of 2, 4 or 8 executors (no more than their maxExecutors), half of them
 ``hard``; a queued gang at the head of its queue reserves what frees, a running one keeps its
 executors as its floor. Which apps are gangs is drawn apart from the rest, so a run with
 ``--gangs`` plays the same workload as one without; ``gang_cycle_pair.py`` steps the two side

@@ -13,7 +13,7 @@ replayed step's decisions are compared with the recorded hash. Usage::
 
 (``--tree``: the tree whose engine records; a checkout made with ``git archive``.) Under
 ``valgrind --tool=callgrind`` a replay also gives instruction counts, which do not move with
-the load at all (docs/bounded-cycles.md: how they were counted).
+the load at all (docs/design/bounded-cycles.md: how they were counted).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ members are public in bytecode). Measured on Spark 4.0.1; the same members exist
   allocation is on, so the backend is called directly.
 * ``SparkContext.statusStore().executorSummary(id).removeTime()``: when the driver removed an
   executor (the time its ``SparkListenerExecutorRemoved`` carries, the event log's too), read
-  once per executor the agent finds gone, for the usage figures (docs/usage.md). The status
+  once per executor the agent finds gone, for the usage figures (docs/operator/usage.md). The status
   store learns it from the listener bus a moment after the removal: not there yet is None.
 * ``org.apache.spark.api.python.PythonUtils.toScalaMap/toSeq`` and
   ``scala.jdk.javaapi.CollectionConverters.asJava`` to cross the Scala/Java collection border.

@@ -6,8 +6,8 @@ to the scheduler. ``--host``/``--port`` override the config's ``server`` section
 mode ``none`` a non-loopback host is refused. ``server.tls: {cert, key}`` serves HTTPS.
 Stops cleanly on SIGTERM or Ctrl-C; drivers keep running and are adopted at the next start.
 ``--standby`` (``server.standby: true``): on a PostgreSQL store another scheduler leads, wait
-as its standby and take over when it goes (``server/leader.py``; README, "Run two
-schedulers").
+as its standby and take over when it goes (``server/leader.py``;
+docs/operator/two-schedulers.md).
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ class ServerConfig(Strict):
                 f"node_sort binpacking ({', '.join(packed)}) is not honoured on a standalone"
                 " cluster: its master places executors itself, spread over the workers unless"
                 " it runs with spark.deploy.spreadOut=false (then packed for every app), and"
-                " chooses the worker of a cluster-mode driver (docs/placement.md)")
+                " chooses the worker of a cluster-mode driver (docs/design/placement.md)")
         return out
 
     def connect_share_level(self, leaf: str) -> ShareLevel:

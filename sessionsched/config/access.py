@@ -27,7 +27,7 @@ class PriorityRange(Strict):
 
 
 class AuthSection(Strict):
-    """Who may do what (README, "Serve a team").
+    """Who may do what (docs/operator/serving-a-team.md).
 
     ``mode``: ``none`` (everyone is the admin; the server listens on loopback only) or
     ``tokens`` (bearer tokens from ``tokens_file``, made with ``sessionsched token create``).
@@ -96,8 +96,8 @@ class AuthSection(Strict):
 
 
 class UploadsSection(Strict):
-    """Files a remote client uploads with a submission (README, "Serve a team"): stored once
-    per content (SHA-256) under ``<state_dir>/uploads``.
+    """Files a remote client uploads with a submission (docs/user/submit.md, "Submitting from
+    another host"): stored once per content (SHA-256) under ``<state_dir>/uploads``.
     ``max_file_bytes``: one file; ``max_total_bytes``: everything stored; ``max_files``: per
     submission. ``orphan_grace_s``: a stored file no app in memory refers to is removed once it
     has not been uploaded, checked for or used for this long (an app forgotten by

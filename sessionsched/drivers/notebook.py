@@ -110,7 +110,7 @@ class Session:
     # --- what a notebook user calls ------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """The app object (docs/api.md): state, executors, target, demand, priority..."""
+        """The app object (docs/user/api.md): state, executors, target, demand, priority..."""
         return self.client.app(self.app_id).raw
 
     def set_priority(self, priority: int) -> dict[str, Any]:

@@ -27,7 +27,7 @@ A head is admitted when it passes every check of its queue's admission mode
 ``stateaware``, ``reserve`` and ``none``); the first check that fails defers its queue for the
 cycle with that reason. Each admission spends the cycle's ``Room`` (``_spend``), so the next
 heads see it. At most ``slice_apps`` apps are admitted per call (``budget``).
-What each mode is for and what it measured: docs/admission.md.
+What each mode is for and what it measured: docs/design/admission.md.
 """
 
 from __future__ import annotations

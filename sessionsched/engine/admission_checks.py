@@ -3,12 +3,12 @@
 The checks, in order; the first that fails defers the queue with its ``waits.Wait``: a code
 from the closed set ``waits.WaitCode``, whose order is this order (its precedence), and a
 sentence with the numbers - what the head needs, what is free, who holds the rest
-(docs/reasons.md). The codes: 1 ``parent_queue_full`` (a parent on the path) or
+(docs/user/reasons.md). The codes: 1 ``parent_queue_full`` (a parent on the path) or
 ``queue_limit`` (the leaf), 2 ``starting_limit``, 3 ``driver_slot``, 4 ``driver_share``,
 5 ``driver_room``, 6 ``executor_room`` or ``queue_max_cores``, 7 ``running_demand``.
 Which checks a queue runs is its admission mode's row in ``ADMISSION_MODES``. What each mode
 is for, and what the simulator and the real cluster measured for each rule below, is in
-docs/admission.md.
+docs/design/admission.md.
   1. ``queue_limits``: ``max_running_apps`` of every queue on its path, root first;
   2. ``starting_limit`` (``stateaware``): fewer than ``starting_limit`` apps of the leaf are
      STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it

@@ -57,7 +57,7 @@ class AppRecord:
 
     def _derive(self) -> None:
         spec = self.spec
-        gang = spec.gang  # a gang's N executors: its floor while it runs (docs/gangs.md)
+        gang = spec.gang  # a gang's N executors: its floor while it runs (docs/design/gangs.md)
         least = spec.min_executors if gang is None else max(spec.min_executors, gang.executors)
         self._floor_of = (spec, least, spec.executor_cap)
 

@@ -12,7 +12,7 @@ A step, in order:
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
      on to RUNNING (YuniKorn's 5-minute rule, made a queue setting); a queued app that has
      waited its queue's ``max_wait`` since its submission ends FAILED (EMR Serverless's
-     ``queueTimeoutMinutes``), saying how long it waited; gangs (``gang``, docs/gangs.md): a
+     ``queueTimeoutMinutes``), saying how long it waited; gangs (``gang``, docs/design/gangs.md): a
      reservation past its timeout ends its app FAILED (``hard``) or is given up (``soft``),
      then the gangs at their queues' heads reserve the room that is free, which nobody else
      is given - admission sees it taken, arbitration divides the capacity without it. FIFO

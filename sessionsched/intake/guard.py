@@ -1,4 +1,5 @@
-"""Hostile input, refused before anything is stored or launched (README, "Serve a team").
+"""Hostile input, refused before anything is stored or launched (docs/operator/serving-a-team.md,
+"Limits").
 
 - ``check_submission``: every string of a checked submission at most ``auth.max_string``
   characters and at most ``MAX_ITEMS`` arguments/properties/variables; environment variables

@@ -62,7 +62,7 @@ class GangStyle(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Gang:
-    """An app's gang (docs/gangs.md): it launches only when its driver and ``executors``
+    """An app's gang (docs/design/gangs.md): it launches only when its driver and ``executors``
     executors of its own executor size are held for it at once; room is reserved for it as it
     frees. ``timeout_s`` counts from the first reserved core (YuniKorn's
     ``placeholderTimeoutInSeconds``, default 15 min); ``style`` says what running out does."""
@@ -215,7 +215,7 @@ class Queue:
     # parent's (the root's None: off); 0: off for this queue and those below that set none.
     usage_half_life_s: float | None = None
     # Where this queue's drivers and executors go, where sessionsched places them
-    # (docs/placement.md); set on a parent (``root``: the whole tree), inherited.
+    # (docs/design/placement.md); set on a parent (``root``: the whole tree), inherited.
     node_sort: NodeSort = NodeSort.FAIR
 
     @property
@@ -262,7 +262,7 @@ class AppSpec:
     # Launched with dynamic allocation on (``engine.agent_terms.dynamic_allocation``, decided
     # when the submission is checked: a static app is sized by its own properties).
     dynamic_allocation: bool = True
-    # All or nothing: the driver and ``gang.executors`` executors at once (docs/gangs.md);
+    # All or nothing: the driver and ``gang.executors`` executors at once (docs/design/gangs.md);
     # None: an app like any other.
     gang: Gang | None = None
     # Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max (None:

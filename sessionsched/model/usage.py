@@ -1,7 +1,7 @@
 """What one app used, counted as it happens: the memory cluster counts it (the simulator's
 accounting) and the server counts it from agents' reports (``service/usage_meter/``).
 
-What is counted (docs/usage.md has the same definitions for the server):
+What is counted (docs/operator/usage.md has the same definitions for the server):
 - ``held_core_s`` / ``held_gib_s``: executor cores (GiB) from the moment an executor is up
   (registered with its driver: Spark's ``addTime``) until it is gone, whatever it does.
   An executor still starting holds room in the cluster but is not counted (Spark's status store

@@ -1,4 +1,4 @@
-"""Who is asking, and may they (README, "Serve a team"; IBM Conductor's role-based priorities).
+"""Who is asking, and may they (docs/operator/serving-a-team.md; IBM Conductor's role-based priorities).
 
 ``Gate`` answers both questions for the operations port (``port.Operations``), which every door
 calls:

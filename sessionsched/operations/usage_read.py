@@ -1,5 +1,5 @@
 """``GET /api/v1/usage``: what apps used, per app or added up per queue or per user
-(docs/usage.md).
+(docs/operator/usage.md).
 
 Read straight from the store (every app, also those forgotten from memory).
 

@@ -134,7 +134,7 @@ def create_app(
 
     app = FastAPI(
         title="sessionsched",
-        description="Session scheduler for Apache Spark: native API (docs/api.md), the driver "
+        description="Session scheduler for Apache Spark: native API (docs/user/api.md), the driver "
         "agent protocol, and Spark's REST submission protocol under /v1/submissions.",
         lifespan=lifespan,
     )

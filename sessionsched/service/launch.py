@@ -24,7 +24,7 @@ What the service adds to the user's properties (``Launch.conf`` wins over the us
   cap: Spark standalone hands a static app every free core at registration, bounded by
   ``spark.cores.max`` alone (``spark.executor.instances`` is YARN's and Kubernetes' only), so
   a static gang of 4 would otherwise take 6 cores of a free 6 - more than its reservation;
-- a gang's N (the terms' ``gang_executors``, docs/gangs.md), with dynamic allocation on:
+- a gang's N (the terms' ``gang_executors``, docs/design/gangs.md), with dynamic allocation on:
   ``spark.dynamicAllocation.minExecutors`` and ``initialExecutors`` N, over the user's: Spark
   asks for all N at its start, into the room reserved for them, and never releases below N.
 
@@ -34,7 +34,7 @@ the queue reclaims gracefully (``reclaim_timeout`` > 0) and ``maxExecutors`` at 
 executor ceiling, each only where the user did not set it.
 
 The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
-one for the app, ``SESSIONSCHED_TOKEN`` (docs/agent-protocol.md); ``SESSIONSCHED_CA`` when
+one for the app, ``SESSIONSCHED_TOKEN`` (docs/design/agent-protocol.md); ``SESSIONSCHED_CA`` when
 ``server.tls.ca`` is set (the agent verifies the server with it).
 """
 

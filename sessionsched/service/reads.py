@@ -68,7 +68,7 @@ class ClusterHealth:
 
 @dataclass(frozen=True)
 class CounterOffer:
-    """Start sooner with fewer executors (``service/estimating``, docs/estimates.md):
+    """Start sooner with fewer executors (``service/estimating``, docs/design/estimates.md):
     ``executors`` first executors (minExecutors) instead of ``instead_of``, starting at
     ``start_at``; ``text`` says it in one line."""
 
@@ -92,7 +92,7 @@ NO_ESTIMATE = StartEstimate(None)
 
 @dataclass(frozen=True)
 class AppRead:
-    """One app as every reader shows it (docs/api.md's app object, Spark REST status)."""
+    """One app as every reader shows it (docs/user/api.md's app object, Spark REST status)."""
 
     id: str
     seq: int
@@ -119,7 +119,7 @@ class AppRead:
     # While queued: the last background estimate's (``service/estimating``); None otherwise.
     estimated_start: float | None = None
     counter_offer: CounterOffer | None = None
-    # The gang it asked for (docs/gangs.md), and while it reserves, its reservation
+    # The gang it asked for (docs/design/gangs.md), and while it reserves, its reservation
     # (``EngineView.reservation``: held / needed, since, deadline).
     gang: Gang | None = None
     reservation: Reservation | None = None

@@ -26,7 +26,7 @@ Definitions (seconds from the start of the run):
 - ``whole_workers``: how many workers stayed whole (alive, nothing on them: room for the
   largest driver or executor a worker holds), the time-weighted mean from 0 to ``makespan``;
   ``whole_workers_min``: the fewest at any cycle. The queues' ``node_sort`` decides it
-  (``binpacking`` keeps workers whole, ``fair`` spreads: docs/placement.md).
+  (``binpacking`` keeps workers whole, ``fair`` spreads: docs/design/placement.md).
 - ``engine``: number of ``Scheduler.step`` calls and their wall-clock cost (the only figures
   that differ between two runs of one workload).
 """

@@ -22,7 +22,7 @@ Decisions the format leaves open:
 - ``cores`` and ``memory`` are the whole cluster's, split evenly among ``workers`` equal
   workers (as the server's memory backend): a driver or an executor runs on one of them, the
   one its queue's ``node_sort`` chooses (``fair``: the freest; ``binpacking``: the fullest
-  that fits; docs/placement.md).
+  that fits; docs/design/placement.md).
 - A workload that could never run is refused, not simulated: an app the server would refuse
   at submission (``engine.placement.never_fits``: an executor or an in-cluster driver larger
   than any worker, first executors more than the workers hold or above a queue's

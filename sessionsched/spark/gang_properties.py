@@ -1,4 +1,4 @@
-"""An app's gang from its Spark properties: one pure parser (docs/gangs.md).
+"""An app's gang from its Spark properties: one pure parser (docs/design/gangs.md).
 
 Two ways to ask, both read on every backend:
 

@@ -19,7 +19,7 @@ from ..model import AppSpec, AppState, Gang, GangStyle, Resources
 
 
 class AppKind:
-    """How an application reached the scheduler (docs/api.md, "kind")."""
+    """How an application reached the scheduler (docs/user/api.md, "kind")."""
 
     SUBMIT = "submit"  # native API: spark-submit arguments, launched by the server
     REST = "rest"  # Spark REST CreateSubmissionRequest: a JVM app, driver in the cluster

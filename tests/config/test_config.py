@@ -305,7 +305,7 @@ def test_bad_queued_limits_give_one_line(tmp_path, text, message):
 
 
 
-# --- node sorting: per queue, inherited, fair by default (docs/placement.md) -----------------
+# --- node sorting: per queue, inherited, fair by default (docs/design/placement.md) ---------------
 
 SORTS = """
 defaults: {queue: root.etl}

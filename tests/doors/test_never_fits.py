@@ -44,7 +44,7 @@ NEVER = [
 ]
 IDS = ["8-core executor", "10g executor", "12g cluster-mode driver",
        "floor above the workers", "floor above max_cores", "gang above the workers"]
-# A malformed gang (docs/gangs.md): refused by every door with its one line.
+# A malformed gang (docs/design/gangs.md): refused by every door with its one line.
 BAD_GANG = {"spark.kubernetes.driver.annotation.yunikorn.apache.org/task-groups":
             '[{"name": "spark-driver", "minMember": 1}]'}
 BAD_GANG_LINE = ("spark.kubernetes.driver.annotation.yunikorn.apache.org/task-groups: no task"

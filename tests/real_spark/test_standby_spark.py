@@ -5,7 +5,7 @@ Python client-mode driver run; the standby takes over and adopts both — neithe
 again — the Python driver's agent follows it, and it controls them: it kills both.
 
 Both schedulers run on this host with one ``state_dir``: client-mode drivers run on the
-leader's host and their exit files are there (README, "Run two schedulers")."""
+leader's host and their exit files are there (docs/operator/two-schedulers.md)."""
 
 from __future__ import annotations
 

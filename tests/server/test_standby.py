@@ -176,9 +176,9 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         finally:
             store.close()
         assert takeover_s < 10
-        # Usage (docs/usage.md) is the store's: the new leader shows what the old one counted.
-        # An app that had ended keeps its figures exactly; one the kill cut short is counted
-        # on from its stored levels to its end, so never less than before.
+        # Usage (docs/operator/usage.md) is the store's: the new leader shows what the old one
+        # counted. An app that had ended keeps its figures exactly; one the kill cut short is
+        # counted on from its stored levels to its end, so never less than before.
         usage_after = usage_by_app(b.url)
         for app_id, was in usage_before.items():
             now = usage_after[app_id]

@@ -1,5 +1,5 @@
-"""The change-driven agent protocol on the service stepped by hand (docs/agent-protocol.md): a
-report is taken once, the next cycle decides, and the agent's watch is told -- no heartbeat
+"""The change-driven agent protocol on the service stepped by hand (docs/design/agent-protocol.md):
+a report is taken once, the next cycle decides, and the agent's watch is told -- no heartbeat
 needed in between; cycles that change nothing for the app do not wake its watch. The test
 plays a notebook session's agent on the memory cluster, one cycle at a time."""
 

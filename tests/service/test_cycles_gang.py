@@ -3,7 +3,7 @@ a gang reserves room as the running apps give theirs back and launches with all 
 at once (N its floor while it runs); ``hard`` ends FAILED at its timeout and its room goes to
 the others; ``soft`` goes on as an ordinary app and finishes; two gangs in two queues both
 finish; a gang the cluster can never hold is refused at submission with its numbers; a
-malformed YuniKorn annotation is refused with its line (docs/gangs.md)."""
+malformed YuniKorn annotation is refused with its line (docs/design/gangs.md)."""
 
 from __future__ import annotations
 

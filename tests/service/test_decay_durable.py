@@ -2,7 +2,7 @@
 keeps each queue's and user's decayed usage (``engine.arbitration.decay``), the service puts
 it back before its first cycle, and ``GET /api/v1/queues`` shows the same numbers before and
 after (to within the decay of the seconds the restart took). The hourly usage rollup
-(``GET /api/v1/usage?by=queue|user``, docs/usage.md) too: the same figures after."""
+(``GET /api/v1/usage?by=queue|user``, docs/operator/usage.md) too: the same figures after."""
 
 from __future__ import annotations
 

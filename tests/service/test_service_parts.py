@@ -270,7 +270,7 @@ def test_launch_conf_turns_dynamic_allocation_on_unless_turned_off():
     app, _ = new_apps.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
                                     "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
     app.kind, app.name, app.conf = "submit", "etl", {}
-    # On or off is the engine's decision (``agent_terms``, tests/engine/test_launch_terms.py);
+    # On or off is the engine's decision (``agent_terms``, tests/engine/test_agent_terms.py);
     # the launch carries it out.
     assert service_conf(app, LaunchTerms(dynamic_allocation=True)) == {
         "spark.app.name": "etl", "spark.dynamicAllocation.enabled": "true",

@@ -1,4 +1,4 @@
-"""Usage timed by the agent's look (``service/usage_meter/timing.py``, docs/usage.md): a
+"""Usage timed by the agent's look (``service/usage_meter/timing.py``, docs/operator/usage.md): a
 report's changes placed at the executors' registration, their driver's removal and the
 agent's look, bounded by the scheduler's clock; a report without times (an older agent, the
 cluster's view) counted as the scheduler takes it, as before."""

@@ -20,8 +20,8 @@ APP_KEYS = {
     "admitted",
     "first_executor",
     "finished",
-    "gang_ready",  # docs/gangs.md: when a gang's driver and N executors were held (null: never)
-    "usage",  # per app held/busy/idle/reclaimed core-seconds... (docs/usage.md)
+    "gang_ready",  # docs/design/gangs.md: when a gang's driver and N executors were held (null: never)
+    "usage",  # per app held/busy/idle/reclaimed core-seconds... (docs/operator/usage.md)
 }
 USAGE_KEYS = {
     "held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s", "reclaimed_executors",
@@ -36,7 +36,7 @@ SUMMARY_KEYS = {
     "p95_completion",
     "utilization",
     "fairness_jain",
-    "whole_workers",  # workers left whole (docs/placement.md)
+    "whole_workers",  # workers left whole (docs/design/placement.md)
     "whole_workers_min",
 }
 ENGINE_KEYS = {"cycles", "cycle_ms_p50", "cycle_ms_max"}

@@ -15,8 +15,8 @@ import json
 
 import pytest
 
-from sessionsched.spark.gang_properties import TASK_GROUPS, gang_from_conf
 from sessionsched.model import Gang
+from sessionsched.spark.gang_properties import TASK_GROUPS, gang_from_conf
 
 OK, FORM, NEGATIVE = "ok", "expected a Kubernetes quantity like 1, 500m or 2Gi", "below zero"
 

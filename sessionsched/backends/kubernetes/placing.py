@@ -1,4 +1,4 @@
-"""The node a driver pod goes to under ``node_sort: binpacking`` (docs/placement.md): no IO.
+"""The node a driver pod goes to under ``node_sort: binpacking`` (docs/design/placement.md): no IO.
 
 Under ``fair`` (the default) nothing is added: the kube scheduler's default scoring
 (``NodeResourcesFit``, ``LeastAllocated``) already puts a pod on the node with the most room

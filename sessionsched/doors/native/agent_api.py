@@ -1,4 +1,4 @@
-"""The agent protocol over HTTP (docs/agent-protocol.md): register, heartbeat and watch.
+"""The agent protocol over HTTP (docs/design/agent-protocol.md): register, heartbeat and watch.
 
 Every running driver's agent reports (a heartbeat) when its facts change and at least every
 keep-alive -- once a second on the old protocol -- and waits for its decisions with a watch
@@ -11,7 +11,7 @@ middleware, the walk through every route, dependency solving, a worker thread fo
 the response model's validation (the answer is written by the C JSON encoder) — and its body is
 parsed by pydantic's JSON parser in one call (pydantic-core: as cheap as ``json.loads`` on these
 bodies, and its refusals name the field): at 300 agents the server's CPU halved, at 1,000 it
-keeps up (``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI routes stay, for
+keeps up (``benchmarks/agent_load.py``, docs/design/agent-protocol.md). The FastAPI routes stay, for
 the OpenAPI spec and for tests that drive the FastAPI application in-process; both give the same
 answers and refusals (``tests/doors/native/test_agent_api.py``).
 """

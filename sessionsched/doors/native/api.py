@@ -1,4 +1,4 @@
-"""The native API under ``/api/v1`` (docs/api.md). Thin: parse the body (pydantic), call the
+"""The native API under ``/api/v1`` (docs/user/api.md). Thin: parse the body (pydantic), call the
 operations port (``operations.port.Operations``: who, may they, the service, the wait), render;
 the port's outcomes become HTTP errors in ``deps.answer`` (404 unknown app, 409 ended, 400 bad
 value, 401/403 the gate's refusals naming the rule, 503 store or cycle too slow).
@@ -237,7 +237,7 @@ def usage(ops: OpsDep, caller: CallerDep,
           by: Annotated[Literal["queue", "user", "app"], Query()] = "queue",
           since: Annotated[str | None, Query(max_length=64)] = None,
           until: Annotated[str | None, Query(max_length=64)] = None):
-    """What apps used (docs/usage.md): core- and GiB-seconds held, busy, idle and lost to
+    """What apps used (docs/operator/usage.md): core- and GiB-seconds held, busy, idle and lost to
     reclaim, their drivers', time queued; per app or added up per queue or user. ``since`` /
     ``until``: ``7d``, ``12h``, epoch seconds or ISO 8601 (default: all, up to now)."""
     return answer(ops.usage(caller, by, since, until))

@@ -1,5 +1,5 @@
 """``/api/v1/uploads/{sha256}``: a remote client's files, before the submission that uses them
-(``intake.uploads``, ``intake.remote``, through the operations port; docs/api.md).
+(``intake.uploads``, ``intake.remote``, through the operations port; docs/user/api.md).
 
 - ``GET``: ``{"sha256", "size", "new": false}`` if that content is stored (the client then
   sends nothing), else 404;

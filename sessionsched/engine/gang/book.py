@@ -1,6 +1,6 @@
 """Reservations that accumulate: room set aside for gangs at the heads of their queues.
 
-A gang (``AppSpec.gang``, docs/gangs.md) launches only when its driver (if it runs in the
+A gang (``AppSpec.gang``, docs/design/gangs.md) launches only when its driver (if it runs in the
 cluster) and its N executors are held for it at once. Until then, while it is the head of its
 leaf queue (the first queued app not held aside ``does_not_fit_now``), it *reserves*: every
 step, room of the cluster that is free (capacity less in-cluster drivers and the executors

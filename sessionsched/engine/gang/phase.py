@@ -1,6 +1,6 @@
 """The step's gang phase (``Scheduler.step``, after the timeouts, before admission): gangs
 whose timeout ran out are dealt with by their style, then the gangs at their queues' heads
-reserve what is free (``book.GangBook``, docs/gangs.md)."""
+reserve what is free (``book.GangBook``, docs/design/gangs.md)."""
 
 from __future__ import annotations
 

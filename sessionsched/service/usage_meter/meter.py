@@ -1,4 +1,4 @@
-"""Counting what each app uses, from the facts the cycle steps (docs/usage.md).
+"""Counting what each app uses, from the facts the cycle steps (docs/operator/usage.md).
 
 The cycle hands the meter the events the engine took and the decisions it gave; the meter
 changes only the apps they name (no scan of the books), on a thread of its own

@@ -1,5 +1,5 @@
-"""The agent protocol's server side (docs/agent-protocol.md), with the test playing the driver
-agent of two notebook sessions. The scheduler runs in-process on the memory cluster (its
+"""The agent protocol's server side (docs/design/agent-protocol.md), with the test playing the
+driver agent of two notebook sessions. The scheduler runs in-process on the memory cluster (its
 capacity: 4 cores); the sessions' executors are the ones the test reports.
 
 Each test runs twice: through the FastAPI application's routes, and whole as ``sessionsched

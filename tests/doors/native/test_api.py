@@ -1,4 +1,4 @@
-"""The native API (docs/api.md) in-process: submissions, their validation, priorities, kills,
+"""The native API (docs/user/api.md) in-process: submissions, their validation, priorities, kills,
 the audit trail. The cluster cannot be reached here, so nothing is admitted and queue positions
 stay put while we look at them."""
 

@@ -121,7 +121,7 @@ def test_health_queues_and_apps_in_priority_order_follow_a_priority_change(
     expect(cell(page, "queues", "root.etl", "policy")).to_have_text("priority")
     expect(cell(page, "queues", "root.etl", "pending")).to_have_text("2", timeout=WAIT_MS)
     expect(cell(page, "queues", "root.adhoc", "pending")).to_have_text("0")
-    # Usage by queue (docs/usage.md): two apps queued in root.etl, nothing held yet.
+    # Usage by queue (docs/operator/usage.md): two apps queued in root.etl, nothing held yet.
     expect(cell(page, "usage", "root.etl", "apps")).to_have_text("2", timeout=WAIT_MS)
     expect(cell(page, "usage", "root.etl", "held_core_s")).to_have_text("0")
     expect(page.locator("#usage td:first-child")).to_have_text(["root.etl"])

@@ -1,4 +1,4 @@
-"""Gangs in the engine (``engine.gang``, docs/gangs.md): a gang at its queue's head reserves
+"""Gangs in the engine (``engine.gang``, docs/design/gangs.md): a gang at its queue's head reserves
 room as it frees, nobody else is given it, it launches when its driver and N executors are
 covered (target N at once, N its floor), its timeout ends it (``hard``) or gives its room up
 (``soft``), and two gangs never deadlock each holding part of what they need.

@@ -24,7 +24,7 @@ removes the executor and fails its tasks; for an executor the app itself asked t
 reclaim) that word never comes (the master dropped the executor at the request: "Got status
 update for unknown executor" in its log), so Spark's records would run every killed executor
 and its task 5 s past its death, while its core already runs another app's executor
-(docs/usage.md, "Checked against Spark's own figures").
+(docs/operator/usage.md, "Checked against Spark's own figures").
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
     done = wait_until(lambda: finished(api, a), 120, "A to finish")
     assert (done.state.value, done.exit_code) == ("FINISHED", 0)
     assert "LINGER no executor left" in api.log(a, tail=400)  # Spark's timeout took them all
-    # Usage (docs/usage.md) agrees with what Spark's own records say of A's whole life (its
+    # Usage (docs/operator/usage.md) agrees with what Spark's own records say of A's whole life (its
     # event log): held, busy, idle and the task time lost to the kill, and the queue's figures
     # are its apps'.
     u, spark = usage_of(api, a), spark_usage(events, done.spark_app_id)
@@ -96,8 +96,8 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
 def assert_agrees(u: dict, spark: dict) -> None:
     """sessionsched's figures of an app within 10 % of Spark's, with no allowance for the
     reports' lag: the agent times its reports (the executors' registration and removal as its
-    driver has them, the look for idle flags; docs/usage.md), so the figures need none. Held
-    = busy + idle to the rounding of the three figures."""
+    driver has them, the look for idle flags; docs/operator/usage.md), so the figures need none.
+    Held = busy + idle to the rounding of the three figures."""
     assert u["held_core_s"] == pytest.approx(u["busy_core_s"] + u["idle_core_s"], abs=0.01)
     assert u["held_core_s"] == pytest.approx(spark["held_core_s"], rel=0.10)
     assert u["busy_core_s"] == pytest.approx(spark["task_s"], rel=0.10)

@@ -152,7 +152,7 @@ def test_a_plan_lowering_max_cores_takes_executors_back_and_raising_it_starts_th
         for app_id in (a, b):
             done = wait_until(lambda i=app_id: finished(api, i), 180, f"{app_id} to finish")
             assert (done.state.value, done.exit_code) == ("FINISHED", 0)
-        # The cut killed busy executors: counted as reclaimed (docs/usage.md).
+        # The cut killed busy executors: counted as reclaimed (docs/operator/usage.md).
         u = usage_of(api, a)
         assert u["reclaimed_executors"] >= A_TASKS - CAP and u["reclaimed_core_s"] > 0
         assert usage_of(api, b)["busy_core_s"] > 0  # B ran its tasks after the raise
