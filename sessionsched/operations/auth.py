@@ -1,4 +1,5 @@
-"""Who is asking, and may they (docs/operator/serving-a-team.md; IBM Conductor's role-based priorities).
+"""Who is asking, and may they (docs/operator/serving-a-team.md; role-based priorities as IBM
+Conductor has them).
 
 ``Gate`` answers both questions for the operations port (``port.Operations``), which every door
 calls:

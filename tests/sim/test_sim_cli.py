@@ -20,7 +20,7 @@ APP_KEYS = {
     "admitted",
     "first_executor",
     "finished",
-    "gang_ready",  # docs/design/gangs.md: when a gang's driver and N executors were held (null: never)
+    "gang_ready",  # when a gang's driver and N executors were held, null: never (docs/design/gangs.md)
     "usage",  # per app held/busy/idle/reclaimed core-seconds... (docs/operator/usage.md)
 }
 USAGE_KEYS = {
