@@ -101,7 +101,7 @@ CYCLE_S = 0.2
 # ``--usage-half-life S``: decayed fair share on the whole tree, apps of 20 users.
 HALF_LIFE_S: float | None = None
 USERS = 20
-# ``--gangs F``: the fraction of the apps that ask for a gang (docs/gangs.md).
+# ``--gangs F``: the fraction of the apps that ask for a gang (docs/design/gangs.md).
 GANGS = 0.0
 
 

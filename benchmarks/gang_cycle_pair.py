@@ -1,5 +1,5 @@
 """Gangs' cost in a cycle, paired: one workload without gangs and the same with a fraction of
-its apps in gangs, two engines stepped side by side, cycle by cycle (docs/gangs.md).
+its apps in gangs, two engines stepped side by side, cycle by cycle (docs/design/gangs.md).
 
 Not a test: it prints a table. Usage::
 

@@ -23,7 +23,7 @@ from ..config import STANDBY_NEEDS_POSTGRESQL, load_server_config
 # How long a thread holding the interpreter lock keeps it while another waits. A cycle's
 # CPU-bound step holds it; each of a read's hand-overs (socket, handler, answer) may wait this
 # long, 5 ms by default: 1 ms keeps reads short while cycles run
-# (docs/bounded-cycles.md).
+# (docs/design/bounded-cycles.md).
 SWITCH_INTERVAL_S = 0.001
 # uvicorn.run's exit code when the server could not start (a port in use, say)
 STARTUP_FAILURE = 3

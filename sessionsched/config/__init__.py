@@ -59,7 +59,7 @@ STANDBY_NEEDS_POSTGRESQL = ("server.standby: a standby needs a PostgreSQL store 
 
 
 class ServerConfig(Strict):
-    """The server's YAML file (README, "Configuration reference")."""
+    """The server's YAML file (docs/operator/configuration.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

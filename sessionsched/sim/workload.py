@@ -1,4 +1,4 @@
-"""Simulator workload YAML -> validated, typed workload (README, "Simulator").
+"""Simulator workload YAML -> validated, typed workload (docs/operator/simulator.md).
 
 ```yaml
 cluster: {cores: 64, memory: 256g, workers: 1, driver_slots: 8, driver_start_s: 5,

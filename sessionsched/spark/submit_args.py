@@ -300,7 +300,7 @@ def effective_properties(
     return merged
 
 
-# --- the properties the scheduler acts on (README, "Submit") -----------------------------------
+# --- the properties the scheduler acts on (docs/user/submit.md) -----------------------------------
 
 
 @dataclass(frozen=True)

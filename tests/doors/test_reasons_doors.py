@@ -1,4 +1,4 @@
-"""A waiting app's reason code and sentence on every door (docs/reasons.md): the native API
+"""A waiting app's reason code and sentence on every door (docs/user/reasons.md): the native API
 (app and queue), Spark REST status, Livy's batch (beside ``schedulerReason`` and in
 ``appInfo``) and the ``sessionsched_waiting_apps`` gauge - the real service on the memory
 cluster, stepped by hand."""

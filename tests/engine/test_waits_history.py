@@ -1,4 +1,4 @@
-"""Every waiting app's reason is true at every step of random histories (docs/reasons.md).
+"""Every waiting app's reason is true at every step of random histories (docs/user/reasons.md).
 
 Seeded histories of many steps over a tree with every admission mode and policy: submissions,
 priority changes, demand, drivers reported up, executors started and idled (``Cluster`` of

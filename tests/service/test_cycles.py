@@ -138,7 +138,7 @@ def test_health_is_degraded_while_the_cluster_offers_no_cores(stepped, cluster):
         assert (health["status"], health["cluster"]) == ("ok", "cluster reachable")
 
 
-# --- the cycle's own costs (docs/bounded-cycles.md: the server's cycle) ------------------------
+# --- the cycle's own costs (docs/design/bounded-cycles.md: the server's cycle) -----------------
 
 
 def test_each_phase_of_a_cycle_is_timed_and_exported(stepped):

@@ -1,4 +1,4 @@
-"""Node sorting through the service (docs/placement.md): a queue's ``node_sort`` reaches the
+"""Node sorting through the service (docs/design/placement.md): a queue's ``node_sort`` reaches the
 backend on each launch (``Launch.node_sort``), and the memory cluster places the app's
 executors by it. The real service on a memory cluster of 2 workers of 4 cores/8g, stepped by
 hand."""

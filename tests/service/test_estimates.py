@@ -1,5 +1,5 @@
-"""Estimated starts and counter-offers (docs/estimates.md), on the service stepped by hand on the
-memory cluster (``stepped_service``): the estimator is run by the test (``refresh()``, in
+"""Estimated starts and counter-offers (docs/design/estimates.md), on the service stepped by hand
+on the memory cluster (``stepped_service``): the estimator is run by the test (``refresh()``, in
 process), as the server's background job runs it every ``server.estimate_s`` (in a process of
 its own there: tests/commands/test_cli_estimates.py)."""
 

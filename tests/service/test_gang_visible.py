@@ -1,4 +1,4 @@
-"""A gang's reservation is visible where a waiting app is (docs/gangs.md): the app object's
+"""A gang's reservation is visible where a waiting app is (docs/design/gangs.md): the app object's
 ``gang`` (native API, ``status``), the apps table's GANG column, and
 ``sessionsched_gang_reserved_cores{queue}`` -- all read through ``EngineView.reservation``, the
 service stepped by hand on a 4-core memory cluster (``stepped_service.py``)."""

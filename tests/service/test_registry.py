@@ -1,5 +1,5 @@
 """AcceptedApps by queue: one queue's list copies only that queue's apps (a cycle's work
-follows what changed, docs/bounded-cycles.md)."""
+follows what changed, docs/design/bounded-cycles.md)."""
 
 import pytest
 

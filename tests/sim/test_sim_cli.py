@@ -20,7 +20,8 @@ APP_KEYS = {
     "admitted",
     "first_executor",
     "finished",
-    "gang_ready",  # when a gang's driver and N executors were held, null: never (docs/design/gangs.md)
+    # when a gang's driver and N executors were held, null: never (docs/design/gangs.md)
+    "gang_ready",
     "usage",  # per app held/busy/idle/reclaimed core-seconds... (docs/operator/usage.md)
 }
 USAGE_KEYS = {
@@ -66,7 +67,7 @@ def test_json_has_exactly_the_designed_keys(tmp_path):
 
 
 def test_json_to_stdout(capsys):
-    assert main(["simulate", str(EXAMPLES / "seed000-stateaware.yaml"), "--json", "-"]) == 0
+    assert main(["simulate", str(EXAMPLES / "stateaware-example.yaml"), "--json", "-"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert [a["name"] for a in r["apps"]] == ["App1", "App2"]
 

@@ -219,7 +219,7 @@ def test_a_launch_wait_reads_back_and_an_older_database_gets_its_column(store_ur
 
 
 def test_usage_reads_back_by_window_and_an_older_database_gets_its_column(store_url, store):
-    """The apps' ``usage`` column (docs/usage.md) on a database made before it, and
+    """The apps' ``usage`` column (docs/operator/usage.md) on a database made before it, and
     ``usage_rows``: the apps in the books at some time in [since, until)."""
     with store.engine.begin() as c:
         c.execute(text("ALTER TABLE apps DROP COLUMN usage"))

@@ -2,7 +2,7 @@
 
 It is NOT a kube-apiserver. It keeps core/v1 objects in memory and answers the requests real
 Spark 4.0.1 (fabric8) and the official ``kubernetes`` Python client make, as
-``tests/kubernetes/test_spark_submit.py`` runs them:
+``tests/backends/kubernetes/test_spark_submit.py`` runs them:
 
 * objects: pods, services, configmaps, secrets, persistentvolumeclaims (namespaced) and nodes;
   each created object gets ``metadata.uid``, ``resourceVersion`` (one global counter, as etcd's

@@ -19,7 +19,7 @@ APP_KEYS = {
     "started_at", "first_executor_at", "finished_at", "exit_code", "executors", "target",
     "demand", "spark_app_id", "kind", "reason", "reason_code", "warnings", "estimated_start",
     "counter_offer",
-    "gang",  # the gang it asked for and its reservation (null: not a gang; docs/gangs.md)
+    "gang",  # the gang it asked for and its reservation (null: not a gang; docs/design/gangs.md)
 }
 
 

@@ -1,5 +1,6 @@
 """GreedyLeaf: fifo and priority kept up to date give the from-scratch policy's results, and
-walk only where results move (a cycle's work follows what changed: docs/bounded-cycles.md)."""
+walk only where results move (a cycle's work follows what changed:
+docs/design/bounded-cycles.md)."""
 
 import random
 

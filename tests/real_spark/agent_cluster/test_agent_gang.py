@@ -1,4 +1,5 @@
-"""Gangs on a real cluster (docs/gangs.md): a PySpark app whose barrier stage needs 4 tasks at once
+"""Gangs on a real cluster (docs/design/gangs.md): a PySpark app whose barrier stage needs 4
+tasks at once
 (``apps/barrier_job.py``), through the real submit path on the agent tests' 6-core cluster
 (``conftest.py``), in ``root.prio`` (priority policy, reclaim_timeout 0, stateaware).
 
