@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.client.cli_helpers import run_cli
+from tests.support.cli_helpers import run_cli
 
 from sessionsched.spark.submit_args import SparkArgsError, read_properties_file
 
