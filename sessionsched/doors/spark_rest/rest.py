@@ -157,8 +157,8 @@ class SparkRest:
             return error(out.message, out.status or STATUS[out.kind], success=False)
         stored, unknown = out.value
         message = f"Driver successfully submitted as {stored.id}"
-        if stored.warnings:
-            message += ". Warning: " + "; ".join(stored.warnings)
+        if warnings := stored.submission.warnings:
+            message += ". Warning: " + "; ".join(warnings)
         answer = {"action": "CreateSubmissionResponse", "message": message,
                   "serverSparkVersion": SPARK_VERSION, "submissionId": stored.id,
                   "success": True}
