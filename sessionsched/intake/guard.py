@@ -8,7 +8,7 @@
   when that is set;
 - ``RateLimit``: submissions per user per minute (429 with ``Retry-After``).
 
-The request body limit in front of every door is ``doors/common/asgi.BodyLimit``; the token
+The request body limit applied to every door is ``doors/common/asgi.BodyLimit``; the token
 property taken out of a submission, ``operations/callers.strip_token``.
 
 Every refusal is a ``Refused`` with one line naming the problem.
