@@ -10,9 +10,10 @@ SUDO := $$( [ "$$(id -u)" = 0 ] || echo sudo )
 
 # The project with pip (pyspark is a source package: pip keeps the wheel it builds and reuses
 # it; uv rebuilt it on every install here, a new 0.5-1.3 GB copy in its cache each time). The
-# Airflow virtualenv of the door tests is installed with uv (tests/doors/airflow_venv.py): its
-# wheels are cached, ~15 s where pip took ~90 s. uv reads neither pip.conf nor, unless told,
-# the platform's CA store, where a machine behind a TLS-intercepting proxy keeps the proxy's CA.
+# Airflow virtualenv of the real clients' tests is installed with uv
+# (tests/real_spark/clients/airflow_venv.py): its wheels are cached, ~15 s where pip took ~90 s.
+# uv reads neither pip.conf nor, unless told, the platform's CA store, where a machine behind a
+# TLS-intercepting proxy keeps the proxy's CA.
 export UV_SYSTEM_CERTS := true
 
 # The project's own modules are byte-compiled here, as pip does the installed packages': where
@@ -55,11 +56,12 @@ postgresql: | /usr/bin/openssl
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql'
 
 
-# Airflow (the door tests run its real Spark and Livy clients) in a virtualenv of its own:
+# Airflow (the real clients' tests run its Spark and Livy clients) in a virtualenv of its own:
 # its pins conflict with ours. Kept between runs; rebuilt only when missing or when
-# tests/doors/airflow-requirements.txt changes (with uv: seconds once its cache is warm).
+# tests/real_spark/clients/airflow-requirements.txt changes (with uv: seconds once its cache is
+# warm).
 airflow-venv: install
-	$(PY) -m tests.doors.airflow_venv
+	$(PY) -m tests.real_spark.clients.airflow_venv
 
 # The class-data-sharing archive of Spark's classes every JVM of the tests maps
 # (tests/jvm_archive.py): built once per machine, Spark and JDK into ~/.cache/sessionsched
@@ -69,11 +71,12 @@ airflow-venv: install
 jvm-archive: install
 	$(PY) -m tests.jvm_archive
 
-# The container tests (tests/containers) build the images and run docker/compose.yaml: they
-# need a running Docker daemon, Debian's compose (to resolve the compose file) and debootstrap
-# (the base image is made locally: no image registry is reachable). Installed when missing, and
-# dockerd started when none answers (in the background, logging to /var/log/dockerd.log; it
-# keeps running after the tests, for the next run's image cache), as root or through sudo.
+# The container tests (tests/real_spark/containers) build the images and run
+# docker/compose.yaml: they need a running Docker daemon, Debian's compose (to resolve the compose
+# file) and debootstrap (the base image is made locally: no image registry is reachable).
+# Installed when missing, and dockerd started when none answers (in the background, logging to
+# /var/log/dockerd.log; it keeps running after the tests, for the next run's image cache), as
+# root or through sudo.
 # When neither is possible: one line saying so, and the rest of the suite runs (the container
 # tests then fail with a line of their own).
 docker-daemon: | postgresql
@@ -81,7 +84,7 @@ docker-daemon: | postgresql
 	    && command -v debootstrap >/dev/null; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as=sudo; else \
 	  echo "make: Docker is not set up (a running daemon, docker-compose, debootstrap) and" \
-	    "this is neither root nor sudo: tests/containers will fail" >&2; exit 0; fi; \
+	    "this is neither root nor sudo: tests/real_spark/containers will fail" >&2; exit 0; fi; \
 	if ! command -v dockerd >/dev/null || ! command -v docker-compose >/dev/null \
 	    || ! command -v debootstrap >/dev/null; then \
 	  $$as sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive \

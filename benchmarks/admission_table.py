@@ -1,6 +1,6 @@
 """Every workload under every admission mode: makespan, utilisation, deadlocks.
 
-Not a test: it prints a table (``--markdown`` for docs/admission.md). Usage::
+Not a test: it prints a table (``--markdown`` for docs/design/admission.md). Usage::
 
     .venv/bin/python benchmarks/admission_table.py                 # examples/workloads/*.yaml
     .venv/bin/python benchmarks/admission_table.py --markdown

@@ -6,8 +6,8 @@ itself cost.
     .venv/bin/python benchmarks/agent_load.py [--agents 300,1000] [--protocol change|beat]
         [--keepalive 10] [--submit-hz 10] [--status-hz 10] [--duration 60] [--warmup 10]
 
-``--protocol change`` (the default; docs/agent-protocol.md): each agent looks at its facts once
-a second and reports (``/api/v1/agent/heartbeat``) only when they changed or a keep-alive is
+``--protocol change`` (the default; docs/design/agent-protocol.md): each agent looks at its facts
+once a second and reports (``/api/v1/agent/heartbeat``) only when they changed or a keep-alive is
 due, and keeps one watch (``/api/v1/agent/watch``) open on a second connection, asked again as
 soon as it is answered. ``beat``: the old protocol, a heartbeat every second. ``--agents``
 takes a comma-separated list: one run, on a server of its own, per count.

@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from sessionsched.backends.local import port_picker  # noqa: E402
 from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
-from tests.doors.connect_standin import standin_driver  # noqa: E402
+from tests.doors.connect.connect_standin import standin_driver  # noqa: E402
 
 CONFIG = "/spark.connect.SparkConnectService/Config"
 # the connection string's extra parameters as pyspark sends them (gRPC metadata); the memory

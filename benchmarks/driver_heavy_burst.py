@@ -1,4 +1,4 @@
-"""Issue 24's driver-heavy burst: the default admission mode against ``reserve``.
+"""A driver-heavy burst (burst-driver-heavy.yaml): the default admission mode against ``reserve``.
 
 Not a test: it prints a table. Usage::
 

@@ -37,16 +37,16 @@ Scenarios (the ``scenario`` column):
     (``engine.placement``); every 5th cycle a worker is lost or comes back, so the claims
     the cut binds are looked at again.
 
-``--gangs F`` (issue 22): a fraction F of the apps, running and queued, ask for a gang
-(docs/gangs.md) of 2, 4 or 8 executors (no more than their maxExecutors), half of them
+``--gangs F``: a fraction F of the apps, running and queued, ask for a gang
+(docs/design/gangs.md) of 2, 4 or 8 executors (no more than their maxExecutors), half of them
 ``hard``; a queued gang at the head of its queue reserves what frees, a running one keeps its
 executors as its floor. Which apps are gangs is drawn apart from the rest, so a run with
 ``--gangs`` plays the same workload as one without; ``gang_cycle_pair.py`` steps the two side
 by side to compare them.
 
 Only ``step`` is timed; the harness that plays the cluster is not. Targets: at most 50 ms per
-cycle at 10k running + 100k queued on a 2-core machine, growing no worse than n log n (issue
-2); every cycle, the burst's included, at most 100 ms (issue 14).
+cycle at 10k running + 100k queued on a 2-core machine, growing no worse than n log n;
+every cycle, the burst's included, at most 100 ms.
 """
 
 from __future__ import annotations
@@ -98,10 +98,10 @@ from sessionsched.model import (  # noqa: E402
 PARENTS = 10
 LEAVES = 10
 CYCLE_S = 0.2
-# ``--usage-half-life S``: decayed fair share on the whole tree (issue 25), apps of 20 users.
+# ``--usage-half-life S``: decayed fair share on the whole tree, apps of 20 users.
 HALF_LIFE_S: float | None = None
 USERS = 20
-# ``--gangs F``: the fraction of the apps that ask for a gang (issue 22).
+# ``--gangs F``: the fraction of the apps that ask for a gang (docs/design/gangs.md).
 GANGS = 0.0
 
 

@@ -1,5 +1,5 @@
 """How good are the estimated starts? Recurring workloads replayed through the simulator, each
-app's estimate made when it is submitted compared with when it actually started (issue 23:
+app's estimate made when it is submitted compared with when it actually started (target:
 p50 of |estimate - actual| <= 20 % of the wait on recurring workloads).
 
 Not a test: it prints tables. Usage::

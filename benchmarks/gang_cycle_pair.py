@@ -1,5 +1,5 @@
 """Gangs' cost in a cycle, paired: one workload without gangs and the same with a fraction of
-its apps in gangs, two engines stepped side by side, cycle by cycle (issue 22).
+its apps in gangs, two engines stepped side by side, cycle by cycle (docs/design/gangs.md).
 
 Not a test: it prints a table. Usage::
 
@@ -15,7 +15,7 @@ draws (``engine_cycle.Workload`` draws which apps are gangs from a generator of 
 they part only where the gangs make the engine decide otherwise (gang heads hold their
 queues, so fewer drivers launch).
 
-Each step's CPU is its thread's (``time.thread_time``); after each, ``gcpace.between_cycles``
+Each step's CPU is its thread's (``time.thread_time``); after each, ``gc_pacer.between_cycles``
 runs outside the timing, as the server's cycle loop does it (``service/cycle.py``), so a
 collection the other engine's garbage triggers is not counted in this one's step. Columns:
 CPU ms p50 and mean per cycle of each; ``ratio p50``: the median over the cycles of with /
@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_cycle import QUICK_ROWS, SCENARIOS, Bench  # noqa: E402
 
-from sessionsched import gcpace  # noqa: E402
 from sessionsched.engine.events import LaunchDriver  # noqa: E402
+from sessionsched.runtime import gc_pacer  # noqa: E402
 
 
-def pair(pacer: gcpace.GcPacer, scenario: str, running: int, queued: int, cycles: int,
+def pair(pacer: gc_pacer.GcPacer, scenario: str, running: int, queued: int, cycles: int,
          gangs: float) -> dict:
     plain = Bench(running, queued, scenario, gangs=0.0)
     ganged = Bench(running, queued, scenario, gangs=gangs)
@@ -73,7 +73,7 @@ def main() -> None:
             f"{'launched':>13}")
     print(head)
     print("-" * len(head))
-    with gcpace.GcPacer() as pacer:
+    with gc_pacer.GcPacer() as pacer:
         for scenario, n in rows:
             r = pair(pacer, scenario, n, args.queued, args.cycles, args.gangs)
             plain, ganged = r["cpu"]["plain"], r["cpu"]["ganged"]

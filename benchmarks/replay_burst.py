@@ -1,5 +1,5 @@
 """Busy steps of ``simulate_scale``'s burst, recorded once and replayed: compare two trees'
-CPU per step on a loaded machine, and prove that they decide the same (issue 24, item 2).
+CPU per step on a loaded machine, and prove that they decide the same.
 
 Not a test. One run of ``simulate_scale.py`` moves by 15-30 % with the machine's load, which
 hides a 10 % cut; this records the engine's input (each step's ``now`` and events, and a hash
@@ -13,7 +13,7 @@ replayed step's decisions are compared with the recorded hash. Usage::
 
 (``--tree``: the tree whose engine records; a checkout made with ``git archive``.) Under
 ``valgrind --tool=callgrind`` a replay also gives instruction counts, which do not move with
-the load at all (docs/bounded-cycles.md: how they were counted).
+the load at all (docs/design/bounded-cycles.md: how they were counted).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def replay(path: Path, times: int) -> None:
     many steps decided otherwise than recorded."""
     from sessionsched.engine import Scheduler
     from sessionsched.engine.budget import CycleBudget
-    from sessionsched.gcpace import GcPacer
+    from sessionsched.runtime.gc_pacer import GcPacer
 
     data = pickle.loads(path.read_bytes())
     pacer = GcPacer().install()

@@ -15,7 +15,7 @@ Each cycle's wall time (``perf_counter``, commits included: the store's writer t
 fsync) and the cycle thread's CPU time (``thread_time``) are reported, for the cycles that
 launched drivers and for the rest, as p50 / p99 / max; as in the server's
 ``sessionsched_cycle_seconds``, without the collector's pass between cycles
-(``gcpace.between_cycles``), which has its own row.
+(``gc_pacer.between_cycles``), which has its own row.
 
     .venv/bin/python benchmarks/serve_cycle.py [--apps 10000] [--seconds 120] [--profile]
 """
@@ -37,11 +37,11 @@ from pathlib import Path
 from service_throughput import busy_body, busy_config  # benchmarks/, beside this script
 
 import sessionsched
-from sessionsched import gcpace
 from sessionsched.backends import create_backend
 from sessionsched.config import ServerConfig, parse_model
 from sessionsched.engine.events import LaunchDriver
 from sessionsched.intake import new_apps
+from sessionsched.runtime import gc_pacer
 from sessionsched.service.service import Service
 
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     clock = Clock()
     launched_in: list[int] = []
     with tempfile.TemporaryDirectory(prefix="sessionsched-servecycle-") as tmp, \
-            gcpace.GcPacer():
+            gc_pacer.GcPacer():
         conf = config(args.apps, Path(tmp))
         service = Service(conf, create_backend(conf), clock=clock)
         service.start(run_cycles=False)
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 batches[1].append(1000 * (time.thread_time() - c0))
 
             service.writer._commit = timed_commit
-            between = gcpace.between_cycles
+            between = gc_pacer.between_cycles
             gc_pass: list[tuple[float, float]] = []
 
             def timed_between() -> None:  # not part of a cycle's time (as in the server's metric)
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 gc_pass.append((1000 * (time.perf_counter() - w0),
                                 1000 * (time.thread_time() - c0)))
 
-            gcpace.between_cycles = timed_between
+            gc_pacer.between_cycles = timed_between
             gc_rows: tuple[list[float], list[float]] = ([], [])
             rows: dict[str, tuple[list[float], list[float]]] = {
                 "launching": ([], []), "not launching": ([], []),
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         print(row(label, w, c))
     print(row("all", rows["launching"][0] + rows["not launching"][0],
               rows["launching"][1] + rows["not launching"][1]))
-    print(row("GC between cycles (gcpace)", *gc_rows))
+    print(row("GC between cycles (gc_pacer)", *gc_rows))
     print(row("store writer's transactions", *batches))
     print("phases of the launching cycles (server.cycle.PHASES):")
     for phase, (w, c) in phases.items():

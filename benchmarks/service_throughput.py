@@ -315,7 +315,7 @@ def serve(config: dict, path: Path, log: Path) -> Proc:
     return proc
 
 
-# --- reads while cycles work (issue 14) ------------------------------------------------------
+# --- reads while cycles work ------------------------------------------------------------------
 
 BUSY_LEAVES = [f"root.p{p}.l{q}" for p in range(10) for q in range(10)]
 
@@ -593,7 +593,7 @@ def main_busy(args: argparse.Namespace) -> int:
                 proc.stop()
     print_rows(rows)
     print(f"{os.cpu_count()} cores; 1-minute load average {load_before:.1f} before the run, "
-          f"{os.getloadavg()[0]:.1f} after. Target (issue 14): status and list p99 <= 20 ms.")
+          f"{os.getloadavg()[0]:.1f} after. Target: status and list p99 <= 20 ms.")
     return 0
 
 

@@ -1,5 +1,5 @@
 """The simulator at scale: 20,000 apps over 100 queues, half running and half queued, and
-what each engine cycle costs (issue 14: every cycle <= 100 ms, p50 <= 10 ms, burst included).
+what each engine cycle costs (target: every cycle <= 100 ms, p50 <= 10 ms, burst included).
 
 Not a test: it prints one table. Usage::
 
@@ -10,7 +10,7 @@ Not a test: it prints one table. Usage::
 
 The workload: 10 parents x 10 leaves, policies mixed, every leaf in the ``demand`` admission
 mode (the default; ``--admission mixed``: ``none``, ``reserve`` and ``stateaware`` mixed, as
-before issue 14's ``demand``), each leaf capped at ``--apps / 200`` running apps by
+before ``demand`` was the default), each leaf capped at ``--apps / 200`` running apps by
 ``max_running_apps``.
 Every app is submitted at t=0 (the burst): half of them may start at once, the other half stay
 queued until running apps finish (tasks of 60-300 s), so later cycles admit as apps end. The
@@ -20,11 +20,11 @@ back by capacity: the first cycles have to admit and place 10,000 apps.
 The figures are the simulator's own timing of ``Scheduler.step`` (``engine.cycle_ms``) and the
 step's CPU time, for the whole run, the burst (the first 60 cycles) and the steady part after
 it, and the *busy* cycles - every cycle that launched a full admission slice, the burst's
-cycles wherever they fall (issue 24: p50 <= 25 ms, max <= 100 ms) -, with the full
+cycles wherever they fall (target: p50 <= 25 ms, max <= 100 ms) -, with the full
 garbage-collector passes that fell inside steps; plus each admitted app's
 admission latency (admitted - submitted, virtual seconds): the cost, in admission latency, of
-bounding each cycle's work. The process runs with ``sessionsched.gcpace.GcPacer`` installed,
-as ``sessionsched simulate`` and ``serve`` do (``--no-gc-pacer``: without it).
+bounding each cycle's work. The process runs with ``sessionsched.runtime.gc_pacer.GcPacer``
+installed, as ``sessionsched simulate`` and ``serve`` do (``--no-gc-pacer``: without it).
 """
 
 from __future__ import annotations
@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sessionsched.engine import Scheduler  # noqa: E402
 
 try:
-    from sessionsched.gcpace import GcPacer
+    from sessionsched.runtime.gc_pacer import GcPacer
 except ImportError:  # a tree from before the pacer (for the "before" figures)
     GcPacer = None
 
 try:
     from sessionsched.engine.budget import CycleBudget
-except ImportError:  # a tree from before issue 14: no slices (for the "before" figures)
+except ImportError:  # a tree from before the cycle budget: no slices ("before" figures)
     CycleBudget = None
 from sessionsched.sim.simulator import Simulator  # noqa: E402
 from sessionsched.sim.workload import WorkloadConfig, to_workload  # noqa: E402
@@ -121,7 +121,7 @@ def main() -> None:
                     help="every leaf's admission mode, or 'mixed' (none/reserve/stateaware)")
     ap.add_argument("--no-gc-pacer", action="store_true", help="run without GcPacer")
     ap.add_argument("--admit-slice", type=int, default=CycleBudget and CycleBudget().admit,
-                    help="apps admitted per step (0: no slice, as before issue 14)")
+                    help="apps admitted per step (0: no slice, as before the cycle budget)")
     ap.add_argument("--event-slice", type=int, default=CycleBudget and CycleBudget().events,
                     help="submissions handed to one step (0: all of them)")
     args = ap.parse_args()

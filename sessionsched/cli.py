@@ -17,7 +17,7 @@ import argparse
 import importlib
 import sys
 
-# module -> the commands it adds; the order is the order in --help (tests/client/test_cli_lazy.py
+# module -> the commands it adds; the order is the order in --help (tests/commands/test_cli_lazy.py
 # checks that each module adds exactly these).
 COMMANDS: dict[str, tuple[str, ...]] = {
     "demo": ("demo",), "serve": ("serve",), "submit": ("submit",),

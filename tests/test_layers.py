@@ -22,13 +22,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sessionsched"
 # Lowest first. Units in one tuple are one layer, and may import each other except where
 # SIBLINGS_APART says otherwise.
 LAYERS: list[tuple[str, ...]] = [
-    ("model", "cron", "tokens", "gcpace", "text", "usage"),
-    ("sparkargs", "config", "gang"),
+    ("model", "runtime"),
+    ("spark", "config"),
     ("engine",),
     ("store",),
-    # The driver's side: the agent inside a Spark driver, the HTTP client, the notebook API.
+    # The driver's side: the agent inside a Spark driver, the HTTP client, then the programs
+    # that run as a driver (the notebook API, Livy's REPL, the Connect server).
     ("agent", "client"),
-    ("notebook", "livy_repl", "connect_driver"),
+    ("drivers",),
     ("backends",),
     ("sim",),
     ("intake",),
@@ -45,6 +46,13 @@ SIBLINGS_APART = {"doors.native", "doors.spark_rest", "doors.livy", "doors.stand
 # vocabulary (model, config, store records for their answers), never the service's parts.
 DOORS_MAY_NOT_IMPORT = {"service", "engine", "backends", "intake"}
 
+
+# The package's top holds only these modules; everything else lives in a unit named for what
+# it holds. ``model`` (the shared vocabulary) is a package, so no module file of that name.
+TOP_MODULES = {
+    "__init__",  # the package itself: ``sessionsched.session`` and the version
+    "cli",  # the ``sessionsched`` console script's entry point (pyproject.toml names it)
+}
 
 MAX_MODULE_LINES = 400
 MAX_FOLDER_MODULES = 20
@@ -118,6 +126,11 @@ def test_no_upward_import_no_door_to_door():
     assert not found, f"imports against the layers (importer, imported): {sorted(found)}"
 
 
+def test_the_top_holds_only_the_entry_points():
+    found = {p.stem for p in PACKAGE.glob("*.py")} - TOP_MODULES
+    assert not found, f"modules at the package's top, not in a unit: {sorted(found)}"
+
+
 def long_modules() -> set[str]:
     return {
         str(path.relative_to(PACKAGE))
@@ -136,3 +149,57 @@ def test_no_module_over_the_limit():
 def test_no_folder_over_the_limit(folder: Path):
     count = len(list(folder.glob("*.py")))
     assert count <= MAX_FOLDER_MODULES, f"{folder} holds {count} modules"
+
+
+# --- tests/ mirrors the package --------------------------------------------------------------
+# A package's tests are in tests/ at the package's own path (sessionsched/engine/gang: in
+# tests/engine/gang), so whoever changes a package finds its tests there. Outside the mirror:
+# the suites that run real Spark across every layer (tests/real_spark: its __init__.py says
+# why) and the helpers several folders share (tests/support); at the top, the checks of the
+# whole repository (this file) and the suite's own machinery. A package without tests of its
+# own is fine; a folder of tests without its package is not.
+
+TESTS = Path(__file__).resolve().parent
+OUTSIDE_THE_MIRROR = {"real_spark", "support"}
+
+
+def mirrored_folders() -> list[Path]:
+    """Every folder of tests/ holding a file (a folder left with only ``__pycache__`` is none),
+    but those outside the mirror; relative to tests/."""
+    folders = set()
+    for path in TESTS.rglob("*"):
+        parts = path.relative_to(TESTS).parts
+        if path.is_file() and "__pycache__" not in parts and parts[0] not in OUTSIDE_THE_MIRROR:
+            folders.update(Path(*parts[:n]) for n in range(1, len(parts)))
+    return sorted(folders)
+
+
+def test_every_tests_folder_is_a_package_folder():
+    found = [f"tests/{f.as_posix()}" for f in mirrored_folders()
+             if not (PACKAGE / f / "__init__.py").is_file()]
+    assert not found, (f"tests folders with no package folder of that path in sessionsched/: "
+                       f"{', '.join(found)} (tests go where their package is)")
+
+
+def test_every_test_module_is_where_its_package_is():
+    found = []
+    for module in sorted(TESTS.rglob("test_*.py")):
+        folder = module.parent.relative_to(TESTS)
+        if not folder.parts or folder.parts[0] == "real_spark":
+            continue  # a check of the whole repository, or a suite across the layers
+        if folder.parts[0] == "support" or not (PACKAGE / folder / "__init__.py").is_file():
+            found.append(f"tests/{module.relative_to(TESTS).as_posix()}")
+    assert not found, (f"test modules in no package's folder (tests/support holds helpers "
+                       f"only): {', '.join(found)}")
+
+
+def test_no_two_test_modules_share_a_name_pytest_imports_them_by():
+    """In a folder without __init__.py, pytest imports a module by its file name alone: two
+    such files of one name clash (``import file mismatch``) wherever they are."""
+    seen: dict[str, list[str]] = {}
+    for module in sorted(TESTS.rglob("*.py")):
+        if (module.parent / "__init__.py").exists() or module.name == "conftest.py":
+            continue
+        seen.setdefault(module.stem, []).append(f"tests/{module.relative_to(TESTS).as_posix()}")
+    clashes = [" and ".join(paths) for paths in seen.values() if len(paths) > 1]
+    assert not clashes, f"modules pytest imports under one name (rename one): {'; '.join(clashes)}"

@@ -8,8 +8,8 @@ Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
   4. re-asserts the cap and runs due reclaim work (decommission deadlines, idle releases) --
      this step also runs while the server is unreachable.
 
-Change-driven (when the server's answers carry ``keepalive_s``; docs/agent-protocol.md): step 2
-sends the facts only when they differ from the last ones sent (the demand, the executors,
+Change-driven (when the server's answers carry ``keepalive_s``; docs/design/agent-protocol.md): step
+2 sends the facts only when they differ from the last ones sent (the demand, the executors,
 their idle flags, a removal time to tell) or a keep-alive is due, and decisions come by the
 watch (``watch.Watch``: one request held open until the scheduler changes what the app is
 told), which wakes the loop. Its
@@ -20,7 +20,7 @@ heartbeats every ``heartbeat_s`` and never watches, as before.
 A task's start or end is not left waiting for the next heartbeat: the loop reads the demand
 and the running tasks alone every ``TICK_S`` (two py4j calls) and looks at once when either
 moved: a changed demand is reported at once, a changed flag is timed to a tick
-(docs/usage.md). On the old
+(docs/operator/usage.md). On the old
 protocol it then asks again ``FOLLOW_UP_S`` later -- the server decides in its next cycle,
 after it answered the report, and the follow-up fetches that decision; a watching agent is
 told by its watch as soon as the cycle decided (benchmarks/agent_latency.py).
@@ -265,7 +265,7 @@ class Agent:
         agent killed (leaving); for each executor gone since the last report, when it left:
         its driver's removal time (Spark's own, from the status store), else this look. One
         this agent killed is reported removed once its driver removed it, with that time: it
-        held its core, and ran its task, until its process died (docs/usage.md)."""
+        held its core, and ran its task, until its process died (docs/operator/usage.md)."""
         driver_lists = {e.executor_id for e in facts.executors}
         if self.reclaim.killed:
             facts = SparkFacts(facts.demand, facts.pending_tasks, facts.running_tasks, tuple(

@@ -89,7 +89,7 @@ def wrap_argv(argv: Sequence[str]) -> tuple[str, ...]:
     """spark-submit arguments with the bootstrap as the application file and the user's
     Python file as its first argument. Non-Python apps (JVM) come back unchanged: they get
     admission control and a static cap only."""
-    from ..sparkargs import parse_spark_submit
+    from ..spark.submit_args import parse_spark_submit
 
     args = parse_spark_submit(list(argv))
     if not args.is_python:

@@ -1,5 +1,5 @@
-"""The agent's side of the wire protocol (``docs/agent-protocol.md``): bodies it sends and the
-answer it reads. Plain data, standard library only.
+"""The agent's side of the wire protocol (``docs/design/agent-protocol.md``): bodies it sends and
+the answer it reads. Plain data, standard library only.
 
 Reading an answer is lenient: a field the server leaves out takes its default, so a newer
 server can add fields and an older one can omit them without breaking a running app. An answer

@@ -1,7 +1,7 @@
 """Carrying out the scheduler's reclaim orders inside the driver. No policy: the scheduler chose
 the executors and the mode; this module only does it, once, and keeps at it until done.
 
-Modes (``docs/agent-protocol.md``):
+Modes (``docs/design/agent-protocol.md``):
   * ``kill``: kill now, even busy (running tasks are retried on other executors).
   * ``decommission``: graceful decommission now; any executor still alive at ``deadline`` is
     killed then -- by this agent, so a deadline holds while the server is unreachable.

@@ -4,8 +4,7 @@ The agent's only contact with Spark. It reports facts (demand, executors) and ca
 three kinds of action (a cap, kills, decommissions); it decides nothing.
 
 Spark internals used, all reached from the driver's Python over py4j (Scala ``private[spark]``
-members are public in bytecode). Measured on Spark 4.0.1; the same members exist in 4.3.0
-(see ``reference/spark-executor-control.md``):
+members are public in bytecode). Measured on Spark 4.0.1; the same members exist in 4.3.0:
 
 * ``SparkContext.executorAllocationManager()`` -- the dynamic-allocation manager (``None`` when
   dynamic allocation is off). Demand comes from its ``maxNumExecutorsNeededPerResourceProfile(0)``
@@ -26,7 +25,7 @@ members are public in bytecode). Measured on Spark 4.0.1; the same members exist
   allocation is on, so the backend is called directly.
 * ``SparkContext.statusStore().executorSummary(id).removeTime()``: when the driver removed an
   executor (the time its ``SparkListenerExecutorRemoved`` carries, the event log's too), read
-  once per executor the agent finds gone, for the usage figures (docs/usage.md). The status
+  once per executor the agent finds gone, for the usage figures (docs/operator/usage.md). The status
   store learns it from the listener bus a moment after the removal: not there yet is None.
 * ``org.apache.spark.api.python.PythonUtils.toScalaMap/toSeq`` and
   ``scala.jdk.javaapi.CollectionConverters.asJava`` to cross the Scala/Java collection border.

@@ -1,5 +1,5 @@
-"""The agent's watch (the change-driven protocol, docs/agent-protocol.md): a daemon thread that
-keeps one request open to ``/api/v1/agent/watch``, holding the version of the last answer it
+"""The agent's watch (the change-driven protocol, docs/design/agent-protocol.md): a daemon thread
+that keeps one request open to ``/api/v1/agent/watch``, holding the version of the last answer it
 got. The server answers when the scheduler changes what the app is told (its grant, a reclaim
 order, its state) or after the keep-alive; the answer is handed to the agent's loop, which
 applies it on its own thread (every Spark call stays there).

@@ -17,8 +17,8 @@ serves the driver's stderr over HTTP. Spark's default log configuration
 (``log4j2-defaults.properties``, root at INFO for non-shell apps) prints it; an app whose own
 log4j2 configuration silences ``org.apache.spark.scheduler.cluster`` below INFO is never
 matched to its Spark application (its executors then count as unmanaged usage until its
-agent reports its id) -- the README says so. The same match is plain text, so it also works
-with Spark's structured (JSON) logging.
+agent reports its id) -- docs/operator/running.md says so. The same match is plain text, so it also
+works with Spark's structured (JSON) logging.
 
 ``spark-submit --deploy-mode cluster`` to the REST server logs the driver id it got:
 "Submission successfully created as driver-..." (the legacy gateway: "Driver successfully

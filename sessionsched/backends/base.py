@@ -44,7 +44,7 @@ class Launch:
     agent settings); they win over the user's. ``env`` is added to the driver's environment.
     ``queue`` and ``priority`` (as submitted) are for backends that label what they start
     (Kubernetes); the others ignore them. ``node_sort``: the queue's node sorting
-    (``fair``, ``binpacking``: docs/placement.md), for backends that choose a worker (memory,
+    (``fair``, ``binpacking``: docs/design/placement.md), for backends that choose a worker (memory,
     Kubernetes driver pods); a standalone master chooses its own.
     """
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..sparkargs import OPTION_PROPERTIES, SparkArgsError, parse_spark_submit
+from ..spark.submit_args import OPTION_PROPERTIES, SparkArgsError, parse_spark_submit
 
 _OURS = {"--master", "--deploy-mode"}
 # Spark's own default for spark.redaction.regex: values of matching keys are not logged.

@@ -1,4 +1,4 @@
-"""A client of the scheduler's native API (``docs/api.md``), for the CLI and the notebook API.
+"""A client of the scheduler's native API (``docs/user/api.md``), for the CLI and the notebook API.
 
 Answers come back as typed records (``App``, ``QueueInfo``) that also keep the server's JSON
 as it was sent (``raw``), so ``--json`` output is exactly the API's app object.
@@ -80,8 +80,8 @@ class SchedulerClient:
         self, server: str | None = None, token: str | None = None, timeout_s: float = 10.0,
         ca: str | None = None,
     ):
-        """``server``: a URL, or several separated by commas (schedulers sharing a store, README
-        "Run two schedulers"), tried in turn while one cannot be connected to, as
+        """``server``: a URL, or several separated by commas (schedulers sharing a store,
+        docs/operator/two-schedulers.md), tried in turn while one cannot be connected to, as
         spark-submit tries ``spark://a:6066,b:6066``. ``ca``: a CA bundle (PEM) to verify an
         ``https://`` server with."""
         self.servers = [u.strip().rstrip("/") for u in (server or default_server()).split(",")
@@ -135,9 +135,10 @@ class SchedulerClient:
                 raise Unreachable(url.split("/api/", 1)[0], _why(e)) from None
             except httpx.TransportError as e:
                 raise Unreachable(server, _why(e)) from None
-            # A standby sends every request to the leader with a 307 (README, "Run two
-            # schedulers"). Followed here rather than by httpx, which would drop the token
-            # on the way to another host: the server we were pointed at named the leader.
+            # A standby sends every request to the leader with a 307 (see
+            # docs/operator/two-schedulers.md). Followed here rather than by httpx, which would
+            # drop the token on the way to another host: the server we were pointed at named the
+            # leader.
             if response.status_code not in (307, 308) or "location" not in response.headers:
                 return response
             url = response.headers["location"]
@@ -152,7 +153,7 @@ class SchedulerClient:
                 f"{self.server}{path} did not answer JSON; is this a sessionsched server?"
             ) from None
 
-    # --- endpoints (docs/api.md) --------------------------------------------------------------
+    # --- endpoints (docs/user/api.md) -------------------------------------------------------------
 
     def queues(self) -> list[QueueInfo]:
         return [QueueInfo.from_json(q) for q in self._json("GET", "/api/v1/queues")]
@@ -168,7 +169,7 @@ class SchedulerClient:
         return App.from_json(self._json("POST", "/api/v1/apps", json=submission.to_json()))
 
     def dry_run(self, submission: Submission) -> dict[str, Any]:
-        """What the submission would meet now (docs/api.md, ``DryRunOut``); nothing stored."""
+        """What the submission would meet now (docs/user/api.md, ``DryRunOut``); nothing stored."""
         return self._json("POST", "/api/v1/apps/dry-run", json=submission.to_json())
 
     def upload_file(self, path: str | Path, timeout_s: float = 600.0) -> str:

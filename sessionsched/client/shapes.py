@@ -21,7 +21,7 @@ def parse_time(value: str | None) -> datetime | None:
 
 @dataclass(frozen=True)
 class App:
-    """The API's app object (``docs/api.md``), typed. ``raw`` is the JSON as received."""
+    """The API's app object (``docs/user/api.md``), typed. ``raw`` is the JSON as received."""
 
     id: str
     name: str
@@ -41,15 +41,15 @@ class App:
     spark_app_id: str | None
     kind: str
     reason: str | None
-    reason_code: str | None  # while it waits (docs/reasons.md)
+    reason_code: str | None  # while it waits (docs/user/reasons.md)
     warnings: tuple[str, ...]
     raw: dict[str, Any]
-    # While queued (docs/estimates.md): when it is estimated to start, and the counter-offer
+    # While queued (docs/design/estimates.md): when it is estimated to start, and the counter-offer
     # (``executors``, ``estimated_start``, ``instead_of``, ``text``) if it has one.
     estimated_start: datetime | None = None
     counter_offer: dict[str, Any] | None = None
     # A gang's ``executors``, ``timeout_s``, ``style`` and, while it reserves, ``reservation``
-    # (docs/api.md); None: not a gang.
+    # (docs/user/api.md); None: not a gang.
     gang: dict[str, Any] | None = None
 
     @property

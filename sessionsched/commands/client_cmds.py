@@ -4,8 +4,8 @@
 Every one takes ``--server URL`` (default ``$SESSIONSCHED_SERVER``, else
 http://127.0.0.1:6066), ``--token T`` (default ``$SESSIONSCHED_TOKEN``, else the user's client
 file, mode 0600) and ``--ca PEM`` (an https server's CA). ``--json`` prints the
-server's JSON unchanged (the app object of docs/api.md); without it, a table. A refusal from the
-server (4xx) is its ``detail`` on one line and exit code 2. ``submit`` and ``demo`` reuse the
+server's JSON unchanged (the app object of docs/user/api.md); without it, a table. A refusal from
+the server (4xx) is its ``detail`` on one line and exit code 2. ``submit`` and ``demo`` reuse the
 helpers and renderers here.
 """
 
@@ -297,7 +297,7 @@ def add_parser(subparsers) -> None:
         "status", help="show one application", description="Show one application."
     )
     p.add_argument("id", metavar="ID", help="submission id (driver-YYYYMMDDHHMMSS-NNNN)")
-    p.add_argument("--json", action="store_true", help="print the app JSON of docs/api.md")
+    p.add_argument("--json", action="store_true", help="print the app JSON of docs/user/api.md")
     add_connection_options(p)
     p.set_defaults(func=_status)
 

@@ -1,5 +1,5 @@
 """A gang as the CLI shows it (``status``: one line, ``apps``: the GANG column), from the
-app object's ``gang`` (docs/api.md). Time left is the reservation's deadline less the client's
+app object's ``gang`` (docs/user/api.md). Time left is the reservation's deadline less the client's
 clock now: the server sends when, not how long, so a line is true when it is printed."""
 
 from __future__ import annotations

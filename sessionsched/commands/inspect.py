@@ -3,7 +3,7 @@
 ``why ID`` prints, for one app: its state and queue place, its reason code (the API's
 ``reason_code`` when the server sends one) and sentence, who is ahead of it in its queue and
 who runs there (each with executors held / target / demand: how big they are), its estimated
-start and its counter-offer (docs/estimates.md).
+start and its counter-offer (docs/design/estimates.md).
 
 ``top`` is a live terminal view (rich ``Live``) refreshed every ``--interval`` seconds until
 Ctrl-C: the queues, the running apps with executors / target / demand, the waiting apps

@@ -6,8 +6,8 @@ to the scheduler. ``--host``/``--port`` override the config's ``server`` section
 mode ``none`` a non-loopback host is refused. ``server.tls: {cert, key}`` serves HTTPS.
 Stops cleanly on SIGTERM or Ctrl-C; drivers keep running and are adopted at the next start.
 ``--standby`` (``server.standby: true``): on a PostgreSQL store another scheduler leads, wait
-as its standby and take over when it goes (``server/leader.py``; README, "Run two
-schedulers").
+as its standby and take over when it goes (``server/leader.py``;
+docs/operator/two-schedulers.md).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from ..config import STANDBY_NEEDS_POSTGRESQL, load_server_config
 
 # How long a thread holding the interpreter lock keeps it while another waits. A cycle's
 # CPU-bound step holds it; each of a read's hand-overs (socket, handler, answer) may wait this
-# long, 5 ms by default: 1 ms keeps reads short while cycles run (issue 14 §2).
+# long, 5 ms by default: 1 ms keeps reads short while cycles run
+# (docs/design/bounded-cycles.md).
 SWITCH_INTERVAL_S = 0.001
 # uvicorn.run's exit code when the server could not start (a port in use, say)
 STARTUP_FAILURE = 3
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..backends.base import BackendError
-    from ..gcpace import GcPacer
+    from ..runtime.gc_pacer import GcPacer
     from ..server.app import UnsafeListen, asgi, check_listen, create_app
     from ..server.http_server import HttpServer
     from ..store import StoreUnavailable
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"cannot start: {e}") from None
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     # Full GC passes over the books would otherwise cost a cycle (and every read) ~0.25 s
-    # at 20,000 apps (``gcpace``).
+    # at 20,000 apps (``runtime.gc_pacer``).
     http = HttpServer(uvicorn.Config(
         asgi(app),
         host=server.host,

@@ -2,7 +2,7 @@
 
 Runs a workload through the discrete-event simulator (``sessionsched.sim``), which drives the
 same engine as the server. Without ``--json`` it prints a table of the apps and the summary;
-``--json OUT`` writes DESIGN.md's result JSON instead (``-`` for stdout); ``--plot`` draws
+``--json OUT`` writes the result as JSON instead (``-`` for stdout); ``--plot`` draws
 executors, states and queue lengths over time; ``--admission`` runs every leaf queue with one
 admission mode instead of the file's. A run with stuck apps is a result, not an
 error: exit code 0. A bad workload: one line, exit code 2.
@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import UserError
-from ..gcpace import GcPacer
 from ..model import Admission
+from ..runtime.gc_pacer import GcPacer
 from ..sim import SimResult, load_workload, simulate
 from ..sim.workload import with_admission
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     workload = load_workload(args.workload)
     if args.admission is not None:
         workload = with_admission(workload, Admission(args.admission))
-    with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gcpace``)
+    with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gc_pacer``)
         result = simulate(workload)
     if args.json is not None:
         text = json.dumps(result.to_json(), indent=2) + "\n"

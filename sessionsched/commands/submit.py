@@ -27,7 +27,7 @@ Decisions, so that a spark-submit user gets no surprise:
   ``--properties-file`` is not sent: its properties are, resolved.
 - ``--dry-run`` submits nothing (``POST /api/v1/apps/dry-run``): it prints whether the app
   fits the cluster at all, its place and why it would wait, and when it would start (and a
-  counter-offer, docs/estimates.md); exit 1 if it can never fit.
+  counter-offer, docs/design/estimates.md); exit 1 if it can never fit.
 - ``--wait`` follows the app until it ends and exits with its exit code: FINISHED gives the
   driver's code (0); FAILED a non-zero code (1 if the driver left none); KILLED 143 (SIGTERM's
   shell code) unless the driver left a non-zero code. A driver ended by signal N gives 128+N.
@@ -55,7 +55,7 @@ from ..client import (
     default_server,
 )
 from ..model import AppState, parse_priority
-from ..sparkargs import (
+from ..spark.submit_args import (
     SPARK_SUBMIT_OPTIONS,
     SPARK_SUBMIT_SWITCHES,
     SparkArgsError,

@@ -1,5 +1,5 @@
 """``sessionsched token create|list|revoke --file PATH``: the tokens file of ``auth.mode:
-tokens`` (``sessionsched.tokens``). ``create`` prints the new token, and nothing else, on
+tokens`` (``config.tokens_file``). ``create`` prints the new token, and nothing else, on
 stdout once; only its hash is kept. The server re-reads the file when it changes: a revoked
 token stops working at its next request.
 """
@@ -10,7 +10,7 @@ import argparse
 from datetime import datetime
 
 from ..cli import UserError
-from ..tokens import ROLES, TokenFileError, create, read_entries, revoke
+from ..config.tokens_file import ROLES, TokenFileError, create, read_entries, revoke
 
 
 def add_parser(subparsers) -> None:

@@ -1,6 +1,6 @@
 """``sessionsched usage [--by queue|user|app] [--since 7d] [--until T] [--json|--csv]``: what
 apps used -- core- and GiB-seconds held, busy, idle, lost to reclaim, their drivers', time
-queued -- per app or added up per queue or user (``GET /api/v1/usage``; docs/usage.md)."""
+queued -- per app or added up per queue or user (``GET /api/v1/usage``; docs/operator/usage.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ KEYS = {"app": ("app", "queue", "user", "state"), "queue": ("queue",), "user": (
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "usage", help="what apps used: core-seconds held, busy, idle, lost to reclaim",
-        description="Show what apps used (docs/usage.md): core- and GiB-seconds their "
+        description="Show what apps used (docs/operator/usage.md): core- and GiB-seconds their "
         "executors held, the part busy running tasks and the part idle, task work lost to "
         "reclaim, their drivers' core- and GiB-seconds and time queued; per app or added up "
         "per queue or user. --by app: the apps in the books at some time between --since and "

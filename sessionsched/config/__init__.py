@@ -59,7 +59,7 @@ STANDBY_NEEDS_POSTGRESQL = ("server.standby: a standby needs a PostgreSQL store 
 
 
 class ServerConfig(Strict):
-    """The server's YAML file (DESIGN.md, "Server configuration")."""
+    """The server's YAML file (docs/operator/configuration.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -111,7 +111,7 @@ class ServerConfig(Strict):
                 f"node_sort binpacking ({', '.join(packed)}) is not honoured on a standalone"
                 " cluster: its master places executors itself, spread over the workers unless"
                 " it runs with spark.deploy.spreadOut=false (then packed for every app), and"
-                " chooses the worker of a cluster-mode driver (docs/placement.md)")
+                " chooses the worker of a cluster-mode driver (docs/design/placement.md)")
         return out
 
     def connect_share_level(self, leaf: str) -> ShareLevel:

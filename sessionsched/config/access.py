@@ -27,16 +27,17 @@ class PriorityRange(Strict):
 
 
 class AuthSection(Strict):
-    """Who may do what (README, "Serve a team").
+    """Who may do what (docs/operator/serving-a-team.md).
 
     ``mode``: ``none`` (everyone is the admin; the server listens on loopback only) or
     ``tokens`` (bearer tokens from ``tokens_file``, made with ``sessionsched token create``).
     ``anonymous``: with tokens, what a request without a token is: ``refuse`` (401, Spark
     REST: an ``ErrorResponse``) or a user name it is taken as, with user rights.
-    ``user_priorities``/``admin_priorities``: the priorities each role may set (seed 003:
-    users 1-5000, admins 1-10000). ``env_allow``: the environment variables a submission may
-    pass to its driver (names, ``*`` patterns); the rest are refused. ``allowed_paths``: when
-    set, a client-mode driver's application file must be under one of them.
+    ``user_priorities``/``admin_priorities``: the priorities each role may set (by default
+    IBM Conductor's: users 1-5000, admins 1-10000). ``env_allow``: the environment variables
+    a submission may pass to its driver (names, ``*`` patterns); the rest are refused.
+    ``allowed_paths``: when set, a client-mode driver's application file must be under one of
+    them.
     ``run_as_root``: drivers run as the server's own user (there is no per-user switch); with
     tokens, a server running as root does not start unless this is true.
     ``max_body_bytes``, ``max_string``: request size limits; ``submissions_per_minute``: per
@@ -60,7 +61,7 @@ class AuthSection(Strict):
     @field_validator("groups")
     @classmethod
     def _groups(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
-        from ..tokens import TokenFileError, check_user
+        from ..config.tokens_file import TokenFileError, check_user
 
         for group, users in v.items():
             if not GROUP_NAME.fullmatch(group):
@@ -85,7 +86,7 @@ class AuthSection(Strict):
             raise ValueError("mode tokens needs tokens_file (made by 'sessionsched token "
                              "create --file PATH ...')")
         if self.anonymous != "refuse":
-            from ..tokens import TokenFileError, check_user
+            from ..config.tokens_file import TokenFileError, check_user
 
             try:
                 check_user(self.anonymous)
@@ -95,8 +96,8 @@ class AuthSection(Strict):
 
 
 class UploadsSection(Strict):
-    """Files a remote client uploads with a submission (README, "Serve a team"): stored once
-    per content (SHA-256) under ``<state_dir>/uploads``.
+    """Files a remote client uploads with a submission (docs/user/submit.md, "Submitting from
+    another host"): stored once per content (SHA-256) under ``<state_dir>/uploads``.
     ``max_file_bytes``: one file; ``max_total_bytes``: everything stored; ``max_files``: per
     submission. ``orphan_grace_s``: a stored file no app in memory refers to is removed once it
     has not been uploaded, checked for or used for this long (an app forgotten by

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
-from ..cron import at_trigger, cron_trigger, date_time  # as the server runs plans
+from ..config.plan_times import at_trigger, cron_trigger, date_time  # as the server runs plans
 from ..model import Admission, NodeSort, Policy, Queue
 from .parsing import Strict, enum_value
 

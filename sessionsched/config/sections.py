@@ -33,7 +33,7 @@ class ServerSection(Strict):
     speaks for its app's executors (the cluster's view does). ``agent_keepalive_s``: an agent
     on the change-driven protocol reports when its facts change and at least this often, and
     its watch for decisions is held open at most this long; silent for two keep-alives, it no
-    longer speaks for its app (docs/agent-protocol.md).
+    longer speaks for its app (docs/design/agent-protocol.md).
     ``session_timeout``: a notebook session whose agent has been silent this many seconds is
     ended (FAILED), so a notebook that died without ``stop()`` does not hold a driver slot.
     ``retained_ended_apps``: how many ended apps (FINISHED/FAILED/KILLED) stay in memory and in
@@ -49,7 +49,7 @@ class ServerSection(Strict):
     agents this one launches get them after its own, so they report to whoever leads after a
     takeover.
     ``estimate_s``: how often the queued apps' estimated starts are computed again, in the
-    background (``service/estimating``, docs/estimates.md); 0 turns estimating off.
+    background (``service/estimating``, docs/design/estimates.md); 0 turns estimating off.
     ``estimate_default_run_s``: how long an app is assumed to run when no earlier run of its
     name finished.
     """

@@ -27,7 +27,7 @@ A head is admitted when it passes every check of its queue's admission mode
 ``stateaware``, ``reserve`` and ``none``); the first check that fails defers its queue for the
 cycle with that reason. Each admission spends the cycle's ``Room`` (``_spend``), so the next
 heads see it. At most ``slice_apps`` apps are admitted per call (``budget``).
-What each mode is for and what it measured: docs/admission.md.
+What each mode is for and what it measured: docs/design/admission.md.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
     reservation,
     verdict,
 )
-from .books import AppRecord, whole
 from .budget import admission_slice
 from .gang.book import Hold
+from .ledger import AppRecord, whole
 from .placement import FreeNow, Workers, held_now
 from .rank import Rank, rank
 from .tree import QueueTree
@@ -126,7 +126,7 @@ class Room:
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
     capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``
     drivers_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> in-cluster drivers
-    whole_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> ``books.whole`` sum
+    whole_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> ``ledger.whole`` sum
     unbounded_in: dict[str, int] = field(default_factory=dict)  # leaf -> apps with no cap
     need_of: Callable[[str, int], Resources] = _no_need
     need_admitted: dict[str, Resources] = field(default_factory=dict)  # leaf -> this cycle's

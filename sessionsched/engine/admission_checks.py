@@ -3,12 +3,12 @@
 The checks, in order; the first that fails defers the queue with its ``waits.Wait``: a code
 from the closed set ``waits.WaitCode``, whose order is this order (its precedence), and a
 sentence with the numbers - what the head needs, what is free, who holds the rest
-(docs/reasons.md). The codes: 1 ``parent_queue_full`` (a parent on the path) or
+(docs/user/reasons.md). The codes: 1 ``parent_queue_full`` (a parent on the path) or
 ``queue_limit`` (the leaf), 2 ``starting_limit``, 3 ``driver_slot``, 4 ``driver_share``,
 5 ``driver_room``, 6 ``executor_room`` or ``queue_max_cores``, 7 ``running_demand``.
 Which checks a queue runs is its admission mode's row in ``ADMISSION_MODES``. What each mode
 is for, and what the simulator and the real cluster measured for each rule below, is in
-docs/admission.md.
+docs/design/admission.md.
   1. ``queue_limits``: ``max_running_apps`` of every queue on its path, root first;
   2. ``starting_limit`` (``stateaware``): fewer than ``starting_limit`` apps of the leaf are
      STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
@@ -23,11 +23,11 @@ docs/admission.md.
      into idle capacity, and its "at least one application master" rule). Drivers admitted
      while a queue reached more stay when a sibling becomes busy; they end with their apps,
      and ``reserve_room`` keeps every admitted app's first executors possible meanwhile.
-     A driver that *works alone* (``books.works_alone``: past its starting timeout, it never
+     A driver that *works alone* (``ledger.works_alone``: past its starting timeout, it never
      held an executor and asks for none) is not counted: the fraction bounds cores spent on
      drivers that wait for executors, and such a driver waits for nothing. It counts again
      when it asks. The fraction may be passed while the leaf's admitted apps and the head,
-     each holding its driver and every executor it may hold (``books.whole``: maxExecutors,
+     each holding its driver and every executor it may hold (``ledger.whole``: maxExecutors,
      slots.max), fit together in what the leaf reaches: then no executor of theirs can be
      short of a core because of their drivers, which is all the fraction is for (tiny apps,
      a 1-core driver per 1-core executor, are best packed with drivers on half the cores).
@@ -55,7 +55,7 @@ docs/admission.md.
      running apps leave, so their whole need holds it back. One exception, the *driver
      ahead*: if only its first executors lack room, the head may still start when its driver
      alone fits beside that need and no app of its leaf that started ahead is still STARTING
-     without an executor (``AppRecord.ahead``, ``books.Totals.ahead``): at most one per leaf.
+     without an executor (``AppRecord.ahead``, ``ledger.Totals.ahead``): at most one per leaf.
      No admission can know which driver will pre-process for minutes before it asks; one
      started ahead does that while the apps before it run, and if it asks at once it costs
      one driver's cores (or slot) idle until room frees. Its first executors still fit beside
@@ -68,8 +68,8 @@ same cycle, however many that is (up to the cycle's ``budget`` slice). It has no
 (no "one launch at a time") and no count of starting apps: a cap on apps in flight is a count
 of apps, not of cores, so on a large cluster it throttles a burst that fits many times over -
 500 tiny apps on 1,200 cores, each a 1-core driver and one 1-core executor, admitted one per
-driver start ran 1,024 s where ``reserve`` ran 36 s (issue 24). Deadlock-freedom does not need
-one: checks 4 and 6 keep every admitted app's first executors possible beside every driver.
+driver start ran 1,024 s where ``reserve`` ran 36 s (simulated: burst-driver-heavy.yaml). No
+deadlock without it: checks 4 and 6 keep room for each admitted app's first executors.
 
 Every check only gets harder as a cycle admits apps (counts grow, room shrinks), so a queue
 whose head fails at the start of the cycle is deferred for the whole cycle with that reason.
@@ -82,8 +82,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
-from .books import whole
 from .gang.checks import gang_wait
+from .ledger import whole
 from .waits import Wait, WaitCode
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
                    room: Room) -> bool:
     """Whether the leaf's admitted apps and the head, each holding its driver and every
-    executor it may hold (``books.whole``), fit together in what the leaf reaches."""
+    executor it may hold (``ledger.whole``), fit together in what the leaf reaches."""
     most = whole(head)
     if most is None or room.unbounded_in.get(leaf, 0):
         return False

@@ -19,7 +19,7 @@ Launch terms (``launch_terms``, handed out on ``LaunchDriver.terms``):
    app can ever get, and an app whose agent never attached still cannot ask for more than the
    cluster holds.
 
-3. **A gang's N** (``AppSpec.gang``, docs/gangs.md): its executors are launched as N at
+3. **A gang's N** (``AppSpec.gang``, docs/design/gangs.md): its executors are launched as N at
    once - ``spark.dynamicAllocation.minExecutors`` and ``initialExecutors`` N, so Spark asks
    for them all at its start and never releases below them (the engine's floor is N too);
    a gang that fell back (``soft`` timeout) is launched as an ordinary app.

@@ -1,4 +1,4 @@
-"""The work one scheduling step may do: bounded, so that no cycle is long (issue 14 §2).
+"""The work one scheduling step may do: bounded, so that no cycle is long.
 
 A step's cost is about the number of apps it changes (``scheduler``'s cost note). Two things
 can make that number large at once: a burst of submissions handed to one step, and a burst of

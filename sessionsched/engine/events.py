@@ -82,7 +82,7 @@ class ExecutorsChanged:
     app also sets what it is taken to want (``agent_terms``).
 
     When the list was seen (the usage meter's business, not the engine's), from an agent that
-    says so (docs/agent-protocol.md): ``observed_at``, the agent's look at Spark that read it
+    says so (docs/design/agent-protocol.md): ``observed_at``, the agent's look at Spark that read it
     (epoch seconds, the agent's clock); ``removed``, (executor id, when its driver removed
     it) for executors gone since the agent's last report, as far as Spark's records tell;
     ``changed_after``, the agent's look before, that still saw the list as it was. None and

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Resources
-from .books import AppRecord
+from .ledger import AppRecord
 
 
 class Grants:

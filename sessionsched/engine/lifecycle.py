@@ -3,8 +3,8 @@
 One function per event type, dispatched by ``ON_EVENT``; every event was checked by
 ``validate`` first, so none of these can fail half-way. Decisions that follow from an event
 at once (StopDriver for a killed driver, MarkState for a state change) are appended to ``out``.
-The books change only through their verbs (``bookkeeping.Books``), which keep every index true.
-Lifecycle (DESIGN.md): ACCEPTED -> STARTING (launch) -> RUNNING (first executor, or the
+The books change only through their verbs (``app_books.Books``), which keep every index true.
+Lifecycle (``model.AppState``): ACCEPTED -> STARTING (launch) -> RUNNING (first executor, or the
 starting timeout) -> FINISHED | FAILED | KILLED; a queued app can be killed or withdrawn.
 """
 
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import AppState
 from . import admission, agent_terms, reclaim
-from .books import AppRecord
 from .events import (
     Adopted,
     CapacityChanged,
@@ -32,6 +31,7 @@ from .events import (
     Submitted,
     Tick,
 )
+from .ledger import AppRecord
 from .placement import Workers
 
 if TYPE_CHECKING:

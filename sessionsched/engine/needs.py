@@ -7,7 +7,7 @@ demand, cut to what it may hold (maxExecutors, ``spark.ego.slots.max``). An app 
 without an executor has reported nothing yet (its driver is starting or pre-processing): it
 wants at least its first executor, ``max(minExecutors, 1)``, as ``reserve`` would set aside -
 counted as a need, not set aside, so other apps may use the cores until it asks. Floors are
-counted by the ledger already (``books.Totals.floor_*``); this book holds the rest.
+counted by the ledger already (``ledger.Totals.floor_*``); this book holds the rest.
 
 Kept per leaf queue and per priority, so admission can ask "what do the apps of this queue at
 or above priority P still want" in O(distinct priorities) (``need_at_or_above``), and with
@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from sortedcontainers import SortedList
 
 from ..model import AppState, Resources
-from .books import AppRecord
+from .ledger import AppRecord
 
 _NONE = Resources()
 Need = tuple[int, int]  # (cores, MiB): plain ints, as this runs for every changed app

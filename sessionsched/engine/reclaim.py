@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from sortedcontainers import SortedList
 
 from ..model import Executor, Queue, ReclaimMode, Resources
-from .books import AppRecord
 from .events import Decision, Reclaim
 from .grants import Grants
+from .ledger import AppRecord
 from .rank import Rank
 
 

@@ -1,6 +1,6 @@
 """The scheduler: ``Scheduler.step(now, events) -> decisions``.
 
-The one place that decides who runs. It holds the books (``bookkeeping.Books``: apps, their
+The one place that decides who runs. It holds the books (``app_books.Books``: apps, their
 states, executors, targets, and every index over them) and reads no clock, opens no socket
 and starts no thread: the server, the simulator and the tests drive it the same way and carry
 out what it decides.
@@ -12,7 +12,7 @@ A step, in order:
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
      on to RUNNING (YuniKorn's 5-minute rule, made a queue setting); a queued app that has
      waited its queue's ``max_wait`` since its submission ends FAILED (EMR Serverless's
-     ``queueTimeoutMinutes``), saying how long it waited; gangs (``gang``, docs/gangs.md): a
+     ``queueTimeoutMinutes``), saying how long it waited; gangs (``gang``, docs/design/gangs.md): a
      reservation past its timeout ends its app FAILED (``hard``) or is given up (``soft``),
      then the gangs at their queues' heads reserve the room that is free, which nobody else
      is given - admission sees it taken, arbitration divides the capacity without it. FIFO
@@ -42,7 +42,7 @@ The books answer to verbs (``Books.submit``, ``mark``, ``forget``...); the event
 the phases below change them only through those, and ``check()`` (``selfcheck``) compares
 every index with a recount from the apps.
 
-Cost: the books keep running totals (``books.Ledger``), the arbiter reuses last cycle's leaf
+Cost: the books keep running totals (``ledger.Ledger``), the arbiter reuses last cycle's leaf
 results, and grants and reclaims only look at apps that changed, so a cycle costs about the
 number of changed apps and queues, not of all apps (see ``benchmarks/engine_cycle.py``).
 Reclaim reads the deficit and what is being freed from running sums (``grants.Grants``) and
@@ -58,13 +58,13 @@ from dataclasses import replace
 from ..model import AppState, Queue, QueueUsage, Resources
 from . import admission, lifecycle
 from .agent_terms import launch_decision
+from .app_books import Books
 from .arbitration import Decayed, Past
-from .bookkeeping import Books
-from .books import AppRecord
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
 from .events import Decision, Event, SetTarget
 from .gang.phase import gang_phase
+from .ledger import AppRecord
 from .placement import WorkerReports, Workers
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by

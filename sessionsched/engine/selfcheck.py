@@ -8,10 +8,10 @@ service's record of who changed what.)
 from __future__ import annotations
 
 from ..model import AppState, Resources
+from .app_books import Books
 from .arbitration import compute_targets
-from .bookkeeping import Books
-from .books import Ledger
 from .grants import Grants
+from .ledger import Ledger
 from .needs import NeedBook
 
 

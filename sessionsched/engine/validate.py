@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..model import PRIORITY_MAX, PRIORITY_MIN, AppSpec, AppState, Queue, Resources
-from .books import AppRecord
 from .events import (
     Adopted,
     CapacityChanged,
@@ -32,6 +31,7 @@ from .events import (
     Submitted,
     Tick,
 )
+from .ledger import AppRecord
 
 
 class EventError(ValueError):

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..model import AppState, Queue, QueueUsage, Resources
-from .books import AppRecord
 from .events import Adopted, Decision, Event, Submitted
 from .gang import Reservation
+from .ledger import AppRecord
 from .placement import Workers
 from .rank import Rank, rank
 from .waits import Wait, WaitCode
@@ -80,7 +80,8 @@ class EngineView:
     usage: Mapping[str, QueueUsage]
     held: Mapping[str, Wait] = field(default_factory=dict)
     workers: Workers | None = None
-    # Reserving gangs (docs/gangs.md): app id -> what is held of what it needs, and until when.
+    # Reserving gangs (docs/design/gangs.md): app id -> what is held of what it needs, and until
+    # when.
     reservations: Mapping[str, Reservation] = field(default_factory=dict)
     _ranks: dict[str, tuple[Rank, ...]] = field(default_factory=dict, compare=False, repr=False)
 

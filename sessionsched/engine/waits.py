@@ -22,8 +22,8 @@ that fails; ``admission_checks``):
   queue_max_cores     its first executors would pass ``max_cores`` of a queue on its path
   running_demand      ``demand``: the running apps of its leaf want the room it would need
   gang_reserving      a gang at its queue's head reserves room as it frees until its driver and
-                      all N executors are held (``gang``, docs/gangs.md); held / needed in the
-                      sentence
+                      all N executors are held (``gang``, docs/design/gangs.md); held / needed in
+                      the sentence
   admission_slice     this cycle admitted its slice of apps (``budget``); it is looked at next cycle
   behind_app          it is not its queue's head: it waits behind the head (strict
                       head-of-line), whose wait its sentence repeats
@@ -32,7 +32,7 @@ that fails; ``admission_checks``):
 A queue's head carries its queue's wait (``Plan.waiting``, ``Scheduler.waiting``,
 ``EngineView.waiting``: leaf -> ``Wait``); an app behind it ``behind_app``, made when it is read
 (``EngineView.wait_of``), so no cycle spends anything on the apps behind a head. The list with
-every sentence: docs/reasons.md.
+every sentence: docs/user/reasons.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Hostile input, refused before anything is stored or launched (README, "Serve a team").
+"""Hostile input, refused before anything is stored or launched (docs/operator/serving-a-team.md,
+"Limits").
 
 - ``check_submission``: every string of a checked submission at most ``auth.max_string``
   characters and at most ``MAX_ITEMS`` arguments/properties/variables; environment variables
@@ -24,8 +25,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from sessionsched.config import AuthSection
-from sessionsched.sparkargs import SparkArgsError, parse_spark_submit
-from sessionsched.store.records import AppKind, StoredApp
+from sessionsched.model.submission import AppKind, Submission
+from sessionsched.spark.submit_args import SparkArgsError, parse_spark_submit
 
 MAX_ITEMS = 1000
 
@@ -49,7 +50,7 @@ def _check_strings(what: str, values, limit: int) -> None:
                           f"(it starts {v[:40]!r})")
 
 
-def check_submission(app: StoredApp, auth: AuthSection, uploads_root: str | None = None) -> None:
+def check_submission(app: Submission, auth: AuthSection, uploads_root: str | None = None) -> None:
     """Refused if the app breaks a limit or the environment allowlist (see the module doc).
     ``uploads_root``: where uploaded files are stored, allowed whatever ``allowed_paths`` says
     (a remote submission's application file is there)."""
@@ -74,7 +75,7 @@ def check_submission(app: StoredApp, auth: AuthSection, uploads_root: str | None
         _check_path(app, auth.allowed_paths, uploads_root)
 
 
-def _check_path(app: StoredApp, allowed: list[str], uploads_root: str | None) -> None:
+def _check_path(app: Submission, allowed: list[str], uploads_root: str | None) -> None:
     try:
         resource = parse_spark_submit(list(app.argv)).app_file
     except SparkArgsError:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from sessionsched.intake.uploads import UploadError, check_sha
-from sessionsched.sparkargs import SparkArgsError, parse_spark_submit
+from sessionsched.spark.submit_args import SparkArgsError, parse_spark_submit
 
 LIST_OPTIONS = {"--py-files": "spark.submit.pyFiles", "--files": "spark.files",
                 "--jars": "spark.jars"}

@@ -1,5 +1,5 @@
-"""Files uploaded by remote clients, stored once per content (README, "Serve a team":
-submitting from another host).
+"""Files uploaded by remote clients, stored once per content (docs/user/submit.md,
+"Submitting from another host").
 
 Layout under ``<state_dir>/uploads``: one directory per SHA-256 (lower-case hex), holding the
 content once as ``.content`` (read-only) and, for each name a submission gave it, a hard link

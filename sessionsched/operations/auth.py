@@ -1,10 +1,11 @@
-"""Who is asking, and may they (README, "Serve a team"; seed 003's role-based priorities).
+"""Who is asking, and may they (docs/operator/serving-a-team.md; role-based priorities as IBM
+Conductor has them).
 
 ``Gate`` answers both questions for the operations port (``port.Operations``), which every door
 calls:
 
 - ``identify(token)``: the ``Caller``. With ``auth.mode: none`` everyone is the admin
-  (``Admin``). With ``tokens``: a user token from the tokens file (``tokens.TokenBook``,
+  (``Admin``). With ``tokens``: a user token from the tokens file (``config.tokens_file.TokenBook``,
   re-read when it changes, so a revocation needs no restart), an app's agent secret, or no
   token at all, which is ``auth.anonymous``: refused, or taken as that user with user rights.
   An unknown or revoked token is refused even when anonymous requests are taken.
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessionsched.config import AuthSection, PriorityRange, QueueConfig
-from sessionsched.tokens import TokenBook
+from sessionsched.config.tokens_file import TokenBook
 
 ADMIN = "admin"
 USER = "user"

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
+from sessionsched.model.text import one_line
 from sessionsched.service.reads import NotFound
 from sessionsched.service.service import Conflict
 from sessionsched.store import StoreUnavailable
-from sessionsched.text import one_line
 
 T = TypeVar("T")
 

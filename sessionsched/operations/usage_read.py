@@ -1,9 +1,9 @@
 """``GET /api/v1/usage``: what apps used, per app or added up per queue or per user
-(docs/usage.md).
+(docs/operator/usage.md).
 
 Read straight from the store (every app, also those forgotten from memory).
 
-- ``by=app``: each app's ``usage`` column (``sessionsched.usage.AppUsage``), counted on to now
+- ``by=app``: each app's ``usage`` column (``sessionsched.model.usage.AppUsage``), counted on to now
   from its stored levels while it lives. The window [since, until) picks the apps that were in
   the books at some time in it (submitted before ``until``, not ended before ``since``); each
   counts whole, not the part of its life inside the window.
@@ -21,10 +21,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from sessionsched.service.usage_meter import live_figures
-from sessionsched.store import Store
-from sessionsched.store.usage_hours import live_usage, load_hours
-from sessionsched.usage import (
+from sessionsched.model.usage import (
     APPS,
     HOURLY,
     QUEUED,
@@ -34,6 +31,9 @@ from sessionsched.usage import (
     hourly_growth,
     hours_of,
 )
+from sessionsched.service.usage_meter import live_figures
+from sessionsched.store import Store
+from sessionsched.store.usage_hours import live_usage, load_hours
 
 BY = ("queue", "user", "app")
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")

@@ -37,13 +37,13 @@ from sessionsched.doors.standby.front import Standby
 from sessionsched.intake import new_apps
 from sessionsched.intake.guard import RateLimit
 from sessionsched.intake.uploads import UploadStore
+from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.port import Operations
 from sessionsched.server.front import App, Front
 from sessionsched.server.leader import ActiveStandby
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
-from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.server")
 
@@ -136,7 +136,7 @@ def create_app(
 
     app = App(
         title="sessionsched",
-        description="Session scheduler for Apache Spark: native API (docs/api.md), the driver "
+        description="Session scheduler for Apache Spark: native API (docs/user/api.md), the driver "
         "agent protocol, and Spark's REST submission protocol under /v1/submissions.",
         lifespan=lifespan,
     )

@@ -1,4 +1,4 @@
-"""The agent desk: the agent protocol's server side (docs/agent-protocol.md).
+"""The agent desk: the agent protocol's server side (docs/design/agent-protocol.md).
 
 Register and heartbeat (a *report*) turn what an agent reports into engine events for the next
 cycle (DriverStarted with the Spark application id, ExecutorsChanged, DemandChanged - only when

@@ -41,7 +41,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessionsched import gcpace
 from sessionsched.backends.base import ClusterBackend
 from sessionsched.backends.carry import LaunchRetry, Waiting, error_line
 from sessionsched.engine.events import (
@@ -55,13 +54,14 @@ from sessionsched.engine.events import (
 )
 from sessionsched.engine.scheduler import Scheduler
 from sessionsched.engine.validate import EventError
+from sessionsched.runtime import gc_pacer
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.carrying import Carrier
 from sessionsched.service.inbox import Inbox, Item
 from sessionsched.service.metrics import ServiceMetrics
 from sessionsched.service.reads import ReadModel
 from sessionsched.service.recording import record_step
-from sessionsched.service.registry import AcceptedApps
+from sessionsched.service.registry import Submissions
 from sessionsched.service.restore import decayed_rows
 from sessionsched.service.retention import Retention
 from sessionsched.service.rewind import rewind
@@ -81,7 +81,7 @@ PHASES = (
     "commit",  # 4: waiting for that commit
     "publish",  # 5: the new view, the agents' desk
     "carry_out",  # 6: stops, launches, steering; launch handles recorded
-    "gc",  # gcpace.between_cycles
+    "gc",  # gc_pacer.between_cycles
 )
 COMMIT_TIMEOUT_S = 30.0
 RETRY_MAX_S = 5.0  # after failed commits, cycles try again at most this far apart
@@ -99,7 +99,7 @@ class Parts:
     desk: AgentDesk
     sessions: SessionWatch
     retention: Retention
-    registry: AcceptedApps
+    registry: Submissions
     reads: ReadModel
     write: Write  # column changes, audit rows and decayed usage, in one commit
     metrics: ServiceMetrics
@@ -197,7 +197,7 @@ class Cycle:
         self._settle(step)
         metrics = self.p.metrics
         metrics.cycle_seconds.observe(time.perf_counter() - started)
-        gcpace.between_cycles()  # a long GC pass here, not inside the next cycle
+        gc_pacer.between_cycles()  # a long GC pass here, not inside the next cycle
         laps.lap("gc")
         self.last_phases = laps.times
         for phase, (wall, cpu) in laps.times.items():

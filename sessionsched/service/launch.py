@@ -24,7 +24,7 @@ What the service adds to the user's properties (``Launch.conf`` wins over the us
   cap: Spark standalone hands a static app every free core at registration, bounded by
   ``spark.cores.max`` alone (``spark.executor.instances`` is YARN's and Kubernetes' only), so
   a static gang of 4 would otherwise take 6 cores of a free 6 - more than its reservation;
-- a gang's N (the terms' ``gang_executors``, docs/gangs.md), with dynamic allocation on:
+- a gang's N (the terms' ``gang_executors``, docs/design/gangs.md), with dynamic allocation on:
   ``spark.dynamicAllocation.minExecutors`` and ``initialExecutors`` N, over the user's: Spark
   asks for all N at its start, into the room reserved for them, and never releases below N.
 
@@ -34,7 +34,7 @@ the queue reclaims gracefully (``reclaim_timeout`` > 0) and ``maxExecutors`` at 
 executor ceiling, each only where the user did not set it.
 
 The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
-one for the app, ``SESSIONSCHED_TOKEN`` (docs/agent-protocol.md); ``SESSIONSCHED_CA`` when
+one for the app, ``SESSIONSCHED_TOKEN`` (docs/design/agent-protocol.md); ``SESSIONSCHED_CA`` when
 ``server.tls.ca`` is set (the agent verifies the server with it).
 """
 
@@ -45,14 +45,14 @@ from pathlib import Path
 from sessionsched.agent.launch import agent_conf, wrap_argv
 from sessionsched.backends.base import Launch
 from sessionsched.engine.events import LaunchTerms
-from sessionsched.sparkargs import SparkArgsError, effective_properties, parse_spark_submit
-from sessionsched.store.records import AppKind, StoredApp
+from sessionsched.model.submission import AppKind, Submission
+from sessionsched.spark.submit_args import SparkArgsError, effective_properties, parse_spark_submit
 
 
-def user_conf(app: StoredApp) -> dict[str, str]:
+def user_conf(app: Submission) -> dict[str, str]:
     """The user's own properties: the request's ``conf`` (spark-defaults' part), then what
-    ``argv`` sets (``--conf``, dedicated options), which wins -- as ``submissions.from_argv``
-    reads them. ``--conf spark.dynamicAllocation.enabled=false`` on the command line must keep
+    ``argv`` sets (``--conf``, dedicated options), which wins -- as ``intake.new_apps`` reads
+    them. ``--conf spark.dynamicAllocation.enabled=false`` on the command line must keep
     an app static."""
     props = dict(app.conf)
     if app.argv:
@@ -65,13 +65,13 @@ def user_conf(app: StoredApp) -> dict[str, str]:
     return props
 
 
-def unsized_terms(app: StoredApp) -> LaunchTerms:
+def unsized_terms(app: Submission) -> LaunchTerms:
     """The terms of a launch decided without the cluster's capacity (no ceiling): the app's
     own dynamic allocation (``AppSpec.dynamic_allocation``)."""
     return LaunchTerms(dynamic_allocation=app.spec.dynamic_allocation)
 
 
-def cores_max(app: StoredApp, terms: LaunchTerms) -> int | None:
+def cores_max(app: Submission, terms: LaunchTerms) -> int | None:
     """The ``spark.cores.max`` the launch sets where the user set none (module doc): the
     smallest of ``spark.ego.slots.max`` and, for a static app, its executor cap (or a gang's
     N) in cores; None when nothing caps it."""
@@ -84,7 +84,7 @@ def cores_max(app: StoredApp, terms: LaunchTerms) -> int | None:
     return min(caps) if caps else None
 
 
-def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, str]:
+def service_conf(app: Submission, terms: LaunchTerms | None = None) -> dict[str, str]:
     """The properties the service adds for this app launched on ``terms`` (see the module
     doc; default ``unsized_terms``)."""
     terms = terms or unsized_terms(app)
@@ -107,7 +107,7 @@ def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, 
 
 
 def build_launch(
-    app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None,
+    app: Submission, server_url: str, log_dir: str | Path, token: str | None = None,
     reclaim_timeout_s: float = 0.0, terms: LaunchTerms | None = None, ca: str | None = None,
     node_sort: str = "fair",
 ) -> Launch:

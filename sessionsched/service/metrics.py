@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector
 
 from sessionsched.engine.waits import WaitCode
 from sessionsched.model import AppState
-from sessionsched.usage import COUNTED
+from sessionsched.model.usage import COUNTED
 
 if TYPE_CHECKING:
     from sessionsched.service.reads import ReadView
@@ -54,7 +54,7 @@ class _BooksCollector(Collector):
         yield executors
         waiting = GaugeMetricFamily(
             "sessionsched_waiting_apps",
-            "Applications waiting to start, by leaf queue and reason code (docs/reasons.md)",
+            "Applications waiting to start, by leaf queue and reason code (docs/user/reasons.md)",
             labels=["queue", "reason_code"],
         )
         for (queue, code), n in sorted(snap["waiting"].items()):
@@ -62,7 +62,7 @@ class _BooksCollector(Collector):
         yield waiting
         reserved = GaugeMetricFamily(
             "sessionsched_gang_reserved_cores",
-            "Cores set aside for gangs waiting to be whole, by leaf queue (docs/gangs.md)",
+            "Cores set aside for gangs waiting to be whole, by leaf queue (docs/design/gangs.md)",
             labels=["queue"],
         )
         needed = GaugeMetricFamily(
@@ -93,7 +93,8 @@ class _UsageCollector(Collector):
             "sessionsched_app_usage",
             "What apps used, by queue, user and kind: core- or GiB-seconds as the kind names "
             "them (held_core_s, busy_core_s, idle_core_s, reclaimed_core_s, held_gib_s, "
-            "driver_core_s, driver_gib_s; docs/usage.md)", labels=["queue", "user", "kind"])
+            "driver_core_s, driver_gib_s; docs/operator/usage.md)",
+            labels=["queue", "user", "kind"])
         for (queue, user), values in sorted(dict(self._totals()).items()):
             for kind, value in zip(COUNTED, list(values), strict=True):
                 usage.add_metric([queue, user, kind], value)

@@ -17,7 +17,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
 from sessionsched.config import PlanConfig
-from sessionsched.cron import at_trigger, cron_trigger
+from sessionsched.config.plan_times import at_trigger, cron_trigger
 
 # How far back to look for a cron plan's last firing, smallest window first so that a
 # minute-by-minute cron costs a few steps, not half a million.

@@ -29,7 +29,7 @@ from sessionsched.model import Executor
 
 @dataclass
 class AgentState:
-    """What the app's driver agent last said (docs/agent-protocol.md)."""
+    """What the app's driver agent last said (docs/design/agent-protocol.md)."""
 
     seen_at: float
     control: str = "full"

@@ -2,7 +2,8 @@
 Spark standalone cluster) with a virtual clock, its decisions carried out as the server's.
 
 ``load_workload(path)`` reads and validates a workload YAML; ``simulate(workload)`` runs it and
-returns a ``SimResult`` (``to_json()`` is DESIGN.md's result format); ``plot`` draws it.
+returns a ``SimResult`` (``to_json()``: what ``sessionsched simulate --json`` writes);
+``plot`` draws it.
 """
 
 from .result import SimResult

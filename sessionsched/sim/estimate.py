@@ -10,7 +10,7 @@ after ``Timings.budget_s`` of CPU time (the machine's load stretches the wall ti
 work). An app's estimated start is when the engine launched
 its driver (ACCEPTED -> STARTING, the API's ``started_at``).
 
-What is assumed (docs/estimates.md says it for users):
+What is assumed (docs/design/estimates.md says it for users):
 - an app's work is one wave of tasks as wide as the executors it may use (``width``: its
   maxExecutors or spark.ego.slots.max, else ``max(minExecutors, DEFAULT_WIDTH)``), each task
   as long as its run is assumed to last: with all of them it ends in that time, with fewer it

@@ -95,5 +95,5 @@ class Record:
     # Executors killed by a reclaim order (now, or at a decommission deadline):
     # (time, app, executor id, running tasks lost).
     reclaim_kills: list[tuple[float, str, str, int]] = field(default_factory=list)
-    # Per launched app, what it used (``sessionsched/usage.py``'s figures) at the end.
+    # Per launched app, what it used (``sessionsched/model/usage.py``'s figures) at the end.
     usage: dict[str, dict[str, float | int]] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""A run's result: per-app milestones, a summary and the engine's cost (DESIGN.md's JSON).
+"""A run's result: per-app milestones, a summary and the engine's cost (``--json``'s JSON).
 
 Definitions (seconds from the start of the run):
 - ``state``: FINISHED, FAILED, or the state the app was stuck in (ACCEPTED, STARTING or
@@ -22,11 +22,11 @@ Definitions (seconds from the start of the run):
   speed is 0. 1.0 means every app was slowed down alike; priorities lower it on purpose.
 - ``usage`` (per app): core- and GiB-seconds its executors held, the part running tasks (busy)
   and idle, task work thrown away by reclaim, its driver's, and ``queued_s``
-  (``sessionsched/usage.py`` defines each; held = busy + idle).
+  (``sessionsched/model/usage.py`` defines each; held = busy + idle).
 - ``whole_workers``: how many workers stayed whole (alive, nothing on them: room for the
   largest driver or executor a worker holds), the time-weighted mean from 0 to ``makespan``;
   ``whole_workers_min``: the fewest at any cycle. The queues' ``node_sort`` decides it
-  (``binpacking`` keeps workers whole, ``fair`` spreads: docs/placement.md).
+  (``binpacking`` keeps workers whole, ``fair`` spreads: docs/design/placement.md).
 - ``engine``: number of ``Scheduler.step`` calls and their wall-clock cost (the only figures
   that differ between two runs of one workload).
 """
@@ -39,7 +39,7 @@ from statistics import median
 from typing import Any
 
 from ..model import AppState
-from ..usage import AppUsage
+from ..model.usage import AppUsage
 from .record import AppTimes, Record, Timeline
 from .workload import SimApp, Workload
 
@@ -121,7 +121,7 @@ def alone_s(app: SimApp, workload: Workload) -> float:
 
 
 def app_usage(rec: Record, name: str, t: AppTimes) -> dict[str, float | int]:
-    """The app's usage figures (``sessionsched/usage.py``), zeros if never launched, and
+    """The app's usage figures (``sessionsched/model/usage.py``), zeros if never launched, and
     ``queued_s``: from submission until the scheduler launched it (or the run's end)."""
     usage = dict(rec.usage.get(name) or AppUsage().figures())
     usage["queued_s"] = _r((rec.end_s if t.admitted is None else t.admitted) - t.submitted)

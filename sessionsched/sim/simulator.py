@@ -35,7 +35,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .. import gcpace
 from ..backends.base import Launch
 from ..backends.carry import carry_out
 from ..backends.memory import EXIT_CODE, STARTUP, WORK, MemoryBackend, MemoryCluster
@@ -51,6 +50,7 @@ from ..engine import (
     Submitted,
 )
 from ..model import AppState
+from ..runtime import gc_pacer
 from .record import AppTimes, Record, Series
 from .result import SimResult, build_result
 from .workload import SimApp, Workload
@@ -166,7 +166,7 @@ class Simulator:
             if isinstance(ev, _Cycle):
                 if self._cycle(now, ev.n):
                     break
-                gcpace.between_cycles()  # a long GC pass here, not inside the next step
+                gc_pacer.between_cycles()  # a long GC pass here, not inside the next step
                 continue
             self._facts -= 1
             self.rec.last_change_s = now

@@ -1,4 +1,4 @@
-"""Simulator workload YAML -> validated, typed workload (DESIGN.md, "Simulator workload").
+"""Simulator workload YAML -> validated, typed workload (docs/operator/simulator.md).
 
 ```yaml
 cluster: {cores: 64, memory: 256g, workers: 1, driver_slots: 8, driver_start_s: 5,
@@ -12,7 +12,7 @@ apps:
      conf: {spark.sessionsched.gang.size: 8, spark.sessionsched.gang.style: hard}}
 ```
 
-Decisions where DESIGN.md is silent:
+Decisions the format leaves open:
 - ``cycle_s`` (how often the scheduler steps) and ``max_time_s`` (the run is stopped there and
   unfinished apps count as stuck) are cluster settings.
 - Memory is a Spark size (``512m``, ``2g``); a bare number is MiB, as for ``spark.executor.memory``.
@@ -22,7 +22,7 @@ Decisions where DESIGN.md is silent:
 - ``cores`` and ``memory`` are the whole cluster's, split evenly among ``workers`` equal
   workers (as the server's memory backend): a driver or an executor runs on one of them, the
   one its queue's ``node_sort`` chooses (``fair``: the freest; ``binpacking``: the fullest
-  that fits; docs/placement.md).
+  that fits; docs/design/placement.md).
 - A workload that could never run is refused, not simulated: an app the server would refuse
   at submission (``engine.placement.never_fits``: an executor or an in-cluster driver larger
   than any worker, first executors more than the workers hold or above a queue's
@@ -30,12 +30,14 @@ Decisions where DESIGN.md is silent:
   is submitted, a submission after ``max_time_s``. An app that merely waits forever is a
   result (``stuck``).
 - ``stages: []`` is a driver that never asks for executors: it works ``startup_s`` in the
-  driver alone and exits (seed 000: "not all applications will request more than one
-  allocation"); ``exit_code`` (default 0) is the driver's when its work is done, so a driver
-  that fails at start is ``stages: []``, a short ``startup_s`` and ``exit_code: 1``.
+  driver alone and exits (as YuniKorn says of its StateAware timeout, "not all
+  applications will request more than one allocation"); ``exit_code`` (default 0) is the
+  driver's when its work is done, so a driver that fails at start is ``stages: []``, a short
+  ``startup_s`` and ``exit_code: 1``.
 - ``conf``: Spark properties as a submission carries them (values may be YAML numbers). The
-  gang's are read as at submission (``gang.gang_from_conf``: ``spark.sessionsched.gang.*`` and
-  YuniKorn's ``spark.kubernetes.driver.annotation.yunikorn.apache.org/*`` annotations), and a
+  gang's are read as at submission (``gang_properties.gang_from_conf``:
+  ``spark.sessionsched.gang.*`` and YuniKorn's
+  ``spark.kubernetes.driver.annotation.yunikorn.apache.org/*`` annotations), and a
   malformed one refuses the workload with the gateway's own line. The properties the app's
   own keys set (``spark.driver.cores``, ``spark.executor.memory``, ``min_executors`` ...) are
   refused in ``conf``, so no size has two sources; the rest ride on the launch unread.
@@ -63,7 +65,6 @@ from ..config import (
 )
 from ..engine.placement import Workers, never_fits
 from ..engine.tree import QueueTree
-from ..gang import gang_from_conf
 from ..model import (
     PRIORITY_DEFAULT,
     Admission,
@@ -74,6 +75,7 @@ from ..model import (
     parse_mem_mib,
     parse_priority,
 )
+from ..spark.gang_properties import gang_from_conf
 
 MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 # What the app's own keys set: in ``conf`` they would be a second, conflicting source.

@@ -50,7 +50,7 @@ class AppRow(Base):
     launch_wait: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True),
                                                               nullable=True)
 
-    # What the app used so far (``sessionsched.usage.AppUsage.to_json``: core- and GiB-seconds
+    # What the app used so far (``sessionsched.model.usage.AppUsage.to_json``: core- and GiB-seconds
     # and the levels they grow by since ``since``), written by the cycle as reports change it.
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
 
@@ -132,7 +132,7 @@ class DecayedRow(Base):
 
 
 class UsageHourRow(Base):
-    """What the apps of one (queue, user) used in one hour (``sessionsched.usage.HOURLY``),
+    """What the apps of one (queue, user) used in one hour (``sessionsched.model.usage.HOURLY``),
     added to by the usage meter with each write of the apps' usage columns: the rollup that
     stays when app rows go, and what ``--by queue|user`` windows add up."""
 

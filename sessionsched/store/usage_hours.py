@@ -1,5 +1,5 @@
 """The hourly usage rollup in the store (``schema.UsageHourRow``): per (hour, queue, user)
-what the apps used (``sessionsched.usage.HOURLY``), added to in the same transaction as the
+what the apps used (``sessionsched.model.usage.HOURLY``), added to in the same transaction as the
 apps' usage columns (so a kill -9 or a takeover loses both or neither), kept when app rows
 go. ``--by queue|user`` windows read it (``operations/usage_read``)."""
 
@@ -14,7 +14,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from ..model import AppState
-from ..usage import HOURLY
+from ..model.usage import HOURLY
 from .faults import store_faults
 from .schema import AppRow, UsageHourRow
 

@@ -2,9 +2,11 @@
 file to the drivers it launches (``SESSIONSCHED_CA``), and the agent's transport verifies the
 server with it -- against a real ``sessionsched serve`` on HTTPS with a certificate made here;
 without it the certificate is not trusted. (The full path, a real driver's agent registering
-over HTTPS, is in tests/client/test_submit_upload_cluster.py.)"""
+over HTTPS, is in tests/real_spark/test_submit_upload_cluster.py.)"""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -47,7 +49,7 @@ def test_launched_drivers_get_the_ca_in_their_environment(tmp_path):
     cfg = ServerConfig()
     app = from_argv([str(app_file)], str(tmp_path), {}, {}, None, None, None,
                     Defaults(root=cfg.queue_tree(), queue="root.default"))
-    app.id = "driver-1"
+    app = replace(app, spec=replace(app.spec, app_id="driver-1"))
     launch = build_launch(app, "https://127.0.0.1:1", tmp_path, ca="/etc/team-ca.pem")
     assert launch.env["SESSIONSCHED_CA"] == "/etc/team-ca.pem"
     assert "/etc/team-ca.pem" not in launch.argv

@@ -1,4 +1,4 @@
-"""The agent's side of the protocol (docs/agent-protocol.md), fast: the real agent loop (its
+"""The agent's side of the protocol (docs/design/agent-protocol.md), fast: the real agent loop (its
 thread, its watch, urllib) against a real ``sessionsched serve`` on the memory backend, with a
 stand-in for the driver's Spark (``StandInSpark``: the demand and executors the test sets, the
 caps and kills the agent orders -- what ``SparkControl`` does through py4j; the real-cluster

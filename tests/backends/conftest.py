@@ -28,7 +28,7 @@ and when usage it does not manage changes it, and stops taking an app's usage of
 it is managed (``manage``), reporting that app's executors instead; and refuses what cannot
 run with a one-line BackendError.
 
-Kubernetes: ``tests/kubernetes/contract_rig.py`` (the fake API server, the stand-in
+Kubernetes: ``tests/backends/kubernetes/contract_rig.py`` (the fake API server, the stand-in
 spark-submit, a scripted kubelet playing the driver pods from the same properties the memory
 cluster reads; ``external`` is another team's executor pods).
 """
@@ -158,7 +158,8 @@ def _standalone_rig(request, app_file: Path, run_dir: Path) -> Rig:
 RIGS = {
     "memory": pytest.param("memory", id="memory"),
     "standalone": pytest.param("standalone", id="standalone", marks=pytest.mark.cluster),
-    "kubernetes": pytest.param("kubernetes", id="kubernetes"),  # tests/kubernetes/contract_rig
+    # tests/backends/kubernetes/contract_rig.py
+    "kubernetes": pytest.param("kubernetes", id="kubernetes"),
 }
 
 
@@ -168,7 +169,7 @@ def rig(request, pyspark_app, tmp_path) -> Iterator[Rig]:
     if request.param == "memory":
         made = _memory_rig(pyspark_app)
     elif request.param == "kubernetes":
-        from tests.kubernetes.contract_rig import kubernetes_contract_rig
+        from tests.backends.kubernetes.contract_rig import kubernetes_contract_rig
 
         made = kubernetes_contract_rig(Rig, WallClock(), pyspark_app, tmp_path, stack,
                                        EXTERNAL_CORES)

@@ -378,9 +378,9 @@ def test_a_failed_driver_frees_its_place_at_once():
 
 
 def test_a_deep_driver_heavy_burst_is_admitted_as_fast_as_the_slice_allows():
-    # issue 24: 500 apps of a 1-core driver and one 1-core executor on 1,200 cores fit whole
-    # (1,000 cores): admitted in ceil(500 / 200) = 3 steps (the budget's slice), not one per
-    # driver start
+    # the driver-heavy burst: 500 apps of a 1-core driver and one 1-core executor on 1,200
+    # cores fit whole (1,000 cores): admitted in ceil(500 / 200) = 3 steps (the budget's
+    # slice), not one per driver start
     run = Run(demand_queue(), cores=1200)
     per_step = [len(launched(run.submit(*(heavy(f"t{i:03d}") for i in range(500)))))]
     while run.sched.waiting.get("root.q") is not None:

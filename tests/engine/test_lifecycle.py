@@ -1,4 +1,5 @@
-"""App lifecycle: kills, driver exits, the seed examples, adoption after restart, bad events."""
+"""App lifecycle: kills, driver exits, YuniKorn's StateAware examples, adoption after restart,
+bad events."""
 
 import copy
 
@@ -83,10 +84,10 @@ def test_driver_exit_of_a_never_launched_app_leaves_the_queue():
     assert run.state("a") == "FAILED" and run.sched.pending("root.q") == []
 
 
-# --- seed 000: the StateAware design's "Example run" ---------------------------------------
+# --- YuniKorn's StateAware policy: its documented "Example run" ---------------------------
 
 
-def test_seed_000_example_run():
+def test_stateaware_example_run():
     run = Run(one_queue(admission="stateaware"), cores=8)
     e = executors  # E11, E12 for App1; E21 for App2
 
@@ -114,7 +115,7 @@ def test_seed_000_example_run():
     assert out == [MarkState("App2", AppState.RUNNING, "first executor registered")]
 
 
-# --- seed 001: StateAware's state rules ----------------------------------------------------
+# --- YuniKorn's StateAware policy: its state rules -------------------------------------------
 
 
 def in_state(run: Run, name: str, state: str, queue: str = "q") -> None:
@@ -138,7 +139,7 @@ def in_state(run: Run, name: str, state: str, queue: str = "q") -> None:
         "the oldest accepted app first",
     ],
 )
-def test_seed_001_stateaware_filter(apps, admitted):
+def test_stateaware_filter(apps, admitted):
     run = Run(one_queue(admission="stateaware"), slots=0)  # nobody admitted while setting up
     for name, state in apps:
         in_state(run, name, state)
@@ -146,7 +147,7 @@ def test_seed_001_stateaware_filter(apps, admitted):
     assert launched(out) == admitted
 
 
-def test_seed_001_the_rule_is_per_queue():
+def test_stateaware_rule_is_per_queue():
     run = Run(tree(leaf("x", admission="stateaware"), leaf("y", admission="stateaware")), slots=0)
     in_state(run, "s1", "STARTING", "x")
     in_state(run, "x1", "ACCEPTED", "x")
@@ -155,7 +156,7 @@ def test_seed_001_the_rule_is_per_queue():
     assert launched(out) == ["y1"]
 
 
-def test_seed_001_running_apps_get_resources_before_the_starting_one():
+def test_stateaware_running_apps_get_resources_before_the_starting_one():
     run = Run(one_queue(admission="stateaware", policy="fifo"), cores=8)
     run.submit(app("r1"))
     run.hold("r1", 1)

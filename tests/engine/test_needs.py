@@ -6,7 +6,7 @@ import random
 import pytest
 from engine_builders import app
 
-from sessionsched.engine.books import AppRecord
+from sessionsched.engine.ledger import AppRecord
 from sessionsched.engine.needs import NeedBook, elastic_need
 from sessionsched.model import AppState, Resources
 

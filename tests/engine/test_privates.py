@@ -1,7 +1,7 @@
-"""No engine module reads another object's privates (issue 21: books that keep themselves).
+"""No engine module reads another object's privates (books that keep themselves).
 
 Every ``x._name`` in ``sessionsched/engine`` must be on ``self`` or ``cls``: an index is changed
-through its owner's verbs (``bookkeeping.Books``), never by a module reaching into it. The
+through its owner's verbs (``app_books.Books``), never by a module reaching into it. The
 NamedTuple API (``_make``, ``_replace``...) is public despite its underscore.
 """
 

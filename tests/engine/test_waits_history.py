@@ -1,4 +1,4 @@
-"""Every waiting app's reason is true at every step of random histories (issue 23 item 2).
+"""Every waiting app's reason is true at every step of random histories (docs/user/reasons.md).
 
 Seeded histories of many steps over a tree with every admission mode and policy: submissions,
 priority changes, demand, drivers reported up, executors started and idled (``Cluster`` of
@@ -38,8 +38,8 @@ from sessionsched.engine import (
 )
 from sessionsched.engine.admission import LeafView, Room, weight_shares
 from sessionsched.engine.admission_checks import reservation
-from sessionsched.engine.books import Ledger
 from sessionsched.engine.budget import UNBOUNDED, CycleBudget
+from sessionsched.engine.ledger import Ledger
 from sessionsched.engine.needs import NeedBook
 from sessionsched.engine.placement import Workers, never_fits
 from sessionsched.engine.scheduler import Scheduler

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from sessionsched import tokens
 from sessionsched.backends.memory import MemoryBackend, MemoryCluster
 from sessionsched.config import ServerConfig
+from sessionsched.config import tokens_file as tokens
 from sessionsched.model import Resources
 from sessionsched.operations import auth
 from sessionsched.operations.outcomes import Outcome

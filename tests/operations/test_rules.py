@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionsched import tokens
+from sessionsched.config import tokens_file as tokens
 from sessionsched.operations.outcomes import Kind
 
 ON = {}  # auth mode tokens, the defaults of the auth section
@@ -145,7 +145,7 @@ def test_the_default_priority_is_allowed_whatever_the_range(port):
         assert p.submit("bob").value.priority == 5000  # defaults.priority
 
 
-# --- who may submit into a queue: users and groups (was tests/server/test_groups.py) -------------
+# --- who may submit into a queue: users and groups (was tests/config/test_groups.py) -------------
 
 GROUPS = {"etl": ["alice"], "analysts": ["carol"]}
 GROUP_QUEUES = [{"name": "root", "queues": [

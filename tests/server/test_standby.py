@@ -16,17 +16,17 @@ import httpx
 import psycopg
 import pytest
 
-from sessionsched import tokens
 from sessionsched.backends.memory import WORK
 from sessionsched.client import ApiError, SchedulerClient, Submission
 from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.config import tokens_file as tokens
 from sessionsched.server.leader import LOCK_NAME
 from sessionsched.service.restore import UNRECORDED
 from sessionsched.service.watch import GONE
 from sessionsched.store import Store
 from sessionsched.store.leadership import Leadership, lock_key
-from tests.client.cli_helpers import REPO, SLEEP_TASKS, run_cli
 from tests.sparkcluster import free_ports, wait_until
+from tests.support.cli_helpers import REPO, SLEEP_TASKS, run_cli
 
 ENDED = ("FINISHED", "FAILED", "KILLED")
 
@@ -176,9 +176,9 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         finally:
             store.close()
         assert takeover_s < 10
-        # Usage (docs/usage.md) is the store's: the new leader shows what the old one counted.
-        # An app that had ended keeps its figures exactly; one the kill cut short is counted
-        # on from its stored levels to its end, so never less than before.
+        # Usage (docs/operator/usage.md) is the store's: the new leader shows what the old one
+        # counted. An app that had ended keeps its figures exactly; one the kill cut short is
+        # counted on from its stored levels to its end, so never less than before.
         usage_after = usage_by_app(b.url)
         for app_id, was in usage_before.items():
             now = usage_after[app_id]
@@ -253,8 +253,10 @@ def test_a_token_goes_with_the_redirect_and_the_leader_applies_the_rules(pg_serv
         b = ServerProcess.start(configs[1], tmp_path / "b")
         wait_until(lambda: (h := health(b.url)) and h["leader"] == a.url, 30,
                    "the standby to learn who leads")
+        # Long enough to outlive the calls below on a loaded machine: a change of an ended
+        # app's priority is a 409, not the rule this test is about.
         job = Submission(argv=(str(SLEEP_TASKS),), cwd=str(REPO), name="alices",
-                         conf={WORK: "1x1"})
+                         conf={WORK: "1x600"})
         with SchedulerClient(b.url, token=made["alice"]) as alice:
             app = alice.submit(job)
             assert (app.user, alice.app(app.id).user) == ("alice", "alice")

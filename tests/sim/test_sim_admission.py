@@ -1,5 +1,5 @@
 """The `demand` admission mode (the default) on the simulator, against `stateaware` and
-`reserve` (issue 14): within 10 % of the better of them on every example workload and every
+`reserve`: within 10 % of the better of them on every example workload and every
 probe (benchmarks/admission-probes) and never a deadlock; a driver that never asks for
 executors completes; a driver that fails at start does not block its queue. Deterministic: the
 simulator's clock is virtual."""
@@ -35,7 +35,7 @@ def test_demand_is_within_10_percent_of_the_better_older_mode(path):
     assert demand.summary["makespan"] <= TARGET * best
 
 
-def test_issue_14_burst_runs_in_half_the_time_of_either_older_mode():
+def test_the_burst_runs_in_half_the_time_of_either_older_mode():
     # burst-20: 20 in-cluster drivers onto 16 cores (measured: stateaware 270 s, reserve 510 s,
     # demand 123 s)
     w = load_workload(EXAMPLES / "burst-20.yaml")

@@ -20,8 +20,9 @@ APP_KEYS = {
     "admitted",
     "first_executor",
     "finished",
-    "gang_ready",  # issue 22: when a gang's driver and N executors were held (null: never)
-    "usage",  # issue 25: per app held/busy/idle/reclaimed core-seconds... (docs/usage.md)
+    # when a gang's driver and N executors were held, null: never (docs/design/gangs.md)
+    "gang_ready",
+    "usage",  # per app held/busy/idle/reclaimed core-seconds... (docs/operator/usage.md)
 }
 USAGE_KEYS = {
     "held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s", "reclaimed_executors",
@@ -36,7 +37,7 @@ SUMMARY_KEYS = {
     "p95_completion",
     "utilization",
     "fairness_jain",
-    "whole_workers",  # issue 22: workers left whole (docs/placement.md)
+    "whole_workers",  # workers left whole (docs/design/placement.md)
     "whole_workers_min",
 }
 ENGINE_KEYS = {"cycles", "cycle_ms_p50", "cycle_ms_max"}
@@ -66,7 +67,7 @@ def test_json_has_exactly_the_designed_keys(tmp_path):
 
 
 def test_json_to_stdout(capsys):
-    assert main(["simulate", str(EXAMPLES / "seed000-stateaware.yaml"), "--json", "-"]) == 0
+    assert main(["simulate", str(EXAMPLES / "stateaware-example.yaml"), "--json", "-"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert [a["name"] for a in r["apps"]] == ["App1", "App2"]
 

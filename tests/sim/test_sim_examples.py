@@ -48,7 +48,7 @@ def check_burst_stateaware(r):
     assert {a["state"] for a in r["apps"]} == {"FINISHED"}
 
 
-def check_seed000(r):
+def check_stateaware_example(r):
     apps = by_name(r)
     app1, app2 = apps["App1"], apps["App2"]
     # Step 2: App1 (oldest) is launched; App2 waits while App1 is STARTING.
@@ -233,7 +233,7 @@ def check_decay_teams(on, off):
 
 def check_placement(fair, packed):
     # The same apps; bin-packing leaves measurably more workers whole (nothing on them) than
-    # fair, which spreads every small driver and executor over all 8 workers (issue 22).
+    # fair, which spreads every small driver and executor over all 8 workers.
     for r in (fair, packed):
         assert r["summary"]["stuck"] == 0 and r["summary"]["failed"] == 0
     wf, wp = fair["summary"]["whole_workers"], packed["summary"]["whole_workers"]
@@ -261,7 +261,7 @@ SINGLE = {
     "driver-only": check_driver_only,
     "burst-none": check_burst_none,
     "burst-stateaware": check_burst_stateaware,
-    "seed000-stateaware": check_seed000,
+    "stateaware-example": check_stateaware_example,
     "notebooks-fairshare": check_notebooks,
     "notebooks-demand": check_notebooks_demand,
     "fairshare-users": check_fairshare_users,

@@ -1,4 +1,4 @@
-"""Placement in the simulator (issue 22 items 0 and 4): a driver's room now is asked per
+"""Placement in the simulator (docs/design/placement.md): a driver's room now is asked per
 worker, with the memory cluster's own report of what is free on each."""
 
 from __future__ import annotations

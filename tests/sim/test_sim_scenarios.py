@@ -110,7 +110,7 @@ def test_in_cluster_driver_cores_are_not_given_to_executors():
 
 
 def test_priority_update_on_a_queued_app_jumps_the_queue():
-    # Seed 003, case 1: one driver slot, three drivers; c's priority is raised while it waits.
+    # One driver slot, three drivers; c's priority is raised while it waits: c starts before b.
     w = workload(
         app("a", submit=0),
         app("b", submit=1),

@@ -1,4 +1,4 @@
-"""The simulator's accounting (``sessionsched.usage``, counted by the memory cluster): per app
+"""The simulator's accounting (``sessionsched.model.usage``, counted by the memory cluster): per app
 held, busy, idle and reclaimed core-seconds, GiB-seconds, the driver's and time queued.
 
 Cluster (sim_builders.QUICK_CLUSTER): 8 cores, driver start 2 s, executor start 1 s, idle

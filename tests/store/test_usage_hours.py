@@ -8,8 +8,8 @@ import pytest
 from test_store import make_app
 
 from sessionsched.model import AppState
+from sessionsched.model.usage import HOUR_S, HOURLY
 from sessionsched.store.usage_hours import add_hours, live_usage, load_hours
-from sessionsched.usage import HOUR_S, HOURLY
 
 
 def row(**figures) -> list[float]:

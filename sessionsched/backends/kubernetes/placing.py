@@ -1,4 +1,4 @@
-"""The node a driver pod goes to under ``node_sort: binpacking`` (docs/placement.md): no IO.
+"""The node a driver pod goes to under ``node_sort: binpacking`` (docs/design/placement.md): no IO.
 
 Under ``fair`` (the default) nothing is added: the kube scheduler's default scoring
 (``NodeResourcesFit``, ``LeastAllocated``) already puts a pod on the node with the most room
@@ -26,7 +26,7 @@ from kubernetes.utils import parse_quantity
 
 from ...engine.placement.sorting import pick
 from ...model import NodeSort, Resources, parse_mem_mib
-from ...sparkargs import parse_spark_submit
+from ...spark.submit_args import parse_spark_submit
 from ..base import Launch
 from .pods import labels, node_workers
 

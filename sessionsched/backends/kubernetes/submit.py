@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 from ...agent.launch import bootstrap_path
 from ...config import KubernetesSection
-from ...sparkargs import SparkArgsError, parse_spark_submit
+from ...spark.submit_args import SparkArgsError, parse_spark_submit
 from ..base import Launch
 from ..commands import submit_command
 from .pods import LABEL_APP, LABEL_IN_CLUSTER, LABEL_PRIORITY, LABEL_QUEUE, valid_label_value

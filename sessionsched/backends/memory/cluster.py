@@ -34,7 +34,7 @@ app it runs (at 10,000 running apps, a report of each per cycle was most of a cy
 
 Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated over time),
 ``last_event_s`` (the last timer run), ``reclaim_kills``, ``pool.executor_waits``; per app,
-``SparkApp.usage`` (``sessionsched.usage``: held, busy, reclaimed and driver core- and GiB-seconds).
+``SparkApp.usage`` (``model.usage``: held, busy, reclaimed and driver core- and GiB-seconds).
 """
 
 from __future__ import annotations

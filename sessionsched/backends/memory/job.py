@@ -33,7 +33,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...model import NodeSort, Resources
-from ...sparkargs import Prop, effective_properties, parse_spark_submit, scheduling_properties
+from ...spark.submit_args import (
+    Prop,
+    effective_properties,
+    parse_spark_submit,
+    scheduling_properties,
+)
 from ..base import Launch
 
 WORK = "spark.sessionsched.memory.work"

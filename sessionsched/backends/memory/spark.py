@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ...model import Resources
-from ...usage import AppUsage
+from ...model.usage import AppUsage
 from .job import Job
 
 

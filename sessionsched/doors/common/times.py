@@ -1,5 +1,5 @@
 """Times and estimates as the doors show them: ISO 8601 UTC, and a queued app's estimated
-start and counter-offer (docs/estimates.md) under the camelCase names of the Spark REST and
+start and counter-offer (docs/design/estimates.md) under the camelCase names of the Spark REST and
 Livy answers."""
 
 from __future__ import annotations

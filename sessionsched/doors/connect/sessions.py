@@ -8,7 +8,7 @@ finds its queue (``connect`` parameters, else the server's default queue) and th
 - ``session`` (the default): it submits an app of kind ``connect``, named ``connect-`` and the
   session id's first 8 characters, through the operations port (``Operations.submit_connect``:
   the caller's rights, queue, priority range, rate limit and audit line, as from every door):
-  ``sessionsched.connect_driver`` under spark-submit, with dynamic allocation, which starts
+  ``sessionsched.drivers.connect_server`` under spark-submit, with dynamic allocation, which starts
   Spark's Connect service in its driver and writes its address to ``connect/SID.port`` in the
   state directory;
 - ``user``: the user's live driver in that queue, if there is one, takes the session at once
@@ -45,7 +45,7 @@ from sessionsched.operations.outcomes import Outcome
 from sessionsched.operations.port import AppRead, Operations
 
 POLL_S = 0.1
-DRIVER = Path(__file__).resolve().parents[2] / "connect_driver.py"
+DRIVER = Path(__file__).resolve().parents[2] / "drivers" / "connect_server.py"
 POOL = "spark.scheduler.pool"
 LIVE = (AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING)
 TAKES_CALLS = (AppState.STARTING, AppState.RUNNING)  # with its address known: its driver's up

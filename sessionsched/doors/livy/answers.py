@@ -8,9 +8,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.outcomes import Kind, Outcome
-from sessionsched.text import one_line
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="sessionsched", charset="UTF-8"'}
 STATUS = {Kind.INVALID: 400, Kind.UNAUTHORIZED: 401, Kind.FORBIDDEN: 403, Kind.NOT_FOUND: 404,

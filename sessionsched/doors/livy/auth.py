@@ -1,4 +1,4 @@
-"""Who may use the Apache Livy API with auth mode tokens (README, "Serve a team").
+"""Who may use the Apache Livy API with auth mode tokens (docs/operator/serving-a-team.md).
 
 Livy clients authenticate the way they can: sparkmagic and Zeppelin send HTTP Basic auth
 (``username``/``password`` in their configuration), Airflow's ``LivyHook`` a header of the

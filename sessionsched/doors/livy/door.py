@@ -1,6 +1,6 @@
 """An Apache Livy-compatible REST API (batches here, interactive sessions in
 ``interactive``), so Livy clients — Airflow's ``LivyOperator``,
-sparkmagic, Zeppelin — submit into the scheduler's queues (reference/livy-and-airflow.md).
+sparkmagic, Zeppelin — submit into the scheduler's queues, as Livy 0.8's REST API answers them.
 
 A batch is an app like any other: it waits its turn in its queue with its priority, and the
 same app is visible through every API. Its Livy id is the app's submission sequence number

@@ -3,7 +3,7 @@
 
 A session is an app in a queue like any other (kind ``session``, as a notebook's): it waits
 its turn with its priority (``conf`` ``spark.ego.priority``, ``queue``). Its driver is a small
-REPL process (``sessionsched.livy_repl``) started here at creation: it waits for admission,
+REPL process (``sessionsched.drivers.livy_repl``) started here at creation: it waits for admission,
 builds its SparkSession with dynamic allocation and the agent attached (so an idle session
 gives its executors back), then takes statements from this module and posts their outputs
 (its routes: ``repl``).
@@ -192,7 +192,7 @@ class LivySessions:
             env.pop(name, None)
             if value:
                 env[name] = value
-        cmd = [sys.executable, "-m", "sessionsched.livy_repl", "--server", self.ops.url,
+        cmd = [sys.executable, "-m", "sessionsched.drivers.livy_repl", "--server", self.ops.url,
                "--app-id", stored.id, "--session", str(stored.seq),
                "--name", stored.name, "--conf", json.dumps(conf)]
         with open(log_path, "ab") as out:

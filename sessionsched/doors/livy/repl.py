@@ -1,4 +1,4 @@
-"""The routes a Livy session's REPL (``sessionsched.livy_repl``, the session's driver) talks to
+"""The routes a Livy session's REPL (``drivers.livy_repl``, the session's driver) talks to
 the server by: ``/livy-repl/SID/ready`` once its SparkSession is up, ``next`` for the next
 waiting statement (or ``{"stop": true}`` when the session is ending or its app has ended,
 killed elsewhere too), ``result`` with a statement's output (dropped if the statement was

@@ -1,4 +1,4 @@
-"""The agent protocol over HTTP (docs/agent-protocol.md): register, heartbeat and watch.
+"""The agent protocol over HTTP (docs/design/agent-protocol.md): register, heartbeat and watch.
 
 Every running driver's agent reports (a heartbeat) when its facts change and at least every
 keep-alive -- once a second on the old protocol -- and waits for its decisions with a watch
@@ -12,9 +12,9 @@ through every route, dependency solving, a worker thread for the body and the re
 validation (the answer is written by the C JSON encoder) — and its body is parsed by pydantic's
 JSON parser in one call (pydantic-core: as cheap as ``json.loads`` on these bodies, and its
 refusals name the field): at 300 agents the server's CPU halved, at 1,000 it keeps up
-(``benchmarks/agent_load.py``, docs/agent-protocol.md). The FastAPI routes stay for the
+(``benchmarks/agent_load.py``, docs/design/agent-protocol.md). The FastAPI routes stay for the
 OpenAPI spec (and answer any other method: 405); both give the same answers and refusals
-(``tests/server/test_agent_api.py``).
+(``tests/doors/native/test_agent_api.py``).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from sessionsched.doors.native.schemas import (
     error_responses,
 )
 from sessionsched.doors.native.views import unreadable, validation_detail
+from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.port import Operations, executors_of
-from sessionsched.text import one_line
 
 log = logging.getLogger("sessionsched.server")
 

@@ -1,4 +1,4 @@
-"""The native API under ``/api/v1`` (docs/api.md). Thin: parse the body (pydantic), call the
+"""The native API under ``/api/v1`` (docs/user/api.md). Thin: parse the body (pydantic), call the
 operations port (``operations.port.Operations``: who, may they, the service, the wait), render;
 the port's outcomes become HTTP errors in ``deps.answer`` (404 unknown app, 409 ended, 400 bad
 value, 401/403 the gate's refusals naming the rule, 503 store or cycle too slow).
@@ -88,7 +88,8 @@ def queues(ops: OpsDep, _caller: CallerDep):
 
 # The reads below run on the event loop (async, no await): a sync handler would hop to the
 # thread pool and back twice (the handler, then the response's validation), and each hop waits
-# for the interpreter lock while a cycle holds it (issue 14: reads p99 while cycles run).
+# for the interpreter lock while a cycle holds it (the reads' p99 while cycles run:
+# benchmarks/service_throughput.py).
 
 
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
@@ -236,7 +237,7 @@ def usage(ops: OpsDep, caller: CallerDep,
           by: Annotated[Literal["queue", "user", "app"], Query()] = "queue",
           since: Annotated[str | None, Query(max_length=64)] = None,
           until: Annotated[str | None, Query(max_length=64)] = None):
-    """What apps used (docs/usage.md): core- and GiB-seconds held, busy, idle and lost to
+    """What apps used (docs/operator/usage.md): core- and GiB-seconds held, busy, idle and lost to
     reclaim, their drivers', time queued; per app or added up per queue or user. ``since`` /
     ``until``: ``7d``, ``12h``, epoch seconds or ISO 8601 (default: all, up to now)."""
     return answer(ops.usage(caller, by, since, until))

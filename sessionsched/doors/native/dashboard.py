@@ -1,5 +1,5 @@
 """The dashboard at ``/``: one static page that polls the native API every two seconds (the
-usage table, read from the store, every thirty: docs/usage.md).
+usage table, read from the store, every thirty: docs/operator/usage.md).
 
 Every value is escaped before it goes into the tables. Polls do not overlap (the next starts two
 seconds after the last ended), and each request gives up after five seconds, so a scheduler that

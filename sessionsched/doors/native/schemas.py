@@ -1,7 +1,7 @@
 """Typed request and response bodies of the native API and the agent protocol (pydantic).
 
-Shapes are those of docs/api.md and docs/agent-protocol.md. Values that need a clear message
-when wrong (priority, queue, paths) are taken loosely here and checked by the service with a
+Shapes are those of docs/user/api.md and docs/design/agent-protocol.md. Values that need a clear
+message when wrong (priority, queue, paths) are taken loosely here and checked by the service with a
 message naming the problem; everything else is checked by the types.
 """
 
@@ -66,7 +66,7 @@ class ErrorOut(BaseModel):
     detail: str = Field(..., description="one line naming the problem")
 
 
-# What each status means (docs/api.md), for the OpenAPI spec of each operation.
+# What each status means (docs/user/api.md), for the OpenAPI spec of each operation.
 ERROR_MEANINGS = {
     400: "a value that cannot be used (unknown queue, priority outside 1..10000, bad property, "
          "missing application file); nothing stored",
@@ -101,7 +101,7 @@ def error_responses(*codes: int, text: bool = False) -> dict[int | str, dict[str
 
 
 class CounterOfferOut(BaseModel):
-    """Start sooner with fewer first executors (docs/estimates.md)."""
+    """Start sooner with fewer first executors (docs/design/estimates.md)."""
 
     executors: int  # minExecutors to submit with ...
     estimated_start: str  # ... to start about then (ISO 8601)
@@ -110,7 +110,7 @@ class CounterOfferOut(BaseModel):
 
 
 class ReservationOut(BaseModel):
-    """What is set aside for a gang while it waits to be whole (docs/gangs.md)."""
+    """What is set aside for a gang while it waits to be whole (docs/design/gangs.md)."""
 
     held_cores: int  # reserved for it so far ...
     held_memory_mib: int
@@ -150,7 +150,7 @@ class AppOut(BaseModel):
     spark_app_id: str | None
     kind: str
     reason: str
-    reason_code: str | None  # while it waits: why, from a closed set (docs/reasons.md)
+    reason_code: str | None  # while it waits: why, from a closed set (docs/user/reasons.md)
     warnings: list[str]
     # While queued (ISO 8601; null: not estimated yet, or not within the estimate's horizon).
     estimated_start: str | None = None
@@ -201,7 +201,7 @@ class QueueOut(BaseModel):
     usage_half_life: float | None = None  # as configured (None: the parent's)
     decayed_cores: float | None = None  # decayed past usage (None: the queue does not decay)
     decayed_users: dict[str, float] | None = None  # per user, in a fairshare leaf that decays
-    node_sort: str = "fair"  # as in force (inherited): docs/placement.md
+    node_sort: str = "fair"  # as in force (inherited): docs/design/placement.md
 
 
 class EventOut(BaseModel):
@@ -223,7 +223,7 @@ class AuditOut(BaseModel):
 
 
 class UsageOut(BaseModel):
-    """One app, queue or user's usage (docs/usage.md defines each figure). The key columns
+    """One app, queue or user's usage (docs/operator/usage.md defines each figure). The key columns
     present are those of ``by``: app (with its queue, user, state), queue, or user."""
 
     app: str | None = None

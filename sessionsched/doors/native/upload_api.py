@@ -1,5 +1,5 @@
 """``/api/v1/uploads/{sha256}``: a remote client's files, before the submission that uses them
-(``intake.uploads``, ``intake.remote``, through the operations port; docs/api.md).
+(``intake.uploads``, ``intake.remote``, through the operations port; docs/user/api.md).
 
 - ``GET``: ``{"sha256", "size", "new": false}`` if that content is stored (the client then
   sends nothing), else 404;
@@ -20,7 +20,7 @@ from sessionsched.doors.common.asgi import TooLarge
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
 from sessionsched.doors.native.schemas import UploadOut, error_responses
-from sessionsched.text import one_line
+from sessionsched.model.text import one_line
 
 router = APIRouter()
 audit = logging.getLogger("sessionsched.audit")

@@ -1,4 +1,4 @@
-"""How the native API shows apps (the app object of docs/api.md), times and its one-line
+"""How the native API shows apps (the app object of docs/user/api.md), times and its one-line
 refusals of a request's shape."""
 
 from __future__ import annotations

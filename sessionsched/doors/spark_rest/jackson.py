@@ -3,8 +3,8 @@
 ``@JsonPropertyOrder(alphabetic = true)`` on every protocol message.
 
 Why the bytes matter: clients read the master's answers line by line, not as JSON. Airflow's
-Spark provider finds ``driverState`` by splitting a line on ``" : "``; a compact answer
-breaks it (reference/livy-and-airflow.md).
+Spark provider (its SparkSubmitHook fetches the status with curl) finds ``driverState`` by
+splitting a line on ``" : "``; a compact answer breaks it.
 
 The layout (Jackson 2, default pretty printer)::
 

@@ -1,5 +1,5 @@
-"""Spark's REST submission protocol, as a Spark 4.0.1 standalone master speaks it
-(reference/spark-rest-protocol.md), so unmodified ``spark-submit --master spark://HOST:PORT
+"""Spark's REST submission protocol, as a Spark 4.0.1 standalone master's
+StandaloneRestServer speaks it, so unmodified ``spark-submit --master spark://HOST:PORT
 --deploy-mode cluster --conf spark.master.rest.enabled=true`` (and ``--status``/``--kill``)
 talks to the scheduler; plus Conductor's ``update`` for priorities.
 
@@ -48,11 +48,11 @@ from sessionsched.doors.common.spark import SPARK_VERSION
 from sessionsched.doors.common.times import estimate_fields
 from sessionsched.doors.spark_rest import jackson
 from sessionsched.model import AppState, parse_priority
+from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.callers import bearer, strip_token
 from sessionsched.operations.outcomes import Kind, Outcome
 from sessionsched.operations.port import CYCLE_WAIT_S, Operations
-from sessionsched.text import one_line
 
 JSON_TYPE = "application/json;charset=utf-8"
 ACTIONS = ("create", "kill", "status", "readyz", "update")
@@ -62,7 +62,7 @@ _ANY = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 _SUBMIT_THROUGH = "Please submit requests through http://[host]:[port]/v1/submissions/..."
 STATUS_CACHE_MAX = 20_000  # cached status answers; past it the cache starts over (bounded memory)
 
-# Spark REST driverState for each of our states (DESIGN.md, "Applications and states").
+# Spark REST driverState for each of our states (``model.AppState``).
 DRIVER_STATE = {
     AppState.ACCEPTED: "SUBMITTED",
     AppState.STARTING: "RUNNING",
@@ -157,8 +157,8 @@ class SparkRest:
             return error(out.message, out.status or STATUS[out.kind], success=False)
         stored, unknown = out.value
         message = f"Driver successfully submitted as {stored.id}"
-        if stored.warnings:
-            message += ". Warning: " + "; ".join(stored.warnings)
+        if warnings := stored.submission.warnings:
+            message += ". Warning: " + "; ".join(warnings)
         answer = {"action": "CreateSubmissionResponse", "message": message,
                   "serverSparkVersion": SPARK_VERSION, "submissionId": stored.id,
                   "success": True}

@@ -7,7 +7,7 @@ the engine keeps D, an exponentially weighted average of the cores the queue use
     D(t) = D(t0) * 2^(-(t - t0) / H) + c * (1 - 2^(-(t - t0) / H))
 
 where c is the queue's usage since t0, the last time it changed. Usage is what admission
-already orders by (``books.contribution``): executor cores held or granted plus the cores of
+already orders by (``ledger.contribution``): executor cores held or granted plus the cores of
 its apps' drivers; a parent's is the sum of its children's. So a queue that held c cores for
 a long time has D = c, one idle for one half-life has half its D left. The same per user of a
 ``fairshare`` leaf that decays, from the executor cores held or granted to the user's apps

@@ -11,8 +11,8 @@ whose cores move while its claims stay needs: phase 2's shares follow the capaci
 moves with the executors held every cycle while a gang reserves (``gang.book``).
 
 The same float operations in the same order as ``water_fill`` and ``fairshare``: the same
-results (``tests/engine/test_fairleaf.py``). The cases ``water_fill`` treats apart (no cores,
-floors above the cores, wants within them) go to ``fairshare`` itself.
+results (``tests/engine/arbitration/test_fairleaf.py``). The cases ``water_fill`` treats apart
+(no cores, floors above the cores, wants within them) go to ``fairshare`` itself.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ they want, ``left`` differs by the change all along, so the walk goes to where t
 out (the apps whose result moves) and a few claims beyond.
 
 Results are identical to the from-scratch policy, whatever the history
-(``tests/engine/test_greedy.py`` checks it over random histories); the walk's cost follows
-the claims whose result changed, not the leaf's size.
+(``tests/engine/arbitration/test_greedy.py`` checks it over random histories); the walk's cost
+follows the claims whose result changed, not the leaf's size.
 """
 
 from __future__ import annotations

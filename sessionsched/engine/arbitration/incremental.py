@@ -9,11 +9,11 @@ cover every want (a cluster with room: its cores then follow its wants) only loo
 claims that changed; a ``fifo``/``priority`` leaf walks from the first changed claim
 (``greedy``); a ``fairshare`` leaf whose cores alone moved only rounds again (``fairleaf``).
 Phase 1 normally has nothing to cut (checked from running sums); when it has,
-``floorcut.FloorCut`` walks only the claims it cuts, and the leaf books hold each cut
+``floor_cut.FloorCut`` walks only the claims it cuts, and the leaf books hold each cut
 claim with its floor as cut (a claim whose cut moved is set in its book again: to its leaf,
-phase 1's cut is one more change of claims). Phases 3 and 4 (``finish``) go over every claim
-in a cycle where floors or memory were cut. ``oracle`` computes the same targets from scratch,
-independently: the tests hold the two to each other over random histories.
+phase 1's cut is one more change of claims). Phases 3 and 4 (``memory_and_remainders``) go
+over every claim in a cycle where floors or memory were cut. ``oracle`` computes the same
+targets from scratch, independently: the tests hold the two to each other over random histories.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from sortedcontainers import SortedList
 from ...model import Policy, Queue, Resources
 from ..tree import QueueTree
 from .decay import NO_PAST, Past
-from .finish import exact_remainders, memory_cut
-from .floorcut import Cut, FloorCut
+from .floor_cut import Cut, FloorCut
 from .greedy import ORDERS as GREEDY_ORDERS
 from .leafbook import LeafBook
+from .memory_and_remainders import exact_remainders, memory_cut
 from .policies import Claim, by_priority_then_seq, water_fill
 from .users import divide_leaf
 

@@ -1,13 +1,13 @@
 """A leaf's cores among its claims: by its policy, or - a ``fairshare`` leaf that decays
 (``decay``) - by user first.
 
-Per user (Spark's fair scheduler pools give users equal shares "regardless of how many
-concurrent jobs they have", seed 002): the claims are grouped by ``Claim.user``; the users
-share the leaf's cores by ``water_fill`` with equal weights and their decayed past usage, each
-between the cores of its apps' floors and of their wants; each user's whole cores go to its
-apps by ``fairshare`` (weight = priority); cores left over by rounding go one executor at a
-time to the claims below their want in rank order (passes repeated while any is given). The
-``LeafPolicy`` contract holds: ``floor <= n <= want``, at most ``cores`` in all.
+Per user (Spark's job scheduling guide: fair scheduler pools give users equal shares
+"regardless of how many concurrent jobs they have"): the claims are grouped by
+``Claim.user``; the users share the leaf's cores by ``water_fill`` with equal weights and their
+decayed past usage, each between the cores of its apps' floors and of their wants; each user's
+whole cores go to its apps by ``fairshare`` (weight = priority); cores left over by rounding go
+one executor at a time to the claims below their want in rank order (passes repeated while any
+is given). The ``LeafPolicy`` contract holds: ``floor <= n <= want``, at most ``cores`` in all.
 
 Why only with decay on: sharing by user changes who gets what in every fairshare leaf where
 users have different numbers of apps; a queue that does not ask for fairness over time keeps

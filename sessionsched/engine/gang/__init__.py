@@ -1,4 +1,4 @@
-"""Gangs in the engine: reservation that accumulates (docs/gangs.md)."""
+"""Gangs in the engine: reservation that accumulates (docs/design/gangs.md)."""
 
 from .reservation import Reservation
 

@@ -1,6 +1,6 @@
 """Reservations that accumulate: room set aside for gangs at the heads of their queues.
 
-A gang (``AppSpec.gang``, docs/gangs.md) launches only when its driver (if it runs in the
+A gang (``AppSpec.gang``, docs/design/gangs.md) launches only when its driver (if it runs in the
 cluster) and its N executors are held for it at once. Until then, while it is the head of its
 leaf queue (the first queued app not held aside ``does_not_fit_now``), it *reserves*: every
 step, room of the cluster that is free (capacity less in-cluster drivers and the executors
@@ -24,8 +24,8 @@ when it reached its queue's head keep what they hold - and by its timeout. An ap
 priority queued in the gang's own queue goes ahead of it (the queue's order), and the gang
 gives its room back until it is the head again.
 
-Why two gangs never deadlock, each holding half of what it needs (the seed's reason for
-FIFO-ordered reservation): reservations are served in one fixed order - the order in which their
+Why two gangs never deadlock, each holding half of what it needs (the reason to reserve in
+one FIFO order): reservations are served in one fixed order - the order in which their
 gangs became reserving heads (heads of one step in rank order: priority, submission, app
 id) - and freed room goes to the first reservation in that order
 that is not whole. So at any time at most one reservation is partial, and the ones before it

@@ -1,6 +1,6 @@
 """The step's gang phase (``Scheduler.step``, after the timeouts, before admission): gangs
 whose timeout ran out are dealt with by their style, then the gangs at their queues' heads
-reserve what is free (``book.GangBook``, docs/gangs.md)."""
+reserve what is free (``book.GangBook``, docs/design/gangs.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .book import fell_back_reason, timed_out_reason
 
 def gang_phase(books, capacity: Resources, now: float, out: list[Decision],
                aside: Container[str] = ()) -> None:
-    """``books``: the engine's ``bookkeeping.Books``, in sync; ``capacity``: the cluster's;
+    """``books``: the engine's ``app_books.Books``, in sync; ``capacity``: the cluster's;
     ``aside``: the apps admission held aside ``does_not_fit_now`` at the last step."""
     gangs = books.gangs
     for hold in gangs.expired(now):

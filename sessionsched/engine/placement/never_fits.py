@@ -15,7 +15,7 @@ too small stays too small.
 At submission (``intake``) a hit refuses the app: nothing is stored, every door answers with
 the line. At admission the same check holds a queued app whose cluster shrank under it (a
 worker gone, a smaller ``max_cores`` in force) with ``does_not_fit_now`` and lets the apps
-behind it go ahead; it starts when the cluster can hold it again (docs/admission.md).
+behind it go ahead; it starts when the cluster can hold it again (docs/design/admission.md).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ _SETS_ASIDE = tuple(mode for mode, m in ADMISSION_MODES.items() if reserve_room 
 
 def first_executors(spec: AppSpec, leaf: Queue) -> int:
     """The executors an app needs beside its driver to be admitted into ``leaf``."""
-    if spec.gang is not None:  # a gang's N, in any mode (docs/gangs.md)
+    if spec.gang is not None:  # a gang's N, in any mode (docs/design/gangs.md)
         return reservation(spec)
     mode = leaf.admission
     for aside in _SETS_ASIDE:  # by identity, not an Enum hash: asked for every head, each cycle

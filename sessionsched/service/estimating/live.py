@@ -8,7 +8,7 @@ get no estimate.
 How long an app runs (``run_length``): the median of its name's last FINISHED runs in the
 store (launch to end), else ``default_run_s``. A launched app has that less what it has run
 left; one past it is assumed to end within ``overrun_s(run_s)``: a quarter of its run, at
-least a minute (docs/estimates.md).
+least a minute (docs/design/estimates.md).
 """
 
 from __future__ import annotations

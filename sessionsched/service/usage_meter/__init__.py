@@ -1,4 +1,4 @@
-"""Counting what each app uses, from the facts the cycle steps (docs/usage.md): ``meter``
+"""Counting what each app uses, from the facts the cycle steps (docs/operator/usage.md): ``meter``
 counts (``UsageMeter``), ``timing`` places a report's changes in time, ``thread`` counts
 beside the cycle and writes (``MeterThread``)."""
 

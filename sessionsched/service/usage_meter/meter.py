@@ -1,9 +1,9 @@
-"""Counting what each app uses, from the facts the cycle steps (docs/usage.md).
+"""Counting what each app uses, from the facts the cycle steps (docs/operator/usage.md).
 
 The cycle hands the meter the events the engine took and the decisions it gave; the meter
 changes only the apps they name (no scan of the books), on a thread of its own
 (``MeterThread``), so counting costs the cycle a queue put. Per app it keeps a
-``sessionsched.usage.AppUsage``:
+``sessionsched.model.usage.AppUsage``:
 
 - an executor list (``ExecutorsChanged``, from the agent or the cluster) sets the levels: held
   cores and memory = the executors times the app's executor size; busy cores = the executors
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, ReclaimMode
-from sessionsched.usage import (
+from sessionsched.model.usage import (
     APPS,
     COUNTED,
     HOURLY,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from sessionsched.engine.events import Decision, Event
-from sessionsched.text import one_line
+from sessionsched.model.text import one_line
 
 from .meter import HourKey, UsageMeter
 

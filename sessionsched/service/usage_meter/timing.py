@@ -1,6 +1,6 @@
 """When a report's changes happened: the levels between two agent reports, placed in time by
-what the agent says it saw (docs/usage.md, "How the figures are timed"). Pure: plain data in,
-plain data out.
+what the agent says it saw (docs/operator/usage.md, "How the figures are timed"). Pure: plain data
+in, plain data out.
 
 A report of an agent that times its look (``observed_at``) changes the app's levels not all
 at once when the scheduler takes it, but each change at the closest time the driver can tell:

@@ -1,0 +1,306 @@
+"""The shared vocabulary: application states, queue settings, resources. Plain data, no IO.
+
+Units are in the names: ``*_s`` seconds, ``*_mib`` mebibytes. Times are floats in seconds on
+whatever clock the caller drives the engine with (wall clock in the server, simulated time in
+the simulator).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+PRIORITY_MIN = 1
+PRIORITY_MAX = 10000
+PRIORITY_DEFAULT = 5000
+# ASCII digits only: "²".isdigit() is true and "٣" matches \d, but int() or Spark refuse them.
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+_SIZE = re.compile(r"([0-9]+)\s*([kmgtp]i?b?|b)?", re.IGNORECASE)
+_MIB_PER_UNIT = {"b": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
+
+
+class AppState(str, Enum):
+    """Lifecycle of an application, the same on every backend and through every door.
+
+    ACCEPTED --launch--> STARTING --first executor (or timeout)--> RUNNING
+    RUNNING --> FINISHED | FAILED | KILLED      (any live state --kill--> KILLED)
+    """
+
+    ACCEPTED = "ACCEPTED"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+
+    # Plain attributes, set once per member: the engine asks them of every changed app several
+    # times a cycle, where a property's call was a measurable share of the step.
+    terminal: bool  # FINISHED, FAILED or KILLED
+    admitted: bool  # launched and not yet ended (STARTING, RUNNING): holds a driver
+
+    def __init__(self, value: str) -> None:
+        self.terminal = value in ("FINISHED", "FAILED", "KILLED")
+        self.admitted = value in ("STARTING", "RUNNING")
+
+
+class Admission(str, Enum):
+    """How a leaf queue lets drivers start."""
+
+    DEMAND = "demand"  # admit into room the running apps' demand leaves; drivers capped (default)
+    STATEAWARE = "stateaware"  # at most `starting_limit` apps STARTING (YuniKorn StateAware)
+    RESERVE = "reserve"  # admit when the driver and max(minExecutors, 1) executors are reserved
+    NONE = "none"  # stock Spark: start every driver that fits
+
+
+class GangStyle(str, Enum):
+    """What a gang's timeout does (YuniKorn's ``gangSchedulingStyle``)."""
+
+    HARD = "hard"  # the app ends FAILED, its reservation released
+    SOFT = "soft"  # the reservation is released and the app goes on as a normal app (default)
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """An app's gang (docs/design/gangs.md): it launches only when its driver and ``executors``
+    executors of its own executor size are held for it at once; room is reserved for it as it
+    frees. ``timeout_s`` counts from the first reserved core (YuniKorn's
+    ``placeholderTimeoutInSeconds``, default 15 min); ``style`` says what running out does."""
+
+    executors: int
+    timeout_s: float = 900.0
+    style: GangStyle = GangStyle.SOFT
+
+
+class Policy(str, Enum):
+    """How a leaf queue shares its executors among its running apps."""
+
+    FIFO = "fifo"
+    PRIORITY = "priority"
+    FAIRSHARE = "fairshare"
+
+
+class NodeSort(str, Enum):
+    """Which worker a driver or an executor goes to, of those with room for it now
+    (``engine.placement.sorting``; YuniKorn's node sorting policies)."""
+
+    FAIR = "fair"  # the worker with the most free room first: load spread (default)
+    BINPACKING = "binpacking"  # the fullest worker that fits first: whole workers kept free
+
+
+class ReclaimMode(str, Enum):
+    """How surplus executors are taken back, from the queue's ``reclaim_timeout``."""
+
+    KILL = "kill"  # reclaim_timeout 0: kill now, running tasks are retried elsewhere
+    DECOMMISSION = "decommission"  # > 0: graceful decommission now, kill at the deadline
+    IDLE = "idle"  # -1: non-preemptive, only executors that go idle are released
+
+
+def parse_priority(value: object) -> int:
+    """A priority from user input (int or numeric string), or ValueError naming the problem."""
+    if isinstance(value, bool):
+        raise ValueError(f"priority must be a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not WHOLE_NUMBER.fullmatch(text):
+            raise ValueError(
+                f"priority {value!r} is not a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}"
+            )
+        value = int(text)
+    if not isinstance(value, int):
+        raise ValueError(f"priority must be a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}")
+    if not PRIORITY_MIN <= value <= PRIORITY_MAX:
+        raise ValueError(f"priority {value} is outside {PRIORITY_MIN}..{PRIORITY_MAX}")
+    return value
+
+
+def parse_mem_mib(value: object) -> int:
+    """A Spark memory size (``512m``, ``2g``, ``1gb``; a bare number is MiB, as for
+    ``spark.executor.memory``) in MiB, or ValueError naming the problem."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value.strip()
+    else:
+        raise ValueError(f"{value!r} is not a size like 512m or 2g")
+    m = _SIZE.fullmatch(text)
+    if not m:
+        raise ValueError(f"{value!r} is not a size like 512m or 2g")
+    mib = int(int(m.group(1)) * _MIB_PER_UNIT[(m.group(2) or "m")[0].lower()])
+    if mib < 1:
+        raise ValueError(f"{value!r} is less than 1 MiB")
+    return mib
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    cores: int = 0
+    mem_mib: int = 0
+
+    # The arithmetic fills a new instance's slots directly instead of calling the frozen
+    # dataclass's ``__init__`` (one ``object.__setattr__`` per field): a third of the cost,
+    # and admission does it thousands of times in a busy cycle (a burst of hundreds of apps).
+    def __add__(self, other: Resources) -> Resources:
+        out = _new(Resources)
+        _set_cores(out, self.cores + other.cores)
+        _set_mem_mib(out, self.mem_mib + other.mem_mib)
+        return out
+
+    def __sub__(self, other: Resources) -> Resources:
+        out = _new(Resources)
+        _set_cores(out, self.cores - other.cores)
+        _set_mem_mib(out, self.mem_mib - other.mem_mib)
+        return out
+
+    def times(self, n: int) -> Resources:
+        out = _new(Resources)
+        _set_cores(out, self.cores * n)
+        _set_mem_mib(out, self.mem_mib * n)
+        return out
+
+    def fits_in(self, other: Resources) -> bool:
+        return self.cores <= other.cores and self.mem_mib <= other.mem_mib
+
+
+_new = object.__new__
+_set_cores = Resources.cores.__set__  # the slots' own setters: past the frozen ``__setattr__``
+_set_mem_mib = Resources.mem_mib.__set__
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    """One worker (a standalone worker, a Kubernetes node, a modelled one) as its backend sees
+    it: ``size``, the cores and memory it offers this scheduler's apps (a node's allocatable
+    less what pods not ours request); ``free``, what is not in use at the last look. A driver
+    or an executor runs on one worker: room split across workers is not room."""
+
+    name: str
+    size: Resources
+    free: Resources = Resources()
+
+
+@dataclass(frozen=True)
+class Queue:
+    """One node of the queue tree. Leaf queues hold apps; parents share among children.
+
+    ``name`` is the full dotted path (``root.etl``). Settings that only make sense on a leaf
+    (admission, policy, limits of starting apps, reclaim) are ignored on parents. The queued
+    apps' limits (``max_wait_s``, ``max_queued_apps``, ``max_queued_apps_per_user``) hold per
+    leaf; a parent's are what its children inherit (``config.queues``), already resolved here.
+    """
+
+    name: str
+    children: tuple[Queue, ...] = ()
+    admission: Admission = Admission.DEMAND
+    starting_limit: int = 1
+    starting_timeout_s: float = 300.0
+    policy: Policy = Policy.FAIRSHARE
+    weight: float = 1.0
+    min_share_cores: int = 0
+    max_cores: int | None = None
+    max_running_apps: int | None = None
+    reclaim_timeout_s: float = 0.0
+    # ``demand`` admission: the leaf's in-cluster drivers may hold at most this fraction of the
+    # cores (and memory) it reaches by weight, more only while its apps fit there whole
+    # (``admission_checks.driver_share``); YARN's maximum-am-resource-percent.
+    max_driver_fraction: float = 0.4
+    # The longest an app may wait queued (ACCEPTED) before it ends FAILED; None: no limit.
+    max_wait_s: float | None = None
+    # Most apps queued (ACCEPTED) in the leaf at once, and per user: a submission beyond is
+    # refused (``intake.depth``); None: no cap.
+    max_queued_apps: int | None = None
+    max_queued_apps_per_user: int | None = None
+    # Decayed fair share (``arbitration.decay``): the half-life in seconds of the past usage
+    # that orders and divides this queue and its users beside current usage. None: the
+    # parent's (the root's None: off); 0: off for this queue and those below that set none.
+    usage_half_life_s: float | None = None
+    # Where this queue's drivers and executors go, where sessionsched places them
+    # (docs/design/placement.md); set on a parent (``root``: the whole tree), inherited.
+    node_sort: NodeSort = NodeSort.FAIR
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    @property
+    def reclaim_mode(self) -> ReclaimMode:
+        if self.reclaim_timeout_s < 0:
+            return ReclaimMode.IDLE
+        return ReclaimMode.KILL if self.reclaim_timeout_s == 0 else ReclaimMode.DECOMMISSION
+
+    def walk(self):
+        """This queue and every queue below it, parents before children."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def leaves(self) -> list[Queue]:
+        return [q for q in self.walk() if q.is_leaf]
+
+
+@dataclass(frozen=True, slots=True)
+class AppSpec:
+    """What a submission asks for; fixed once submitted (priority aside, which lives in state).
+
+    ``seq`` is the global submission order given by whoever stores submissions; it breaks every
+    tie, so two schedulers fed the same events decide the same.
+    """
+
+    app_id: str
+    queue: str
+    seq: int
+    submitted_at: float
+    priority: int = PRIORITY_DEFAULT
+    name: str = ""
+    user: str = ""
+    driver: Resources = Resources(1, 1024)
+    driver_in_cluster: bool = False
+    executor: Resources = Resources(1, 1024)
+    min_executors: int = 0
+    max_executors: int | None = None
+    slots_max: int | None = None  # spark.ego.slots.max: cores for the app's executors
+    # Launched with dynamic allocation on (``engine.agent_terms.dynamic_allocation``, decided
+    # when the submission is checked: a static app is sized by its own properties).
+    dynamic_allocation: bool = True
+    # All or nothing: the driver and ``gang.executors`` executors at once (docs/design/gangs.md);
+    # None: an app like any other.
+    gang: Gang | None = None
+    # Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max (None:
+    # no cap). Derived once here: the engine reads it for every changed app several times a
+    # cycle.
+    executor_cap: int | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        caps = []
+        if self.max_executors is not None:
+            caps.append(self.max_executors)
+        if self.slots_max is not None:
+            caps.append(self.slots_max // max(self.executor.cores, 1))
+        object.__setattr__(self, "executor_cap", min(caps) if caps else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Executor:
+    """An executor as its app or the cluster reports it."""
+
+    executor_id: str
+    started_at: float = 0.0
+    idle: bool = False
+
+
+@dataclass
+class QueueUsage:
+    """Per-queue figures for status pages and metrics (a read-only view)."""
+
+    name: str
+    pending: int = 0
+    starting: int = 0
+    running: int = 0
+    executor_cores: int = 0
+    driver_cores: int = 0
+    demand_cores: int = 0
+    apps: list[str] = field(default_factory=list)
+    # Decayed fair share (a queue with ``usage_half_life``): its decayed usage in cores at the
+    # last step, and in a fairshare leaf that decays, each user's; None: it does not decay.
+    decayed_cores: float | None = None
+    decayed_users: dict[str, float] | None = None

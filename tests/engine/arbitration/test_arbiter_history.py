@@ -1,0 +1,62 @@
+"""The Arbiter kept up to date over a history gives the from-scratch targets every cycle, and
+reports exactly the apps whose target moved - with leaves going from having room for every
+want (``sated``: only changed claims are looked at) to short of cores and back."""
+
+import random
+
+import pytest
+
+from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets
+from sessionsched.model import Resources
+from tests.engine.engine_builders import leaf, next_claim, parent, tree
+
+ROOT = tree(
+    parent("a", leaf("fifo", policy="fifo"), leaf("prio", policy="priority", weight=2)),
+    parent("b", leaf("fair", policy="fairshare"), leaf("capped", policy="priority", max_cores=6)),
+)
+LEAVES = ["root.a.fifo", "root.a.prio", "root.b.fair", "root.b.capped"]
+
+
+@pytest.mark.parametrize("seed", range(30), ids=[f"random history {s}" for s in range(30)])
+def test_random_histories_match_the_targets_from_scratch(seed):
+    _play(random.Random(seed), floors_cut=False)
+
+
+@pytest.mark.parametrize("seed", range(30), ids=[f"floors cut, history {s}" for s in range(30)])
+def test_histories_where_floors_are_cut_match_the_targets_from_scratch(seed):
+    """Floors (some guaranteed) often more than the cores or the memory: phase 1 cuts them in
+    some leaves, and the leaves it cut nothing in keep their results from cycle to cycle."""
+    _play(random.Random(seed), floors_cut=True)
+
+
+def _play(rnd: random.Random, floors_cut: bool) -> None:
+    arbiter = Arbiter()
+    claims: dict[str, Claim] = {}
+    seq = 0
+    cores = rnd.randint(0, 60)
+    memory = rnd.randint(0, 40) * 1024 if floors_cut else 1 << 30
+    for _ in range(50):
+        # Where floors are cut, often one claim changes and the capacity stays: another
+        # leaf's floors are then cut anew while its cores stay.
+        for _ in range(rnd.randint(0, 2 if floors_cut else 5)):
+            picked, seq = next_claim(rnd, claims, arbiter, LEAVES, seq)
+            if picked is None:
+                continue
+            app_id, s, queue = picked
+            want = rnd.randint(0, 6)
+            floor = rnd.randint(0, min(want, 3 if floors_cut else 1))
+            c = Claim(app_id, queue, rnd.choice((1, 5000, 9000)), s,
+                      Resources(rnd.choice((1, 2)), 1024), floor, want,
+                      guaranteed=floors_cut and rnd.random() < 0.3)
+            claims[app_id] = c
+            arbiter.set_claim(c)
+        if rnd.random() < 0.5:  # often enough to move leaves in and out of room for all
+            cores = max(cores + rnd.randint(-15, 15), 0)
+        if floors_cut and rnd.random() < 0.3:
+            memory = rnd.randint(0, 40) * 1024
+        capacity = Resources(cores, memory)
+        before = dict(arbiter.targets)
+        moved = arbiter.compute(ROOT, capacity)
+        fresh = compute_targets(ROOT, capacity, list(claims.values()))
+        assert arbiter.targets == fresh
+        assert set(moved) == {a for a, n in fresh.items() if before.get(a) != n}

@@ -1,0 +1,93 @@
+"""Estimated starts and counter-offers (docs/design/estimates.md), on the service stepped by hand
+on the memory cluster (``stepped_service``): the estimator is run by the test (``refresh()``, in
+process), as the server's background job runs it every ``server.estimate_s`` (in a process of
+its own there: tests/commands/test_cli_estimates.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sessionsched.backends.memory import WORK
+
+DYN = "spark.dynamicAllocation"
+
+
+def epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_queue_of_equal_apps_gets_increasing_estimates_refreshed_as_apps_start(stepped):
+    with stepped(policy="fifo", max_running_apps=1) as s:
+        ids = [s.submit(f"equal-{i}", **{WORK: "4x20", f"{DYN}.maxExecutors": "4"})
+               for i in range(5)]
+        s.until(ids[0], "RUNNING")
+        queued = [s.app(i) for i in ids[1:]]
+        assert [(a["state"], a["estimated_start"]) for a in queued] == [("ACCEPTED", None)] * 4
+
+        s.service.estimator.refresh(force=True)
+        queued = [s.app(i) for i in ids[1:]]
+        starts = [epoch(a["estimated_start"]) for a in queued]
+        assert [a["position"] for a in queued] == [1, 2, 3, 4]
+        assert s.clock.now <= starts[0] < starts[1] < starts[2] < starts[3], starts
+        assert s.app(ids[0])["estimated_start"] is None  # launched: nothing to estimate
+        first_estimate = s.service.view.estimated_at
+
+        s.until(ids[1], "STARTING", cycles=300)
+        s.service.estimator.refresh(force=True)
+        assert s.service.view.estimated_at > first_estimate
+        assert s.app(ids[1])["estimated_start"] is None
+        later = [epoch(s.app(i)["estimated_start"]) for i in ids[2:]]
+        assert s.clock.now <= later[0] < later[1] < later[2], later
+
+
+def test_the_estimate_assumes_the_last_runs_of_the_same_name(stepped):
+    with stepped(policy="fifo") as s:
+        done = s.until(s.submit("nightly", **{WORK: "30"}), "FINISHED", cycles=200)
+        ran = done["finished_at"] and epoch(done["finished_at"]) - epoch(done["started_at"])
+        assert s.service.store.run_lengths(["nightly", "unknown"]) == {
+            "nightly": [ran]}
+        # Now one runs and one waits (the cluster's cores are the running one's): the wait is
+        # what the first one has left of its earlier run's length, not the 600 s default.
+        big = {WORK: "4x30", f"{DYN}.minExecutors": "4", f"{DYN}.maxExecutors": "4"}
+        running = s.submit("nightly", **big)
+        s.until_true(lambda: s.app(running)["executors"] == 4, "the first one's executors")
+        waiting = s.submit("nightly", **big)
+        s.cycle()
+        assert s.app(waiting)["state"] == "ACCEPTED"
+        s.service.estimator.refresh(force=True)
+        wait = epoch(s.app(waiting)["estimated_start"]) - s.clock.now
+        assert 0 < wait < ran + 30, (wait, ran)
+
+
+def test_an_elastic_app_that_waits_for_its_first_executors_gets_a_counter_offer(stepped):
+    with stepped(policy="fifo") as s:
+        # 2 of the 4 cores held by a long app as its floor; the next asks minExecutors=3: its
+        # floor has no room beside (``reserve_room``) until the long one ends (the default
+        # 600 s), while with 2 it could start now.
+        long = s.submit("long", **{WORK: "2x1000", f"{DYN}.minExecutors": "2",
+                                   f"{DYN}.maxExecutors": "2"})
+        s.until_true(lambda: s.app(long)["executors"] == 2, "the long app's 2 executors")
+        elastic = s.submit("elastic", **{f"{DYN}.minExecutors": "3",
+                                         f"{DYN}.maxExecutors": "8"})
+        fixed = s.submit("fixed", **{f"{DYN}.minExecutors": "3", f"{DYN}.maxExecutors": "3"})
+        s.cycle()
+        assert s.app(elastic)["state"] == "ACCEPTED"
+        s.service.estimator.refresh(force=True)
+        app = s.app(elastic)
+        offer = app["counter_offer"]
+        assert offer is not None, app
+        assert (offer["executors"], offer["instead_of"]) == (2, 3)
+        start, sooner = epoch(app["estimated_start"]), epoch(offer["estimated_start"])
+        assert sooner - s.clock.now < 30 < start - s.clock.now  # now, against minutes
+        assert "with 3 executors; start now with 2" in offer["text"]
+        assert s.app(fixed)["counter_offer"] is None  # not elastic: maxExecutors = min
+
+        # The same on the other doors.
+        spark = s.client.get(f"/v1/submissions/status/{elastic}").json()
+        assert (spark["estimatedStart"], spark["counterOffer"]) == (
+            app["estimated_start"], offer["text"])
+        batches = s.client.get("/batches").json()["sessions"]
+        info = next(b for b in batches if b["submissionId"] == elastic)["appInfo"]
+        assert (info["estimatedStart"], info["counterOffer"]) == (
+            app["estimated_start"], offer["text"])
+        assert "counter_offer" in s.client.get("/").text  # the dashboard's column
