@@ -144,6 +144,11 @@ class GangBook:
             pool = _grow(hold, pool)
             if hold.since is None and hold.held != before:
                 hold.since = now
+            if not hold.whole:
+                # What it cannot use yet (less than its next unit) waits for more to free:
+                # given to a later gang it would make a second partial reservation, the
+                # two each holding part of what they need (module doc).
+                break
         self._sum()
 
     def release(self, app_id: str) -> Hold | None:

@@ -113,6 +113,13 @@ CASES = {
          (4, [ended("a")], {"held": {"g2": 2}}),
          (5, [ended("b")], {"held": {"g2": 3}}),
          (6, [ended("g1")], {"held": {"g2": None}, "launched": ["g2"]})]),
+    "room the first reservation cannot use yet is not given to the one after it": (
+        TWO, 8, [running("a", "q", 4), running("b", "o", 4)],
+        [(1, [("submit", app("g1").queue("q").in_cluster(1).executor(2).gang(2)),
+              ("submit", app("g2").queue("o").gang(2))], {"held": {"g1": 0, "g2": 0}}),
+         (2, [release("b", 2)], {"held": {"g1": 1, "g2": 0}}),  # its driver; 1 core left over
+         (3, [release("b", 0)], {"held": {"g1": 3, "g2": 0}}),
+         (4, [release("a", 2)], {"launched": ["g1"], "held": {"g1": None, "g2": 1}})]),
     "a gang behind another app of its queue does not reserve": (
         (leaf("q", admission="stateaware"),), 8, [running("a", "q", 8)],
         [(1, [("submit", app("x").queue("q").in_cluster(2)),
