@@ -86,6 +86,7 @@ def record_step(
         elif d.state.terminal:
             change["finished_at"] = d.at
             change["exit_code"] = d.exit_code
+            change["usage_open"] = True  # until the meter writes its last figures
         out.rows.append(EventRecord(d.app_id, now, "state",
                                     f"{old.value} -> {d.state.value}: {reason}"))
         if d.expired:

@@ -65,7 +65,8 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
             now: float) -> Restored:
     """Load the books; ``write(changes, rows, hours)`` commits the FAILED states of drivers
     that did not survive, their usage counted to that end from the levels stored (``hours``:
-    what that adds to the hourly rollup), and returns once committed."""
+    what that adds to the hourly rollup), the same for apps whose end was committed but not
+    its usage (``AppRow.usage_open``), and returns once committed."""
     out = Restored()
     for app in store.load_last_ended(retention.limit):
         out.final[app.id] = AppRead.stored(app)
@@ -124,13 +125,19 @@ def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention:
         ))
     rows += [EventRecord(i, now, "adopted", "re-adopted after a scheduler restart")
              for i in adopted]
-    meter = UsageMeter({app.id: app.spec for app, _ in failed}.get)
+    # Ends committed by the last scheduler whose last usage its meter never wrote (killed in
+    # between): counted now, from the levels stored to the end, as if the meter had.
+    unmetered = store.load_unmetered_ends()
+    meter = UsageMeter({app.id: app.spec for app in [a for a, _ in failed] + unmetered}.get)
     for app, why in failed:
         change = {"id": app.id, "state": AppState.FAILED, "reason": why, "finished_at": now}
         if (column := meter.ended_unseen(app.id, app.usage, AppState.FAILED, now)) is not None:
             change["usage"] = column
         changes.append(change)
         rows.append(EventRecord(app.id, now, "state", f"{app.state.value} -> FAILED: {why}"))
+    for app in unmetered:
+        column = meter.ended_unseen(app.id, app.usage, app.state, app.finished_at or now)
+        changes.append({"id": app.id, "usage": column, "usage_open": False})
     if rows or changes:
         write(changes, rows, meter.take_hours())
     for app, why in failed:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -53,6 +53,10 @@ class AppRow(Base):
     # What the app used so far (``sessionsched.model.usage.AppUsage.to_json``: core- and GiB-seconds
     # and the levels they grow by since ``since``), written by the cycle as reports change it.
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    # Set with an app's end by the cycle, cleared by the usage meter's write of its last figures
+    # (and their hours), which follows in another commit: a restart finds the ends a kill -9
+    # fell between, and counts them (``service.restore``). Older rows: NULL, counted.
+    usage_open: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
 
     __table_args__ = (
         Index("ix_apps_state", "state"),
@@ -76,7 +80,7 @@ class EventRow(Base):
     new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
-APP_COLUMNS = {"launch_wait": "JSON", "usage": "JSON"}
+APP_COLUMNS = {"launch_wait": "JSON", "usage": "JSON", "usage_open": "BOOLEAN"}
 AUDIT_COLUMNS = {"actor": "VARCHAR(200)", "sender": "VARCHAR(200)", "old_value": "TEXT",
                  "new_value": "TEXT"}
 

@@ -182,6 +182,12 @@ class Store:
         with store_faults(), self.session() as s:
             return [_from_row(r) for r in reversed(s.scalars(q).all())]
 
+    def load_unmetered_ends(self) -> list[StoredApp]:
+        """Ended apps whose last usage figures were never written (``AppRow.usage_open``)."""
+        q = select(AppRow).where(AppRow.usage_open.is_(True)).order_by(AppRow.seq)
+        with store_faults(), self.session() as s:
+            return [_from_row(r) for r in s.scalars(q)]
+
     def usage_rows(self, since: float, until: float) -> list[UsageRow]:
         """Each app that was in the books at some time in [since, until) (submitted before
         ``until``, not ended before ``since``), with its usage column, in submission order."""

@@ -111,9 +111,9 @@ def test_record_step_writes_every_state_change_with_its_times():
         "a": {"spark_app_id": "app-1", "state": AppState.STARTING, "reason": "driver launched",
               "started_at": 10.0},
         "b": {"exit_code": 3, "state": AppState.FAILED, "reason": "launch failed: no java",
-              "finished_at": 10.0},
+              "finished_at": 10.0, "usage_open": True},
         "c": {"state": AppState.KILLED, "reason": "killed on request", "finished_at": 10.0,
-              "exit_code": None},
+              "exit_code": None, "usage_open": True},
     }
     assert [(r.app_id, r.kind, r.detail) for r in rec.rows] == [
         ("a", "driver", "Spark application id app-1"),

@@ -120,6 +120,28 @@ def test_a_restart_counts_on_from_what_the_store_kept(stepped):
         assert queue[kind] == pytest.approx(got[kind], abs=0.01), kind
 
 
+def test_an_end_committed_without_its_usage_is_counted_once_after_a_restart(stepped):
+    """The cycle commits an app's end; the meter writes its last figures and hours in a commit
+    of its own, after. A kill -9 between the two (here the meter stopped first: it never
+    writes) leaves the end without them: the next start counts them, and only once."""
+    with stepped() as s:
+        short, long_ = s.submit("short", **{WORK: "2x2"}), s.submit("long", **{WORK: "2x8"})
+        s.until(short, "FINISHED", step_s=STEP_S)
+        s.until_true(lambda: s.app(long_)["executors"] == 2, "2 executors", STEP_S)
+        s.service.usage_thread.stop()
+        s.until(long_, "FINISHED", step_s=STEP_S, cycles=200)
+    for _ in range(2):  # a second restart finds nothing left to count
+        with stepped() as s:
+            s.cycle()
+            apps = usage(s)
+            (queue,) = usage(s, "queue")
+        assert queue["apps"] == 2
+        for kind in ("held_core_s", "busy_core_s", "driver_core_s", "queued_s"):
+            total = sum(of(apps, i)[kind] for i in (short, long_))
+            assert queue[kind] == pytest.approx(total, abs=0.01), kind
+        assert of(apps, long_)["busy_core_s"] >= 2 * 8 - 4 * STEP_S
+
+
 def test_a_queued_app_shows_its_wait_so_far_and_the_launch_fixes_it(stepped):
     with stepped(admission="none", max_running_apps=1) as s:
         first = s.submit("first", **{WORK: "1x10"})

@@ -103,6 +103,7 @@ class UsageMeter:
         self._reported: dict[tuple[str, str], list[float]] = {}
         self._scrape = threading.Lock()
         self._hours: dict[HourKey, list[float]] = {}  # counted, not yet taken (``take_hours``)
+        self._closed: set[str] = set()  # ended, not yet taken (``take_closed``)
 
     def restore(self, app_id: str, stored: dict | None) -> None:
         """A live app read back from the store at a restart or a takeover."""
@@ -151,6 +152,12 @@ class UsageMeter:
         to be added to the store's rollup with the columns ``step`` returned."""
         hours, self._hours = self._hours, {}
         return hours
+
+    def take_closed(self) -> set[str]:
+        """The apps whose end the steps since the last call counted: their columns are the
+        last ones (written with ``usage_open`` cleared)."""
+        closed, self._closed = self._closed, set()
+        return closed
 
     def _add(self, hour: float, spec: AppSpec, i: int, value: float) -> None:
         row = self._hours.setdefault((hour, spec.queue, spec.user), [0.0] * len(HOURLY))
@@ -308,6 +315,7 @@ class UsageMeter:
             for i, v in enumerate(counted):
                 total[i] += v
             del self._apps[app_id]
+        self._closed.add(app_id)
         log.info("%s", summary_line(app_id, spec, state, end, u))
 
 

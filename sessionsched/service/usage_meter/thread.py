@@ -36,8 +36,10 @@ class MeterThread:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._pending: dict[str, dict] = {}  # app id -> usage column not yet on disk
         self._hours: dict[HourKey, list[float]] = {}  # hours' growth not yet on disk
+        self._closed: set[str] = set()  # apps whose last column is among ``_pending``
         self._failing = False
-        self._inflight: tuple[Future, dict, dict] | None = None  # (write, its columns, hours)
+        # (the write, its columns, hours and closed apps)
+        self._inflight: tuple[Future, dict, dict, set] | None = None
         self._thread = threading.Thread(target=self._loop, name="usage-meter", daemon=True)
 
     def start(self) -> None:
@@ -75,6 +77,7 @@ class MeterThread:
                     except Exception:  # noqa: BLE001 - counting must go on
                         log.exception("usage: could not count a cycle's facts")
                     add_hours(self._hours, self.meter.take_hours())
+                    self._closed |= self.meter.take_closed()
             self._flush()
             for marker in markers:
                 marker.set()
@@ -86,10 +89,14 @@ class MeterThread:
             return  # the last write is still in doubt: its hours must not be sent twice
         if not self._pending and not self._hours:
             return
-        sent, hours = self._pending, self._hours
-        self._pending, self._hours = {}, {}
-        rows = [{"id": app_id, "usage": column} for app_id, column in sent.items()]
-        self._inflight = (self._write(rows, hours), sent, hours)
+        sent, hours, closed = self._pending, self._hours, self._closed
+        self._pending, self._hours, self._closed = {}, {}, set()
+        # An ended app's last column closes its usage (``AppRow.usage_open``) in the commit
+        # that adds its last hours: a restart counts the end again only if neither is on disk.
+        rows = [{"id": app_id, "usage": column, **({"usage_open": False} if app_id in closed
+                                                   else {})}
+                for app_id, column in sent.items()]
+        self._inflight = (self._write(rows, hours), sent, hours, closed)
         self._settle(COMMIT_TIMEOUT_S)
 
     def _settle(self, timeout_s: float) -> bool:
@@ -98,7 +105,7 @@ class MeterThread:
         counted since are newer; the hours add up). One with no outcome yet (the store's
         writer waits to learn whether a commit went through) is waited for, never sent
         again: the hours are added to the store's rows, twice if sent twice."""
-        future, sent, hours = self._inflight
+        future, sent, hours, closed = self._inflight
         try:
             future.result(timeout_s)
         except Exception as e:  # noqa: BLE001 - kept, sent again with the next batch
@@ -106,6 +113,7 @@ class MeterThread:
                 return False
             self._pending = {**sent, **self._pending}
             add_hours(self._hours, hours)
+            self._closed |= closed
             if not self._failing:
                 log.warning("usage: could not store the usage of %d app(s) (%s); tried again "
                             "with the next cycles", len(sent), one_line(str(e)))
