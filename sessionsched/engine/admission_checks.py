@@ -13,7 +13,7 @@ docs/design/admission.md.
   2. ``starting_limit`` (``stateaware``): fewer than ``starting_limit`` apps of the leaf are
      STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
      has an executor or its ``starting_timeout`` passed);
-  3. ``driver_slot``: a client-mode driver needs a free driver slot on the scheduler host;
+  3. ``driver_slot``: a driver on the scheduler's host needs room there (``host_room``);
   4. ``driver_share`` (``demand``): the leaf's in-cluster drivers with this one hold at most
      its ``max_driver_fraction`` of the cores (and memory) the leaf reaches - its share of the
      cluster by weight among the leaves that have apps (``admission.weight_shares``: an idle
@@ -83,6 +83,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .gang.checks import gang_wait
+from .host_room import driver_slot
 from .ledger import whole
 from .waits import Wait, WaitCode
 
@@ -133,16 +134,6 @@ def starting_limit(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
     if view.starting >= q.starting_limit:
         return Wait(WaitCode.STARTING_LIMIT, f"{view.starting} app(s) of {q.name} are starting:"
                     f" its starting_limit is {q.starting_limit}")
-    return None
-
-
-def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                room: Room) -> Wait | None:
-    if not head.driver_in_cluster and room.driver_slots_free < 1:
-        used = room.driver_slots - room.driver_slots_free
-        return Wait(WaitCode.DRIVER_SLOT,
-                    f"every driver slot is in use: {used} client-mode driver(s) run on the"
-                    f" scheduler host, which has {room.driver_slots} slot(s)")
     return None
 
 

@@ -18,6 +18,7 @@ from itertools import compress
 from typing import NamedTuple
 
 from ..model import AppSpec, AppState, Executor
+from .host_room import host_need
 from .rank import Rank, rank
 
 
@@ -118,6 +119,8 @@ class Totals(NamedTuple):
     whole_mem_mib: int = 0
     unbounded: int = 0  # live apps without a cap on their executors
     ahead: int = 0  # STARTING apps admitted ahead (``AppRecord.ahead``), still without executor
+    host_driver_cores: int = 0  # drivers on the scheduler's host (``host_room.host_need``)
+    host_driver_mem_mib: int = 0
 
     def plus(self, other: Totals) -> Totals:
         return Totals._make(map(operator.add, self, other))
@@ -154,12 +157,13 @@ def works_alone(rec: AppRecord) -> bool:
 def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     """What one app on the books adds to the totals.
 
-    A live (STARTING/RUNNING) app counts its driver (in-cluster: cores and memory; client mode:
-    a driver slot), its floor, and as *committed* the executors it holds, was granted, or - when
-    ``guaranteed`` (its queue admits by ``reserve``) - is promised as its floor. Its *usage* for
-    admission fairness is held-or-granted executor cores plus its driver's cores wherever the
-    driver runs; an in-cluster driver that ``works_alone`` is counted again apart, and so is
-    the ``whole`` app (or, if uncapped, that it is ``unbounded``). An ended app still holding
+    A live (STARTING/RUNNING) app counts its driver (in-cluster: cores and memory; on the
+    scheduler's host: a driver slot and its ``host_need``; with its user: nothing), its floor,
+    and as *committed* the executors it holds, was granted, or - when ``guaranteed`` (its
+    queue admits by ``reserve``) - is promised as its floor. Its *usage* for admission
+    fairness is held-or-granted executor cores plus its driver's cores wherever the driver
+    runs; an in-cluster driver that ``works_alone`` is counted again apart, and so is the
+    ``whole`` app (or, if uncapped, that it is ``unbounded``). An ended app still holding
     executors counts only those executors.
     """
     return Totals._make(_counts(rec, guaranteed))
@@ -176,18 +180,22 @@ def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
     state = rec.state
     if not state.admitted:
         return (1, 0, 0, 0, 0, 0, 0, 0, 0, held * cores, held * mem, 0, held * cores,
-                held * mem, rec.demand * cores, 0, 0, 0, 0, 0, 0)
+                held * mem, rec.demand * cores, 0, 0, 0, 0, 0, 0, 0, 0)
     floor = rec.floor
     grant = rec.grant
     most = held if held > grant else grant  # comparisons, not max calls: ~750 apps a cycle
     promised = floor if guaranteed and floor > most else most
     driver = spec.driver
     starting = state is AppState.STARTING
+    host_cores = host_mem = 0
     if spec.driver_in_cluster:
         client, d_cores, d_mem = 0, driver.cores, driver.mem_mib
         alone = works_alone(rec)
     else:
-        client, d_cores, d_mem, alone = 1, 0, 0, False
+        client, d_cores, d_mem, alone = int(spec.driver_on_host), 0, 0, False
+        if client:
+            on_host = host_need(spec)
+            host_cores, host_mem = on_host.cores, on_host.mem_mib
     cap = spec.executor_cap
     if cap is None:
         whole_cores = whole_mem = 0
@@ -200,6 +208,7 @@ def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
         most * cores + driver.cores, held * cores, held * mem, rec.demand * cores,
         driver.cores if alone else 0, driver.mem_mib if alone else 0,
         whole_cores, whole_mem, unbounded, int(starting and rec.ahead and not held),
+        host_cores, host_mem,
     )
 
 

@@ -48,6 +48,8 @@ def capacity_changed(s: Scheduler, now: float, ev: CapacityChanged, out: list[De
     s.reports.report(ev.workers)
     if ev.driver_slots is not None:
         s.driver_slots = ev.driver_slots
+    if ev.host_room is not None:
+        s.host_room = ev.host_room
 
 
 def queues_changed(s: Scheduler, now: float, ev: QueuesChanged, out: list[Decision]) -> None:

@@ -78,8 +78,10 @@ _NOTHING = Resources()
 
 class Scheduler:
     """The engine. ``root``: the queue tree; ``capacity``: cluster cores and memory for the
-    managed apps' executors and in-cluster drivers; ``driver_slots``: client-mode drivers the
-    scheduler host may run at once. Both change by ``CapacityChanged``.
+    managed apps' executors and in-cluster drivers; ``driver_slots``: drivers the scheduler's
+    host may run at once (None: no such cap); ``host_room``: the host's memory for them
+    (``host_room``; None: not measured, only the slots count). All change by
+    ``CapacityChanged``.
 
     Outside the engine, read ``view()`` (a frozen ``EngineView``), never the books themselves;
     ``next_wakeup()`` tells a driver of the engine when to step without news, and ``check()``
@@ -88,10 +90,12 @@ class Scheduler:
     ``usage()``.
     """
 
-    def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4,
-                 budget: CycleBudget = DEFAULT_BUDGET):
+    def __init__(self, root: Queue, capacity: Resources = _NOTHING,
+                 driver_slots: int | None = 4, budget: CycleBudget = DEFAULT_BUDGET,
+                 host_room: Resources | None = None):
         self.capacity = capacity
         self.driver_slots = driver_slots
+        self.host_room = host_room
         self.budget = budget
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
@@ -125,7 +129,13 @@ class Scheduler:
         The same object again while nothing changed."""
         return self._views.take(self.root, self.capacity, self.driver_slots, self.apps,
                                 self.books.pending, self.waiting, self.usage, self.held,
-                                self.books.workers, self.books.gangs.reservations())
+                                self.books.workers, self.books.gangs.reservations(),
+                                self.host_room, *self._host_use())
+
+    def _host_use(self) -> tuple[Resources, int]:
+        """What the drivers on the scheduler's host take of it, and how many they are."""
+        t = self.books.ledger.total
+        return Resources(t.host_driver_cores, t.host_driver_mem_mib), t.client_drivers
 
     def queue(self, name: str) -> Queue:
         return self.books.leaves[name]
@@ -287,8 +297,12 @@ class Scheduler:
             uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib)
             - gangs.need_total,
             gangs=books.gangs.holds,
-            driver_slots_free=self.driver_slots - t.client_drivers,
+            driver_slots_free=(self.driver_slots or 0) - t.client_drivers,
             driver_slots=self.driver_slots,
+            host_room=self.host_room,
+            host_free=None if self.host_room is None else self.host_room - Resources(
+                t.host_driver_cores, t.host_driver_mem_mib),
+            host_drivers=t.client_drivers,
             capacity=self.capacity,
             need_of=books.needs.need_at_or_above,
             weight_of=books.needs.weight_at_or_above,

@@ -300,7 +300,8 @@ def _new_app(
         app_id="", queue=leaf.name, seq=0, submitted_at=0.0, priority=prio, name=name,
         user=user, driver=driver, driver_in_cluster=in_cluster, executor=executor,
         min_executors=min_execs, max_executors=max_execs, slots_max=sched.slots_max,
-        dynamic_allocation=dynamic, gang=gang,
+        dynamic_allocation=dynamic, gang=gang, driver_with_user=kind == AppKind.SESSION,
+        driver_overhead_mib=sched.driver_overhead_mib,
     )
     if gang is not None and spec.executor_cap is not None and gang.executors > spec.executor_cap:
         raise SubmissionError(

@@ -360,7 +360,15 @@ class ReadView:
             "plan": self.plan,
             "apps": len(self.submissions) + len(self.final),
             "last_cycle_at": self.last_cycle_at,
+            "driver_host": self.host_row(),
         }
+
+    def host_row(self) -> dict:
+        """The scheduler's host as room for its client-mode drivers (``engine.host_room``)."""
+        e = self.engine
+        return {"memory_mib": e.host_room.mem_mib if e.host_room else None,
+                "used_mib": e.host_used.mem_mib, "drivers": e.host_drivers,
+                "driver_slots": e.driver_slots}
 
     def states(self) -> Iterable[tuple[str, AppState]]:
         """(queue, state) of every app in memory, for the metrics."""

@@ -75,6 +75,8 @@ def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention
     rows: list[EventRecord] = []
     changes: list[dict] = []
     for app in store.load_apps([s for s in AppState if not s.terminal]):
+        # A notebook's driver runs with its user (the kind says so; the row's spec does not).
+        app.spec = replace(app.spec, driver_with_user=app.kind == AppKind.SESSION)
         spec = replace(app.spec, priority=app.priority)  # the store's priority is the live one
         if app.state is AppState.ACCEPTED:
             registry.put(AcceptedApp.of(app))
