@@ -81,7 +81,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import Admission, AppSpec, Policy, Queue, Resources
+from ..model import PRIORITY_MIN, Admission, AppSpec, Policy, Queue, Resources
 from .gang.checks import gang_wait
 from .host_room import driver_slot
 from .ledger import whole
@@ -204,7 +204,7 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
     mem_reach = room.capacity.mem_mib * share
     if held.cores + d.cores <= limit * reach and held.mem_mib + d.mem_mib <= limit * mem_reach:
         return None
-    if _all_fit_whole(q.name, head, reach, mem_reach, room):
+    if _all_fit_whole(q.name, head, reach, mem_reach, room) or _unwanted(head, room):
         return None
     return Wait(
         WaitCode.DRIVER_SHARE,
@@ -223,6 +223,19 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
         return False
     held = room.whole_in.get(leaf, _NONE)
     return held.cores + most[0] <= reach and held.mem_mib + most[1] <= mem_reach
+
+
+def _unwanted(head: AppSpec, room: Room) -> bool:
+    """Whether the cores the fraction guards are wanted by no executor: every executor the
+    cluster's admitted apps want (``need_of`` at any priority, floors apart: a starting app's
+    first executors included) fits beside every driver and floor with the head's driver and
+    first executors in."""
+    need = _NONE
+    for leaf in room.drivers_in:
+        need = need + room.need_of(leaf, PRIORITY_MIN)
+    for extra in room.need_admitted.values():
+        need = need + extra
+    return demand_fits(head, need, room)
 
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],

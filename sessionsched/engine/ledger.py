@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import NamedTuple
 
-from ..model import AppSpec, AppState, Executor
+from ..model import Admission, AppSpec, AppState, Executor, Queue
 from .host_room import host_need
 from .rank import Rank, rank
 
@@ -43,6 +43,7 @@ class AppRecord:
     reserved: int = 0  # executors still reserved for it (reserve admission), 0 once met
     reclaiming: dict[str, float | None] = field(default_factory=dict)  # executor -> kill deadline
     ahead: bool = False  # admitted ahead of the room for its first executors (``admission``)
+    up_at: float | None = None  # its driver reported up (``DriverStarted``)
     reason: str = ""  # why it is waiting, or how it got its last state
     app_id: str = field(init=False)  # the spec's, read by every book for every change
     # (spec, the spec's part of ``floor``: minExecutors or a gang's N, its cap): ``floor`` is
@@ -143,15 +144,30 @@ def whole(spec: AppSpec) -> tuple[int, int] | None:
             cap * spec.executor.mem_mib + (driver.mem_mib if driver else 0))
 
 
+IDLE_AFTER_S = 5.0  # a driver up this long without asking for an executor is idle
+
+
 def works_alone(rec: AppRecord) -> bool:
-    """A driver past its starting timeout that never held an executor and asks for none: by the
-    StateAware fallback's reading, an app whose work is done in the driver alone (YuniKorn's
-    reason for the timeout: "not all applications will request more than one allocation").
-    It waits for nothing, so ``demand`` admission does not count it toward
-    ``max_driver_fraction``; the moment it asks for an executor (demand) or holds one, it is an
-    ordinary driver again."""
-    return (rec.state is AppState.RUNNING and rec.first_executor_at is None
-            and rec.demand == 0 and not rec.executors)
+    """A RUNNING driver that holds no executor and asks for none: past its starting timeout
+    (the StateAware fallback's reading: an app whose work is done in the driver alone -
+    YuniKorn's reason for the timeout, "not all applications will request more than one
+    allocation"), idle since it came up (``starting_deadline``), or a session between jobs
+    whose executors were given back. It waits for nothing, so ``demand`` admission does not
+    count it toward ``max_driver_fraction``; the moment it asks for an executor (demand) or
+    holds one, it is an ordinary driver again."""
+    return rec.state is AppState.RUNNING and rec.demand == 0 and not rec.executors
+
+
+def starting_deadline(rec: AppRecord, leaf: Queue) -> float:
+    """When a STARTING app stops counting as starting (it is marked RUNNING, ``works_alone``):
+    its queue's ``starting_timeout`` after its launch - or, in a ``demand`` queue, sooner:
+    ``IDLE_AFTER_S`` after its driver came up, if it has asked for no executor (an idle
+    session: its first executor is no longer presumed wanted, docs/design/admission.md)."""
+    at = rec.launched_at + leaf.starting_timeout_s
+    if (rec.up_at is not None and rec.demand == 0 and not rec.executors
+            and leaf.admission is Admission.DEMAND and rec.up_at + IDLE_AFTER_S < at):
+        return rec.up_at + IDLE_AFTER_S
+    return at
 
 
 def contribution(rec: AppRecord, guaranteed: bool) -> Totals:

@@ -78,6 +78,9 @@ def kill_requested(s: Scheduler, now: float, ev: KillRequested, out: list[Decisi
 def driver_started(s: Scheduler, now: float, ev: DriverStarted, out: list[Decision]) -> None:
     rec = s.apps[ev.app_id]
     rec.spark_app_id = ev.spark_app_id or rec.spark_app_id
+    if rec.up_at is None:
+        rec.up_at = now
+        s.books.changed(rec)  # an idle driver's deadline starts (``ledger.starting_deadline``)
 
 
 def demand_changed(s: Scheduler, now: float, ev: DemandChanged, out: list[Decision]) -> None:

@@ -64,7 +64,7 @@ from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
 from .events import Decision, Event, SetTarget
 from .gang.phase import gang_phase
-from .ledger import AppRecord
+from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
@@ -244,7 +244,9 @@ class Scheduler:
 
     def _starting_timeouts(self, now: float, out: list[Decision]) -> None:
         for rec, timeout in self.books.timed_out(now):
-            why = f"no executor after {timeout:g}s: starting timeout"
+            why = (f"no executor after {timeout:g}s: starting timeout"
+                   if now - rec.launched_at >= timeout else
+                   f"idle: its driver is up and asked for no executor for {IDLE_AFTER_S:g}s")
             out.append(self.books.mark(now, rec, AppState.RUNNING, why))
 
     def _waited_too_long(self, now: float, out: list[Decision]) -> None:
