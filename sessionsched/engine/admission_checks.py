@@ -23,10 +23,11 @@ docs/design/admission.md.
      into idle capacity, and its "at least one application master" rule). Drivers admitted
      while a queue reached more stay when a sibling becomes busy; they end with their apps,
      and ``reserve_room`` keeps every admitted app's first executors possible meanwhile.
-     A driver that *works alone* (``ledger.works_alone``: past its starting timeout, it never
-     held an executor and asks for none) is not counted: the fraction bounds cores spent on
-     drivers that wait for executors, and such a driver waits for nothing. It counts again
-     when it asks. The fraction may be passed while the leaf's admitted apps and the head,
+     A driver that *works alone* (``ledger.works_alone``: RUNNING - past its starting timeout,
+     or idle since it came up, ``ledger.starting_deadline`` -, it holds no executor and asks
+     for none) is not counted: the fraction bounds cores spent on drivers that wait for
+     executors, and such a driver waits for nothing, so drivers pass the fraction while no
+     executor wants the cores it guards. It counts again when it asks. The fraction may be passed while the leaf's admitted apps and the head,
      each holding its driver and every executor it may hold (``ledger.whole``: maxExecutors,
      slots.max), fit together in what the leaf reaches: then no executor of theirs can be
      short of a core because of their drivers, which is all the fraction is for (tiny apps,
@@ -81,7 +82,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import PRIORITY_MIN, Admission, AppSpec, Policy, Queue, Resources
+from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .gang.checks import gang_wait
 from .host_room import driver_slot
 from .ledger import whole
@@ -204,7 +205,7 @@ def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
     mem_reach = room.capacity.mem_mib * share
     if held.cores + d.cores <= limit * reach and held.mem_mib + d.mem_mib <= limit * mem_reach:
         return None
-    if _all_fit_whole(q.name, head, reach, mem_reach, room) or _unwanted(head, room):
+    if _all_fit_whole(q.name, head, reach, mem_reach, room):
         return None
     return Wait(
         WaitCode.DRIVER_SHARE,
@@ -223,19 +224,6 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
         return False
     held = room.whole_in.get(leaf, _NONE)
     return held.cores + most[0] <= reach and held.mem_mib + most[1] <= mem_reach
-
-
-def _unwanted(head: AppSpec, room: Room) -> bool:
-    """Whether the cores the fraction guards are wanted by no executor: every executor the
-    cluster's admitted apps want (``need_of`` at any priority, floors apart: a starting app's
-    first executors included) fits beside every driver and floor with the head's driver and
-    first executors in."""
-    need = _NONE
-    for leaf in room.drivers_in:
-        need = need + room.need_of(leaf, PRIORITY_MIN)
-    for extra in room.need_admitted.values():
-        need = need + extra
-    return demand_fits(head, need, room)
 
 
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
