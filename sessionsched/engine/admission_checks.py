@@ -27,11 +27,12 @@ docs/design/admission.md.
      or idle since it came up, ``ledger.starting_deadline`` -, it holds no executor and asks
      for none) is not counted: the fraction bounds cores spent on drivers that wait for
      executors, and such a driver waits for nothing, so drivers pass the fraction while no
-     executor wants the cores it guards. It counts again when it asks. The fraction may be passed while the leaf's admitted apps and the head,
-     each holding its driver and every executor it may hold (``ledger.whole``: maxExecutors,
-     slots.max), fit together in what the leaf reaches: then no executor of theirs can be
-     short of a core because of their drivers, which is all the fraction is for (tiny apps,
-     a 1-core driver per 1-core executor, are best packed with drivers on half the cores).
+     executor wants the cores it guards. It counts again when it asks. The fraction may be
+     passed while the leaf's admitted apps and the head, each holding its driver and every
+     executor it may hold (``ledger.whole``: maxExecutors, slots.max), fit together in what
+     the leaf reaches: then no executor of theirs can be short of a core because of their
+     drivers, which is all the fraction is for (tiny apps, a 1-core driver per 1-core
+     executor, are best packed with drivers on half the cores).
      One app without a cap keeps its queue at the fraction;
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised
