@@ -11,8 +11,9 @@ Three ways in, one result: a ``StoredApp`` without its id, sequence number and s
   batch, which its door makes into spark-submit arguments;
 - ``from_rest``: Spark's ``CreateSubmissionRequest`` (a JVM app whose driver runs in the
   cluster), with Conductor's optional top-level ``priority``;
-- ``from_session``: a notebook asking for a driver slot (``POST /api/v1/sessions``, a Livy
-  session).
+- ``from_session``: a notebook asking to start its driver (``POST /api/v1/sessions``: the
+  driver is its kernel, with its user), or a Livy session (its REPL driver on the scheduler's
+  host).
 
 Every refusal is a ``SubmissionError`` whose message is one line naming the problem. Nothing
 here stores anything, so a refused submission leaves no trace.
@@ -31,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -200,9 +201,10 @@ def from_rest(body: Any, defaults: Defaults) -> tuple[StoredApp, list[str]]:
 
 def from_session(
     name: str | None, queue: str | None, priority: Any, conf: Mapping[str, str],
-    defaults: Defaults,
+    defaults: Defaults, on_host: bool = False,
 ) -> StoredApp:
-    """A notebook's session (kind ``session``): its driver runs in the notebook's process."""
+    """A notebook's session (kind ``session``): its driver runs in the notebook's process -
+    or, ``on_host``, on the scheduler's host (Livy's REPL driver)."""
     props = {k: Prop(v, "conf") for k, v in conf.items()}
     sched = _scheduling(props)
     new = _new_app(
@@ -211,6 +213,8 @@ def from_session(
         defaults=defaults,
     )
     new.conf = dict(conf)
+    if on_host:
+        new.spec = replace(new.spec, driver_with_user=False)
     return new
 
 

@@ -163,7 +163,7 @@ class LivySessions:
         except (ValueError, RecursionError) as e:
             return msg(str(e), 400)
         out = await self.ops.submit_session(caller(request), sender(request), req.name,
-                                            req.queue, None, conf)
+                                            req.queue, None, conf, on_host=True)
         if out.kind in (Kind.INVALID, Kind.FORBIDDEN, Kind.REFUSED):
             return refusal(out)
         if not out.ok:
