@@ -57,7 +57,13 @@ def test_notebooks_a_connect_session_and_a_batch_app_are_admitted_at_once(
             return ours if len(ours) == 4 and all(a["state"] != "ACCEPTED" for a in ours) \
                 else None
 
-        apps = wait_until(all_admitted, ADMITTED_S, "all four admitted")
+        try:
+            apps = wait_until(all_admitted, ADMITTED_S, "all four admitted")
+        except BaseException:
+            listing = httpx.get(f"{url}/api/v1/apps", timeout=10).json()
+            pytest.fail("not all four admitted: " + "; ".join(
+                f"{a['kind']} {a['state']} {a.get('reason_code')} {a['reason']}"
+                for a in listing))
         assert sorted(a["kind"] for a in apps) == ["connect", "session", "session", "submit"]
         health = httpx.get(f"{url}/api/v1/health", timeout=10).json()["driver_host"]
         assert health["driver_slots"] is None and health["memory_mib"] > 0
