@@ -17,7 +17,7 @@ pytestmark = pytest.mark.cluster
 
 SMALL = {"spark.executor.cores": "1", "spark.executor.memory": "512m",
          "spark.driver.memory": "512m", "spark.ui.port": "0"}
-ADMITTED_S = 180  # a cycle is 100 ms; the Connect client's first call (pyspark imported) is slow on a loaded machine
+ADMITTED_S = 180  # a cycle is 100 ms; the Connect client's first call is slow on a loaded host
 
 
 def test_notebooks_a_connect_session_and_a_batch_app_are_admitted_at_once(
