@@ -8,7 +8,7 @@
   when that is set;
 - ``RateLimit``: submissions per user per minute (429 with ``Retry-After``).
 
-The request body limit in front of every door is ``doors/common/asgi.BodyLimit``; the token
+The request body limit applied to every door is ``doors/common/asgi.BodyLimit``; the token
 property taken out of a submission, ``operations/callers.strip_token``.
 
 Every refusal is a ``Refused`` with one line naming the problem.
@@ -25,8 +25,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from sessionsched.config import AuthSection
+from sessionsched.model.submission import AppKind, Submission
 from sessionsched.spark.submit_args import SparkArgsError, parse_spark_submit
-from sessionsched.store.records import AppKind, StoredApp
 
 MAX_ITEMS = 1000
 
@@ -50,7 +50,7 @@ def _check_strings(what: str, values, limit: int) -> None:
                           f"(it starts {v[:40]!r})")
 
 
-def check_submission(app: StoredApp, auth: AuthSection, uploads_root: str | None = None) -> None:
+def check_submission(app: Submission, auth: AuthSection, uploads_root: str | None = None) -> None:
     """Refused if the app breaks a limit or the environment allowlist (see the module doc).
     ``uploads_root``: where uploaded files are stored, allowed whatever ``allowed_paths`` says
     (a remote submission's application file is there)."""
@@ -75,7 +75,7 @@ def check_submission(app: StoredApp, auth: AuthSection, uploads_root: str | None
         _check_path(app, auth.allowed_paths, uploads_root)
 
 
-def _check_path(app: StoredApp, allowed: list[str], uploads_root: str | None) -> None:
+def _check_path(app: Submission, allowed: list[str], uploads_root: str | None) -> None:
     try:
         resource = parse_spark_submit(list(app.argv)).app_file
     except SparkArgsError:

@@ -2,8 +2,8 @@
 outside fact read is the file system: a spark-submit run's working directory and application
 file must exist on this host).
 
-Three ways in, one result: a ``StoredApp`` without its id, sequence number and submit time
-(the store's writer gives those), with ``warnings`` for the submitter:
+Three ways in, one result: a ``Submission`` whose spec has no id, sequence number or submit
+time yet (the store's writer gives those), with ``warnings`` for the submitter:
 
 - ``from_argv``: spark-submit arguments — the native API's ``POST /api/v1/apps`` (a working
   directory, ``conf``: the properties the client resolved: spark-defaults, properties file,
@@ -46,6 +46,7 @@ from sessionsched.model import (
     Resources,
     parse_priority,
 )
+from sessionsched.model.submission import AppKind, Submission
 from sessionsched.model.text import one_line
 from sessionsched.spark.gang_properties import SIZE as GANG_SIZE
 from sessionsched.spark.gang_properties import gang_from_conf
@@ -57,7 +58,6 @@ from sessionsched.spark.submit_args import (
     parse_spark_submit,
     scheduling_properties,
 )
-from sessionsched.store.records import AppKind, StoredApp
 
 ANONYMOUS_USER = "anonymous"  # who unauthenticated submissions belong to (auth mode none)
 USER_PROPERTY = "spark.sessionsched.user"
@@ -97,7 +97,7 @@ def from_argv(
     defaults: Defaults,
     check_file: bool = True,
     kind: str = AppKind.SUBMIT,
-) -> StoredApp:
+) -> Submission:
     """A native-API submission (kind ``submit``; ``connect``: a Spark Connect session's driver,
     launched the same way); ``check_file=False``: its application file need not be on this host
     (a dry run from another). On a backend whose drivers all run in the
@@ -133,11 +133,7 @@ def from_argv(
         kind=kind, name=app_name, props=props, sched=sched, in_cluster=in_cluster,
         queue=queue, priority=priority, defaults=defaults,
     )
-    new.argv = list(argv)
-    new.conf = dict(conf)
-    new.env = dict(env)
-    new.cwd = cwd
-    return new
+    return replace(new, argv=tuple(argv), conf=dict(conf), env=dict(env), cwd=cwd)
 
 
 REST_FIELDS = frozenset(
@@ -146,7 +142,7 @@ REST_FIELDS = frozenset(
 )
 
 
-def from_rest(body: Any, defaults: Defaults) -> tuple[StoredApp, list[str]]:
+def from_rest(body: Any, defaults: Defaults) -> tuple[Submission, list[str]]:
     """A Spark REST CreateSubmissionRequest (kind ``rest``): (the app, unknown field names).
 
     Messages follow the Spark master's ("Main class is missing.", "Validation of message
@@ -193,16 +189,14 @@ def from_rest(body: Any, defaults: Defaults) -> tuple[StoredApp, list[str]]:
         kind=AppKind.REST, name=name, props=props, sched=sched, in_cluster=True,
         queue=None, priority=priority, defaults=defaults,
     )
-    new.rest_request = body
-    new.conf = dict(spark_props)
     unknown = [k for k in body if k not in REST_FIELDS]  # in the request's order, as a master
-    return new, unknown
+    return replace(new, rest_request=body, conf=dict(spark_props)), unknown
 
 
 def from_session(
     name: str | None, queue: str | None, priority: Any, conf: Mapping[str, str],
     defaults: Defaults, on_host: bool = False,
-) -> StoredApp:
+) -> Submission:
     """A notebook's session (kind ``session``): its driver runs in the notebook's process -
     or, ``on_host``, on the scheduler's host (Livy's REPL driver)."""
     props = {k: Prop(v, "conf") for k, v in conf.items()}
@@ -212,10 +206,9 @@ def from_session(
         props=props, sched=sched, in_cluster=False, queue=queue, priority=priority,
         defaults=defaults,
     )
-    new.conf = dict(conf)
     if on_host:
-        new.spec = replace(new.spec, driver_with_user=False)
-    return new
+        new = replace(new, spec=replace(new.spec, driver_with_user=False))
+    return replace(new, conf=dict(conf))
 
 
 # --- shared parts ---------------------------------------------------------------------------
@@ -259,7 +252,7 @@ def _check_app_file(resource: str, cwd: str) -> None:
 def _new_app(
     *, kind: str, name: str, props: Mapping[str, Prop], sched: SchedulingProps,
     in_cluster: bool, queue: str | None, priority: Any, defaults: Defaults,
-) -> StoredApp:
+) -> Submission:
     warnings: list[str] = []
     if priority is not None and priority != "":
         try:
@@ -312,8 +305,4 @@ def _new_app(
             f"a gang of {gang.executors} executors ({GANG_SIZE} or YuniKorn's minMember) is more"
             f" than the {spec.executor_cap} the app may hold (maxExecutors, "
             "spark.executor.instances, spark.cores.max or spark.ego.slots.max)")
-    app = StoredApp(
-        id="", seq=0, kind=kind, name=name, user=user, queue=leaf.name, priority=prio,
-        submitted_at=0.0, spec=spec, warnings=warnings,
-    )
-    return app
+    return Submission(spec=spec, kind=kind, warnings=tuple(warnings))

@@ -37,6 +37,7 @@ from sessionsched.intake.depth import DepthCaps, leaf_named
 from sessionsched.intake.guard import RateLimit, Refused, check_submission
 from sessionsched.intake.uploads import UploadError, UploadStore, check_sha
 from sessionsched.model import Executor
+from sessionsched.model.submission import AppKind, Submission
 from sessionsched.operations import auth
 from sessionsched.operations.audit_read import AuditRow, audit_rows
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal, waited
@@ -44,7 +45,6 @@ from sessionsched.operations.reads import AppRead, Reads
 from sessionsched.operations.usage_read import parse_when, usage_lines
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
-from sessionsched.store.records import AppKind, StoredApp
 
 __all__ = ["AppRead", "AuditRow", "CYCLE_WAIT_S", "Operations", "SUBMIT_WAIT_S"]
 
@@ -165,7 +165,7 @@ class Operations(Reads):
         """Spark's ``CreateSubmissionRequest``. Done: (the stored app, unknown field names)."""
         unknown: list[str] = []
 
-        def check() -> StoredApp:
+        def check() -> Submission:
             app, found = new_apps.from_rest(body, self.defaults)
             unknown.extend(found)
             return app
@@ -191,7 +191,7 @@ class Operations(Reads):
             kind=AppKind.CONNECT))
 
     async def _submit(self, caller: auth.Caller, sender: str, what: str,
-                      check: Callable[[], StoredApp]) -> Outcome:
+                      check: Callable[[], Submission]) -> Outcome:
         try:
             app = self._admit(caller, check())
             never = self.service.view.never_fits(app.spec)
@@ -212,18 +212,16 @@ class Operations(Reads):
         future.add_done_callback(lambda _f: place())
         return await waited(future, SUBMIT_WAIT_S, what)
 
-    def _admit(self, caller: auth.Caller, app: StoredApp) -> StoredApp:
+    def _admit(self, caller: auth.Caller, app: Submission) -> Submission:
         """A checked submission made the caller's: refused (``Forbidden``, ``guard.Refused``)
         if it breaks a rule or a limit; with tokens on, its user is the caller (whatever
         ``spark.sessionsched.user`` says)."""
         check_submission(app, self.gate.auth, self.gate.uploads_root)
         if not self.gate.on:
             return app
-        self.gate.may_submit(caller, app.queue, app.priority)
+        self.gate.may_submit(caller, app.queue, app.spec.priority)
         self.limits.take(caller.user)
-        app.user = caller.user
-        app.spec = replace(app.spec, user=caller.user)
-        return app
+        return replace(app, spec=replace(app.spec, user=caller.user))
 
     # --- changes to an app ------------------------------------------------------------------
 
@@ -237,7 +235,7 @@ class Operations(Reads):
         try:
             self.gate.check_priority(caller, priority)
             future = self.service.set_priority(app_id, priority, actor=caller.actor, via=via,
-                                               sender=sender)
+                                               sender=sender, seen=allowed.value)
         except auth.Forbidden as e:
             return failed(Kind.FORBIDDEN, str(e))
         except Exception as e:

@@ -1,7 +1,8 @@
 """The ASGI application: the service behind FastAPI, started and stopped with the app.
 
-``create_app(config, backend)`` builds it; ``sessionsched serve`` runs ``asgi(app)`` under
-uvicorn.
+``create_app(config, backend)`` builds it, entered through its front (``server/front.py``:
+one table from a request to its door, the body limit applied once); ``sessionsched serve``
+runs it under uvicorn.
 Every refusal is a 4xx with one line naming the problem: ``{"detail": "..."}`` on the native
 API (request-shape errors included: FastAPI's list of errors becomes its first line), Spark's
 ``ErrorResponse`` on ``/v1/submissions``.
@@ -31,14 +32,15 @@ from sessionsched.doors.livy import door as livy
 from sessionsched.doors.native import agent_api, api, upload_api
 from sessionsched.doors.native.dashboard import DASHBOARD_HTML
 from sessionsched.doors.native.views import unreadable, validation_detail
-from sessionsched.doors.spark_rest.rest import SparkFront, SparkRest
-from sessionsched.doors.standby.front import StandbyFront
+from sessionsched.doors.spark_rest.rest import SparkDoor, SparkRest
+from sessionsched.doors.standby.front import Standby
 from sessionsched.intake import new_apps
 from sessionsched.intake.guard import RateLimit
 from sessionsched.intake.uploads import UploadStore
 from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.port import Operations
+from sessionsched.server.front import App, Front
 from sessionsched.server.leader import ActiveStandby
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
@@ -132,7 +134,7 @@ def create_app(
             sweeper.cancel()
             active.stop()
 
-    app = FastAPI(
+    app = App(
         title="sessionsched",
         description="Session scheduler for Apache Spark: native API (docs/user/api.md), the driver "
         "agent protocol, and Spark's REST submission protocol under /v1/submissions.",
@@ -146,7 +148,6 @@ def create_app(
     app.state.gate = gate  # the agent secrets a launch hands out
     app.state.uploads = uploads
     app.state.spark_rest = SparkRest(ops)
-    app.router.routes[0:0] = app.state.spark_rest.routes()
     app.include_router(api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     app.include_router(agent_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     app.include_router(upload_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
@@ -184,6 +185,7 @@ def create_app(
     def dashboard():
         return DASHBOARD_HTML
 
+    app.front = front(app)
     return app
 
 
@@ -203,19 +205,24 @@ async def start_connect(config: ServerConfig, ops: Operations):
     return door
 
 
-def asgi(app: FastAPI) -> BodyLimit:
-    """What uvicorn serves: the agents' registrations, heartbeats and watches (``AgentFront``) and
-    Spark's protocol (``SparkFront``) answered in front of FastAPI, the rest by the FastAPI
-    application; a standby's answers in front of both
-    (``StandbyFront``); request bodies over ``auth.max_body_bytes`` refused in front of all (an
+def front(app: App) -> Front:
+    """The application's front: the agents' registrations, heartbeats and watches
+    (``AgentDoor``) and Spark's protocol (``SparkDoor``) answered without FastAPI, the rest by
+    the FastAPI application; a standby's answers instead of all of them but the health check
+    (``Standby``); request bodies over ``auth.max_body_bytes`` refused whatever the door (an
     uploaded file: over ``uploads.max_file_bytes``)."""
     config = app.state.service.config
     files = {"/api/v1/uploads/": (config.uploads.max_file_bytes, "uploads.max_file_bytes")}
-    fronts = agent_api.AgentFront(SparkFront(app, app.state.spark_rest), app.state.ops)
     active = app.state.active
-    front = StandbyFront(fronts, lambda: (active.role.value, active.role.serves,
-                                          active.service.leader_url))
-    return BodyLimit(front, config.auth.max_body_bytes, files)
+    standby = Standby(lambda: (active.role.value, active.service.leader_url))
+    return Front(app.fastapi, agent_api.AgentDoor(app.state.ops), SparkDoor(app.state.spark_rest),
+                 standby, BodyLimit(config.auth.max_body_bytes, files), active.serves)
+
+
+def asgi(app: App) -> Front:
+    """What uvicorn serves: the application's front (calling the application does the same,
+    one call later)."""
+    return app.front
 
 
 def referenced_uploads(service: Service, uploads: UploadStore) -> set[str]:

@@ -26,7 +26,8 @@ If another scheduler announced itself meanwhile, its books are behind the store:
 process, as Kubernetes' controller-manager does when it loses its lease, and a supervisor
 (systemd, Kubernetes) starting it again makes it a standby of whoever leads.
 
-What a standby answers, in front of every route: ``doors/standby/front.StandbyFront``.
+What a standby answers instead of every route but the health check: ``doors/standby/front.Standby``
+(the server's front, ``server/front.py``, sends the requests there).
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class Role(str, Enum):
         return self in (Role.SINGLE, Role.LEADER)
 
 
+_SERVING = frozenset(r.value for r in Role if r.serves)
+
+
 class ActiveStandby:
     """The role of one scheduler (``service``) among those sharing its store."""
 
@@ -93,6 +97,10 @@ class ActiveStandby:
     @property
     def role(self) -> Role:
         return Role(self.service.role)
+
+    def serves(self) -> bool:
+        """``role.serves``, asked by the front of every request: without building the role."""
+        return self.service.role in _SERVING
 
     def _set(self, role: Role, leader_url: str | None = None) -> None:
         self.service.role = role.value

@@ -61,7 +61,7 @@ from sessionsched.service.inbox import Inbox, Item
 from sessionsched.service.metrics import ServiceMetrics
 from sessionsched.service.reads import ReadModel
 from sessionsched.service.recording import record_step
-from sessionsched.service.registry import AcceptedApps
+from sessionsched.service.registry import Submissions
 from sessionsched.service.restore import decayed_rows
 from sessionsched.service.retention import Retention
 from sessionsched.service.rewind import rewind
@@ -99,7 +99,7 @@ class Parts:
     desk: AgentDesk
     sessions: SessionWatch
     retention: Retention
-    registry: AcceptedApps
+    registry: Submissions
     reads: ReadModel
     write: Write  # column changes, audit rows and decayed usage, in one commit
     metrics: ServiceMetrics

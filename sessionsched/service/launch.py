@@ -45,11 +45,11 @@ from pathlib import Path
 from sessionsched.agent.launch import agent_conf, wrap_argv
 from sessionsched.backends.base import Launch
 from sessionsched.engine.events import LaunchTerms
+from sessionsched.model.submission import AppKind, Submission
 from sessionsched.spark.submit_args import SparkArgsError, effective_properties, parse_spark_submit
-from sessionsched.store.records import AppKind, StoredApp
 
 
-def user_conf(app: StoredApp) -> dict[str, str]:
+def user_conf(app: Submission) -> dict[str, str]:
     """The user's own properties: the request's ``conf`` (spark-defaults' part), then what
     ``argv`` sets (``--conf``, dedicated options), which wins -- as ``intake.new_apps`` reads
     them. ``--conf spark.dynamicAllocation.enabled=false`` on the command line must keep
@@ -65,13 +65,13 @@ def user_conf(app: StoredApp) -> dict[str, str]:
     return props
 
 
-def unsized_terms(app: StoredApp) -> LaunchTerms:
+def unsized_terms(app: Submission) -> LaunchTerms:
     """The terms of a launch decided without the cluster's capacity (no ceiling): the app's
     own dynamic allocation (``AppSpec.dynamic_allocation``)."""
     return LaunchTerms(dynamic_allocation=app.spec.dynamic_allocation)
 
 
-def cores_max(app: StoredApp, terms: LaunchTerms) -> int | None:
+def cores_max(app: Submission, terms: LaunchTerms) -> int | None:
     """The ``spark.cores.max`` the launch sets where the user set none (module doc): the
     smallest of ``spark.ego.slots.max`` and, for a static app, its executor cap (or a gang's
     N) in cores; None when nothing caps it."""
@@ -84,7 +84,7 @@ def cores_max(app: StoredApp, terms: LaunchTerms) -> int | None:
     return min(caps) if caps else None
 
 
-def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, str]:
+def service_conf(app: Submission, terms: LaunchTerms | None = None) -> dict[str, str]:
     """The properties the service adds for this app launched on ``terms`` (see the module
     doc; default ``unsized_terms``)."""
     terms = terms or unsized_terms(app)
@@ -107,7 +107,7 @@ def service_conf(app: StoredApp, terms: LaunchTerms | None = None) -> dict[str, 
 
 
 def build_launch(
-    app: StoredApp, server_url: str, log_dir: str | Path, token: str | None = None,
+    app: Submission, server_url: str, log_dir: str | Path, token: str | None = None,
     reclaim_timeout_s: float = 0.0, terms: LaunchTerms | None = None, ca: str | None = None,
     node_sort: str = "fair",
 ) -> Launch:

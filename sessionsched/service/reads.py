@@ -7,8 +7,8 @@ waits for one. A ``ReadView`` joins two books, each the only one of its kind in 
 
 - the engine's frozen view (``EngineView``): each app's scheduling state, priority, times,
   executors, target, demand and queue place;
-- the registry of accepted apps (``AcceptedApps``): what each app was submitted with, which never
-  changes (and where its driver's log is, once launched).
+- the registry of accepted apps (``Submissions``): what each app was submitted with, which
+  never changes (and where its driver's log is, once launched).
 
 An app whose submission is committed but which no cycle has stepped yet is shown ACCEPTED
 without a position. Ended apps loaded at a restart, and ended apps forgotten beyond
@@ -30,7 +30,8 @@ from sessionsched.engine.tree import QueueTree
 from sessionsched.engine.view import AppFacts, EngineView
 from sessionsched.engine.waits import Wait, WaitCode
 from sessionsched.model import AppSpec, AppState, Gang, Queue, QueueUsage
-from sessionsched.service.registry import AcceptedApp, AcceptedApps
+from sessionsched.model.submission import Submission
+from sessionsched.service.registry import Submissions
 from sessionsched.store import StoredApp
 
 JOINS_NEXT_CYCLE = "accepted; joins its queue at the next scheduling cycle"
@@ -125,8 +126,8 @@ class AppRead:
     reservation: Reservation | None = None
 
     @staticmethod
-    def of(sub: AcceptedApp, facts: AppFacts | None, position: int | None,
-           reason: str, reason_code: WaitCode | None = None,
+    def of(sub: Submission, log_path: str | None, facts: AppFacts | None,
+           position: int | None, reason: str, reason_code: WaitCode | None = None,
            estimate: StartEstimate = NO_ESTIMATE,
            reservation: Reservation | None = None) -> AppRead:
         if facts is None:  # committed, not stepped yet
@@ -136,7 +137,7 @@ class AppRead:
                 reason=reason, reason_code=reason_code, submitted_at=sub.submitted_at,
                 started_at=None, first_executor_at=None, finished_at=None, exit_code=None,
                 executors=0, target=0, demand=0, spark_app_id=None, warnings=sub.warnings,
-                log_path=sub.log_path, estimated_start=estimate.start_at,
+                log_path=log_path, estimated_start=estimate.start_at,
                 counter_offer=estimate.offer, gang=sub.spec.gang)
         return AppRead(
             id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind, queue=sub.queue,
@@ -145,27 +146,28 @@ class AppRead:
             first_executor_at=facts.first_executor_at, finished_at=facts.finished_at,
             exit_code=facts.exit_code, executors=facts.executors, target=facts.target,
             demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
-            log_path=sub.log_path, estimated_start=estimate.start_at,
+            log_path=log_path, estimated_start=estimate.start_at,
             counter_offer=estimate.offer, gang=sub.spec.gang, reservation=reservation)
 
     @staticmethod
     def stored(app: StoredApp) -> AppRead:
         """A final app from the store (ended: nothing about it changes any more)."""
+        sub = app.submission
         return AppRead(
-            id=app.id, seq=app.seq, name=app.name, user=app.user, kind=app.kind, queue=app.queue,
+            id=sub.id, seq=sub.seq, name=sub.name, user=sub.user, kind=sub.kind, queue=sub.queue,
             priority=app.priority, state=app.state, position=None, reason=app.reason,
-            reason_code=None, submitted_at=app.submitted_at, started_at=app.started_at,
+            reason_code=None, submitted_at=sub.submitted_at, started_at=app.started_at,
             first_executor_at=app.first_executor_at, finished_at=app.finished_at,
             exit_code=app.exit_code, executors=0, target=0, demand=0,
-            spark_app_id=app.spark_app_id, warnings=tuple(app.warnings),
-            log_path=app.log_path, gang=app.spec.gang)
+            spark_app_id=app.spark_app_id, warnings=sub.warnings,
+            log_path=app.log_path, gang=sub.spec.gang)
 
 
 @dataclass(frozen=True)
 class ReadView:
     version: int
     engine: EngineView
-    submissions: AcceptedApps
+    submissions: Submissions
     final: Mapping[str, AppRead]  # ended apps loaded at a restart: never in the engine
     health: ClusterHealth = ClusterHealth()
     plan: str | None = None
@@ -228,7 +230,7 @@ class ReadView:
         rest.sort(key=lambda a: a.seq)
         return out + rest
 
-    def _unlisted(self, subs: dict[str, AcceptedApp], listed: set[str],
+    def _unlisted(self, subs: dict[str, Submission], listed: set[str],
                   queue: str | None = None) -> Iterator[AppRead]:
         """The apps not listed yet (of ``queue`` only, if given: an app of another queue is
         skipped before its answer is built, so one queue's list does not cost all apps')."""
@@ -240,30 +242,33 @@ class ReadView:
             position = self.engine.position(app_id) if facts is not None else None
             yield self._read(sub, facts, position)
 
-    def _read(self, sub: AcceptedApp, facts: AppFacts | None, position: int | None) -> AppRead:
+    def _read(self, sub: Submission, facts: AppFacts | None, position: int | None) -> AppRead:
         """``AppRead.of``, kept per app between views: an app whose submission and engine
         facts are the same objects as at its last read, at the same place, is read as it was
         (most apps, between two cycles: the engine's view keeps the facts of an app that did
         not change). Building it again was a quarter of a one-queue list's time at 10,000
         apps (py-spy --gil). A waiting app's reason is made of its place, its queue's wait and
         head, the apps held aside and the cluster's health (``_reason_key``): the same, it is
-        not made again either. At most ``_READS_KEPT`` apps are kept."""
+        not made again either; nor is one whose driver's log is where it was. At most
+        ``_READS_KEPT`` apps are kept."""
         key = self._reason_key(sub, facts)
         queued = facts is None or facts.state is AppState.ACCEPTED
         estimate = self.estimates.get(sub.id, NO_ESTIMATE) if queued else NO_ESTIMATE
         reservation = self.engine.reservation(sub.id) if queued else None
+        log_path = self.submissions.log_path(sub.id)
         last = self._reads.get(sub.id)
         if (last is not None and last[0] is sub and last[1] is facts and last[2] == position
-                and last[3] == key and last[4] is estimate and last[6] is reservation):
+                and last[3] == key and last[4] is estimate and last[6] is reservation
+                and last[7] == log_path):
             return last[5]
         if len(self._reads) >= _READS_KEPT:
             self._reads.clear()  # forgotten apps' entries go too; the next reads refill it
         reason, code = self._reason(sub, facts, position)
-        read = AppRead.of(sub, facts, position, reason, code, estimate, reservation)
-        self._reads[sub.id] = (sub, facts, position, key, estimate, read, reservation)
+        read = AppRead.of(sub, log_path, facts, position, reason, code, estimate, reservation)
+        self._reads[sub.id] = (sub, facts, position, key, estimate, read, reservation, log_path)
         return read
 
-    def _reason_key(self, sub: AcceptedApp, facts: AppFacts | None) -> tuple:
+    def _reason_key(self, sub: Submission, facts: AppFacts | None) -> tuple:
         """What a waiting app's reason is made of beside its facts and place (``_reason``)."""
         if facts is None or facts.state is not AppState.ACCEPTED:
             return ()
@@ -288,7 +293,7 @@ class ReadView:
         app_id = self._by_spark_id.get(any_id)
         return (app_id, True) if app_id else None
 
-    def _reason(self, sub: AcceptedApp, facts: AppFacts | None,
+    def _reason(self, sub: Submission, facts: AppFacts | None,
                 position: int | None) -> tuple[str, WaitCode | None]:
         """The app's reason and, while it waits, its code (``engine.waits``: the queue's wait
         for its head, ``behind_app`` behind it, ``cluster_unavailable`` over both)."""

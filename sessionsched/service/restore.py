@@ -36,7 +36,7 @@ from sessionsched.engine.events import Adopted, Event, Submitted
 from sessionsched.engine.scheduler import Scheduler
 from sessionsched.model import AppState
 from sessionsched.service.reads import AppRead
-from sessionsched.service.registry import AcceptedApp, AcceptedApps
+from sessionsched.service.registry import Submissions
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
 from sessionsched.service.usage_meter import UsageMeter
@@ -60,7 +60,7 @@ class Restored:
     usage: dict[str, dict | None] = field(default_factory=dict)  # live app -> its usage column
 
 
-def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention: Retention,
+def restore(store: Store, watch: ClusterWatch, registry: Submissions, retention: Retention,
             sessions: SessionWatch, write: Callable[[list[dict], list[EventRecord], dict], None],
             now: float) -> Restored:
     """Load the books; ``write(changes, rows, hours)`` commits the FAILED states of drivers
@@ -75,11 +75,9 @@ def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention
     rows: list[EventRecord] = []
     changes: list[dict] = []
     for app in store.load_apps([s for s in AppState if not s.terminal]):
-        # A notebook's driver runs with its user (the kind says so; the row's spec does not).
-        app.spec = replace(app.spec, driver_with_user=app.kind == AppKind.SESSION)
-        spec = replace(app.spec, priority=app.priority)  # the store's priority is the live one
+        spec = app.spec  # with the store's priority: the live one
         if app.state is AppState.ACCEPTED:
-            registry.put(AcceptedApp.of(app))
+            registry.put(app.submission, app.log_path)
             if app.kind == AppKind.SESSION:
                 sessions.watch(app.id)
             out.events.append(Submitted(spec))
@@ -113,7 +111,7 @@ def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention
             if not alive:
                 failed.append((app, GONE))
                 continue
-        registry.put(AcceptedApp.of(app))
+        registry.put(app.submission, app.log_path)
         out.usage[app.id] = app.usage
         if app.kind == AppKind.SESSION:
             sessions.watch(app.id, since=now)
@@ -121,7 +119,7 @@ def restore(store: Store, watch: ClusterWatch, registry: AcceptedApps, retention
             adopted.append(app.id)
         out.events.append(Adopted(
             spec=spec, state=app.state, priority=app.priority,
-            launched_at=app.started_at or app.submitted_at,
+            launched_at=app.started_at or spec.submitted_at,
             first_executor_at=app.first_executor_at, reason=app.reason,
         ))
     rows += [EventRecord(i, now, "adopted", "re-adopted after a scheduler restart")
@@ -169,7 +167,7 @@ def _recover(watch: ClusterWatch, app: StoredApp) -> Handle | str | None:
     it cannot tell, also when it fails."""
     try:
         return watch.backend.recover(app.id, rest=app.kind == AppKind.REST,
-                                     decided_at=app.started_at or app.submitted_at)
+                                     decided_at=app.started_at or app.spec.submitted_at)
     except Exception:  # noqa: BLE001 - cannot tell: the app is failed, never launched twice
         log.exception("backend could not look for %s's unrecorded launch", app.id)
         return None

@@ -49,7 +49,7 @@ from sessionsched.engine.scheduler import Scheduler
 from sessionsched.model import AppState
 from sessionsched.service.inbox import Item
 from sessionsched.service.reads import AppRead, ReadView
-from sessionsched.service.registry import AcceptedApps
+from sessionsched.service.registry import Submissions
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Rewound:
     refused: list[Item] = field(default_factory=list)  # requests answered with the fault
 
 
-def rewind(committed: ReadView, ahead: Scheduler, registry: AcceptedApps,
+def rewind(committed: ReadView, ahead: Scheduler, registry: Submissions,
            items: list[Item], stepped: list[Event]) -> Rewound:
     """The engine as ``committed`` shows it. ``ahead``: the engine whose step was not
     committed (read only for its cluster facts); ``items``: that step's inbox items;

@@ -8,7 +8,7 @@ Composed of small parts, each with one job and a constructor that says what it n
   carries out the decisions through the backend; a submission or a new demand wakes one (``Waker``);
 - ``ReadModel``: the one frozen ``ReadView`` every reader answers from (``reads``);
 - ``AgentDesk``: the driver agents' register/heartbeat, answered without waiting for a cycle;
-- ``AcceptedApps`` (what each app was submitted with), ``Retention`` (ended apps kept in
+- ``Submissions`` (what each app was submitted with), ``Retention`` (ended apps kept in
   memory), ``SessionWatch`` (notebooks gone silent); the store, its one ``Writer`` (group commit).
 
 One book per fact: an app's scheduling state (state, priority, times, executors, target) is
@@ -42,6 +42,7 @@ from sessionsched.engine.events import (
 )
 from sessionsched.engine.scheduler import Scheduler
 from sessionsched.model import AppState, Resources
+from sessionsched.model.submission import AppKind, Submission
 from sessionsched.model.text import one_line
 from sessionsched.runtime.host_room import measure as measure_host
 from sessionsched.service import faulthook, plans
@@ -51,13 +52,13 @@ from sessionsched.service.estimating import Estimator
 from sessionsched.service.inbox import Inbox, Waker, stop_cycles
 from sessionsched.service.metrics import ServiceMetrics, snapshot
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
-from sessionsched.service.registry import AcceptedApp, AcceptedApps
+from sessionsched.service.registry import Submissions
 from sessionsched.service.restore import restore, restore_decayed
 from sessionsched.service.retention import Retention
 from sessionsched.service.sessions import SessionWatch
 from sessionsched.service.usage_meter import HourKey, MeterThread, UsageMeter
 from sessionsched.service.watch import ClusterWatch
-from sessionsched.store import AppKind, EventRecord, Store, StoredApp, Writer
+from sessionsched.store import EventRecord, Store, StoredApp, Writer
 from sessionsched.store.decayed import DecayedRecord, save_decayed
 from sessionsched.store.usage_hours import add_hours
 
@@ -91,7 +92,7 @@ class Service:
                            host_room=measure_host().for_drivers)  # its client-mode drivers
         self._fault = faulthook.from_env()  # the crash tests' hook; None in service
         self.inbox = Inbox()
-        self.registry = AcceptedApps()
+        self.registry = Submissions()
         self.reads = ReadModel(ReadView(
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
@@ -265,7 +266,7 @@ class Service:
 
     # --- operations (thread-safe; called by the HTTP layer) -----------------------------------
 
-    def submit(self, app: StoredApp, sender: str) -> Future:
+    def submit(self, app: Submission, sender: str) -> Future:
         """Store a checked submission; the future resolves to the stored app once committed.
         The writer gives it its sequence number, id (``driver-YYYYMMDDHHMMSS-NNNN``, NNNN the
         sequence, as a Spark master numbers drivers) and submit time."""
@@ -275,13 +276,13 @@ class Service:
             seq = self.store.next_seq(session)
             app_id = f"driver-{time.strftime('%Y%m%d%H%M%S', time.localtime(now))}-{seq:04d}"
             spec = replace(app.spec, app_id=app_id, seq=seq, submitted_at=now)
-            stored = replace(app, id=app_id, seq=seq, submitted_at=now, spec=spec, sender=sender)
+            stored = StoredApp(replace(app, spec=spec, sender=sender))
             self.store.add_apps(session, [stored])
             rows = [EventRecord(app_id, now, "submitted",
-                                f"{app.kind} submission by {app.user} from "
+                                f"{app.kind} submission by {spec.user} from "
                                 f"{sender or 'unknown'} to "
-                                f"{app.queue}, priority {app.priority}",
-                                actor=app.user, sender=sender, new=str(app.priority))]
+                                f"{spec.queue}, priority {spec.priority}",
+                                actor=spec.user, sender=sender, new=str(spec.priority))]
             rows += [EventRecord(app_id, now, "warning", w) for w in app.warnings]
             self.store.add_events(session, rows)
             return stored
@@ -289,7 +290,7 @@ class Service:
         def after(stored: StoredApp) -> None:
             if self._fault is not None:
                 self._fault("submit-committed", stored.id)
-            self.registry.put(AcceptedApp.of(stored))
+            self.registry.put(stored.submission)
             if stored.kind == AppKind.SESSION:
                 self.sessions.watch(stored.id)
             self.reads.publish()
@@ -299,31 +300,31 @@ class Service:
             cap = spec.executor_cap
             # One fact, one line: a newline in a name must not forge a line (text.one_line).
             audit.info("Registering app %s from sender %s, reserve:%d, priority:%d, limit:%s",
-                       one_line(stored.name), one_line(stored.sender or "unknown"),
-                       spec.min_executors * spec.executor.cores, stored.priority,
+                       one_line(stored.name), one_line(stored.submission.sender or "unknown"),
+                       spec.min_executors * spec.executor.cores, spec.priority,
                        "unlimited" if cap is None else cap * spec.executor.cores)
             audit.info("Registered app %s with ID %s", one_line(stored.name), stored.id)
-            for w in stored.warnings:
+            for w in stored.submission.warnings:
                 audit.warning("%s: %s", stored.id, one_line(w))
 
         return self.writer.submit(insert, after)
 
     def set_priority(self, app_id: str, priority: int, actor: str = "Admin",
-                     via: str = "", sender: str = "") -> Future:
+                     via: str = "", sender: str = "", seen: AppRead | None = None) -> Future:
         """Change an app's priority; resolves once the engine has re-ordered its queue.
-        ``actor``: who (with auth off everyone is the admin); ``via``: how, for the trail."""
-        self._live_app(app_id)
+        ``actor``: who (with auth off everyone is the admin); ``via``: how, for the trail;
+        ``seen``: the app as the caller has just read it (``app``), not read again."""
+        seen = self._live_app(app_id, seen)
         done: Future = Future()
 
         def write(session) -> int:
             # The store is the book the old value comes from: the change lands on what is on
-            # disk, whatever the last view showed.
-            stored = self.store.get_app(app_id, session)
-            if stored is None or stored.state.terminal:
+            # disk, whatever the view showed (``Store.set_priority``).
+            old = self.store.set_priority(session, app_id, priority, was=seen.priority)
+            if old is None:  # ended since it was seen
+                stored = self.store.get_app(app_id, session)
                 state = stored.state.value if stored is not None else "forgotten"
                 raise Conflict(f"{app_id} has already ended ({state})")
-            old = stored.priority
-            self.store.update_apps(session, [{"id": app_id, "priority": priority}])
             self.store.add_events(session, [EventRecord(
                 app_id, self.clock(), "priority",
                 f"{actor} updated the priority from {old} to {priority}"
@@ -361,8 +362,8 @@ class Service:
             self.inbox.put(DriverExited(app_id, exit_code, why), done)
         return done
 
-    def _live_app(self, app_id: str) -> AppRead:
-        app = self.app(app_id)  # a forgotten one too: it has ended, say so
+    def _live_app(self, app_id: str, seen: AppRead | None = None) -> AppRead:
+        app = self.app(app_id) if seen is None else seen  # a forgotten one too: ended, say so
         if app is None:
             raise NotFound(f"no app {app_id!r}")
         if app.state.terminal:

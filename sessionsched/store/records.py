@@ -1,32 +1,23 @@
 """What the store keeps about an application, as plain data.
 
-``StoredApp`` is one row of the ``apps`` table: everything needed to show the app, to launch it
-(the spark-submit arguments or the Spark REST request, its conf, environment and working
-directory) and to find its driver again after a restart (``handle``). The store writes
-and reads them; the service keeps none as its books: a restart reads the rows back
-(``service.restore``) into the registry (``service.registry.Submission``: what never changes)
-and the engine (the scheduling state), and an ended app's row is turned into a read view
-(``service.reads.AppRead.stored``). ``EventRecord`` is one line of an app's event trail.
+``StoredApp`` is one row of the ``apps`` table: the app's ``Submission`` (its spec, and what
+launches it: the spark-submit arguments or the Spark REST request, its conf, environment and
+working directory) plus the state that changes (state, priority, times, ``handle``: how to
+find its driver again after a restart). The store writes and reads them; the service keeps
+none as its books: a restart reads the rows back (``service.restore``) into the registry (the
+submissions) and the engine (the scheduling state), and an ended app's row is turned into a
+read view (``service.reads.AppRead.stored``). ``EventRecord`` is one line of an app's event
+trail.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 from ..engine.agent_terms import dynamic_allocation
 from ..model import AppSpec, AppState, Gang, GangStyle, Resources
-
-
-class AppKind:
-    """How an application reached the scheduler (docs/user/api.md, "kind")."""
-
-    SUBMIT = "submit"  # native API: spark-submit arguments, launched by the server
-    REST = "rest"  # Spark REST CreateSubmissionRequest: a JVM app, driver in the cluster
-    SESSION = "session"  # a notebook's driver, running in the notebook's own process
-    CONNECT = "connect"  # a Spark Connect session: a Connect server driver, launched as submit
-
-    ALL = (SUBMIT, REST, SESSION, CONNECT)
+from ..model.submission import AppKind, IdentityFromSpec, Submission
 
 
 class UsageRow(NamedTuple):
@@ -43,16 +34,11 @@ class UsageRow(NamedTuple):
 
 
 @dataclass
-class StoredApp:
-    id: str
-    seq: int
-    kind: str
-    name: str
-    user: str
-    queue: str
-    priority: int
-    submitted_at: float
-    spec: AppSpec
+class StoredApp(IdentityFromSpec):
+    """A row of ``apps``: the submission (the identity is its spec's, read through it) and
+    the app's durable state. The spec's priority is the row's: the one to restore."""
+
+    submission: Submission
     state: AppState = AppState.ACCEPTED
     reason: str = ""
     started_at: float | None = None
@@ -60,19 +46,24 @@ class StoredApp:
     finished_at: float | None = None
     exit_code: int | None = None
     spark_app_id: str | None = None
-    argv: list[str] = field(default_factory=list)
-    conf: dict[str, str] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    rest_request: dict[str, Any] | None = None
     handle: dict[str, Any] | None = None
     log_path: str | None = None
-    sender: str = ""
-    warnings: list[str] = field(default_factory=list)
     # A STARTING app whose launch failed for a transient reason and waits to be tried again
     # (nothing was started): {"tries": failed so far, "at": epoch s of the next try}.
     launch_wait: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None  # ``sessionsched.model.usage.AppUsage.to_json``
+
+    @property
+    def spec(self) -> AppSpec:  # type: ignore[override]
+        return self.submission.spec
+
+    @property
+    def kind(self) -> str:
+        return self.submission.kind
+
+    @property
+    def priority(self) -> int:
+        return self.submission.spec.priority
 
 
 @dataclass(frozen=True)

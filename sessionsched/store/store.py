@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
 from ..model import AppState
+from ..model.submission import Submission
 from .faults import StoreUnavailable, store_faults
 from .records import (
     EventRecord,
@@ -47,11 +48,13 @@ from .records import (
 )
 from .schema import APP_COLUMNS, AUDIT_COLUMNS, AppRow, Base, CommitRow, EventRow, ProbeRow
 
-_COLUMNS = (
-    "id seq kind name user queue priority reason submitted_at started_at first_executor_at "
-    "finished_at exit_code spark_app_id argv conf env cwd rest_request handle log_path sender "
-    "warnings launch_wait usage"
-).split()
+# The row's columns: what identifies the app (its spec's), what it was submitted with (its
+# submission's) and its state (the row's own); ``state`` and ``spec`` are written apart.
+_IDENTITY = {"id": "app_id", "seq": "seq", "name": "name", "user": "user", "queue": "queue",
+             "priority": "priority", "submitted_at": "submitted_at"}
+_SUBMITTED = "kind argv conf env cwd rest_request sender warnings".split()
+_STATE = ("reason started_at first_executor_at finished_at exit_code spark_app_id handle "
+          "log_path launch_wait usage").split()
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -294,6 +297,23 @@ class Store:
             session.execute(insert(_EVENTS), pending["events"])
 
     @staticmethod
+    def set_priority(session: Session, app_id: str, priority: int, was: int) -> int | None:
+        """Set a live app's priority: the priority it replaces, or None (nothing changed) if
+        the app has ended or is not stored. ``was``: the priority the caller read; a row that
+        still holds it (nearly always) is changed without being read. One that does not (a
+        change no cycle has shown yet) is read: its own priority is the one replaced."""
+        Store.flush(session)
+        live = [s.value for s in AppState if not s.terminal]
+        app = (_APPS.c.id == app_id) & _APPS.c.state.in_(live)
+        guessed = update(_APPS).where(app, _APPS.c.priority == was).values(priority=priority)
+        if session.execute(guessed).rowcount == 1:
+            return was
+        old = session.scalar(select(_APPS.c.priority).where(app))
+        if old is not None:
+            session.execute(update(_APPS).where(app).values(priority=priority))
+        return old
+
+    @staticmethod
     def update_apps(session: Session, changes: list[dict]) -> None:
         """``changes``: dicts with ``id`` and the columns to set (``state`` as AppState ok)."""
         Store.flush(session)
@@ -330,14 +350,18 @@ def _pending(session: Session) -> dict[str, list[dict]]:
 
 
 def _to_row(app: StoredApp) -> dict:
-    row = {c: getattr(app, c) for c in _COLUMNS}
+    sub, spec = app.submission, app.spec
+    row = {c: getattr(spec, f) for c, f in _IDENTITY.items()}
+    row.update((c, getattr(sub, c)) for c in _SUBMITTED)
+    row.update((c, getattr(app, c)) for c in _STATE)
+    row["argv"], row["warnings"] = list(sub.argv), list(sub.warnings)
+    row["conf"], row["env"] = dict(sub.conf), dict(sub.env)
     row["state"] = app.state.value
-    row["spec"] = spec_to_json(app.spec)
+    row["spec"] = spec_to_json(spec)
     return row
 
 
 def _from_row(r: AppRow) -> StoredApp:
-    values = {c: getattr(r, c) for c in _COLUMNS}
     # A row from before the spec recorded dynamic allocation: the engine's rule on the row.
     older = "dynamic_allocation" not in r.spec
     spec = spec_from_json(
@@ -345,7 +369,10 @@ def _from_row(r: AppRow) -> StoredApp:
         priority=r.priority, name=r.name, user=r.user,
         unrecorded_dynamic=older and dynamic_before_recorded(r.kind, r.conf or {}, r.argv or []),
     )
-    return StoredApp(state=AppState(r.state), spec=spec, **values)
+    sub = Submission(spec=spec, kind=r.kind, argv=r.argv or (), conf=r.conf or {},
+                     env=r.env or {}, cwd=r.cwd, rest_request=r.rest_request,
+                     sender=r.sender, warnings=r.warnings or ())
+    return StoredApp(sub, state=AppState(r.state), **{c: getattr(r, c) for c in _STATE})
 
 
 def _event(r: EventRow) -> EventRecord:

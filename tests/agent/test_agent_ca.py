@@ -6,6 +6,8 @@ over HTTPS, is in tests/real_spark/test_submit_upload_cluster.py.)"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from sessionsched.agent.transport import JsonClient, Refused, Unreachable
@@ -47,7 +49,7 @@ def test_launched_drivers_get_the_ca_in_their_environment(tmp_path):
     cfg = ServerConfig()
     app = from_argv([str(app_file)], str(tmp_path), {}, {}, None, None, None,
                     Defaults(root=cfg.queue_tree(), queue="root.default"))
-    app.id = "driver-1"
+    app = replace(app, spec=replace(app.spec, app_id="driver-1"))
     launch = build_launch(app, "https://127.0.0.1:1", tmp_path, ca="/etc/team-ca.pem")
     assert launch.env["SESSIONSCHED_CA"] == "/etc/team-ca.pem"
     assert "/etc/team-ca.pem" not in launch.argv

@@ -7,6 +7,7 @@ and limits themselves, for every door: tests/operations/."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from fastapi.testclient import TestClient
@@ -268,7 +269,7 @@ def test_launched_driver_gets_its_secret_in_the_environment_not_argv(app_file):
     cfg = ServerConfig()
     app = from_argv([str(app_file)], str(app_file.parent), {}, {}, None, None, None,
                     Defaults(cfg.queue_tree(), "root.default"))
-    app.id = "driver-1"
+    app = replace(app, spec=replace(app.spec, app_id="driver-1"))
     launch = build_launch(app, "http://x", app_file.parent, token="sa.driver-1.abc")
     assert launch.env["SESSIONSCHED_TOKEN"] == "sa.driver-1.abc"
     assert not any("sa.driver-1" in a for a in launch.argv)

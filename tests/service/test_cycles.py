@@ -203,4 +203,4 @@ def test_launch_handles_are_not_waited_for_and_a_failed_write_is_made_again(step
             assert json.loads(handle)["ref"] == s.cluster.apps[app_id].driver_id
             kinds = [e["kind"] for e in s.client.get(f"/api/v1/apps/{app_id}/events").json()]
             assert kinds.count("launch") == 1
-            assert s.service.registry.get(app_id).log_path  # shown once committed
+            assert s.service.registry.log_path(app_id)  # shown once committed

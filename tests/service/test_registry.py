@@ -1,20 +1,20 @@
-"""AcceptedApps by queue: one queue's list copies only that queue's apps (a cycle's work
-follows what changed, docs/design/bounded-cycles.md)."""
+"""The registry (``Submissions``) by queue: one queue's list copies only that queue's apps (a
+cycle's work follows what changed, docs/design/bounded-cycles.md)."""
 
 import pytest
 
 from sessionsched.model import AppSpec
-from sessionsched.service.registry import AcceptedApp, AcceptedApps
+from sessionsched.model.submission import Submission
+from sessionsched.service.registry import Submissions
 
 
-def sub(app_id: str, queue: str, seq: int = 0) -> AcceptedApp:
-    spec = AppSpec(app_id=app_id, queue=queue, seq=seq, submitted_at=0.0)
-    return AcceptedApp(id=app_id, seq=seq, kind="batch", name=app_id, user="u", queue=queue,
-                      submitted_at=0.0, spec=spec)
+def sub(app_id: str, queue: str, seq: int = 0) -> Submission:
+    spec = AppSpec(app_id=app_id, queue=queue, seq=seq, submitted_at=0.0, name=app_id, user="u")
+    return Submission(spec=spec, kind="batch")
 
 
-def filled() -> AcceptedApps:
-    reg = AcceptedApps()
+def filled() -> Submissions:
+    reg = Submissions()
     for i, q in enumerate(["root.a", "root.b", "root.a"]):
         reg.put(sub(f"app-{i}", q, i))
     return reg

@@ -3,6 +3,7 @@ time-of-day plans (by cron and one-shot), reading submissions, the launch conf."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -21,6 +22,7 @@ from sessionsched.engine.events import (
 )
 from sessionsched.intake import new_apps
 from sessionsched.model import AppSpec, AppState, Executor, Resources, parse_mem_mib
+from sessionsched.model.submission import Submission
 from sessionsched.service import plans
 from sessionsched.service.launch import build_launch, service_conf
 from sessionsched.service.reconcile import AgentState, reconcile
@@ -89,9 +91,9 @@ def test_reconcile(agent, events, expected, demand):
 
 
 def stored(app_id: str, state=AppState.ACCEPTED) -> StoredApp:
-    spec = AppSpec(app_id=app_id, queue="root.default", seq=1, submitted_at=0.0)
-    return StoredApp(id=app_id, seq=1, kind="submit", name="n", user="u", queue="root.default",
-                     priority=5000, submitted_at=0.0, spec=spec, state=state)
+    spec = AppSpec(app_id=app_id, queue="root.default", seq=1, submitted_at=0.0, priority=5000,
+                   name="n", user="u")
+    return StoredApp(Submission(spec=spec, kind="submit"), state=state)
 
 
 def test_record_step_writes_every_state_change_with_its_times():
@@ -263,26 +265,28 @@ def test_rest_submission_sizing():
     # A JVM app without dynamic allocation: static, capped at cores.max/executor cores = 4
     # executors, and by slots.max 6 cores = 3 executors.
     assert (spec.max_executors, spec.slots_max, spec.executor_cap) == (4, 6, 3)
-    assert unknown == [] and app.warnings == []
+    assert unknown == [] and app.warnings == ()
 
 
 def test_launch_conf_turns_dynamic_allocation_on_unless_turned_off():
     app, _ = new_apps.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
                                     "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
-    app.kind, app.name, app.conf = "submit", "etl", {}
+    app = replace(app, kind="submit", conf={}, spec=replace(app.spec, name="etl"))
     # On or off is the engine's decision (``agent_terms``, tests/engine/test_agent_terms.py);
     # the launch carries it out.
     assert service_conf(app, LaunchTerms(dynamic_allocation=True)) == {
         "spark.app.name": "etl", "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.shuffleTracking.enabled": "true", "spark.executor.cores": "1"}
-    app.conf = {"spark.dynamicAllocation.enabled": "false", "spark.executor.cores": "2"}
+    app = replace(app, conf={"spark.dynamicAllocation.enabled": "false",
+                             "spark.executor.cores": "2"})
     assert service_conf(app, LaunchTerms(dynamic_allocation=False)) == {"spark.app.name": "etl"}
 
 
 def test_a_gang_is_launched_with_all_n_executors_at_once_and_kept():
     app, _ = new_apps.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
                                     "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
-    app.kind, app.name, app.conf = "submit", "etl", {"spark.dynamicAllocation.minExecutors": "1"}
+    app = replace(app, kind="submit", conf={"spark.dynamicAllocation.minExecutors": "1"},
+                  spec=replace(app.spec, name="etl"))
     conf = service_conf(app, LaunchTerms(dynamic_allocation=True, gang_executors=4))
     assert (conf["spark.dynamicAllocation.minExecutors"],
             conf["spark.dynamicAllocation.initialExecutors"]) == ("4", "4")
@@ -328,7 +332,7 @@ def test_the_launch_gives_the_driver_its_identity_and_the_service_conf(tmp_path)
                                 str(tmp_path), {"spark.executor.memory": "1g"},
                                 {"PYSPARK_PYTHON": "/usr/bin/python3"}, None, None, "etl",
                                 DEFAULTS)
-    app.id = "driver-20261121170000-0001"
+    app = replace(app, spec=replace(app.spec, app_id="driver-20261121170000-0001"))
     launch = build_launch(app, "http://127.0.0.1:6066", tmp_path / "logs")
     assert launch.env["SESSIONSCHED_APP_ID"] == "driver-20261121170000-0001"
     assert launch.env["SESSIONSCHED_SERVER"] == "http://127.0.0.1:6066"
@@ -370,7 +374,7 @@ def test_a_submission_turned_static_is_launched_static(tmp_path):
     (tmp_path / "job.py").write_text("")
     app = new_apps.from_argv(["--conf", "spark.dynamicAllocation.enabled=false", "job.py"],
                                 str(tmp_path), {}, {}, None, None, "etl", DEFAULTS)
-    app.id = "driver-20261121170000-0002"
+    app = replace(app, spec=replace(app.spec, app_id="driver-20261121170000-0002"))
     assert app.spec.dynamic_allocation is False
     launch = build_launch(app, "http://127.0.0.1:6066", tmp_path / "logs",
                           terms=LaunchTerms(dynamic_allocation=False, executor_ceiling=8))

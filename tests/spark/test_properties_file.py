@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tests.client.cli_helpers import run_cli
 
 from sessionsched.spark.submit_args import SparkArgsError, read_properties_file
+from tests.support.cli_helpers import run_cli
 
 ORACLE = Path(__file__).with_name("PropertiesOracle.java")
 JAVA_MALFORMED = "java.lang.IllegalArgumentException: Malformed \\uxxxx encoding."

@@ -14,6 +14,7 @@ from concurrent.futures import Future
 import pytest
 
 from sessionsched.model import AppSpec, Resources
+from sessionsched.model.submission import Submission
 from sessionsched.store import EventRecord, Store, StoredApp, StoreUnavailable, Writer
 from tests.fullfs import fill, tiny_tmpfs
 from tests.sparkcluster import wait_until
@@ -30,9 +31,8 @@ def submission(argv_bytes: int = 100):
         app_id = f"driver-20260101000000-{seq:04d}"
         spec = AppSpec(app_id=app_id, queue="root.default", seq=seq, submitted_at=float(seq),
                        name="a", user="u", executor=Resources(1, 512))
-        app = StoredApp(id=app_id, seq=seq, kind="submit", name="a", user="u",
-                        queue="root.default", priority=5000, submitted_at=float(seq), spec=spec,
-                        argv=["app.py", "x" * argv_bytes])
+        app = StoredApp(Submission(spec=spec, kind="submit",
+                                   argv=("app.py", "x" * argv_bytes)))
         Store.add_apps(session, [app])
         Store.add_events(session, [EventRecord(app_id, float(seq), "submitted", "hello"),
                                    EventRecord(app_id, float(seq), "warning", "w")])

@@ -54,13 +54,13 @@ def test_a_row_from_before_gets_the_engines_rule(kind, conf, argv, dynamic):
 
 
 def test_the_store_reads_an_older_row_with_the_rule_and_a_new_row_as_recorded():
+    from sessionsched.model.submission import Submission
     from sessionsched.store import StoredApp
     from sessionsched.store.schema import AppRow
     from sessionsched.store.store import _from_row, _to_row
 
     spec = AppSpec(**NAMES, dynamic_allocation=False)
-    app = StoredApp(id="a", seq=1, kind="submit", name="n", user="u", queue="root.default",
-                    priority=5000, submitted_at=0.0, spec=spec, argv=["app.py"])
+    app = StoredApp(Submission(spec=spec, kind="submit", argv=("app.py",)))
     row = AppRow(**_to_row(app))
     assert _from_row(row).spec.dynamic_allocation is False  # as recorded
     row.spec = {k: v for k, v in row.spec.items() if k != "dynamic_allocation"}

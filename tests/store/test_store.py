@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from sessionsched.backends.local import free_port_in
 from sessionsched.model import AppSpec, AppState, Resources
+from sessionsched.model.submission import Submission
 from sessionsched.store import EventRecord, Store, StoredApp, Writer
 from sessionsched.store.store import database_url
 from tests.pgserver import PORT_RANGE
@@ -33,20 +34,8 @@ def make_app(i: int, **kw) -> StoredApp:
         executor=Resources(2, 2048),
         max_executors=4,
     )
-    return StoredApp(
-        id=app_id,
-        seq=i,
-        kind="submit",
-        name=f"app{i}",
-        user="u",
-        queue="root.default",
-        priority=5000,
-        submitted_at=float(i),
-        spec=spec,
-        argv=["app.py", "x"],
-        conf={"spark.a": "b"},
-        **kw,
-    )
+    sub = Submission(spec=spec, kind="submit", argv=("app.py", "x"), conf={"spark.a": "b"})
+    return StoredApp(sub, **kw)
 
 
 def count_rows(store_url: str, table: str) -> int:
@@ -154,10 +143,28 @@ def test_apps_and_events_read_back_as_written(store, writer):
     back = store.get_app(app.id)
     assert back.state is AppState.STARTING and back.started_at == 9.5
     assert back.spec == app.spec
-    assert (back.argv, back.conf, back.handle) == (app.argv, app.conf, app.handle)
+    sub, was = back.submission, app.submission
+    assert (sub.argv, sub.conf, back.handle) == (was.argv, was.conf, app.handle)
     assert [e.kind for e in store.events(app.id)] == ["submitted", "state"]
     assert store.max_seq() == 7
     assert store.load_apps([AppState.ACCEPTED]) == []
+
+
+def test_a_priority_change_lands_on_the_row_as_it_is_on_disk(store, writer):
+    """``set_priority``: the priority replaced is the row's, whatever the caller read; an
+    ended app or an unknown one is left alone (None)."""
+    apps = [make_app(1), make_app(2, state=AppState.KILLED)]
+    writer.submit(lambda s: Store.add_apps(s, apps)).result(5)
+
+    def change(app_id: str, priority: int, was: int):
+        return writer.submit(lambda s: Store.set_priority(s, app_id, priority, was)).result(5)
+
+    assert change(apps[0].id, 7000, was=5000) == 5000  # as read
+    assert change(apps[0].id, 8000, was=5000) == 7000  # read before the last change landed
+    assert store.get_app(apps[0].id).priority == 8000
+    assert change(apps[1].id, 9000, was=5000) is None
+    assert change("driver-nobody", 9000, was=5000) is None
+    assert store.get_app(apps[1].id).priority == 5000
 
 
 def test_a_cycles_updates_write_each_set_of_columns_and_refuse_an_unknown_app(store, writer):

@@ -3,17 +3,18 @@
 Every running driver's agent reports (a heartbeat) when its facts change and at least every
 keep-alive -- once a second on the old protocol -- and waits for its decisions with a watch
 held open until they change: with a thousand drivers these are nearly all the requests a
-scheduler answers, so ``AgentFront`` answers them in front of FastAPI. The handlers are the
-same (``register``, ``heartbeat``, ``watch``: one call of the operations port, which checks the
-caller and asks the agent desk, which never waits for a cycle; a watch awaits the desk's future
-on the event loop, no thread), but the request skips what FastAPI spends on each one — its
-middleware, the walk through every route, dependency solving, a worker thread for the body and
-the response model's validation (the answer is written by the C JSON encoder) — and its body is
-parsed by pydantic's JSON parser in one call (pydantic-core: as cheap as ``json.loads`` on these
-bodies, and its refusals name the field): at 300 agents the server's CPU halved, at 1,000 it
-keeps up (``benchmarks/agent_load.py``, docs/design/agent-protocol.md). The FastAPI routes stay, for
-the OpenAPI spec and for tests that drive the FastAPI application in-process; both give the same
-answers and refusals (``tests/doors/native/test_agent_api.py``).
+scheduler answers, so the server's front (``server/front.py``) sends a ``POST`` to one of
+these routes to ``AgentDoor``, not to FastAPI. The handlers are the same (``register``,
+``heartbeat``, ``watch``: one call of the operations port, which checks the caller and asks the
+agent desk, which never waits for a cycle; a watch awaits the desk's future on the event loop,
+no thread), but the request skips what FastAPI spends on each one — its middleware, the walk
+through every route, dependency solving, a worker thread for the body and the response model's
+validation (the answer is written by the C JSON encoder) — and its body is parsed by pydantic's
+JSON parser in one call (pydantic-core: as cheap as ``json.loads`` on these bodies, and its
+refusals name the field): at 300 agents the server's CPU halved, at 1,000 it keeps up
+(``benchmarks/agent_load.py``, docs/design/agent-protocol.md). The FastAPI routes stay for the
+OpenAPI spec (and answer any other method: 405); both give the same answers and refusals
+(``tests/doors/native/test_agent_api.py``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ ROUTES: dict[str, tuple[type[BaseModel], Handler]] = {
 }
 
 
-# --- as FastAPI routes (the OpenAPI spec, in-process tests) --------------------------------------
+# --- as FastAPI routes (the OpenAPI spec) ---------------------------------------------------------
 # Async: the handlers never block (the desk has its own short lock), so no worker thread.
 
 
@@ -90,22 +91,17 @@ async def agent_watch(body: AgentWatch, ops: OpsDep, caller: CallerDep):
     return await watch(ops, caller, body)
 
 
-# --- in front of FastAPI (what ``sessionsched serve`` runs) ---------------------------------------
+# --- the door the front sends them to (module docstring) ------------------------------------------
 
 
-class AgentFront:
-    """ASGI: ``POST`` to an agent route answered here (module docstring); anything else goes
-    on to ``app``."""
+class AgentDoor:
+    """ASGI: a ``POST`` to one of ``ROUTES`` (the front sends no other request here)."""
 
-    def __init__(self, app, ops: Operations):
-        self.app = app
+    def __init__(self, ops: Operations):
         self.ops = ops
 
     async def __call__(self, scope, receive, send) -> None:
-        route = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
-        if route is None or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
+        route = ROUTES[scope["path"]]
         raw = bytearray()
         while True:  # a body over the limit raises here, for ``asgi.BodyLimit`` to refuse
             message = await receive()

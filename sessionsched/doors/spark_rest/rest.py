@@ -157,8 +157,8 @@ class SparkRest:
             return error(out.message, out.status or STATUS[out.kind], success=False)
         stored, unknown = out.value
         message = f"Driver successfully submitted as {stored.id}"
-        if stored.warnings:
-            message += ". Warning: " + "; ".join(stored.warnings)
+        if warnings := stored.submission.warnings:
+            message += ". Warning: " + "; ".join(warnings)
         answer = {"action": "CreateSubmissionResponse", "message": message,
                   "serverSparkVersion": SPARK_VERSION, "submissionId": stored.id,
                   "success": True}
@@ -291,36 +291,35 @@ class SparkRest:
                      f"/update or /readyz. {_SUBMIT_THROUGH}")
 
 
-class SparkFront:
-    """The ASGI front ``sessionsched serve`` runs: Spark's protocol (``/vN/submissions/...``)
-    is answered by its own light Starlette router, and the status read even before that;
-    everything else goes to the FastAPI application.
+def is_spark(path: str) -> bool:
+    """Whether a path is Spark's protocol, ``/VERSION/submissions[/...]`` (any version: a wrong
+    one is answered 468 by ``SparkRest.other``): the server's front sends it to ``SparkDoor``."""
+    parts = path.split("/", 3)
+    return len(parts) >= 3 and parts[2] == "submissions"
+
+
+class SparkDoor:
+    """ASGI: Spark's protocol, as the server's front (``server/front.py``) hands it over: the
+    status read answered at once, the rest by its own light Starlette router (a path it does
+    not route: Starlette's plain 404 or 405).
 
     spark-submit's creates and status polls, ``--status`` and scripts hammering a status make
     the busiest paths; answered here they skip FastAPI's per-request machinery (error and
     telemetry middleware, its router): about 1.5-2x the requests per second
-    (``benchmarks/service_throughput.py``). The handlers are the same ``SparkRest`` methods the
-    FastAPI application routes (tests drive them in-process there).
+    (``benchmarks/service_throughput.py``).
     """
 
     STATUS = "/v1/submissions/status/"
 
-    def __init__(self, app, spark_rest: SparkRest):
-        self.app = app
+    def __init__(self, spark_rest: SparkRest):
         self.spark_rest = spark_rest
         self.router = Router(routes=spark_rest.routes())
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            path = scope["path"]
-            if scope["method"] == "GET" and path.startswith(self.STATUS):
-                sid = path[len(self.STATUS):]
-                if sid and "/" not in sid:
-                    await send_answer(send, 200, self.spark_rest.status_bytes(sid), JSON_TYPE)
-                    return
-            parts = path.split("/", 3)
-            if len(parts) >= 3 and parts[2] == "submissions":
-                await self.router(scope, receive, send)
+        path = scope["path"]
+        if scope["method"] == "GET" and path.startswith(self.STATUS):
+            sid = path[len(self.STATUS):]
+            if sid and "/" not in sid:
+                await send_answer(send, 200, self.spark_rest.status_bytes(sid), JSON_TYPE)
                 return
-        await self.app(scope, receive, send)
-
+        await self.router(scope, receive, send)

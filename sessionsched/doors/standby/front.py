@@ -1,5 +1,6 @@
-"""The standby's front: what a scheduler that does not lead answers, in front of every door
-(``server/leader.ActiveStandby`` decides the role).
+"""The standby's answers: what a scheduler that does not lead answers instead of every door
+(``server/leader.ActiveStandby`` decides the role; the server's front, ``server/front.py``,
+sends every request here but the health check while it does not serve).
 
 - ``GET /api/v1/health``: itself, 200 with ``status: standby``, ``role`` and ``leader`` (the
   leader's URL once known): it is alive, and a process supervisor must not restart it;
@@ -34,29 +35,21 @@ HEALTH_PATH = "/api/v1/health"
 READYZ_PATH = "/v1/submissions/readyz"
 STANDBY = "standby"
 
-# (the role's name, whether it serves requests itself, the leader's URL if known)
-Status = Callable[[], tuple[str, bool, str | None]]
+# (the role's name, the leader's URL if known)
+Status = Callable[[], tuple[str, str | None]]
 
 
-class StandbyFront:
-    """ASGI: while ``status`` says this scheduler does not serve, answer as a standby (module
-    docstring); a leader's requests pass through untouched."""
+class Standby:
+    """ASGI: the module docstring's answers, by the role, the leader and the path."""
 
-    def __init__(self, app, status: Status):
-        self.app = app
+    def __init__(self, status: Status):
         self.status = status
         self._metrics = CollectorRegistry()
         Gauge("sessionsched_leader", "1 while this scheduler leads (or is the only one)",
               registry=self._metrics).set(0)
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["path"] == HEALTH_PATH:
-            await self.app(scope, receive, send)
-            return
-        role, serves, leader = self.status()
-        if serves:
-            await self.app(scope, receive, send)
-            return
+        role, leader = self.status()
         path = scope["path"]
         spark = path.startswith("/v1/submissions")
         if path == "/metrics":

@@ -2,8 +2,9 @@
 driver agent of two notebook sessions. The scheduler runs in-process on the memory cluster (its
 capacity: 4 cores); the sessions' executors are the ones the test reports.
 
-Each test runs twice: through the FastAPI application's routes, and whole as ``sessionsched
-serve`` runs it, where ``agent_api.AgentFront`` answers the agents in front of FastAPI."""
+Each test runs twice: through the FastAPI application's routes (``App.fastapi``: FastAPI's own
+stack, which has them for the OpenAPI spec), and whole as ``sessionsched serve`` runs it, where
+the front (``server/front.py``) sends the agents to ``agent_api.AgentDoor``."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ EXECUTORS = [{"id": str(i), "idle": False, "started_at": 1763744400.0 + i} for i
 
 @pytest.fixture(params=["fastapi", "front"])
 def serve(request):
-    """The app as a TestClient: its FastAPI routes alone, or whole (the agent front)."""
-    return lambda app: TestClient(asgi(app) if request.param == "front" else app)
+    """The app as a TestClient: its FastAPI routes alone, or whole (the agent door)."""
+    return lambda app: TestClient(asgi(app) if request.param == "front" else app.fastapi)
 
 
 @pytest.fixture
