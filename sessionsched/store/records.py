@@ -95,15 +95,20 @@ def spec_to_json(spec: AppSpec) -> dict[str, Any]:
         "gang": None if spec.gang is None else {
             "executors": spec.gang.executors, "timeout_s": spec.gang.timeout_s,
             "style": spec.gang.style.value},
+        "driver_with_user": spec.driver_with_user,
+        "driver_overhead_mib": spec.driver_overhead_mib,
     }
 
 
 def spec_from_json(
     data: dict[str, Any], *, app_id: str, queue: str, seq: int, submitted_at: float,
     priority: int, name: str, user: str, unrecorded_dynamic: bool = True,
+    unrecorded_with_user: bool = False,
 ) -> AppSpec:
     """``unrecorded_dynamic``: dynamic allocation for a row written before it was recorded
-    (``dynamic_before_recorded``)."""
+    (``dynamic_before_recorded``); ``unrecorded_with_user``: where the driver runs for a row
+    written before that was recorded (a notebook's session: with its user). Such a row's
+    driver overhead is Spark's default."""
     return AppSpec(
         app_id=app_id,
         queue=queue,
@@ -120,6 +125,8 @@ def spec_from_json(
         slots_max=data["slots_max"],
         dynamic_allocation=bool(data.get("dynamic_allocation", unrecorded_dynamic)),
         gang=_gang(data.get("gang")),
+        driver_with_user=bool(data.get("driver_with_user", unrecorded_with_user)),
+        driver_overhead_mib=data.get("driver_overhead_mib"),
     )
 
 

@@ -54,3 +54,23 @@ def test_drivers_on_a_full_host_wait_and_apps_needing_no_host_room_go_ahead(stat
         text = s.client.get("/metrics").text
         assert 'sessionsched_host_driver_memory_mib{kind="room"} 11264.0' in text
         assert 'sessionsched_host_driver_memory_mib{kind="used"} 11264.0' in text
+
+
+def test_where_each_driver_runs_survives_a_restart(state_dir, tmp_path):
+    """Queued before a restart, read back from the store after it: the notebooks still take
+    no host room, the driver on the host still takes its share."""
+    cluster = _cluster(16)
+    with stepped_service(state_dir, cluster, tmp_path, Clock(), QUEUES) as s:
+        notebooks = [_session(s, f"nb-{i}") for i in range(3)]
+        batch = [s.submit("batch-0", priority=9000), s.submit("batch-1", priority=9000)]
+    with stepped_service(state_dir, cluster, tmp_path, Clock(), QUEUES) as s:
+        engine = s.service.engine
+        engine.host_room = Resources(8, ON_HOST)  # a host sized for one driver
+        for _ in range(3):
+            s.cycle(0.5)
+        assert [engine.apps[i].spec.driver_with_user for i in notebooks + batch] == [
+            True, True, True, False, False]
+        assert [s.app(i)["state"] for i in notebooks] == ["STARTING"] * 3
+        assert s.app(batch[0])["state"] in ("STARTING", "RUNNING")
+        assert s.app(batch[1])["reason_code"] == "host_room"
+        assert s.client.get("/api/v1/health").json()["driver_host"]["drivers"] == 1
