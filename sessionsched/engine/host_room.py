@@ -20,17 +20,28 @@ every app of the queue needs (``max_running_apps``, ``starting_limit``, a gang's
 which holds the whole queue. An app behind a head that waits for a room it does not need
 (``rooms_needed``) is looked at as if the head were not there; one that needs a room some app
 ahead of it waits for stays behind, so apps that wait for the same room keep their order.
+
+Idle sessions on the host (``idle_to_release``): a Livy or Connect session's driver runs on
+the scheduler's host and holds its room between its user's jobs. In a queue with
+``release_idle_sessions_after_s``, one idle that long (``ledger.quiet``: no executor held or
+asked for) is stopped while an app at a queue's head waits for the host's room, and only as
+many as make room for those heads: longest idle first, none if all of them would not make
+room for the next head. It ends KILLED with ``released_idle``'s reason, which its doors give
+its client: the session's state is lost, so it is off unless a queue sets it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..model import AppSpec, Queue, Resources
 from .waits import Wait, WaitCode
 
 if TYPE_CHECKING:
     from .admission import LeafView, Room
+    from .app_books import Books
+    from .ledger import AppRecord
 
 MIN_OVERHEAD_MIB = 384  # Spark's floor for a driver's memory overhead
 OVERHEAD_FACTOR = 0.10  # spark.driver.memoryOverheadFactor's default for a JVM driver
@@ -103,3 +114,94 @@ def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                 f" overhead); the host's memory holds {whole.mem_mib} MiB of drivers beside the"
                 f" scheduler, {max(whole.mem_mib - free.mem_mib, 0)} MiB of it held by"
                 f" {room.host_drivers} client-mode driver(s) there")
+
+
+# --- idle sessions released for the apps that wait for the host's room -------------------
+
+RELEASE_SETTING = "release_idle_sessions_after"  # the queue setting, as the config names it
+RELEASED_IDLE = "released idle"  # the first words of the reason a released session ends with
+
+
+def released_idle(idle_s: float, after_s: float, queue: str, waiting_app: str) -> str:
+    """The reason a released session ends with (doors give it to the session's client)."""
+    return (f"{RELEASED_IDLE} so that waiting apps could start: the session ran no job and"
+            f" held no executor for {idle_s:.0f}s, past queue {queue}'s {RELEASE_SETTING} of"
+            f" {after_s:g}s, while {waiting_app} waited for room on the scheduler's host;"
+            " the session's state is lost")
+
+
+class Quiet(NamedTuple):
+    """A session's driver on the host, idle in a queue that releases them: due at ``due_at``."""
+
+    due_at: float
+    rec: AppRecord
+    after_s: float
+
+
+def quiet_sessions(apps: Iterable[AppRecord], leaves: Mapping[str, Queue]) -> list[Quiet]:
+    """The admitted sessions on the host that idle in a queue with the setting."""
+    out = []
+    for rec in apps:
+        spec, since = rec.spec, rec.quiet_since
+        if since is None or not spec.interactive or not spec.driver_on_host:
+            continue
+        leaf = leaves.get(spec.queue)
+        after = leaf.release_idle_sessions_after_s if leaf is not None else None
+        if after is not None:
+            out.append(Quiet(since + after, rec, after))
+    return out
+
+
+def waiting_for_host(books: Books, waiting: Mapping[str, Wait]) -> tuple[list[AppSpec],
+                                                                          list[Quiet]]:
+    """The queues' heads that wait for the host's room (a driver slot, or its memory), in
+    rank order, and the idle sessions queues may release for them: O(admitted apps) while a
+    head waits so in a tree that releases sessions, nothing otherwise."""
+    pending, apps = books.pending, books.apps
+    heads = [apps[pending[leaf][0][2]] for leaf, w in waiting.items()
+             if w.code in (WaitCode.HOST_ROOM, WaitCode.DRIVER_SLOT) and pending.get(leaf)]
+    if not heads or not any(q.release_idle_sessions_after_s for q in books.leaves.values()):
+        return [], []
+    heads.sort(key=lambda rec: rec.rank)
+    quiet = quiet_sessions((apps[a] for a in books.on_books()), books.leaves)
+    return [rec.spec for rec in heads], quiet
+
+
+def idle_to_release(now: float, heads: list[AppSpec], quiet: list[Quiet], free_mib: int | None,
+                    slots_free: int | None) -> list[tuple[AppRecord, str]]:
+    """The sessions to stop, each with its reason: for each head in turn (``heads`` in rank
+    order), the longest idle of those due until the head's driver fits (``free_mib``: the
+    host's memory free for drivers, None: not measured; ``slots_free``: driver slots, None:
+    no cap); a head they cannot make room for stops it, releasing none for it."""
+    due = sorted((q for q in quiet if q.due_at <= now), key=lambda q: (q.rec.quiet_since,
+                                                                       q.rec.rank))
+    free = free_mib if free_mib is not None else 1 << 60
+    slots = slots_free if slots_free is not None else 1 << 30
+    out: list[tuple[AppRecord, str]] = []
+    for head in heads:
+        need, took = host_need(head).mem_mib, 0
+        while (need > free or slots < 1) and took < len(due):
+            free, slots = free + host_need(due[took].rec.spec).mem_mib, slots + 1
+            took += 1
+        if need > free or slots < 1:
+            break
+        for q in due[:took]:
+            idle_s = now - (q.rec.quiet_since or now)
+            out.append((q.rec, released_idle(idle_s, q.after_s, q.rec.spec.queue, head.app_id)))
+        del due[:took]
+        free, slots = free - need, slots - 1
+    return out
+
+
+def release_idle(now: float, books: Books, waiting: Mapping[str, Wait],
+                 host_room: Resources | None, driver_slots: int | None,
+                 ) -> list[tuple[AppRecord, str]]:
+    """``idle_to_release`` for the heads ``waiting`` (the last step's) leaves waiting for the
+    host's room, with the room the books leave there."""
+    heads, quiet = waiting_for_host(books, waiting)
+    if not quiet:
+        return []
+    t = books.ledger.total
+    free = None if host_room is None else host_room.mem_mib - t.host_driver_mem_mib
+    slots = None if driver_slots is None else driver_slots - t.client_drivers
+    return idle_to_release(now, heads, quiet, free, slots)

@@ -44,6 +44,7 @@ class AppRecord:
     reclaiming: dict[str, float | None] = field(default_factory=dict)  # executor -> kill deadline
     ahead: bool = False  # admitted ahead of the room for its first executors (``admission``)
     up_at: float | None = None  # its driver reported up (``DriverStarted``)
+    quiet_since: float | None = None  # its driver up, no executor held or asked for (``quiet``)
     reason: str = ""  # why it is waiting, or how it got its last state
     app_id: str = field(init=False)  # the spec's, read by every book for every change
     # (spec, the spec's part of ``floor``: minExecutors or a gang's N, its cap): ``floor`` is
@@ -156,6 +157,17 @@ def works_alone(rec: AppRecord) -> bool:
     count it toward ``max_driver_fraction``; the moment it asks for an executor (demand) or
     holds one, it is an ordinary driver again."""
     return rec.state is AppState.RUNNING and rec.demand == 0 and not rec.executors
+
+
+def quiet(rec: AppRecord, now: float) -> None:
+    """Keeps ``quiet_since``: since when its driver, up (reported, or adopted RUNNING), has
+    held no executor and asked for none - a session between its user's jobs (a job asks for
+    executors as soon as it has tasks). Called after each fact it reads changes."""
+    up = rec.up_at is not None or rec.state is AppState.RUNNING
+    if rec.demand or rec.executors or not up or rec.state.terminal:
+        rec.quiet_since = None
+    elif rec.quiet_since is None:
+        rec.quiet_since = now
 
 
 def starting_deadline(rec: AppRecord, leaf: Queue) -> float:

@@ -12,7 +12,9 @@ A step, in order:
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
      on to RUNNING (YuniKorn's 5-minute rule, made a queue setting); a queued app that has
      waited its queue's ``max_wait`` since its submission ends FAILED (EMR Serverless's
-     ``queueTimeoutMinutes``), saying how long it waited; gangs (``gang``, docs/design/gangs.md): a
+     ``queueTimeoutMinutes``), saying how long it waited; an idle session's driver on the
+     host, in a queue that releases them, is stopped for a head that waits for the host's
+     room (``host_room.idle_to_release``); gangs (``gang``, docs/design/gangs.md): a
      reservation past its timeout ends its app FAILED (``hard``) or is given up (``soft``),
      then the gangs at their queues' heads reserve the room that is free, which nobody else
      is given - admission sees it taken, arbitration divides the capacity without it. FIFO
@@ -62,8 +64,9 @@ from .app_books import Books
 from .arbitration import Decayed, Past
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
-from .events import Decision, Event, SetTarget
+from .events import Decision, Event, SetTarget, StopDriver
 from .gang.phase import gang_phase
+from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers
 from .validate import check_events
@@ -98,6 +101,7 @@ class Scheduler:
         self.host_room = host_room
         self.budget = budget
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
+        self._next_release: float | None = None  # an idle session's release falls due
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
         self.held: dict[str, Wait] = {}  # app -> does_not_fit_now: held aside (last step)
         self._views = ViewKeeper()
@@ -200,7 +204,8 @@ class Scheduler:
         books = self.books
         times = [books.next_starting_deadline(), books.next_wait_deadline(),
                  books.reclaimer.next_deadline(), books.gangs.next_deadline(),
-                 self._more_to_admit]  # the last: the admission slice continues (``budget``)
+                 self._more_to_admit,  # the admission slice continues (``budget``)
+                 self._next_release]
         return min((t for t in times if t is not None), default=None)
 
     def check(self) -> list[str]:
@@ -223,9 +228,16 @@ class Scheduler:
         self._starting_timeouts(now, out)
         self._waited_too_long(now, out)
         books.sync()
+        released = release_idle(now, books, self.waiting, self.host_room, self.driver_slots)
+        for rec, why in released:  # for heads the last step left waiting for the host's room
+            out += [StopDriver(rec.app_id), books.mark(now, rec, AppState.KILLED, why)]
+        if released:
+            books.sync()
         gang_phase(books, self.capacity, now, out, self.held)
         self._admit(now, out, past)
         books.sync()
+        quiet = waiting_for_host(books, self.waiting)[1]
+        self._next_release = min((q.due_at for q in quiet if q.due_at > now), default=None)
         capacity = books.executor_capacity(self.capacity)
         changed = (books.arbiter.compute(self.root, capacity) if past is None
                    else books.arbiter.compute(self.root, capacity, past))

@@ -299,6 +299,7 @@ def _new_app(
         min_executors=min_execs, max_executors=max_execs, slots_max=sched.slots_max,
         dynamic_allocation=dynamic, gang=gang, driver_with_user=kind == AppKind.SESSION,
         driver_overhead_mib=sched.driver_overhead_mib,
+        interactive=kind in (AppKind.SESSION, AppKind.CONNECT),
     )
     if gang is not None and spec.executor_cap is not None and gang.executors > spec.executor_cap:
         raise SubmissionError(

@@ -369,6 +369,7 @@ def _from_row(r: AppRow) -> StoredApp:
         priority=r.priority, name=r.name, user=r.user,
         unrecorded_dynamic=older and dynamic_before_recorded(r.kind, r.conf or {}, r.argv or []),
         unrecorded_with_user=r.kind == AppKind.SESSION,
+        unrecorded_interactive=r.kind in (AppKind.SESSION, AppKind.CONNECT),
     )
     sub = Submission(spec=spec, kind=r.kind, argv=r.argv or (), conf=r.conf or {},
                      env=r.env or {}, cwd=r.cwd, rest_request=r.rest_request,
