@@ -26,8 +26,8 @@ the scheduler's host and holds its room between its user's jobs. In a queue with
 ``release_idle_sessions_after_s``, one idle that long (``ledger.quiet``: no executor held or
 asked for) is stopped while an app at a queue's head waits for the host's room, and only as
 many as make room for those heads: longest idle first, none if all of them would not make
-room for the next head. It ends KILLED with ``released_idle``'s reason, which its doors give
-its client: the session's state is lost, so it is off unless a queue sets it.
+room for the next head. It ends KILLED with ``model.endings.released_idle``'s reason, which
+its doors give its client: the session's state is lost, so it is off unless a queue sets it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..model import AppSpec, Queue, Resources
+from ..model.endings import released_idle
 from .waits import Wait, WaitCode
 
 if TYPE_CHECKING:
@@ -117,17 +118,6 @@ def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 
 
 # --- idle sessions released for the apps that wait for the host's room -------------------
-
-RELEASE_SETTING = "release_idle_sessions_after"  # the queue setting, as the config names it
-RELEASED_IDLE = "released idle"  # the first words of the reason a released session ends with
-
-
-def released_idle(idle_s: float, after_s: float, queue: str, waiting_app: str) -> str:
-    """The reason a released session ends with (doors give it to the session's client)."""
-    return (f"{RELEASED_IDLE} so that waiting apps could start: the session ran no job and"
-            f" held no executor for {idle_s:.0f}s, past queue {queue}'s {RELEASE_SETTING} of"
-            f" {after_s:g}s, while {waiting_app} waited for room on the scheduler's host;"
-            " the session's state is lost")
 
 
 class Quiet(NamedTuple):

@@ -98,8 +98,7 @@ class Service:
             master=backend.master or config.cluster.master))
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
         self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage.totals)
-        self.usage_thread = MeterThread(self.usage,
-                                        lambda rows, hours: self.write(rows, [], hours=hours))
+        self.usage_thread = MeterThread(self.usage, lambda rows, h: self.write(rows, [], hours=h))
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock,
                               server.agent_keepalive_s)

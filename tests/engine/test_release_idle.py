@@ -10,8 +10,8 @@ import pytest
 from engine_builders import Run, app, launched, marks, one_queue, stopped
 
 from sessionsched.engine import CapacityChanged, DemandChanged, DriverStarted, ExecutorsChanged
-from sessionsched.engine.host_room import RELEASE_SETTING, RELEASED_IDLE
 from sessionsched.model import Executor, Resources
+from sessionsched.model.endings import RELEASE_SETTING, RELEASED_IDLE
 
 ON_HOST = 1024 + 384  # spark.driver.memory 1g and Spark's 384 MiB floor of overhead
 
