@@ -14,6 +14,7 @@ import json
 
 from ..backends.local import DEFAULT_DIR, ClusterError, ClusterStatus, LocalCluster
 from ..cli import UserError
+from ..runtime.host_room import measure as measure_host
 
 
 def add_parser(subparsers) -> None:
@@ -73,10 +74,14 @@ def _down(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     status = LocalCluster.load(args.dir).status()
+    host = measure_host()  # this host: where a scheduler started here runs client-mode drivers
     if args.json:
-        print(json.dumps(status.as_json(), indent=1))
+        print(json.dumps({**status.as_json(), "driver_host": {
+            "cores": host.cores, "memory_mib": host.mem_mib, "source": host.source,
+            "for_drivers_mib": host.for_drivers.mem_mib}}, indent=1))
     else:
         print(_text(status))
+        print(f"host     {host.describe()}")
     return 0 if status.reachable else 1
 
 

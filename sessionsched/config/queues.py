@@ -53,7 +53,8 @@ ShareLevelField = Annotated[ShareLevel, BeforeValidator(lambda v: enum_value(Sha
 
 # The queued apps' limits: inherited down the tree, a child's own setting winning (an
 # explicit ``null`` too: it turns the parent's limit off for that child and below).
-INHERITED = ("max_wait", "max_queued_apps", "max_queued_apps_per_user")
+INHERITED = ("max_wait", "max_queued_apps", "max_queued_apps_per_user",
+             "release_idle_sessions_after")
 
 
 class QueueConfig(Strict):
@@ -90,6 +91,9 @@ class QueueConfig(Strict):
     submit_groups: list[str] | None = None
     # Spark Connect sessions' drivers (``ShareLevel``); unset: the parent's, root's ``session``.
     connect_share_level: ShareLevelField | None = None
+    # Seconds an idle Livy or Connect session's driver on the scheduler's host is kept while
+    # other apps wait for the host's room; unset: kept (inherited like ``max_wait``).
+    release_idle_sessions_after: float | None = Field(None, gt=0)
 
     @field_validator("name")
     @classmethod
@@ -133,6 +137,7 @@ class QueueConfig(Strict):
             max_queued_apps_per_user=limits.get("max_queued_apps_per_user"),
             usage_half_life_s=self.usage_half_life,
             node_sort=limits.get("node_sort", NodeSort.FAIR),
+            release_idle_sessions_after_s=limits.get("release_idle_sessions_after"),
         )
 
 
@@ -183,6 +188,7 @@ class QueueOverride(Strict):
     max_queued_apps: int | None = Field(None, ge=1)
     max_queued_apps_per_user: int | None = Field(None, ge=1)
     usage_half_life: HalfLife | None = None
+    release_idle_sessions_after: float | None = Field(None, gt=0)
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)

@@ -178,7 +178,7 @@ class ClusterSection(Strict):
     backend: Literal["standalone", "local", "memory", "kubernetes"] = "standalone"
     master: str = "spark://127.0.0.1:7077"
     master_ui: str = "http://127.0.0.1:8080"
-    driver_slots: int = Field(4, ge=1)
+    driver_slots: int | None = Field(None, ge=1)
     workers: int = Field(1, ge=1)
     cores: int = Field(2, ge=1)
     memory: Annotated[int, BeforeValidator(_mem_mib), Field(ge=1)] = 2048

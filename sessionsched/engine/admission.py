@@ -3,15 +3,17 @@
 Order of pending apps inside a leaf queue: the engine's one rank (``rank``): 1. priority,
 highest first (an update re-orders at once); 2. submission sequence; 3. application id.
 
-A queue is strict head-of-line: if its head cannot start, nothing behind it in that queue does
-(a small late driver must not starve a big early one). Queues are independent tenants, so a
-blocked queue does not hold back the others. One exception: an app the cluster as it is now
-cannot hold at all (``placement.held_now``: its driver or an executor larger than any worker
-left, its first executors more than the workers hold or above a ``max_cores`` now in force)
-is held aside with ``does_not_fit_now`` and the apps behind it are looked at as if it were
-not there - head-of-line is for an app that will fit once room frees, and no room freeing
-makes this one fit. It is looked at again every cycle and starts in its turn once the cluster
-can hold it (a worker back); a kill, or its queue's ``max_wait``, ends it meanwhile.
+A queue is strict head-of-line for the room its head waits for: if its head cannot start,
+nothing behind it in that queue that needs that room does (a small late driver must not starve
+a big early one); an app that needs none of it - a notebook behind a driver waiting for the
+scheduler's host - is looked at as if the head were not there (``host_room``). Queues are
+independent tenants, so a blocked queue does not hold back the others. One exception: an app
+the cluster as it is now cannot hold at all (``placement.held_now``: its driver or an executor
+larger than any worker left, its first executors more than the workers hold or above a
+``max_cores`` now in force) is held aside with ``does_not_fit_now`` and the apps behind it are
+looked at as if it were not there - head-of-line is for an app that will fit once room frees,
+and no room freeing makes this one fit. It is looked at again every cycle and starts in its
+turn once the cluster can hold it (a worker back); a kill, or its ``max_wait``, ends it first.
 
 Across queues the next head is found by walking the tree from the root (YuniKorn's parent
 queues are fair). At each parent the child queue is chosen by:
@@ -46,6 +48,7 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 )
 from .budget import admission_slice
 from .gang.book import Hold
+from .host_room import WAIT_ROOM, host_need, rooms_needed
 from .ledger import AppRecord, whole
 from .placement import FreeNow, Workers, held_now
 from .rank import Rank, rank
@@ -120,7 +123,12 @@ class Room:
     free: Resources  # capacity - in-cluster drivers - executors held, granted or reserved
     uncommitted: Resources  # capacity - in-cluster drivers - floors of admitted apps
     driver_slots_free: int
-    driver_slots: int = 0  # the scheduler host's, for the reasons' numbers
+    driver_slots: int | None = 0  # the scheduler host's cap (None: none), for the reasons
+    # The host's memory for drivers on it (``host_room``; None: not measured), and what the
+    # drivers there leave of it.
+    host_room: Resources | None = None
+    host_free: Resources | None = None
+    host_drivers: int = 0  # drivers on the scheduler's host
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
@@ -173,13 +181,18 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     waiting: dict[str, Wait] = {}
     held: dict[str, Wait] = {}
     at: dict[str, AppSpec] = {}  # leaf -> its head, as ``pass_held`` last found it
+    shut: dict[str, frozenset[str]] = {}  # leaf -> the rooms apps ahead in it wait for
 
     def pass_held(name: str) -> bool:
-        """Move the leaf's head past the apps the cluster cannot hold now; False if none is
-        left."""
+        """Move the leaf's head past the apps the cluster cannot hold now, and past those that
+        need a room an app ahead of them waits for (``host_room``); False if none is left."""
         view, path = views[name], tree.path[name]
+        rooms = shut.get(name)
         while nxt[name] < len(view.pending):
             head = view.pending[nxt[name]]
+            if rooms and rooms & rooms_needed(head):
+                nxt[name] += 1  # behind an app waiting for a room it needs too
+                continue
             wait = None if room.workers is None else held_now(head, path, room.workers)
             if wait is None:
                 at[name] = head
@@ -189,20 +202,33 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         return False
 
     deferred: dict[str, tuple[LeafView, AppSpec, int]] = {}  # leaf -> (view, head, admitted)
+
+    def defer(name: str, head: AppSpec, reason: Wait, before: int) -> bool:
+        """The leaf's app ``head`` waits: the leaf's first such app gives the leaf its wait.
+        True if an app behind it that needs none of the rooms waited for is left to look at."""
+        if name not in waiting:
+            waiting[name] = reason
+            deferred[name] = (views[name], head, before)
+        for_room = WAIT_ROOM.get(reason.code)
+        if for_room is None:
+            return False
+        shut[name] = shut.get(name, frozenset()) | {for_room}
+        nxt[name] += 1
+        heads.pop(name, None)
+        return pass_held(name)
+
+    heads: dict[str, Rank] = {}  # leaf -> its head's rank, until the head changes
     for name in sorted(views):
         view = views[name]
         if not pass_held(name):
             del views[name]
             continue
-        head = at[name]
-        reason = defer_reason(view, head, tree.path[name], room)
-        if reason is not None:
-            waiting[name] = reason
-            deferred[name] = (view, head, 0)
-            del views[name]
+        while (reason := defer_reason(view, at[name], tree.path[name], room)) is not None:
+            if not defer(name, at[name], reason, 0):
+                del views[name]
+                break
 
     best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
-    heads: dict[str, Rank] = {}  # leaf -> its head's rank, until the head changes
 
     def head_key(leaf: str) -> Rank:
         key = heads.get(leaf)
@@ -243,7 +269,8 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     limited_at: dict[str, int] = {}  # parent with max_running_apps -> admissions after its last
     while best[root.name] is not None:
         if slice_apps is not None and len(admitted) >= slice_apps:
-            waiting.update(dict.fromkeys(views, admission_slice(slice_apps)))  # one Wait, shared
+            sliced = admission_slice(slice_apps)  # one Wait, shared
+            waiting.update({name: sliced for name in views if name not in waiting})
             break
         name = best[root.name]
         view = views[name]
@@ -251,9 +278,8 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         path = tree.path[name]
         reason, goes_ahead = verdict(view, head, path, room)
         if reason is not None:
-            waiting[name] = reason
-            deferred[name] = (view, head, len(admitted))
-            del views[name]
+            if not defer(name, head, reason, len(admitted)):
+                del views[name]
         else:
             admitted.append(head.app_id)
             for node in path[:-1]:  # for ``_said_again``: parents that may fill up
@@ -320,7 +346,11 @@ def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -
                                  else Resources(was.cores + d_cores, was.mem_mib + d_mem))
     else:
         d_cores = d_mem = 0
-        room.driver_slots_free -= 1
+        if head.driver_on_host:
+            room.driver_slots_free -= 1
+            room.host_drivers += 1
+            if room.host_free is not None:
+                room.host_free = room.host_free - host_need(head)
         room.drivers_in.setdefault(leaf, _NONE)
     most = whole(head)
     if most is None:

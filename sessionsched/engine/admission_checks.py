@@ -13,7 +13,7 @@ docs/design/admission.md.
   2. ``starting_limit`` (``stateaware``): fewer than ``starting_limit`` apps of the leaf are
      STARTING (YuniKorn's StateAware: one app starting at a time, the next one only when it
      has an executor or its ``starting_timeout`` passed);
-  3. ``driver_slot``: a client-mode driver needs a free driver slot on the scheduler host;
+  3. ``driver_slot``: a driver on the scheduler's host needs room there (``host_room``);
   4. ``driver_share`` (``demand``): the leaf's in-cluster drivers with this one hold at most
      its ``max_driver_fraction`` of the cores (and memory) the leaf reaches - its share of the
      cluster by weight among the leaves that have apps (``admission.weight_shares``: an idle
@@ -23,14 +23,16 @@ docs/design/admission.md.
      into idle capacity, and its "at least one application master" rule). Drivers admitted
      while a queue reached more stay when a sibling becomes busy; they end with their apps,
      and ``reserve_room`` keeps every admitted app's first executors possible meanwhile.
-     A driver that *works alone* (``ledger.works_alone``: past its starting timeout, it never
-     held an executor and asks for none) is not counted: the fraction bounds cores spent on
-     drivers that wait for executors, and such a driver waits for nothing. It counts again
-     when it asks. The fraction may be passed while the leaf's admitted apps and the head,
-     each holding its driver and every executor it may hold (``ledger.whole``: maxExecutors,
-     slots.max), fit together in what the leaf reaches: then no executor of theirs can be
-     short of a core because of their drivers, which is all the fraction is for (tiny apps,
-     a 1-core driver per 1-core executor, are best packed with drivers on half the cores).
+     A driver that *works alone* (``ledger.works_alone``: RUNNING - past its starting timeout,
+     or idle since it came up, ``ledger.starting_deadline`` -, it holds no executor and asks
+     for none) is not counted: the fraction bounds cores spent on drivers that wait for
+     executors, and such a driver waits for nothing, so drivers pass the fraction while no
+     executor wants the cores it guards. It counts again when it asks. The fraction may be
+     passed while the leaf's admitted apps and the head, each holding its driver and every
+     executor it may hold (``ledger.whole``: maxExecutors, slots.max), fit together in what
+     the leaf reaches: then no executor of theirs can be short of a core because of their
+     drivers, which is all the fraction is for (tiny apps, a 1-core driver per 1-core
+     executor, are best packed with drivers on half the cores).
      One app without a cap keeps its queue at the fraction;
   5. ``cluster_driver_room`` (``stateaware``, ``none``): an in-cluster driver needs its cores
      and memory free in the cluster now - not held or granted to executors, and not promised
@@ -83,6 +85,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from .gang.checks import gang_wait
+from .host_room import driver_slot
 from .ledger import whole
 from .waits import Wait, WaitCode
 
@@ -133,16 +136,6 @@ def starting_limit(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
     if view.starting >= q.starting_limit:
         return Wait(WaitCode.STARTING_LIMIT, f"{view.starting} app(s) of {q.name} are starting:"
                     f" its starting_limit is {q.starting_limit}")
-    return None
-
-
-def driver_slot(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-                room: Room) -> Wait | None:
-    if not head.driver_in_cluster and room.driver_slots_free < 1:
-        used = room.driver_slots - room.driver_slots_free
-        return Wait(WaitCode.DRIVER_SLOT,
-                    f"every driver slot is in use: {used} client-mode driver(s) run on the"
-                    f" scheduler host, which has {room.driver_slots} slot(s)")
     return None
 
 

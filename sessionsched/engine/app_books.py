@@ -35,7 +35,7 @@ from .arbitration import Arbiter, Claim, DecayBook
 from .events import MarkState
 from .gang.book import GangBook
 from .grants import Grants
-from .ledger import AppRecord, Deadlines, Ledger
+from .ledger import AppRecord, Deadlines, Ledger, starting_deadline
 from .needs import NeedBook
 from .placement import Workers
 from .reclaim import Reclaimer
@@ -164,8 +164,11 @@ class Books:
         )
 
     def changed(self, rec: AppRecord) -> None:
-        """Something the totals, needs or claims read changed (demand, executors, driver up)."""
+        """Something the totals, needs or claims read changed (demand, executors, driver up);
+        a STARTING app's deadline may have moved (``ledger.starting_deadline``)."""
         self._dirty.add(rec.app_id)
+        if rec.app_id in self._starting:
+            self._starting_due.add(rec.app_id)
 
     def rebase_grants(self, app_ids: Iterable[str]) -> None:
         """The grant bases of these apps for their targets as the arbiter last computed them
@@ -371,9 +374,7 @@ class Books:
 
     def _starting_deadline(self, app_id: str) -> float | None:
         rec = self._starting.get(app_id)
-        if rec is None:
-            return None
-        return rec.launched_at + self.leaves[rec.spec.queue].starting_timeout_s
+        return None if rec is None else starting_deadline(rec, self.leaves[rec.spec.queue])
 
     def _max_wait(self, leaf: str) -> float | None:
         q = self.leaves.get(leaf)  # a leaf gone from the tree keeps its apps, without limit

@@ -112,11 +112,14 @@ class CapacityChanged:
     ``workers``: the alive workers one by one (``model.Worker``); the engine decides fit per
     worker on them (``placement``). ``capacity`` is their sum less what apps the scheduler
     does not manage hold (derived: ``of_workers``). No workers (``()``): the cluster is taken
-    as one worker of ``capacity`` (a backend that cannot tell its workers apart)."""
+    as one worker of ``capacity`` (a backend that cannot tell its workers apart).
+    ``driver_slots`` and ``host_room`` (the scheduler host's memory for drivers on it,
+    ``host_room``): None leaves them as they are."""
 
     capacity: Resources
     driver_slots: int | None = None
     workers: tuple[Worker, ...] = ()
+    host_room: Resources | None = None
 
     @classmethod
     def of_workers(cls, workers: tuple[Worker, ...], driver_slots: int | None = None,

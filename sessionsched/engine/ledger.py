@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import NamedTuple
 
-from ..model import AppSpec, AppState, Executor
+from ..model import Admission, AppSpec, AppState, Executor, Queue
+from .host_room import host_need
 from .rank import Rank, rank
 
 
@@ -42,6 +43,8 @@ class AppRecord:
     reserved: int = 0  # executors still reserved for it (reserve admission), 0 once met
     reclaiming: dict[str, float | None] = field(default_factory=dict)  # executor -> kill deadline
     ahead: bool = False  # admitted ahead of the room for its first executors (``admission``)
+    up_at: float | None = None  # its driver reported up (``DriverStarted``)
+    quiet_since: float | None = None  # its driver up, no executor held or asked for (``quiet``)
     reason: str = ""  # why it is waiting, or how it got its last state
     app_id: str = field(init=False)  # the spec's, read by every book for every change
     # (spec, the spec's part of ``floor``: minExecutors or a gang's N, its cap): ``floor`` is
@@ -118,6 +121,8 @@ class Totals(NamedTuple):
     whole_mem_mib: int = 0
     unbounded: int = 0  # live apps without a cap on their executors
     ahead: int = 0  # STARTING apps admitted ahead (``AppRecord.ahead``), still without executor
+    host_driver_cores: int = 0  # drivers on the scheduler's host (``host_room.host_need``)
+    host_driver_mem_mib: int = 0
 
     def plus(self, other: Totals) -> Totals:
         return Totals._make(map(operator.add, self, other))
@@ -140,26 +145,53 @@ def whole(spec: AppSpec) -> tuple[int, int] | None:
             cap * spec.executor.mem_mib + (driver.mem_mib if driver else 0))
 
 
+IDLE_AFTER_S = 5.0  # a driver up this long without asking for an executor is idle
+
+
 def works_alone(rec: AppRecord) -> bool:
-    """A driver past its starting timeout that never held an executor and asks for none: by the
-    StateAware fallback's reading, an app whose work is done in the driver alone (YuniKorn's
-    reason for the timeout: "not all applications will request more than one allocation").
-    It waits for nothing, so ``demand`` admission does not count it toward
-    ``max_driver_fraction``; the moment it asks for an executor (demand) or holds one, it is an
-    ordinary driver again."""
-    return (rec.state is AppState.RUNNING and rec.first_executor_at is None
-            and rec.demand == 0 and not rec.executors)
+    """A RUNNING driver that holds no executor and asks for none: past its starting timeout
+    (the StateAware fallback's reading: an app whose work is done in the driver alone -
+    YuniKorn's reason for the timeout, "not all applications will request more than one
+    allocation"), idle since it came up (``starting_deadline``), or a session between jobs
+    whose executors were given back. It waits for nothing, so ``demand`` admission does not
+    count it toward ``max_driver_fraction``; the moment it asks for an executor (demand) or
+    holds one, it is an ordinary driver again."""
+    return rec.state is AppState.RUNNING and rec.demand == 0 and not rec.executors
+
+
+def quiet(rec: AppRecord, now: float) -> None:
+    """Keeps ``quiet_since``: since when its driver, up (reported, or adopted RUNNING), has
+    held no executor and asked for none - a session between its user's jobs (a job asks for
+    executors as soon as it has tasks). Called after each fact it reads changes."""
+    up = rec.up_at is not None or rec.state is AppState.RUNNING
+    if rec.demand or rec.executors or not up or rec.state.terminal:
+        rec.quiet_since = None
+    elif rec.quiet_since is None:
+        rec.quiet_since = now
+
+
+def starting_deadline(rec: AppRecord, leaf: Queue) -> float:
+    """When a STARTING app stops counting as starting (it is marked RUNNING, ``works_alone``):
+    its queue's ``starting_timeout`` after its launch - or, in a ``demand`` queue, sooner:
+    ``IDLE_AFTER_S`` after its driver came up, if it has asked for no executor (an idle
+    session: its first executor is no longer presumed wanted, docs/design/admission.md)."""
+    at = rec.launched_at + leaf.starting_timeout_s
+    if (rec.up_at is not None and rec.demand == 0 and not rec.executors
+            and leaf.admission is Admission.DEMAND and rec.up_at + IDLE_AFTER_S < at):
+        return rec.up_at + IDLE_AFTER_S
+    return at
 
 
 def contribution(rec: AppRecord, guaranteed: bool) -> Totals:
     """What one app on the books adds to the totals.
 
-    A live (STARTING/RUNNING) app counts its driver (in-cluster: cores and memory; client mode:
-    a driver slot), its floor, and as *committed* the executors it holds, was granted, or - when
-    ``guaranteed`` (its queue admits by ``reserve``) - is promised as its floor. Its *usage* for
-    admission fairness is held-or-granted executor cores plus its driver's cores wherever the
-    driver runs; an in-cluster driver that ``works_alone`` is counted again apart, and so is
-    the ``whole`` app (or, if uncapped, that it is ``unbounded``). An ended app still holding
+    A live (STARTING/RUNNING) app counts its driver (in-cluster: cores and memory; on the
+    scheduler's host: a driver slot and its ``host_need``; with its user: nothing), its floor,
+    and as *committed* the executors it holds, was granted, or - when ``guaranteed`` (its
+    queue admits by ``reserve``) - is promised as its floor. Its *usage* for admission
+    fairness is held-or-granted executor cores plus its driver's cores wherever the driver
+    runs; an in-cluster driver that ``works_alone`` is counted again apart, and so is the
+    ``whole`` app (or, if uncapped, that it is ``unbounded``). An ended app still holding
     executors counts only those executors.
     """
     return Totals._make(_counts(rec, guaranteed))
@@ -176,18 +208,22 @@ def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
     state = rec.state
     if not state.admitted:
         return (1, 0, 0, 0, 0, 0, 0, 0, 0, held * cores, held * mem, 0, held * cores,
-                held * mem, rec.demand * cores, 0, 0, 0, 0, 0, 0)
+                held * mem, rec.demand * cores, 0, 0, 0, 0, 0, 0, 0, 0)
     floor = rec.floor
     grant = rec.grant
     most = held if held > grant else grant  # comparisons, not max calls: ~750 apps a cycle
     promised = floor if guaranteed and floor > most else most
     driver = spec.driver
     starting = state is AppState.STARTING
+    host_cores = host_mem = 0
     if spec.driver_in_cluster:
         client, d_cores, d_mem = 0, driver.cores, driver.mem_mib
         alone = works_alone(rec)
     else:
-        client, d_cores, d_mem, alone = 1, 0, 0, False
+        client, d_cores, d_mem, alone = int(spec.driver_on_host), 0, 0, False
+        if client:
+            on_host = host_need(spec)
+            host_cores, host_mem = on_host.cores, on_host.mem_mib
     cap = spec.executor_cap
     if cap is None:
         whole_cores = whole_mem = 0
@@ -200,6 +236,7 @@ def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
         most * cores + driver.cores, held * cores, held * mem, rec.demand * cores,
         driver.cores if alone else 0, driver.mem_mib if alone else 0,
         whole_cores, whole_mem, unbounded, int(starting and rec.ahead and not held),
+        host_cores, host_mem,
     )
 
 

@@ -31,7 +31,7 @@ from .events import (
     Submitted,
     Tick,
 )
-from .ledger import AppRecord
+from .ledger import AppRecord, quiet
 from .placement import Workers
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ def capacity_changed(s: Scheduler, now: float, ev: CapacityChanged, out: list[De
     s.reports.report(ev.workers)
     if ev.driver_slots is not None:
         s.driver_slots = ev.driver_slots
+    if ev.host_room is not None:
+        s.host_room = ev.host_room
 
 
 def queues_changed(s: Scheduler, now: float, ev: QueuesChanged, out: list[Decision]) -> None:
@@ -76,11 +78,16 @@ def kill_requested(s: Scheduler, now: float, ev: KillRequested, out: list[Decisi
 def driver_started(s: Scheduler, now: float, ev: DriverStarted, out: list[Decision]) -> None:
     rec = s.apps[ev.app_id]
     rec.spark_app_id = ev.spark_app_id or rec.spark_app_id
+    if rec.up_at is None:
+        rec.up_at = now
+        s.books.changed(rec)  # an idle driver's deadline starts (``ledger.starting_deadline``)
+    quiet(rec, now)
 
 
 def demand_changed(s: Scheduler, now: float, ev: DemandChanged, out: list[Decision]) -> None:
     rec = s.apps[ev.app_id]
     rec.demand = ev.demand
+    quiet(rec, now)
     s.books.changed(rec)
 
 
@@ -94,6 +101,7 @@ def adopt(s: Scheduler, now: float, ev: Adopted, out: list[Decision]) -> None:
     reserve = admission.mode_of(s.books.leaves[ev.spec.queue]).reserves
     if reserve and ev.first_executor_at is None:
         rec.reserved = admission.reservation(ev.spec)
+    quiet(rec, now)  # idle, if RUNNING, from the restart on: how long before is not known
     s.books.adopt(rec)
 
 
@@ -129,6 +137,7 @@ def executors_changed(s: Scheduler, now: float, ev: ExecutorsChanged, out: list[
         rec.first_executor_at = now
     if executors and rec.state is AppState.STARTING:
         out.append(s.books.mark(now, rec, AppState.RUNNING, "first executor registered"))
+    quiet(rec, now)
     s.books.changed(rec)
 
 

@@ -12,7 +12,9 @@ A step, in order:
   2. StateAware fallback: an app STARTING for at least its queue's ``starting_timeout`` moves
      on to RUNNING (YuniKorn's 5-minute rule, made a queue setting); a queued app that has
      waited its queue's ``max_wait`` since its submission ends FAILED (EMR Serverless's
-     ``queueTimeoutMinutes``), saying how long it waited; gangs (``gang``, docs/design/gangs.md): a
+     ``queueTimeoutMinutes``), saying how long it waited; an idle session's driver on the
+     host, in a queue that releases them, is stopped for a head that waits for the host's
+     room (``host_room.idle_to_release``); gangs (``gang``, docs/design/gangs.md): a
      reservation past its timeout ends its app FAILED (``hard``) or is given up (``soft``),
      then the gangs at their queues' heads reserve the room that is free, which nobody else
      is given - admission sees it taken, arbitration divides the capacity without it. FIFO
@@ -62,9 +64,10 @@ from .app_books import Books
 from .arbitration import Decayed, Past
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
-from .events import Decision, Event, SetTarget
+from .events import Decision, Event, SetTarget, StopDriver
 from .gang.phase import gang_phase
-from .ledger import AppRecord
+from .host_room import release_idle, waiting_for_host
+from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
@@ -78,8 +81,10 @@ _NOTHING = Resources()
 
 class Scheduler:
     """The engine. ``root``: the queue tree; ``capacity``: cluster cores and memory for the
-    managed apps' executors and in-cluster drivers; ``driver_slots``: client-mode drivers the
-    scheduler host may run at once. Both change by ``CapacityChanged``.
+    managed apps' executors and in-cluster drivers; ``driver_slots``: drivers the scheduler's
+    host may run at once (None: no such cap); ``host_room``: the host's memory for them
+    (``host_room``; None: not measured, only the slots count). All change by
+    ``CapacityChanged``.
 
     Outside the engine, read ``view()`` (a frozen ``EngineView``), never the books themselves;
     ``next_wakeup()`` tells a driver of the engine when to step without news, and ``check()``
@@ -88,12 +93,15 @@ class Scheduler:
     ``usage()``.
     """
 
-    def __init__(self, root: Queue, capacity: Resources = _NOTHING, driver_slots: int = 4,
-                 budget: CycleBudget = DEFAULT_BUDGET):
+    def __init__(self, root: Queue, capacity: Resources = _NOTHING,
+                 driver_slots: int | None = 4, budget: CycleBudget = DEFAULT_BUDGET,
+                 host_room: Resources | None = None):
         self.capacity = capacity
         self.driver_slots = driver_slots
+        self.host_room = host_room
         self.budget = budget
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
+        self._next_release: float | None = None  # an idle session's release falls due
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
         self.held: dict[str, Wait] = {}  # app -> does_not_fit_now: held aside (last step)
         self._views = ViewKeeper()
@@ -125,7 +133,13 @@ class Scheduler:
         The same object again while nothing changed."""
         return self._views.take(self.root, self.capacity, self.driver_slots, self.apps,
                                 self.books.pending, self.waiting, self.usage, self.held,
-                                self.books.workers, self.books.gangs.reservations())
+                                self.books.workers, self.books.gangs.reservations(),
+                                self.host_room, *self._host_use())
+
+    def _host_use(self) -> tuple[Resources, int]:
+        """What the drivers on the scheduler's host take of it, and how many they are."""
+        t = self.books.ledger.total
+        return Resources(t.host_driver_cores, t.host_driver_mem_mib), t.client_drivers
 
     def queue(self, name: str) -> Queue:
         return self.books.leaves[name]
@@ -190,7 +204,8 @@ class Scheduler:
         books = self.books
         times = [books.next_starting_deadline(), books.next_wait_deadline(),
                  books.reclaimer.next_deadline(), books.gangs.next_deadline(),
-                 self._more_to_admit]  # the last: the admission slice continues (``budget``)
+                 self._more_to_admit,  # the admission slice continues (``budget``)
+                 self._next_release]
         return min((t for t in times if t is not None), default=None)
 
     def check(self) -> list[str]:
@@ -213,9 +228,16 @@ class Scheduler:
         self._starting_timeouts(now, out)
         self._waited_too_long(now, out)
         books.sync()
+        released = release_idle(now, books, self.waiting, self.host_room, self.driver_slots)
+        for rec, why in released:  # for heads the last step left waiting for the host's room
+            out += [StopDriver(rec.app_id), books.mark(now, rec, AppState.KILLED, why)]
+        if released:
+            books.sync()
         gang_phase(books, self.capacity, now, out, self.held)
         self._admit(now, out, past)
         books.sync()
+        quiet = waiting_for_host(books, self.waiting)[1]
+        self._next_release = min((q.due_at for q in quiet if q.due_at > now), default=None)
         capacity = books.executor_capacity(self.capacity)
         changed = (books.arbiter.compute(self.root, capacity) if past is None
                    else books.arbiter.compute(self.root, capacity, past))
@@ -234,7 +256,9 @@ class Scheduler:
 
     def _starting_timeouts(self, now: float, out: list[Decision]) -> None:
         for rec, timeout in self.books.timed_out(now):
-            why = f"no executor after {timeout:g}s: starting timeout"
+            why = (f"no executor after {timeout:g}s: starting timeout"
+                   if now - rec.launched_at >= timeout else
+                   f"idle: its driver is up and asked for no executor for {IDLE_AFTER_S:g}s")
             out.append(self.books.mark(now, rec, AppState.RUNNING, why))
 
     def _waited_too_long(self, now: float, out: list[Decision]) -> None:
@@ -287,8 +311,12 @@ class Scheduler:
             uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib)
             - gangs.need_total,
             gangs=books.gangs.holds,
-            driver_slots_free=self.driver_slots - t.client_drivers,
+            driver_slots_free=(self.driver_slots or 0) - t.client_drivers,
             driver_slots=self.driver_slots,
+            host_room=self.host_room,
+            host_free=None if self.host_room is None else self.host_room - Resources(
+                t.host_driver_cores, t.host_driver_mem_mib),
+            host_drivers=t.client_drivers,
             capacity=self.capacity,
             need_of=books.needs.need_at_or_above,
             weight_of=books.needs.weight_at_or_above,

@@ -176,6 +176,8 @@ class _Batch:
             not _whole(ev.driver_slots) or ev.driver_slots < 0
         ):
             problem = f"driver_slots {ev.driver_slots!r} is not a whole number >= 0"
+        if problem is None and ev.host_room is not None:
+            problem = _resources_problem("host_room", ev.host_room, 0)
         for w in ev.workers if problem is None else ():
             problem = (_resources_problem(f"worker {w.name!r}", w.size, 0)
                        or _resources_problem(f"worker {w.name!r} free", w.free, 0))

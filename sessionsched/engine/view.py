@@ -63,6 +63,9 @@ class AppFacts:
         )
 
 
+_NOTHING = Resources()
+
+
 @dataclass(frozen=True)
 class EngineView:
     """The engine after a step. ``pending``: each leaf's queued app ids, head first;
@@ -73,7 +76,7 @@ class EngineView:
 
     root: Queue
     capacity: Resources
-    driver_slots: int
+    driver_slots: int | None
     apps: Mapping[str, AppFacts]
     pending: Mapping[str, tuple[str, ...]]
     waiting: Mapping[str, Wait]
@@ -83,6 +86,10 @@ class EngineView:
     # Reserving gangs (docs/design/gangs.md): app id -> what is held of what it needs, and until
     # when.
     reservations: Mapping[str, Reservation] = field(default_factory=dict)
+    # The scheduler host's memory for drivers on it (``host_room``); None: not measured.
+    host_room: Resources | None = None
+    host_used: Resources = _NOTHING  # by the drivers there (``host_room.host_need``)
+    host_drivers: int = 0  # drivers on the scheduler's host
     _ranks: dict[str, tuple[Rank, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def position(self, app_id: str) -> int | None:
@@ -160,18 +167,21 @@ class ViewKeeper:
     def touch_usage(self) -> None:
         self._usage = True
 
-    def take(self, root: Queue, capacity: Resources, driver_slots: int,
+    def take(self, root: Queue, capacity: Resources, driver_slots: int | None,
              apps: Mapping[str, AppRecord], pending: Mapping[str, Iterable[Rank]],
              waiting: Mapping[str, Wait],
              usage: Callable[[], Mapping[str, QueueUsage]],
              held: Mapping[str, Wait] | None = None, workers: Workers | None = None,
-             reservations: Mapping[str, Reservation] | None = None) -> EngineView:
+             reservations: Mapping[str, Reservation] | None = None,
+             host_room: Resources | None = None, host_used: Resources = _NOTHING,
+             host_drivers: int = 0) -> EngineView:
         last = self._last
         held = held or {}
         reservations = reservations or {}
         unchanged = (last is not None and not self._all and not self._apps and not self._leaves
                      and not self._usage
                      and last.capacity == capacity and last.driver_slots == driver_slots
+                     and last.host_room == host_room and last.host_used == host_used
                      and last.waiting == waiting and last.held == held
                      and last.workers is workers and last.reservations == reservations)
         if unchanged:
@@ -199,7 +209,8 @@ class ViewKeeper:
             apps=MappingProxyType(facts), pending=MappingProxyType(queued),
             waiting=MappingProxyType(dict(waiting)), usage=MappingProxyType(dict(usage())),
             held=MappingProxyType(dict(held)), workers=workers,
-            reservations=MappingProxyType(dict(reservations)),
+            reservations=MappingProxyType(dict(reservations)), host_room=host_room,
+            host_used=host_used, host_drivers=host_drivers,
         )
         self._apps, self._leaves, self._all, self._usage = set(), set(), False, False
         return self._last

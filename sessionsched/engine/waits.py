@@ -14,7 +14,10 @@ that fails; ``admission_checks``):
                       checked root first)
   queue_limit         its leaf queue runs ``max_running_apps`` apps
   starting_limit      ``stateaware``: ``starting_limit`` apps of its leaf are starting
-  driver_slot         its client-mode driver needs a driver slot and every one is in use
+  driver_slot         its driver on the scheduler's host needs a driver slot and every one is
+                      in use (``driver_slots`` set)
+  host_room           its driver on the scheduler's host needs more memory than the drivers
+                      there leave of the host's (``host_room``)
   driver_share        ``demand``: its leaf's in-cluster drivers would pass ``max_driver_fraction``
   driver_room         no room in the cluster for its in-cluster driver now
   executor_room       no room for its driver and first executors beside the admitted apps'
@@ -32,7 +35,8 @@ that fails; ``admission_checks``):
 A queue's head carries its queue's wait (``Plan.waiting``, ``Scheduler.waiting``,
 ``EngineView.waiting``: leaf -> ``Wait``); an app behind it ``behind_app``, made when it is read
 (``EngineView.wait_of``), so no cycle spends anything on the apps behind a head. The list with
-every sentence: docs/user/reasons.md.
+every sentence: docs/user/reasons.md. A head waiting for a room (the host's, the cluster's)
+holds back only the apps behind it that need that room too (``host_room``).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class WaitCode(StrEnum):
     QUEUE_LIMIT = "queue_limit"
     STARTING_LIMIT = "starting_limit"
     DRIVER_SLOT = "driver_slot"
+    HOST_ROOM = "host_room"
     DRIVER_SHARE = "driver_share"
     DRIVER_ROOM = "driver_room"
     EXECUTOR_ROOM = "executor_room"

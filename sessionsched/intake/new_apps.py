@@ -11,8 +11,9 @@ time yet (the store's writer gives those), with ``warnings`` for the submitter:
   batch, which its door makes into spark-submit arguments;
 - ``from_rest``: Spark's ``CreateSubmissionRequest`` (a JVM app whose driver runs in the
   cluster), with Conductor's optional top-level ``priority``;
-- ``from_session``: a notebook asking for a driver slot (``POST /api/v1/sessions``, a Livy
-  session).
+- ``from_session``: a notebook asking to start its driver (``POST /api/v1/sessions``: the
+  driver is its kernel, with its user), or a Livy session (its REPL driver on the scheduler's
+  host).
 
 Every refusal is a ``SubmissionError`` whose message is one line naming the problem. Nothing
 here stores anything, so a refused submission leaves no trace.
@@ -194,9 +195,10 @@ def from_rest(body: Any, defaults: Defaults) -> tuple[Submission, list[str]]:
 
 def from_session(
     name: str | None, queue: str | None, priority: Any, conf: Mapping[str, str],
-    defaults: Defaults,
+    defaults: Defaults, on_host: bool = False,
 ) -> Submission:
-    """A notebook's session (kind ``session``): its driver runs in the notebook's process."""
+    """A notebook's session (kind ``session``): its driver runs in the notebook's process -
+    or, ``on_host``, on the scheduler's host (Livy's REPL driver)."""
     props = {k: Prop(v, "conf") for k, v in conf.items()}
     sched = _scheduling(props)
     new = _new_app(
@@ -204,6 +206,8 @@ def from_session(
         props=props, sched=sched, in_cluster=False, queue=queue, priority=priority,
         defaults=defaults,
     )
+    if on_host:
+        new = replace(new, spec=replace(new.spec, driver_with_user=False))
     return replace(new, conf=dict(conf))
 
 
@@ -293,7 +297,9 @@ def _new_app(
         app_id="", queue=leaf.name, seq=0, submitted_at=0.0, priority=prio, name=name,
         user=user, driver=driver, driver_in_cluster=in_cluster, executor=executor,
         min_executors=min_execs, max_executors=max_execs, slots_max=sched.slots_max,
-        dynamic_allocation=dynamic, gang=gang,
+        dynamic_allocation=dynamic, gang=gang, driver_with_user=kind == AppKind.SESSION,
+        driver_overhead_mib=sched.driver_overhead_mib,
+        interactive=kind in (AppKind.SESSION, AppKind.CONNECT),
     )
     if gang is not None and spec.executor_cap is not None and gang.executors > spec.executor_cap:
         raise SubmissionError(

@@ -217,6 +217,10 @@ class Queue:
     # Where this queue's drivers and executors go, where sessionsched places them
     # (docs/design/placement.md); set on a parent (``root``: the whole tree), inherited.
     node_sort: NodeSort = NodeSort.FAIR
+    # An interactive session's driver on the scheduler's host (Livy, Connect) idle this long -
+    # no executor held, none asked for - is stopped while another app waits for the host's
+    # room (``engine.host_room.idle_to_release``); None: never. Its state is lost: off unless set.
+    release_idle_sessions_after_s: float | None = None
 
     @property
     def is_leaf(self) -> bool:
@@ -265,6 +269,17 @@ class AppSpec:
     # All or nothing: the driver and ``gang.executors`` executors at once (docs/design/gangs.md);
     # None: an app like any other.
     gang: Gang | None = None
+    # A client-mode driver that runs in the user's own process (a notebook's kernel, kind
+    # ``session``), not on the scheduler's host: it takes none of the host's room for drivers.
+    driver_with_user: bool = False
+    # spark.driver.memoryOverhead in MiB when set; None: Spark's max(384 MiB, 10 %) of the
+    # driver's memory (``engine.host_room.host_need``).
+    driver_overhead_mib: int | None = None
+    # An interactive session (a notebook, Livy, Spark Connect): between its user's jobs its
+    # driver idles, and what it holds (cached data, variables) is its user's work. On the
+    # scheduler's host, its queue's ``release_idle_sessions_after_s`` may stop it then
+    # (``engine.host_room.idle_to_release``); a batch app's driver is never stopped so.
+    interactive: bool = False
     # Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max (None:
     # no cap). Derived once here: the engine reads it for every changed app several times a
     # cycle.
@@ -277,6 +292,12 @@ class AppSpec:
         if self.slots_max is not None:
             caps.append(self.slots_max // max(self.executor.cores, 1))
         object.__setattr__(self, "executor_cap", min(caps) if caps else None)
+
+    @property
+    def driver_on_host(self) -> bool:
+        """Its driver runs on the scheduler's host (client mode, started by the scheduler:
+        the spark-submit wrapper, Livy, Connect)."""
+        return not self.driver_in_cluster and not self.driver_with_user
 
 
 @dataclass(frozen=True, slots=True)

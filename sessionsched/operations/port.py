@@ -175,10 +175,11 @@ class Operations(Reads):
 
     async def submit_session(self, caller: auth.Caller, sender: str, name: str | None,
                              queue: str | None, priority: Any,
-                             conf: Mapping[str, str]) -> Outcome:
-        """A notebook's (or a Livy client's) session. Done: the stored app."""
+                             conf: Mapping[str, str], on_host: bool = False) -> Outcome:
+        """A notebook's (or, ``on_host``, a Livy client's: its REPL driver runs on the
+        scheduler's host) session. Done: the stored app."""
         return await self._submit(caller, sender, "session", lambda: new_apps.from_session(
-            name, queue, priority, conf, self.defaults))
+            name, queue, priority, conf, self.defaults, on_host=on_host))
 
     async def submit_connect(self, caller: auth.Caller, sender: str, argv: list[str],
                              conf: Mapping[str, str], queue: str | None, priority: Any,

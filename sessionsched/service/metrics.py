@@ -75,6 +75,15 @@ class _BooksCollector(Collector):
             needed.add_metric([queue], need)
         yield reserved
         yield needed
+        host = GaugeMetricFamily(
+            "sessionsched_host_driver_memory_mib",
+            "The scheduler host's memory for its client-mode drivers (room) and what they hold"
+            " (used), spark.driver.memory and overhead; no room sample when not measured",
+            labels=["kind"],
+        )
+        for kind, mib in snap["host"]:
+            host.add_metric([kind], mib)
+        yield host
         yield GaugeMetricFamily(
             "sessionsched_cluster_reachable", "1 when the backend reached the cluster last time",
             value=1 if snap["reachable"] else 0,
@@ -162,6 +171,8 @@ def snapshot(view: ReadView) -> dict:
         "reachable": bool(view.health.reachable),
         "waiting": waiting_by_code(view),
         "gangs": gang_cores(view),
+        "host": [(kind, r.mem_mib) for kind, r in (("room", view.engine.host_room),
+                                                   ("used", view.engine.host_used)) if r],
     }
 
 

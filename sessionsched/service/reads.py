@@ -347,9 +347,8 @@ class ReadView:
     def queue_wait_codes(self) -> dict[str, WaitCode]:
         """Each waiting leaf's code (``queue_rows``' reason), by queue name."""
         down = self.health.reachable is not None and not self.health.ok
-        out = {}
-        for leaf, wait in self.engine.waiting.items():
-            out[leaf] = WaitCode.CLUSTER_UNAVAILABLE if down else wait.code
+        out = {leaf: WaitCode.CLUSTER_UNAVAILABLE if down else wait.code
+               for leaf, wait in self.engine.waiting.items()}
         if down:
             for leaf, u in self.engine.usage.items():
                 if u.pending and leaf in self.engine.pending:
@@ -365,7 +364,14 @@ class ReadView:
             "plan": self.plan,
             "apps": len(self.submissions) + len(self.final),
             "last_cycle_at": self.last_cycle_at,
+            "driver_host": self.host_row(),
         }
+
+    def host_row(self) -> dict:
+        """The scheduler's host as room for its client-mode drivers (``engine.host_room``)."""
+        e = self.engine
+        return {"memory_mib": e.host_room and e.host_room.mem_mib, "used_mib": e.host_used.mem_mib,
+                "drivers": e.host_drivers, "driver_slots": e.driver_slots}
 
     def states(self) -> Iterable[tuple[str, AppState]]:
         """(queue, state) of every app in memory, for the metrics."""

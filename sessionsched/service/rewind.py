@@ -67,7 +67,8 @@ def rewind(committed: ReadView, ahead: Scheduler, registry: Submissions,
     committed (read only for its cluster facts); ``items``: that step's inbox items;
     ``stepped``: every event it took (items' events included)."""
     view = committed.engine
-    out = Rewound(Scheduler(view.root, view.capacity, view.driver_slots))
+    out = Rewound(Scheduler(view.root, view.capacity, view.driver_slots,
+                            host_room=view.host_room))
     out.engine.load_decayed(ahead.decayed())  # a cycle ahead at most; written again next
     for facts in sorted(view.apps.values(), key=lambda f: f.seq):
         sub = registry.get(facts.app_id)

@@ -9,8 +9,7 @@ Composed of small parts, each with one job and a constructor that says what it n
 - ``ReadModel``: the one frozen ``ReadView`` every reader answers from (``reads``);
 - ``AgentDesk``: the driver agents' register/heartbeat, answered without waiting for a cycle;
 - ``Submissions`` (what each app was submitted with), ``Retention`` (ended apps kept in
-  memory), ``SessionWatch`` (notebooks gone silent);
-- the store and its single ``Writer`` (group commit).
+  memory), ``SessionWatch`` (notebooks gone silent); the store, its one ``Writer`` (group commit).
 
 One book per fact: an app's scheduling state (state, priority, times, executors, target) is
 the engine's in memory and the store's on disk; the registry holds only what never changes.
@@ -45,6 +44,7 @@ from sessionsched.engine.scheduler import Scheduler
 from sessionsched.model import AppState, Resources
 from sessionsched.model.submission import AppKind, Submission
 from sessionsched.model.text import one_line
+from sessionsched.runtime.host_room import measure as measure_host
 from sessionsched.service import faulthook, plans
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.cycle import Cycle, Parts
@@ -88,7 +88,8 @@ class Service:
         self.log_dir = Path(server.state_dir).resolve() / "logs"
         self.store = Store(config.database_url())
         self.writer = Writer(self.store)
-        engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots)
+        engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots,
+                           host_room=measure_host().for_drivers)  # its client-mode drivers
         self._fault = faulthook.from_env()  # the crash tests' hook; None in service
         self.inbox = Inbox()
         self.registry = Submissions()
@@ -97,8 +98,7 @@ class Service:
             master=backend.master or config.cluster.master))
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
         self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage.totals)
-        self.usage_thread = MeterThread(self.usage,
-                                        lambda rows, hours: self.write(rows, [], hours=hours))
+        self.usage_thread = MeterThread(self.usage, lambda rows, h: self.write(rows, [], hours=h))
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock,
                               server.agent_keepalive_s)

@@ -65,7 +65,7 @@ class ClusterWatch:
             return []
         log.warning("cluster unreachable: %s; submissions are queued until it is back", message)
         self.health = ClusterHealth(False, message, now)
-        return [CapacityChanged(Resources(), 0)]
+        return [CapacityChanged(Resources())]  # no cores: no app needing room starts
 
     def retry_adoptions(self) -> list[Event]:
         """Check again the drivers the backend could not check at the restart; one found

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from ..backends.carry import carry_out
 from ..backends.memory.job import Stage
 from ..engine import Adopted, Event
+from ..engine.host_room import host_need
 from ..engine.view import EngineView
 from ..model import AppSpec, AppState, Queue, Resources
 from .record import AppTimes
@@ -290,17 +291,23 @@ def dry_run(live: Live, app: Queued) -> DryRun:
     return DryRun(Estimate(start, offer), position, reason)
 
 
-def never_fits(spec: AppSpec, capacity: Resources, driver_slots: int) -> str | None:
+def never_fits(spec: AppSpec, capacity: Resources, driver_slots: int | None,
+               host_room: Resources | None = None) -> str | None:
     """Why the app could never start on a cluster of ``capacity`` (None: it could), naming
-    the number that does not fit."""
+    the number that does not fit; a driver on the scheduler's host, in its ``host_room``."""
     ex, dr = spec.executor, spec.driver
     whole = f"the cluster ({capacity.cores} cores/{capacity.mem_mib} MiB)"
     if not ex.fits_in(capacity):
         return f"an executor of {ex.cores} cores/{ex.mem_mib} MiB does not fit in {whole}"
     if spec.driver_in_cluster and not dr.fits_in(capacity):
         return f"a driver of {dr.cores} cores/{dr.mem_mib} MiB does not fit in {whole}"
-    if not spec.driver_in_cluster and driver_slots == 0:
+    if spec.driver_on_host and driver_slots == 0:
         return "a client-mode driver needs a driver slot; the scheduler has none"
+    if spec.driver_on_host and host_room is not None and (
+            (on_host := host_need(spec)).mem_mib > host_room.mem_mib):
+        return (f"a client-mode driver of {on_host.mem_mib} MiB (spark.driver.memory and its"
+                f" overhead) does not fit in the {host_room.mem_mib} MiB the scheduler's host"
+                f" holds for drivers")
     first = max(spec.min_executors, 1)
     need = Resources(first * ex.cores + (dr.cores if spec.driver_in_cluster else 0),
                      first * ex.mem_mib + (dr.mem_mib if spec.driver_in_cluster else 0))

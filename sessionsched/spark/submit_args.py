@@ -323,6 +323,7 @@ class SchedulingProps:
     executor_mem_mib: int | None = None
     driver_cores: int | None = None
     driver_mem_mib: int | None = None
+    driver_overhead_mib: int | None = None
 
 
 def _where(key: str, prop: Prop) -> str:
@@ -389,4 +390,5 @@ def scheduling_properties(props: Mapping[str, Prop]) -> SchedulingProps:
         executor_mem_mib=_mem_mib(props, "spark.executor.memory"),
         driver_cores=_int(props, "spark.driver.cores", 1),
         driver_mem_mib=_mem_mib(props, "spark.driver.memory"),
+        driver_overhead_mib=_mem_mib(props, "spark.driver.memoryOverhead"),
     )

@@ -95,15 +95,21 @@ def spec_to_json(spec: AppSpec) -> dict[str, Any]:
         "gang": None if spec.gang is None else {
             "executors": spec.gang.executors, "timeout_s": spec.gang.timeout_s,
             "style": spec.gang.style.value},
+        "driver_with_user": spec.driver_with_user,
+        "driver_overhead_mib": spec.driver_overhead_mib,
+        "interactive": spec.interactive,
     }
 
 
 def spec_from_json(
     data: dict[str, Any], *, app_id: str, queue: str, seq: int, submitted_at: float,
     priority: int, name: str, user: str, unrecorded_dynamic: bool = True,
+    unrecorded_with_user: bool = False, unrecorded_interactive: bool = False,
 ) -> AppSpec:
     """``unrecorded_dynamic``: dynamic allocation for a row written before it was recorded
-    (``dynamic_before_recorded``)."""
+    (``dynamic_before_recorded``); ``unrecorded_with_user``, ``unrecorded_interactive``:
+    where the driver runs and whether the app is a session, for a row written before they
+    were recorded (both from its kind). Such a row's driver overhead is Spark's default."""
     return AppSpec(
         app_id=app_id,
         queue=queue,
@@ -120,6 +126,9 @@ def spec_from_json(
         slots_max=data["slots_max"],
         dynamic_allocation=bool(data.get("dynamic_allocation", unrecorded_dynamic)),
         gang=_gang(data.get("gang")),
+        driver_with_user=bool(data.get("driver_with_user", unrecorded_with_user)),
+        driver_overhead_mib=data.get("driver_overhead_mib"),
+        interactive=bool(data.get("interactive", unrecorded_interactive)),
     )
 
 

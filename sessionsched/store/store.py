@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
 from ..model import AppState
-from ..model.submission import Submission
+from ..model.submission import AppKind, Submission
 from .faults import StoreUnavailable, store_faults
 from .records import (
     EventRecord,
@@ -374,6 +374,8 @@ def _from_row(r: AppRow) -> StoredApp:
         r.spec, app_id=r.id, queue=r.queue, seq=r.seq, submitted_at=r.submitted_at,
         priority=r.priority, name=r.name, user=r.user,
         unrecorded_dynamic=older and dynamic_before_recorded(r.kind, r.conf or {}, r.argv or []),
+        unrecorded_with_user=r.kind == AppKind.SESSION,
+        unrecorded_interactive=r.kind in (AppKind.SESSION, AppKind.CONNECT),
     )
     sub = Submission(spec=spec, kind=r.kind, argv=r.argv or (), conf=r.conf or {},
                      env=r.env or {}, cwd=r.cwd, rest_request=r.rest_request,

@@ -71,6 +71,19 @@ class app:  # noqa: N801 - reads as a noun in tables: app("a").priority(10)
     def in_cluster(self, cores: int = 1, mem_mib: int = 1024) -> app:
         return self._set(driver=Resources(cores, mem_mib), driver_in_cluster=True)
 
+    def notebook(self) -> app:
+        """A notebook's session: its driver runs in the notebook's kernel, with its user."""
+        return self._set(driver_with_user=True)
+
+    def session(self) -> app:
+        """A Livy or Connect session: interactive, its driver on the scheduler's host."""
+        return self._set(interactive=True)
+
+    def driver_mem(self, mem_mib: int, overhead_mib: int | None = None) -> app:
+        """spark.driver.memory (and spark.driver.memoryOverhead, if given) in MiB."""
+        return self._set(driver=Resources(self._spec.driver.cores, mem_mib),
+                         driver_overhead_mib=overhead_mib)
+
     def executor(self, cores: int, mem_mib: int = 1024) -> app:
         return self._set(executor=Resources(cores, mem_mib))
 

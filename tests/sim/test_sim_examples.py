@@ -2,6 +2,7 @@
 result JSON that `sessionsched simulate --json` writes."""
 
 import json
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -248,7 +249,39 @@ def check_placement(fair, packed):
         assert p["first_executor"] - p["admitted"] < 30 < f["first_executor"] - f["admitted"]
 
 
+IDLE_S, DRIVER_START_S = 600, 5  # the idle notebooks' startup_s and driver_start_s
+
+
+def first_executor_waits(r) -> tuple[float, float]:
+    """p50 and p95 of each notebook's job's wait for its first executor: from the moment its
+    job asks (its driver up and idle for IDLE_S) to its first executor."""
+    waits = sorted(a["first_executor"] - (a["admitted"] + DRIVER_START_S + IDLE_S)
+                   for a in r["apps"])
+    return statistics.median(waits), statistics.quantiles(waits, n=20)[18]
+
+
+def check_notebooks_idle(r):
+    # in-cluster idle drivers pass the fraction while no executor wants the cores: all 20 are
+    # admitted within 30 s (with the fraction alone: 9 at once, the rest at 300 s and 600 s)
+    assert max(a["admitted"] for a in r["apps"]) <= 30
+    assert r["summary"]["stuck"] == 0 and r["summary"]["completed"] == 20
+    p50, p95 = first_executor_waits(r)
+    print(f"notebooks-idle: each job's wait for its first executor p50 {p50:g} s, p95 {p95:g} s")
+
+
+def check_notebooks_idle_wake(r):
+    # all 20 ask at about the same moment, 20 drivers on 24 cores: every job still finishes
+    assert max(a["admitted"] for a in r["apps"]) <= 30
+    assert r["summary"]["stuck"] == 0 and r["summary"]["completed"] == 20
+    assert {a["state"] for a in r["apps"]} == {"FINISHED"}
+    p50, p95 = first_executor_waits(r)
+    print(f"notebooks-idle-wake: each job's wait for its first executor p50 {p50:g} s,"
+          f" p95 {p95:g} s")
+
+
 SINGLE = {
+    "notebooks-idle": check_notebooks_idle,
+    "notebooks-idle-wake": check_notebooks_idle_wake,
     "burst-20": check_burst_20,
     "burst-small": check_burst_small,
     "burst-tiny": check_burst_tiny,

@@ -65,3 +65,24 @@ def test_the_store_reads_an_older_row_with_the_rule_and_a_new_row_as_recorded():
     assert _from_row(row).spec.dynamic_allocation is False  # as recorded
     row.spec = {k: v for k, v in row.spec.items() if k != "dynamic_allocation"}
     assert _from_row(row).spec.dynamic_allocation is True  # older: submit, unset -> on
+
+
+@pytest.mark.parametrize("with_user,overhead", [(True, None), (False, None), (False, 512)],
+                         ids=["notebook", "on the host", "on the host, overhead set"])
+def test_where_the_driver_runs_and_its_overhead_read_back_as_submitted(with_user, overhead):
+    spec = AppSpec(**NAMES, driver_with_user=with_user, driver_overhead_mib=overhead)
+    assert spec_from_json(spec_to_json(spec), **NAMES, unrecorded_with_user=not with_user) == spec
+
+
+def test_a_row_from_before_the_drivers_place_was_recorded_takes_it_from_its_kind():
+    from sessionsched.model.submission import Submission
+    from sessionsched.store import StoredApp
+    from sessionsched.store.schema import AppRow
+    from sessionsched.store.store import _from_row, _to_row
+
+    for kind, with_user in (("session", True), ("connect", False), ("submit", False)):
+        row = AppRow(**_to_row(StoredApp(Submission(spec=AppSpec(**NAMES), kind=kind))))
+        row.spec = {k: v for k, v in row.spec.items()
+                    if k not in ("driver_with_user", "driver_overhead_mib")}
+        back = _from_row(row).spec
+        assert (back.driver_with_user, back.driver_overhead_mib) == (with_user, None), kind

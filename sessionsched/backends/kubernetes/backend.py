@@ -69,7 +69,8 @@ class KubernetesBackend(ClusterBackend):
 
     drivers_in_cluster = True  # spark-submit --deploy-mode cluster: a driver pod, Python too
 
-    def __init__(self, settings: KubernetesSection, run_dir: str | Path, driver_slots: int = 4,
+    def __init__(self, settings: KubernetesSection, run_dir: str | Path,
+                 driver_slots: int | None = 4,
                  *, sync_timeout_s: float = 10.0, stop_grace_s: float = 10.0,
                  clock: Callable[[], float] = time.time) -> None:
         for path in (settings.driver_pod_template, settings.executor_pod_template):

@@ -66,7 +66,7 @@ class MemoryCluster:
     def __init__(
         self,
         capacity: Resources,
-        driver_slots: int = 4,
+        driver_slots: int | None = 4,
         *,
         driver_start_s: float = 0.5,
         executor_start_s: float = 0.5,
@@ -158,7 +158,8 @@ class MemoryCluster:
             raise BackendError(f"{job.app_id}: {too_big[0]} fits no worker of the cluster "
                                f"({self.capacity.cores} cores/{self.capacity.mem_mib} MiB in "
                                f"{len(self.pool.workers())} workers)")
-        if not job.in_cluster and self.pool.slots_used >= self.driver_slots:
+        if (not job.in_cluster and self.driver_slots is not None
+                and self.pool.slots_used >= self.driver_slots):
             raise BackendError(f"{job.app_id}: all {self.driver_slots} driver slots are in use")
         n = next(self._ids)
         sa = SparkApp(job, phase=Phase.LAUNCHING, driver_id=f"driver-memory-{n:04d}",

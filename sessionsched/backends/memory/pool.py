@@ -50,7 +50,7 @@ class Pool:
     Things placed are named by a key (an app name for its driver, an executor id, an
     external's key) and given back by it."""
 
-    def __init__(self, capacity: Resources, driver_slots: int, workers: int = 1):
+    def __init__(self, capacity: Resources, driver_slots: int | None, workers: int = 1):
         n = max(workers, 1)
         size = Resources(capacity.cores // n, capacity.mem_mib // n)
         self.names = [f"worker-{i + 1}" for i in range(n)]
@@ -114,7 +114,7 @@ class Pool:
         return self._start()
 
     def take_slot(self, what: str) -> None:
-        if self.slots_used >= self.driver_slots:
+        if self.driver_slots is not None and self.slots_used >= self.driver_slots:
             raise Overcommit(f"{what}: all {self.driver_slots} driver slots are in use")
         self.slots_used += 1
 

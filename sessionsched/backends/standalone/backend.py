@@ -64,7 +64,7 @@ class StandaloneBackend(ClusterBackend):
         master: str,
         master_ui: str,
         run_dir: str | Path,
-        driver_slots: int = 4,
+        driver_slots: int | None = 4,
         *,
         rest_url: str | None = None,
         stop_grace_s: float = 10.0,

@@ -16,7 +16,9 @@ statement waiting or running ``busy``, else ``idle``; ended: ``success`` (stoppe
 
 A session is deleted (its REPL told to stop, or the queued app killed) by ``DELETE``, when
 no client has asked about it for ``heartbeatTimeoutInSecond`` (if > 0), or after
-``IDLE_TIMEOUT_S`` without a statement (Livy's ``livy.server.session.timeout``, 1 h).
+``IDLE_TIMEOUT_S`` without a statement (Livy's ``livy.server.session.timeout``, 1 h). Its queue's
+``release_idle_sessions_after`` may stop its driver sooner, while apps wait for the host's
+room: it ends ``killed``, and its log's last line and a statement posted then say why.
 Statements live in this process's memory: a restarted scheduler does not know them (its
 REPLs end when they lose it for a minute).
 """
@@ -45,6 +47,7 @@ from sessionsched.doors.livy.answers import caller, msg, reason_info, refusal
 from sessionsched.doors.livy.repl import now_ms, repl_routes
 from sessionsched.doors.livy.schemas import LivySessionIn, StatementIn, ValidationError, first_error
 from sessionsched.model import AppState
+from sessionsched.model.endings import was_released_idle
 from sessionsched.operations import auth
 from sessionsched.operations.outcomes import Kind
 from sessionsched.operations.port import AppRead, Operations
@@ -142,10 +145,13 @@ class LivySessions:
         return s
 
     def _log(self, s: LivySession) -> list[str]:
+        """The REPL's log; for a session released idle, the reason last (what sparkmagic shows
+        of a session that ended)."""
         try:
-            return s.log_path.read_text(errors="replace").splitlines()
+            lines = s.log_path.read_text(errors="replace").splitlines()
         except OSError:
-            return []
+            lines = []
+        return lines + [f"sessionsched: {why}" for why in _released(self.ops.app(s.app_id))]
 
     # --- client routes ------------------------------------------------------------------------
 
@@ -163,7 +169,7 @@ class LivySessions:
         except (ValueError, RecursionError) as e:
             return msg(str(e), 400)
         out = await self.ops.submit_session(caller(request), sender(request), req.name,
-                                            req.queue, None, conf)
+                                            req.queue, None, conf, on_host=True)
         if out.kind in (Kind.INVALID, Kind.FORBIDDEN, Kind.REFUSED):
             return refusal(out)
         if not out.ok:
@@ -266,7 +272,8 @@ class LivySessions:
             return msg(f"request body is not valid JSON: {e}", 400)
         app = self.ops.app(s.app_id)
         if s.stopping or app.state.terminal or s.proc.poll() is not None:
-            return msg(f"session {s.seq} has ended ({self.state_of(s, app)})", 400)
+            why = "".join(f": {r}" for r in _released(app))
+            return msg(f"session {s.seq} has ended ({self.state_of(s, app)}){why}", 400)
         with self.lock:
             st = {"id": len(s.statements), "code": body.code, "state": "waiting",
                   "output": None, "progress": 0.0, "started": 0, "completed": 0}
@@ -352,6 +359,11 @@ class LivySessions:
                     self.end(s, f"Livy (idle for {IDLE_TIMEOUT_S:g}s)")
             if not live:
                 return
+
+
+def _released(app: AppRead | None) -> list[str]:
+    """The reason of a session released idle for apps waiting for the host (none else)."""
+    return [app.reason] if app is not None and was_released_idle(app.reason) else []
 
 
 def _is_loopback(host: str) -> bool:

@@ -255,6 +255,9 @@ class HealthOut(BaseModel):
     # "taking over"; the leader's URL once known.
     role: str = "single"
     leader: str | None = None
+    # The scheduler's host as room for its client-mode drivers (engine/host_room.py): its
+    # memory for them (None: not measured), what they hold, how many, driver_slots' cap.
+    driver_host: dict[str, int | None] | None = None
 
 
 # --- agent protocol -----------------------------------------------------------------------

@@ -179,7 +179,8 @@ class Estimator:
         nothing published. Run where the refreshes run (the estimating process, if started)."""
         view = self.reads.view
         now = self.clock()
-        problem = never_fits(spec, view.engine.capacity, view.engine.driver_slots)
+        problem = never_fits(spec, view.engine.capacity, view.engine.driver_slots,
+                             view.engine.host_room)
         if problem is not None:
             return DryRunAnswer(False, problem, None, "", StartEstimate(None))
         launched, queued = chosen(view)
