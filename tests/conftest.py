@@ -15,6 +15,7 @@ import pytest
 from tests import jvm_archive, wait_bounds, xdist_groups
 from tests.pgserver import pg_server  # noqa: F401
 from tests.sparkcluster import jvm_app_jar, pyspark_app, spark_cluster  # noqa: F401
+from tests.support.environment import _environment_as_it_was  # noqa: F401 - every test's
 
 # Every JVM the tests start (masters, workers, spark-submit, drivers, executors: they inherit
 # the environment) stops at the C1 compiler. They live seconds to minutes and run sleeping

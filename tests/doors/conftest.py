@@ -19,4 +19,3 @@ from tests.support.app_fixtures import (  # noqa: F401 - fixtures
     state_dir,
     stepped,
 )
-from tests.support.environment import _environment_as_it_was  # noqa: F401 - fixture

@@ -15,7 +15,6 @@ from sessionsched.backends.spark_home import spark_submit
 from sessionsched.commands._serverproc import ServerProcess
 from tests.real_spark.clients import airflow_venv
 from tests.sparkcluster import free_port, spark_env, stop_server_and_its_apps
-from tests.support.environment import _environment_as_it_was  # noqa: F401 - fixture
 
 CLIENT_TIMEOUT_S = 420  # one client run: a JVM start or two on a loaded 2-core machine
 
