@@ -29,6 +29,13 @@ Decisions the format leaves open:
   ``max_cores``), ``min_executors`` above ``max_executors``, a priority update before the app
   is submitted, a submission after ``max_time_s``. An app that merely waits forever is a
   result (``stuck``).
+- Stages run one after another, in the order given. A stage read from an event log
+  (``sessionsched workload from-eventlogs``) also has its Spark stage ``id``, ``after``: the
+  ids of the earlier stages it waited for (Spark may have run independent stages side by side;
+  the simulator runs them in turn, which keeps every wait), and ``task_s_quantiles``: its task
+  times' evenly spaced quantiles, shortest to longest, from which the memory cluster draws
+  each task's time (``backends.memory.job.Stage.task_time``; ``task_s``, the mean, is then
+  only read by people).
 - ``stages: []`` is a driver that never asks for executors: it works ``startup_s`` in the
   driver alone and exits (as YuniKorn says of its StateAware timeout, "not all
   applications will request more than one allocation"); ``exit_code`` (default 0) is the
@@ -135,6 +142,19 @@ class ExecutorConfig(_Strict):
 class StageConfig(_Strict):
     tasks: int = Field(ge=1)
     task_s: float = Field(gt=0)
+    # A stage read from an event log (module doc): its Spark stage id, the ids of the stages
+    # it waited for, and its task times' evenly spaced quantiles, shortest to longest.
+    id: int | None = None
+    after: list[int] = Field(default_factory=list)
+    task_s_quantiles: list[float] | None = None
+
+    @field_validator("task_s_quantiles")
+    @classmethod
+    def _quantiles(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and (len(v) < 2 or not all(x > 0 for x in v)
+                              or any(b < a for a, b in zip(v, v[1:]))):
+            raise ValueError("expected at least 2 times above 0, shortest to longest")
+        return v
 
 
 class UpdateConfig(_Strict):
@@ -228,6 +248,9 @@ def _first_problem(w: WorkloadConfig) -> str | None:
                     f"{where}.updates[{j}].at: {up.at:g} is before the app is submitted "
                     f"(submit {app.submit:g})"
                 )
+        problem = _stage_problem(app.stages)
+        if problem:
+            return f"{where}.{problem}"
         for key in app.conf:
             if key in OWN_KEYS:
                 return f"{where}.conf: {key}: set it as the app's {OWN_KEYS[key]}"
@@ -239,6 +262,21 @@ def _first_problem(w: WorkloadConfig) -> str | None:
         never = never_fits(spec, QueueTree.of(root).path[spec.queue], workers)
         if never is not None:
             return f"{where}: never fits: {never}"
+    return None
+
+
+def _stage_problem(stages: list[StageConfig]) -> str | None:
+    """Stages run in the order given, so a stage may wait only for earlier ones."""
+    ids: set[int] = set()
+    for j, s in enumerate(stages):
+        if s.id is not None and s.id in ids:
+            return f"stages[{j}].id: {s.id} is already an earlier stage's id"
+        late = [p for p in s.after if p not in ids]
+        if late:
+            return (f"stages[{j}].after: {late[0]} is not the id of an earlier stage "
+                    "(stages run in the order given)")
+        if s.id is not None:
+            ids.add(s.id)
     return None
 
 
@@ -330,7 +368,8 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
     return SimApp(
         spec=spec,
         startup_s=a.startup_s,
-        stages=tuple(Stage(s.tasks, s.task_s) for s in a.stages),
+        stages=tuple(Stage(s.tasks, s.task_s, tuple(s.task_s_quantiles or ()))
+                     for s in a.stages),
         updates=tuple(Update(u.at, u.priority) for u in a.updates),
         exit_code=a.exit_code,
         conf=dict(a.conf),
