@@ -70,14 +70,17 @@ def _source(args: argparse.Namespace):  # -> eventlog.build.Source
     from ..eventlog.shape import parse_shape
     from ..model import parse_priority
 
+    flag = "--queue-map"
     try:
         queue_rules = tuple(parse_rule(r) for r in args.queue_map)
+        flag = "--priority-map"
         priority_rules = tuple(parse_rule(r) for r in args.priority_map)
         for rule in priority_rules:
             parse_priority(rule.value)
+        flag = "--cluster"
         shape = None if args.cluster is None else parse_shape(args.cluster)
     except ValueError as err:
-        raise UserError(str(err)) from None
+        raise UserError(f"{flag} {err}") from None
     if args.driver_slots is not None and args.driver_slots < 1:
         raise UserError(f"--driver-slots {args.driver_slots}: at least 1")
     source = Source(shape=shape, queue_rules=queue_rules, priority_rules=priority_rules,

@@ -6,7 +6,8 @@
   that matches; else the server config's defaults (``Defaults``); else the workload's.
 - Submit time: the app's start (``SparkListenerApplicationStart``) relative to the first
   app's: a log holds no submission, so for an app that waited in a queue the start stands in
-  for it (every entry says so in a note).
+  for it (every entry says so in a note; one sessionsched launched in cluster mode names its
+  sessionsched app id, ``spark.sessionsched.appId``, whose submission the server's store has).
 - Sizes as Spark reads them: ``spark.driver.{cores,memory}``, ``spark.submit.deployMode``
   (cluster: a driver in the cluster), ``spark.executor.{cores,memory}`` (cores unset: what
   its executors had); dynamic allocation's ``min``/``maxExecutors``, or for a static app
@@ -39,6 +40,7 @@ GANG_PREFIXES = ("spark.sessionsched.gang.",
                  "spark.kubernetes.driver.annotation.yunikorn.apache.org/")
 RESOURCE_PREFIXES = ("spark.driver.resource.", "spark.executor.resource.",
                      "spark.task.resource.")
+LAUNCH_MARKER = "spark.sessionsched.appId"  # set on the apps sessionsched launched in cluster mode
 INT_MAX = 2**31 - 1  # Spark's maxExecutors default: no cap
 
 
@@ -145,11 +147,14 @@ def _executors(props: dict, facts: AppFacts, stages: bool) -> tuple[int, int | N
 
 
 def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Rule, ...] = (),
-              priority_rules: tuple[Rule, ...] = (), defaults: Defaults = Defaults()) -> Entry:
+              priority_rules: tuple[Rule, ...] = (), defaults: Defaults | None = None) -> Entry:
     """The workload entry of one app (module doc)."""
+    defaults = defaults or Defaults()
     props = dict(facts.properties)
+    launched = props.get(LAUNCH_MARKER)
     notes = [f"{facts.app_id or 'app'} ({facts.name}, Spark {facts.spark_version or '?'}):"
-             " submit is its start (a log holds no submission)"]
+             " submit is its start (a log holds no submission"
+             + (f"; sessionsched's store has it, as app {launched})" if launched else ")")]
     app: dict = {"name": name, "submit": round(submit_s, 3)}
     queue = props.get(QUEUE_KEY, "").strip() or None
     if queue is None and (rule := _first(queue_rules, facts)):

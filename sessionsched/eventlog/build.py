@@ -97,7 +97,7 @@ def queues_named(entries: list[Entry]) -> list[dict]:
     return [{"name": "root", "queues": configs(tree)}]
 
 
-def _place_queues(entries: list[Entry], queues: list[dict]) -> list[Entry]:
+def _place_queues(entries: list[Entry], queues: list[dict], default: str | None) -> list[Entry]:
     root = build_queue_tree([parse_model(QueueConfig, q, "queues") for q in queues])
     out = []
     for e in entries:
@@ -109,6 +109,8 @@ def _place_queues(entries: list[Entry], queues: list[dict]) -> list[Entry]:
             leaf = resolve_queue(root, q)
         except LookupError as err:
             app = {k: v for k, v in e.app.items() if k != "queue"}
+            if default is not None:
+                app["queue"] = default
             out.append(Entry(app, (*e.notes, f"queue {q!r} left out ({err}): the default")))
             continue
         out.append(replace(e, app={**e.app, "queue": leaf.name}))
@@ -117,7 +119,7 @@ def _place_queues(entries: list[Entry], queues: list[dict]) -> list[Entry]:
 
 def _peak_client_drivers(apps: list[AppFacts], entries: list[Entry]) -> int:
     moves = []
-    for facts, e in zip(apps, entries):
+    for facts, e in zip(apps, entries, strict=True):
         if not e.app["driver"]["in_cluster"]:
             moves += [(facts.start_ms, 1), (facts.end_ms, -1)]
     held = peak = 0
@@ -127,8 +129,9 @@ def _peak_client_drivers(apps: list[AppFacts], entries: list[Entry]) -> int:
     return peak
 
 
-def build(paths: list[Path], source: Source = Source()) -> Built:
+def build(paths: list[Path], source: Source | None = None) -> Built:
     """The workload of the logs ``paths`` name (module doc); NoApps if none could be read."""
+    source = source or Source()
     read, skipped = read_apps(paths)
     if not read:
         raise NoApps("no event log could be read" + (f" ({len(skipped)} skipped)"
@@ -138,9 +141,9 @@ def build(paths: list[Path], source: Source = Source()) -> Built:
     t0 = apps[0].start_ms
     entries = [app_entry(facts, (facts.start_ms - t0) / 1000.0, name, source.queue_rules,
                          source.priority_rules, source.defaults)
-               for facts, name in zip(apps, _unique_names(apps))]
+               for facts, name in zip(apps, _unique_names(apps), strict=True)]
     queues = source.queues if source.queues is not None else queues_named(entries)
-    entries = _place_queues(entries, queues)
+    entries = _place_queues(entries, queues, source.defaults.queue)
     said = []
     shape = source.shape
     if shape is None:
@@ -156,19 +159,18 @@ def build(paths: list[Path], source: Source = Source()) -> Built:
                "driver_slots": source.driver_slots or max(DEFAULT_DRIVER_SLOTS,
                                                           _peak_client_drivers(apps, entries)),
                "max_time_s": float(max(MIN_RUN_S, math.ceil(2 * span_s)))}
-    header = [f"A workload from {len(entries)} Spark event log(s), by `sessionsched workload "
-              "from-eventlogs`.",
+    header = ["A workload from Spark event logs, by `sessionsched workload from-eventlogs`.",
               "Each app's submit is its start relative to the first app's: a log holds no "
               "submission,",
               "so an app that waited in a queue shows its start instead.",
               (f"Queues, defaults and admission: {source.config_name}." if source.config_name
                else "Queues: the ones the apps name, with the defaults."),
-              (f"Cluster: {said[0]}." if said else f"Cluster: given, {describe(shape)}.")]
+              (f"Cluster: inferred from the logs, {describe(shape)} (a lower bound)."
+               if said else f"Cluster: given, {describe(shape)}.")]
     entries, dropped = _checked(header, cluster, queues, entries)
     skipped += dropped
     if not entries:
         raise NoApps("no app of the logs could run on the cluster")
-    header[0] = header[0].replace(f"from {len(apps)} ", f"from {len(entries)} ")
     text = render(header, cluster, queues, entries)
     return Built(text, len(entries), tuple(skipped), tuple(said))
 
@@ -177,26 +179,25 @@ def _checked(header: list[str], cluster: dict, queues: list,
              entries: list[Entry]) -> tuple[list[Entry], list[str]]:
     """The entries the simulator's own check accepts, and a line for each it refuses."""
     dropped: list[str] = []
-    for _ in range(len(entries) + 1):
+    while entries:
         data = yaml.safe_load(render(header, cluster, queues, entries))
         try:
             parse_model(WorkloadConfig, data, "the workload")
-            return entries, dropped
+            break
         except ConfigError as e:
-            text = str(e)
-            index = _app_index(text)
+            index, why = _app_problem(str(e))
             if index is None or index >= len(entries):
                 raise
-            dropped.append(f"{entries[index].notes[0].split(' ')[0]}: left out: "
-                           f"{text.split(': ', 1)[-1]}")
+            dropped.append(f"{entries[index].notes[0].split(' ')[0]}: left out: {why}")
             entries = entries[:index] + entries[index + 1:]
     return entries, dropped
 
 
-def _app_index(problem: str) -> int | None:
+def _app_problem(problem: str) -> tuple[int | None, str]:
+    """Which app a workload check's problem names (``apps[3].queue: ...``), and the rest."""
     marker = "apps["
     at = problem.find(marker)
     if at < 0:
-        return None
-    digits = problem[at + len(marker):].split("]", 1)[0]
-    return int(digits) if digits.isdigit() else None
+        return None, problem
+    digits, _, rest = problem[at + len(marker):].partition("]")
+    return (int(digits) if digits.isdigit() else None), rest.lstrip(".: ")

@@ -172,6 +172,8 @@ def _app_end(app: _App, rec: Mapping) -> None:
 
 
 def _executor_added(app: _App, rec: Mapping) -> None:
+    if rec.get("Executor ID") == "driver":  # local mode: the driver runs the tasks
+        return
     info = rec.get("Executor Info") or {}
     app.executors[str(rec.get("Executor ID"))] = [
         str(info.get("Host") or ""), int(info.get("Total Cores") or 1),

@@ -10,8 +10,10 @@ from .app_entry import Entry
 
 
 def _flow(value: object) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False,
-                          width=10**6).strip()
+    """``value`` in YAML's flow style on one line (inside a list, so that a plain scalar gets
+    no document-end marker)."""
+    return yaml.safe_dump([value], default_flow_style=True, sort_keys=False,
+                          width=10**6).strip()[1:-1]
 
 
 def render(header: list[str], cluster: dict, queues: list, entries: list[Entry]) -> str:

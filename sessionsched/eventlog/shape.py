@@ -69,7 +69,7 @@ def infer_shape(apps: list[AppFacts], executor_mib: list[int], needs: list[Need]
     """The cluster the logs show (module doc); ``executor_mib[i]`` is ``apps[i]``'s executor
     memory, ``needs[i]`` its entry's sizes."""
     moves: dict[str, list[tuple[int, int, int]]] = {}
-    for facts, mib in zip(apps, executor_mib):
+    for facts, mib in zip(apps, executor_mib, strict=True):
         for e in facts.executors:
             host = moves.setdefault(e.host or "?", [])
             host.append((e.added_ms, e.cores, mib))

@@ -152,7 +152,7 @@ class StageConfig(_Strict):
     @classmethod
     def _quantiles(cls, v: list[float] | None) -> list[float] | None:
         if v is not None and (len(v) < 2 or not all(x > 0 for x in v)
-                              or any(b < a for a, b in zip(v, v[1:]))):
+                              or any(b < a for a, b in zip(v, v[1:], strict=False))):
             raise ValueError("expected at least 2 times above 0, shortest to longest")
         return v
 
