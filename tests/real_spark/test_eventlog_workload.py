@@ -96,7 +96,8 @@ def test_logs_of_every_codec_and_a_rolling_log_make_a_workload(spark_cluster, tm
         assert (mapped["tasks"], reduced["tasks"]) == (4, 2)
         assert reduced["after"] == [mapped["id"]]
         q = mapped["task_s_quantiles"]
-        assert q[-1] - q[0] >= 0.6  # 0 s to 0.9 s of sleep, plus each task's own time
+        # 0 s to 0.9 s of sleep, plus each task's own time (a Python worker's start, too)
+        assert q[-1] >= 0.9 and q[-1] - q[0] >= 0.3
         assert a["submit"] >= 0 and a["startup_s"] > 0
     assert min(a["submit"] for a in apps.values()) == 0
     assert workload["cluster"]["workers"] == 1
