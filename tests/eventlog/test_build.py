@@ -46,7 +46,7 @@ def test_logs_to_a_workload_the_simulator_runs(tmp_path):
 
 def test_unreadable_logs_are_named_and_left_out(tmp_path):
     d = _logs(tmp_path, ("app-1", app_log()), ("app-2", app_log(app_id="app-2")[:-1]),
-              ("readme.md", ["# notes"]))
+              ("notes.doc", ["# notes"]))
     (d / "app-3.lz4").write_bytes(lz4_stream(text(app_log()))[:-21])
     built = build([d, d / "missing"])
     assert built.apps == 1
@@ -54,7 +54,7 @@ def test_unreadable_logs_are_named_and_left_out(tmp_path):
         f"{d / 'app-2'}: skipped: incomplete: no SparkListenerApplicationEnd (cut short, or "
         "copied while the app ran)",
         f"{d / 'app-3.lz4'}: skipped: truncated lz4 stream (no end block)",
-        f"{d / 'readme.md'}: skipped: unknown codec 'md' (Spark writes lz4, lzf, snappy, zstd)",
+        f"{d / 'notes.doc'}: skipped: unknown codec 'doc' (Spark writes lz4, lzf, snappy, zstd)",
         f"{d / 'missing'}: no such file or directory"])
 
 
