@@ -16,7 +16,8 @@
 - ``startup_s``: from the app's start to its first stage (the driver's work before it asked
   for executors).
 - Stages: in the order Spark submitted them, each with its Spark stage ``id``, task count,
-  mean task time, the task times' deciles (``task_s_quantiles``, when they differ) and
+  mean task time, the task times' deciles (``task_s_quantiles``, when they differ; as many
+  evenly spaced quantiles as it had tasks when it had fewer than 11) and
   ``after``: the stages it read from that ran (a skipped stage's output was reused).
 - ``conf``: the app's resource properties (``spark.{driver,executor,task}.resource.*``,
   ``spark.task.cpus``) and gang properties (``spark.sessionsched.gang.*`` and YuniKorn's
@@ -27,6 +28,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -125,7 +127,8 @@ def _stage(s: StageFacts, ran: set[int]) -> dict:
         durations = [max(span, 0.001)]
     entry: dict = {"id": s.stage_id, "tasks": max(s.tasks, 1),
                    "task_s": round(max(statistics.fmean(durations), 0.001), 3)}
-    qs = [max(q, 0.001) for q in quantiles(durations)]
+    # deciles; a stage of few tasks gets as many quantiles as it has tasks (no more to say)
+    qs = [max(q, 0.001) for q in quantiles(durations, min(10, max(len(durations) - 1, 1)))]
     if qs[0] != qs[-1]:
         entry["task_s_quantiles"] = qs
     after = [p for p in s.parents if p in ran]
@@ -164,7 +167,7 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
     if facts.user:
         app["user"] = facts.user
     app["priority"] = _priority(props, facts, priority_rules, defaults, notes)
-    cores_seen = max((e.cores for e in facts.executors), default=1)
+    cores_seen = max((e.cores for e in facts.executors), default=_local_cores(props, notes))
     app["driver"] = {"cores": _whole(props, "spark.driver.cores", 1),
                      "memory": f"{_size(props, 'spark.driver.memory', '1g', notes)}m",
                      "in_cluster": props.get("spark.submit.deployMode", "").strip() == "cluster"}
@@ -195,6 +198,17 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
     if conf:
         app["conf"] = conf
     return Entry({k: v for k, v in app.items() if v is not None}, tuple(notes))
+
+
+def _local_cores(props: dict, notes: list[str]) -> int:
+    """An app run with ``spark.master=local[N]`` had no executor: its driver ran the tasks on
+    N cores, taken here as one executor of N cores (``local[*]``: the machine's, unknown)."""
+    m = re.fullmatch(r"local\[(\d+)(?:,\s*\d+)?\]", props.get("spark.master", "").strip())
+    if m is None:
+        return 1
+    notes.append(f"spark.master {props['spark.master']}: its driver's {m.group(1)} cores taken "
+                 "as one executor")
+    return max(int(m.group(1)), 1)
 
 
 def _priority(props: dict, facts: AppFacts, rules: tuple[Rule, ...], defaults: Defaults,

@@ -49,6 +49,7 @@ SIZES = {
                  "spark.dynamicAllocation.minExecutors": "1",
                  "spark.dynamicAllocation.maxExecutors": "6", "spark.ego.slots.max": "8"},
                 {"min_executors": 1, "max_executors": 6, "slots_max": 8}),
+    "local-mode": ({"spark.master": "local[3]"}, {"executor": {"cores": 3, "memory": "1024m"}}),
     "dynamic-uncapped": ({"spark.dynamicAllocation.enabled": "true",
                           "spark.dynamicAllocation.maxExecutors": str(2**31 - 1)},
                          {"min_executors": 0, "max_executors": None}),
@@ -58,7 +59,7 @@ SIZES = {
 @pytest.mark.parametrize("case", sorted(SIZES))
 def test_sizes_and_bounds(case):
     props, want = SIZES[case]
-    app = entry(props=props).app
+    app = entry(props=props, executors=[] if case == "local-mode" else None).app
     assert {k: app.get(k) for k in want} == want
 
 
@@ -67,11 +68,15 @@ def test_stages_in_order_with_quantiles_and_waits():
                         stage(6, [700, 700], parents=[3, 4, 5])], first_stage_at=4500).app
     assert app["startup_s"] == 4.5
     assert app["stages"] == [
-        {"id": 3, "tasks": 5, "task_s": 3.0,
-         "task_s_quantiles": [1.0, 1.4, 1.8, 2.2, 2.6, 3.0, 3.4, 3.8, 4.2, 4.6, 5.0]},
+        {"id": 3, "tasks": 5, "task_s": 3.0, "task_s_quantiles": [1.0, 2.0, 3.0, 4.0, 5.0]},
         {"id": 5, "tasks": 1, "task_s": 0.5, "after": [3]},
         {"id": 6, "tasks": 2, "task_s": 0.7, "after": [3, 5]},  # 4 was skipped: not a wait
     ]
+
+
+def test_deciles_for_a_stage_of_many_tasks():
+    (s,) = entry(stages=[stage(0, [100 * k for k in range(1, 102)])]).app["stages"]
+    assert s["task_s_quantiles"] == [0.1, 1.1, 2.1, 3.1, 4.1, 5.1, 6.1, 7.1, 8.1, 9.1, 10.1]
 
 
 def test_a_stage_without_task_ends_takes_its_span():
