@@ -58,8 +58,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help=f"the priority of an app that set no spark.ego.priority: {RULE_HELP} "
                    "(name:nightly-*=2000)")
     e.add_argument("--driver-slots", type=int, metavar="N",
-                   help="client-mode drivers the scheduler's host runs at once (default: 8, or "
-                   "the most client-mode apps the logs show at once if more)")
+                   help="client-mode drivers the scheduler's host runs at once (default: the "
+                   "config's cluster.driver_slots, else 8 or the most client-mode apps the logs "
+                   "show at once if more)")
     e.set_defaults(func=run_from_eventlogs)
 
 
