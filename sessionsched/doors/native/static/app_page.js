@@ -41,13 +41,16 @@ const size = a => a.executors + "/" + a.target + "/" + a.demand;
 function listed(title, apps, line) {
   const items = apps.slice(0, LISTED).map(a => el("li", {}, line(a)));
   if (apps.length > LISTED) items.push(el("li", {}, "… and " + (apps.length - LISTED) + " more"));
-  return [el("p", {}, title + ": " + apps.length + (apps.length ? " (executors held/target/wanted)" : "")),
+  const note = apps.length ? " (executors held/target/wanted)" : "";
+  return [el("p", {}, title + ": " + apps.length + note),
     apps.length ? el("ul", {class: "plain"}, items) : ""];
 }
 
 // ``sessionsched why``'s answer (commands/inspect.py), drawn.
 function why(app, queueApps) {
-  if (app.state !== "ACCEPTED") return [el("p", {}, "Not waiting" + (app.reason ? ": " + app.reason : ""))];
+  if (app.state !== "ACCEPTED") {
+    return [el("p", {}, "Not waiting" + (app.reason ? ": " + app.reason : ""))];
+  }
   const ahead = queueApps.filter(a => a.state === "ACCEPTED" && a.position && app.position &&
     a.position < app.position);
   const running = queueApps.filter(a => a.state === "STARTING" || a.state === "RUNNING");
@@ -80,10 +83,12 @@ async function audit() {
   try {
     const rows = await get("/api/v1/audit?app=" + encodeURIComponent(ID));
     fill(table, ["When", "What", "Who", "Detail", "From"], rows.map(r => ({cells: [
-      when(r.at), r.kind, r.actor ?? r.who, el("td", {class: "wrap"}, r.detail), r.sender ?? ""]})));
+      when(r.at), r.kind, r.actor ?? r.who, el("td", {class: "wrap"}, r.detail),
+      r.sender ?? ""]})));
   } catch (e) {
     if (!(e instanceof HttpError) || e.status !== 403) throw e;
-    table.replaceChildren(el("caption", {class: "muted"}, "The audit trail is the admins' to read."));
+    table.replaceChildren(el("caption", {class: "muted"},
+      "The audit trail is the admins' to read."));
   }
 }
 
