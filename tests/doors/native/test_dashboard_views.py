@@ -38,7 +38,7 @@ def busy_server(tmp_path):
         "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100},
         "cluster": {"backend": "memory", "workers": 2, "cores": 4, "memory": "8g",
                     "driver_start_s": 0.2, "executor_start_s": 0.2},
-        "queues": QUEUES,
+        "defaults": {"queue": "root.etl"}, "queues": QUEUES,
     }
     server = ServerProcess.start(config, tmp_path / "server")
     try:
