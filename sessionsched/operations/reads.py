@@ -90,14 +90,15 @@ class Reads:
         none, or is out of reach), the scheduler's host as room for drivers, and the master's
         web UI when the backend is a standalone master named in the config."""
         view, cluster = self.service.view, self.service.config.cluster
-        workers = view.engine.workers
-        named = workers.workers if workers is not None and workers.named else ()
+        # The watch's last report, not the engine's workers: those keep the free room of the
+        # report that last changed the workers' sizes.
+        workers = self.service.watch.workers
         return {
             "reachable": view.health.reachable, "cluster": view.health.describe(),
             "cores": view.engine.capacity.cores, "memory_mib": view.engine.capacity.mem_mib,
             "workers": [{"name": w.name, "cores": w.size.cores, "memory_mib": w.size.mem_mib,
                          "free_cores": w.free.cores, "free_memory_mib": w.free.mem_mib}
-                        for w in named],
+                        for w in workers],
             "driver_host": view.host_row(),
             "spark_ui": cluster.master_ui if cluster.backend == "standalone" else None,
         }

@@ -5,6 +5,7 @@ every request the pages make staying on the scheduler's own origin."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import httpx
@@ -100,9 +101,13 @@ def test_queue_bars_are_as_wide_as_the_apis_figures(busy_server, app_dir, tab):
     left = page.locator("#queues tbody tr").nth(1).locator(".bar .guarantee")
     assert abs(float(left.evaluate("e => parseFloat(e.style.left)")) - 100 * 2 / 6) < 0.01
 
-    # The cluster view: both workers, and the cores they offer.
+    # The cluster view: both workers, the cores they offer, and those the apps' drivers and
+    # executors use on them now (the backend's last report, not its first).
     expect(page.locator("#workers td:first-child")).to_have_text(["worker-1", "worker-2"])
     expect(page.locator("#cluster-line")).to_contain_text("8 cores")
+    workers = api(busy_server, "/api/v1/cluster")["workers"]
+    assert sum(w["cores"] - w["free_cores"] for w in workers) > 0, workers
+    expect(page.locator("#workers")).to_contain_text(re.compile(r"[1-4] of 4 cores used"))
     assert tab.errors == [] and tab.dialogs == []
 
 

@@ -9,7 +9,7 @@ import {renderTimeline} from "./timeline.js";
 const ID = decodeURIComponent(location.pathname.replace(/^\/app\//, ""));
 const API = "/api/v1/apps/" + encodeURIComponent(ID);
 const POLL_MS = 2000, SLOW_MS = 30000, LISTED = 10;
-let seen = "", slowAt = -Infinity, sparkUi = null;
+let seen = "", events = [], slowAt = -Infinity, sparkUi = null;
 
 const when = iso => iso ? time(iso, span(since(iso)) + " ago") : "";
 
@@ -110,9 +110,10 @@ async function refresh(health) {
   document.getElementById("why").replaceChildren(...why(app, queueApps));
   const slow = Date.now() - slowAt >= SLOW_MS, key = JSON.stringify(app);
   if (key !== seen || slow) {
-    renderTimeline(document.getElementById("timeline"), app, await get(API + "/events"));
+    events = await get(API + "/events");
     seen = key;
   }
+  renderTimeline(document.getElementById("timeline"), app, events);  // "ago" moves on
   if (slow) {
     const [cluster, rows] = await Promise.all([get("/api/v1/cluster"),
       get("/api/v1/usage?by=app&since=" + encodeURIComponent(app.submitted_at))]);

@@ -22,7 +22,7 @@ export function renderCluster(c) {
       el("td", {}, usedBar(cores, w.cores, cores + " of " + w.cores + " cores used")),
       el("td", {}, usedBar(mem, w.memory_mib,
         mib(mem) + " of " + mib(w.memory_mib) + " used")),
-      w.free_cores + " cores, " + mib(w.free_memory_mib)]};
+      w.free_cores + (w.free_cores === 1 ? " core, " : " cores, ") + mib(w.free_memory_mib)]};
   });
   fill(document.getElementById("workers"), ["Worker", "Cores", "Memory", "Free"], workers);
   const h = c.driver_host;
