@@ -328,6 +328,8 @@ def test_dashboard_and_openapi_are_served(client):
     script = client.get("/static/overview.js")
     assert script.headers["content-type"].startswith("text/javascript")
     assert "/api/v1/queues" in script.text and "/api/v1/apps" in script.text
+    again = client.get("/static/overview.js", headers={"If-None-Match": script.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""  # unchanged: not sent again
     one = client.get("/app/anything")  # an app's page: it reads its id from its address
     assert one.status_code == 200 and "/static/app_page.js" in one.text
     assert client.get("/static/nothing.js").status_code == 404
