@@ -187,3 +187,18 @@ def test_no_request_leaves_the_schedulers_origin(offline_server, app_dir, tab):
     policy = httpx.get(f"{offline_server.url}/", timeout=30).headers["content-security-policy"]
     assert "default-src 'self'" in policy and "connect-src 'self'" in policy
     assert tab.errors == [] and tab.dialogs == []
+
+
+def test_an_apps_page_says_who_is_ahead_of_it(offline_server, app_dir, tab):
+    first = submit(offline_server, app_dir, "first", 9000)
+    second = submit(offline_server, app_dir, "second", 8000)
+    last = submit(offline_server, app_dir, "last", 1000)
+    page = tab.open(f"{offline_server.url}/app/{last}")
+    why = page.locator("#why")
+    expect(why).to_contain_text("Waiting, position 3 in root.etl", timeout=WAIT_MS)
+    expect(why).to_contain_text("Ahead of it in root.etl: 2")
+    expect(why.locator("a")).to_have_text([first, second])  # each a link to its own page
+    app = api(offline_server, f"/api/v1/apps/{last}")
+    expect(why.locator(".badge")).to_have_text(app["reason_code"])
+    expect(page.locator("#facts")).to_contain_text("Priority1000")
+    assert tab.errors == [] and tab.dialogs == []
