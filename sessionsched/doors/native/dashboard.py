@@ -8,9 +8,10 @@ other server, no CDN: ``static/``; docs/user/watching.md describes each view).
 
 The files are read once at import. Every page is sent with a Content-Security-Policy that lets
 it load and fetch from this origin only, and run no inline script: the pages build their DOM
-from text (never markup from data), and the policy keeps it so. With auth on, open
-``/#token=TOKEN``: the fragment never reaches the server; the page keeps the token in the
-tab's sessionStorage and sends it as ``Authorization: Bearer``.
+from text (never markup from data), and the policy keeps it so. With auth on, the page asks
+for a token (or open ``/#token=TOKEN``: the fragment never reaches the server), keeps it in
+the tab's sessionStorage and sends it as ``Authorization: Bearer``; an app's page changes a
+priority or kills through the API's own calls, so the same rules decide and audit.
 """
 
 from __future__ import annotations

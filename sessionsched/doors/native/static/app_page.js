@@ -1,9 +1,11 @@
 // One app's page at /app/ID: its facts, its timeline, why it waits (who is ahead, who runs in
-// its queue), what it used, its audit rows, and a link to its Spark UI where known. The app
-// is read every two seconds; its events when it changed; usage and audit every thirty.
+// its queue), what it used, its audit rows, a link to its Spark UI where known, and its
+// actions (actions.js). The app is read every two seconds; its events when it changed; usage
+// and audit every thirty, and at once after an action.
 
 import {HttpError, appLink, el, fill, gangText, get, healthLine, poll, since, span,
   startsAt, time} from "./common.js";
+import {showActions, wireActions} from "./actions.js";
 import {renderTimeline} from "./timeline.js";
 
 const ID = decodeURIComponent(location.pathname.replace(/^\/app\//, ""));
@@ -105,6 +107,7 @@ async function refresh(health) {
   document.getElementById("title").textContent = app.name + " (" + app.id + ")";
   document.title = app.name + " - sessionsched";
   document.getElementById("facts").replaceChildren(...facts(app));
+  showActions(app);
   const queueApps = app.state === "ACCEPTED"
     ? await get("/api/v1/apps?queue=" + encodeURIComponent(app.queue)) : [];
   document.getElementById("why").replaceChildren(...why(app, queueApps));
@@ -125,4 +128,5 @@ async function refresh(health) {
   }
 }
 
-poll(refresh, POLL_MS);
+const readNow = poll(refresh, POLL_MS);
+wireActions(API, () => { slowAt = -Infinity; readNow(); });  // its audit row too

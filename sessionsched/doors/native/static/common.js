@@ -1,25 +1,21 @@
 // What every dashboard page shares: the token, reads of the native API with a timeout, DOM
 // built from text only (data never becomes markup), human times, reason badges, the poll loop.
 
+import {askForToken, authHeaders} from "./token.js";
+
 export class HttpError extends Error {
   constructor(message, status) { super(message); this.status = status; }
 }
 
 const TIMEOUT_MS = 5000;  // a scheduler that stops answering shows as unreachable
 
-if (location.hash.startsWith("#token=")) {  // the fragment never reaches the server
-  sessionStorage.setItem("token", decodeURIComponent(location.hash.slice(7)));
-  history.replaceState(null, "", location.pathname + location.search);
-}
-const TOKEN = sessionStorage.getItem("token");
-
 export async function get(url) {
   const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
   try {
-    const headers = TOKEN ? {Authorization: "Bearer " + TOKEN} : {};
-    const r = await fetch(url, {signal: ctl.signal, cache: "no-store", headers});
+    const r = await fetch(url, {signal: ctl.signal, cache: "no-store", headers: authHeaders()});
     if (r.status === 401) {
-      throw new HttpError("a token is needed: open /#token=YOUR_TOKEN", 401);
+      askForToken("The scheduler asks for a token.");
+      throw new HttpError("a token is needed: give yours in the token box", 401);
     }
     if (!r.ok) throw new HttpError("scheduler error: HTTP " + r.status + " from " + url, r.status);
     return await r.json();
@@ -130,6 +126,7 @@ export function poll(refresh, ms) {
   }
   document.addEventListener("visibilitychange", () => { if (!document.hidden) run(); });
   run();
+  return run;  // to read again at once (after an action)
 }
 
 export function healthLine(h) {
