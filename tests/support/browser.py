@@ -18,6 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from sessionsched.backends.memory import WORK
 from sessionsched.commands._serverproc import ServerProcess
 
 CHROMIUM = "/usr/bin/chromium"
@@ -107,3 +108,36 @@ def cell(page: Page, table: str, first_cell: str, column: str):
     expect(page.locator(f"#{table} th").first).to_be_visible(timeout=WAIT_MS)
     index = page.locator(f"#{table} th").all_text_contents().index(column)
     return row(page, table, first_cell).locator("td").nth(index)
+
+
+# Two workers of 4 cores: root.etl may hold 6 cores at most and is guaranteed 2; root.adhoc has
+# no cap (its bar's scale is the cluster's 8 cores).
+QUEUES = [{"name": "root", "queues": [
+    {"name": "etl", "policy": "priority", "min_share": 2, "max_cores": 6},
+    {"name": "adhoc", "policy": "fifo"},
+]}]
+# An app that works ten minutes with two executors of one core.
+LONG = {WORK: "600", "spark.executor.cores": "1", "spark.executor.memory": "1g",
+        "spark.dynamicAllocation.minExecutors": "2", "spark.dynamicAllocation.maxExecutors": "2"}
+
+
+@pytest.fixture
+def busy_server(tmp_path):
+    """A scheduler on a memory cluster of two 4-core workers whose apps run and hold executors."""
+    config = {
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100},
+        "cluster": {"backend": "memory", "workers": 2, "cores": 4, "memory": "8g",
+                    "driver_start_s": 0.2, "executor_start_s": 0.2},
+        "defaults": {"queue": "root.etl"}, "queues": QUEUES,
+    }
+    server = ServerProcess.start(config, tmp_path / "server")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def api(server: ServerProcess, path: str):
+    r = httpx.get(f"{server.url}{path}", timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()

@@ -4,7 +4,8 @@ other server, no CDN: ``static/``; docs/user/watching.md describes each view).
 - ``/``: the queues (a bar per queue), the apps (filtered and searched in the page), the
   cluster's workers and the usage by queue;
 - ``/app/{id}``: one app: its timeline from its events, why it waits, its usage and audit rows;
-- ``/static/{name}``: the pages' scripts and style.
+- ``/static/{name}``: the pages' scripts and style; ``/static/vendor/{name}``: the charting
+  library, uPlot, vendored (static/vendor/README.md).
 
 The files are read once at import. Every page is sent with a Content-Security-Policy that lets
 it load and fetch from this origin only, and run no inline script: the pages build their DOM
@@ -25,9 +26,10 @@ STATIC = Path(__file__).with_name("static")
 TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
          ".js": "text/javascript; charset=utf-8"}
 # name -> (body, media type, ETag)
-FILES = {p.name: (p.read_bytes(), TYPES[p.suffix],
-                  '"' + hashlib.sha256(p.read_bytes()).hexdigest()[:16] + '"')
-         for p in sorted(STATIC.iterdir()) if p.suffix in TYPES}
+FILES = {str(p.relative_to(STATIC)): (p.read_bytes(), TYPES[p.suffix],
+                                     '"' + hashlib.sha256(p.read_bytes()).hexdigest()[:16] + '"')
+         for p in sorted([*STATIC.iterdir(), *(STATIC / "vendor").iterdir()])
+         if p.suffix in TYPES}
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
           "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 # A new release's files are picked up at once: the browser asks again each time, and an
@@ -62,3 +64,8 @@ async def app_page(request: Request, app_id: str) -> Response:  # it reads its i
 @router.get("/static/{name}")
 async def static(request: Request, name: str) -> Response:
     return _file(request, name)
+
+
+@router.get("/static/vendor/{name}")
+async def vendored(request: Request, name: str) -> Response:
+    return _file(request, "vendor/" + name)

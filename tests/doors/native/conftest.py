@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from tests.support.browser import browser, tab  # noqa: F401 - fixtures
+from tests.support.browser import browser, busy_server, tab  # noqa: F401 - fixtures

@@ -12,46 +12,16 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from sessionsched.backends.memory import WORK
 from sessionsched.commands._serverproc import ServerProcess
 from tests.support.browser import (
     HOSTILE,
+    LONG,
     WAIT_MS,
+    api,
     cell,
     row,
     submit,
 )
-
-# Two workers of 4 cores: root.etl may hold 6 cores at most and is guaranteed 2; root.adhoc has
-# no cap (its bar's scale is the cluster's 8 cores).
-QUEUES = [{"name": "root", "queues": [
-    {"name": "etl", "policy": "priority", "min_share": 2, "max_cores": 6},
-    {"name": "adhoc", "policy": "fifo"},
-]}]
-# An app that works ten minutes with two executors of one core.
-LONG = {WORK: "600", "spark.executor.cores": "1", "spark.executor.memory": "1g",
-        "spark.dynamicAllocation.minExecutors": "2", "spark.dynamicAllocation.maxExecutors": "2"}
-
-
-@pytest.fixture
-def busy_server(tmp_path):
-    config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100},
-        "cluster": {"backend": "memory", "workers": 2, "cores": 4, "memory": "8g",
-                    "driver_start_s": 0.2, "executor_start_s": 0.2},
-        "defaults": {"queue": "root.etl"}, "queues": QUEUES,
-    }
-    server = ServerProcess.start(config, tmp_path / "server")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def api(server: ServerProcess, path: str):
-    r = httpx.get(f"{server.url}{path}", timeout=30)
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def bar_widths(page: Page) -> dict[str, tuple[float, float]]:

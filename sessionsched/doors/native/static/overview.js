@@ -1,11 +1,12 @@
-// The overview at "/": polls the native API every two seconds (the usage table, read from the
-// store, every thirty), and draws the queues, the apps, the cluster and the usage.
+// The overview at "/": polls the native API every two seconds (the usage, read from the
+// store, every thirty, and at once when its choices change), and draws the queues, the apps,
+// the cluster and the usage.
 
 import {get, healthLine, poll} from "./common.js";
 import {renderApps, wireFilters} from "./apps.js";
 import {renderCluster} from "./cluster.js";
 import {renderQueues} from "./queues.js";
-import {renderUsage} from "./usage.js";
+import {refreshUsage, wireUsage} from "./usage.js";
 
 const POLL_MS = 2000, USAGE_MS = 30000;
 let usageAt = -Infinity;
@@ -27,11 +28,11 @@ async function refresh(health) {
   drawApps();
   renderCluster(cluster);
   if (Date.now() - usageAt >= USAGE_MS) {
-    const usage = await get("/api/v1/usage?by=queue&since=7d");
+    await refreshUsage();
     usageAt = Date.now();
-    renderUsage(document.getElementById("usage"), usage);
   }
 }
 
 wireFilters(drawApps);
-poll(refresh, POLL_MS);
+const readNow = poll(refresh, POLL_MS);
+wireUsage(() => { usageAt = -Infinity; readNow(); });
