@@ -1,11 +1,12 @@
 // One app's page at /app/ID: its facts, its timeline, why it waits (who is ahead, who runs in
-// its queue), what it used, its audit rows, a link to its Spark UI where known, and its
-// actions (actions.js). The app is read every two seconds; its events when it changed; usage
-// and audit every thirty, and at once after an action.
+// its queue), what it used, its audit rows, a link to its Spark UI where known, its executors
+// over time (executors.js) and its actions (actions.js). The app is read every two seconds;
+// its events when it changed; usage and audit every thirty, and at once after an action.
 
 import {HttpError, appLink, el, fill, gangText, get, healthLine, poll, since, span,
   startsAt, time} from "./common.js";
 import {showActions, wireActions} from "./actions.js";
+import {recordExecutors} from "./executors.js";
 import {renderTimeline} from "./timeline.js";
 
 const ID = decodeURIComponent(location.pathname.replace(/^\/app\//, ""));
@@ -108,6 +109,7 @@ async function refresh(health) {
   document.title = app.name + " - sessionsched";
   document.getElementById("facts").replaceChildren(...facts(app));
   showActions(app);
+  recordExecutors(app);
   const queueApps = app.state === "ACCEPTED"
     ? await get("/api/v1/apps?queue=" + encodeURIComponent(app.queue)) : [];
   document.getElementById("why").replaceChildren(...why(app, queueApps));

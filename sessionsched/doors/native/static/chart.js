@@ -11,7 +11,9 @@ const HEIGHT = 220;
 // ``series``: [{label, values, color?}]; ``xs``: epoch seconds. ``stack``: cumulative areas;
 // else lines (``dash``ed where a series says so). Drawn again in place when its series are
 // the same as last time (the app page redraws every poll); made anew otherwise.
-export function chart(box, xs, series, {stack = false, unit = "", fmt = String} = {}) {
+// ``steps``: each value holds until the next (a count, not a rate).
+export function chart(box, xs, series, {stack = false, unit = "", fmt = String,
+  steps = false} = {}) {
   const shown = stack ? stackUp(series) : series;
   const data = [xs, ...shown.map(s => s.values)];
   const key = JSON.stringify([stack, unit, shown.map(s => s.label)]);
@@ -28,6 +30,7 @@ export function chart(box, xs, series, {stack = false, unit = "", fmt = String} 
     series: [{}, ...shown.map((s, i) => {
       const color = s.color || COLORS[s.index ?? i % COLORS.length];
       return {label: s.label, stroke: color, width: stack ? 1 : 2, dash: s.dash,
+        paths: steps ? uPlot.paths.stepped({align: 1}) : undefined,  // eslint-disable-line no-undef
         fill: stack ? color : undefined, points: {show: false},
         value: (u, v, si, idx) => idx == null ? "" : fmt((s.own || s.values)[idx])};
     })],

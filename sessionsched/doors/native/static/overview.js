@@ -34,5 +34,5 @@ async function refresh(health) {
 }
 
 wireFilters(drawApps);
-const readNow = poll(refresh, POLL_MS);
-wireUsage(() => { usageAt = -Infinity; readNow(); });
+wireUsage();
+poll(refresh, POLL_MS);

@@ -26,7 +26,16 @@ async function stretch(by, start, length, now) {
   return rows;
 }
 
+// Reads and draws; a call while one runs makes that one run again once it ends (the choices
+// may have changed meanwhile), so the last choice is always the one drawn.
+let running = null, again = false;
 export async function refreshUsage() {
+  if (running) { again = true; return running; }
+  running = (async () => { do { again = false; await draw(); } while (again); })();
+  try { await running; } finally { running = null; }
+}
+
+async function draw() {
   if (Date.now() - keptAt > FORGET_MS) { kept.clear(); keptAt = Date.now(); }
   const by = choice("u-by"), figure = choice("u-figure"), [count, length, words] =
     SPANS[choice("u-span")];
@@ -66,9 +75,9 @@ export function renderTotals(table, by, rows) {
     el("th", {class: "num"}, span(sum("queued_s"))))));
 }
 
-export function wireUsage(redraw) {
-  for (const id of ["u-by", "u-figure", "u-span"]) {
-    document.getElementById(id).addEventListener("change", redraw);
+export function wireUsage() {
+  for (const id of ["u-by", "u-figure", "u-span"]) {  // a failed read shows at the next poll
+    document.getElementById(id).addEventListener("change", () => refreshUsage().catch(() => {}));
   }
   followWidth(document.getElementById("usage-chart"));
 }

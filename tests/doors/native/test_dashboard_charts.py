@@ -1,6 +1,7 @@
-"""The overview's usage over time (docs/user/watching.md): per queue and per user, one figure
-stacked over the window's hours or days, drawn by the vendored uPlot from the scheduler's own
-origin, its sum the window's total the table below shows (GET /api/v1/usage)."""
+"""The dashboard's charts (docs/user/watching.md), drawn by the vendored uPlot from the
+scheduler's own origin. The overview's usage: per queue and per user, one figure stacked over
+the window's hours or days, its sum the window's total the table below shows
+(GET /api/v1/usage). An app's executors: held, target and wanted at each of the page's polls."""
 
 from __future__ import annotations
 
@@ -63,3 +64,29 @@ def test_usage_is_stacked_per_queue_and_user_and_adds_up_to_the_totals(
     assert len(plotted(page)["data"][0]) == 24 and plotted(page)["labels"] == sorted(users)
     away = [u for u in tab.requests if not u.startswith(busy_server.url + "/")]
     assert away == [] and tab.errors == [] and tab.dialogs == []
+
+
+def test_an_apps_page_charts_its_executors_from_its_own_polls(busy_server, app_dir, tab):
+    app_id = submit(busy_server, app_dir, "etl-long", 5000, conf=LONG)
+    page = tab.open(f"{busy_server.url}/app/{app_id}")
+    expect(page.locator("#executors-chart canvas")).to_have_count(1, timeout=WAIT_MS)
+
+    def drawn() -> dict:
+        return page.evaluate("""() => { const p = document.getElementById("executors-chart")
+            .plot; return {labels: p.series.slice(1).map(s => s.label), data: p.data}; }""")
+
+    # A point per poll (every two seconds), until it holds the two executors it asked for;
+    # the last point is what the API says now.
+    deadline, plot, app = time.monotonic() + WAIT_MS / 1000, None, None
+    while True:
+        app = api(busy_server, f"/api/v1/apps/{app_id}")
+        plot = drawn()
+        now = (app["executors"], app["target"], app["demand"])
+        if app["executors"] == 2 and tuple(s[-1] for s in plot["data"][1:]) == now:
+            break
+        assert time.monotonic() < deadline, (plot, app)
+        time.sleep(0.5)
+    assert plot["labels"] == ["held", "target", "wanted"]
+    xs = plot["data"][0]
+    assert len(xs) >= 2 and xs == sorted(xs)
+    assert tab.errors == [] and tab.dialogs == []
