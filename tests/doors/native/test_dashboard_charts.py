@@ -37,13 +37,13 @@ def test_usage_is_stacked_per_queue_and_user_and_adds_up_to_the_totals(
     chart = page.locator("#usage-chart canvas")
     expect(chart).to_have_count(1, timeout=WAIT_MS)
     expect(page.locator("#usage-caption")).to_have_text(
-        "Core-hours held per queue, last 7 days, by day; stacked (the top edge is all of them).")
+        "Core-hours held per queue, last 7 days, by day; stacked (a bar's top is all of them).")
     # The topmost band is drawn first: the last queue's running sum.
     assert plotted(page)["labels"] == ["root.etl", "root.adhoc"]
     expect(page.locator("#usage tbody td:first-child")).to_have_text(["root.adhoc", "root.etl"])
     expect(page.locator("#usage tfoot th").first).to_have_text("Total")
 
-    # The chart's top edge over the window is the total held, in core-hours (read a moment
+    # The bars' tops over the window add up to the total held, in core-hours (read a moment
     # apart: the apps hold on meanwhile, 4 cores).
     drawn = sum(plotted(page)["data"][0]) * 3600
     assert abs(drawn - total(page, "Core-s held")) <= 4 * 5 + 1, (drawn, total(page,
@@ -55,7 +55,7 @@ def test_usage_is_stacked_per_queue_and_user_and_adds_up_to_the_totals(
     page.select_option("#u-figure", "busy")
     page.select_option("#u-span", "24h")
     expect(page.locator("#usage-caption")).to_have_text(
-        "Core-hours busy per user, last 24 hours, by hour; stacked (the top edge is all of "
+        "Core-hours busy per user, last 24 hours, by hour; stacked (a bar's top is all of "
         "them).", timeout=WAIT_MS)
     users = {u["user"] for u in httpx.get(f"{busy_server.url}/api/v1/usage?by=user",
                                          timeout=30).json()}

@@ -11,12 +11,13 @@ const HEIGHT = 220;
 // ``series``: [{label, values, color?}]; ``xs``: epoch seconds. ``stack``: cumulative areas;
 // else lines (``dash``ed where a series says so). Drawn again in place when its series are
 // the same as last time (the app page redraws every poll); made anew otherwise.
-// ``steps``: each value holds until the next (a count, not a rate).
+// ``steps``: each value holds until the next (a count, not a rate). ``bars``: a bar per x
+// (the middle of its stretch of time), the x axis spanning ``range`` [start, end].
 export function chart(box, xs, series, {stack = false, unit = "", fmt = String,
-  steps = false} = {}) {
+  steps = false, bars = false, range = null} = {}) {
   const shown = stack ? stackUp(series) : series;
   const data = [xs, ...shown.map(s => s.values)];
-  const key = JSON.stringify([stack, unit, shown.map(s => s.label)]);
+  const key = JSON.stringify([stack, unit, range, shown.map(s => s.label)]);
   if (box.plot && box.plotKey === key) {
     box.plot.setData(data);
     return box.plot;
@@ -25,19 +26,26 @@ export function chart(box, xs, series, {stack = false, unit = "", fmt = String,
   box.replaceChildren();
   const opts = {
     width: Math.max(320, box.clientWidth || 640), height: HEIGHT,
-    scales: {x: {time: true}}, cursor: {drag: {x: false, y: false}},
+    scales: {x: range ? {time: true, range: () => range} : {time: true}},
+    cursor: {drag: {x: false, y: false}},
     axes: [{}, {label: unit, size: 60}],
     series: [{}, ...shown.map((s, i) => {
       const color = s.color || COLORS[s.index ?? i % COLORS.length];
       return {label: s.label, stroke: color, width: stack ? 1 : 2, dash: s.dash,
-        paths: steps ? uPlot.paths.stepped({align: 1}) : undefined,  // eslint-disable-line no-undef
+        paths: paths(steps, bars),
         fill: stack ? color : undefined, points: {show: false},
         value: (u, v, si, idx) => idx == null ? "" : fmt((s.own || s.values)[idx])};
     })],
   };
-  box.plot = new uPlot(opts, data, box);  // eslint-disable-line no-undef
+  box.plot = new uPlot(opts, data, box);
   box.plotKey = key;
   return box.plot;
+}
+
+/* global uPlot */
+function paths(steps, bars) {
+  if (bars) return uPlot.paths.bars({size: [0.85, Infinity]});
+  return steps ? uPlot.paths.stepped({align: 1}) : undefined;
 }
 
 // Running sums, the last (the total) first: drawn over by each smaller one in turn.

@@ -49,9 +49,10 @@ async function draw() {
   const series = names.map(n => ({label: n, values: parts.map(rows =>
     (rows.find(r => r[by] === n) || {})[field] / HOUR || 0)}));
   document.getElementById("usage-caption").textContent = "Core-hours " + label + " per " + by +
-    ", " + words + "; stacked (the top edge is all of them).";
-  chart(document.getElementById("usage-chart"), starts, series,
-    {stack: true, unit: "core-hours", fmt: v => v.toFixed(1)});
+    ", " + words + "; stacked (a bar's top is all of them).";
+  chart(document.getElementById("usage-chart"), starts.map(s => s + length / 2), series,
+    {stack: true, bars: true, range: [starts[0], end], unit: "core-hours",
+      fmt: v => v.toFixed(2)});
   renderTotals(document.getElementById("usage"), by, totals);
 }
 
