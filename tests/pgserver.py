@@ -90,11 +90,12 @@ class PgServer:
         log = open(self.log, "ab")  # noqa: SIM115 - the child keeps it
         try:
             self.proc = subprocess.Popen(
-                [self.bindir / "postgres", "-D", self.data, "-p", str(self.port),
+                self._as_user([self.bindir / "postgres", "-D", self.data, "-p", str(self.port),
                  "-c", "listen_addresses=127.0.0.1",
-                 "-c", f"unix_socket_directories={self.sockets}", "-c", "max_connections=50"],
+                 "-c", f"unix_socket_directories={self.sockets}", "-c",
+                 "max_connections=50"]),
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                user=self._user, start_new_session=True)
+                start_new_session=True)
         finally:
             log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -138,9 +139,21 @@ class PgServer:
             c.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
+    def _as_user(self, argv: list) -> list[str]:
+        """``argv`` run as the postgres user when this is root, through ``setpriv`` (it execs:
+        the PID is the server's). Not Popen's ``user=``: that makes Python fork the test
+        worker whole instead of vfork-and-exec, and a worker that has run a Spark Connect
+        client has gRPC's threads, whose fork handlers then ran in the child and crashed it
+        (postgres "exited with -7", the log holding gRPC's epoll error)."""
+        argv = [str(a) for a in argv]
+        if self._user is None:
+            return argv
+        return ["setpriv", f"--reuid={self._user}", f"--regid={self._user}", "--init-groups",
+                "--", *argv]
+
     def _run(self, argv: list) -> None:
-        done = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                              user=self._user, timeout=120, cwd=self.base)
+        done = subprocess.run(self._as_user(argv), capture_output=True, text=True,
+                              timeout=120, cwd=self.base)
         if done.returncode != 0:
             raise RuntimeError(f"{Path(str(argv[0])).name} failed: {done.stderr.strip()}")
 
