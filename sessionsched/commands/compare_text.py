@@ -23,14 +23,15 @@ def label(path: str, config: str | None) -> str:
 
 
 def run_compare(args: argparse.Namespace, json_out: Path | None, plot_out: Path | None) -> int:
-    from .simulate import _run_one, _write
+    from .simulate import _load, _run, _write
 
     path_a, path_b = args.compare
     config_a = args.config_a or args.config
     config_b = args.config_b or args.config
     labels = (label(path_a, config_a), label(path_b, config_b))
-    a = _run_one(path_a, config_a, args.admission)
-    b = _run_one(path_b, config_b, args.admission)
+    # Both loaded (and checked) before either runs: a bad B is said at once.
+    loaded = (_load(path_a, config_a, args.admission), _load(path_b, config_b, args.admission))
+    a, b = _run(loaded[0], config_a), _run(loaded[1], config_b)
     figures = compare(a, b)
     if args.json is not None:
         doc = {"a": {"label": labels[0], **a.to_json()}, "b": {"label": labels[1], **b.to_json()},

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rich import box
@@ -29,7 +30,7 @@ from ..cli import UserError
 from ..model import Admission
 from ..runtime.gc_pacer import GcPacer
 from ..sim import SimResult, simulate
-from ..sim.replay import load
+from ..sim.replay import Replayed, load
 from ..sim.workload import with_admission
 
 
@@ -83,13 +84,16 @@ def _check(args: argparse.Namespace) -> None:
                         "(--compare A.yaml B.yaml)")
 
 
-def _run_one(path: str, config: str | None, admission: str | None):  # -> (SimResult, moved)
+def _load(path: str, config: str | None, admission: str | None) -> Replayed:
     replayed = load(path, config)
-    workload = replayed.workload
-    if admission is not None:
-        workload = with_admission(workload, Admission(admission))
+    if admission is None:
+        return replayed
+    return replace(replayed, workload=with_admission(replayed.workload, Admission(admission)))
+
+
+def _run(replayed: Replayed, config: str | None) -> SimResult:
     with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gc_pacer``)
-        result = simulate(workload)
+        result = simulate(replayed.workload)
     for line in moved_lines(replayed.moved, config):
         print(line, file=sys.stderr)
     return result
@@ -112,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         from .compare_text import run_compare
 
         return run_compare(args, json_out, plot_out)
-    result = _run_one(args.workload, args.config, args.admission)
+    result = _run(_load(args.workload, args.config, args.admission), args.config)
     if args.json is not None:
         text = json.dumps(result.to_json(), indent=2) + "\n"
         if json_out is None:
