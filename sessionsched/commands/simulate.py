@@ -1,11 +1,17 @@
-"""``sessionsched simulate WORKLOAD.yaml [--json OUT] [--plot OUT.png] [--admission MODE]``
+"""``sessionsched simulate WORKLOAD.yaml [--config SERVER] [--json OUT] [--plot OUT.png]
+[--admission MODE]``; ``sessionsched simulate --compare A.yaml B.yaml [--config SERVER]
+[--config-a SERVER] [--config-b SERVER] [--json OUT] [--plot OUT.png] [--admission MODE]``
 
 Runs a workload through the discrete-event simulator (``sessionsched.sim``), which drives the
 same engine as the server. Without ``--json`` it prints a table of the apps and the summary;
 ``--json OUT`` writes the result as JSON instead (``-`` for stdout); ``--plot`` draws
 executors, states and queue lengths over time; ``--admission`` runs every leaf queue with one
-admission mode instead of the file's. A run with stuck apps is a result, not an
-error: exit code 0. A bad workload: one line, exit code 2.
+admission mode instead of the file's; ``--config`` runs it under a server config's queues,
+defaults and cluster instead of the file's (``sim/replay.py``). ``--compare`` runs two (two
+workloads, or one twice under ``--config-a`` and ``--config-b``, each winning over
+``--config`` for its side) and prints them side by side (``sim/compare.py``); ``--json``
+then writes both results and the comparison, ``--plot`` draws both. A run with stuck apps is
+a result, not an error: exit code 0. A bad workload or config: one line, exit code 2.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rich import box
@@ -22,7 +29,8 @@ from rich.table import Table
 from ..cli import UserError
 from ..model import Admission
 from ..runtime.gc_pacer import GcPacer
-from ..sim import SimResult, load_workload, simulate
+from ..sim import SimResult, simulate
+from ..sim.replay import Replayed, load
 from ..sim.workload import with_admission
 
 
@@ -33,7 +41,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Simulate a workload (YAML) on a simulated Spark standalone cluster driven "
         "by the real scheduler. Prints a table, or writes the result JSON with --json.",
     )
-    p.add_argument("workload", metavar="WORKLOAD.yaml", help="the workload file")
+    p.add_argument("workload", metavar="WORKLOAD.yaml", nargs="?",
+                   help="the workload file (not with --compare)")
+    p.add_argument("--config", metavar="SERVER_CONFIG",
+                   help="run under this server config's queues (with their admission), "
+                   "defaults and cluster instead of the workload's; an app whose queue it "
+                   "lacks runs in its default queue")
+    p.add_argument("--compare", nargs=2, metavar=("A.yaml", "B.yaml"),
+                   help="run two workloads (or one, twice, with --config-a/--config-b) and "
+                   "print them side by side: queue wait and completion per queue, "
+                   "utilisation, fairness, usage, the apps that gain or lose most")
+    p.add_argument("--config-a", metavar="SERVER_CONFIG",
+                   help="with --compare: run A under this server config (wins over --config)")
+    p.add_argument("--config-b", metavar="SERVER_CONFIG",
+                   help="with --compare: run B under this server config (wins over --config)")
     p.add_argument("--json", metavar="OUT", help="write the result JSON here ('-' for stdout)")
     p.add_argument("--plot", metavar="OUT.png", help="draw executors, states and queues over time")
     p.add_argument("--admission", choices=[m.value for m in Admission],
@@ -51,15 +72,51 @@ def _writable(path: str, what: str) -> Path:
     return p
 
 
+def _check(args: argparse.Namespace) -> None:
+    if args.compare is None:
+        if args.workload is None:
+            raise UserError("simulate: give a WORKLOAD.yaml, or --compare A.yaml B.yaml")
+        for flag, value in (("--config-a", args.config_a), ("--config-b", args.config_b)):
+            if value is not None:
+                raise UserError(f"{flag}: only with --compare (one run: --config)")
+    elif args.workload is not None:
+        raise UserError(f"simulate: {args.workload}: --compare takes both workloads itself "
+                        "(--compare A.yaml B.yaml)")
+
+
+def _load(path: str, config: str | None, admission: str | None) -> Replayed:
+    replayed = load(path, config)
+    if admission is None:
+        return replayed
+    return replace(replayed, workload=with_admission(replayed.workload, Admission(admission)))
+
+
+def _run(replayed: Replayed, config: str | None) -> SimResult:
+    with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gc_pacer``)
+        result = simulate(replayed.workload)
+    for line in moved_lines(replayed.moved, config):
+        print(line, file=sys.stderr)
+    return result
+
+
+def moved_lines(moved: tuple[str, ...], config: str | None) -> list[str]:
+    if not moved:
+        return []
+    shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+    return [f"{config}: {len(moved)} app(s) name a queue it lacks and run in its default "
+            f"queue: {shown}"]
+
+
 def run(args: argparse.Namespace) -> int:
+    _check(args)
     # Check where results go before a long run, not after.
     json_out = None if args.json in (None, "-") else _writable(args.json, "--json")
     plot_out = None if args.plot is None else _writable(args.plot, "--plot")
-    workload = load_workload(args.workload)
-    if args.admission is not None:
-        workload = with_admission(workload, Admission(args.admission))
-    with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gc_pacer``)
-        result = simulate(workload)
+    if args.compare is not None:
+        from .compare_text import run_compare
+
+        return run_compare(args, json_out, plot_out)
+    result = _run(_load(args.workload, args.config, args.admission), args.config)
     if args.json is not None:
         text = json.dumps(result.to_json(), indent=2) + "\n"
         if json_out is None:

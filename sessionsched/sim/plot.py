@@ -47,16 +47,21 @@ def _on_grid(series: Series, grid: list[float]) -> list:
     return [series.at(t) or 0 for t in grid]
 
 
-def plot(result: SimResult, out: str | Path, title: str = "") -> None:
+def _end(result: SimResult) -> float:
     tl = result.timeline
-    names = [a.name for a in result.apps]
     changes = {t for s in tl.executor_cores.values() for t in s.times}
     changes.update(tl.driver_cores.times)
-    end = max(result.end_s, max(changes, default=0.0), 1.0)
-    times = sorted(changes | {end})
-    cmap = plt.get_cmap("tab20")
-    colors = {n: cmap(i % 20) for i, n in enumerate(names)}
+    return max(result.end_s, max(changes, default=0.0), 1.0)
 
+
+def _heading(result: SimResult, title: str) -> str:
+    s = result.summary
+    return (f"{title or 'simulation'}: {s['completed']} finished, {s['stuck']} stuck, "
+            f"makespan {s['makespan']:g}s")
+
+
+def plot(result: SimResult, out: str | Path, title: str = "") -> None:
+    names = [a.name for a in result.apps]
     fig, (ax_ex, ax_st, ax_q) = plt.subplots(
         3,
         1,
@@ -64,6 +69,42 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
         figsize=(11, 8.5),
         gridspec_kw={"height_ratios": [3, max(1.2, 0.28 * len(names)), 1.4]},
     )
+    _draw(result, (ax_ex, ax_st, ax_q), _end(result), legends=True)
+    fig.suptitle(_heading(result, title), fontsize=11)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def plot_pair(a: SimResult, b: SimResult, out: str | Path, titles: tuple[str, str]) -> None:
+    """Two runs side by side (``simulate --compare``) on one time scale; B's legends only
+    (the same apps, in the same colours, when both runs hold the same apps)."""
+    rows = max(len(a.apps), len(b.apps))
+    fig, axes = plt.subplots(
+        3,
+        2,
+        sharex=True,
+        figsize=(18, 8.5),
+        gridspec_kw={"height_ratios": [3, max(1.2, 0.28 * rows), 1.4]},
+    )
+    end = max(_end(a), _end(b))
+    for col, (result, title) in enumerate(zip((a, b), titles, strict=True)):
+        _draw(result, tuple(axes[:, col]), end, legends=col == 1)
+        axes[0, col].set_title(_heading(result, title), fontsize=11)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def _draw(result: SimResult, axes: tuple, end: float, legends: bool) -> None:
+    ax_ex, ax_st, ax_q = axes
+    tl = result.timeline
+    names = [a.name for a in result.apps]
+    changes = {t for s in tl.executor_cores.values() for t in s.times}
+    changes.update(tl.driver_cores.times)
+    times = sorted({t for t in changes if t <= end} | {end})
+    cmap = plt.get_cmap("tab20")
+    colors = {n: cmap(i % 20) for i, n in enumerate(names)}
 
     bottom = _on_grid(tl.driver_cores, times)
     if any(bottom):
@@ -100,7 +141,8 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
     if len(names) > MAX_LEGEND_APPS:
         keep = [i for i, label in enumerate(labels) if label not in colors]
         handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
-    ax_ex.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    if legends:
+        ax_ex.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
 
     seen = set()
     for row, n in enumerate(names):
@@ -111,16 +153,17 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
     ax_st.set_yticks(range(len(names)), names, fontsize=8)
     ax_st.set_ylim(len(names) - 0.5, -0.5)
     ax_st.set_ylabel("state")
-    ax_st.legend(
-        handles=[
-            Patch(color=c, label=s)
-            for s, c in STATE_COLORS.items()
-            if s not in ("FAILED", "KILLED") or s in seen
-        ],
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        fontsize=8,
-    )
+    if legends:
+        ax_st.legend(
+            handles=[
+                Patch(color=c, label=s)
+                for s, c in STATE_COLORS.items()
+                if s not in ("FAILED", "KILLED") or s in seen
+            ],
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize=8,
+        )
 
     for q, series in tl.pending.items():
         ax_q.step(series.times + [end], series.values + series.values[-1:], where="post", label=q)
@@ -129,15 +172,6 @@ def plot(result: SimResult, out: str | Path, title: str = "") -> None:
     most = max((s.max() for s in tl.pending.values()), default=0)
     ax_q.set_ylim(0, max(most, 1) * 1.15)
     ax_q.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax_q.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    if legends:
+        ax_q.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax_q.set_xlim(0, end)
-
-    s = result.summary
-    heading = title or "simulation"
-    fig.suptitle(
-        f"{heading}: {s['completed']} finished, {s['stuck']} stuck, makespan {s['makespan']:g}s",
-        fontsize=11,
-    )
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)

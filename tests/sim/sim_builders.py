@@ -45,3 +45,22 @@ def workload(
     *apps: dict[str, Any], cluster: dict | None = None, queues: list | None = None
 ) -> Workload:
     return to_workload(WorkloadConfig.model_validate(data(*apps, cluster=cluster, queues=queues)))
+
+
+# A small app submitted 10 s behind a big one in one queue, on 8 cores: ``fifo`` makes it wait
+# for all of the big one, ``fairshare`` runs it at once (tests/sim/test_sim_compare.py).
+BIG_AND_SMALL = {
+    "cluster": QUICK_CLUSTER,  # 8 cores
+    "queues": [{"name": "root", "queues": [{"name": "default"}, {"name": "etl"}]}],
+    "apps": [
+        {"name": "big", "submit": 0, "queue": "etl", "priority": 5000,
+         "executor": {"cores": 2, "memory": "2g"}, "stages": [{"tasks": 64, "task_s": 10}]},
+        {"name": "small", "submit": 10, "queue": "etl",
+         "executor": {"cores": 2, "memory": "2g"}, "stages": [{"tasks": 4, "task_s": 10}]},
+    ],
+}
+
+
+def one_queue(policy: str, **more: Any) -> dict:
+    return {"queues": [{"name": "root", "queues": [{"name": "default", "policy": policy}]}],
+            **more}

@@ -1,0 +1,231 @@
+"""How close the simulator comes to a real day it is given the event logs of.
+
+    python benchmarks/eventlog_fidelity.py [--cores 4] [--ports 47000-47999] [--out FILE.json]
+
+Not a test. Real parts only, all on 127.0.0.1: a local standalone cluster from pyspark's Spark
+(1 worker of ``--cores`` cores; the tasks sleep, so it may advertise more cores than the
+machine has), ``sessionsched serve`` on it (two ``fairshare`` queues, 3 driver slots), and
+``APPS``: nine small PySpark apps (examples/apps/sleep_tasks.py, 1-core executors, dynamic
+allocation) of different sizes and priorities in both queues, one a burst of four submitted
+at once, each writing a zstd event log. Then ``sessionsched workload from-eventlogs`` builds
+the workload from those logs with the same server config and the cluster's shape, each app's
+``submit`` set to its real submission (a log holds none: ``from-eventlogs`` puts its start
+there), and ``sessionsched simulate --config`` runs it under that config.
+
+Printed per app, in seconds from the first submission: real and simulated launch (the
+scheduler's ``started_at``: its driver launched), first executor and end, and
+``|simulated - real|``; per figure the median and the worst; and the makespan (the last
+end) and its error. Twice: as built (the workload's ``driver_start_s``, 5 s unless set), and
+with ``driver_start_s`` set to the median of each app's launch -> its application's start in
+its log (a JVM and SparkContext start that a log cannot tell and a loaded machine makes long).
+Everything started here is stopped by PID, also on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parent.parent
+APP = ROOT / "examples" / "apps" / "sleep_tasks.py"
+sys.path.insert(0, str(HERE.parent))
+
+from real_cluster import free_ports, master_port, wait_for  # noqa: E402
+
+APP_CONF = {
+    "spark.executor.cores": "1", "spark.executor.memory": "512m", "spark.driver.memory": "512m",
+    "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
+    "spark.dynamicAllocation.enabled": "true",
+    "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+    "spark.dynamicAllocation.executorIdleTimeout": "5s",
+    "spark.eventLog.enabled": "true", "spark.eventLog.compress": "true",
+    "spark.eventLog.compression.codec": "zstd", "spark.eventLog.rolling.enabled": "false",
+}
+# (seconds after the first submission, name, queue, priority, stages, maxExecutors or None)
+APPS = (
+    (0, "etl-big", "root.etl", 5000, "24x3", None),
+    (0, "etl-mid", "root.etl", 3000, "12x2", 3),
+    (8, "adhoc-query", "root.adhoc", 8000, "4x1", 2),
+    *((20, f"burst-{i}", "root.adhoc", 5000, "2x1", 1) for i in range(1, 5)),
+    (26, "etl-late", "root.etl", 2000, "8x2", 2),
+    (30, "adhoc-report", "root.adhoc", 6000, "6x2", 2),
+)
+FIGURES = ("launched", "first_executor", "finished")
+
+
+def server_config(cluster, api_port: int, work: Path) -> dict:
+    return {
+        "server": {"port": api_port, "cycle_ms": 200, "state_dir": str(work / "state")},
+        "cluster": {"backend": "standalone", "master": cluster.master_url,
+                    "master_ui": cluster.master_ui, "driver_slots": 3},
+        "defaults": {"queue": "root.etl"},
+        "queues": [{"name": "root", "queues": [
+            {"name": "etl", "policy": "fairshare"},
+            {"name": "adhoc", "policy": "fairshare", "weight": 2},
+        ]}],
+    }
+
+
+def run_real(cores: int, ports: tuple[int, int], work: Path, logs: Path) -> tuple[dict, dict]:
+    """Runs ``APPS`` through the scheduler; (the server config, name -> real times)."""
+    from sessionsched.backends.local import LocalCluster
+    from sessionsched.client import SchedulerClient, Submission
+    from sessionsched.commands._serverproc import ServerProcess
+
+    first, last = ports
+    port = master_port(first, last)
+    ui, worker_rpc, worker_ui, api_port = free_ports(port + 2, last, 4)
+    cluster = LocalCluster(work / "cluster", workers=1, cores=cores, memory="8g", port=port,
+                           rest_port=port + 1, ui_port=ui, start_timeout_s=180,
+                           worker_ports=(worker_rpc, worker_ui))
+    cluster.start()
+    server = api = None
+    try:
+        config = server_config(cluster, api_port, work)
+        server = ServerProcess.start(config, work / "server")
+        api = SchedulerClient(server.url)
+        ids: dict[str, str] = {}
+        t0 = time.monotonic()
+        for at, name, queue, priority, stages, max_executors in APPS:
+            time.sleep(max(0.0, t0 + at - time.monotonic()))
+            conf = {**APP_CONF, "spark.eventLog.dir": logs.as_uri(),
+                    "spark.sessionsched.queue": queue, "spark.ego.priority": str(priority)}
+            if max_executors:
+                conf["spark.dynamicAllocation.maxExecutors"] = str(max_executors)
+            argv = ["--name", name, *[a for k, v in conf.items() for a in ("--conf", f"{k}={v}")],
+                    str(APP), "--stages", stages]
+            ids[name] = api.submit(Submission(tuple(argv), str(APP.parent))).id
+            print(f"  {time.monotonic() - t0:5.1f}s submitted {name}", file=sys.stderr)
+
+        def all_ended():
+            apps = {n: api.app(i) for n, i in ids.items()}
+            return apps if all(a.state.terminal for a in apps.values()) else None
+
+        apps = wait_for(all_ended, 1800, "every app to end", interval_s=1.0)
+        bad = [n for n, a in apps.items() if a.state.value != "FINISHED"]
+        if bad:
+            raise RuntimeError(f"not FINISHED: {bad} (server log: {server.log_path})")
+        start = min(a.submitted_at for a in apps.values())
+        real = {n: {"t0_epoch": start.timestamp(),
+                    "submitted": (a.submitted_at - start).total_seconds(),
+                    "launched": (a.started_at - start).total_seconds(),
+                    "first_executor": (a.first_executor_at - start).total_seconds()
+                    if a.first_executor_at else None,
+                    "finished": (a.finished_at - start).total_seconds()}
+                for n, a in apps.items()}
+        return config, real
+    finally:
+        if api is not None:
+            for app in api.apps():
+                if not app.state.terminal:
+                    api.kill(app.id)
+            api.close()
+        if server is not None:
+            server.stop()
+        cluster.stop()
+
+
+def driver_start_gaps(real: dict, logs: Path) -> list[float]:
+    """Per app, seconds from its launch to its application's start in its log: what a
+    simulated driver start stands for, and a log cannot tell."""
+    from sessionsched.eventlog.build import read_apps
+
+    apps, _ = read_apps([logs])
+    return [facts.start_ms / 1000 - (real[facts.name]["t0_epoch"] + real[facts.name]["launched"])
+            for _, facts in apps if facts.name in real]
+
+
+def simulated(config: dict, real: dict, cores: int, work: Path, logs: Path,
+              driver_start_s: float | None = None) -> dict:
+    """The workload from the logs, each submit the real one, simulated under ``config``
+    (with ``cluster.driver_start_s`` when given)."""
+    from sessionsched.cli import main
+    from sessionsched.sim import simulate
+    from sessionsched.sim.replay import replay
+
+    config_path, day = work / "server.yaml", work / "day.yaml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    if main(["workload", "from-eventlogs", str(logs), "-o", str(day), "--config",
+             str(config_path), "--cluster", f"workers=1,cores={cores},memory=8g"]) != 0:
+        raise RuntimeError("no workload from the logs")
+    data = yaml.safe_load(day.read_text())
+    for app in data["apps"]:
+        app["submit"] = round(real[app["name"]]["submitted"], 3)
+    if driver_start_s is not None:
+        data["cluster"]["driver_start_s"] = round(driver_start_s, 3)
+    day.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = simulate(replay(day, config_path).workload)
+    return {a.name: {"submitted": a.submitted, "launched": a.admitted,
+                     "first_executor": a.first_executor, "finished": a.finished}
+            for a in result.apps}
+
+
+def report(real: dict, sim: dict) -> dict:
+    def f(x):
+        return "-" if x is None else f"{x:7.1f}"
+
+    print(f"{'app':14} " + " ".join(f"{k:>29}" for k in FIGURES))
+    print(f"{'':14} " + " ".join(f"{'real':>9}{'sim':>9}{'|err|':>11}" for _ in FIGURES))
+    errors: dict[str, list[float]] = {k: [] for k in FIGURES}
+    for name, r in real.items():
+        s = sim[name]
+        r = {k: v for k, v in r.items() if k != "t0_epoch"}
+        cells = []
+        for k in FIGURES:
+            err = None if r[k] is None or s[k] is None else abs(s[k] - r[k])
+            if err is not None:
+                errors[k].append(err)
+            cells.append(f"  {f(r[k])}  {f(s[k])}    {f(err)}")
+        print(f"{name:14} " + " ".join(cells))
+    out = {}
+    for k, errs in errors.items():
+        out[k] = {"median": round(statistics.median(errs), 2), "worst": round(max(errs), 2)}
+        print(f"{k}: |error| median {out[k]['median']:g} s, worst {out[k]['worst']:g} s")
+    real_end = max(r["finished"] for r in real.values())
+    sim_end = max(s["finished"] for s in sim.values() if s["finished"] is not None)
+    out["makespan"] = {"real": round(real_end, 2), "sim": round(sim_end, 2),
+                       "error": round(sim_end - real_end, 2)}
+    print(f"makespan: real {real_end:.1f} s, simulated {sim_end:.1f} s, error "
+          f"{sim_end - real_end:+.1f} s ({(sim_end - real_end) / real_end:+.0%})")
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cores", type=int, default=4)
+    p.add_argument("--ports", default="47000-47999")
+    p.add_argument("--out", help="write the figures as JSON here")
+    args = p.parse_args()
+    first, _, last = args.ports.partition("-")
+    with tempfile.TemporaryDirectory(prefix="eventlog-fidelity-") as tmp:
+        work = Path(tmp)
+        logs = work / "logs"
+        logs.mkdir()
+        print(f"work directory {work}", file=sys.stderr)
+        config, real = run_real(args.cores, (int(first), int(last)), work, logs)
+        print("\nas built (the workload's driver_start_s: the default 5 s)")
+        sim = simulated(config, real, args.cores, work, logs)
+        figures = report(real, sim)
+        gaps = driver_start_gaps(real, logs)
+        gap = statistics.median(gaps)
+        print(f"\ndriver_start_s {gap:.1f} s: the median launch -> application start of the "
+              f"logs (min {min(gaps):.1f}, max {max(gaps):.1f})")
+        calibrated = simulated(config, real, args.cores, work, logs, driver_start_s=gap)
+        figures_calibrated = report(real, calibrated)
+    if args.out:
+        Path(args.out).write_text(json.dumps(
+            {"real": real, "sim": sim, "figures": figures, "driver_start_gaps": gaps,
+             "sim_calibrated": calibrated, "figures_calibrated": figures_calibrated},
+            indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""``sessionsched simulate --config`` and ``--compare``: a workload under another server
+config, two runs side by side (table, JSON, plot), and one line, exit 2, for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from sessionsched.cli import main
+from tests.sim.sim_builders import BIG_AND_SMALL, one_queue
+
+
+@pytest.fixture
+def paths(tmp_path):
+    out = {"tmp": str(tmp_path)}
+    for name, content in (("w", BIG_AND_SMALL), ("fifo", one_queue("fifo")),
+                          ("fair", one_queue("fairshare")),
+                          ("tiny", {"cluster": {"backend": "memory", "cores": 1}}),
+                          ("bad", {"queues": [{"name": "root", "policy": "fairness"}]})):
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(yaml.safe_dump(content))
+        out[name] = str(p)
+    return out
+
+
+def test_config_runs_the_workload_under_its_queues(paths, capsys):
+    assert main(["simulate", paths["w"], "--config", paths["fifo"], "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert {a["queue"] for a in result["apps"]} == {"root.default"}
+    assert captured.err == (f"{paths['fifo']}: 2 app(s) name a queue it lacks and run in its "
+                            "default queue: big, small\n")
+
+
+def test_compare_prints_both_side_by_side(paths, capsys):
+    assert main(["simulate", "--compare", paths["w"], paths["w"], "--config-a", paths["fifo"],
+                 "--config-b", paths["fair"]]) == 0
+    out = capsys.readouterr().out
+    assert "A: w.yaml under fifo.yaml" in out and "B: w.yaml under fair.yaml" in out
+    for title in ("summary", "per queue", "usage", "apps that gain most in B",
+                  "apps that lose most in B"):
+        assert title in out
+    small = next(line for line in out.splitlines() if line.strip().startswith("small"))
+    assert small.split() == ["small", "84", "14", "-70"]
+
+
+def test_compare_json_and_plot(paths, tmp_path):
+    out, png = tmp_path / "c.json", tmp_path / "c.png"
+    assert main(["simulate", "--compare", paths["w"], paths["w"], "--config", paths["fifo"],
+                 "--config-b", paths["fair"], "--json", str(out), "--plot", str(png)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc) == {"a", "b", "compare"}
+    assert doc["a"]["label"] == "w.yaml under fifo.yaml"
+    assert doc["b"]["label"] == "w.yaml under fair.yaml"
+    assert set(doc["a"]) == {"label", "apps", "summary", "engine"}
+    assert set(doc["compare"]) == {"summary", "queues", "usage", "gains", "losses"}
+    assert doc["compare"]["gains"][0]["name"] == "small"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_two_workloads_without_configs(paths, capsys):
+    assert main(["simulate", "--compare", paths["w"], paths["w"], "--admission", "reserve",
+                 "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["compare"]["gains"] == doc["compare"]["losses"] == []
+    assert doc["a"]["summary"] == doc["b"]["summary"]
+
+
+# name: (arguments, the one line's text); {w}, {fifo}... are the fixture's files
+BAD = {
+    "no workload": (["simulate"], "give a WORKLOAD.yaml, or --compare A.yaml B.yaml"),
+    "a workload and --compare": (["simulate", "{w}", "--compare", "{w}", "{w}"],
+                                 "--compare takes both workloads itself"),
+    "--config-a without --compare": (["simulate", "{w}", "--config-a", "{fifo}"],
+                                     "--config-a: only with --compare"),
+    "--config-b without --compare": (["simulate", "{w}", "--config-b", "{fifo}"],
+                                     "--config-b: only with --compare"),
+    "a config that is not there": (["simulate", "{w}", "--config", "{tmp}/none.yaml"],
+                                   "none.yaml: cannot read"),
+    "a bad config": (["simulate", "{w}", "--config", "{bad}"], "is not one of"),
+    "a bad config on one side": (["simulate", "--compare", "{w}", "{w}", "--config-b", "{bad}"],
+                                 "is not one of"),
+    "a workload that is not there": (["simulate", "--compare", "{w}", "{tmp}/none.yaml"],
+                                     "none.yaml: cannot read"),
+    "a cluster the apps never fit": (["simulate", "{w}", "--config", "{tiny}"],
+                                     "under {tiny}: apps[0]: never fits"),
+    "--json into a missing directory": (["simulate", "--compare", "{w}", "{w}", "--json",
+                                         "{tmp}/no/c.json"], "does not exist"),
+}
+
+
+@pytest.mark.parametrize("argv,message", BAD.values(), ids=BAD.keys())
+def test_bad_input_is_one_line_exit_2(paths, capsys, argv, message):
+    assert main([a.format(**paths) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert message.format(**paths) in err
