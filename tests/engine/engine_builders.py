@@ -84,8 +84,9 @@ class app:  # noqa: N801 - reads as a noun in tables: app("a").priority(10)
         return self._set(driver=Resources(self._spec.driver.cores, mem_mib),
                          driver_overhead_mib=overhead_mib)
 
-    def executor(self, cores: int, mem_mib: int = 1024) -> app:
-        return self._set(executor=Resources(cores, mem_mib))
+    def executor(self, cores: int, mem_mib: int = 1024, custom: tuple = ()) -> app:
+        """``custom``: (name, amount) pairs such as (("gpu", 1),)."""
+        return self._set(executor=Resources(cores, mem_mib, custom))
 
     def min(self, n: int) -> app:
         return self._set(min_executors=n)
