@@ -22,7 +22,9 @@ Decisions the format leaves open:
 - ``cores`` and ``memory`` are the whole cluster's, split evenly among ``workers`` equal
   workers (as the server's memory backend): a driver or an executor runs on one of them, the
   one its queue's ``node_sort`` chooses (``fair``: the freest; ``binpacking``: the fullest
-  that fits; docs/design/placement.md).
+  that fits; docs/design/placement.md). Or ``worker_groups: [{count, cores, memory,
+  resources: {gpu: 4}}]``, each group's sizes per worker: workers not all alike, some with
+  custom resources (docs/operator/resources.md).
 - A workload that could never run is refused, not simulated: an app the server would refuse
   at submission (``engine.placement.never_fits``: an executor or an in-cluster driver larger
   than any worker, first executors more than the workers hold or above a queue's
@@ -38,7 +40,9 @@ Decisions the format leaves open:
   gang's are read as at submission (``gang_properties.gang_from_conf``:
   ``spark.sessionsched.gang.*`` and YuniKorn's
   ``spark.kubernetes.driver.annotation.yunikorn.apache.org/*`` annotations), and a
-  malformed one refuses the workload with the gateway's own line. The properties the app's
+  malformed one refuses the workload with the gateway's own line; so are custom resources
+  (``spark.{driver,executor,task}.resource.{name}.amount``, ``spark.resource_props``). The
+  properties the app's
   own keys set (``spark.driver.cores``, ``spark.executor.memory``, ``min_executors`` ...) are
   refused in ``conf``, so no size has two sources; the rest ride on the launch unread.
 - Bursts of identical apps: YAML anchors and merge keys (``<<: *app``). Top-level keys that
@@ -58,8 +62,11 @@ from ..backends.memory.job import Stage
 from ..config import (
     DEFAULT_QUEUES,
     QueueConfig,
+    WorkerGroup,
     build_queue_tree,
+    group_sizes,
     load_yaml,
+    no_equal_workers_beside,
     parse_model,
     resolve_queue,
 )
@@ -76,6 +83,7 @@ from ..model import (
     parse_priority,
 )
 from ..spark.gang_properties import gang_from_conf
+from ..spark.resource_props import resource_ask
 
 MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 # What the app's own keys set: in ``conf`` they would be a second, conflicting source.
@@ -111,6 +119,9 @@ class ClusterConfig(_Strict):
     cores: int = Field(64, ge=1)
     memory: MiB = parse_mem_mib("256g")
     workers: int = Field(1, ge=1)
+    # Workers not all alike instead (each group's cores and memory are per worker):
+    # [{count, cores, memory, resources: {gpu: 4}}].
+    worker_groups: list[WorkerGroup] | None = Field(None, min_length=1)
     driver_slots: int = Field(8, ge=0)
     driver_start_s: float = Field(5.0, ge=0)
     executor_start_s: float = Field(3.0, ge=0)
@@ -119,6 +130,11 @@ class ClusterConfig(_Strict):
     )  # spark.dynamicAllocation.executorIdleTimeout
     cycle_s: float = Field(1.0, gt=0)
     max_time_s: float = Field(86400.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ClusterConfig:
+        no_equal_workers_beside(self.worker_groups, self.model_fields_set)
+        return self
 
 
 class DriverConfig(_Strict):
@@ -233,6 +249,7 @@ def _first_problem(w: WorkloadConfig) -> str | None:
                 return f"{where}.conf: {key}: set it as the app's {OWN_KEYS[key]}"
         try:
             gang_from_conf(app.conf)
+            resource_ask(app.conf)
         except ValueError as e:
             return f"{where}.conf: {e}"
         spec = _sim_app(app, i, root).spec
@@ -242,9 +259,15 @@ def _first_problem(w: WorkloadConfig) -> str | None:
     return None
 
 
+def _sizes(c: ClusterConfig) -> tuple[Resources, ...]:
+    """Every worker's size: the groups' or ``workers`` equal shares of the cluster's."""
+    if c.worker_groups:
+        return group_sizes(c.worker_groups)
+    return (Resources(c.cores // c.workers, c.memory // c.workers),) * c.workers
+
+
 def _workers(c: ClusterConfig) -> tuple[Worker, ...]:
-    size = Resources(c.cores // c.workers, c.memory // c.workers)
-    return tuple(Worker(f"worker-{i + 1}", size, size) for i in range(c.workers))
+    return tuple(Worker(f"worker-{i + 1}", s, s) for i, s in enumerate(_sizes(c)))
 
 
 # --- typed workload: what the simulator reads -------------------------------------------------
@@ -282,6 +305,7 @@ class Cluster:
     cycle_s: float
     max_time_s: float
     workers: int = 1  # equal workers sharing ``capacity``
+    sizes: tuple[Resources, ...] = ()  # or these workers (``worker_groups``)
 
 
 @dataclass(frozen=True)
@@ -293,8 +317,14 @@ class Workload:
 
 def to_workload(cfg: WorkloadConfig) -> Workload:
     c = cfg.cluster
+    sizes = group_sizes(c.worker_groups) if c.worker_groups else ()
+    capacity = Resources(c.cores, c.memory)
+    if sizes:
+        capacity = Resources()
+        for s in sizes:
+            capacity = capacity + s
     cluster = Cluster(
-        capacity=Resources(c.cores, c.memory),
+        capacity=capacity,
         driver_slots=c.driver_slots,
         driver_start_s=c.driver_start_s,
         executor_start_s=c.executor_start_s,
@@ -302,6 +332,7 @@ def to_workload(cfg: WorkloadConfig) -> Workload:
         cycle_s=c.cycle_s,
         max_time_s=c.max_time_s,
         workers=c.workers,
+        sizes=sizes,
     )
     root = build_queue_tree(cfg.queues)
     order = sorted(range(len(cfg.apps)), key=lambda i: (cfg.apps[i].submit, i))
@@ -311,6 +342,7 @@ def to_workload(cfg: WorkloadConfig) -> Workload:
 
 
 def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
+    ask = resource_ask(a.conf)  # checked with the rest (``_first_problem``)
     spec = AppSpec(
         app_id=a.name,
         queue=resolve_queue(root, _queue_name(a, root)).name,
@@ -319,9 +351,9 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
         priority=a.priority,
         name=a.name,
         user=a.user,
-        driver=Resources(a.driver.cores, a.driver.memory),
+        driver=Resources(a.driver.cores, a.driver.memory, ask.driver),
         driver_in_cluster=a.driver.in_cluster,
-        executor=Resources(a.executor.cores, a.executor.memory),
+        executor=Resources(a.executor.cores, a.executor.memory, ask.executor),
         min_executors=a.min_executors,
         max_executors=a.max_executors,
         slots_max=a.slots_max,
