@@ -175,6 +175,12 @@ class Resources:
         return (self.cores <= other.cores and self.mem_mib <= other.mem_mib
                 and (not self.custom or covers(self.custom, other.custom)))
 
+    def fits_in_sum(self, other: Resources) -> bool:
+        """Cores and memory only: for the cluster's sums (free, uncommitted), which the engine
+        keeps in cores and memory; custom resources are judged per worker
+        (``engine.placement``), where they are."""
+        return self.cores <= other.cores and self.mem_mib <= other.mem_mib
+
     def __repr__(self) -> str:  # custom only when there is any: most have none
         more = f", custom={self.custom!r}" if self.custom else ""
         return f"Resources(cores={self.cores!r}, mem_mib={self.mem_mib!r}{more})"

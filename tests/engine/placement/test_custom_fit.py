@@ -20,7 +20,7 @@ from sessionsched.engine.placement.free_now import Rooms
 from sessionsched.engine.placement.sorting import pick
 from sessionsched.engine.tree import QueueTree
 from sessionsched.model import NodeSort, Resources, Worker
-from tests.engine.engine_builders import Run, app, leaf, one_queue, set_targets, tree
+from tests.engine.engine_builders import Run, app, launched, leaf, one_queue, set_targets, tree
 
 GB = 1024
 
@@ -161,3 +161,22 @@ def test_claims_are_cut_to_the_gpus_the_workers_have():
     run.submit(app("a").executor(1, GB, gpu(1)))
     out = run.step(DemandChanged("a", 10))
     assert set_targets(out)["a"][0] == 4
+
+
+@pytest.mark.parametrize("mode", ["none", "stateaware", "demand", "reserve"])
+def test_gpu_drivers_in_the_cluster_are_admitted_where_the_gpus_are(mode):
+    # 2 GPU workers of 4 cores/2 gpus and a plain one: three drivers of 1 core and 1 gpu each
+    # (no executors): two GPU workers hold four such drivers, so all three start
+    run = Run(one_queue(admission=mode, starting_limit=3), cores=16)
+    ws = tuple(Worker(f"w{i}", s, s) for i, s in enumerate((size(4, 2), size(4, 2), size(8))))
+    run.step(CapacityChanged.of_workers(ws, 4))
+    out = run.submit(*(app(f"d{i}").in_cluster(1, GB, gpu(1)).max(0) for i in range(3)))
+    assert launched(out) == ["d0", "d1", "d2"], run.sched.held
+
+
+def test_no_more_gpu_drivers_start_than_the_workers_have_gpus():
+    run = Run(one_queue(admission="none"), cores=16)
+    ws = tuple(Worker(f"w{i}", s, s) for i, s in enumerate((size(4, 2), size(4, 2), size(8))))
+    run.step(CapacityChanged.of_workers(ws, 4))
+    out = run.submit(*(app(f"d{i}").in_cluster(1, GB, gpu(1)).max(0) for i in range(5)))
+    assert launched(out) == ["d0", "d1", "d2", "d3"]  # 4 gpus: the fifth waits for one
