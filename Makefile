@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 CHROMIUM := /usr/bin/chromium
 SUDO := $$( [ "$$(id -u)" = 0 ] || echo sudo )
 
-.PHONY: install demo test test-fast test-setup lint bench postgresql airflow-venv docker-daemon jvm-archive
+.PHONY: install demo test test-fast test-setup lint bench postgresql airflow-venv docker-daemon jvm-archive \
+	vendor-dashboard
 
 # The project with pip (pyspark is a source package: pip keeps the wheel it builds and reuses
 # it; uv rebuilt it on every install here, a new 0.5-1.3 GB copy in its cache each time). The
@@ -126,3 +127,16 @@ test-fast: lint $(CHROMIUM) postgresql /usr/bin/openssl
 
 bench: install
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+# The dashboard's charting library, uPlot (MIT), vendored: the scheduler serves it itself (its
+# pages may load nothing from elsewhere). Pinned by version and by the tarball's SHA-256; run
+# again to change the version, and commit the files it writes (vendor/README.md says which).
+UPLOT_VERSION := 1.6.32
+UPLOT_SHA256 := 4b8a8191e425658e3ea8c8c1314b0fc679c861ee3a1af2b20c7b16ba50b5133d
+DASHBOARD_VENDOR := sessionsched/doors/native/static/vendor
+vendor-dashboard:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent uplot@$(UPLOT_VERSION) >/dev/null && \
+	  echo "$(UPLOT_SHA256)  uplot-$(UPLOT_VERSION).tgz" | sha256sum -c --quiet && \
+	  tar xzf uplot-$(UPLOT_VERSION).tgz && cd $(CURDIR) && mkdir -p $(DASHBOARD_VENDOR) && \
+	  cp $$tmp/package/dist/uPlot.iife.min.js $$tmp/package/dist/uPlot.min.css $(DASHBOARD_VENDOR)/ && \
+	  cp $$tmp/package/LICENSE $(DASHBOARD_VENDOR)/uPlot.LICENSE && rm -rf $$tmp

@@ -22,7 +22,8 @@ import sys
 COMMANDS: dict[str, tuple[str, ...]] = {
     "demo": ("demo",), "serve": ("serve",), "submit": ("submit",),
     "client_cmds": ("status", "kill", "priority", "apps", "queues"), "inspect": ("why", "top"),
-    "cluster": ("cluster",), "simulate": ("simulate",), "token": ("token",),
+    "cluster": ("cluster",), "simulate": ("simulate",), "workload": ("workload",),
+    "token": ("token",),
     "audit": ("audit",), "usage": ("usage",),
 }
 

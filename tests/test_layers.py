@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("drivers",),
     ("backends",),
     ("sim",),
+    ("eventlog",),  # Spark event logs -> a simulator workload
     ("intake",),
     ("service",),
     ("operations",),

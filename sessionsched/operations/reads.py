@@ -84,6 +84,25 @@ class Reads:
             row["status"] = "standby"
         return row
 
+    def cluster_row(self) -> dict:
+        """The cluster as the engine last saw it: what it offers the scheduler's apps, each
+        worker the backend names with what was free at its last report (none when it names
+        none, or is out of reach), the scheduler's host as room for drivers, and the master's
+        web UI when the backend is a standalone master named in the config."""
+        view, cluster = self.service.view, self.service.config.cluster
+        # The watch's last report, not the engine's workers: those keep the free room of the
+        # report that last changed the workers' sizes.
+        workers = self.service.watch.workers
+        return {
+            "reachable": view.health.reachable, "cluster": view.health.describe(),
+            "cores": view.engine.capacity.cores, "memory_mib": view.engine.capacity.mem_mib,
+            "workers": [{"name": w.name, "cores": w.size.cores, "memory_mib": w.size.mem_mib,
+                         "free_cores": w.free.cores, "free_memory_mib": w.free.mem_mib}
+                        for w in workers],
+            "driver_host": view.host_row(),
+            "spark_ui": cluster.master_ui if cluster.backend == "standalone" else None,
+        }
+
     def cluster_health(self) -> str:
         return self.service.view.health.describe()
 

@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -29,8 +29,7 @@ from sessionsched.config import ServerConfig
 from sessionsched.doors.common.asgi import BodyLimit
 from sessionsched.doors.livy import auth as livy_auth
 from sessionsched.doors.livy import door as livy
-from sessionsched.doors.native import agent_api, api, upload_api
-from sessionsched.doors.native.dashboard import DASHBOARD_HTML
+from sessionsched.doors.native import agent_api, api, dashboard, upload_api
 from sessionsched.doors.native.views import unreadable, validation_detail
 from sessionsched.doors.spark_rest.rest import SparkDoor, SparkRest
 from sessionsched.doors.standby.front import Standby
@@ -181,9 +180,7 @@ def create_app(
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return JSONResponse({"detail": f"internal error: {type(err).__name__}: {err}"}, 500)
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def dashboard():
-        return DASHBOARD_HTML
+    app.include_router(dashboard.router)  # its pages and files (doors/native/dashboard.py)
 
     app.front = front(app)
     return app

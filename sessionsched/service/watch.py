@@ -14,7 +14,7 @@ import logging
 
 from sessionsched.backends.base import BackendError, ClusterBackend, Handle
 from sessionsched.engine.events import CapacityChanged, DriverExited, Event
-from sessionsched.model import Resources
+from sessionsched.model import Resources, Worker
 from sessionsched.service.reads import ClusterHealth
 
 log = logging.getLogger("sessionsched.service")
@@ -29,6 +29,10 @@ class ClusterWatch:
         self.health = ClusterHealth()
         self.adopt_retry: dict[str, Handle] = {}  # adopted while the backend could not check
         self._capacity_read_at = float("-inf")
+        # The workers of the last report, with what was free on each (none while out of
+        # reach): what the dashboard shows. Replaced whole, so a reader in another thread
+        # sees one report or the next, never half of one.
+        self.workers: tuple[Worker, ...] = ()
 
     def observe(self, now: float) -> list[Event]:
         """The backend's events (not yet reconciled with the agents'), capacity when due."""
@@ -45,8 +49,10 @@ class ClusterWatch:
                 return polled + self._unreachable(now, e)
             polled.append(CapacityChanged(cores_mem, slots, self.backend.workers()))
             self._capacity_read_at = now
-        cores = next((e.capacity.cores for e in reversed(polled)
-                      if isinstance(e, CapacityChanged)), self.health.cores)
+        last = next((e for e in reversed(polled) if isinstance(e, CapacityChanged)), None)
+        if last is not None:
+            self.workers = last.workers
+        cores = last.capacity.cores if last is not None else self.health.cores
         if self.health.reachable is not True or cores != self.health.cores:
             if self.health.reachable is False:
                 log.info("cluster reachable again")
@@ -59,6 +65,7 @@ class ClusterWatch:
         if not isinstance(error, BackendError):
             log.exception("cluster backend failed", exc_info=error)
         message = str(error) or type(error).__name__
+        self.workers = ()
         if self.health.reachable is False:
             if message != self.health.message:
                 self.health = ClusterHealth(False, message, self.health.since)

@@ -68,7 +68,7 @@ def launch_for(app: SimApp, node_sort: str = "fair") -> Launch:
         "spark.executor.memory": f"{spec.executor.mem_mib}m",
         "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.minExecutors": str(spec.min_executors),
-        WORK: ",".join(f"{s.tasks}x{s.task_s!r}" for s in app.stages) or "0",
+        WORK: ",".join(s.work() for s in app.stages) or "0",
         STARTUP: repr(app.startup_s),
     }
     if app.exit_code:

@@ -31,6 +31,13 @@ Decisions the format leaves open:
   ``max_cores``), ``min_executors`` above ``max_executors``, a priority update before the app
   is submitted, a submission after ``max_time_s``. An app that merely waits forever is a
   result (``stuck``).
+- Stages run one after another, in the order given. A stage read from an event log
+  (``sessionsched workload from-eventlogs``) also has its Spark stage ``id``, ``after``: the
+  ids of the earlier stages it waited for (Spark may have run independent stages side by side;
+  the simulator runs them in turn, which keeps every wait), and ``task_s_quantiles``: its task
+  times' evenly spaced quantiles, shortest to longest, from which the memory cluster draws
+  each task's time (``backends.memory.job.Stage.task_time``; ``task_s``, the mean, is then
+  only read by people).
 - ``stages: []`` is a driver that never asks for executors: it works ``startup_s`` in the
   driver alone and exits (as YuniKorn says of its StateAware timeout, "not all
   applications will request more than one allocation"); ``exit_code`` (default 0) is the
@@ -56,17 +63,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ..backends.memory.job import Stage
 from ..config import (
     DEFAULT_QUEUES,
     QueueConfig,
-    WorkerGroup,
     build_queue_tree,
     group_sizes,
     load_yaml,
-    no_equal_workers_beside,
     parse_model,
     resolve_queue,
 )
@@ -78,14 +83,13 @@ from ..model import (
     AppSpec,
     Queue,
     Resources,
-    Worker,
-    parse_mem_mib,
     parse_priority,
 )
 from ..spark.gang_properties import gang_from_conf
 from ..spark.resource_props import resource_ask
+from .cluster_config import ClusterConfig, MiB
+from .cluster_config import Strict as _Strict
 
-MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 # What the app's own keys set: in ``conf`` they would be a second, conflicting source.
 OWN_KEYS = {
     "spark.driver.cores": "driver.cores",
@@ -111,32 +115,6 @@ Conf = dict[str, Annotated[str, BeforeValidator(_conf_value)]]
 Priority = Annotated[int, BeforeValidator(parse_priority)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ClusterConfig(_Strict):
-    cores: int = Field(64, ge=1)
-    memory: MiB = parse_mem_mib("256g")
-    workers: int = Field(1, ge=1)
-    # Workers not all alike instead (each group's cores and memory are per worker):
-    # [{count, cores, memory, resources: {gpu: 4}}].
-    worker_groups: list[WorkerGroup] | None = Field(None, min_length=1)
-    driver_slots: int = Field(8, ge=0)
-    driver_start_s: float = Field(5.0, ge=0)
-    executor_start_s: float = Field(3.0, ge=0)
-    executor_idle_timeout_s: float = Field(
-        60.0, gt=0
-    )  # spark.dynamicAllocation.executorIdleTimeout
-    cycle_s: float = Field(1.0, gt=0)
-    max_time_s: float = Field(86400.0, gt=0)
-
-    @model_validator(mode="after")
-    def _one_way(self) -> ClusterConfig:
-        no_equal_workers_beside(self.worker_groups, self.model_fields_set)
-        return self
-
-
 class DriverConfig(_Strict):
     cores: int = Field(1, ge=0)
     memory: MiB = 1024
@@ -151,6 +129,19 @@ class ExecutorConfig(_Strict):
 class StageConfig(_Strict):
     tasks: int = Field(ge=1)
     task_s: float = Field(gt=0)
+    # A stage read from an event log (module doc): its Spark stage id, the ids of the stages
+    # it waited for, and its task times' evenly spaced quantiles, shortest to longest.
+    id: int | None = None
+    after: list[int] = Field(default_factory=list)
+    task_s_quantiles: list[float] | None = None
+
+    @field_validator("task_s_quantiles")
+    @classmethod
+    def _quantiles(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and (len(v) < 2 or not all(x > 0 for x in v)
+                              or any(b < a for a, b in zip(v, v[1:], strict=False))):
+            raise ValueError("expected at least 2 times above 0, shortest to longest")
+        return v
 
 
 class UpdateConfig(_Strict):
@@ -207,7 +198,7 @@ def _first_problem(w: WorkloadConfig) -> str | None:
     root = build_queue_tree(w.queues)
     seen: dict[str, int] = {}
     c = w.cluster
-    workers = Workers(_workers(c))
+    workers = Workers(c.worker_list())
     for i, app in enumerate(w.apps):
         where = f"apps[{i}]"
         if app.name in seen:
@@ -244,6 +235,9 @@ def _first_problem(w: WorkloadConfig) -> str | None:
                     f"{where}.updates[{j}].at: {up.at:g} is before the app is submitted "
                     f"(submit {app.submit:g})"
                 )
+        problem = _stage_problem(app.stages)
+        if problem:
+            return f"{where}.{problem}"
         for key in app.conf:
             if key in OWN_KEYS:
                 return f"{where}.conf: {key}: set it as the app's {OWN_KEYS[key]}"
@@ -259,15 +253,19 @@ def _first_problem(w: WorkloadConfig) -> str | None:
     return None
 
 
-def _sizes(c: ClusterConfig) -> tuple[Resources, ...]:
-    """Every worker's size: the groups' or ``workers`` equal shares of the cluster's."""
-    if c.worker_groups:
-        return group_sizes(c.worker_groups)
-    return (Resources(c.cores // c.workers, c.memory // c.workers),) * c.workers
-
-
-def _workers(c: ClusterConfig) -> tuple[Worker, ...]:
-    return tuple(Worker(f"worker-{i + 1}", s, s) for i, s in enumerate(_sizes(c)))
+def _stage_problem(stages: list[StageConfig]) -> str | None:
+    """Stages run in the order given, so a stage may wait only for earlier ones."""
+    ids: set[int] = set()
+    for j, s in enumerate(stages):
+        if s.id is not None and s.id in ids:
+            return f"stages[{j}].id: {s.id} is already an earlier stage's id"
+        late = [p for p in s.after if p not in ids]
+        if late:
+            return (f"stages[{j}].after: {late[0]} is not the id of an earlier stage "
+                    "(stages run in the order given)")
+        if s.id is not None:
+            ids.add(s.id)
+    return None
 
 
 # --- typed workload: what the simulator reads -------------------------------------------------
@@ -318,13 +316,8 @@ class Workload:
 def to_workload(cfg: WorkloadConfig) -> Workload:
     c = cfg.cluster
     sizes = group_sizes(c.worker_groups) if c.worker_groups else ()
-    capacity = Resources(c.cores, c.memory)
-    if sizes:
-        capacity = Resources()
-        for s in sizes:
-            capacity = capacity + s
     cluster = Cluster(
-        capacity=capacity,
+        capacity=c.capacity(),
         driver_slots=c.driver_slots,
         driver_start_s=c.driver_start_s,
         executor_start_s=c.executor_start_s,
@@ -362,7 +355,8 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
     return SimApp(
         spec=spec,
         startup_s=a.startup_s,
-        stages=tuple(Stage(s.tasks, s.task_s) for s in a.stages),
+        stages=tuple(Stage(s.tasks, s.task_s, tuple(s.task_s_quantiles or ()))
+                     for s in a.stages),
         updates=tuple(Update(u.at, u.priority) for u in a.updates),
         exit_code=a.exit_code,
         conf=dict(a.conf),

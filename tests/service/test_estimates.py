@@ -90,4 +90,4 @@ def test_an_elastic_app_that_waits_for_its_first_executors_gets_a_counter_offer(
         info = next(b for b in batches if b["submissionId"] == elastic)["appInfo"]
         assert (info["estimatedStart"], info["counterOffer"]) == (
             app["estimated_start"], offer["text"])
-        assert "counter_offer" in s.client.get("/").text  # the dashboard's column
+        assert "counter_offer" in s.client.get("/static/apps.js").text  # the dashboard's

@@ -267,6 +267,7 @@ class MemoryCluster:
         e = sa.executors.get(ev.executor_id)
         if e is None or e.tasks.pop(ev.task_id, None) is None:
             return  # the executor was killed and the task went back to pending
+        del e.began[ev.task_id]
         sa.running -= 1
         self.busy_cores -= 1
         sa.usage.tasks(now, -1)
@@ -320,10 +321,10 @@ class MemoryCluster:
         if sa.phase is Phase.DONE:
             return
         if sa.phase is Phase.RUNNING:
-            task_s = sa.task_s
             for eid in sa.placements():
-                task_id = next(self._task_ids)
+                task_id, task_s = next(self._task_ids), sa.next_task_s()
                 sa.executors[eid].tasks[task_id] = now + task_s
+                sa.executors[eid].began[task_id] = now
                 sa.pending -= 1
                 sa.running += 1
                 self.busy_cores += 1
@@ -354,8 +355,8 @@ class MemoryCluster:
 
     def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
         self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
-        # Each task's work so far is lost (it runs again): it ends at ``done``, began task_s before.
-        sa.usage.reclaimed(sum(now - (done - sa.task_s) for done in e.tasks.values()))
+        # Each task's work so far is lost (it runs again from the start).
+        sa.usage.reclaimed(sum(now - began for began in e.began.values()))
         self._kill(sa, e)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
@@ -365,6 +366,7 @@ class MemoryCluster:
         self.busy_cores -= lost
         sa.usage.tasks(self.now, -lost)
         e.tasks.clear()
+        e.began.clear()
         self._remove(sa, e)
 
     def _remove(self, sa: SparkApp, e: SimExecutor) -> None:

@@ -13,7 +13,9 @@ The work, by properties this backend alone reads (nothing runs: no file is opene
 * ``spark.sessionsched.memory.work``: ``S`` (seconds) runs one stage of as many tasks as an
   executor has cores, each S seconds -- the app asks for one executor, runs S seconds, exits;
   or ``NxS,NxS...``: stages of N tasks of S seconds, one after another (``sleep_tasks.py
-  --stages``); ``0``: no stage at all, the driver works ``startup`` seconds alone and exits
+  --stages``); a stage ``NxS~Q0/Q1/.../Qn`` draws its tasks' times from the evenly spaced
+  quantiles Q0 (the shortest) to Qn (the longest) instead (``Stage.task_time``); ``0``: no
+  stage at all, the driver works ``startup`` seconds alone and exits
   without asking for an executor. Default: the cluster's ``work_s``.
 * ``spark.sessionsched.memory.startup``: seconds the driver works before it asks for executors
   (pre-processing; the StateAware "starting" phase). Default 0.
@@ -48,10 +50,35 @@ LAUNCH_FAILURES = "spark.sessionsched.memory.launchFailures"
 DEFAULT_MEM_MIB = 1024
 
 
+GOLDEN = 0.6180339887498949  # spreads the k-th task's quantile evenly over [0, 1)
+
+
 @dataclass(frozen=True)
 class Stage:
+    """``tasks`` tasks of ``task_s`` seconds each; with ``quantiles`` (evenly spaced, shortest
+    to longest: a task-time distribution, as read from an event log) each task's time is
+    drawn from them instead."""
+
     tasks: int
     task_s: float
+    quantiles: tuple[float, ...] = ()
+
+    def task_time(self, k: int) -> float:
+        """The time of the stage's ``k``-th task started: at quantile ``(k + 1/2) * golden
+        ratio mod 1``, interpolated - deterministic, and any run of tasks spreads over the
+        whole distribution (long tasks are not all at the end)."""
+        q = self.quantiles
+        if len(q) < 2:
+            return self.task_s
+        pos = (((k + 0.5) * GOLDEN) % 1.0) * (len(q) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(q) - 1)
+        return q[lo] + (q[hi] - q[lo]) * (pos - lo)
+
+    def work(self) -> str:
+        """The stage as ``spark.sessionsched.memory.work`` writes it (module doc)."""
+        tail = "~" + "/".join(repr(x) for x in self.quantiles) if self.quantiles else ""
+        return f"{self.tasks}x{self.task_s!r}{tail}"
 
 
 @dataclass(frozen=True)
@@ -154,13 +181,16 @@ def _stages(props: Mapping[str, Prop], cores: int, default_work_s: float) -> tup
     stages = []
     for part in text.split(","):
         tasks, _, seconds = part.strip().partition("x")
+        seconds, _, spread = seconds.partition("~")
         try:
-            stage = Stage(int(tasks), float(seconds.removesuffix("s")))
+            stage = Stage(int(tasks), float(seconds.removesuffix("s")),
+                          tuple(float(q) for q in spread.split("/")) if spread else ())
         except ValueError:
             stage = Stage(0, 0.0)
-        if stage.tasks < 1 or not stage.task_s > 0:
+        if (stage.tasks < 1 or not stage.task_s > 0 or len(stage.quantiles) == 1
+                or not all(q > 0 for q in stage.quantiles)):
             raise ValueError(f"{WORK}={prop.value!r}: expected seconds, or stages like 8x2,4x1 "
-                             "(tasks x seconds, both above 0)")
+                             "(tasks x seconds, both above 0; 8x2~1/2/4: times from quantiles)")
         stages.append(stage)
     return tuple(stages)
 

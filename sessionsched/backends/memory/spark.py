@@ -9,7 +9,8 @@ Assumptions of the model (Spark standalone, dynamic allocation on, ``spark.task.
   -> DONE (the driver exits with the job's exit code, 0 by default, right after the last task;
   a job without stages is DONE when its pre-processing ends, having asked for no executor).
 - Stages run one after another; a stage's tasks are all pending when it starts. Each task takes
-  one core of an executor for ``task_s``. A task on a killed executor goes back to pending and
+  one core of an executor for ``task_s``, or, for a stage with task-time quantiles, for a time
+  drawn from them (``Stage.task_time``). A task on a killed executor goes back to pending and
   starts over (its work is lost).
 - Task placement: round-robin over the executors in the order they came up, one task per
   executor per round (Spark's ``resourceOffers`` spreads tasks the same way, minus its shuffle).
@@ -48,6 +49,7 @@ class SimExecutor:
     cores: int
     started_at: float
     tasks: dict[int, float] = field(default_factory=dict)  # task id -> done at
+    began: dict[int, float] = field(default_factory=dict)  # task id -> started at
     idle_since: float | None = None
     leaving: bool = False  # decommissioning: takes no new task, leaves when its tasks are done
 
@@ -80,6 +82,7 @@ class SparkApp:
     exit_code: int | None = None
     usage: AppUsage = field(default_factory=AppUsage)  # counted by the cluster as it happens
     _made: int = 0
+    _started: int = 0  # tasks the current stage started (again after a loss, too)
 
     @property
     def name(self) -> str:
@@ -128,11 +131,13 @@ class SparkApp:
         if self.stage >= len(self.job.stages):
             return False
         self.pending = self.job.stages[self.stage].tasks
+        self._started = 0
         return True
 
-    @property
-    def task_s(self) -> float:
-        return self.job.stages[self.stage].task_s
+    def next_task_s(self) -> float:
+        """The time of the next task the current stage starts (``Stage.task_time``)."""
+        self._started += 1
+        return self.job.stages[self.stage].task_time(self._started - 1)
 
     def placements(self) -> list[str]:
         """Executor ids for the pending tasks that can start now, round-robin (module doc)."""

@@ -25,6 +25,7 @@ from sessionsched.doors.native.schemas import (
     AppIn,
     AppOut,
     AuditOut,
+    ClusterOut,
     DryRunOut,
     EventOut,
     HealthOut,
@@ -251,6 +252,13 @@ def health(ops: OpsDep):
     row = ops.health_row()
     row["last_cycle_at"] = iso(row["last_cycle_at"])
     return HealthOut(**row)
+
+
+@router.get("/api/v1/cluster", response_model=ClusterOut)
+async def cluster(ops: OpsDep, _caller: CallerDep):
+    """The cluster's workers, cores and memory offered and free, and the scheduler's host as
+    room for drivers: from the published view (no call to the cluster)."""
+    return ClusterOut(**ops.cluster_row())
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -1,93 +1,71 @@
-"""The dashboard at ``/``: one static page that polls the native API every two seconds (the
-usage table, read from the store, every thirty: docs/operator/usage.md).
+"""The dashboard: static pages served by the scheduler itself, which poll the native API (no
+other server, no CDN: ``static/``; docs/user/watching.md describes each view).
 
-Every value is escaped before it goes into the tables. Polls do not overlap (the next starts two
-seconds after the last ended), and each request gives up after five seconds, so a scheduler that
-stops answering shows as unreachable instead of leaving the last tables up as if all were well.
+- ``/``: the queues (a bar per queue), the apps (filtered and searched in the page), the
+  cluster's workers and the usage by queue;
+- ``/app/{id}``: one app: its timeline from its events, why it waits, its usage and audit rows;
+- ``/static/{name}``: the pages' scripts and style; ``/static/vendor/{name}``: the charting
+  library, uPlot, vendored (static/vendor/README.md).
 
-With auth on, open ``/#token=TOKEN``: the fragment never reaches the server or its logs; the
-page keeps the token in the tab's sessionStorage and sends it as ``Authorization: Bearer``.
+The files are read once at import. Every page is sent with a Content-Security-Policy that lets
+it load and fetch from this origin only, and run no inline script: the pages build their DOM
+from text (never markup from data), and the policy keeps it so. With auth on, the page asks
+for a token (or open ``/#token=TOKEN``: the fragment never reaches the server), keeps it in
+the tab's sessionStorage and sends it as ``Authorization: Bearer``; an app's page changes a
+priority or kills through the API's own calls, so the same rules decide and audit.
 """
 
-DASHBOARD_HTML = """<!doctype html>
-<html><head><meta charset="utf-8"><title>sessionsched</title>
-<style>
- body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
- table{border-collapse:collapse;margin-bottom:1.5em}
- th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left}
- th{background:#f4f4f4} .ACCEPTED{color:#a60} .STARTING{color:#06c} .RUNNING{color:#080}
- .FAILED,.KILLED{color:#b00} #health{margin-bottom:1em}
- .stale table{opacity:.45}
-</style></head>
-<body><h1>sessionsched</h1><div id="health"></div>
-<h2>Queues</h2><table id="queues"></table>
-<h2>Applications</h2><table id="apps"></table>
-<h2>Usage by queue, last 7 days</h2><table id="usage"></table>
-<script>
-const ENT = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"};
-const esc = s => String(s ?? "").replace(/[&<>"']/g, c => ENT[c]);
-const POLL_MS = 2000, TIMEOUT_MS = 5000, USAGE_MS = 30000;
-let usageAt = -Infinity;  // the usage table reads the store: every 30 s, not every poll
-class HttpError extends Error {}
-if (location.hash.startsWith("#token=")) {
-  sessionStorage.setItem("token", decodeURIComponent(location.hash.slice(7)));
-  history.replaceState(null, "", location.pathname);
-}
-const TOKEN = sessionStorage.getItem("token");
-function table(el, cols, rows, cls) {
-  el.innerHTML = "<tr>" + cols.map(c => "<th>" + c + "</th>").join("") + "</tr>" +
-    rows.map(r => "<tr class='" + (cls ? esc(r[cls]) : "") + "'>" +
-      cols.map(c => "<td>" + esc(r[c]) + "</td>").join("") + "</tr>").join("");
-}
-async function get(u) {
-  const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
-  try {
-    const headers = TOKEN ? {Authorization: "Bearer " + TOKEN} : {};
-    const r = await fetch(u, {signal: ctl.signal, cache: "no-store", headers});
-    if (r.status === 401) throw new HttpError("a token is needed: open /#token=YOUR_TOKEN");
-    if (!r.ok) throw new HttpError("scheduler error: HTTP " + r.status + " from " + u);
-    return await r.json();
-  } finally { clearTimeout(timer); }
-}
-function gang(g) {  // "8" or, while it reserves, "8: 4/9 cores reserved, 14m50s left"
-  if (!g) return "";
-  const r = g.reservation;
-  if (!r) return String(g.executors);
-  const held = g.executors + ": " + r.held_cores + "/" + r.needed_cores + " cores reserved";
-  if (!r.deadline) return held;
-  const left = Math.max(0, Math.round((Date.parse(r.deadline) - Date.now()) / 1000));
-  const m = Math.floor(left / 60), s = left % 60;
-  return held + ", " + (m ? m + "m" : "") + s + "s left";
-}
-async function refresh() {
-  const health = document.getElementById("health");
-  try {
-    const [h, q, a] = await Promise.all(["/api/v1/health", "/api/v1/queues", "/api/v1/apps"]
-      .map(get));
-    health.textContent = h.cluster + (h.plan ? " | " + h.plan : "");
-    table(document.getElementById("queues"), ["name", "admission", "policy", "weight", "pending",
-      "starting", "running", "executor_cores", "demand_cores", "waiting_reason_code",
-      "waiting_reason"], q);
-    const apps = a.slice(0, 500).map(r => ({...r, estimated_start: r.estimated_start ?? "",
-      counter_offer: r.counter_offer ? r.counter_offer.text : "", gang: gang(r.gang)}));
-    table(document.getElementById("apps"), ["id", "name", "queue", "priority", "state",
-      "position", "executors", "target", "demand", "gang", "reason_code", "reason",
-      "estimated_start", "counter_offer"], apps, "state");
-    if (Date.now() - usageAt >= USAGE_MS) {
-      const u = await get("/api/v1/usage?by=queue&since=7d");
-      usageAt = Date.now();
-      table(document.getElementById("usage"), ["queue", "apps", "held_core_s", "busy_core_s",
-        "idle_core_s", "reclaimed_core_s", "held_gib_s", "driver_core_s", "queued_s"], u);
-    }
-    document.body.classList.remove("stale");
-  } catch (e) {
-    health.textContent = e instanceof HttpError ? e.message : "scheduler unreachable";
-    document.body.classList.add("stale");
-  }
-}
-async function poll() {
-  try { await refresh(); } finally { setTimeout(poll, POLL_MS); }
-}
-poll();
-</script></body></html>
-"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException, Request, Response
+
+STATIC = Path(__file__).with_name("static")
+TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
+         ".js": "text/javascript; charset=utf-8"}
+# name -> (body, media type, ETag)
+FILES = {str(p.relative_to(STATIC)): (p.read_bytes(), TYPES[p.suffix],
+                                     '"' + hashlib.sha256(p.read_bytes()).hexdigest()[:16] + '"')
+         for p in sorted([*STATIC.iterdir(), *(STATIC / "vendor").iterdir()])
+         if p.suffix in TYPES}
+POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+          "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+# A new release's files are picked up at once: the browser asks again each time, and an
+# unchanged file costs a 304 (its ETag: a hash of its bytes).
+HEADERS = {"Content-Security-Policy": POLICY, "Cache-Control": "no-cache",
+           "X-Content-Type-Options": "nosniff"}
+
+router = APIRouter(include_in_schema=False)
+
+
+def _file(request: Request, name: str) -> Response:
+    found = FILES.get(name)
+    if found is None:
+        raise HTTPException(404, f"no dashboard file {name!r}")
+    body, media_type, etag = found
+    headers = {**HEADERS, "ETag": etag}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media_type, headers=headers)
+
+
+@router.get("/")
+async def overview(request: Request) -> Response:
+    return _file(request, "index.html")
+
+
+@router.get("/app/{app_id}")
+async def app_page(request: Request, app_id: str) -> Response:  # it reads its id itself
+    return _file(request, "app.html")
+
+
+@router.get("/static/{name}")
+async def static(request: Request, name: str) -> Response:
+    return _file(request, name)
+
+
+@router.get("/static/vendor/{name}")
+async def vendored(request: Request, name: str) -> Response:
+    return _file(request, "vendor/" + name)

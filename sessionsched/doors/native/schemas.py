@@ -260,6 +260,26 @@ class HealthOut(BaseModel):
     driver_host: dict[str, int | None] | None = None
 
 
+class WorkerOut(BaseModel):
+    name: str
+    cores: int  # what it offers the scheduler's apps
+    memory_mib: int
+    free_cores: int  # not in use at the backend's last report
+    free_memory_mib: int
+
+
+class ClusterOut(BaseModel):
+    """``GET /api/v1/cluster``: the cluster as the engine last saw it (the dashboard's view)."""
+
+    reachable: bool | None  # None: not contacted yet
+    cluster: str  # the health's one line
+    cores: int  # all it offers the scheduler's apps
+    memory_mib: int
+    workers: list[WorkerOut]  # [] when the backend names no worker (or is out of reach)
+    driver_host: dict[str, int | None]  # as in HealthOut
+    spark_ui: str | None  # the standalone master's web UI (None: another backend)
+
+
 # --- agent protocol -----------------------------------------------------------------------
 
 

@@ -324,10 +324,26 @@ def test_serve_refuses_to_listen_beyond_loopback_without_auth():
 def test_dashboard_and_openapi_are_served(client):
     page = client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert "/api/v1/queues" in page.text and "/api/v1/apps" in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    script = client.get("/static/overview.js")
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert "/api/v1/queues" in script.text and "/api/v1/apps" in script.text
+    again = client.get("/static/overview.js", headers={"If-None-Match": script.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""  # unchanged: not sent again
+    one = client.get("/app/anything")  # an app's page: it reads its id from its address
+    assert one.status_code == 200 and "/static/app_page.js" in one.text
+    assert client.get("/static/nothing.js").status_code == 404
     spec = client.get("/openapi.json").json()
     assert {"/api/v1/apps", "/api/v1/apps/{app_id}/priority", "/api/v1/agent/heartbeat",
-            "/api/v1/sessions", "/api/v1/health"} <= set(spec["paths"])
+            "/api/v1/sessions", "/api/v1/health", "/api/v1/cluster"} <= set(spec["paths"])
+
+
+def test_cluster_read_of_an_unreachable_cluster(client, offline_cluster):
+    c = client.get("/api/v1/cluster").json()
+    assert c["workers"] == [] and c["cores"] == 0  # nothing known of it
+    assert c["reachable"] in (None, False) and c["cluster"]
+    assert c["spark_ui"] == offline_cluster["master_ui"]  # a standalone master's web UI
+    assert set(c["driver_host"]) == {"memory_mib", "used_mib", "drivers", "driver_slots"}
 
 
 def test_audit_log_lines_in_the_conductor_style(client, app_file, caplog):

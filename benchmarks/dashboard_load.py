@@ -1,0 +1,173 @@
+"""What open dashboards cost the scheduler: the cycle's p50/p99 and a status read's p99 with no
+dashboard open, then with 50, paired (none, 50, none, 50: a change in the machine's load
+meanwhile hits both alike). Prints one table.
+
+What runs (127.0.0.1; every process stopped by its PID at the end, even on failure):
+- ``sessionsched serve`` on the memory backend, busy (``service_throughput.py``'s busy
+  configuration: 100 leaf queues, half the apps run, half wait, apps of 20-60 s): every cycle
+  ends apps, admits queued ones and places them. Measured once the first apps have ended.
+- the dashboards, in a process of their own (their client's CPU is not this one's): each an
+  HTTP client with its own connections polling exactly what the overview page
+  (doors/native/static/overview.js) polls: health, queues, apps and cluster together, again
+  two seconds after each round ends; and every thirty seconds the usage (usage.js, by queue
+  over 7 days: each day once, then the open day and the totals). They start spread over one
+  poll interval.
+- the status reads: ``GET /api/v1/apps/ID`` of random apps, one at a time, 50 a second.
+
+The cycle's figures are the server's own ``sessionsched_cycle_seconds`` histogram, read before
+and after each phase: its quantiles are interpolated inside the histogram's buckets
+(service/metrics.py's CYCLE_BUCKETS: 1, 2.5, 5, 10, 25, 50, 100 ms...), so they are as fine as
+those bounds.
+
+    .venv/bin/python benchmarks/dashboard_load.py [--apps 1000] [--dashboards 50] [--seconds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from service_throughput import (  # benchmarks/, beside this script
+    busy_body,
+    cycle_seconds,
+    post,
+    run_load,
+    start_busy_scheduler,
+    wait_for_ends,
+)
+
+POLL_S, USAGE_S, HOUR, DAY = 2.0, 30.0, 3600, 86400
+OVERVIEW = ("/api/v1/health", "/api/v1/queues", "/api/v1/apps", "/api/v1/cluster")
+
+
+async def dashboard(port: int, delay: float, stop_at: float) -> int:
+    """One overview page's polls until ``stop_at``; the requests it made."""
+    n, kept, usage_at = 0, set(), -USAGE_S
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
+                                 limits=httpx.Limits(max_connections=6)) as c:
+        await asyncio.sleep(delay)
+        while time.time() < stop_at:
+            await asyncio.gather(*(c.get(p) for p in OVERVIEW))
+            n += len(OVERVIEW)
+            if time.monotonic() - usage_at >= USAGE_S:
+                now = time.time()
+                end = now // HOUR * HOUR + HOUR
+                starts = [end - (7 - i) * DAY for i in range(7)]
+                reads = [f"/api/v1/usage?by=queue&since={s:.0f}&until={s + DAY:.0f}"
+                         for s in starts if s not in kept]
+                reads.append(f"/api/v1/usage?by=queue&since={starts[0]:.0f}")
+                await asyncio.gather(*(c.get(p) for p in reads))
+                n += len(reads)
+                kept.update(s for s in starts if s + DAY <= now)
+                usage_at = time.monotonic()
+            await asyncio.sleep(POLL_S)
+    return n
+
+
+def dashboards(port: int, count: int, stop_at: float, done) -> None:
+    async def all_of_them():
+        return await asyncio.gather(*(dashboard(port, i * POLL_S / count, stop_at)
+                                      for i in range(count)))
+    done.put(sum(asyncio.run(all_of_them())))
+
+
+def quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
+    """The ``q`` quantile (ms) of the cycles between two reads of the histogram, interpolated
+    inside its bucket."""
+    bounds = sorted(after)
+    cum = [after[b] - before.get(b, 0.0) for b in bounds]
+    target = q * cum[-1]
+    low, below = 0.0, 0.0
+    for bound, count in zip(bounds, cum, strict=True):
+        if count >= target:
+            if bound == float("inf"):
+                return float("inf")
+            share = (target - below) / (count - below) if count > below else 1.0
+            return 1000 * (low + (bound - low) * share)
+        low, below = bound, count
+    return float("inf")
+
+
+def phase(port: int, ids: list[str], count: int, seconds: float) -> dict:
+    """``seconds`` of status reads with ``count`` dashboards polling: the figures."""
+    done = multiprocessing.Queue()
+    warm = POLL_S + 1.0 if count else 0.0
+    proc = None
+    if count:
+        proc = multiprocessing.Process(target=dashboards,
+                                       args=(port, count, time.time() + warm + seconds, done))
+        proc.start()
+        time.sleep(warm)  # all of them polling
+    rnd, latencies = random.Random(count), []
+    before = cycle_seconds(port)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            t0 = time.perf_counter()
+            r = c.get(f"/api/v1/apps/{rnd.choice(ids)}")
+            latencies.append(1000 * (time.perf_counter() - t0))
+            if r.status_code != 200:
+                raise RuntimeError(f"status read: {r.status_code} {r.text[:200]}")
+            time.sleep(max(0.0, 0.02 - (time.perf_counter() - t0)))
+    after = cycle_seconds(port)
+    polled = 0
+    if proc is not None:
+        polled = done.get(timeout=60)
+        proc.join(30)
+    latencies.sort()
+    n = after[0] - before[0]
+    return {"dashboards": count, "cycles": n, "mean": 1000 * (after[1] - before[1]) / max(n, 1),
+            "p50": quantile(before[2], after[2], 0.5), "p99": quantile(before[2], after[2], 0.99),
+            "reads": len(latencies), "read_p50": latencies[len(latencies) // 2],
+            "read_p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+            "polled_per_s": polled / (seconds + warm)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--apps", type=int, default=1000)
+    p.add_argument("--dashboards", type=int, default=50)
+    p.add_argument("--seconds", type=float, default=15.0, help="each phase's length")
+    p.add_argument("--pairs", type=int, default=2)
+    args = p.parse_args(argv)
+    procs, taken = [], set()
+    with tempfile.TemporaryDirectory(prefix="sessionsched-dashboards-") as tmp:
+        try:
+            proc, port = start_busy_scheduler(Path(tmp), taken, args.apps)
+            procs.append(proc)
+            result = run_load(port, [post("/v1/submissions/create", busy_body(i))
+                                     for i in range(args.apps)], 16)
+            ids = [a["id"] for a in httpx.get(f"http://127.0.0.1:{port}/api/v1/apps",
+                                              timeout=60).json()]
+            print(f"{result['n']} submissions; {len(ids)} apps; first ends after "
+                  f"{wait_for_ends(port):.0f} s")
+            rows = [phase(port, ids, count, args.seconds)
+                    for _ in range(args.pairs) for count in (0, args.dashboards)]
+        finally:
+            for proc in procs:
+                proc.stop()
+    print(f"{'dashboards':>10} {'cycles':>7} {'mean ms':>8} {'p50 ms':>7} {'p99 ms':>7} "
+          f"{'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11}")
+    for r in rows:
+        print(f"{r['dashboards']:>10} {r['cycles']:>7.0f} {r['mean']:>8.1f} {r['p50']:>7.1f} "
+              f"{r['p99']:>7.1f} {r['reads']:>6} {r['read_p50']:>9.2f} {r['read_p99']:>9.2f} "
+              f"{r['polled_per_s']:>11.0f}")
+    for count in (0, args.dashboards):
+        mine = [r for r in rows if r["dashboards"] == count]
+        print(f"median of {len(mine)} with {count:>2} dashboards: cycle p50 "
+              f"{statistics.median(r['p50'] for r in mine):.1f} ms, p99 "
+              f"{statistics.median(r['p99'] for r in mine):.1f} ms; status read p99 "
+              f"{statistics.median(r['read_p99'] for r in mine):.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""One app's facts (``events.AppFacts``) -> its entry in a simulator workload
+(docs/operator/simulator.md), with the notes that say where a value came from.
+
+- Queue and priority: ``spark.sessionsched.queue`` / ``spark.ego.priority`` as the app set
+  them; else the first mapping rule (``Rule``: by user or by app name, a shell-style pattern)
+  that matches; else the server config's defaults (``Defaults``); else the workload's.
+- Submit time: the app's start (``SparkListenerApplicationStart``) relative to the first
+  app's: a log holds no submission, so for an app that waited in a queue the start stands in
+  for it (every entry says so in a note; one sessionsched launched in cluster mode names its
+  sessionsched app id, ``spark.sessionsched.appId``, whose submission the server's store has).
+- Sizes as Spark reads them: ``spark.driver.{cores,memory}``, ``spark.submit.deployMode``
+  (cluster: a driver in the cluster), ``spark.executor.{cores,memory}`` (cores unset: what
+  its executors had); dynamic allocation's ``min``/``maxExecutors``, or for a static app
+  ``spark.executor.instances`` (unset: the most executors it held at once) for both;
+  ``spark.ego.slots.max``.
+- ``startup_s``: from the app's start to its first stage (the driver's work before it asked
+  for executors).
+- Stages: in the order Spark submitted them, each with its Spark stage ``id``, task count,
+  mean task time, the task times' deciles (``task_s_quantiles``, when they differ; as many
+  evenly spaced quantiles as it had tasks when it had fewer than 11) and
+  ``after``: the stages it read from that ran (a skipped stage's output was reused).
+- ``conf``: the app's resource properties (``spark.{driver,executor,task}.resource.*``,
+  ``spark.task.cpus``) and gang properties (``spark.sessionsched.gang.*`` and YuniKorn's
+  driver annotations), which ride on the simulated launch; a gang that does not parse is left
+  out, with a note.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import statistics
+from dataclasses import dataclass
+
+from ..model import PRIORITY_DEFAULT, parse_mem_mib, parse_priority
+from ..spark.gang_properties import gang_from_conf
+from .events import AppFacts, StageFacts
+
+QUEUE_KEY = "spark.sessionsched.queue"
+PRIORITY_KEY = "spark.ego.priority"
+GANG_PREFIXES = ("spark.sessionsched.gang.",
+                 "spark.kubernetes.driver.annotation.yunikorn.apache.org/")
+RESOURCE_PREFIXES = ("spark.driver.resource.", "spark.executor.resource.",
+                     "spark.task.resource.")
+LAUNCH_MARKER = "spark.sessionsched.appId"  # set on the apps sessionsched launched in cluster mode
+INT_MAX = 2**31 - 1  # Spark's maxExecutors default: no cap
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``KIND:PATTERN=VALUE``: apps whose ``KIND`` (``user`` or ``name``) matches PATTERN
+    (shell-style: ``etl-*``) get VALUE."""
+
+    kind: str
+    pattern: str
+    value: str
+
+    def matches(self, facts: AppFacts) -> bool:
+        subject = facts.user if self.kind == "user" else facts.name
+        return fnmatch.fnmatchcase(subject, self.pattern)
+
+
+def parse_rule(text: str) -> Rule:
+    kind, colon, rest = text.partition(":")
+    pattern, eq, value = rest.rpartition("=")
+    if not colon or not eq or kind not in ("user", "name") or not pattern or not value.strip():
+        raise ValueError(f"{text!r}: expected user:PATTERN=VALUE or name:PATTERN=VALUE")
+    return Rule(kind, pattern, value.strip())
+
+
+@dataclass(frozen=True)
+class Defaults:
+    queue: str | None = None  # None: the workload's default (its only leaf, else root.default)
+    priority: int = PRIORITY_DEFAULT
+
+
+@dataclass(frozen=True)
+class Entry:
+    app: dict  # the workload's app entry, as YAML will hold it
+    notes: tuple[str, ...]  # where values came from, for a comment above it
+
+
+def _first(rules: tuple[Rule, ...], facts: AppFacts) -> Rule | None:
+    return next((r for r in rules if r.matches(facts)), None)
+
+
+def _size(props: dict, key: str, default: str, notes: list[str]) -> int:
+    try:
+        return parse_mem_mib(props.get(key, default))
+    except ValueError:
+        notes.append(f"{key}={props[key]!r} is no size: {default} taken")
+        return parse_mem_mib(default)
+
+
+def _whole(props: dict, key: str, default: int | None) -> int | None:
+    text = str(props.get(key, "")).strip()
+    return int(text) if text.isdigit() else default
+
+
+def peak_executors(facts: AppFacts) -> int:
+    """The most executors the app held at once."""
+    moves = sorted([(e.added_ms, 1) for e in facts.executors]
+                   + [(e.removed_ms, -1) for e in facts.executors if e.removed_ms is not None])
+    held = peak = 0
+    for _, step in moves:
+        held += step
+        peak = max(peak, held)
+    return peak
+
+
+def quantiles(durations_s: list[float], n: int = 10) -> list[float]:
+    """The ``n + 1`` evenly spaced quantiles, min to max (linear between order statistics)."""
+    xs = sorted(durations_s)
+    out = []
+    for k in range(n + 1):
+        pos = k * (len(xs) - 1) / n
+        lo = int(pos)
+        hi = min(lo + 1, len(xs) - 1)
+        out.append(round(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo), 3))
+    return out
+
+
+def _stage(s: StageFacts, ran: set[int]) -> dict:
+    durations = [max(d / 1000.0, 0.001) for d in s.durations_ms]
+    if not durations:  # no task's end was logged: the stage's span stands for each task
+        span = ((s.completed_ms or 0) - (s.submitted_ms or 0)) / 1000.0
+        durations = [max(span, 0.001)]
+    entry: dict = {"id": s.stage_id, "tasks": max(s.tasks, 1),
+                   "task_s": round(max(statistics.fmean(durations), 0.001), 3)}
+    # deciles; a stage of few tasks gets as many quantiles as it has tasks (no more to say)
+    qs = [max(q, 0.001) for q in quantiles(durations, min(10, max(len(durations) - 1, 1)))]
+    if qs[0] != qs[-1]:
+        entry["task_s_quantiles"] = qs
+    after = [p for p in s.parents if p in ran]
+    if after:
+        entry["after"] = after
+    return entry
+
+
+def _executors(props: dict, facts: AppFacts, stages: bool) -> tuple[int, int | None]:
+    if str(props.get("spark.dynamicAllocation.enabled", "")).strip().lower() == "true":
+        low = _whole(props, "spark.dynamicAllocation.minExecutors", 0) or 0
+        high = _whole(props, "spark.dynamicAllocation.maxExecutors", None)
+        return low, (None if high is None or high >= INT_MAX or high < 1 else max(high, low))
+    count = _whole(props, "spark.executor.instances", None)
+    if count is None:
+        count = peak_executors(facts)
+    count = max(count, 1) if stages else count
+    return count, (count if count >= 1 else None)
+
+
+def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Rule, ...] = (),
+              priority_rules: tuple[Rule, ...] = (), defaults: Defaults | None = None) -> Entry:
+    """The workload entry of one app (module doc)."""
+    defaults = defaults or Defaults()
+    props = dict(facts.properties)
+    launched = props.get(LAUNCH_MARKER)
+    notes = [f"{facts.app_id or 'app'} ({facts.name}, Spark {facts.spark_version or '?'}):"
+             " submit is its start (a log holds no submission"
+             + (f"; sessionsched's store has it, as app {launched})" if launched else ")")]
+    app: dict = {"name": name, "submit": round(submit_s, 3)}
+    queue = props.get(QUEUE_KEY, "").strip() or None
+    if queue is None and (rule := _first(queue_rules, facts)):
+        queue = rule.value
+        notes.append(f"queue by rule {rule.kind}:{rule.pattern}")
+    app["queue"] = queue or defaults.queue
+    if facts.user:
+        app["user"] = facts.user
+    app["priority"] = _priority(props, facts, priority_rules, defaults, notes)
+    cores_seen = max((e.cores for e in facts.executors), default=_local_cores(props, notes))
+    app["driver"] = {"cores": _whole(props, "spark.driver.cores", 1),
+                     "memory": f"{_size(props, 'spark.driver.memory', '1g', notes)}m",
+                     "in_cluster": props.get("spark.submit.deployMode", "").strip() == "cluster"}
+    app["executor"] = {"cores": max(_whole(props, "spark.executor.cores", cores_seen) or 1, 1),
+                       "memory": f"{_size(props, 'spark.executor.memory', '1g', notes)}m"}
+    low, high = _executors(props, facts, bool(facts.stages))
+    app["min_executors"] = low
+    if high is not None:
+        app["max_executors"] = high
+    slots = _whole(props, "spark.ego.slots.max", None)
+    if slots:
+        app["slots_max"] = max(slots, app["executor"]["cores"])
+    first = min((s.submitted_ms for s in facts.stages if s.submitted_ms is not None),
+                default=facts.first_job_ms if facts.first_job_ms is not None else facts.end_ms)
+    app["startup_s"] = round(max(first - facts.start_ms, 0) / 1000.0, 3)
+    ran = {s.stage_id for s in facts.stages}
+    app["stages"] = [_stage(s, ran) for s in facts.stages]
+    if facts.exit_code:
+        app["exit_code"] = facts.exit_code
+    conf = {k: v for k, v in sorted(props.items())
+            if k.startswith(RESOURCE_PREFIXES) or k == "spark.task.cpus"}
+    gang = {k: v for k, v in sorted(props.items()) if k.startswith(GANG_PREFIXES)}
+    try:
+        gang_from_conf(gang)
+        conf.update(gang)
+    except ValueError as e:
+        notes.append(f"gang properties left out: {e}")
+    if conf:
+        app["conf"] = conf
+    return Entry({k: v for k, v in app.items() if v is not None}, tuple(notes))
+
+
+def _local_cores(props: dict, notes: list[str]) -> int:
+    """An app run with ``spark.master=local[N]`` had no executor: its driver ran the tasks on
+    N cores, taken here as one executor of N cores (``local[*]``: the machine's, unknown)."""
+    m = re.fullmatch(r"local\[(\d+)(?:,\s*\d+)?\]", props.get("spark.master", "").strip())
+    if m is None:
+        return 1
+    notes.append(f"spark.master {props['spark.master']}: its driver's {m.group(1)} cores taken "
+                 "as one executor")
+    return max(int(m.group(1)), 1)
+
+
+def _priority(props: dict, facts: AppFacts, rules: tuple[Rule, ...], defaults: Defaults,
+              notes: list[str]) -> int:
+    if PRIORITY_KEY in props:
+        try:
+            return parse_priority(props[PRIORITY_KEY])
+        except ValueError as e:
+            notes.append(f"{PRIORITY_KEY}: {e}; the default taken")
+    elif (rule := _first(rules, facts)) is not None:
+        try:
+            value = parse_priority(rule.value)
+            notes.append(f"priority by rule {rule.kind}:{rule.pattern}")
+            return value
+        except ValueError as e:
+            notes.append(f"priority rule {rule.kind}:{rule.pattern}: {e}")
+    return defaults.priority

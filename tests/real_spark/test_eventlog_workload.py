@@ -1,0 +1,115 @@
+"""Event logs written by real Spark (pyspark 4.0.1's) read back into a workload: one small app
+per codec Spark offers for event logs (``spark.eventLog.compression.codec``: lz4, lzf,
+snappy, zstd) as single files, and one rolling log (``spark.eventLog.rolling.enabled``: an
+``eventlog_v2_<app id>`` directory), each run with spark-submit against the session's
+cluster, one after another (five drivers at once would crowd a 2-core machine). The workload
+they make names each app, has its two stages (4 map tasks of unequal lengths, then 2 reduce
+tasks after them) and its sizes, and ``sessionsched simulate`` runs it as is; a truncated copy
+and a foreign file among the logs are each named on one line and left out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sessionsched.eventlog import build
+from tests.sparkcluster import SMALL, conf_args, spark_submit_process
+
+pytestmark = pytest.mark.cluster
+
+CODECS = ("lz4", "lzf", "snappy", "zstd")
+
+APP = '''"""A map stage of 4 tasks (task i sleeps 0.3 * i s), a reduce stage of 2 after it."""
+import sys
+import time
+
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+sc = spark.sparkContext
+
+
+def slow(i, rows):
+    time.sleep(0.3 * i)
+    return ((x % 3, x) for x in rows)
+
+
+pairs = sc.parallelize(range(40), 4).mapPartitionsWithIndex(slow)
+print(sorted(pairs.reduceByKey(lambda a, b: a + b, 2).collect()), flush=True)
+spark.stop()
+'''
+
+
+def run_app(cluster, app: Path, name: str, conf: dict[str, str], log: Path) -> None:
+    args = ["--master", cluster.master_url, "--name", name,
+            *conf_args({**SMALL, "spark.cores.max": "2", **conf}), str(app)]
+    with spark_submit_process(args, log) as proc:
+        assert proc.wait(timeout=240) == 0, log.read_text()[-3000:]
+
+
+def test_logs_of_every_codec_and_a_rolling_log_make_a_workload(spark_cluster, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    app = tmp_path / "stages.py"
+    app.write_text(APP)
+    base = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs.as_uri(),
+            "spark.eventLog.compress": "true"}
+    for codec in CODECS:
+        run_app(spark_cluster, app, f"el-{codec}",
+                {**base, "spark.eventLog.rolling.enabled": "false",
+                 "spark.eventLog.compression.codec": codec}, tmp_path / f"{codec}.log")
+    run_app(spark_cluster, app, "el-rolling",
+            {**base, "spark.eventLog.rolling.enabled": "true",
+             "spark.eventLog.compression.codec": "zstd"}, tmp_path / "rolling.log")
+
+    names = sorted(p.name for p in logs.iterdir() if not p.name.startswith("."))
+    suffixes = sorted(n.rsplit(".", 1)[1] for n in names if not n.startswith("eventlog_v2_"))
+    assert suffixes == sorted(CODECS), names
+    (rolling,) = [logs / n for n in names if n.startswith("eventlog_v2_")]
+    parts = sorted(p.name for p in rolling.iterdir())
+    assert any(p.startswith("appstatus_") for p in parts), parts
+    assert any(p.startswith("events_1_") and p.endswith(".zstd") for p in parts), parts
+
+    # A truncated copy and a foreign file beside them: each left out with one line.
+    lz4 = next(p for p in logs.iterdir() if p.name.endswith(".lz4"))
+    (logs / "app-cut.lz4").write_bytes(lz4.read_bytes()[: lz4.stat().st_size // 2])
+    (logs / "notes.txt").write_text("not an event log\n")
+
+    built = build([logs])
+    assert built.apps == 5
+    assert sorted(built.skipped) == [
+        f"{logs / 'app-cut.lz4'}: skipped: truncated lz4 stream",
+        f"{logs / 'notes.txt'}: skipped: unknown codec 'txt' (Spark writes lz4, lzf, snappy, "
+        "zstd)"]
+    workload = yaml.safe_load(built.text)
+    apps = {a["name"]: a for a in workload["apps"]}
+    assert sorted(apps) == sorted([f"el-{c}" for c in CODECS] + ["el-rolling"])
+    for a in apps.values():
+        assert a["driver"] == {"cores": 1, "memory": "512m", "in_cluster": False}
+        assert a["executor"] == {"cores": 1, "memory": "512m"}
+        assert a["min_executors"] == a["max_executors"] == 2  # static: the 2 it held
+        (mapped, reduced) = a["stages"]
+        assert (mapped["tasks"], reduced["tasks"]) == (4, 2)
+        assert reduced["after"] == [mapped["id"]]
+        q = mapped["task_s_quantiles"]
+        # 0 s to 0.9 s of sleep, plus each task's own time (a Python worker's start, too)
+        assert q[-1] >= 0.9 and q[-1] - q[0] >= 0.3
+        assert a["submit"] >= 0 and a["startup_s"] > 0
+    assert min(a["submit"] for a in apps.values()) == 0
+    assert workload["cluster"]["workers"] == 1
+
+    out = tmp_path / "workload.yaml"
+    made = subprocess.run([sys.executable, "-m", "sessionsched.cli", "workload",
+                           "from-eventlogs", str(logs), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert "cluster inferred from the logs" in made.stderr
+    assert out.read_text() == built.text
+    ran = subprocess.run([sys.executable, "-m", "sessionsched.cli", "simulate", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert "completed 5" in ran.stdout, ran.stdout
