@@ -239,7 +239,8 @@ class SparkControl:
 
     def _public_facts(self) -> SparkFacts:
         """Admission-only: demand from the public status tracker (lags a little; stages not yet
-        submitted are invisible). Tasks per executor from spark.executor.cores/spark.task.cpus."""
+        submitted are invisible). Tasks per executor by Spark's rule: spark.executor.cores //
+        spark.task.cpus, or fewer where a task resource (a GPU share) allows fewer."""
         tracker = self._sc.statusTracker()
         pending = running = 0
         for stage_id in tracker.getActiveStageIds():
@@ -248,10 +249,7 @@ class SparkControl:
                 continue
             running += info.numActiveTasks
             pending += max(info.numTasks - info.numActiveTasks - info.numCompletedTasks, 0)
-        conf = self._sc.getConf()
-        slots = max(
-            int(conf.get("spark.executor.cores", "1")) // int(conf.get("spark.task.cpus", "1")), 1
-        )
+        slots = tasks_per_executor(dict(self._sc.getConf().getAll()))
         return SparkFacts(math.ceil((pending + running) / slots), pending, running, ())
 
     # --- actions (full control only) ------------------------------------------------------
@@ -373,3 +371,26 @@ def _class_exists(jvm, name: str) -> bool:
 def _one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0][:300] if text else type(e).__name__
+
+
+_TASK_AMOUNT = re.compile(r"spark\.task\.resource\.(.+)\.amount")
+
+
+def tasks_per_executor(conf: dict[str, str]) -> int:
+    """Tasks one executor runs at once by Spark's rule: spark.executor.cores //
+    spark.task.cpus, or fewer where a task resource allows fewer (a task amount <= 1 shares a
+    unit among 1 / amount tasks). The scheduler's own copy of the rule, with the checks, is
+    ``spark.resource_props``; the agent ships alone (standard library only), so it is
+    repeated here. At least 1."""
+    try:
+        per = [int(conf.get("spark.executor.cores", "1")) // int(conf.get("spark.task.cpus", "1"))]
+        for key, value in conf.items():
+            m = _TASK_AMOUNT.fullmatch(key)
+            if m is None:
+                continue
+            task = float(value)
+            has = int(conf.get(f"spark.executor.resource.{m.group(1)}.amount", "0"))
+            per.append(has * math.floor(1 / task + 1e-9) if task <= 1 else has // int(task))
+    except (ValueError, ZeroDivisionError):  # Spark would not have started with these
+        return 1
+    return max(min(per), 1)

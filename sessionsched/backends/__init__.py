@@ -64,13 +64,16 @@ def _kubernetes(config: ServerConfig) -> ClusterBackend:
 
 
 def _memory(config: ServerConfig) -> ClusterBackend:
+    from ..config import group_sizes
     from .memory import MemoryBackend, MemoryCluster
 
     c = config.cluster
+    sizes = group_sizes(c.worker_groups) if c.worker_groups else ()
     cluster = MemoryCluster(
         Resources(c.workers * c.cores, c.workers * c.memory), c.driver_slots,
         driver_start_s=c.driver_start_s, executor_start_s=c.executor_start_s,
         executor_idle_timeout_s=c.executor_idle_timeout_s, work_s=c.work_s, workers=c.workers,
+        sizes=sizes,
     )
     return MemoryBackend(cluster)
 

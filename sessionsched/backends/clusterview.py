@@ -2,8 +2,10 @@
 
 Sources, both the JSON of the web UIs (Spark 4.0.1 field names):
 
-* the master's ``/json/``: workers (state, cores, memory), applications (``cores`` = cores
-  granted now), drivers of cluster deploy mode (state, cores, memory, worker);
+* the master's ``/json/``: workers (state, cores, memory; custom resources such as GPUs in
+  ``resources`` and ``resourcesfree``, each ``name -> {"name", "addresses"}``, the amount the
+  number of addresses), applications (``cores`` = cores granted now), drivers of cluster
+  deploy mode (state, cores, memory, worker);
 * each worker's ``/json/``: ``executors[]`` running on it, each with its ``id`` (unique within
   its application), ``appid`` and ``memory``. It carries no start time, so whoever reads it
   stamps an executor with the time it was first seen.
@@ -17,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import Resources, Worker
+from ..model.custom import Custom, combine, custom_of
 
 # How a cluster-mode driver's final state (``DriverState``) becomes an exit code. The master
 # does not report the driver's real exit code, only whether it succeeded; KILLED is reported
@@ -34,6 +37,8 @@ class WorkerInfo:
     cores_used: int
     memory_mib: int
     memory_used_mib: int
+    resources: Custom = ()  # custom resources (GPUs): name -> how many addresses
+    resources_free: Custom = ()  # of those, not given to a driver or an executor
 
     @property
     def alive(self) -> bool:
@@ -153,6 +158,22 @@ def _driver(d: Mapping) -> DriverInfo:
     )
 
 
+def _resources(w: Mapping, key: str) -> Custom:
+    """A worker's ``resources``/``resourcesfree``: name -> {"name", "addresses"}, counted
+    (absent on a worker without custom resources, or a master before Spark 3)."""
+    where = f"master JSON worker {key!r}"
+    value = w.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: not a JSON object")
+    amounts = {}
+    for name, info in value.items():
+        addresses = info.get("addresses") if isinstance(info, Mapping) else None
+        if not isinstance(addresses, list):
+            raise ValueError(f"{where}: {name!r} has no list of addresses")
+        amounts[str(name)] = len(addresses)
+    return custom_of(amounts)
+
+
 def parse_master(data: object) -> MasterView:
     """A master's ``/json/`` document."""
     where = "master JSON"
@@ -168,6 +189,8 @@ def parse_master(data: object) -> MasterView:
             cores_used=_req(w, "coresused", int, "master JSON worker"),
             memory_mib=_req(w, "memory", int, "master JSON worker"),
             memory_used_mib=_req(w, "memoryused", int, "master JSON worker"),
+            resources=_resources(w, "resources"),
+            resources_free=_resources(w, "resourcesfree"),
         )
         for w in _list(data, "workers", where)
     )
@@ -199,11 +222,12 @@ def parse_worker_executors(data: object, worker_id: str) -> tuple[ExecutorInfo, 
 
 
 def workers_of(view: ClusterView) -> tuple[Worker, ...]:
-    """The alive workers one by one: each one's cores and memory, and what is free on it
-    (``coresused``/``memoryused`` taken off) as the master's ``/json/`` says now."""
-    return tuple(Worker(w.id, Resources(w.cores, w.memory_mib),
+    """The alive workers one by one: each one's cores, memory and custom resources, and what
+    is free on it (``coresused``/``memoryused`` taken off, ``resourcesfree``) as the master's
+    ``/json/`` says now."""
+    return tuple(Worker(w.id, Resources(w.cores, w.memory_mib, w.resources),
                         Resources(max(w.cores - w.cores_used, 0),
-                                  max(w.memory_mib - w.memory_used_mib, 0)))
+                                  max(w.memory_mib - w.memory_used_mib, 0), w.resources_free))
                  for w in view.master.alive_workers())
 
 
@@ -215,7 +239,8 @@ def capacity_for_managed(
 
     An unmanaged application holds the cores the master granted it and the memory of its
     executors (from the workers' lists); an unmanaged driver holds its cores and memory while
-    it runs. Never below zero.
+    it runs. Never below zero. Custom resources (GPUs) are the alive workers' sum: what
+    unmanaged apps hold of them is not taken off (docs/operator/resources.md).
     """
     apps, drivers = set(managed_apps), set(managed_drivers)
     alive = view.master.alive_workers()
@@ -227,7 +252,11 @@ def capacity_for_managed(
         if d.state == "RUNNING" and d.id not in drivers:
             foreign_cores += d.cores
             foreign_mem += d.memory_mib
-    return Resources(max(total.cores - foreign_cores, 0), max(total.mem_mib - foreign_mem, 0))
+    custom = ()
+    for w in alive:
+        custom = combine(custom, w.resources, 1)
+    return Resources(max(total.cores - foreign_cores, 0), max(total.mem_mib - foreign_mem, 0),
+                     custom)
 
 
 def presumed_ours(

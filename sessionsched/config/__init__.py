@@ -36,6 +36,9 @@ from .sections import (
     KubernetesSection,
     ServerSection,
     TlsSection,
+    WorkerGroup,
+    group_sizes,
+    no_equal_workers_beside,
 )
 
 __all__ = [
@@ -46,7 +49,8 @@ __all__ = [
     "ServerSection", "ShareLevel", "TlsSection", "UploadsSection", "apply_overrides",
     "build_queue_tree",
     "format_validation_error", "load_server_config", "load_yaml", "parse_model",
-    "resolve_any_queue", "resolve_queue",
+    "resolve_any_queue", "resolve_queue", "WorkerGroup", "group_sizes",
+    "no_equal_workers_beside",
 ]
 
 

@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from ..model import PRIORITY_DEFAULT, parse_mem_mib, parse_priority
+from ..model import PRIORITY_DEFAULT, Resources, parse_mem_mib, parse_priority
+from ..model.custom import custom_of
 from .parsing import Strict
 
 
@@ -162,17 +163,47 @@ def _mem_mib(value: Any) -> Any:
     return parse_mem_mib(value) if isinstance(value, str) else value
 
 
-MEMORY_ONLY = ("workers", "cores", "memory", "driver_start_s", "executor_start_s",
-               "executor_idle_timeout_s", "work_s")
+MEMORY_ONLY = ("workers", "cores", "memory", "worker_groups", "driver_start_s",
+               "executor_start_s", "executor_idle_timeout_s", "work_s")
+EQUAL_WORKERS = ("workers", "cores", "memory")
+
+
+class WorkerGroup(Strict):
+    """``count`` workers of ``cores`` cores, ``memory`` (a Spark size) and ``resources``
+    (custom resources: name -> whole amount, e.g. ``{gpu: 4}``) each: a modelled cluster of
+    workers that are not all alike (the memory backend, the simulator)."""
+
+    count: int = Field(1, ge=1)
+    cores: int = Field(ge=1)
+    memory: Annotated[int, BeforeValidator(_mem_mib), Field(ge=1)]
+    resources: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+
+    @property
+    def size(self) -> Resources:
+        return Resources(self.cores, self.memory, custom_of(self.resources))
+
+
+def group_sizes(groups: list[WorkerGroup]) -> tuple[Resources, ...]:
+    """Every worker's size, group after group."""
+    return tuple(g.size for g in groups for _ in range(g.count))
+
+
+def no_equal_workers_beside(groups: object, fields_set: set[str]) -> None:
+    """``worker_groups`` replaces ``workers``/``cores``/``memory``: both set is a mistake."""
+    both = [k for k in EQUAL_WORKERS if k in fields_set]
+    if groups is not None and both:
+        raise ValueError(f"{both[0]} and worker_groups: give the workers one way or the other")
 
 
 class ClusterSection(Strict):
     """The cluster backend (``backends.BACKENDS``). ``master``/``master_ui``: ``standalone``'s.
     The rest but ``driver_slots`` are the ``memory`` backend's (refused with another backend,
     where they would do nothing): ``workers`` x ``cores`` cores and ``memory`` (a Spark size,
-    per worker), as ``sessionsched cluster up`` takes them; seconds before a driver / an
-    executor is up; ``spark.dynamicAllocation.executorIdleTimeout``; the seconds an app works
-    unless ``spark.sessionsched.memory.work`` says otherwise (``backends/memory/job.py``).
+    per worker), as ``sessionsched cluster up`` takes them, or ``worker_groups``
+    (``WorkerGroup``: workers not all alike, with custom resources such as GPUs); seconds
+    before a driver / an executor is up; ``spark.dynamicAllocation.executorIdleTimeout``; the
+    seconds an app works unless ``spark.sessionsched.memory.work`` says otherwise
+    (``backends/memory/job.py``).
     ``kubernetes``: the ``kubernetes`` backend's settings (``KubernetesSection``)."""
 
     backend: Literal["standalone", "local", "memory", "kubernetes"] = "standalone"
@@ -182,6 +213,7 @@ class ClusterSection(Strict):
     workers: int = Field(1, ge=1)
     cores: int = Field(2, ge=1)
     memory: Annotated[int, BeforeValidator(_mem_mib), Field(ge=1)] = 2048
+    worker_groups: list[WorkerGroup] | None = Field(None, min_length=1)
     driver_start_s: float = Field(0.5, ge=0)
     executor_start_s: float = Field(0.5, ge=0)
     executor_idle_timeout_s: float = Field(60.0, gt=0)
@@ -195,6 +227,7 @@ class ClusterSection(Strict):
                 if key in self.model_fields_set:
                     raise ValueError(f"{key} is a setting of the memory backend only "
                                      f"(backend is {self.backend})")
+        no_equal_workers_beside(self.worker_groups, self.model_fields_set)
         if self.backend == "kubernetes" and self.kubernetes is None:
             raise ValueError("backend kubernetes needs a cluster.kubernetes section (at least "
                              "image)")

@@ -141,7 +141,8 @@ def starting_limit(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 
 def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                         room: Room) -> Wait | None:
-    if head.driver_in_cluster and not head.driver.fits_in(room.free):
+    # the sum in cores and memory; custom resources (GPUs) are asked of the workers below
+    if head.driver_in_cluster and not head.driver.fits_in_sum(room.free):
         needs = f"no room for its driver in the cluster: it needs {res(head.driver)}"
         if room.free == room.capacity:
             return Wait(WaitCode.DRIVER_ROOM,

@@ -25,6 +25,9 @@ executors matches the cluster's) and ``spark.executor.memory`` (1g). With dynami
 ``spark.executor.instances``, else ``spark.cores.max`` / executor cores. A gang
 (``gang_properties.gang_from_conf``: ``spark.sessionsched.gang.*`` or YuniKorn's annotations) is
 read here, malformed refused with its line, and may not ask for more executors than that cap.
+Custom resources (GPUs: ``spark.{driver,executor,task}.resource.{name}.amount``) are read and
+checked by Spark's rules here too (``spark.resource_props``): the driver's and the executors'
+sizes carry them.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from sessionsched.model.submission import AppKind, Submission
 from sessionsched.model.text import one_line
 from sessionsched.spark.gang_properties import SIZE as GANG_SIZE
 from sessionsched.spark.gang_properties import gang_from_conf
+from sessionsched.spark.resource_props import resource_ask
 from sessionsched.spark.submit_args import (
     Prop,
     SchedulingProps,
@@ -270,8 +274,14 @@ def _new_app(
             f"spark.ego.app.schedule.policy={sched.policy} ignored: queue {leaf.name} "
             f"shares executors by its policy {leaf.policy.value}"
         )
-    driver = Resources(sched.driver_cores or 1, sched.driver_mem_mib or DEFAULT_MEM_MIB)
-    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB)
+    try:
+        ask = resource_ask({k: p.value for k, p in props.items()})
+    except ValueError as e:
+        raise SubmissionError(str(e)) from None
+    driver = Resources(sched.driver_cores or 1, sched.driver_mem_mib or DEFAULT_MEM_MIB,
+                       ask.driver)
+    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB,
+                         ask.executor)
     # On unless turned off; a JVM REST submission keeps what it asked for (the engine's rule).
     dynamic = dynamic_allocation(sched.dynamic_allocation, via_spark_rest=kind == AppKind.REST)
     if dynamic:

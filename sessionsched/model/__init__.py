@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .custom import Custom, combine, covers, scaled
+
 PRIORITY_MIN = 1
 PRIORITY_MAX = 10000
 PRIORITY_DEFAULT = 5000
@@ -134,37 +136,67 @@ def parse_mem_mib(value: object) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Resources:
+    """Cores, memory and the custom resources (``custom``: GPUs and any other resource name,
+    as canonical (name, amount) pairs, ``model.custom``; usually empty)."""
+
     cores: int = 0
     mem_mib: int = 0
+    custom: Custom = ()
+
+    # The slots' own setters, not the frozen dataclass's ``object.__setattr__`` per field:
+    # faster with three fields than the generated ``__init__`` was with two.
+    def __init__(self, cores: int = 0, mem_mib: int = 0, custom: Custom = ()) -> None:
+        _set_cores(self, cores)
+        _set_mem_mib(self, mem_mib)
+        _set_custom(self, custom)
 
     # The arithmetic fills a new instance's slots directly instead of calling the frozen
     # dataclass's ``__init__`` (one ``object.__setattr__`` per field): a third of the cost,
     # and admission does it thousands of times in a busy cycle (a burst of hundreds of apps).
+    # Custom amounts are merged only when there are any: most apps and clusters have none.
     def __add__(self, other: Resources) -> Resources:
         out = _new(Resources)
         _set_cores(out, self.cores + other.cores)
         _set_mem_mib(out, self.mem_mib + other.mem_mib)
+        a, b = self.custom, other.custom
+        _set_custom(out, combine(a, b, 1) if a or b else ())
         return out
 
     def __sub__(self, other: Resources) -> Resources:
         out = _new(Resources)
         _set_cores(out, self.cores - other.cores)
         _set_mem_mib(out, self.mem_mib - other.mem_mib)
+        a, b = self.custom, other.custom
+        _set_custom(out, combine(a, b, -1) if a or b else ())
         return out
 
     def times(self, n: int) -> Resources:
         out = _new(Resources)
         _set_cores(out, self.cores * n)
         _set_mem_mib(out, self.mem_mib * n)
+        a = self.custom
+        _set_custom(out, scaled(a, n) if a else ())
         return out
 
     def fits_in(self, other: Resources) -> bool:
+        return (self.cores <= other.cores and self.mem_mib <= other.mem_mib
+                and (not self.custom or covers(self.custom, other.custom)))
+
+    def fits_in_sum(self, other: Resources) -> bool:
+        """Cores and memory only: for the cluster's sums (free, uncommitted), which the engine
+        keeps in cores and memory; custom resources are judged per worker
+        (``engine.placement``), where they are."""
         return self.cores <= other.cores and self.mem_mib <= other.mem_mib
+
+    def __repr__(self) -> str:  # custom only when there is any: most have none
+        more = f", custom={self.custom!r}" if self.custom else ""
+        return f"Resources(cores={self.cores!r}, mem_mib={self.mem_mib!r}{more})"
 
 
 _new = object.__new__
 _set_cores = Resources.cores.__set__  # the slots' own setters: past the frozen ``__setattr__``
 _set_mem_mib = Resources.mem_mib.__set__
+_set_custom = Resources.custom.__set__
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,9 @@ Decisions the format leaves open:
 - ``cores`` and ``memory`` are the whole cluster's, split evenly among ``workers`` equal
   workers (as the server's memory backend): a driver or an executor runs on one of them, the
   one its queue's ``node_sort`` chooses (``fair``: the freest; ``binpacking``: the fullest
-  that fits; docs/design/placement.md).
+  that fits; docs/design/placement.md). Or ``worker_groups: [{count, cores, memory,
+  resources: {gpu: 4}}]``, each group's sizes per worker: workers not all alike, some with
+  custom resources (docs/operator/resources.md).
 - A workload that could never run is refused, not simulated: an app the server would refuse
   at submission (``engine.placement.never_fits``: an executor or an in-cluster driver larger
   than any worker, first executors more than the workers hold or above a queue's
@@ -45,7 +47,9 @@ Decisions the format leaves open:
   gang's are read as at submission (``gang_properties.gang_from_conf``:
   ``spark.sessionsched.gang.*`` and YuniKorn's
   ``spark.kubernetes.driver.annotation.yunikorn.apache.org/*`` annotations), and a
-  malformed one refuses the workload with the gateway's own line. The properties the app's
+  malformed one refuses the workload with the gateway's own line; so are custom resources
+  (``spark.{driver,executor,task}.resource.{name}.amount``, ``spark.resource_props``). The
+  properties the app's
   own keys set (``spark.driver.cores``, ``spark.executor.memory``, ``min_executors`` ...) are
   refused in ``conf``, so no size has two sources; the rest ride on the launch unread.
 - Bursts of identical apps: YAML anchors and merge keys (``<<: *app``). Top-level keys that
@@ -59,13 +63,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ..backends.memory.job import Stage
 from ..config import (
     DEFAULT_QUEUES,
     QueueConfig,
     build_queue_tree,
+    group_sizes,
     load_yaml,
     parse_model,
     resolve_queue,
@@ -78,13 +83,13 @@ from ..model import (
     AppSpec,
     Queue,
     Resources,
-    Worker,
-    parse_mem_mib,
     parse_priority,
 )
 from ..spark.gang_properties import gang_from_conf
+from ..spark.resource_props import resource_ask
+from .cluster_config import ClusterConfig, MiB
+from .cluster_config import Strict as _Strict
 
-MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 # What the app's own keys set: in ``conf`` they would be a second, conflicting source.
 OWN_KEYS = {
     "spark.driver.cores": "driver.cores",
@@ -108,24 +113,6 @@ def _conf_value(v: object) -> str:
 
 Conf = dict[str, Annotated[str, BeforeValidator(_conf_value)]]
 Priority = Annotated[int, BeforeValidator(parse_priority)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ClusterConfig(_Strict):
-    cores: int = Field(64, ge=1)
-    memory: MiB = parse_mem_mib("256g")
-    workers: int = Field(1, ge=1)
-    driver_slots: int = Field(8, ge=0)
-    driver_start_s: float = Field(5.0, ge=0)
-    executor_start_s: float = Field(3.0, ge=0)
-    executor_idle_timeout_s: float = Field(
-        60.0, gt=0
-    )  # spark.dynamicAllocation.executorIdleTimeout
-    cycle_s: float = Field(1.0, gt=0)
-    max_time_s: float = Field(86400.0, gt=0)
 
 
 class DriverConfig(_Strict):
@@ -211,7 +198,7 @@ def _first_problem(w: WorkloadConfig) -> str | None:
     root = build_queue_tree(w.queues)
     seen: dict[str, int] = {}
     c = w.cluster
-    workers = Workers(_workers(c))
+    workers = Workers(c.worker_list())
     for i, app in enumerate(w.apps):
         where = f"apps[{i}]"
         if app.name in seen:
@@ -256,6 +243,7 @@ def _first_problem(w: WorkloadConfig) -> str | None:
                 return f"{where}.conf: {key}: set it as the app's {OWN_KEYS[key]}"
         try:
             gang_from_conf(app.conf)
+            resource_ask(app.conf)
         except ValueError as e:
             return f"{where}.conf: {e}"
         spec = _sim_app(app, i, root).spec
@@ -278,11 +266,6 @@ def _stage_problem(stages: list[StageConfig]) -> str | None:
         if s.id is not None:
             ids.add(s.id)
     return None
-
-
-def _workers(c: ClusterConfig) -> tuple[Worker, ...]:
-    size = Resources(c.cores // c.workers, c.memory // c.workers)
-    return tuple(Worker(f"worker-{i + 1}", size, size) for i in range(c.workers))
 
 
 # --- typed workload: what the simulator reads -------------------------------------------------
@@ -320,6 +303,7 @@ class Cluster:
     cycle_s: float
     max_time_s: float
     workers: int = 1  # equal workers sharing ``capacity``
+    sizes: tuple[Resources, ...] = ()  # or these workers (``worker_groups``)
 
 
 @dataclass(frozen=True)
@@ -331,8 +315,9 @@ class Workload:
 
 def to_workload(cfg: WorkloadConfig) -> Workload:
     c = cfg.cluster
+    sizes = group_sizes(c.worker_groups) if c.worker_groups else ()
     cluster = Cluster(
-        capacity=Resources(c.cores, c.memory),
+        capacity=c.capacity(),
         driver_slots=c.driver_slots,
         driver_start_s=c.driver_start_s,
         executor_start_s=c.executor_start_s,
@@ -340,6 +325,7 @@ def to_workload(cfg: WorkloadConfig) -> Workload:
         cycle_s=c.cycle_s,
         max_time_s=c.max_time_s,
         workers=c.workers,
+        sizes=sizes,
     )
     root = build_queue_tree(cfg.queues)
     order = sorted(range(len(cfg.apps)), key=lambda i: (cfg.apps[i].submit, i))
@@ -349,6 +335,7 @@ def to_workload(cfg: WorkloadConfig) -> Workload:
 
 
 def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
+    ask = resource_ask(a.conf)  # checked with the rest (``_first_problem``)
     spec = AppSpec(
         app_id=a.name,
         queue=resolve_queue(root, _queue_name(a, root)).name,
@@ -357,9 +344,9 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
         priority=a.priority,
         name=a.name,
         user=a.user,
-        driver=Resources(a.driver.cores, a.driver.memory),
+        driver=Resources(a.driver.cores, a.driver.memory, ask.driver),
         driver_in_cluster=a.driver.in_cluster,
-        executor=Resources(a.executor.cores, a.executor.memory),
+        executor=Resources(a.executor.cores, a.executor.memory, ask.executor),
         min_executors=a.min_executors,
         max_executors=a.max_executors,
         slots_max=a.slots_max,

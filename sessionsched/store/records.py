@@ -12,11 +12,12 @@ trail.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..engine.agent_terms import dynamic_allocation
 from ..model import AppSpec, AppState, Gang, GangStyle, Resources
+from ..model.custom import custom_of
 from ..model.submission import AppKind, IdentityFromSpec, Submission
 
 
@@ -85,9 +86,9 @@ class EventRecord:
 
 def spec_to_json(spec: AppSpec) -> dict[str, Any]:
     return {
-        "driver": asdict(spec.driver),
+        "driver": _size_to_json(spec.driver),
         "driver_in_cluster": spec.driver_in_cluster,
-        "executor": asdict(spec.executor),
+        "executor": _size_to_json(spec.executor),
         "min_executors": spec.min_executors,
         "max_executors": spec.max_executors,
         "slots_max": spec.slots_max,
@@ -118,9 +119,9 @@ def spec_from_json(
         priority=priority,
         name=name,
         user=user,
-        driver=Resources(**data["driver"]),
+        driver=_size_from_json(data["driver"]),
         driver_in_cluster=bool(data["driver_in_cluster"]),
-        executor=Resources(**data["executor"]),
+        executor=_size_from_json(data["executor"]),
         min_executors=int(data["min_executors"]),
         max_executors=data["max_executors"],
         slots_max=data["slots_max"],
@@ -130,6 +131,20 @@ def spec_from_json(
         driver_overhead_mib=data.get("driver_overhead_mib"),
         interactive=bool(data.get("interactive", unrecorded_interactive)),
     )
+
+
+def _size_to_json(r: Resources) -> dict[str, Any]:
+    """Cores and memory; ``custom`` (name -> amount) only when there is any, so the rows of
+    apps without custom resources are as they were."""
+    out: dict[str, Any] = {"cores": r.cores, "mem_mib": r.mem_mib}
+    if r.custom:
+        out["custom"] = dict(r.custom)
+    return out
+
+
+def _size_from_json(data: dict[str, Any]) -> Resources:
+    return Resources(int(data["cores"]), int(data["mem_mib"]),
+                     custom_of(data.get("custom") or {}))
 
 
 def _gang(data: dict[str, Any] | None) -> Gang | None:

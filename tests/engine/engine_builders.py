@@ -68,8 +68,8 @@ class app:  # noqa: N801 - reads as a noun in tables: app("a").priority(10)
     def seq(self, n: int) -> app:
         return self._set(seq=n)
 
-    def in_cluster(self, cores: int = 1, mem_mib: int = 1024) -> app:
-        return self._set(driver=Resources(cores, mem_mib), driver_in_cluster=True)
+    def in_cluster(self, cores: int = 1, mem_mib: int = 1024, custom: tuple = ()) -> app:
+        return self._set(driver=Resources(cores, mem_mib, custom), driver_in_cluster=True)
 
     def notebook(self) -> app:
         """A notebook's session: its driver runs in the notebook's kernel, with its user."""
@@ -84,8 +84,9 @@ class app:  # noqa: N801 - reads as a noun in tables: app("a").priority(10)
         return self._set(driver=Resources(self._spec.driver.cores, mem_mib),
                          driver_overhead_mib=overhead_mib)
 
-    def executor(self, cores: int, mem_mib: int = 1024) -> app:
-        return self._set(executor=Resources(cores, mem_mib))
+    def executor(self, cores: int, mem_mib: int = 1024, custom: tuple = ()) -> app:
+        """``custom``: (name, amount) pairs such as (("gpu", 1),)."""
+        return self._set(executor=Resources(cores, mem_mib, custom))
 
     def min(self, n: int) -> app:
         return self._set(min_executors=n)

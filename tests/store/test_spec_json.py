@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionsched.model import AppSpec, Gang, GangStyle
+from sessionsched.model import AppSpec, Gang, GangStyle, Resources
 from sessionsched.store.records import dynamic_before_recorded, spec_from_json, spec_to_json
 
 NAMES = dict(app_id="a", queue="root.default", seq=1, submitted_at=0.0, priority=5000,
@@ -86,3 +86,15 @@ def test_a_row_from_before_the_drivers_place_was_recorded_takes_it_from_its_kind
                     if k not in ("driver_with_user", "driver_overhead_mib")}
         back = _from_row(row).spec
         assert (back.driver_with_user, back.driver_overhead_mib) == (with_user, None), kind
+
+
+@pytest.mark.parametrize("driver, executor", [
+    (Resources(1, 1024), Resources(2, 4096)),
+    (Resources(1, 1024, (("gpu", 1),)), Resources(2, 4096, (("fpga", 1), ("gpu", 2)))),
+], ids=["no custom resources", "gpus"])
+def test_sizes_read_back_with_their_custom_resources(driver, executor):
+    spec = AppSpec(**NAMES, driver=driver, executor=executor)
+    data = spec_to_json(spec)
+    assert spec_from_json(data, **NAMES) == spec
+    # a row without custom resources is as it was before they were recorded
+    assert ("custom" in data["executor"]) is bool(executor.custom)

@@ -26,6 +26,7 @@ from kubernetes.utils import parse_quantity
 
 from ...engine.placement.sorting import pick
 from ...model import NodeSort, Resources, parse_mem_mib
+from ...spark.resource_props import resource_ask
 from ...spark.submit_args import parse_spark_submit
 from ..base import Launch
 from .pods import labels, node_workers
@@ -61,6 +62,8 @@ def driver_request(launch: Launch) -> Resources:
 
 
 def _request(conf: Mapping[str, str]) -> Resources:
+    """Cores and memory as above, and the driver's custom resources (a GPU driver goes to a
+    node with GPUs)."""
     cores = conf.get("spark.kubernetes.driver.request.cores") or conf.get("spark.driver.cores")
     cpu = math.ceil(parse_quantity(cores)) if cores else 1
     mem = parse_mem_mib(conf.get("spark.driver.memory", "1g"))
@@ -70,7 +73,7 @@ def _request(conf: Mapping[str, str]) -> Resources:
         jvm = not conf["_resource"].endswith((".py", ".R", ".r"))
         factor = float(conf.get("spark.driver.memoryOverheadFactor", 0.1 if jvm else 0.4))
         overhead = max(int(mem * factor), MIN_OVERHEAD_MIB)
-    return Resources(cpu, mem + overhead)
+    return Resources(cpu, mem + overhead, resource_ask(conf).driver)
 
 
 def pinned(launch: Launch, nodes: Iterable[dict], pods: Iterable[dict], theirs,

@@ -15,6 +15,8 @@ from decimal import Decimal
 from kubernetes.utils import parse_quantity
 
 from ...model import Resources, Worker
+from ...model.custom import custom_of
+from .extended import node_amounts, pod_amounts, take
 
 LABEL_APP = "sessionsched.io/app-id"
 LABEL_IN_CLUSTER = "sessionsched.io/driver-in-cluster"
@@ -106,45 +108,60 @@ def allocatable(node: dict) -> tuple[Decimal, Decimal]:
 
 
 def free_capacity(nodes: Iterable[dict], pods: Iterable[dict], theirs) -> Resources:
-    """Allocatable cpu/memory of the usable ``nodes`` minus the requests of pods bound to them
-    that are not ended and for which ``theirs(pod)`` is true (usage the scheduler does not
-    manage). Whole cores, MiB; never negative."""
+    """Allocatable cpu/memory (and extended resources, ``extended``) of the usable ``nodes``
+    minus the requests of pods bound to them that are not ended and for which ``theirs(pod)``
+    is true (usage the scheduler does not manage). Whole cores, MiB; never negative."""
     names: set[str] = set()
     cpu = mem = Decimal(0)
+    ext: dict[str, int] = {}
     for node in nodes:
         if node_usable(node):
             names.add(node["metadata"]["name"])
             c, m = allocatable(node)
             cpu, mem = cpu + c, mem + m
+            for k, v in node_amounts(node).items():
+                ext[k] = ext.get(k, 0) + v
     for pod in pods:
         if (pod.get("spec") or {}).get("nodeName") in names and phase(pod) not in ENDED \
                 and theirs(pod):
             c, m = requests(pod)
             cpu, mem = cpu - c, mem - m
-    return Resources(max(math.floor(cpu), 0), max(math.floor(mem / (1 << 20)), 0))
+            take(ext, pod_amounts(pod))
+    return _res(cpu, mem, ext)
+
+
+def _res(cpu: Decimal, mem: Decimal, ext: dict[str, int]) -> Resources:
+    """Whole cores, MiB, whole extended amounts; never negative."""
+    return Resources(max(math.floor(cpu), 0), max(math.floor(mem / (1 << 20)), 0),
+                     custom_of({k: max(v, 0) for k, v in ext.items()}) if ext else ())
 
 
 def node_workers(nodes: Iterable[dict], pods: Iterable[dict], theirs) -> tuple[Worker, ...]:
     """The usable ``nodes`` one by one, as workers: each one's size is its allocatable cpu and
-    memory minus the requests of the live pods bound to it for which ``theirs(pod)`` is true
-    (what the scheduler does not manage), its free room that less our own pods' requests too.
-    Whole cores, MiB; never negative. In node name order."""
-    alloc: dict[str, list[Decimal]] = {}
+    memory (and extended resources: ``extended``, GPUs) minus the requests of the live pods
+    bound to it for which ``theirs(pod)`` is true (what the scheduler does not manage), its free
+    room that less our own pods' requests too. Whole cores, MiB; never negative. In node name
+    order."""
+    alloc: dict[str, list] = {}
     for node in nodes:
         if node_usable(node):
             c, m = allocatable(node)
-            alloc[node["metadata"]["name"]] = [c, m, c, m]  # size cpu/mem, free cpu/mem
+            ext = node_amounts(node)
+            # size cpu/mem/extended, free cpu/mem/extended
+            alloc[node["metadata"]["name"]] = [c, m, ext, c, m, dict(ext)]
     for pod in pods:
         row = alloc.get((pod.get("spec") or {}).get("nodeName"))
         if row is None or phase(pod) in ENDED:
             continue
         c, m = requests(pod)
+        ext = pod_amounts(pod) if row[2] else None  # a node without any: nothing to take
         if theirs(pod):
             row[0], row[1] = row[0] - c, row[1] - m
-        row[2], row[3] = row[2] - c, row[3] - m
+            if ext:
+                take(row[2], ext)
+        row[3], row[4] = row[3] - c, row[4] - m
+        if ext:
+            take(row[5], ext)
 
-    def res(cpu: Decimal, mem: Decimal) -> Resources:
-        return Resources(max(math.floor(cpu), 0), max(math.floor(mem / (1 << 20)), 0))
-
-    return tuple(Worker(name, res(r[0], r[1]), res(r[2], r[3]))
+    return tuple(Worker(name, _res(r[0], r[1], r[2]), _res(r[3], r[4], r[5]))
                  for name, r in sorted(alloc.items()))

@@ -73,13 +73,14 @@ class MemoryCluster:
         executor_idle_timeout_s: float = 60.0,
         work_s: float = 2.0,
         workers: int = 1,
+        sizes: tuple[Resources, ...] = (),
     ):
         self.driver_slots = driver_slots
         self.driver_start_s = driver_start_s
         self.executor_start_s = executor_start_s
         self.executor_idle_timeout_s = executor_idle_timeout_s
         self.work_s = work_s
-        self.pool = Pool(capacity, driver_slots, workers)
+        self.pool = Pool(capacity, driver_slots, workers, sizes)  # sizes: workers not alike
         self.apps: dict[str, SparkApp] = {}  # by app id, in launch order (a relaunch replaces)
         self.externals: dict[str, External] = {}  # by Spark app id
         self.clock: float | None = None

@@ -1,6 +1,7 @@
 """The simulated cluster's workers, their cores and memory handed out as a standalone master does.
 
-The cluster is ``workers`` equal workers (``capacity`` split evenly). A driver or an executor
+The cluster is ``workers`` equal workers (``capacity`` split evenly), or the workers of
+``sizes`` (workers not all alike, some with custom resources such as GPUs). A driver or an executor
 runs on one worker, chosen by its app's node sorting (``engine.placement.sorting.pick``:
 ``fair``, the default, the alive one with the most free room that holds it, as the master's
 ``spreadOut``; ``binpacking``, the fullest that holds it; ties: the first) - so room split
@@ -46,15 +47,17 @@ class Started:
 
 
 class Pool:
-    """``capacity``: all workers together; ``workers``: how many equal workers share it.
-    Things placed are named by a key (an app name for its driver, an executor id, an
-    external's key) and given back by it."""
+    """``capacity``: all workers together; ``workers``: how many equal workers share it;
+    ``sizes``: each worker's size instead (``capacity`` and ``workers`` then unused). Things
+    placed are named by a key (an app name for its driver, an executor id, an external's key)
+    and given back by it."""
 
-    def __init__(self, capacity: Resources, driver_slots: int | None, workers: int = 1):
-        n = max(workers, 1)
+    def __init__(self, capacity: Resources, driver_slots: int | None, workers: int = 1,
+                 sizes: tuple[Resources, ...] = ()):
+        n = len(sizes) or max(workers, 1)
         size = Resources(capacity.cores // n, capacity.mem_mib // n)
         self.names = [f"worker-{i + 1}" for i in range(n)]
-        self.sizes = [size] * n
+        self.sizes = list(sizes) or [size] * n
         self.alive = [True] * n
         self.used_on = [Resources()] * n
         self.driver_slots = driver_slots

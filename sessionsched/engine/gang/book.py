@@ -188,7 +188,7 @@ def _grow(hold: Hold, pool: Resources) -> Resources:
     assert gang is not None
     if not hold.driver:
         driver = spec.driver if spec.driver_in_cluster else _NONE
-        if not driver.fits_in(pool):
+        if not driver.fits_in_sum(pool):  # the sum; custom resources per worker
             return pool
         hold.driver = True
         pool = pool - driver

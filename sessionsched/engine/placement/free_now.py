@@ -42,21 +42,23 @@ from collections import Counter
 from sortedcontainers import SortedList
 
 from ...model import NodeSort, Resources, Worker
+from ...model.custom import Custom, combine, covers
 
 
 class Rooms:
-    """Workers counted by free room (cores, MiB), the rooms kept in order: a take finds the
-    room ``sort`` picks by walking from the end of the order it prefers, so it costs
-    O(log rooms) and a few steps (more only where memory, not cores, rules a room out), not
-    O(rooms): a wave of grants places thousands of executors at once."""
+    """Workers counted by free room (cores, MiB, custom amounts), the rooms kept in order: a
+    take finds the room ``sort`` picks by walking from the end of the order it prefers, so it
+    costs O(log rooms) and a few steps (more only where memory or a custom resource, not
+    cores, rules a room out), not O(rooms): a wave of grants places thousands of executors at
+    once."""
 
     __slots__ = ("count", "order")
 
     def __init__(self, counts: Counter[Resources] | None = None):
-        self.count: Counter[tuple[int, int]] = Counter()
+        self.count: Counter[tuple[int, int, Custom]] = Counter()
         counts = counts or Counter()
         for r, n in counts.items():
-            self.count[r.cores, r.mem_mib] += n
+            self.count[r.cores, r.mem_mib, r.custom] += n
         self.order = SortedList(self.count)
 
     def copy(self) -> Rooms:
@@ -65,17 +67,17 @@ class Rooms:
         other.order = self.order.copy()
         return other
 
-    def _pick(self, size: Resources, sort: NodeSort) -> tuple[int, int] | None:
-        cores, mem = size.cores, size.mem_mib
+    def _pick(self, size: Resources, sort: NodeSort) -> tuple[int, int, Custom] | None:
+        cores, mem, custom = size.cores, size.mem_mib, size.custom
         if sort is NodeSort.BINPACKING:  # the fullest that fits: upwards from the first
             for key in self.order.islice(self.order.bisect_left((cores, mem))):
-                if key[1] >= mem:
+                if key[1] >= mem and (not custom or covers(custom, key[2])):
                     return key
             return None
         for key in self.order.islice(reverse=True):  # the freest: downwards
             if key[0] < cores:
                 return None
-            if key[1] >= mem:
+            if key[1] >= mem and (not custom or covers(custom, key[2])):
                 return key
         return None
 
@@ -93,7 +95,9 @@ class Rooms:
         if not count[at]:
             del count[at]
             self.order.remove(at)
-        left = (at[0] - size.cores, at[1] - size.mem_mib)
+        custom = size.custom
+        left = (at[0] - size.cores, at[1] - size.mem_mib,
+                combine(at[2], custom, -1) if custom else at[2])
         if left not in count:
             self.order.add(left)
         count[left] += 1

@@ -1,7 +1,8 @@
 """Whether an app can run on the cluster as it is: the one check submission and admission share.
 
 ``never_fits(spec, path, workers)`` names the first number that does not fit, or None:
-  1. its in-cluster driver is larger than any worker;
+  1. its in-cluster driver is larger than any worker (in cores, memory or a custom resource:
+     the line names the resource no worker has enough of, ``at most 2 gpu on one``);
   2. one executor is larger than any worker (an app that may hold no executor skips this);
   3. its first executors (``first_executors``: what its leaf's admission sets aside - under
      ``demand`` and ``reserve`` ``reservation()``, minExecutors but at least 1; else
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model import AppSpec, Queue, Resources
+from ...model.custom import describe
 from ..admission_checks import ADMISSION_MODES, reservation, reserve_room
 from ..waits import Wait, WaitCode
 from .workers import Workers
@@ -31,7 +33,20 @@ DOES_NOT_FIT_NOW = "does not fit the cluster as it is now: {why}"
 
 
 def _size(r: Resources) -> str:
-    return f"{r.cores} cores/{r.mem_mib} MiB"
+    return f"{r.cores} cores/{r.mem_mib} MiB{describe(r.custom)}"
+
+
+def _fits_no_worker(what: str, size: Resources, workers: Workers) -> str:
+    """Why ``size`` fits no worker, naming the custom resource no worker has enough of when
+    cores and memory alone would fit."""
+    plain = Resources(size.cores, size.mem_mib)
+    if size.custom and workers.fits_one(plain):
+        for name, n in size.custom:
+            most = workers.most(name)
+            if most < n:
+                have = f"at most {most} {name} on one" if most else f"no worker has {name}"
+                return f"{what} of {_size(size)} fits no worker: {have} ({workers.describe()})"
+    return f"{what} of {_size(size)} fits no worker ({workers.describe()})"
 
 
 _SETS_ASIDE = tuple(mode for mode, m in ADMISSION_MODES.items() if reserve_room in m.checks)
@@ -63,9 +78,9 @@ def never_fits(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> str | 
     n = first_executors(spec, path[-1]) if path else reservation(spec)
     gang = spec.gang
     driver, executor = spec.driver, spec.executor  # as ints: hashed and compared in C
-    shape = ((driver.cores, driver.mem_mib) if spec.driver_in_cluster else None,
-             executor.cores, executor.mem_mib, spec.executor_cap != 0, n, spec.min_executors,
-             None if gang is None else gang.executors)
+    shape = ((driver.cores, driver.mem_mib, driver.custom) if spec.driver_in_cluster else None,
+             executor.cores, executor.mem_mib, executor.custom, spec.executor_cap != 0, n,
+             spec.min_executors, None if gang is None else gang.executors)
     sizes, count = workers.memo(shape, lambda: _on_workers(spec, n, workers))
     if sizes is not None:
         return sizes
@@ -82,10 +97,10 @@ def _on_workers(spec: AppSpec, n: int, workers: Workers) -> tuple[str | None, st
     workers hold): checks 1-2 and 4 of the module doc."""
     driver = spec.driver if spec.driver_in_cluster else None
     if driver is not None and not workers.fits_one(driver):
-        return f"the driver of {_size(driver)} fits no worker ({workers.describe()})", None
+        return _fits_no_worker("the driver", driver, workers), None
     executor = spec.executor
     if spec.executor_cap != 0 and not workers.fits_one(executor):
-        return f"an executor of {_size(executor)} fits no worker ({workers.describe()})", None
+        return _fits_no_worker("an executor", executor, workers), None
     if n <= 0:
         return None, None
     held = workers.holds(executor) if driver is None else workers.holds_beside(driver, executor)

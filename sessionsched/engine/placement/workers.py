@@ -3,9 +3,11 @@
 A driver or an executor runs on one worker, so room split across workers is not room: two
 workers of 4 cores hold no 8-core executor, and two 3-core workers hold two 2-core executors,
 not three. The questions the engine asks:
-  * ``fits_one(size)``: some worker is at least that large (in cores and in memory);
+  * ``fits_one(size)``: some worker is at least that large (in cores, in memory and in every
+    custom resource it asks for: a GPU executor fits only where there are GPUs);
   * ``holds(executor)``: how many such executors the workers hold at most, each worker
-    ``min(its cores // executor cores, its memory // executor memory)``, summed;
+    ``min(its cores // executor cores, its memory // executor memory)`` (and its amount of
+    each custom resource // the executor's), summed;
   * ``holds_beside(driver, executor)``: the same with the driver placed on the worker where it
     costs the fewest executors (-1 if the driver fits no worker).
 They are asked of the workers' sizes (what each offers the scheduler's apps), not of what is
@@ -22,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 
 from ...model import Resources, Worker
+from ...model.custom import amount, describe
 
 _NONE = Resources()
 UNBOUNDED = 1 << 40  # executors of no size: as many as anyone asks
@@ -35,6 +38,9 @@ def per_worker(size: Resources, executor: Resources) -> int:
         counts.append(max(size.cores, 0) // executor.cores)
     if executor.mem_mib > 0:
         counts.append(max(size.mem_mib, 0) // executor.mem_mib)
+    if executor.custom:
+        have = dict(size.custom)
+        counts.extend(max(have.get(k, 0), 0) // v for k, v in executor.custom if v > 0)
     return min(counts) if counts else UNBOUNDED
 
 
@@ -102,11 +108,16 @@ class Workers:
             hit = self._shapes[shape] = answer()
         return hit
 
+    def most(self, name: str) -> int:
+        """The most of custom resource ``name`` one worker has (0: none has any)."""
+        return max((amount(s.custom, name) for s, _ in self._sizes), default=0)
+
     def describe(self) -> str:
-        """The workers in a few words: ``2 workers of 4 cores/8192 MiB``."""
+        """The workers in a few words: ``2 workers of 4 cores/8192 MiB`` (``/2 gpu`` after a
+        size with custom resources)."""
         if not self._sizes:
             return "no alive worker"
         parts = [f"{n} worker{'s' if n != 1 else ''} of {s.cores} cores/{s.mem_mib} MiB"
-                 for s, n in self._sizes[:3]]
+                 f"{describe(s.custom)}" for s, n in self._sizes[:3]]
         more = len(self._sizes) - 3
         return ", ".join(parts) + (f" and {more} other size(s)" if more > 0 else "")

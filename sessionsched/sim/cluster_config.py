@@ -1,0 +1,59 @@
+"""A workload's ``cluster:``, as the simulator's YAML holds it (``workload`` reads the rest):
+``cores`` and ``memory`` shared evenly by ``workers`` equal workers, or ``worker_groups``
+(workers not all alike, each group's sizes per worker, with custom resources such as GPUs:
+docs/operator/resources.md), and the model's timings."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from ..config import WorkerGroup, group_sizes, no_equal_workers_beside
+from ..model import Resources, Worker, parse_mem_mib
+
+MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterConfig(Strict):
+    cores: int = Field(64, ge=1)
+    memory: MiB = parse_mem_mib("256g")
+    workers: int = Field(1, ge=1)
+    # Workers not all alike instead (each group's cores and memory are per worker):
+    # [{count, cores, memory, resources: {gpu: 4}}].
+    worker_groups: list[WorkerGroup] | None = Field(None, min_length=1)
+    driver_slots: int = Field(8, ge=0)
+    driver_start_s: float = Field(5.0, ge=0)
+    executor_start_s: float = Field(3.0, ge=0)
+    executor_idle_timeout_s: float = Field(
+        60.0, gt=0
+    )  # spark.dynamicAllocation.executorIdleTimeout
+    cycle_s: float = Field(1.0, gt=0)
+    max_time_s: float = Field(86400.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ClusterConfig:
+        no_equal_workers_beside(self.worker_groups, self.model_fields_set)
+        return self
+
+    def sizes(self) -> tuple[Resources, ...]:
+        """Every worker's size: the groups' or ``workers`` equal shares of the cluster's."""
+        if self.worker_groups:
+            return group_sizes(self.worker_groups)
+        return (Resources(self.cores // self.workers, self.memory // self.workers),) * self.workers
+
+    def worker_list(self) -> tuple[Worker, ...]:
+        return tuple(Worker(f"worker-{i + 1}", s, s) for i, s in enumerate(self.sizes()))
+
+    def capacity(self) -> Resources:
+        """The workers together (with ``worker_groups``, their custom resources too)."""
+        if not self.worker_groups:
+            return Resources(self.cores, self.memory)
+        total = Resources()
+        for s in self.sizes():
+            total = total + s
+        return total
