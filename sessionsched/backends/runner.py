@@ -44,21 +44,30 @@ def main(argv: list[str]) -> int:
         print("usage: runner.py --exit-file FILE -- COMMAND [ARGS...]", file=sys.stderr)
         return 2
     exit_file, command = argv[1], argv[3:]
+    child: subprocess.Popen | None = None
+    early: list[int] = []  # signals that came before the command had started
+
+    def forward(signum, _frame):
+        if child is None:
+            early.append(signum)
+            return
+        try:
+            child.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    # Before the command starts: a group-wide SIGTERM right after the launch would otherwise
+    # end the runner by its default action, and the exit file would never be written.
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
     try:
         child = subprocess.Popen(command)
     except OSError as e:
         print(f"sessionsched runner: cannot start {command[0]}: {e}", file=sys.stderr)
         write_exit_file(exit_file, 127)
         return 127
-
-    def forward(signum, _frame):
-        try:
-            child.send_signal(signum)
-        except ProcessLookupError:
-            pass
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
+    for signum in early:
+        forward(signum, None)
     code = exit_code(child.wait())
     write_exit_file(exit_file, code)
     return code
