@@ -15,6 +15,8 @@ from sessionsched.config import tokens_file as tokens
 from tests.support.browser import WAIT_MS, submit
 from tests.support.cli_helpers import QUEUES
 
+pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
+
 
 def get(server: ServerProcess, path: str, token: str | None = None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}

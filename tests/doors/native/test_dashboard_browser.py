@@ -9,6 +9,7 @@ import os
 import signal
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 from tests.support.browser import (
@@ -19,6 +20,8 @@ from tests.support.browser import (
     row,
     submit,
 )
+
+pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
 
 
 def test_health_queues_and_apps_in_priority_order_follow_a_priority_change(

@@ -8,9 +8,12 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.browser import LONG, WAIT_MS, api, submit
+
+pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
 
 
 def plotted(page: Page) -> dict:

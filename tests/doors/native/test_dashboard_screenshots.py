@@ -11,9 +11,12 @@ import struct
 import time
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.support.browser import LONG, WAIT_MS, api, submit
+
+pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
 
 DOCS_IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
 VIEWS = ("queues", "apps", "cluster", "usage")

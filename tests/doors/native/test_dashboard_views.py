@@ -23,6 +23,8 @@ from tests.support.browser import (
     submit,
 )
 
+pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
+
 
 def bar_widths(page: Page) -> dict[str, tuple[float, float]]:
     """Each queue's (held, wanted) bar widths, in per cent of its bar, as the page set them."""
