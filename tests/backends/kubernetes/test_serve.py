@@ -87,7 +87,9 @@ def test_serve_launches_tracks_kills_and_adopts_driver_pods(fake, tmp_path):
             wait_until(lambda: state(second) in ("STARTING", "RUNNING"), 30, "admitted")
             assert http.post(f"/api/v1/apps/{second}/kill").status_code == 200
             wait_until(lambda: state(second) == "KILLED", 30, "KILLED")
-            assert fake.pods(NS, f"{LABEL}={second}") == []
+            # The kill is recorded at once; the pod's delete is carried out after it.
+            wait_until(lambda: not fake.pods(NS, f"{LABEL}={second}"), 30,
+                       "the killed driver's pod deleted")
 
             third = submit()
             pod = wait_until(lambda: fake.pods(NS, f"{LABEL}={third}"), 60, "pod 3")[0]
