@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -203,14 +204,28 @@ def main() -> None:
     p.add_argument("--cores", type=int, default=4)
     p.add_argument("--ports", default="47000-47999")
     p.add_argument("--out", help="write the figures as JSON here")
+    p.add_argument("--keep", metavar="DIR", help="save the real run (its event logs, times "
+                   "and server config) in DIR, for --reuse")
+    p.add_argument("--reuse", metavar="DIR", help="no real run: the one --keep saved in DIR")
     args = p.parse_args()
     first, _, last = args.ports.partition("-")
     with tempfile.TemporaryDirectory(prefix="eventlog-fidelity-") as tmp:
         work = Path(tmp)
         logs = work / "logs"
-        logs.mkdir()
         print(f"work directory {work}", file=sys.stderr)
-        config, real = run_real(args.cores, (int(first), int(last)), work, logs)
+        if args.reuse:
+            saved = json.loads((Path(args.reuse) / "real.json").read_text())
+            config, real, args.cores = saved["config"], saved["real"], saved["cores"]
+            shutil.copytree(Path(args.reuse) / "logs", logs)
+        else:
+            logs.mkdir()
+            config, real = run_real(args.cores, (int(first), int(last)), work, logs)
+            if args.keep:
+                keep = Path(args.keep)
+                keep.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(logs, keep / "logs", dirs_exist_ok=True)
+                (keep / "real.json").write_text(json.dumps(
+                    {"config": config, "real": real, "cores": args.cores}, indent=2) + "\n")
         print("\nas built (the workload's driver_start_s: the default 5 s)")
         sim = simulated(config, real, args.cores, work, logs)
         figures = report(real, sim)
