@@ -93,7 +93,7 @@ def _source(args: argparse.Namespace):  # -> eventlog.build.Source
                   driver_slots=args.driver_slots or config.cluster.driver_slots,
                   queues=load_yaml(args.config).get("queues") or [
                       q.model_dump(mode="json", exclude_defaults=True) for q in config.queues],
-                  config_name=str(args.config),
+                  config_name=str(args.config), cycle_s=config.server.cycle_ms / 1000.0,
                   defaults=Defaults(queue=config.defaults.queue,
                                     priority=config.defaults.priority))
 
