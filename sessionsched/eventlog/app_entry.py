@@ -21,10 +21,8 @@
   while one still ran); ``tail_s``: from its last stage's end to the application's end
   (``spark.stop()`` and the app's own work after its last job).
 - Stages: in the order Spark submitted them, each with its Spark stage ``id``, task count,
-  mean task time (its executors' first tasks left out when it had others: their warm-up is
-  the cluster's ``executor_warmup_s``, ``fitted``), the task times' deciles
-  (``task_s_quantiles``, when they differ; as many evenly spaced quantiles as it had tasks
-  when it had fewer than 11) and
+  mean task time, the task times' deciles (``task_s_quantiles``, when they differ; as many
+  evenly spaced quantiles as it had tasks when it had fewer than 11) and
   ``after``: the stages it read from that ran (a skipped stage's output was reused).
 - ``conf``: the app's resource properties (``spark.{driver,executor,task}.resource.*``,
   ``spark.task.cpus``) and gang properties (``spark.sessionsched.gang.*`` and YuniKorn's
@@ -42,7 +40,6 @@ from dataclasses import dataclass
 from ..model import PRIORITY_DEFAULT, parse_mem_mib, parse_priority
 from ..spark.gang_properties import gang_from_conf
 from .events import AppFacts, StageFacts
-from .fitted import first_tasks, warm_durations_ms
 
 QUEUE_KEY = "spark.sessionsched.queue"
 PRIORITY_KEY = "spark.ego.priority"
@@ -129,8 +126,8 @@ def quantiles(durations_s: list[float], n: int = 10) -> list[float]:
     return out
 
 
-def _stage(s: StageFacts, ran: set[int], durations_ms: list[int]) -> dict:
-    durations = [max(d / 1000.0, 0.001) for d in durations_ms]
+def _stage(s: StageFacts, ran: set[int]) -> dict:
+    durations = [max(d / 1000.0, 0.001) for d in s.durations_ms]
     if not durations:  # no task's end was logged: the stage's span stands for each task
         span = ((s.completed_ms or 0) - (s.submitted_ms or 0)) / 1000.0
         durations = [max(span, 0.001)]
@@ -196,8 +193,7 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
                 default=facts.first_job_ms if facts.first_job_ms is not None else facts.end_ms)
     app["startup_s"] = round(max(first - facts.start_ms, 0) / 1000.0, 3)
     ran = {s.stage_id for s in facts.stages}
-    firsts = first_tasks(facts)
-    app["stages"] = [_stage(s, ran, warm_durations_ms(s, firsts)) for s in facts.stages]
+    app["stages"] = [_stage(s, ran) for s in facts.stages]
     ended = None  # the latest end of the stages submitted so far
     for s, entry in zip(facts.stages, app["stages"], strict=True):
         if ended is not None and s.submitted_ms is not None and s.submitted_ms > ended:

@@ -33,7 +33,6 @@ class StageFacts:
     submitted_ms: int | None
     completed_ms: int | None
     durations_ms: tuple[int, ...]  # each successful task's launch-to-finish, by task index
-    runs: tuple[tuple[str, int], ...] = ()  # the same tasks' executor id and launch time (ms)
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,6 @@ class _Stage:
     submitted_ms: int | None = None
     completed_ms: int | None = None
     durations: dict[int, int] = field(default_factory=dict)  # task index -> ms
-    runs: dict[int, tuple[str, int]] = field(default_factory=dict)  # task index -> executor, launch
 
     def seen(self, info: Mapping) -> None:
         self.name = str(info.get("Stage Name") or self.name)
@@ -82,8 +80,7 @@ class _Stage:
 
     def facts(self) -> StageFacts:
         return StageFacts(self.stage_id, self.name, self.tasks, self.parents, self.submitted_ms,
-                          self.completed_ms, tuple(v for _, v in sorted(self.durations.items())),
-                          tuple(v for _, v in sorted(self.runs.items())))
+                          self.completed_ms, tuple(v for _, v in sorted(self.durations.items())))
 
 
 @dataclass
@@ -211,9 +208,8 @@ def _task_end(app: _App, rec: Mapping) -> None:
     launched, finished = info.get("Launch Time"), info.get("Finish Time")
     if launched is None or not finished:
         return
-    index = int(info.get("Index", len(stage.durations)))
-    stage.durations[index] = max(0, int(finished) - int(launched))
-    stage.runs[index] = (str(info.get("Executor ID") or ""), int(launched))
+    stage.durations[int(info.get("Index", len(stage.durations)))] = max(
+        0, int(finished) - int(launched))
 
 
 _HANDLERS = {

@@ -12,10 +12,6 @@ the memory cluster replays; docs/operator/simulator.md says where each comes fro
   executor removed, an app's executors gone at its end): the earliest the executor could have
   been started. Under contention the scheduler's own wait is in it too, so it is an upper
   bound at the high end and the median is taken.
-- ``executor_warmup_s``: the median, over every executor's first task that has a stage-mate
-  which was not a first, of its time less the median of those others' (``first_tasks``): the
-  Python worker an executor starts, the code and broadcasts it fetches first. The stages' task
-  times leave those first tasks out (``app_entry``), so the warm-up is not counted twice.
 - ``executor_idle_timeout_s``: the median of the apps' ``spark.dynamicAllocation.
   executorIdleTimeout`` (Spark's 60 s where an app with dynamic allocation set none).
 """
@@ -26,7 +22,7 @@ import bisect
 import statistics
 
 from ..spark.gang_properties import parse_time_s
-from .events import AppFacts, StageFacts
+from .events import AppFacts
 
 LAUNCH_TIME = "spark.sessionsched.launchTime"  # stamped by every sessionsched launch (epoch ms)
 IDLE_TIMEOUT = "spark.dynamicAllocation.executorIdleTimeout"
@@ -65,38 +61,6 @@ def executor_starts_s(apps: list[AppFacts]) -> list[float]:
     return out
 
 
-def first_tasks(facts: AppFacts) -> set[tuple[int, int]]:
-    """(stage id, place in its ``durations_ms``) of each executor's first task in the app."""
-    first: dict[str, tuple[int, int, int]] = {}  # executor -> (launch, stage id, place)
-    for s in facts.stages:
-        for place, (executor, launched) in enumerate(s.runs):
-            if executor and (executor not in first or launched < first[executor][0]):
-                first[executor] = (launched, s.stage_id, place)
-    return {(sid, place) for _, sid, place in first.values()}
-
-
-def warm_durations_ms(stage: StageFacts, firsts: set[tuple[int, int]]) -> list[int]:
-    """The stage's task times but its executors' first tasks (all of them if it had no other)."""
-    warm = [d for place, d in enumerate(stage.durations_ms)
-            if (stage.stage_id, place) not in firsts]
-    return warm or list(stage.durations_ms)
-
-
-def executor_warmups_s(apps: list[AppFacts]) -> list[float]:
-    out = []
-    for f in apps:
-        firsts = first_tasks(f)
-        for s in f.stages:
-            warm = [d for place, d in enumerate(s.durations_ms)
-                    if (s.stage_id, place) not in firsts]
-            if not warm:
-                continue
-            typical = statistics.median(warm)
-            out += [(d - typical) / 1000.0 for place, d in enumerate(s.durations_ms)
-                    if (s.stage_id, place) in firsts]
-    return out
-
-
 def idle_timeouts_s(apps: list[AppFacts]) -> list[float]:
     out = []
     for f in apps:
@@ -120,8 +84,6 @@ def fitted_cluster(apps: list[AppFacts]) -> tuple[dict, list[str]]:
              "launch (sessionsched's stamp) -> application start"),
             ("executor_start_s", executor_starts_s(apps),
              "executor asked for (as far as the logs show) -> added"),
-            ("executor_warmup_s", executor_warmups_s(apps),
-             "executor's first task's time less its stage's others'"),
             ("executor_idle_timeout_s", idle_timeouts_s(apps),
              "spark.dynamicAllocation.executorIdleTimeout")):
         if values:

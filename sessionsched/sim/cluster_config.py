@@ -32,7 +32,6 @@ class ClusterConfig(Strict):
     executor_idle_timeout_s: float = Field(
         60.0, gt=0
     )  # spark.dynamicAllocation.executorIdleTimeout
-    executor_warmup_s: float = Field(0.0, ge=0)  # the extra time of a new executor's first task
     cycle_s: float = Field(1.0, gt=0)
     max_time_s: float = Field(86400.0, gt=0)
 

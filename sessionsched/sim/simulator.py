@@ -116,7 +116,7 @@ class Simulator:
         self.cluster = MemoryCluster(
             c.capacity, c.driver_slots, driver_start_s=c.driver_start_s,
             executor_start_s=c.executor_start_s, executor_idle_timeout_s=c.executor_idle_timeout_s,
-            workers=c.workers, sizes=c.sizes, executor_warmup_s=c.executor_warmup_s,
+            workers=c.workers, sizes=c.sizes,
         )
         self.backend = MemoryBackend(self.cluster)
         self.apps = {a.name: a for a in workload.apps}

@@ -310,7 +310,6 @@ class Cluster:
     max_time_s: float
     workers: int = 1  # equal workers sharing ``capacity``
     sizes: tuple[Resources, ...] = ()  # or these workers (``worker_groups``)
-    executor_warmup_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -333,7 +332,6 @@ def to_workload(cfg: WorkloadConfig) -> Workload:
         max_time_s=c.max_time_s,
         workers=c.workers,
         sizes=sizes,
-        executor_warmup_s=c.executor_warmup_s,
     )
     root = build_queue_tree(cfg.queues)
     order = sorted(range(len(cfg.apps)), key=lambda i: (cfg.apps[i].submit, i))

@@ -8,12 +8,10 @@ import yaml
 
 from sessionsched.eventlog.app_entry import app_entry
 from sessionsched.eventlog.build import build
-from sessionsched.eventlog.events import AppFacts, ExecutorFacts, StageFacts, parse_app
+from sessionsched.eventlog.events import AppFacts, ExecutorFacts, StageFacts
 from sessionsched.eventlog.fitted import (
     driver_starts_s,
     executor_starts_s,
-    executor_warmups_s,
-    first_tasks,
     fitted_cluster,
     idle_timeouts_s,
 )
@@ -90,28 +88,9 @@ def test_executor_start_is_from_the_later_of_the_demand_and_a_freed_core():
     assert executor_starts_s([a, b]) == [10.0, 3.0]
 
 
-def test_an_executors_first_task_gives_the_warm_up_and_leaves_the_stage_times():
-    runs = (("1", T0), ("2", T0), ("1", T0 + 9000), ("2", T0 + 9000), ("1", T0 + 12_000))
-    s = StageFacts(0, "s", 5, (), T0, T0 + 15_000, (9000, 7000, 3000, 3000, 3000), runs)
-    f = facts([s], [ExecutorFacts("1", "h", 1, T0, None), ExecutorFacts("2", "h", 1, T0, None)])
-    assert first_tasks(f) == {(0, 0), (0, 1)}
-    assert executor_warmups_s([f]) == [6.0, 4.0]
-    entry = entry_of(f)["stages"][0]
-    assert entry["task_s"] == 3.0 and "task_s_quantiles" not in entry  # the warm ones alone
-    assert fitted_cluster([f])[0]["executor_warmup_s"] == 5.0
-
-
 def test_the_idle_timeout_is_the_apps_own():
     apps = [facts(props={**DYNAMIC, "spark.dynamicAllocation.executorIdleTimeout": "5s"}),
             facts(props={**DYNAMIC, "spark.dynamicAllocation.executorIdleTimeout": "5"}),
             facts(props=DYNAMIC), facts()]  # Spark's 60 s; a static app has none
     assert idle_timeouts_s(apps) == [5.0, 5.0, 60.0]
     assert fitted_cluster(apps)[0]["executor_idle_timeout_s"] == 5.0
-
-
-def test_a_task_records_its_executor_and_launch():
-    lines = app_log("a", stages=[stage(0, [1000])])
-    task = [line for line in lines if "TaskEnd" in line][0].replace(
-        '"Index": 0,', '"Index": 0, "Executor ID": "7",')
-    lines = [task if "TaskEnd" in line else line for line in lines]
-    assert parse_app(lines).stages[0].runs == (("7", T0 + 2000),)

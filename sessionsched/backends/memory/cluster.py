@@ -58,9 +58,9 @@ class MemoryCluster:
     """``capacity``: cores and memory of all ``workers`` together (equal workers);
     ``driver_slots``: client-mode
     drivers at once on the scheduler host. Latencies and ``executor_idle_timeout_s``
-    (``spark.dynamicAllocation.executorIdleTimeout``) and ``executor_warmup_s`` (``spark.py``) in
-    seconds; ``work_s``: the work of a job that names none (``job.py``). The object holds the
-    drivers: it outlives any backend over it, as a real cluster outlives the scheduler."""
+    (``spark.dynamicAllocation.executorIdleTimeout``) in seconds; ``work_s``: the work of a job
+    that names none (``job.py``). The object holds the drivers: it outlives any backend over
+    it, as a real cluster outlives the scheduler."""
 
     def __init__(
         self,
@@ -72,18 +72,19 @@ class MemoryCluster:
         executor_idle_timeout_s: float = 60.0,
         work_s: float = 2.0,
         workers: int = 1,
-        sizes: tuple[Resources, ...] = (), executor_warmup_s: float = 0.0,
+        sizes: tuple[Resources, ...] = (),
     ):
         self.driver_slots = driver_slots
-        self.driver_start_s, self.executor_start_s = driver_start_s, executor_start_s
+        self.driver_start_s = driver_start_s
+        self.executor_start_s = executor_start_s
         self.executor_idle_timeout_s = executor_idle_timeout_s
-        self.executor_warmup_s = executor_warmup_s
         self.work_s = work_s
         self.pool = Pool(capacity, driver_slots, workers, sizes)  # sizes: workers not alike
         self.apps: dict[str, SparkApp] = {}  # by app id, in launch order (a relaunch replaces)
         self.externals: dict[str, External] = {}  # by Spark app id
         self.clock: float | None = None
-        self.busy_core_s, self.busy_cores = 0.0, 0
+        self.busy_core_s = 0.0
+        self.busy_cores = 0
         self.last_event_s = 0.0
         self.driver_cores = 0  # cores of in-cluster drivers that have their room
         self.reclaim_kills: list[tuple[float, str, str, int]] = []  # (time, app, executor, lost)
@@ -323,8 +324,7 @@ class MemoryCluster:
             return
         if sa.phase is Phase.RUNNING:
             for eid in sa.placements():
-                task_id = next(self._task_ids)
-                task_s = sa.next_task_s(sa.executors[eid], self.executor_warmup_s)
+                task_id, task_s = next(self._task_ids), sa.next_task_s()
                 sa.executors[eid].tasks[task_id] = now + task_s
                 sa.executors[eid].began[task_id] = now
                 sa.pending -= 1

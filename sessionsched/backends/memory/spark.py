@@ -23,9 +23,6 @@ Assumptions of the model (Spark standalone, dynamic allocation on, ``spark.task.
   never holds more than ``grant`` executors alive or starting (the master's executor limit), so
   executors it is giving back (decommissioning) count against its grant until they are gone.
   Surplus requests still starting are cancelled, newest first.
-- Warm-up: a new executor's first task takes the cluster's ``executor_warmup_s`` longer (the
-  Python worker it starts, the task's code and broadcasts fetched first: what an event log
-  shows as a first task far longer than the rest of its stage).
 - Idle timeout: an executor idle for ``executor_idle_timeout_s`` is released, unless that would
   leave fewer than ``min_executors`` working executors (Spark keeps the minimum).
 """
@@ -57,7 +54,6 @@ class SimExecutor:
     began: dict[int, float] = field(default_factory=dict)  # task id -> started at
     idle_since: float | None = None
     leaving: bool = False  # decommissioning: takes no new task, leaves when its tasks are done
-    warm: bool = False  # it has started a task (the next one takes no warm-up)
 
     @property
     def free_cores(self) -> int:
@@ -149,14 +145,10 @@ class SparkApp:
             self.phase = Phase.PREPROCESSING
         return work
 
-    def next_task_s(self, on: SimExecutor | None = None, warmup_s: float = 0.0) -> float:
-        """The time of the next task the current stage starts (``Stage.task_time``), on
-        executor ``on`` (the first it starts takes ``warmup_s`` more: module doc)."""
+    def next_task_s(self) -> float:
+        """The time of the next task the current stage starts (``Stage.task_time``)."""
         self._started += 1
-        extra = 0.0
-        if on is not None and not on.warm:
-            on.warm, extra = True, warmup_s
-        return self.job.stages[self.stage].task_time(self._started - 1) + extra
+        return self.job.stages[self.stage].task_time(self._started - 1)
 
     def placements(self) -> list[str]:
         """Executor ids for the pending tasks that can start now, round-robin (module doc)."""
