@@ -1,6 +1,7 @@
 """How close the simulator comes to a real day it is given the event logs of.
 
     python benchmarks/eventlog_fidelity.py [--cores 4] [--ports 47000-47999] [--out FILE.json]
+                                           [--keep DIR | --reuse DIR]
 
 Not a test. Real parts only, all on 127.0.0.1: a local standalone cluster from pyspark's Spark
 (1 worker of ``--cores`` cores; the tasks sleep, so it may advertise more cores than the
@@ -8,16 +9,19 @@ machine has), ``sessionsched serve`` on it (two ``fairshare`` queues, 3 driver s
 ``APPS``: nine small PySpark apps (examples/apps/sleep_tasks.py, 1-core executors, dynamic
 allocation) of different sizes and priorities in both queues, one a burst of four submitted
 at once, each writing a zstd event log. Then ``sessionsched workload from-eventlogs`` builds
-the workload from those logs with the same server config and the cluster's shape, each app's
-``submit`` set to its real submission (a log holds none: ``from-eventlogs`` puts its start
-there), and ``sessionsched simulate --config`` runs it under that config.
+the workload from those logs with the same server config and the cluster's shape (each app's
+``submit`` its submission, which sessionsched stamped into its properties; the cluster's
+latencies fitted from the logs), and ``sessionsched simulate --config`` runs it under that
+config. ``--keep DIR`` saves the real run (logs, times, config) and ``--reuse DIR`` simulates
+a saved one again without Spark.
 
 Printed per app, in seconds from the first submission: real and simulated launch (the
 scheduler's ``started_at``: its driver launched), first executor and end, and
-``|simulated - real|``; per figure the median and the worst; and the makespan (the last
-end) and its error. Twice: as built (the workload's ``driver_start_s``, 5 s unless set), and
-with ``driver_start_s`` set to the median of each app's launch -> its application's start in
-its log (a JVM and SparkContext start that a log cannot tell and a loaded machine makes long).
+``|simulated - real|``; its completion (submission to end), real and simulated, and the
+error as a share of the real one; per figure the median and the worst; the makespan (the
+last end) and its error; whether the apps were launched in the same order. Three times:
+without what ``from-eventlogs`` fitted from the logs (the simulator's default latencies, no
+driver work between or after stages), as built, and as built with ``--calibrate``.
 Everything started here is stopped by PID, also on failure.
 """
 
@@ -138,10 +142,11 @@ FITTED = ("driver_start_s", "executor_start_s", "executor_idle_timeout_s")
 
 
 def simulated(config: dict, real: dict, cores: int, work: Path, logs: Path,
-              fitted: bool = True) -> dict:
-    """The workload ``from-eventlogs`` builds from the logs, simulated under ``config``; with
-    ``fitted`` False, without what it fitted from them (the cluster's latencies, the drivers'
-    own work between and after stages): the simulator's defaults."""
+              fitted: bool = True, calibrate: bool = False) -> dict:
+    """The workload ``from-eventlogs`` builds from the logs (``--calibrate`` with
+    ``calibrate``), simulated under ``config``; with ``fitted`` False, without what it fitted
+    from them (the cluster's latencies, the drivers' own work between and after stages): the
+    simulator's defaults."""
     from sessionsched.cli import main
     from sessionsched.sim import simulate
     from sessionsched.sim.replay import replay
@@ -149,7 +154,8 @@ def simulated(config: dict, real: dict, cores: int, work: Path, logs: Path,
     config_path, day = work / "server.yaml", work / "day.yaml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     if main(["workload", "from-eventlogs", str(logs), "-o", str(day), "--config",
-             str(config_path), "--cluster", f"workers=1,cores={cores},memory=8g"]) != 0:
+             str(config_path), "--cluster", f"workers=1,cores={cores},memory=8g",
+             *(["--calibrate"] if calibrate else [])]) != 0:
         raise RuntimeError("no workload from the logs")
     data = yaml.safe_load(day.read_text())
     for app in data["apps"]:  # the stamped submission is the real one
@@ -247,12 +253,16 @@ def main() -> None:
         print("\nas built, with the constants fitted from the logs")
         sim = simulated(config, real, args.cores, work, logs)
         figures = report(real, sim)
+        print("\nas built with --calibrate (executor_start_s by simulation)")
+        calibrated = simulated(config, real, args.cores, work, logs, calibrate=True)
+        figures_calibrated = report(real, calibrated)
         print("\n".join(line for line in (work / "day.yaml").read_text().splitlines()
                         if line.startswith("#   ")))
     if args.out:
         Path(args.out).write_text(json.dumps(
             {"real": real, "sim": sim, "figures": figures, "sim_defaults": defaults,
-             "figures_defaults": figures_defaults},
+             "figures_defaults": figures_defaults, "sim_calibrated": calibrated,
+             "figures_calibrated": figures_calibrated},
             indent=2) + "\n")
 
 

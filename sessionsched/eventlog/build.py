@@ -24,6 +24,7 @@ from ..config import ConfigError, QueueConfig, build_queue_tree, parse_model, re
 from ..model import parse_mem_mib
 from ..sim.workload import WorkloadConfig
 from .app_entry import Defaults, Entry, Rule, app_entry, stamped_submit_ms, submit_ms
+from .calibrate import calibrated_executor_start
 from .codecs import UnreadableLog
 from .events import AppFacts, parse_app
 from .files import LogSource, find_logs, read_lines
@@ -47,6 +48,7 @@ class Source:
     priority_rules: tuple[Rule, ...] = ()
     driver_slots: int | None = None
     cycle_s: float | None = None  # the config's scheduler cycle (``server.cycle_ms``)
+    calibrate: bool = False  # executor_start_s by simulation (``calibrate``)
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,13 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
     if not entries:
         raise NoApps("no app of the logs could run on the cluster")
     text = render(header, cluster, queues, entries)
+    if source.calibrate:
+        completions = {name: (f.end_ms - submit_ms(f)) / 1000.0
+                       for f, name in zip(apps, _unique_names(apps), strict=True)}
+        cluster["executor_start_s"], line = calibrated_executor_start(text, completions)
+        fits = [i for i, h in enumerate(header) if h.startswith("  executor_start_s")]
+        header.insert(fits[0] + 1 if fits else len(header), f"  {line}")
+        text = render(header, cluster, queues, entries)
     return Built(text, len(entries), tuple(skipped), tuple(said))
 
 

@@ -4,10 +4,12 @@ stamped, the driver's own work between and after stages, and the cluster's laten
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from sessionsched.eventlog.app_entry import app_entry
-from sessionsched.eventlog.build import build
+from sessionsched.eventlog.build import Source, build
 from sessionsched.eventlog.events import AppFacts, ExecutorFacts, StageFacts
 from sessionsched.eventlog.fitted import (
     driver_starts_s,
@@ -15,6 +17,7 @@ from sessionsched.eventlog.fitted import (
     fitted_cluster,
     idle_timeouts_s,
 )
+from sessionsched.eventlog.shape import parse_shape
 from tests.eventlog.eventlog_builders import T0, app_log, stage
 
 DYNAMIC = {"spark.dynamicAllocation.enabled": "true"}
@@ -94,3 +97,30 @@ def test_the_idle_timeout_is_the_apps_own():
             facts(props=DYNAMIC), facts()]  # Spark's 60 s; a static app has none
     assert idle_timeouts_s(apps) == [5.0, 5.0, 60.0]
     assert fitted_cluster(apps)[0]["executor_idle_timeout_s"] == 5.0
+
+
+def test_calibrate_keeps_the_executor_start_whose_simulated_apps_end_as_logged(tmp_path):
+    # One app: its executor was added 20 s after its stage (the fit says 20), but its task
+    # ran only 40 s after the stage: the app ended as if its executor had taken 40 s, and the
+    # calibration follows the ends.
+    props = {"spark.dynamicAllocation.enabled": "true",
+             "spark.dynamicAllocation.maxExecutors": "1", "spark.executor.cores": "1",
+             "spark.sessionsched.submitTime": str(T0), "spark.sessionsched.launchTime": str(T0)}
+    stage_at, ran_at = T0 + 7000, T0 + 47_000
+    events = [json.loads(line) for line in app_log(
+        "a", start=T0 + 5000, props=props, stages=[stage(0, [1000])], executors=[],
+        end=ran_at + 2000)]
+    for ev in events:
+        if ev["Event"] == "SparkListenerTaskEnd":
+            ev["Task Info"].update({"Launch Time": ran_at, "Finish Time": ran_at + 1000})
+        if ev["Event"] == "SparkListenerStageCompleted":
+            ev["Stage Info"]["Completion Time"] = ran_at + 1000
+    events.insert(3, {"Event": "SparkListenerExecutorAdded", "Timestamp": stage_at + 20_000,
+                      "Executor ID": "1", "Executor Info": {"Host": "h", "Total Cores": 1}})
+    (tmp_path / "a").write_text("\n".join(json.dumps(ev) for ev in events) + "\n")
+    shape = parse_shape("workers=1,cores=2,memory=4g")
+    plain = yaml.safe_load(build([tmp_path], Source(shape=shape)).text)["cluster"]
+    built = build([tmp_path], Source(shape=shape, calibrate=True))
+    assert plain["executor_start_s"] == 20.0
+    assert yaml.safe_load(built.text)["cluster"]["executor_start_s"] == 40.0  # 2 x the fit
+    assert "executor_start_s 40: calibrated, of 9 values 10-60" in built.text
