@@ -14,10 +14,9 @@ what its timers fire in ``cluster_timers.py``, apps it did not launch in ``exter
   worker waits for room, as in a standalone master. ``lose_worker`` takes a worker away with
   what runs on it (drivers there exit 1, executors are lost, their tasks go back to pending).
 - A launched driver is up after ``driver_start_s`` (it gets a made-up Spark app id then),
-  works ``startup_s`` before asking for executors, runs its stages, and exits with its job's
-  exit code right after the last task (a job without stages exits when ``startup_s`` is over,
-  never asking for an executor: work done in the driver alone); ``stop`` ends it at once
-  with 143 (SIGTERM's shell code).
+  works ``startup_s`` before asking for executors, runs its stages (its own work between and
+  after them: ``spark.py``), and exits with its job's exit code (a job without stages exits
+  when ``startup_s`` is over, never asking for an executor); ``stop`` ends it at once with 143.
 - ``steer`` carries out what a driver agent would: ``SetTarget.grant`` caps the app's
   executors; ``Reclaim`` KILL kills now (running tasks go back to pending), DECOMMISSION stops
   new tasks and lets the executor leave when its tasks are done (killed at the deadline), IDLE
@@ -271,9 +270,12 @@ class MemoryCluster:
         sa.running -= 1
         self.busy_cores -= 1
         sa.usage.tasks(now, -1)
-        if sa.pending == 0 and sa.running == 0 and not sa.start_next_stage():
-            self._end(now, sa, sa.job.exit_code)
-            return
+        if sa.pending == 0 and sa.running == 0:
+            if (work := sa.driver_work()) > 0:  # the driver alone first (spark.py)
+                self._push(now + work, StartupDone(sa.name))
+            elif not sa.start_next_stage():
+                self._end(now, sa, sa.job.exit_code)
+                return
         self._settle(now, sa)
 
     # --- drivers and executors ------------------------------------------------------------
