@@ -51,3 +51,19 @@ def test_the_live_apps_are_read_with_their_columns(store, writer):
     writer.submit(lambda s: store.add_apps(s, [live, ended])).result(10)
     assert live_usage(store) == [("root.default", "u", "ACCEPTED", 1.0,
                                   {"held_cores": 2, "since": 5.0})]
+
+
+def test_a_custom_resource_has_rows_of_its_own_keyed_by_its_name(store, writer):
+    """A GPU's hours (keys of four: the resource's name last) add up like the cores' and come
+    back beside the hour's figures; a new name needs no new column."""
+    q, h = "root.gpu", HOUR_S
+    writer.submit(lambda s: add_hours(s, {
+        (0.0, q, "alice"): row(held_core_s=10),
+        (0.0, q, "alice", "gpu"): [4.0, 2.0, 0.0, 0.0],
+        (h, q, "alice", "fpga"): [1.0, 1.0, 0.5, 0.0]})).result(10)
+    writer.submit(lambda s: add_hours(s, {
+        (0.0, q, "alice", "gpu"): [1.0, 0.5, 0.0, 3.0]})).result(10)
+    got = {r.hour: (r.figures[HOURLY.index("held_core_s")], r.resources)
+           for r in load_hours(store, 0.0, 2 * h)}
+    assert got == {0.0: (10.0, {"gpu": (5.0, 2.5, 0.0, 3.0)}),
+                   h: (0.0, {"fpga": (1.0, 1.0, 0.5, 0.0)})}

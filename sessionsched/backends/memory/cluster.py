@@ -246,7 +246,7 @@ class MemoryCluster:
             )
             if sa.first_executor_at is None:
                 sa.first_executor_at = now
-            sa.usage.executor(now, sa.executor_size.cores, sa.executor_size.mem_mib)
+            sa.usage.executor_of(now, sa.executor_size, 1)
             self._settle(now, sa)
         elif isinstance(ev, TaskDone):
             self._task_done(now, sa, ev)
@@ -280,7 +280,7 @@ class MemoryCluster:
 
     def _driver_placed(self, sa: SparkApp) -> None:
         sa.driver_placed = True
-        sa.usage.driver(self.now, sa.job.driver.cores, sa.job.driver.mem_mib)
+        sa.usage.driver_of(self.now, sa.job.driver, 1)
         if sa.job.in_cluster:
             self.driver_cores += sa.job.driver.cores
         self._push(self.now + self.driver_start_s, DriverUp(sa.name))
@@ -372,7 +372,7 @@ class MemoryCluster:
     def _remove(self, sa: SparkApp, e: SimExecutor) -> None:
         assert not e.tasks, "an executor leaves with running tasks only through _kill"
         del sa.executors[e.executor_id]
-        sa.usage.executor(self.now, -sa.executor_size.cores, -sa.executor_size.mem_mib)
+        sa.usage.executor_of(self.now, sa.executor_size, -1)
         self._give(e.executor_id)
 
     def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
@@ -382,7 +382,7 @@ class MemoryCluster:
             self._cancel_executor(sa, eid)
         job = sa.job
         if sa.driver_placed:
-            sa.usage.driver(now, -job.driver.cores, -job.driver.mem_mib)
+            sa.usage.driver_of(now, job.driver, -1)
         if not job.in_cluster:
             self.pool.give_slot()
         elif sa.driver_placed:

@@ -38,6 +38,10 @@ columns back and a restarted server counts on from the levels stored (the cluste
 executors meanwhile).
 The same growth is added up per hour, queue and user (``take_hours``), written with the
 columns in one transaction (the store's ``usage_hours`` rollup, ``store/usage_hours.py``).
+Custom resources (GPUs) count the same way beside the cores, per name (``AppUsage.res_s``):
+held = the executors × their amount, busy = the busy executors × their amount (the agent
+tells busy per executor, not per task), the driver's from its launch to its end; their hours
+go to the rollup under a key with the resource's name (``ResHourKey``).
 When an app ends, one line ``SESSIONSCHED_APP_SUMMARY`` goes to the ``sessionsched.usage``
 log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
 """
@@ -59,20 +63,28 @@ from sessionsched.model.usage import (
     QUEUED,
     RECLAIMED,
     RECLAIMED_EXECUTORS,
+    RES_HOURLY,
     AppUsage,
     hour_of,
     hourly_growth,
+    hourly_resource_growth,
     hours_of,
 )
 
+from .figures import resource_counted, summary_line
 from .timing import busy_since, gone_at, timed_steps
 
 HELD, BUSY, HELD_GIB = (HOURLY.index(k) for k in ("held_core_s", "busy_core_s", "held_gib_s"))
 HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
+# (hour start, queue, user, resource): a row of ``usage_hour_resources`` (``RES_HOURLY``); the
+# meter hands both kinds of rows over in one map, told apart by the key's length.
+ResHourKey = tuple[float, str, str, str]
+R_HELD, R_BUSY, R_RECLAIMED = (RES_HOURLY.index(k) for k in ("held_s", "busy_s", "reclaimed_s"))
+# (queue, user, resource) -> the ``RES_COUNTED`` figures (Prometheus counters' kinds).
+RES_COUNTED = ("held_s", "busy_s", "idle_s", "reclaimed_s", "driver_s")
 
 log = logging.getLogger("sessionsched.usage")
 
-SUMMARY = "SESSIONSCHED_APP_SUMMARY"
 
 
 @dataclass
@@ -101,6 +113,9 @@ class UsageMeter:
         self._apps: dict[str, _Live] = {}
         self._ended: dict[tuple[str, str], list[float]] = {}  # (queue, user) -> COUNTED sums
         self._reported: dict[tuple[str, str], list[float]] = {}
+        # (queue, user, resource) -> RES_COUNTED sums, and the last reported
+        self._ended_res: dict[tuple[str, str, str], list[float]] = {}
+        self._reported_res: dict[tuple[str, str, str], list[float]] = {}
         self._scrape = threading.Lock()
         self._hours: dict[HourKey, list[float]] = {}  # counted, not yet taken (``take_hours``)
         self._closed: set[str] = set()  # ended, not yet taken (``take_closed``)
@@ -129,6 +144,25 @@ class UsageMeter:
                 self._reported[key] = total
             return sums
 
+    def resource_totals(self) -> dict[tuple[str, str, str], list[float]]:
+        """(queue, user, resource) -> the ``RES_COUNTED`` figures of every app counted since
+        the meter started, as ``totals`` (empty with no custom resource)."""
+        with self._scrape:
+            sums = {key: list(values) for key, values in list(self._ended_res.items())}
+            for live in list(self._apps.values()):
+                if live.usage.res_s:
+                    for name, row in resource_counted(live.usage).items():
+                        key = (live.spec.queue, live.spec.user, name)
+                        total = sums.setdefault(key, [0.0] * len(RES_COUNTED))
+                        for i, v in enumerate(row):
+                            total[i] += v
+            for key, total in sums.items():
+                last = self._reported_res.get(key)
+                if last is not None:
+                    total[:] = [max(a, b) for a, b in zip(total, last, strict=True)]
+                self._reported_res[key] = total
+            return sums
+
     def step(self, now: float, events: Iterable[Event],
              decisions: Sequence[Decision]) -> dict[str, dict]:
         """Count what a committed step's facts say; app id -> the new ``usage`` column."""
@@ -147,9 +181,10 @@ class UsageMeter:
                 self._state(now, d, changed)
         return {app_id: u.to_json() for app_id, u in changed.items()}
 
-    def take_hours(self) -> dict[HourKey, list[float]]:
-        """What the steps since the last call added per hour, queue and user (``HOURLY``):
-        to be added to the store's rollup with the columns ``step`` returned."""
+    def take_hours(self) -> dict[HourKey | ResHourKey, list[float]]:
+        """What the steps since the last call added per hour, queue and user (``HOURLY``), and
+        per custom resource (``ResHourKey``: ``RES_HOURLY``): to be added to the store's
+        rollup with the columns ``step`` returned."""
         hours, self._hours = self._hours, {}
         return hours
 
@@ -163,11 +198,21 @@ class UsageMeter:
         row = self._hours.setdefault((hour, spec.queue, spec.user), [0.0] * len(HOURLY))
         row[i] += value
 
+    def _add_res(self, hour: float, spec: AppSpec, name: str, i: int, value: float) -> None:
+        row = self._hours.setdefault((hour, spec.queue, spec.user, name),
+                                     [0.0] * len(RES_HOURLY))
+        row[i] += value
+
     def _grow(self, live: _Live, t: float) -> None:
         """Count the levels up to ``t``, the hours' rollup too: before any change of level."""
         for hour, grown in hourly_growth(live.usage, t):
             row = self._hours.setdefault((hour, live.spec.queue, live.spec.user),
                                          [0.0] * len(HOURLY))
+            for i, v in enumerate(grown):
+                row[i] += v
+        for hour, name, grown in hourly_resource_growth(live.usage, t):
+            row = self._hours.setdefault((hour, live.spec.queue, live.spec.user, name),
+                                         [0.0] * len(RES_HOURLY))
             for i, v in enumerate(grown):
                 row[i] += v
         live.usage.at(t)
@@ -216,7 +261,12 @@ class UsageMeter:
             # The same levels (another executor, the same count): nothing to count or write.
             if held != u.held_cores or busy_cores != u.busy_cores:
                 self._grow(live, at)
-                u.levels(at, held, executors * size.mem_mib, busy_cores)
+                if size.custom:
+                    u.levels(at, held, executors * size.mem_mib, busy_cores,
+                             {k: v * executors for k, v in size.custom},
+                             {k: v * busy_executors for k, v in size.custom})
+                else:
+                    u.levels(at, held, executors * size.mem_mib, busy_cores)
                 changed[ev.app_id] = u
         lo = min(live.seen_at, look)
         live.seen_at = look
@@ -255,6 +305,13 @@ class UsageMeter:
         if busy:
             u.busy_core_s += size.cores * dt
             self._add(hour, live.spec, BUSY, size.cores * dt)
+        for name, amount in size.custom:
+            row = u._res(name)
+            row[R_HELD] += amount * dt
+            self._add_res(hour, live.spec, name, R_HELD, amount * dt)
+            if busy:
+                row[R_BUSY] += amount * dt
+                self._add_res(hour, live.spec, name, R_BUSY, amount * dt)
         if lost:
             self._lose(live, at, counted_to, changed, executors=0)
         changed[live.spec.app_id] = u
@@ -263,9 +320,13 @@ class UsageMeter:
               executors: int = 1) -> None:
         """A busy executor killed by a reclaim (``executors`` 1; 0: more of one already
         counted): its cores since ``since`` were work lost."""
-        lost = max(0.0, now - since) * live.spec.executor.cores
-        live.usage.reclaimed(lost, executors)
+        size, dt = live.spec.executor, max(0.0, now - since)
+        lost = dt * size.cores
+        lost_res = {name: dt * amount for name, amount in size.custom}
+        live.usage.reclaimed(lost, executors, lost_res)
         self._add(hour_of(now), live.spec, RECLAIMED, lost)
+        for name, v in lost_res.items():
+            self._add_res(hour_of(now), live.spec, name, R_RECLAIMED, v)
         self._add(hour_of(now), live.spec, RECLAIMED_EXECUTORS, executors)
         changed[live.spec.app_id] = live.usage
 
@@ -281,7 +342,8 @@ class UsageMeter:
             at = d.at or now
             self._queued(live, at)
             self._grow(live, at)
-            u.driver(at, spec.driver.cores - u.driver_cores, spec.driver.mem_mib - u.driver_mib)
+            u.driver(at, spec.driver.cores - u.driver_cores, spec.driver.mem_mib - u.driver_mib,
+                     [(k, v - u.driver_res.get(k, 0)) for k, v in spec.driver.custom])
             return
         self._end(live, d.app_id, d.state, d.at or now)
 
@@ -308,29 +370,17 @@ class UsageMeter:
         self._grow(live, end)
         self._add(hour_of(spec.submitted_at), spec, APPS, 1)
         u.levels(end, 0, 0, 0)
-        u.driver(end, -u.driver_cores, -u.driver_mib)
+        u.driver(end, -u.driver_cores, -u.driver_mib, [(k, -v) for k, v in u.driver_res.items()])
         total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
         counted = u.counted()
         with self._scrape:  # never seen by a scrape both live and ended
             for i, v in enumerate(counted):
                 total[i] += v
+            for name, row in resource_counted(u).items():
+                ended = self._ended_res.setdefault((spec.queue, spec.user, name),
+                                                   [0.0] * len(RES_COUNTED))
+                for i, v in enumerate(row):
+                    ended[i] += v
             del self._apps[app_id]
         self._closed.add(app_id)
         log.info("%s", summary_line(app_id, spec, state, end, u))
-
-
-def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:
-    """An app's figures from its stored column, counted on from the levels stored (they hold
-    until the next report) to ``now``, or to its end. An app the meter ended has no level
-    left; one a restart found gone (``restore``: its driver did not survive) is counted to
-    that end, an upper bound of what it held meanwhile."""
-    u = AppUsage.from_json(stored)
-    return u.at(now if finished_at is None else max(finished_at, u.since)).figures()
-
-
-def summary_line(app_id: str, spec: AppSpec, state: AppState, end: float, u: AppUsage) -> str:
-    f = u.figures()
-    fields = [f"{SUMMARY} appId={app_id}", f"queue={spec.queue}", f"user={spec.user or '-'}",
-              f"state={state.value}", f"submitted={spec.submitted_at:.3f}", f"ended={end:.3f}"]
-    fields += [f"{k}={v}" for k, v in f.items()]
-    return " ".join(fields)
