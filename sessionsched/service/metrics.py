@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 from sessionsched.engine.waits import WaitCode
 from sessionsched.model import AppState
 from sessionsched.model.usage import COUNTED
+from sessionsched.service.usage_meter import RES_COUNTED, UsageMeter
 
 if TYPE_CHECKING:
     from sessionsched.service.reads import ReadView
@@ -91,11 +92,13 @@ class _BooksCollector(Collector):
 
 
 class _UsageCollector(Collector):
-    """``sessionsched_app_usage_total{queue,user,kind}``: the usage meter's totals, read at a
-    scrape (the meter only adds floats as it counts)."""
+    """``sessionsched_app_usage_total{queue,user,kind}`` and, per custom resource,
+    ``sessionsched_app_resource_usage_total{queue,user,resource,kind}``: the usage meter's
+    totals, read at a scrape (the meter only adds floats as it counts)."""
 
-    def __init__(self, totals: Callable[[], dict[tuple[str, str], list[float]]]):
-        self._totals = totals
+    def __init__(self, meter: UsageMeter):
+        self._totals = meter.totals
+        self._resources = meter.resource_totals
 
     def collect(self) -> Iterable[CounterMetricFamily]:
         usage = CounterMetricFamily(
@@ -108,14 +111,23 @@ class _UsageCollector(Collector):
             for kind, value in zip(COUNTED, list(values), strict=True):
                 usage.add_metric([queue, user, kind], value)
         yield usage
+        res = CounterMetricFamily(
+            "sessionsched_app_resource_usage",
+            "What apps used of each custom resource (GPUs: any name Spark knows), by queue, "
+            "user, resource and kind, in resource-seconds (held_s, busy_s, idle_s, "
+            "reclaimed_s, driver_s; docs/operator/usage.md)",
+            labels=["queue", "user", "resource", "kind"])
+        for (queue, user, name), values in sorted(dict(self._resources()).items()):
+            for kind, value in zip(RES_COUNTED, list(values), strict=True):
+                res.add_metric([queue, user, name, kind], value)
+        yield res
 
 
 CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # seconds
 
 
 class ServiceMetrics:
-    def __init__(self, snapshot: Callable[[], dict],
-                 usage: Callable[[], dict[tuple[str, str], list[float]]] | None = None):
+    def __init__(self, snapshot: Callable[[], dict], usage: UsageMeter | None = None):
         self.registry = CollectorRegistry()
         self.submissions = Counter(
             "sessionsched_submissions", "Submissions accepted (committed)", ["kind"],

@@ -224,7 +224,13 @@ class AuditOut(BaseModel):
 
 class UsageOut(BaseModel):
     """One app, queue or user's usage (docs/operator/usage.md defines each figure). The key columns
-    present are those of ``by``: app (with its queue, user, state), queue, or user."""
+    present are those of ``by``: app (with its queue, user, state), queue, or user. Each custom
+    resource the apps held (a GPU: any name Spark knows) adds five figures named after it, in
+    resource-seconds: ``{name}_held_s``, ``{name}_busy_s``, ``{name}_idle_s``,
+    ``{name}_reclaimed_s``, ``{name}_driver_s`` (``gpu_held_s``...); none without any."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"patternProperties": {
+        "^.+_(held|busy|idle|reclaimed|driver)_s$": {"type": "number"}}})
 
     app: str | None = None
     queue: str | None = None
