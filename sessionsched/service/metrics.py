@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 from sessionsched.engine.waits import WaitCode
 from sessionsched.model import AppState
 from sessionsched.model.usage import COUNTED
+from sessionsched.service.resource_view import cluster_resources, queue_resources
 from sessionsched.service.usage_meter import RES_COUNTED, UsageMeter
 
 if TYPE_CHECKING:
@@ -85,10 +86,44 @@ class _BooksCollector(Collector):
         for kind, mib in snap["host"]:
             host.add_metric([kind], mib)
         yield host
+        yield from _resource_gauges(snap.get("resources"))
         yield GaugeMetricFamily(
             "sessionsched_cluster_reachable", "1 when the backend reached the cluster last time",
             value=1 if snap["reachable"] else 0,
         )
+
+
+def _resource_gauges(res: dict | None) -> Iterable[GaugeMetricFamily]:
+    """Each custom resource's capacity and use (cluster, and per queue with its cap and
+    guarantee): only for a cluster that has custom resources."""
+    if not res:
+        return
+    cluster, queues = res["cluster"], res["queues"]
+    capacity = GaugeMetricFamily(
+        "sessionsched_resource_capacity",
+        "A custom resource's amount on the cluster's alive workers (GPUs: any name Spark knows)",
+        labels=["resource"])
+    used = GaugeMetricFamily(
+        "sessionsched_resource_used",
+        "A custom resource's amount held by the scheduler's apps (executors, in-cluster drivers)",
+        labels=["resource"])
+    for name, row in sorted(cluster.items()):
+        capacity.add_metric([name], row["capacity"])
+        used.add_metric([name], row["used"])
+    yield capacity
+    yield used
+    families = {key: GaugeMetricFamily(
+        f"sessionsched_queue_resource_{key}", text, labels=["queue", "resource"])
+        for key, text in (("used", "A custom resource's amount held by a queue's apps "
+                                   "(parents sum their children)"),
+                          ("max", "A queue's cap on a custom resource (none: no sample)"),
+                          ("min", "A queue's guarantee of a custom resource (none: no sample)"))}
+    for queue, row in sorted(queues.items()):
+        for name, entry in sorted(row.items()):
+            for key, family in families.items():
+                if entry.get(key) is not None:
+                    family.add_metric([queue, name], entry[key])
+    yield from families.values()
 
 
 class _UsageCollector(Collector):
@@ -185,7 +220,15 @@ def snapshot(view: ReadView) -> dict:
         "gangs": gang_cores(view),
         "host": [(kind, r.mem_mib) for kind, r in (("room", view.engine.host_room),
                                                    ("used", view.engine.host_used)) if r],
+        "resources": resource_snapshot(view),
     }
+
+
+def resource_snapshot(view: ReadView) -> dict | None:
+    """The custom resources' rows for the gauges; None (and no cost) without any."""
+    if not view.engine.capacity.custom:
+        return None
+    return {"cluster": cluster_resources(view, None), "queues": queue_resources(view)}
 
 
 def gang_cores(view: ReadView) -> dict[str, tuple[int, int]]:
