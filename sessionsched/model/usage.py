@@ -50,6 +50,7 @@ HOUR_S = 3600.0
 # lost to reclaim, held by the driver.
 RES_HOURLY = ("held_s", "busy_s", "reclaimed_s", "driver_s")
 _R_HELD, _R_BUSY, _R_RECLAIMED, _R_DRIVER = range(4)
+_NOT_CUSTOM = ("cores", "memory")
 # Tiny sums of fractions left over when a level returns to zero (0.1 + 0.2 - 0.3).
 _EPS = 1e-9
 
@@ -142,13 +143,17 @@ class AppUsage:
         self.driver(now, size.cores * n, size.mem_mib * n,
                     [(k, v * n) for k, v in size.custom] if size.custom else ())
 
-    def tasks(self, now: float, n: int, per_task: Mapping[str, float] | None = None) -> None:
+    def tasks(self, now: float, n: int,
+              per_task: Mapping[str, float] | Iterable[tuple[str, float]] = ()) -> None:
         """``n`` tasks started (positive) or ended, finished or killed (negative); each task
-        takes ``per_task`` of the custom resources (``spark.task.resource.{name}.amount``)."""
+        takes ``per_task`` of the custom resources (``spark.task.resource.{name}.amount``;
+        ``cores`` and ``memory`` entries, which the memory backend's task amounts list
+        first, are not custom resources and are left out)."""
         self.at(now)
         self.busy_cores += n
         if per_task:
-            _shift(self.busy_res, per_task.items(), n)
+            pairs = per_task.items() if isinstance(per_task, Mapping) else per_task
+            _shift(self.busy_res, [(k, v) for k, v in pairs if k not in _NOT_CUSTOM], n)
 
     def driver(self, now: float, cores: int, mib: int,
                custom: Iterable[tuple[str, int]] = ()) -> None:

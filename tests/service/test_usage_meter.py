@@ -297,7 +297,7 @@ def test_a_task_counts_busy_by_its_amount():
     """The simulator's way: a task of 0.5 gpu running 10 s is 5 gpu-busy-seconds."""
     u = AppUsage()
     u.executor(0.0, 1, 1024, (("gpu", 1),))
-    u.tasks(0.0, 2, {"gpu": 0.5})
+    u.tasks(0.0, 2, (("cores", 1.0), ("memory", 512.0), ("gpu", 0.5)))  # the sim's amounts
     u.tasks(10.0, -1, {"gpu": 0.5})
     u.tasks(20.0, -1, {"gpu": 0.5})
     u.executor(20.0, -1, -1024, (("gpu", -1),))
