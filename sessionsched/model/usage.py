@@ -181,6 +181,14 @@ class AppUsage:
         for name, lost in (lost_res_s or {}).items():
             self._res(name)[_R_RECLAIMED] += lost
 
+    def tasks_lost(self, task_s: float,
+                   per_task: Mapping[str, float] | Iterable[tuple[str, float]] = ()) -> None:
+        """An executor a reclaim killed, its tasks' run time so far ``task_s`` (summed over
+        its tasks) thrown away: in core-seconds (one core a task) and, by the tasks' amounts
+        (as ``tasks`` takes them), in each custom resource's seconds."""
+        pairs = per_task.items() if isinstance(per_task, Mapping) else per_task
+        self.reclaimed(task_s, 1, {k: task_s * v for k, v in pairs if k not in _NOT_CUSTOM})
+
     def to_json(self) -> dict[str, float | int]:
         """Everything, levels included, to be read back by ``from_json`` (the store's column).
         The maps are copied: the column is written on another thread while counting goes on."""

@@ -304,3 +304,10 @@ def test_a_task_counts_busy_by_its_amount():
     f = u.figures()
     assert (f["gpu_held_s"], f["gpu_busy_s"], f["gpu_idle_s"]) == (20.0, 15.0, 5.0)
     assert not u.busy_res and not u.held_res  # back to none: free again
+
+
+def test_a_reclaim_loses_the_tasks_run_time_by_their_amounts():
+    u = AppUsage()
+    u.tasks_lost(12.0, (("cores", 1.0), ("memory", 512.0), ("gpu", 0.5)))
+    f = u.figures()
+    assert (f["reclaimed_core_s"], f["reclaimed_executors"], f["gpu_reclaimed_s"]) == (12, 1, 6)

@@ -356,7 +356,7 @@ class MemoryCluster:
     def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
         self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
         # Each task's work so far is lost (it runs again from the start).
-        sa.usage.reclaimed(sum(now - began for began in e.began.values()))
+        sa.usage.tasks_lost(sum(now - began for began in e.began.values()))
         self._kill(sa, e)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
