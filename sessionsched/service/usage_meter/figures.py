@@ -16,6 +16,18 @@ def resource_counted(u: AppUsage) -> dict[str, list[float]]:
             for name, (held, busy, reclaimed, driver) in u.res_s.items()}
 
 
+def never_down(sums: dict, reported: dict) -> dict:
+    """``sums`` (key -> figures), each figure raised to what the last scrape reported if it
+    is below (a scrape reads while the cycle counts: a counter never goes down); ``reported``
+    becomes them."""
+    for key, total in sums.items():
+        last = reported.get(key)
+        if last is not None:
+            total[:] = [max(a, b) for a, b in zip(total, last, strict=True)]
+        reported[key] = total
+    return sums
+
+
 def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:
     """An app's figures from its stored column, counted on from the levels stored (they hold
     until the next report) to ``now``, or to its end. An app the meter ended has no level

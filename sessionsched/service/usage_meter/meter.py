@@ -53,8 +53,15 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
-from sessionsched.model import AppSpec, AppState, ReclaimMode
+from sessionsched.engine.events import (
+    Decision,
+    DemandChanged,
+    Event,
+    ExecutorsChanged,
+    MarkState,
+    Reclaim,
+)
+from sessionsched.model import AppSpec, AppState, ReclaimMode, Resources
 from sessionsched.model.usage import (
     APPS,
     COUNTED,
@@ -71,8 +78,9 @@ from sessionsched.model.usage import (
     hours_of,
 )
 
-from .figures import resource_counted, summary_line
-from .timing import busy_since, gone_at, timed_steps
+from .figures import never_down, resource_counted, summary_line
+from .shapes import plain_levels, profile_of, shaped_levels
+from .timing import busy_since, clamp, gone_at, timed_steps
 
 HELD, BUSY, HELD_GIB = (HOURLY.index(k) for k in ("held_core_s", "busy_core_s", "held_gib_s"))
 HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
@@ -96,6 +104,10 @@ class _Live:
     # The last list's executors (id -> busy) and when it was seen; None: not known (restored).
     executors: dict[str, bool] | None = field(default_factory=dict)
     seen_at: float = 0.0
+    # Stage-level profiles (``shapes``): executor shapes by profile id as its agent reported
+    # them, and the profile of each executor not of the app's own (id -> profile).
+    shapes: dict[int, Resources] = field(default_factory=dict)
+    profile: dict[str, int] = field(default_factory=dict)
     # Gone at a look with no removal time (killed by the agent, still in its driver): counted
     # to -> (busy then, its work lost). A later report says when its driver removed it.
     left: dict[str, tuple[float, bool, bool]] = field(default_factory=dict)
@@ -137,12 +149,7 @@ class UsageMeter:
                 total = sums.setdefault(key, [0.0] * len(COUNTED))
                 for i, v in enumerate(live.usage.counted()):
                     total[i] += v
-            for key, total in sums.items():
-                last = self._reported.get(key)
-                if last is not None:
-                    total[:] = [max(a, b) for a, b in zip(total, last, strict=True)]
-                self._reported[key] = total
-            return sums
+            return never_down(sums, self._reported)
 
     def resource_totals(self) -> dict[tuple[str, str, str], list[float]]:
         """(queue, user, resource) -> the ``RES_COUNTED`` figures of every app counted since
@@ -156,12 +163,7 @@ class UsageMeter:
                         total = sums.setdefault(key, [0.0] * len(RES_COUNTED))
                         for i, v in enumerate(row):
                             total[i] += v
-            for key, total in sums.items():
-                last = self._reported_res.get(key)
-                if last is not None:
-                    total[:] = [max(a, b) for a, b in zip(total, last, strict=True)]
-                self._reported_res[key] = total
-            return sums
+            return never_down(sums, self._reported_res)
 
     def step(self, now: float, events: Iterable[Event],
              decisions: Sequence[Decision]) -> dict[str, dict]:
@@ -170,6 +172,9 @@ class UsageMeter:
         for ev in events:
             if isinstance(ev, ExecutorsChanged):
                 self._executors(now, ev, changed)
+            elif isinstance(ev, DemandChanged) and getattr(ev, "profiles", None):
+                if (live := self._live(ev.app_id)) is not None:  # the shapes, for ``shapes``
+                    live.shapes = {p.profile_id: p.executor for p in ev.profiles}
         for d in decisions:
             if isinstance(d, Reclaim) and (d.mode is ReclaimMode.KILL or (
                     d.mode is ReclaimMode.DECOMMISSION and d.deadline)):
@@ -238,9 +243,10 @@ class UsageMeter:
         live = self._live(ev.app_id)
         if live is None:
             return
-        size = live.spec.executor
         busy = [e.executor_id for e in ev.executors if not e.idle]
         u = live.usage
+        shaped = bool(live.profile) or any(profile_of(e) for e in ev.executors)
+        timed = None
         if ev.observed_at is None or live.executors is None:
             # Not timed (an older agent, the cluster's view; or the first list after a
             # restart, from levels stored without their executors): as the scheduler takes it.
@@ -251,22 +257,20 @@ class UsageMeter:
         else:
             lo = max(u.since, live.seen_at)
             removed = dict(ev.removed)
-            steps = timed_steps(live.executors, ev.executors, ev.observed_at, removed, lo, now,
-                                ev.changed_after)
-            look = steps[-1][0]
+            timed = (ev.observed_at, removed, lo, now, ev.changed_after)
+            steps = [] if shaped else timed_steps(live.executors, ev.executors, *timed)
+            look = clamp(ev.observed_at, min(lo, now), now)
             busy_from = busy_since(live.executors, ev.executors, ev.observed_at, lo, now,
                                    ev.changed_after)
-        for at, executors, busy_executors in steps:
-            held, busy_cores = executors * size.cores, busy_executors * size.cores
+        levels = (shaped_levels(live.executors or {}, live.profile, ev.executors,
+                                lambda p: self._shape(live, p), timed, now) if shaped
+                  else plain_levels(steps, live.spec.executor))
+        for at, held, mib, busy_cores, held_res, busy_res in levels:
             # The same levels (another executor, the same count): nothing to count or write.
-            if held != u.held_cores or busy_cores != u.busy_cores:
+            if (held != u.held_cores or busy_cores != u.busy_cores or held_res != u.held_res
+                    or busy_res != u.busy_res):
                 self._grow(live, at)
-                if size.custom:
-                    u.levels(at, held, executors * size.mem_mib, busy_cores,
-                             {k: v * executors for k, v in size.custom},
-                             {k: v * busy_executors for k, v in size.custom})
-                else:
-                    u.levels(at, held, executors * size.mem_mib, busy_cores)
+                u.levels(at, held, mib, busy_cores, held_res, busy_res)
                 changed[ev.app_id] = u
         lo = min(live.seen_at, look)
         live.seen_at = look
@@ -285,9 +289,19 @@ class UsageMeter:
                 since = live.busy.pop(eid, None)
                 gone = gone_at(eid, removed, look, lo, look)
                 if since is not None and gone >= kill:
-                    self._lose(live, gone, since, changed)
+                    self._lose(live, gone, since, changed,
+                               size=self._shape(live, live.profile.get(eid, 0)))
         if busy or live.busy:
             live.busy = {eid: live.busy.get(eid, busy_from.get(eid, look)) for eid in busy}
+        if shaped:  # kept while a gone executor may still be counted (``left``, ``kills``)
+            live.profile = {eid: p for eid, p in {**live.profile, **{
+                e.executor_id: profile_of(e) for e in ev.executors}}.items()
+                if p and (eid in live.executors or eid in live.left or eid in live.kills)}
+
+    def _shape(self, live: _Live, profile: int) -> Resources:
+        """An executor's shape by its profile: the app's own for 0 or one not reported."""
+        return live.spec.executor if not profile else live.shapes.get(profile,
+                                                                       live.spec.executor)
 
     def _left_late(self, live: _Live, eid: str, at: float, changed: dict) -> None:
         """An executor counted gone at a look (its agent had killed it) was removed by its
@@ -297,7 +311,7 @@ class UsageMeter:
         dt = max(0.0, at - counted_to)
         if dt == 0.0:
             return
-        size, u, hour = live.spec.executor, live.usage, hour_of(at)
+        size, u, hour = self._shape(live, live.profile.get(eid, 0)), live.usage, hour_of(at)
         u.held_core_s += size.cores * dt
         u.held_mib_s += size.mem_mib * dt
         self._add(hour, live.spec, HELD, size.cores * dt)
@@ -313,14 +327,14 @@ class UsageMeter:
                 row[R_BUSY] += amount * dt
                 self._add_res(hour, live.spec, name, R_BUSY, amount * dt)
         if lost:
-            self._lose(live, at, counted_to, changed, executors=0)
+            self._lose(live, at, counted_to, changed, executors=0, size=size)
         changed[live.spec.app_id] = u
 
     def _lose(self, live: _Live, now: float, since: float, changed: dict,
-              executors: int = 1) -> None:
+              executors: int = 1, size: Resources | None = None) -> None:
         """A busy executor killed by a reclaim (``executors`` 1; 0: more of one already
         counted): its cores since ``since`` were work lost."""
-        size, dt = live.spec.executor, max(0.0, now - since)
+        size, dt = size or live.spec.executor, max(0.0, now - since)
         lost = dt * size.cores
         lost_res = {name: dt * amount for name, amount in size.custom}
         live.usage.reclaimed(lost, executors, lost_res)
@@ -366,7 +380,7 @@ class UsageMeter:
             self._queued(live, end)
         for eid, kill in live.kills.items():  # killed busy, not yet seen gone: gone by the end
             if kill <= end and (since := live.busy.get(eid)) is not None:
-                self._lose(live, end, since, {})
+                self._lose(live, end, since, {}, size=self._shape(live, live.profile.get(eid, 0)))
         self._grow(live, end)
         self._add(hour_of(spec.submitted_at), spec, APPS, 1)
         u.levels(end, 0, 0, 0)
