@@ -245,7 +245,7 @@ class MemoryCluster:
             )
             if sa.first_executor_at is None:
                 sa.first_executor_at = now
-            sa.usage.executor(now, sa.executor_size.cores, sa.executor_size.mem_mib)
+            sa.usage.executor_of(now, sa.executor_size, 1)
             self._settle(now, sa)
         elif isinstance(ev, TaskDone):
             self._task_done(now, sa, ev)
@@ -282,7 +282,7 @@ class MemoryCluster:
 
     def _driver_placed(self, sa: SparkApp) -> None:
         sa.driver_placed = True
-        sa.usage.driver(self.now, sa.job.driver.cores, sa.job.driver.mem_mib)
+        sa.usage.driver_of(self.now, sa.job.driver, 1)
         if sa.job.in_cluster:
             self.driver_cores += sa.job.driver.cores
         self._push(self.now + self.driver_start_s, DriverUp(sa.name))
@@ -358,7 +358,7 @@ class MemoryCluster:
     def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
         self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
         # Each task's work so far is lost (it runs again from the start).
-        sa.usage.reclaimed(sum(now - began for began in e.began.values()))
+        sa.usage.tasks_lost(sum(now - began for began in e.began.values()))
         self._kill(sa, e)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
@@ -374,7 +374,7 @@ class MemoryCluster:
     def _remove(self, sa: SparkApp, e: SimExecutor) -> None:
         assert not e.tasks, "an executor leaves with running tasks only through _kill"
         del sa.executors[e.executor_id]
-        sa.usage.executor(self.now, -sa.executor_size.cores, -sa.executor_size.mem_mib)
+        sa.usage.executor_of(self.now, sa.executor_size, -1)
         self._give(e.executor_id)
 
     def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
@@ -384,7 +384,7 @@ class MemoryCluster:
             self._cancel_executor(sa, eid)
         job = sa.job
         if sa.driver_placed:
-            sa.usage.driver(now, -job.driver.cores, -job.driver.mem_mib)
+            sa.usage.driver_of(now, job.driver, -1)
         if not job.in_cluster:
             self.pool.give_slot()
         elif sa.driver_placed:
