@@ -8,18 +8,23 @@ What runs (127.0.0.1; every process stopped by its PID at the end, even on failu
   ends apps, admits queued ones and places them. Measured once the first apps have ended.
 - the dashboards, in a process of their own (their client's CPU is not this one's): each an
   HTTP client with its own connections polling exactly what the overview page
-  (doors/native/static/overview.js) polls: health, queues, apps and cluster together, again
-  two seconds after each round ends; and every thirty seconds the usage (usage.js, by queue
-  over 7 days: each day once, then the open day and the totals). They start spread over one
-  poll interval.
+  (doors/native/static/overview.js) polls: ``GET /api/v1/overview`` with the ETag of its last
+  answer (``If-None-Match``), again two seconds after each answer; and every thirty seconds the
+  usage (usage.js, by queue over 7 days: each day once, then the open day and the totals, with
+  ``Cache-Control: max-age=10``). They start spread over one poll interval. ``--polls four``
+  polls as the page did before the shared overview: health, queues, apps and cluster together
+  (no ETag), the usage without a max-age.
 - the status reads: ``GET /api/v1/apps/ID`` of random apps, one at a time, 50 a second.
 
-The cycle's figures are the server's own ``sessionsched_cycle_seconds`` histogram, read before
+``server cpu`` is the server process's CPU time over the phase (``/proc``), in percent of one
+core: what the dashboards cost it, whatever thread spent it. The cycle's figures are the
+server's own ``sessionsched_cycle_seconds`` histogram, read before
 and after each phase: its quantiles are interpolated inside the histogram's buckets
 (service/metrics.py's CYCLE_BUCKETS: 1, 2.5, 5, 10, 25, 50, 100 ms...), so they are as fine as
 those bounds.
 
     .venv/bin/python benchmarks/dashboard_load.py [--apps 1000] [--dashboards 50] [--seconds 15]
+        [--pairs 2] [--polls overview|four]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import random
 import statistics
 import sys
@@ -44,19 +50,27 @@ from service_throughput import (  # benchmarks/, beside this script
     wait_for_ends,
 )
 
-POLL_S, USAGE_S, HOUR, DAY = 2.0, 30.0, 3600, 86400
-OVERVIEW = ("/api/v1/health", "/api/v1/queues", "/api/v1/apps", "/api/v1/cluster")
+POLL_S, USAGE_S, USAGE_AGE_S, HOUR, DAY = 2.0, 30.0, 10, 3600, 86400
+FOUR = ("/api/v1/health", "/api/v1/queues", "/api/v1/apps", "/api/v1/cluster")
 
 
-async def dashboard(port: int, delay: float, stop_at: float) -> int:
-    """One overview page's polls until ``stop_at``; the requests it made."""
-    n, kept, usage_at = 0, set(), -USAGE_S
+async def dashboard(port: int, delay: float, stop_at: float, four: bool = False) -> int:
+    """One overview page's polls until ``stop_at``; the requests it made. ``four``: as the
+    page polled before ``/api/v1/overview``."""
+    n, kept, usage_at, etag = 0, set(), -USAGE_S, None
+    usage_headers = {} if four else {"Cache-Control": f"max-age={USAGE_AGE_S}"}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
                                  limits=httpx.Limits(max_connections=6)) as c:
         await asyncio.sleep(delay)
         while time.time() < stop_at:
-            await asyncio.gather(*(c.get(p) for p in OVERVIEW))
-            n += len(OVERVIEW)
+            if four:
+                await asyncio.gather(*(c.get(p) for p in FOUR))
+                n += len(FOUR)
+            else:
+                r = await c.get("/api/v1/overview",
+                                headers={"If-None-Match": etag} if etag else {})
+                etag = r.headers.get("etag", etag)
+                n += 1
             if time.monotonic() - usage_at >= USAGE_S:
                 now = time.time()
                 end = now // HOUR * HOUR + HOUR
@@ -64,7 +78,7 @@ async def dashboard(port: int, delay: float, stop_at: float) -> int:
                 reads = [f"/api/v1/usage?by=queue&since={s:.0f}&until={s + DAY:.0f}"
                          for s in starts if s not in kept]
                 reads.append(f"/api/v1/usage?by=queue&since={starts[0]:.0f}")
-                await asyncio.gather(*(c.get(p) for p in reads))
+                await asyncio.gather(*(c.get(p, headers=usage_headers) for p in reads))
                 n += len(reads)
                 kept.update(s for s in starts if s + DAY <= now)
                 usage_at = time.monotonic()
@@ -72,9 +86,9 @@ async def dashboard(port: int, delay: float, stop_at: float) -> int:
     return n
 
 
-def dashboards(port: int, count: int, stop_at: float, done) -> None:
+def dashboards(port: int, count: int, stop_at: float, done, four: bool) -> None:
     async def all_of_them():
-        return await asyncio.gather(*(dashboard(port, i * POLL_S / count, stop_at)
+        return await asyncio.gather(*(dashboard(port, i * POLL_S / count, stop_at, four)
                                       for i in range(count)))
     done.put(sum(asyncio.run(all_of_them())))
 
@@ -96,18 +110,24 @@ def quantile(before: dict[float, float], after: dict[float, float], q: float) ->
     return float("inf")
 
 
-def phase(port: int, ids: list[str], count: int, seconds: float) -> dict:
+def cpu_s(pid: int) -> float:
+    """The process's user and system CPU seconds so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def phase(port: int, pid: int, ids: list[str], count: int, seconds: float, four: bool) -> dict:
     """``seconds`` of status reads with ``count`` dashboards polling: the figures."""
     done = multiprocessing.Queue()
     warm = POLL_S + 1.0 if count else 0.0
     proc = None
     if count:
         proc = multiprocessing.Process(target=dashboards,
-                                       args=(port, count, time.time() + warm + seconds, done))
+                                       args=(port, count, time.time() + warm + seconds, done, four))
         proc.start()
         time.sleep(warm)  # all of them polling
     rnd, latencies = random.Random(count), []
-    before = cycle_seconds(port)
+    before, cpu0, t0 = cycle_seconds(port), cpu_s(pid), time.monotonic()
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -118,6 +138,7 @@ def phase(port: int, ids: list[str], count: int, seconds: float) -> dict:
                 raise RuntimeError(f"status read: {r.status_code} {r.text[:200]}")
             time.sleep(max(0.0, 0.02 - (time.perf_counter() - t0)))
     after = cycle_seconds(port)
+    cpu = 100 * (cpu_s(pid) - cpu0) / (time.monotonic() - t0)
     polled = 0
     if proc is not None:
         polled = done.get(timeout=60)
@@ -128,7 +149,7 @@ def phase(port: int, ids: list[str], count: int, seconds: float) -> dict:
             "p50": quantile(before[2], after[2], 0.5), "p99": quantile(before[2], after[2], 0.99),
             "reads": len(latencies), "read_p50": latencies[len(latencies) // 2],
             "read_p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
-            "polled_per_s": polled / (seconds + warm)}
+            "polled_per_s": polled / (seconds + warm), "cpu": cpu}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dashboards", type=int, default=50)
     p.add_argument("--seconds", type=float, default=15.0, help="each phase's length")
     p.add_argument("--pairs", type=int, default=2)
+    p.add_argument("--polls", choices=("overview", "four"), default="overview",
+                   help="what each dashboard polls: the page's one shared read, or the four "
+                        "reads it made before it")
     args = p.parse_args(argv)
     procs, taken = [], set()
     with tempfile.TemporaryDirectory(prefix="sessionsched-dashboards-") as tmp:
@@ -149,23 +173,25 @@ def main(argv: list[str] | None = None) -> int:
                                               timeout=60).json()]
             print(f"{result['n']} submissions; {len(ids)} apps; first ends after "
                   f"{wait_for_ends(port):.0f} s")
-            rows = [phase(port, ids, count, args.seconds)
+            rows = [phase(port, proc.popen.pid, ids, count, args.seconds, args.polls == "four")
                     for _ in range(args.pairs) for count in (0, args.dashboards)]
         finally:
             for proc in procs:
                 proc.stop()
     print(f"{'dashboards':>10} {'cycles':>7} {'mean ms':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11}")
+          f"{'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11} "
+          f"{'server cpu':>10}")
     for r in rows:
         print(f"{r['dashboards']:>10} {r['cycles']:>7.0f} {r['mean']:>8.1f} {r['p50']:>7.1f} "
               f"{r['p99']:>7.1f} {r['reads']:>6} {r['read_p50']:>9.2f} {r['read_p99']:>9.2f} "
-              f"{r['polled_per_s']:>11.0f}")
+              f"{r['polled_per_s']:>11.0f} {r['cpu']:>9.0f}%")
     for count in (0, args.dashboards):
         mine = [r for r in rows if r["dashboards"] == count]
         print(f"median of {len(mine)} with {count:>2} dashboards: cycle p50 "
               f"{statistics.median(r['p50'] for r in mine):.1f} ms, p99 "
               f"{statistics.median(r['p99'] for r in mine):.1f} ms; status read p99 "
-              f"{statistics.median(r['read_p99'] for r in mine):.2f} ms")
+              f"{statistics.median(r['read_p99'] for r in mine):.2f} ms; server cpu "
+              f"{statistics.median(r['cpu'] for r in mine):.0f}%")
     return 0
 
 

@@ -36,6 +36,7 @@ from sessionsched.doors.native.schemas import (
     UsageOut,
     error_responses,
 )
+from sessionsched.doors.native.shared_answers import Answer, accepted_age, respond, shared
 from sessionsched.doors.native.views import app_out, dry_run_out
 from sessionsched.model import AppState, parse_priority
 from sessionsched.operations.callers import strip_token, strip_token_argv
@@ -59,7 +60,17 @@ def _out(ops: Operations, app_id: str) -> AppOut:
 
 
 @router.get("/api/v1/queues", response_model=list[QueueOut])
-def queues(ops: OpsDep, _caller: CallerDep):
+async def queues(request: Request, ops: OpsDep, _caller: CallerDep):
+    return respond(request, queues_json(request, ops))
+
+
+def queues_json(request: Request, ops: Operations) -> Answer:
+    """The queues' rows, built once per published view (``shared_answers``)."""
+    return shared(request).of_version(("queues",), ops.version,
+                                      lambda: _QUEUES.dump_json(queue_rows(ops)))
+
+
+def queue_rows(ops: Operations) -> list[QueueOut]:
     out = []
     codes = ops.queue_wait_codes()
     for q, u, waiting in ops.queue_rows():
@@ -87,6 +98,9 @@ def queues(ops: OpsDep, _caller: CallerDep):
     return out
 
 
+_QUEUES = TypeAdapter(list[QueueOut])
+
+
 # The reads below run on the event loop (async, no await): a sync handler would hop to the
 # thread pool and back twice (the handler, then the response's validation), and each hop waits
 # for the interpreter lock while a cycle holds it (the reads' p99 while cycles run:
@@ -94,8 +108,8 @@ def queues(ops: OpsDep, _caller: CallerDep):
 
 
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
-async def list_apps(ops: OpsDep, _caller: CallerDep, queue: str | None = None,
-                    state: str | None = None):
+async def list_apps(request: Request, ops: OpsDep, _caller: CallerDep,
+                    queue: str | None = None, state: str | None = None):
     leaf = answer(ops.leaf(queue)) if queue else None
     wanted = None
     if state:
@@ -104,8 +118,15 @@ async def list_apps(ops: OpsDep, _caller: CallerDep, queue: str | None = None,
         except ValueError:
             names = ", ".join(s.value for s in AppState)
             raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
-    rows = b",".join([_row_json(app) for app in ops.apps(leaf, wanted)])
-    return Response(b"[" + rows + b"]", media_type="application/json")
+    return respond(request, apps_json(request, ops, leaf, wanted))
+
+
+def apps_json(request: Request, ops: Operations, leaf: str | None = None,
+              wanted: AppState | None = None) -> Answer:
+    """The list, built once per published view and query (``shared_answers``)."""
+    def build() -> bytes:
+        return b"[" + b",".join([_row_json(app) for app in ops.apps(leaf, wanted)]) + b"]"
+    return shared(request).of_version(("apps", leaf, wanted), ops.version, build)
 
 
 @functools.lru_cache(maxsize=16384)
@@ -234,14 +255,28 @@ def audit(ops: OpsDep, caller: CallerDep,
 
 @router.get("/api/v1/usage", response_model=list[UsageOut], response_model_exclude_none=True,
             responses=error_responses(400, 422, 503))
-def usage(ops: OpsDep, caller: CallerDep,
+def usage(request: Request, ops: OpsDep, caller: CallerDep,
           by: Annotated[Literal["queue", "user", "app"], Query()] = "queue",
           since: Annotated[str | None, Query(max_length=64)] = None,
           until: Annotated[str | None, Query(max_length=64)] = None):
     """What apps used (docs/operator/usage.md): core- and GiB-seconds held, busy, idle and lost to
     reclaim, their drivers', time queued; per app or added up per queue or user. ``since`` /
-    ``until``: ``7d``, ``12h``, epoch seconds or ISO 8601 (default: all, up to now)."""
-    return answer(ops.usage(caller, by, since, until))
+    ``until``: ``7d``, ``12h``, epoch seconds or ISO 8601 (default: all, up to now). A reader
+    that sends ``Cache-Control: max-age=N`` may get an answer built for another reader of the
+    same query (and the same rights) up to N seconds ago (``Age`` says how old): the
+    dashboard's, so that fifty open pages read the store once, not fifty times."""
+    age = accepted_age(request)
+    if not age:
+        return answer(ops.usage(caller, by, since, until))
+    found = shared(request).within(
+        ("usage", by, since, until, caller.role, caller.user), age,
+        lambda: _USAGE.dump_json(_USAGE.validate_python(answer(ops.usage(caller, by, since,
+                                                                          until))),
+                                 exclude_none=True))
+    return respond(request, found)
+
+
+_USAGE = TypeAdapter(list[UsageOut])
 
 
 # --- health and metrics -----------------------------------------------------------------------
