@@ -127,7 +127,7 @@ def phase(port: int, pid: int, ids: list[str], count: int, seconds: float, four:
         proc.start()
         time.sleep(warm)  # all of them polling
     rnd, latencies = random.Random(count), []
-    before, cpu0, t0 = cycle_seconds(port), cpu_s(pid), time.monotonic()
+    before, cpu0, began = cycle_seconds(port), cpu_s(pid), time.monotonic()
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -138,7 +138,7 @@ def phase(port: int, pid: int, ids: list[str], count: int, seconds: float, four:
                 raise RuntimeError(f"status read: {r.status_code} {r.text[:200]}")
             time.sleep(max(0.0, 0.02 - (time.perf_counter() - t0)))
     after = cycle_seconds(port)
-    cpu = 100 * (cpu_s(pid) - cpu0) / (time.monotonic() - t0)
+    cpu = 100 * (cpu_s(pid) - cpu0) / (time.monotonic() - began)
     polled = 0
     if proc is not None:
         polled = done.get(timeout=60)
