@@ -56,7 +56,8 @@ FOUR = ("/api/v1/health", "/api/v1/queues", "/api/v1/apps", "/api/v1/cluster")
 
 async def dashboard(port: int, delay: float, stop_at: float, four: bool = False) -> int:
     """One overview page's polls until ``stop_at``; the requests it made. ``four``: as the
-    page polled before ``/api/v1/overview``."""
+    page polled before ``/api/v1/overview``. A read that fails (a kept-alive connection the
+    server closed as it was reused) is what a page shows as stale: it polls on."""
     n, kept, usage_at, etag = 0, set(), -USAGE_S, None
     usage_headers = {} if four else {"Cache-Control": f"max-age={USAGE_AGE_S}"}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
@@ -64,12 +65,12 @@ async def dashboard(port: int, delay: float, stop_at: float, four: bool = False)
         await asyncio.sleep(delay)
         while time.time() < stop_at:
             if four:
-                await asyncio.gather(*(c.get(p) for p in FOUR))
+                await asyncio.gather(*(read(c, p) for p in FOUR))
                 n += len(FOUR)
             else:
-                r = await c.get("/api/v1/overview",
-                                headers={"If-None-Match": etag} if etag else {})
-                etag = r.headers.get("etag", etag)
+                r = await read(c, "/api/v1/overview",
+                               {"If-None-Match": etag} if etag else {})
+                etag = r.headers.get("etag", etag) if r is not None else etag
                 n += 1
             if time.monotonic() - usage_at >= USAGE_S:
                 now = time.time()
@@ -78,12 +79,19 @@ async def dashboard(port: int, delay: float, stop_at: float, four: bool = False)
                 reads = [f"/api/v1/usage?by=queue&since={s:.0f}&until={s + DAY:.0f}"
                          for s in starts if s not in kept]
                 reads.append(f"/api/v1/usage?by=queue&since={starts[0]:.0f}")
-                await asyncio.gather(*(c.get(p, headers=usage_headers) for p in reads))
+                await asyncio.gather(*(read(c, p, usage_headers) for p in reads))
                 n += len(reads)
                 kept.update(s for s in starts if s + DAY <= now)
                 usage_at = time.monotonic()
             await asyncio.sleep(POLL_S)
     return n
+
+
+async def read(c: httpx.AsyncClient, path: str, headers: dict | None = None):
+    try:
+        return await c.get(path, headers=headers or {})
+    except httpx.TransportError:
+        return None
 
 
 def dashboards(port: int, count: int, stop_at: float, done, four: bool) -> None:

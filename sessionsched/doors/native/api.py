@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.times import iso
 from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
+from sessionsched.doors.native.queue_memory import queue_memory
 from sessionsched.doors.native.schemas import (
     AppIn,
     AppOut,
@@ -60,17 +61,22 @@ def _out(ops: Operations, app_id: str) -> AppOut:
 
 
 @router.get("/api/v1/queues", response_model=list[QueueOut])
-async def queues(request: Request, ops: OpsDep, _caller: CallerDep):
+async def queues_read(request: Request, ops: OpsDep, _caller: CallerDep):
     return respond(request, queues_json(request, ops))
 
 
 def queues_json(request: Request, ops: Operations) -> Answer:
-    """The queues' rows, built once per published view (``shared_answers``)."""
-    return shared(request).of_version(("queues",), ops.version,
-                                      lambda: _QUEUES.dump_json(queue_rows(ops)))
+    """The queues' rows, built once per published view (``shared_answers``), with each
+    queue's executor memory held and wanted (``queue_memory``)."""
+    def build() -> bytes:
+        rows, memory = queues(ops, None), queue_memory(ops.service.view)
+        for row in rows:
+            row.executor_memory_mib, row.demand_memory_mib = memory.get(row.name, (0, 0))
+        return _QUEUES.dump_json(rows)
+    return shared(request).of_version(("queues",), ops.version, build)
 
 
-def queue_rows(ops: Operations) -> list[QueueOut]:
+def queues(ops: OpsDep, _caller: CallerDep):
     out = []
     codes = ops.queue_wait_codes()
     for q, u, waiting in ops.queue_rows():

@@ -1,5 +1,6 @@
-// The overview at "/": reads GET /api/v1/overview every two seconds (health, queues, apps and
-// cluster in one answer, shared by every open page: doors/native/overview_api.py; the usage,
+// The overview at "/": reads GET /api/v1/overview every two seconds (what /api/v1/health,
+// /api/v1/queues, /api/v1/apps and /api/v1/cluster answer, in one answer shared by every open
+// page: doors/native/overview_api.py; the usage,
 // read from the store, every thirty, and at once when its choices change), and draws the
 // queues, the apps, the cluster and the usage.
 
