@@ -25,7 +25,7 @@ async function refresh(health) {
   const {health: h, queues, apps, cluster} = await get("/api/v1/overview");
   health.textContent = healthLine(h);
   last = {queues, apps};
-  renderQueues(document.getElementById("queues"), queues, cluster.cores);
+  renderQueues(document.getElementById("queues"), queues, cluster.cores, cluster);
   drawApps();
   renderCluster(cluster);
   if (Date.now() - usageAt >= USAGE_MS) {
