@@ -38,6 +38,7 @@ from sessionsched.doors.native.schemas import (
     error_responses,
 )
 from sessionsched.doors.native.shared_answers import Answer, accepted_age, respond, shared
+from sessionsched.doors.native.spark_ui import with_spark_ui
 from sessionsched.doors.native.views import app_out, dry_run_out
 from sessionsched.model import AppState, parse_priority
 from sessionsched.operations.callers import strip_token, strip_token_argv
@@ -299,7 +300,7 @@ def health(ops: OpsDep):
 async def cluster(ops: OpsDep, _caller: CallerDep):
     """The cluster's workers, cores and memory offered and free, and the scheduler's host as
     room for drivers: from the published view (no call to the cluster)."""
-    return ClusterOut(**ops.cluster_row())
+    return ClusterOut(**with_spark_ui(ops, ops.cluster_row()))
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -18,6 +18,7 @@ from sessionsched.doors.native import api
 from sessionsched.doors.native.deps import CallerDep, OpsDep
 from sessionsched.doors.native.schemas import AppOut, ClusterOut, HealthOut, QueueOut
 from sessionsched.doors.native.shared_answers import respond, shared
+from sessionsched.doors.native.spark_ui import with_spark_ui
 from sessionsched.operations.port import Operations
 
 FRESH_S = 1.0  # the oldest answer given: half the page's poll interval
@@ -42,7 +43,7 @@ async def overview(request: Request, ops: OpsDep, _caller: CallerDep):
 def overview_json(request: Request, ops: Operations) -> bytes:
     """The four reads, the lists as kept per read view (``api.queues_json``, ``apps_json``)."""
     health = api.health(ops).model_dump_json().encode()
-    cluster = ClusterOut(**ops.cluster_row()).model_dump_json().encode()
+    cluster = ClusterOut(**with_spark_ui(ops, ops.cluster_row())).model_dump_json().encode()
     queues = api.queues_json(request, ops).body
     apps = api.apps_json(request, ops).body
     return (b'{"health":' + health + b',"queues":' + queues + b',"apps":' + apps +
