@@ -198,8 +198,9 @@ def test_without_an_anonymous_user_the_page_asks_for_a_token_before_it_shows_any
     # Forgotten: asked for again. Given in the address's fragment (never sent to the server):
     # kept, and the fragment taken out of the address.
     page.click("#token-forget")
-    expect(page.locator("#health")).to_have_text(
-        "a token is needed: give yours in the token box", timeout=WAIT_MS)
+    expect(form.locator(".why")).to_have_text("The scheduler asks for a token.",
+                                              timeout=WAIT_MS)
+    expect(page.locator("#facts")).to_be_empty()
     page.goto(f"{server.url}/#token={made['root']}")
     expect(page.locator("#apps td:first-child")).to_have_text([app_id], timeout=WAIT_MS)
     assert page.url == f"{server.url}/"
