@@ -58,7 +58,7 @@ def test_custom_resources_get_their_own_bars_and_worker_columns(offline_server, 
     root_gpu = page.locator("#q-test tbody tr").nth(0).locator("td[data-resource='gpu']")
     expect(root_gpu.locator(".bar-label")).to_have_text("2 of cluster 8")
     memory = ml.locator("td.memory .bar-label")
-    expect(memory).to_have_text("4 GiB")
+    expect(memory).to_have_text("4 GiB of 16 GiB")
     # The cluster: the resource in its line, a column of it per worker (blank without).
     expect(page.locator("#cluster-line")).to_contain_text("8 gpu (2 used, 6 free)")
     assert page.locator("#workers th").all_text_contents() == [

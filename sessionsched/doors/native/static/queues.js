@@ -43,7 +43,7 @@ function memoryBar(q, clusterMemory) {
   return bar({held: q.executor_memory_mib, wanted: q.demand_memory_mib, scale,
     title: mib(q.executor_memory_mib) + " of executor memory held, " +
       mib(q.demand_memory_mib ?? 0) + " wanted (scale: the cluster's " + mib(scale) + ")",
-    label: mib(q.executor_memory_mib)});
+    label: mib(q.executor_memory_mib) + (scale ? " of " + mib(scale) : "")});
 }
 
 // A custom resource's bar: ``r`` is {used, max, min} (max, min: null when the queue sets none).
