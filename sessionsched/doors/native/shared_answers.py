@@ -67,7 +67,11 @@ class SharedAnswers:
                 body = found.body  # the same bytes: keep one copy
             made = Answer(body, etag, version, time.monotonic())
             if len(self._entries) >= self._kept and key not in self._entries:
-                self._entries.clear()  # rare (many distinct queries): the next reads refill
+                # Rare (many distinct queries): the next reads refill. The builds' locks go
+                # too (a build under way keeps its own), or every query ever asked keeps one.
+                self._entries.clear()
+                with self._guard:
+                    self._locks = {key: lock}
             self._entries[key] = made
             self.builds += 1
             return made

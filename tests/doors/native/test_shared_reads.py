@@ -5,6 +5,7 @@ answer a 304 to its ETag, the usage shared only with a reader who accepts an old
 from __future__ import annotations
 
 from sessionsched.backends.memory import WORK
+from sessionsched.doors.native.shared_answers import SharedAnswers
 
 
 def builds(s) -> int:
@@ -79,3 +80,13 @@ def test_usage_is_shared_only_with_a_reader_who_accepts_an_older_answer(stepped)
         assert builds(s) == made + 1 and int(second.headers["age"]) <= 60
         fresh = s.client.get(path, headers={"Cache-Control": "max-age=0"})
         assert "age" not in fresh.headers  # max-age=0: built now, as without the header
+
+
+def test_at_most_so_many_answers_are_kept():
+    shared = SharedAnswers(kept=3)
+    for i in range(10):
+        found = shared.within(("q", i), 60, lambda i=i: str(i).encode())
+        assert found.body == str(i).encode()
+    assert len(shared._entries) <= 3 and len(shared._locks) <= 3
+    again = shared.within(("q", 9), 60, lambda: b"rebuilt")
+    assert again.body == b"9" and shared.builds == 10  # the newest is still kept
