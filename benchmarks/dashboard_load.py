@@ -17,8 +17,10 @@ What runs (127.0.0.1; every process stopped by its PID at the end, even on failu
 - the status reads: ``GET /api/v1/apps/ID`` of random apps, one at a time, 50 a second.
 
 ``server cpu`` is the server process's CPU time over the phase (``/proc``), in percent of one
-core: what the dashboards cost it, whatever thread spent it. The cycle's figures are the
-server's own ``sessionsched_cycle_seconds`` histogram, read before
+core: what the dashboards cost it, whatever thread spent it; ``their cpu`` the dashboards'
+process's own (an HTTP client in Python reading every answer: on a small machine it takes the
+cores the server and the status reads would have, which browsers on other machines do not).
+The cycle's figures are the server's own ``sessionsched_cycle_seconds`` histogram, read before
 and after each phase: its quantiles are interpolated inside the histogram's buckets
 (service/metrics.py's CYCLE_BUCKETS: 1, 2.5, 5, 10, 25, 50, 100 ms...), so they are as fine as
 those bounds.
@@ -98,7 +100,8 @@ def dashboards(port: int, count: int, stop_at: float, done, four: bool) -> None:
     async def all_of_them():
         return await asyncio.gather(*(dashboard(port, i * POLL_S / count, stop_at, four)
                                       for i in range(count)))
-    done.put(sum(asyncio.run(all_of_them())))
+    polled = sum(asyncio.run(all_of_them()))
+    done.put((polled, time.process_time()))
 
 
 def quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
@@ -147,9 +150,9 @@ def phase(port: int, pid: int, ids: list[str], count: int, seconds: float, four:
             time.sleep(max(0.0, 0.02 - (time.perf_counter() - t0)))
     after = cycle_seconds(port)
     cpu = 100 * (cpu_s(pid) - cpu0) / (time.monotonic() - began)
-    polled = 0
+    polled, their_cpu = 0, 0.0
     if proc is not None:
-        polled = done.get(timeout=60)
+        polled, their_cpu = done.get(timeout=60)
         proc.join(30)
     latencies.sort()
     n = after[0] - before[0]
@@ -157,7 +160,8 @@ def phase(port: int, pid: int, ids: list[str], count: int, seconds: float, four:
             "p50": quantile(before[2], after[2], 0.5), "p99": quantile(before[2], after[2], 0.99),
             "reads": len(latencies), "read_p50": latencies[len(latencies) // 2],
             "read_p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
-            "polled_per_s": polled / (seconds + warm), "cpu": cpu}
+            "polled_per_s": polled / (seconds + warm), "cpu": cpu,
+            "their_cpu": 100 * their_cpu / (seconds + warm)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,11 +192,11 @@ def main(argv: list[str] | None = None) -> int:
                 proc.stop()
     print(f"{'dashboards':>10} {'cycles':>7} {'mean ms':>8} {'p50 ms':>7} {'p99 ms':>7} "
           f"{'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11} "
-          f"{'server cpu':>10}")
+          f"{'server cpu':>10} {'their cpu':>9}")
     for r in rows:
         print(f"{r['dashboards']:>10} {r['cycles']:>7.0f} {r['mean']:>8.1f} {r['p50']:>7.1f} "
               f"{r['p99']:>7.1f} {r['reads']:>6} {r['read_p50']:>9.2f} {r['read_p99']:>9.2f} "
-              f"{r['polled_per_s']:>11.0f} {r['cpu']:>9.0f}%")
+              f"{r['polled_per_s']:>11.0f} {r['cpu']:>9.0f}% {r['their_cpu']:>8.0f}%")
     for count in (0, args.dashboards):
         mine = [r for r in rows if r["dashboards"] == count]
         print(f"median of {len(mine)} with {count:>2} dashboards: cycle p50 "
