@@ -6,8 +6,8 @@ What runs (127.0.0.1; every process stopped by its PID at the end, even on failu
 - ``sessionsched serve`` on the memory backend, busy (``service_throughput.py``'s busy
   configuration: 100 leaf queues, half the apps run, half wait, apps of 20-60 s): every cycle
   ends apps, admits queued ones and places them. Measured once the first apps have ended.
-- the dashboards, in a process of their own (their client's CPU is not this one's): each an
-  HTTP client with its own connections polling exactly what the overview page
+- the dashboards, in a process of their own (their client's CPU is not this one's): each a
+  lean HTTP/1.1 client (``Lean``) with its own connections polling exactly what the overview page
   (doors/native/static/overview.js) polls: ``GET /api/v1/overview`` with the ETag of its last
   answer (``If-None-Match``), again two seconds after each answer; and every thirty seconds the
   usage (usage.js, by queue over 7 days: each day once, then the open day and the totals, with
@@ -18,8 +18,8 @@ What runs (127.0.0.1; every process stopped by its PID at the end, even on failu
 
 ``server cpu`` is the server process's CPU time over the phase (``/proc``), in percent of one
 core: what the dashboards cost it, whatever thread spent it; ``their cpu`` the dashboards'
-process's own (an HTTP client in Python reading every answer: on a small machine it takes the
-cores the server and the status reads would have, which browsers on other machines do not).
+process's own (on a small machine it takes cores the server and the status reads would have,
+which browsers on other machines do not: hence ``Lean``).
 The cycle's figures are the server's own ``sessionsched_cycle_seconds`` histogram, read before
 and after each phase: its quantiles are interpolated inside the histogram's buckets
 (service/metrics.py's CYCLE_BUCKETS: 1, 2.5, 5, 10, 25, 50, 100 ms...), so they are as fine as
@@ -62,17 +62,16 @@ async def dashboard(port: int, delay: float, stop_at: float, four: bool = False)
     server closed as it was reused) is what a page shows as stale: it polls on."""
     n, kept, usage_at, etag = 0, set(), -USAGE_S, None
     usage_headers = {} if four else {"Cache-Control": f"max-age={USAGE_AGE_S}"}
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
-                                 limits=httpx.Limits(max_connections=6)) as c:
+    c = Lean(port)
+    try:
         await asyncio.sleep(delay)
         while time.time() < stop_at:
             if four:
-                await asyncio.gather(*(read(c, p) for p in FOUR))
+                await asyncio.gather(*(c.get(p) for p in FOUR))
                 n += len(FOUR)
             else:
-                r = await read(c, "/api/v1/overview",
-                               {"If-None-Match": etag} if etag else {})
-                etag = r.headers.get("etag", etag) if r is not None else etag
+                got = await c.get("/api/v1/overview", {"If-None-Match": etag} if etag else {})
+                etag = got.get("etag", etag) if got is not None else etag
                 n += 1
             if time.monotonic() - usage_at >= USAGE_S:
                 now = time.time()
@@ -81,19 +80,49 @@ async def dashboard(port: int, delay: float, stop_at: float, four: bool = False)
                 reads = [f"/api/v1/usage?by=queue&since={s:.0f}&until={s + DAY:.0f}"
                          for s in starts if s not in kept]
                 reads.append(f"/api/v1/usage?by=queue&since={starts[0]:.0f}")
-                await asyncio.gather(*(read(c, p, usage_headers) for p in reads))
+                await asyncio.gather(*(c.get(p, usage_headers) for p in reads))
                 n += len(reads)
                 kept.update(s for s in starts if s + DAY <= now)
                 usage_at = time.monotonic()
             await asyncio.sleep(POLL_S)
+    finally:
+        c.close()
     return n
 
 
-async def read(c: httpx.AsyncClient, path: str, headers: dict | None = None):
-    try:
-        return await c.get(path, headers=headers or {})
-    except httpx.TransportError:
-        return None
+class Lean:
+    """A page's HTTP/1.1 reads over kept-alive connections, as lean as a client can be (the
+    body read whole by its Content-Length, nothing parsed): on a small machine a Python HTTP
+    client reading 600 KB answers 25 times a second takes a good part of a core, the cores the
+    server and the status reads would have; a browser on another machine does not."""
+
+    def __init__(self, port: int):
+        self.port, self.idle = port, []
+
+    async def get(self, path: str, headers: dict | None = None) -> dict | None:
+        """The answer's headers (lower-case names; ``status`` too), or None if it failed."""
+        conn = self.idle.pop() if self.idle else None
+        try:
+            if conn is None:
+                conn = await asyncio.open_connection("127.0.0.1", self.port)
+            reader, writer = conn
+            lines = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}\r\n".encode())
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            got = {"status": head[0].split()[1]}
+            got.update((k.strip().lower(), v.strip()) for k, _, v in
+                       (line.partition(":") for line in head[1:] if line))
+            await reader.readexactly(int(got.get("content-length", 0)))
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+            if conn is not None:
+                conn[1].close()
+            return None
+        self.idle.append(conn)
+        return got
+
+    def close(self) -> None:
+        for _, writer in self.idle:
+            writer.close()
 
 
 def dashboards(port: int, count: int, stop_at: float, done, four: bool) -> None:
