@@ -6,20 +6,27 @@ What runs (127.0.0.1; every process stopped by its PID at the end, even on failu
 - ``sessionsched serve`` on the memory backend, busy (``service_throughput.py``'s busy
   configuration: 100 leaf queues, half the apps run, half wait, apps of 20-60 s): every cycle
   ends apps, admits queued ones and places them. Measured once the first apps have ended.
-- the dashboards, in a process of their own (their client's CPU is not this one's): each an
-  HTTP client with its own connections polling exactly what the overview page
-  (doors/native/static/overview.js) polls: health, queues, apps and cluster together, again
-  two seconds after each round ends; and every thirty seconds the usage (usage.js, by queue
-  over 7 days: each day once, then the open day and the totals). They start spread over one
-  poll interval.
+- the dashboards, in a process of their own (their client's CPU is not this one's): each a
+  lean HTTP/1.1 client (``Lean``) with its own connections polling exactly what the overview page
+  (doors/native/static/overview.js) polls: ``GET /api/v1/overview`` with the ETag of its last
+  answer (``If-None-Match``), again two seconds after each answer; and every thirty seconds the
+  usage (usage.js, by queue over 7 days: each day once, then the open day and the totals, with
+  ``Cache-Control: max-age=10``). They start spread over one poll interval. ``--polls four``
+  polls as the page did before the shared overview: health, queues, apps and cluster together
+  (no ETag), the usage without a max-age.
 - the status reads: ``GET /api/v1/apps/ID`` of random apps, one at a time, 50 a second.
 
+``server cpu`` is the server process's CPU time over the phase (``/proc``), in percent of one
+core: what the dashboards cost it, whatever thread spent it; ``their cpu`` the dashboards'
+process's own (on a small machine it takes cores the server and the status reads would have,
+which browsers on other machines do not: hence ``Lean``).
 The cycle's figures are the server's own ``sessionsched_cycle_seconds`` histogram, read before
 and after each phase: its quantiles are interpolated inside the histogram's buckets
 (service/metrics.py's CYCLE_BUCKETS: 1, 2.5, 5, 10, 25, 50, 100 ms...), so they are as fine as
 those bounds.
 
     .venv/bin/python benchmarks/dashboard_load.py [--apps 1000] [--dashboards 50] [--seconds 15]
+        [--pairs 2] [--polls overview|four]
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import random
 import statistics
 import sys
@@ -44,19 +52,27 @@ from service_throughput import (  # benchmarks/, beside this script
     wait_for_ends,
 )
 
-POLL_S, USAGE_S, HOUR, DAY = 2.0, 30.0, 3600, 86400
-OVERVIEW = ("/api/v1/health", "/api/v1/queues", "/api/v1/apps", "/api/v1/cluster")
+POLL_S, USAGE_S, USAGE_AGE_S, HOUR, DAY = 2.0, 30.0, 10, 3600, 86400
+FOUR = ("/api/v1/health", "/api/v1/queues", "/api/v1/apps", "/api/v1/cluster")
 
 
-async def dashboard(port: int, delay: float, stop_at: float) -> int:
-    """One overview page's polls until ``stop_at``; the requests it made."""
-    n, kept, usage_at = 0, set(), -USAGE_S
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30,
-                                 limits=httpx.Limits(max_connections=6)) as c:
+async def dashboard(port: int, delay: float, stop_at: float, four: bool = False) -> int:
+    """One overview page's polls until ``stop_at``; the requests it made. ``four``: as the
+    page polled before ``/api/v1/overview``. A read that fails (a kept-alive connection the
+    server closed as it was reused) is what a page shows as stale: it polls on."""
+    n, kept, usage_at, etag = 0, set(), -USAGE_S, None
+    usage_headers = {} if four else {"Cache-Control": f"max-age={USAGE_AGE_S}"}
+    c = Lean(port)
+    try:
         await asyncio.sleep(delay)
         while time.time() < stop_at:
-            await asyncio.gather(*(c.get(p) for p in OVERVIEW))
-            n += len(OVERVIEW)
+            if four:
+                await asyncio.gather(*(c.get(p) for p in FOUR))
+                n += len(FOUR)
+            else:
+                got = await c.get("/api/v1/overview", {"If-None-Match": etag} if etag else {})
+                etag = got.get("etag", etag) if got is not None else etag
+                n += 1
             if time.monotonic() - usage_at >= USAGE_S:
                 now = time.time()
                 end = now // HOUR * HOUR + HOUR
@@ -64,19 +80,57 @@ async def dashboard(port: int, delay: float, stop_at: float) -> int:
                 reads = [f"/api/v1/usage?by=queue&since={s:.0f}&until={s + DAY:.0f}"
                          for s in starts if s not in kept]
                 reads.append(f"/api/v1/usage?by=queue&since={starts[0]:.0f}")
-                await asyncio.gather(*(c.get(p) for p in reads))
+                await asyncio.gather(*(c.get(p, usage_headers) for p in reads))
                 n += len(reads)
                 kept.update(s for s in starts if s + DAY <= now)
                 usage_at = time.monotonic()
             await asyncio.sleep(POLL_S)
+    finally:
+        c.close()
     return n
 
 
-def dashboards(port: int, count: int, stop_at: float, done) -> None:
+class Lean:
+    """A page's HTTP/1.1 reads over kept-alive connections, as lean as a client can be (the
+    body read whole by its Content-Length, nothing parsed): on a small machine a Python HTTP
+    client reading 600 KB answers 25 times a second takes a good part of a core, the cores the
+    server and the status reads would have; a browser on another machine does not."""
+
+    def __init__(self, port: int):
+        self.port, self.idle = port, []
+
+    async def get(self, path: str, headers: dict | None = None) -> dict | None:
+        """The answer's headers (lower-case names; ``status`` too), or None if it failed."""
+        conn = self.idle.pop() if self.idle else None
+        try:
+            if conn is None:
+                conn = await asyncio.open_connection("127.0.0.1", self.port)
+            reader, writer = conn
+            lines = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}\r\n".encode())
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            got = {"status": head[0].split()[1]}
+            got.update((k.strip().lower(), v.strip()) for k, _, v in
+                       (line.partition(":") for line in head[1:] if line))
+            await reader.readexactly(int(got.get("content-length", 0)))
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+            if conn is not None:
+                conn[1].close()
+            return None
+        self.idle.append(conn)
+        return got
+
+    def close(self) -> None:
+        for _, writer in self.idle:
+            writer.close()
+
+
+def dashboards(port: int, count: int, stop_at: float, done, four: bool) -> None:
     async def all_of_them():
-        return await asyncio.gather(*(dashboard(port, i * POLL_S / count, stop_at)
+        return await asyncio.gather(*(dashboard(port, i * POLL_S / count, stop_at, four)
                                       for i in range(count)))
-    done.put(sum(asyncio.run(all_of_them())))
+    polled = sum(asyncio.run(all_of_them()))
+    done.put((polled, time.process_time()))
 
 
 def quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
@@ -96,18 +150,24 @@ def quantile(before: dict[float, float], after: dict[float, float], q: float) ->
     return float("inf")
 
 
-def phase(port: int, ids: list[str], count: int, seconds: float) -> dict:
+def cpu_s(pid: int) -> float:
+    """The process's user and system CPU seconds so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def phase(port: int, pid: int, ids: list[str], count: int, seconds: float, four: bool) -> dict:
     """``seconds`` of status reads with ``count`` dashboards polling: the figures."""
     done = multiprocessing.Queue()
     warm = POLL_S + 1.0 if count else 0.0
     proc = None
     if count:
         proc = multiprocessing.Process(target=dashboards,
-                                       args=(port, count, time.time() + warm + seconds, done))
+                                       args=(port, count, time.time() + warm + seconds, done, four))
         proc.start()
         time.sleep(warm)  # all of them polling
     rnd, latencies = random.Random(count), []
-    before = cycle_seconds(port)
+    before, cpu0, began = cycle_seconds(port), cpu_s(pid), time.monotonic()
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -118,9 +178,10 @@ def phase(port: int, ids: list[str], count: int, seconds: float) -> dict:
                 raise RuntimeError(f"status read: {r.status_code} {r.text[:200]}")
             time.sleep(max(0.0, 0.02 - (time.perf_counter() - t0)))
     after = cycle_seconds(port)
-    polled = 0
+    cpu = 100 * (cpu_s(pid) - cpu0) / (time.monotonic() - began)
+    polled, their_cpu = 0, 0.0
     if proc is not None:
-        polled = done.get(timeout=60)
+        polled, their_cpu = done.get(timeout=60)
         proc.join(30)
     latencies.sort()
     n = after[0] - before[0]
@@ -128,7 +189,8 @@ def phase(port: int, ids: list[str], count: int, seconds: float) -> dict:
             "p50": quantile(before[2], after[2], 0.5), "p99": quantile(before[2], after[2], 0.99),
             "reads": len(latencies), "read_p50": latencies[len(latencies) // 2],
             "read_p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
-            "polled_per_s": polled / (seconds + warm)}
+            "polled_per_s": polled / (seconds + warm), "cpu": cpu,
+            "their_cpu": 100 * their_cpu / (seconds + warm)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dashboards", type=int, default=50)
     p.add_argument("--seconds", type=float, default=15.0, help="each phase's length")
     p.add_argument("--pairs", type=int, default=2)
+    p.add_argument("--polls", choices=("overview", "four"), default="overview",
+                   help="what each dashboard polls: the page's one shared read, or the four "
+                        "reads it made before it")
     args = p.parse_args(argv)
     procs, taken = [], set()
     with tempfile.TemporaryDirectory(prefix="sessionsched-dashboards-") as tmp:
@@ -149,23 +214,25 @@ def main(argv: list[str] | None = None) -> int:
                                               timeout=60).json()]
             print(f"{result['n']} submissions; {len(ids)} apps; first ends after "
                   f"{wait_for_ends(port):.0f} s")
-            rows = [phase(port, ids, count, args.seconds)
+            rows = [phase(port, proc.popen.pid, ids, count, args.seconds, args.polls == "four")
                     for _ in range(args.pairs) for count in (0, args.dashboards)]
         finally:
             for proc in procs:
                 proc.stop()
     print(f"{'dashboards':>10} {'cycles':>7} {'mean ms':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11}")
+          f"{'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11} "
+          f"{'server cpu':>10} {'their cpu':>9}")
     for r in rows:
         print(f"{r['dashboards']:>10} {r['cycles']:>7.0f} {r['mean']:>8.1f} {r['p50']:>7.1f} "
               f"{r['p99']:>7.1f} {r['reads']:>6} {r['read_p50']:>9.2f} {r['read_p99']:>9.2f} "
-              f"{r['polled_per_s']:>11.0f}")
+              f"{r['polled_per_s']:>11.0f} {r['cpu']:>9.0f}% {r['their_cpu']:>8.0f}%")
     for count in (0, args.dashboards):
         mine = [r for r in rows if r["dashboards"] == count]
         print(f"median of {len(mine)} with {count:>2} dashboards: cycle p50 "
               f"{statistics.median(r['p50'] for r in mine):.1f} ms, p99 "
               f"{statistics.median(r['p99'] for r in mine):.1f} ms; status read p99 "
-              f"{statistics.median(r['read_p99'] for r in mine):.2f} ms")
+              f"{statistics.median(r['read_p99'] for r in mine):.2f} ms; server cpu "
+              f"{statistics.median(r['cpu'] for r in mine):.0f}%")
     return 0
 
 

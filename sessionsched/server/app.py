@@ -29,7 +29,7 @@ from sessionsched.config import ServerConfig
 from sessionsched.doors.common.asgi import BodyLimit
 from sessionsched.doors.livy import auth as livy_auth
 from sessionsched.doors.livy import door as livy
-from sessionsched.doors.native import agent_api, api, dashboard, upload_api
+from sessionsched.doors.native import agent_api, api, dashboard, overview_api, upload_api
 from sessionsched.doors.native.views import unreadable, validation_detail
 from sessionsched.doors.spark_rest.rest import SparkDoor, SparkRest
 from sessionsched.doors.standby.front import Standby
@@ -150,6 +150,7 @@ def create_app(
     app.include_router(api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     app.include_router(agent_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     app.include_router(upload_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
+    app.include_router(overview_api.router, responses=api.AUTH_RESPONSES if gate.on else None)
     # Apache Livy's API (batches, sessions) beside the native one: its own routes and error
     # shapes, each route behind the port's rules (``livy.auth.guard``).
     door = livy.Livy(ops)

@@ -2,7 +2,8 @@
 
 ``record_step`` turns the events a step took and the decisions it gave into column changes per
 app and audit rows: every state change (with the timestamps and exit code that go with it), the
-Spark application id once learnt, exit codes, kill requests, and the queued apps that waited
+Spark application id once learnt, exit codes, kill requests, executors taken back (a
+``reclaim`` row: how many, how, which), and the queued apps that waited
 their queue's ``max_wait`` (an ``expired`` row: the audit trail's, actor ``scheduler``). The
 service commits them before it carries out any decision, and publishes the engine's new view
 only after that commit.
@@ -21,6 +22,7 @@ from sessionsched.engine.events import (
     Event,
     KillRequested,
     MarkState,
+    Reclaim,
 )
 from sessionsched.model import AppState
 from sessionsched.store import EventRecord
@@ -72,6 +74,8 @@ def record_step(
             out.rows.append(EventRecord(ev.app_id, now, "kill", f"kill requested by {who}",
                                         actor=who))
     for d in decisions:
+        if isinstance(d, Reclaim):
+            out.rows.append(EventRecord(d.app_id, now, "reclaim", reclaim_detail(d)))
         if not isinstance(d, MarkState):
             continue
         change = out.changes.setdefault(d.app_id, {})
@@ -93,3 +97,18 @@ def record_step(
             out.rows.append(EventRecord(d.app_id, now, "expired",
                                         f"expired by {EXPIRED_BY}: {reason}", actor=EXPIRED_BY))
     return out
+
+
+RECLAIM_HOW = {
+    "kill": "killed now",
+    "decommission": "decommissioned, killed at the deadline if still there",
+    "idle": "released as they go idle",
+}
+
+
+def reclaim_detail(d: Reclaim) -> str:
+    """"2 executors taken back (decommissioned, ...): 3, 4": the app's timeline shows it."""
+    n = len(d.executor_ids)
+    how = RECLAIM_HOW.get(d.mode.value, d.mode.value)
+    return (f"{n} executor{'s' if n != 1 else ''} taken back ({how}): "
+            f"{', '.join(d.executor_ids)}")

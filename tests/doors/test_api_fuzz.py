@@ -48,7 +48,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from sessionsched.doors.native import agent_api, api, upload_api
+from sessionsched.doors.native import agent_api, api, overview_api, upload_api
 from sessionsched.intake import new_apps
 from sessionsched.server.app import asgi
 from sessionsched.spark.submit_args import (
@@ -92,7 +92,8 @@ FUZZ_SETTINGS = settings(
 # The native API's operations, as FastAPI publishes them (checked against the served spec).
 NATIVE = sorted(
     f"{method} {route.path}"
-    for route in [*api.router.routes, *agent_api.router.routes, *upload_api.router.routes]
+    for route in [*api.router.routes, *agent_api.router.routes, *upload_api.router.routes,
+                  *overview_api.router.routes]
     if isinstance(route, APIRoute) and route.include_in_schema
     for method in route.methods
 )

@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.times import iso
 from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
+from sessionsched.doors.native.queue_memory import queue_memory
 from sessionsched.doors.native.schemas import (
     AppIn,
     AppOut,
@@ -36,6 +37,8 @@ from sessionsched.doors.native.schemas import (
     UsageOut,
     error_responses,
 )
+from sessionsched.doors.native.shared_answers import Answer, accepted_age, respond, shared
+from sessionsched.doors.native.spark_ui import with_spark_ui
 from sessionsched.doors.native.views import app_out, dry_run_out
 from sessionsched.model import AppState, parse_priority
 from sessionsched.operations.callers import strip_token, strip_token_argv
@@ -61,6 +64,21 @@ def _out(ops: Operations, app_id: str) -> AppOut:
 
 
 @router.get("/api/v1/queues", response_model=list[QueueOut])
+async def queues_read(request: Request, ops: OpsDep, _caller: CallerDep):
+    return respond(request, queues_json(request, ops))
+
+
+def queues_json(request: Request, ops: Operations) -> Answer:
+    """The queues' rows, built once per published view (``shared_answers``), with each
+    queue's executor memory held and wanted (``queue_memory``)."""
+    def build() -> bytes:
+        rows, memory = queues(ops, None), queue_memory(ops.service.view)
+        for row in rows:
+            row.executor_memory_mib, row.demand_memory_mib = memory.get(row.name, (0, 0))
+        return _QUEUES.dump_json(rows)
+    return shared(request).of_version(("queues",), ops.version, build)
+
+
 def queues(ops: OpsDep, _caller: CallerDep):
     out = []
     codes = ops.queue_wait_codes()
@@ -91,6 +109,9 @@ def queues(ops: OpsDep, _caller: CallerDep):
     return out
 
 
+_QUEUES = TypeAdapter(list[QueueOut])
+
+
 # The reads below run on the event loop (async, no await): a sync handler would hop to the
 # thread pool and back twice (the handler, then the response's validation), and each hop waits
 # for the interpreter lock while a cycle holds it (the reads' p99 while cycles run:
@@ -98,8 +119,8 @@ def queues(ops: OpsDep, _caller: CallerDep):
 
 
 @router.get("/api/v1/apps", response_model=list[AppOut], responses=error_responses(400, 422))
-async def list_apps(ops: OpsDep, _caller: CallerDep, queue: str | None = None,
-                    state: str | None = None):
+async def list_apps(request: Request, ops: OpsDep, _caller: CallerDep,
+                    queue: str | None = None, state: str | None = None):
     leaf = answer(ops.leaf(queue)) if queue else None
     wanted = None
     if state:
@@ -108,8 +129,15 @@ async def list_apps(ops: OpsDep, _caller: CallerDep, queue: str | None = None,
         except ValueError:
             names = ", ".join(s.value for s in AppState)
             raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
-    rows = b",".join([_row_json(app) for app in ops.apps(leaf, wanted)])
-    return Response(b"[" + rows + b"]", media_type="application/json")
+    return respond(request, apps_json(request, ops, leaf, wanted))
+
+
+def apps_json(request: Request, ops: Operations, leaf: str | None = None,
+              wanted: AppState | None = None) -> Answer:
+    """The list, built once per published view and query (``shared_answers``)."""
+    def build() -> bytes:
+        return b"[" + b",".join([_row_json(app) for app in ops.apps(leaf, wanted)]) + b"]"
+    return shared(request).of_version(("apps", leaf, wanted), ops.version, build)
 
 
 @functools.lru_cache(maxsize=16384)
@@ -238,14 +266,28 @@ def audit(ops: OpsDep, caller: CallerDep,
 
 @router.get("/api/v1/usage", response_model=list[UsageOut], response_model_exclude_none=True,
             responses=error_responses(400, 422, 503))
-def usage(ops: OpsDep, caller: CallerDep,
+def usage(request: Request, ops: OpsDep, caller: CallerDep,
           by: Annotated[Literal["queue", "user", "app"], Query()] = "queue",
           since: Annotated[str | None, Query(max_length=64)] = None,
           until: Annotated[str | None, Query(max_length=64)] = None):
     """What apps used (docs/operator/usage.md): core- and GiB-seconds held, busy, idle and lost to
     reclaim, their drivers', time queued; per app or added up per queue or user. ``since`` /
-    ``until``: ``7d``, ``12h``, epoch seconds or ISO 8601 (default: all, up to now)."""
-    return answer(ops.usage(caller, by, since, until))
+    ``until``: ``7d``, ``12h``, epoch seconds or ISO 8601 (default: all, up to now). A reader
+    that sends ``Cache-Control: max-age=N`` may get an answer built for another reader of the
+    same query (and the same rights) up to N seconds ago (``Age`` says how old): the
+    dashboard's, so that fifty open pages read the store once, not fifty times."""
+    age = accepted_age(request)
+    if not age:
+        return answer(ops.usage(caller, by, since, until))
+    found = shared(request).within(
+        ("usage", by, since, until, caller.role, caller.user), age,
+        lambda: _USAGE.dump_json(_USAGE.validate_python(answer(ops.usage(caller, by, since,
+                                                                          until))),
+                                 exclude_none=True))
+    return respond(request, found)
+
+
+_USAGE = TypeAdapter(list[UsageOut])
 
 
 # --- health and metrics -----------------------------------------------------------------------
@@ -262,7 +304,7 @@ def health(ops: OpsDep):
 async def cluster(ops: OpsDep, _caller: CallerDep):
     """The cluster's workers, cores and memory offered and free, and the scheduler's host as
     room for drivers: from the published view (no call to the cluster)."""
-    return ClusterOut(**ops.cluster_row())
+    return ClusterOut(**with_spark_ui(ops, ops.cluster_row()))
 
 
 @router.get("/metrics", include_in_schema=False)

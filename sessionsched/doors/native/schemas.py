@@ -201,6 +201,10 @@ class QueueOut(NullsLeftOut):
     running: int
     executor_cores: int
     demand_cores: int
+    # The executors' memory its apps hold and want, as the cores above (doors/native/
+    # queue_memory.py): the dashboard's memory bar.
+    executor_memory_mib: int = 0
+    demand_memory_mib: int = 0
     waiting_reason: str | None
     waiting_reason_code: str | None
     usage_half_life: float | None = None  # as configured (None: the parent's)

@@ -139,3 +139,71 @@ def test_with_tokens_on_the_page_acts_only_as_its_token_may(team_server, app_dir
     expect(page.locator("#audit")).to_contain_text("admins' to read", timeout=WAIT_MS)
     assert [u for u in tab.requests if not u.startswith(server.url + "/")] == []
     assert tab.errors == [] and tab.dialogs == []
+
+
+@pytest.fixture
+def closed_server(tmp_path):
+    """Tokens on and no anonymous user: every read but health needs a token."""
+    path = tmp_path / "tokens.json"
+    made = {name: tokens.create(path, name, role)
+            for name, role in (("alice", "user"), ("root", "admin"))}
+    closed = free_port()
+    config = {
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
+        "cluster": {"backend": "standalone", "master": f"spark://127.0.0.1:{closed}",
+                    "master_ui": f"http://127.0.0.1:{closed}", "driver_slots": 1},
+        "auth": {"mode": "tokens", "tokens_file": str(path), "run_as_root": True},
+        "defaults": {"queue": "root.etl"}, "queues": QUEUES,
+    }
+    server = ServerProcess.start(config, tmp_path / "server")
+    try:
+        yield server, made
+    finally:
+        server.stop()
+
+
+def test_without_an_anonymous_user_the_page_asks_for_a_token_before_it_shows_anything(
+        closed_server, app_dir, tab):
+    server, made = closed_server
+    r = httpx.post(f"{server.url}/api/v1/apps", timeout=30,
+                   headers={"Authorization": f"Bearer {made['alice']}"},
+                   json={"argv": ["job.py"], "cwd": str(app_dir), "name": "alices"})
+    assert r.status_code == 201, r.text
+    app_id = r.json()["id"]
+    page = tab.open(f"{server.url}/")
+
+    # No token: the box asks for one, and nothing of the scheduler's books is shown.
+    form = page.locator("#token-form")
+    expect(form).to_be_visible(timeout=WAIT_MS)
+    expect(form.locator(".why")).to_have_text("The scheduler asks for a token.")
+    expect(page.locator("#health")).to_have_text(
+        "a token is needed: give yours in the token box", timeout=WAIT_MS)
+    assert page.locator("#apps td").count() == 0 and page.locator("#queues td").count() == 0
+    expect(page.locator("body")).to_have_class("stale")
+
+    # A wrong token is asked again for; alice's shows everything, and is kept in the tab.
+    give_token(page, "not-a-token")
+    expect(page.locator("#health")).to_have_text(
+        "a token is needed: give yours in the token box", timeout=WAIT_MS)
+    give_token(page, made["alice"])
+    expect(form.locator(".why")).to_have_text("Acting with the token given in this tab.",
+                                              timeout=WAIT_MS)
+    expect(page.locator("#apps td:first-child")).to_have_text([app_id], timeout=WAIT_MS)
+    expect(page.locator("#queues td:first-child")).to_have_text(
+        ["root", "root.etl", "root.adhoc"])
+    assert page.evaluate("sessionStorage.getItem('token')") == made["alice"]
+    page.goto(f"{server.url}/app/{app_id}")  # the same tab: the token goes along
+    expect(page.locator("#facts")).to_contain_text("Useralice", timeout=WAIT_MS)
+
+    # Forgotten: asked for again. Given in the address's fragment (never sent to the server):
+    # kept, and the fragment taken out of the address.
+    page.click("#token-forget")
+    expect(form.locator(".why")).to_have_text("The scheduler asks for a token.",
+                                              timeout=WAIT_MS)
+    expect(page.locator("#facts")).to_be_empty()
+    page.goto(f"{server.url}/#token={made['root']}")
+    expect(page.locator("#apps td:first-child")).to_have_text([app_id], timeout=WAIT_MS)
+    assert page.url == f"{server.url}/"
+    assert page.evaluate("sessionStorage.getItem('token')") == made["root"]
+    assert [u for u in tab.requests if not u.startswith(server.url + "/")] == []
+    assert tab.errors == [] and tab.dialogs == []

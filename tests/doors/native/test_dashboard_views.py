@@ -34,6 +34,14 @@ def bar_widths(page: Page) -> dict[str, tuple[float, float]]:
           parseFloat(tr.querySelector(".bar .demand").style.width)]]))""")
 
 
+def memory_widths(page: Page) -> dict[str, tuple[float, float]]:
+    """Each queue's (held, wanted) memory bar widths, in per cent of its bar."""
+    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll(
+        "#queues tbody tr")].map(tr => [tr.cells[0].textContent, [
+          parseFloat(tr.querySelector(".memory .bar .held").style.width),
+          parseFloat(tr.querySelector(".memory .bar .demand").style.width)]]))""")
+
+
 def expected_widths(server: ServerProcess) -> dict[str, tuple[float, float]]:
     """The same from the API: of the queue's cap, else of the cluster's cores."""
     cores = api(server, "/api/v1/cluster")["cores"]
@@ -72,6 +80,23 @@ def test_queue_bars_are_as_wide_as_the_apis_figures(busy_server, app_dir, tab):
     # root.etl's guarantee, 2 of its cap of 6 cores, as a tick a third of the way along.
     left = page.locator("#queues tbody tr").nth(1).locator(".bar .guarantee")
     assert abs(float(left.evaluate("e => parseFloat(e.style.left)")) - 100 * 2 / 6) < 0.01
+
+    # The memory bars: the executors' memory held and wanted, of the cluster's memory.
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while time.monotonic() < deadline:
+        cluster_mib = api(busy_server, "/api/v1/cluster")["memory_mib"]
+        wanted = {q["name"]: (100 * q["executor_memory_mib"] / cluster_mib,
+                              100 * q["demand_memory_mib"] / cluster_mib)
+                  for q in api(busy_server, "/api/v1/queues")}
+        time.sleep(2.5)  # a poll later
+        shown = memory_widths(page)
+        if shown.keys() == wanted.keys() and all(
+                abs(shown[q][i] - min(100.0, wanted[q][i])) < 0.01 for q in wanted
+                for i in (0, 1)):
+            break
+    else:
+        pytest.fail(f"memory bars {shown} against the API's {wanted}")
+    assert wanted["root.etl"][0] > 0
 
     # The cluster view: both workers, the cores they offer, and those the apps' drivers and
     # executors use on them now (the backend's last report, not its first).

@@ -8,17 +8,28 @@ export class HttpError extends Error {
 }
 
 const TIMEOUT_MS = 5000;  // a scheduler that stops answering shows as unreachable
+// url -> [ETag, answer]: the server answers 304 to a read it would answer the same again, and
+// the answer kept is used (the shared reads: doors/native/shared_answers.py).
+const kept = new Map();
 
-export async function get(url) {
+// ``maxAge``: an answer up to that many seconds old will do (``Cache-Control: max-age``): the
+// server may give the one it built for another page a moment ago instead of building it again.
+export async function get(url, {maxAge} = {}) {
   const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+  const headers = authHeaders(), known = kept.get(url);
+  if (known) headers["If-None-Match"] = known[0];
+  if (maxAge) headers["Cache-Control"] = "max-age=" + maxAge;
   try {
-    const r = await fetch(url, {signal: ctl.signal, cache: "no-store", headers: authHeaders()});
+    const r = await fetch(url, {signal: ctl.signal, cache: "no-store", headers});
+    if (r.status === 304 && known) return known[1];
     if (r.status === 401) {
       askForToken("The scheduler asks for a token.");
       throw new HttpError("a token is needed: give yours in the token box", 401);
     }
     if (!r.ok) throw new HttpError("scheduler error: HTTP " + r.status + " from " + url, r.status);
-    return await r.json();
+    const answer = await r.json(), etag = r.headers.get("ETag");
+    if (etag) kept.set(url, [etag, answer]); else kept.delete(url);
+    return answer;
   } finally { clearTimeout(timer); }
 }
 

@@ -1,6 +1,8 @@
-// The overview at "/": polls the native API every two seconds (the usage, read from the
-// store, every thirty, and at once when its choices change), and draws the queues, the apps,
-// the cluster and the usage.
+// The overview at "/": reads GET /api/v1/overview every two seconds (what /api/v1/health,
+// /api/v1/queues, /api/v1/apps and /api/v1/cluster answer, in one answer shared by every open
+// page: doors/native/overview_api.py; the usage,
+// read from the store, every thirty, and at once when its choices change), and draws the
+// queues, the apps, the cluster and the usage.
 
 import {get, healthLine, poll} from "./common.js";
 import {renderApps, wireFilters} from "./apps.js";
@@ -20,11 +22,10 @@ function drawApps() {
 }
 
 async function refresh(health) {
-  const [h, queues, apps, cluster] = await Promise.all(
-    ["/api/v1/health", "/api/v1/queues", "/api/v1/apps", "/api/v1/cluster"].map(get));
+  const {health: h, queues, apps, cluster} = await get("/api/v1/overview");
   health.textContent = healthLine(h);
   last = {queues, apps};
-  renderQueues(document.getElementById("queues"), queues, cluster.cores);
+  renderQueues(document.getElementById("queues"), queues, cluster.cores, cluster);
   drawApps();
   renderCluster(cluster);
   if (Date.now() - usageAt >= USAGE_MS) {
