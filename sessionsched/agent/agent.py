@@ -8,22 +8,20 @@ Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
   4. re-asserts the cap and runs due reclaim work (decommission deadlines, idle releases) --
      this step also runs while the server is unreachable.
 
-Change-driven (when the server's answers carry ``keepalive_s``; docs/design/agent-protocol.md): step
-2 sends the facts only when they differ from the last ones sent (the demand, the executors,
-their idle flags, a removal time to tell) or a keep-alive is due, and decisions come by the
-watch (``watch.Watch``: one request held open until the scheduler changes what the app is
-told), which wakes the loop. Its
-grant is the one the cap follows (one channel, in order); a report's answer hands over reclaim
-orders and a terminal state. An older server's answers have no ``keepalive_s``: the agent then
-heartbeats every ``heartbeat_s`` and never watches, as before.
+Change-driven (when the server's answers carry ``keepalive_s``; docs/design/agent-protocol.md):
+step 2 sends the facts only when they differ from the last ones sent (the demand, the executors,
+their idle flags, a removal time to tell) or a keep-alive is due, and decisions come by the watch
+(``watch.Watch``: one request held open until the scheduler changes what the app is told), which
+wakes the loop. Its grant is the one the cap follows (one channel, in order); a report's answer
+hands over reclaim orders and a terminal state. An older server's answers have no ``keepalive_s``:
+the agent then heartbeats every ``heartbeat_s`` and never watches, as before.
 
-A task's start or end is not left waiting for the next heartbeat: the loop reads the demand
-and the running tasks alone every ``TICK_S`` (two py4j calls) and looks at once when either
-moved: a changed demand is reported at once, a changed flag is timed to a tick
-(docs/operator/usage.md). On the old
-protocol it then asks again ``FOLLOW_UP_S`` later -- the server decides in its next cycle,
-after it answered the report, and the follow-up fetches that decision; a watching agent is
-told by its watch as soon as the cycle decided (benchmarks/agent_latency.py).
+A task's start or end is not left waiting for the next heartbeat: the loop reads the demand and the
+running tasks alone every ``TICK_S`` (two py4j calls) and looks at once when either moved: a
+changed demand is reported at once, a changed flag is timed to a tick (docs/operator/usage.md). On
+the old protocol it then asks again ``FOLLOW_UP_S`` later -- the server decides in its next cycle,
+after it answered the report, and the follow-up fetches that decision; a watching agent is told by
+its watch as soon as the cycle decided (benchmarks/agent_latency.py).
 
 It holds no policy: what it reports is read from Spark, what it does is what it was told.
 
@@ -87,6 +85,7 @@ class Agent:
         self.registered = False
         self.last_answer: Answer | None = None
         self.grant: int | None = None
+        self.grants: tuple[tuple[int, int], ...] = ()  # the grant per resource profile
         self.sent = 0  # successful exchanges with the server
         # Loop iterations, and the time spent in them (the agent's cost): wall time (includes
         # waiting on the JVM and the scheduler) and this thread's CPU time.
@@ -198,7 +197,8 @@ class Agent:
             changed = facts.demand != self._sent_demand
             body = self._heartbeat_body(facts, looked)
             sent = (body["demand"], tuple((e["id"], e["idle"]) for e in body["executors"]),
-                    body["control"], tuple(sorted(self._gone)))
+                    body["control"], tuple(sorted(self._gone)),
+                    tuple((p["id"], p["demand"]) for p in body.get("profiles", ())))
             quiet = (beat and self.change_driven and sent == self._sent
                      and now < self._report_due)
             answer = None if quiet else self._exchange(body, now)
@@ -325,10 +325,11 @@ class Agent:
                 self.on_terminal(answer.state)
             return
         if self.control.probe.full:
-            if not (reported and self.change_driven) and answer.grant != self.grant:
-                log.info("sessionsched agent: %s grant %d (target %d)", self.app_id,
-                         answer.grant, answer.target)
-                self.grant = answer.grant
+            told = (answer.grant, answer.grants)
+            if not (reported and self.change_driven) and told != (self.grant, self.grants):
+                log.info("sessionsched agent: %s grant %d (target %d, per profile %s)",
+                         self.app_id, answer.grant, answer.target, dict(answer.grants))
+                self.grant, self.grants = told
             if self.grant is not None:  # before reclaim: a killed executor must not be replaced
                 self._set_cap(self.grant)
             self.reclaim.accept(answer.reclaim)
@@ -376,6 +377,8 @@ class Agent:
     # --- Spark trouble --------------------------------------------------------------------
 
     def _set_cap(self, cap: int) -> None:
+        if any(rp for rp, _ in self.grants):  # profiles besides the default: a cap each
+            return self._quietly(self.control.set_caps, dict(self.grants))
         self._quietly(self.control.set_cap, cap)
 
     def _release(self) -> None:

@@ -68,7 +68,7 @@ from .events import Decision, Event, SetTarget, StopDriver
 from .gang.phase import gang_phase
 from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
-from .placement import WorkerReports, Workers
+from .placement import WorkerReports, Workers, profiles
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait
@@ -360,8 +360,10 @@ class Scheduler:
                 continue
             t = targets[app_id]
             g = grown.get(app_id, t)
-            if (t, g) != (rec.target, rec.grant):
-                out.append(SetTarget(app_id, t, g))
+            split = profiles.split(rec, g) if rec.profiles or rec.grants else ()
+            if (t, g, split) != (rec.target, rec.grant, rec.grants):
+                out.append(SetTarget(app_id, t, g, split))
+                rec.grants = split
                 books.set_target(rec, t, g)
 
     def _placer(self) -> Callable[[AppRecord, int], int] | None:
@@ -381,12 +383,10 @@ class Scheduler:
                 rooms.take(spec.driver, sort)
             rooms.take_up_to(spec.executor, hold.executors, sort)
 
-        def place(rec: AppRecord, n: int) -> int:
+        def place(rec: AppRecord, n: int) -> int:  # each profile's executors by their shape
             sort = leaves[rec.spec.queue].node_sort
-            got = rooms.take_up_to(rec.spec.executor, n, sort)
-            if rooms is not reports.rooms:
-                reports.rooms.take_up_to(rec.spec.executor, got, sort)
-            return got
+            take = functools.partial(profiles.take, rooms, reports.rooms, sort)
+            return profiles.place(rec, n, take) if rec.profiles else take(rec.spec.executor, n)
 
         return place
 
