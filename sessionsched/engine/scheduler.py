@@ -353,20 +353,21 @@ class Scheduler:
         books = self.books
         targets = books.arbiter.targets
         books.rebase_grants(touched)
-        grown = books.grants.grow(capacity, self._placer())
+        placed: dict[str, dict[int, int]] = {}  # app -> its executors placed, per profile
+        grown = books.grants.grow(capacity, self._placer(placed))
         for app_id in sorted(touched.union(grown), key=lambda a: self.apps[a].rank):
             rec = self.apps[app_id]
             if not rec.state.admitted:
                 continue
             t = targets[app_id]
             g = grown.get(app_id, t)
-            split = profiles.split(rec, g) if rec.profiles or rec.grants else ()
+            split = profiles.split(rec, g, placed.get(app_id))  # () without profiles
             if (t, g, split) != (rec.target, rec.grant, rec.grants):
                 out.append(SetTarget(app_id, t, g, split))
                 rec.grants = split
                 books.set_target(rec, t, g)
 
-    def _placer(self) -> Callable[[AppRecord, int], int] | None:
+    def _placer(self, placed: dict) -> Callable[[AppRecord, int], int] | None:
         """What ``Grants.grow`` places executors with: the room free on each worker less what
         was placed since the report (``placement.free_now``), and less what reserving gangs
         hold there this cycle; each executor placed is kept there until the next report.
@@ -386,7 +387,9 @@ class Scheduler:
         def place(rec: AppRecord, n: int) -> int:  # each profile's executors by their shape
             sort = leaves[rec.spec.queue].node_sort
             take = functools.partial(profiles.take, rooms, reports.rooms, sort)
-            return profiles.place(rec, n, take) if rec.profiles else take(rec.spec.executor, n)
+            if rec.profiles:
+                return profiles.place(rec, n, take, placed)
+            return take(rec.spec.executor, n)
 
         return place
 

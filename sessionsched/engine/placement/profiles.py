@@ -4,12 +4,14 @@ The queue's policy (fifo, priority, fairshare) decides how many executors an app
 for any app; this module splits that number over the app's profiles and gives each of
 their executors its own shape:
 
-* ``split``: the app's executors over its profiles by what each wants - its demand, or the
-  executors of it the app holds if more (a profile is not cut below what it holds while
-  there are executors to give). Enough for every want: each gets its want, and what is left
-  goes to the default profile (the app's floor, minExecutors, is of that profile, and so
-  are the next job's first executors). Too few: shared in proportion to the wants, the
-  remainders to the largest fractions, ties to the lower profile id.
+* ``split``: the app's executors over its profiles by their demand. Enough for every
+  demand: each gets its demand, and what is left goes to the default profile (the app's
+  floor, minExecutors, is of that profile, and so are the next job's first executors). Too
+  few: shared in proportion to the demands, the remainders to the largest fractions, ties
+  to the lower profile id. A profile's executors held beyond its demand (a stage that
+  ended: Spark releases them once idle) get no part: they are the app's surplus, taken back
+  as any app's surplus is. The executors ``place`` found a worker for this cycle are each
+  their own profile's: the split shares only the rest.
 * ``shape``: a profile's executor - the app's ``AppSpec.executor`` for the default
   profile, the reported shape for another.
 * ``place``: an app's ``n`` new executors placed on workers (``free_now.Rooms``), split
@@ -40,11 +42,10 @@ def held_counts(rec) -> Counter:
 
 
 def wants(rec) -> dict[int, int]:
-    """Each profile's want: its demand, or what it holds if more (module doc)."""
-    held = held_counts(rec)
-    out = {DEFAULT_PROFILE: held[DEFAULT_PROFILE]}
+    """Each profile's demand (module doc), the default profile's too."""
+    out = {DEFAULT_PROFILE: 0}
     for p in rec.profiles:
-        out[p.profile_id] = max(p.demand, held[p.profile_id])
+        out[p.profile_id] = p.demand
     return out
 
 
@@ -65,21 +66,29 @@ def share(n: int, weights: dict[int, int], rest_to: int | None = DEFAULT_PROFILE
     return out
 
 
-def split(rec, n: int) -> tuple[tuple[int, int], ...]:
+def split(rec, n: int, placed: dict[int, int] | None = None) -> tuple[tuple[int, int], ...]:
     """The app's ``n`` executors over its profiles, (id, executors) by id; () without
-    profiles."""
+    profiles. ``placed``: of the ``n``, the ones placed this cycle, per profile."""
     if not rec.profiles:
         return ()
-    return tuple(sorted(share(max(n, 0), wants(rec)).items()))
+    placed = placed or {}
+    out = share(max(n - sum(placed.values()), 0), wants(rec))
+    for rp, k in placed.items():
+        out[rp] = out.get(rp, 0) + k
+    return tuple(sorted(out.items()))
 
 
-def place(rec, n: int, take: Callable[[Resources, int], int]) -> int:
+def place(rec, n: int, take: Callable[[Resources, int], int],
+          placed: dict[str, dict[int, int]]) -> int:
     """How many of the app's ``n`` next executors find a worker, each profile's by its own
-    shape (``take(size, k)``: up to ``k`` of ``size`` taken off the rooms, how many)."""
+    shape (``take(size, k)``: up to ``k`` of ``size`` taken off the rooms, how many); how
+    many of each profile, in ``placed[app id]``."""
     held = held_counts(rec)
     outstanding = {rp: w - held[rp] for rp, w in wants(rec).items() if w > held[rp]}
     parts = share(n, outstanding or {DEFAULT_PROFILE: n})
-    return sum(take(shape(rec, rp), k) for rp, k in sorted(parts.items()) if k > 0)
+    got = {rp: take(shape(rec, rp), k) for rp, k in sorted(parts.items()) if k > 0}
+    placed[rec.app_id] = got
+    return sum(got.values())
 
 
 def held(rec) -> tuple[int, int]:
