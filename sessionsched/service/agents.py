@@ -184,7 +184,7 @@ class AgentDesk:
         """The answer, handing out the pending reclaim orders (once). Lock held."""
         target, grant, grants = self._targets.get(app.id, (0, 0, ()))
         orders, agent.orders = agent.orders, []
-        return {
+        reply = {
             "heartbeat_s": self.heartbeat_s,
             "keepalive_s": self.keepalive_s,
             "version": self._versions.get(app.id, 0),
@@ -196,8 +196,10 @@ class AgentDesk:
                  "deadline": o.deadline}
                 for o in orders
             ],
-            "grants": {str(rp): n for rp, n in grants},
         }
+        if grants:  # the app reported a resource profile besides the default
+            reply["grants"] = {str(rp): n for rp, n in grants}
+        return reply
 
     # --- the cycle's side ----------------------------------------------------------------------
 

@@ -87,19 +87,19 @@ ROUTES: dict[str, tuple[type[BaseModel], Handler]] = {
 
 
 @router.post("/api/v1/agent/register", response_model=AgentReply,
-             responses=error_responses(404, 422))
+             responses=error_responses(404, 422), response_model_exclude_unset=True)
 async def agent_register(body: AgentRegister, ops: OpsDep, caller: CallerDep):
     return register(ops, caller, body)
 
 
 @router.post("/api/v1/agent/heartbeat", response_model=AgentReply,
-             responses=error_responses(404, 422))
+             responses=error_responses(404, 422), response_model_exclude_unset=True)
 async def agent_heartbeat(body: AgentHeartbeat, ops: OpsDep, caller: CallerDep):
     return heartbeat(ops, caller, body)
 
 
 @router.post("/api/v1/agent/watch", response_model=AgentReply,
-             responses=error_responses(404, 422))
+             responses=error_responses(404, 422), response_model_exclude_unset=True)
 async def agent_watch(body: AgentWatch, ops: OpsDep, caller: CallerDep):
     return await watch(ops, caller, body)
 
