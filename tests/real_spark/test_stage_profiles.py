@@ -25,6 +25,7 @@ from sessionsched.backends.local import WORKER_CLASS, LocalCluster
 from sessionsched.backends.master import MasterClient
 from sessionsched.backends.spark_home import spark_class, spark_home
 from sessionsched.client import SchedulerClient, Submission
+from sessionsched.client.errors import ApiError
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import (
     SMALL,
@@ -147,16 +148,22 @@ def test_a_stage_of_a_gpu_profile_gets_executors_of_it_within_the_grant(tmp_path
             app_id = api.submit(Submission(tuple(argv), str(tmp_path), queue="root.gpu")).id
             most_seen = 0
 
+            def log() -> str:
+                try:
+                    return api.log(app_id, tail=400)
+                except ApiError:  # no driver log yet: the app is still queued
+                    return ""
+
             def gpu_done():
                 nonlocal most_seen
                 most_seen = max(most_seen, api.app(app_id).executors)
                 if api.app(app_id).state.terminal:
-                    pytest.fail(f"the app ended: {api.log(app_id, tail=60)}")
-                return line(api.log(app_id, tail=400), "AFTER")
+                    pytest.fail(f"the app ended: {log()}")
+                return line(log(), "AFTER")
 
             after = wait_until(gpu_done, 2 * JVM_S, "the GPU stage done and its executors gone",
                                interval_s=0.3)
-            gpu = line(api.log(app_id, tail=400), "GPU")
+            gpu = line(log(), "GPU")
             # Four tasks, each read the one GPU address its executor was given.
             assert len(gpu["addresses"]) == 4
             assert all(len(a) == 1 and a[0] in "0123" for a in gpu["addresses"])

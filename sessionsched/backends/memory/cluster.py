@@ -32,9 +32,9 @@ Watching (``watch``): the cluster adds the name of every app whose driver, execu
 it changes to each watcher's set, so a backend reports on the apps that changed, not on every
 app it runs (at 10,000 running apps, a report of each per cycle was most of a cycle's time).
 
-Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated over time),
-``last_event_s`` (the last timer run), ``reclaim_kills``, ``pool.executor_waits``; per app,
-``SparkApp.usage`` (``model.usage``: held, busy, reclaimed and driver core- and GiB-seconds).
+Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated over time;
+``busy``: per resource, each task by its amounts, ``busy.py``), ``last_event_s``,
+``reclaim_kills``, ``pool.executor_waits``; per app, ``SparkApp.usage`` (``model.usage``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import itertools
 from ...engine.events import Decision, Reclaim, SetTarget
 from ...model import ReclaimMode, Resources
 from ..base import BackendError
+from .busy import BusyMeter
 from .cluster_timers import Deadline, DriverUp, ExecutorUp, IdleCheck, StartupDone, TaskDone
 from .externals import ONE_CORE, External, end_external, start_external, usage_but
 from .job import Job
@@ -84,8 +85,7 @@ class MemoryCluster:
         self.apps: dict[str, SparkApp] = {}  # by app id, in launch order (a relaunch replaces)
         self.externals: dict[str, External] = {}  # by Spark app id
         self.clock: float | None = None
-        self.busy_core_s = 0.0
-        self.busy_cores = 0
+        self.busy = BusyMeter()  # tasks running, and per resource by their amounts (``busy``)
         self.last_event_s = 0.0
         self.driver_cores = 0  # cores of in-cluster drivers that have their room
         self.reclaim_kills: list[tuple[float, str, str, int]] = []  # (time, app, executor, lost)
@@ -98,6 +98,8 @@ class MemoryCluster:
     def capacity(self) -> Resources:
         """The alive workers' cores and memory together."""
         return self.pool.capacity
+
+    busy_core_s = property(lambda self: self.busy.core_s)  # cores running tasks, over time
 
     @property
     def now(self) -> float:
@@ -118,7 +120,7 @@ class MemoryCluster:
 
     def _tick(self, to: float) -> None:
         if self.clock is not None and to > self.clock:
-            self.busy_core_s += self.busy_cores * (to - self.clock)
+            self.busy.tick(to - self.clock)
             self.clock = to
 
     def watch(self) -> set[str]:
@@ -269,7 +271,7 @@ class MemoryCluster:
             return  # the executor was killed and the task went back to pending
         del e.began[ev.task_id]
         sa.running -= 1
-        self.busy_cores -= 1
+        self.busy.tasks(sa.job.task_amounts, -1)
         sa.usage.tasks(now, -1)
         if sa.pending == 0 and sa.running == 0 and not sa.start_next_stage():
             self._end(now, sa, sa.job.exit_code)
@@ -327,7 +329,7 @@ class MemoryCluster:
                 sa.executors[eid].began[task_id] = now
                 sa.pending -= 1
                 sa.running += 1
-                self.busy_cores += 1
+                self.busy.tasks(sa.job.task_amounts, 1)
                 sa.usage.tasks(now, 1)
                 self._push(now + task_s, TaskDone(sa.name, eid, task_id))
         for e in list(sa.executors.values()):
@@ -363,7 +365,7 @@ class MemoryCluster:
         lost = len(e.tasks)
         sa.pending += lost
         sa.running -= lost
-        self.busy_cores -= lost
+        self.busy.tasks(sa.job.task_amounts, -lost)
         sa.usage.tasks(self.now, -lost)
         e.tasks.clear()
         e.began.clear()
