@@ -48,12 +48,13 @@ from pyspark.sql import SparkSession
 script, until = sys.argv[1], sys.argv[2]
 sc = SparkSession.builder.getOrCreate().sparkContext
 store = sc._jsc.sc().statusStore()
+as_java = sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava
 most = {}
 
 
 def by_profile():
     counts = {}
-    for e in store.executorList(True):
+    for e in as_java(store.executorList(True)):
         if e.id() != "driver":
             counts[e.resourceProfileId()] = counts.get(e.resourceProfileId(), 0) + 1
     return counts
@@ -70,7 +71,7 @@ threading.Thread(target=watch, daemon=True).start()
 print("DEFAULT", sc.parallelize(range(4), 2).map(lambda x: x * 2).sum(), flush=True)
 gpu = (ResourceProfileBuilder()
        .require(ExecutorResourceRequests().cores(1).memory("512m").resource("gpu", 1, script))
-       .require(TaskResourceRequests().cpus(1).resource("gpu", 1)).build())
+       .require(TaskResourceRequests().cpus(1).resource("gpu", 1)).build)  # a property
 
 
 def task(x):
