@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable
 
 from . import protocol
+from .profiles import ProfileCaps
 from .protocol import Answer
 from .reclaim import ReclaimExecutor
 from .spark_control import SparkControl, SparkControlError, SparkFacts
@@ -85,7 +86,7 @@ class Agent:
         self.registered = False
         self.last_answer: Answer | None = None
         self.grant: int | None = None
-        self.grants: tuple[tuple[int, int], ...] = ()  # the grant per resource profile
+        self.caps = ProfileCaps()  # the grant per resource profile, and the caps it sets
         self.sent = 0  # successful exchanges with the server
         # Loop iterations, and the time spent in them (the agent's cost): wall time (includes
         # waiting on the JVM and the scheduler) and this thread's CPU time.
@@ -222,8 +223,7 @@ class Agent:
                 self.reclaim.tick(facts.executors, self.clock())
 
     def _moved(self, now: float) -> bool:
-        """Between heartbeats: has the demand moved since it was last reported, or the running
-        tasks since the last look?"""
+        """Between heartbeats: did the demand (since reported) or the running tasks move?"""
         if self._sent_demand is None or now < self._next_attempt or not self.control.probe.full:
             return False
         try:
@@ -256,9 +256,8 @@ class Agent:
 
     def _register_body(self) -> dict:
         p = self.control.probe
-        return protocol.register_body(
-            self.app_id, self.spark_app_id, self.spark_version, os.getpid(), p.control, p.reason
-        )
+        return protocol.register_body(self.app_id, self.spark_app_id, self.spark_version,
+                                      os.getpid(), p.control, p.reason)
 
     def _heartbeat_body(self, facts: SparkFacts, looked: float) -> dict:
         """What a heartbeat reports: the facts read at ``looked``, without the executors this
@@ -266,6 +265,7 @@ class Agent:
         its driver's removal time (Spark's own, from the status store), else this look. One
         this agent killed is reported removed once its driver removed it, with that time: it
         held its core, and ran its task, until its process died (docs/operator/usage.md)."""
+        self.caps.seen(facts.profiles, looked)
         driver_lists = {e.executor_id for e in facts.executors}
         if self.reclaim.killed:
             facts = SparkFacts(facts.demand, facts.pending_tasks, facts.running_tasks, tuple(
@@ -284,13 +284,12 @@ class Agent:
                                        changed_after=self._changed_after or None)
 
     def ended(self, at: float, timeout_s: float = 2.0) -> None:
-        """The SparkContext was stopped at ``at`` (``attach`` wraps ``SparkContext.stop``):
-        its executors went with it. The loop stops, and one last report says so -- no
-        executors, looked at ``at`` -- so that the usage figures end with Spark's record of
-        the app, not when the scheduler sees the driver's process gone (on a loaded machine
-        seconds later, every executor counted meanwhile). Skipped while the server is
-        unreachable, before the agent registered, or when the scheduler ended the app (its
-        end is the scheduler's own); never raises."""
+        """The SparkContext was stopped at ``at`` (``attach`` wraps ``SparkContext.stop``): its
+        executors went with it. The loop stops, and one last report says so -- no executors, looked
+        at ``at`` -- so that the usage figures end with Spark's record of the app, not when the
+        scheduler sees the driver's process gone (on a loaded machine seconds later, every executor
+        counted meanwhile). Skipped while the server is unreachable, before the agent registered,
+        or when the scheduler ended the app (its end is the scheduler's own); never raises."""
         self.stop(timeout_s=timeout_s)
         told_ended = self.last_answer is not None and self.last_answer.terminal
         if not self.registered or self._failures or not self.control.probe.full or told_ended:
@@ -326,10 +325,10 @@ class Agent:
             return
         if self.control.probe.full:
             told = (answer.grant, answer.grants)
-            if not (reported and self.change_driven) and told != (self.grant, self.grants):
+            if not (reported and self.change_driven) and told != (self.grant, self.caps.grants):
                 log.info("sessionsched agent: %s grant %d (target %d, per profile %s)",
                          self.app_id, answer.grant, answer.target, dict(answer.grants))
-                self.grant, self.grants = told
+                self.grant, self.caps.grants = told
             if self.grant is not None:  # before reclaim: a killed executor must not be replaced
                 self._set_cap(self.grant)
             self.reclaim.accept(answer.reclaim)
@@ -377,8 +376,9 @@ class Agent:
     # --- Spark trouble --------------------------------------------------------------------
 
     def _set_cap(self, cap: int) -> None:
-        if any(rp for rp, _ in self.grants):  # profiles besides the default: a cap each
-            return self._quietly(self.control.set_caps, dict(self.grants))
+        caps = self.caps.choose(cap, self.clock())
+        if caps is not None:  # profiles besides the default: a cap each
+            return self._quietly(self.control.set_caps, caps)
         self._quietly(self.control.set_cap, cap)
 
     def _release(self) -> None:

@@ -54,6 +54,35 @@ class ProfileFact:
     running_tasks: int
 
 
+class ProfileCaps:
+    """Which caps the agent sets (``SparkControl.set_cap`` or ``set_caps``). With the grant
+    split per profile (``grants``, from the answers): each profile its part. A profile besides
+    the default that the server has not given a part yet (it appeared mid-run, the server's
+    cycle has not answered it) is held at 0 until it does, for up to ``wait_s``: the one
+    maximum of Spark's manager would otherwise let it ask for as many executors as the whole
+    grant on top of the default profile's. No part after ``wait_s``: an older server, which
+    knows no profiles: the one cap, as before."""
+
+    def __init__(self, wait_s: float = 30.0):
+        self.wait_s = wait_s
+        self.grants: tuple[tuple[int, int], ...] = ()
+        self._new_since: float | None = None  # since when a profile waits for its part
+
+    def seen(self, profiles: tuple[ProfileFact, ...], now: float) -> None:
+        granted = {rp for rp, _ in self.grants}
+        waiting = any(p.profile_id and p.profile_id not in granted for p in profiles)
+        if not waiting:
+            self._new_since = None
+        elif self._new_since is None:
+            self._new_since = now
+
+    def choose(self, grant: int, now: float) -> dict[int, int] | None:
+        """The caps per profile, or None: the one cap ``grant``."""
+        if self._new_since is not None and now - self._new_since < self.wait_s:
+            return {**dict(self.grants), **({} if self.grants else {0: grant})}
+        return dict(self.grants) if any(rp for rp, _ in self.grants) else None
+
+
 def profile_body(p: ProfileFact) -> dict:
     """A profile as a heartbeat carries it (docs/design/agent-protocol.md)."""
     s = p.shape

@@ -14,7 +14,7 @@ import pytest
 
 from sessionsched.agent import protocol
 from sessionsched.agent.agent import Agent
-from sessionsched.agent.profiles import ProfileFact, ProfileReader, Shape
+from sessionsched.agent.profiles import ProfileCaps, ProfileFact, ProfileReader, Shape
 from sessionsched.agent.protocol import Answer
 from sessionsched.agent.spark_control import ExecutorFact, SparkFacts
 from sessionsched.agent.transport import JsonClient
@@ -184,3 +184,26 @@ def test_a_gpu_stage_is_granted_executors_of_its_profile_and_gives_them_back(ser
                    "the grant moved to the default profile")
     finally:
         agent.stop()
+
+
+def profile_facts(*ids: int) -> tuple[ProfileFact, ...]:
+    return tuple(ProfileFact(rp, DEFAULT_SHAPE if rp == 0 else GPU_SHAPE, 1, 1, 0) for rp in ids)
+
+
+# (profiles seen at 0 s, grants told, now) -> the caps (None: the one cap, the grant of 3)
+CHOICES = {
+    "the default profile alone: the one cap": ((0,), (), 1.0, None),
+    "a new profile not granted yet: held at 0": ((0, 1), (), 1.0, {0: 3}),
+    "granted: each its part": ((0, 1), ((0, 1), (1, 2)), 1.0, {0: 1, 1: 2}),
+    "another new one beside the granted: held at 0 (left out)":
+        ((0, 1, 2), ((0, 1), (1, 2)), 1.0, {0: 1, 1: 2}),
+    "no part after the wait: an older server, the one cap": ((0, 1), (), 31.0, None),
+}
+
+
+@pytest.mark.parametrize("ids, grants, now, expected", CHOICES.values(), ids=CHOICES.keys())
+def test_which_caps_the_agent_sets(ids, grants, now, expected):
+    caps = ProfileCaps(wait_s=30.0)
+    caps.grants = grants
+    caps.seen(profile_facts(*ids), 0.0)
+    assert caps.choose(3, now) == expected

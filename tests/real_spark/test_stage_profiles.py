@@ -165,6 +165,7 @@ def test_a_stage_of_a_gpu_profile_gets_executors_of_it_within_the_grant(tmp_path
             after = wait_until(gpu_done, 2 * JVM_S, "the GPU stage done and its executors gone",
                                interval_s=0.3)
             gpu = line(log(), "GPU")
+            print(api.log(app_id, tail=3000))  # shown when an assertion below fails
             # Four tasks, each read the one GPU address its executor was given.
             assert len(gpu["addresses"]) == 4
             assert all(len(a) == 1 and a[0] in "0123" for a in gpu["addresses"])
