@@ -39,7 +39,7 @@ application (no ``argv`` and no REST request), a REST request without ``appResou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...model import NodeSort, Resources
 from ...spark.resource_props import resource_ask, tasks_per_executor
@@ -104,9 +104,10 @@ class Job:
     exit_code: int = 0
     launch_failures: int = 0
     node_sort: NodeSort = NodeSort.FAIR  # where its driver and executors go (``Pool``)
-    slots: int = 1  # tasks one executor runs at once (module doc)
+    # Derived from the properties above (module doc), so left out of comparisons:
+    slots: int = field(default=1, compare=False)  # tasks one executor runs at once
     # what one running task uses: (name, amount), "cores" and "memory" (MiB) first
-    task_amounts: tuple[tuple[str, float], ...] = (("cores", 1.0),)
+    task_amounts: tuple[tuple[str, float], ...] = field(default=(("cores", 1.0),), compare=False)
 
     @property
     def name(self) -> str:
