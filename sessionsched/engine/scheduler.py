@@ -366,6 +366,7 @@ class Scheduler:
                 out.append(SetTarget(app_id, t, g, split))
                 rec.grants = split
                 books.set_target(rec, t, g)
+            out.extend(profiles.give_back(rec, split))
 
     def _placer(self, placed: dict) -> Callable[[AppRecord, int], int] | None:
         """What ``Grants.grow`` places executors with: the room free on each worker less what
@@ -387,9 +388,7 @@ class Scheduler:
         def place(rec: AppRecord, n: int) -> int:  # each profile's executors by their shape
             sort = leaves[rec.spec.queue].node_sort
             take = functools.partial(profiles.take, rooms, reports.rooms, sort)
-            if rec.profiles:
-                return profiles.place(rec, n, take, placed)
-            return take(rec.spec.executor, n)
+            return profiles.place(rec, n, take, placed)
 
         return place
 

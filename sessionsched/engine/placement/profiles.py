@@ -4,14 +4,18 @@ The queue's policy (fifo, priority, fairshare) decides how many executors an app
 for any app; this module splits that number over the app's profiles and gives each of
 their executors its own shape:
 
-* ``split``: the app's executors over its profiles by their demand. Enough for every
-  demand: each gets its demand, and what is left goes to the default profile (the app's
-  floor, minExecutors, is of that profile, and so are the next job's first executors). Too
-  few: shared in proportion to the demands, the remainders to the largest fractions, ties
-  to the lower profile id. A profile's executors held beyond its demand (a stage that
-  ended: Spark releases them once idle) get no part: they are the app's surplus, taken back
-  as any app's surplus is. The executors ``place`` found a worker for this cycle are each
-  their own profile's: the split shares only the rest.
+* ``split``: the app's executors over its profiles. Each profile keeps the executors of it
+  the app holds (the app never holds more than its grant: a profile's new executors wait
+  for room in the grant, not on top of it); the rest goes by demand beyond what each holds:
+  enough for every demand, each gets it and what is left goes to the default profile (the
+  app's floor, minExecutors, is of that profile, and so are the next job's first
+  executors); too few, in proportion, the remainders to the largest fractions, ties to the
+  lower profile id. The executors ``place`` found a worker for this cycle are each their
+  own profile's. An app cut below what it holds (its executors being reclaimed) has its
+  grant shared by demand alone.
+* ``give_back``: while a profile waits for room in the grant, the idle executors of
+  another profile held beyond that profile's demand (a stage that ended) are released at
+  once (``Reclaim`` IDLE), not at Spark's idle timeout (60 s by default).
 * ``shape``: a profile's executor - the app's ``AppSpec.executor`` for the default
   profile, the reported shape for another.
 * ``place``: an app's ``n`` new executors placed on workers (``free_now.Rooms``), split
@@ -29,8 +33,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from ...model import Resources
+from ...model import ReclaimMode, Resources
 from ...model.profiles import DEFAULT_PROFILE, held_by_shape, shape_of
+from ..events import Reclaim
 
 
 def shape(rec, profile_id: int) -> Resources:
@@ -72,17 +77,45 @@ def split(rec, n: int, placed: dict[int, int] | None = None) -> tuple[tuple[int,
     if not rec.profiles:
         return ()
     placed = placed or {}
-    out = share(max(n - sum(placed.values()), 0), wants(rec))
-    for rp, k in placed.items():
-        out[rp] = out.get(rp, 0) + k
+    held = held_counts(rec)
+    demand = wants(rec)
+    kept = {rp: held[rp] for rp in demand}
+    if sum(kept.values()) + sum(placed.values()) > n:  # being cut back: by demand alone
+        kept, more = {}, demand
+    else:
+        more = {rp: max(d - held[rp] - placed.get(rp, 0), 0) for rp, d in demand.items()}
+    out = share(max(n - sum(kept.values()) - sum(placed.values()), 0), more)
+    for part in (kept, placed):
+        for rp, k in part.items():
+            out[rp] = out.get(rp, 0) + k
     return tuple(sorted(out.items()))
+
+
+def give_back(rec, split: tuple[tuple[int, int], ...]) -> list[Reclaim]:
+    """The idle executors to release now (module doc): of each profile held beyond its
+    demand, newest first, while another profile's demand is above its part."""
+    if not split:
+        return []
+    parts, demand = dict(split), wants(rec)
+    if not any(demand[rp] > parts.get(rp, 0) for rp in demand):
+        return []
+    held = held_counts(rec)
+    out = []
+    for rp, d in demand.items():
+        idle = [e for e in rec.executors.values()
+                if e.profile == rp and e.idle and e.executor_id not in rec.reclaiming]
+        idle.sort(key=lambda e: (-e.started_at, e.executor_id))
+        out += [e.executor_id for e in idle[:max(held[rp] - d, 0)]]
+    return [Reclaim(rec.app_id, tuple(out), ReclaimMode.IDLE)] if out else []
 
 
 def place(rec, n: int, take: Callable[[Resources, int], int],
           placed: dict[str, dict[int, int]]) -> int:
     """How many of the app's ``n`` next executors find a worker, each profile's by its own
     shape (``take(size, k)``: up to ``k`` of ``size`` taken off the rooms, how many); how
-    many of each profile, in ``placed[app id]``."""
+    many of each profile, in ``placed[app id]``. An app without profiles: its own size."""
+    if not rec.profiles:
+        return take(rec.spec.executor, n)
     held = held_counts(rec)
     outstanding = {rp: w - held[rp] for rp, w in wants(rec).items() if w > held[rp]}
     parts = share(n, outstanding or {DEFAULT_PROFILE: n})

@@ -85,25 +85,25 @@ def test_an_app_without_other_profiles_gets_no_split():
     assert grants(out)["a"] == ()
 
 
-def test_the_split_follows_the_stages_and_the_gpu_executors_are_given_back():
-    """A GPU stage, then a default-profile stage: the split moves with the demand while the
-    app's grant stays what its queue's policy gives it; the GPU executors left over (idle)
-    are the app's surplus and taken back."""
+def test_the_split_follows_the_stages_within_the_grant():
+    """A GPU stage, then a default-profile stage, the app's grant 2 (its ``max_executors``):
+    the GPU executors it holds keep their part while they are busy (the app never holds more
+    than its grant); once idle they are released at once, and the grant goes to the
+    default profile."""
     run = Run(one_queue(admission="none", policy="fifo"), cores=8, mem_mib=64 * GB)
     run.step(gpu_workers((8, 2)))
-    run.submit(app("a").executor(2, 4 * GB))
+    run.submit(app("a").executor(2, 4 * GB).max(2))
     assert grants(run.step(demand("a", 0, 2)))["a"] == ((0, 0), (1, 2))
     gpus = tuple(Executor(f"g{i}", i, False, profile=1) for i in range(2))
     run.step(ExecutorsChanged("a", gpus))
-    out = run.step(demand("a", 2, 0))
+    out = run.step(demand("a", 2, 0))  # the GPU stage's last tasks still run
+    assert grants(out).get("a", run.sched.apps["a"].grants) == ((0, 0), (1, 2))
+    assert reclaims(out) == []
+    idle = tuple(Executor(e.executor_id, e.started_at, True, profile=1) for e in gpus)
+    out = run.step(ExecutorsChanged("a", idle))
+    assert [(d.executor_ids, d.mode.value) for d in reclaims(out)] == [(("g1", "g0"), "idle")]
+    out = run.step(ExecutorsChanged("a", ()))
     assert grants(out)["a"] == ((0, 2), (1, 0))
-    idle_gpus = tuple(Executor(e.executor_id, e.started_at, True, profile=1) for e in gpus)
-    cpus = tuple(Executor(f"c{i}", 10 + i, False) for i in range(2))
-    run.step(ExecutorsChanged("a", idle_gpus + cpus))
-    run.submit(app("b"))  # another app wants the room: a's surplus is taken back
-    out = run.step(DemandChanged("b", 4))
-    taken = {e for d in reclaims(out) for e in d.executor_ids}
-    assert taken and taken <= {"g0", "g1"}  # the idle GPU executors, not the busy ones
     assert run.sched.check() == []
 
 
