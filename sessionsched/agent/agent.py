@@ -44,6 +44,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from . import protocol
 from .profiles import ProfileCaps
@@ -88,8 +89,7 @@ class Agent:
         self.grant: int | None = None
         self.caps = ProfileCaps()  # the grant per resource profile, and the caps it sets
         self.sent = 0  # successful exchanges with the server
-        # Loop iterations, and the time spent in them (the agent's cost): wall time (includes
-        # waiting on the JVM and the scheduler) and this thread's CPU time.
+        # Loop iterations and their time (the agent's cost): wall (JVM and scheduler waits too), CPU
         self.cycles = 0
         self.busy_s = 0.0
         self.cpu_s = 0.0
@@ -268,7 +268,7 @@ class Agent:
         self.caps.seen(facts.profiles, looked)
         driver_lists = {e.executor_id for e in facts.executors}
         if self.reclaim.killed:
-            facts = SparkFacts(facts.demand, facts.pending_tasks, facts.running_tasks, tuple(
+            facts = replace(facts, executors=tuple(
                 e for e in facts.executors if e.executor_id not in self.reclaim.killed))
         listed = {e.executor_id for e in facts.executors}
         for eid in self._reported - listed - self._gone.keys() - self._leaving:

@@ -207,3 +207,17 @@ def test_which_caps_the_agent_sets(ids, grants, now, expected):
     caps.grants = grants
     caps.seen(profile_facts(*ids), 0.0)
     assert caps.choose(3, now) == expected
+
+
+def test_a_report_after_a_kill_still_carries_the_profiles():
+    """The executors this agent killed are left out of its reports; its profiles are not (a
+    report without them would tell the server the app has the default profile alone)."""
+    spark = StandInProfiles()
+    spark.gpu_demand = 2
+    spark.executors_now = (ExecutorFact("1", 1.0, True, profile=1),
+                           ExecutorFact("2", 2.0, False, profile=1))
+    agent = Agent(spark, JsonClient("http://127.0.0.1:9"), "a")
+    agent.reclaim.killed.add("1")
+    body = agent._heartbeat_body(spark.facts(), 5.0)
+    assert [e["id"] for e in body["executors"]] == ["2"]
+    assert [(p["id"], p["demand"]) for p in body["profiles"]] == [(0, 0), (1, 2)]
