@@ -1,6 +1,7 @@
 """How close the simulator comes to a real day it is given the event logs of.
 
     python benchmarks/eventlog_fidelity.py [--cores 4] [--ports 47000-47999] [--out FILE.json]
+                                           [--keep DIR | --reuse DIR]
 
 Not a test. Real parts only, all on 127.0.0.1: a local standalone cluster from pyspark's Spark
 (1 worker of ``--cores`` cores; the tasks sleep, so it may advertise more cores than the
@@ -8,16 +9,19 @@ machine has), ``sessionsched serve`` on it (two ``fairshare`` queues, 3 driver s
 ``APPS``: nine small PySpark apps (examples/apps/sleep_tasks.py, 1-core executors, dynamic
 allocation) of different sizes and priorities in both queues, one a burst of four submitted
 at once, each writing a zstd event log. Then ``sessionsched workload from-eventlogs`` builds
-the workload from those logs with the same server config and the cluster's shape, each app's
-``submit`` set to its real submission (a log holds none: ``from-eventlogs`` puts its start
-there), and ``sessionsched simulate --config`` runs it under that config.
+the workload from those logs with the same server config and the cluster's shape (each app's
+``submit`` its submission, which sessionsched stamped into its properties; the cluster's
+latencies fitted from the logs), and ``sessionsched simulate --config`` runs it under that
+config. ``--keep DIR`` saves the real run (logs, times, config) and ``--reuse DIR`` simulates
+a saved one again without Spark.
 
 Printed per app, in seconds from the first submission: real and simulated launch (the
 scheduler's ``started_at``: its driver launched), first executor and end, and
-``|simulated - real|``; per figure the median and the worst; and the makespan (the last
-end) and its error. Twice: as built (the workload's ``driver_start_s``, 5 s unless set), and
-with ``driver_start_s`` set to the median of each app's launch -> its application's start in
-its log (a JVM and SparkContext start that a log cannot tell and a loaded machine makes long).
+``|simulated - real|``; its completion (submission to end), real and simulated, and the
+error as a share of the real one; per figure the median and the worst; the makespan (the
+last end) and its error; whether the apps were launched in the same order. Three times:
+without what ``from-eventlogs`` fitted from the logs (the simulator's default latencies, no
+driver work between or after stages), as built, and as built with ``--calibrate``.
 Everything started here is stopped by PID, also on failure.
 """
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -133,20 +138,15 @@ def run_real(cores: int, ports: tuple[int, int], work: Path, logs: Path) -> tupl
         cluster.stop()
 
 
-def driver_start_gaps(real: dict, logs: Path) -> list[float]:
-    """Per app, seconds from its launch to its application's start in its log: what a
-    simulated driver start stands for, and a log cannot tell."""
-    from sessionsched.eventlog.build import read_apps
-
-    apps, _ = read_apps([logs])
-    return [facts.start_ms / 1000 - (real[facts.name]["t0_epoch"] + real[facts.name]["launched"])
-            for _, facts in apps if facts.name in real]
+FITTED = ("driver_start_s", "executor_start_s", "executor_idle_timeout_s")
 
 
 def simulated(config: dict, real: dict, cores: int, work: Path, logs: Path,
-              driver_start_s: float | None = None) -> dict:
-    """The workload from the logs, each submit the real one, simulated under ``config``
-    (with ``cluster.driver_start_s`` when given)."""
+              fitted: bool = True, calibrate: bool = False) -> dict:
+    """The workload ``from-eventlogs`` builds from the logs (``--calibrate`` with
+    ``calibrate``), simulated under ``config``; with ``fitted`` False, without what it fitted
+    from them (the cluster's latencies, the drivers' own work between and after stages): the
+    simulator's defaults."""
     from sessionsched.cli import main
     from sessionsched.sim import simulate
     from sessionsched.sim.replay import replay
@@ -154,47 +154,69 @@ def simulated(config: dict, real: dict, cores: int, work: Path, logs: Path,
     config_path, day = work / "server.yaml", work / "day.yaml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     if main(["workload", "from-eventlogs", str(logs), "-o", str(day), "--config",
-             str(config_path), "--cluster", f"workers=1,cores={cores},memory=8g"]) != 0:
+             str(config_path), "--cluster", f"workers=1,cores={cores},memory=8g",
+             *(["--calibrate"] if calibrate else [])]) != 0:
         raise RuntimeError("no workload from the logs")
     data = yaml.safe_load(day.read_text())
-    for app in data["apps"]:
-        app["submit"] = round(real[app["name"]]["submitted"], 3)
-    if driver_start_s is not None:
-        data["cluster"]["driver_start_s"] = round(driver_start_s, 3)
-    day.write_text(yaml.safe_dump(data, sort_keys=False))
+    for app in data["apps"]:  # the stamped submission is the real one
+        assert abs(app["submit"] - real[app["name"]]["submitted"]) < 0.5, app["name"]
+    if not fitted:
+        for key in FITTED:
+            data["cluster"].pop(key, None)
+        for app in data["apps"]:
+            app.pop("tail_s", None)
+            for stage in app["stages"]:
+                stage.pop("gap_s", None)
+        day.write_text(yaml.safe_dump(data, sort_keys=False))
     result = simulate(replay(day, config_path).workload)
     return {a.name: {"submitted": a.submitted, "launched": a.admitted,
                      "first_executor": a.first_executor, "finished": a.finished}
             for a in result.apps}
 
 
+def admission_order(times: dict) -> list[str]:
+    return [n for n, _ in sorted(times.items(), key=lambda kv: (kv[1]["launched"], kv[0]))]
+
+
 def report(real: dict, sim: dict) -> dict:
     def f(x):
         return "-" if x is None else f"{x:7.1f}"
 
-    print(f"{'app':14} " + " ".join(f"{k:>29}" for k in FIGURES))
-    print(f"{'':14} " + " ".join(f"{'real':>9}{'sim':>9}{'|err|':>11}" for _ in FIGURES))
-    errors: dict[str, list[float]] = {k: [] for k in FIGURES}
+    print(f"{'app':14} " + " ".join(f"{k:>29}" for k in FIGURES) + f"{'completion':>26}")
+    print(f"{'':14} " + " ".join(f"{'real':>9}{'sim':>9}{'|err|':>11}" for _ in FIGURES)
+          + f"{'real':>9}{'sim':>9}{'|err|':>8}")
+    errors: dict[str, list[float]] = {k: [] for k in (*FIGURES, "completion")}
     for name, r in real.items():
         s = sim[name]
-        r = {k: v for k, v in r.items() if k != "t0_epoch"}
         cells = []
         for k in FIGURES:
             err = None if r[k] is None or s[k] is None else abs(s[k] - r[k])
             if err is not None:
                 errors[k].append(err)
             cells.append(f"  {f(r[k])}  {f(s[k])}    {f(err)}")
+        took = r["finished"] - r["submitted"]
+        sim_took = None if s["finished"] is None else s["finished"] - s["submitted"]
+        rel = None if sim_took is None else abs(sim_took - took) / took
+        errors["completion"].append(1.0 if rel is None else rel)
+        cells.append(f"  {f(took)}  {f(sim_took)}  {'-' if rel is None else f'{rel:5.0%}'}")
         print(f"{name:14} " + " ".join(cells))
     out = {}
     for k, errs in errors.items():
-        out[k] = {"median": round(statistics.median(errs), 2), "worst": round(max(errs), 2)}
-        print(f"{k}: |error| median {out[k]['median']:g} s, worst {out[k]['worst']:g} s")
+        out[k] = {"median": round(statistics.median(errs), 3), "worst": round(max(errs), 3)}
+        unit = "" if k == "completion" else " s"
+        print(f"{k}: |error| median {out[k]['median']:g}{unit}, worst {out[k]['worst']:g}{unit}"
+              + (" (of the real completion: submission to end)" if k == "completion" else ""))
     real_end = max(r["finished"] for r in real.values())
     sim_end = max(s["finished"] for s in sim.values() if s["finished"] is not None)
     out["makespan"] = {"real": round(real_end, 2), "sim": round(sim_end, 2),
-                       "error": round(sim_end - real_end, 2)}
+                       "error": round(sim_end - real_end, 2),
+                       "relative": round((sim_end - real_end) / real_end, 3)}
     print(f"makespan: real {real_end:.1f} s, simulated {sim_end:.1f} s, error "
           f"{sim_end - real_end:+.1f} s ({(sim_end - real_end) / real_end:+.0%})")
+    order_real, order_sim = admission_order(real), admission_order(sim)
+    out["admission_order_same"] = order_real == order_sim
+    print("admission order: " + ("the same" if order_real == order_sim else
+                                 f"differs: real {order_real}, simulated {order_sim}"))
     return out
 
 
@@ -203,27 +225,44 @@ def main() -> None:
     p.add_argument("--cores", type=int, default=4)
     p.add_argument("--ports", default="47000-47999")
     p.add_argument("--out", help="write the figures as JSON here")
+    p.add_argument("--keep", metavar="DIR", help="save the real run (its event logs, times "
+                   "and server config) in DIR, for --reuse")
+    p.add_argument("--reuse", metavar="DIR", help="no real run: the one --keep saved in DIR")
     args = p.parse_args()
     first, _, last = args.ports.partition("-")
     with tempfile.TemporaryDirectory(prefix="eventlog-fidelity-") as tmp:
         work = Path(tmp)
         logs = work / "logs"
-        logs.mkdir()
         print(f"work directory {work}", file=sys.stderr)
-        config, real = run_real(args.cores, (int(first), int(last)), work, logs)
-        print("\nas built (the workload's driver_start_s: the default 5 s)")
+        if args.reuse:
+            saved = json.loads((Path(args.reuse) / "real.json").read_text())
+            config, real, args.cores = saved["config"], saved["real"], saved["cores"]
+            shutil.copytree(Path(args.reuse) / "logs", logs)
+        else:
+            logs.mkdir()
+            config, real = run_real(args.cores, (int(first), int(last)), work, logs)
+            if args.keep:
+                keep = Path(args.keep)
+                keep.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(logs, keep / "logs", dirs_exist_ok=True)
+                (keep / "real.json").write_text(json.dumps(
+                    {"config": config, "real": real, "cores": args.cores}, indent=2) + "\n")
+        print("\nwithout the fitted constants (the simulator's defaults)")
+        defaults = simulated(config, real, args.cores, work, logs, fitted=False)
+        figures_defaults = report(real, defaults)
+        print("\nas built, with the constants fitted from the logs")
         sim = simulated(config, real, args.cores, work, logs)
         figures = report(real, sim)
-        gaps = driver_start_gaps(real, logs)
-        gap = statistics.median(gaps)
-        print(f"\ndriver_start_s {gap:.1f} s: the median launch -> application start of the "
-              f"logs (min {min(gaps):.1f}, max {max(gaps):.1f})")
-        calibrated = simulated(config, real, args.cores, work, logs, driver_start_s=gap)
+        print("\nas built with --calibrate (executor_start_s by simulation)")
+        calibrated = simulated(config, real, args.cores, work, logs, calibrate=True)
         figures_calibrated = report(real, calibrated)
+        print("\n".join(line for line in (work / "day.yaml").read_text().splitlines()
+                        if line.startswith("#   ")))
     if args.out:
         Path(args.out).write_text(json.dumps(
-            {"real": real, "sim": sim, "figures": figures, "driver_start_gaps": gaps,
-             "sim_calibrated": calibrated, "figures_calibrated": figures_calibrated},
+            {"real": real, "sim": sim, "figures": figures, "sim_defaults": defaults,
+             "figures_defaults": figures_defaults, "sim_calibrated": calibrated,
+             "figures_calibrated": figures_calibrated},
             indent=2) + "\n")
 
 

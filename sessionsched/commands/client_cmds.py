@@ -37,6 +37,7 @@ from ..client import (
 )
 from ..model import AppState, parse_priority
 from .gang_text import gang_line, gang_mark
+from .resource_text import app_line, queue_cell, resource_names
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -141,13 +142,16 @@ def queue_table(queues: Iterable[QueueInfo]) -> Table:
     first column draws the tree; a limit a leaf does not have is "-", a setting that acts on
     leaves only is blank on a parent's row."""
     table = Table(box=None, header_style="bold", pad_edge=False)
+    queues = list(queues)
+    # A column per custom resource (used/cap), only where the cluster has any.
+    names = resource_names(q.raw for q in queues)
     cols = ("QUEUE", "ADMISSION", "POLICY", "WEIGHT", "MAX CORES", "MAX RUNNING", "MAX WAIT",
-            "MAX QUEUED", "PER USER", "PENDING", "STARTING", "RUNNING", "CORES", "DEMAND")
+            "MAX QUEUED", "PER USER", "PENDING", "STARTING", "RUNNING", "CORES", "DEMAND",
+            *(name.upper() for name in names))
     for col in cols:
         table.add_column(col, no_wrap=True)
     table.add_column("CODE", no_wrap=True)
     table.add_column("WAITING", overflow="fold")
-    queues = list(queues)
     for q, drawn in zip(queues, tree_names([q.name for q in queues]), strict=True):
         leaf_only = (q.admission, q.policy, _limit(q.max_wait, _duration),
                      _limit(q.max_queued_apps), _limit(q.max_queued_apps_per_user))
@@ -158,6 +162,7 @@ def queue_table(queues: Iterable[QueueInfo]) -> Table:
             *plain(drawn, admission, policy, f"{q.weight:g}", _limit(q.max_cores),
                    _limit(q.max_running_apps), max_wait, max_queued, per_user, q.pending,
                    q.starting, q.running, q.executor_cores, q.demand_cores,
+                   *(queue_cell((q.raw.get("resources") or {}).get(n)) for n in names),
                    q.waiting_reason_code or "-", q.waiting_reason or "")
         )
     return table
@@ -225,6 +230,8 @@ def _status(args: argparse.Namespace) -> int:
                 value = "; ".join(str(v) for v in value)
             elif key == "gang":  # what it asked for and, while it reserves, held / needed
                 value = gang_line(value)
+            elif key == "resources":  # its custom resources: asked and held
+                value = app_line(value)
             elif isinstance(value, dict):  # the counter-offer: its one line
                 value = value.get("text", value)
             print(f"{key:<{width}}  {'-' if value in (None, '') else value}")

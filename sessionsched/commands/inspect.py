@@ -24,6 +24,7 @@ from rich.text import Text
 from ..client import App, SchedulerClient
 from ..model import AppState
 from .client_cmds import add_connection_options, call, clock, console, estimated, plain, queue_table
+from .resource_text import app_line, queue_lines
 
 AHEAD_SHOWN = 10  # apps ahead listed by ``why`` (the count is always given)
 
@@ -32,8 +33,9 @@ def size(app: App) -> str:
     return f"{app.executors}/{app.target}/{app.demand}"
 
 
-def why_lines(app: App, queue_apps: list[App]) -> list[str]:
-    """``why``'s answer; ``queue_apps``: every app of the app's queue, queued in order first."""
+def why_lines(app: App, queue_apps: list[App], queue: dict | None = None) -> list[str]:
+    """``why``'s answer; ``queue_apps``: every app of the app's queue, queued in order first;
+    ``queue``: its queue's row, for an app that asks for custom resources (their use there)."""
     where = f", position {app.position} in {app.queue}" if app.position else f" in {app.queue}"
     lines = [f"{app.id} ({app.name}, {app.user or 'no user'}): {app.state.value}{where}, "
              f"priority {app.priority}"]
@@ -43,6 +45,9 @@ def why_lines(app: App, queue_apps: list[App]) -> list[str]:
     if app.reason_code:
         lines.append(f"reason code: {app.reason_code}")
     lines.append(f"reason: {app.reason or '-'}")
+    if app.raw.get("resources"):
+        lines.append(f"custom resources: {app_line(app.raw['resources'])}")
+        lines += queue_lines(queue)
     ahead = [a for a in queue_apps if a.state is AppState.ACCEPTED and a.position
              and app.position and a.position < app.position]
     running = [a for a in queue_apps if a.state.admitted and not a.state.terminal]
@@ -68,7 +73,10 @@ def _why(args: argparse.Namespace) -> int:
     def action(client: SchedulerClient) -> int:
         app = client.app(args.id)
         queue_apps = client.apps(queue=app.queue) if app.state is AppState.ACCEPTED else []
-        print("\n".join(why_lines(app, queue_apps)))
+        queue = None
+        if app.state is AppState.ACCEPTED and app.raw.get("resources"):
+            queue = next((q.raw for q in client.queues() if q.name == app.queue), None)
+        print("\n".join(why_lines(app, queue_apps, queue)))
         return 0
 
     return call(args, action)

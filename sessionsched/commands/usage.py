@@ -14,6 +14,8 @@ from .client_cmds import add_connection_options, call, print_json
 FIGURES = ("held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s",
            "reclaimed_executors", "held_gib_s", "driver_core_s", "driver_gib_s", "queued_s")
 KEYS = {"app": ("app", "queue", "user", "state"), "queue": ("queue",), "user": ("user",)}
+# Each custom resource's figures (a GPU: ``gpu_held_s``...), after the cores' and memory's.
+RESOURCE_FIGURES = ("held_s", "busy_s", "idle_s", "reclaimed_s", "driver_s")
 
 
 def add_parser(subparsers) -> None:
@@ -21,7 +23,8 @@ def add_parser(subparsers) -> None:
         "usage", help="what apps used: core-seconds held, busy, idle, lost to reclaim",
         description="Show what apps used (docs/operator/usage.md): core- and GiB-seconds their "
         "executors held, the part busy running tasks and the part idle, task work lost to "
-        "reclaim, their drivers' core- and GiB-seconds and time queued; per app or added up "
+        "reclaim, their drivers' core- and GiB-seconds and time queued, and the same in "
+        "resource-seconds for each custom resource (GPUs: gpu_held_s...); per app or added up "
         "per queue or user. --by app: the apps in the books at some time between --since and "
         "--until, each counted whole; --by queue|user: the hourly rollup's hours that start "
         "in the window (from the hour --since falls in). A user sees their own apps, an "
@@ -41,7 +44,7 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     def action(client: SchedulerClient) -> int:
         lines = client.usage(args.by, args.since, args.until)
-        columns = (*KEYS[args.by], "apps", *FIGURES)
+        columns = (*KEYS[args.by], "apps", *FIGURES, *resource_columns(lines))
         if args.json:
             print_json(lines)
         elif args.csv:
@@ -53,6 +56,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     return call(args, action)
+
+
+def resource_columns(lines: list[dict]) -> tuple[str, ...]:
+    """The custom resources' columns the lines have (none for a cluster without any): a
+    line names a resource by its ``{name}_held_s`` figure."""
+    names = sorted({k.removesuffix("_held_s") for line in lines for k in line
+                    if k.endswith("_held_s") and k not in FIGURES})
+    return tuple(f"{n}_{f}" for n in names for f in RESOURCE_FIGURES)
 
 
 def print_table(columns: tuple[str, ...], rows: list[list[str]]) -> None:

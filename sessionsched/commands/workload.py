@@ -61,6 +61,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="client-mode drivers the scheduler's host runs at once (default: the "
                    "config's cluster.driver_slots, else 8 or the most client-mode apps the logs "
                    "show at once if more)")
+    e.add_argument("--calibrate", action="store_true",
+                   help="set cluster.executor_start_s to the value whose simulated apps end "
+                   "closest to the logged ones (one simulation per value tried)")
     e.set_defaults(func=run_from_eventlogs)
 
 
@@ -85,7 +88,7 @@ def _source(args: argparse.Namespace):  # -> eventlog.build.Source
     if args.driver_slots is not None and args.driver_slots < 1:
         raise UserError(f"--driver-slots {args.driver_slots}: at least 1")
     source = Source(shape=shape, queue_rules=queue_rules, priority_rules=priority_rules,
-                    driver_slots=args.driver_slots)
+                    driver_slots=args.driver_slots, calibrate=args.calibrate)
     if args.config is None:
         return source
     config = load_server_config(args.config)  # ConfigError: one line, exit code 2
@@ -93,7 +96,8 @@ def _source(args: argparse.Namespace):  # -> eventlog.build.Source
                   driver_slots=args.driver_slots or config.cluster.driver_slots,
                   queues=load_yaml(args.config).get("queues") or [
                       q.model_dump(mode="json", exclude_defaults=True) for q in config.queues],
-                  config_name=str(args.config),
+                  config_name=str(args.config), cycle_s=config.server.cycle_ms / 1000.0,
+                  calibrate=args.calibrate,
                   defaults=Defaults(queue=config.defaults.queue,
                                     priority=config.defaults.priority))
 

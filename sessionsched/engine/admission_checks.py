@@ -84,6 +84,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
+from ..model.custom import amount
 from .gang.checks import gang_wait
 from .host_room import driver_slot
 from .ledger import whole
@@ -152,6 +153,11 @@ def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                     f" {_holders(room, path)}")
     now = room.free_now
     if head.driver_in_cluster and now is not None and not now.fits(head.driver):
+        if (short := now.short_of(head.driver)) is not None:  # a custom resource: named
+            name, need, most, free = short
+            return Wait(WaitCode.DRIVER_ROOM, f"waiting for {name}: its driver needs {need} {name}"
+                        f" on one worker, the most free on one worker is {most} ({free} free in"
+                        f" all, {amount(room.capacity.custom, name)} in the cluster)")
         return Wait(WaitCode.DRIVER_ROOM,
                     f"no room for its driver on any one worker: it needs {res(head.driver)},"
                     f" the most free on one worker is {res(now.most())} ({res(room.free)} free"

@@ -4,17 +4,22 @@
 - Queue and priority: ``spark.sessionsched.queue`` / ``spark.ego.priority`` as the app set
   them; else the first mapping rule (``Rule``: by user or by app name, a shell-style pattern)
   that matches; else the server config's defaults (``Defaults``); else the workload's.
-- Submit time: the app's start (``SparkListenerApplicationStart``) relative to the first
-  app's: a log holds no submission, so for an app that waited in a queue the start stands in
-  for it (every entry says so in a note; one sessionsched launched in cluster mode names its
-  sessionsched app id, ``spark.sessionsched.appId``, whose submission the server's store has).
+- Submit time: its submission as sessionsched stamped it (``spark.sessionsched.submitTime``,
+  ``submit_ms``), relative to the first app's; for an app sessionsched did not launch, its
+  start (``SparkListenerApplicationStart``): a Spark log holds no submission, so for an app
+  that waited in a queue the start stands in for it (its entry says so in a note; one
+  sessionsched launched in cluster mode names its sessionsched app id,
+  ``spark.sessionsched.appId``, whose submission the server's store has).
 - Sizes as Spark reads them: ``spark.driver.{cores,memory}``, ``spark.submit.deployMode``
   (cluster: a driver in the cluster), ``spark.executor.{cores,memory}`` (cores unset: what
   its executors had); dynamic allocation's ``min``/``maxExecutors``, or for a static app
   ``spark.executor.instances`` (unset: the most executors it held at once) for both;
   ``spark.ego.slots.max``.
 - ``startup_s``: from the app's start to its first stage (the driver's work before it asked
-  for executors).
+  for executors); a stage's ``gap_s``: from the end of the stages submitted before it to its
+  submission (the app's own driver-side work between two Spark jobs; 0 when it was submitted
+  while one still ran); ``tail_s``: from its last stage's end to the application's end
+  (``spark.stop()`` and the app's own work after its last job).
 - Stages: in the order Spark submitted them, each with its Spark stage ``id``, task count,
   mean task time, the task times' deciles (``task_s_quantiles``, when they differ; as many
   evenly spaced quantiles as it had tasks when it had fewer than 11) and
@@ -43,6 +48,7 @@ GANG_PREFIXES = ("spark.sessionsched.gang.",
 RESOURCE_PREFIXES = ("spark.driver.resource.", "spark.executor.resource.",
                      "spark.task.resource.")
 LAUNCH_MARKER = "spark.sessionsched.appId"  # set on the apps sessionsched launched in cluster mode
+SUBMIT_TIME = "spark.sessionsched.submitTime"  # stamped by every sessionsched launch (epoch ms)
 INT_MAX = 2**31 - 1  # Spark's maxExecutors default: no cap
 
 
@@ -155,9 +161,12 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
     defaults = defaults or Defaults()
     props = dict(facts.properties)
     launched = props.get(LAUNCH_MARKER)
-    notes = [f"{facts.app_id or 'app'} ({facts.name}, Spark {facts.spark_version or '?'}):"
-             " submit is its start (a log holds no submission"
-             + (f"; sessionsched's store has it, as app {launched})" if launched else ")")]
+    head = f"{facts.app_id or 'app'} ({facts.name}, Spark {facts.spark_version or '?'}):"
+    if stamped_submit_ms(facts) is not None:
+        notes = [f"{head} submit is its submission, as sessionsched stamped it"]
+    else:
+        notes = [f"{head} submit is its start (a log holds no submission"
+                 + (f"; sessionsched's store has it, as app {launched})" if launched else ")")]
     app: dict = {"name": name, "submit": round(submit_s, 3)}
     queue = props.get(QUEUE_KEY, "").strip() or None
     if queue is None and (rule := _first(queue_rules, facts)):
@@ -185,6 +194,14 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
     app["startup_s"] = round(max(first - facts.start_ms, 0) / 1000.0, 3)
     ran = {s.stage_id for s in facts.stages}
     app["stages"] = [_stage(s, ran) for s in facts.stages]
+    ended = None  # the latest end of the stages submitted so far
+    for s, entry in zip(facts.stages, app["stages"], strict=True):
+        if ended is not None and s.submitted_ms is not None and s.submitted_ms > ended:
+            entry["gap_s"] = round((s.submitted_ms - ended) / 1000.0, 3)
+        if s.completed_ms is not None:
+            ended = s.completed_ms if ended is None else max(ended, s.completed_ms)
+    if ended is not None and facts.end_ms > ended:
+        app["tail_s"] = round((facts.end_ms - ended) / 1000.0, 3)
     if facts.exit_code:
         app["exit_code"] = facts.exit_code
     conf = {k: v for k, v in sorted(props.items())
@@ -198,6 +215,18 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
     if conf:
         app["conf"] = conf
     return Entry({k: v for k, v in app.items() if v is not None}, tuple(notes))
+
+
+def stamped_submit_ms(facts: AppFacts) -> int | None:
+    """The app's submission as sessionsched stamped it at launch (epoch ms), if it did."""
+    text = str(facts.properties.get(SUBMIT_TIME, "")).strip()
+    return int(text) if text.isdigit() else None
+
+
+def submit_ms(facts: AppFacts) -> int:
+    """When the app was submitted: the stamp, else its start (module doc)."""
+    stamped = stamped_submit_ms(facts)
+    return stamped if stamped is not None and stamped <= facts.start_ms else facts.start_ms
 
 
 def _local_cores(props: dict, notes: list[str]) -> int:

@@ -6,9 +6,10 @@ left out, never fatal to the rest. The apps are ordered by their start; each bec
 (``app_entry``). The queues are a server config's (``Source.queues``), else a tree of the
 queues the apps name (each a leaf under ``root``, with the defaults; ``default`` too when an
 app names none). An app whose queue the tree lacks goes to the default queue, with a note. The
-cluster is the one given, else inferred (``shape``). The workload is then checked as
-``sessionsched simulate`` checks it; an app the check refuses (one that could never start on
-the given cluster) is left out with a line.
+cluster is the one given, else inferred (``shape``), cycling as the config's scheduler does
+(``server.cycle_ms``), with the latencies the logs show (``fitted``). The workload is then
+checked as ``sessionsched simulate`` checks it; an app the check refuses (one that could never
+start on the given cluster) is left out with a line.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import yaml
 from ..config import ConfigError, QueueConfig, build_queue_tree, parse_model, resolve_queue
 from ..model import parse_mem_mib
 from ..sim.workload import WorkloadConfig
-from .app_entry import Defaults, Entry, Rule, app_entry
+from .app_entry import Defaults, Entry, Rule, app_entry, stamped_submit_ms, submit_ms
+from .calibrate import calibrated_executor_start
 from .codecs import UnreadableLog
 from .events import AppFacts, parse_app
 from .files import LogSource, find_logs, read_lines
+from .fitted import fitted_cluster
 from .render import render
 from .shape import Shape, describe, infer_shape, mem_text, need_of
 
@@ -44,6 +47,8 @@ class Source:
     queue_rules: tuple[Rule, ...] = ()
     priority_rules: tuple[Rule, ...] = ()
     driver_slots: int | None = None
+    cycle_s: float | None = None  # the config's scheduler cycle (``server.cycle_ms``)
+    calibrate: bool = False  # executor_start_s by simulation (``calibrate``)
 
 
 @dataclass(frozen=True)
@@ -136,10 +141,10 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
     if not read:
         raise NoApps("no event log could be read" + (f" ({len(skipped)} skipped)"
                                                      if skipped else ""))
-    read.sort(key=lambda pair: pair[1].start_ms)
+    read.sort(key=lambda pair: (submit_ms(pair[1]), pair[1].start_ms))
     apps = [facts for _, facts in read]
-    t0 = apps[0].start_ms
-    entries = [app_entry(facts, (facts.start_ms - t0) / 1000.0, name, source.queue_rules,
+    t0 = submit_ms(apps[0])
+    entries = [app_entry(facts, (submit_ms(facts) - t0) / 1000.0, name, source.queue_rules,
                          source.priority_rules, source.defaults)
                for facts, name in zip(apps, _unique_names(apps), strict=True)]
     queues = source.queues if source.queues is not None else queues_named(entries)
@@ -159,10 +164,19 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
                "driver_slots": source.driver_slots or max(DEFAULT_DRIVER_SLOTS,
                                                           _peak_client_drivers(apps, entries)),
                "max_time_s": float(max(MIN_RUN_S, math.ceil(2 * span_s)))}
+    if source.cycle_s is not None:
+        cluster["cycle_s"] = source.cycle_s
+    fitted, how = fitted_cluster(apps)
+    cluster.update(fitted)
+    stamped = sum(1 for f in apps if stamped_submit_ms(f) is not None)
     header = ["A workload from Spark event logs, by `sessionsched workload from-eventlogs`.",
-              "Each app's submit is its start relative to the first app's: a log holds no "
-              "submission,",
-              "so an app that waited in a queue shows its start instead.",
+              *(["Each app's submit is its submission as sessionsched stamped it, relative to "
+                 "the first app's."] if stamped == len(apps) else
+                ["Each app's submit is its start relative to the first app's: a log holds no "
+                 "submission,", "so an app that waited in a queue shows its start instead"
+                 + (" (but for the apps sessionsched stamped its submission into)."
+                    if stamped else ".")]),
+              *(["Fitted from the logs:", *(f"  {line}" for line in how)] if how else []),
               (f"Queues, defaults and admission: {source.config_name}." if source.config_name
                else "Queues: the ones the apps name, with the defaults."),
               (f"Cluster: inferred from the logs, {describe(shape)} (a lower bound)."
@@ -172,6 +186,13 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
     if not entries:
         raise NoApps("no app of the logs could run on the cluster")
     text = render(header, cluster, queues, entries)
+    if source.calibrate:
+        completions = {name: (f.end_ms - submit_ms(f)) / 1000.0
+                       for f, name in zip(apps, _unique_names(apps), strict=True)}
+        cluster["executor_start_s"], line = calibrated_executor_start(text, completions)
+        fits = [i for i, h in enumerate(header) if h.startswith("  executor_start_s")]
+        header.insert(fits[0] + 1 if fits else len(header), f"  {line}")
+        text = render(header, cluster, queues, entries)
     return Built(text, len(entries), tuple(skipped), tuple(said))
 
 

@@ -12,6 +12,7 @@ from sessionsched.model import AppState
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal
 from sessionsched.service.metrics import CONTENT_TYPE
 from sessionsched.service.reads import AppRead
+from sessionsched.service.resource_view import app_held, cluster_resources, queue_resources
 from sessionsched.service.service import Service
 
 __all__ = ["AppRead", "Reads"]
@@ -67,6 +68,21 @@ class Reads:
     def queue_rows(self) -> list:
         return self.service.view.queue_rows()
 
+    def queue_resources(self) -> dict | None:
+        """Per queue, each custom resource's use, cap and guarantee (``resource_view``); None
+        for a cluster without custom resources."""
+        return queue_resources(self.service.view)
+
+    def app_resources(self, app_id: str) -> dict | None:
+        """An app's custom resources: per executor, its driver's and held now (name ->
+        amount); None when it asks for none (or is not in memory)."""
+        view = self.service.view
+        sub = view.submissions.get(app_id)
+        if sub is None or not (sub.spec.executor.custom or sub.spec.driver.custom):
+            return None
+        return {"executor": dict(sub.spec.executor.custom), "driver": dict(sub.spec.driver.custom),
+                "held": app_held(sub.spec, view.engine.apps.get(app_id))}
+
     def queue_wait_codes(self) -> dict[str, str]:
         """Each waiting leaf queue's reason code (``queue_rows``' reason), by name."""
         return self.service.view.queue_wait_codes()
@@ -97,10 +113,13 @@ class Reads:
             "reachable": view.health.reachable, "cluster": view.health.describe(),
             "cores": view.engine.capacity.cores, "memory_mib": view.engine.capacity.mem_mib,
             "workers": [{"name": w.name, "cores": w.size.cores, "memory_mib": w.size.mem_mib,
-                         "free_cores": w.free.cores, "free_memory_mib": w.free.mem_mib}
+                         "free_cores": w.free.cores, "free_memory_mib": w.free.mem_mib,
+                         **({"resources": dict(w.size.custom),
+                             "free_resources": dict(w.free.custom)} if w.size.custom else {})}
                         for w in workers],
             "driver_host": view.host_row(),
             "spark_ui": cluster.master_ui if cluster.backend == "standalone" else None,
+            "resources": cluster_resources(view, workers),
         }
 
     def cluster_health(self) -> str:

@@ -25,11 +25,14 @@ from sessionsched.model.usage import (
     APPS,
     HOURLY,
     QUEUED,
+    RES_HOURLY,
     AppUsage,
     hour_of,
     hourly_figures,
     hourly_growth,
+    hourly_resource_growth,
     hours_of,
+    resource_figures,
 )
 from sessionsched.service.usage_meter import live_figures
 from sessionsched.store import Store
@@ -91,24 +94,33 @@ def hourly_lines(store: Store, by: str, since: float, until: float, now: float,
     yet (module doc)."""
     first = hour_of(since)
     sums: dict[str, list[float]] = {}
+    res: dict[str, dict[str, list[float]]] = {}  # key -> resource -> RES_HOURLY sums
 
-    def add(hour: float, queue: str, owner: str, row) -> None:
+    def add(hour: float, queue: str, owner: str, row, name: str | None = None) -> None:
         if first <= hour < until and (user is None or owner == user):
-            total = sums.setdefault(queue if by == "queue" else owner, [0.0] * len(HOURLY))
+            key = queue if by == "queue" else owner
+            total = sums.setdefault(key, [0.0] * len(HOURLY))
+            if name is not None:
+                total = res.setdefault(key, {}).setdefault(name, [0.0] * len(RES_HOURLY))
             for i, v in enumerate(row):
                 total[i] += v
 
     for h in load_hours(store, first, until):
         add(h.hour, h.queue, h.user, h.figures)
+        for name, row in (h.resources or {}).items():
+            add(h.hour, h.queue, h.user, row, name)
     for queue, owner, state, submitted_at, column in live_usage(store):
         u = AppUsage.from_json(column)
         for hour, row in hourly_growth(u, now):
             add(hour, queue, owner, row)
+        for hour, name, row in hourly_resource_growth(u, now):
+            add(hour, queue, owner, row, name)
         if state == "ACCEPTED":  # still queued: its wait so far
             for hour, dt in hours_of(submitted_at + u.queued_s, now):
                 add(hour, queue, owner, only(QUEUED, dt))
         add(hour_of(submitted_at), queue, owner, only(APPS, 1.0))
-    return [{by: key, **hourly_figures(row)} for key, row in sorted(sums.items())]
+    return [{by: key, **hourly_figures(row), **resource_figures(res.get(key, {}))}
+            for key, row in sorted(sums.items())]
 
 
 def only(i: int, value: float) -> list[float]:

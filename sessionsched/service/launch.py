@@ -33,6 +33,12 @@ bootstrap (``wrap_argv``); with dynamic allocation on, ``agent_conf`` adds decom
 the queue reclaims gracefully (``reclaim_timeout`` > 0) and ``maxExecutors`` at the terms'
 executor ceiling, each only where the user did not set it.
 
+What a Spark event log cannot know, stamped into every launch's properties (``stamps``) so
+that the log of an app sessionsched ran carries it (``workload from-eventlogs`` reads them:
+docs/operator/simulator.md): ``spark.sessionsched.submitTime`` and
+``spark.sessionsched.launchTime`` (epoch milliseconds: its submission, and its driver's launch
+here) and ``spark.sessionsched.queue`` (the leaf it ran in).
+
 The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
 one for the app, ``SESSIONSCHED_TOKEN`` (docs/design/agent-protocol.md); ``SESSIONSCHED_CA`` when
 ``server.tls.ca`` is set (the agent verifies the server with it).
@@ -40,6 +46,7 @@ one for the app, ``SESSIONSCHED_TOKEN`` (docs/design/agent-protocol.md); ``SESSI
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from sessionsched.agent.launch import agent_conf, wrap_argv
@@ -106,6 +113,17 @@ def service_conf(app: Submission, terms: LaunchTerms | None = None) -> dict[str,
     return out
 
 
+SUBMIT_TIME = "spark.sessionsched.submitTime"
+LAUNCH_TIME = "spark.sessionsched.launchTime"
+QUEUE = "spark.sessionsched.queue"
+
+
+def stamps(app: Submission, now: float) -> dict[str, str]:
+    """The properties a launch at ``now`` (epoch seconds) stamps (module doc)."""
+    return {SUBMIT_TIME: str(round(app.submitted_at * 1000)), LAUNCH_TIME: str(round(now * 1000)),
+            QUEUE: app.queue}
+
+
 def build_launch(
     app: Submission, server_url: str, log_dir: str | Path, token: str | None = None,
     reclaim_timeout_s: float = 0.0, terms: LaunchTerms | None = None, ca: str | None = None,
@@ -122,7 +140,7 @@ def build_launch(
         env["SESSIONSCHED_TOKEN"] = token
     if ca and app.kind != AppKind.REST:
         env["SESSIONSCHED_CA"] = ca
-    ours = service_conf(app, terms)
+    ours = {**service_conf(app, terms), **stamps(app, time.time())}
     if app.kind == AppKind.REST:
         return Launch(
             app_id=app.id,

@@ -20,6 +20,8 @@ from prometheus_client.registry import Collector
 from sessionsched.engine.waits import WaitCode
 from sessionsched.model import AppState
 from sessionsched.model.usage import COUNTED
+from sessionsched.service.resource_view import cluster_resources, queue_resources
+from sessionsched.service.usage_meter import RES_COUNTED, UsageMeter
 
 if TYPE_CHECKING:
     from sessionsched.service.reads import ReadView
@@ -84,18 +86,54 @@ class _BooksCollector(Collector):
         for kind, mib in snap["host"]:
             host.add_metric([kind], mib)
         yield host
+        yield from _resource_gauges(snap.get("resources"))
         yield GaugeMetricFamily(
             "sessionsched_cluster_reachable", "1 when the backend reached the cluster last time",
             value=1 if snap["reachable"] else 0,
         )
 
 
-class _UsageCollector(Collector):
-    """``sessionsched_app_usage_total{queue,user,kind}``: the usage meter's totals, read at a
-    scrape (the meter only adds floats as it counts)."""
+def _resource_gauges(res: dict | None) -> Iterable[GaugeMetricFamily]:
+    """Each custom resource's capacity and use (cluster, and per queue with its cap and
+    guarantee): only for a cluster that has custom resources."""
+    if not res:
+        return
+    cluster, queues = res["cluster"], res["queues"]
+    capacity = GaugeMetricFamily(
+        "sessionsched_resource_capacity",
+        "A custom resource's amount on the cluster's alive workers (GPUs: any name Spark knows)",
+        labels=["resource"])
+    used = GaugeMetricFamily(
+        "sessionsched_resource_used",
+        "A custom resource's amount held by the scheduler's apps (executors, in-cluster drivers)",
+        labels=["resource"])
+    for name, row in sorted(cluster.items()):
+        capacity.add_metric([name], row["capacity"])
+        used.add_metric([name], row["used"])
+    yield capacity
+    yield used
+    families = {key: GaugeMetricFamily(
+        f"sessionsched_queue_resource_{key}", text, labels=["queue", "resource"])
+        for key, text in (("used", "A custom resource's amount held by a queue's apps "
+                                   "(parents sum their children)"),
+                          ("max", "A queue's cap on a custom resource (none: no sample)"),
+                          ("min", "A queue's guarantee of a custom resource (none: no sample)"))}
+    for queue, row in sorted(queues.items()):
+        for name, entry in sorted(row.items()):
+            for key, family in families.items():
+                if entry.get(key) is not None:
+                    family.add_metric([queue, name], entry[key])
+    yield from families.values()
 
-    def __init__(self, totals: Callable[[], dict[tuple[str, str], list[float]]]):
-        self._totals = totals
+
+class _UsageCollector(Collector):
+    """``sessionsched_app_usage_total{queue,user,kind}`` and, per custom resource,
+    ``sessionsched_app_resource_usage_total{queue,user,resource,kind}``: the usage meter's
+    totals, read at a scrape (the meter only adds floats as it counts)."""
+
+    def __init__(self, meter: UsageMeter):
+        self._totals = meter.totals
+        self._resources = meter.resource_totals
 
     def collect(self) -> Iterable[CounterMetricFamily]:
         usage = CounterMetricFamily(
@@ -108,14 +146,23 @@ class _UsageCollector(Collector):
             for kind, value in zip(COUNTED, list(values), strict=True):
                 usage.add_metric([queue, user, kind], value)
         yield usage
+        res = CounterMetricFamily(
+            "sessionsched_app_resource_usage",
+            "What apps used of each custom resource (GPUs: any name Spark knows), by queue, "
+            "user, resource and kind, in resource-seconds (held_s, busy_s, idle_s, "
+            "reclaimed_s, driver_s; docs/operator/usage.md)",
+            labels=["queue", "user", "resource", "kind"])
+        for (queue, user, name), values in sorted(dict(self._resources()).items()):
+            for kind, value in zip(RES_COUNTED, list(values), strict=True):
+                res.add_metric([queue, user, name, kind], value)
+        yield res
 
 
 CYCLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)  # seconds
 
 
 class ServiceMetrics:
-    def __init__(self, snapshot: Callable[[], dict],
-                 usage: Callable[[], dict[tuple[str, str], list[float]]] | None = None):
+    def __init__(self, snapshot: Callable[[], dict], usage: UsageMeter | None = None):
         self.registry = CollectorRegistry()
         self.submissions = Counter(
             "sessionsched_submissions", "Submissions accepted (committed)", ["kind"],
@@ -173,7 +220,15 @@ def snapshot(view: ReadView) -> dict:
         "gangs": gang_cores(view),
         "host": [(kind, r.mem_mib) for kind, r in (("room", view.engine.host_room),
                                                    ("used", view.engine.host_used)) if r],
+        "resources": resource_snapshot(view),
     }
+
+
+def resource_snapshot(view: ReadView) -> dict | None:
+    """The custom resources' rows for the gauges; None (and no cost) without any."""
+    if not view.engine.capacity.custom:
+        return None
+    return {"cluster": cluster_resources(view, None), "queues": queue_resources(view)}
 
 
 def gang_cores(view: ReadView) -> dict[str, tuple[int, int]]:

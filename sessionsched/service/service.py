@@ -97,7 +97,7 @@ class Service:
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster.master))
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
-        self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage.totals)
+        self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage)
         self.usage_thread = MeterThread(self.usage, lambda rows, h: self.write(rows, [], hours=h))
         self.watch = ClusterWatch(backend)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock,

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from ..backends.base import Launch
 from ..backends.carry import carry_out
-from ..backends.memory import EXIT_CODE, STARTUP, WORK, MemoryBackend, MemoryCluster
+from ..backends.memory import EXIT_CODE, STARTUP, TAIL, WORK, MemoryBackend, MemoryCluster
 from ..backends.memory.pool import Overcommit
 from ..backends.memory.spark import Phase
 from ..backends.memory.timers import CYCLE, WORKLOAD, EventHeap
@@ -71,6 +71,8 @@ def launch_for(app: SimApp, node_sort: str = "fair") -> Launch:
         WORK: ",".join(s.work() for s in app.stages) or "0",
         STARTUP: repr(app.startup_s),
     }
+    if app.tail_s:
+        conf[TAIL] = repr(app.tail_s)
     if app.exit_code:
         conf[EXIT_CODE] = str(app.exit_code)
     if spec.max_executors is not None:
@@ -172,7 +174,7 @@ class Simulator:
             self.rec.last_change_s = now
             self._handle(now, ev)
         self.rec.end_s = self._clock
-        self.rec.busy_core_s = self.cluster.busy_core_s
+        self.rec.busy_core_s = self.cluster.busy.core_s
         self.rec.busy_by_resource = dict(self.cluster.busy.seconds)
         self.rec.executor_waits = self.cluster.pool.executor_waits
         for name, sa in self.cluster.apps.items():

@@ -38,6 +38,9 @@ Decisions the format leaves open:
   times' evenly spaced quantiles, shortest to longest, from which the memory cluster draws
   each task's time (``backends.memory.job.Stage.task_time``; ``task_s``, the mean, is then
   only read by people).
+- ``gap_s`` (a stage's) and ``tail_s`` (an app's): seconds the driver works alone between two
+  stages and after its last one (an app's own code between and after its Spark jobs, read
+  from its event log), asking for no executor meanwhile.
 - ``stages: []`` is a driver that never asks for executors: it works ``startup_s`` in the
   driver alone and exits (as YuniKorn says of its StateAware timeout, "not all
   applications will request more than one allocation"); ``exit_code`` (default 0) is the
@@ -134,6 +137,7 @@ class StageConfig(_Strict):
     id: int | None = None
     after: list[int] = Field(default_factory=list)
     task_s_quantiles: list[float] | None = None
+    gap_s: float = Field(0.0, ge=0)  # the driver's own work before it (after the stage before)
 
     @field_validator("task_s_quantiles")
     @classmethod
@@ -161,6 +165,7 @@ class AppConfig(_Strict):
     max_executors: int | None = Field(None, ge=1)
     slots_max: int | None = Field(None, ge=1)
     startup_s: float = Field(0.0, ge=0)
+    tail_s: float = Field(0.0, ge=0)  # the driver's own work after its last stage
     stages: list[StageConfig]  # [] : the driver works startup_s alone, asks for no executor
     exit_code: int = 0  # the driver's exit code when its work is done (non-zero: FAILED)
     updates: list[UpdateConfig] = Field(default_factory=list)
@@ -286,6 +291,7 @@ class SimApp:
     stages: tuple[Stage, ...]
     updates: tuple[Update, ...]
     exit_code: int = 0
+    tail_s: float = 0.0
     conf: Mapping[str, str] = field(default_factory=dict)  # the app's ``conf:``, as written
 
     @property
@@ -355,11 +361,12 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
     return SimApp(
         spec=spec,
         startup_s=a.startup_s,
-        stages=tuple(Stage(s.tasks, s.task_s, tuple(s.task_s_quantiles or ()))
+        stages=tuple(Stage(s.tasks, s.task_s, tuple(s.task_s_quantiles or ()), s.gap_s)
                      for s in a.stages),
         updates=tuple(Update(u.at, u.priority) for u in a.updates),
         exit_code=a.exit_code,
         conf=dict(a.conf),
+        tail_s=a.tail_s,
     )
 
 

@@ -154,3 +154,20 @@ class UsageHourRow(Base):
     driver_core_s: Mapped[float] = mapped_column(Float, default=0.0)
     driver_gib_s: Mapped[float] = mapped_column(Float, default=0.0)
     queued_s: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class UsageHourResourceRow(Base):
+    """What the apps of one (queue, user) used of one custom resource (a GPU, any name Spark
+    knows) in one hour (``sessionsched.model.usage.RES_HOURLY``): the rollup's custom part, one
+    row per resource name, so a new name needs no new column. Written with ``usage_hours``."""
+
+    __tablename__ = "usage_hour_resources"
+
+    hour: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds, UTC hour
+    queue: Mapped[str] = mapped_column(String(256), primary_key=True)
+    user: Mapped[str] = mapped_column(String(128), primary_key=True)
+    resource: Mapped[str] = mapped_column(String(128), primary_key=True)
+    held_s: Mapped[float] = mapped_column(Float, default=0.0)
+    busy_s: Mapped[float] = mapped_column(Float, default=0.0)
+    reclaimed_s: Mapped[float] = mapped_column(Float, default=0.0)
+    driver_s: Mapped[float] = mapped_column(Float, default=0.0)

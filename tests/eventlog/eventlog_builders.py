@@ -19,9 +19,11 @@ T0 = 1_700_000_000_000  # the first app's start, ms
 
 
 def stage(stage_id: int, task_ms: list[int], parents: list[int] | None = None,
-          tasks: int | None = None, name: str = "") -> dict[str, Any]:
+          tasks: int | None = None, name: str = "", gap_ms: int = 0) -> dict[str, Any]:
+    """``gap_ms``: the driver's own work before it is submitted (after the stage before)."""
     return {"id": stage_id, "task_ms": task_ms, "parents": parents or [],
-            "tasks": len(task_ms) if tasks is None else tasks, "name": name or f"s{stage_id}"}
+            "tasks": len(task_ms) if tasks is None else tasks, "name": name or f"s{stage_id}",
+            "gap_ms": gap_ms}
 
 
 def app_log(name: str = "app", app_id: str = "app-1", user: str = "alice", start: int = T0,
@@ -44,6 +46,7 @@ def app_log(name: str = "app", app_id: str = "app-1", user: str = "alice", start
     at = start + first_stage_at
     ev.append({"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": at})
     for s in stages:
+        at += s.get("gap_ms", 0)
         info = {"Stage ID": s["id"], "Stage Attempt ID": 0, "Stage Name": s["name"],
                 "Number of Tasks": s["tasks"], "Parent IDs": s["parents"]}
         ev.append({"Event": "SparkListenerStageSubmitted", "Stage Info": {

@@ -1,8 +1,10 @@
 """Event logs written by real Spark (pyspark 4.0.1's) read back into a workload: one small app
 per codec Spark offers for event logs (``spark.eventLog.compression.codec``: lz4, lzf,
 snappy, zstd) as single files, and one rolling log (``spark.eventLog.rolling.enabled``: an
-``eventlog_v2_<app id>`` directory), each run with spark-submit against the session's
-cluster, one after another (five drivers at once would crowd a 2-core machine). The workload
+``eventlog_v2_<app id>`` directory), run against the session's cluster one after another by
+one spark-submit: the driver starts a SparkContext per log and stops it before the next (each
+its own application, its own id and log, as five spark-submits would make, without four more
+driver JVMs to start on a 2-core machine). The workload
 they make names each app, has its two stages (4 map tasks of unequal lengths, then 2 reduce
 tasks after them) and its sizes, and ``sessionsched simulate`` runs it as is; a truncated copy
 and a foreign file among the logs are each named on one line and left out."""
@@ -11,7 +13,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -23,14 +24,13 @@ pytestmark = pytest.mark.cluster
 
 CODECS = ("lz4", "lzf", "snappy", "zstd")
 
-APP = '''"""A map stage of 4 tasks (task i sleeps 0.3 * i s), a reduce stage of 2 after it."""
+APP = '''"""Five applications in turn, one per event log: each a map stage of 4 tasks (task i
+sleeps 0.3 * i s) and a reduce stage of 2 after it. argv: name=conf;conf... per application,
+where each conf is key:value."""
 import sys
 import time
 
-from pyspark.sql import SparkSession
-
-spark = SparkSession.builder.getOrCreate()
-sc = spark.sparkContext
+from pyspark import SparkConf, SparkContext
 
 
 def slow(i, rows):
@@ -38,17 +38,17 @@ def slow(i, rows):
     return ((x % 3, x) for x in rows)
 
 
-pairs = sc.parallelize(range(40), 4).mapPartitionsWithIndex(slow)
-print(sorted(pairs.reduceByKey(lambda a, b: a + b, 2).collect()), flush=True)
-spark.stop()
+for spec in sys.argv[1:]:
+    name, _, confs = spec.partition("=")
+    conf = SparkConf().setAppName(name)
+    for kv in confs.split(";"):
+        key, _, value = kv.partition(":")
+        conf.set(key, value)
+    sc = SparkContext(conf=conf)
+    pairs = sc.parallelize(range(40), 4).mapPartitionsWithIndex(slow)
+    print(name, sorted(pairs.reduceByKey(lambda a, b: a + b, 2).collect()), flush=True)
+    sc.stop()
 '''
-
-
-def run_app(cluster, app: Path, name: str, conf: dict[str, str], log: Path) -> None:
-    args = ["--master", cluster.master_url, "--name", name,
-            *conf_args({**SMALL, "spark.cores.max": "2", **conf}), str(app)]
-    with spark_submit_process(args, log) as proc:
-        assert proc.wait(timeout=240) == 0, log.read_text()[-3000:]
 
 
 def test_logs_of_every_codec_and_a_rolling_log_make_a_workload(spark_cluster, tmp_path):
@@ -56,15 +56,16 @@ def test_logs_of_every_codec_and_a_rolling_log_make_a_workload(spark_cluster, tm
     logs.mkdir()
     app = tmp_path / "stages.py"
     app.write_text(APP)
-    base = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs.as_uri(),
-            "spark.eventLog.compress": "true"}
-    for codec in CODECS:
-        run_app(spark_cluster, app, f"el-{codec}",
-                {**base, "spark.eventLog.rolling.enabled": "false",
-                 "spark.eventLog.compression.codec": codec}, tmp_path / f"{codec}.log")
-    run_app(spark_cluster, app, "el-rolling",
-            {**base, "spark.eventLog.rolling.enabled": "true",
-             "spark.eventLog.compression.codec": "zstd"}, tmp_path / "rolling.log")
+    specs = [f"el-{codec}=spark.eventLog.rolling.enabled:false;"
+             f"spark.eventLog.compression.codec:{codec}" for codec in CODECS]
+    specs.append("el-rolling=spark.eventLog.rolling.enabled:true;"
+                 "spark.eventLog.compression.codec:zstd")
+    conf = {**SMALL, "spark.cores.max": "2", "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": logs.as_uri(), "spark.eventLog.compress": "true"}
+    log = tmp_path / "apps.log"
+    with spark_submit_process(["--master", spark_cluster.master_url, *conf_args(conf),
+                               str(app), *specs], log) as proc:
+        assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
 
     names = sorted(p.name for p in logs.iterdir() if not p.name.startswith("."))
     suffixes = sorted(n.rsplit(".", 1)[1] for n in names if not n.startswith("eventlog_v2_"))

@@ -3,6 +3,7 @@ time-of-day plans (by cron and one-shot), reading submissions, the launch conf."
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -383,3 +384,17 @@ def test_a_submission_turned_static_is_launched_static(tmp_path):
     rest, _ = new_apps.from_rest({"action": "CreateSubmissionRequest", "appResource": "a.jar",
                                      "mainClass": "M", "sparkProperties": {}}, DEFAULTS)
     assert rest.spec.dynamic_allocation is False  # a JVM REST app keeps what it asked: nothing
+
+
+def test_a_launch_stamps_what_an_event_log_cannot_know(tmp_path):
+    """Its submission, its launch and its queue ride in the app's Spark properties, so the
+    event log of an app sessionsched ran carries them (``workload from-eventlogs`` reads them)."""
+    (tmp_path / "job.py").write_text("")
+    app = new_apps.from_argv(["job.py"], str(tmp_path), {}, {}, None, None, "etl", DEFAULTS)
+    app = replace(app, spec=replace(app.spec, app_id="driver-20261121170000-0003",
+                                    submitted_at=1_700_000_000.25))
+    before = time.time()
+    conf = build_launch(app, "http://127.0.0.1:6066", tmp_path / "logs").conf
+    assert conf["spark.sessionsched.submitTime"] == "1700000000250"
+    assert before * 1000 - 1 <= int(conf["spark.sessionsched.launchTime"]) <= time.time() * 1000 + 1
+    assert conf["spark.sessionsched.queue"] == app.queue

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from sessionsched.engine.events import ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, Executor, ReclaimMode, Resources
-from sessionsched.model.usage import HOUR_S, HOURLY
+from sessionsched.model.usage import HOUR_S, HOURLY, AppUsage
 from sessionsched.service import usage_meter
 from sessionsched.service.usage_meter import MeterThread, UsageMeter
 
@@ -255,3 +255,59 @@ def test_a_write_in_doubt_is_waited_for_and_its_hours_never_sent_twice(monkeypat
     assert (second["queued_s"], second["driver_core_s"], second["held_core_s"],
             second["apps"]) == (0.0, 20.0, 20.0, 1.0)
     assert [r["id"] for r in calls[1][0]] == ["a"]
+
+
+GPU_SPEC = replace(SPEC, driver=Resources(1, 2048, (("gpu", 1),)),
+                   executor=Resources(2, 4096, (("gpu", 2),)))
+
+
+def test_custom_resources_count_beside_the_cores_held_busy_lost_and_the_drivers():
+    m = UsageMeter({"a": GPU_SPEC}.get)
+    last = run(m, [
+        (110.0, [], [started(110.0)]),
+        (120.0, [execs(True, False)], []),       # 2 executors x 2 gpu, one busy
+        (130.0, [execs(True, False)], []),
+        (130.0, [], [Reclaim("a", ("0",), ReclaimMode.KILL)]),
+        (132.0, [ExecutorsChanged("a", (Executor("1", 0.0, idle=True),))], []),
+        (140.0, [], [ended(140.0)]),
+    ])
+    # held: 4 gpu x 12 s + 2 x 8 s; busy 2 x 12 s; lost: executor 0's 2 gpu x 12 s;
+    # driver: 1 gpu x 30 s
+    assert last["res_s"] == {"gpu": [64.0, 24.0, 24.0, 30.0]}
+    f = AppUsage.from_json(last).figures()
+    assert {k: v for k, v in f.items() if k.startswith("gpu_")} == {
+        "gpu_held_s": 64.0, "gpu_busy_s": 24.0, "gpu_idle_s": 40.0, "gpu_reclaimed_s": 24.0,
+        "gpu_driver_s": 30.0}
+    assert f["held_core_s"] == 64.0  # the cores as before: 2 cores an executor, too
+    assert m.resource_totals() == {("root.q", "alice", "gpu"): [64.0, 24.0, 40.0, 24.0, 30.0]}
+    hours = m.take_hours()
+    assert hours[(0.0, "root.q", "alice", "gpu")] == [64.0, 24.0, 24.0, 30.0]
+
+
+def test_without_custom_resources_the_column_is_as_it_was():
+    m = meter()
+    last = run(m, [(110.0, [], [started(110.0)]), (120.0, [execs(True)], []),
+                   (140.0, [], [ended(140.0)])])
+    assert not any(k.endswith("_res") or k == "res_s" for k in last)
+    assert m.resource_totals() == {}
+    assert all(len(k) == 3 for k in m.take_hours())
+
+
+def test_a_task_counts_busy_by_its_amount():
+    """The simulator's way: a task of 0.5 gpu running 10 s is 5 gpu-busy-seconds."""
+    u = AppUsage()
+    u.executor(0.0, 1, 1024, (("gpu", 1),))
+    u.tasks(0.0, 2, (("cores", 1.0), ("memory", 512.0), ("gpu", 0.5)))  # the sim's amounts
+    u.tasks(10.0, -1, {"gpu": 0.5})
+    u.tasks(20.0, -1, {"gpu": 0.5})
+    u.executor(20.0, -1, -1024, (("gpu", -1),))
+    f = u.figures()
+    assert (f["gpu_held_s"], f["gpu_busy_s"], f["gpu_idle_s"]) == (20.0, 15.0, 5.0)
+    assert not u.busy_res and not u.held_res  # back to none: free again
+
+
+def test_a_reclaim_loses_the_tasks_run_time_by_their_amounts():
+    u = AppUsage()
+    u.tasks_lost(12.0, (("cores", 1.0), ("memory", 512.0), ("gpu", 0.5)))
+    f = u.figures()
+    assert (f["reclaimed_core_s"], f["reclaimed_executors"], f["gpu_reclaimed_s"]) == (12, 1, 6)

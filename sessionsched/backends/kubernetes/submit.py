@@ -16,6 +16,9 @@ What the backend adds to the app's properties (``Launch.conf`` and these win ove
 * only where the user set nothing: image, service account, pod template files,
   ``spark.kubernetes.file.upload.path``, and ``conf`` from the config.
 
+Custom resources (GPUs) reach the pods as Spark's own limits (``extended``); an amount without
+its vendor is refused here, in one line.
+
 A Python app runs through the agent's bootstrap (``agent.launch.wrap_argv``), which in cluster
 mode lives on the scheduler's host: the bootstrap is the primary resource, the agent zip is
 added to ``--py-files``, and so is the user's script when it is a local file (its argument
@@ -32,9 +35,10 @@ from urllib.parse import urlparse
 
 from ...agent.launch import bootstrap_path
 from ...config import KubernetesSection
-from ...spark.submit_args import SparkArgsError, parse_spark_submit
+from ...spark.submit_args import SparkArgsError, parse_spark_submit, spark_defaults_path
 from ..base import Launch
 from ..commands import submit_command
+from .extended import vendor_missing
 from .pods import LABEL_APP, LABEL_IN_CLUSTER, LABEL_PRIORITY, LABEL_QUEUE, valid_label_value
 
 # REST request properties that name the standalone cluster, not the app.
@@ -120,6 +124,9 @@ def submit_argv(spark_submit: str, master: str, launch: Launch, settings: Kubern
     if args.app_file is None:
         raise ValueError("no application file in the spark-submit arguments")
     user = {**conf, **args.conf}
+    if not _more_properties(args) and (missing := vendor_missing(
+            {**defaults(settings), **user})) is not None:
+        raise ValueError(missing)
     conf.update(pod_conf(launch, settings))
     if user.get("spark.dynamicAllocation.enabled", "true").strip().lower() != "false":
         conf["spark.dynamicAllocation.enabled"] = "true"
@@ -140,6 +147,14 @@ def submit_argv(spark_submit: str, master: str, launch: Launch, settings: Kubern
                 "cluster.kubernetes.upload_path (spark.kubernetes.file.upload.path) so Spark "
                 "can ship it to the driver pod")
     return submit_command(spark_submit, master, "cluster", argv, conf, defaults(settings))
+
+
+def _more_properties(args) -> bool:
+    """spark-submit reads properties from a file too (``--properties-file``, a
+    spark-defaults.conf): what they set is not known here."""
+    defaults_file = spark_defaults_path(os.environ)
+    return args.last("--properties-file") is not None or (
+        defaults_file is not None and defaults_file.is_file())
 
 
 def _ship_python(argv, args, conf, agent_zip) -> tuple[list[str], dict[str, str]]:

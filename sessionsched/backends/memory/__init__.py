@@ -13,7 +13,7 @@ clock. The simulator runs on it; ``cluster.backend: memory`` runs the server on 
 
 from .backend import MemoryBackend
 from .cluster import MemoryCluster
-from .job import EXIT_CODE, LAUNCH_FAILURES, STARTUP, WORK, Job, Stage, job_from_launch
+from .job import EXIT_CODE, LAUNCH_FAILURES, STARTUP, TAIL, WORK, Job, Stage, job_from_launch
 
-__all__ = ["EXIT_CODE", "LAUNCH_FAILURES", "STARTUP", "WORK", "Job", "MemoryBackend",
+__all__ = ["EXIT_CODE", "LAUNCH_FAILURES", "STARTUP", "TAIL", "WORK", "Job", "MemoryBackend",
            "MemoryCluster", "Stage", "job_from_launch"]

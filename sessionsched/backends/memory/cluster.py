@@ -14,10 +14,9 @@ what its timers fire in ``cluster_timers.py``, apps it did not launch in ``exter
   worker waits for room, as in a standalone master. ``lose_worker`` takes a worker away with
   what runs on it (drivers there exit 1, executors are lost, their tasks go back to pending).
 - A launched driver is up after ``driver_start_s`` (it gets a made-up Spark app id then),
-  works ``startup_s`` before asking for executors, runs its stages, and exits with its job's
-  exit code right after the last task (a job without stages exits when ``startup_s`` is over,
-  never asking for an executor: work done in the driver alone); ``stop`` ends it at once
-  with 143 (SIGTERM's shell code).
+  works ``startup_s`` before asking for executors, runs its stages (its own work between and
+  after them: ``spark.py``), and exits with its job's exit code (a job without stages exits
+  when ``startup_s`` is over, never asking for an executor); ``stop`` ends it at once with 143.
 - ``steer`` carries out what a driver agent would: ``SetTarget.grant`` caps the app's
   executors; ``Reclaim`` KILL kills now (running tasks go back to pending), DECOMMISSION stops
   new tasks and lets the executor leave when its tasks are done (killed at the deadline), IDLE
@@ -32,8 +31,8 @@ Watching (``watch``): the cluster adds the name of every app whose driver, execu
 it changes to each watcher's set, so a backend reports on the apps that changed, not on every
 app it runs (at 10,000 running apps, a report of each per cycle was most of a cycle's time).
 
-Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated over time;
-``busy``: per resource, each task by its amounts, ``busy.py``), ``last_event_s``,
+Counters for the simulator: ``busy`` (``busy.core_s``, cores running tasks integrated over
+time; per resource, each task by its amounts: ``busy.py``), ``last_event_s``,
 ``reclaim_kills``, ``pool.executor_waits``; per app, ``SparkApp.usage`` (``model.usage``).
 """
 
@@ -98,8 +97,6 @@ class MemoryCluster:
     def capacity(self) -> Resources:
         """The alive workers' cores and memory together."""
         return self.pool.capacity
-
-    busy_core_s = property(lambda self: self.busy.core_s)  # cores running tasks, over time
 
     @property
     def now(self) -> float:
@@ -248,7 +245,7 @@ class MemoryCluster:
             )
             if sa.first_executor_at is None:
                 sa.first_executor_at = now
-            sa.usage.executor(now, sa.executor_size.cores, sa.executor_size.mem_mib)
+            sa.usage.executor_of(now, sa.executor_size, 1)
             self._settle(now, sa)
         elif isinstance(ev, TaskDone):
             self._task_done(now, sa, ev)
@@ -272,17 +269,20 @@ class MemoryCluster:
         del e.began[ev.task_id]
         sa.running -= 1
         self.busy.tasks(sa.job.task_amounts, -1)
-        sa.usage.tasks(now, -1)
-        if sa.pending == 0 and sa.running == 0 and not sa.start_next_stage():
-            self._end(now, sa, sa.job.exit_code)
-            return
+        sa.usage.tasks(now, -1, sa.job.task_amounts)
+        if sa.pending == 0 and sa.running == 0:
+            if (work := sa.driver_work()) > 0:  # the driver alone first (spark.py)
+                self._push(now + work, StartupDone(sa.name))
+            elif not sa.start_next_stage():
+                self._end(now, sa, sa.job.exit_code)
+                return
         self._settle(now, sa)
 
     # --- drivers and executors ------------------------------------------------------------
 
     def _driver_placed(self, sa: SparkApp) -> None:
         sa.driver_placed = True
-        sa.usage.driver(self.now, sa.job.driver.cores, sa.job.driver.mem_mib)
+        sa.usage.driver_of(self.now, sa.job.driver, 1)
         if sa.job.in_cluster:
             self.driver_cores += sa.job.driver.cores
         self._push(self.now + self.driver_start_s, DriverUp(sa.name))
@@ -330,7 +330,7 @@ class MemoryCluster:
                 sa.pending -= 1
                 sa.running += 1
                 self.busy.tasks(sa.job.task_amounts, 1)
-                sa.usage.tasks(now, 1)
+                sa.usage.tasks(now, 1, sa.job.task_amounts)
                 self._push(now + task_s, TaskDone(sa.name, eid, task_id))
         for e in list(sa.executors.values()):
             if e.tasks:
@@ -358,7 +358,7 @@ class MemoryCluster:
     def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
         self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
         # Each task's work so far is lost (it runs again from the start).
-        sa.usage.reclaimed(sum(now - began for began in e.began.values()))
+        sa.usage.tasks_lost(sum(now - began for began in e.began.values()), sa.job.task_amounts)
         self._kill(sa, e)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
@@ -366,7 +366,7 @@ class MemoryCluster:
         sa.pending += lost
         sa.running -= lost
         self.busy.tasks(sa.job.task_amounts, -lost)
-        sa.usage.tasks(self.now, -lost)
+        sa.usage.tasks(self.now, -lost, sa.job.task_amounts)
         e.tasks.clear()
         e.began.clear()
         self._remove(sa, e)
@@ -374,7 +374,7 @@ class MemoryCluster:
     def _remove(self, sa: SparkApp, e: SimExecutor) -> None:
         assert not e.tasks, "an executor leaves with running tasks only through _kill"
         del sa.executors[e.executor_id]
-        sa.usage.executor(self.now, -sa.executor_size.cores, -sa.executor_size.mem_mib)
+        sa.usage.executor_of(self.now, sa.executor_size, -1)
         self._give(e.executor_id)
 
     def _end(self, now: float, sa: SparkApp, exit_code: int) -> None:
@@ -384,7 +384,7 @@ class MemoryCluster:
             self._cancel_executor(sa, eid)
         job = sa.job
         if sa.driver_placed:
-            sa.usage.driver(now, -job.driver.cores, -job.driver.mem_mib)
+            sa.usage.driver_of(now, job.driver, -1)
         if not job.in_cluster:
             self.pool.give_slot()
         elif sa.driver_placed:

@@ -14,11 +14,15 @@ The work, by properties this backend alone reads (nothing runs: no file is opene
   executor runs at once, each S seconds -- the app asks for one executor, runs S seconds, exits;
   or ``NxS,NxS...``: stages of N tasks of S seconds, one after another (``sleep_tasks.py
   --stages``); a stage ``NxS~Q0/Q1/.../Qn`` draws its tasks' times from the evenly spaced
-  quantiles Q0 (the shortest) to Qn (the longest) instead (``Stage.task_time``); ``0``: no
+  quantiles Q0 (the shortest) to Qn (the longest) instead (``Stage.task_time``); a stage
+  ``...@G`` is preceded by G seconds the driver works alone after the stage before it ended
+  (an app's own code between its Spark jobs: ``Stage.gap_s``); ``0``: no
   stage at all, the driver works ``startup`` seconds alone and exits
   without asking for an executor. Default: the cluster's ``work_s``.
 * ``spark.sessionsched.memory.startup``: seconds the driver works before it asks for executors
   (pre-processing; the StateAware "starting" phase). Default 0.
+* ``spark.sessionsched.memory.tail``: seconds the driver works after its last stage before it
+  exits (``spark.stop()``, the app's own code after its last job). Default 0.
 * ``spark.sessionsched.memory.exitCode``: the driver's exit code after its work (non-zero: the
   app FAILED). Default 0.
 * ``spark.sessionsched.memory.launchFailures``: how many launches of the app fail first as if
@@ -53,6 +57,7 @@ from ..base import Launch
 
 WORK = "spark.sessionsched.memory.work"
 STARTUP = "spark.sessionsched.memory.startup"
+TAIL = "spark.sessionsched.memory.tail"
 EXIT_CODE = "spark.sessionsched.memory.exitCode"
 LAUNCH_FAILURES = "spark.sessionsched.memory.launchFailures"
 DEFAULT_MEM_MIB = 1024
@@ -65,11 +70,13 @@ GOLDEN = 0.6180339887498949  # spreads the k-th task's quantile evenly over [0, 
 class Stage:
     """``tasks`` tasks of ``task_s`` seconds each; with ``quantiles`` (evenly spaced, shortest
     to longest: a task-time distribution, as read from an event log) each task's time is
-    drawn from them instead."""
+    drawn from them instead. ``gap_s``: the driver's work alone before the stage (after the
+    stage before it ended; the first stage's is the job's ``startup_s``)."""
 
     tasks: int
     task_s: float
     quantiles: tuple[float, ...] = ()
+    gap_s: float = 0.0
 
     def task_time(self, k: int) -> float:
         """The time of the stage's ``k``-th task started: at quantile ``(k + 1/2) * golden
@@ -86,7 +93,8 @@ class Stage:
     def work(self) -> str:
         """The stage as ``spark.sessionsched.memory.work`` writes it (module doc)."""
         tail = "~" + "/".join(repr(x) for x in self.quantiles) if self.quantiles else ""
-        return f"{self.tasks}x{self.task_s!r}{tail}"
+        gap = f"@{self.gap_s!r}" if self.gap_s > 0 else ""
+        return f"{self.tasks}x{self.task_s!r}{tail}{gap}"
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,7 @@ class Job:
     min_executors: int = 0
     max_executors: int | None = None
     startup_s: float = 0.0
+    tail_s: float = 0.0  # the driver's work after its last stage, before it exits
     exit_code: int = 0
     launch_failures: int = 0
     node_sort: NodeSort = NodeSort.FAIR  # where its driver and executors go (``Pool``)
@@ -141,6 +150,7 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         min_executors=min_executors,
         max_executors=max_executors,
         startup_s=_seconds(props, STARTUP, 0.0),
+        tail_s=_seconds(props, TAIL, 0.0),
         stages=_stages(props, per_executor, default_work_s),
         exit_code=_exit_code(props),
         launch_failures=(_whole(props[LAUNCH_FAILURES], LAUNCH_FAILURES)
@@ -199,17 +209,20 @@ def _stages(props: Mapping[str, Prop], cores: int, default_work_s: float) -> tup
         return (Stage(cores, seconds),) if seconds > 0 else ()
     stages = []
     for part in text.split(","):
+        part, _, gap = part.partition("@")
         tasks, _, seconds = part.strip().partition("x")
         seconds, _, spread = seconds.partition("~")
         try:
             stage = Stage(int(tasks), float(seconds.removesuffix("s")),
-                          tuple(float(q) for q in spread.split("/")) if spread else ())
+                          tuple(float(q) for q in spread.split("/")) if spread else (),
+                          float(gap) if gap else 0.0)
         except ValueError:
             stage = Stage(0, 0.0)
         if (stage.tasks < 1 or not stage.task_s > 0 or len(stage.quantiles) == 1
-                or not all(q > 0 for q in stage.quantiles)):
+                or not all(q > 0 for q in stage.quantiles) or not stage.gap_s >= 0):
             raise ValueError(f"{WORK}={prop.value!r}: expected seconds, or stages like 8x2,4x1 "
-                             "(tasks x seconds, both above 0; 8x2~1/2/4: times from quantiles)")
+                             "(tasks x seconds, both above 0; 8x2~1/2/4: times from quantiles;"
+                             " 8x2@3: after 3 s of the driver's own work)")
         stages.append(stage)
     return tuple(stages)
 

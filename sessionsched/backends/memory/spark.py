@@ -6,8 +6,10 @@ Assumptions of the model (Spark standalone, dynamic allocation on):
 - Phases: QUEUED -> LAUNCHING (the cluster's ``driver_start_s``) -> PREPROCESSING (the job's
   ``startup_s``: the driver works before it creates its SparkContext, so it asks for no
   executor) -> RUNNING (stages)
-  -> DONE (the driver exits with the job's exit code, 0 by default, right after the last task;
-  a job without stages is DONE when its pre-processing ends, having asked for no executor).
+  -> DONE (the driver exits with the job's exit code, 0 by default, ``tail_s`` after the last
+  task; a job without stages is DONE when its pre-processing ends, having asked for no
+  executor). Between two stages the driver may work alone (the next stage's ``gap_s``): back
+  in PREPROCESSING for that long, asking for no executor, its idle ones timing out.
 - Stages run one after another; a stage's tasks are all pending when it starts. Each task takes
   one of an executor's task slots (``Job.slots``: Spark's rule over its cores,
   ``spark.task.cpus`` and its task resources, ``job.py``) for ``task_s``, or, for a stage with
@@ -136,6 +138,15 @@ class SparkApp:
         self.pending = self.job.stages[self.stage].tasks
         self._started = 0
         return True
+
+    def driver_work(self) -> float:
+        """After a stage: the seconds the driver works alone before the next stage (its
+        ``gap_s``) or, after the last, before it exits (``tail_s``); PREPROCESSING meanwhile."""
+        stages = self.job.stages
+        work = stages[self.stage + 1].gap_s if self.stage + 1 < len(stages) else self.job.tail_s
+        if work > 0:
+            self.phase = Phase.PREPROCESSING
+        return work
 
     def next_task_s(self) -> float:
         """The time of the next task the current stage starts (``Stage.task_time``)."""

@@ -52,7 +52,9 @@ def _out(ops: Operations, app_id: str) -> AppOut:
     app = ops.app(app_id)
     if app is None:
         raise HTTPException(404, f"no app {app_id!r}")
-    return app_out(app)
+    out = app_out(app)
+    out.resources = ops.app_resources(app_id)  # one app's answer only: no cost to the lists
+    return out
 
 
 # --- queues and apps --------------------------------------------------------------------------
@@ -62,6 +64,7 @@ def _out(ops: Operations, app_id: str) -> AppOut:
 def queues(ops: OpsDep, _caller: CallerDep):
     out = []
     codes = ops.queue_wait_codes()
+    resources = ops.queue_resources() or {}
     for q, u, waiting in ops.queue_rows():
         leaf = q.is_leaf  # a parent's row leaves out what acts on a leaf only (QueueOut)
         out.append(QueueOut(
@@ -83,6 +86,7 @@ def queues(ops: OpsDep, _caller: CallerDep):
             decayed_cores=u.decayed_cores if u else None,
             decayed_users=u.decayed_users if u else None,
             node_sort=q.node_sort.value,
+            resources=resources.get(q.name),
         ))
     return out
 

@@ -7,9 +7,11 @@ message naming the problem; everything else is checked by the types.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from .resource_schemas import AppResourcesOut, ClusterResourceOut, NullsLeftOut, QueueResourceOut
 
 
 class _In(BaseModel):
@@ -131,7 +133,7 @@ class GangOut(BaseModel):
     reservation: ReservationOut | None  # while it reserves (null: not reserving)
 
 
-class AppOut(BaseModel):
+class AppOut(NullsLeftOut):
     id: str
     name: str
     user: str
@@ -156,6 +158,9 @@ class AppOut(BaseModel):
     estimated_start: str | None = None
     counter_offer: CounterOfferOut | None = None
     gang: GangOut | None = None  # null: not a gang
+    # Its custom resources (one app's answer only, GET /api/v1/apps/{id}); absent when it asks
+    # for none.
+    resources: AppResourcesOut | None = None
 
 
 class DryRunOut(BaseModel):
@@ -170,7 +175,7 @@ class DryRunOut(BaseModel):
     counter_offer: CounterOfferOut | None
 
 
-class QueueOut(BaseModel):
+class QueueOut(NullsLeftOut):
     """A queue's settings as they are now (the plan in force applied) and its load. Settings
     that act on a leaf only are null on a parent's row: ``admission``, ``policy``,
     ``starting_limit``, ``starting_timeout``, ``reclaim_timeout`` and the queued apps' limits
@@ -201,6 +206,9 @@ class QueueOut(BaseModel):
     usage_half_life: float | None = None  # as configured (None: the parent's)
     decayed_cores: float | None = None  # decayed past usage (None: the queue does not decay)
     decayed_users: dict[str, float] | None = None  # per user, in a fairshare leaf that decays
+    # Each custom resource of the cluster (GPUs...): name -> used, max, min; absent on a
+    # cluster without any.
+    resources: dict[str, QueueResourceOut] | None = None
     node_sort: str = "fair"  # as in force (inherited): docs/design/placement.md
 
 
@@ -224,7 +232,13 @@ class AuditOut(BaseModel):
 
 class UsageOut(BaseModel):
     """One app, queue or user's usage (docs/operator/usage.md defines each figure). The key columns
-    present are those of ``by``: app (with its queue, user, state), queue, or user."""
+    present are those of ``by``: app (with its queue, user, state), queue, or user. Each custom
+    resource the apps held (a GPU: any name Spark knows) adds five figures named after it, in
+    resource-seconds: ``{name}_held_s``, ``{name}_busy_s``, ``{name}_idle_s``,
+    ``{name}_reclaimed_s``, ``{name}_driver_s`` (``gpu_held_s``...); none without any."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"patternProperties": {
+        "^.+_(held|busy|idle|reclaimed|driver)_s$": {"type": "number"}}})
 
     app: str | None = None
     queue: str | None = None
@@ -260,15 +274,20 @@ class HealthOut(BaseModel):
     driver_host: dict[str, int | None] | None = None
 
 
-class WorkerOut(BaseModel):
+class WorkerOut(NullsLeftOut):
+    left_out_if_null: ClassVar[tuple[str, ...]] = ("resources", "free_resources")
+
     name: str
     cores: int  # what it offers the scheduler's apps
     memory_mib: int
     free_cores: int  # not in use at the backend's last report
     free_memory_mib: int
+    # Its custom resources (name -> amount) and what of them is free; absent when it has none.
+    resources: dict[str, int] | None = None
+    free_resources: dict[str, int] | None = None
 
 
-class ClusterOut(BaseModel):
+class ClusterOut(NullsLeftOut):
     """``GET /api/v1/cluster``: the cluster as the engine last saw it (the dashboard's view)."""
 
     reachable: bool | None  # None: not contacted yet
@@ -278,6 +297,8 @@ class ClusterOut(BaseModel):
     workers: list[WorkerOut]  # [] when the backend names no worker (or is out of reach)
     driver_host: dict[str, int | None]  # as in HealthOut
     spark_ui: str | None  # the standalone master's web UI (None: another backend)
+    # name -> capacity, used, free for each custom resource (GPUs...); absent without any.
+    resources: dict[str, ClusterResourceOut] | None = None
 
 
 # --- agent protocol -----------------------------------------------------------------------

@@ -42,7 +42,7 @@ from collections import Counter
 from sortedcontainers import SortedList
 
 from ...model import NodeSort, Resources, Worker
-from ...model.custom import Custom, combine, covers
+from ...model.custom import Custom, amount, combine, covers
 
 
 class Rooms:
@@ -145,6 +145,20 @@ class FreeNow:
     def most(self) -> Resources:
         """The most free room on one worker (cores, then memory), for the reasons' numbers."""
         return self._copy().most()
+
+    def short_of(self, size: Resources) -> tuple[str, int, int, int] | None:
+        """The custom resource ``size`` waits for, when no worker has enough of it free: (its
+        name, the amount asked, the most free on one worker, free in all), for the reasons'
+        words; None when each is there (the cores or memory, or their mix, are short)."""
+        if not size.custom:
+            return None
+        free = self._copy().count
+        for name, need in size.custom:
+            amounts = [(amount(key[2], name), n) for key, n in free.items()]
+            most = max((a for a, _ in amounts), default=0)
+            if most < need:
+                return name, need, max(most, 0), sum(max(a, 0) * n for a, n in amounts)
+        return None
 
 
 class WorkerReports:

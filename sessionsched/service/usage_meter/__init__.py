@@ -2,8 +2,9 @@
 counts (``UsageMeter``), ``timing`` places a report's changes in time, ``thread`` counts
 beside the cycle and writes (``MeterThread``)."""
 
-from .meter import SUMMARY, HourKey, UsageMeter, live_figures, summary_line
+from .figures import SUMMARY, live_figures, summary_line
+from .meter import RES_COUNTED, HourKey, ResHourKey, UsageMeter
 from .thread import MeterThread, add_hours
 
-__all__ = ["SUMMARY", "HourKey", "MeterThread", "UsageMeter", "add_hours", "live_figures",
-           "summary_line"]
+__all__ = ["RES_COUNTED", "SUMMARY", "HourKey", "MeterThread", "ResHourKey", "UsageMeter",
+           "add_hours", "live_figures", "summary_line"]

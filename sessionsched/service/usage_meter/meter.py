@@ -38,6 +38,10 @@ columns back and a restarted server counts on from the levels stored (the cluste
 executors meanwhile).
 The same growth is added up per hour, queue and user (``take_hours``), written with the
 columns in one transaction (the store's ``usage_hours`` rollup, ``store/usage_hours.py``).
+Custom resources (GPUs) count the same way beside the cores, per name (``AppUsage.res_s``):
+held = the executors × their amount, busy = the busy executors × their amount (the agent
+tells busy per executor, not per task), the driver's from its launch to its end; their hours
+go to the rollup under a key with the resource's name (``ResHourKey``).
 When an app ends, one line ``SESSIONSCHED_APP_SUMMARY`` goes to the ``sessionsched.usage``
 log with its figures (YuniKorn's ``YK_APP_SUMMARY``).
 """
@@ -49,8 +53,15 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sessionsched.engine.events import Decision, Event, ExecutorsChanged, MarkState, Reclaim
-from sessionsched.model import AppSpec, AppState, ReclaimMode
+from sessionsched.engine.events import (
+    Decision,
+    DemandChanged,
+    Event,
+    ExecutorsChanged,
+    MarkState,
+    Reclaim,
+)
+from sessionsched.model import AppSpec, AppState, ReclaimMode, Resources
 from sessionsched.model.usage import (
     APPS,
     COUNTED,
@@ -59,20 +70,29 @@ from sessionsched.model.usage import (
     QUEUED,
     RECLAIMED,
     RECLAIMED_EXECUTORS,
+    RES_HOURLY,
     AppUsage,
     hour_of,
     hourly_growth,
+    hourly_resource_growth,
     hours_of,
 )
 
-from .timing import busy_since, gone_at, timed_steps
+from .figures import never_down, resource_counted, summary_line
+from .shapes import plain_levels, profile_of, shaped_levels
+from .timing import busy_since, clamp, gone_at, timed_steps
 
 HELD, BUSY, HELD_GIB = (HOURLY.index(k) for k in ("held_core_s", "busy_core_s", "held_gib_s"))
 HourKey = tuple[float, str, str]  # (hour start, queue, user): a row of ``usage_hours``
+# (hour start, queue, user, resource): a row of ``usage_hour_resources`` (``RES_HOURLY``); the
+# meter hands both kinds of rows over in one map, told apart by the key's length.
+ResHourKey = tuple[float, str, str, str]
+R_HELD, R_BUSY, R_RECLAIMED = (RES_HOURLY.index(k) for k in ("held_s", "busy_s", "reclaimed_s"))
+# (queue, user, resource) -> the ``RES_COUNTED`` figures (Prometheus counters' kinds).
+RES_COUNTED = ("held_s", "busy_s", "idle_s", "reclaimed_s", "driver_s")
 
 log = logging.getLogger("sessionsched.usage")
 
-SUMMARY = "SESSIONSCHED_APP_SUMMARY"
 
 
 @dataclass
@@ -84,6 +104,10 @@ class _Live:
     # The last list's executors (id -> busy) and when it was seen; None: not known (restored).
     executors: dict[str, bool] | None = field(default_factory=dict)
     seen_at: float = 0.0
+    # Stage-level profiles (``shapes``): executor shapes by profile id as its agent reported
+    # them, and the profile of each executor not of the app's own (id -> profile).
+    shapes: dict[int, Resources] = field(default_factory=dict)
+    profile: dict[str, int] = field(default_factory=dict)
     # Gone at a look with no removal time (killed by the agent, still in its driver): counted
     # to -> (busy then, its work lost). A later report says when its driver removed it.
     left: dict[str, tuple[float, bool, bool]] = field(default_factory=dict)
@@ -101,6 +125,9 @@ class UsageMeter:
         self._apps: dict[str, _Live] = {}
         self._ended: dict[tuple[str, str], list[float]] = {}  # (queue, user) -> COUNTED sums
         self._reported: dict[tuple[str, str], list[float]] = {}
+        # (queue, user, resource) -> RES_COUNTED sums, and the last reported
+        self._ended_res: dict[tuple[str, str, str], list[float]] = {}
+        self._reported_res: dict[tuple[str, str, str], list[float]] = {}
         self._scrape = threading.Lock()
         self._hours: dict[HourKey, list[float]] = {}  # counted, not yet taken (``take_hours``)
         self._closed: set[str] = set()  # ended, not yet taken (``take_closed``)
@@ -122,12 +149,21 @@ class UsageMeter:
                 total = sums.setdefault(key, [0.0] * len(COUNTED))
                 for i, v in enumerate(live.usage.counted()):
                     total[i] += v
-            for key, total in sums.items():
-                last = self._reported.get(key)
-                if last is not None:
-                    total[:] = [max(a, b) for a, b in zip(total, last, strict=True)]
-                self._reported[key] = total
-            return sums
+            return never_down(sums, self._reported)
+
+    def resource_totals(self) -> dict[tuple[str, str, str], list[float]]:
+        """(queue, user, resource) -> the ``RES_COUNTED`` figures of every app counted since
+        the meter started, as ``totals`` (empty with no custom resource)."""
+        with self._scrape:
+            sums = {key: list(values) for key, values in list(self._ended_res.items())}
+            for live in list(self._apps.values()):
+                if live.usage.res_s:
+                    for name, row in resource_counted(live.usage).items():
+                        key = (live.spec.queue, live.spec.user, name)
+                        total = sums.setdefault(key, [0.0] * len(RES_COUNTED))
+                        for i, v in enumerate(row):
+                            total[i] += v
+            return never_down(sums, self._reported_res)
 
     def step(self, now: float, events: Iterable[Event],
              decisions: Sequence[Decision]) -> dict[str, dict]:
@@ -136,6 +172,9 @@ class UsageMeter:
         for ev in events:
             if isinstance(ev, ExecutorsChanged):
                 self._executors(now, ev, changed)
+            elif isinstance(ev, DemandChanged) and getattr(ev, "profiles", None):
+                if (live := self._live(ev.app_id)) is not None:  # the shapes, for ``shapes``
+                    live.shapes = {p.profile_id: p.executor for p in ev.profiles}
         for d in decisions:
             if isinstance(d, Reclaim) and (d.mode is ReclaimMode.KILL or (
                     d.mode is ReclaimMode.DECOMMISSION and d.deadline)):
@@ -147,9 +186,10 @@ class UsageMeter:
                 self._state(now, d, changed)
         return {app_id: u.to_json() for app_id, u in changed.items()}
 
-    def take_hours(self) -> dict[HourKey, list[float]]:
-        """What the steps since the last call added per hour, queue and user (``HOURLY``):
-        to be added to the store's rollup with the columns ``step`` returned."""
+    def take_hours(self) -> dict[HourKey | ResHourKey, list[float]]:
+        """What the steps since the last call added per hour, queue and user (``HOURLY``), and
+        per custom resource (``ResHourKey``: ``RES_HOURLY``): to be added to the store's
+        rollup with the columns ``step`` returned."""
         hours, self._hours = self._hours, {}
         return hours
 
@@ -163,11 +203,21 @@ class UsageMeter:
         row = self._hours.setdefault((hour, spec.queue, spec.user), [0.0] * len(HOURLY))
         row[i] += value
 
+    def _add_res(self, hour: float, spec: AppSpec, name: str, i: int, value: float) -> None:
+        row = self._hours.setdefault((hour, spec.queue, spec.user, name),
+                                     [0.0] * len(RES_HOURLY))
+        row[i] += value
+
     def _grow(self, live: _Live, t: float) -> None:
         """Count the levels up to ``t``, the hours' rollup too: before any change of level."""
         for hour, grown in hourly_growth(live.usage, t):
             row = self._hours.setdefault((hour, live.spec.queue, live.spec.user),
                                          [0.0] * len(HOURLY))
+            for i, v in enumerate(grown):
+                row[i] += v
+        for hour, name, grown in hourly_resource_growth(live.usage, t):
+            row = self._hours.setdefault((hour, live.spec.queue, live.spec.user, name),
+                                         [0.0] * len(RES_HOURLY))
             for i, v in enumerate(grown):
                 row[i] += v
         live.usage.at(t)
@@ -193,9 +243,10 @@ class UsageMeter:
         live = self._live(ev.app_id)
         if live is None:
             return
-        size = live.spec.executor
         busy = [e.executor_id for e in ev.executors if not e.idle]
         u = live.usage
+        shaped = bool(live.profile) or any(profile_of(e) for e in ev.executors)
+        timed = None
         if ev.observed_at is None or live.executors is None:
             # Not timed (an older agent, the cluster's view; or the first list after a
             # restart, from levels stored without their executors): as the scheduler takes it.
@@ -206,17 +257,20 @@ class UsageMeter:
         else:
             lo = max(u.since, live.seen_at)
             removed = dict(ev.removed)
-            steps = timed_steps(live.executors, ev.executors, ev.observed_at, removed, lo, now,
-                                ev.changed_after)
-            look = steps[-1][0]
+            timed = (ev.observed_at, removed, lo, now, ev.changed_after)
+            steps = [] if shaped else timed_steps(live.executors, ev.executors, *timed)
+            look = clamp(ev.observed_at, min(lo, now), now)
             busy_from = busy_since(live.executors, ev.executors, ev.observed_at, lo, now,
                                    ev.changed_after)
-        for at, executors, busy_executors in steps:
-            held, busy_cores = executors * size.cores, busy_executors * size.cores
+        levels = (shaped_levels(live.executors or {}, live.profile, ev.executors,
+                                lambda p: self._shape(live, p), timed, now) if shaped
+                  else plain_levels(steps, live.spec.executor))
+        for at, held, mib, busy_cores, held_res, busy_res in levels:
             # The same levels (another executor, the same count): nothing to count or write.
-            if held != u.held_cores or busy_cores != u.busy_cores:
+            if (held != u.held_cores or busy_cores != u.busy_cores or held_res != u.held_res
+                    or busy_res != u.busy_res):
                 self._grow(live, at)
-                u.levels(at, held, executors * size.mem_mib, busy_cores)
+                u.levels(at, held, mib, busy_cores, held_res, busy_res)
                 changed[ev.app_id] = u
         lo = min(live.seen_at, look)
         live.seen_at = look
@@ -235,9 +289,19 @@ class UsageMeter:
                 since = live.busy.pop(eid, None)
                 gone = gone_at(eid, removed, look, lo, look)
                 if since is not None and gone >= kill:
-                    self._lose(live, gone, since, changed)
+                    self._lose(live, gone, since, changed,
+                               size=self._shape(live, live.profile.get(eid, 0)))
         if busy or live.busy:
             live.busy = {eid: live.busy.get(eid, busy_from.get(eid, look)) for eid in busy}
+        if shaped:  # kept while a gone executor may still be counted (``left``, ``kills``)
+            live.profile = {eid: p for eid, p in {**live.profile, **{
+                e.executor_id: profile_of(e) for e in ev.executors}}.items()
+                if p and (eid in live.executors or eid in live.left or eid in live.kills)}
+
+    def _shape(self, live: _Live, profile: int) -> Resources:
+        """An executor's shape by its profile: the app's own for 0 or one not reported."""
+        return live.spec.executor if not profile else live.shapes.get(profile,
+                                                                       live.spec.executor)
 
     def _left_late(self, live: _Live, eid: str, at: float, changed: dict) -> None:
         """An executor counted gone at a look (its agent had killed it) was removed by its
@@ -247,7 +311,7 @@ class UsageMeter:
         dt = max(0.0, at - counted_to)
         if dt == 0.0:
             return
-        size, u, hour = live.spec.executor, live.usage, hour_of(at)
+        size, u, hour = self._shape(live, live.profile.get(eid, 0)), live.usage, hour_of(at)
         u.held_core_s += size.cores * dt
         u.held_mib_s += size.mem_mib * dt
         self._add(hour, live.spec, HELD, size.cores * dt)
@@ -255,17 +319,28 @@ class UsageMeter:
         if busy:
             u.busy_core_s += size.cores * dt
             self._add(hour, live.spec, BUSY, size.cores * dt)
+        for name, amount in size.custom:
+            row = u._res(name)
+            row[R_HELD] += amount * dt
+            self._add_res(hour, live.spec, name, R_HELD, amount * dt)
+            if busy:
+                row[R_BUSY] += amount * dt
+                self._add_res(hour, live.spec, name, R_BUSY, amount * dt)
         if lost:
-            self._lose(live, at, counted_to, changed, executors=0)
+            self._lose(live, at, counted_to, changed, executors=0, size=size)
         changed[live.spec.app_id] = u
 
     def _lose(self, live: _Live, now: float, since: float, changed: dict,
-              executors: int = 1) -> None:
+              executors: int = 1, size: Resources | None = None) -> None:
         """A busy executor killed by a reclaim (``executors`` 1; 0: more of one already
         counted): its cores since ``since`` were work lost."""
-        lost = max(0.0, now - since) * live.spec.executor.cores
-        live.usage.reclaimed(lost, executors)
+        size, dt = size or live.spec.executor, max(0.0, now - since)
+        lost = dt * size.cores
+        lost_res = {name: dt * amount for name, amount in size.custom}
+        live.usage.reclaimed(lost, executors, lost_res)
         self._add(hour_of(now), live.spec, RECLAIMED, lost)
+        for name, v in lost_res.items():
+            self._add_res(hour_of(now), live.spec, name, R_RECLAIMED, v)
         self._add(hour_of(now), live.spec, RECLAIMED_EXECUTORS, executors)
         changed[live.spec.app_id] = live.usage
 
@@ -281,7 +356,8 @@ class UsageMeter:
             at = d.at or now
             self._queued(live, at)
             self._grow(live, at)
-            u.driver(at, spec.driver.cores - u.driver_cores, spec.driver.mem_mib - u.driver_mib)
+            u.driver(at, spec.driver.cores - u.driver_cores, spec.driver.mem_mib - u.driver_mib,
+                     [(k, v - u.driver_res.get(k, 0)) for k, v in spec.driver.custom])
             return
         self._end(live, d.app_id, d.state, d.at or now)
 
@@ -304,33 +380,21 @@ class UsageMeter:
             self._queued(live, end)
         for eid, kill in live.kills.items():  # killed busy, not yet seen gone: gone by the end
             if kill <= end and (since := live.busy.get(eid)) is not None:
-                self._lose(live, end, since, {})
+                self._lose(live, end, since, {}, size=self._shape(live, live.profile.get(eid, 0)))
         self._grow(live, end)
         self._add(hour_of(spec.submitted_at), spec, APPS, 1)
         u.levels(end, 0, 0, 0)
-        u.driver(end, -u.driver_cores, -u.driver_mib)
+        u.driver(end, -u.driver_cores, -u.driver_mib, [(k, -v) for k, v in u.driver_res.items()])
         total = self._ended.setdefault((spec.queue, spec.user), [0.0] * len(COUNTED))
         counted = u.counted()
         with self._scrape:  # never seen by a scrape both live and ended
             for i, v in enumerate(counted):
                 total[i] += v
+            for name, row in resource_counted(u).items():
+                ended = self._ended_res.setdefault((spec.queue, spec.user, name),
+                                                   [0.0] * len(RES_COUNTED))
+                for i, v in enumerate(row):
+                    ended[i] += v
             del self._apps[app_id]
         self._closed.add(app_id)
         log.info("%s", summary_line(app_id, spec, state, end, u))
-
-
-def live_figures(stored: dict | None, now: float, finished_at: float | None) -> dict:
-    """An app's figures from its stored column, counted on from the levels stored (they hold
-    until the next report) to ``now``, or to its end. An app the meter ended has no level
-    left; one a restart found gone (``restore``: its driver did not survive) is counted to
-    that end, an upper bound of what it held meanwhile."""
-    u = AppUsage.from_json(stored)
-    return u.at(now if finished_at is None else max(finished_at, u.since)).figures()
-
-
-def summary_line(app_id: str, spec: AppSpec, state: AppState, end: float, u: AppUsage) -> str:
-    f = u.figures()
-    fields = [f"{SUMMARY} appId={app_id}", f"queue={spec.queue}", f"user={spec.user or '-'}",
-              f"state={state.value}", f"submitted={spec.submitted_at:.3f}", f"ended={end:.3f}"]
-    fields += [f"{k}={v}" for k, v in f.items()]
-    return " ".join(fields)

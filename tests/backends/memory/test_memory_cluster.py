@@ -297,3 +297,18 @@ def test_pool_loses_a_worker():
     assert [w.name for w in pool.workers()] == ["worker-2"]
     assert pool.give("d") == Started()  # its room went with the worker
     assert pool.used == CORE
+
+
+def test_the_driver_works_alone_between_stages_and_after_the_last():
+    # Driver up at 2, executors at 3; stage 1 ends at 8; the driver works 15 s alone (its
+    # executors idle out at 18, timeout 10) and asks again at 23: up at 24, done at 29; then
+    # 4 s of its own work (spark.stop()) before it exits at 33.
+    w = workload(app("a", max_executors=4, tail_s=4,
+                     stages=[stage(4, 5), {**stage(4, 5), "gap_s": 15}]),
+                 cluster={"executor_idle_timeout_s": 10})
+    r = run(w, ScriptedEngine(grant=4))
+    assert executors_at(r, "a", 17) == 4
+    assert executors_at(r, "a", 20) == 0
+    assert executors_at(r, "a", 25) == 4
+    assert r.apps[0].finished == 33
+    assert launch_for(w.apps[0]).conf["spark.sessionsched.memory.work"] == "4x5.0,4x5.0@15.0"

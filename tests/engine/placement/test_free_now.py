@@ -61,3 +61,18 @@ def test_drivers_launched_since_the_report_are_taken_off_until_the_next():
     # the backend's report: a and b are there (1 core left on each), and a third worker
     ws = tuple(Worker(f"w{i}", WORKER, Resources(c, 5 * GB)) for i, c in enumerate((1, 1, 4)))
     assert launched(run.step(CapacityChanged.of_workers(ws, 4, Resources(2, 0)))) == ["c"]
+
+
+def test_a_driver_short_of_a_custom_resource_waits_for_it_by_name():
+    """The cores fit on a worker, the GPU does not: the reason names the GPU and its numbers."""
+    gpu = (("gpu", 1),)
+    size = Resources(4, 8 * GB, gpu)
+    run = Run(one_queue(admission="none"), cores=8)
+    run.step(CapacityChanged.of_workers(
+        (Worker("w0", size, Resources(4, 8 * GB)), Worker("w1", size, Resources(4, 8 * GB))),
+        4, Resources()))
+    run.submit(app("gpu-driver").in_cluster(1, custom=(("gpu", 1),)))
+    wait = run.sched.waiting["root.q"]
+    assert wait.code == "driver_room"
+    assert wait.text == ("waiting for gpu: its driver needs 1 gpu on one worker, the most free"
+                         " on one worker is 0 (0 free in all, 2 in the cluster)")
