@@ -8,22 +8,20 @@ Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
   4. re-asserts the cap and runs due reclaim work (decommission deadlines, idle releases) --
      this step also runs while the server is unreachable.
 
-Change-driven (when the server's answers carry ``keepalive_s``; docs/design/agent-protocol.md): step
-2 sends the facts only when they differ from the last ones sent (the demand, the executors,
-their idle flags, a removal time to tell) or a keep-alive is due, and decisions come by the
-watch (``watch.Watch``: one request held open until the scheduler changes what the app is
-told), which wakes the loop. Its
-grant is the one the cap follows (one channel, in order); a report's answer hands over reclaim
-orders and a terminal state. An older server's answers have no ``keepalive_s``: the agent then
-heartbeats every ``heartbeat_s`` and never watches, as before.
+Change-driven (when the server's answers carry ``keepalive_s``; docs/design/agent-protocol.md):
+step 2 sends the facts only when they differ from the last ones sent (the demand, the executors,
+their idle flags, a removal time to tell) or a keep-alive is due, and decisions come by the watch
+(``watch.Watch``: one request held open until the scheduler changes what the app is told), which
+wakes the loop. Its grant is the one the cap follows (one channel, in order); a report's answer
+hands over reclaim orders and a terminal state. An older server's answers have no ``keepalive_s``:
+the agent then heartbeats every ``heartbeat_s`` and never watches, as before.
 
-A task's start or end is not left waiting for the next heartbeat: the loop reads the demand
-and the running tasks alone every ``TICK_S`` (two py4j calls) and looks at once when either
-moved: a changed demand is reported at once, a changed flag is timed to a tick
-(docs/operator/usage.md). On the old
-protocol it then asks again ``FOLLOW_UP_S`` later -- the server decides in its next cycle,
-after it answered the report, and the follow-up fetches that decision; a watching agent is
-told by its watch as soon as the cycle decided (benchmarks/agent_latency.py).
+A task's start or end is not left waiting for the next heartbeat: the loop reads the demand and the
+running tasks alone every ``TICK_S`` (two py4j calls) and looks at once when either moved: a
+changed demand is reported at once, a changed flag is timed to a tick (docs/operator/usage.md). On
+the old protocol it then asks again ``FOLLOW_UP_S`` later -- the server decides in its next cycle,
+after it answered the report, and the follow-up fetches that decision; a watching agent is told by
+its watch as soon as the cycle decided (benchmarks/agent_latency.py).
 
 It holds no policy: what it reports is read from Spark, what it does is what it was told.
 
@@ -46,8 +44,10 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from . import protocol
+from .profiles import ProfileCaps
 from .protocol import Answer
 from .reclaim import ReclaimExecutor
 from .spark_control import SparkControl, SparkControlError, SparkFacts
@@ -87,9 +87,9 @@ class Agent:
         self.registered = False
         self.last_answer: Answer | None = None
         self.grant: int | None = None
+        self.caps = ProfileCaps()  # the grant per resource profile, and the caps it sets
         self.sent = 0  # successful exchanges with the server
-        # Loop iterations, and the time spent in them (the agent's cost): wall time (includes
-        # waiting on the JVM and the scheduler) and this thread's CPU time.
+        # Loop iterations and their time (the agent's cost): wall (JVM and scheduler waits too), CPU
         self.cycles = 0
         self.busy_s = 0.0
         self.cpu_s = 0.0
@@ -198,7 +198,8 @@ class Agent:
             changed = facts.demand != self._sent_demand
             body = self._heartbeat_body(facts, looked)
             sent = (body["demand"], tuple((e["id"], e["idle"]) for e in body["executors"]),
-                    body["control"], tuple(sorted(self._gone)))
+                    body["control"], tuple(sorted(self._gone)),
+                    tuple((p["id"], p["demand"]) for p in body.get("profiles", ())))
             quiet = (beat and self.change_driven and sent == self._sent
                      and now < self._report_due)
             answer = None if quiet else self._exchange(body, now)
@@ -222,8 +223,7 @@ class Agent:
                 self.reclaim.tick(facts.executors, self.clock())
 
     def _moved(self, now: float) -> bool:
-        """Between heartbeats: has the demand moved since it was last reported, or the running
-        tasks since the last look?"""
+        """Between heartbeats: did the demand (since reported) or the running tasks move?"""
         if self._sent_demand is None or now < self._next_attempt or not self.control.probe.full:
             return False
         try:
@@ -256,9 +256,8 @@ class Agent:
 
     def _register_body(self) -> dict:
         p = self.control.probe
-        return protocol.register_body(
-            self.app_id, self.spark_app_id, self.spark_version, os.getpid(), p.control, p.reason
-        )
+        return protocol.register_body(self.app_id, self.spark_app_id, self.spark_version,
+                                      os.getpid(), p.control, p.reason)
 
     def _heartbeat_body(self, facts: SparkFacts, looked: float) -> dict:
         """What a heartbeat reports: the facts read at ``looked``, without the executors this
@@ -266,9 +265,10 @@ class Agent:
         its driver's removal time (Spark's own, from the status store), else this look. One
         this agent killed is reported removed once its driver removed it, with that time: it
         held its core, and ran its task, until its process died (docs/operator/usage.md)."""
+        self.caps.seen(facts.profiles, looked)
         driver_lists = {e.executor_id for e in facts.executors}
         if self.reclaim.killed:
-            facts = SparkFacts(facts.demand, facts.pending_tasks, facts.running_tasks, tuple(
+            facts = replace(facts, executors=tuple(
                 e for e in facts.executors if e.executor_id not in self.reclaim.killed))
         listed = {e.executor_id for e in facts.executors}
         for eid in self._reported - listed - self._gone.keys() - self._leaving:
@@ -284,13 +284,12 @@ class Agent:
                                        changed_after=self._changed_after or None)
 
     def ended(self, at: float, timeout_s: float = 2.0) -> None:
-        """The SparkContext was stopped at ``at`` (``attach`` wraps ``SparkContext.stop``):
-        its executors went with it. The loop stops, and one last report says so -- no
-        executors, looked at ``at`` -- so that the usage figures end with Spark's record of
-        the app, not when the scheduler sees the driver's process gone (on a loaded machine
-        seconds later, every executor counted meanwhile). Skipped while the server is
-        unreachable, before the agent registered, or when the scheduler ended the app (its
-        end is the scheduler's own); never raises."""
+        """The SparkContext was stopped at ``at`` (``attach`` wraps ``SparkContext.stop``): its
+        executors went with it. The loop stops, and one last report says so -- no executors, looked
+        at ``at`` -- so that the usage figures end with Spark's record of the app, not when the
+        scheduler sees the driver's process gone (on a loaded machine seconds later, every executor
+        counted meanwhile). Skipped while the server is unreachable, before the agent registered,
+        or when the scheduler ended the app (its end is the scheduler's own); never raises."""
         self.stop(timeout_s=timeout_s)
         told_ended = self.last_answer is not None and self.last_answer.terminal
         if not self.registered or self._failures or not self.control.probe.full or told_ended:
@@ -325,10 +324,11 @@ class Agent:
                 self.on_terminal(answer.state)
             return
         if self.control.probe.full:
-            if not (reported and self.change_driven) and answer.grant != self.grant:
-                log.info("sessionsched agent: %s grant %d (target %d)", self.app_id,
-                         answer.grant, answer.target)
-                self.grant = answer.grant
+            told = (answer.grant, answer.grants)
+            if not (reported and self.change_driven) and told != (self.grant, self.caps.grants):
+                log.info("sessionsched agent: %s grant %d (target %d, per profile %s)",
+                         self.app_id, answer.grant, answer.target, dict(answer.grants))
+                self.grant, self.caps.grants = told
             if self.grant is not None:  # before reclaim: a killed executor must not be replaced
                 self._set_cap(self.grant)
             self.reclaim.accept(answer.reclaim)
@@ -376,6 +376,9 @@ class Agent:
     # --- Spark trouble --------------------------------------------------------------------
 
     def _set_cap(self, cap: int) -> None:
+        caps = self.caps.choose(cap, self.clock())
+        if caps is not None:  # profiles besides the default: a cap each
+            return self._quietly(self.control.set_caps, caps)
         self._quietly(self.control.set_cap, cap)
 
     def _release(self) -> None:

@@ -19,9 +19,11 @@ DRIVER_MODULES = (
     "agent.py",
     "attach.py",
     "bootstrap.py",
+    "profiles.py",
     "protocol.py",
     "reclaim.py",
     "spark_control.py",
+    "task_slots.py",
     "transport.py",
     "watch.py",
 )

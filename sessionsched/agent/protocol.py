@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .profiles import profile_body
 from .spark_control import SparkFacts
 
 REGISTER_PATH = "/api/v1/agent/register"
@@ -36,6 +37,9 @@ class Answer:
     reclaim: tuple[ReclaimOrder, ...] = ()
     keepalive_s: float | None = None  # None: an older server (heartbeats only, no watch)
     version: int = 0
+    # The grant split over the app's resource profiles (id -> executors); empty: the whole
+    # ``grant`` is the default profile's (an older server, or an app with no other profile).
+    grants: tuple[tuple[int, int], ...] = ()
 
     @property
     def terminal(self) -> bool:
@@ -66,6 +70,7 @@ class Answer:
             reclaim=tuple(orders),
             keepalive_s=min(max(float(keepalive_s), 1.0), 300.0) if keepalive_s else None,
             version=int(body.get("version") or 0),
+            grants=tuple(sorted((int(k), int(v)) for k, v in (body.get("grants") or {}).items())),
         )
 
 
@@ -91,18 +96,22 @@ def heartbeat_body(app_id: str, facts: SparkFacts, control: str,
     left, for executors gone since the last report; ``changed_after``: the agent's last look
     before, that still found the facts as they were (their changes happened in between). All
     optional: an older server ignores them, and an older agent's report without them is
-    counted as it arrives."""
+    counted as it arrives. Each executor of a profile other than the default says its
+    ``profile``, and ``profiles`` lists every profile read (an older server ignores both)."""
     body = {
         "app_id": app_id,
         "demand": facts.demand,
         "pending_tasks": facts.pending_tasks,
         "running_tasks": facts.running_tasks,
         "executors": [
-            {"id": e.executor_id, "idle": e.idle, "started_at": e.started_at}
+            {"id": e.executor_id, "idle": e.idle, "started_at": e.started_at,
+             **({"profile": e.profile} if e.profile else {})}
             for e in facts.executors
         ],
         "control": control,
     }
+    if facts.profiles:
+        body["profiles"] = [profile_body(p) for p in facts.profiles]
     if observed_at is not None:
         body["observed_at"] = observed_at
         body["removed"] = [{"id": eid, "at": at} for eid, at in (removed or {}).items()]

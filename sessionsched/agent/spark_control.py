@@ -30,8 +30,8 @@ members are public in bytecode). Measured on Spark 4.0.1; the same members exist
 * ``org.apache.spark.api.python.PythonUtils.toScalaMap/toSeq`` and
   ``scala.jdk.javaapi.CollectionConverters.asJava`` to cross the Scala/Java collection border.
 
-Only the default resource profile (id 0) is read and capped; stage-level resource profiles are
-outside the scheduler's model.
+Every resource profile the driver knows is read and capped, each by its own cap
+(``profiles``: stage-level profiles, ``rdd.withResources``).
 
 Every hook is probed once at attach time (reflection, no side effect), in a few py4j calls: a
 class's methods come back as one string (``ScalaRunTime.stringOf(getMethods())``), not one
@@ -50,6 +50,9 @@ import logging
 import math
 import re
 from dataclasses import dataclass
+
+from .profiles import ProfileFact, ProfileReader
+from .task_slots import tasks_per_executor
 
 log = logging.getLogger("sessionsched.agent")
 
@@ -80,6 +83,7 @@ class ExecutorFact:
     executor_id: str
     started_at: float  # epoch seconds, when the executor registered with the driver
     idle: bool
+    profile: int = 0  # its resource profile's id (0: the default profile)
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ class SparkFacts:
     pending_tasks: int
     running_tasks: int
     executors: tuple[ExecutorFact, ...]
+    profiles: tuple[ProfileFact, ...] = ()  # each profile's (empty: not read, admission-only)
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ class SparkControl:
         self._eam = None
         self._backend = None
         self._max_field = None
+        self._profiles: ProfileReader | None = None
         self.probe = self._probe()
 
     # --- probe ----------------------------------------------------------------------------
@@ -164,6 +170,8 @@ class SparkControl:
             _class_exists(self._jvm, "org.apache.spark.scheduler.ExecutorDecommissionInfo")
         )
         self._eam, self._backend, self._max_field = eam, backend, field
+        self._profiles = ProfileReader(self._jvm, self._jsc, eam,
+                                       dict(self._sc.getConf().getAll()))
         return Probe(
             FULL, None, can_decommission=enabled and has_decom, max_executors=max_executors
         )
@@ -189,13 +197,13 @@ class SparkControl:
         try:
             if self._eam is None:
                 return self._public_facts()
-            eam = self._eam
-            listener = eam.listener()
+            profiles = self._profiles.facts()
             return SparkFacts(
-                demand=int(eam.maxNumExecutorsNeededPerResourceProfile(DEFAULT_PROFILE)),
-                pending_tasks=int(listener.pendingTasksPerResourceProfile(DEFAULT_PROFILE)),
-                running_tasks=int(listener.totalRunningTasksPerResourceProfile(DEFAULT_PROFILE)),
+                demand=sum(p.demand for p in profiles),
+                pending_tasks=sum(p.pending_tasks for p in profiles),
+                running_tasks=sum(p.running_tasks for p in profiles),
                 executors=self.executors(),
+                profiles=profiles,
             )
         except Exception as e:
             raise SparkControlError(f"reading Spark state failed: {_one_line(e)}") from e
@@ -210,12 +218,11 @@ class SparkControl:
             return None
 
     def pulse(self) -> tuple[int, int]:
-        """The demand and the running tasks alone (two py4j calls), for cheap checks between
-        heartbeats: a task's start moves the one, its end one or both."""
+        """The demand and the running tasks alone (two py4j calls a profile), for cheap checks
+        between heartbeats: a task's start moves the one, its end one or both."""
         self._require_full()
         try:
-            return (int(self._eam.maxNumExecutorsNeededPerResourceProfile(DEFAULT_PROFILE)),
-                    int(self._eam.listener().totalRunningTasksPerResourceProfile(DEFAULT_PROFILE)))
+            return self._profiles.pulse()
         except Exception as e:
             raise SparkControlError(f"reading the demand failed: {_one_line(e)}") from e
 
@@ -234,8 +241,15 @@ class SparkControl:
                 # Registered with the backend but not yet seen by the monitor (it learns from the
                 # listener bus, a moment later). Busy is the safe guess: nothing gets released.
                 idle = False
-            out.append(ExecutorFact(str(eid), registered.get(eid) / 1000.0, idle))
+            out.append(ExecutorFact(str(eid), registered.get(eid) / 1000.0, idle,
+                                    self._profile_of(str(eid))))
         return tuple(sorted(out, key=lambda e: (e.started_at, e.executor_id)))
+
+    def _profile_of(self, executor_id: str) -> int:
+        try:
+            return self._profiles.executor_profile(executor_id)
+        except Exception:  # a Spark without the monitor's hook: the default profile
+            return DEFAULT_PROFILE
 
     def _public_facts(self) -> SparkFacts:
         """Admission-only: demand from the public status tracker (lags a little; stages not yet
@@ -277,6 +291,15 @@ class SparkControl:
                 )
         except Exception as e:
             raise SparkControlError(f"setting the executor cap failed: {_one_line(e)}") from e
+
+    def set_caps(self, caps: dict[int, int]) -> None:
+        """Hold each resource profile at its own cap (``profiles.ProfileReader.cap``): the
+        scheduler's grant split over the app's profiles; a profile left out is held at 0."""
+        self._require_full()
+        try:
+            self._profiles.cap(caps, self.probe.max_executors, self._max_field, self._backend)
+        except Exception as e:
+            raise SparkControlError(f"setting the profiles' caps failed: {_one_line(e)}") from e
 
     def cap(self) -> int:
         """The manager's current maximum (what ``set_cap`` last wrote, or the user's)."""
@@ -371,26 +394,3 @@ def _class_exists(jvm, name: str) -> bool:
 def _one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0][:300] if text else type(e).__name__
-
-
-_TASK_AMOUNT = re.compile(r"spark\.task\.resource\.(.+)\.amount")
-
-
-def tasks_per_executor(conf: dict[str, str]) -> int:
-    """Tasks one executor runs at once by Spark's rule: spark.executor.cores //
-    spark.task.cpus, or fewer where a task resource allows fewer (a task amount <= 1 shares a
-    unit among 1 / amount tasks). The scheduler's own copy of the rule, with the checks, is
-    ``spark.resource_props``; the agent ships alone (standard library only), so it is
-    repeated here. At least 1."""
-    try:
-        per = [int(conf.get("spark.executor.cores", "1")) // int(conf.get("spark.task.cpus", "1"))]
-        for key, value in conf.items():
-            m = _TASK_AMOUNT.fullmatch(key)
-            if m is None:
-                continue
-            task = float(value)
-            has = int(conf.get(f"spark.executor.resource.{m.group(1)}.amount", "0"))
-            per.append(has * math.floor(1 / task + 1e-9) if task <= 1 else has // int(task))
-    except (ValueError, ZeroDivisionError):  # Spark would not have started with these
-        return 1
-    return max(min(per), 1)

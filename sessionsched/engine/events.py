@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ..model import AppSpec, AppState, Executor, Queue, ReclaimMode, Resources, Worker
+from ..model.profiles import Profiles
 
 # --- events -------------------------------------------------------------------------------
 
@@ -99,10 +100,13 @@ class ExecutorsChanged:
 
 @dataclass(frozen=True)
 class DemandChanged:
-    """How many executors the app could use now (Spark's maxNumExecutorsNeeded)."""
+    """How many executors the app could use now (Spark's maxNumExecutorsNeeded), over all its
+    resource profiles; ``profiles``: each one's shape and demand (``model.profiles``), empty
+    when its agent reported the default profile alone (or an older agent)."""
 
     app_id: str
     demand: int
+    profiles: Profiles = ()
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,9 @@ class SetTarget:
     app_id: str
     target: int
     grant: int
+    # ``grant`` split over the app's resource profiles, (profile id, executors) by id
+    # (``placement.profiles``); empty for an app with the default profile alone.
+    grants: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Resources
+from ..model.profiles import held_by_shape
 from .ledger import AppRecord
 
 
@@ -90,9 +91,13 @@ class Grants:
         else:
             base = freeing = held
         size = rec.spec.executor
-        self._base[app_id] = (base * size.cores, base * size.mem_mib)
-        self.cores += base * size.cores
-        self.mem_mib += base * size.mem_mib
+        cores, mem = base * size.cores, base * size.mem_mib
+        if rec.profiles:  # held executors each by their resource profile's shape
+            h_cores, h_mem = held_by_shape(rec.executors.values(), rec.profiles, size)
+            cores, mem = cores + h_cores - held * size.cores, mem + h_mem - held * size.mem_mib
+        self._base[app_id] = (cores, mem)
+        self.cores += cores
+        self.mem_mib += mem
         if short or freeing:
             owed = (short * size.cores, short * size.mem_mib,
                     freeing * size.cores, freeing * size.mem_mib)

@@ -18,6 +18,7 @@ from itertools import compress
 from typing import NamedTuple
 
 from ..model import Admission, AppSpec, AppState, Executor, Queue
+from ..model.profiles import Profiles, held_by_shape
 from .host_room import host_need
 from .rank import Rank, rank
 
@@ -40,6 +41,8 @@ class AppRecord:
     demand: int = 0
     target: int = 0
     grant: int = 0
+    profiles: Profiles = ()  # its resource profiles, when it reported more than the default
+    grants: tuple[tuple[int, int], ...] = ()  # ``grant`` per profile (``placement.profiles``)
     reserved: int = 0  # executors still reserved for it (reserve admission), 0 once met
     reclaiming: dict[str, float | None] = field(default_factory=dict)  # executor -> kill deadline
     ahead: bool = False  # admitted ahead of the room for its first executors (``admission``)
@@ -205,10 +208,13 @@ def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
     size = spec.executor
     cores, mem = size.cores, size.mem_mib
     held = len(rec.executors)
+    # Held executors each by their resource profile's shape; the rest by the app's own.
+    h_cores, h_mem = (held_by_shape(rec.executors.values(), rec.profiles, size)
+                      if rec.profiles else (held * cores, held * mem))
     state = rec.state
     if not state.admitted:
-        return (1, 0, 0, 0, 0, 0, 0, 0, 0, held * cores, held * mem, 0, held * cores,
-                held * mem, rec.demand * cores, 0, 0, 0, 0, 0, 0, 0, 0)
+        return (1, 0, 0, 0, 0, 0, 0, 0, 0, h_cores, h_mem, 0, h_cores,
+                h_mem, rec.demand * cores, 0, 0, 0, 0, 0, 0, 0, 0)
     floor = rec.floor
     grant = rec.grant
     most = held if held > grant else grant  # comparisons, not max calls: ~750 apps a cycle
@@ -232,8 +238,9 @@ def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
         whole_cores, whole_mem, unbounded = cap * cores + d_cores, cap * mem + d_mem, 0
     return (
         1, 1, int(starting), int(state is AppState.RUNNING), client, d_cores, d_mem,
-        floor * cores, floor * mem, promised * cores, promised * mem,
-        most * cores + driver.cores, held * cores, held * mem, rec.demand * cores,
+        floor * cores, floor * mem, h_cores + (promised - held) * cores,
+        h_mem + (promised - held) * mem, h_cores + (most - held) * cores + driver.cores,
+        h_cores, h_mem, rec.demand * cores,
         driver.cores if alone else 0, driver.mem_mib if alone else 0,
         whole_cores, whole_mem, unbounded, int(starting and rec.ahead and not held),
         host_cores, host_mem,

@@ -87,6 +87,8 @@ def driver_started(s: Scheduler, now: float, ev: DriverStarted, out: list[Decisi
 def demand_changed(s: Scheduler, now: float, ev: DemandChanged, out: list[Decision]) -> None:
     rec = s.apps[ev.app_id]
     rec.demand = ev.demand
+    # Only a profile besides the default counts: an app with none is the app it always was.
+    rec.profiles = ev.profiles if any(p.profile_id for p in ev.profiles) else ()
     quiet(rec, now)
     s.books.changed(rec)
 

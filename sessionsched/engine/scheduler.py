@@ -68,7 +68,7 @@ from .events import Decision, Event, SetTarget, StopDriver
 from .gang.phase import gang_phase
 from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
-from .placement import WorkerReports, Workers
+from .placement import WorkerReports, Workers, profiles
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait
@@ -353,18 +353,22 @@ class Scheduler:
         books = self.books
         targets = books.arbiter.targets
         books.rebase_grants(touched)
-        grown = books.grants.grow(capacity, self._placer())
+        placed: dict[str, dict[int, int]] = {}  # app -> its executors placed, per profile
+        grown = books.grants.grow(capacity, self._placer(placed))
         for app_id in sorted(touched.union(grown), key=lambda a: self.apps[a].rank):
             rec = self.apps[app_id]
             if not rec.state.admitted:
                 continue
             t = targets[app_id]
             g = grown.get(app_id, t)
-            if (t, g) != (rec.target, rec.grant):
-                out.append(SetTarget(app_id, t, g))
+            split = profiles.split(rec, g, placed.get(app_id))  # () without profiles
+            if (t, g, split) != (rec.target, rec.grant, rec.grants):
+                out.append(SetTarget(app_id, t, g, split))
+                rec.grants = split
                 books.set_target(rec, t, g)
+            out.extend(profiles.give_back(rec, split))
 
-    def _placer(self) -> Callable[[AppRecord, int], int] | None:
+    def _placer(self, placed: dict) -> Callable[[AppRecord, int], int] | None:
         """What ``Grants.grow`` places executors with: the room free on each worker less what
         was placed since the report (``placement.free_now``), and less what reserving gangs
         hold there this cycle; each executor placed is kept there until the next report.
@@ -381,12 +385,10 @@ class Scheduler:
                 rooms.take(spec.driver, sort)
             rooms.take_up_to(spec.executor, hold.executors, sort)
 
-        def place(rec: AppRecord, n: int) -> int:
+        def place(rec: AppRecord, n: int) -> int:  # each profile's executors by their shape
             sort = leaves[rec.spec.queue].node_sort
-            got = rooms.take_up_to(rec.spec.executor, n, sort)
-            if rooms is not reports.rooms:
-                reports.rooms.take_up_to(rec.spec.executor, got, sort)
-            return got
+            take = functools.partial(profiles.take, rooms, reports.rooms, sort)
+            return profiles.place(rec, n, take, placed)
 
         return place
 

@@ -339,6 +339,7 @@ class Executor:
     executor_id: str
     started_at: float = 0.0
     idle: bool = False
+    profile: int = 0  # its resource profile (``model.profiles``; 0: the app's own executor)
 
 
 @dataclass

@@ -37,6 +37,7 @@ from sessionsched.intake.depth import DepthCaps, leaf_named
 from sessionsched.intake.guard import RateLimit, Refused, check_submission
 from sessionsched.intake.uploads import UploadError, UploadStore, check_sha
 from sessionsched.model import Executor
+from sessionsched.model.profiles import Profile
 from sessionsched.model.submission import AppKind, Submission
 from sessionsched.operations import auth
 from sessionsched.operations.audit_read import AuditRow, audit_rows
@@ -291,12 +292,14 @@ class Operations(Reads):
                   executors: list[Executor], control: str | None,
                   observed_at: float | None = None,
                   removed: dict[str, float] | None = None,
-                  changed_after: float | None = None) -> Outcome:
+                  changed_after: float | None = None,
+                  profiles: tuple[Profile, ...] = ()) -> Outcome:
         """An agent's report. ``observed_at``, ``removed`` (executor id -> when it left) and
-        ``changed_after`` time its executors' changes for the usage figures; an older agent
-        sends none of them."""
+        ``changed_after`` time its executors' changes for the usage figures; ``profiles``, its
+        app's resource profiles; an older agent sends none of them."""
         return self._report(caller, app_id, lambda: self.service.desk.heartbeat(
-            app_id, demand, executors, control, observed_at, removed, changed_after))
+            app_id, demand, executors, control, observed_at, removed, changed_after,
+            profiles))
 
     async def watch(self, caller: auth.Caller, app_id: str, version: int,
                     wait_s: float | None) -> Outcome:
@@ -390,4 +393,5 @@ class Operations(Reads):
 
 def executors_of(reports) -> list[Executor]:
     """An agent's executor reports as the engine's ``Executor`` records."""
-    return [Executor(e.id, e.started_at, e.idle) for e in reports]
+    return [Executor(e.id, e.started_at, e.idle, e.profile) for e in reports]
+

@@ -41,6 +41,7 @@ from sessionsched.engine.events import (
     Witness,
 )
 from sessionsched.model import Executor
+from sessionsched.model.profiles import Profiles
 from sessionsched.service.reads import AppRead, NotFound, ReadModel
 from sessionsched.service.reconcile import AgentState, reconcile
 
@@ -62,7 +63,8 @@ class AgentDesk:
         self._clock = clock
         self._lock = threading.Lock()
         self._agents: dict[str, AgentState] = {}
-        self._targets: dict[str, tuple[int, int]] = {}  # app -> (target, grant), from SetTarget
+        # app -> (target, grant, grant per resource profile), from SetTarget
+        self._targets: dict[str, tuple[int, int, tuple]] = {}
         self._versions: dict[str, int] = {}  # app -> how many times its answer changed
         self._watches: dict[str, Future] = {}  # app -> its agent's waiting watch (one at most)
         self._closed = False  # the server is stopping: no watch is held any more
@@ -91,7 +93,7 @@ class AgentDesk:
     def heartbeat(self, app_id: str, demand: int, executors: list[Executor],
                   control: str | None, observed_at: float | None = None,
                   removed: dict[str, float] | None = None,
-                  changed_after: float | None = None) -> dict:
+                  changed_after: float | None = None, profiles: Profiles = ()) -> dict:
         """A report. ``observed_at`` (when the agent looked), ``removed`` (when executors gone
         since its last report left) and ``changed_after`` (its look before) ride on the list's
         event for the usage meter, which bounds them by the scheduler's clock."""
@@ -111,9 +113,10 @@ class AgentDesk:
                 events.append(ExecutorsChanged(app_id, tuple(executors), Witness.AGENT,
                                                observed_at, tuple((removed or {}).items()),
                                                changed_after))
-            if demand != agent.demand:
-                agent.demand = demand
-                events.append(DemandChanged(app_id, demand))
+            shapes = tuple((p.profile_id, p.executor, p.demand) for p in profiles)
+            if demand != agent.demand or shapes != agent.profiles:  # not on each task's end
+                agent.demand, agent.profiles = demand, shapes
+                events.append(DemandChanged(app_id, demand, profiles))
             reply = self._reply(app, agent)
         for ev in events:
             self._put(ev)
@@ -179,9 +182,9 @@ class AgentDesk:
 
     def _reply(self, app: AppRead, agent: AgentState) -> dict:
         """The answer, handing out the pending reclaim orders (once). Lock held."""
-        target, grant = self._targets.get(app.id, (0, 0))
+        target, grant, grants = self._targets.get(app.id, (0, 0, ()))
         orders, agent.orders = agent.orders, []
-        return {
+        reply = {
             "heartbeat_s": self.heartbeat_s,
             "keepalive_s": self.keepalive_s,
             "version": self._versions.get(app.id, 0),
@@ -194,6 +197,9 @@ class AgentDesk:
                 for o in orders
             ],
         }
+        if grants:  # the app reported a resource profile besides the default
+            reply["grants"] = {str(rp): n for rp, n in grants}
+        return reply
 
     # --- the cycle's side ----------------------------------------------------------------------
 
@@ -209,9 +215,10 @@ class AgentDesk:
         with self._lock:
             for d in decisions:
                 if isinstance(d, SetTarget):
-                    if self._targets.get(d.app_id) != (d.target, d.grant):
+                    told = (d.target, d.grant, d.grants)
+                    if self._targets.get(d.app_id) != told:
                         changed.add(d.app_id)
-                    self._targets[d.app_id] = (d.target, d.grant)
+                    self._targets[d.app_id] = told
                 elif isinstance(d, Reclaim):
                     self._agents.setdefault(d.app_id, AgentState(seen_at=0.0)).orders.append(d)
                     changed.add(d.app_id)

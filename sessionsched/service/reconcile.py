@@ -38,6 +38,7 @@ class AgentState:
     spark_version: str | None = None
     executors: tuple[tuple[str, bool], ...] | None = None  # (id, idle) as last reported
     demand: int | None = None
+    profiles: tuple = ()  # (id, executor shape, demand) of each resource profile, as reported
     orders: list[Reclaim] = field(default_factory=list)  # reclaim orders not yet handed out
     # The cluster's latest view of the app while the agent spoke for it: the truth again once
     # the agent goes silent. None when already handed to the engine.

@@ -86,6 +86,8 @@ class Record:
     apps: dict[str, AppTimes]
     timeline: Timeline = field(default_factory=Timeline)
     busy_core_s: float = 0.0  # cores running tasks, integrated over time
+    # resource -> what running tasks used of it, integrated over time (``memory.busy``)
+    busy_by_resource: dict[str, float] = field(default_factory=dict)
     cycle_ms: list[float] = field(default_factory=list)
     last_change_s: float = 0.0  # when the cluster or the scheduler last changed anything
     end_s: float = 0.0

@@ -16,6 +16,12 @@ Definitions (seconds from the start of the run):
   (p95 by nearest rank); null when none finished.
 - ``utilization``: core-seconds spent running tasks / (cluster cores x makespan). Cores held by
   idle executors or by drivers are not use: a deadlocked cluster is at 0.
+- ``utilization_by_resource``: for cores, memory and each custom resource the cluster has
+  (``gpu``...), what running tasks used of it, integrated over time, / (the cluster's amount x
+  makespan). A task uses ``spark.task.cpus`` cores, its executor's memory over the tasks the
+  executor runs at once, and its ``spark.task.resource.{name}.amount`` of each resource: a
+  stage of N tasks of S seconds at 0.5 GPU each is N x S x 0.5 GPU-seconds, exactly
+  (``backends/memory/busy.py``).
 - ``fairness_jain``: Jain's index (sum x)^2 / (n sum x^2) of each app's speed
   x = alone / (finished - submitted), where ``alone`` is its run time on the empty cluster (driver
   and executor start, pre-processing, stages on as many executors as it may hold); a stuck app's
@@ -135,6 +141,13 @@ def jain(xs: list[float]) -> float | None:
     return sum(xs) ** 2 / (len(xs) * square_sum)
 
 
+def by_resource(capacity, rec: Record, makespan: float) -> dict[str, float]:
+    """``utilization_by_resource`` (module doc)."""
+    amounts = {"cores": capacity.cores, "memory": capacity.mem_mib, **dict(capacity.custom)}
+    return {name: round(rec.busy_by_resource.get(name, 0.0) / (amount * makespan), 4)
+            if amount and makespan > 0 else 0.0 for name, amount in amounts.items()}
+
+
 def build_result(workload: Workload, rec: Record) -> SimResult:
     apps = []
     completions = []
@@ -178,6 +191,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
         "mean_completion": _r(sum(completions) / len(completions)) if completions else None,
         "p95_completion": _r(_nearest_rank(completions, 0.95)) if completions else None,
         "utilization": round(utilization, 4),
+        "utilization_by_resource": by_resource(workload.cluster.capacity, rec, makespan),
         "fairness_jain": None if (j := jain(speeds)) is None else round(j, 4),
         "whole_workers": _r(rec.timeline.whole_workers.mean(makespan)),
         "whole_workers_min": min(rec.timeline.whole_workers.values, default=None),

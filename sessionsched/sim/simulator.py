@@ -174,7 +174,8 @@ class Simulator:
             self.rec.last_change_s = now
             self._handle(now, ev)
         self.rec.end_s = self._clock
-        self.rec.busy_core_s = self.cluster.busy_core_s
+        self.rec.busy_core_s = self.cluster.busy.core_s
+        self.rec.busy_by_resource = dict(self.cluster.busy.seconds)
         self.rec.executor_waits = self.cluster.pool.executor_waits
         for name, sa in self.cluster.apps.items():
             self.rec.usage[name] = sa.usage.at(self._clock).figures()

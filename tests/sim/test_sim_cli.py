@@ -35,6 +35,7 @@ SUMMARY_KEYS = {
     "failed",
     "mean_completion",
     "p95_completion",
+    "utilization_by_resource",
     "utilization",
     "fairness_jain",
     "whole_workers",  # workers left whole (docs/design/placement.md)

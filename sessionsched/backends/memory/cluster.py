@@ -31,9 +31,9 @@ Watching (``watch``): the cluster adds the name of every app whose driver, execu
 it changes to each watcher's set, so a backend reports on the apps that changed, not on every
 app it runs (at 10,000 running apps, a report of each per cycle was most of a cycle's time).
 
-Counters for the simulator: ``busy_core_s`` (cores running tasks, integrated over time),
-``last_event_s`` (the last timer run), ``reclaim_kills``, ``pool.executor_waits``; per app,
-``SparkApp.usage`` (``model.usage``: held, busy, reclaimed and driver core- and GiB-seconds).
+Counters for the simulator: ``busy`` (``busy.core_s``, cores running tasks integrated over
+time; per resource, each task by its amounts: ``busy.py``), ``last_event_s``,
+``reclaim_kills``, ``pool.executor_waits``; per app, ``SparkApp.usage`` (``model.usage``).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import itertools
 from ...engine.events import Decision, Reclaim, SetTarget
 from ...model import ReclaimMode, Resources
 from ..base import BackendError
+from .busy import BusyMeter
 from .cluster_timers import Deadline, DriverUp, ExecutorUp, IdleCheck, StartupDone, TaskDone
 from .externals import ONE_CORE, External, end_external, start_external, usage_but
 from .job import Job
@@ -83,8 +84,7 @@ class MemoryCluster:
         self.apps: dict[str, SparkApp] = {}  # by app id, in launch order (a relaunch replaces)
         self.externals: dict[str, External] = {}  # by Spark app id
         self.clock: float | None = None
-        self.busy_core_s = 0.0
-        self.busy_cores = 0
+        self.busy = BusyMeter()  # tasks running, and per resource by their amounts (``busy``)
         self.last_event_s = 0.0
         self.driver_cores = 0  # cores of in-cluster drivers that have their room
         self.reclaim_kills: list[tuple[float, str, str, int]] = []  # (time, app, executor, lost)
@@ -117,7 +117,7 @@ class MemoryCluster:
 
     def _tick(self, to: float) -> None:
         if self.clock is not None and to > self.clock:
-            self.busy_core_s += self.busy_cores * (to - self.clock)
+            self.busy.tick(to - self.clock)
             self.clock = to
 
     def watch(self) -> set[str]:
@@ -268,8 +268,8 @@ class MemoryCluster:
             return  # the executor was killed and the task went back to pending
         del e.began[ev.task_id]
         sa.running -= 1
-        self.busy_cores -= 1
-        sa.usage.tasks(now, -1)
+        self.busy.tasks(sa.job.task_amounts, -1)
+        sa.usage.tasks(now, -1, sa.job.task_amounts)
         if sa.pending == 0 and sa.running == 0:
             if (work := sa.driver_work()) > 0:  # the driver alone first (spark.py)
                 self._push(now + work, StartupDone(sa.name))
@@ -329,8 +329,8 @@ class MemoryCluster:
                 sa.executors[eid].began[task_id] = now
                 sa.pending -= 1
                 sa.running += 1
-                self.busy_cores += 1
-                sa.usage.tasks(now, 1)
+                self.busy.tasks(sa.job.task_amounts, 1)
+                sa.usage.tasks(now, 1, sa.job.task_amounts)
                 self._push(now + task_s, TaskDone(sa.name, eid, task_id))
         for e in list(sa.executors.values()):
             if e.tasks:
@@ -358,15 +358,15 @@ class MemoryCluster:
     def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
         self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
         # Each task's work so far is lost (it runs again from the start).
-        sa.usage.tasks_lost(sum(now - began for began in e.began.values()))
+        sa.usage.tasks_lost(sum(now - began for began in e.began.values()), sa.job.task_amounts)
         self._kill(sa, e)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
         lost = len(e.tasks)
         sa.pending += lost
         sa.running -= lost
-        self.busy_cores -= lost
-        sa.usage.tasks(self.now, -lost)
+        self.busy.tasks(sa.job.task_amounts, -lost)
+        sa.usage.tasks(self.now, -lost, sa.job.task_amounts)
         e.tasks.clear()
         e.began.clear()
         self._remove(sa, e)

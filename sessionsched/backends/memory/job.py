@@ -11,7 +11,7 @@ Sizes: ``spark.driver.{cores,memory}``, ``spark.executor.{cores,memory}`` (defau
 The work, by properties this backend alone reads (nothing runs: no file is opened):
 
 * ``spark.sessionsched.memory.work``: ``S`` (seconds) runs one stage of as many tasks as an
-  executor has cores, each S seconds -- the app asks for one executor, runs S seconds, exits;
+  executor runs at once, each S seconds -- the app asks for one executor, runs S seconds, exits;
   or ``NxS,NxS...``: stages of N tasks of S seconds, one after another (``sleep_tasks.py
   --stages``); a stage ``NxS~Q0/Q1/.../Qn`` draws its tasks' times from the evenly spaced
   quantiles Q0 (the shortest) to Qn (the longest) instead (``Stage.task_time``); a stage
@@ -28,6 +28,13 @@ The work, by properties this backend alone reads (nothing runs: no file is opene
 * ``spark.sessionsched.memory.launchFailures``: how many launches of the app fail first as if
   the master could not be reached (``BackendUnavailable``: tried again). Default 0.
 
+Tasks per executor by Spark's rule (``Job.slots``): the fewest that ``spark.executor.cores`` //
+``spark.task.cpus`` or any task resource allows (``spark.executor.resource.{name}.amount``
+over ``spark.task.resource.{name}.amount``: a task amount of 0.5 runs two tasks on each
+unit); an executor asks the cluster for its custom resources too. Each running task uses
+``Job.task_amounts`` (``busy.BusyMeter``): its cpus, its share of the executor's memory
+(the memory over the tasks it runs at once) and its task amount of each resource.
+
 A launch that could never run is refused (``ValueError``, one line naming the problem): no
 application (no ``argv`` and no REST request), a REST request without ``appResource`` or
 ``mainClass`` (the Spark master refuses those too), a property that does not parse.
@@ -36,9 +43,10 @@ application (no ``argv`` and no REST request), a REST request without ``appResou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...model import NodeSort, Resources
+from ...spark.resource_props import resource_ask, tasks_per_executor
 from ...spark.submit_args import (
     Prop,
     effective_properties,
@@ -105,6 +113,10 @@ class Job:
     exit_code: int = 0
     launch_failures: int = 0
     node_sort: NodeSort = NodeSort.FAIR  # where its driver and executors go (``Pool``)
+    # Derived from the properties above (module doc), so left out of comparisons:
+    slots: int = field(default=1, compare=False)  # tasks one executor runs at once
+    # what one running task uses: (name, amount), "cores" and "memory" (MiB) first
+    task_amounts: tuple[tuple[str, float], ...] = field(default=(("cores", 1.0),), compare=False)
 
     @property
     def name(self) -> str:
@@ -118,7 +130,11 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
     driver_cores = props.pop("spark.driver.cores", None)
     sched = scheduling_properties(props)  # SparkArgsError (a ValueError) names the property
     cores = 1 if driver_cores is None else _whole(driver_cores, "spark.driver.cores")
-    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB)
+    ask = resource_ask({k: p.value for k, p in props.items()})
+    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB,
+                         ask.executor)
+    cpus = _whole(props["spark.task.cpus"], "spark.task.cpus") if "spark.task.cpus" in props else 1
+    per_executor = max(tasks_per_executor(executor.cores, cpus, ask), 1)
     if sched.dynamic_allocation is False:
         count = sched.executor_instances if sched.executor_instances is not None else 1
         min_executors, max_executors = count, count
@@ -135,11 +151,14 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         max_executors=max_executors,
         startup_s=_seconds(props, STARTUP, 0.0),
         tail_s=_seconds(props, TAIL, 0.0),
-        stages=_stages(props, executor.cores, default_work_s),
+        stages=_stages(props, per_executor, default_work_s),
         exit_code=_exit_code(props),
         launch_failures=(_whole(props[LAUNCH_FAILURES], LAUNCH_FAILURES)
                          if LAUNCH_FAILURES in props else 0),
         node_sort=NodeSort(launch.node_sort),
+        slots=per_executor,
+        task_amounts=(("cores", float(cpus)), ("memory", executor.mem_mib / per_executor),
+                      *sorted(ask.task.items())),
     )
 
 

@@ -2,7 +2,7 @@
 executors and the dynamic-allocation arithmetic. Plain data and small functions; the cluster
 (``cluster.py``) moves time and carries out what these functions say.
 
-Assumptions of the model (Spark standalone, dynamic allocation on, ``spark.task.cpus=1``):
+Assumptions of the model (Spark standalone, dynamic allocation on):
 - Phases: QUEUED -> LAUNCHING (the cluster's ``driver_start_s``) -> PREPROCESSING (the job's
   ``startup_s``: the driver works before it creates its SparkContext, so it asks for no
   executor) -> RUNNING (stages)
@@ -11,12 +11,13 @@ Assumptions of the model (Spark standalone, dynamic allocation on, ``spark.task.
   executor). Between two stages the driver may work alone (the next stage's ``gap_s``): back
   in PREPROCESSING for that long, asking for no executor, its idle ones timing out.
 - Stages run one after another; a stage's tasks are all pending when it starts. Each task takes
-  one core of an executor for ``task_s``, or, for a stage with task-time quantiles, for a time
-  drawn from them (``Stage.task_time``). A task on a killed executor goes back to pending and
-  starts over (its work is lost).
+  one of an executor's task slots (``Job.slots``: Spark's rule over its cores,
+  ``spark.task.cpus`` and its task resources, ``job.py``) for ``task_s``, or, for a stage with
+  task-time quantiles, for a time drawn from them (``Stage.task_time``). A task on a killed
+  executor goes back to pending and starts over (its work is lost).
 - Task placement: round-robin over the executors in the order they came up, one task per
   executor per round (Spark's ``resourceOffers`` spreads tasks the same way, minus its shuffle).
-- Demand (Spark's ``maxNumExecutorsNeeded``): ``ceil((pending + running) / executor cores)``,
+- Demand (Spark's ``maxNumExecutorsNeeded``): ``ceil((pending + running) / task slots)``,
   capped by ``max_executors``. Spark ramps its request up exponentially every backlog timeout;
   the model asks for all of it at once (the scheduler's grant is the real limit here).
 - Allocation: the app wants ``min(max(min_executors, demand), grant)`` working executors and
@@ -48,7 +49,7 @@ class Phase(str, Enum):
 @dataclass
 class SimExecutor:
     executor_id: str
-    cores: int
+    cores: int  # its task slots (``Job.slots``): as many tasks run on it at once
     started_at: float
     tasks: dict[int, float] = field(default_factory=dict)  # task id -> done at
     began: dict[int, float] = field(default_factory=dict)  # task id -> started at
@@ -92,7 +93,9 @@ class SparkApp:
 
     @property
     def cores_per_executor(self) -> int:
-        return self.job.executor.cores
+        """Task slots per executor (``Job.slots``; its cores when tasks ask one core and
+        nothing else)."""
+        return self.job.slots
 
     @property
     def executor_size(self) -> Resources:

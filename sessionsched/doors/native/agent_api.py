@@ -37,6 +37,9 @@ from sessionsched.doors.native.schemas import (
     error_responses,
 )
 from sessionsched.doors.native.views import unreadable, validation_detail
+from sessionsched.model import Resources
+from sessionsched.model.custom import custom_of
+from sessionsched.model.profiles import Profile
 from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.port import Operations, executors_of
@@ -54,11 +57,21 @@ def register(ops: Operations, caller: auth.Caller, body: AgentRegister) -> dict:
 def heartbeat(ops: Operations, caller: auth.Caller, body: AgentHeartbeat) -> dict:
     return answer(ops.heartbeat(caller, body.app_id, body.demand, executors_of(body.executors),
                                 body.control, body.observed_at,
-                                {r.id: r.at for r in body.removed}, body.changed_after))
+                                {r.id: r.at for r in body.removed}, body.changed_after,
+                                profiles_of(body.profiles)))
 
 
 async def watch(ops: Operations, caller: auth.Caller, body: AgentWatch) -> dict:
     return answer(await ops.watch(caller, body.app_id, body.version, body.wait_s))
+
+
+def profiles_of(reports) -> tuple[Profile, ...]:
+    """An agent's resource profiles as the engine's ``Profile`` records, by id."""
+    return tuple(sorted(
+        (Profile(p.id, Resources(p.cores, p.memory_mib, custom_of(
+            {k: int(v) for k, v in p.resources.items()})), p.demand, p.pending_tasks,
+            p.running_tasks, p.task_cpus, tuple(sorted(p.task_resources.items())))
+         for p in reports), key=lambda p: p.profile_id))
 
 
 Handler = Callable[[Operations, auth.Caller, BaseModel], dict | Awaitable[dict]]
@@ -74,19 +87,19 @@ ROUTES: dict[str, tuple[type[BaseModel], Handler]] = {
 
 
 @router.post("/api/v1/agent/register", response_model=AgentReply,
-             responses=error_responses(404, 422))
+             responses=error_responses(404, 422), response_model_exclude_unset=True)
 async def agent_register(body: AgentRegister, ops: OpsDep, caller: CallerDep):
     return register(ops, caller, body)
 
 
 @router.post("/api/v1/agent/heartbeat", response_model=AgentReply,
-             responses=error_responses(404, 422))
+             responses=error_responses(404, 422), response_model_exclude_unset=True)
 async def agent_heartbeat(body: AgentHeartbeat, ops: OpsDep, caller: CallerDep):
     return heartbeat(ops, caller, body)
 
 
 @router.post("/api/v1/agent/watch", response_model=AgentReply,
-             responses=error_responses(404, 422))
+             responses=error_responses(404, 422), response_model_exclude_unset=True)
 async def agent_watch(body: AgentWatch, ops: OpsDep, caller: CallerDep):
     return await watch(ops, caller, body)
 

@@ -312,6 +312,22 @@ class AgentExecutor(BaseModel):
     id: str
     idle: bool = False
     started_at: float = 0.0
+    profile: int = Field(0, ge=0)  # its resource profile (0: the default profile)
+
+
+class AgentProfile(BaseModel):
+    """One resource profile of the app (stage-level scheduling): its executor's shape, its
+    tasks' amounts, and what it wants now."""
+
+    id: int = Field(ge=0)
+    cores: int = Field(1, ge=1)
+    memory_mib: int = Field(1024, ge=1)
+    resources: dict[str, float] = Field(default_factory=dict)
+    task_cpus: float = Field(1.0, gt=0)
+    task_resources: dict[str, float] = Field(default_factory=dict)
+    demand: int = Field(0, ge=0)
+    pending_tasks: int = Field(0, ge=0)
+    running_tasks: int = Field(0, ge=0)
 
 
 class AgentRemoved(BaseModel):
@@ -340,6 +356,9 @@ class AgentHeartbeat(BaseModel):
     observed_at: float | None = None
     removed: list[AgentRemoved] = Field(default_factory=list)
     changed_after: float | None = None  # the agent's look before, the facts as they were
+    # Every resource profile the driver knows; empty (an older agent): the default profile
+    # alone, its demand ``demand``.
+    profiles: list[AgentProfile] = Field(default_factory=list)
 
 
 class AgentWatch(BaseModel):
@@ -362,3 +381,6 @@ class AgentReply(BaseModel):
     grant: int
     state: str
     reclaim: list[ReclaimOrder]
+    # ``grant`` split over the app's resource profiles (profile id -> executors); empty when
+    # the app reported no profile besides the default.
+    grants: dict[str, int] = Field(default_factory=dict)

@@ -7,7 +7,8 @@ app can run on the cluster as it is (submission refuses it; admission holds a qu
 ``does_not_fit_now`` and lets the apps behind it go ahead). ``sorting``: node sorting
 (``fair``, ``binpacking``), which worker a driver or an executor goes to. ``free_now``: each
 worker's free room now (the backend's last report less what the engine launched since),
-asked of a driver that must find room now.
+asked of a driver that must find room now. ``profiles``: an app's executors split over its
+stage-level resource profiles, each placed and counted by its own shape.
 """
 
 from .free_now import FreeNow, WorkerReports
