@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from sortedcontainers import SortedList
 
 from ...model import Policy
+from ...model.custom import Custom, combine, scaled
 from .fairleaf import FairLeaf
 from .greedy import GreedyLeaf
 from .policies import Claim, by_priority_then_seq
@@ -37,6 +38,10 @@ class LeafBook:
         self.floor_mem_mib = 0
         self.want_cores = 0
         self.want_mem_mib = 0
+        self.want_custom: Custom = ()  # custom resources of the wanted executors (``drf``)
+        self.floor_custom: Custom = ()  # and of the floors
+        self.want_custom_cores = 0  # the cores of the wanted executors that ask for one
+        self.used_custom: Custom = ()  # custom resources of the result's executors
         # (cores, version, policy, users' past): what the result was computed for
         self.key: tuple | None = None
         self.result: dict[str, int] = {}
@@ -83,6 +88,11 @@ class LeafBook:
         self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
         self.want_cores += sign * c.want * c.executor.cores
         self.want_mem_mib += sign * c.want * c.executor.mem_mib
+        if c.executor.custom:
+            self.want_custom = combine(self.want_custom, scaled(c.executor.custom, c.want), sign)
+            self.want_custom_cores += sign * c.want * c.executor.cores
+            self.floor_custom = combine(self.floor_custom, scaled(c.executor.custom, c.floor),
+                                        sign)
         self.version += 1
         self._ranked = None
         self._since[c.app_id] = None
@@ -92,6 +102,8 @@ class LeafBook:
         size = c.executor
         self.used_cores += sign * n * size.cores
         self.used_mem_mib += sign * n * size.mem_mib
+        if size.custom:
+            self.used_custom = combine(self.used_custom, scaled(size.custom, n), sign)
         if n < c.want:
             count = self.unsat_sizes.get(size.cores, 0) + sign
             if count:
@@ -204,3 +216,4 @@ class LeafBook:
         self.result = {}
         self.unsat_sizes = {}
         self.used_cores = self.used_mem_mib = 0
+        self.used_custom = ()

@@ -15,13 +15,15 @@ from collections.abc import Callable, Iterable, Mapping
 
 from sortedcontainers import SortedList
 
+from ...model import Resources
 from ..tree import QueueTree
 from .leafbook import LeafBook
 from .policies import Claim, by_priority_then_seq
 
 
 def exact_remainders(
-    tree: QueueTree, left_cores: int, left_mem: int, books: Mapping[str, LeafBook]
+    tree: QueueTree, left_cores: int, left_mem: int, books: Mapping[str, LeafBook],
+    left_custom: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """Phase 4 when nothing was cut: app id -> extra executors for the cores and memory
     ``left`` after every leaf's result."""
@@ -36,7 +38,7 @@ def exact_remainders(
 
     return _remainders(
         lambda: heapq.merge(*(b.unsatisfied() for b in unsat), key=by_priority_then_seq),
-        base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree,
+        base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree, left_custom,
     )
 
 
@@ -47,6 +49,7 @@ def memory_cut(
     books: Mapping[str, LeafBook],
     cores: int,
     mem: int,
+    custom: dict[str, int] | None = None,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Phases 3 and 4 over every claim (``ranked``: rank keys, the app id last; ``claims``:
     with their floors as phase 1 gave them): each claim's floor, then the growth above it in
@@ -82,6 +85,7 @@ def memory_cut(
         bonus = _remainders(
             lambda: (c for c in below if final[c.app_id] < c.want),
             lambda c: final[c.app_id], cores, mem, _capped_used(tree, used_by_leaf), tree,
+            left_after(custom, ((c.executor, final[c.app_id]) for c in claims.values())),
         )
     return final, bonus
 
@@ -95,6 +99,20 @@ def _capped_used(tree: QueueTree, used_by_leaf: dict[str, int]) -> dict[str, int
     return used
 
 
+def left_after(custom: dict[str, int] | None, given: Iterable[tuple[Resources, int]]
+               ) -> dict[str, int] | None:
+    """The custom resources ``custom`` less what ``given`` (executor, count) holds; None
+    stays None (custom resources not counted: no dominant share, ``drf``)."""
+    if custom is None:
+        return None
+    left = dict(custom)
+    for size, n in given:
+        for k, v in size.custom:
+            if k in left:
+                left[k] -= n * v
+    return left
+
+
 def _remainders(
     order: Callable[[], Iterable[Claim]],
     base: Callable[[Claim], int],
@@ -102,9 +120,11 @@ def _remainders(
     left_mem: int,
     used: dict[str, int],
     tree: QueueTree,
+    left_custom: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """Phase 4: app id -> extra executors. ``order()`` yields the claims below their want in
-    rank order (their targets so far by ``base``); called once per pass."""
+    rank order (their targets so far by ``base``); called once per pass. ``left_custom``:
+    the custom resources left (None: not counted), an executor asking for more skipped."""
     bonus: dict[str, int] = {}
     progress = True
     while progress and left_cores > 0:
@@ -118,6 +138,11 @@ def _remainders(
             capped = tree.capped_path(c.queue)
             if any(used.get(q.name, 0) + size.cores > q.max_cores for q in capped):
                 continue
+            if size.custom and left_custom is not None:
+                if any(left_custom.get(k, 0) < v for k, v in size.custom):
+                    continue
+                for k, v in size.custom:
+                    left_custom[k] -= v
             bonus[c.app_id] = bonus.get(c.app_id, 0) + 1
             left_cores -= size.cores
             left_mem -= size.mem_mib

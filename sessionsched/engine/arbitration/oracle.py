@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...model import Queue, Resources
+from ...model.custom import combine, scaled
 from ..tree import QueueTree
+from . import drf
 from .decay import NO_PAST, Past
 from .policies import Claim, by_priority_then_seq, water_fill
 from .users import divide_leaf
@@ -127,7 +129,8 @@ def floors_and_wants(
 
 
 def divide(tree: QueueTree, name: str, cores: float, low: dict[str, int],
-           high: dict[str, int], out: dict[str, float], past: Past = NO_PAST) -> None:
+           high: dict[str, int], out: dict[str, float], past: Past = NO_PAST,
+           dom: drf.Dom | None = None) -> None:
     """Water-fill ``cores`` among the children of ``name`` that want anything, each between
     its guarantee (floors, or ``min_share`` as far as it wants that much) and its want, so
     that (cores + decayed past usage) / weight is levelled; if the guarantees do not fit,
@@ -141,12 +144,17 @@ def divide(tree: QueueTree, name: str, cores: float, low: dict[str, int],
     weights = [tree.node[k].weight for k in kids]
     guarantee = [float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids]
     p = [past.queues.get(k, 0.0) for k in kids]
-    if sum(guarantee) > cores:
+    split = None if dom is None else dom.split(
+        tree, name, kids, cores, weights, [float(low[k]) for k in kids], guarantee,
+        [float(high[k]) for k in kids], p)
+    if split is not None:  # a custom resource is wanted below: by dominant share (``drf``)
+        shares = split[0]
+    elif sum(guarantee) > cores:
         shares = water_fill(cores, weights, [float(low[k]) for k in kids], guarantee, p)
     else:
         shares = water_fill(cores, weights, guarantee, [float(high[k]) for k in kids], p)
     for k, share in zip(kids, shares, strict=True):
-        divide(tree, k, share, low, high, out, past)
+        divide(tree, k, share, low, high, out, past, dom)
 
 
 def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
@@ -158,7 +166,17 @@ def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
     root = tree.root.name
     total = max(min(cores_memory_backs(capacity, ranked), high[root]), low[root], 0)
     cores_of: dict[str, float] = {}
-    divide(tree, root, float(total), low, high, cores_of, past)
+    dom = None
+    if drf.applies(capacity):
+        leaf_wants: dict[str, drf.Want] = {}
+        for c in ranked:
+            summed, custom_cores, floor_custom = leaf_wants.get(c.queue, (Resources(), 0, ()))
+            wanted = c.executor.times(c.want)
+            leaf_wants[c.queue] = (
+                summed + wanted, custom_cores + (wanted.cores if c.executor.custom else 0),
+                combine(floor_custom, scaled(c.executor.custom, floors[c.app_id]), 1))
+        dom = drf.Dom(capacity, drf.queue_wants(tree, leaf_wants))
+    divide(tree, root, float(total), low, high, cores_of, past, dom)
     by_leaf: dict[str, list[Claim]] = {}
     for c in ranked:
         by_leaf.setdefault(c.queue, []).append(replace(c, floor=floors[c.app_id]))
@@ -166,7 +184,8 @@ def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
     for leaf, leaf_claims in by_leaf.items():
         cores = max(math.floor(cores_of.get(leaf, 0.0) + _EPS), 0)
         out.update(divide_leaf(tree.node[leaf].policy, cores, leaf_claims,
-                               past.users.get(leaf)))
+                               past.users.get(leaf),
+                               None if dom is None else (capacity, dom.leaf_budget(leaf))))
     return out
 
 
@@ -208,6 +227,13 @@ def phase4_remainders(tree: QueueTree, capacity: Resources, ranked: Sequence[Cla
     left_cores = capacity.cores - sum(out[c.app_id] * c.executor.cores for c in ranked)
     left_mem = capacity.mem_mib - sum(out[c.app_id] * c.executor.mem_mib for c in ranked)
     used = cores_under(tree, ranked, out)
+    left_custom = None
+    if drf.applies(capacity):  # custom resources counted, as in the leaves (``drf``)
+        left_custom = dict(capacity.custom)
+        for c in ranked:
+            for k, v in c.executor.custom:
+                if k in left_custom:
+                    left_custom[k] -= out[c.app_id] * v
     progress = True
     while progress and left_cores > 0:
         progress = False
@@ -218,6 +244,11 @@ def phase4_remainders(tree: QueueTree, capacity: Resources, ranked: Sequence[Cla
             path = capped(tree, c.queue)
             if any(used[q.name] + size.cores > q.max_cores for q in path):
                 continue
+            if size.custom and left_custom is not None:
+                if any(left_custom.get(k, 0) < v for k, v in size.custom):
+                    continue
+                for k, v in size.custom:
+                    left_custom[k] -= v
             out[c.app_id] += 1
             left_cores -= size.cores
             left_mem -= size.mem_mib
