@@ -343,3 +343,36 @@ def queue_wants(tree, leaf_wants: Mapping[str, Want]) -> dict[str, Want]:
         else:
             out[name] = leaf_wants.get(name, _NO_WANT)
     return out
+
+
+class CustomCaps:
+    """The custom resources granted under each queue that has ``max_resources``, for the
+    remainders (phase 4) to keep under them as they keep under ``max_cores``."""
+
+    def __init__(self, tree, used_by_leaf: Mapping[str, Custom]) -> None:
+        self._path = {leaf: tuple(q for q in path if q.max_resources)
+                      for leaf, path in tree.path.items()}
+        self._used: dict[str, dict[str, int]] = {}
+        for leaf, custom in used_by_leaf.items():
+            self.take(leaf, custom)
+
+    @staticmethod
+    def of(tree, used_by_leaf: Mapping[str, Custom]) -> CustomCaps | None:
+        """None when no queue has ``max_resources``."""
+        if not any(q.max_resources for q in tree.node.values()):
+            return None
+        return CustomCaps(tree, used_by_leaf)
+
+    def fits(self, leaf: str, custom: Custom) -> bool:
+        for q in self._path.get(leaf, ()):
+            used = self._used.get(q.name, {})
+            caps = dict(q.max_resources)
+            if any(k in caps and used.get(k, 0) + v > caps[k] for k, v in custom):
+                return False
+        return True
+
+    def take(self, leaf: str, custom: Custom) -> None:
+        for q in self._path.get(leaf, ()):
+            used = self._used.setdefault(q.name, {})
+            for k, v in custom:
+                used[k] = used.get(k, 0) + v

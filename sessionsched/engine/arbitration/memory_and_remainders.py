@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from sortedcontainers import SortedList
 
 from ...model import Resources
+from ...model.custom import Custom, combine, scaled
 from ..tree import QueueTree
+from .drf import CustomCaps
 from .leafbook import LeafBook
 from .policies import Claim, by_priority_then_seq
 
@@ -39,6 +41,8 @@ def exact_remainders(
     return _remainders(
         lambda: heapq.merge(*(b.unsatisfied() for b in unsat), key=by_priority_then_seq),
         base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree, left_custom,
+        None if left_custom is None else CustomCaps.of(
+            tree, {name: b.used_custom for name, b in books.items() if b.used_custom}),
     )
 
 
@@ -86,6 +90,7 @@ def memory_cut(
             lambda: (c for c in below if final[c.app_id] < c.want),
             lambda c: final[c.app_id], cores, mem, _capped_used(tree, used_by_leaf), tree,
             left_after(custom, ((c.executor, final[c.app_id]) for c in claims.values())),
+            None if custom is None else CustomCaps.of(tree, _custom_by_leaf(claims, final)),
         )
     return final, bonus
 
@@ -97,6 +102,14 @@ def _capped_used(tree: QueueTree, used_by_leaf: dict[str, int]) -> dict[str, int
         for q in tree.capped_path(leaf):
             used[q.name] = used.get(q.name, 0) + cores
     return used
+
+
+def _custom_by_leaf(claims: Mapping[str, Claim], n: Mapping[str, int]) -> dict[str, Custom]:
+    out: dict[str, Custom] = {}
+    for c in claims.values():
+        if c.executor.custom and n.get(c.app_id):
+            out[c.queue] = combine(out.get(c.queue, ()), scaled(c.executor.custom, n[c.app_id]), 1)
+    return out
 
 
 def left_after(custom: dict[str, int] | None, given: Iterable[tuple[Resources, int]]
@@ -121,10 +134,12 @@ def _remainders(
     used: dict[str, int],
     tree: QueueTree,
     left_custom: dict[str, int] | None = None,
+    caps: CustomCaps | None = None,
 ) -> dict[str, int]:
     """Phase 4: app id -> extra executors. ``order()`` yields the claims below their want in
     rank order (their targets so far by ``base``); called once per pass. ``left_custom``:
-    the custom resources left (None: not counted), an executor asking for more skipped."""
+    the custom resources left (None: not counted), an executor asking for more skipped, as
+    one that would pass a ``max_resources`` on its path (``caps``)."""
     bonus: dict[str, int] = {}
     progress = True
     while progress and left_cores > 0:
@@ -141,6 +156,10 @@ def _remainders(
             if size.custom and left_custom is not None:
                 if any(left_custom.get(k, 0) < v for k, v in size.custom):
                     continue
+                if caps is not None:
+                    if not caps.fits(c.queue, size.custom):
+                        continue
+                    caps.take(c.queue, size.custom)
                 for k, v in size.custom:
                     left_custom[k] -= v
             bonus[c.app_id] = bonus.get(c.app_id, 0) + 1

@@ -227,13 +227,18 @@ def phase4_remainders(tree: QueueTree, capacity: Resources, ranked: Sequence[Cla
     left_cores = capacity.cores - sum(out[c.app_id] * c.executor.cores for c in ranked)
     left_mem = capacity.mem_mib - sum(out[c.app_id] * c.executor.mem_mib for c in ranked)
     used = cores_under(tree, ranked, out)
-    left_custom = None
+    left_custom, caps = None, None
     if drf.applies(capacity):  # custom resources counted, as in the leaves (``drf``)
         left_custom = dict(capacity.custom)
+        by_leaf: dict[str, tuple] = {}
         for c in ranked:
             for k, v in c.executor.custom:
                 if k in left_custom:
                     left_custom[k] -= out[c.app_id] * v
+            if c.executor.custom and out[c.app_id]:
+                by_leaf[c.queue] = combine(by_leaf.get(c.queue, ()),
+                                           scaled(c.executor.custom, out[c.app_id]), 1)
+        caps = drf.CustomCaps.of(tree, by_leaf)
     progress = True
     while progress and left_cores > 0:
         progress = False
@@ -247,6 +252,10 @@ def phase4_remainders(tree: QueueTree, capacity: Resources, ranked: Sequence[Cla
             if size.custom and left_custom is not None:
                 if any(left_custom.get(k, 0) < v for k, v in size.custom):
                     continue
+                if caps is not None:
+                    if not caps.fits(c.queue, size.custom):
+                        continue
+                    caps.take(c.queue, size.custom)
                 for k, v in size.custom:
                     left_custom[k] -= v
             out[c.app_id] += 1

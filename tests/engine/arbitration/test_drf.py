@@ -148,3 +148,34 @@ def test_gpu_histories_match_the_targets_from_scratch(seed):
                      for a in fair)
         if gpus:
             assert used <= max(gpus, floors)
+
+
+CAPPED = tree(leaf("gpu", policy="fairshare", max_resources=(("gpu", 2),)),
+              leaf("cpu", policy="fairshare"))
+GUARANTEED = tree(leaf("mixed", policy="fairshare"),
+                  leaf("gpu", policy="fairshare", min_resources=(("gpu", 3),)))
+FIFO_CAPPED = tree(leaf("gpu", policy="fifo", max_resources=(("gpu", 1),)),
+                   leaf("cpu", policy="fairshare"))
+
+# (name, queue tree, claims, expected targets): ``max_resources`` and ``min_resources``.
+CAP_CASES = [
+    ("max_resources caps the queue's GPUs; the cores go to the other queue", CAPPED,
+     [_claim("gpu1", "root.gpu", gpus=1), _claim("cpu2", "root.cpu")],
+     {"gpu1": 2, "cpu2": 14}),
+    ("max_resources holds for every app of the queue together", CAPPED,
+     [_claim("gpu1", "root.gpu", gpus=1), _claim("gpu2", "root.gpu", gpus=1)],
+     {"gpu1": 1, "gpu2": 1}),
+    ("max_resources holds in a fifo leaf too", FIFO_CAPPED,
+     [_claim("gpu1", "root.gpu", gpus=1, want=4), _claim("cpu2", "root.cpu")],
+     {"gpu1": 1, "cpu2": 15}),
+    # Without the guarantee the two queues' GPU apps would split the GPUs 2 and 2.
+    ("min_resources guarantees the queue its GPUs first", GUARANTEED,
+     [_claim("gpu1", "root.mixed", gpus=1), _claim("cpu2", "root.mixed"),
+      _claim("gpu3", "root.gpu", gpus=1)], {"gpu1": 1, "cpu2": 12, "gpu3": 3}),
+]
+
+
+@pytest.mark.parametrize(("root", "claims", "expected"), [c[1:] for c in CAP_CASES],
+                         ids=[c[0] for c in CAP_CASES])
+def test_caps_and_guarantees_on_custom_resources(root, claims, expected):
+    assert _both(root, CLUSTER, claims) == expected
