@@ -25,6 +25,8 @@ Reclaim (``reclaim``) reads two more running sums, kept the same way:
     free capacity could not grant them (their deficit);
   * freeing: how much the sum of bases drops once the executors already ordered back (and
     every executor of an ended app) are gone: max(held, grant) - max(held - ordered, grant).
+The same three sums in custom resources (GPUs) for the apps whose executors ask for one, so
+that reclaim frees a GPU where a GPU is short (``reclaim``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Resources
+from ..model.custom import Custom, combine, scaled
 from .ledger import AppRecord
 
 
@@ -50,6 +53,14 @@ class Grants:
         self.short_mem_mib = 0
         self.freeing_cores = 0
         self.freeing_mem_mib = 0
+        # The same for custom resources (GPUs), kept only for apps whose executors ask for one
+        # (most have none: nothing is added for them): app -> (base, short, freeing) amounts;
+        # the sums, and the cores of the short executors that ask for one.
+        self._custom: dict[str, tuple[Custom, Custom, Custom, int]] = {}
+        self.custom_base: Custom = ()
+        self.short_custom: Custom = ()
+        self.freeing_custom: Custom = ()
+        self.short_custom_cores = 0
 
     @property
     def short(self) -> bool:
@@ -71,6 +82,9 @@ class Grants:
             self.short_mem_mib -= owed[1]
             self.freeing_cores -= owed[2]
             self.freeing_mem_mib -= owed[3]
+        custom = self._custom.pop(app_id, None)
+        if custom is not None:
+            self._add_custom(custom, -1)
         if not rec.on_books:
             return
         held = len(rec.executors)
@@ -90,6 +104,11 @@ class Grants:
         else:
             base = freeing = held
         size = rec.spec.executor
+        if size.custom:
+            custom = (scaled(size.custom, base), scaled(size.custom, short),
+                      scaled(size.custom, freeing), short * size.cores)
+            self._custom[app_id] = custom
+            self._add_custom(custom, 1)
         self._base[app_id] = (base * size.cores, base * size.mem_mib)
         self.cores += base * size.cores
         self.mem_mib += base * size.mem_mib
@@ -101,6 +120,12 @@ class Grants:
             self.short_mem_mib += owed[1]
             self.freeing_cores += owed[2]
             self.freeing_mem_mib += owed[3]
+
+    def _add_custom(self, c: tuple[Custom, Custom, Custom, int], sign: int) -> None:
+        self.custom_base = combine(self.custom_base, c[0], sign)
+        self.short_custom = combine(self.short_custom, c[1], sign)
+        self.freeing_custom = combine(self.freeing_custom, c[2], sign)
+        self.short_custom_cores += sign * c[3]
 
     def sums(self) -> tuple[int, ...]:
         """Every running sum, to compare with a recount (``selfcheck``)."""

@@ -19,6 +19,14 @@ orders already out cover the deficit: no new order. An app above its target only
 own demand dipped keeps its executors until Spark's own idle timeout releases them. The freed
 capacity goes to the short apps by grants, in rank order.
 
+Where the short apps ask for a custom resource (a GPU), freeing cores anywhere would not do:
+their executors fit only where the GPUs are. Per custom resource, need = what the short apps
+lack of it - what is free of it - what the orders out free of it; while that is above 0 the
+victims are executors that hold it (they run where it is), from the apps above their target,
+lowest rank first, and never executors elsewhere: idle CPU executors on other workers would
+free nothing the waiting executor can use. The cores the GPU-short apps lack are left out of
+the cores' need above for the same reason.
+
 One exception, whether anyone is short or not: an app above its target that still *wants*
 more than its target (demand > target) is over what its queue allows it, not past a dip - a
 plan or a config reload lowered a ``max_cores`` on its path (or the cluster shrank). Its whole
@@ -219,8 +227,12 @@ class Reclaimer:
         for the deficit. O(apps over what they are allowed) when nobody is short or the orders
         already out cover the deficit (almost always none)."""
         out: dict[str, list[Executor]] = {}
-        need_cores = g.short_cores - (capacity.cores - g.cores) - g.freeing_cores
+        # The apps short of a custom resource are served by the custom pass below: their cores
+        # are not a need the other apps' executors could meet.
+        need_cores = (g.short_cores - g.short_custom_cores - (capacity.cores - g.cores)
+                      - g.freeing_cores)
         need_mem = g.short_mem_mib - (capacity.mem_mib - g.mem_mib) - g.freeing_mem_mib
+        need_custom = _custom_need(g, capacity) if g.short_custom else {}
         for key in sorted(self._over_allowed.values(), reverse=True):
             rec = apps[key[2]]
             chosen = choose_victims(rec.executors.values(), rec.reclaiming, over_allowed(rec),
@@ -229,13 +241,18 @@ class Reclaimer:
                 out[rec.app_id] = chosen
                 need_cores -= len(chosen) * rec.spec.executor.cores
                 need_mem -= len(chosen) * rec.spec.executor.mem_mib
+                for k, v in rec.spec.executor.custom:
+                    if k in need_custom:
+                        need_custom[k] -= len(chosen) * v
         if not g.short:
             return out
+        if any(v > 0 for v in need_custom.values()):
+            self._choose_custom(apps, leaves, need_custom, out)
         for key in reversed(self._over_ranked):
             if need_cores <= 0 and need_mem <= 0:
                 break
-            if key[2] in self._over_allowed:
-                continue  # its whole surplus is taken above
+            if key[2] in self._over_allowed or key[2] in out:
+                continue  # its whole surplus is taken above, or its GPU executors are
             rec = apps[key[2]]
             size = rec.spec.executor
             mode = leaves[rec.spec.queue].reclaim_mode
@@ -249,3 +266,38 @@ class Reclaimer:
             if chosen:
                 out[rec.app_id] = chosen
         return out
+
+    def _choose_custom(self, apps: Mapping[str, AppRecord], leaves: Mapping[str, Queue],
+                       need: dict[str, int], out: dict[str, list[Executor]]) -> None:
+        """Victims for the apps short of a custom resource: only executors that hold it -
+        executors on workers that have it, where the short app's executor can go - lowest
+        rank first, until each short resource is freed; never executors elsewhere, which
+        would free nothing it can use."""
+        for key in reversed(self._over_ranked):
+            if all(v <= 0 for v in need.values()):
+                return
+            if key[2] in self._over_allowed:
+                continue
+            rec = apps[key[2]]
+            size = rec.spec.executor
+            if not any(need.get(k, 0) > 0 for k, _ in size.custom):
+                continue
+            chosen = []
+            for e in choose_victims(rec.executors.values(), rec.reclaiming, surplus(rec),
+                                    leaves[rec.spec.queue].reclaim_mode):
+                if not any(need.get(k, 0) > 0 for k, _ in size.custom):
+                    break
+                chosen.append(e)
+                for k, v in size.custom:
+                    if k in need:
+                        need[k] -= v
+            if chosen:
+                out[rec.app_id] = chosen
+
+
+def _custom_need(g: Grants, capacity: Resources) -> dict[str, int]:
+    """Per custom resource: what the short apps lack, less what is free of it and what the
+    orders out will free."""
+    have, base, freeing = dict(capacity.custom), dict(g.custom_base), dict(g.freeing_custom)
+    return {k: v - (have.get(k, 0) - base.get(k, 0)) - freeing.get(k, 0)
+            for k, v in g.short_custom}

@@ -37,7 +37,7 @@ the cores that carry it at the queue's wanted custom per core.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ...model import Resources
 from ...model.custom import Custom, combine
@@ -376,3 +376,32 @@ class CustomCaps:
             used = self._used.setdefault(q.name, {})
             for k, v in custom:
                 used[k] = used.get(k, 0) + v
+
+
+def greedy(cores: int, ranked: Sequence[Claim], budget: Mapping[str, int],
+           order: Callable[[Claim], tuple]) -> dict[str, int]:
+    """A ``fifo`` or ``priority`` leaf whose apps ask for a custom resource: floors, then each
+    claim in ``order`` up to its want as the cores and the leaf's custom ``budget`` left
+    allow (``policies._greedy`` with the budget beside the cores): an app whose executor's
+    GPUs are gone is passed over for one behind it that needs none."""
+    ordered = sorted(ranked, key=order)
+    left = cores - sum(c.floor * c.executor.cores for c in ordered)
+    left_custom = dict(budget)
+    for c in ordered:
+        for k, v in c.executor.custom:
+            if k in left_custom:
+                left_custom[k] -= c.floor * v
+    out = {}
+    for c in ordered:
+        size = c.executor
+        extra = min(c.want - c.floor, max(left, 0) // size.cores)
+        for k, v in size.custom:
+            if k in left_custom:
+                extra = min(extra, max(left_custom[k], 0) // v)
+        extra = max(extra, 0)
+        out[c.app_id] = c.floor + extra
+        left -= extra * size.cores
+        for k, v in size.custom:
+            if k in left_custom:
+                left_custom[k] -= extra * v
+    return out

@@ -193,7 +193,7 @@ class Arbiter:
             key = (cores, book.version, policy,
                    None if users is None else tuple(sorted(users.items())))
             dominant = None
-            if dom is not None and book.want_custom and policy is Policy.FAIRSHARE:
+            if dom is not None and book.want_custom:
                 budget = dom.leaf_budget(name)
                 dominant = (dom.capacity, budget)
                 key = (*key, dom.capacity, tuple(sorted(budget.items())))

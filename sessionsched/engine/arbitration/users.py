@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model import Policy, Resources
 from . import drf
+from .greedy import ORDERS
 from .policies import LEAF_POLICIES, Claim, fairshare, water_fill
 
 _EPS = 1e-9
@@ -34,9 +35,11 @@ def divide_leaf(policy: Policy, cores: int, ranked: Sequence[Claim],
                 dominant: Dominant | None = None) -> dict[str, int]:
     """The leaf's result. ``users``: None when the leaf does not share by user, else user ->
     decayed past usage in cores (a user not named has none). ``dominant``: on a cluster with
-    custom resources, what a ``fairshare`` leaf whose apps ask for one divides by dominant
-    share (``drf``)."""
+    custom resources, what a leaf whose apps ask for one divides: by dominant share in a
+    ``fairshare`` leaf, within its custom budget in the others (``drf``)."""
     if policy is not Policy.FAIRSHARE:
+        if dominant is not None and drf.wants_custom(ranked):
+            return drf.greedy(cores, ranked, dominant[1], ORDERS[policy])
         return LEAF_POLICIES[policy](cores, ranked)
     if dominant is not None and drf.wants_custom(ranked):
         if users is None:

@@ -140,12 +140,10 @@ def test_gpu_histories_match_the_targets_from_scratch(seed):
         fresh = compute_targets(ROOT, capacity, list(claims.values()))
         assert arbiter.targets == fresh
         assert set(moved) == {a for a, n in fresh.items() if before.get(a) != n}
-        # The fairshare leaves grant no more GPUs than there are (floors aside; a priority
-        # leaf gives its apps their wants, GPUs or not, as it always has).
-        fair = [a for a in fresh if claims[a].queue != "root.a.prio"]
-        used = sum(fresh[a] * dict(claims[a].executor.custom).get("gpu", 0) for a in fair)
+        # No more GPUs granted than there are (floors aside), in every policy's leaves.
+        used = sum(n * dict(claims[a].executor.custom).get("gpu", 0) for a, n in fresh.items())
         floors = sum(claims[a].floor * dict(claims[a].executor.custom).get("gpu", 0)
-                     for a in fair)
+                     for a in fresh)
         if gpus:
             assert used <= max(gpus, floors)
 
