@@ -187,23 +187,6 @@ def under_max_cores(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                         f"its first {n} executor(s) need {cores} cores under queue {node.name},"
                         f" whose max_cores is {cap}; the floors of its admitted apps hold"
                         f" {floors}")
-        if node.max_resources and head.executor.custom:
-            wait = _over_max_resources(node, head, n)
-            if wait is not None:
-                return wait
-    return None
-
-
-def _over_max_resources(node: Queue, head: AppSpec, n: int) -> Wait | None:
-    """The head's first executors alone ask more of a custom resource than the queue's
-    ``max_resources`` (the division keeps the queue's apps under it: ``arbitration.drf``)."""
-    caps = dict(node.max_resources)
-    for name, amount in head.executor.custom:
-        cap = caps.get(name)
-        if cap is not None and n * amount > cap:
-            return Wait(WaitCode.QUEUE_MAX_CORES,
-                        f"its first {n} executor(s) need {n * amount} {name} under queue"
-                        f" {node.name}, whose max_resources {name} is {cap}")
     return None
 
 
