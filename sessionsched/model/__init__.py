@@ -344,6 +344,9 @@ class Executor:
     executor_id: str
     started_at: float = 0.0
     idle: bool = False
+    # The worker it runs on, where the backend tells ("": unknown): reclaim for an executor
+    # that needs a GPU takes executors on the GPU workers (``engine.reclaim``).
+    worker: str = ""
 
 
 @dataclass

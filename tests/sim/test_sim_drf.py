@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from sim_builders import QUICK_CLUSTER, stage
 
+from sessionsched.engine.events import Reclaim
 from sessionsched.sim import simulate
+from sessionsched.sim.simulator import Simulator
 from sessionsched.sim.workload import WorkloadConfig, to_workload
 
 # 4 workers of 8 cores/32g: two with 2 GPUs each. 32 cores, 128 GiB, 4 GPUs.
@@ -59,3 +61,40 @@ CASES = [
                          ids=[c[0] for c in CASES])
 def test_dominant_shares_in_the_simulator(apps, queues, held):
     assert _held_at(60, apps, queues) == held
+
+
+class _Watched(Simulator):
+    """The simulator, noting the worker of every executor the engine orders back."""
+
+    def __init__(self, workload):
+        super().__init__(workload)
+        self.reclaimed_on: list[str] = []
+
+    def _record(self, decisions):
+        for d in decisions:
+            if isinstance(d, Reclaim):
+                self.reclaimed_on += [self.cluster.pool.worker_of(e) for e in d.executor_ids]
+        super()._record(decisions)
+
+
+# (name, the CPU app's maxExecutors). The CPU app fills the plain workers, then (keep-off
+# spent) the GPU workers; a GPU app then arrives in a queue guaranteed 3 GPUs.
+RECLAIM = [
+    ("the CPU app spills onto the GPU workers", 16),
+    ("the CPU app holds every core", 15),
+]
+
+
+@pytest.mark.parametrize("cpu_max", [c[1] for c in RECLAIM], ids=[c[0] for c in RECLAIM])
+def test_reclaim_for_a_waiting_gpu_executor_takes_victims_on_gpu_workers(cpu_max):
+    apps = [_app("etl", "research", max_executors=cpu_max),
+            _app("train", "prod", gpu=True, submit=60, max_executors=3)]
+    queues = [{"name": "research", "policy": "fairshare"},
+              {"name": "prod", "policy": "fairshare", "min_resources": {"gpu": 3}}]
+    sim = _Watched(to_workload(WorkloadConfig.model_validate({
+        "cluster": {**CLUSTER, "max_time_s": 120}, "apps": apps,
+        "queues": [{"name": "root", "queues": queues}]})))
+    r = sim.run()
+    gpu_workers = {"worker-1", "worker-2"}  # the first group's (``GROUPS``)
+    assert sim.reclaimed_on and set(sim.reclaimed_on) <= gpu_workers
+    assert r.timeline.executors["train"].at(75) >= 2  # its GPUs' cores freed where they are

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...model import NodeSort, Resources
+from ...spark.resource_props import resource_ask
 from ...spark.submit_args import (
     Prop,
     effective_properties,
@@ -109,7 +110,10 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
     driver_cores = props.pop("spark.driver.cores", None)
     sched = scheduling_properties(props)  # SparkArgsError (a ValueError) names the property
     cores = 1 if driver_cores is None else _whole(driver_cores, "spark.driver.cores")
-    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB)
+    # GPUs and other custom resources: a GPU executor takes its GPUs on the worker it runs on
+    ask = resource_ask({k: v.value for k, v in props.items() if ".resource." in k})
+    executor = Resources(sched.executor_cores or 1, sched.executor_mem_mib or DEFAULT_MEM_MIB,
+                         ask.executor)
     if sched.dynamic_allocation is False:
         count = sched.executor_instances if sched.executor_instances is not None else 1
         min_executors, max_executors = count, count
@@ -119,7 +123,7 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         raise ValueError(f"minExecutors {min_executors} is above maxExecutors {max_executors}")
     return Job(
         app_id=launch.app_id,
-        driver=Resources(cores, sched.driver_mem_mib or DEFAULT_MEM_MIB),
+        driver=Resources(cores, sched.driver_mem_mib or DEFAULT_MEM_MIB, ask.driver),
         in_cluster=launch.in_cluster,
         executor=executor,
         min_executors=min_executors,

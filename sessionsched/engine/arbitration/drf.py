@@ -37,7 +37,7 @@ the cores that carry it at the queue's wanted custom per core.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ...model import Resources
 from ...model.custom import Custom, combine
@@ -292,13 +292,17 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
 
 
 class Dom:
-    """One cycle's DRF context down the tree: the capacity the shares are of, each queue's
-    wants (``Want``), and the custom budget each queue was given."""
+    """One cycle's DRF context down the tree: the capacity divided (its custom resources the
+    root's budget), the totals the dominant shares are of (the cluster's: they move only
+    with the workers, so a leaf whose claims and budget stay keeps its result), each
+    queue's wants (``Want``), and the custom budget each queue was given."""
 
-    __slots__ = ("capacity", "wants", "budgets")
+    __slots__ = ("capacity", "totals", "wants", "budgets")
 
-    def __init__(self, capacity: Resources, wants: Mapping[str, Want]) -> None:
+    def __init__(self, capacity: Resources, wants: Mapping[str, Want],
+                 totals: Resources | None = None) -> None:
         self.capacity = capacity
+        self.totals = capacity if totals is None else totals
         self.wants = wants
         self.budgets: dict[str, dict[str, float]] = {}
 
@@ -315,7 +319,7 @@ class Dom:
         out = children(cores, weights, low, guarantee, high, past,
                        [self.wants.get(k, _NO_WANT) for k in kids],
                        [q.min_resources for q in nodes], [q.max_resources for q in nodes],
-                       self.capacity, budget)
+                       self.totals, budget)
         if out is not None:
             for k, b in zip(kids, out[1], strict=True):
                 self.budgets[k] = b
@@ -344,64 +348,3 @@ def queue_wants(tree, leaf_wants: Mapping[str, Want]) -> dict[str, Want]:
             out[name] = leaf_wants.get(name, _NO_WANT)
     return out
 
-
-class CustomCaps:
-    """The custom resources granted under each queue that has ``max_resources``, for the
-    remainders (phase 4) to keep under them as they keep under ``max_cores``."""
-
-    def __init__(self, tree, used_by_leaf: Mapping[str, Custom]) -> None:
-        self._path = {leaf: tuple(q for q in path if q.max_resources)
-                      for leaf, path in tree.path.items()}
-        self._used: dict[str, dict[str, int]] = {}
-        for leaf, custom in used_by_leaf.items():
-            self.take(leaf, custom)
-
-    @staticmethod
-    def of(tree, used_by_leaf: Mapping[str, Custom]) -> CustomCaps | None:
-        """None when no queue has ``max_resources``."""
-        if not any(q.max_resources for q in tree.node.values()):
-            return None
-        return CustomCaps(tree, used_by_leaf)
-
-    def fits(self, leaf: str, custom: Custom) -> bool:
-        for q in self._path.get(leaf, ()):
-            used = self._used.get(q.name, {})
-            caps = dict(q.max_resources)
-            if any(k in caps and used.get(k, 0) + v > caps[k] for k, v in custom):
-                return False
-        return True
-
-    def take(self, leaf: str, custom: Custom) -> None:
-        for q in self._path.get(leaf, ()):
-            used = self._used.setdefault(q.name, {})
-            for k, v in custom:
-                used[k] = used.get(k, 0) + v
-
-
-def greedy(cores: int, ranked: Sequence[Claim], budget: Mapping[str, int],
-           order: Callable[[Claim], tuple]) -> dict[str, int]:
-    """A ``fifo`` or ``priority`` leaf whose apps ask for a custom resource: floors, then each
-    claim in ``order`` up to its want as the cores and the leaf's custom ``budget`` left
-    allow (``policies._greedy`` with the budget beside the cores): an app whose executor's
-    GPUs are gone is passed over for one behind it that needs none."""
-    ordered = sorted(ranked, key=order)
-    left = cores - sum(c.floor * c.executor.cores for c in ordered)
-    left_custom = dict(budget)
-    for c in ordered:
-        for k, v in c.executor.custom:
-            if k in left_custom:
-                left_custom[k] -= c.floor * v
-    out = {}
-    for c in ordered:
-        size = c.executor
-        extra = min(c.want - c.floor, max(left, 0) // size.cores)
-        for k, v in size.custom:
-            if k in left_custom:
-                extra = min(extra, max(left_custom[k], 0) // v)
-        extra = max(extra, 0)
-        out[c.app_id] = c.floor + extra
-        left -= extra * size.cores
-        for k, v in size.custom:
-            if k in left_custom:
-                left_custom[k] -= extra * v
-    return out

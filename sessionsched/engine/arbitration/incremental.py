@@ -96,9 +96,11 @@ class Arbiter:
 
     # --- the computation ----------------------------------------------------------------
 
-    def compute(self, root: Queue, capacity: Resources, past: Past = NO_PAST) -> list[str]:
+    def compute(self, root: Queue, capacity: Resources, past: Past = NO_PAST,
+                totals: Resources | None = None) -> list[str]:
         """Targets for every claim (phases 1-4); returns the ids whose target changed.
-        ``past``: decayed past usage (``decay``), the same the oracle is given."""
+        ``past``: decayed past usage (``decay``), the same the oracle is given; ``totals``:
+        what dominant shares are shares of (``drf``; None: ``capacity``)."""
         tree = QueueTree.of(root)
         unknown = sorted(q for q, b in self._books.items() if b.claims and q not in tree.path)
         if unknown:
@@ -107,7 +109,7 @@ class Arbiter:
         self._set_cut({} if cut is None else cut.floors)
         low, high = self._node_sums(tree)
         budget = min(self._cores_memory_backs(capacity), high[root.name])
-        dom = self._dominant(tree, capacity)
+        dom = self._dominant(tree, capacity, totals)
         cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom)
         recomputed = self._leaf_results(tree, cores_of, past, dom)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
@@ -115,14 +117,15 @@ class Arbiter:
             return self._finish_exact(tree, capacity, recomputed)
         return self._finish_cut(tree, capacity, cut)
 
-    def _dominant(self, tree: QueueTree, capacity: Resources) -> drf.Dom | None:
+    def _dominant(self, tree: QueueTree, capacity: Resources,
+                  totals: Resources | None) -> drf.Dom | None:
         """The DRF context on a cluster with custom resources (``drf``), else None."""
         if not drf.applies(capacity):
             return None
         leaf_wants = {name: (Resources(b.want_cores, b.want_mem_mib, b.want_custom),
                              b.want_custom_cores, b.floor_custom)
                       for name, b in self._books.items() if b.claims}
-        return drf.Dom(capacity, drf.queue_wants(tree, leaf_wants))
+        return drf.Dom(capacity, drf.queue_wants(tree, leaf_wants), totals)
 
     def _set_cut(self, floors: dict[str, int]) -> None:
         """Set in their books, with the floor phase 1 gave them, the claims whose cut moved
@@ -195,8 +198,8 @@ class Arbiter:
             dominant = None
             if dom is not None and book.want_custom:
                 budget = dom.leaf_budget(name)
-                dominant = (dom.capacity, budget)
-                key = (*key, dom.capacity, tuple(sorted(budget.items())))
+                dominant = (dom.totals, budget)
+                key = (*key, dom.totals, tuple(sorted(budget.items())))
                 if book.key == key:
                     continue
                 if cores >= book.want_cores and covers(book.want_custom, tuple(budget.items())):

@@ -18,7 +18,7 @@ from sortedcontainers import SortedList
 from ...model import Resources
 from ...model.custom import Custom, combine, scaled
 from ..tree import QueueTree
-from .drf import CustomCaps
+from .custom_limits import CustomCaps
 from .leafbook import LeafBook
 from .policies import Claim, by_priority_then_seq
 

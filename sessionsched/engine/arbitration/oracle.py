@@ -15,6 +15,7 @@ from ...model import Queue, Resources
 from ...model.custom import combine, scaled
 from ..tree import QueueTree
 from . import drf
+from .custom_limits import CustomCaps
 from .decay import NO_PAST, Past
 from .policies import Claim, by_priority_then_seq, water_fill
 from .users import divide_leaf
@@ -23,16 +24,17 @@ _EPS = 1e-9  # a leaf's fractional cores are rounded down, less float error
 
 
 def targets(root: Queue, capacity: Resources, claims: Sequence[Claim],
-            past: Past = NO_PAST) -> dict[str, int]:
+            past: Past = NO_PAST, totals: Resources | None = None) -> dict[str, int]:
     """Targets for every claim, from scratch. Never more than capacity, ``want`` or the queues'
-    ``max_cores`` (floors are cut to fit them). ``past``: decayed past usage (``decay``)."""
+    ``max_cores`` (floors are cut to fit them). ``past``: decayed past usage (``decay``);
+    ``totals``: what dominant shares are shares of (``drf``; None: ``capacity``)."""
     tree = QueueTree.of(root)
     unknown = sorted({c.queue for c in claims if c.queue not in tree.path})
     if unknown:
         raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
     ranked = sorted(claims, key=by_priority_then_seq)
     floors, cut = phase1_floors(tree, capacity, ranked)
-    shares = phase2_shares(tree, capacity, ranked, floors, past)
+    shares = phase2_shares(tree, capacity, ranked, floors, past, totals)
     given = phase3_memory(capacity, ranked, floors, shares, cut)
     return phase4_remainders(tree, capacity, ranked, given)
 
@@ -158,7 +160,8 @@ def divide(tree: QueueTree, name: str, cores: float, low: dict[str, int],
 
 
 def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
-                  floors: dict[str, int], past: Past = NO_PAST) -> dict[str, int]:
+                  floors: dict[str, int], past: Past = NO_PAST,
+                  totals: Resources | None = None) -> dict[str, int]:
     """The cores divided down the tree; each leaf's whole cores divided among its claims (with
     the floors given) by its policy (by user first in a fairshare leaf that decays: ``users``).
     Returns app -> executors."""
@@ -175,7 +178,7 @@ def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
             leaf_wants[c.queue] = (
                 summed + wanted, custom_cores + (wanted.cores if c.executor.custom else 0),
                 combine(floor_custom, scaled(c.executor.custom, floors[c.app_id]), 1))
-        dom = drf.Dom(capacity, drf.queue_wants(tree, leaf_wants))
+        dom = drf.Dom(capacity, drf.queue_wants(tree, leaf_wants), totals)
     divide(tree, root, float(total), low, high, cores_of, past, dom)
     by_leaf: dict[str, list[Claim]] = {}
     for c in ranked:
@@ -185,7 +188,7 @@ def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
         cores = max(math.floor(cores_of.get(leaf, 0.0) + _EPS), 0)
         out.update(divide_leaf(tree.node[leaf].policy, cores, leaf_claims,
                                past.users.get(leaf),
-                               None if dom is None else (capacity, dom.leaf_budget(leaf))))
+                               None if dom is None else (dom.totals, dom.leaf_budget(leaf))))
     return out
 
 
@@ -238,7 +241,7 @@ def phase4_remainders(tree: QueueTree, capacity: Resources, ranked: Sequence[Cla
             if c.executor.custom and out[c.app_id]:
                 by_leaf[c.queue] = combine(by_leaf.get(c.queue, ()),
                                            scaled(c.executor.custom, out[c.app_id]), 1)
-        caps = drf.CustomCaps.of(tree, by_leaf)
+        caps = CustomCaps.of(tree, by_leaf)
     progress = True
     while progress and left_cores > 0:
         progress = False

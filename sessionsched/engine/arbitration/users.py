@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model import Policy, Resources
 from . import drf
+from .custom_limits import greedy
 from .greedy import ORDERS
 from .policies import LEAF_POLICIES, Claim, fairshare, water_fill
 
@@ -39,7 +40,7 @@ def divide_leaf(policy: Policy, cores: int, ranked: Sequence[Claim],
     ``fairshare`` leaf, within its custom budget in the others (``drf``)."""
     if policy is not Policy.FAIRSHARE:
         if dominant is not None and drf.wants_custom(ranked):
-            return drf.greedy(cores, ranked, dominant[1], ORDERS[policy])
+            return greedy(cores, ranked, dominant[1], ORDERS[policy])
         return LEAF_POLICIES[policy](cores, ranked)
     if dominant is not None and drf.wants_custom(ranked):
         if users is None:
