@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Resources
-from ..model.custom import Custom, combine, scaled
+from ..model.custom import Custom, scaled
 from .ledger import AppRecord
 
 
@@ -57,9 +57,9 @@ class Grants:
         # (most have none: nothing is added for them): app -> (base, short, freeing) amounts;
         # the sums, and the cores of the short executors that ask for one.
         self._custom: dict[str, tuple[Custom, Custom, Custom, int]] = {}
-        self.custom_base: Custom = ()
-        self.short_custom: Custom = ()
-        self.freeing_custom: Custom = ()
+        self.custom_base: dict[str, int] = {}
+        self.short_custom: dict[str, int] = {}
+        self.freeing_custom: dict[str, int] = {}
         self.short_custom_cores = 0
 
     @property
@@ -122,9 +122,10 @@ class Grants:
             self.freeing_mem_mib += owed[3]
 
     def _add_custom(self, c: tuple[Custom, Custom, Custom, int], sign: int) -> None:
-        self.custom_base = combine(self.custom_base, c[0], sign)
-        self.short_custom = combine(self.short_custom, c[1], sign)
-        self.freeing_custom = combine(self.freeing_custom, c[2], sign)
+        for sums, amounts in ((self.custom_base, c[0]), (self.short_custom, c[1]),
+                              (self.freeing_custom, c[2])):
+            for k, v in amounts:
+                sums[k] = sums.get(k, 0) + sign * v
         self.short_custom_cores += sign * c[3]
 
     def sums(self) -> tuple[int, ...]:

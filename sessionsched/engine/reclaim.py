@@ -239,7 +239,7 @@ class Reclaimer:
         need_cores = (g.short_cores - g.short_custom_cores - (capacity.cores - g.cores)
                       - g.freeing_cores)
         need_mem = g.short_mem_mib - (capacity.mem_mib - g.mem_mib) - g.freeing_mem_mib
-        need_custom = _custom_need(g, capacity) if g.short_custom else {}
+        need_custom = _custom_need(g, capacity) if g.short_custom_cores else {}
         # Where the GPU-short apps' executors go: an app's surplus is taken there first.
         where = (_custom_workers(workers) if g.short_custom_cores and workers is not None
                  else frozenset())
@@ -327,11 +327,8 @@ class Reclaimer:
         for app_id, chosen in out.items():
             size = apps[app_id].spec.executor
             need -= sum(size.cores for e in chosen if e.worker in where)
-        for rec in apps.values():  # what the orders out free there
-            for eid in rec.reclaiming:
-                e = rec.executors.get(eid)
-                if e is not None and e.worker in where:
-                    need -= rec.spec.executor.cores
+        # (Orders out from earlier steps are not looked for: an app's surplus counts them,
+        # so no executor is ordered twice, and a kill is carried out within a step or two.)
         for key in reversed(self._over_ranked):
             if need <= 0:
                 return
@@ -359,6 +356,6 @@ def _custom_workers(workers: Workers) -> frozenset[str]:
 def _custom_need(g: Grants, capacity: Resources) -> dict[str, int]:
     """Per custom resource: what the short apps lack, less what is free of it and what the
     orders out will free."""
-    have, base, freeing = dict(capacity.custom), dict(g.custom_base), dict(g.freeing_custom)
+    have, base, freeing = dict(capacity.custom), g.custom_base, g.freeing_custom
     return {k: v - (have.get(k, 0) - base.get(k, 0)) - freeing.get(k, 0)
-            for k, v in g.short_custom}
+            for k, v in g.short_custom.items() if v > 0}

@@ -195,20 +195,26 @@ class Arbiter:
             users = past.users.get(name)
             key = (cores, book.version, policy,
                    None if users is None else tuple(sorted(users.items())))
-            dominant = None
             if dom is not None and book.want_custom:
                 budget = dom.leaf_budget(name)
-                dominant = (dom.totals, budget)
-                key = (*key, dom.totals, tuple(sorted(budget.items())))
-                if book.key == key:
+                bound = not covers(book.want_custom, tuple(sorted(budget.items())))
+                # A fifo or priority leaf whose GPUs are no limit divides as if it had none
+                # (below, walked as always); a fairshare leaf by dominant share either way.
+                if bound or policy is Policy.FAIRSHARE:
+                    # The budget as far as it binds: a leaf that wants fewer GPUs than it may
+                    # have gets the same result for any budget (so keeps its key).
+                    want = dict(book.want_custom)
+                    seen = tuple(sorted((k, min(v, want.get(k, 0))) for k, v in budget.items()))
+                    key = (*key, dom.totals, seen)
+                    if book.key == key:
+                        continue
+                    if cores >= book.want_cores and not bound:
+                        changed += book.sate(key)
+                        continue
+                    claims = book.ranked()
+                    result = divide_leaf(policy, cores, claims, users, (dom.totals, budget))
+                    changed += book.settle(key, result, claims)
                     continue
-                if cores >= book.want_cores and covers(book.want_custom, tuple(budget.items())):
-                    changed += book.sate(key)
-                    continue
-                claims = book.ranked()
-                changed += book.settle(key, divide_leaf(policy, cores, claims, users, dominant),
-                                       claims)
-                continue
             if book.key == key:
                 continue
             if cores >= book.want_cores:
