@@ -44,12 +44,12 @@ class CustomCaps:
 
 
 def greedy(cores: int, ranked: Sequence[Claim], budget: Mapping[str, int],
-           order: Callable[[Claim], tuple]) -> dict[str, int]:
+           order: Callable[[Claim], tuple] | None) -> dict[str, int]:
     """A ``fifo`` or ``priority`` leaf whose apps ask for a custom resource: floors, then each
     claim in ``order`` up to its want as the cores and the leaf's custom ``budget`` left
     allow (``policies._greedy`` with the budget beside the cores): an app whose executor's
     GPUs are gone is passed over for one behind it that needs none."""
-    ordered = sorted(ranked, key=order)
+    ordered = ranked if order is None else sorted(ranked, key=order)  # None: rank order
     left = cores - sum(c.floor * c.executor.cores for c in ordered)
     left_custom = dict(budget)
     for c in ordered:

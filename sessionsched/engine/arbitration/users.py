@@ -40,7 +40,8 @@ def divide_leaf(policy: Policy, cores: int, ranked: Sequence[Claim],
     ``fairshare`` leaf, within its custom budget in the others (``drf``)."""
     if policy is not Policy.FAIRSHARE:
         if dominant is not None and drf.wants_custom(ranked):
-            return greedy(cores, ranked, dominant[1], ORDERS[policy])
+            return greedy(cores, ranked, dominant[1],
+                          ORDERS[policy] if policy is Policy.FIFO else None)
         return LEAF_POLICIES[policy](cores, ranked)
     if dominant is not None and drf.wants_custom(ranked):
         if users is None:
