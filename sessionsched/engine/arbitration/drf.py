@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model import Resources
 from ...model.custom import Custom, combine
+from .fairleaf import FairLeaf
 from .policies import Claim, breakpoints, water_fill
 
 DOMINANT = True  # private switch: benchmarks/drf_mixed.py turns it off to compare cores-only
@@ -144,7 +145,8 @@ def whole(budget: Mapping[str, float]) -> dict[str, int]:
 
 
 def wants_custom(ranked: Sequence[Claim]) -> bool:
-    return any(c.executor.custom for c in ranked)
+    """Some claim wants executors that ask for a custom resource."""
+    return any(c.want and c.executor.custom for c in ranked)
 
 
 def leaf(cores: int, ranked: Sequence[Claim], capacity: Resources,
@@ -170,6 +172,36 @@ def leaf(cores: int, ranked: Sequence[Claim], capacity: Resources,
     # an executor more, in dominant share over weight: who is furthest behind gets the rest
     step = [s.cores * r / w for s, r, w in zip(sizes, ratios, prio, strict=True)]
     return _whole_executors(cores, ranked, shares, dict(budget), step)
+
+
+class DomLeaf:
+    """``leaf`` for one set of claims and totals, for any cores and budget, with the sweep of
+    its cores kept (``fairleaf.FairLeaf`` on the weights priority / ratio): where no custom
+    budget binds at the cores' level - progressive filling's first stop is the cores'; what
+    a leaf whose GPUs are not short sees every cycle - only the rounding is done again.
+    Elsewhere ``leaf`` itself. The same float operations as ``fill``: the same results."""
+
+    __slots__ = ("ranked", "totals", "_fair", "_uses", "_step")
+
+    def __init__(self, ranked: Sequence[Claim], totals: Resources) -> None:
+        self.ranked, self.totals = ranked, totals
+        sizes = [c.executor for c in ranked]
+        ratios = [ratio(s.cores, s.mem_mib, s.custom, totals) for s in sizes]
+        prio = [float(c.priority) for c in ranked]
+        self._fair = FairLeaf(ranked, [w / r for w, r in zip(prio, ratios, strict=True)])
+        self._uses = [per_core(s.custom, s.cores) for s in sizes]
+        self._step = [s.cores * r / w for s, r, w in zip(sizes, ratios, prio, strict=True)]
+
+    def divide(self, cores: int, budget: Mapping[str, int]) -> dict[str, int]:
+        shares = self._fair.shares(cores)
+        if shares is not None:
+            used: dict[str, float] = {}
+            for x, use in zip(shares, self._uses, strict=True):
+                for k, u in use.items():
+                    used[k] = used.get(k, 0.0) + x * u
+            if all(v < budget.get(k, 0) - _WHOLE for k, v in used.items() if k in budget):
+                return _whole_executors(cores, self.ranked, shares, dict(budget), self._step)
+        return leaf(cores, self.ranked, self.totals, budget)
 
 
 def _whole_executors(cores: int, ranked: Sequence[Claim], shares: Sequence[float],
@@ -284,9 +316,15 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
     for name, total in budget.items():
         top = [min(c.get(name, 0.0), dict(m).get(name, math.inf)) for c, m in zip(
             capped, maxes, strict=True)]
-        least = [min(max(float(dict(m).get(name, 0)), float(dict(w[2]).get(name, 0))), t)
-                 for m, t, w in zip(mins, top, wants, strict=True)]
-        for b, x in zip(budgets, water_fill(total, weights, least, top), strict=True):
+        floors = [min(float(dict(w[2]).get(name, 0)), t) for w, t in zip(wants, top,
+                                                                          strict=True)]
+        least = [max(min(float(dict(m).get(name, 0)), t), f)
+                 for m, t, f in zip(mins, top, floors, strict=True)]
+        if sum(least) > total:  # floors kept, the guarantees share the rest (as the cores)
+            split = water_fill(total, weights, floors, least)
+        else:
+            split = water_fill(total, weights, least, top)
+        for b, x in zip(budgets, split, strict=True):
             b[name] = x
     return shares, budgets
 

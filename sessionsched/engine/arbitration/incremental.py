@@ -212,7 +212,10 @@ class Arbiter:
                         changed += book.sate(key)
                         continue
                     claims = book.ranked()
-                    result = divide_leaf(policy, cores, claims, users, (dom.totals, budget))
+                    if policy is Policy.FAIRSHARE and users is None:
+                        result = book.dom_leaf(dom.totals).divide(cores, budget)
+                    else:
+                        result = divide_leaf(policy, cores, claims, users, (dom.totals, budget))
                     changed += book.settle(key, result, claims)
                     continue
             if book.key == key:

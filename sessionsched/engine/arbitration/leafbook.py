@@ -8,8 +8,9 @@ from collections.abc import Iterable, Iterator
 
 from sortedcontainers import SortedList
 
-from ...model import Policy
+from ...model import Policy, Resources
 from ...model.custom import Custom, combine, scaled
+from .drf import DomLeaf
 from .fairleaf import FairLeaf
 from .greedy import GreedyLeaf
 from .policies import Claim, by_priority_then_seq
@@ -48,6 +49,8 @@ class LeafBook:
         self.greedy: GreedyLeaf | None = None
         self._fair: FairLeaf | None = None  # a fairshare leaf's sweep, for ``_fair_version``
         self._fair_version = -1
+        self._dom: DomLeaf | None = None  # a fairshare leaf's by dominant share (``drf``)
+        self._dom_version = -1
         self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
         self.used_cores = 0
         self.used_mem_mib = 0
@@ -151,6 +154,15 @@ class LeafBook:
             self._fair = FairLeaf(self.ranked())
             self._fair_version = self.version
         return self.settle(key, self._fair.divide(cores), self.ranked())
+
+    def dom_leaf(self, totals: Resources) -> DomLeaf:
+        """The leaf's ``drf.DomLeaf`` for its claims as they stand, prepared again only when
+        they or the totals changed."""
+        d = self._dom
+        if d is None or self._dom_version != self.version or d.totals != totals:
+            d = self._dom = DomLeaf(self.ranked(), totals)
+            self._dom_version = self.version
+        return d
 
     def sate(self, key: tuple) -> list[str]:
         """The leaf's cores cover every claim's want: every claim gets its want (``fifo`` and
