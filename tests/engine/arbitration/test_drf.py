@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from sessionsched.engine.arbitration import Arbiter, Claim, compute_targets, drf
+from sessionsched.engine.arbitration import Arbiter, Claim, Past, compute_targets, drf
 from sessionsched.model import Resources
 from tests.engine.engine_builders import leaf, next_claim, parent, tree
 
@@ -181,3 +181,17 @@ CAP_CASES = [
                          ids=[c[0] for c in CAP_CASES])
 def test_caps_and_guarantees_on_custom_resources(root, claims, expected):
     assert _both(root, CLUSTER, claims) == expected
+
+
+def test_users_of_a_decaying_leaf_level_their_dominant_shares():
+    # Users x (a GPU app) and y (two CPU apps), no past usage: levelled as the apps of the
+    # first case, x at 6.4 cores and y at 25.6, rounded to 3 GPU executors and 12 CPU ones;
+    # the 2 cores left over by the users' rounding go in rank order (gpu1 first).
+    claims = [_claim("gpu1", gpus=1, user="x"), _claim("cpu2", user="y"),
+              _claim("cpu3", user="y")]
+    got = _both(ONE_LEAF, CLUSTER, claims, Past(users={"root.fair": {}}))
+    assert got == {"gpu1": 4, "cpu2": 6, "cpu3": 6}
+    # x's past usage (decayed, 16 cores) counts at x's ratio: (x + 16) x 4 levelled with y
+    # leaves x nothing while y wants all 32 cores.
+    later = _both(ONE_LEAF, CLUSTER, claims, Past(users={"root.fair": {"x": 16.0}}))
+    assert later == {"gpu1": 0, "cpu2": 8, "cpu3": 8}
