@@ -10,7 +10,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from ..config.plan_times import at_trigger, cron_trigger, date_time  # as the server runs plans
-from ..model import Admission, NodeSort, Policy, Queue
+from ..model import WHOLE_NUMBER, Admission, NodeSort, Policy, Queue
+from ..model.custom import custom_of
 from .parsing import Strict, enum_value
 
 
@@ -32,6 +33,30 @@ def _driver_fraction(v: float) -> float:
     return v
 
 
+def _amounts(v: object) -> dict[str, int]:
+    """``max_resources``/``min_resources``: custom resource name -> a whole amount >= 0."""
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ValueError(f"{v!r} is not a map of resource name to amount, like {{gpu: 4}}")
+    out: dict[str, int] = {}
+    for name, amount in v.items():
+        if not isinstance(name, str) or not name.strip() or name != name.strip():
+            raise ValueError(f"{name!r} is not a resource name (like gpu)")
+        if name in ("cores", "cpu", "cpus", "memory", "mem"):
+            raise ValueError(f"{name}: cores go in max_cores/min_share; this map holds the "
+                             "custom resources (gpu, fpga, ...)")
+        if isinstance(amount, bool) or not isinstance(amount, int | str):
+            raise ValueError(f"{name}: {amount!r} is not a whole number")
+        text = str(amount).strip()
+        if not WHOLE_NUMBER.fullmatch(text):
+            raise ValueError(f"{name}: {amount!r} is not a whole number")
+        if int(text) < 0:
+            raise ValueError(f"{name}: {amount!r} is negative")
+        out[name] = int(text)
+    return out
+
+
 class ShareLevel(str, Enum):
     """How the Spark Connect door (``doors/connect``) gives a queue's sessions drivers, as
     Kyuubi's ``kyuubi.engine.share.level``: ``session``, a driver (an app) per session;
@@ -49,6 +74,7 @@ NodeSortField = Annotated[NodeSort, BeforeValidator(lambda v: enum_value(NodeSor
 ReclaimTimeout = Annotated[float, AfterValidator(_reclaim_timeout)]
 DriverFraction = Annotated[float, AfterValidator(_driver_fraction)]
 HalfLife = Annotated[float, AfterValidator(_half_life)]
+Amounts = Annotated[dict[str, int], BeforeValidator(_amounts)]
 ShareLevelField = Annotated[ShareLevel, BeforeValidator(lambda v: enum_value(ShareLevel, v))]
 
 # The queued apps' limits: inherited down the tree, a child's own setting winning (an
@@ -73,6 +99,10 @@ class QueueConfig(Strict):
     weight: float = Field(1.0, gt=0)
     min_share: int = Field(0, ge=0)
     max_cores: int | None = Field(None, ge=1)
+    # Caps and guarantees on custom resources (``{gpu: 4}``), shared by dominant share
+    # (docs/operator/resources.md); empty: none.
+    max_resources: Amounts = Field(default_factory=dict)
+    min_resources: Amounts = Field(default_factory=dict)
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout = 0.0
     max_driver_fraction: DriverFraction = 0.4
@@ -129,6 +159,8 @@ class QueueConfig(Strict):
             weight=self.weight,
             min_share_cores=self.min_share,
             max_cores=self.max_cores,
+            max_resources=custom_of(self.max_resources or {}),
+            min_resources=custom_of(self.min_resources or {}),
             max_running_apps=self.max_running_apps,
             reclaim_timeout_s=self.reclaim_timeout,
             max_driver_fraction=self.max_driver_fraction,
@@ -180,6 +212,8 @@ class QueueOverride(Strict):
     weight: float | None = Field(None, gt=0)
     min_share: int | None = Field(None, ge=0)
     max_cores: int | None = Field(None, ge=1)
+    max_resources: Amounts | None = None  # the whole map replaced while the plan runs
+    min_resources: Amounts | None = None
     max_running_apps: int | None = Field(None, ge=1)
     reclaim_timeout: ReclaimTimeout | None = None
     max_driver_fraction: DriverFraction | None = None

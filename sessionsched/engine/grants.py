@@ -25,6 +25,8 @@ Reclaim (``reclaim``) reads two more running sums, kept the same way:
     free capacity could not grant them (their deficit);
   * freeing: how much the sum of bases drops once the executors already ordered back (and
     every executor of an ended app) are gone: max(held, grant) - max(held - ordered, grant).
+The same three sums in custom resources (GPUs) for the apps whose executors ask for one, so
+that reclaim frees a GPU where a GPU is short (``reclaim``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections.abc import Callable
 
 from ..model import Resources
 from ..model.profiles import held_by_shape
+from ..model.custom import Custom, scaled
 from .ledger import AppRecord
 
 
@@ -51,6 +54,14 @@ class Grants:
         self.short_mem_mib = 0
         self.freeing_cores = 0
         self.freeing_mem_mib = 0
+        # The same for custom resources (GPUs), kept only for apps whose executors ask for one
+        # (most have none: nothing is added for them): app -> (base, short, freeing) amounts;
+        # the sums, and the cores of the short executors that ask for one.
+        self._custom: dict[str, tuple[Custom, Custom, Custom, int]] = {}
+        self.custom_base: dict[str, int] = {}
+        self.short_custom: dict[str, int] = {}
+        self.freeing_custom: dict[str, int] = {}
+        self.short_custom_cores = 0
 
     @property
     def short(self) -> bool:
@@ -72,6 +83,9 @@ class Grants:
             self.short_mem_mib -= owed[1]
             self.freeing_cores -= owed[2]
             self.freeing_mem_mib -= owed[3]
+        custom = self._custom.pop(app_id, None)
+        if custom is not None:
+            self._add_custom(custom, -1)
         if not rec.on_books:
             return
         held = len(rec.executors)
@@ -91,6 +105,11 @@ class Grants:
         else:
             base = freeing = held
         size = rec.spec.executor
+        if size.custom:
+            custom = (scaled(size.custom, base), scaled(size.custom, short),
+                      scaled(size.custom, freeing), short * size.cores)
+            self._custom[app_id] = custom
+            self._add_custom(custom, 1)
         cores, mem = base * size.cores, base * size.mem_mib
         if rec.profiles:  # held executors each by their resource profile's shape
             h_cores, h_mem = held_by_shape(rec.executors.values(), rec.profiles, size)
@@ -106,6 +125,13 @@ class Grants:
             self.short_mem_mib += owed[1]
             self.freeing_cores += owed[2]
             self.freeing_mem_mib += owed[3]
+
+    def _add_custom(self, c: tuple[Custom, Custom, Custom, int], sign: int) -> None:
+        for sums, amounts in ((self.custom_base, c[0]), (self.short_custom, c[1]),
+                              (self.freeing_custom, c[2])):
+            for k, v in amounts:
+                sums[k] = sums.get(k, 0) + sign * v
+        self.short_custom_cores += sign * c[3]
 
     def sums(self) -> tuple[int, ...]:
         """Every running sum, to compare with a recount (``selfcheck``)."""

@@ -19,6 +19,17 @@ orders already out cover the deficit: no new order. An app above its target only
 own demand dipped keeps its executors until Spark's own idle timeout releases them. The freed
 capacity goes to the short apps by grants, in rank order.
 
+Where the short apps ask for a custom resource (a GPU), freeing cores anywhere would not do:
+their executors fit only where the GPUs are. Per custom resource, need = what the short apps
+lack of it - what is free of it - what the orders out free of it; while that is above 0 the
+victims are executors that hold it (they run where it is), from the apps above their target,
+lowest rank first, and never executors elsewhere: idle CPU executors on other workers would
+free nothing the waiting executor can use. The cores the GPU-short apps lack are left out of
+the cores' need above for the same reason. And where the GPUs are free but the GPU workers'
+cores are held (by CPU executors that came when the other workers were full), the victims
+are executors on the GPU workers - the backend names each executor's worker - until the
+cores free there cover what the GPU-short apps lack; never executors on the other workers.
+
 One exception, whether anyone is short or not: an app above its target that still *wants*
 more than its target (demand > target) is over what its queue allows it, not past a dip - a
 plan or a config reload lowered a ``max_cores`` on its path (or the cluster shrank). Its whole
@@ -53,6 +64,8 @@ from ..model import Executor, Queue, ReclaimMode, Resources
 from .events import Decision, Reclaim
 from .grants import Grants
 from .ledger import AppRecord
+from .placement.free_now import Rooms
+from .placement.workers import Workers
 from .rank import Rank
 
 
@@ -174,6 +187,7 @@ class Reclaimer:
     def step(
         self, now: float, apps: Mapping[str, AppRecord], leaves: Mapping[str, Queue],
         changed: Iterable[str], grants: Grants, capacity: Resources, out: list[Decision],
+        workers: Workers | None = None, rooms: Rooms | None = None,
     ) -> None:
         """Deadline kills, then new orders driven by the deficit of the apps still short
         (the module doc's rule). ``changed``: the apps changed this step; ``capacity``: what
@@ -189,7 +203,7 @@ class Reclaimer:
                 late.setdefault(app_id, []).append(eid)
         for app_id in changed:
             self.index(apps[app_id])
-        victims = self._choose(apps, leaves, grants, capacity)
+        victims = self._choose(apps, leaves, grants, capacity, workers, rooms)
         for app_id in sorted(late.keys() | victims.keys(), key=lambda a: apps[a].rank):
             rec = apps[app_id]
             if app_id in late:
@@ -214,28 +228,52 @@ class Reclaimer:
             self.index(rec)
 
     def _choose(self, apps: Mapping[str, AppRecord], leaves: Mapping[str, Queue], g: Grants,
-                capacity: Resources) -> dict[str, list[Executor]]:
+                capacity: Resources, workers: Workers | None = None,
+                rooms: Rooms | None = None) -> dict[str, list[Executor]]:
         """app -> executors to order back this step: every app's ``over_allowed`` first, then
         for the deficit. O(apps over what they are allowed) when nobody is short or the orders
         already out cover the deficit (almost always none)."""
         out: dict[str, list[Executor]] = {}
-        need_cores = g.short_cores - (capacity.cores - g.cores) - g.freeing_cores
+        # The apps short of a custom resource are served by the custom pass below: their cores
+        # are not a need the other apps' executors could meet.
+        need_cores = (g.short_cores - g.short_custom_cores - (capacity.cores - g.cores)
+                      - g.freeing_cores)
         need_mem = g.short_mem_mib - (capacity.mem_mib - g.mem_mib) - g.freeing_mem_mib
+        need_custom = _custom_need(g, capacity) if g.short_custom_cores else {}
+        # Where the GPU-short apps' executors go: an app's surplus is taken there first.
+        where = (_custom_workers(workers) if g.short_custom_cores and workers is not None
+                 else frozenset())
         for key in sorted(self._over_allowed.values(), reverse=True):
             rec = apps[key[2]]
-            chosen = choose_victims(rec.executors.values(), rec.reclaiming, over_allowed(rec),
-                                    leaves[rec.spec.queue].reclaim_mode)
+            mode = leaves[rec.spec.queue].reclaim_mode
+            n = over_allowed(rec)
+            if where:
+                there = [e for e in rec.executors.values() if e.worker in where]
+                chosen = choose_victims(there, rec.reclaiming, n, mode)
+                ids = {e.executor_id for e in chosen}
+                chosen += choose_victims([e for e in rec.executors.values()
+                                          if e.executor_id not in ids],
+                                         rec.reclaiming, n - len(chosen), mode)
+            else:
+                chosen = choose_victims(rec.executors.values(), rec.reclaiming, n, mode)
             if chosen:
                 out[rec.app_id] = chosen
                 need_cores -= len(chosen) * rec.spec.executor.cores
                 need_mem -= len(chosen) * rec.spec.executor.mem_mib
+                for k, v in rec.spec.executor.custom:
+                    if k in need_custom:
+                        need_custom[k] -= len(chosen) * v
         if not g.short:
             return out
+        if any(v > 0 for v in need_custom.values()):
+            self._choose_custom(apps, leaves, need_custom, out)
+        if where and rooms is not None:
+            self._choose_room(apps, leaves, g, where, rooms, out)
         for key in reversed(self._over_ranked):
             if need_cores <= 0 and need_mem <= 0:
                 break
-            if key[2] in self._over_allowed:
-                continue  # its whole surplus is taken above
+            if key[2] in self._over_allowed or key[2] in out:
+                continue  # its whole surplus is taken above, or its GPU executors are
             rec = apps[key[2]]
             size = rec.spec.executor
             mode = leaves[rec.spec.queue].reclaim_mode
@@ -249,3 +287,75 @@ class Reclaimer:
             if chosen:
                 out[rec.app_id] = chosen
         return out
+
+    def _choose_custom(self, apps: Mapping[str, AppRecord], leaves: Mapping[str, Queue],
+                       need: dict[str, int], out: dict[str, list[Executor]]) -> None:
+        """Victims for the apps short of a custom resource: only executors that hold it -
+        executors on workers that have it, where the short app's executor can go - lowest
+        rank first, until each short resource is freed; never executors elsewhere, which
+        would free nothing it can use."""
+        for key in reversed(self._over_ranked):
+            if all(v <= 0 for v in need.values()):
+                return
+            if key[2] in self._over_allowed:
+                continue
+            rec = apps[key[2]]
+            size = rec.spec.executor
+            if not any(need.get(k, 0) > 0 for k, _ in size.custom):
+                continue
+            chosen = []
+            for e in choose_victims(rec.executors.values(), rec.reclaiming, surplus(rec),
+                                    leaves[rec.spec.queue].reclaim_mode):
+                if not any(need.get(k, 0) > 0 for k, _ in size.custom):
+                    break
+                chosen.append(e)
+                for k, v in size.custom:
+                    if k in need:
+                        need[k] -= v
+            if chosen:
+                out[rec.app_id] = chosen
+
+    def _choose_room(self, apps: Mapping[str, AppRecord], leaves: Mapping[str, Queue],
+                     g: Grants, where: frozenset[str], rooms: Rooms,
+                     out: dict[str, list[Executor]]) -> None:
+        """Victims for the GPU-short apps' cores: their executors go only to the workers with
+        GPUs, so when the GPUs are there but those workers' cores are held, the executors
+        taken back are executors on those workers (the backend names each executor's
+        worker), lowest rank first - never executors on the other workers."""
+        free = sum(cores * n for (cores, _mem, custom), n in rooms.count.items() if custom)
+        need = g.short_custom_cores - free
+        for app_id, chosen in out.items():
+            size = apps[app_id].spec.executor
+            need -= sum(size.cores for e in chosen if e.worker in where)
+        # (Orders out from earlier steps are not looked for: an app's surplus counts them,
+        # so no executor is ordered twice, and a kill is carried out within a step or two.)
+        for key in reversed(self._over_ranked):
+            if need <= 0:
+                return
+            if key[2] in self._over_allowed or key[2] in out:
+                continue
+            rec = apps[key[2]]
+            there = [e for e in rec.executors.values() if e.worker in where]
+            if not there:
+                continue
+            chosen = []
+            for e in choose_victims(there, rec.reclaiming, surplus(rec),
+                                    leaves[rec.spec.queue].reclaim_mode):
+                if need <= 0:
+                    break
+                chosen.append(e)
+                need -= rec.spec.executor.cores
+            if chosen:
+                out[rec.app_id] = chosen
+
+
+def _custom_workers(workers: Workers) -> frozenset[str]:
+    return frozenset(w.name for w in workers.workers if w.size.custom)
+
+
+def _custom_need(g: Grants, capacity: Resources) -> dict[str, int]:
+    """Per custom resource: what the short apps lack, less what is free of it and what the
+    orders out will free."""
+    have, base, freeing = dict(capacity.custom), g.custom_base, g.freeing_custom
+    return {k: v - (have.get(k, 0) - base.get(k, 0)) - freeing.get(k, 0)
+            for k, v in g.short_custom.items() if v > 0}

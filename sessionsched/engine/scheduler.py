@@ -61,7 +61,7 @@ from ..model import AppState, Queue, QueueUsage, Resources
 from . import admission, lifecycle
 from .agent_terms import launch_decision
 from .app_books import Books
-from .arbitration import Decayed, Past
+from .arbitration import NO_PAST, Decayed, Past
 from .budget import DEFAULT as DEFAULT_BUDGET
 from .budget import CycleBudget
 from .events import Decision, Event, SetTarget, StopDriver
@@ -239,11 +239,13 @@ class Scheduler:
         quiet = waiting_for_host(books, self.waiting)[1]
         self._next_release = min((q.due_at for q in quiet if q.due_at > now), default=None)
         capacity = books.executor_capacity(self.capacity)
-        changed = (books.arbiter.compute(self.root, capacity) if past is None
-                   else books.arbiter.compute(self.root, capacity, past))
+        # dominant shares (a cluster with GPUs: ``drf``) are shares of the whole cluster
+        changed = books.arbiter.compute(self.root, capacity, NO_PAST if past is None else past,
+                                        self.capacity)
         touched = books.touched().union(changed)
         self._grant(touched, capacity, out)
-        books.reclaimer.step(now, self.apps, books.leaves, touched, books.grants, capacity, out)
+        books.reclaimer.step(now, self.apps, books.leaves, touched, books.grants, capacity, out,
+                             books.workers, self.reports.rooms)
         books.end_step()
         books.sync_grants()
         if past is not None:

@@ -33,7 +33,7 @@ def check(books: Books, capacity: Resources) -> list[str]:
     live = [r for r in recs if r.state.admitted]
     claims = [books.claim_of(r) for r in live]
     fresh = compute_targets(books.root, books.executor_capacity(capacity), claims,
-                            books.decay.last)
+                            books.decay.last, capacity)
     for r in live:
         if fresh[r.app_id] != r.target:
             problems.append(f"{r.app_id}: target {r.target}, from scratch {fresh[r.app_id]}")

@@ -230,6 +230,11 @@ class Queue:
     weight: float = 1.0
     min_share_cores: int = 0
     max_cores: int | None = None
+    # Caps and guarantees on custom resources (``max_resources: {gpu: 4}``,
+    # ``min_resources: {gpu: 2}``), as canonical (name, amount) pairs (``model.custom``):
+    # shared out by dominant share (``engine.arbitration.drf``). Empty: none.
+    max_resources: Custom = ()
+    min_resources: Custom = ()
     max_running_apps: int | None = None
     reclaim_timeout_s: float = 0.0
     # ``demand`` admission: the leaf's in-cluster drivers may hold at most this fraction of the
@@ -340,6 +345,9 @@ class Executor:
     started_at: float = 0.0
     idle: bool = False
     profile: int = 0  # its resource profile (``model.profiles``; 0: the app's own executor)
+    # The worker it runs on, where the backend tells ("": unknown): reclaim for an executor
+    # that needs a GPU takes executors on the GPU workers (``engine.reclaim``).
+    worker: str = ""
 
 
 @dataclass

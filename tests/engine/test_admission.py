@@ -11,7 +11,7 @@ from sessionsched.engine import (
     PriorityChanged,
 )
 from sessionsched.engine.waits import WaitCode
-from sessionsched.model import Resources
+from sessionsched.model import Resources, Worker
 
 
 @pytest.mark.parametrize(
@@ -326,3 +326,33 @@ def test_executors_reported_by_cluster_move_starting_to_running():
     run.submit(app("a"))
     out = run.step(ExecutorsChanged("a", ()))
     assert run.state("a") == "STARTING" and marks(out) == []
+
+
+def test_a_gpu_app_is_held_aside_while_its_gpu_worker_is_lost_and_starts_when_it_is_back():
+    gpu_worker = Worker("g", Resources(4, 8192, (("gpu", 2),)), Resources(4, 8192, (("gpu", 2),)))
+    cpu_worker = Worker("c", Resources(4, 8192), Resources(4, 8192))
+    run = Run(tree(leaf("A", admission="demand")), cores=8, slots=4)
+    run.step(CapacityChanged.of_workers((gpu_worker, cpu_worker), 4))
+    run.step(CapacityChanged.of_workers((cpu_worker,), 4))  # the GPU worker is lost
+    out = run.submit(app("gpu").queue("A").executor(1, 1024, (("gpu", 1),)),
+                     app("plain").queue("A"))  # goes ahead
+    assert launched(out) == ["plain"]
+    wait = run.sched.held["gpu"]
+    assert wait.code == "does_not_fit_now"
+    assert wait.text == ("does not fit the cluster as it is now: an executor of 1 cores/1024"
+                         " MiB/1 gpu fits no worker: no worker has gpu (1 worker of 4 cores/8192"
+                         " MiB)")
+    out = run.step(CapacityChanged.of_workers((gpu_worker, cpu_worker), 4))
+    assert launched(out) == ["gpu"]
+
+
+def test_an_app_whose_first_executors_pass_max_resources_is_held_aside():
+    gpu_worker = Worker("g", Resources(4, 8192, (("gpu", 4),)), Resources(4, 8192, (("gpu", 4),)))
+    run = Run(tree(leaf("A", admission="demand", max_resources=(("gpu", 1),))), cores=4)
+    run.step(CapacityChanged.of_workers((gpu_worker,), 4))
+    out = run.submit(app("gpu").queue("A").executor(1, 1024, (("gpu", 2),)),
+                     app("plain").queue("A"))
+    assert launched(out) == ["plain"]
+    assert run.sched.held["gpu"].text == (
+        "does not fit the cluster as it is now: 1 executor(s) of 2 gpu (at least 1) need 2 gpu,"
+        " above max_resources gpu 1 of queue root.A")

@@ -279,6 +279,32 @@ def check_notebooks_idle_wake(r):
           f" p95 {p95:g} s")
 
 
+def mean_cores_held(a: dict) -> float:
+    """The executor cores an app held on average from its first executor to its end."""
+    return a["usage"]["held_core_s"] / (a["finished"] - a["first_executor"])
+
+
+def check_gpu_fairshare(r):
+    # Dominant shares levelled: the GPU apps 2 executors each (2 of 4 GPUs, 4 cores), the CPU
+    # app the 24 cores left (12 executors) - all the time, no core granted that idles.
+    apps = by_name(r)
+    assert {a["state"] for a in r["apps"]} == {"FINISHED"}
+    assert mean_cores_held(apps["train-a"]) == mean_cores_held(apps["train-b"]) == 4.0
+    assert mean_cores_held(apps["etl"]) == 24.0
+    assert apps["train-a"]["usage"] == apps["train-b"]["usage"]
+
+
+def check_gpu_caps(r):
+    apps = by_name(r)
+    assert {a["state"] for a in r["apps"]} == {"FINISHED"}
+    # max_resources {gpu: 1}: one executor, though it wants four and three GPUs sit free
+    assert mean_cores_held(apps["research-train"]) == 2.0
+    # min_resources {gpu: 3}: its three at once (driver start, executor start, a cycle)
+    prod = apps["prod-train"]
+    assert prod["first_executor"] - prod["admitted"] <= 10
+    assert 5.5 <= mean_cores_held(prod) <= 6.0
+
+
 SINGLE = {
     "notebooks-idle": check_notebooks_idle,
     "notebooks-idle-wake": check_notebooks_idle_wake,
@@ -300,6 +326,8 @@ SINGLE = {
     "fairshare-users": check_fairshare_users,
     "gang-fairshare": check_gang_fairshare,
     "gang-two-queues": check_gang_two_queues,
+    "gpu-fairshare": check_gpu_fairshare,
+    "gpu-caps": check_gpu_caps,
 }
 PAIRS = {
     "preprocessing": (("preprocessing-reserve", "preprocessing-stateaware"), check_preprocessing),

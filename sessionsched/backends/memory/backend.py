@@ -161,7 +161,9 @@ class MemoryBackend(ClusterBackend):
             del self._apps[app_id]  # its executors died with it
             out.append(DriverExited(app_id, sa.exit_code if sa.exit_code is not None else -1))
             return out
-        executors = tuple(Executor(e.executor_id, e.started_at, idle=not e.tasks)
+        where = self.cluster.pool.worker_of
+        executors = tuple(Executor(e.executor_id, e.started_at, idle=not e.tasks,
+                                   worker=where(e.executor_id))
                           for e in sa.executors.values())
         demand = sa.demand()
         if executors != seen.executors:

@@ -144,7 +144,7 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         raise ValueError(f"minExecutors {min_executors} is above maxExecutors {max_executors}")
     return Job(
         app_id=launch.app_id,
-        driver=Resources(cores, sched.driver_mem_mib or DEFAULT_MEM_MIB),
+        driver=Resources(cores, sched.driver_mem_mib or DEFAULT_MEM_MIB, ask.driver),
         in_cluster=launch.in_cluster,
         executor=executor,
         min_executors=min_executors,

@@ -147,6 +147,11 @@ class Pool:
             self._drivers.pop(key, None) is not None or self._executors.pop(key, None) is not None
         )
 
+    def worker_of(self, key: str) -> str:
+        """The name of the worker a started driver or executor runs on ("" if none)."""
+        hit = self._placed.get(key)
+        return "" if hit is None else self.names[hit[0]]
+
     def placed(self, key: str) -> bool:
         return key in self._placed
 

@@ -29,9 +29,10 @@ class FairLeaf:
 
     __slots__ = ("_ranked", "_rows", "_bounds", "_lo_sum", "_hi_sum", "_reach", "_at")
 
-    def __init__(self, ranked: Sequence[Claim]) -> None:
+    def __init__(self, ranked: Sequence[Claim], weights: list[float] | None = None) -> None:
         self._ranked = ranked
-        weights, lo, hi, self._rows = fair_inputs(ranked)
+        plain, lo, hi, self._rows = fair_inputs(ranked)
+        weights = plain if weights is None else weights  # (``drf``: priority / ratio)
         self._bounds = list(zip(weights, lo, hi, strict=True))
         self._lo_sum = sum(lo)
         self._hi_sum = sum(hi)
@@ -52,6 +53,20 @@ class FairLeaf:
             slope -= kind * weights[i]
         self._reach = reach_at
         self._at = at_state
+
+    def shares(self, cores: int) -> list[float] | None:
+        """The water-fill's shares of ``cores`` (``drf.level``'s sweep, kept), or None where
+        it is not a sweep's stop: no claims or cores, the floors at or above the cores, every
+        want within them."""
+        total = float(cores)
+        if not self._rows or total <= 0 or self._lo_sum >= total or self._hi_sum <= total:
+            return None
+        j = bisect_left(self._reach, total)
+        if j == len(self._reach):
+            return None
+        start, filled, slope = self._at[j]
+        level = start + (total - filled) / slope
+        return [min(max(w * level, low), high) for w, low, high in self._bounds]
 
     def divide(self, cores: int) -> dict[str, int]:
         """App id -> executors: what ``fairshare(cores, ranked)`` gives."""

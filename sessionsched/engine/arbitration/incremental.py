@@ -25,12 +25,14 @@ from dataclasses import replace
 from sortedcontainers import SortedList
 
 from ...model import Policy, Queue, Resources
+from ...model.custom import covers
 from ..tree import QueueTree
+from . import drf
 from .decay import NO_PAST, Past
 from .floor_cut import Cut, FloorCut
 from .greedy import ORDERS as GREEDY_ORDERS
 from .leafbook import LeafBook
-from .memory_and_remainders import exact_remainders, memory_cut
+from .memory_and_remainders import exact_remainders, left_after, memory_cut
 from .policies import Claim, by_priority_then_seq, water_fill
 from .users import divide_leaf
 
@@ -94,9 +96,11 @@ class Arbiter:
 
     # --- the computation ----------------------------------------------------------------
 
-    def compute(self, root: Queue, capacity: Resources, past: Past = NO_PAST) -> list[str]:
+    def compute(self, root: Queue, capacity: Resources, past: Past = NO_PAST,
+                totals: Resources | None = None) -> list[str]:
         """Targets for every claim (phases 1-4); returns the ids whose target changed.
-        ``past``: decayed past usage (``decay``), the same the oracle is given."""
+        ``past``: decayed past usage (``decay``), the same the oracle is given; ``totals``:
+        what dominant shares are shares of (``drf``; None: ``capacity``)."""
         tree = QueueTree.of(root)
         unknown = sorted(q for q, b in self._books.items() if b.claims and q not in tree.path)
         if unknown:
@@ -105,12 +109,23 @@ class Arbiter:
         self._set_cut({} if cut is None else cut.floors)
         low, high = self._node_sums(tree)
         budget = min(self._cores_memory_backs(capacity), high[root.name])
-        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past)
-        recomputed = self._leaf_results(tree, cores_of, past)
+        dom = self._dominant(tree, capacity, totals)
+        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom)
+        recomputed = self._leaf_results(tree, cores_of, past, dom)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
         if cut is None and used_mem <= capacity.mem_mib:
             return self._finish_exact(tree, capacity, recomputed)
         return self._finish_cut(tree, capacity, cut)
+
+    def _dominant(self, tree: QueueTree, capacity: Resources,
+                  totals: Resources | None) -> drf.Dom | None:
+        """The DRF context on a cluster with custom resources (``drf``), else None."""
+        if not drf.applies(capacity):
+            return None
+        leaf_wants = {name: (Resources(b.want_cores, b.want_mem_mib, b.want_custom),
+                             b.want_custom_cores, b.floor_custom)
+                      for name, b in self._books.items() if b.claims}
+        return drf.Dom(capacity, drf.queue_wants(tree, leaf_wants), totals)
 
     def _set_cut(self, floors: dict[str, int]) -> None:
         """Set in their books, with the floor phase 1 gave them, the claims whose cut moved
@@ -165,6 +180,7 @@ class Arbiter:
 
     def _leaf_results(
         self, tree: QueueTree, cores_of: dict[str, float], past: Past,
+        dom: drf.Dom | None = None,
     ) -> list[str]:
         """Recompute the leaves whose cores, claims (phase 1's cut among them), policy or
         users' past usage changed; returns the apps whose leaf result changed."""
@@ -179,6 +195,29 @@ class Arbiter:
             users = past.users.get(name)
             key = (cores, book.version, policy,
                    None if users is None else tuple(sorted(users.items())))
+            if dom is not None and book.want_custom:
+                budget = dom.leaf_budget(name)
+                bound = not covers(book.want_custom, tuple(sorted(budget.items())))
+                # A fifo or priority leaf whose GPUs are no limit divides as if it had none
+                # (below, walked as always); a fairshare leaf by dominant share either way.
+                if bound or policy is Policy.FAIRSHARE:
+                    # The budget as far as it binds: a leaf that wants fewer GPUs than it may
+                    # have gets the same result for any budget (so keeps its key).
+                    want = dict(book.want_custom)
+                    seen = tuple(sorted((k, min(v, want.get(k, 0))) for k, v in budget.items()))
+                    key = (*key, dom.totals, seen)
+                    if book.key == key:
+                        continue
+                    if cores >= book.want_cores and not bound:
+                        changed += book.sate(key)
+                        continue
+                    claims = book.ranked()
+                    if policy is Policy.FAIRSHARE and users is None:
+                        result = book.dom_leaf(dom.totals).divide(cores, budget)
+                    else:
+                        result = divide_leaf(policy, cores, claims, users, (dom.totals, budget))
+                    changed += book.settle(key, result, claims)
+                    continue
             if book.key == key:
                 continue
             if cores >= book.want_cores:
@@ -203,7 +242,9 @@ class Arbiter:
         books = self._books
         left_cores = capacity.cores - sum(b.used_cores for b in books.values())
         left_mem = capacity.mem_mib - sum(b.used_mem_mib for b in books.values())
-        bonus = exact_remainders(tree, left_cores, left_mem, books)
+        bonus = exact_remainders(tree, left_cores, left_mem, books, left_after(
+            _custom_counted(capacity), ((Resources(0, 0, b.used_custom), 1)
+                                        for b in books.values() if b.used_custom)))
         if self._exact:
             candidates: Iterable[str] = set(recomputed) | self._bonus.keys() | bonus.keys()
         else:
@@ -223,7 +264,8 @@ class Arbiter:
             mem = capacity.mem_mib - self._floors.mem_mib
         else:
             cores, mem = cut.left.cores, cut.left.mem_mib
-        final, bonus = memory_cut(tree, self._ranked, self._held, self._books, cores, mem)
+        final, bonus = memory_cut(tree, self._ranked, self._held, self._books, cores, mem,
+                                  _custom_counted(capacity))
         self._bonus = bonus
         self._exact = False
         return self._update((a, n + bonus.get(a, 0)) for a, n in final.items())
@@ -239,7 +281,7 @@ class Arbiter:
 
 def _divide(
     tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float,
-    past: Past = NO_PAST,
+    past: Past = NO_PAST, dom: drf.Dom | None = None,
 ) -> dict[str, float]:
     """Phase 2 above the leaves: leaf name -> cores (fractional); siblings levelled by
     (cores + decayed past usage) / weight."""
@@ -259,9 +301,19 @@ def _divide(
             float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids
         ]
         p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
-        if sum(guarantee) > c:
+        split = None if dom is None else dom.split(
+            tree, name, kids, c, weights, [float(low[k]) for k in kids], guarantee,
+            [float(high[k]) for k in kids], p)
+        if split is not None:  # a custom resource is wanted below: by dominant share
+            shares = split[0]
+        elif sum(guarantee) > c:
             shares = water_fill(c, weights, [float(low[k]) for k in kids], guarantee, p)
         else:
             shares = water_fill(c, weights, guarantee, [float(high[k]) for k in kids], p)
         stack.extend(zip(kids, shares, strict=True))
     return out
+
+
+def _custom_counted(capacity: Resources) -> dict[str, int] | None:
+    """The custom resources the remainders must fit in (None: not counted, ``drf.applies``)."""
+    return dict(capacity.custom) if drf.applies(capacity) else None

@@ -8,7 +8,9 @@ from collections.abc import Iterable, Iterator
 
 from sortedcontainers import SortedList
 
-from ...model import Policy
+from ...model import Policy, Resources
+from ...model.custom import Custom, combine, scaled
+from .drf import DomLeaf
 from .fairleaf import FairLeaf
 from .greedy import GreedyLeaf
 from .policies import Claim, by_priority_then_seq
@@ -37,12 +39,18 @@ class LeafBook:
         self.floor_mem_mib = 0
         self.want_cores = 0
         self.want_mem_mib = 0
+        self.want_custom: Custom = ()  # custom resources of the wanted executors (``drf``)
+        self.floor_custom: Custom = ()  # and of the floors
+        self.want_custom_cores = 0  # the cores of the wanted executors that ask for one
+        self.used_custom: Custom = ()  # custom resources of the result's executors
         # (cores, version, policy, users' past): what the result was computed for
         self.key: tuple | None = None
         self.result: dict[str, int] = {}
         self.greedy: GreedyLeaf | None = None
         self._fair: FairLeaf | None = None  # a fairshare leaf's sweep, for ``_fair_version``
         self._fair_version = -1
+        self._dom: DomLeaf | None = None  # a fairshare leaf's by dominant share (``drf``)
+        self._dom_version = -1
         self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
         self.used_cores = 0
         self.used_mem_mib = 0
@@ -83,6 +91,11 @@ class LeafBook:
         self.floor_mem_mib += sign * c.floor * c.executor.mem_mib
         self.want_cores += sign * c.want * c.executor.cores
         self.want_mem_mib += sign * c.want * c.executor.mem_mib
+        if c.executor.custom:
+            self.want_custom = combine(self.want_custom, scaled(c.executor.custom, c.want), sign)
+            self.want_custom_cores += sign * c.want * c.executor.cores
+            self.floor_custom = combine(self.floor_custom, scaled(c.executor.custom, c.floor),
+                                        sign)
         self.version += 1
         self._ranked = None
         self._since[c.app_id] = None
@@ -92,6 +105,8 @@ class LeafBook:
         size = c.executor
         self.used_cores += sign * n * size.cores
         self.used_mem_mib += sign * n * size.mem_mib
+        if size.custom:
+            self.used_custom = combine(self.used_custom, scaled(size.custom, n), sign)
         if n < c.want:
             count = self.unsat_sizes.get(size.cores, 0) + sign
             if count:
@@ -139,6 +154,15 @@ class LeafBook:
             self._fair = FairLeaf(self.ranked())
             self._fair_version = self.version
         return self.settle(key, self._fair.divide(cores), self.ranked())
+
+    def dom_leaf(self, totals: Resources) -> DomLeaf:
+        """The leaf's ``drf.DomLeaf`` for its claims as they stand, prepared again only when
+        they or the totals changed."""
+        d = self._dom
+        if d is None or self._dom_version != self.version or d.totals != totals:
+            d = self._dom = DomLeaf(self.ranked(), totals)
+            self._dom_version = self.version
+        return d
 
     def sate(self, key: tuple) -> list[str]:
         """The leaf's cores cover every claim's want: every claim gets its want (``fifo`` and
@@ -204,3 +228,4 @@ class LeafBook:
         self.result = {}
         self.unsat_sizes = {}
         self.used_cores = self.used_mem_mib = 0
+        self.used_custom = ()

@@ -15,13 +15,17 @@ from collections.abc import Callable, Iterable, Mapping
 
 from sortedcontainers import SortedList
 
+from ...model import Resources
+from ...model.custom import Custom, combine, scaled
 from ..tree import QueueTree
+from .custom_limits import CustomCaps
 from .leafbook import LeafBook
 from .policies import Claim, by_priority_then_seq
 
 
 def exact_remainders(
-    tree: QueueTree, left_cores: int, left_mem: int, books: Mapping[str, LeafBook]
+    tree: QueueTree, left_cores: int, left_mem: int, books: Mapping[str, LeafBook],
+    left_custom: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """Phase 4 when nothing was cut: app id -> extra executors for the cores and memory
     ``left`` after every leaf's result."""
@@ -36,7 +40,9 @@ def exact_remainders(
 
     return _remainders(
         lambda: heapq.merge(*(b.unsatisfied() for b in unsat), key=by_priority_then_seq),
-        base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree,
+        base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree, left_custom,
+        None if left_custom is None else CustomCaps.of(
+            tree, {name: b.used_custom for name, b in books.items() if b.used_custom}),
     )
 
 
@@ -47,6 +53,7 @@ def memory_cut(
     books: Mapping[str, LeafBook],
     cores: int,
     mem: int,
+    custom: dict[str, int] | None = None,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Phases 3 and 4 over every claim (``ranked``: rank keys, the app id last; ``claims``:
     with their floors as phase 1 gave them): each claim's floor, then the growth above it in
@@ -82,6 +89,8 @@ def memory_cut(
         bonus = _remainders(
             lambda: (c for c in below if final[c.app_id] < c.want),
             lambda c: final[c.app_id], cores, mem, _capped_used(tree, used_by_leaf), tree,
+            left_after(custom, ((c.executor, final[c.app_id]) for c in claims.values())),
+            None if custom is None else CustomCaps.of(tree, _custom_by_leaf(claims, final)),
         )
     return final, bonus
 
@@ -95,6 +104,28 @@ def _capped_used(tree: QueueTree, used_by_leaf: dict[str, int]) -> dict[str, int
     return used
 
 
+def _custom_by_leaf(claims: Mapping[str, Claim], n: Mapping[str, int]) -> dict[str, Custom]:
+    out: dict[str, Custom] = {}
+    for c in claims.values():
+        if c.executor.custom and n.get(c.app_id):
+            out[c.queue] = combine(out.get(c.queue, ()), scaled(c.executor.custom, n[c.app_id]), 1)
+    return out
+
+
+def left_after(custom: dict[str, int] | None, given: Iterable[tuple[Resources, int]]
+               ) -> dict[str, int] | None:
+    """The custom resources ``custom`` less what ``given`` (executor, count) holds; None
+    stays None (custom resources not counted: no dominant share, ``drf``)."""
+    if custom is None:
+        return None
+    left = dict(custom)
+    for size, n in given:
+        for k, v in size.custom:
+            if k in left:
+                left[k] -= n * v
+    return left
+
+
 def _remainders(
     order: Callable[[], Iterable[Claim]],
     base: Callable[[Claim], int],
@@ -102,9 +133,13 @@ def _remainders(
     left_mem: int,
     used: dict[str, int],
     tree: QueueTree,
+    left_custom: dict[str, int] | None = None,
+    caps: CustomCaps | None = None,
 ) -> dict[str, int]:
     """Phase 4: app id -> extra executors. ``order()`` yields the claims below their want in
-    rank order (their targets so far by ``base``); called once per pass."""
+    rank order (their targets so far by ``base``); called once per pass. ``left_custom``:
+    the custom resources left (None: not counted), an executor asking for more skipped, as
+    one that would pass a ``max_resources`` on its path (``caps``)."""
     bonus: dict[str, int] = {}
     progress = True
     while progress and left_cores > 0:
@@ -118,6 +153,15 @@ def _remainders(
             capped = tree.capped_path(c.queue)
             if any(used.get(q.name, 0) + size.cores > q.max_cores for q in capped):
                 continue
+            if size.custom and left_custom is not None:
+                if any(left_custom.get(k, 0) < v for k, v in size.custom):
+                    continue
+                if caps is not None:
+                    if not caps.fits(c.queue, size.custom):
+                        continue
+                    caps.take(c.queue, size.custom)
+                for k, v in size.custom:
+                    left_custom[k] -= v
             bonus[c.app_id] = bonus.get(c.app_id, 0) + 1
             left_cores -= size.cores
             left_mem -= size.mem_mib

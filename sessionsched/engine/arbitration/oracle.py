@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...model import Queue, Resources
+from ...model.custom import combine, scaled
 from ..tree import QueueTree
+from . import drf
+from .custom_limits import CustomCaps
 from .decay import NO_PAST, Past
 from .policies import Claim, by_priority_then_seq, water_fill
 from .users import divide_leaf
@@ -21,16 +24,17 @@ _EPS = 1e-9  # a leaf's fractional cores are rounded down, less float error
 
 
 def targets(root: Queue, capacity: Resources, claims: Sequence[Claim],
-            past: Past = NO_PAST) -> dict[str, int]:
+            past: Past = NO_PAST, totals: Resources | None = None) -> dict[str, int]:
     """Targets for every claim, from scratch. Never more than capacity, ``want`` or the queues'
-    ``max_cores`` (floors are cut to fit them). ``past``: decayed past usage (``decay``)."""
+    ``max_cores`` (floors are cut to fit them). ``past``: decayed past usage (``decay``);
+    ``totals``: what dominant shares are shares of (``drf``; None: ``capacity``)."""
     tree = QueueTree.of(root)
     unknown = sorted({c.queue for c in claims if c.queue not in tree.path})
     if unknown:
         raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
     ranked = sorted(claims, key=by_priority_then_seq)
     floors, cut = phase1_floors(tree, capacity, ranked)
-    shares = phase2_shares(tree, capacity, ranked, floors, past)
+    shares = phase2_shares(tree, capacity, ranked, floors, past, totals)
     given = phase3_memory(capacity, ranked, floors, shares, cut)
     return phase4_remainders(tree, capacity, ranked, given)
 
@@ -127,7 +131,8 @@ def floors_and_wants(
 
 
 def divide(tree: QueueTree, name: str, cores: float, low: dict[str, int],
-           high: dict[str, int], out: dict[str, float], past: Past = NO_PAST) -> None:
+           high: dict[str, int], out: dict[str, float], past: Past = NO_PAST,
+           dom: drf.Dom | None = None) -> None:
     """Water-fill ``cores`` among the children of ``name`` that want anything, each between
     its guarantee (floors, or ``min_share`` as far as it wants that much) and its want, so
     that (cores + decayed past usage) / weight is levelled; if the guarantees do not fit,
@@ -141,16 +146,22 @@ def divide(tree: QueueTree, name: str, cores: float, low: dict[str, int],
     weights = [tree.node[k].weight for k in kids]
     guarantee = [float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids]
     p = [past.queues.get(k, 0.0) for k in kids]
-    if sum(guarantee) > cores:
+    split = None if dom is None else dom.split(
+        tree, name, kids, cores, weights, [float(low[k]) for k in kids], guarantee,
+        [float(high[k]) for k in kids], p)
+    if split is not None:  # a custom resource is wanted below: by dominant share (``drf``)
+        shares = split[0]
+    elif sum(guarantee) > cores:
         shares = water_fill(cores, weights, [float(low[k]) for k in kids], guarantee, p)
     else:
         shares = water_fill(cores, weights, guarantee, [float(high[k]) for k in kids], p)
     for k, share in zip(kids, shares, strict=True):
-        divide(tree, k, share, low, high, out, past)
+        divide(tree, k, share, low, high, out, past, dom)
 
 
 def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
-                  floors: dict[str, int], past: Past = NO_PAST) -> dict[str, int]:
+                  floors: dict[str, int], past: Past = NO_PAST,
+                  totals: Resources | None = None) -> dict[str, int]:
     """The cores divided down the tree; each leaf's whole cores divided among its claims (with
     the floors given) by its policy (by user first in a fairshare leaf that decays: ``users``).
     Returns app -> executors."""
@@ -158,7 +169,17 @@ def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
     root = tree.root.name
     total = max(min(cores_memory_backs(capacity, ranked), high[root]), low[root], 0)
     cores_of: dict[str, float] = {}
-    divide(tree, root, float(total), low, high, cores_of, past)
+    dom = None
+    if drf.applies(capacity):
+        leaf_wants: dict[str, drf.Want] = {}
+        for c in ranked:
+            summed, custom_cores, floor_custom = leaf_wants.get(c.queue, (Resources(), 0, ()))
+            wanted = c.executor.times(c.want)
+            leaf_wants[c.queue] = (
+                summed + wanted, custom_cores + (wanted.cores if c.executor.custom else 0),
+                combine(floor_custom, scaled(c.executor.custom, floors[c.app_id]), 1))
+        dom = drf.Dom(capacity, drf.queue_wants(tree, leaf_wants), totals)
+    divide(tree, root, float(total), low, high, cores_of, past, dom)
     by_leaf: dict[str, list[Claim]] = {}
     for c in ranked:
         by_leaf.setdefault(c.queue, []).append(replace(c, floor=floors[c.app_id]))
@@ -166,7 +187,8 @@ def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
     for leaf, leaf_claims in by_leaf.items():
         cores = max(math.floor(cores_of.get(leaf, 0.0) + _EPS), 0)
         out.update(divide_leaf(tree.node[leaf].policy, cores, leaf_claims,
-                               past.users.get(leaf)))
+                               past.users.get(leaf),
+                               None if dom is None else (dom.totals, dom.leaf_budget(leaf))))
     return out
 
 
@@ -208,6 +230,18 @@ def phase4_remainders(tree: QueueTree, capacity: Resources, ranked: Sequence[Cla
     left_cores = capacity.cores - sum(out[c.app_id] * c.executor.cores for c in ranked)
     left_mem = capacity.mem_mib - sum(out[c.app_id] * c.executor.mem_mib for c in ranked)
     used = cores_under(tree, ranked, out)
+    left_custom, caps = None, None
+    if drf.applies(capacity):  # custom resources counted, as in the leaves (``drf``)
+        left_custom = dict(capacity.custom)
+        by_leaf: dict[str, tuple] = {}
+        for c in ranked:
+            for k, v in c.executor.custom:
+                if k in left_custom:
+                    left_custom[k] -= out[c.app_id] * v
+            if c.executor.custom and out[c.app_id]:
+                by_leaf[c.queue] = combine(by_leaf.get(c.queue, ()),
+                                           scaled(c.executor.custom, out[c.app_id]), 1)
+        caps = CustomCaps.of(tree, by_leaf)
     progress = True
     while progress and left_cores > 0:
         progress = False
@@ -218,6 +252,15 @@ def phase4_remainders(tree: QueueTree, capacity: Resources, ranked: Sequence[Cla
             path = capped(tree, c.queue)
             if any(used[q.name] + size.cores > q.max_cores for q in path):
                 continue
+            if size.custom and left_custom is not None:
+                if any(left_custom.get(k, 0) < v for k, v in size.custom):
+                    continue
+                if caps is not None:
+                    if not caps.fits(c.queue, size.custom):
+                        continue
+                    caps.take(c.queue, size.custom)
+                for k, v in size.custom:
+                    left_custom[k] -= v
             out[c.app_id] += 1
             left_cores -= size.cores
             left_mem -= size.mem_mib

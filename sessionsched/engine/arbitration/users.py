@@ -19,19 +19,98 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ...model import Policy
+from ...model import Policy, Resources
+from . import drf
+from .custom_limits import greedy
+from .greedy import ORDERS
 from .policies import LEAF_POLICIES, Claim, fairshare, water_fill
 
 _EPS = 1e-9
 
 
+Dominant = tuple[Resources, Mapping[str, int]]  # (capacity, the leaf's custom budget)
+
+
 def divide_leaf(policy: Policy, cores: int, ranked: Sequence[Claim],
-                users: Mapping[str, float] | None) -> dict[str, int]:
+                users: Mapping[str, float] | None,
+                dominant: Dominant | None = None) -> dict[str, int]:
     """The leaf's result. ``users``: None when the leaf does not share by user, else user ->
-    decayed past usage in cores (a user not named has none)."""
-    if users is None or policy is not Policy.FAIRSHARE:
+    decayed past usage in cores (a user not named has none). ``dominant``: on a cluster with
+    custom resources, what a leaf whose apps ask for one divides: by dominant share in a
+    ``fairshare`` leaf, within its custom budget in the others (``drf``)."""
+    if policy is not Policy.FAIRSHARE:
+        if dominant is not None and drf.wants_custom(ranked):
+            return greedy(cores, ranked, dominant[1],
+                          ORDERS[policy] if policy is Policy.FIFO else None)
         return LEAF_POLICIES[policy](cores, ranked)
+    if dominant is not None and drf.wants_custom(ranked):
+        if users is None:
+            return drf.leaf(cores, ranked, dominant[0], dominant[1])
+        return by_user_dominant(cores, ranked, users, *dominant)
+    if users is None:
+        return fairshare(cores, ranked)
     return by_user(cores, ranked, users)
+
+
+def by_user_dominant(cores: int, ranked: Sequence[Claim], past: Mapping[str, float],
+                     capacity: Resources, budget: Mapping[str, int]) -> dict[str, int]:
+    """``by_user`` by dominant share: the users levelled by (dominant share + decayed past
+    usage at the user's ratio) with equal weights, each user's cores and custom budget then
+    divided among its apps by dominant share; what rounding leaves goes in rank order."""
+    groups: dict[str, list[Claim]] = {}
+    for c in ranked:
+        groups.setdefault(c.user, []).append(c)
+    names = list(groups)
+    wants = []
+    for u in names:
+        total = Resources()
+        for c in groups[u]:
+            total = total + c.executor.times(c.want)
+        wants.append(total)
+    lo = [float(sum(c.floor * c.executor.cores for c in groups[u])) for u in names]
+    hi = [float(w.cores) for w in wants]
+    ratios = [drf.ratio(w.cores, w.mem_mib, w.custom, capacity) for w in wants]
+    uses = [drf.per_core(w.custom, w.cores) for w in wants]
+    if sum(lo) > cores:
+        shares = water_fill(float(cores), [1.0] * len(names), [0.0] * len(names), lo)
+    else:
+        shares = drf.fill(float(cores), [1.0 / r for r in ratios], lo, hi,
+                          [past.get(u, 0.0) for u in names], uses,
+                          {k: float(v) for k, v in budget.items()})
+    out: dict[str, int] = {}
+    for u, low, high, share, use in zip(names, lo, hi, shares, uses, strict=True):
+        given = min(max(int(share + _EPS), int(low)), int(high))
+        mine = drf.whole({k: min(share * use.get(k, 0.0), v) for k, v in budget.items()})
+        out.update(drf.leaf(given, groups[u], capacity, mine))
+    return _rest(cores, ranked, out, budget)
+
+
+def _rest(cores: int, ranked: Sequence[Claim], out: dict[str, int],
+          budget: Mapping[str, int]) -> dict[str, int]:
+    """The cores and budget left after the users' divisions, one executor at a time in rank
+    order to the claims below their want."""
+    left = cores - sum(out[c.app_id] * c.executor.cores for c in ranked)
+    left_custom = dict(budget)
+    for c in ranked:
+        for k, v in c.executor.custom:
+            if k in left_custom:
+                left_custom[k] -= out[c.app_id] * v
+    progress = True
+    while progress:
+        progress = False
+        for c in ranked:
+            s = c.executor
+            if out[c.app_id] >= c.want or s.cores > left:
+                continue
+            if any(k in left_custom and left_custom[k] < v for k, v in s.custom):
+                continue
+            out[c.app_id] += 1
+            left -= s.cores
+            for k, v in s.custom:
+                if k in left_custom:
+                    left_custom[k] -= v
+            progress = True
+    return out
 
 
 def by_user(cores: int, ranked: Sequence[Claim], past: Mapping[str, float]) -> dict[str, int]:

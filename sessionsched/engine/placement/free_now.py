@@ -68,18 +68,27 @@ class Rooms:
         return other
 
     def _pick(self, size: Resources, sort: NodeSort) -> tuple[int, int, Custom] | None:
+        """``sorting.pick``'s choice, keep-off included: a size asking for no custom resource
+        takes a room with custom resources free only when no other room fits it."""
         cores, mem, custom = size.cores, size.mem_mib, size.custom
+        kept_off = None
         if sort is NodeSort.BINPACKING:  # the fullest that fits: upwards from the first
             for key in self.order.islice(self.order.bisect_left((cores, mem))):
                 if key[1] >= mem and (not custom or covers(custom, key[2])):
-                    return key
-            return None
+                    if custom or not key[2]:
+                        return key
+                    if kept_off is None:
+                        kept_off = key
+            return kept_off
         for key in self.order.islice(reverse=True):  # the freest: downwards
             if key[0] < cores:
-                return None
+                return kept_off
             if key[1] >= mem and (not custom or covers(custom, key[2])):
-                return key
-        return None
+                if custom or not key[2]:
+                    return key
+                if kept_off is None:
+                    kept_off = key
+        return kept_off
 
     def fits(self, size: Resources) -> bool:
         return self._pick(size, NodeSort.FAIR) is not None

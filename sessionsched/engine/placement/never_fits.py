@@ -7,7 +7,8 @@
   3. its first executors (``first_executors``: what its leaf's admission sets aside - under
      ``demand`` and ``reserve`` ``reservation()``, minExecutors but at least 1; else
      minExecutors; a gang's N in any mode, all of them at once beside its driver) need
-     more cores than ``max_cores`` of a queue on its path;
+     more cores than ``max_cores`` of a queue on its path, or more of a custom resource than
+     its ``max_resources``;
   4. its driver and those executors are more than the workers hold, counted per worker
      (``Workers.holds_beside``), not as a sum of cores and memory.
 Asked of the workers' sizes, not of what is free now: what is in use ends, a worker that is
@@ -89,6 +90,13 @@ def never_fits(spec: AppSpec, path: Sequence[Queue], workers: Workers) -> str | 
         if node.max_cores is not None and cores > node.max_cores:
             return (f"{n} executor(s) of {spec.executor.cores} cores ({_what(spec, n)}) need"
                     f" {cores} cores, above max_cores {node.max_cores} of queue {node.name}")
+        if node.max_resources and executor.custom:
+            caps = dict(node.max_resources)
+            for name, amount in executor.custom:
+                if name in caps and n * amount > caps[name]:
+                    return (f"{n} executor(s) of {amount} {name} ({_what(spec, n)}) need"
+                            f" {n * amount} {name}, above max_resources {name} {caps[name]}"
+                            f" of queue {node.name}")
     return count
 
 

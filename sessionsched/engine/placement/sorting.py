@@ -10,6 +10,12 @@ free"; memory breaks ties):
 Equal workers: the first in the order given (the backends give their workers in name order),
 so the same state places the same way.
 
+Keep-off, before either order: a driver or an executor that asks for no custom resource goes
+to a worker with custom resources free (GPUs not all taken) only when no other worker has
+room for it. The GPU workers' cores and memory stay free for the GPU executors, which can go
+nowhere else; a GPU worker whose GPUs are all taken is a worker like any other. With no custom
+resource anywhere the rule changes nothing.
+
 ``pick`` is what the memory backend, the simulator and the Kubernetes backend place by, and
 what the engine models its own launches with (``free_now``). O(workers) per pick.
 """
@@ -28,11 +34,20 @@ def more_free(a: Resources, b: Resources) -> bool:
 
 def pick(free: Sequence[Resources | None], size: Resources, sort: NodeSort) -> int | None:
     """The index of the worker ``size`` goes to by ``sort``, of ``free`` (each worker's free
-    room now; None: a worker that takes nothing, lost or cordoned), or None when none fits."""
+    room now; None: a worker that takes nothing, lost or cordoned), or None when none fits.
+    A ``size`` that asks for no custom resource keeps off the workers with custom resources
+    free while another worker has room for it (the module doc)."""
     best: int | None = None
+    kept_off: int | None = None  # the best of the workers with custom resources free
     fair = sort is not NodeSort.BINPACKING
+    plain = not size.custom
     for i, room in enumerate(free):
         if room is None or not size.fits_in(room):
+            continue
+        if plain and room.custom:
+            if kept_off is None or (more_free(room, free[kept_off]) if fair
+                                    else more_free(free[kept_off], room)):
+                kept_off = i
             continue
         if best is None:
             best = i
@@ -40,7 +55,7 @@ def pick(free: Sequence[Resources | None], size: Resources, sort: NodeSort) -> i
         chosen = free[best]
         if more_free(room, chosen) if fair else more_free(chosen, room):
             best = i
-    return best
+    return best if best is not None else kept_off
 
 
 def whole(free: Sequence[Resources | None], size: Sequence[Resources]) -> int:

@@ -134,7 +134,10 @@ PLACED = {
     "fair: a gpu executor to the only gpu worker": (size(1, 1, 1), NodeSort.FAIR, 1),
     "binpacking alike": (size(1, 1, 1), NodeSort.BINPACKING, 1),
     "fair: a plain one to the freest": (size(1, 0, 1), NodeSort.FAIR, 0),
-    "binpacking: a plain one to the fullest, gpus or not": (size(1, 0, 1), NodeSort.BINPACKING, 1),
+    # Keep-off (docs/design/placement.md): a plain one goes to the gpu worker only when no
+    # other worker has room for it.
+    "binpacking: a plain one keeps off the gpu worker while another has room": (
+        size(1, 0, 1), NodeSort.BINPACKING, 0),
     "3 gpus: nowhere": (size(1, 3, 1), NodeSort.FAIR, None),
 }
 
@@ -144,6 +147,32 @@ def test_node_sorting_places_on_a_worker_with_the_gpus(ask, sort, where):
     assert pick(FREE, ask, sort) == where
     rooms = Rooms(Counter(FREE))
     assert rooms.take(ask, sort) is (where is not None)
+
+
+# Keep-off: free rooms of a 2-core plain worker, a 6-core worker with 2 gpus free and one
+# whose gpus are all taken (a worker like any other then).
+KEEP_OFF_FREE = (size(2), size(6, 2), size(4))
+KEEP_OFF = {
+    "fair: a plain one to the freest plain worker, not the freer gpu one": (
+        size(1), NodeSort.FAIR, 2),
+    "binpacking: a plain one to the fullest plain worker": (size(1), NodeSort.BINPACKING, 0),
+    "a plain one no plain worker holds goes to the gpu worker": (size(5), NodeSort.FAIR, 1),
+    "binpacking alike": (size(5), NodeSort.BINPACKING, 1),
+    "a gpu one to the gpu worker": (size(1, 1), NodeSort.FAIR, 1),
+}
+
+
+@pytest.mark.parametrize("ask, sort, where", KEEP_OFF.values(), ids=KEEP_OFF.keys())
+def test_plain_drivers_and_executors_keep_off_gpu_workers_while_others_have_room(
+        ask, sort, where):
+    assert pick(KEEP_OFF_FREE, ask, sort) == where
+    rooms = Rooms(Counter(KEEP_OFF_FREE))
+    assert rooms.take(ask, sort)
+    left = Counter(KEEP_OFF_FREE)
+    left[KEEP_OFF_FREE[where]] -= 1
+    left[KEEP_OFF_FREE[where] - ask] += 1
+    assert +rooms.count == +Counter({(r.cores, r.mem_mib, r.custom): n
+                                     for r, n in left.items()})
 
 
 def test_rooms_spend_the_gpus_they_place():
