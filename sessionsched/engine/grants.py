@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Resources
-from ..model.profiles import held_by_shape
 from ..model.custom import Custom, scaled
+from ..model.profiles import held_by_shape
 from .ledger import AppRecord
 
 

@@ -239,9 +239,8 @@ class Scheduler:
         quiet = waiting_for_host(books, self.waiting)[1]
         self._next_release = min((q.due_at for q in quiet if q.due_at > now), default=None)
         capacity = books.executor_capacity(self.capacity)
-        # dominant shares (a cluster with GPUs: ``drf``) are shares of the whole cluster
-        changed = books.arbiter.compute(self.root, capacity, NO_PAST if past is None else past,
-                                        self.capacity)
+        changed = books.arbiter.compute(  # dominant shares (``drf``): of the whole cluster
+            self.root, capacity, NO_PAST if past is None else past, self.capacity)
         touched = books.touched().union(changed)
         self._grant(touched, capacity, out)
         books.reclaimer.step(now, self.apps, books.leaves, touched, books.grants, capacity, out,

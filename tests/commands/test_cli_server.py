@@ -23,7 +23,8 @@ QUEUE_KEYS = {
     "max_running_apps", "starting_limit", "starting_timeout", "reclaim_timeout", "max_wait",
     "max_queued_apps", "max_queued_apps_per_user", "pending", "starting", "running",
     "executor_cores", "demand_cores", "executor_memory_mib", "demand_memory_mib",
-    "waiting_reason", "waiting_reason_code", "usage_half_life", "decayed_cores", "decayed_users",  # docs/design/decayed-fair-share.md
+    "waiting_reason", "waiting_reason_code",
+    "usage_half_life", "decayed_cores", "decayed_users",  # docs/design/decayed-fair-share.md
     "node_sort",  # docs/design/placement.md
 }  # fmt: skip
 ID = re.compile(r"driver-\d{14}-\d{4}")
