@@ -22,6 +22,7 @@ from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.times import iso
 from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
 from sessionsched.doors.native.queue_memory import queue_memory
+from sessionsched.doors.native.resource_schemas import AppResourcesOut
 from sessionsched.doors.native.schemas import (
     AppIn,
     AppOut,
@@ -56,7 +57,8 @@ def _out(ops: Operations, app_id: str) -> AppOut:
     if app is None:
         raise HTTPException(404, f"no app {app_id!r}")
     out = app_out(app)
-    out.resources = ops.app_resources(app_id)  # one app's answer only: no cost to the lists
+    held = ops.app_resources(app_id)  # one app's answer only: no cost to the lists
+    out.resources = None if held is None else AppResourcesOut.model_validate(held)
     return out
 
 
