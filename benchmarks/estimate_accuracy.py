@@ -19,7 +19,8 @@ so that apps wait. A day is ``DAY_S`` of simulated time.
 The estimate is the server's: at the first cycle that has the app queued, the engine's view
 of that cycle is turned into the estimator's input as ``service/estimating/live.py`` does
 (launched apps with their remaining work from the median of their name's earlier FINISHED
-runs - the replay's own history - else ``--default-run-s``; the queued apps), and
+runs, first executor to end - the replay's own history - else ``--default-run-s``, less
+the time since their first executor; the queued apps), and
 ``sim.estimate.estimate`` runs the engine forward on it. The actual start is the replay's
 launch of the app. Apps launched at the cycle that took them never waited and are not
 counted in the error over the wait (their count is given).
@@ -40,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sessionsched.backends.memory.job import Stage  # noqa: E402
 from sessionsched.config import build_queue_tree  # noqa: E402
 from sessionsched.model import AppSpec, AppState, Resources  # noqa: E402
-from sessionsched.service.estimating.live import overrun_s  # noqa: E402
+from sessionsched.service.estimating.live import left_s  # noqa: E402
 from sessionsched.sim.estimate import Live, Queued, Running, Timings, estimate  # noqa: E402
 from sessionsched.sim.simulator import Simulator  # noqa: E402
 from sessionsched.sim.workload import Cluster, SimApp, Workload  # noqa: E402
@@ -142,7 +143,10 @@ class Replay(Simulator):
         for app_id, t in self.rec.apps.items():
             if (t.state is AppState.FINISHED and t.finished is not None and t.finished <= now
                     and t.admitted is not None):
-                out.setdefault(self.names[app_id], []).append(t.finished - t.admitted)
+                # As ``store.work_lengths``: from the first executor (the launch if none).
+                worked = t.finished - (t.admitted if t.first_executor is None
+                                       else t.first_executor)
+                out.setdefault(self.names[app_id], []).append(worked)
         return out
 
     def _run_s(self, app_id: str, history: dict[str, list[float]]) -> float:
@@ -157,12 +161,10 @@ class Replay(Simulator):
                 queued.append(Queued(spec, f.priority, self._run_s(f.app_id, history)))
             elif not f.state.terminal and f.launched_at is not None:
                 run_s = self._run_s(f.app_id, history)
-                ran = now - f.launched_at
                 first = f.first_executor_at
                 running.append(Running(
-                    spec, f.state, f.priority, f.executors,
-                    run_s - ran if run_s > ran else overrun_s(run_s), ran,
-                    None if first is None else now - first, f.demand))
+                    spec, f.state, f.priority, f.executors, left_s(run_s, now, first),
+                    now - f.launched_at, None if first is None else now - first, f.demand))
         return Live(view.root, view.capacity, view.driver_slots, tuple(running),
                     tuple(queued), self.timings)
 
