@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sessionsched.backends.memory.job import Stage  # noqa: E402
 from sessionsched.config import build_queue_tree  # noqa: E402
 from sessionsched.model import AppSpec, AppState, Resources  # noqa: E402
-from sessionsched.service.estimating.live import left_s  # noqa: E402
+from sessionsched.service.estimating.live import left_s, run_length  # noqa: E402
 from sessionsched.sim.estimate import Live, Queued, Running, Timings, estimate  # noqa: E402
 from sessionsched.sim.simulator import Simulator  # noqa: E402
 from sessionsched.sim.workload import Cluster, SimApp, Workload  # noqa: E402
@@ -160,8 +160,7 @@ class Replay(Simulator):
         if self.truth is not None:  # the run it will have: first executor to end
             t = self.truth[app_id]
             return t.finished - (t.admitted if t.first_executor is None else t.first_executor)
-        runs = history.get(self.names[app_id])
-        return statistics.median(runs) if runs else self.default_run_s
+        return run_length(self.names[app_id], history, self.default_run_s)
 
     def _live(self, view, now: float, history: dict[str, list[float]]) -> Live:
         running, queued = [], []
