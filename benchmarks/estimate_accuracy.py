@@ -19,10 +19,14 @@ so that apps wait. A day is ``DAY_S`` of simulated time.
 The estimate is the server's: at the first cycle that has the app queued, the engine's view
 of that cycle is turned into the estimator's input as ``service/estimating/live.py`` does
 (launched apps with their remaining work from the median of their name's earlier FINISHED
-runs - the replay's own history - else ``--default-run-s``; the queued apps), and
+runs, first executor to end - the replay's own history - else ``--default-run-s``, less
+the time since their first executor; the queued apps), and
 ``sim.estimate.estimate`` runs the engine forward on it. The actual start is the replay's
 launch of the app. Apps launched at the cycle that took them never waited and are not
-counted in the error over the wait (their count is given).
+counted in the error over the wait (their count is given). The recurring names are split by
+whether an app of their queue submitted after the estimate was launched before them (what the
+estimate cannot know). ``--oracle`` estimates with every app's actual run instead of its
+history: what error is left is the forward run's model of the cluster.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sessionsched.backends.memory.job import Stage  # noqa: E402
 from sessionsched.config import build_queue_tree  # noqa: E402
 from sessionsched.model import AppSpec, AppState, Resources  # noqa: E402
-from sessionsched.service.estimating.live import overrun_s  # noqa: E402
+from sessionsched.service.estimating.live import left_s, run_length  # noqa: E402
 from sessionsched.sim.estimate import Live, Queued, Running, Timings, estimate  # noqa: E402
 from sessionsched.sim.simulator import Simulator  # noqa: E402
 from sessionsched.sim.workload import Cluster, SimApp, Workload  # noqa: E402
@@ -108,15 +112,18 @@ def _queue_configs():
 class Replay(Simulator):
     """The simulator, estimating every app the first time a cycle has it queued."""
 
-    def __init__(self, workload: Workload, names: dict[str, str], default_run_s: float):
+    def __init__(self, workload: Workload, names: dict[str, str], default_run_s: float,
+                 truth: dict | None = None):
         super().__init__(workload)
         self.names = names
         self.default_run_s = default_run_s
+        self.truth = truth  # ``--oracle``: a first replay's milestones of every app
         c = workload.cluster
         self.timings = Timings(c.driver_start_s, c.executor_start_s, c.executor_idle_timeout_s,
                                CYCLE_S, 12 * 3600.0, 60.0)
         self.estimates: dict[str, float | None] = {}  # app -> estimated start (sim time)
         self.had_history: dict[str, bool] = {}
+        self.made: dict[str, float] = {}  # app -> when its estimate was made
         self.runs_s: list[float] = []  # wall time of each forward run
 
     def _cycle(self, now: float, n: int) -> bool:
@@ -135,6 +142,7 @@ class Replay(Simulator):
                 self.estimates[app_id] = (None if e is None or e.start_in_s is None
                                           else now + e.start_in_s)
                 self.had_history[app_id] = self.names[app_id] in history
+                self.made[app_id] = now
         return over
 
     def _history(self, now: float) -> dict[str, list[float]]:
@@ -142,12 +150,17 @@ class Replay(Simulator):
         for app_id, t in self.rec.apps.items():
             if (t.state is AppState.FINISHED and t.finished is not None and t.finished <= now
                     and t.admitted is not None):
-                out.setdefault(self.names[app_id], []).append(t.finished - t.admitted)
+                # As ``store.work_lengths``: from the first executor (the launch if none).
+                worked = t.finished - (t.admitted if t.first_executor is None
+                                       else t.first_executor)
+                out.setdefault(self.names[app_id], []).append(worked)
         return out
 
     def _run_s(self, app_id: str, history: dict[str, list[float]]) -> float:
-        runs = history.get(self.names[app_id])
-        return statistics.median(runs) if runs else self.default_run_s
+        if self.truth is not None:  # the run it will have: first executor to end
+            t = self.truth[app_id]
+            return t.finished - (t.admitted if t.first_executor is None else t.first_executor)
+        return run_length(self.names[app_id], history, self.default_run_s)
 
     def _live(self, view, now: float, history: dict[str, list[float]]) -> Live:
         running, queued = [], []
@@ -157,14 +170,24 @@ class Replay(Simulator):
                 queued.append(Queued(spec, f.priority, self._run_s(f.app_id, history)))
             elif not f.state.terminal and f.launched_at is not None:
                 run_s = self._run_s(f.app_id, history)
-                ran = now - f.launched_at
                 first = f.first_executor_at
+                left = (left_s(run_s, now, first) if self.truth is None
+                        else self.truth[f.app_id].finished - now)
                 running.append(Running(
-                    spec, f.state, f.priority, f.executors,
-                    run_s - ran if run_s > ran else overrun_s(run_s), ran,
-                    None if first is None else now - first, f.demand))
+                    spec, f.state, f.priority, f.executors, left,
+                    now - f.launched_at, None if first is None else now - first, f.demand))
         return Live(view.root, view.capacity, view.driver_slots, tuple(running),
                     tuple(queued), self.timings)
+
+
+def overtaken(replay: Replay, app_id: str) -> bool:
+    """Whether an app of its queue submitted after its estimate was made was launched before
+    it: what the estimate could not know (a later priority-8000 name)."""
+    t, made = replay.rec.apps[app_id], replay.made[app_id]
+    queue = replay.apps[app_id].spec.queue
+    return any(o.submitted > made and o.admitted is not None and o.admitted < t.admitted
+               and replay.apps[other].spec.queue == queue
+               for other, o in replay.rec.apps.items())
 
 
 def pct(values: list[float], q: float) -> float:
@@ -221,6 +244,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--noise", type=float, default=0.2, help="sigma of log task lengths")
     ap.add_argument("--default-run-s", type=float, default=600.0)
+    ap.add_argument("--oracle", action="store_true",
+                    help="estimate with every app's actual run (a first replay's): the error "
+                         "left is the forward run's model of the cluster, not the history's")
     ap.add_argument("--scale", action="store_true",
                     help="instead: one forward run's cost at 5,000 launched and 300 queued apps")
     args = ap.parse_args()
@@ -229,7 +255,12 @@ def main() -> int:
         return 0
     workload, names = recurring(args.days, args.noise, args.seed)
     t0 = time.perf_counter()
-    replay = Replay(workload, names, args.default_run_s)
+    truth = None
+    if args.oracle:  # the estimates change nothing in the replay: a second one is the same
+        first = Replay(workload, names, args.default_run_s)
+        first.run()
+        truth = first.rec.apps
+    replay = Replay(workload, names, args.default_run_s, truth)
     replay.run()
     wall = time.perf_counter() - t0
     waited: dict[str, list[tuple[float, float, bool]]] = {}
@@ -254,6 +285,10 @@ def main() -> int:
             waited.setdefault(f"days 2+, {prio}", []).append(entry)
             burst = "burst" if "burst" in app_id else "recurring names"
             waited.setdefault(f"days 2+, {burst}", []).append(entry)
+            if burst != "burst":
+                late = overtaken(replay, app_id)
+                waited.setdefault(f"of them, {'' if late else 'not '}overtaken by a later "
+                                  f"arrival", []).append(entry)
     print(f"{len(workload.apps)} apps over {args.days} days (seed {args.seed}, noise "
           f"{args.noise}); {len(workload.apps) - len(replay.estimates)} launched by the cycle "
           f"that took them (never queued), {len(replay.estimates)} estimated when queued, "
@@ -264,7 +299,9 @@ def main() -> int:
     print("| apps that waited | n | wait p50 s | abs error p50 s | p90 s | error/wait p50 | p90 |")
     print("|---|---|---|---|---|---|---|")
     for key in ("day 1 (no history)", "days 2+ (recurring)", "days 2+, priority 5000",
-                "days 2+, priority 8000", "days 2+, recurring names", "days 2+, burst"):
+                "days 2+, priority 8000", "days 2+, recurring names",
+                "of them, overtaken by a later arrival",
+                "of them, not overtaken by a later arrival", "days 2+, burst"):
         print(row(key, waited.get(key, [])))
     return 0
 

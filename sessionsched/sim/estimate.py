@@ -15,7 +15,7 @@ What is assumed (docs/design/estimates.md says it for users):
   maxExecutors or spark.ego.slots.max, else ``max(minExecutors, DEFAULT_WIDTH)``), each task
   as long as its run is assumed to last: with all of them it ends in that time, with fewer it
   takes waves more (an elastic app is slower when it gets less);
-- a launched app's remaining work is its assumed run length less what it has run; one that
+- a launched app's remaining work is its assumed run length less what it has worked; one that
   ran past it is assumed to end within ``overrun_s`` (``Running.remaining_s``, set by the
   caller, which knows the app's history); it goes on asking for the executors it asks for now
   (its demand), at the pace of those it holds (``Running.stage``);

@@ -5,10 +5,12 @@ cluster) and the first ``max_queued`` queued apps by (priority, submission) over
 each queue's order is that same key, so they are every queue's first apps. Apps behind them
 get no estimate.
 
-How long an app runs (``run_length``): the median of its name's last FINISHED runs in the
-store (launch to end), else ``default_run_s``. A launched app has that less what it has run
-left; one past it is assumed to end within ``overrun_s(run_s)``: a quarter of its run, at
-least a minute (docs/design/estimates.md).
+How long an app works (``run_length``): the median of its name's last FINISHED runs in the
+store (first executor to end: ``store.work_lengths``), else ``default_run_s``. A launched app
+has that less what it has worked left (``left_s``): the time since its first executor, none
+while it has had none - the time it waited for them is not work done, as its name's history
+does not count it as work either. One past it is assumed to end within ``overrun_s(run_s)``:
+a quarter of its run, at least a minute (docs/design/estimates.md).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ def run_length(name: str, history: Mapping[str, list[float]], default_run_s: flo
 
 def overrun_s(run_s: float) -> float:
     return max(60.0, 0.25 * run_s)
+
+
+def left_s(run_s: float, now: float, first_executor_at: float | None) -> float:
+    """What a launched app has left of ``run_s``: it works from its first executor."""
+    worked = 0.0 if first_executor_at is None else max(0.0, now - first_executor_at)
+    return run_s - worked if run_s > worked else overrun_s(run_s)
 
 
 def chosen(view: ReadView, max_queued: int = MAX_QUEUED) -> tuple[list, list]:
@@ -60,8 +68,8 @@ def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
             continue
         run_s = run_length(sub.name, history, default_run_s)
         ran = max(0.0, now - facts.launched_at)
-        left = run_s - ran if run_s > ran else overrun_s(run_s)
         first = facts.first_executor_at
+        left = left_s(run_s, now, first)
         running.append(Running(
             spec=sub.spec, state=facts.state, priority=facts.priority,
             executors=facts.executors, remaining_s=left, launched_ago_s=ran,

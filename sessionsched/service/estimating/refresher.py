@@ -40,6 +40,7 @@ from sessionsched.sim.estimate import (
     never_fits,
 )
 from sessionsched.store import Store
+from sessionsched.store.work_lengths import work_lengths
 
 log = logging.getLogger("sessionsched.estimate")
 
@@ -206,7 +207,7 @@ class Estimator:
         """Run lengths by name from the store, read again once a minute or for new names."""
         fresh = time.monotonic() - self._history_at < HISTORY_S
         if not (fresh and names <= self._history_names):
-            self._history = self.store.run_lengths(names)
+            self._history = work_lengths(self.store, names)
             self._history_names = set(names)
             self._history_at = time.monotonic()
         return self._history
