@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -63,7 +64,13 @@ def test_two_gpu_apps_in_a_fairshare_queue_split_the_gpus(tmp_path, monkeypatch)
                             ui_port=ui_port, rest_port=rest_port, start_timeout_s=JVM_S)
 
     until = tmp_path / "done"
+    start = time.monotonic()
+
+    def mark(what: str) -> None:  # where the time goes, shown with -s or when it fails
+        print(f"{time.monotonic() - start:5.1f}s {what}", flush=True)
+
     with started_cluster(make) as cluster:
+        mark("cluster started")
         master = MasterClient(cluster.master_ui, timeout_s=5.0)
         server = None
         try:
@@ -79,6 +86,7 @@ def test_two_gpu_apps_in_a_fairshare_queue_split_the_gpus(tmp_path, monkeypatch)
                 "queues": [{"name": "root", "queues": [{"name": "gpu", "policy": "fairshare"}]}],
             }, state)
             api = SchedulerClient(server.url)
+            mark("server started")
             props = {**SMALL, "spark.driver.host": "127.0.0.1",
                      "spark.pyspark.python": sys.executable,
                      "spark.executor.resource.gpu.amount": "1",
@@ -112,12 +120,14 @@ def test_two_gpu_apps_in_a_fairshare_queue_split_the_gpus(tmp_path, monkeypatch)
 
             held = wait_until(split, 2 * JVM_S, "both apps to hold 2 GPU executors at once",
                               interval_s=0.3)
+            mark(f"both hold 2 GPU executors: {held}")
             # Two GPUs each, the two apps' disjoint: all four in use.
             first, second = held.values()
             assert sorted(first + second) == ["0", "1", "2", "3"], held
             until.touch()
             wait_until(lambda: all(api.app(i).state.terminal for i in ids), 120,
                        "both apps to end")
+            mark("both ended")
             for i in ids:
                 app, text = api.app(i), log(i)
                 assert app.state.value == "FINISHED", text
