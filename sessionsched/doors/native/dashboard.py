@@ -2,8 +2,7 @@
 other server, no CDN: ``static/``; docs/user/watching.md describes each view).
 
 - ``/``: the queues (a bar per queue), the apps (filtered and searched by the server: the
-  first rows that match, ``apps_page``), the
-  cluster's workers and the usage by queue;
+  first rows that match, ``apps_page``), the cluster's workers and the usage by queue;
 - ``/app/{id}``: one app: its timeline from its events, why it waits, its usage and audit rows;
 - ``/static/{name}``: the pages' scripts and style; ``/static/vendor/{name}``: the charting
   library, uPlot, vendored (static/vendor/README.md).
