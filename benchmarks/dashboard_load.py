@@ -28,7 +28,7 @@ and after each phase: its quantiles are interpolated inside the histogram's buck
 those bounds.
 
     .venv/bin/python benchmarks/dashboard_load.py [--apps 1000] [--dashboards 50] [--seconds 15]
-        [--pairs 2] [--polls overview|whole|four]
+        [--pairs 2] [--polls overview|whole|four|overview,whole]
 """
 
 from __future__ import annotations
@@ -203,11 +203,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dashboards", type=int, default=50)
     p.add_argument("--seconds", type=float, default=15.0, help="each phase's length")
     p.add_argument("--pairs", type=int, default=2)
-    p.add_argument("--polls", choices=("overview", "whole", "four"), default="overview",
-                   help="what each dashboard polls: the page's one shared read, the same with "
-                        "the whole app list (before its table asked for its first rows), or "
-                        "the four reads it made before the shared read")
+    p.add_argument("--polls", default="overview",
+                   help="what each dashboard polls: overview (the page's one shared read), "
+                        "whole (the same with the whole app list, before its table asked for "
+                        "its first rows) or four (the four reads it made before the shared "
+                        "read); several, comma-separated (overview,whole): each pair becomes "
+                        "none, then each in turn, compared with the same none")
     args = p.parse_args(argv)
+    modes = args.polls.split(",")
+    if not set(modes) <= {"overview", "whole", "four"}:
+        p.error(f"--polls: overview, whole or four, not {args.polls!r}")
     procs, taken = [], set()
     with tempfile.TemporaryDirectory(prefix="sessionsched-dashboards-") as tmp:
         try:
@@ -219,30 +224,34 @@ def main(argv: list[str] | None = None) -> int:
                                               timeout=60).json()]
             print(f"{result['n']} submissions; {len(ids)} apps; first ends after "
                   f"{wait_for_ends(port):.0f} s")
-            rows = [phase(port, proc.popen.pid, ids, count, args.seconds, args.polls)
-                    for _ in range(args.pairs) for count in (0, args.dashboards)]
+            groups = [[{**phase(port, proc.popen.pid, ids, count, args.seconds, mode),
+                        "polls": mode if count else "-"}
+                       for count, mode in [(0, modes[0])] + [(args.dashboards, m) for m in modes]]
+                      for _ in range(args.pairs)]
         finally:
             for proc in procs:
                 proc.stop()
-    print(f"{'dashboards':>10} {'cycles':>7} {'mean ms':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11} "
+    rows = [r for g in groups for r in g]
+    print(f"{'dashboards':>10} {'polls':>8} {'cycles':>7} {'mean ms':>8} {'p50 ms':>7} "
+          f"{'p99 ms':>7} {'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11} "
           f"{'server cpu':>10} {'their cpu':>9}")
     for r in rows:
-        print(f"{r['dashboards']:>10} {r['cycles']:>7.0f} {r['mean']:>8.1f} {r['p50']:>7.1f} "
-              f"{r['p99']:>7.1f} {r['reads']:>6} {r['read_p50']:>9.2f} {r['read_p99']:>9.2f} "
-              f"{r['polled_per_s']:>11.0f} {r['cpu']:>9.0f}% {r['their_cpu']:>8.0f}%")
-    for count in (0, args.dashboards):
-        mine = [r for r in rows if r["dashboards"] == count]
-        print(f"median of {len(mine)} with {count:>2} dashboards: cycle p50 "
+        print(f"{r['dashboards']:>10} {r['polls']:>8} {r['cycles']:>7.0f} {r['mean']:>8.1f} "
+              f"{r['p50']:>7.1f} {r['p99']:>7.1f} {r['reads']:>6} {r['read_p50']:>9.2f} "
+              f"{r['read_p99']:>9.2f} {r['polled_per_s']:>11.0f} {r['cpu']:>9.0f}% "
+              f"{r['their_cpu']:>8.0f}%")
+    for polls in ["-", *modes]:
+        mine = [r for r in rows if r["polls"] == polls]
+        print(f"median of {len(mine)} with {polls}: cycle p50 "
               f"{statistics.median(r['p50'] for r in mine):.1f} ms, p99 "
               f"{statistics.median(r['p99'] for r in mine):.1f} ms; status read p99 "
               f"{statistics.median(r['read_p99'] for r in mine):.2f} ms; server cpu "
               f"{statistics.median(r['cpu'] for r in mine):.0f}%")
-    pairs = list(zip(rows[::2], rows[1::2], strict=True))
-    print("pair by pair (with minus without), medians: " + ", ".join(
-        f"{name} {statistics.median(b[k] - a[k] for a, b in pairs):+.1f}"
-        for name, k in (("cycle p50 ms", "p50"), ("p99 ms", "p99"),
-                        ("status read p99 ms", "read_p99"), ("server cpu points", "cpu"))))
+    for i, mode in enumerate(modes, 1):
+        print(f"{mode}, pair by pair (with minus without), medians: " + ", ".join(
+            f"{name} {statistics.median(g[i][k] - g[0][k] for g in groups):+.1f}"
+            for name, k in (("cycle p50 ms", "p50"), ("p99 ms", "p99"),
+                            ("status read p99 ms", "read_p99"), ("server cpu points", "cpu"))))
     return 0
 
 
