@@ -1,6 +1,6 @@
 // The overview at "/": reads GET /api/v1/overview every two seconds, and at once when the apps
-// table's choices change (what /api/v1/health, /api/v1/queues and /api/v1/cluster answer, and
-// the apps the table shows: only the first that its filter and search match, apps.js; one
+// table's choices change (what /api/v1/health, /api/v1/queues, /api/v1/apps and /api/v1/cluster
+// answer, the apps only the first that the table's filter and search match, apps.js; one
 // answer shared by every open page with the same choices: doors/native/overview_api.py); the
 // usage, read from the store, every thirty seconds, and at once when its choices change; and
 // draws the queues, the apps, the cluster and the usage.
