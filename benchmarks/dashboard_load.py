@@ -222,8 +222,10 @@ def main(argv: list[str] | None = None) -> int:
                                      for i in range(args.apps)], 16)
             ids = [a["id"] for a in httpx.get(f"http://127.0.0.1:{port}/api/v1/apps",
                                               timeout=60).json()]
+            sizes = {mode: len(httpx.get(f"http://127.0.0.1:{port}{path}", timeout=60).content)
+                     for mode, path in OVERVIEW.items()}
             print(f"{result['n']} submissions; {len(ids)} apps; first ends after "
-                  f"{wait_for_ends(port):.0f} s")
+                  f"{wait_for_ends(port):.0f} s; the overview's bytes: {sizes}")
             groups = [[{**phase(port, proc.popen.pid, ids, count, args.seconds, mode),
                         "polls": mode if count else "-"}
                        for count, mode in [(0, modes[0])] + [(args.dashboards, m) for m in modes]]
