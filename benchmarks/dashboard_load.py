@@ -8,12 +8,14 @@ What runs (127.0.0.1; every process stopped by its PID at the end, even on failu
   ends apps, admits queued ones and places them. Measured once the first apps have ended.
 - the dashboards, in a process of their own (their client's CPU is not this one's): each a
   lean HTTP/1.1 client (``Lean``) with its own connections polling exactly what the overview page
-  (doors/native/static/overview.js) polls: ``GET /api/v1/overview`` with the ETag of its last
-  answer (``If-None-Match``), again two seconds after each answer; and every thirty seconds the
+  (doors/native/static/overview.js) polls: ``GET /api/v1/overview?limit=100`` (the apps
+  table's first rows, its filters left at "all") with the ETag of its last answer
+  (``If-None-Match``), again two seconds after each answer; and every thirty seconds the
   usage (usage.js, by queue over 7 days: each day once, then the open day and the totals, with
-  ``Cache-Control: max-age=10``). They start spread over one poll interval. ``--polls four``
-  polls as the page did before the shared overview: health, queues, apps and cluster together
-  (no ETag), the usage without a max-age.
+  ``Cache-Control: max-age=10``). They start spread over one poll interval. ``--polls whole``
+  polls the overview with the whole app list, as the page did before its table asked for its
+  first rows only; ``--polls four`` as it did before the shared overview: health, queues,
+  apps and cluster together (no ETag), the usage without a max-age.
 - the status reads: ``GET /api/v1/apps/ID`` of random apps, one at a time, 50 a second.
 
 ``server cpu`` is the server process's CPU time over the phase (``/proc``), in percent of one
@@ -26,7 +28,7 @@ and after each phase: its quantiles are interpolated inside the histogram's buck
 those bounds.
 
     .venv/bin/python benchmarks/dashboard_load.py [--apps 1000] [--dashboards 50] [--seconds 15]
-        [--pairs 2] [--polls overview|four]
+        [--pairs 2] [--polls overview|whole|four|overview,whole]
 """
 
 from __future__ import annotations
@@ -54,13 +56,15 @@ from service_throughput import (  # benchmarks/, beside this script
 
 POLL_S, USAGE_S, USAGE_AGE_S, HOUR, DAY = 2.0, 30.0, 10, 3600, 86400
 FOUR = ("/api/v1/health", "/api/v1/queues", "/api/v1/apps", "/api/v1/cluster")
+OVERVIEW = {"overview": "/api/v1/overview?limit=100", "whole": "/api/v1/overview"}
 
 
-async def dashboard(port: int, delay: float, stop_at: float, four: bool = False) -> int:
-    """One overview page's polls until ``stop_at``; the requests it made. ``four``: as the
-    page polled before ``/api/v1/overview``. A read that fails (a kept-alive connection the
+async def dashboard(port: int, delay: float, stop_at: float, polls: str = "overview") -> int:
+    """One overview page's polls until ``stop_at``; the requests it made. ``polls``: what the
+    page reads (``main``'s ``--polls``). A read that fails (a kept-alive connection the
     server closed as it was reused) is what a page shows as stale: it polls on."""
     n, kept, usage_at, etag = 0, set(), -USAGE_S, None
+    four = polls == "four"
     usage_headers = {} if four else {"Cache-Control": f"max-age={USAGE_AGE_S}"}
     c = Lean(port)
     try:
@@ -70,7 +74,7 @@ async def dashboard(port: int, delay: float, stop_at: float, four: bool = False)
                 await asyncio.gather(*(c.get(p) for p in FOUR))
                 n += len(FOUR)
             else:
-                got = await c.get("/api/v1/overview", {"If-None-Match": etag} if etag else {})
+                got = await c.get(OVERVIEW[polls], {"If-None-Match": etag} if etag else {})
                 etag = got.get("etag", etag) if got is not None else etag
                 n += 1
             if time.monotonic() - usage_at >= USAGE_S:
@@ -125,9 +129,9 @@ class Lean:
             writer.close()
 
 
-def dashboards(port: int, count: int, stop_at: float, done, four: bool) -> None:
+def dashboards(port: int, count: int, stop_at: float, done, polls: str) -> None:
     async def all_of_them():
-        return await asyncio.gather(*(dashboard(port, i * POLL_S / count, stop_at, four)
+        return await asyncio.gather(*(dashboard(port, i * POLL_S / count, stop_at, polls)
                                       for i in range(count)))
     polled = sum(asyncio.run(all_of_them()))
     done.put((polled, time.process_time()))
@@ -156,14 +160,14 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def phase(port: int, pid: int, ids: list[str], count: int, seconds: float, four: bool) -> dict:
+def phase(port: int, pid: int, ids: list[str], count: int, seconds: float, polls: str) -> dict:
     """``seconds`` of status reads with ``count`` dashboards polling: the figures."""
     done = multiprocessing.Queue()
     warm = POLL_S + 1.0 if count else 0.0
     proc = None
     if count:
-        proc = multiprocessing.Process(target=dashboards,
-                                       args=(port, count, time.time() + warm + seconds, done, four))
+        stop_at = time.time() + warm + seconds
+        proc = multiprocessing.Process(target=dashboards, args=(port, count, stop_at, done, polls))
         proc.start()
         time.sleep(warm)  # all of them polling
     rnd, latencies = random.Random(count), []
@@ -199,10 +203,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dashboards", type=int, default=50)
     p.add_argument("--seconds", type=float, default=15.0, help="each phase's length")
     p.add_argument("--pairs", type=int, default=2)
-    p.add_argument("--polls", choices=("overview", "four"), default="overview",
-                   help="what each dashboard polls: the page's one shared read, or the four "
-                        "reads it made before it")
+    p.add_argument("--polls", default="overview",
+                   help="what each dashboard polls: overview (the page's one shared read), "
+                        "whole (the same with the whole app list, before its table asked for "
+                        "its first rows) or four (the four reads it made before the shared "
+                        "read); several, comma-separated (overview,whole): each pair becomes "
+                        "none, then each in turn, compared with the same none")
     args = p.parse_args(argv)
+    modes = args.polls.split(",")
+    if not set(modes) <= {"overview", "whole", "four"}:
+        p.error(f"--polls: overview, whole or four, not {args.polls!r}")
     procs, taken = [], set()
     with tempfile.TemporaryDirectory(prefix="sessionsched-dashboards-") as tmp:
         try:
@@ -212,27 +222,38 @@ def main(argv: list[str] | None = None) -> int:
                                      for i in range(args.apps)], 16)
             ids = [a["id"] for a in httpx.get(f"http://127.0.0.1:{port}/api/v1/apps",
                                               timeout=60).json()]
+            sizes = {mode: len(httpx.get(f"http://127.0.0.1:{port}{path}", timeout=60).content)
+                     for mode, path in OVERVIEW.items()}
             print(f"{result['n']} submissions; {len(ids)} apps; first ends after "
-                  f"{wait_for_ends(port):.0f} s")
-            rows = [phase(port, proc.popen.pid, ids, count, args.seconds, args.polls == "four")
-                    for _ in range(args.pairs) for count in (0, args.dashboards)]
+                  f"{wait_for_ends(port):.0f} s; the overview's bytes: {sizes}")
+            groups = [[{**phase(port, proc.popen.pid, ids, count, args.seconds, mode),
+                        "polls": mode if count else "-"}
+                       for count, mode in [(0, modes[0])] + [(args.dashboards, m) for m in modes]]
+                      for _ in range(args.pairs)]
         finally:
             for proc in procs:
                 proc.stop()
-    print(f"{'dashboards':>10} {'cycles':>7} {'mean ms':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11} "
+    rows = [r for g in groups for r in g]
+    print(f"{'dashboards':>10} {'polls':>8} {'cycles':>7} {'mean ms':>8} {'p50 ms':>7} "
+          f"{'p99 ms':>7} {'reads':>6} {'read p50':>9} {'read p99':>9} {'their req/s':>11} "
           f"{'server cpu':>10} {'their cpu':>9}")
     for r in rows:
-        print(f"{r['dashboards']:>10} {r['cycles']:>7.0f} {r['mean']:>8.1f} {r['p50']:>7.1f} "
-              f"{r['p99']:>7.1f} {r['reads']:>6} {r['read_p50']:>9.2f} {r['read_p99']:>9.2f} "
-              f"{r['polled_per_s']:>11.0f} {r['cpu']:>9.0f}% {r['their_cpu']:>8.0f}%")
-    for count in (0, args.dashboards):
-        mine = [r for r in rows if r["dashboards"] == count]
-        print(f"median of {len(mine)} with {count:>2} dashboards: cycle p50 "
+        print(f"{r['dashboards']:>10} {r['polls']:>8} {r['cycles']:>7.0f} {r['mean']:>8.1f} "
+              f"{r['p50']:>7.1f} {r['p99']:>7.1f} {r['reads']:>6} {r['read_p50']:>9.2f} "
+              f"{r['read_p99']:>9.2f} {r['polled_per_s']:>11.0f} {r['cpu']:>9.0f}% "
+              f"{r['their_cpu']:>8.0f}%")
+    for polls in ["-", *modes]:
+        mine = [r for r in rows if r["polls"] == polls]
+        print(f"median of {len(mine)} with {polls}: cycle p50 "
               f"{statistics.median(r['p50'] for r in mine):.1f} ms, p99 "
               f"{statistics.median(r['p99'] for r in mine):.1f} ms; status read p99 "
               f"{statistics.median(r['read_p99'] for r in mine):.2f} ms; server cpu "
               f"{statistics.median(r['cpu'] for r in mine):.0f}%")
+    for i, mode in enumerate(modes, 1):
+        print(f"{mode}, pair by pair (with minus without), medians: " + ", ".join(
+            f"{name} {statistics.median(g[i][k] - g[0][k] for g in groups):+.1f}"
+            for name, k in (("cycle p50 ms", "p50"), ("p99 ms", "p99"),
+                            ("status read p99 ms", "read_p99"), ("server cpu points", "cpu"))))
     return 0
 
 

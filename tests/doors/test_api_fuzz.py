@@ -647,7 +647,8 @@ def test_team_operations_interleaved_no_5xx_and_refusals_store_nothing(offline_a
         fuzz.acknowledged[r.json()["id"]] = "POST /api/v1/apps"
         # More draws than the tokenless run: a fifth of them go to a wrong token or none, and
         # with the agent's watch among the operations, 4 x EXAMPLES happened to draw no
-        # submission that got through; with the cluster read too, 6 x EXAMPLES did not.
-        interleave(fuzz, 8 * EXAMPLES)
+        # submission that got through; with the cluster read too, 6 x EXAMPLES did not; with
+        # the overview's apps parameters, 8 x EXAMPLES did not.
+        interleave(fuzz, 10 * EXAMPLES)
         assert len(fuzz.acknowledged) > 1, "no fuzzed submission got through with a token"
         fuzz.check_nothing_lost()

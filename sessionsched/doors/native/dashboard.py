@@ -1,8 +1,8 @@
 """The dashboard: static pages served by the scheduler itself, which poll the native API (no
 other server, no CDN: ``static/``; docs/user/watching.md describes each view).
 
-- ``/``: the queues (a bar per queue), the apps (filtered and searched in the page), the
-  cluster's workers and the usage by queue;
+- ``/``: the queues (a bar per queue), the apps (filtered and searched by the server: the
+  first rows that match, ``apps_page``), the cluster's workers and the usage by queue;
 - ``/app/{id}``: one app: its timeline from its events, why it waits, its usage and audit rows;
 - ``/static/{name}``: the pages' scripts and style; ``/static/vendor/{name}``: the charting
   library, uPlot, vendored (static/vendor/README.md).

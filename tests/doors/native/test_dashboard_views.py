@@ -1,7 +1,8 @@
 """The dashboard's views in a real headless Chromium (tests/support/browser.py): the queue bars
 against the API's figures on a memory cluster whose apps run and hold executors; the apps
-table narrowed by its filters and its search; an app's page telling its events in order; and
-every request the pages make staying on the scheduler's own origin."""
+table narrowed by its filters and its search, its first rows only and more on demand; an
+app's page telling its events in order; and every request the pages make staying on the
+scheduler's own origin."""
 
 from __future__ import annotations
 
@@ -139,6 +140,25 @@ def test_filters_and_search_narrow_the_apps_table(offline_server, app_dir, tab):
     app = api(offline_server, f"/api/v1/apps/{etl[0]}")
     expect(reason).to_have_text(app["reason_code"])
     expect(reason).to_have_attribute("title", app["reason"])
+    assert tab.errors == [] and tab.dialogs == []
+
+
+def test_the_apps_table_shows_its_first_rows_and_more_on_demand(offline_server, app_dir, tab):
+    ids = [submit(offline_server, app_dir, f"batch-{i}", 5000) for i in range(103)]
+    page = tab.open(f"{offline_server.url}/")
+    rows = page.locator("#apps td:first-child")
+    expect(rows).to_have_count(100, timeout=WAIT_MS)  # the first page only: the server cuts it
+    expect(page.locator("#apps-count")).to_have_text("103 apps; the first 100 shown")
+    expect(rows.first).to_have_text(ids[0])  # queue order, as the API lists them
+    more = page.locator("#apps-more")
+    expect(more).to_have_text("Show 3 more")
+    more.click()
+    expect(rows).to_have_count(103, timeout=WAIT_MS)
+    expect(page.locator("#apps-count")).to_have_text("103 apps")
+    expect(more).to_be_hidden()
+    page.fill("#f-search", "batch-10")  # searched on the server: batch-10 and batch-100..102
+    expect(rows).to_have_text([ids[10], ids[100], ids[101], ids[102]], timeout=WAIT_MS)
+    expect(page.locator("#apps-count")).to_have_text("4 of 103 apps match")
     assert tab.errors == [] and tab.dialogs == []
 
 

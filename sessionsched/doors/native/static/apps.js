@@ -1,9 +1,12 @@
-// The apps table: filtered by queue, user and state and searched by id or name in the page
-// (the list is read whole each poll), queued apps first in queue order as the API lists them.
+// The apps table: filtered by queue, user and state and searched by id or name by the server
+// (the overview's apps parameters: doors/native/apps_page.py), which sends the first rows
+// that match, queued apps first in queue order as the API lists them, and the counts: the
+// page is not sent the whole list each poll (thousands of apps in a busy cluster).
 
 import {appLink, badge, el, fill, gangText, since, span, startsAt, time} from "./common.js";
 
-const SHOWN = 500;  // rows drawn at most (the count says how many match)
+const PAGE = 100;  // rows asked for at first, and more each "show more"
+let shown = PAGE;
 const STATES = ["ACCEPTED", "STARTING", "RUNNING", "FINISHED", "FAILED", "KILLED"];
 const open = new Set();  // reasons expanded
 
@@ -25,13 +28,23 @@ export function wireFilters(onChange) {
     document.getElementById(id).addEventListener("change", onChange);
   }
   document.getElementById("f-search").addEventListener("input", onChange);
+  document.getElementById("apps-more").addEventListener("click", () => {
+    shown += PAGE;
+    onChange();
+  });
 }
 
-function matches(a, f) {
-  if (f.queue && a.queue !== f.queue) return false;
-  if (f.user && a.user !== f.user) return false;
-  if (f.state && a.state !== f.state) return false;
-  return !f.text || a.id.toLowerCase().includes(f.text) || a.name.toLowerCase().includes(f.text);
+// The overview's query string for the table's choices (the same choices, the same string:
+// pages with the same ones share the server's answer).
+export function appsQuery() {
+  const q = new URLSearchParams();
+  for (const [name, id] of [["queue", "f-queue"], ["user", "f-user"], ["state", "f-state"],
+    ["search", "f-search"]]) {
+    const v = document.getElementById(id).value.trim();
+    if (v) q.set(name, v);
+  }
+  q.set("limit", String(shown));
+  return q.toString();
 }
 
 // "queued 3 min", "starting 20 s", "running 5 min", "ended 2 h ago"; the time on hover.
@@ -42,22 +55,23 @@ function ageOf(a) {
   return time(at, a.state.toLowerCase() + " " + span(since(at)));
 }
 
-export function renderApps(table, apps, leaves) {
-  const f = {queue: document.getElementById("f-queue").value,
-    user: document.getElementById("f-user").value,
-    state: document.getElementById("f-state").value,
-    text: document.getElementById("f-search").value.trim().toLowerCase()};
+// ``o``: the overview asked with ``appsQuery()``: its ``apps`` (the first that match),
+// ``apps_matched``, ``apps_total`` and ``apps_users``.
+export function renderApps(table, o, leaves) {
   options(document.getElementById("f-queue"), leaves);
-  const users = new Set(apps.map(a => a.user).filter(Boolean));
-  options(document.getElementById("f-user"), [...users].sort());
+  options(document.getElementById("f-user"), o.apps_users);
   options(document.getElementById("f-state"), STATES);
-  const found = apps.filter(a => matches(a, f));
-  document.getElementById("apps-count").textContent = found.length === apps.length
-    ? apps.length + " apps" : found.length + " of " + apps.length + " apps match";
+  const found = o.apps, matched = o.apps_matched, total = o.apps_total;
+  document.getElementById("apps-count").textContent = (matched === total
+    ? total + " apps" : matched + " of " + total + " apps match") +
+    (found.length < matched ? "; the first " + found.length + " shown" : "");
+  const more = document.getElementById("apps-more");
+  more.hidden = found.length >= matched;
+  more.textContent = "Show " + Math.min(PAGE, matched - found.length) + " more";
   const num = v => el("td", {class: "num"}, v === null || v === undefined ? "" : String(v));
   fill(table, ["ID", "Name", "User", "Queue", {text: "Priority", cls: "num"}, "State",
     {text: "Position", cls: "num"}, {text: "Executors", cls: "num"}, "Time", "Starts",
-    "Reason", "Gang", "Counter-offer"], found.slice(0, SHOWN).map(a => ({cls: a.state, cells: [
+    "Reason", "Gang", "Counter-offer"], found.map(a => ({cls: a.state, cells: [
     appLink(a.id), a.name, a.user, a.queue, num(a.priority),
     el("span", {class: "state state-" + a.state}, a.state), num(a.position),
     el("td", {class: "num", title: "held / target / wanted"},

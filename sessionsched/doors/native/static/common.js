@@ -119,11 +119,15 @@ export const mib = n => n >= 1024 ? (n / 1024).toFixed(n % 1024 ? 1 : 0) + " GiB
 // line says what went wrong, and the body is marked stale while the figures shown are old.
 export function poll(refresh, ms) {
   const health = document.getElementById("health");
-  let timer = null, running = false;
+  let timer = null, running = false, again = false;
   async function run() {
     clearTimeout(timer);
-    if (running) return;
+    if (running) {  // asked while reading: read again once this read is done
+      again = true;
+      return;
+    }
     running = true;
+    again = false;
     try {
       await refresh(health);
       document.body.classList.remove("stale");
@@ -132,7 +136,7 @@ export function poll(refresh, ms) {
       document.body.classList.add("stale");
     } finally {
       running = false;
-      if (!document.hidden) timer = setTimeout(run, ms);
+      if (!document.hidden) timer = setTimeout(run, again ? 0 : ms);
     }
   }
   document.addEventListener("visibilitychange", () => { if (!document.hidden) run(); });
