@@ -11,6 +11,7 @@ const TIMEOUT_MS = 5000;  // a scheduler that stops answering shows as unreachab
 // url -> [ETag, answer]: the server answers 304 to a read it would answer the same again, and
 // the answer kept is used (the shared reads: doors/native/shared_answers.py).
 const kept = new Map();
+const KEPT_MAX = 32;
 
 // ``maxAge``: an answer up to that many seconds old will do (``Cache-Control: max-age``): the
 // server may give the one it built for another page a moment ago instead of building it again.
@@ -28,7 +29,10 @@ export async function get(url, {maxAge} = {}) {
     }
     if (!r.ok) throw new HttpError("scheduler error: HTTP " + r.status + " from " + url, r.status);
     const answer = await r.json(), etag = r.headers.get("ETag");
-    if (etag) kept.set(url, [etag, answer]); else kept.delete(url);
+    kept.delete(url);  // re-inserted last: the Map's order is then oldest read first
+    if (etag) kept.set(url, [etag, answer]);
+    // each search typed is a URL of its own: keep the recent few, not one per keystroke
+    while (kept.size > KEPT_MAX) kept.delete(kept.keys().next().value);
     return answer;
   } finally { clearTimeout(timer); }
 }
