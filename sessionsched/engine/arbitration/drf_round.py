@@ -23,12 +23,17 @@ def whole_executors(cores: int, ranked: Sequence[Claim], shares: Sequence[float]
     left_cores = cores
     for c, share in zip(ranked, shares, strict=True):
         s = c.executor
-        k = min(max(int(share / s.cores + _EPS), c.floor), c.want)
+        k = int(share / s.cores + _EPS)  # min(max(k, floor), want)
+        if k < c.floor:
+            k = c.floor
+        if k > c.want:
+            k = c.want
         out[c.app_id] = k
         left_cores -= k * s.cores
-        for name, amount in s.custom:
-            if name in left:
-                left[name] -= k * amount
+        if s.custom:
+            for name, amount in s.custom:
+                if name in left:
+                    left[name] -= k * amount
     # (nothing short, as is usual: no claim would give any back)
     for c in reversed(ranked) if left_cores < 0 or any(v < 0 for v in left.values()) else ():
         s = c.executor
@@ -46,7 +51,8 @@ def whole_executors(cores: int, ranked: Sequence[Claim], shares: Sequence[float]
     room = left_cores
     could = [i for i, c in enumerate(ranked) if out[c.app_id] < c.want
              and c.executor.cores <= room
-             and not any(k in left and left[k] < v for k, v in c.executor.custom)]
+             and not (c.executor.custom
+                      and any(k in left and left[k] < v for k, v in c.executor.custom))]
     # in that order (a heap: the cores left usually run out after a few)
     behind = [((out[ranked[i].app_id] + 1) * step[i], i) for i in could]
     heapq.heapify(behind)
