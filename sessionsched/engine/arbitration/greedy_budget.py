@@ -27,28 +27,7 @@ class BudgetGreedyLeaf(GreedyLeaf):
     def __init__(self, policy: Policy, claims: dict[str, Claim], result: dict[str, int],
                  names: tuple[str, ...]) -> None:
         self.names = names
-        # per part of ``left`` (the cores, then each of ``names``): how many claims' executors
-        # take each amount of it; what is left below the least any takes is as good as none
-        self._takes: list[dict[int, int]] = [{} for _ in range(len(names) + 1)]
-        self._least: tuple | None = None  # the least of each part, at the last walk
         super().__init__(policy, claims, result)
-        for c in claims.values():
-            self._take(c, 1)
-
-    def _take(self, c: Claim, sign: int) -> None:
-        for takes, v in zip(self._takes, self._entry(c)[-1], strict=True):
-            if v:
-                n = takes.get(v, 0) + sign
-                if n:
-                    takes[v] = n
-                else:
-                    del takes[v]
-
-    def changed(self, old: Claim | None, new: Claim | None) -> None:
-        for c, sign in ((old, -1), (new, 1)):
-            if c is not None:
-                self._take(c, sign)
-        super().changed(old, new)
 
     def _entry(self, c: Claim) -> tuple:
         # what one executor takes: its cores, then its amount of each resource of ``names``
@@ -61,15 +40,9 @@ class BudgetGreedyLeaf(GreedyLeaf):
         """Results for ``cores`` and ``budget`` (the floors: ``floor_cores`` in cores and
         ``floor_custom`` of the custom resources, summed over the claims)."""
         floors = dict(floor_custom)
-        # ``left`` kept with each part below the least any claim takes of it as 0: every
-        # claim gets the same from it, and the walk stops sooner where it is used up.
-        least = tuple(min(t, default=0) for t in self._takes)
-        start = _least_is_none((cores - floor_cores,
-                                *(budget[k] - floors.get(k, 0) for k in self.names)), least)
+        start = (cores - floor_cores, *(budget[k] - floors.get(k, 0) for k in self.names))
         order, claims, result, seen = self._order, self._claims, self.result, self._left_before
         app_at = -4
-        if least != self._least:  # what was kept as 0 may not be now: from the head
-            self._least, self._start = least, None
         if start != self._start:
             at, left = 0, start  # everything may move: walk from the head
         elif self._lo is None:
@@ -80,8 +53,8 @@ class BudgetGreedyLeaf(GreedyLeaf):
             if at > 0:
                 prev = order[at - 1]
                 extra = result[prev[app_at]] - prev[-3]
-                left = _least_is_none(tuple(a - extra * v for a, v in zip(
-                    seen[prev[app_at]], prev[-1], strict=True)), least)
+                left = tuple(a - extra * v for a, v in zip(seen[prev[app_at]], prev[-1],
+                                                           strict=True))
         past = 0 if self._hi is None else order.bisect_right(self._hi)  # after every change
         self._start, self._lo, self._hi = start, None, None
         out: list[Change] = []
@@ -100,17 +73,9 @@ class BudgetGreedyLeaf(GreedyLeaf):
             n = floor + extra
             seen[app_id] = left
             if extra:
-                left = _least_is_none(tuple(a - extra * v for a, v in zip(left, need,
-                                                                          strict=True)), least)
+                left = tuple(a - extra * v for a, v in zip(left, need, strict=True))
             was = result.get(app_id)
             if was != n:
                 result[app_id] = n
                 out.append((claims[app_id], was, n))
         return out
-
-
-def _least_is_none(left: tuple, least: tuple) -> tuple:
-    """``left`` with each part below ``least`` (or below 0) as 0."""
-    if all(a >= m or a == 0 for a, m in zip(left, least, strict=True)):
-        return left
-    return tuple(a if a >= m and a > 0 else 0 for a, m in zip(left, least, strict=True))

@@ -57,9 +57,6 @@ def test_random_histories_match_the_walk_from_scratch(seed):
             cores = max(cores + rnd.randint(-8, 8), 0)
         if rnd.random() < 0.4:
             budget = {k: max(v + rnd.randint(-3, 3), 0) for k, v in budget.items()}
-        if rnd.random() < 0.1:  # built over claims already there, as a leaf book does
-            result.clear()
-            leaf = BudgetGreedyLeaf(policy, claims, result, names)
         floor_cores = sum(c.floor * c.executor.cores for c in claims.values())
         floor_custom: tuple = ()
         for c in claims.values():
