@@ -13,9 +13,10 @@ With GPUs the cluster has one GPU per ``--cores-per-gpu`` cores (so GPUs are as 
 cores, or scarcer) and ``--gpu-apps`` of the apps, running and queued, ask for one GPU per
 executor; which apps is drawn apart from the rest, so both engines play the same workload
 but for the GPUs. What it costs: each queue's division by dominant share where GPUs are asked
-(``engine.arbitration.drf``), the leaves whose apps ask for GPUs divided from scratch when
-they change, the GPUs counted in grants and reclaim. Target: the cycle with GPUs at most 1.1x
-the one without at 10,000 running apps.
+(``engine.arbitration.drf``), the fairshare leaves whose GPUs are short divided by
+progressive filling when they change (a fifo/priority leaf's walk within its GPU budget is
+kept: ``greedy_budget``), the GPUs counted in grants and reclaim. Target: the cycle with
+GPUs at most 1.1x the one without at 10,000 running apps.
 
 Columns: CPU ms p50 and mean per cycle of each; ``ratio p50``: the median over the cycles of
 with / without; ``gpus dearer``: in how many cycles the step with GPUs cost more.

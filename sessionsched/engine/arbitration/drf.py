@@ -41,11 +41,11 @@ from collections.abc import Mapping, Sequence
 
 from ...model import Resources
 from ...model.custom import Custom, combine
+from .drf_round import whole_executors as _whole_executors
 from .fairleaf import FairLeaf
 from .policies import Claim, breakpoints, water_fill
 
 DOMINANT = True  # private switch: benchmarks/drf_mixed.py turns it off to compare cores-only
-_EPS = 1e-9
 _WHOLE = 1e-6  # a budget in float rounded down to whole units, less float error
 
 Uses = dict[str, float]  # custom resource -> amount per core given
@@ -156,21 +156,46 @@ def leaf(cores: int, ranked: Sequence[Claim], capacity: Resources,
     its floor and its want, within ``cores`` and the leaf's custom ``budget``. ``ranked``: the
     claims in rank order; weights: the priorities (or ``weight_of``); ``past``: per claim, in
     cores (a user's decayed usage, when users share a leaf)."""
-    n = len(ranked)
+    return _divide_leaf(cores, ranked, _leaf_inputs(ranked, capacity, weight_of), budget, past)
+
+
+# A leaf's division's inputs (``leaf``): per claim its weight (priority / ratio), floor and
+# want in cores, custom resources per core, and ``step`` (``_whole_executors``).
+LeafInputs = tuple[list[float], list[float], list[float], list[Uses], list[float]]
+
+
+def _leaf_inputs(ranked: Sequence[Claim], capacity: Resources,
+                 weight_of: Sequence[float] | None = None) -> LeafInputs:
     sizes = [c.executor for c in ranked]
-    ratios = [ratio(s.cores, s.mem_mib, s.custom, capacity) for s in sizes]
+    shapes: dict[tuple, tuple[float, Uses]] = {}  # a leaf's executors: few shapes
+    ratios: list[float] = []
+    uses: list[Uses] = []  # read only: shared by a shape's claims
+    for s in sizes:
+        shape = (s.cores, s.mem_mib, s.custom)
+        got = shapes.get(shape)
+        if got is None:
+            got = shapes[shape] = (ratio(s.cores, s.mem_mib, s.custom, capacity),
+                                   per_core(s.custom, s.cores))
+        ratios.append(got[0])
+        uses.append(got[1])
     prio = weight_of if weight_of is not None else [float(c.priority) for c in ranked]
     weights = [w / r for w, r in zip(prio, ratios, strict=True)]
     lo = [float(c.floor * s.cores) for c, s in zip(ranked, sizes, strict=True)]
     hi = [float(c.want * s.cores) for c, s in zip(ranked, sizes, strict=True)]
-    uses = [per_core(s.custom, s.cores) for s in sizes]
+    # an executor more, in dominant share over weight: who is furthest behind gets the rest
+    step = [s.cores * r / w for s, r, w in zip(sizes, ratios, prio, strict=True)]
+    return weights, lo, hi, uses, step
+
+
+def _divide_leaf(cores: int, ranked: Sequence[Claim], inputs: LeafInputs,
+                 budget: Mapping[str, int], past: Sequence[float] | None) -> dict[str, int]:
+    weights, lo, hi, uses, step = inputs
     budgets = {k: float(v) for k, v in budget.items()}
     if sum(lo) > cores:  # floors first, as every policy (the caller's contract keeps them in)
         shares = water_fill(float(cores), [float(c.priority) for c in ranked], lo, hi)
     else:
-        shares = fill(float(cores), weights, lo, hi, past or [0.0] * n, uses, budgets)
-    # an executor more, in dominant share over weight: who is furthest behind gets the rest
-    step = [s.cores * r / w for s, r, w in zip(sizes, ratios, prio, strict=True)]
+        shares = fill(float(cores), weights, lo, hi, past or [0.0] * len(ranked), uses,
+                      budgets)
     return _whole_executors(cores, ranked, shares, dict(budget), step)
 
 
@@ -179,73 +204,30 @@ class DomLeaf:
     its cores kept (``fairleaf.FairLeaf`` on the weights priority / ratio): where no custom
     budget binds at the cores' level - progressive filling's first stop is the cores'; what
     a leaf whose GPUs are not short sees every cycle - only the rounding is done again.
-    Elsewhere ``leaf`` itself. The same float operations as ``fill``: the same results."""
+    Elsewhere ``leaf``'s filling, on the inputs prepared here. The same float operations as
+    ``fill``: the same results."""
 
-    __slots__ = ("ranked", "totals", "_fair", "_uses", "_step")
+    __slots__ = ("ranked", "totals", "_inputs", "_fair", "_uses")
 
     def __init__(self, ranked: Sequence[Claim], totals: Resources) -> None:
         self.ranked, self.totals = ranked, totals
-        sizes = [c.executor for c in ranked]
-        ratios = [ratio(s.cores, s.mem_mib, s.custom, totals) for s in sizes]
-        prio = [float(c.priority) for c in ranked]
-        self._fair = FairLeaf(ranked, [w / r for w, r in zip(prio, ratios, strict=True)])
-        self._uses = [per_core(s.custom, s.cores) for s in sizes]
-        self._step = [s.cores * r / w for s, r, w in zip(sizes, ratios, prio, strict=True)]
+        self._inputs = inputs = _leaf_inputs(ranked, totals)
+        self._fair = FairLeaf(ranked, inputs[0])
+        # the claims that use a custom resource, with what they use per core
+        self._uses = [(i, tuple(use.items())) for i, use in enumerate(inputs[3]) if use]
 
     def divide(self, cores: int, budget: Mapping[str, int]) -> dict[str, int]:
         shares = self._fair.shares(cores)
         if shares is not None:
             used: dict[str, float] = {}
-            for x, use in zip(shares, self._uses, strict=True):
-                for k, u in use.items():
+            for i, use in self._uses:  # in rank order, as summed over every claim
+                x = shares[i]
+                for k, u in use:
                     used[k] = used.get(k, 0.0) + x * u
             if all(v < budget.get(k, 0) - _WHOLE for k, v in used.items() if k in budget):
-                return _whole_executors(cores, self.ranked, shares, dict(budget), self._step)
-        return leaf(cores, self.ranked, self.totals, budget)
-
-
-def _whole_executors(cores: int, ranked: Sequence[Claim], shares: Sequence[float],
-                     left: dict[str, int], step: Sequence[float]) -> dict[str, int]:
-    """Shares (cores) rounded down to whole executors between floor and want; overshoot from
-    float error undone from the last in rank order; then the cores and budget left given one
-    executor at a time, to the claims in the order of their dominant share / weight with one
-    executor more (``step`` per executor; ties in rank order): the rounding's leftovers go to
-    those furthest behind, as DRF's own filling would give them."""
-    out: dict[str, int] = {}
-    left_cores = cores
-    for c, share in zip(ranked, shares, strict=True):
-        s = c.executor
-        k = min(max(int(share / s.cores + _EPS), c.floor), c.want)
-        out[c.app_id] = k
-        left_cores -= k * s.cores
-        for name, amount in s.custom:
-            if name in left:
-                left[name] -= k * amount
-    for c in reversed(ranked):
-        s = c.executor
-        while out[c.app_id] > c.floor and (
-                left_cores < 0 or any(left.get(k, 0) < 0 for k, _ in s.custom)):
-            out[c.app_id] -= 1
-            left_cores += s.cores
-            for name, amount in s.custom:
-                if name in left:
-                    left[name] += amount
-    behind = sorted(range(len(ranked)),
-                    key=lambda i: ((out[ranked[i].app_id] + 1) * step[i], i))
-    for c in (ranked[i] for i in behind):
-        s = c.executor
-        if left_cores <= 0:
-            break
-        if out[c.app_id] >= c.want or s.cores > left_cores:
-            continue
-        if any(name in left and left[name] < amount for name, amount in s.custom):
-            continue
-        out[c.app_id] += 1
-        left_cores -= s.cores
-        for name, amount in s.custom:
-            if name in left:
-                left[name] -= amount
-    return out
+                return _whole_executors(cores, self.ranked, shares, dict(budget),
+                                        self._inputs[4])
+        return _divide_leaf(cores, self.ranked, self._inputs, budget, None)
 
 
 def root_budget(capacity: Resources, root_caps: Custom) -> dict[str, float]:

@@ -211,6 +211,9 @@ class Arbiter:
                     if cores >= book.want_cores and not bound:
                         changed += book.sate(key)
                         continue
+                    if policy in GREEDY_ORDERS and users is None:  # kept within the budget
+                        changed += book.walk_within(key, policy, cores, dict(seen))
+                        continue
                     claims = book.ranked()
                     if policy is Policy.FAIRSHARE and users is None:
                         result = book.dom_leaf(dom.totals).divide(cores, budget)

@@ -13,6 +13,7 @@ from ...model.custom import Custom, combine, scaled
 from .drf import DomLeaf
 from .fairleaf import FairLeaf
 from .greedy import GreedyLeaf
+from .greedy_budget import BudgetGreedyLeaf
 from .policies import Claim, by_priority_then_seq
 
 
@@ -134,11 +135,26 @@ class LeafBook:
         """Bring a greedy leaf's result up to date (``GreedyLeaf``); returns the apps whose
         result changed."""
         g = self.greedy
-        if g is None or g.policy is not policy:
+        if g is None or g.policy is not policy or type(g) is not GreedyLeaf:
             self._forget()
             g = self.greedy = GreedyLeaf(policy, self.claims, self.result)
+        return self._walked(key, g.walk(cores, self.floor_cores))
+
+    def walk_within(self, key: tuple, policy: Policy, cores: int,
+                    budget: dict[str, int]) -> list[str]:
+        """``walk`` within the leaf's custom ``budget`` too (``BudgetGreedyLeaf``: what
+        ``custom_limits.greedy`` gives)."""
+        names = tuple(sorted(budget))
+        g = self.greedy
+        if g is None or g.policy is not policy or getattr(g, "names", None) != names:
+            self._forget()
+            g = self.greedy = BudgetGreedyLeaf(policy, self.claims, self.result, names)
+        return self._walked(key, g.walk_within(cores, self.floor_cores, budget,
+                                               self.floor_custom))
+
+    def _walked(self, key: tuple, walked) -> list[str]:
         changed = []
-        for c, was, n in g.walk(cores, self.floor_cores):
+        for c, was, n in walked:
             if was is not None:
                 self._count(c, was, -1)
             self._count(c, n, 1)
