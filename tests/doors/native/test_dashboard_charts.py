@@ -78,14 +78,16 @@ def test_an_apps_page_charts_its_executors_from_its_own_polls(busy_server, app_d
         return page.evaluate("""() => { const p = document.getElementById("executors-chart")
             .plot; return {labels: p.series.slice(1).map(s => s.label), data: p.data}; }""")
 
-    # A point per poll (every two seconds), until it holds the two executors it asked for;
-    # the last point is what the API says now.
+    # A point per poll (every two seconds), until it holds the two executors it asked for and
+    # a second poll has drawn (on a loaded machine the page may open after they came); the last
+    # point is what the API says now.
     deadline, plot, app = time.monotonic() + WAIT_MS / 1000, None, None
     while True:
         app = api(busy_server, f"/api/v1/apps/{app_id}")
         plot = drawn()
         now = (app["executors"], app["target"], app["demand"])
-        if app["executors"] == 2 and tuple(s[-1] for s in plot["data"][1:]) == now:
+        if (app["executors"] == 2 and len(plot["data"][0]) >= 2
+                and tuple(s[-1] for s in plot["data"][1:]) == now):
             break
         assert time.monotonic() < deadline, (plot, app)
         time.sleep(0.5)
