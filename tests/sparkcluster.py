@@ -196,6 +196,17 @@ def spark_env() -> dict[str, str]:
     return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
 
 
+def gpu_discovery_script(directory: Path, count: int) -> Path:
+    """A GPU discovery script that prints ``count`` fixed addresses, "0" up: how a worker
+    declares GPUs without any (``spark.worker.resource.gpu.discoveryScript``), as Spark's own
+    tests do."""
+    addresses = ", ".join(f'"{i}"' for i in range(count))
+    script = directory / "gpus.sh"
+    script.write_text(f"#!/bin/sh\necho '{{\"name\": \"gpu\", \"addresses\": [{addresses}]}}'\n")
+    script.chmod(0o755)
+    return script
+
+
 def conf_args(conf: dict[str, str]) -> list[str]:
     return [arg for k, v in conf.items() for arg in ("--conf", f"{k}={v}")]
 

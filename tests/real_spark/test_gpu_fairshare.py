@@ -28,6 +28,7 @@ from sessionsched.client.errors import ApiError
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import (
     SMALL,
+    gpu_discovery_script,
     master_ports,
     started_cluster,
     stop_server_and_its_apps,
@@ -52,9 +53,7 @@ def gpus_by_app(worker_ui: str) -> dict[str, list[str]]:
 
 
 def test_two_gpu_apps_in_a_fairshare_queue_split_the_gpus(tmp_path, monkeypatch):
-    script = tmp_path / "gpus.sh"
-    script.write_text('#!/bin/sh\necho \'{"name": "gpu", "addresses": ["0", "1", "2", "3"]}\'\n')
-    script.chmod(0o755)
+    script = gpu_discovery_script(tmp_path, 4)
     monkeypatch.setenv("SPARK_WORKER_OPTS", f"-Dspark.worker.resource.gpu.amount=4 "
                        f"-Dspark.worker.resource.gpu.discoveryScript={script}")
 

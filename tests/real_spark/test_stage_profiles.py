@@ -29,6 +29,7 @@ from sessionsched.client.errors import ApiError
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import (
     SMALL,
+    gpu_discovery_script,
     master_ports,
     started_cluster,
     stop_server_and_its_apps,
@@ -103,9 +104,7 @@ def test_a_stage_of_a_gpu_profile_gets_executors_of_it_within_the_grant(tmp_path
         return LocalCluster(tmp_path / "cluster", workers=1, cores=1, memory="1g", port=port,
                             ui_port=ui_port, rest_port=rest_port, start_timeout_s=JVM_S)
 
-    script = tmp_path / "gpus.sh"
-    script.write_text('#!/bin/sh\necho \'{"name": "gpu", "addresses": ["0", "1", "2", "3"]}\'\n')
-    script.chmod(0o755)
+    script = gpu_discovery_script(tmp_path, 4)
     conf = tmp_path / "gpu-worker.conf"
     conf.write_text(f"spark.worker.resource.gpu.amount 4\n"
                     f"spark.worker.resource.gpu.discoveryScript {script}\n")

@@ -19,7 +19,7 @@ from sessionsched.backends.clusterview import ClusterView, workers_of
 from sessionsched.backends.local import WORKER_CLASS, LocalCluster
 from sessionsched.backends.master import MasterClient
 from sessionsched.backends.spark_home import spark_class, spark_home
-from tests.sparkcluster import master_ports, started_cluster, wait_until
+from tests.sparkcluster import gpu_discovery_script, master_ports, started_cluster, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -32,9 +32,7 @@ def test_a_workers_gpus_as_the_master_reports_them(tmp_path):
         return LocalCluster(tmp_path / "cluster", workers=1, cores=1, memory="1g", port=port,
                             ui_port=ui_port, rest_port=rest_port, start_timeout_s=JVM_S)
 
-    script = tmp_path / "gpus.sh"
-    script.write_text('#!/bin/sh\necho \'{"name": "gpu", "addresses": ["0", "1"]}\'\n')
-    script.chmod(0o755)
+    script = gpu_discovery_script(tmp_path, 2)
     conf = tmp_path / "gpu-worker.conf"
     conf.write_text(f"spark.worker.resource.gpu.amount 2\n"
                     f"spark.worker.resource.gpu.discoveryScript {script}\n")
