@@ -71,7 +71,7 @@ from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers, profiles
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
-from .waits import Wait
+from .waits import Wait, waited_too_long
 
 __all__ = ["AppRecord", "Scheduler"]
 
@@ -100,6 +100,9 @@ class Scheduler:
         self.driver_slots = driver_slots
         self.host_room = host_room
         self.budget = budget
+        # False: no driver is launched, every queue is left as it is (its cluster cannot be
+        # reached: ``clusters.federation``); the apps it runs are arbitrated as before.
+        self.launching = True
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self._next_release: float | None = None  # an idle session's release falls due
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
@@ -281,7 +284,7 @@ class Scheduler:
             )
             for name, pend in books.pending.items()
             if pend
-        ]
+        ] if self.launching else []
         if not views:
             self.waiting, self.held = {}, {}
             self._more_to_admit = None
@@ -392,9 +395,3 @@ class Scheduler:
             return profiles.place(rec, n, take, placed)
 
         return place
-
-
-def waited_too_long(waited_s: float, max_wait_s: float, queue: str) -> str:
-    """The reason an app ends with when it waited its queue's ``max_wait``."""
-    return (f"waited too long: {waited_s:.0f}s queued in {queue}, beyond its max_wait of "
-            f"{max_wait_s:g}s")

@@ -80,3 +80,8 @@ class Wait(NamedTuple):
 
     def __str__(self) -> str:
         return self.text
+
+def waited_too_long(waited_s: float, max_wait_s: float, queue: str) -> str:
+    """The reason an app ends with when it waited its queue's ``max_wait``."""
+    return (f"waited too long: {waited_s:.0f}s queued in {queue}, beyond its max_wait of "
+            f"{max_wait_s:g}s")

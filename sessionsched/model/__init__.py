@@ -258,6 +258,9 @@ class Queue:
     # no executor held, none asked for - is stopped while another app waits for the host's
     # room (``engine.host_room.idle_to_release``); None: never. Its state is lost: off unless set.
     release_idle_sessions_after_s: float | None = None
+    # The clusters this queue's apps may run on, in the order they are preferred (behind
+    # several clusters: ``engine.clusters``); set on a parent, inherited. Empty: every one.
+    clusters: tuple[str, ...] = ()
 
     @property
     def is_leaf(self) -> bool:
@@ -317,6 +320,9 @@ class AppSpec:
     # scheduler's host, its queue's ``release_idle_sessions_after_s`` may stop it then
     # (``engine.host_room.idle_to_release``); a batch app's driver is never stopped so.
     interactive: bool = False
+    # The clusters it asked for (``spark.sessionsched.cluster=a,b``), behind several clusters
+    # (``engine.clusters``). Empty: any its queue may use.
+    clusters: tuple[str, ...] = ()
     # Most executors the app may hold: the lower of maxExecutors and spark.ego.slots.max (None:
     # no cap). Derived once here: the engine reads it for every changed app several times a
     # cycle.

@@ -1,0 +1,6 @@
+"""Several clusters behind one queue tree: one engine per cluster, one federation over them
+(``federation``)."""
+
+from .events import ClusterReachable, OnCluster, Placed  # noqa: F401
+from .federation import LOST_TIMEOUT_S, ClusterSpec, Federation  # noqa: F401
+from .order import PlacementRule  # noqa: F401

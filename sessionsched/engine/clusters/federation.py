@@ -1,0 +1,244 @@
+"""Several clusters behind one queue tree: ``Federation.step(now, events) -> decisions``.
+
+To the engine a second cluster is one more set of workers that an app's executors cannot
+leave. So each cluster gets an engine of its own (``Scheduler``: its capacity, workers,
+grants and reclaim), all on the same queue tree, and this federation keeps them one
+scheduler:
+
+- **A queued app waits in every cluster it may use.** Its submission is a copy in the queue
+  of each reachable cluster its queue and it allow (``eligible``): the same priority, the same
+  submission order, so each cluster sees the whole queue in the one rank order.
+- **Placed once, when it leaves the queue.** Each step offers the clusters the queued apps in
+  the placement rule's order (``order``: spill-over by default). The first engine that
+  launches an app places it: ``Placed`` comes out before its ``LaunchDriver``, so the caller
+  commits the cluster before the launch, and the app's copies in the other clusters are taken
+  out (killed and forgotten) before those clusters step again. Engines step one after the
+  other within a step, so two clusters cannot launch one app: it is placed exactly once.
+- **An app's events go where it is.** Once placed, its events go to its cluster's engine
+  only; while queued, a priority change goes to every copy, and what the copies decide about
+  it (failing after ``max_wait``, killed) is said once, by its home copy (the first cluster it
+  waits in, in the listed order).
+- **A lost cluster.** ``ClusterReachable(c, False)``: its engine launches nothing; queued apps
+  that may use another reachable cluster leave its queue; the rest wait there, for it to come
+  back. Its running apps stay on the books and are arbitrated as before (their drivers' agents
+  may still report); past the cluster's ``lost_timeout_s`` they end FAILED, naming the
+  cluster. While every cluster is silent the scheduler suspects its own network and ends
+  nothing; the lost clocks start again when one answers. When the cluster is back, the queued
+  apps that may use it wait in its queue again.
+
+Limits that count apps or cores (``max_running_apps``, ``max_cores``, the starting limit) and
+decayed usage hold per cluster: each engine sees only the apps placed on it. Queue order,
+priorities and ``max_wait`` are the tree's, the same in every cluster.
+
+Events the federation adds (``clusters.events``): ``OnCluster`` for a cluster's capacity and an
+app adopted where it was launched (bare, they are the first cluster's: one cluster is a
+federation of one), ``ClusterReachable``, applied before the engines' events of the same batch.
+A batch with an event no engine could take is refused whole, as the engine refuses one:
+nothing is applied (``routing`` plans the step without changing anything).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ...model import AppSpec, AppState, Queue
+from ..events import Decision, Event, Forget, KillRequested, LaunchDriver, MarkState
+from ..scheduler import Scheduler
+from ..tree import QueueTree
+from ..validate import EventError, check_events
+from .events import Placed
+from .order import PlacementRule, cluster_order
+from .routing import Plan, plan_step
+
+LOST_TIMEOUT_S = 600.0  # as long as Spark's own network timeouts, ten times over
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """One cluster as the federation knows it: its ``name``, its ``weight`` (the ``weighted``
+    rule) and how long it may stay unreachable before its running apps end FAILED."""
+
+    name: str
+    weight: float = 1.0
+    lost_timeout_s: float = LOST_TIMEOUT_S
+
+
+@dataclass
+class Queued:
+    """A queued app the federation keeps: its spec (priority as it stands) and the clusters
+    whose queues hold a copy, in the listed order."""
+
+    spec: AppSpec
+    copies: list[str] = field(default_factory=list)
+
+
+class Federation:
+    """The engines of ``clusters`` (listed order: the order of preference) on one queue tree.
+    ``engine_settings``: what each cluster's ``Scheduler`` takes besides the tree (its
+    capacity comes as each cluster's ``OnCluster(CapacityChanged)``)."""
+
+    def __init__(self, root: Queue, clusters: Sequence[ClusterSpec],
+                 placement: PlacementRule = PlacementRule.SPILL, **engine_settings):
+        if not clusters or len({c.name for c in clusters}) != len(clusters):
+            raise ValueError("clusters must be named, each name once")
+        self.clusters = {c.name: c for c in clusters}
+        self.names = [c.name for c in clusters]
+        self.placement = PlacementRule(placement)
+        self.engines = {name: Scheduler(root, **engine_settings) for name in self.names}
+        self.root = root
+        self.owner: dict[str, str] = {}  # placed (or adopted) app -> its cluster
+        self.queued: dict[str, Queued] = {}
+        self.ended_in: dict[str, str] = {}  # app that ended unplaced -> its home copy's cluster
+        self.attempts: dict[str, int] = {}
+        self.placed_count: dict[str, int] = {}
+        self.reachable = dict.fromkeys(self.names, True)
+        self.down_since: dict[str, float] = {}
+        self.lost: set[str] = set()  # apps already ended for their lost cluster
+        # Copies to take out of each cluster's queue before its engine steps again.
+        self.withdraw: dict[str, list[str]] = {name: [] for name in self.names}
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def cluster_of(self, app_id: str) -> str | None:
+        """The cluster the app was placed on; None while it waits (or if it ended unplaced)."""
+        return self.owner.get(app_id)
+
+    def engine_of(self, app_id: str) -> Scheduler | None:
+        """The engine that speaks for the app: its cluster's, or its home copy's."""
+        name = self.owner.get(app_id) or self.ended_in.get(app_id)
+        if name is None and app_id in self.queued:
+            name = self.queued[app_id].copies[0]
+        return None if name is None else self.engines[name]
+
+    def eligible(self, spec: AppSpec) -> list[str]:
+        """The clusters ``spec`` may run on, in the listed order: those its queue may use (the
+        nearest queue on its path that names some) that it asked for."""
+        allowed = set(self.allowed_by_queue(spec.queue))
+        if spec.clusters:
+            allowed &= set(spec.clusters)
+        return [name for name in self.names if name in allowed]
+
+    def allowed_by_queue(self, leaf: str) -> list[str]:
+        for queue in reversed(QueueTree.of(self.root).path[leaf]):
+            if queue.clusters:
+                return [name for name in queue.clusters if name in self.clusters]
+        return list(self.names)
+
+    def waits_for_lost(self, app_id: str) -> str | None:
+        """Why a queued app waits when every cluster it waits in is unreachable; else None."""
+        q = self.queued.get(app_id)
+        if q is None or any(self.reachable[c] for c in q.copies):
+            return None
+        return f"cluster {', '.join(q.copies)} unreachable, and it may run on no other"
+
+    def next_wakeup(self) -> float | None:
+        times = [e.next_wakeup() for e in self.engines.values()]
+        if any(self.reachable.values()):
+            times += [since + self.clusters[c].lost_timeout_s
+                      for c, since in self.down_since.items()]
+        return min((t for t in times if t is not None), default=None)
+
+    def check(self) -> list[str]:
+        """Every engine's own check, and the federation's: a placed app on the books of its
+        cluster only (copies being withdrawn aside), a queued app queued exactly where its
+        copies are."""
+        out = [f"{name}: {p}" for name, e in self.engines.items() for p in e.check()]
+        for name, engine in self.engines.items():
+            for app_id, rec in engine.apps.items():
+                if app_id in self.withdraw[name]:
+                    continue
+                if rec.state is AppState.ACCEPTED:
+                    q = self.queued.get(app_id)
+                    if q is None or name not in q.copies:
+                        out.append(f"{app_id} queued in {name}, which holds no copy of it")
+                elif self.owner.get(app_id, self.ended_in.get(app_id)) != name:
+                    out.append(f"{app_id} is {rec.state.value} in {name}, not its cluster")
+        return out
+
+    # --- the step ---------------------------------------------------------------------------
+
+    def step(self, now: float, events: Iterable[Event] = ()) -> list[Decision]:
+        plan = plan_step(self, now, list(events))
+        for name, batch in plan.batches.items():  # refused whole, before anything changes
+            engine = self.engines[name]
+            try:
+                check_events(batch, engine.apps, engine.books.leaves,
+                             engine.books.occupied_leaves)
+            except EventError as e:
+                i = plan.origin[name][e.index]
+                raise EventError(f"{e} (in cluster {name})", -1 if i is None else i,
+                                 e.event) from None
+        self._commit(plan, now)
+        order = cluster_order(self.placement, self.names, self.engines,
+                              {n: c.weight for n, c in self.clusters.items()}, self.placed_count)
+        out: list[Decision] = []
+        for name in order:
+            batch = plan.batches.get(name, [])
+            for app_id in self.withdraw[name]:  # placed or ended by a cluster before it
+                batch += [KillRequested(app_id), Forget(app_id)]
+            self.withdraw[name] = []
+            out += self._take(name, self.engines[name].step(now, batch))
+        return out
+
+    def _commit(self, plan: Plan, now: float) -> None:
+        everyone_was_down = not any(self.reachable.values())
+        for name, up in plan.reachable.items():
+            if up == self.reachable[name]:
+                continue
+            self.reachable[name] = self.engines[name].launching = up
+            if up:
+                self.down_since.pop(name, None)
+            else:
+                self.down_since[name] = now
+        if everyone_was_down and any(self.reachable.values()):
+            # It was our own network, most likely: the silent clusters' clocks start now.
+            self.down_since = dict.fromkeys(self.down_since, now)
+        for app_id, copies in plan.copies.items():
+            if app_id in self.queued:
+                self.queued[app_id].copies = copies
+            else:
+                self.queued[app_id] = Queued(plan.specs[app_id], copies)
+        for app_id, spec in plan.specs.items():
+            self.queued[app_id].spec = spec
+        self.owner.update(plan.adopted)
+        for app_id in plan.forgotten:
+            for book in (self.owner, self.ended_in, self.attempts):
+                book.pop(app_id, None)
+            self.lost.discard(app_id)
+        self.lost.update(plan.lost)
+        if plan.root is not None:
+            self.root = plan.root
+        self.withdraw = {name: [] for name in self.names}  # in the plan's batches now
+
+    def _take(self, name: str, decisions: list[Decision]) -> list[Decision]:
+        """What cluster ``name``'s engine decided, as the federation says it: a launch placed
+        first, each app's word from the engine that speaks for it."""
+        out: list[Decision] = []
+        for d in decisions:
+            app_id = d.app_id  # type: ignore[attr-defined]
+            if isinstance(d, LaunchDriver):
+                out += [self._place(name, app_id), d]
+            elif app_id in self.queued:
+                q = self.queued[app_id]
+                if q.copies[0] != name or not isinstance(d, MarkState):
+                    continue  # its home copy speaks for it
+                out.append(d)
+                if d.state.terminal:  # it ended in its queue: its other copies go
+                    del self.queued[app_id]
+                    self.ended_in[app_id] = name
+                    for other in q.copies[1:]:
+                        self.withdraw[other].append(app_id)
+            elif self.owner.get(app_id, self.ended_in.get(app_id)) == name:
+                out.append(d)
+        return out
+
+    def _place(self, name: str, app_id: str) -> Placed:
+        q = self.queued.pop(app_id)
+        self.owner[app_id] = name
+        attempt = self.attempts[app_id] = self.attempts.get(app_id, 0) + 1
+        self.placed_count[name] = self.placed_count.get(name, 0) + 1
+        for other in q.copies:
+            if other != name:
+                self.withdraw[other].append(app_id)
+        return Placed(app_id, name, attempt)
