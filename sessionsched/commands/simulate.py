@@ -157,14 +157,16 @@ def print_table(result: SimResult, title: str) -> None:
     table = Table(
         title=title, box=box.SIMPLE_HEAD, caption="times in seconds from the start", pad_edge=False
     )
-    for col in ("app", "queue", "prio", "state", "submit", "admitted", "1st exec", "finished"):
-        table.add_column(
-            col, justify="left" if col in ("app", "queue", "state") else "right", no_wrap=True
-        )
+    where = ("cluster",) if result.several_clusters else ()
+    for col in ("app", *where, "queue", "prio", "state", "submit", "admitted", "1st exec",
+                "finished"):
+        table.add_column(col, justify="left" if col in ("app", "cluster", "queue", "state")
+                         else "right", no_wrap=True)
     for a in result.apps:
         style = None if a.state == "FINISHED" else "bold red"
         table.add_row(
             a.name,
+            *((a.cluster or "-",) if where else ()),
             a.queue,
             str(a.priority),
             a.state,

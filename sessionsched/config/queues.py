@@ -124,6 +124,9 @@ class QueueConfig(Strict):
     # Seconds an idle Livy or Connect session's driver on the scheduler's host is kept while
     # other apps wait for the host's room; unset: kept (inherited like ``max_wait``).
     release_idle_sessions_after: float | None = Field(None, gt=0)
+    # Behind several clusters: the ones this queue's apps may run on, preferred first
+    # (docs/operator/clusters.md); unset: the parent's (the root's unset: every cluster).
+    clusters: list[str] | None = Field(None, min_length=1)
 
     @field_validator("name")
     @classmethod
@@ -170,6 +173,7 @@ class QueueConfig(Strict):
             usage_half_life_s=self.usage_half_life,
             node_sort=limits.get("node_sort", NodeSort.FAIR),
             release_idle_sessions_after_s=limits.get("release_idle_sessions_after"),
+            clusters=tuple(self.clusters or ()),
         )
 
 

@@ -5,6 +5,7 @@ docs/operator/resources.md), and the model's timings."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -57,3 +58,36 @@ class ClusterConfig(Strict):
         for s in self.sizes():
             total = total + s
         return total
+
+    def to_cluster(self) -> Cluster:
+        return Cluster(
+            capacity=self.capacity(), driver_slots=self.driver_slots,
+            driver_start_s=self.driver_start_s, executor_start_s=self.executor_start_s,
+            executor_idle_timeout_s=self.executor_idle_timeout_s, cycle_s=self.cycle_s,
+            max_time_s=self.max_time_s, workers=self.workers,
+            sizes=group_sizes(self.worker_groups) if self.worker_groups else ())
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A cluster as the simulator runs it (``ClusterConfig.to_cluster``)."""
+
+    capacity: Resources
+    driver_slots: int
+    driver_start_s: float
+    executor_start_s: float
+    executor_idle_timeout_s: float
+    cycle_s: float
+    max_time_s: float
+    workers: int = 1  # equal workers sharing ``capacity``
+    sizes: tuple[Resources, ...] = ()  # or these workers (``worker_groups``)
+
+
+@dataclass(frozen=True)
+class NamedCluster:
+    """One of several clusters (``clusters_config``)."""
+
+    name: str
+    cluster: Cluster
+    weight: float = 1.0
+    lost_timeout_s: float = 600.0

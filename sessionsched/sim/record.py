@@ -24,6 +24,7 @@ class AppTimes:
     first_executor: float | None = None  # the first executor came up (usable)
     finished: float | None = None  # the driver exited (with any exit code: see state)
     gang_ready: float | None = None  # a gang's driver and all its executors were held
+    cluster: str | None = None  # behind several clusters: the one it was placed on
 
 
 @dataclass

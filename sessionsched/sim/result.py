@@ -62,6 +62,7 @@ class AppResult:
     finished: float | None
     usage: dict[str, float | int]
     gang_ready: float | None = None
+    cluster: str | None = None  # behind several clusters: where it ran (None: nowhere yet)
 
 
 @dataclass(frozen=True)
@@ -75,12 +76,14 @@ class SimResult:
     queues: tuple[str, ...]
     cluster_cores: int
     executor_waits: int = 0  # granted executors that had to wait for room (pool.py); not in JSON
+    several_clusters: bool = False  # each app's ``cluster`` in the JSON
 
     def to_json(self) -> dict[str, Any]:
         return {
             "apps": [
                 {
                     "name": a.name,
+                    **({"cluster": a.cluster} if self.several_clusters else {}),
                     "queue": a.queue,
                     "priority": a.priority,
                     "state": a.state,
@@ -107,9 +110,10 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
-def alone_s(app: SimApp, workload: Workload) -> float:
-    """The app's run time with the whole cluster to itself (``inf`` if it can hold no executor)."""
-    c = workload.cluster
+def alone_s(app: SimApp, workload: Workload, cluster: str | None = None) -> float:
+    """The app's run time with the whole cluster to itself (``inf`` if it can hold no executor);
+    behind several clusters, the one it ran on."""
+    c = next((n.cluster for n in workload.clusters if n.name == cluster), workload.cluster)
     spec = app.spec
     if not app.stages:  # the driver's work alone
         return c.driver_start_s + app.startup_s
@@ -162,7 +166,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
             state = AppState.FINISHED.value
             took = t.finished - t.submitted
             completions.append(took)
-            speeds.append(alone_s(app, workload) / took if took > 0 else 1.0)
+            speeds.append(alone_s(app, workload, t.cluster) / took if took > 0 else 1.0)
         else:
             speeds.append(0.0)
         apps.append(
@@ -177,11 +181,13 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
                 finished=_r(t.finished),
                 usage=app_usage(rec, app.name, t),
                 gang_ready=_r(t.gang_ready),
+                cluster=t.cluster,
             )
         )
     stuck = len(workload.apps) - len(completions) - failed
     makespan = rec.makespan_s
-    cores = workload.cluster.capacity.cores
+    capacity = total_capacity(workload)
+    cores = capacity.cores
     utilization = rec.busy_core_s / (cores * makespan) if makespan > 0 else 0.0
     summary = {
         "makespan": _r(makespan),
@@ -191,7 +197,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
         "mean_completion": _r(sum(completions) / len(completions)) if completions else None,
         "p95_completion": _r(_nearest_rank(completions, 0.95)) if completions else None,
         "utilization": round(utilization, 4),
-        "utilization_by_resource": by_resource(workload.cluster.capacity, rec, makespan),
+        "utilization_by_resource": by_resource(capacity, rec, makespan),
         "fairness_jain": None if (j := jain(speeds)) is None else round(j, 4),
         "whole_workers": _r(rec.timeline.whole_workers.mean(makespan)),
         "whole_workers_min": min(rec.timeline.whole_workers.values, default=None),
@@ -211,7 +217,18 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
         queues=tuple(q.name for q in workload.root.leaves()),
         cluster_cores=cores,
         executor_waits=rec.executor_waits,
+        several_clusters=bool(workload.clusters),
     )
+
+
+def total_capacity(workload: Workload):
+    """The cluster's capacity, or every cluster's together."""
+    if not workload.clusters:
+        return workload.cluster.capacity
+    total = workload.clusters[0].cluster.capacity
+    for named in workload.clusters[1:]:
+        total = total + named.cluster.capacity
+    return total
 
 
 def _nearest_rank(values: list[float], p: float) -> float:

@@ -37,9 +37,10 @@ from dataclasses import dataclass
 
 from ..backends.base import Launch
 from ..backends.carry import carry_out
+from ..backends.federated import FederatedBackend
 from ..backends.memory import EXIT_CODE, STARTUP, TAIL, WORK, MemoryBackend, MemoryCluster
 from ..backends.memory.pool import Overcommit
-from ..backends.memory.spark import Phase
+from ..backends.memory.spark import Phase, SparkApp
 from ..backends.memory.timers import CYCLE, WORKLOAD, EventHeap
 from ..engine import (
     Decision,
@@ -49,8 +50,10 @@ from ..engine import (
     Scheduler,
     Submitted,
 )
+from ..engine.clusters import ClusterReachable, ClusterSpec, Federation, Placed
 from ..model import AppState
 from ..runtime import gc_pacer
+from .cluster_config import Cluster, NamedCluster
 from .record import AppTimes, Record, Series
 from .result import SimResult, build_result
 from .workload import SimApp, Workload
@@ -112,19 +115,24 @@ class Simulator:
     def __init__(self, workload: Workload, scheduler: Scheduler | None = None):
         self.w = workload
         c = workload.cluster
-        self.sched = scheduler or Scheduler(workload.root, c.capacity, c.driver_slots)
-        self.cluster = MemoryCluster(
-            c.capacity, c.driver_slots, driver_start_s=c.driver_start_s,
-            executor_start_s=c.executor_start_s, executor_idle_timeout_s=c.executor_idle_timeout_s,
-            workers=c.workers, sizes=c.sizes,
-        )
-        self.backend = MemoryBackend(self.cluster)
+        self.clusters = {n.name: _memory_cluster(n.cluster)
+                         for n in workload.clusters or (NamedCluster("", c),)}
+        self.cluster = next(iter(self.clusters.values()))  # the only one, or the first
+        if workload.clusters:  # one engine per cluster, placing each app once (``clusters``)
+            self.sched = scheduler or Federation(
+                workload.root, [ClusterSpec(n.name, n.weight, n.lost_timeout_s)
+                                for n in workload.clusters], workload.placement)
+            self.backend = FederatedBackend(
+                {name: MemoryBackend(mc) for name, mc in self.clusters.items()},
+                self.sched.cluster_of)
+        else:
+            self.sched = scheduler or Scheduler(workload.root, c.capacity, c.driver_slots)
+            self.backend = MemoryBackend(self.cluster)
         self.apps = {a.name: a for a in workload.apps}
         self._sorts = {q.name: q.node_sort.value for q in workload.root.leaves()}
         self.heap: EventHeap = EventHeap()
         self.rec = Record(
             apps={a.name: AppTimes(a.spec.submitted_at, a.spec.priority) for a in workload.apps},
-            reclaim_kills=self.cluster.reclaim_kills,
         )
         self._outbox: list[Event] = []
         self._facts = 0  # workload events in the heap (everything but cycles)
@@ -161,6 +169,9 @@ class Simulator:
             self._push(app.spec.submitted_at, WORKLOAD, _Submit(app.name))
             for up in app.updates:
                 self._push(up.at_s, WORKLOAD, _Update(app.name, up.priority))
+        for out in self.w.outages:
+            self._push(out.at_s, WORKLOAD, ClusterReachable(out.cluster, False))
+            self._push(out.until_s, WORKLOAD, ClusterReachable(out.cluster, True))
         self.heap.push(0.0, CYCLE, _Cycle(0))
         while self.heap:
             now, _, ev = self.heap.pop()
@@ -174,11 +185,15 @@ class Simulator:
             self.rec.last_change_s = now
             self._handle(now, ev)
         self.rec.end_s = self._clock
-        self.rec.busy_core_s = self.cluster.busy.core_s
-        self.rec.busy_by_resource = dict(self.cluster.busy.seconds)
-        self.rec.executor_waits = self.cluster.pool.executor_waits
-        for name, sa in self.cluster.apps.items():
-            self.rec.usage[name] = sa.usage.at(self._clock).figures()
+        for mc in self.clusters.values():
+            self.rec.busy_core_s += mc.busy.core_s
+            for name, seconds in mc.busy.seconds.items():
+                self.rec.busy_by_resource[name] = self.rec.busy_by_resource.get(name, 0) + seconds
+            self.rec.executor_waits += mc.pool.executor_waits
+            self.rec.reclaim_kills += mc.reclaim_kills
+            for name, sa in mc.apps.items():
+                self.rec.usage[name] = sa.usage.at(self._clock).figures()
+        self.rec.reclaim_kills.sort()
         return build_result(self.w, self.rec)
 
     def _push(self, at: float, priority: int, ev: object) -> None:
@@ -188,7 +203,8 @@ class Simulator:
     def _cycle(self, now: float, n: int) -> bool:
         """One scheduler step; True when the run is over."""
         polled = self.backend.poll(now)
-        self.rec.last_change_s = max(self.rec.last_change_s, self.cluster.last_event_s)
+        self.rec.last_change_s = max(self.rec.last_change_s,
+                                     *(mc.last_event_s for mc in self.clusters.values()))
         # Submissions and priority updates beyond the step's event slice wait, in order, for
         # the next cycle (``engine.budget``); the cluster's report is always handed over whole.
         limit = self.sched.budget.events if hasattr(self.sched, "budget") else None
@@ -217,7 +233,8 @@ class Simulator:
             self.rec.end_reason = f"stopped at max_time_s {self.w.cluster.max_time_s:g}"
             self.rec.makespan_s = now  # cut short while still working
             return True
-        pending = self._facts + len(self._outbox) + self.cluster.pending_timers()
+        pending = self._facts + len(self._outbox) + sum(
+            mc.pending_timers() for mc in self.clusters.values())
         if pending == 0 and self._nothing_can_change(now, events, decisions):
             since = self.rec.last_change_s
             self.rec.end_reason = f"deadlock: nothing changed since t={since:g}s, nothing can"
@@ -233,16 +250,26 @@ class Simulator:
     def _gang_ready(self, now: float, launched: set[str]) -> None:
         """Module doc: a gang launched as a gang is ready now. One whose ``soft`` timeout ran
         out is launched later as an ordinary app: the engine's record no longer has its gang."""
-        records = getattr(self.sched, "apps", {})
         for name in launched & self._gangs:
             self._gangs.discard(name)
-            rec = records.get(name)
+            engine = (self.sched.engine_of(name) if isinstance(self.sched, Federation)
+                      else self.sched)
+            rec = getattr(engine, "apps", {}).get(name)
             if rec is None or rec.spec.gang is not None:
                 self.rec.apps[name].gang_ready = now
 
     def _done(self) -> int:
-        done = sum(1 for sa in self.cluster.apps.values() if sa.phase is Phase.DONE)
+        done = sum(1 for mc in self.clusters.values() for sa in mc.apps.values()
+                   if sa.phase is Phase.DONE)
         return done + self._ended_queued
+
+    def _spark_app(self, name: str) -> SparkApp | None:
+        """The app as the memory cluster it was launched on has it; None before its launch."""
+        for mc in self.clusters.values():
+            sa = mc.apps.get(name)
+            if sa is not None:
+                return sa
+        return None
 
     def _last_finish(self) -> float:
         return max(
@@ -262,7 +289,7 @@ class Simulator:
         """The timeline and each app's milestones, as the cluster has them now."""
         tl = self.rec.timeline
         for name, app in self.apps.items():
-            sa = self.cluster.apps.get(name)
+            sa = self._spark_app(name)
             held = 0 if sa is None else len(sa.executors)
             tl.executors[name].set(now, held)
             tl.executor_cores[name].set(now, held * app.spec.executor.cores)
@@ -273,8 +300,8 @@ class Simulator:
                 times.finished = sa.ended_at
         for q, n in self._queued.items():
             tl.pending[q].set(now, n)
-        tl.driver_cores.set(now, self.cluster.driver_cores)
-        tl.whole_workers.set(now, self.cluster.pool.whole())
+        tl.driver_cores.set(now, sum(mc.driver_cores for mc in self.clusters.values()))
+        tl.whole_workers.set(now, sum(mc.pool.whole() for mc in self.clusters.values()))
 
     def _set_state(self, name: str, state: AppState) -> None:
         times = self.rec.apps[name]
@@ -285,15 +312,20 @@ class Simulator:
     def _record(self, decisions: list[Decision]) -> None:
         """The states the engine decided (an app whose driver already ended keeps its end)."""
         for d in decisions:
+            if isinstance(d, Placed):
+                self.rec.apps[d.app_id].cluster = d.cluster
             if isinstance(d, MarkState):
-                sa = self.cluster.apps.get(d.app_id)
+                sa = self._spark_app(d.app_id)
                 if sa is None or sa.phase is not Phase.DONE or d.state.terminal:
                     self._set_state(d.app_id, d.state)
                 if sa is None and d.state.terminal:  # ended queued: it ends now, no driver
                     self.rec.apps[d.app_id].finished = d.at
                     self._ended_queued += 1
 
-    def _handle(self, now: float, ev: _Submit | _Update) -> None:
+    def _handle(self, now: float, ev: _Submit | _Update | ClusterReachable) -> None:
+        if isinstance(ev, ClusterReachable):
+            self._outbox.append(ev)
+            return
         app = self.apps[ev.app]
         if isinstance(ev, _Submit):
             self._outbox.append(Submitted(app.spec))
@@ -302,6 +334,14 @@ class Simulator:
             self._outbox.append(PriorityChanged(app.name, ev.priority))
             self.rec.apps[app.name].priority = ev.priority
             self.rec.timeline.priorities[app.name].set(now, ev.priority)
+
+
+def _memory_cluster(c: Cluster) -> MemoryCluster:
+    return MemoryCluster(
+        c.capacity, c.driver_slots, driver_start_s=c.driver_start_s,
+        executor_start_s=c.executor_start_s, executor_idle_timeout_s=c.executor_idle_timeout_s,
+        workers=c.workers, sizes=c.sizes,
+    )
 
 
 def simulate(workload: Workload) -> SimResult:

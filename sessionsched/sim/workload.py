@@ -73,11 +73,11 @@ from ..config import (
     DEFAULT_QUEUES,
     QueueConfig,
     build_queue_tree,
-    group_sizes,
     load_yaml,
     parse_model,
     resolve_queue,
 )
+from ..engine.clusters import PlacementRule, eligible
 from ..engine.placement import Workers, never_fits
 from ..engine.tree import QueueTree
 from ..model import (
@@ -90,8 +90,9 @@ from ..model import (
 )
 from ..spark.gang_properties import gang_from_conf
 from ..spark.resource_props import resource_ask
-from .cluster_config import ClusterConfig, MiB
+from .cluster_config import Cluster, ClusterConfig, MiB, NamedCluster
 from .cluster_config import Strict as _Strict
+from .clusters_config import NamedClusterConfig, Outage, OutageConfig, clusters_problem
 
 # What the app's own keys set: in ``conf`` they would be a second, conflicting source.
 OWN_KEYS = {
@@ -170,6 +171,7 @@ class AppConfig(_Strict):
     exit_code: int = 0  # the driver's exit code when its work is done (non-zero: FAILED)
     updates: list[UpdateConfig] = Field(default_factory=list)
     conf: Conf = Field(default_factory=dict)  # Spark properties (module doc)
+    clusters: list[str] = Field(default_factory=list)  # it may run on these only (``clusters:``)
 
     @field_validator("name")
     @classmethod
@@ -181,6 +183,9 @@ class AppConfig(_Strict):
 
 class WorkloadConfig(_Strict):
     cluster: ClusterConfig = ClusterConfig()
+    clusters: list[NamedClusterConfig] | None = Field(None, min_length=1)
+    placement: PlacementRule = PlacementRule.SPILL
+    cluster_down: list[OutageConfig] = Field(default_factory=list)
     queues: list[QueueConfig] = Field(default_factory=lambda: list(DEFAULT_QUEUES))
     apps: list[AppConfig] = Field(min_length=1)
 
@@ -201,9 +206,15 @@ def _queue_name(app: AppConfig, root: Queue) -> str:
 
 def _first_problem(w: WorkloadConfig) -> str | None:
     root = build_queue_tree(w.queues)
+    problem = clusters_problem(
+        w.clusters, "cluster" in w.model_fields_set, w.cluster_down,
+        {q.name: list(q.clusters) for q in root.walk() if q.clusters},
+        [(f"apps[{i}]", a.clusters) for i, a in enumerate(w.apps)])
+    if problem:
+        return problem
     seen: dict[str, int] = {}
-    c = w.cluster
-    workers = Workers(c.worker_list())
+    c = (w.clusters or [w.cluster])[0]
+    workers = {getattr(k, "name", ""): Workers(k.worker_list()) for k in w.clusters or [c]}
     for i, app in enumerate(w.apps):
         where = f"apps[{i}]"
         if app.name in seen:
@@ -252,9 +263,14 @@ def _first_problem(w: WorkloadConfig) -> str | None:
         except ValueError as e:
             return f"{where}.conf: {e}"
         spec = _sim_app(app, i, root).spec
-        never = never_fits(spec, QueueTree.of(root).path[spec.queue], workers)
-        if never is not None:
-            return f"{where}: never fits: {never}"
+        path = QueueTree.of(root).path[spec.queue]
+        may = eligible(spec, path, list(workers))
+        if not may:
+            return f"{where}: no cluster it may use (it asks for {', '.join(app.clusters)})"
+        nevers = [never_fits(spec, path, workers[name]) for name in may]
+        if all(n is not None for n in nevers):
+            return f"{where}: never fits: " + "; ".join(
+                f"{name}: {n}" if name else n for name, n in zip(may, nevers, strict=True))
     return None
 
 
@@ -300,44 +316,25 @@ class SimApp:
 
 
 @dataclass(frozen=True)
-class Cluster:
-    capacity: Resources
-    driver_slots: int
-    driver_start_s: float
-    executor_start_s: float
-    executor_idle_timeout_s: float
-    cycle_s: float
-    max_time_s: float
-    workers: int = 1  # equal workers sharing ``capacity``
-    sizes: tuple[Resources, ...] = ()  # or these workers (``worker_groups``)
-
-
-@dataclass(frozen=True)
 class Workload:
-    cluster: Cluster
+    cluster: Cluster  # with ``clusters``: the first (``cycle_s`` and ``max_time_s`` are all's)
     root: Queue
     apps: tuple[SimApp, ...]  # in file order
+    clusters: tuple[NamedCluster, ...] = ()  # several clusters (``clusters_config``)
+    placement: PlacementRule = PlacementRule.SPILL
+    outages: tuple[Outage, ...] = ()
 
 
 def to_workload(cfg: WorkloadConfig) -> Workload:
-    c = cfg.cluster
-    sizes = group_sizes(c.worker_groups) if c.worker_groups else ()
-    cluster = Cluster(
-        capacity=c.capacity(),
-        driver_slots=c.driver_slots,
-        driver_start_s=c.driver_start_s,
-        executor_start_s=c.executor_start_s,
-        executor_idle_timeout_s=c.executor_idle_timeout_s,
-        cycle_s=c.cycle_s,
-        max_time_s=c.max_time_s,
-        workers=c.workers,
-        sizes=sizes,
-    )
     root = build_queue_tree(cfg.queues)
     order = sorted(range(len(cfg.apps)), key=lambda i: (cfg.apps[i].submit, i))
     seq = {i: n for n, i in enumerate(order)}
     apps = tuple(_sim_app(a, seq[i], root) for i, a in enumerate(cfg.apps))
-    return Workload(cluster=cluster, root=root, apps=apps)
+    named = tuple(NamedCluster(c.name, c.to_cluster(), c.weight, c.lost_timeout_s)
+                  for c in cfg.clusters or ())
+    return Workload(cluster=named[0].cluster if named else cfg.cluster.to_cluster(), root=root,
+                    apps=apps, clusters=named, placement=cfg.placement,
+                    outages=tuple(Outage(o.cluster, o.at, o.until) for o in cfg.cluster_down))
 
 
 def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
@@ -357,6 +354,7 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
         max_executors=a.max_executors,
         slots_max=a.slots_max,
         gang=gang_from_conf(a.conf),
+        clusters=tuple(a.clusters),
     )
     return SimApp(
         spec=spec,

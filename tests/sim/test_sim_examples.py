@@ -12,6 +12,7 @@ from sessionsched.cli import main
 from sessionsched.engine import Scheduler
 from sessionsched.sim import load_workload, simulate
 from sessionsched.sim.simulator import Simulator
+from tests.sim.test_sim_clusters import CLUSTER_EXAMPLES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
 
@@ -329,6 +330,8 @@ SINGLE = {
     "gpu-fairshare": check_gpu_fairshare,
     "gpu-caps": check_gpu_caps,
 }
+SINGLE.update(CLUSTER_EXAMPLES)  # several clusters: tests/sim/test_sim_clusters.py
+
 PAIRS = {
     "preprocessing": (("preprocessing-reserve", "preprocessing-stateaware"), check_preprocessing),
     "decay-teams": (("decay-teams-on", "decay-teams-off"), check_decay_teams),

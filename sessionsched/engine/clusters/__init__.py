@@ -2,5 +2,5 @@
 (``federation``)."""
 
 from .events import ClusterReachable, OnCluster, Placed  # noqa: F401
-from .federation import LOST_TIMEOUT_S, ClusterSpec, Federation  # noqa: F401
+from .federation import LOST_TIMEOUT_S, ClusterSpec, Federation, eligible  # noqa: F401
 from .order import PlacementRule  # noqa: F401

@@ -22,9 +22,10 @@ scheduler:
   that may use another reachable cluster leave its queue; the rest wait there, for it to come
   back. Its running apps stay on the books and are arbitrated as before (their drivers' agents
   may still report); past the cluster's ``lost_timeout_s`` they end FAILED, naming the
-  cluster. While every cluster is silent the scheduler suspects its own network and ends
-  nothing; the lost clocks start again when one answers. When the cluster is back, the queued
-  apps that may use it wait in its queue again.
+  cluster, and when it answers again their drivers, if they ran on, are stopped
+  (``StopDriver``) before anything is launched there. While every cluster is silent the
+  scheduler suspects its own network and ends nothing; the lost clocks start again when one
+  answers. When the cluster is back, the queued apps that may use it wait in its queue again.
 
 Limits that count apps or cores (``max_running_apps``, ``max_cores``, the starting limit) and
 decayed usage hold per cluster: each engine sees only the apps placed on it. Queue order,
@@ -43,7 +44,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...model import AppSpec, AppState, Queue
-from ..events import Decision, Event, Forget, KillRequested, LaunchDriver, MarkState
+from ..events import (
+    Decision,
+    Event,
+    Forget,
+    KillRequested,
+    LaunchDriver,
+    MarkState,
+    StopDriver,
+)
 from ..scheduler import Scheduler
 from ..tree import QueueTree
 from ..validate import EventError, check_events
@@ -62,6 +71,22 @@ class ClusterSpec:
     name: str
     weight: float = 1.0
     lost_timeout_s: float = LOST_TIMEOUT_S
+
+
+def allowed_by_queue(path: Sequence[Queue], names: Sequence[str]) -> list[str]:
+    """The clusters a leaf's apps may use: those the nearest queue on its ``path`` (root
+    first) that names some names, else all."""
+    for queue in reversed(path):
+        if queue.clusters:
+            return [name for name in names if name in queue.clusters]
+    return list(names)
+
+
+def eligible(spec: AppSpec, path: Sequence[Queue], names: Sequence[str]) -> list[str]:
+    """The clusters ``spec`` may run on, in the listed order (``names``): those its queue may
+    use that it asked for."""
+    allowed = allowed_by_queue(path, names)
+    return [name for name in allowed if not spec.clusters or name in spec.clusters]
 
 
 @dataclass
@@ -112,18 +137,10 @@ class Federation:
         return None if name is None else self.engines[name]
 
     def eligible(self, spec: AppSpec) -> list[str]:
-        """The clusters ``spec`` may run on, in the listed order: those its queue may use (the
-        nearest queue on its path that names some) that it asked for."""
-        allowed = set(self.allowed_by_queue(spec.queue))
-        if spec.clusters:
-            allowed &= set(spec.clusters)
-        return [name for name in self.names if name in allowed]
+        return eligible(spec, QueueTree.of(self.root).path[spec.queue], self.names)
 
     def allowed_by_queue(self, leaf: str) -> list[str]:
-        for queue in reversed(QueueTree.of(self.root).path[leaf]):
-            if queue.clusters:
-                return [name for name in queue.clusters if name in self.clusters]
-        return list(self.names)
+        return allowed_by_queue(QueueTree.of(self.root).path[leaf], self.names)
 
     def waits_for_lost(self, app_id: str) -> str | None:
         """Why a queued app waits when every cluster it waits in is unreachable; else None."""
@@ -169,10 +186,14 @@ class Federation:
                 i = plan.origin[name][e.index]
                 raise EventError(f"{e} (in cluster {name})", -1 if i is None else i,
                                  e.event) from None
+        back = [n for n, up in plan.reachable.items() if up and not self.reachable[n]]
         self._commit(plan, now)
         order = cluster_order(self.placement, self.names, self.engines,
                               {n: c.weight for n, c in self.clusters.items()}, self.placed_count)
-        out: list[Decision] = []
+        # The drivers of the apps ended for a lost cluster may have run on: stopped once it
+        # answers, before anything is launched in the room they hold.
+        out: list[Decision] = [StopDriver(app_id) for app_id in sorted(self.lost)
+                               if self.owner.get(app_id) in back]
         for name in order:
             batch = plan.batches.get(name, [])
             for app_id in self.withdraw[name]:  # placed or ended by a cluster before it

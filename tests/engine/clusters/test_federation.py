@@ -276,3 +276,16 @@ def test_random_histories_place_every_app_once(rule):
                 live.remove(d.app_id)
     assert launches and max(launches.values()) == 1
     assert all(f.cluster_of(a) for a in launches)
+
+
+def test_a_lost_apps_driver_is_stopped_when_its_cluster_answers_again():
+    from sessionsched.engine import StopDriver
+
+    f = fed(lost_timeout_s=100.0)
+    f.step(1.0, submit(whole("x"), whole("y")))
+    f.step(10.0, [ClusterReachable("b", False)])
+    f.step(110.0, [Tick()])  # y ended FAILED
+    out = f.step(150.0, [ClusterReachable("b", True), *submit(whole("z"))])
+    assert out[0] == StopDriver("y")
+    assert [d for d in out if isinstance(d, StopDriver)] == [StopDriver("y")]
+    assert placed(out) == {"z": "b"}  # after the stop, in y's room

@@ -1,0 +1,80 @@
+"""Several clusters' backends as one: each decision goes to the backend of the app's cluster,
+each cluster's report comes back with its name where the engine needs it (``OnCluster``).
+
+The cluster of an app is the federation's word (``where``: ``Federation.cluster_of``), taken
+from its ``Placed`` decision, which comes before its launch in the same step: so a launch
+always finds its cluster, and an app no cluster was chosen for is refused, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from ..engine.clusters import OnCluster
+from ..engine.events import CapacityChanged, Decision, Event
+from ..model import Resources, Worker
+from .base import BackendError, ClusterBackend, Handle, Launch, Placement
+
+
+class FederatedBackend(ClusterBackend):
+    """``backends``: cluster name -> its backend (listed order); ``where``: app id -> the
+    cluster it was placed on (None: not placed)."""
+
+    def __init__(self, backends: Mapping[str, ClusterBackend],
+                 where: Callable[[str], str | None]):
+        self.backends = dict(backends)
+        self.where = where
+
+    def _of(self, app_id: str) -> ClusterBackend | None:
+        name = self.where(app_id)
+        return None if name is None else self.backends[name]
+
+    def capacity(self) -> tuple[Resources, int]:
+        """Every cluster's together (for reading only: the engines take each its own)."""
+        total, slots = Resources(), 0
+        for backend in self.backends.values():
+            cap, n = backend.capacity()
+            total, slots = total + cap, slots + n
+        return total, slots
+
+    def workers(self) -> tuple[Worker, ...]:
+        return tuple(w for b in self.backends.values() for w in b.workers())
+
+    def launch(self, launch: Launch) -> Handle:
+        backend = self._of(launch.app_id)
+        if backend is None:
+            raise BackendError(f"{launch.app_id}: placed on no cluster: not launched")
+        return backend.launch(launch)
+
+    def stop(self, app_id: str) -> None:
+        backend = self._of(app_id)
+        if backend is not None:
+            backend.stop(app_id)
+
+    def adopt(self, handle: Handle) -> bool:
+        backend = self._of(handle.app_id)
+        return backend is not None and backend.adopt(handle)
+
+    def steer(self, decisions: list[Decision]) -> None:
+        by_cluster: dict[str, list[Decision]] = {}
+        for d in decisions:
+            name = self.where(d.app_id)  # type: ignore[attr-defined]
+            if name is not None:
+                by_cluster.setdefault(name, []).append(d)
+        for name, some in by_cluster.items():
+            self.backends[name].steer(some)
+
+    def placement(self, app_id: str) -> Placement | None:
+        backend = self._of(app_id)
+        return None if backend is None else backend.placement(app_id)
+
+    def poll(self, now: float) -> list[Event]:
+        events: list[Event] = []
+        for name, backend in self.backends.items():
+            for ev in backend.poll(now):
+                events.append(OnCluster(name, ev) if isinstance(ev, CapacityChanged) else ev)
+        return events
+
+    def close(self) -> None:
+        for backend in self.backends.values():
+            backend.close()
