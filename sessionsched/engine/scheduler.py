@@ -220,10 +220,12 @@ class Scheduler:
 
     # --- the step -------------------------------------------------------------------------
 
-    def step(self, now: float, events: Iterable[Event] = ()) -> list[Decision]:
+    def step(self, now: float, events: Iterable[Event] = (), checked: bool = False
+             ) -> list[Decision]:  # checked: by the caller, against these very books
         books = self.books
         events = list(events)
-        check_events(events, self.apps, books.leaves, books.occupied_leaves)
+        if not checked:
+            check_events(events, self.apps, books.leaves, books.occupied_leaves)
         past = books.decay.read(now) if books.decay.on else None
         out: list[Decision] = []
         for event in events:

@@ -250,11 +250,10 @@ class Simulator:
     def _gang_ready(self, now: float, launched: set[str]) -> None:
         """Module doc: a gang launched as a gang is ready now. One whose ``soft`` timeout ran
         out is launched later as an ordinary app: the engine's record no longer has its gang."""
+        records = getattr(self.sched, "apps", {})
         for name in launched & self._gangs:
             self._gangs.discard(name)
-            engine = (self.sched.engine_of(name) if isinstance(self.sched, Federation)
-                      else self.sched)
-            rec = getattr(engine, "apps", {}).get(name)
+            rec = records.get(name)
             if rec is None or rec.spec.gang is not None:
                 self.rec.apps[name].gang_ready = now
 

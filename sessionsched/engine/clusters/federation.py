@@ -40,7 +40,7 @@ nothing is applied (``routing`` plans the step without changing anything).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ...model import AppSpec, AppState, Queue
@@ -53,6 +53,7 @@ from ..events import (
     MarkState,
     StopDriver,
 )
+from ..ledger import AppRecord
 from ..scheduler import Scheduler
 from ..tree import QueueTree
 from ..validate import EventError, check_events
@@ -87,6 +88,26 @@ def eligible(spec: AppSpec, path: Sequence[Queue], names: Sequence[str]) -> list
     use that it asked for."""
     allowed = allowed_by_queue(path, names)
     return [name for name in allowed if not spec.clusters or name in spec.clusters]
+
+
+class _Apps(Mapping):
+    def __init__(self, fed: Federation):
+        self.fed = fed
+
+    def __getitem__(self, app_id: str) -> AppRecord:
+        engine = self.fed.engine_of(app_id)
+        if engine is None:
+            raise KeyError(app_id)
+        return engine.apps[app_id]
+
+    def __iter__(self) -> Iterator[str]:
+        fed = self.fed
+        yield from fed.owner
+        yield from (a for a in fed.ended_in if a not in fed.owner)
+        yield from (a for a in fed.queued if a not in fed.owner and a not in fed.ended_in)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 @dataclass
@@ -124,6 +145,11 @@ class Federation:
         self.withdraw: dict[str, list[str]] = {name: [] for name in self.names}
 
     # --- reading ----------------------------------------------------------------------------
+
+    @property
+    def apps(self) -> Mapping[str, AppRecord]:
+        """Every app on the books, as the engine that speaks for it has it (read only)."""
+        return _Apps(self)
 
     def cluster_of(self, app_id: str) -> str | None:
         """The cluster the app was placed on; None while it waits (or if it ended unplaced)."""
@@ -196,10 +222,13 @@ class Federation:
                                if self.owner.get(app_id) in back]
         for name in order:
             batch = plan.batches.get(name, [])
-            for app_id in self.withdraw[name]:  # placed or ended by a cluster before it
+            withdrawn = self.withdraw[name]  # placed or ended by a cluster before it
+            for app_id in withdrawn:
                 batch += [KillRequested(app_id), Forget(app_id)]
             self.withdraw[name] = []
-            out += self._take(name, self.engines[name].step(now, batch))
+            # Checked above, whole; a withdrawal (a queued copy killed, then forgotten) cannot
+            # be refused: the books are only checked again when one was added.
+            out += self._take(name, self.engines[name].step(now, batch, checked=not withdrawn))
         return out
 
     def _commit(self, plan: Plan, now: float) -> None:
