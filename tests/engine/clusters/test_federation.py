@@ -289,3 +289,63 @@ def test_a_lost_apps_driver_is_stopped_when_its_cluster_answers_again():
     assert out[0] == StopDriver("y")
     assert [d for d in out if isinstance(d, StopDriver)] == [StopDriver("y")]
     assert placed(out) == {"z": "b"}  # after the stop, in y's room
+
+
+def test_a_takeover_mid_burst_launches_every_app_exactly_once():
+    """A new federation built from what the old one committed - each app's ``Placed`` cluster,
+    its state - at random points of a burst over two clusters: adopted where recorded, the rest
+    submitted again; no app is launched twice, every app is launched once."""
+    from sessionsched.engine import Adopted
+    from sessionsched.model import AppState
+
+    rnd = random.Random(11)
+    specs = {f"b{i}": app(f"b{i}").in_cluster(1).executor(rnd.choice([1, 2])).min(1).max(2)
+             .spec() for i in range(60)}
+    committed: dict[str, tuple[str, AppState]] = {}  # app -> (cluster, state), as a store has it
+    launches: dict[str, int] = {}
+
+    def step(f: Federation, t: float, events: list) -> None:
+        out = f.step(t, events)
+        check(f, out)
+        for d in out:
+            if isinstance(d, Placed):  # committed before the launch that follows
+                committed[d.app_id] = (d.cluster, AppState.ACCEPTED)
+            elif isinstance(d, LaunchDriver):
+                launches[d.app_id] = launches.get(d.app_id, 0) + 1
+            elif isinstance(d, MarkState) and d.app_id in committed:
+                committed[d.app_id] = (committed[d.app_id][0], d.state)
+
+    def running() -> list[str]:
+        return [a for a, (_, st) in committed.items() if st.admitted and not st.terminal]
+
+    f = fed({"a": 8, "b": 6})
+    pending = list(specs.values())
+    t = 1.0
+    for _crash in range(12):
+        for _ in range(rnd.randint(1, 4)):
+            batch = [Submitted(s) for s in pending[:rnd.randint(0, 8)]]
+            pending = pending[len(batch):]
+            live = running()
+            step(f, t, batch + [DriverExited(a, 0) for a in rnd.sample(live, min(len(live), 2))])
+            t += 1.0
+        # kill -9, and a new federation from the store
+        f = fed({"a": 8, "b": 6})
+        back = []
+        for a, spec in specs.items():
+            if a in committed:
+                cluster, state = committed[a]
+                if not state.terminal:
+                    back.append(OnCluster(cluster, Adopted(spec, AppState.RUNNING,
+                                                           spec.priority, 0.0)))
+            elif spec not in pending:
+                back.append(Submitted(spec))
+        step(f, t, back)
+        t += 1.0
+    assert len(launches) > 20  # most of the burst was placed before the last takeover
+    while pending or running() or len(launches) < len(specs):
+        batch = [Submitted(s) for s in pending]
+        pending = []
+        step(f, t, batch + [DriverExited(a, 0) for a in running()])
+        t += 1.0
+        assert t < 500
+    assert launches == dict.fromkeys(specs, 1)
