@@ -61,7 +61,9 @@ from .events import Placed
 from .order import PlacementRule, cluster_order
 from .routing import Plan, plan_step
 
-LOST_TIMEOUT_S = 600.0  # as long as Spark's own network timeouts, ten times over
+# Five times Spark's own ``spark.network.timeout`` (120 s): a master's restart or a short
+# partition passes well within it, and the apps are not ended for it.
+LOST_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,8 @@ class ClusterSpec:
 
 
 def allowed_by_queue(path: Sequence[Queue], names: Sequence[str]) -> list[str]:
-    """The clusters a leaf's apps may use: those the nearest queue on its ``path`` (root
-    first) that names some names, else all."""
+    """The clusters a leaf's apps may use, in the listed order (``names``): those named by
+    the nearest queue on the leaf's ``path`` (root first) that names any; else all."""
     for queue in reversed(path):
         if queue.clusters:
             return [name for name in names if name in queue.clusters]
