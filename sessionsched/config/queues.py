@@ -124,9 +124,11 @@ class QueueConfig(Strict):
     # Seconds an idle Livy or Connect session's driver on the scheduler's host is kept while
     # other apps wait for the host's room; unset: kept (inherited like ``max_wait``).
     release_idle_sessions_after: float | None = Field(None, gt=0)
-    # Behind several clusters: the ones this queue's apps may run on, preferred first
-    # (docs/operator/clusters.md); unset: the parent's (the root's unset: every cluster).
+    # Behind several clusters: the ones this queue's apps may run on (docs/operator/
+    # clusters.md); unset: the parent's (the root's unset: every cluster).
     clusters: list[str] | None = Field(None, min_length=1)
+    # ``max_cores`` on one cluster: ``{a: 40}`` (below ``max_cores``, which holds on each).
+    max_cores_per_cluster: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -174,6 +176,7 @@ class QueueConfig(Strict):
             node_sort=limits.get("node_sort", NodeSort.FAIR),
             release_idle_sessions_after_s=limits.get("release_idle_sessions_after"),
             clusters=tuple(self.clusters or ()),
+            cluster_max_cores=tuple(sorted(self.max_cores_per_cluster.items())),
         )
 
 

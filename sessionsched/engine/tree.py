@@ -8,16 +8,27 @@ from ..model import Queue
 class QueueTree:
     """Children in configuration order; ``postorder`` lists children before their parent."""
 
-    _last: QueueTree | None = None  # the index ``of`` built last (queues are frozen)
+    # The indexes ``of`` built last, newest last (queues are frozen): one per tree in use -
+    # behind several clusters each cluster's engine may have a tree of its own
+    # (``clusters.federation``), and their steps take turns.
+    _last: list[QueueTree] = []
+    _KEPT = 8
 
     @classmethod
     def of(cls, root: Queue) -> QueueTree:
         """The index of ``root``, built again only when the tree is another object: admission
         and arbitration ask for it every step."""
-        last = cls._last
-        if last is None or last.root is not root:
-            last = cls._last = cls(root)
-        return last
+        kept = cls._last
+        if kept and kept[-1].root is root:
+            return kept[-1]
+        for i, tree in enumerate(kept):
+            if tree.root is root:
+                kept.append(kept.pop(i))
+                return tree
+        tree = cls(root)
+        kept.append(tree)
+        del kept[:-cls._KEPT]
+        return tree
 
     def __init__(self, root: Queue):
         self.root = root

@@ -258,9 +258,12 @@ class Queue:
     # no executor held, none asked for - is stopped while another app waits for the host's
     # room (``engine.host_room.idle_to_release``); None: never. Its state is lost: off unless set.
     release_idle_sessions_after_s: float | None = None
-    # The clusters this queue's apps may run on, in the order they are preferred (behind
-    # several clusters: ``engine.clusters``); set on a parent, inherited. Empty: every one.
+    # The clusters this queue's apps may run on (behind several clusters:
+    # ``engine.clusters``); set on a parent, inherited. Empty: every one.
     clusters: tuple[str, ...] = ()
+    # ``max_cores`` on one cluster (cluster, cores), below whatever ``max_cores`` says for
+    # all: each cluster's engine sees its own (``engine.clusters``). Empty: none.
+    cluster_max_cores: tuple[tuple[str, int], ...] = ()
 
     @property
     def is_leaf(self) -> bool:

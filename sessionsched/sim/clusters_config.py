@@ -47,10 +47,10 @@ class OutageConfig(Strict):
 
 
 def clusters_problem(clusters: list[NamedClusterConfig] | None, cluster_set: bool,
-                     outages: list[OutageConfig], queue_clusters: dict[str, list[str]],
-                     app_clusters: list[tuple[str, list[str]]]) -> str | None:
-    """What is wrong with a workload's clusters, or None. ``queue_clusters``: queue -> the
-    clusters it names; ``app_clusters``: (where, the clusters it asks for) per app."""
+                     outages: list[OutageConfig],
+                     uses: list[tuple[str, list[str]]]) -> str | None:
+    """What is wrong with a workload's clusters, or None. ``uses``: (where, the clusters it
+    names) for every queue's and app's setting that names some."""
     if clusters is None:
         names: list[str] = []
         if outages:
@@ -68,9 +68,7 @@ def clusters_problem(clusters: list[NamedClusterConfig] | None, cluster_set: boo
                     return (f"clusters[{i}].{key}: one for all clusters: set it on "
                             "clusters[0]")
     known = set(names)
-    uses = [*((f"queues: {q}.clusters", cs) for q, cs in queue_clusters.items()),
-            *((f"{where}.clusters", cs) for where, cs in app_clusters),
-            *((f"cluster_down[{i}].cluster", [o.cluster]) for i, o in enumerate(outages))]
+    uses = [*uses, *((f"cluster_down[{i}].cluster", [o.cluster]) for i, o in enumerate(outages))]
     for where, cs in uses:
         unknown = [c for c in cs if c not in known]
         if unknown:

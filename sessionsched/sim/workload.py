@@ -77,7 +77,7 @@ from ..config import (
     parse_model,
     resolve_queue,
 )
-from ..engine.clusters import PlacementRule, eligible
+from ..engine.clusters import PlacementRule, eligible, tree_for
 from ..engine.placement import Workers, never_fits
 from ..engine.tree import QueueTree
 from ..model import (
@@ -208,8 +208,10 @@ def _first_problem(w: WorkloadConfig) -> str | None:
     root = build_queue_tree(w.queues)
     problem = clusters_problem(
         w.clusters, "cluster" in w.model_fields_set, w.cluster_down,
-        {q.name: list(q.clusters) for q in root.walk() if q.clusters},
-        [(f"apps[{i}]", a.clusters) for i, a in enumerate(w.apps)])
+        [*((f"queues: {q.name}.clusters", list(q.clusters)) for q in root.walk()),
+         *((f"queues: {q.name}.max_cores_per_cluster", [c for c, _ in q.cluster_max_cores])
+           for q in root.walk()),
+         *((f"apps[{i}].clusters", a.clusters) for i, a in enumerate(w.apps))])
     if problem:
         return problem
     seen: dict[str, int] = {}
@@ -263,11 +265,11 @@ def _first_problem(w: WorkloadConfig) -> str | None:
         except ValueError as e:
             return f"{where}.conf: {e}"
         spec = _sim_app(app, i, root).spec
-        path = QueueTree.of(root).path[spec.queue]
-        may = eligible(spec, path, list(workers))
+        may = eligible(spec, QueueTree.of(root).path[spec.queue], list(workers))
         if not may:
             return f"{where}: no cluster it may use (it asks for {', '.join(app.clusters)})"
-        nevers = [never_fits(spec, path, workers[name]) for name in may]
+        nevers = [never_fits(spec, QueueTree.of(tree_for(root, name)).path[spec.queue],
+                             workers[name]) for name in may]
         if all(n is not None for n in nevers):
             return f"{where}: never fits: " + "; ".join(
                 f"{name}: {n}" if name else n for name, n in zip(may, nevers, strict=True))

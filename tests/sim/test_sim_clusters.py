@@ -93,8 +93,10 @@ def test_one_cluster_as_clusters_decides_as_cluster():
      "cluster_down[0].cluster: unknown cluster 'z' (clusters: a, b)"),
     ({"cluster_down": [{"cluster": "a", "at": 5, "until": 2}]}, "until 2 is not after at 5"),
     ({"placement": "nearest"}, "placement"),
+    ({"queues": [{"name": "q", "max_cores_per_cluster": {"z": 4}}]},
+     "queues: root.q.max_cores_per_cluster: unknown cluster 'z' (clusters: a, b)"),
 ], ids=["cluster-and-clusters", "queue-names-an-unknown-cluster", "outage-of-an-unknown-cluster",
-        "outage-ends-before-it-starts", "unknown-placement"])
+        "outage-ends-before-it-starts", "unknown-placement", "a-cap-on-an-unknown-cluster"])
 def test_a_workloads_cluster_mistakes_are_named(top, message):
     with pytest.raises(ConfigError) as e:
         workload(**top)

@@ -4,3 +4,4 @@
 from .events import ClusterReachable, OnCluster, Placed  # noqa: F401
 from .federation import LOST_TIMEOUT_S, ClusterSpec, Federation, eligible  # noqa: F401
 from .order import PlacementRule  # noqa: F401
+from .trees import tree_for  # noqa: F401

@@ -60,6 +60,7 @@ from ..validate import EventError, check_events
 from .events import Placed
 from .order import PlacementRule, cluster_order
 from .routing import Plan, plan_step
+from .trees import tree_for
 
 # Five times Spark's own ``spark.network.timeout`` (120 s): a master's restart or a short
 # partition passes well within it, and the apps are not ended for it.
@@ -133,7 +134,8 @@ class Federation:
         self.clusters = {c.name: c for c in clusters}
         self.names = [c.name for c in clusters]
         self.placement = PlacementRule(placement)
-        self.engines = {name: Scheduler(root, **engine_settings) for name in self.names}
+        self.engines = {name: Scheduler(tree_for(root, name), **engine_settings)
+                        for name in self.names}
         self.root = root
         self.owner: dict[str, str] = {}  # placed (or adopted) app -> its cluster
         self.queued: dict[str, Queued] = {}

@@ -32,6 +32,7 @@ from ..events import (
 )
 from ..validate import EventError
 from .events import ClusterReachable, OnCluster
+from .trees import tree_for
 
 if TYPE_CHECKING:
     from .federation import Federation
@@ -133,9 +134,11 @@ def _route(fed: Federation, plan: Plan, i: int, ev: Event) -> None:
         plan.specs[spec.app_id] = spec
         for name in plan.copies[spec.app_id]:
             plan.to(name, ev, i)
-    elif isinstance(ev, QueuesChanged | Tick):
-        if isinstance(ev, QueuesChanged):
-            plan.root = ev.root
+    elif isinstance(ev, QueuesChanged):
+        plan.root = ev.root
+        for name in fed.names:  # each cluster its caps (``trees``)
+            plan.to(name, QueuesChanged(tree_for(ev.root, name)), i)
+    elif isinstance(ev, Tick):
         for name in fed.names:
             plan.to(name, ev, i)
     else:

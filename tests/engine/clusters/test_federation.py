@@ -349,3 +349,26 @@ def test_a_takeover_mid_burst_launches_every_app_exactly_once():
         t += 1.0
         assert t < 500
     assert launches == dict.fromkeys(specs, 1)
+
+
+@pytest.mark.parametrize("caps,expected", [
+    ((), {"x": "a", "y": "a"}),
+    ((("a", 3),), {"x": "a", "y": "b"}),
+    ((("b", 3),), {"x": "a", "y": "a"}),
+], ids=["no-cap: both on a", "a-capped-at-3-cores: the second spills to b", "a-cap-on-b-only"])
+def test_a_queues_cap_on_one_cluster_holds_there_only(caps, expected):
+    f = fed({"a": 8, "b": 8}, root=tree(leaf("q", cluster_max_cores=caps)))
+    out = f.step(1.0, submit(whole("x"), whole("y")))
+    check(f, out)
+    assert placed(out) == expected
+
+
+def test_a_new_tree_gives_each_cluster_its_caps():
+    from sessionsched.engine import QueuesChanged
+
+    f = fed({"a": 8, "b": 8})
+    f.step(1.0, [QueuesChanged(tree(leaf("q", cluster_max_cores=(("a", 3),))))])
+    assert f.engines["a"].root.children[0].max_cores == 3
+    assert f.engines["b"].root.children[0].max_cores is None
+    out = f.step(2.0, submit(whole("x"), whole("y")))
+    assert placed(out) == {"x": "a", "y": "b"}
