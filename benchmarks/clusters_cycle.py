@@ -10,8 +10,9 @@ Not a test: it prints a table. Usage::
     .venv/bin/python benchmarks/clusters_cycle.py --clusters 4 --scenario steady --cycles 100
 
 The running apps are spread over the clusters in turn (adopted there), each cluster has
-``1/k`` of the cores, memory and driver slots, and its queues ``1/k`` of the limits that count
-apps or cores (they hold per cluster); the queued apps may use every cluster. What
+``1/k`` of the cores, memory and driver slots, and its queues ``1/k`` of the cores they share
+out (``max_cores`` and ``min_share`` hold per cluster; ``max_running_apps`` over all); the
+queued apps may use every cluster. What
 it costs: each submission, priority change and expiry of a queued app is applied in every
 cluster's engine, each engine walks its own queues for admission, and each launch takes the
 app's copies out of the others. Target: at most 1.2x the one cluster at 10,000 running apps.
@@ -26,6 +27,7 @@ import argparse
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -36,7 +38,7 @@ from engine_cycle import CYCLE_S, MAX_WAIT_S, Bench, Workload, queue_tree  # noq
 from sessionsched.engine import Adopted, CapacityChanged, QueuesChanged  # noqa: E402
 from sessionsched.engine.clusters import ClusterSpec, Federation, OnCluster  # noqa: E402
 from sessionsched.engine.events import LaunchDriver  # noqa: E402
-from sessionsched.model import Resources  # noqa: E402
+from sessionsched.model import Queue, Resources  # noqa: E402
 from sessionsched.runtime import gc_pacer  # noqa: E402
 
 ROWS = (("steady", 1000, 2), ("steady", 10_000, 2), ("steady", 10_000, 4),
@@ -53,9 +55,8 @@ class FedBench(Bench):
         self.wl = wl = Workload(running, queued, expiring=scenario == "max-wait", gangs=0.0)
         self.cores = cores = running * 3
         self.mem_mib = mem_mib = cores * (1024 if scenario == "memory-bound" else 4096)
-        # Limits that count apps or cores hold per cluster (``engine.clusters``): each
-        # cluster's are the one cluster's over k, so both admit as much in all.
-        root = queue_tree(running // k, max_wait_s=MAX_WAIT_S if scenario == "max-wait" else None)
+        root = per_cluster(queue_tree(
+            running, max_wait_s=MAX_WAIT_S if scenario == "max-wait" else None), k)
         self.sched = sched = Federation(root, [ClusterSpec(n) for n in self.names],
                                         driver_slots=running * 2 // k)
         t0 = time.perf_counter()
@@ -83,7 +84,7 @@ class FedBench(Bench):
         out = []
         for ev in super().events():  # the swing's capacity and the burst's tree: per cluster
             if isinstance(ev, QueuesChanged):
-                out.append(QueuesChanged(queue_tree(self.wl.running // self.k, room=2)))
+                out.append(QueuesChanged(per_cluster(ev.root, self.k)))
             elif isinstance(ev, CapacityChanged):
                 c = ev.capacity
                 out += [OnCluster(n, CapacityChanged(Resources(c.cores // self.k,
@@ -92,6 +93,14 @@ class FedBench(Bench):
             else:
                 out.append(ev)
         return out
+
+
+def per_cluster(root: Queue, k: int) -> Queue:
+    """The tree with the cores it shares out (``max_cores``, ``min_share``) over k: they hold
+    per cluster (``max_running_apps`` holds over all: kept)."""
+    return replace(root, children=tuple(per_cluster(c, k) for c in root.children),
+                   max_cores=None if root.max_cores is None else root.max_cores // k,
+                   min_share_cores=root.min_share_cores // k)
 
 
 def pair(pacer: gc_pacer.GcPacer, scenario: str, running: int, queued: int, cycles: int,

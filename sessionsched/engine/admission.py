@@ -28,8 +28,8 @@ A head is admitted when it passes every check of its queue's admission mode
 (``admission_checks``: the checks in order, and the modes ``demand`` - the default -,
 ``stateaware``, ``reserve`` and ``none``); the first check that fails defers its queue for the
 cycle with that reason. Each admission spends the cycle's ``Room`` (``_spend``), so the next
-heads see it. At most ``slice_apps`` apps are admitted per call (``budget``).
-What each mode is for and what it measured: docs/design/admission.md.
+heads see it. At most ``slice_apps`` apps are admitted per call (``budget``). What each mode is
+for and what it measured: docs/design/admission.md.
 """
 
 from __future__ import annotations
@@ -124,12 +124,12 @@ class Room:
     uncommitted: Resources  # capacity - in-cluster drivers - floors of admitted apps
     driver_slots_free: int
     driver_slots: int | None = 0  # the scheduler host's cap (None: none), for the reasons
-    # The host's memory for drivers on it (``host_room``; None: not measured), and what the
-    # drivers there leave of it.
+    # The host's memory for its drivers (``host_room``; None: not measured), what they leave.
     host_room: Resources | None = None
     host_free: Resources | None = None
     host_drivers: int = 0  # drivers on the scheduler's host
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
+    elsewhere: Mapping[str, int] = field(default_factory=dict)  # ... on other clusters (theirs)
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
     capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``

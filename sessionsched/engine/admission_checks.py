@@ -119,9 +119,9 @@ Check = Callable[["LeafView", AppSpec, tuple[Queue, ...], "Room"], Wait | None]
 
 def queue_limits(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
-    for node in path:
-        limit = node.max_running_apps
-        if limit is not None and (n := room.admitted_in.get(node.name, 0)) >= limit:
+    for node in path:  # the apps it runs on other clusters too (``Room.elsewhere``)
+        n = room.admitted_in.get(node.name, 0) + room.elsewhere.get(node.name, 0)
+        if (limit := node.max_running_apps) is not None and n >= limit:
             if node is path[-1]:
                 return Wait(WaitCode.QUEUE_LIMIT,
                             f"queue {node.name} runs {n} app(s): its max_running_apps is {limit}")

@@ -100,9 +100,10 @@ class Scheduler:
         self.driver_slots = driver_slots
         self.host_room = host_room
         self.budget = budget
-        # False: no driver is launched, every queue is left as it is (its cluster cannot be
-        # reached: ``clusters.federation``); the apps it runs are arbitrated as before.
-        self.launching = True
+        # Behind several clusters (``clusters.federation``): False while this one cannot be
+        # reached (nothing launched, its apps arbitrated as before); and each queue's apps
+        # running on the others, which its ``max_running_apps`` counts too.
+        self.launching, self.elsewhere = True, {}
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self._next_release: float | None = None  # an idle session's release falls due
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
@@ -284,8 +285,7 @@ class Scheduler:
                 priority_of=self._priority_of,
                 starting=books.ledger.leaf(name).starting,
             )
-            for name, pend in books.pending.items()
-            if pend
+            for name, pend in books.pending.items() if pend
         ] if self.launching else []
         if not views:
             self.waiting, self.held = {}, {}
@@ -328,6 +328,7 @@ class Scheduler:
             weight_of=books.needs.weight_at_or_above,
             workers=books.workers,
             free_now=self.reports.free_now(),
+            elsewhere=self.elsewhere,
         )
         busy = []
         admitted, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in

@@ -27,9 +27,10 @@ scheduler:
   scheduler suspects its own network and ends nothing; the lost clocks start again when one
   answers. When the cluster is back, the queued apps that may use it wait in its queue again.
 
-Limits that count apps or cores (``max_running_apps``, ``max_cores``, the starting limit) and
-decayed usage hold per cluster: each engine sees only the apps placed on it. Queue order,
-priorities and ``max_wait`` are the tree's, the same in every cluster.
+Queue order, priorities, ``max_wait`` and ``max_running_apps`` are the tree's, over every
+cluster (``limits``: each engine counts the apps the others run). ``max_cores``, the starting
+limit and decayed usage hold per cluster: each engine sees only the apps placed on it; a
+queue's ``max_cores_per_cluster`` caps it on one cluster (``trees``).
 
 Events the federation adds (``clusters.events``): ``OnCluster`` for a cluster's capacity and an
 app adopted where it was launched (bare, they are the first cluster's: one cluster is a
@@ -58,6 +59,7 @@ from ..scheduler import Scheduler
 from ..tree import QueueTree
 from ..validate import EventError, check_events
 from .events import Placed
+from .limits import elsewhere, limited_queues, running_in
 from .order import PlacementRule, cluster_order
 from .routing import Plan, plan_step
 from .trees import tree_for
@@ -137,6 +139,8 @@ class Federation:
         self.engines = {name: Scheduler(tree_for(root, name), **engine_settings)
                         for name in self.names}
         self.root = root
+        self._limited = limited_queues(root)  # ``max_running_apps`` over every cluster
+        self._counts: dict[str, dict[str, int]] = {}  # cluster -> limited queue -> its apps
         self.owner: dict[str, str] = {}  # placed (or adopted) app -> its cluster
         self.queued: dict[str, Queued] = {}
         self.ended_in: dict[str, str] = {}  # app that ended unplaced -> its home copy's cluster
@@ -224,8 +228,15 @@ class Federation:
         # answers, before anything is launched in the room they hold.
         out: list[Decision] = [StopDriver(app_id) for app_id in sorted(self.lost)
                                if self.owner.get(app_id) in back]
+        # Each cluster's apps per limited queue change only in its own engine's step: kept
+        # from one step to the next, counted again after each engine's step.
+        counts = self._counts
+        if self._limited and not counts:
+            counts.update({n: running_in(e, self._limited) for n, e in self.engines.items()})
         for name in order:
             batch = plan.batches.get(name, [])
+            if self._limited:
+                self.engines[name].elsewhere = elsewhere(counts, name)
             withdrawn = self.withdraw[name]  # placed or ended by a cluster before it
             for app_id in withdrawn:
                 batch += [KillRequested(app_id), Forget(app_id)]
@@ -233,6 +244,8 @@ class Federation:
             # Checked above, whole; a withdrawal (a queued copy killed, then forgotten) cannot
             # be refused: the books are only checked again when one was added.
             out += self._take(name, self.engines[name].step(now, batch, checked=not withdrawn))
+            if self._limited:  # its apps as they stand now, for the engines after it
+                counts[name] = running_in(self.engines[name], self._limited)
         return out
 
     def _commit(self, plan: Plan, now: float) -> None:
@@ -263,6 +276,7 @@ class Federation:
         self.lost.update(plan.lost)
         if plan.root is not None:
             self.root = plan.root
+            self._limited, self._counts = limited_queues(plan.root), {}
         self.withdraw = {name: [] for name in self.names}  # in the plan's batches now
 
     def _take(self, name: str, decisions: list[Decision]) -> list[Decision]:

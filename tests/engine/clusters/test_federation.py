@@ -372,3 +372,28 @@ def test_a_new_tree_gives_each_cluster_its_caps():
     assert f.engines["b"].root.children[0].max_cores is None
     out = f.step(2.0, submit(whole("x"), whole("y")))
     assert placed(out) == {"x": "a", "y": "b"}
+
+
+@pytest.mark.parametrize("limits,expected", [
+    ({}, 4),
+    ({"max_running_apps": 3}, 3),
+], ids=["no-limit: two on each cluster", "max_running_apps 3: three over both clusters"])
+def test_max_running_apps_counts_the_apps_on_every_cluster(limits, expected):
+    f = fed({"a": 8, "b": 8}, root=tree(leaf("q", admission="reserve", **limits)))
+    out = f.step(1.0, submit(*(whole(f"x{i}") for i in range(6))))
+    check(f, out)
+    assert len(placed(out)) == expected
+    out = f.step(2.0, [DriverExited(next(iter(placed(out))), 0)])
+    assert len(placed(out)) == 1  # one ended: one more, on whichever cluster
+    assert sum(e.books.ledger.leaf("root.q").live for e in f.engines.values()) == expected
+
+
+def test_a_parents_max_running_apps_counts_every_cluster():
+    from tests.engine.engine_builders import parent
+    f = fed({"a": 8, "b": 8}, root=tree(parent("p", leaf("q", admission="reserve"),
+                                               leaf("r", admission="reserve"),
+                                               max_running_apps=2)))
+    apps = [whole("x").queue("p.q"), whole("y").queue("p.r"), whole("z").queue("p.q")]
+    out = f.step(1.0, submit(*apps))
+    assert sorted(placed(out)) == ["x", "y"]
+    assert f.engines["a"].waiting or f.engines["b"].waiting
