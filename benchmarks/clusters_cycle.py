@@ -33,11 +33,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_cycle import CYCLE_S, MAX_WAIT_S, Bench, Workload, queue_tree  # noqa: E402
+from engine_cycle import (  # noqa: E402
+    CYCLE_S,
+    MAX_WAIT_S,
+    Bench,
+    Workload,
+    queue_tree,
+    stepped_in_turn,
+)
 
 from sessionsched.engine import Adopted, CapacityChanged, QueuesChanged  # noqa: E402
 from sessionsched.engine.clusters import ClusterSpec, Federation, OnCluster  # noqa: E402
-from sessionsched.engine.events import LaunchDriver  # noqa: E402
 from sessionsched.model import Queue, Resources  # noqa: E402
 from sessionsched.runtime import gc_pacer  # noqa: E402
 
@@ -107,21 +113,11 @@ def pair(pacer: gc_pacer.GcPacer, scenario: str, running: int, queued: int, cycl
          k: int) -> dict:
     one = Bench(running, queued, scenario, gangs=0.0)
     several = FedBench(running, queued, scenario, k)
-    cpu: dict[str, list[float]] = {"one": [], "several": []}
-    launched = {"one": 0, "several": 0}
-    pacer.settle()
-    for i in range(cycles):
-        turn = [("one", one, one.events()), ("several", several, several.events())]
-        for name, bench, events in turn if i % 2 == 0 else reversed(turn):
-            out, ms = bench.step(events)
-            pacer.between_cycles()
-            cpu[name].append(ms)
-            launched[name] += sum(1 for d in out if isinstance(d, LaunchDriver))
-    pairs = list(zip(cpu["one"], cpu["several"], strict=True))
-    return {"cpu": cpu, "launched": launched,
-            "ratio_p50": statistics.median(s / o for o, s in pairs if o > 0),
-            "dearer": sum(s > o for o, s in pairs),
-            "setup_s": (one.setup_s, several.setup_s)}
+    r = stepped_in_turn(pacer, one, several, cycles)
+    r["cpu"] = dict(zip(("one", "several"), r["cpu"], strict=True))
+    r["launched"] = dict(zip(("one", "several"), r["launched"], strict=True))
+    r["setup_s"] = (one.setup_s, several.setup_s)
+    return r
 
 
 def main() -> None:

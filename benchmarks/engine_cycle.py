@@ -344,6 +344,27 @@ class Bench:
         return out, cpu_ms
 
 
+def stepped_in_turn(pacer, first: Bench, second: Bench, cycles: int) -> dict:
+    """Two benches stepped cycle by cycle, taking turns at going first (a drift of the
+    machine's speed falls on both alike: ``gang_cycle_pair.py``'s doc): each one's CPU ms per
+    step, its drivers launched, and the median over the cycles of second / first and how many
+    cycles the second cost more. ``pacer``: ``runtime.gc_pacer.GcPacer``, settled first."""
+    cpu: tuple[list[float], list[float]] = ([], [])
+    launched = [0, 0]
+    pacer.settle()  # both engines' books, built: frozen, as serve's after a restore
+    for i in range(cycles):
+        turn = [(0, first, first.events()), (1, second, second.events())]
+        for k, bench, events in turn if i % 2 == 0 else reversed(turn):
+            out, ms = bench.step(events)
+            pacer.between_cycles()
+            cpu[k].append(ms)
+            launched[k] += sum(1 for d in out if isinstance(d, LaunchDriver))
+    pairs = list(zip(*cpu, strict=True))
+    return {"cpu": cpu, "launched": launched,
+            "ratio_p50": statistics.median(b / a for a, b in pairs if a > 0),
+            "dearer": sum(b > a for a, b in pairs)}
+
+
 def run(running: int, queued: int, cycles: int, scenario: str = "steady",
         profile: bool = False) -> dict:
     b = Bench(running, queued, scenario)

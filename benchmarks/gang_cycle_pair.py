@@ -32,9 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_cycle import QUICK_ROWS, SCENARIOS, Bench  # noqa: E402
+from engine_cycle import QUICK_ROWS, SCENARIOS, Bench, stepped_in_turn  # noqa: E402
 
-from sessionsched.engine.events import LaunchDriver  # noqa: E402
 from sessionsched.runtime import gc_pacer  # noqa: E402
 
 
@@ -42,19 +41,10 @@ def pair(pacer: gc_pacer.GcPacer, scenario: str, running: int, queued: int, cycl
          gangs: float) -> dict:
     plain = Bench(running, queued, scenario, gangs=0.0)
     ganged = Bench(running, queued, scenario, gangs=gangs)
-    cpu: dict[str, list[float]] = {"plain": [], "ganged": []}
-    launched = {"plain": 0, "ganged": 0}
-    pacer.settle()  # both engines' books, built: frozen, as serve's after a restore
-    for i in range(cycles):
-        turn = [("plain", plain, plain.events()), ("ganged", ganged, ganged.events())]
-        for name, bench, events in turn if i % 2 == 0 else reversed(turn):
-            out, ms = bench.step(events)
-            pacer.between_cycles()
-            cpu[name].append(ms)
-            launched[name] += sum(1 for d in out if isinstance(d, LaunchDriver))
-    ratios = [g / p for p, g in zip(cpu["plain"], cpu["ganged"], strict=True) if p > 0]
-    return {"cpu": cpu, "launched": launched, "ratio_p50": statistics.median(ratios),
-            "dearer": sum(g > p for p, g in zip(cpu["plain"], cpu["ganged"], strict=True))}
+    r = stepped_in_turn(pacer, plain, ganged, cycles)
+    r["cpu"] = dict(zip(("plain", "ganged"), r["cpu"], strict=True))
+    r["launched"] = dict(zip(("plain", "ganged"), r["launched"], strict=True))
+    return r
 
 
 def main() -> None:

@@ -35,10 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_cycle import CYCLE_S, MAX_WAIT_S, Bench, Workload  # noqa: E402
+from engine_cycle import CYCLE_S, MAX_WAIT_S, Bench, Workload, stepped_in_turn  # noqa: E402
 
 from sessionsched.engine import CapacityChanged, Scheduler  # noqa: E402
-from sessionsched.engine.events import LaunchDriver  # noqa: E402
 from sessionsched.model import AppSpec, Resources  # noqa: E402
 from sessionsched.runtime import gc_pacer  # noqa: E402
 
@@ -102,19 +101,10 @@ def pair(pacer: gc_pacer.GcPacer, scenario: str, running: int, queued: int, cycl
          share: float, cores_per_gpu: int) -> dict:
     plain = ResBench(running, queued, scenario, 0.0, 0)
     gpu = ResBench(running, queued, scenario, share, max(running * 3 // cores_per_gpu, 1))
-    cpu: dict[str, list[float]] = {"plain": [], "gpu": []}
-    launched = {"plain": 0, "gpu": 0}
-    pacer.settle()
-    for i in range(cycles):
-        turn = [("plain", plain, plain.events()), ("gpu", gpu, gpu.events())]
-        for name, bench, events in turn if i % 2 == 0 else reversed(turn):
-            out, ms = bench.step(events)
-            pacer.between_cycles()
-            cpu[name].append(ms)
-            launched[name] += sum(1 for d in out if isinstance(d, LaunchDriver))
-    ratios = [g / p for p, g in zip(cpu["plain"], cpu["gpu"], strict=True) if p > 0]
-    return {"cpu": cpu, "launched": launched, "ratio_p50": statistics.median(ratios),
-            "dearer": sum(g > p for p, g in zip(cpu["plain"], cpu["gpu"], strict=True))}
+    r = stepped_in_turn(pacer, plain, gpu, cycles)
+    r["cpu"] = dict(zip(("plain", "gpu"), r["cpu"], strict=True))
+    r["launched"] = dict(zip(("plain", "gpu"), r["launched"], strict=True))
+    return r
 
 
 def main() -> None:
