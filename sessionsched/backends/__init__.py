@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..config import ServerConfig
 
 __all__ = ["BACKENDS", "BackendError", "BackendUnavailable", "ClusterBackend", "Handle", "Launch",
-           "create_backend"]
+           "create_backend", "create_backends"]
 
 
 def _standalone(config: ServerConfig) -> ClusterBackend:
@@ -93,3 +93,12 @@ def create_backend(config: ServerConfig) -> ClusterBackend:
     if factory is None:
         raise LookupError(f"unknown cluster backend {name!r}; known: {', '.join(BACKENDS)}")
     return factory(config)
+
+
+def create_backends(config: ServerConfig) -> dict[str, ClusterBackend]:
+    """One backend per cluster of ``config.cluster_registry()``, by name, in the listed order:
+    each built as ``create_backend`` builds today's ``cluster:`` from its entry."""
+    out: dict[str, ClusterBackend] = {}
+    for entry in config.cluster_registry():
+        out[entry.name] = create_backend(config.model_copy(update={"cluster": entry}))
+    return out

@@ -8,11 +8,13 @@ Every name is importable from ``sessionsched.config`` itself.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from ..model import NodeSort, Queue
 from .access import DEFAULT_ENV_ALLOW, GROUP_NAME, AuthSection, PriorityRange, UploadsSection
+from .clusters import BOTH_SET, DEFAULT_CLUSTER, NamedCluster, as_registry, registry_problem
 from .parsing import ConfigError, Strict, format_validation_error, load_yaml, parse_model
 from .queues import (
     DEFAULT_QUEUES,
@@ -43,7 +45,8 @@ from .sections import (
 
 __all__ = [
     "DEFAULT_ENV_ALLOW", "DEFAULT_QUEUES", "GROUP_NAME", "MEMORY_ONLY", "STANDBY_NEEDS_POSTGRESQL",
-    "AuthSection", "ClusterSection", "ConfigError", "ConnectSection", "DefaultsSection",
+    "DEFAULT_CLUSTER", "AuthSection", "ClusterSection", "NamedCluster", "ConfigError",
+    "ConnectSection", "DefaultsSection",
     "KubernetesSection",
     "PlanConfig", "PriorityRange", "QueueConfig", "QueueOverride", "ServerConfig",
     "ServerSection", "ShareLevel", "TlsSection", "UploadsSection", "apply_overrides",
@@ -69,6 +72,10 @@ class ServerConfig(Strict):
 
     server: ServerSection = ServerSection()
     cluster: ClusterSection = ClusterSection()
+    # Several clusters behind the one queue tree (``clusters``; docs/operator/clusters.md):
+    # instead of ``cluster:``, each entry named; ``placement`` orders them each cycle.
+    clusters: list[NamedCluster] | None = Field(None, min_length=1)
+    placement: Literal["spill", "most_free", "weighted"] = "spill"
     auth: AuthSection = AuthSection()
     uploads: UploadsSection = UploadsSection()
     defaults: DefaultsSection = DefaultsSection()
@@ -93,11 +100,26 @@ class ServerConfig(Strict):
                     resolve_any_queue(self.queues, name)
                 except LookupError as e:
                     raise ValueError(f"plans[{i}].queues: {e}") from None
-        if self.connect is not None and self.cluster.backend == "kubernetes":
+        if self.clusters is not None and "cluster" in self.model_fields_set:
+            raise ValueError(BOTH_SET)
+        problem = registry_problem(self.cluster_registry(), {
+            full: q.clusters for full, q in full_names(root_configs(self.queues)).items()
+            if q.clusters})
+        if problem:
+            raise ValueError(problem)
+        if self.connect is not None and any(c.backend == "kubernetes"
+                                            for c in self.cluster_registry()):
             raise ValueError(CONNECT_NOT_ON_KUBERNETES)
         if self.server.standby and not self.on_postgresql():
             raise ValueError(STANDBY_NEEDS_POSTGRESQL)
         return self
+
+    def cluster_registry(self) -> tuple[NamedCluster, ...]:
+        """The clusters the server serves, in the listed order (the order of preference):
+        ``clusters:``, or ``cluster:`` as one named ``default``."""
+        if self.clusters is not None:
+            return tuple(self.clusters)
+        return as_registry(self.cluster)
 
     def queue_tree(self, plan: PlanConfig | None = None) -> Queue:
         """The queue tree, with a time-of-day plan's overrides when one is given."""
