@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..config import ServerConfig
 
 __all__ = ["BACKENDS", "BackendError", "BackendUnavailable", "ClusterBackend", "Handle", "Launch",
-           "create_backend", "create_backends"]
+           "create_backend", "create_backends", "serving_backend"]
 
 
 def _standalone(config: ServerConfig) -> ClusterBackend:
@@ -102,3 +102,16 @@ def create_backends(config: ServerConfig) -> dict[str, ClusterBackend]:
     for entry in config.cluster_registry():
         out[entry.name] = create_backend(config.model_copy(update={"cluster": entry}))
     return out
+
+
+def serving_backend(config: ServerConfig) -> ClusterBackend:
+    """What the server drives: the one cluster's backend (``create_backend``, as before), or
+    with several clusters their backends as one (``FederatedBackend``), which the service
+    points at its federation's placements (``FederatedBackend.where``) when it builds it."""
+    if config.clusters is None:
+        return create_backend(config)
+    if len(config.clusters) == 1:  # a registry of one: that cluster's backend, served alone
+        return create_backend(config.model_copy(update={"cluster": config.clusters[0]}))
+    from .federated import FederatedBackend
+
+    return FederatedBackend(create_backends(config), lambda _app_id: None)

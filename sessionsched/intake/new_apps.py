@@ -41,6 +41,8 @@ from typing import Any
 
 from sessionsched.config import resolve_queue
 from sessionsched.engine.agent_terms import dynamic_allocation
+from sessionsched.engine.clusters.federation import allowed_by_queue
+from sessionsched.engine.tree import QueueTree
 from sessionsched.model import (
     PRIORITY_DEFAULT,
     AppSpec,
@@ -65,6 +67,7 @@ from sessionsched.spark.submit_args import (
 
 ANONYMOUS_USER = "anonymous"  # who unauthenticated submissions belong to (auth mode none)
 USER_PROPERTY = "spark.sessionsched.user"
+CLUSTER_PROPERTY = "spark.sessionsched.cluster"  # a or a,b: the clusters the app may run on
 DEFAULT_MEM_MIB = 1024
 
 
@@ -85,6 +88,8 @@ class Defaults:
     queue: str
     priority: int = PRIORITY_DEFAULT
     drivers_in_cluster: bool = False  # the backend's (``ClusterBackend.drivers_in_cluster``)
+    # The clusters the server serves, listed order (``ServerConfig.cluster_registry``).
+    clusters: tuple[str, ...] = ("default",)
 
 
 # --- the three ways in ----------------------------------------------------------------------
@@ -238,6 +243,26 @@ def _gang(props: Mapping[str, Prop]) -> Gang | None:
         raise SubmissionError(str(e)) from None
 
 
+def _clusters(props: Mapping[str, Prop], leaf: str, defaults: Defaults) -> tuple[str, ...]:
+    """The clusters the app asks for (``spark.sessionsched.cluster``; none: any its queue may
+    use), refused here - before anything is stored - when one is unknown or when neither it
+    nor its queue leaves it a cluster (docs/operator/clusters.md)."""
+    value = _value(props, CLUSTER_PROPERTY)
+    if value is None:
+        return ()
+    asked = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    known = defaults.clusters
+    unknown = [n for n in asked if n not in known]
+    if unknown or not asked:
+        raise SubmissionError(f"{CLUSTER_PROPERTY}={value}: unknown cluster "
+                              f"{(unknown or [value])[0]!r} (clusters: {', '.join(known)})")
+    may = allowed_by_queue(QueueTree.of(defaults.root).path[leaf], known)
+    if not any(n in may for n in asked):
+        raise SubmissionError(f"{CLUSTER_PROPERTY}={value}: no cluster it may use: it asked for "
+                              f"{', '.join(asked)}; its queue {leaf} may use {', '.join(may)}")
+    return asked
+
+
 def _check_app_file(resource: str, cwd: str) -> None:
     """The application file must exist and be readable here — unless it is a URI for the
     cluster to fetch (hdfs:, s3a:, http:, local:)."""
@@ -302,6 +327,7 @@ def _new_app(
             f"spark.dynamicAllocation.minExecutors={min_execs} is above maxExecutors={max_execs}"
         )
     gang = _gang(props)
+    asked = _clusters(props, leaf.name, defaults)
     user = _value(props, USER_PROPERTY) or ANONYMOUS_USER
     spec = AppSpec(
         app_id="", queue=leaf.name, seq=0, submitted_at=0.0, priority=prio, name=name,
@@ -309,7 +335,7 @@ def _new_app(
         min_executors=min_execs, max_executors=max_execs, slots_max=sched.slots_max,
         dynamic_allocation=dynamic, gang=gang, driver_with_user=kind == AppKind.SESSION,
         driver_overhead_mib=sched.driver_overhead_mib,
-        interactive=kind in (AppKind.SESSION, AppKind.CONNECT),
+        interactive=kind in (AppKind.SESSION, AppKind.CONNECT), clusters=asked,
     )
     if gang is not None and spec.executor_cap is not None and gang.executors > spec.executor_cap:
         raise SubmissionError(

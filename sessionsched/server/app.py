@@ -69,12 +69,12 @@ def check_listen(host: str, auth_mode: str) -> None:
 
 
 def backend_for(config: ServerConfig) -> ClusterBackend:
-    """The cluster backend named by ``cluster.backend``."""
+    """The cluster backend named by ``cluster.backend`` (several: ``clusters:``)."""
     try:
-        from sessionsched.backends import create_backend  # the backends package owns the registry
+        from sessionsched.backends import serving_backend  # the backends package owns the registry
     except ImportError as e:
         raise LookupError(f"no cluster backend is available ({e})") from None
-    return create_backend(config)
+    return serving_backend(config)
 
 
 def unreadable_body(err: StarletteHTTPException) -> str | None:
@@ -116,6 +116,7 @@ def create_app(
     defaults = new_apps.Defaults(
         root=config.queue_tree(), queue=config.defaults.queue, priority=config.defaults.priority,
         drivers_in_cluster=service.backend.drivers_in_cluster,
+        clusters=tuple(c.name for c in config.cluster_registry()),
     )
 
     uploads = UploadStore(auth.uploads_root(config.server.state_dir), config.uploads, clock)
