@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ..engine.clusters import OnCluster
+from ..engine.clusters import ClusterReachable, OnCluster
 from ..engine.events import CapacityChanged, Decision, Event
 from ..model import Resources, Worker
 from .base import BackendError, ClusterBackend, Handle, Launch, Placement
@@ -24,6 +24,11 @@ class FederatedBackend(ClusterBackend):
                  where: Callable[[str], str | None]):
         self.backends = dict(backends)
         self.where = where
+        self.down: set[str] = set()  # clusters whose backend failed at the last poll or read
+        # Drivers run where their cluster runs them: in it only if every cluster does so.
+        self.drivers_in_cluster = all(b.drivers_in_cluster  # type: ignore[misc]
+                                      for b in self.backends.values())
+        self.master = ",".join(f"{n}={b.master}" for n, b in self.backends.items() if b.master)
 
     def _of(self, app_id: str) -> ClusterBackend | None:
         name = self.where(app_id)
@@ -55,6 +60,15 @@ class FederatedBackend(ClusterBackend):
         backend = self._of(handle.app_id)
         return backend is not None and backend.adopt(handle)
 
+    def recover(self, app_id: str, rest: bool, decided_at: float) -> Handle | str | None:
+        backend = self._of(app_id)  # its recorded cluster only: never looked for elsewhere
+        return None if backend is None else backend.recover(app_id, rest, decided_at)
+
+    def manage(self, app_id: str, spark_app_id: str) -> None:
+        backend = self._of(app_id)
+        if backend is not None:
+            backend.manage(app_id, spark_app_id)
+
     def steer(self, decisions: list[Decision]) -> None:
         by_cluster: dict[str, list[Decision]] = {}
         for d in decisions:
@@ -69,11 +83,44 @@ class FederatedBackend(ClusterBackend):
         return None if backend is None else backend.placement(app_id)
 
     def poll(self, now: float) -> list[Event]:
+        """Every cluster's news; a cluster whose backend fails is said unreachable
+        (``ClusterReachable``) and the others' news comes through all the same."""
         events: list[Event] = []
         for name, backend in self.backends.items():
-            for ev in backend.poll(now):
+            try:
+                polled = backend.poll(now)
+            except Exception:  # noqa: BLE001 - BackendError, or a backend bug: same answer
+                events += self._reached(name, False)
+                continue
+            events += self._reached(name, True)
+            for ev in polled:
                 events.append(OnCluster(name, ev) if isinstance(ev, CapacityChanged) else ev)
         return events
+
+    def cluster_reports(self) -> list[Event]:
+        """Each cluster's capacity and workers, read now, as the federation takes them
+        (``OnCluster``); a cluster whose backend cannot be read is said unreachable."""
+        events: list[Event] = []
+        for name, backend in self.backends.items():
+            try:
+                cap, slots = backend.capacity()
+                workers = backend.workers()
+            except Exception:  # noqa: BLE001
+                events += self._reached(name, False)
+                continue
+            events += self._reached(name, True)
+            events.append(OnCluster(name, CapacityChanged(cap, slots, workers)))
+        return events
+
+    def _reached(self, name: str, up: bool) -> list[Event]:
+        """``ClusterReachable`` when the cluster's reachability changed, else nothing."""
+        if up == (name not in self.down):
+            return []
+        if up:
+            self.down.discard(name)
+        else:
+            self.down.add(name)
+        return [ClusterReachable(name, up)]
 
     def close(self) -> None:
         for backend in self.backends.values():

@@ -90,6 +90,8 @@ class EngineView:
     host_room: Resources | None = None
     host_used: Resources = _NOTHING  # by the drivers there (``host_room.host_need``)
     host_drivers: int = 0  # drivers on the scheduler's host
+    # Behind several clusters (``clusters.view``): each placed app's cluster; empty with one.
+    clusters: Mapping[str, str] = field(default_factory=dict)
     _ranks: dict[str, tuple[Rank, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def position(self, app_id: str) -> int | None:

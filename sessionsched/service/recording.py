@@ -15,6 +15,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from sessionsched.engine.clusters import Placed
 from sessionsched.engine.events import (
     Decision,
     DriverExited,
@@ -74,6 +75,11 @@ def record_step(
             out.rows.append(EventRecord(ev.app_id, now, "kill", f"kill requested by {who}",
                                         actor=who))
     for d in decisions:
+        if isinstance(d, Placed):  # in the commit of its launch: a restart adopts it there
+            out.changes.setdefault(d.app_id, {})["cluster"] = d.cluster
+            out.rows.append(EventRecord(d.app_id, now, "placed", f"placed on cluster "
+                                        f"{d.cluster} (placement {d.attempt})"))
+            continue
         if isinstance(d, Reclaim):
             out.rows.append(EventRecord(d.app_id, now, "reclaim", reclaim_detail(d)))
         if not isinstance(d, MarkState):

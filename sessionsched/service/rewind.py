@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from sessionsched.engine.clusters.served import ServedFederation
 from sessionsched.engine.events import (
     Adopted,
     DemandChanged,
@@ -67,7 +68,9 @@ def rewind(committed: ReadView, ahead: Scheduler, registry: Submissions,
     committed (read only for its cluster facts); ``items``: that step's inbox items;
     ``stepped``: every event it took (items' events included)."""
     view = committed.engine
-    out = Rewound(Scheduler(view.root, view.capacity, view.driver_slots,
+    # Several clusters: each app is put back on the cluster it is on (``ServedFederation``).
+    out = Rewound(ahead.fresh() if isinstance(ahead, ServedFederation) else
+                  Scheduler(view.root, view.capacity, view.driver_slots,
                             host_room=view.host_room))
     out.engine.load_decayed(ahead.decayed())  # a cycle ahead at most; written again next
     for facts in sorted(view.apps.values(), key=lambda f: f.seq):

@@ -40,13 +40,13 @@ from sessionsched.engine.events import (
     QueuesChanged,
     Submitted,
 )
-from sessionsched.engine.scheduler import Scheduler
-from sessionsched.model import AppState, Resources
+from sessionsched.model import AppState
 from sessionsched.model.submission import AppKind, Submission
 from sessionsched.model.text import one_line
 from sessionsched.runtime.host_room import measure as measure_host
 from sessionsched.service import faulthook, plans
 from sessionsched.service.agents import AgentDesk
+from sessionsched.service.clusters import Engine, engine_for, recorded_clusters
 from sessionsched.service.cycle import Cycle, Parts
 from sessionsched.service.estimating import Estimator
 from sessionsched.service.inbox import Inbox, Waker, stop_cycles
@@ -88,14 +88,13 @@ class Service:
         self.log_dir = Path(server.state_dir).resolve() / "logs"
         self.store = Store(config.database_url())
         self.writer = Writer(self.store)
-        engine = Scheduler(config.queue_tree(), Resources(), config.cluster.driver_slots,
-                           host_room=measure_host().for_drivers)  # its client-mode drivers
+        engine = engine_for(config, backend, measure_host().for_drivers)  # one or several
         self._fault = faulthook.from_env()  # the crash tests' hook; None in service
         self.inbox = Inbox()
         self.registry = Submissions()
         self.reads = ReadModel(ReadView(
             version=0, engine=engine.view(), submissions=self.registry, final={},
-            master=backend.master or config.cluster.master))
+            master=backend.master or config.cluster_registry()[0].master))
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
         self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage)
         self.usage_thread = MeterThread(self.usage, lambda rows, h: self.write(rows, [], hours=h))
@@ -130,7 +129,7 @@ class Service:
         return self.watch.backend
 
     @property
-    def engine(self) -> Scheduler:
+    def engine(self) -> Engine:
         """The engine (the cycle's: it puts a fresh one in after a failed commit)."""
         return self._cycle.p.engine
 
@@ -150,6 +149,7 @@ class Service:
         """Load the books, start writing and cycling (``run_cycles=False``: by the caller)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.writer.start()
+        recorded_clusters(self.store, self.engine)  # several clusters: where each app runs
         restored = restore(self.store, self.watch, self.registry, self.retention,
                            self.sessions, lambda c, r, h: self.write(c, r, hours=h).result(60),
                            self.clock())

@@ -53,6 +53,7 @@ class StoredApp(IdentityFromSpec):
     # (nothing was started): {"tries": failed so far, "at": epoch s of the next try}.
     launch_wait: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None  # ``sessionsched.model.usage.AppUsage.to_json``
+    cluster: str | None = None  # the cluster it was placed on, behind several (else None)
 
     @property
     def spec(self) -> AppSpec:  # type: ignore[override]
@@ -99,6 +100,8 @@ def spec_to_json(spec: AppSpec) -> dict[str, Any]:
         "driver_with_user": spec.driver_with_user,
         "driver_overhead_mib": spec.driver_overhead_mib,
         "interactive": spec.interactive,
+        # Only when it asked for some: the rows of the rest are as they were.
+        **({"clusters": list(spec.clusters)} if spec.clusters else {}),
     }
 
 
@@ -130,6 +133,7 @@ def spec_from_json(
         driver_with_user=bool(data.get("driver_with_user", unrecorded_with_user)),
         driver_overhead_mib=data.get("driver_overhead_mib"),
         interactive=bool(data.get("interactive", unrecorded_interactive)),
+        clusters=tuple(data.get("clusters", ())),
     )
 
 

@@ -57,6 +57,10 @@ class AppRow(Base):
     # (and their hours), which follows in another commit: a restart finds the ends a kill -9
     # fell between, and counts them (``service.restore``). Older rows: NULL, counted.
     usage_open: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    # Behind several clusters: the one the app was placed on, written in the commit of its
+    # launch decision (``Placed``), so a restart adopts it there only. NULL while queued, with
+    # one cluster (its apps run there) and in older rows. Added by ``Store`` (APP_COLUMNS).
+    cluster: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     __table_args__ = (
         Index("ix_apps_state", "state"),
@@ -80,7 +84,8 @@ class EventRow(Base):
     new_value: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
-APP_COLUMNS = {"launch_wait": "JSON", "usage": "JSON", "usage_open": "BOOLEAN"}
+APP_COLUMNS = {"launch_wait": "JSON", "usage": "JSON", "usage_open": "BOOLEAN",
+               "cluster": "VARCHAR(64)"}
 AUDIT_COLUMNS = {"actor": "VARCHAR(200)", "sender": "VARCHAR(200)", "old_value": "TEXT",
                  "new_value": "TEXT"}
 

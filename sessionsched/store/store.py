@@ -54,7 +54,7 @@ _IDENTITY = {"id": "app_id", "seq": "seq", "name": "name", "user": "user", "queu
              "priority": "priority", "submitted_at": "submitted_at"}
 _SUBMITTED = "kind argv conf env cwd rest_request sender warnings".split()
 _STATE = ("reason started_at first_executor_at finished_at exit_code spark_app_id handle "
-          "log_path launch_wait usage").split()
+          "log_path launch_wait usage cluster").split()
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
