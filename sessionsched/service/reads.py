@@ -124,6 +124,7 @@ class AppRead:
     # (``EngineView.reservation``: held / needed, since, deadline).
     gang: Gang | None = None
     reservation: Reservation | None = None
+    cluster: str | None = None  # the one it was placed on, behind several clusters only
 
     @staticmethod
     def of(sub: Submission, log_path: str | None, facts: AppFacts | None,
@@ -160,7 +161,7 @@ class AppRead:
             first_executor_at=app.first_executor_at, finished_at=app.finished_at,
             exit_code=app.exit_code, executors=0, target=0, demand=0,
             spark_app_id=app.spark_app_id, warnings=sub.warnings,
-            log_path=app.log_path, gang=sub.spec.gang)
+            log_path=app.log_path, gang=sub.spec.gang, cluster=app.cluster)
 
 
 @dataclass(frozen=True)
@@ -245,12 +246,9 @@ class ReadView:
     def _read(self, sub: Submission, facts: AppFacts | None, position: int | None) -> AppRead:
         """``AppRead.of``, kept per app between views: an app whose submission and engine
         facts are the same objects as at its last read, at the same place, is read as it was
-        (most apps, between two cycles: the engine's view keeps the facts of an app that did
-        not change). Building it again was a quarter of a one-queue list's time at 10,000
-        apps (py-spy --gil). A waiting app's reason is made of its place, its queue's wait and
-        head, the apps held aside and the cluster's health (``_reason_key``): the same, it is
-        not made again either; nor is one whose driver's log is where it was. At most
-        ``_READS_KEPT`` apps are kept."""
+        (most apps between two cycles; building it again was a quarter of a one-queue list's
+        time at 10,000 apps). Nor is a waiting app's reason made again when what it is made
+        of (``_reason_key``) and its driver's log are as they were. At most ``_READS_KEPT``."""
         key = self._reason_key(sub, facts)
         queued = facts is None or facts.state is AppState.ACCEPTED
         estimate = self.estimates.get(sub.id, NO_ESTIMATE) if queued else NO_ESTIMATE
@@ -265,6 +263,8 @@ class ReadView:
             self._reads.clear()  # forgotten apps' entries go too; the next reads refill it
         reason, code = self._reason(sub, facts, position)
         read = AppRead.of(sub, log_path, facts, position, reason, code, estimate, reservation)
+        if (where := self.engine.clusters.get(sub.id)) is not None:  # several clusters
+            read = replace(read, cluster=where)
         self._reads[sub.id] = (sub, facts, position, key, estimate, read, reservation, log_path)
         return read
 

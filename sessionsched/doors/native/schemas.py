@@ -134,6 +134,8 @@ class GangOut(BaseModel):
 
 
 class AppOut(NullsLeftOut):
+    left_out_if_null: ClassVar[tuple[str, ...]] = ("resources", "cluster")
+
     id: str
     name: str
     user: str
@@ -158,6 +160,9 @@ class AppOut(NullsLeftOut):
     estimated_start: str | None = None
     counter_offer: CounterOfferOut | None = None
     gang: GangOut | None = None  # null: not a gang
+    # Behind several clusters, the cluster it was placed on (absent while queued, and with
+    # one cluster: docs/operator/clusters.md).
+    cluster: str | None = None
     # Its custom resources (one app's answer only, GET /api/v1/apps/{id}); absent when it asks
     # for none.
     resources: AppResourcesOut | None = None

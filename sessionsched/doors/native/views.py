@@ -96,4 +96,5 @@ def app_out(app: AppRead) -> AppOut:
         estimated_start=iso(app.estimated_start),
         counter_offer=offer_out(app.counter_offer),
         gang=gang_out(app),
+        cluster=app.cluster,
     )

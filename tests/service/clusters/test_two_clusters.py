@@ -1,0 +1,141 @@
+"""Two memory clusters behind one server, stepped by hand (docs/operator/clusters.md): each
+app placed on one cluster and launched there once, a submission's and a queue's clusters
+honoured, an unknown cluster refused, and a restart that adopts each running app on the
+cluster its launch's commit recorded, launching nothing again."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from sessionsched.backends.federated import FederatedBackend
+from sessionsched.backends.memory import MemoryBackend, MemoryCluster
+from sessionsched.model import Resources
+from sessionsched.server.app import create_app
+from tests.doors.spark_rest.test_spark_rest import create_body
+from tests.support.server_helpers import make_config, rows
+from tests.support.stepped_service import START_S, Clock, Stepped
+
+CLUSTERS = [{"name": "a", "backend": "memory"}, {"name": "b", "backend": "memory"}]
+QUEUES = [{"name": "root", "queues": [{"name": "default"},
+                                      {"name": "onlya", "clusters": ["a"]}]}]
+TINY = {"spark.driver.cores": "1", "spark.executor.cores": "1", "spark.driver.memory": "512m",
+        "spark.executor.memory": "512m", "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.maxExecutors": "1", "spark.sessionsched.memory.work": "600"}
+
+
+class Counting(MemoryBackend):
+    """A memory backend that counts its launches per app id."""
+
+    def __init__(self, cluster: MemoryCluster, launches: Counter):
+        super().__init__(cluster)
+        self.launches = launches
+
+    def launch(self, launch):
+        self.launches[launch.app_id] += 1
+        return super().launch(launch)
+
+
+class Two:
+    """The clusters (they outlive a server, as real ones do) and each one's launches."""
+
+    def __init__(self, cores_on_a: int = 4):
+        self.clusters = {
+            name: MemoryCluster(Resources(cores, cores * 2048), driver_slots=8,
+                                driver_start_s=START_S, executor_start_s=START_S, work_s=600)
+            for name, cores in (("a", cores_on_a), ("b", 16))}
+        self.launches = {name: Counter() for name in self.clusters}
+
+    def launched(self) -> Counter:
+        """Launches per app id over both clusters."""
+        return self.launches["a"] + self.launches["b"]
+
+
+@contextmanager
+def served(state_dir: Path, two: Two, cwd: Path, clock: Clock) -> Iterator[Stepped]:
+    (cwd / "job.py").write_text("print('hello')\n")
+    backend = FederatedBackend({n: Counting(c, two.launches[n]) for n, c in two.clusters.items()},
+                               lambda _app_id: None)
+    config = make_config(state_dir, queues=QUEUES, clusters=CLUSTERS)
+    app = create_app(config, backend, run_cycles=False, clock=clock)
+    with TestClient(app) as client:
+        yield Stepped(client, clock, two.clusters["a"], cwd)
+
+
+def rest_submit(s: Stepped, name: str, **props: str) -> str:
+    r = s.client.post("/v1/submissions/create",
+                      json=create_body(props={**TINY, "spark.app.name": name, **props}))
+    assert r.status_code == 200 and r.json()["success"], r.text
+    return r.json()["submissionId"]
+
+
+def running(s: Stepped, ids: list[str]) -> dict[str, str]:
+    """Cycles until every app runs; app id -> its cluster."""
+    s.until_true(lambda: all(s.app(i)["state"] == "RUNNING" for i in ids), "all running")
+    return {i: s.app(i)["cluster"] for i in ids}
+
+
+def test_a_burst_spills_over_each_app_launched_once_on_one_cluster(state_dir, tmp_path):
+    two = Two(cores_on_a=4)
+    with served(state_dir, two, tmp_path, Clock()) as s:
+        ids = [rest_submit(s, f"burst-{i}") for i in range(5)]
+        where = running(s, ids)
+        for _ in range(10):
+            s.cycle(1.0)
+    # a has room for two (a driver and an executor each), b for the rest
+    assert Counter(where.values()) == {"a": 2, "b": 3}
+    assert two.launched() == dict.fromkeys(ids, 1)
+    assert {i: c for c, n in two.launches.items() for i in n} == where
+
+
+def test_an_app_asking_for_b_runs_on_b_and_a_queue_limited_to_a_stays_on_a(state_dir,
+                                                                             tmp_path):
+    two = Two(cores_on_a=16)
+    with served(state_dir, two, tmp_path, Clock()) as s:
+        on_b = rest_submit(s, "wants-b", **{"spark.sessionsched.cluster": "b"})
+        limited = [rest_submit(s, f"limited-{i}", **{"spark.sessionsched.queue": "onlya"})
+                   for i in range(3)]
+        plain = rest_submit(s, "plain")
+        where = running(s, [on_b, *limited, plain])
+        listed = {a["id"]: a for a in s.client.get("/api/v1/apps").json()}
+        queued = rest_submit(s, "not stepped yet")
+        assert s.app(queued)["state"] == "ACCEPTED" and "cluster" not in s.app(queued)
+    assert where == {on_b: "b", **dict.fromkeys(limited, "a"), plain: "a"}  # spill: a first
+    assert listed[on_b]["cluster"] == "b"
+    assert two.launched() == dict.fromkeys([on_b, *limited, plain], 1)
+
+
+def test_an_unknown_cluster_is_a_400_naming_it_and_nothing_is_stored(state_dir, tmp_path):
+    two = Two()
+    with served(state_dir, two, tmp_path, Clock()) as s:
+        for conf, said in ((["--conf=spark.sessionsched.cluster=c"],
+                            "spark.sessionsched.cluster=c: unknown cluster 'c' (clusters: a, b)"),
+                           (["--conf=spark.sessionsched.cluster=b"],
+                            "it asked for b; its queue root.onlya may use a")):
+            body = {"argv": [*conf, "job.py"], "cwd": str(tmp_path), "queue": "onlya"}
+            r = s.client.post("/api/v1/apps", json=body)
+            assert r.status_code == 400, r.text
+            assert said in r.text
+        assert s.client.get("/api/v1/apps").json() == []
+
+
+def test_a_restart_adopts_each_running_app_on_its_recorded_cluster_and_launches_nothing(
+        state_dir, tmp_path):
+    two, clock = Two(cores_on_a=4), Clock()
+    with served(state_dir, two, tmp_path, clock) as s:
+        ids = [rest_submit(s, f"app-{i}") for i in range(4)]
+        where = running(s, ids)
+    recorded = dict(rows(state_dir / "sessionsched.db", "SELECT id, cluster FROM apps"))
+    assert recorded == where and set(where.values()) == {"a", "b"}
+    with served(state_dir, two, tmp_path, clock) as s:
+        for _ in range(10):
+            s.cycle(1.0)
+        after = {i: (s.app(i)["state"], s.app(i)["cluster"]) for i in ids}
+        events = {i: [e["kind"] for e in s.events(i)] for i in ids}
+    assert after == {i: ("RUNNING", c) for i, c in where.items()}
+    assert two.launched() == dict.fromkeys(ids, 1)
+    assert all(kinds.count("placed") == 1 and "adopted" in kinds for kinds in events.values())
