@@ -108,8 +108,11 @@ def estimated(app: App) -> str:
 
 def app_table(apps: Iterable[App], title: str | None = None) -> Table:
     table = Table(title=title, box=None, header_style="bold", pad_edge=False)
-    for col in ("ID", "NAME", "QUEUE", "PRIO", "STATE", "POS", "EXEC", "GANG", "SUBMITTED",
-                "EXIT", "EST.START"):
+    apps = list(apps)
+    # Behind several clusters an app placed names its cluster (with one, none does).
+    several = any("cluster" in a.raw for a in apps)
+    for col in ("ID", "NAME", "QUEUE", *(("CLUSTER",) if several else ()), "PRIO", "STATE",
+                "POS", "EXEC", "GANG", "SUBMITTED", "EXIT", "EST.START"):
         table.add_column(col, no_wrap=True)
     table.add_column("CODE", no_wrap=True)
     table.add_column("REASON", overflow="fold")
@@ -122,6 +125,7 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
                 a.id,
                 a.name,
                 a.queue,
+                *((a.raw.get("cluster") or "-",) if several else ()),
                 str(a.priority),
                 a.state.value,
                 "-" if a.position is None else str(a.position),
@@ -205,6 +209,8 @@ def describe(app: App) -> str:
     """One line on where an app stands, e.g. ``ACCEPTED, position 2 in root.etl (reason)``."""
     where = f"position {app.position} in {app.queue}" if app.position else app.queue
     parts = [f"{app.id}: {app.state.value}", where, f"priority {app.priority}"]
+    if app.raw.get("cluster"):
+        parts.insert(2, f"on cluster {app.raw['cluster']}")
     if app.state.admitted:
         parts.append(f"executors {app.executors}/{app.target}")
     if app.exit_code is not None:

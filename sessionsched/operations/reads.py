@@ -105,7 +105,7 @@ class Reads:
         worker the backend names with what was free at its last report (none when it names
         none, or is out of reach), the scheduler's host as room for drivers, and the master's
         web UI when the backend is a standalone master named in the config."""
-        view, cluster = self.service.view, self.service.config.cluster
+        view, cluster = self.service.view, self.service.config.cluster_registry()[0]
         # The watch's last report, not the engine's workers: those keep the free room of the
         # report that last changed the workers' sizes.
         workers = self.service.watch.workers
@@ -151,7 +151,7 @@ class Reads:
 
     @property
     def master(self) -> str:
-        return self.service.config.cluster.master
+        return self.service.config.cluster_registry()[0].master  # several: the first's
 
     @property
     def workdir(self) -> str:
