@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from sessionsched.backends.federated import FederatedBackend
 from sessionsched.backends.memory import MemoryBackend, MemoryCluster
+from sessionsched.engine.clusters.served import ServedFederation
 from sessionsched.model import Resources
 from sessionsched.server.app import create_app
 from tests.doors.spark_rest.test_spark_rest import create_body
@@ -139,3 +141,32 @@ def test_a_restart_adopts_each_running_app_on_its_recorded_cluster_and_launches_
     assert after == {i: ("RUNNING", c) for i, c in where.items()}
     assert two.launched() == dict.fromkeys(ids, 1)
     assert all(kinds.count("placed") == 1 and "adopted" in kinds for kinds in events.values())
+
+
+def test_a_failed_commit_puts_each_app_back_on_its_cluster_and_launches_nothing_twice(
+        state_dir, tmp_path, monkeypatch, caplog):
+    two = Two(cores_on_a=4)
+    with served(state_dir, two, tmp_path, Clock()) as s:
+        ids = [rest_submit(s, f"app-{i}") for i in range(3)]
+        where = running(s, ids)
+        late = rest_submit(s, "late")
+        service = s.service
+        parts = service._cycle.p  # what the cycle commits with
+        write = parts.write
+
+        def fails_once(*args, **kwargs):
+            monkeypatch.setattr(parts, "write", write)
+            failed: Future = Future()
+            failed.set_exception(OSError("disk full"))
+            return failed
+
+        monkeypatch.setattr(parts, "write", fails_once)
+        s.cycle(1.0)  # steps (and places) the late app; its commit fails: rewound
+        assert "could not record the cycle's decisions" in caplog.text
+        assert isinstance(service.engine, ServedFederation)
+        assert s.app(late)["state"] == "ACCEPTED"  # its placement was not committed
+        where |= running(s, [late])
+        assert service.engine.check() == []
+        after = {i: s.app(i)["cluster"] for i in ids}
+    assert after == {i: where[i] for i in ids}
+    assert two.launched() == dict.fromkeys([*ids, late], 1)
