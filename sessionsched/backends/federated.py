@@ -35,15 +35,29 @@ class FederatedBackend(ClusterBackend):
         return None if name is None else self.backends[name]
 
     def capacity(self) -> tuple[Resources, int]:
-        """Every cluster's together (for reading only: the engines take each its own)."""
-        total, slots = Resources(), 0
+        """Every reachable cluster's together (for reading only: the engines take each its
+        own, ``cluster_reports``); BackendError only when no cluster answers, so one cluster
+        down does not make the scheduler's health "unreachable"."""
+        total, slots, errors = Resources(), 0, []
         for backend in self.backends.values():
-            cap, n = backend.capacity()
-            total, slots = total + cap, slots + n
+            try:
+                cap, n = backend.capacity()
+            except BackendError as e:
+                errors.append(e)
+                continue
+            total, slots = total + cap, slots + (n or 0)
+        if errors and len(errors) == len(self.backends):
+            raise errors[0]
         return total, slots
 
     def workers(self) -> tuple[Worker, ...]:
-        return tuple(w for b in self.backends.values() for w in b.workers())
+        out: list[Worker] = []
+        for backend in self.backends.values():
+            try:
+                out += backend.workers()
+            except BackendError:
+                continue
+        return tuple(out)
 
     def launch(self, launch: Launch) -> Handle:
         backend = self._of(launch.app_id)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from sessionsched.backends.base import BackendError
 from sessionsched.backends.federated import FederatedBackend
 from sessionsched.backends.memory import MemoryBackend, MemoryCluster
 from sessionsched.engine.clusters.served import ServedFederation
@@ -170,3 +171,45 @@ def test_a_failed_commit_puts_each_app_back_on_its_cluster_and_launches_nothing_
         after = {i: s.app(i)["cluster"] for i in ids}
     assert after == {i: where[i] for i in ids}
     assert two.launched() == dict.fromkeys([*ids, late], 1)
+
+
+class Flaky(Counting):
+    """A memory cluster's backend that can be cut off (``down``)."""
+
+    down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise BackendError("cluster b cannot be reached")
+
+    def poll(self, now):
+        self._check()
+        return super().poll(now)
+
+    def capacity(self):
+        self._check()
+        return super().capacity()
+
+
+def test_while_b_is_unreachable_apps_run_on_a_and_one_asking_for_b_waits_for_it(state_dir,
+                                                                                tmp_path):
+    two, clock = Two(cores_on_a=16), Clock()
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    b = Flaky(two.clusters["b"], two.launches["b"])
+    backend = FederatedBackend({"a": Counting(two.clusters["a"], two.launches["a"]), "b": b},
+                               lambda _app_id: None)
+    app = create_app(make_config(state_dir, queues=QUEUES, clusters=CLUSTERS), backend,
+                     run_cycles=False, clock=clock)
+    with TestClient(app) as client:
+        s = Stepped(client, clock, two.clusters["a"], tmp_path)
+        s.cycle(1.0)
+        b.down = True
+        s.cycle(1.0)
+        wants_b = rest_submit(s, "wants-b", **{"spark.sessionsched.cluster": "b"})
+        others = [rest_submit(s, f"other-{i}") for i in range(2)]
+        assert set(running(s, others).values()) == {"a"}
+        assert s.client.get("/api/v1/health").json()["status"] == "ok"  # a answers
+        assert s.app(wants_b)["state"] == "ACCEPTED"
+        b.down = False
+        assert running(s, [wants_b]) == {wants_b: "b"}
+    assert two.launched() == dict.fromkeys([wants_b, *others], 1)
