@@ -32,7 +32,8 @@ class FederatedBackend(ClusterBackend):
 
     def _of(self, app_id: str) -> ClusterBackend | None:
         name = self.where(app_id)
-        return None if name is None else self.backends[name]
+        # A cluster no longer served (taken out of the config since): not its backend, nor any.
+        return None if name is None else self.backends.get(name)
 
     def capacity(self) -> tuple[Resources, int]:
         """Every reachable cluster's together (for reading only: the engines take each its
@@ -87,7 +88,7 @@ class FederatedBackend(ClusterBackend):
         by_cluster: dict[str, list[Decision]] = {}
         for d in decisions:
             name = self.where(d.app_id)  # type: ignore[attr-defined]
-            if name is not None:
+            if name in self.backends:
                 by_cluster.setdefault(name, []).append(d)
         for name, some in by_cluster.items():
             self.backends[name].steer(some)

@@ -106,8 +106,9 @@ class ServedFederation:
             return self.fed.step(now, batch)
         except EventError as e:
             # Named by the index the caller gave it: the cycle drops that one and steps again.
-            i = origin[e.index] if 0 <= e.index < len(origin) else -1
-            raise EventError(str(e), i, e.event) from None
+            if not 0 <= e.index < len(origin):  # one of the federation's own: a bug
+                raise RuntimeError(f"the federation refused its own event: {e}") from None
+            raise EventError(str(e), origin[e.index], e.event) from None
 
     def _named(self, events: list[Event]) -> tuple[list[Event], list[int]]:
         """The events with their cluster named, and each one's index in ``events``."""
