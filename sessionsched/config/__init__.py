@@ -102,9 +102,13 @@ class ServerConfig(Strict):
                     raise ValueError(f"plans[{i}].queues: {e}") from None
         if self.clusters is not None and "cluster" in self.model_fields_set:
             raise ValueError(BOTH_SET)
-        problem = registry_problem(self.cluster_registry(), {
-            full: q.clusters for full, q in full_names(root_configs(self.queues)).items()
-            if q.clusters})
+        uses = {}
+        for full, q in full_names(root_configs(self.queues)).items():
+            if q.clusters:
+                uses[f"queues: {full}.clusters"] = q.clusters
+            if q.max_cores_per_cluster:
+                uses[f"queues: {full}.max_cores_per_cluster"] = list(q.max_cores_per_cluster)
+        problem = registry_problem(self.cluster_registry(), uses)
         if problem:
             raise ValueError(problem)
         if self.connect is not None and any(c.backend == "kubernetes"

@@ -48,17 +48,16 @@ def as_registry(cluster: ClusterSection) -> tuple[NamedCluster, ...]:
 
 
 def registry_problem(clusters: Sequence[NamedCluster],
-                     queue_clusters: Mapping[str, Sequence[str]]) -> str | None:
-    """What is wrong with the registry and the queues' ``clusters``, one line, or None.
-    ``queue_clusters``: queue (full name) -> the clusters it names."""
+                     uses: Mapping[str, Sequence[str]]) -> str | None:
+    """What is wrong with the registry and the clusters the queues name, one line, or None.
+    ``uses``: where (``queues: root.etl.clusters``) -> the clusters named there."""
     names = [c.name for c in clusters]
     for i, c in enumerate(clusters):
         if c.name in names[:i]:
             return (f"clusters[{i}].name: {c.name!r} is already the name of "
                     f"clusters[{names.index(c.name)}]")
-    for queue, wanted in queue_clusters.items():
+    for where, wanted in uses.items():
         unknown = [c for c in wanted if c not in names]
         if unknown:
-            return (f"queues: {queue}.clusters: unknown cluster {unknown[0]!r} (clusters: "
-                    f"{', '.join(names)})")
+            return f"{where}: unknown cluster {unknown[0]!r} (clusters: {', '.join(names)})"
     return None

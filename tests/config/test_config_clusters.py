@@ -44,6 +44,8 @@ def test_clusters_are_named_in_their_order(tmp_path):
     ("clusters: [{name: a, backend: memory}]\nqueues: [{name: default}, {name: x, clusters: [z]}]",
      "queues: root.x.clusters: unknown cluster 'z' (clusters: a)"),
     ("queues: [{name: default, clusters: [a]}]", "unknown cluster 'a' (clusters: default)"),
+    ("clusters: [{name: a}]\nqueues: [{name: default, max_cores_per_cluster: {b: 4}}]",
+     "queues: root.default.max_cores_per_cluster: unknown cluster 'b' (clusters: a)"),
     ("clusters: [{backend: memory}]", "clusters[0].name: missing"),
     ("clusters: [{name: 'a,b', backend: memory}]", "clusters[0].name: 'a,b': a cluster's name"),
     ("clusters: [{name: a, weight: 0}]", "clusters[0].weight: Input should be greater than 0"),
@@ -53,6 +55,7 @@ def test_clusters_are_named_in_their_order(tmp_path):
     ("clusters: []", "clusters: List should have at least 1 item"),
     ("clusters: [{name: a}]\nplacement: nearest", "placement: Input should be 'spill'"),
 ], ids=["both", "duplicate name", "queue names unknown", "one cluster is default",
+        "a cap on an unknown cluster",
         "unnamed", "comma in name", "weight", "lost_timeout", "memory setting elsewhere",
         "empty", "placement"])
 def test_bad_clusters_give_one_line_naming_the_key(tmp_path, text, message):
