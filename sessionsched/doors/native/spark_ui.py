@@ -13,7 +13,7 @@ from __future__ import annotations
 
 def with_spark_ui(ops, row: dict) -> dict:
     """``row`` (``cluster_row``) with the local backend's master UI when it has none."""
-    if row.get("spark_ui") is None and ops.service.config.cluster_registry()[0].backend == "local":
+    if row.get("spark_ui") is None and ops.service.config.cluster.backend == "local":
         client = getattr(ops.service.backend, "client", None)  # the standalone backend's
         row["spark_ui"] = getattr(client, "master_ui", None)
     return row
