@@ -92,6 +92,8 @@ class EngineView:
     host_drivers: int = 0  # drivers on the scheduler's host
     # Behind several clusters (``clusters.view``): each placed app's cluster; empty with one.
     clusters: Mapping[str, str] = field(default_factory=dict)
+    # ... and each cluster as its engine has it (``clusters.view.ClusterRow``), listed order.
+    cluster_rows: tuple = ()
     _ranks: dict[str, tuple[Rank, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def position(self, app_id: str) -> int | None:

@@ -120,6 +120,12 @@ class Reads:
             "driver_host": view.host_row(),
             "spark_ui": cluster.master_ui if cluster.backend == "standalone" else None,
             "resources": cluster_resources(view, workers),
+            # Behind several clusters, each one (``engine.clusters.view.ClusterRow``).
+            **({"clusters": [
+                {"name": c.name, "reachable": c.reachable, "cores": c.capacity.cores,
+                 "memory_mib": c.capacity.mem_mib, "driver_slots": c.driver_slots,
+                 "running": c.apps, "queued": c.queued} for c in view.engine.cluster_rows]}
+               if view.engine.cluster_rows else {}),
         }
 
     def cluster_health(self) -> str:

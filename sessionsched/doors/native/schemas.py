@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .cluster_schemas import ClusterPartOut
 from .resource_schemas import AppResourcesOut, ClusterResourceOut, NullsLeftOut, QueueResourceOut
 
 
@@ -308,6 +309,10 @@ class ClusterOut(NullsLeftOut):
     spark_ui: str | None  # the standalone master's web UI (None: another backend)
     # name -> capacity, used, free for each custom resource (GPUs...); absent without any.
     resources: dict[str, ClusterResourceOut] | None = None
+    # Behind several clusters, each one (docs/operator/clusters.md); absent with one.
+    clusters: list[ClusterPartOut] | None = None
+
+    left_out_if_null: ClassVar[tuple[str, ...]] = ("resources", "clusters")
 
 
 # --- agent protocol -----------------------------------------------------------------------

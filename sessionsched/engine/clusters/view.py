@@ -11,12 +11,12 @@ one pass over the apps, skipped while no engine's view changed:
   head's home engine's);
 - ``usage``: summed over the clusters (queued apps counted once), ``capacity`` and driver
   slots summed; ``workers`` none (an app's fit is its cluster's: the engines check it);
-- ``clusters``: each placed app's cluster.
+- ``clusters``: each placed app's cluster; ``cluster_rows``: each cluster's own figures.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from heapq import merge
 from types import MappingProxyType
 
@@ -26,22 +26,37 @@ from ..waits import Wait
 from .federation import Federation
 
 
+@dataclass(frozen=True)
+class ClusterRow:
+    """One cluster as its engine has it: whether its backend answers, what it offers, the
+    apps running there (placed, not ended) and those queued with a copy in its queue."""
+
+    name: str
+    reachable: bool
+    capacity: Resources
+    driver_slots: int | None
+    apps: int
+    queued: int
+
+
 class MergedView:
     """Keeps the last merged view, and the engines' views it was made of."""
 
     def __init__(self) -> None:
         self._parts: tuple[EngineView, ...] = ()
         self._owner: dict[str, str] = {}
+        self._reachable: dict[str, bool] = {}
         self._last: EngineView | None = None
 
     def take(self, fed: Federation) -> EngineView:
         parts = tuple(fed.engines[n].view() for n in fed.names)
         same = (self._last is not None and len(parts) == len(self._parts)
                 and all(a is b for a, b in zip(parts, self._parts, strict=True))
-                and self._owner == fed.owner)
+                and self._owner == fed.owner and self._reachable == fed.reachable)
         if not same:
             self._last = merged(fed, dict(zip(fed.names, parts, strict=True)))
             self._parts, self._owner = parts, dict(fed.owner)
+            self._reachable = dict(fed.reachable)
         return self._last
 
 
@@ -91,7 +106,16 @@ def merged(fed: Federation, views: dict[str, EngineView]) -> EngineView:
         host_used=sum((v.host_used for v in views.values()), Resources()),
         host_drivers=sum(v.host_drivers for v in views.values()),
         clusters=MappingProxyType(dict(fed.owner)),
+        cluster_rows=tuple(_row(fed, name, v) for name, v in views.items()),
     )
+
+
+def _row(fed: Federation, name: str, view: EngineView) -> ClusterRow:
+    queued = sum(len(p) for p in view.pending.values())
+    placed = sum(1 for f in view.apps.values()
+                 if f.state.admitted and fed.owner.get(f.app_id) == name)
+    return ClusterRow(name, fed.reachable[name], view.capacity, view.driver_slots, placed,
+                      queued)
 
 
 def _usage(root: Queue, views: dict[str, EngineView],

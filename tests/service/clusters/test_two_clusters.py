@@ -213,3 +213,24 @@ def test_while_b_is_unreachable_apps_run_on_a_and_one_asking_for_b_waits_for_it(
         b.down = False
         assert running(s, [wants_b]) == {wants_b: "b"}
     assert two.launched() == dict.fromkeys([wants_b, *others], 1)
+
+
+def test_the_cluster_row_names_each_cluster_and_whether_it_answers(state_dir, tmp_path):
+    two, clock = Two(cores_on_a=4), Clock()
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    b = Flaky(two.clusters["b"], two.launches["b"])
+    backend = FederatedBackend({"a": Counting(two.clusters["a"], two.launches["a"]), "b": b},
+                               lambda _app_id: None)
+    app = create_app(make_config(state_dir, queues=QUEUES, clusters=CLUSTERS), backend,
+                     run_cycles=False, clock=clock)
+    with TestClient(app) as client:
+        s = Stepped(client, clock, two.clusters["a"], tmp_path)
+        running(s, [rest_submit(s, f"app-{i}") for i in range(3)])
+        row = s.client.get("/api/v1/cluster").json()
+        b.down = True
+        s.cycle(1.0)
+        down = s.client.get("/api/v1/cluster").json()
+    assert row["cores"] == 20
+    assert [(c["name"], c["reachable"], c["cores"], c["running"]) for c in row["clusters"]] == [
+        ("a", True, 4, 2), ("b", True, 16, 1)]
+    assert [(c["name"], c["reachable"]) for c in down["clusters"]] == [("a", True), ("b", False)]
