@@ -91,6 +91,27 @@ class _BooksCollector(Collector):
             "sessionsched_cluster_reachable", "1 when the backend reached the cluster last time",
             value=1 if snap["reachable"] else 0,
         )
+        yield from _cluster_gauges(snap.get("clusters", ()))
+
+
+def _cluster_gauges(rows) -> Iterable[GaugeMetricFamily]:
+    """Behind several clusters, each one (``engine.clusters.view.ClusterRow``); nothing with
+    one, so one cluster's scrape is as it was."""
+    if not rows:
+        return
+    families = (("reachable", "1 when the cluster's backend answered its last poll",
+                 lambda r: 1 if r.reachable else 0),
+                ("cores", "Cores the cluster offers the scheduler's apps",
+                 lambda r: r.capacity.cores),
+                ("running_apps", "Applications placed on the cluster, not ended",
+                 lambda r: r.apps),
+                ("queued_apps", "Queued applications with a copy in the cluster's queue",
+                 lambda r: r.queued))
+    for name, text, value in families:
+        gauge = GaugeMetricFamily(f"sessionsched_clusters_{name}", text, labels=["cluster"])
+        for r in rows:
+            gauge.add_metric([r.name], value(r))
+        yield gauge
 
 
 def _resource_gauges(res: dict | None) -> Iterable[GaugeMetricFamily]:
@@ -221,6 +242,7 @@ def snapshot(view: ReadView) -> dict:
         "host": [(kind, r.mem_mib) for kind, r in (("room", view.engine.host_room),
                                                    ("used", view.engine.host_used)) if r],
         "resources": resource_snapshot(view),
+        "clusters": view.engine.cluster_rows,
     }
 
 

@@ -230,7 +230,10 @@ def test_the_cluster_row_names_each_cluster_and_whether_it_answers(state_dir, tm
         b.down = True
         s.cycle(1.0)
         down = s.client.get("/api/v1/cluster").json()
+        metrics = s.client.get("/metrics").text
     assert row["cores"] == 20
     assert [(c["name"], c["reachable"], c["cores"], c["running"]) for c in row["clusters"]] == [
         ("a", True, 4, 2), ("b", True, 16, 1)]
     assert [(c["name"], c["reachable"]) for c in down["clusters"]] == [("a", True), ("b", False)]
+    assert 'sessionsched_clusters_reachable{cluster="b"} 0.0' in metrics
+    assert 'sessionsched_clusters_running_apps{cluster="a"} 2.0' in metrics
