@@ -237,3 +237,22 @@ def test_the_cluster_row_names_each_cluster_and_whether_it_answers(state_dir, tm
     assert [(c["name"], c["reachable"]) for c in down["clusters"]] == [("a", True), ("b", False)]
     assert 'sessionsched_clusters_reachable{cluster="b"} 0.0' in metrics
     assert 'sessionsched_clusters_running_apps{cluster="a"} 2.0' in metrics
+
+
+def test_the_config_alone_builds_one_memory_backend_per_cluster(state_dir, tmp_path):
+    """``clusters:`` as ``sessionsched serve`` reads it: no backend handed in."""
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    clusters = [{"name": "a", "backend": "memory", "cores": 2, "memory": "4g",
+                 "driver_start_s": 1, "executor_start_s": 1, "work_s": 600},
+                {"name": "b", "backend": "memory", "cores": 8, "memory": "16g",
+                 "driver_start_s": 1, "executor_start_s": 1, "work_s": 600}]
+    clock = Clock()
+    app = create_app(make_config(state_dir, queues=QUEUES, clusters=clusters),
+                     run_cycles=False, clock=clock)
+    with TestClient(app) as client:
+        s = Stepped(client, clock, None, tmp_path)
+        ids = [rest_submit(s, f"app-{i}") for i in range(3)]
+        where = running(s, ids)
+        backend = s.service.backend
+    assert isinstance(backend, FederatedBackend) and list(backend.backends) == ["a", "b"]
+    assert sorted(where.values()) == ["a", "b", "b"]  # a has room for one
