@@ -31,3 +31,11 @@ def test_spark_defaults_template_is_read_as_spark_submit_would():
     assert (sched.priority, sched.queue, sched.dynamic_allocation) == (5000, "root.default", True)
     assert props["spark.dynamicAllocation.shuffleTracking.enabled"].value == "true"
     assert "spark.ego.slots.max" not in props  # commented out in the template
+
+
+def test_example_clusters_config_loads():
+    cfg = load_server_config(SPARK_CONF / "sessionsched-clusters.yaml")
+    assert [(c.name, c.backend) for c in cfg.cluster_registry()] == [("a", "memory"),
+                                                                   ("b", "memory")]
+    leaves = {q.name: q for q in cfg.queue_tree().leaves()}
+    assert leaves["root.gpu"].clusters == ("b",)
