@@ -1,12 +1,10 @@
 """Fixtures for every test: a real local Spark cluster and its helpers (tests/sparkcluster.py),
 a real PostgreSQL server (tests/pgserver.py); in a parallel run, the tests on one real cluster
-kept on one worker (tests/xdist_groups.py), and the session's real clusters stopped once a
-worker has no test left that could need one (tests/cluster_release.py); every JVM a test
-starts compiles with C1 only and, when one was built (``make test`` builds it), maps the
-class-data-sharing archive of Spark's classes (tests/jvm_archive.py:
-``~/.cache/sessionsched/jvm-archive``; a JVM whose class path does not fit it goes on without
-it, silently; ``SESSIONSCHED_JVM_ARCHIVE=off`` turns it off). Both through
-``JAVA_TOOL_OPTIONS``, below."""
+kept on one worker (tests/xdist_groups.py); every JVM a test starts compiles with C1 only and,
+when one was built (``make test`` builds it), maps the class-data-sharing archive of Spark's
+classes (tests/jvm_archive.py: ``~/.cache/sessionsched/jvm-archive``; a JVM whose class path
+does not fit it goes on without it, silently; ``SESSIONSCHED_JVM_ARCHIVE=off`` turns it off).
+Both through ``JAVA_TOOL_OPTIONS``, below."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ import os
 
 import pytest
 
-from tests import cluster_release, jvm_archive, wait_bounds, xdist_groups
+from tests import jvm_archive, wait_bounds, xdist_groups
 from tests.pgserver import pg_server  # noqa: F401
 from tests.sparkcluster import jvm_app_jar, pyspark_app, spark_cluster  # noqa: F401
 from tests.support.environment import _environment_as_it_was  # noqa: F401 - every test's
@@ -55,13 +53,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return xdist_groups.make_scheduler(config, log)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
-    result = yield
-    cluster_release.torn_down(item, nextitem)
-    return result
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
