@@ -3,8 +3,8 @@ YUNIKORN-3133): the app above the new cap gives executors back whether or not an
 within the queue's reclaim timeout (0: killed at once) plus one Spark executor stop; the plan
 that raises the cap again gives the queue's waiting app its executors.
 
-The test runs a server of its own on the agent tests' cluster (``conftest.py``; the session's
-server has no app meanwhile). Plans are configuration, read when the server starts
+The test runs a server of its own config on the agent tests' cluster (``conftest.py``; no other
+server runs apps there meanwhile). Plans are configuration, read when the server starts
 (``service/plans.py``), so the test adds each one as a user would: it writes the config with
 the plan and restarts the server (its drivers run on and are adopted), each plan a one-shot
 (``at``, to the second) a few seconds after the restart - once the condition it waits for holds

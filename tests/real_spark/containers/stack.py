@@ -99,14 +99,14 @@ class Stack:
         """The container or volume name of this run for a compose name."""
         return f"sessionsched-test-{self.run_id}-{name}"
 
-    def start(self, services: Mapping[str, dict]) -> None:
+    def start(self, services: Mapping[str, dict], extra_env: Mapping[str, str]) -> None:
         labels = {LABEL: self.run_id}
         for name in start_order(services):
             svc = services[name]
             c = DockerContainer(svc["image"]).with_name(self.name_for(name))
             if svc.get("command"):
                 c.with_command(svc["command"])
-            for key, value in (svc.get("environment") or {}).items():
+            for key, value in {**(svc.get("environment") or {}), **extra_env}.items():
                 c.with_env(key, str(value))
             for source, target, mode in _mounts(svc):
                 if not source.startswith("/"):  # a named volume: one per test run
@@ -152,11 +152,13 @@ def remove_leftovers(client: docker.DockerClient) -> None:
 
 
 @contextmanager
-def running_stack(client: docker.DockerClient, run_id: str,
-                  env: Mapping[str, str]) -> Iterator[Stack]:
+def running_stack(client: docker.DockerClient, run_id: str, env: Mapping[str, str],
+                  extra_env: Mapping[str, str]) -> Iterator[Stack]:
+    """The stack of compose.yaml resolved under ``env``; ``extra_env`` is set in every
+    container besides what compose gives it."""
     stack = Stack(client, run_id)
     try:
-        stack.start(resolve(env))
+        stack.start(resolve(env), extra_env)
         yield stack
     finally:
         stack.stop()
