@@ -21,19 +21,21 @@ from sessionsched.backends import procs
 
 
 @contextmanager
-def standin_driver(port: int, session_id: str, state_dir: Path,
-                   streamed: int = 3) -> Iterator[None]:
-    """The stand-in on ``port``, ready and written where the door looks for the session's
-    driver; stopped by PID on exit."""
+def standin_driver(session_id: str, state_dir: Path, streamed: int = 3) -> Iterator[int]:
+    """The stand-in, ready and written where the door looks for the session's driver; yields
+    its port, which it bound itself (a port chosen free beforehand may be taken by another
+    process before the stand-in binds it: a loaded parallel run refused a call so); stopped
+    by PID on exit."""
     proc = subprocess.Popen([sys.executable, "-m", "tests.doors.connect.connect_standin",
-                             str(port), session_id, str(streamed)],
+                             session_id, str(streamed)],
                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        assert proc.stdout.readline().strip() == b"ready", "the stand-in driver did not start"
+        ready, _, port = proc.stdout.readline().strip().partition(b" ")
+        assert ready == b"ready" and int(port) > 0, "the stand-in driver did not start"
         (state_dir / "connect").mkdir(parents=True, exist_ok=True)
-        (state_dir / "connect" / f"{session_id}.port").write_text(f"127.0.0.1:{port}")
-        yield
+        (state_dir / "connect" / f"{session_id}.port").write_text(f"127.0.0.1:{int(port)}")
+        yield int(port)
     finally:
         procs.stop_group(procs.identify(proc.pid), grace_s=5)
 
@@ -47,7 +49,7 @@ def config_answer(session_id: str) -> bytes:
         pairs=[base_pb2.KeyValue(key="spark.app.name", value="stand-in")]).SerializeToString()
 
 
-async def _serve(port: int, sid: str, streamed: int) -> None:
+async def _serve(sid: str, streamed: int) -> None:
     import grpc
     from pyspark.sql.connect.proto import base_pb2
 
@@ -69,11 +71,11 @@ async def _serve(port: int, sid: str, streamed: int) -> None:
 
     server = grpc.aio.server()
     server.add_generic_rpc_handlers((Handler(),))
-    server.add_insecure_port(f"127.0.0.1:{port}")
+    port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    print("ready", flush=True)
+    print(f"ready {port}", flush=True)
     await server.wait_for_termination()
 
 
 if __name__ == "__main__":
-    asyncio.run(_serve(int(sys.argv[1]), sys.argv[2], int(sys.argv[3])))
+    asyncio.run(_serve(sys.argv[1], int(sys.argv[2])))

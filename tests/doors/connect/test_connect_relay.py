@@ -9,6 +9,7 @@ cluster)."""
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -104,11 +105,9 @@ def door(tmp_path, request) -> Iterator[Door]:
     made = {u: tokens.create(path, u, "admin" if u == "root" else "user")
             for u in ("alice", "bob", "root")}
     sid, other = str(uuid.uuid4()), str(uuid.uuid4())
-    driver_port = free_port()
-    other_port = free_port({driver_port})
     state = tmp_path / "state"
-    with standin_driver(driver_port, sid, state, STREAMED), \
-            standin_driver(other_port, other, state, STREAMED):
+    with standin_driver(sid, state, STREAMED) as driver_port, \
+            standin_driver(other, state, STREAMED) as other_port:
         port = free_port({driver_port, other_port})
         config = {
             "server": {"state_dir": str(state), "cycle_ms": 50,
@@ -123,9 +122,18 @@ def door(tmp_path, request) -> Iterator[Door]:
             config["server"]["tls"] = {"cert": str(cert), "key": str(key)}
         server = ServerProcess.start(config, tmp_path / "server")
         try:
+            wait_until(lambda: _accepts(port), 60, f"the Connect door on port {port}")
             yield Door(server, port, path, made, sid, other, cert)
         finally:
             server.stop()
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return False
+    return True
 
 
 def test_a_running_sessions_calls_reach_its_driver_and_a_stream_passes_in_order(door):
