@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_cycle import (  # noqa: E402
-    CYCLE_S,
     MAX_WAIT_S,
     Bench,
     Workload,
@@ -77,14 +76,7 @@ class FedBench(Bench):
             setup.append(ev)
         wl.carry_out(sched.step(0.0, setup))
         self.setup_s = time.perf_counter() - t0
-        self.now = 0.0
-        for _ in range(3):
-            self.now += CYCLE_S
-            wl.carry_out(sched.step(self.now, wl.settle_events(self.now, sched)))
-        for _ in range(5):
-            self.now += CYCLE_S
-            wl.carry_out(sched.step(self.now, wl.cycle_events(self.now, sched)))
-        self.measured = 0
+        self.settle()
 
     def events(self) -> list:
         out = []

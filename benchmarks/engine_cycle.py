@@ -311,11 +311,17 @@ class Bench:
             setup.insert(0, thousand_workers(cores, mem_mib))
         wl.carry_out(sched.step(0.0, setup))
         self.setup_s = time.perf_counter() - t0
+        self.settle()
+
+    def settle(self) -> None:
+        """After the setup step: 3 cycles for the executors to reach their grants and the
+        reclaims to be carried out, then 5 of warm-up; the measured cycles count from 0."""
+        wl, sched = self.wl, self.sched
         self.now = 0.0
-        for _ in range(3):  # settle: executors reach their grants, reclaims are carried out
+        for _ in range(3):
             self.now += CYCLE_S
             wl.carry_out(sched.step(self.now, wl.settle_events(self.now, sched)))
-        for _ in range(5):  # warm-up
+        for _ in range(5):
             self.now += CYCLE_S
             wl.carry_out(sched.step(self.now, wl.cycle_events(self.now, sched)))
         self.measured = 0

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_cycle import CYCLE_S, MAX_WAIT_S, Bench, Workload, stepped_in_turn  # noqa: E402
+from engine_cycle import MAX_WAIT_S, Bench, Workload, stepped_in_turn  # noqa: E402
 
 from sessionsched.engine import CapacityChanged, Scheduler  # noqa: E402
 from sessionsched.model import AppSpec, Resources  # noqa: E402
@@ -79,14 +79,7 @@ class ResBench(Bench):
         t0 = time.perf_counter()
         wl.carry_out(sched.step(0.0, wl.setup_events()))
         self.setup_s = time.perf_counter() - t0
-        self.now = 0.0
-        for _ in range(3):
-            self.now += CYCLE_S
-            wl.carry_out(sched.step(self.now, wl.settle_events(self.now, sched)))
-        for _ in range(5):
-            self.now += CYCLE_S
-            wl.carry_out(sched.step(self.now, wl.cycle_events(self.now, sched)))
-        self.measured = 0
+        self.settle()
 
     def events(self) -> list:
         events = super().events()
