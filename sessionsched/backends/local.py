@@ -23,6 +23,10 @@ Choices:
 * Workers keep the last 20 finished executors and drivers in their JSON (Spark keeps
   1000, each with its full launch command): the standalone backend reads every worker's
   JSON every second.
+* ``recovery``: the master keeps its workers, applications and drivers in ``recovery/``
+  (Spark's ``spark.deploy.recoveryMode=FILESYSTEM``), so a master started again
+  (``start_master``) takes back what was running; without it a restarted master knows nothing
+  and tells the workers to kill the executors and drivers they report.
 """
 
 from __future__ import annotations
@@ -96,6 +100,7 @@ class LocalCluster:
         host: str = "127.0.0.1",
         start_timeout_s: float = 120.0,
         worker_ports: Sequence[int] = (),
+        recovery: bool = False,
     ):
         if workers < 1:
             raise ClusterError(f"workers {workers}: expected at least 1")
@@ -113,6 +118,7 @@ class LocalCluster:
         self.workers, self.cores, self.memory = workers, cores, memory
         self.port, self.ui_port, self.rest_port = port, ui_port, rest_port
         self.host = host
+        self.recovery = recovery
         self.start_timeout_s = start_timeout_s
         self._procs: dict[str, ProcessId] = {}
         self._popens: list[subprocess.Popen] = []
@@ -144,7 +150,8 @@ class LocalCluster:
         try:
             data = json.loads(path.read_text())
             cluster = cls(path.parent, data["workers"], data["cores"], data["memory"],
-                          data["port"], data["ui_port"], data["rest_port"], data["host"])
+                          data["port"], data["ui_port"], data["rest_port"], data["host"],
+                          recovery=data.get("recovery", False))
             cluster._procs = {role: ProcessId.parse(ref) for role, ref in data["procs"].items()}
         except FileNotFoundError:
             raise ClusterError(
@@ -159,8 +166,8 @@ class LocalCluster:
         data = {
             "workers": self.workers, "cores": self.cores, "memory": self.memory,
             "port": self.port, "ui_port": self.ui_port, "rest_port": self.rest_port,
-            "host": self.host, "master_url": self.master_url, "master_ui": self.master_ui,
-            "rest_url": self.rest_url,
+            "host": self.host, "recovery": self.recovery, "master_url": self.master_url,
+            "master_ui": self.master_ui, "rest_url": self.rest_url,
             "procs": {role: str(p) for role, p in self._procs.items()},
         }
         tmp = self.state_file.with_suffix(".json.tmp")
@@ -190,22 +197,14 @@ class LocalCluster:
         except SparkNotFound as e:
             raise ClusterError(str(e)) from None
         self._choose_ports()
-        env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": self.host,
-               "SPARK_MASTER_HOST": self.host}
-        master_conf = self._write_conf("master.conf", {
-            "spark.master.rest.enabled": "true",
-            "spark.master.rest.port": str(self.rest_port),
-            "spark.port.maxRetries": "0",
-        })
+        env = self._env(home)
         worker_conf = self._write_conf("worker.conf", {
             "spark.worker.ui.retainedExecutors": "20",
             "spark.worker.ui.retainedDrivers": "20",
         })
         deadline = time.monotonic() + self.start_timeout_s
         try:
-            self._spawn("master", [spark_class(home), MASTER_CLASS, "--host", self.host,
-                                   "--port", str(self.port), "--webui-port", str(self.ui_port),
-                                   "--properties-file", str(master_conf)], env)
+            self._spawn_master(home, env)
             client = MasterClient(self.master_ui, timeout_s=2.0)
             try:
                 self._wait(client, deadline, lambda view: True, "the master to answer")
@@ -226,6 +225,41 @@ class LocalCluster:
         except BaseException:
             self.stop()
             raise
+
+    def start_master(self) -> None:
+        """Start the master again, on its ports, after it died or was killed (the workers run
+        on and register with it again); return once it answers. With ``recovery`` it takes back
+        the workers, applications and drivers it had."""
+        if procs.is_running(self._procs["master"]):
+            raise ClusterError(f"the master of {self.directory} is still running")
+        try:
+            home = spark_home()
+        except SparkNotFound as e:
+            raise ClusterError(str(e)) from None
+        self._spawn_master(home, self._env(home))
+        client = MasterClient(self.master_ui, timeout_s=2.0)
+        try:
+            self._wait(client, time.monotonic() + self.start_timeout_s, lambda view: True,
+                       "the master to answer")
+        finally:
+            client.close()
+
+    def _env(self, home: Path) -> dict[str, str]:
+        return {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": self.host,
+                "SPARK_MASTER_HOST": self.host}
+
+    def _spawn_master(self, home: Path, env: dict[str, str]) -> None:
+        props = {"spark.master.rest.enabled": "true",
+                 "spark.master.rest.port": str(self.rest_port),
+                 "spark.port.maxRetries": "0"}
+        if self.recovery:
+            (self.directory / "recovery").mkdir(exist_ok=True)
+            props |= {"spark.deploy.recoveryMode": "FILESYSTEM",
+                      "spark.deploy.recoveryDirectory": str(self.directory / "recovery")}
+        conf = self._write_conf("master.conf", props)
+        self._spawn("master", [spark_class(home), MASTER_CLASS, "--host", self.host,
+                               "--port", str(self.port), "--webui-port", str(self.ui_port),
+                               "--properties-file", str(conf)], env)
 
     def _refuse_if_running(self) -> None:
         try:

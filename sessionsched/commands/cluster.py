@@ -35,6 +35,10 @@ def add_parser(subparsers) -> None:
                     help="master web UI port; default 8080")
     up.add_argument("--rest-port", type=int, default=None, metavar="R",
                     help="master REST submission port; default P+1 (never 6066, sessionsched's)")
+    up.add_argument("--recovery", action="store_true",
+                    help="the master keeps its workers, apps and drivers in DIR/recovery, so a "
+                         "master started again takes back what ran (Spark's FILESYSTEM "
+                         "recovery mode)")
     up.add_argument("--timeout", type=float, default=120.0, metavar="S",
                     help="seconds to wait for the workers; default 120")
     down = sub.add_parser("down", help="stop the cluster `up` started")
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir, workers=args.workers, cores=args.cores, memory=args.memory,
                            port=args.port, ui_port=args.ui_port, rest_port=args.rest_port,
-                           start_timeout_s=args.timeout)
+                           start_timeout_s=args.timeout, recovery=args.recovery)
     cluster.start()
     print(f"master   {cluster.master_url}")
     print(f"web UI   {cluster.master_ui}")
