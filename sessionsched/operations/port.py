@@ -385,7 +385,8 @@ class Operations(Reads):
             start = 0.0 if not since else parse_when(since, now, "since")
             end = now if not until else parse_when(until, now, "until")
             own = None if not self.gate.on or caller.role == auth.ADMIN else caller.user
-            return done(usage_lines(self.service.store, by, start, end, now, own))
+            first = self.service.config.cluster_registry()[0].name
+            return done(usage_lines(self.service.store, by, start, end, now, own, first))
         except ValueError as e:
             return failed(Kind.INVALID, str(e))
         except StoreUnavailable as e:

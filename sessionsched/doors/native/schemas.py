@@ -208,8 +208,7 @@ class QueueOut(NullsLeftOut):
     running: int
     executor_cores: int
     demand_cores: int
-    # The executors' memory its apps hold and want, as the cores above (doors/native/
-    # queue_memory.py): the dashboard's memory bar.
+    # Executors' memory held and wanted, as the cores above (doors/native/queue_memory.py).
     executor_memory_mib: int = 0
     demand_memory_mib: int = 0
     waiting_reason: str | None
@@ -242,11 +241,11 @@ class AuditOut(BaseModel):
 
 
 class UsageOut(BaseModel):
-    """One app, queue or user's usage (docs/operator/usage.md defines each figure). The key columns
-    present are those of ``by``: app (with its queue, user, state), queue, or user. Each custom
-    resource the apps held (a GPU: any name Spark knows) adds five figures named after it, in
-    resource-seconds: ``{name}_held_s``, ``{name}_busy_s``, ``{name}_idle_s``,
-    ``{name}_reclaimed_s``, ``{name}_driver_s`` (``gpu_held_s``...); none without any."""
+    """One app, queue, user or cluster's usage (docs/operator/usage.md defines each figure).
+    The keys are ``by``'s: app (its queue, user, state; cluster behind several), queue, user
+    or cluster. Each custom resource the apps held (a GPU: any name Spark knows) adds five
+    figures named after it, in resource-seconds: ``{name}_held_s``, ``{name}_busy_s``,
+    ``{name}_idle_s``, ``{name}_reclaimed_s``, ``{name}_driver_s`` (``gpu_held_s``...)."""
 
     model_config = ConfigDict(extra="allow", json_schema_extra={"patternProperties": {
         "^.+_(held|busy|idle|reclaimed|driver)_s$": {"type": "number"}}})
@@ -255,6 +254,7 @@ class UsageOut(BaseModel):
     queue: str | None = None
     user: str | None = None
     state: str | None = None
+    cluster: str | None = None
     apps: int  # how many apps are added up
     held_core_s: float
     busy_core_s: float

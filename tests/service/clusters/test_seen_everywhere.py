@@ -10,7 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from sessionsched.backends.federated import FederatedBackend
+from sessionsched.backends.memory import MemoryCluster
 from sessionsched.commands.dry_run import dry_run_lines
+from sessionsched.model import Resources
 from sessionsched.server.app import create_app
 from tests.service.clusters.test_two_clusters import (
     CLUSTERS,
@@ -24,7 +26,7 @@ from tests.service.clusters.test_two_clusters import (
     served,
 )
 from tests.support.server_helpers import make_config
-from tests.support.stepped_service import Clock, Stepped
+from tests.support.stepped_service import START_S, Clock, Stepped, stepped_service
 
 A_WORKER = "1 worker of 4 cores/8192 MiB"
 B_WORKER = "1 worker of 16 cores/32768 MiB"
@@ -151,3 +153,42 @@ def test_dry_run_names_the_first_cluster_with_room_now_or_the_clusters_it_may_us
     assert dry_run_lines(empty["plain"])[:2] == ["fits: yes", "cluster: a"]
     assert (busy.get("cluster"), busy["clusters"]) == (None, ["a", "b"])
     assert dry_run_lines(busy)[:2] == ["fits: yes", "clusters: a, b (none has room for it now)"]
+
+
+def test_usage_by_cluster_adds_up_each_app_on_the_cluster_it_was_placed_on(state_dir,
+                                                                           tmp_path):
+    with served(state_dir, Two(cores_on_a=4), tmp_path, Clock()) as s:
+        placed = {rest_submit(s, "on-a", **{"spark.sessionsched.cluster": "a"}): "a",
+                  rest_submit(s, "on-b-1", **{"spark.sessionsched.cluster": "b"}): "b",
+                  rest_submit(s, "on-b-2", **{"spark.sessionsched.cluster": "b"}): "b"}
+        running(s, list(placed))
+        for _ in range(5):
+            s.cycle(1.0)
+        waiting = rest_submit(s, "never placed")
+        s.clock.now += 1.0  # in the window, not stepped: not placed
+        by_app = s.client.get("/api/v1/usage", params={"by": "app"}).json()
+        by_cluster = s.client.get("/api/v1/usage", params={"by": "cluster"}).json()
+    assert {line["app"]: line.get("cluster") for line in by_app} == {**placed, waiting: None}
+    assert [(line["cluster"], line["apps"]) for line in by_cluster] == [
+        ("-", 1), ("a", 1), ("b", 2)]
+    held = {line["cluster"]: line["held_core_s"] for line in by_cluster}
+    assert held["a"] > 0 and held["b"] > held["a"]  # b's two apps against a's one
+
+
+def test_with_one_cluster_the_reads_are_as_they_were(state_dir, tmp_path):
+    one = MemoryCluster(Resources(8, 16384), driver_slots=8, driver_start_s=START_S,
+                        executor_start_s=START_S, work_s=600)
+    with stepped_service(state_dir, one, tmp_path, Clock(),
+                         [{"name": "root", "queues": [{"name": "default"}]}]) as s:
+        app_id = rest_submit(s, "one")
+        s.until(app_id, "RUNNING")
+        s.cycle(1.0)
+        health = s.client.get("/api/v1/health").json()
+        status = s.client.get(f"/v1/submissions/status/{app_id}").json()
+        dry = s.client.post("/api/v1/apps/dry-run", json=native_body(tmp_path)).json()
+        by_app = s.client.get("/api/v1/usage", params={"by": "app"}).json()
+        by_cluster = s.client.get("/api/v1/usage", params={"by": "cluster"}).json()
+    assert "clusters" not in health and "cluster" not in status
+    assert "cluster" not in dry and "clusters" not in dry
+    assert "cluster" not in by_app[0]
+    assert [(line["cluster"], line["apps"]) for line in by_cluster] == [("default", 1)]
