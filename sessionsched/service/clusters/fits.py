@@ -19,14 +19,26 @@ from sessionsched.engine.clusters.federation import eligible
 from sessionsched.engine.clusters.view import ClusterRow
 from sessionsched.engine.placement import never_fits
 from sessionsched.engine.placement.never_fits import first_executors
-from sessionsched.engine.tree import QueueTree
 from sessionsched.engine.view import EngineView
-from sessionsched.model import AppSpec
+from sessionsched.model import AppSpec, Queue
+
+
+def path_to(root: Queue, leaf: str) -> tuple[Queue, ...] | None:
+    """The queues from ``root`` down to ``leaf``, or None. Walked here rather than read from
+    ``QueueTree.of``, whose few kept indexes the cycle's engines reorder as they step: a
+    submission is read on another thread."""
+    if root.name == leaf:
+        return (root,)
+    for child in root.children:
+        below = path_to(child, leaf)
+        if below is not None:
+            return (root, *below)
+    return None
 
 
 def may_use(engine: EngineView, spec: AppSpec) -> list[ClusterRow]:
     """The rows of the clusters ``spec`` may run on, in the listed order."""
-    path = QueueTree.of(engine.root).path.get(spec.queue)
+    path = path_to(engine.root, spec.queue)
     if path is None:
         return []
     allowed = set(eligible(spec, path, [r.name for r in engine.cluster_rows]))
@@ -39,7 +51,7 @@ def _why_not(row: ClusterRow, spec: AppSpec) -> tuple[bool, str | None]:
     workers = view.workers if view is not None else None
     if not row.reachable or workers is None or not workers.sizes:
         return False, None
-    path = QueueTree.of(view.root).path.get(spec.queue)
+    path = path_to(view.root, spec.queue)
     return path is not None, None if path is None else never_fits(spec, path, workers)
 
 
@@ -59,7 +71,7 @@ def _room_now(row: ClusterRow, spec: AppSpec) -> bool:
     asked, problem = _why_not(row, spec)
     if view is None or not asked or problem is not None:
         return False
-    path = QueueTree.of(view.root).path[spec.queue]
+    path = path_to(view.root, spec.queue)
     use = view.usage.get(view.root.name)
     held = use.executor_cores + use.driver_cores if use is not None else 0
     need = first_executors(spec, path[-1]) * spec.executor.cores
