@@ -1,7 +1,7 @@
 """The dashboard behind several clusters, in a real headless Chromium (tests/support/browser.py):
 a scheduler over two memory clusters (docs/operator/clusters.md) shows each app's cluster in
-the apps table, a row per cluster in the cluster view and each one's reachability in the
-health line; with one cluster none of it is there."""
+the apps table and on its page, a row per cluster in the cluster view and each one's
+reachability in the health line; with one cluster none of it is there."""
 
 from __future__ import annotations
 
@@ -45,6 +45,9 @@ def test_each_apps_cluster_each_cluster_and_their_reachability_are_shown(two_clu
     expect(cell(page, "clusters", "b", "Running")).to_have_text("1", timeout=WAIT_MS)
     expect(page.locator("#health")).to_contain_text("clusters: a ok, b ok")
     assert api(two_clusters, f"/api/v1/apps/{on_b}")["cluster"] == "b"
+    app_page = tab.open(f"{two_clusters.url}/app/{on_b}")
+    expect(app_page.locator("dt", has_text="Cluster")).to_have_count(1, timeout=WAIT_MS)
+    expect(app_page.locator("dt:text-is('Cluster') + dd")).to_have_text("b")
     assert tab.errors == []
 
 
