@@ -6,6 +6,9 @@ cores/8192 MiB; b: one of 16 cores/32768 MiB (``test_two_clusters.Two``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -14,6 +17,7 @@ from sessionsched.backends.memory import MemoryCluster
 from sessionsched.commands.dry_run import dry_run_lines
 from sessionsched.model import Resources
 from sessionsched.server.app import create_app
+from tests.doors.spark_rest.test_spark_rest import create_body
 from tests.service.clusters.test_two_clusters import (
     CLUSTERS,
     QUEUES,
@@ -30,6 +34,23 @@ from tests.support.stepped_service import START_S, Clock, Stepped, stepped_servi
 
 A_WORKER = "1 worker of 4 cores/8192 MiB"
 B_WORKER = "1 worker of 16 cores/32768 MiB"
+
+
+@contextmanager
+def flaky_b(state_dir, tmp_path, queues=QUEUES) -> Iterator[tuple[Stepped, Flaky]]:
+    """Two clusters whose b can be cut off (``Flaky.down``), stepped by hand."""
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    two = Two(cores_on_a=4)
+    b = Flaky(two.clusters["b"], two.launches["b"])
+    backend = FederatedBackend({"a": Counting(two.clusters["a"], two.launches["a"]), "b": b},
+                               lambda _app_id: None)
+    clock = Clock()
+    app = create_app(make_config(state_dir, queues=queues, clusters=CLUSTERS), backend,
+                     run_cycles=False, clock=clock)
+    with TestClient(app) as client:
+        s = Stepped(client, clock, two.clusters["a"], tmp_path)
+        s.cycle(1.0)  # each cluster's workers read
+        yield s, b
 
 
 def native_body(tmp_path, queue: str | None = None, **props: str) -> dict:
@@ -69,16 +90,7 @@ def test_every_door_names_the_cluster_an_app_was_placed_on(state_dir, tmp_path):
 
 
 def test_health_lists_each_cluster_and_whether_it_answers(state_dir, tmp_path):
-    two = Two(cores_on_a=4)
-    b = Flaky(two.clusters["b"], two.launches["b"])
-    backend = FederatedBackend({"a": Counting(two.clusters["a"], two.launches["a"]), "b": b},
-                               lambda _app_id: None)
-    clock = Clock()
-    app = create_app(make_config(state_dir, queues=QUEUES, clusters=CLUSTERS), backend,
-                     run_cycles=False, clock=clock)
-    with TestClient(app) as client:
-        s = Stepped(client, clock, two.clusters["a"], tmp_path)
-        s.cycle(1.0)
+    with flaky_b(state_dir, tmp_path) as (s, b):
         up = s.client.get("/api/v1/health").json()
         b.down = True
         s.cycle(1.0)
@@ -192,3 +204,62 @@ def test_with_one_cluster_the_reads_are_as_they_were(state_dir, tmp_path):
     assert "cluster" not in dry and "clusters" not in dry
     assert "cluster" not in by_app[0]
     assert [(line["cluster"], line["apps"]) for line in by_cluster] == [("default", 1)]
+
+
+LARGER_THAN_BOTH = {**TINY, "spark.executor.cores": "20"}
+BOTH_SAY = (f"a: an executor of 20 cores/512 MiB fits no worker ({A_WORKER}); b: an executor"
+            f" of 20 cores/512 MiB fits no worker ({B_WORKER})")
+
+
+def test_every_door_refuses_an_app_that_fits_no_cluster_naming_each(state_dir, tmp_path):
+    with served(state_dir, Two(cores_on_a=4), tmp_path, Clock()) as s:
+        s.cycle(1.0)
+        rest = s.client.post("/v1/submissions/create", json=create_body(
+            props={**LARGER_THAN_BOTH, "spark.app.name": "big"}))
+        livy = s.client.post("/batches", json={"file": str(tmp_path / "job.py"),
+                                               "conf": LARGER_THAN_BOTH})
+        native = s.client.post("/api/v1/apps", json=native_body(
+            tmp_path, **{"spark.executor.cores": "20"}))
+        stored = s.client.get("/api/v1/apps").json()
+    answers = {"spark rest": (rest.json()["success"], rest.json()["message"]),
+               "livy": (livy.status_code, livy.json()["msg"]),
+               "native": (native.status_code, native.json()["detail"])}
+    assert answers == {"spark rest": (False, f"never fits: on no cluster it may use: {BOTH_SAY}"),
+                       "livy": (400, f"never fits: on no cluster it may use: {BOTH_SAY}"),
+                       "native": (400, f"never fits: on no cluster it may use: {BOTH_SAY}")}
+    assert stored == []
+
+
+def test_while_a_cluster_it_may_use_is_unreachable_it_is_accepted_and_queues(state_dir,
+                                                                            tmp_path):
+    """b cannot be asked: the app might fit it, so it waits for b as with one cluster."""
+    with flaky_b(state_dir, tmp_path) as (s, b):
+        b.down = True
+        s.cycle(1.0)
+        r = s.client.post("/api/v1/apps", json=native_body(tmp_path, **{
+            "spark.executor.cores": "8"}))
+        dry = s.client.post("/api/v1/apps/dry-run", json=native_body(tmp_path, **{
+            "spark.executor.cores": "8"})).json()
+        assert r.status_code == 201, r.text
+        s.cycle(1.0)
+        waits = s.app(r.json()["id"])["state"]
+        b.down = False
+        placed = running(s, [r.json()["id"]])
+    assert (dry["fits"], dry.get("cluster"), dry["clusters"]) == (True, None, ["a", "b"])
+    assert waits == "ACCEPTED" and placed == {r.json()["id"]: "b"}
+
+
+def test_each_cluster_is_asked_with_its_own_max_cores(state_dir, tmp_path):
+    """``max_cores_per_cluster``: the first executors above a queue's cap on each cluster."""
+    queues = [{"name": "root", "queues": [
+        {"name": "default"}, {"name": "capped", "max_cores_per_cluster": {"a": 2, "b": 3}}]}]
+    floor = {"spark.dynamicAllocation.minExecutors": "4",
+             "spark.dynamicAllocation.maxExecutors": "4"}
+    with flaky_b(state_dir, tmp_path, queues) as (s, _b):
+        capped = s.client.post("/api/v1/apps", json=native_body(tmp_path, "capped", **floor))
+        free = s.client.post("/api/v1/apps", json=native_body(tmp_path, "default", **floor))
+    assert (capped.status_code, capped.json()["detail"]) == (400, (
+        "never fits: on no cluster it may use: a: 4 executor(s) of 1 cores (minExecutors 4)"
+        " need 4 cores, above max_cores 2 of queue root.capped; b: 4 executor(s) of 1 cores"
+        " (minExecutors 4) need 4 cores, above max_cores 3 of queue root.capped"))
+    assert free.status_code == 201, free.text
