@@ -205,7 +205,7 @@ class SchedulerClient:
 
     def usage(self, by: str = "queue", since: str | None = None,
               until: str | None = None) -> list[dict[str, Any]]:
-        """What apps used, per app, queue or user (``GET /api/v1/usage``)."""
+        """What apps used, per app, queue, user or cluster (``GET /api/v1/usage``)."""
         params = {k: v for k, v in (("by", by), ("since", since), ("until", until)) if v}
         return self._json("GET", "/api/v1/usage", params=params)
 
