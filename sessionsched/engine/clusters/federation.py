@@ -72,11 +72,14 @@ LOST_TIMEOUT_S = 600.0
 @dataclass(frozen=True)
 class ClusterSpec:
     """One cluster as the federation knows it: its ``name``, its ``weight`` (the ``weighted``
-    rule) and how long it may stay unreachable before its running apps end FAILED."""
+    rule), how long it may stay unreachable before its running apps end FAILED, and whether
+    it runs every driver itself (``drivers_in_cluster``: Kubernetes, a driver pod for a
+    client-mode app too; its copies count each driver in its room: ``routing.on_cluster``)."""
 
     name: str
     weight: float = 1.0
     lost_timeout_s: float = LOST_TIMEOUT_S
+    drivers_in_cluster: bool = False
 
 
 def allowed_by_queue(path: Sequence[Queue], names: Sequence[str]) -> list[str]:

@@ -10,6 +10,9 @@ would refuse leaves everything as it was. In each engine's batch, in order:
   2. the copies it takes back: the queued apps that may use a cluster back now;
   3. the batch's own events, routed by app (``_where``);
   4. the endings of its running apps once its ``lost_timeout_s`` ran out.
+
+Each engine takes an app's spec as its cluster runs it (``on_cluster``): on a cluster that runs
+every driver itself, a client-mode driver is a pod there, not a process on this host.
 """
 
 from __future__ import annotations
@@ -74,6 +77,16 @@ def plan_step(fed: Federation, now: float, events: list[Event]) -> Plan:
     return plan
 
 
+def on_cluster(fed: Federation, name: str, spec: AppSpec) -> AppSpec:
+    """``spec`` as cluster ``name``'s engine takes it. A driver the submission would run on
+    the scheduler's host (client mode, which a standalone cluster needs for Python) runs in
+    the cluster on one that runs every driver itself - a pod on Kubernetes - and takes that
+    cluster's room there, not the host's."""
+    if fed.clusters[name].drivers_in_cluster and spec.driver_on_host:
+        return replace(spec, driver_in_cluster=True)
+    return spec
+
+
 def copies_of(fed: Federation, plan: Plan, app_id: str) -> list[str]:
     """The clusters holding a queued app's copy, as the plan leaves them."""
     if app_id in plan.copies:
@@ -102,7 +115,7 @@ def _move_copies(fed: Federation, plan: Plan) -> None:
         for name in back:
             if name in eligible and name not in copies:
                 copies.append(name)
-                plan.to(name, Submitted(q.spec), None)
+                plan.to(name, Submitted(on_cluster(fed, name, q.spec)), None)
         if copies != q.copies:
             plan.copies[app_id] = [n for n in fed.names if n in copies]
 
@@ -111,15 +124,18 @@ def _route(fed: Federation, plan: Plan, i: int, ev: Event) -> None:
     if isinstance(ev, ClusterReachable):
         return
     if isinstance(ev, OnCluster):
-        if isinstance(ev.event, Adopted):
-            plan.adopted[ev.event.spec.app_id] = ev.cluster
-        plan.to(ev.cluster, ev.event, i)
+        inner = ev.event
+        if isinstance(inner, Adopted):
+            plan.adopted[inner.spec.app_id] = ev.cluster
+            inner = replace(inner, spec=on_cluster(fed, ev.cluster, inner.spec))
+        plan.to(ev.cluster, inner, i)
     elif isinstance(ev, CapacityChanged | Adopted):
         if len(fed.names) > 1:
             raise EventError(f"event {i} ({type(ev).__name__}): which cluster? With several, "
                              "it comes wrapped in OnCluster", i, ev)
         if isinstance(ev, Adopted):
             plan.adopted[ev.spec.app_id] = fed.names[0]
+            ev = replace(ev, spec=on_cluster(fed, fed.names[0], ev.spec))
         plan.to(fed.names[0], ev, i)
     elif isinstance(ev, Submitted):
         spec = ev.spec
@@ -133,7 +149,7 @@ def _route(fed: Federation, plan: Plan, i: int, ev: Event) -> None:
         plan.copies[spec.app_id] = up or eligible  # none answers: it waits in all of them
         plan.specs[spec.app_id] = spec
         for name in plan.copies[spec.app_id]:
-            plan.to(name, ev, i)
+            plan.to(name, Submitted(on_cluster(fed, name, spec)), i)
     elif isinstance(ev, QueuesChanged):
         plan.root = ev.root
         for name in fed.names:  # each cluster its caps (``trees``)

@@ -33,7 +33,10 @@ def engine_for(config: ServerConfig, backend: ClusterBackend,
         raise ValueError(f"clusters: {', '.join(c.name for c in registry)} need one backend "
                          "each, as one FederatedBackend in the same order")
     engine = ServedFederation(
-        config.queue_tree(), [ClusterSpec(c.name, c.weight, c.lost_timeout) for c in registry],
+        config.queue_tree(),
+        [ClusterSpec(c.name, c.weight, c.lost_timeout,
+                     drivers_in_cluster=backend.backends[c.name].drivers_in_cluster)
+         for c in registry],
         PlacementRule(config.placement), read_clusters=backend.cluster_reports,
         capacity=Resources(), driver_slots=None, host_room=host_room)
     backend.where = engine.cluster_of
