@@ -78,11 +78,16 @@ def plan_step(fed: Federation, now: float, events: list[Event]) -> Plan:
 
 
 def on_cluster(fed: Federation, name: str, spec: AppSpec) -> AppSpec:
-    """``spec`` as cluster ``name``'s engine takes it. A driver the submission would run on
-    the scheduler's host (client mode, which a standalone cluster needs for Python) runs in
-    the cluster on one that runs every driver itself - a pod on Kubernetes - and takes that
-    cluster's room there, not the host's."""
-    if fed.clusters[name].drivers_in_cluster and spec.driver_on_host:
+    """``spec`` as cluster ``name``'s engine takes it (``run_by``)."""
+    return run_by(spec, fed.clusters[name].drivers_in_cluster)
+
+
+def run_by(spec: AppSpec, drivers_in_cluster: bool) -> AppSpec:
+    """``spec`` on a cluster that runs every driver itself (``drivers_in_cluster``) or not. A
+    driver the submission would run on the scheduler's host (client mode, which a standalone
+    cluster needs for Python) runs in the cluster on one that runs every driver itself - a pod
+    on Kubernetes - and takes that cluster's room there, not the host's."""
+    if drivers_in_cluster and spec.driver_on_host:
         return replace(spec, driver_in_cluster=True)
     return spec
 

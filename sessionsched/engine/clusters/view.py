@@ -34,7 +34,8 @@ class ClusterRow:
     apps running there (placed, not ended) and those queued with a copy in its queue;
     ``order``: its place in the placement rule's order as the books stand (0: offered the
     queued apps first at the next step); ``view``: its engine's own (its workers, and its
-    tree with ``max_cores_per_cluster`` applied: what a fit on it is asked of)."""
+    tree with ``max_cores_per_cluster`` applied: what a fit on it is asked of);
+    ``drivers_in_cluster``: it runs every driver itself (``routing.run_by``)."""
 
     name: str
     reachable: bool
@@ -44,6 +45,7 @@ class ClusterRow:
     queued: int
     order: int = 0
     view: EngineView | None = field(default=None, compare=False, repr=False)
+    drivers_in_cluster: bool = False
 
 
 class MergedView:
@@ -125,7 +127,7 @@ def _row(fed: Federation, name: str, view: EngineView, order: int) -> ClusterRow
     placed = sum(1 for f in view.apps.values()
                  if f.state.admitted and fed.owner.get(f.app_id) == name)
     return ClusterRow(name, fed.reachable[name], view.capacity, view.driver_slots, placed,
-                      queued, order, view)
+                      queued, order, view, fed.clusters[name].drivers_in_cluster)
 
 
 def _usage(root: Queue, views: dict[str, EngineView],

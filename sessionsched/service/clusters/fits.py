@@ -9,6 +9,9 @@
 - ``dry_run_place``: for ``submit --dry-run``, the first of those clusters, in the placement
   rule's order as the books stand, that has room free now for its driver (in the cluster) and
   first executors, counted in cores; and the clusters it may use.
+
+Each cluster is asked with the app's driver where it runs there: on one that runs every
+driver itself (Kubernetes) a client-mode driver is a pod, in the cluster's room.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sessionsched.engine.clusters.federation import eligible
+from sessionsched.engine.clusters.routing import run_by
 from sessionsched.engine.clusters.view import ClusterRow
 from sessionsched.engine.placement import never_fits
 from sessionsched.engine.placement.never_fits import first_executors
@@ -46,7 +50,9 @@ def may_use(engine: EngineView, spec: AppSpec) -> list[ClusterRow]:
 
 
 def _why_not(row: ClusterRow, spec: AppSpec) -> tuple[bool, str | None]:
-    """(whether the cluster can be asked now, why ``spec`` never fits it: None when it fits)."""
+    """(whether the cluster can be asked now, why ``spec`` never fits it: None when it fits),
+    its driver where that cluster runs it (``run_by``: a pod on Kubernetes)."""
+    spec = run_by(spec, row.drivers_in_cluster)
     view = row.view
     workers = view.workers if view is not None else None
     if not row.reachable or workers is None or not workers.sizes:
@@ -67,6 +73,7 @@ def never_fits_anywhere(engine: EngineView, spec: AppSpec) -> str | None:
 
 
 def _room_now(row: ClusterRow, spec: AppSpec) -> bool:
+    spec = run_by(spec, row.drivers_in_cluster)
     view = row.view
     asked, problem = _why_not(row, spec)
     if view is None or not asked or problem is not None:
