@@ -122,7 +122,9 @@ def test_a_kubernetes_cluster_beside_a_standalone_one(cluster_a, fake, pyspark_a
         wait_until(lambda: app(ona)["state"] == "RUNNING", JVM_S, "ona to run")
         spark_ona = app(ona)["spark_app_id"]
         assert app(ona)["cluster"] == "a"
-        assert master_apps(cluster_a) == {spark_ona: "RUNNING"}  # onb is not there
+        # Its executor up on a's worker (WAITING until then); onb is not there.
+        wait_until(lambda: master_apps(cluster_a) == {spark_ona: "RUNNING"}, JVM_S,
+                   "ona's executor on a")
 
         # 3. No ask, and a's cores are ona's: it spills to b, a pod.
         spilled = submit("spilled")
@@ -135,6 +137,13 @@ def test_a_kubernetes_cluster_beside_a_standalone_one(cluster_a, fake, pyspark_a
         assert pod_posts(fake) == 2
         assert {i: launches(i) for i in (onb, ona, spilled)} == {onb: 1, ona: 1, spilled: 1}
         assert master_apps(cluster_a) == {spark_ona: "RUNNING"}
+        # b's driver pods are b's room, counted by its engine, not the host's nor usage the
+        # scheduler does not manage: b offers its node's 8 cores; one driver is on this host.
+        rows = wait_until(lambda: (c := read(server, "cluster"))["clusters"][1]["running"] == 2
+                          and c, 30, "both pods running on b")
+        assert [(r["name"], r["cores"], r["running"]) for r in rows["clusters"]] == [
+            ("a", 2, 1), ("b", 8, 2)]
+        assert rows["driver_host"]["drivers"] == 1
     finally:
         server.stop()  # not its apps: the restart adopts them
 
@@ -143,6 +152,7 @@ def test_a_kubernetes_cluster_beside_a_standalone_one(cluster_a, fake, pyspark_a
         # 4. Each running app adopted on its recorded cluster, nothing submitted again.
         listed = {x["id"]: (x["state"], x["cluster"]) for x in read(server, "apps")}
         assert {i: c for i, (_, c) in listed.items()} == {onb: "b", ona: "a", spilled: "b"}
+        assert {s for s, _ in listed.values()} <= {"STARTING", "RUNNING"}, listed  # adopted
         run_pod(pod_b, "Succeeded", exit_code=0)
         run_pod(pod_s, "Failed", exit_code=4)
         flags["ona"].touch()
