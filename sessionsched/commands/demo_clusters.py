@@ -113,14 +113,17 @@ def cluster_verdict(apps: list[App], placed: Mapping[str, list[str]],
     the masters' lists, on that master only), and every cluster ran an app."""
     problems: list[str] = []
     ran: dict[str, list[str]] = {n: [] for n in NAMES}
+    started = checked = 0
     for a in apps:
         where, p = a.raw.get("cluster"), list(placed.get(a.id, ()))
         if a.started_at is None and not p:
             continue  # never left its queue
+        started += 1
         if p != [where]:
             problems.append(f"{a.name} on {where or 'no cluster'} was placed "
                             f"{len(p)} times ({', '.join(p) or 'never'})")
         elif masters is not None and a.spark_app_id:
+            checked += 1
             on = sorted(n for n, listed in masters.items() if a.spark_app_id in listed)
             if on != [where]:
                 problems.append(f"{a.name}'s application {a.spark_app_id} is on the masters "
@@ -132,7 +135,10 @@ def cluster_verdict(apps: list[App], placed: Mapping[str, list[str]],
         problems.append(f"cluster {', '.join(idle)} ran no app")
     if problems:
         return False, "two clusters: NOT as expected: " + "; ".join(problems)
-    agree = ", its master agrees" if masters is not None else ""
+    agree = ""
+    if masters is not None:  # an app that ended before its SparkContext has no application
+        agree = (", on its master alone" if checked == started
+                 else f", {checked} of {started} seen on its master alone")
     each = ", ".join(f"{n} ran {len(names)} ({', '.join(names)})" for n, names in ran.items())
     return True, (f"each app ran on exactly one cluster (placed once, where it says{agree}): "
                   f"{each}; both clusters were used.")

@@ -170,7 +170,10 @@ ONE_EACH = (("x", "a", True), ("y", "b", True), ("z", None, False))
      "each app ran on exactly one cluster (placed once, where it says): a ran 1 (x), "
      "b ran 1 (y); both clusters were used."),
     (ONE_EACH, {1: ["a"], 2: ["b"]}, {"a": {"app-1"}, "b": {"app-2"}}, True,
-     "where it says, its master agrees): a ran 1 (x)"),
+     "where it says, on its master alone): a ran 1 (x)"),
+    ((("x", "a", True), ("y", "b", True), ("w", "b", True)), {1: ["a"], 2: ["b"], 3: ["b"]},
+     {"a": {"app-1"}, "b": {"app-2", "app-3"}}, True, "on its master alone): a ran 1 (x), "
+     "b ran 2 (y, w); both clusters were used."),
     (ONE_EACH, {1: ["a"], 2: ["a", "b"]}, None, False,
      "y on b was placed 2 times (a, b)"),
     (ONE_EACH, {1: ["a"], 2: ["a"]}, None, False, "y on b was placed 1 times (a)"),
@@ -181,7 +184,7 @@ ONE_EACH = (("x", "a", True), ("y", "b", True), ("z", None, False))
      "y's application app-2 is on the masters of a, b, not b alone"),
     (ONE_EACH, {1: ["a"], 2: ["b"]}, {"a": {"app-1"}, "b": set()}, False,
      "on the masters of no cluster, not b alone"),
-], ids=["held", "masters-agree", "placed-twice", "placed-elsewhere", "never-placed",
+], ids=["held", "masters-agree", "two-on-b", "placed-twice", "placed-elsewhere", "never-placed",
         "b-idle", "on-two-masters", "on-no-master"])
 def test_the_two_cluster_verdict(rows, placed, masters, held, says):
     apps = _apps(*rows)
@@ -249,3 +252,12 @@ def test_the_demo_runs_on_two_memory_clusters(tmp_path):
         done.stdout)
     assert "; both clusters were used." in done.stdout
     assert not list((tmp_path / "demo").glob("cluster*"))  # no Spark cluster was started
+
+
+def test_the_verdict_claims_the_masters_only_for_the_apps_they_were_asked_of():
+    # An app that ended before its SparkContext has no application for a master to list.
+    apps = _apps(("x", "a", True), ("y", "b", True))
+    apps[1] = App.from_json({**apps[1].raw, "spark_app_id": None})
+    ok, line = cluster_verdict(apps, {apps[0].id: ["a"], apps[1].id: ["b"]},
+                               {"a": {"app-1"}, "b": set()})
+    assert ok and "(placed once, where it says, 1 of 2 seen on its master alone)" in line
