@@ -23,10 +23,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..backends.base import BackendError
+from ..cli import UserError
 from ..client import App, SchedulerClient
 
 NAMES = ("a", "b")
 SLOTS_EACH = 1
+PORT_TRIES = 3
 WORKER = {"workers": 1, "cores": 2, "memory": "2g"}  # each cluster as the one-cluster demo's
 _PLACED = re.compile(r"placed on cluster (\S+)")
 
@@ -49,14 +51,27 @@ def with_clusters(config: dict, entries: list[dict]) -> dict:
 
 
 def start_clusters(workdir: Path, into: list, say: Callable[[str], None]) -> None:
-    """Start a LocalCluster for each name, in turn, appending each to ``into`` before it
-    starts: the caller's cleanup stops every one that may run, whatever interrupts this."""
-    from ..backends.local import LocalCluster
+    """Start a LocalCluster for each name, in turn, putting each in ``into`` before it
+    starts: the caller's cleanup stops every one that may run, whatever interrupts this.
+
+    Each takes free ports, but a port found free may be taken before its process binds it
+    (the REST port, the master's + 1, is not even looked for): twice as many ports as one
+    cluster's are in play, so a start that lost a port is tried again on others."""
+    from ..backends.local import ClusterError, LocalCluster
 
     for name in NAMES:
-        cluster = LocalCluster(workdir / f"cluster-{name}", **WORKER)
-        into.append(cluster)
-        cluster.start()
+        for attempt in range(1, PORT_TRIES + 1):
+            cluster = LocalCluster(workdir / f"cluster-{name}", **WORKER)
+            if attempt == 1:
+                into.append(cluster)
+            else:
+                into[-1] = cluster  # the try before stopped whatever it had started
+            try:
+                cluster.start()
+                break
+            except ClusterError as e:
+                if "already in use" not in str(e) or attempt == PORT_TRIES:
+                    raise UserError(f"cluster {name} did not start: {e}") from None
         say(f"cluster {name}: {cluster.master_url} (UI {cluster.master_ui})")
 
 

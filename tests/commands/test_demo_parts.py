@@ -235,6 +235,40 @@ def test_each_cluster_is_handed_over_before_it_starts(tmp_path, monkeypatch):
     assert said == ["cluster a: spark://x (UI u)"]
 
 
+@pytest.mark.parametrize("failures, error, started", [
+    # a port found free and taken before the master bound it: tried again on other ports
+    ({"cluster-a": 1, "cluster-b": 2}, None, ["cluster-a", "cluster-b"]),
+    ({"cluster-b": 3}, "cluster b did not start: rest port 1 on 127.0.0.1 is already in use",
+     ["cluster-a", "cluster-b"]),
+])
+def test_a_cluster_that_lost_a_port_is_started_again(tmp_path, monkeypatch, failures, error,
+                                                      started):
+    import sessionsched.backends.local as local
+    from sessionsched.cli import UserError
+
+    tries: dict[str, int] = {}
+
+    class Fake:
+        def __init__(self, directory, **worker):
+            self.directory, self.master_url, self.master_ui = Path(directory), "spark://x", "u"
+
+        def start(self):
+            name = self.directory.name
+            tries[name] = tries.get(name, 0) + 1
+            if tries[name] <= failures.get(name, 0):
+                raise local.ClusterError("rest port 1 on 127.0.0.1 is already in use; "
+                                         "choose another")
+
+    monkeypatch.setattr(local, "LocalCluster", Fake)
+    into: list = []
+    if error is None:
+        start_clusters(tmp_path, into, lambda line: None)
+    else:
+        with pytest.raises(UserError, match=error):
+            start_clusters(tmp_path, into, lambda line: None)
+    assert [c.directory.name for c in into] == started  # one each, the last tried
+
+
 def test_the_demo_runs_on_two_memory_clusters(tmp_path):
     # `sessionsched demo --clusters 2 --backend memory`: apps spill over from a to b, the
     # summary names each app's cluster, and the verdict holds.
