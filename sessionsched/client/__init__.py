@@ -158,6 +158,11 @@ class SchedulerClient:
     def queues(self) -> list[QueueInfo]:
         return [QueueInfo.from_json(q) for q in self._json("GET", "/api/v1/queues")]
 
+    def cluster(self) -> dict[str, Any]:
+        """``GET /api/v1/cluster``: the cluster (behind several, each one) as the scheduler
+        last saw it."""
+        return self._json("GET", "/api/v1/cluster")
+
     def apps(self, queue: str | None = None, state: str | None = None) -> list[App]:
         params = {k: v for k, v in (("queue", queue), ("state", state)) if v}
         return [App.from_json(a) for a in self._json("GET", "/api/v1/apps", params=params)]

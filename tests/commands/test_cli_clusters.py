@@ -7,10 +7,14 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from sessionsched.backends.ports import free_port
 from sessionsched.client.shapes import App
+from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.commands.client_cmds import app_table, describe
 from sessionsched.commands.dry_run import dry_run_lines
 from sessionsched.commands.inspect import frame, why_lines
+from tests.sparkcluster import wait_until
+from tests.support.cli_helpers import run_cli
 
 
 def _app(app_id: str, state: str, **more) -> App:
@@ -95,3 +99,34 @@ def test_why_names_the_cluster_of_each_app_running_in_the_queue():
 ], ids=["room on b", "room on none now", "one cluster"])
 def test_dry_run_names_the_cluster_behind_several(answer, second):
     assert dry_run_lines(answer)[:2] == ["fits: yes", second]
+
+
+def test_cluster_status_asks_a_scheduler_for_each_of_its_clusters(tmp_path):
+    """``cluster status --server``: a memory cluster that answers and a standalone one whose
+    master nothing listens for: each on its line, exit 1 for the one out of reach."""
+    closed = free_port()
+    config = {"server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
+              "clusters": [{"name": "a", "backend": "memory", "cores": 4},
+                           {"name": "b", "backend": "standalone",
+                            "master": f"spark://127.0.0.1:{closed}",
+                            "master_ui": f"http://127.0.0.1:{closed}"}]}
+    server = ServerProcess.start(config, tmp_path / "server")
+    try:
+        def answer():
+            done = run_cli("cluster", "status", "--server", server.url)
+            rows = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines()[2:]}
+            return rows == {"a": "yes", "b": "NO"} and done
+
+        done = wait_until(answer, 30, "both clusters seen")
+    finally:
+        server.stop()
+    assert done.returncode == 1, done
+    assert done.stdout.splitlines()[1].split() == [
+        "CLUSTER", "REACHABLE", "CORES", "MEMORY", "RUNNING", "QUEUED"]
+
+
+def test_cluster_status_of_a_scheduler_with_one_cluster(shared_offline_server):
+    done = run_cli("cluster", "status", "--server", shared_offline_server.url)
+    assert done.returncode == 1, done  # its master cannot be reached
+    assert done.stdout.startswith("cluster  cluster unreachable"), done.stdout
+    assert done.stdout.splitlines()[1].startswith("workers  0, 0 cores")
