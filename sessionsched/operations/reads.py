@@ -114,6 +114,7 @@ class Reads:
         # The watch's last report, not the engine's workers: those keep the free room of the
         # report that last changed the workers' sizes.
         workers = self.service.watch.workers
+        backends = getattr(self.service.backend, "backends", {})  # several: each cluster's
         return {
             "reachable": view.health.reachable, "cluster": view.health.describe(),
             "cores": view.engine.capacity.cores, "memory_mib": view.engine.capacity.mem_mib,
@@ -129,7 +130,9 @@ class Reads:
             **({"clusters": [
                 {"name": c.name, "reachable": c.reachable, "cores": c.capacity.cores,
                  "memory_mib": c.capacity.mem_mib, "driver_slots": c.driver_slots,
-                 "running": c.apps, "queued": c.queued} for c in view.engine.cluster_rows]}
+                 "running": c.apps, "queued": c.queued,
+                 "master": getattr(backends.get(c.name), "master", "") or None}
+                for c in view.engine.cluster_rows]}
                if view.engine.cluster_rows else {}),
         }
 

@@ -10,6 +10,8 @@
    launched anywhere again).
 3. a's master starts again on its ports and takes its application back: a is reachable, the app
    on a finishes there, launched once. Nothing lost, nothing launched twice.
+4. A notebook session (``sessionsched.session``, in a process of its own) asking for b: its
+   driver connects to b's master, the one its cluster is (never the first cluster's).
 
 Not the session's ``spark_cluster``: a master is killed here.
 """
@@ -20,6 +22,8 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -31,6 +35,7 @@ from tests.sparkcluster import (
     conf_args,
     free_port,
     master_ports,
+    spark_env,
     started_cluster,
     stop_server_and_its_apps,
     wait_until,
@@ -41,6 +46,16 @@ pytestmark = pytest.mark.cluster
 JVM_S = 180  # bound on a JVM start (a master, a driver with its executor) on 2 loaded cores
 NOTICE_S = 60  # bound on the scheduler noticing a change of a cluster (a cycle is 100 ms)
 WHOLE = {**SMALL, "spark.executor.cores": "2", "spark.cores.max": "2"}  # a worker's 2 cores
+NOTEBOOK = """import sys
+import sessionsched
+spark = sessionsched.session("notebook", server=sys.argv[1], progress=False, conf={
+    "spark.sessionsched.cluster": "b", "spark.executor.cores": "1",
+    "spark.executor.memory": "512m", "spark.driver.memory": "512m",
+    "spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false"})
+print("SESSION", spark.sessionsched.app_id, spark.sparkContext.master, flush=True)
+print("SUM", spark.sparkContext.parallelize(range(4), 2).sum(), flush=True)
+spark.stop()
+"""
 
 
 @pytest.fixture
@@ -150,5 +165,19 @@ def test_one_app_on_each_a_lost_master_sends_new_work_to_the_other_and_loses_not
             first: ("FINISHED", "a"), second: ("FINISHED", "b"), third: ("FINISHED", "b")}
         assert {i: launches(server, i) for i in apps} == {first: 1, second: 1, third: 1}
         assert master_apps(a, "completedapps") == {spark_ids[first]: "FINISHED"}  # a ran one
+
+        # 4. A notebook asking for b connects to b's master.
+        script = tmp_path / "notebook.py"
+        script.write_text(NOTEBOOK)
+        done = subprocess.run([sys.executable, str(script), server.url], cwd=tmp_path,
+                              env=spark_env(), capture_output=True, text=True, timeout=JVM_S)
+        said = dict(line.split(" ", 1) for line in done.stdout.splitlines()
+                    if line.startswith(("SESSION", "SUM")))
+        assert done.returncode == 0 and said.get("SUM") == "6", done.stderr[-2000:]
+        session_id, master = said["SESSION"].split()
+        assert master == b.master_url
+        wait_until(lambda: app(server, session_id)["state"] == "FINISHED", NOTICE_S,
+                   "the session to end")
+        assert app(server, session_id)["cluster"] == "b"
     finally:
         stop_server_and_its_apps(server)

@@ -16,6 +16,7 @@ class ClusterPartOut(BaseModel):
     driver_slots: int | None
     running: int  # apps placed there, not ended
     queued: int  # queued apps with a copy in its queue
+    master: str | None = None  # what its apps' drivers connect to (a notebook placed there)
 
 
 class ClusterHealthOut(BaseModel):
