@@ -29,6 +29,7 @@ from sessionsched.backends.base import Handle, Launch
 from sessionsched.backends.carry import Retries, Waiting, carry_out, error_line
 from sessionsched.engine.agent_terms import launch_decision
 from sessionsched.engine.events import Decision, DriverExited, LaunchDriver, StopDriver
+from sessionsched.service.clusters import attempt_of
 from sessionsched.service.launch import build_launch
 from sessionsched.store import AppKind, EventRecord
 
@@ -171,7 +172,8 @@ class Carrier:
         queue_conf = p.engine.queue(sub.queue)
         return build_launch(sub, p.url, p.log_dir, token=p.secret(d.app_id),
                             reclaim_timeout_s=queue_conf.reclaim_timeout_s, terms=d.terms,
-                            ca=p.agent_ca, node_sort=queue_conf.node_sort.value)
+                            ca=p.agent_ca, node_sort=queue_conf.node_sort.value,
+                            attempt=attempt_of(p.engine, d.app_id))
 
     def _kind(self, app_id: str) -> str | None:
         sub = self.p.registry.get(app_id)
