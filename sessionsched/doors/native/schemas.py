@@ -352,6 +352,7 @@ class AgentRegister(BaseModel):
     pid: int | None = None
     control: str = "full"
     reason: str | None = None
+    attempt: int | None = Field(None, ge=1)  # its driver's (several clusters): AgentDesk
 
 
 class AgentHeartbeat(BaseModel):
@@ -369,12 +370,14 @@ class AgentHeartbeat(BaseModel):
     # Every resource profile the driver knows; empty (an older agent): the default profile
     # alone, its demand ``demand``.
     profiles: list[AgentProfile] = Field(default_factory=list)
+    attempt: int | None = Field(None, ge=1)  # as at its registration
 
 
 class AgentWatch(BaseModel):
     app_id: str
     version: int = Field(0, ge=0)
     wait_s: float | None = Field(None, ge=0)
+    attempt: int | None = Field(None, ge=1)  # as at its registration
 
 
 class ReclaimOrder(BaseModel):
