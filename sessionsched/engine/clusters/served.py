@@ -93,6 +93,10 @@ class ServedFederation:
         """The cluster the app was placed on (or, adopted at a restart, recorded on)."""
         return self.fed.cluster_of(app_id) or self.recorded.get(app_id)
 
+    def may_move(self, app_id: str) -> bool:
+        """Whether the placed app, its launch having started nothing, may move (``Federation``)."""
+        return self.fed.may_move(app_id)
+
     def attempt_of(self, app_id: str) -> int | None:
         """How many times the app was placed: the attempt its driver runs as (None: never)."""
         return self.fed.attempts.get(app_id)
