@@ -53,3 +53,10 @@ def attempt_of(engine: Engine, app_id: str) -> int | None:
     """The attempt the app's driver runs as behind several clusters (its placements); None
     with one cluster, where an app is launched once and never moved."""
     return engine.attempt_of(app_id) if isinstance(engine, ServedFederation) else None
+
+
+def may_move(engine: Engine, app_id: str) -> bool:
+    """Whether a launch that started nothing (``BackendUnavailable``) is tried on another
+    cluster rather than again on its own: behind several clusters, when the app has one to go
+    to (``Federation.may_move``)."""
+    return isinstance(engine, ServedFederation) and engine.may_move(app_id)
