@@ -29,7 +29,7 @@ from ..events import Adopted, CapacityChanged, Decision, Event
 from ..ledger import AppRecord
 from ..validate import EventError
 from ..view import EngineView
-from .events import OnCluster, Placed
+from .events import OnCluster, Placed, Unplaced
 from .federation import ClusterSpec, Federation
 from .order import PlacementRule
 from .view import MergedView
@@ -48,6 +48,7 @@ class ServedFederation:
         self.read_clusters = read_clusters
         self.recorded: dict[str, str] = {}  # app -> the cluster the store has it launched on
         self._placed_last: list[str] = []  # the apps the last step placed (``fresh``)
+        self._moved_last: dict[str, str] = {}  # app the last step moved -> the cluster it left
         self._views = MergedView()
 
     # --- the Scheduler's surface ------------------------------------------------------------
@@ -105,10 +106,11 @@ class ServedFederation:
         """A federation holding nothing yet, on the same clusters, that puts each app back
         on the cluster it is on now (``service.rewind``: put back by ``Adopted`` events).
         Each app's attempts are its committed placements: those of the last step, whose
-        commit failed, are taken back (its apps are queued again; nothing was launched)."""
+        commit failed, are taken back (its apps are queued again; nothing was launched), and
+        an app it moved is back on the cluster it left."""
         out = ServedFederation(self.fed.root, list(self.fed.clusters.values()),
                                self.fed.placement, self.read_clusters, **self._settings)
-        out.recorded = {**self.recorded, **self.fed.owner}
+        out.recorded = {**self.recorded, **self.fed.owner, **self._moved_last}
         attempts = out.fed.attempts = dict(self.fed.attempts)
         for app_id in self._placed_last:
             if attempts.get(app_id, 0) > 1:
@@ -131,6 +133,7 @@ class ServedFederation:
                 raise RuntimeError(f"the federation refused its own event: {e}") from None
             raise EventError(str(e), origin[e.index], e.event) from None
         self._placed_last = [d.app_id for d in out if isinstance(d, Placed)]
+        self._moved_last = {d.app_id: d.cluster for d in out if isinstance(d, Unplaced)}
         return out
 
     def _named(self, events: list[Event]) -> tuple[list[Event], list[int]]:

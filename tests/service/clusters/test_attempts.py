@@ -17,7 +17,7 @@ from sessionsched.agent.transport import JsonClient
 from sessionsched.backends.federated import FederatedBackend
 from sessionsched.config import ServerConfig
 from sessionsched.engine import CapacityChanged, Submitted
-from sessionsched.engine.clusters import ClusterSpec, OnCluster, Placed
+from sessionsched.engine.clusters import ClusterSpec, LaunchUnavailable, OnCluster, Placed
 from sessionsched.engine.clusters.served import ServedFederation
 from sessionsched.intake import new_apps
 from sessionsched.model import Resources
@@ -73,7 +73,7 @@ def test_each_launch_is_tagged_with_its_attempt_and_a_restart_counts_on(state_di
     assert two.launched() == dict.fromkeys(ids, 1)
 
 
-def test_a_failed_commit_takes_back_the_placement_it_did_not_commit():
+def test_a_failed_commit_takes_back_the_placement_and_the_move_it_did_not_commit():
     served_fed = ServedFederation(one_queue(), [ClusterSpec("a"), ClusterSpec("b")],
                                   driver_slots=None)
     served_fed.step(0.0, [OnCluster(n, CapacityChanged(Resources(4, 4 * 4096))) for n in "ab"])
@@ -86,6 +86,12 @@ def test_a_failed_commit_takes_back_the_placement_it_did_not_commit():
     out = fresh.step(2.0, [OnCluster(n, CapacityChanged(Resources(4, 4 * 4096))) for n in "ab"]
                      + [Submitted(x.spec())])
     assert [d for d in out if isinstance(d, Placed)] == [Placed("x", "a", 1)]  # still its first
+    # Moved to b (its launch on a started nothing) and placed there; that commit fails too:
+    # x is back on a, where the store has it, at its first attempt.
+    out = fresh.step(3.0, [LaunchUnavailable("x", "a's master cannot be reached")])
+    assert [d for d in out if isinstance(d, Placed)] == [Placed("x", "b", 2)]
+    again = fresh.fresh()
+    assert again.recorded["x"] == "a" and again.attempt_of("x") == 1
 
 
 def test_an_agent_of_an_older_attempt_is_told_to_stop_and_not_listened_to(state_dir, tmp_path):
