@@ -193,7 +193,9 @@ def _move(fed: Federation, plan: Plan, i: int, ev: LaunchUnavailable) -> None:
            and e.app_id == app_id for e in plan.batches.get(name, ())):
         return
     rec = fed.engines[name].apps[app_id]
-    spec = replace(rec.spec, priority=rec.priority)
+    priority = next((e.priority for e in reversed(plan.batches.get(name, []))
+                     if isinstance(e, PriorityChanged) and e.app_id == app_id), rec.priority)
+    spec = replace(rec.spec, priority=priority)
     copies = [c for c in others if plan.reachable[c]] or others or fed.eligible(spec)
     plan.moved[app_id] = (name, ev.reason)
     plan.to(name, KillRequested(app_id), i)
@@ -201,7 +203,22 @@ def _move(fed: Federation, plan: Plan, i: int, ev: LaunchUnavailable) -> None:
     plan.copies[app_id] = copies
     plan.specs[app_id] = spec
     for c in copies:
-        plan.to(c, Submitted(spec), i)
+        if c == name or not _keep_copy(plan, c, app_id):
+            plan.to(c, Submitted(spec), i)
+        elif fed.engines[c].apps[app_id].priority != priority:
+            plan.to(c, PriorityChanged(app_id, priority), i)
+
+
+def _keep_copy(plan: Plan, name: str, app_id: str) -> bool:
+    """Its copy in ``name``'s queue, placed elsewhere at the step before and not taken out
+    yet, stays as its place there: the withdrawal planned for it (the federation's own kill
+    and forget) is taken back. Killed, it would end the app, its home copy's word."""
+    batch, origin = plan.batches.get(name, []), plan.origin.get(name, [])
+    planned = [k for k, e in enumerate(batch) if origin[k] is None
+               and isinstance(e, KillRequested | Forget) and e.app_id == app_id]
+    for k in reversed(planned):
+        del batch[k], origin[k]
+    return bool(planned)
 
 
 def _end_lost(fed: Federation, plan: Plan, now: float) -> None:

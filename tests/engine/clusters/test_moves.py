@@ -121,3 +121,26 @@ def test_an_app_placed_nowhere_or_forgotten_is_not_moved_and_its_books_go():
     f.step(4.0, [KillRequested("x")])
     f.step(5.0, [Forget("x")])
     assert f.tried == {} and f.attempts == {}
+
+
+@pytest.mark.parametrize("room_on_a", [False, True], ids=["a-full", "a-has-room"])
+def test_moved_into_a_queue_whose_copy_of_it_is_still_being_withdrawn_it_keeps_that_copy(
+        room_on_a):
+    """x placed on b (a full) at the step before, its copy in a's queue not taken out yet
+    (a stepped before b): that copy stays its place in a's queue - killed there, it would end
+    the app - with its priority as it stands, and is placed when a has room."""
+    f = fed()
+    f.step(1.0, submit(whole("y")))  # y on a
+    out = f.step(1.5, submit(whole("x")))
+    assert placed(out) == {"x": "b"} and f.withdraw["a"] == ["x"]
+    events = [PriorityChanged("x", 8000), LaunchUnavailable("x", DOWN)]
+    out = f.step(2.0, ([DriverExited("y", 0)] if room_on_a else []) + events)
+    check(f, out)
+    assert [d for d in out if isinstance(d, Unplaced)] == [Unplaced("x", "b", ("a",), DOWN)]
+    assert not [d for d in about(out, "x") if isinstance(d, MarkState) and d.state.terminal]
+    assert f.engines["a"].apps["x"].priority == 8000
+    if not room_on_a:
+        assert f.queued["x"].copies == ["a"] and f.cluster_of("x") is None
+        out = f.step(3.0, [DriverExited("y", 0)])
+        check(f, out)
+    assert [d for d in out if isinstance(d, Placed)] == [Placed("x", "a", 2)]
