@@ -101,9 +101,9 @@ class Scheduler:
         self.host_room = host_room
         self.budget = budget
         # Behind several clusters (``clusters.federation``): False while this one cannot be
-        # reached (nothing launched, its apps arbitrated as before); and each queue's apps
-        # running on the others, which its ``max_running_apps`` counts too.
-        self.launching, self.elsewhere = True, {}
+        # reached; each queue's apps running on the others (its ``max_running_apps``); whether
+        # a later cluster is offered an app this step (``Room.offered_later``).
+        self.launching, self.elsewhere, self.offered_later = True, {}, lambda app_id: False
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self._next_release: float | None = None  # an idle session's release falls due
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
@@ -328,7 +328,7 @@ class Scheduler:
             weight_of=books.needs.weight_at_or_above,
             workers=books.workers,
             free_now=self.reports.free_now(),
-            elsewhere=self.elsewhere,
+            elsewhere=self.elsewhere, offered_later=self.offered_later,
         )
         busy = []
         admitted, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in

@@ -44,6 +44,7 @@ from sessionsched.operations.audit_read import AuditRow, audit_rows
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal, waited
 from sessionsched.operations.reads import AppRead, Reads
 from sessionsched.operations.usage_read import parse_when, usage_lines
+from sessionsched.service.clusters.fits import with_clusters
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
 
@@ -160,7 +161,7 @@ class Operations(Reads):
         except CHECKS_FAIL as e:
             return check_failed(e)
         answer = await asyncio.to_thread(self.service.estimator.dry_run, app.spec, app.name)
-        return done((app.queue, answer))
+        return done((app.queue, with_clusters(self.service.view.engine, app.spec, answer)))
 
     async def submit_rest(self, caller: auth.Caller, sender: str, body: Any) -> Outcome:
         """Spark's ``CreateSubmissionRequest``. Done: (the stored app, unknown field names)."""
@@ -384,7 +385,8 @@ class Operations(Reads):
             start = 0.0 if not since else parse_when(since, now, "since")
             end = now if not until else parse_when(until, now, "until")
             own = None if not self.gate.on or caller.role == auth.ADMIN else caller.user
-            return done(usage_lines(self.service.store, by, start, end, now, own))
+            first = self.service.config.cluster_registry()[0].name
+            return done(usage_lines(self.service.store, by, start, end, now, own, first))
         except ValueError as e:
             return failed(Kind.INVALID, str(e))
         except StoreUnavailable as e:

@@ -47,7 +47,7 @@ nothing is applied (``routing`` plans the step without changing anything).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ...model import AppSpec, AppState, Queue
@@ -248,10 +248,11 @@ class Federation:
         counts = self._counts
         if self._limited and not counts:
             counts.update({n: running_in(e, self._limited) for n, e in self.engines.items()})
-        for name in order:
+        for i, name in enumerate(order):
             batch = plan.batches.get(name, [])
             if self._limited:
                 self.engines[name].elsewhere = elsewhere(counts, name)
+            self.engines[name].offered_later = self._offered_later(order[i + 1:])
             withdrawn = self.withdraw[name]  # placed or ended by a cluster before it
             for app_id in withdrawn:
                 batch += [KillRequested(app_id), Forget(app_id)]
@@ -263,6 +264,20 @@ class Federation:
             if self._limited:  # its apps as they stand now, for the engines after it
                 counts[name] = running_in(self.engines[name], self._limited)
         return out
+
+    def _offered_later(self, later: Sequence[str]) -> Callable[[str], bool]:
+        """Whether a queued app is offered, after the cluster stepping now, to another that may
+        hold it (``admission_checks.free_here``: then this one takes it only into room free
+        now). A cluster that held it aside last step (it cannot hold it as it is) does not
+        count: the app is not kept from a cluster that can run it for one that cannot."""
+        queued = self.queued
+        held = {name: self.engines[name].held for name in later}
+
+        def offered_later(app_id: str) -> bool:
+            q = queued.get(app_id)
+            return q is not None and any(c in held and app_id not in held[c] for c in q.copies)
+
+        return offered_later
 
     def _commit(self, plan: Plan, now: float) -> None:
         everyone_was_down = not any(self.reachable.values())
