@@ -28,14 +28,14 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ValidationError
 
 from sessionsched.doors.common.asgi import send_answer
-from sessionsched.doors.native.deps import CallerDep, OpsDep, answer, identify
-from sessionsched.doors.native.schemas import (
+from sessionsched.doors.native.agent_schemas import (
     AgentHeartbeat,
     AgentRegister,
     AgentReply,
     AgentWatch,
-    error_responses,
 )
+from sessionsched.doors.native.deps import CallerDep, OpsDep, answer, identify
+from sessionsched.doors.native.schemas import error_responses
 from sessionsched.doors.native.views import unreadable, validation_detail
 from sessionsched.model import Resources
 from sessionsched.model.custom import custom_of
