@@ -18,6 +18,12 @@ scheduler:
   only; while queued, a priority change goes to every copy, and what the copies decide about
   it (failing after ``max_wait``, killed) is said once, by its home copy (the first cluster it
   waits in, in the listed order).
+- **A launch that started nothing.** ``LaunchUnavailable``: the app's launch failed before
+  anything was started on its cluster (its backend could not be reached). It is taken off
+  that cluster and queued again in the others it may use and has not been placed on since
+  (``Unplaced``, said before any new placement), to be placed anew there with its next
+  attempt; the caller commits the move before that launch. ``may_move`` says whether it has
+  anywhere to go: if not, the caller tries the launch again where it is.
 - **A lost cluster.** ``ClusterReachable(c, False)``: its engine launches nothing; queued apps
   that may use another reachable cluster leave its queue; the rest wait there, for it to come
   back. Its running apps stay on the books and are arbitrated as before (their drivers' agents
@@ -58,10 +64,10 @@ from ..ledger import AppRecord
 from ..scheduler import Scheduler
 from ..tree import QueueTree
 from ..validate import EventError, check_events
-from .events import Placed
+from .events import Placed, Unplaced
 from .limits import elsewhere, limited_queues, running_in
 from .order import PlacementRule, cluster_order
-from .routing import Plan, plan_step
+from .routing import Plan, movable, plan_step
 from .trees import tree_for
 
 # Five times Spark's own ``spark.network.timeout`` (120 s): a master's restart or a short
@@ -148,6 +154,7 @@ class Federation:
         self.queued: dict[str, Queued] = {}
         self.ended_in: dict[str, str] = {}  # app that ended unplaced -> its home copy's cluster
         self.attempts: dict[str, int] = {}
+        self.tried: dict[str, set[str]] = {}  # app moved off -> the clusters it left
         self.placed_count: dict[str, int] = {}
         self.reachable = dict.fromkeys(self.names, True)
         self.down_since: dict[str, float] = {}
@@ -178,6 +185,12 @@ class Federation:
 
     def allowed_by_queue(self, leaf: str) -> list[str]:
         return allowed_by_queue(QueueTree.of(self.root).path[leaf], self.names)
+
+    def may_move(self, app_id: str) -> bool:
+        """Whether a placed app whose launch started nothing has another cluster to go to:
+        one it may use, that answers, and that it has not left already."""
+        where = movable(self, app_id)
+        return where is not None and any(self.reachable[c] for c in where[1])
 
     def waits_for_lost(self, app_id: str) -> str | None:
         """Why a queued app waits when every cluster it waits in is unreachable; else None."""
@@ -231,6 +244,8 @@ class Federation:
         # answers, before anything is launched in the room they hold.
         out: list[Decision] = [StopDriver(app_id) for app_id in sorted(self.lost)
                                if self.owner.get(app_id) in back]
+        out += [Unplaced(app_id, left, tuple(plan.copies[app_id]), why)
+                for app_id, (left, why) in plan.moved.items()]
         # Each cluster's apps per limited queue change only in its own engine's step: kept
         # from one step to the next, counted again after each engine's step.
         counts = self._counts
@@ -247,7 +262,8 @@ class Federation:
             self.withdraw[name] = []
             # Checked above, whole; a withdrawal (a queued copy killed, then forgotten) cannot
             # be refused: the books are only checked again when one was added.
-            out += self._take(name, self.engines[name].step(now, batch, checked=not withdrawn))
+            out += self._take(name, self.engines[name].step(now, batch, checked=not withdrawn),
+                              plan.moved)
             if self._limited:  # its apps as they stand now, for the engines after it
                 counts[name] = running_in(self.engines[name], self._limited)
         return out
@@ -287,8 +303,11 @@ class Federation:
         for app_id, spec in plan.specs.items():
             self.queued[app_id].spec = spec
         self.owner.update(plan.adopted)
+        for app_id, (left, _) in plan.moved.items():
+            del self.owner[app_id]
+            self.tried.setdefault(app_id, set()).add(left)
         for app_id in plan.forgotten:
-            for book in (self.owner, self.ended_in, self.attempts):
+            for book in (self.owner, self.ended_in, self.attempts, self.tried):
                 book.pop(app_id, None)
             self.lost.discard(app_id)
         self.lost.update(plan.lost)
@@ -297,12 +316,17 @@ class Federation:
             self._limited, self._counts = limited_queues(plan.root), {}
         self.withdraw = {name: [] for name in self.names}  # in the plan's batches now
 
-    def _take(self, name: str, decisions: list[Decision]) -> list[Decision]:
+    def _take(self, name: str, decisions: list[Decision],
+              moved: Mapping[str, tuple[str, str]]) -> list[Decision]:
         """What cluster ``name``'s engine decided, as the federation says it: a launch placed
-        first, each app's word from the engine that speaks for it."""
+        first, each app's word from the engine that speaks for it; not what the cluster an app
+        moved off says of its leaving (killed there, where nothing was started: no stop)."""
         out: list[Decision] = []
         for d in decisions:
             app_id = d.app_id  # type: ignore[attr-defined]
+            if app_id in moved and moved[app_id][0] == name and (
+                    isinstance(d, StopDriver) or isinstance(d, MarkState) and d.state.terminal):
+                continue
             if isinstance(d, LaunchDriver):
                 out += [self._place(name, app_id), d]
             elif app_id in self.queued:

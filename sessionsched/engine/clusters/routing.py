@@ -8,7 +8,9 @@ would refuse leaves everything as it was. In each engine's batch, in order:
      those that leave a cluster lost now for one that answers: ``KillRequested`` and
      ``Forget``, so nothing after them can launch them there;
   2. the copies it takes back: the queued apps that may use a cluster back now;
-  3. the batch's own events, routed by app (``_where``);
+  3. the batch's own events, routed by app (``_where``); an app whose launch started nothing
+     (``LaunchUnavailable``) is killed and forgotten on its cluster, and ``Submitted`` again
+     to the queues it moves to (``_move``);
   4. the endings of its running apps once its ``lost_timeout_s`` ran out.
 
 Each engine takes an app's spec as its cluster runs it (``on_cluster``): on a cluster that runs
@@ -20,11 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ...model import AppSpec
+from ...model import AppSpec, AppState
 from ..events import (
     Adopted,
     CapacityChanged,
     DriverExited,
+    DriverStarted,
     Event,
     Forget,
     KillRequested,
@@ -34,7 +37,7 @@ from ..events import (
     Tick,
 )
 from ..validate import EventError
-from .events import ClusterReachable, OnCluster
+from .events import ClusterReachable, LaunchUnavailable, OnCluster
 from .trees import tree_for
 
 if TYPE_CHECKING:
@@ -55,6 +58,7 @@ class Plan:
     adopted: dict[str, str] = field(default_factory=dict)  # app -> the cluster it runs on
     forgotten: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # apps ended for their lost cluster
+    moved: dict[str, tuple[str, str]] = field(default_factory=dict)  # app -> (left, why)
     root: object | None = None  # a new queue tree
 
     def to(self, name: str, ev: Event, i: int | None) -> None:
@@ -162,6 +166,8 @@ def _route(fed: Federation, plan: Plan, i: int, ev: Event) -> None:
     elif isinstance(ev, Tick):
         for name in fed.names:
             plan.to(name, ev, i)
+    elif isinstance(ev, LaunchUnavailable):
+        _move(fed, plan, i, ev)
     else:
         app_id = ev.app_id  # type: ignore[attr-defined]
         for name in _where(fed, plan, app_id):
@@ -177,10 +183,63 @@ def _where(fed: Federation, plan: Plan, app_id: str) -> list[str]:
     """The engines an event about one app goes to: its cluster's once placed (or adopted);
     while queued, every copy - a kill must reach a copy before its engine steps, whichever
     steps first - and the home copy's word is the one taken (``federation``)."""
-    where = plan.adopted.get(app_id) or fed.owner.get(app_id) or fed.ended_in.get(app_id)
+    where = None if app_id in plan.moved else (
+        plan.adopted.get(app_id) or fed.owner.get(app_id) or fed.ended_in.get(app_id))
     if where is not None:
         return [where]
     return list(copies_of(fed, plan, app_id)) or [fed.names[0]]  # unknown: that one says so
+
+
+def movable(fed: Federation, app_id: str) -> tuple[str, list[str]] | None:
+    """A placed app whose driver has not started: (its cluster, the others it may use and has
+    not been placed on since its launches began failing), in the listed order; else None."""
+    name = fed.owner.get(app_id)
+    rec = None if name is None else fed.engines[name].apps.get(app_id)
+    if rec is None or rec.state is not AppState.STARTING or rec.up_at is not None:
+        return None
+    tried = fed.tried.get(app_id, set()) | {name}
+    return name, [c for c in fed.eligible(rec.spec) if c not in tried]
+
+
+def _move(fed: Federation, plan: Plan, i: int, ev: LaunchUnavailable) -> None:
+    """Off its cluster, into the queues of the others it may use that answer (of those it may
+    use, when none answers; of every one, itself included, when it has tried them all). An
+    app that started, ended, or was told in this batch to end or move, stays as it is."""
+    app_id = ev.app_id
+    where = movable(fed, app_id)
+    if where is None or app_id in plan.moved or app_id in plan.adopted:
+        return
+    name, others = where
+    if any(isinstance(e, KillRequested | DriverExited | DriverStarted | Forget)
+           and e.app_id == app_id for e in plan.batches.get(name, ())):
+        return
+    rec = fed.engines[name].apps[app_id]
+    priority = next((e.priority for e in reversed(plan.batches.get(name, []))
+                     if isinstance(e, PriorityChanged) and e.app_id == app_id), rec.priority)
+    spec = replace(rec.spec, priority=priority)
+    copies = [c for c in others if plan.reachable[c]] or others or fed.eligible(spec)
+    plan.moved[app_id] = (name, ev.reason)
+    plan.to(name, KillRequested(app_id), i)
+    plan.to(name, Forget(app_id), i)
+    plan.copies[app_id] = copies
+    plan.specs[app_id] = spec
+    for c in copies:
+        if c == name or not _keep_copy(plan, c, app_id):
+            plan.to(c, Submitted(spec), i)
+        elif fed.engines[c].apps[app_id].priority != priority:
+            plan.to(c, PriorityChanged(app_id, priority), i)
+
+
+def _keep_copy(plan: Plan, name: str, app_id: str) -> bool:
+    """Its copy in ``name``'s queue, placed elsewhere at the step before and not taken out
+    yet, stays as its place there: the withdrawal planned for it (the federation's own kill
+    and forget) is taken back. Killed, it would end the app, its home copy's word."""
+    batch, origin = plan.batches.get(name, []), plan.origin.get(name, [])
+    planned = [k for k, e in enumerate(batch) if origin[k] is None
+               and isinstance(e, KillRequested | Forget) and e.app_id == app_id]
+    for k in reversed(planned):
+        del batch[k], origin[k]
+    return bool(planned)
 
 
 def _end_lost(fed: Federation, plan: Plan, now: float) -> None:
