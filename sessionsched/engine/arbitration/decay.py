@@ -37,6 +37,10 @@ of a step, at the step's time); ``read(now)`` evaluates every key, O(queues + us
 O(apps). Entries whose usage is 0 and whose D fell below ``FORGOTTEN_CORES`` are dropped. The
 service stores the changed entries with each cycle and restores them on start and takeover
 (``changed``, ``load``): D is durable, and a gap while no scheduler ran counts as usage c.
+
+Behind several clusters each cluster's engine keeps the D of its own apps, and reads the sum
+over every cluster (``beside``: the other engines' books, set by the federation): D is the
+queue tree's, as queue order is, so a queue that used one cluster is behind on the others too.
 """
 
 from __future__ import annotations
@@ -108,6 +112,7 @@ class DecayBook:
         self.user_usage: dict[Key, int] = {}  # (USER, leaf, user) -> cores used now
         self._users_moved: set[Key] = set()  # user usage changed since the last ``observe``
         self.last = NO_PAST  # what the last ``read`` gave (the self-check reuses it)
+        self.beside: tuple[DecayBook, ...] = ()  # the other clusters' books (module doc)
 
     @property
     def on(self) -> bool:
@@ -180,7 +185,7 @@ class DecayBook:
     def read(self, now: float) -> Past:
         """D of every queue and user at ``now`` (kept in ``last``). Forgets entries without
         usage whose D fell below ``FORGOTTEN_CORES``. O(queues + users)."""
-        if not self.entries and not self.user_leaves:
+        if not self.entries and not self.user_leaves and not any(b.entries for b in self.beside):
             self.last = NO_PAST
             return NO_PAST
         queues: dict[str, float] = {}
@@ -196,6 +201,13 @@ class DecayBook:
                 users[queue][user] = d
             else:
                 queues[queue] = d
+        for book in self.beside:  # theirs at ``now``, read only: each forgets its own
+            for (kind, queue, user), e in book.entries.items():
+                d = e.at(now, book.half_life[queue])
+                if kind == QUEUE:
+                    queues[queue] = queues.get(queue, 0.0) + d
+                elif queue in users:
+                    users[queue][user] = users[queue].get(user, 0.0) + d
         self.last = Past(queues, users)
         return self.last
 

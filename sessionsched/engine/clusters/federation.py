@@ -147,6 +147,9 @@ class Federation:
         self.placement = PlacementRule(placement)
         self.engines = {name: Scheduler(tree_for(root, name), **engine_settings)
                         for name in self.names}
+        for name, engine in self.engines.items():  # decayed usage is the tree's, summed
+            engine.books.decay.beside = tuple(e.books.decay for n, e in self.engines.items()
+                                              if n != name)
         self.root = root
         self._limited = limited_queues(root)  # ``max_running_apps`` over every cluster
         self._counts: dict[str, dict[str, int]] = {}  # cluster -> limited queue -> its apps

@@ -15,9 +15,11 @@ What it adds to the federation, between the service and it:
   commit takes back the last step's (``fresh``); each launch is tagged with it
   (``service.launch``), so a driver of an older attempt can be told apart.
 - **One view** of every engine (``clusters.view``).
-- **Decayed usage** stays with each engine and is not written to the store (the store keeps
-  one entry per queue and user: per cluster it is not built yet); ``decayed_changes`` is
-  empty, so a restart starts the clusters' fair-share history afresh.
+- **Decayed usage** is kept by each engine for its own apps and read summed over every
+  cluster (``arbitration.decay``). Its entries go to the store's one table of them with the
+  cluster in the queue's name (``root.etl@a``: ``stored_key``), and come back to their
+  cluster's engine; an entry without a cluster (written while the server ran one) is the
+  first cluster's, where the one cluster's apps ran.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ from .order import PlacementRule
 from .view import MergedView
 
 ReadClusters = Callable[[], list[Event]]
+
+
+def stored_key(key: tuple[str, str, str], cluster: str) -> tuple[str, str, str]:
+    """A decayed-usage key of one cluster's engine as the store keeps it (module doc)."""
+    kind, queue, user = key
+    return kind, f"{queue}@{cluster}", user
 
 
 class ServedFederation:
@@ -82,13 +90,23 @@ class ServedFederation:
         return self.fed.next_wakeup()
 
     def decayed_changes(self) -> list:
-        return []
+        return [(stored_key(key, name), e) for name, engine in self.fed.engines.items()
+                for key, e in engine.decayed_changes()]
 
     def decayed(self) -> list:
-        return []
+        return [(stored_key(key, name), e) for name, engine in self.fed.engines.items()
+                for key, e in engine.decayed()]
 
     def load_decayed(self, entries: Iterable) -> None:
-        """Not kept across restarts with several clusters (see the module doc)."""
+        """The store's entries, each back to its cluster's engine (see the module doc)."""
+        by_cluster: dict[str, list] = {name: [] for name in self.fed.engines}
+        for (kind, queue, user), e in entries:
+            base, _, cluster = queue.rpartition("@")
+            if not base or cluster not in by_cluster:  # written with one cluster
+                base, cluster = queue, self.fed.names[0]
+            by_cluster[cluster].append(((kind, base, user), e))
+        for name, some in by_cluster.items():
+            self.fed.engines[name].load_decayed(some)
 
     def cluster_of(self, app_id: str) -> str | None:
         """The cluster the app was placed on (or, adopted at a restart, recorded on)."""
@@ -117,8 +135,7 @@ class ServedFederation:
                 attempts[app_id] -= 1
             else:
                 attempts.pop(app_id, None)
-        for name, engine in self.fed.engines.items():
-            out.fed.engines[name].load_decayed(engine.decayed())
+        out.load_decayed(self.decayed())
         return out
 
     # --- the step ---------------------------------------------------------------------------

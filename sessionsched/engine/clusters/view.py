@@ -133,19 +133,15 @@ def _row(fed: Federation, name: str, view: EngineView, order: int) -> ClusterRow
 def _usage(root: Queue, views: dict[str, EngineView],
            pending: dict[str, tuple[str, ...]]) -> dict[str, QueueUsage]:
     """Each queue's usage summed over the clusters; its queued apps counted once (a queued
-    app has a copy in every cluster it may use)."""
+    app has a copy in every cluster it may use), its decayed usage once (each engine reads it
+    summed over every cluster already: ``arbitration.decay``)."""
     out: dict[str, QueueUsage] = {}
     for q in root.walk():
         some = [u for v in views.values() if (u := v.usage.get(q.name)) is not None]
         if not some:
             continue
         queued = sum(len(pending.get(leaf.name, ())) for leaf in q.leaves())
-        users: dict[str, float] | None = None
-        for u in some:
-            if u.decayed_users is not None:
-                users = users or {}
-                for user, cores in u.decayed_users.items():
-                    users[user] = users.get(user, 0.0) + cores
+        users = next((u.decayed_users for u in some if u.decayed_users is not None), None)
         decayed = [u.decayed_cores for u in some if u.decayed_cores is not None]
         out[q.name] = replace(
             some[0], pending=queued,
@@ -154,5 +150,5 @@ def _usage(root: Queue, views: dict[str, EngineView],
             driver_cores=sum(u.driver_cores for u in some),
             demand_cores=sum(u.demand_cores for u in some),
             apps=list(dict.fromkeys(a for u in some for a in u.apps)),
-            decayed_cores=sum(decayed) if decayed else None, decayed_users=users)
+            decayed_cores=decayed[0] if decayed else None, decayed_users=users)
     return out

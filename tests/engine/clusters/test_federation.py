@@ -427,3 +427,26 @@ def test_an_app_a_later_cluster_cannot_hold_is_not_kept_from_the_one_that_can():
     out += f.step(4.0, [Tick()])
     check(f, out)
     assert placed(out) == {"y": "a"}
+
+
+@pytest.mark.parametrize("shared, first", [(True, "y1"), (False, "x2")],
+                         ids=["decayed-usage-over-every-cluster", "each-cluster-its-own"])
+def test_decayed_usage_is_the_trees_over_every_cluster(shared, first):
+    """x used all of a for an hour (z all of b); b frees room for one of x2 (x, submitted
+    first) and y1 (y, never used anything): y1 goes first, x's decayed usage on a counting on
+    b too.
+    Each cluster's own (the books not shared) would let x2 in by its submission."""
+    f = fed(root=tree(leaf("x"), leaf("y"), leaf("z"), usage_half_life_s=3600))
+    if not shared:
+        for engine in f.engines.values():
+            engine.books.decay.beside = ()
+    check(f, out := f.step(1.0, submit(whole("x1", queue="root.x"),
+                                       whole("b1", queue="root.z"))))
+    assert placed(out) == {"x1": "a", "b1": "b"}
+    f.step(2.0, [ExecutorsChanged("x1", executors("x1", 1)),
+                 ExecutorsChanged("b1", executors("b1", 1))])
+    f.step(3600.0, [Tick()])
+    check(f, f.step(3601.0, submit(whole("x2", queue="root.x"), whole("y1", queue="root.y"))))
+    out = f.step(3602.0, [DriverExited("b1", 0)])
+    check(f, out)
+    assert placed(out) == {first: "b"}

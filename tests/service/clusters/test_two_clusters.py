@@ -11,6 +11,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from sessionsched.backends.base import BackendError
@@ -59,11 +60,12 @@ class Two:
 
 
 @contextmanager
-def served(state_dir: Path, two: Two, cwd: Path, clock: Clock) -> Iterator[Stepped]:
+def served(state_dir: Path, two: Two, cwd: Path, clock: Clock,
+           queues: list = QUEUES) -> Iterator[Stepped]:
     (cwd / "job.py").write_text("print('hello')\n")
     backend = FederatedBackend({n: Counting(c, two.launches[n]) for n, c in two.clusters.items()},
                                lambda _app_id: None)
-    config = make_config(state_dir, queues=QUEUES, clusters=CLUSTERS)
+    config = make_config(state_dir, queues=queues, clusters=CLUSTERS)
     app = create_app(config, backend, run_cycles=False, clock=clock)
     with TestClient(app) as client:
         yield Stepped(client, clock, two.clusters["a"], cwd)
@@ -256,3 +258,32 @@ def test_the_config_alone_builds_one_memory_backend_per_cluster(state_dir, tmp_p
         backend = s.service.backend
     assert isinstance(backend, FederatedBackend) and list(backend.backends) == ["a", "b"]
     assert sorted(where.values()) == ["a", "b", "b"]  # a has room for one
+
+
+def test_decayed_usage_is_summed_over_the_clusters_and_kept_across_a_restart(state_dir,
+                                                                              tmp_path):
+    """Apps of root.default on a and on b for a minute: the queue's decayed usage is both
+    clusters' together, stored per cluster, and the same after a restart."""
+    decaying = [{**QUEUES[0], "usage_half_life": 600}]
+    two, clock = Two(cores_on_a=4), Clock()
+
+    def decayed(s: Stepped) -> float:
+        rows = {q["name"]: q for q in s.client.get("/api/v1/queues").json()}
+        return rows["root.default"]["decayed_cores"]
+
+    with served(state_dir, two, tmp_path, clock, decaying) as s:
+        ids = [rest_submit(s, f"app-{i}") for i in range(4)]
+        assert set(running(s, ids).values()) == {"a", "b"}
+        for _ in range(60):
+            s.cycle(1.0)
+        before = decayed(s)
+        engines = s.service.engine.fed.engines
+        own = {n: e.books.decay.read(clock.now).queues.get("root.default") for n, e in
+               engines.items()}
+    stored = {q for (q,) in rows(state_dir / "sessionsched.db",
+                                 "SELECT queue FROM decayed_usage WHERE kind = 'queue'")}
+    assert {"root.default@a", "root.default@b"} <= stored
+    assert before > 0 and own["a"] == pytest.approx(own["b"]) == pytest.approx(before)
+    with served(state_dir, two, tmp_path, clock, decaying) as s:
+        s.cycle(0.0)  # the first cycle reads the restored books
+        assert decayed(s) == pytest.approx(before, rel=0.01)
