@@ -57,6 +57,9 @@ class LeafBook:
         self.used_mem_mib = 0
         self.sated = False  # the result was set by ``sate``
         self._since: dict[str, None] = {}  # claims set or dropped since the last result
+        # The rank key of the first claim below its want (None: none is; False: not known):
+        # phase 4 reads every leaf's each cycle, and it moves only with a claim or a result.
+        self._head: tuple | None | bool = False
 
     def add(self, c: Claim, sign: int = 1) -> None:
         if sign > 0:
@@ -99,11 +102,13 @@ class LeafBook:
                                         sign)
         self.version += 1
         self._ranked = None
+        self._head = False
         self._since[c.app_id] = None
 
     def _count(self, c: Claim, n: int, sign: int) -> None:
         """Put a claim's result ``n`` into the sums (``sign`` 1) or take it out (-1)."""
         size = c.executor
+        self._head = False
         self.used_cores += sign * n * size.cores
         self.used_mem_mib += sign * n * size.mem_mib
         if size.custom:
@@ -120,10 +125,21 @@ class LeafBook:
         """The smallest executor among the claims below their want (0: none is)."""
         return min(self.unsat_sizes, default=0)
 
-    def unsatisfied(self) -> Iterator[Claim]:
-        """The claims below their want, in rank order (lazily: the remainders rarely go far)."""
+    def head(self) -> tuple | None:
+        """The rank key of the first claim below its want; None if every claim has it."""
+        h = self._head
+        if h is False:
+            claims, result = self.claims, self.result
+            h = self._head = next(
+                (k for k in self._order if result[k[2]] < claims[k[2]].want), None)
+        return h  # type: ignore[return-value]
+
+    def unsatisfied_after(self, key: tuple) -> Iterator[Claim]:
+        """The claims below their want ranked after ``key``, in rank order (lazily: the
+        remainders rarely go far)."""
         claims, result = self.claims, self.result
-        return (c for c in (claims[k[2]] for k in self._order) if result[c.app_id] < c.want)
+        after = self._order.irange(minimum=key, inclusive=(False, True))
+        return (c for c in (claims[k[2]] for k in after) if result[c.app_id] < c.want)
 
     def ranked(self) -> list[Claim]:
         if self._ranked is None:
@@ -235,6 +251,7 @@ class LeafBook:
             if last.get(app_id) != n:
                 changed.append(app_id)
         self.result = result
+        self._head = False
         self._kept(key, sated=False)
         return changed
 
@@ -242,6 +259,7 @@ class LeafBook:
         """Drop the result, its sums and the greedy walk (the result is recomputed whole)."""
         self.greedy = None
         self.result = {}
+        self._head = False
         self.unsat_sizes = {}
         self.used_cores = self.used_mem_mib = 0
         self.used_custom = ()

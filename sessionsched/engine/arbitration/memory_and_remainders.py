@@ -11,7 +11,7 @@ Plain functions over the arbiter's books: nothing is kept here between cycles.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from sortedcontainers import SortedList
 
@@ -39,11 +39,33 @@ def exact_remainders(
         return books[c.queue].result[c.app_id]
 
     return _remainders(
-        lambda: heapq.merge(*(b.unsatisfied() for b in unsat), key=by_priority_then_seq),
+        lambda: unsatisfied(unsat),
         base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree, left_custom,
         None if left_custom is None else CustomCaps.of(
             tree, {name: b.used_custom for name, b in books.items() if b.used_custom}),
     )
+
+
+def unsatisfied(books: list[LeafBook]) -> Iterator[Claim]:
+    """The claims below their want in every leaf of ``books``, in rank order: a merge of the
+    leaves that starts from each one's kept ``head`` and reads a leaf past it only once the
+    merge gets there (the remainders rarely go far, and most leaves' heads stay put from one
+    cycle to the next: a leaf costs the merge one entry, not a scan of its claims)."""
+    heap = [(h, i) for i, h in enumerate(b.head() for b in books) if h is not None]
+    heapq.heapify(heap)  # rank keys end with the app id: no two are equal, ``i`` breaks no tie
+    rest: dict[int, Iterator[Claim]] = {}
+    while heap:
+        key, i = heap[0]
+        book = books[i]
+        yield book.claims[key[2]]
+        more = rest.get(i)
+        if more is None:
+            more = rest[i] = book.unsatisfied_after(key)
+        c = next(more, None)
+        if c is None:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (by_priority_then_seq(c), i))
 
 
 def memory_cut(
