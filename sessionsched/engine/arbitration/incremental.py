@@ -56,6 +56,8 @@ class Arbiter:
         self.targets: dict[str, int] = {}
         self._bonus: dict[str, int] = {}  # remainders given by the last compute
         self._exact = True  # targets == leaf results + bonus (no phase 1/3 cut last time)
+        # parent -> (what its split was worked out from, its children's shares): ``_divide``
+        self._shares: dict[str, tuple[tuple, list[float]]] = {}
 
     def set_claim(self, c: Claim) -> None:
         old = self._claims.get(c.app_id)
@@ -110,7 +112,8 @@ class Arbiter:
         low, high = self._node_sums(tree)
         budget = min(self._cores_memory_backs(capacity), high[root.name])
         dom = self._dominant(tree, capacity, totals)
-        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom)
+        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom,
+                           self._shares)
         recomputed = self._leaf_results(tree, cores_of, past, dom)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
         if cut is None and used_mem <= capacity.mem_mib:
@@ -285,9 +288,12 @@ class Arbiter:
 def _divide(
     tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float,
     past: Past = NO_PAST, dom: drf.Dom | None = None,
+    kept: dict[str, tuple[tuple, list[float]]] | None = None,
 ) -> dict[str, float]:
     """Phase 2 above the leaves: leaf name -> cores (fractional); siblings levelled by
-    (cores + decayed past usage) / weight."""
+    (cores + decayed past usage) / weight. ``kept``: each parent's split by the figures it
+    was worked out from, taken again while they stand (a cycle moves the wants of a few
+    queues; behind several clusters every cluster's engine divides the whole tree)."""
     queue_past = past.queues
     out: dict[str, float] = {}
     stack = [(tree.root.name, float(cores))]
@@ -299,11 +305,19 @@ def _divide(
             continue
         if not kids:
             continue
+        p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
+        memo = None
+        if kept is not None and dom is None:  # weights and min shares: the tree's (``tree``)
+            memo = (tree, c, tuple(kids), tuple([low[k] for k in kids]),
+                    tuple([high[k] for k in kids]), None if p is None else tuple(p))
+            was = kept.get(name)
+            if was is not None and was[0] == memo:
+                stack.extend(zip(kids, was[1], strict=True))
+                continue
         weights = [tree.node[k].weight for k in kids]
         guarantee = [
             float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids
         ]
-        p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
         split = None if dom is None else dom.split(
             tree, name, kids, c, weights, [float(low[k]) for k in kids], guarantee,
             [float(high[k]) for k in kids], p)
@@ -313,6 +327,8 @@ def _divide(
             shares = water_fill(c, weights, [float(low[k]) for k in kids], guarantee, p)
         else:
             shares = water_fill(c, weights, guarantee, [float(high[k]) for k in kids], p)
+        if memo is not None:
+            kept[name] = (memo, shares)
         stack.extend(zip(kids, shares, strict=True))
     return out
 

@@ -92,3 +92,28 @@ def test_the_remainders_follow_each_leafs_first_claim_below_its_want():
     assert step(replace(a1, want=9)) == {"a1": 3, "a2": 0, "b": 2}  # a1, ahead, short again
     assert step(drop="a1") == {"a2": 2, "b": 3}  # A's first short claim ended
     assert step(replace(a2, priority=9500)) == {"a2": 3, "b": 2}  # and a2 moved up past b
+
+
+def test_a_parents_split_follows_the_wants_below_it():
+    """Phase 2 keeps each parent's split while the figures it came from stand: a want that
+    moves under one parent moves the split above it, and the other parent's share."""
+    root = tree(parent("a", leaf("x"), leaf("y")), parent("b", leaf("z")))
+    arbiter = Arbiter()
+    claims = {c.app_id: c for c in (
+        Claim("x1", "root.a.x", 5000, 1, Resources(1, 1024), 0, 2),
+        Claim("y1", "root.a.y", 5000, 2, Resources(1, 1024), 0, 2),
+        Claim("z1", "root.b.z", 5000, 3, Resources(1, 1024), 0, 10))}
+
+    def step(*changed: Claim) -> dict[str, int]:
+        for c in changed:
+            claims[c.app_id] = c
+            arbiter.set_claim(c)
+        arbiter.compute(root, Resources(12, 1 << 30))
+        assert arbiter.targets == compute_targets(root, Resources(12, 1 << 30),
+                                                  list(claims.values()))
+        return dict(arbiter.targets)
+
+    assert step(*claims.values()) == {"x1": 2, "y1": 2, "z1": 8}
+    assert step() == {"x1": 2, "y1": 2, "z1": 8}  # nothing moved: the splits kept
+    assert step(replace(claims["x1"], want=6)) == {"x1": 4, "y1": 2, "z1": 6}  # a: 6, b: 6
+    assert step(replace(claims["z1"], want=2)) == {"x1": 6, "y1": 2, "z1": 2}
