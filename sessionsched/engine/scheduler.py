@@ -69,7 +69,7 @@ from .gang.phase import gang_phase
 from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers, profiles
-from .room import RoomKeeper
+from .room.keeper import RoomKeeper
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait, waited_too_long

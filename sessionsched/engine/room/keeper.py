@@ -17,6 +17,7 @@ from ...model import Resources
 from ..admission import Room
 from ..ledger import Totals
 from ..tree import QueueTree
+from .limit_waits import LimitWaits
 
 if TYPE_CHECKING:
     from ..app_books import Books
@@ -30,6 +31,7 @@ class RoomKeeper:
     def __init__(self) -> None:
         self._tree: QueueTree | None = None
         self._reset()
+        self.limit_waits = LimitWaits()
 
     def _reset(self) -> None:
         self._seen: dict[str, tuple[Totals, bool]] = {}  # leaf -> (its totals, apps queued)
@@ -74,6 +76,7 @@ class RoomKeeper:
         room.whole_in, room.unbounded_in = dict(self.whole_in), dict(self.unbounded_in)
         room.ahead_in = dict(self.ahead_in)
         room.weight_share = weight_shares(self.busy)
+        room.limit_waits = self.limit_waits
         return room
 
     def _bring_up_to_date(self, books: Books) -> None:

@@ -2,7 +2,7 @@
 room is the one built from scratch, and a leaf whose apps change moves the next decision."""
 
 from sessionsched.engine import DriverExited, DriverStarted, PriorityChanged
-from sessionsched.engine.room import RoomKeeper
+from sessionsched.engine.room.keeper import RoomKeeper
 from tests.engine.engine_builders import Run, app, launched, leaf, parent, tree
 
 ROOT = tree(parent("p", leaf("a", admission="none", max_running_apps=1),
