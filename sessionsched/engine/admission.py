@@ -165,7 +165,9 @@ class Plan:
 
 
 def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
-                    slice_apps: int | None = None) -> Plan:
+                    slice_apps: int | None = None,
+                    kept: Mapping[str, tuple[AppSpec, Wait]] | None = None,
+                    view_of: Callable[[str], LeafView] | None = None) -> Plan:
     """Admit heads in fair order until every queue with pending apps is deferred or empty, or
     ``slice_apps`` apps are admitted (``budget``): then every queue still in the walk waits
     with ``budget.ADMISSION_SLICE`` and the next call continues the same walk.
@@ -174,6 +176,9 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     admitted after it was deferred, its checks run again on the room they left (the checks
     only get harder as a cycle admits, so it still waits; the reason's numbers are then those
     of the room readers see, and an earlier check may now be the first to fail).
+
+    ``kept``: leaves without a view whose head waits for a count, as ``room.limit_waits`` kept
+    it (their head and wait); ``view_of`` gives one's view should its checks run again.
 
     Pure apart from spending ``room`` and the views' ``starting`` (the caller's working copies).
     Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head, then once
@@ -207,7 +212,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             nxt[name] += 1
         return False
 
-    deferred: dict[str, tuple[LeafView, AppSpec, int]] = {}  # leaf -> (view, head, admitted)
+    deferred: dict[str, tuple[LeafView | None, AppSpec, int]] = {}  # leaf -> (view, head, ...)
 
     def defer(name: str, head: AppSpec, reason: Wait, before: int) -> bool:
         """The leaf's app ``head`` waits: the leaf's first such app gives the leaf its wait.
@@ -224,15 +229,13 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         return pass_held(name)
 
     heads: dict[str, Rank] = {}  # leaf -> its head's rank, until the head changes
-    limits = room.limit_waits
-    for name in sorted(views):
-        view, path = views[name], tree.path[name]
-        kept = None if limits is None else limits.get(name, view.pending[0], path, room)
-        if kept is not None:  # as ``pass_held`` then ``defer`` would have it
-            at[name] = view.pending[0]
-            waiting[name], deferred[name] = kept, (view, at[name], 0)
-            del views[name]
+    limits, kept = room.limit_waits, kept or {}
+    for name in sorted([*views, *kept]) if kept else sorted(views):
+        if name in kept:  # as ``pass_held`` then ``defer`` would have it
+            head, wait = kept[name]
+            at[name], waiting[name], deferred[name] = head, wait, (None, head, 0)
             continue
+        view, path = views[name], tree.path[name]
         if not pass_held(name):
             del views[name]
             continue
@@ -314,6 +317,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         n = len(admitted)
         for name, (view, head, before) in deferred.items():
             if before < n and _said_again(waiting[name], before, tree.path[name], limited_at):
+                view = view or view_of(name)  # type: ignore[misc]
                 waiting[name] = defer_reason(view, head, tree.path[name], room) or waiting[name]
     return Plan(tuple(admitted), waiting, frozenset(ahead), held)
 

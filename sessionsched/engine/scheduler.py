@@ -280,23 +280,28 @@ class Scheduler:
 
     def _admit(self, now: float, out: list[Decision], past: Past | None) -> None:
         books = self.books
-        views = [
-            admission.LeafView(
-                queue=books.leaves[name],
-                pending=admission.PendingSpecs(pend, self.apps),
-                priority_of=self._priority_of,
-                starting=books.ledger.leaf(name).starting,
-            )
-            for name, pend in books.pending.items() if pend
-        ] if self.launching else []
-        if not views:
+        queued = [(name, pend) for name, pend in books.pending.items() if pend
+                  ] if self.launching else []
+        if not queued:
             self.waiting, self.held = {}, {}
             self._more_to_admit = None
             return
         room = self._room()
         if past is not None:
             room.past_cores = past.queues
-        plan = admission.plan_admissions(self.root, views, room, self.budget.admit)
+        # A head kept waiting for a count (``room.limit_waits``) needs no view: most queues of
+        # a busy cluster, and behind several clusters each engine looks at all of them.
+        views, kept = [], {}
+        limits, path, apps = room.limit_waits, books.tree.path, self.apps
+        for name, pend in queued:
+            head = apps[pend[0][2]].spec
+            wait = limits.get(name, head, path[name], room)
+            if wait is None:
+                views.append(self._leaf_view(name))
+            else:
+                kept[name] = (head, wait)
+        plan = admission.plan_admissions(self.root, views, room, self.budget.admit, kept,
+                                         self._leaf_view)
         self.waiting, self.held = plan.waiting, plan.held
         sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
         self._more_to_admit = now if sliced else None
@@ -307,6 +312,14 @@ class Scheduler:
                 self.reports.placed(rec.spec.driver, books.leaves[rec.spec.queue].node_sort)
             out.append(books.admit(now, rec, ahead=app_id in plan.ahead))
             books.gangs.release(app_id)
+
+    def _leaf_view(self, name: str) -> admission.LeafView:
+        return admission.LeafView(
+            queue=self.books.leaves[name],
+            pending=admission.PendingSpecs(self.books.pending[name], self.apps),
+            priority_of=self._priority_of,
+            starting=self.books.ledger.leaf(name).starting,
+        )
 
     def _room(self) -> admission.Room:
         return self._rooms.room(self.books, self.capacity, self.driver_slots, self.host_room,

@@ -6,7 +6,8 @@ every cluster's engine looks at every queue's head each cycle. That wait is the 
 of every admission mode (``admission_checks.queue_limits``) and depends on nothing but the head,
 the queues on its path and their counts (this cluster's and the others'): while those stand,
 and the workers the head was found to fit (``placement.held_now``) are the same, admission
-takes the kept wait instead of looking at the head again (``admission.plan_admissions``).
+takes the kept wait instead of looking at the head again: the engine builds no view of that
+queue (``Scheduler._admit``), and the walk starts without it (``admission.plan_admissions``).
 """
 
 from __future__ import annotations
