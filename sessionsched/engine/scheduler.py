@@ -70,6 +70,7 @@ from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers, profiles
 from .room.keeper import RoomKeeper
+from .tree import QueueTree
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait, waited_too_long
@@ -292,7 +293,7 @@ class Scheduler:
         # A head kept waiting for a count (``room.limit_waits``) needs no view: most queues of
         # a busy cluster, and behind several clusters each engine looks at all of them.
         views, kept = [], {}
-        limits, path, apps = room.limit_waits, books.tree.path, self.apps
+        limits, path, apps = room.limit_waits, QueueTree.of(self.root).path, self.apps
         for name, pend in queued:
             head = apps[pend[0][2]].spec
             wait = limits.get(name, head, path[name], room)

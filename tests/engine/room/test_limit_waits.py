@@ -45,3 +45,17 @@ def test_an_app_ending_on_another_cluster_lets_the_next_one_in():
     f.step(2.0, [DriverStarted("q1")])
     out = f.step(3.0, [DriverExited("q1", 0)])
     assert [d.app_id for d in out if isinstance(d, Placed)] == ["q2"]
+
+
+def test_a_full_queues_head_is_not_looked_at_again_while_nothing_moved():
+    run = Run(tree(leaf("a", admission="none", max_running_apps=1)), slots=10)
+    run.submit(app("a1").queue("a"), app("a2").queue("a"))
+    run.step(at=0.5)  # a2 the head as the cycle starts: its wait kept
+    viewed = []
+    leaf_view = run.sched._leaf_view
+    run.sched._leaf_view = lambda name: viewed.append(name) or leaf_view(name)
+    run.step(at=1.0)
+    assert viewed == []
+    assert run.sched.waiting["root.a"].code == "queue_limit"
+    run.step(DriverExited("a1", 0), at=2.0)  # the count moved: a2 looked at, and let in
+    assert viewed == ["root.a"]
