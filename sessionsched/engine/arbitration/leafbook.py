@@ -5,6 +5,7 @@ sums over them, and the leaf's last result, kept up to date claim by claim.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import islice
 
 from sortedcontainers import SortedList
 
@@ -57,8 +58,8 @@ class LeafBook:
         self.used_mem_mib = 0
         self.sated = False  # the result was set by ``sate``
         self._since: dict[str, None] = {}  # claims set or dropped since the last result
-        # The rank key of the first claim below its want (None: none is; False: not known):
-        # phase 4 reads every leaf's each cycle, and it moves only with a claim or a result.
+        # The first claim below its want, its rank key and place (None: none is; False: not
+        # known): phase 4 reads every leaf's each cycle; it moves only with a claim or result.
         self._head: tuple | None | bool = False
 
     def add(self, c: Claim, sign: int = 1) -> None:
@@ -125,21 +126,22 @@ class LeafBook:
         """The smallest executor among the claims below their want (0: none is)."""
         return min(self.unsat_sizes, default=0)
 
-    def head(self) -> tuple | None:
-        """The rank key of the first claim below its want; None if every claim has it."""
+    def head(self) -> tuple[tuple, int] | None:
+        """The rank key of the first claim below its want, and its place in the rank order;
+        None if every claim has its want."""
         h = self._head
         if h is False:
             claims, result = self.claims, self.result
-            h = self._head = next(
-                (k for k in self._order if result[k[2]] < claims[k[2]].want), None)
+            h = self._head = next(((k, i) for i, k in enumerate(self._order)
+                                   if result[k[2]] < claims[k[2]].want), None)
         return h  # type: ignore[return-value]
 
-    def unsatisfied_after(self, key: tuple) -> Iterator[Claim]:
-        """The claims below their want ranked after ``key``, in rank order (lazily: the
-        remainders rarely go far)."""
+    def unsatisfied_after(self, at: int) -> Iterator[tuple[tuple, Claim]]:
+        """The claims below their want past place ``at`` of the rank order, with their rank
+        keys, in rank order (lazily: the remainders rarely go far; the places skipped in C)."""
         claims, result = self.claims, self.result
-        after = self._order.irange(minimum=key, inclusive=(False, True))
-        return (c for c in (claims[k[2]] for k in after) if result[c.app_id] < c.want)
+        return ((k, c) for k, c in ((k, claims[k[2]]) for k in islice(self._order, at + 1, None))
+                if result[k[2]] < c.want)
 
     def ranked(self) -> list[Claim]:
         if self._ranked is None:

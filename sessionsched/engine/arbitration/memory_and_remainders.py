@@ -21,7 +21,7 @@ from ...model.custom import Custom, combine, scaled
 from ..tree import QueueTree
 from .custom_limits import CustomCaps
 from .leafbook import LeafBook
-from .policies import Claim, by_priority_then_seq
+from .policies import Claim
 
 
 def exact_remainders(
@@ -69,21 +69,21 @@ def unsatisfied(books: list[LeafBook]) -> Iterator[Claim]:
     for i, b in enumerate(books):
         h = b.head()
         if h is not None:
-            heap.append((h, i))
+            heap.append((h[0], i, h[1]))
     heapq.heapify(heap)  # rank keys end with the app id: no two are equal, ``i`` breaks no tie
-    rest: dict[int, Iterator[Claim]] = {}
+    rest: dict[int, Iterator[tuple[tuple, Claim]]] = {}
     while heap:
-        key, i = heap[0]
+        key, i, at = heap[0]
         book = books[i]
         yield book.claims[key[2]]
         more = rest.get(i)
         if more is None:
-            more = rest[i] = book.unsatisfied_after(key)
-        c = next(more, None)
-        if c is None:
+            more = rest[i] = book.unsatisfied_after(at)
+        nxt = next(more, None)
+        if nxt is None:
             heapq.heappop(heap)
         else:
-            heapq.heapreplace(heap, (by_priority_then_seq(c), i))
+            heapq.heapreplace(heap, (nxt[0], i, 0))  # its place: read once, by ``more``
 
 
 def memory_cut(
