@@ -58,6 +58,9 @@ class Arbiter:
         self._exact = True  # targets == leaf results + bonus (no phase 1/3 cut last time)
         # parent -> (what its split was worked out from, its children's shares): ``_divide``
         self._shares: dict[str, tuple[tuple, list[float]]] = {}
+        # ``_node_sums`` as last worked out (tree, low, high), and the leaves moved since
+        self._sums: tuple[QueueTree, dict[str, int], dict[str, int]] | None = None
+        self._moved: set[str] = set()
 
     def set_claim(self, c: Claim) -> None:
         old = self._claims.get(c.app_id)
@@ -69,6 +72,7 @@ class Arbiter:
             self._floors.add(old, -1)
             self._floors.add(c)
             self._claims[c.app_id] = c
+            self._moved.add(c.queue)
             self._books[c.queue].replace(self._held[c.app_id], c)
             self._held[c.app_id] = c
             self._cut.pop(c.app_id, None)  # its book holds it uncut: the next cut sees it anew
@@ -81,6 +85,7 @@ class Arbiter:
         if book is None:  # not ``setdefault``: a LeafBook (and its SortedList) is dear to build
             book = self._books[c.queue] = LeafBook()
         book.add(c)
+        self._moved.add(c.queue)
         self._floors.add(c)
 
     def drop(self, app_id: str) -> None:
@@ -93,6 +98,7 @@ class Arbiter:
     def _remove(self, c: Claim) -> None:
         self._ranked.remove(by_priority_then_seq(c))
         self._books[c.queue].add(self._held.pop(c.app_id), -1)  # as its book holds it
+        self._moved.add(c.queue)
         self._cut.pop(c.app_id, None)
         self._floors.add(c, -1)
 
@@ -143,6 +149,7 @@ class Arbiter:
             c = claims[app_id]
             now = c if n is None else replace(c, floor=n)
             books[c.queue].replace(held[app_id], now)
+            self._moved.add(c.queue)
             held[app_id] = now
         self._cut = floors
 
@@ -159,10 +166,18 @@ class Arbiter:
 
     def _node_sums(self, tree: QueueTree) -> tuple[dict[str, int], dict[str, int]]:
         """Per queue: (floor cores as phase 1 gave them, wanted cores cut to max_cores and at
-        least the floors)."""
-        low: dict[str, int] = {}
-        high: dict[str, int] = {}
-        for name in tree.postorder:
+        least the floors). Kept between computes: worked out again on the paths of the leaves
+        whose claims moved since (``_moved``), the whole tree for another tree."""
+        kept, moved = self._sums, self._moved
+        if kept is not None and kept[0] is tree:
+            low, high = kept[1], kept[2]
+            paths = tree.path
+            above = {q.name for leaf in moved if leaf in paths for q in paths[leaf]}
+            names = [n for n in tree.postorder if n in above] if above else ()
+        else:
+            low, high = {}, {}
+            names = tree.postorder
+        for name in names:
             q = tree.node[name]
             kids = tree.children[name]
             if kids:
@@ -179,6 +194,7 @@ class Arbiter:
                 w = min(w, q.max_cores)
             low[name] = f
             high[name] = max(w, f)
+        self._sums, self._moved = (tree, low, high), set()
         return low, high
 
     def _leaf_results(
