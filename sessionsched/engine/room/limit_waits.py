@@ -23,24 +23,28 @@ if TYPE_CHECKING:
 _FOR_A_COUNT = (WaitCode.QUEUE_LIMIT, WaitCode.PARENT_QUEUE_FULL)
 
 
-def _counts(path: tuple[Queue, ...], room: Room) -> tuple[int, ...]:
-    """What ``queue_limits`` compares with the limits of ``path``: each limited queue's apps."""
-    admitted, elsewhere = room.admitted_in, room.elsewhere
-    return tuple([admitted.get(q.name, 0) + elsewhere.get(q.name, 0)
-                  for q in path if q.max_running_apps is not None])
-
-
 class LimitWaits:
     """Leaf -> (its head, its path, the workers, the counts, the head's wait)."""
 
     def __init__(self) -> None:
         self._kept: dict[str, tuple] = {}
+        self._limited: dict[str, tuple] = {}  # leaf -> (its path, the limited queues on it)
+
+    def _counts(self, leaf: str, path: tuple[Queue, ...], room: Room) -> tuple[int, ...]:
+        """What ``queue_limits`` compares with the limits of ``path``: each limited queue's
+        apps, here and on the other clusters."""
+        limited = self._limited.get(leaf)
+        if limited is None or limited[0] is not path:
+            names = tuple(q.name for q in path if q.max_running_apps is not None)
+            limited = self._limited[leaf] = (path, names)
+        admitted, elsewhere = room.admitted_in, room.elsewhere
+        return tuple([admitted.get(n, 0) + elsewhere.get(n, 0) for n in limited[1]])
 
     def get(self, leaf: str, head: AppSpec, path: tuple[Queue, ...], room: Room) -> Wait | None:
         """The head's wait for a count if it was kept for all it depends on, else None."""
         kept = self._kept.get(leaf)
         if (kept is None or kept[0] is not head or kept[1] is not path
-                or kept[2] is not room.workers or kept[3] != _counts(path, room)):
+                or kept[2] is not room.workers or kept[3] != self._counts(leaf, path, room)):
             return None
         return kept[4]
 
@@ -49,6 +53,6 @@ class LimitWaits:
         """The wait of the leaf's first queued app, which the workers can hold, as the cycle
         starts (no app admitted yet): kept if it is for a count."""
         if wait.code in _FOR_A_COUNT:
-            self._kept[leaf] = (head, path, room.workers, _counts(path, room), wait)
+            self._kept[leaf] = (head, path, room.workers, self._counts(leaf, path, room), wait)
         else:
             self._kept.pop(leaf, None)
