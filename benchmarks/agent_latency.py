@@ -354,7 +354,7 @@ def overhead(server: str, master: str, reps: int, work: Path) -> None:
 
 def free_ports(first: int, last: int, n: int) -> list[int]:
     """``n`` ports of first..last that are free on 127.0.0.1 now, lowest first."""
-    from sessionsched.backends.local import free_port_in
+    from sessionsched.backends.ports import free_port_in
 
     out: list[int] = []
     while len(out) < n:

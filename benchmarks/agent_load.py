@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sessionsched.backends.local import free_port_in  # noqa: E402
+from sessionsched.backends.ports import free_port_in  # noqa: E402
 from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
 
 try:  # uvloop when installed (uvicorn[standard] brings it): a cheaper load generator

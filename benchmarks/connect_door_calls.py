@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1]))
 
-from sessionsched.backends.local import port_picker  # noqa: E402
+from sessionsched.backends.ports import port_picker  # noqa: E402
 from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
 from tests.doors.connect.connect_standin import standin_driver  # noqa: E402
 

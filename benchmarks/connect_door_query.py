@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1]))
 
 from sessionsched.backends import procs  # noqa: E402
-from sessionsched.backends.local import port_picker  # noqa: E402
+from sessionsched.backends.ports import port_picker  # noqa: E402
 from sessionsched.backends.spark_home import spark_submit  # noqa: E402
 from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
 

@@ -218,7 +218,7 @@ def wait_idle(master_ui: str, timeout_s: float = 120) -> None:
 
 
 def free_ports(first: int, last: int, n: int) -> list[int]:
-    from sessionsched.backends.local import free_port_in
+    from sessionsched.backends.ports import free_port_in
 
     out: list[int] = []
     while len(out) < n:
@@ -228,7 +228,7 @@ def free_ports(first: int, last: int, n: int) -> list[int]:
 
 def master_port(first: int, last: int) -> int:
     """A port whose next one is free too (the REST server is on the master's port + 1)."""
-    from sessionsched.backends.local import port_free
+    from sessionsched.backends.ports import port_free
 
     for p in range(first, last):
         if port_free(p) and port_free(p + 1):

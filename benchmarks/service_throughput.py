@@ -49,7 +49,7 @@ import uvloop
 import yaml
 
 from sessionsched.backends import procs
-from sessionsched.backends.local import free_port_in
+from sessionsched.backends.ports import free_port_in
 
 
 def _ports() -> range:

@@ -30,7 +30,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sessionsched.backends.local import free_port_in
+from sessionsched.backends.ports import free_port_in
 
 # The range this project's machines reserve for it; ``$SESSIONSCHED_PG_PORTS`` ("LOW-HIGH")
 # picks another (agents sharing a machine).

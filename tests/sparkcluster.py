@@ -35,7 +35,8 @@ from typing import TypeVar
 import pytest
 
 from sessionsched.backends import procs
-from sessionsched.backends.local import ClusterError, LocalCluster, free_port_in, port_free
+from sessionsched.backends.local import ClusterError, LocalCluster
+from sessionsched.backends.ports import free_port_in, port_free
 from sessionsched.backends.spark_home import spark_home, spark_jars, spark_submit
 from tests import wait_bounds
 

@@ -5,7 +5,8 @@ creates -- ``SparkSession.builder.getOrCreate()``, ``SparkContext.getOrCreate()`
 ``SparkContext(...)`` -- gets an agent the moment it is constructed, before the user's first
 job, with the identity the launcher put in the environment (``SESSIONSCHED_APP_ID``,
 ``SESSIONSCHED_SERVER``, optional ``SESSIONSCHED_TOKEN`` and ``SESSIONSCHED_CA``: the CA file
-to verify an HTTPS server with, from ``server.tls.ca``). Wrapping the constructor, rather
+to verify an HTTPS server with, from ``server.tls.ca``; behind several clusters
+``SESSIONSCHED_ATTEMPT``, which every report carries). Wrapping the constructor, rather
 than polling for an active context, is what guarantees the cap is in place before dynamic
 allocation can ask for anything. A context stopped and created again gets a new agent.
 
@@ -35,6 +36,7 @@ ENV_APP_ID = "SESSIONSCHED_APP_ID"
 ENV_SERVER = "SESSIONSCHED_SERVER"
 ENV_TOKEN = "SESSIONSCHED_TOKEN"
 ENV_CA = "SESSIONSCHED_CA"
+ENV_ATTEMPT = "SESSIONSCHED_ATTEMPT"  # the launch's attempt, behind several clusters
 _ATTR = "_sessionsched_agent"
 _lock = threading.Lock()
 
@@ -64,7 +66,7 @@ def attach(
             control = SparkControl(sc)
             agent = Agent(
                 control,
-                JsonClient(server, token, timeout_s=5.0, ca=ca),
+                JsonClient(server, token, timeout_s=5.0, ca=ca, stamp=attempt_stamp()),
                 app_id,
                 spark_app_id=sc.applicationId,
                 spark_version=sc.version,
@@ -82,6 +84,12 @@ def attach(
         log.info("sessionsched agent: %s attached in %.3f s (control %s)", app_id,
                  time.perf_counter() - started, control.probe.control)
         return agent
+
+
+def attempt_stamp() -> dict:
+    """What each report says of the driver's attempt: the launch's, if it gave one."""
+    attempt = os.environ.get(ENV_ATTEMPT, "")
+    return {"attempt": int(attempt)} if attempt.isdigit() and int(attempt) > 0 else {}
 
 
 def current() -> Agent | None:

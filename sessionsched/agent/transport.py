@@ -36,15 +36,18 @@ class JsonClient:
     the agent follows a takeover."""
 
     def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 5.0,
-                 ca: str | None = None):
+                 ca: str | None = None, stamp: dict | None = None):
         """``ca``: a CA certificate (PEM) to verify an ``https://`` server with, instead of
         the system's trust store (a private CA's, or a self-signed certificate). A file that
-        cannot be read is an ``OSError``/``ssl.SSLError`` here, not at the first report."""
+        cannot be read is an ``OSError``/``ssl.SSLError`` here, not at the first report.
+        ``stamp``: fields every body carries (the driver's ``attempt``, behind several
+        clusters; a server that does not know one ignores it)."""
         self.base_urls = [u.strip().rstrip("/") for u in base_url.split(",") if u.strip()]
         self.base_url = self.base_urls[0] if self.base_urls else base_url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
         self._context = ssl.create_default_context(cafile=ca) if ca else None
+        self.stamp = dict(stamp or {})
 
     def post(self, path: str, body: dict, timeout_s: float | None = None) -> dict:
         """``timeout_s``: this request's, when not the client's (a watch is held open)."""
@@ -63,7 +66,7 @@ class JsonClient:
         raise Unreachable("no scheduler address")
 
     def _post(self, base: str, path: str, body: dict, timeout_s: float) -> dict:
-        data = json.dumps(body).encode()
+        data = json.dumps({**body, **self.stamp}).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"

@@ -3,8 +3,9 @@
 * ``standalone``: a Spark standalone cluster at ``cluster.master`` / ``cluster.master_ui``
   (``standalone.StandaloneBackend``);
 * ``local``: the same backend on the local cluster ``sessionsched cluster up`` recorded in
-  ``<server.state_dir>/cluster`` (the default ``--dir`` of ``cluster up`` when the state dir
-  is the default ``./.sessionsched``); its URLs come from that record, not from the config;
+  ``cluster.dir``, by default ``<server.state_dir>/cluster`` (the default ``--dir`` of
+  ``cluster up`` when the state dir is the default ``./.sessionsched``); its URLs come from
+  that record, not from the config;
 * ``memory``: an in-process cluster of ``cluster.workers`` x ``cluster.cores`` cores and
   ``cluster.memory`` (``memory.MemoryBackend``): no Spark at all; drivers and executors start
   after ``cluster.driver_start_s`` / ``cluster.executor_start_s``, run their work
@@ -14,7 +15,8 @@
   cluster mode (``kubernetes.KubernetesBackend``, settings in ``cluster.kubernetes``).
 
 standalone, local and kubernetes keep their driver records, exit files and default logs in
-``<server.state_dir>/drivers``.
+``<server.state_dir>/drivers``; with several clusters their backends share it: each file is
+named by the app's id, which is the server's, and no backend lists the folder.
 An unknown name raises LookupError naming the known ones.
 """
 
@@ -48,7 +50,7 @@ def _local(config: ServerConfig) -> ClusterBackend:
 
     state = Path(config.server.state_dir)
     try:
-        cluster = LocalCluster.load(state / "cluster")
+        cluster = LocalCluster.load(config.cluster.dir or state / "cluster")
     except ClusterError as e:
         raise BackendError(f"cluster.backend local: {e}") from None
     return StandaloneBackend(cluster.master_url, cluster.master_ui, state / "drivers",

@@ -9,6 +9,7 @@ always finds its cluster, and an app no cluster was chosen for is refused, never
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from ..engine.clusters import ClusterReachable, OnCluster
 from ..engine.events import CapacityChanged, Decision, Event
@@ -25,7 +26,9 @@ class FederatedBackend(ClusterBackend):
         self.backends = dict(backends)
         self.where = where
         self.down: set[str] = set()  # clusters whose backend failed at the last poll or read
-        # Drivers run where their cluster runs them: in it only if every cluster does so.
+        # Drivers run where their cluster runs them: in it only if every cluster does so (a
+        # submission is read before it is placed; each cluster's copy of it says where its
+        # driver runs there: ``engine.clusters.routing.on_cluster``).
         self.drivers_in_cluster = all(b.drivers_in_cluster  # type: ignore[misc]
                                       for b in self.backends.values())
         self.master = ",".join(f"{n}={b.master}" for n, b in self.backends.items() if b.master)
@@ -64,6 +67,10 @@ class FederatedBackend(ClusterBackend):
         backend = self._of(launch.app_id)
         if backend is None:
             raise BackendError(f"{launch.app_id}: placed on no cluster: not launched")
+        if backend.drivers_in_cluster:  # type: ignore[misc]
+            # Its driver is in the cluster there (a pod), as that cluster's engine counts it
+            # (``engine.clusters.routing.on_cluster``), whatever the submission's deploy mode.
+            launch = replace(launch, in_cluster=True)
         return backend.launch(launch)
 
     def stop(self, app_id: str) -> None:

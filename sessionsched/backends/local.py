@@ -23,6 +23,10 @@ Choices:
 * Workers keep the last 20 finished executors and drivers in their JSON (Spark keeps
   1000, each with its full launch command): the standalone backend reads every worker's
   JSON every second.
+* ``recovery``: the master keeps its workers, applications and drivers in ``recovery/``
+  (Spark's ``spark.deploy.recoveryMode=FILESYSTEM``), so a master started again
+  (``start_master``) takes back what was running; without it a restarted master knows nothing
+  and tells the workers to kill the executors and drivers they report.
 """
 
 from __future__ import annotations
@@ -30,10 +34,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import time
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -41,6 +44,7 @@ from . import procs
 from .base import BackendError
 from .clusterview import AppInfo, DriverInfo, WorkerInfo
 from .master import MasterClient
+from .ports import free_port, port_free
 from .procs import ProcessId
 from .spark_home import SparkNotFound, spark_class, spark_home
 
@@ -77,50 +81,6 @@ class ClusterStatus:
         return asdict(self)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that is free now (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True if a server may listen on ``port`` now. Bound with SO_REUSEADDR, as servers bind
-    (Spark's master and workers, uvicorn, PostgreSQL): a port held only by connections in
-    TIME_WAIT, as a server that has just died leaves it for a minute, is free to them."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-        return True
-
-
-def free_port_in(ports: Iterable[int], taken: Container[int] = frozenset(),
-                 host: str = "127.0.0.1") -> int:
-    """The first of ``ports`` not in ``taken`` that is free now (processes that must stay in
-    a port range: tests and benchmarks running beside others)."""
-    for port in ports:
-        if port not in taken and port_free(port, host):
-            return port
-    raise RuntimeError("no free port in the range given")
-
-
-def port_picker(ports: Iterable[int], host: str = "127.0.0.1") -> Callable[[], int]:
-    """A function that hands out a free port of ``ports`` at each call, never one it handed out
-    before (ports for several processes, chosen before any of them binds). ``ports`` is
-    iterated at each call: a ``range``, not an iterator."""
-    taken: set[int] = set()
-
-    def pick() -> int:
-        port = free_port_in(ports, taken, host)
-        taken.add(port)
-        return port
-
-    return pick
-
-
 class LocalCluster:
     """One local standalone cluster, recorded in ``directory``.
 
@@ -140,6 +100,7 @@ class LocalCluster:
         host: str = "127.0.0.1",
         start_timeout_s: float = 120.0,
         worker_ports: Sequence[int] = (),
+        recovery: bool = False,
     ):
         if workers < 1:
             raise ClusterError(f"workers {workers}: expected at least 1")
@@ -157,6 +118,7 @@ class LocalCluster:
         self.workers, self.cores, self.memory = workers, cores, memory
         self.port, self.ui_port, self.rest_port = port, ui_port, rest_port
         self.host = host
+        self.recovery = recovery
         self.start_timeout_s = start_timeout_s
         self._procs: dict[str, ProcessId] = {}
         self._popens: list[subprocess.Popen] = []
@@ -188,7 +150,8 @@ class LocalCluster:
         try:
             data = json.loads(path.read_text())
             cluster = cls(path.parent, data["workers"], data["cores"], data["memory"],
-                          data["port"], data["ui_port"], data["rest_port"], data["host"])
+                          data["port"], data["ui_port"], data["rest_port"], data["host"],
+                          recovery=data.get("recovery", False))
             cluster._procs = {role: ProcessId.parse(ref) for role, ref in data["procs"].items()}
         except FileNotFoundError:
             raise ClusterError(
@@ -203,8 +166,8 @@ class LocalCluster:
         data = {
             "workers": self.workers, "cores": self.cores, "memory": self.memory,
             "port": self.port, "ui_port": self.ui_port, "rest_port": self.rest_port,
-            "host": self.host, "master_url": self.master_url, "master_ui": self.master_ui,
-            "rest_url": self.rest_url,
+            "host": self.host, "recovery": self.recovery, "master_url": self.master_url,
+            "master_ui": self.master_ui, "rest_url": self.rest_url,
             "procs": {role: str(p) for role, p in self._procs.items()},
         }
         tmp = self.state_file.with_suffix(".json.tmp")
@@ -234,22 +197,14 @@ class LocalCluster:
         except SparkNotFound as e:
             raise ClusterError(str(e)) from None
         self._choose_ports()
-        env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": self.host,
-               "SPARK_MASTER_HOST": self.host}
-        master_conf = self._write_conf("master.conf", {
-            "spark.master.rest.enabled": "true",
-            "spark.master.rest.port": str(self.rest_port),
-            "spark.port.maxRetries": "0",
-        })
+        env = self._env(home)
         worker_conf = self._write_conf("worker.conf", {
             "spark.worker.ui.retainedExecutors": "20",
             "spark.worker.ui.retainedDrivers": "20",
         })
         deadline = time.monotonic() + self.start_timeout_s
         try:
-            self._spawn("master", [spark_class(home), MASTER_CLASS, "--host", self.host,
-                                   "--port", str(self.port), "--webui-port", str(self.ui_port),
-                                   "--properties-file", str(master_conf)], env)
+            self._spawn_master(home, env)
             client = MasterClient(self.master_ui, timeout_s=2.0)
             try:
                 self._wait(client, deadline, lambda view: True, "the master to answer")
@@ -270,6 +225,41 @@ class LocalCluster:
         except BaseException:
             self.stop()
             raise
+
+    def start_master(self) -> None:
+        """Start the master again, on its ports, after it died or was killed (the workers run
+        on and register with it again); return once it answers. With ``recovery`` it takes back
+        the workers, applications and drivers it had."""
+        if procs.is_running(self._procs["master"]):
+            raise ClusterError(f"the master of {self.directory} is still running")
+        try:
+            home = spark_home()
+        except SparkNotFound as e:
+            raise ClusterError(str(e)) from None
+        self._spawn_master(home, self._env(home))
+        client = MasterClient(self.master_ui, timeout_s=2.0)
+        try:
+            self._wait(client, time.monotonic() + self.start_timeout_s, lambda view: True,
+                       "the master to answer")
+        finally:
+            client.close()
+
+    def _env(self, home: Path) -> dict[str, str]:
+        return {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": self.host,
+                "SPARK_MASTER_HOST": self.host}
+
+    def _spawn_master(self, home: Path, env: dict[str, str]) -> None:
+        props = {"spark.master.rest.enabled": "true",
+                 "spark.master.rest.port": str(self.rest_port),
+                 "spark.port.maxRetries": "0"}
+        if self.recovery:
+            (self.directory / "recovery").mkdir(exist_ok=True)
+            props |= {"spark.deploy.recoveryMode": "FILESYSTEM",
+                      "spark.deploy.recoveryDirectory": str(self.directory / "recovery")}
+        conf = self._write_conf("master.conf", props)
+        self._spawn("master", [spark_class(home), MASTER_CLASS, "--host", self.host,
+                               "--port", str(self.port), "--webui-port", str(self.ui_port),
+                               "--properties-file", str(conf)], env)
 
     def _refuse_if_running(self) -> None:
         try:

@@ -158,6 +158,11 @@ class SchedulerClient:
     def queues(self) -> list[QueueInfo]:
         return [QueueInfo.from_json(q) for q in self._json("GET", "/api/v1/queues")]
 
+    def cluster(self) -> dict[str, Any]:
+        """``GET /api/v1/cluster``: the cluster (behind several, each one) as the scheduler
+        last saw it."""
+        return self._json("GET", "/api/v1/cluster")
+
     def apps(self, queue: str | None = None, state: str | None = None) -> list[App]:
         params = {k: v for k, v in (("queue", queue), ("state", state)) if v}
         return [App.from_json(a) for a in self._json("GET", "/api/v1/apps", params=params)]
@@ -205,7 +210,7 @@ class SchedulerClient:
 
     def usage(self, by: str = "queue", since: str | None = None,
               until: str | None = None) -> list[dict[str, Any]]:
-        """What apps used, per app, queue or user (``GET /api/v1/usage``)."""
+        """What apps used, per app, queue, user or cluster (``GET /api/v1/usage``)."""
         params = {k: v for k, v in (("by", by), ("since", since), ("until", until)) if v}
         return self._json("GET", "/api/v1/usage", params=params)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from ..backends.local import free_port
+from ..backends.ports import free_port
 
 
 class ServerStartError(RuntimeError):

@@ -5,6 +5,8 @@ pyspark's bundled Spark (``backends.local.LocalCluster``), recorded in a directo
 master URL, the master UI and the REST URL; the processes keep running after it returns.
 ``down`` stops only the processes ``up`` recorded, each only if it is still that process.
 ``status`` exits 0 when the master answers, 1 when the recorded cluster is not reachable.
+``status --server URL`` asks a scheduler instead: the clusters it serves, as it last saw
+them (behind several, one line each), exit 1 when one of them is unreachable.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 from ..backends.local import DEFAULT_DIR, ClusterError, ClusterStatus, LocalCluster
 from ..cli import UserError
 from ..runtime.host_room import measure as measure_host
+from .client_cmds import add_connection_options, call, print_json
 
 
 def add_parser(subparsers) -> None:
@@ -35,11 +38,17 @@ def add_parser(subparsers) -> None:
                     help="master web UI port; default 8080")
     up.add_argument("--rest-port", type=int, default=None, metavar="R",
                     help="master REST submission port; default P+1 (never 6066, sessionsched's)")
+    up.add_argument("--recovery", action="store_true",
+                    help="the master keeps its workers, apps and drivers in DIR/recovery, so a "
+                         "master started again takes back what ran (Spark's FILESYSTEM "
+                         "recovery mode)")
     up.add_argument("--timeout", type=float, default=120.0, metavar="S",
                     help="seconds to wait for the workers; default 120")
     down = sub.add_parser("down", help="stop the cluster `up` started")
-    status = sub.add_parser("status", help="workers, cores, memory and apps of the cluster")
+    status = sub.add_parser("status", help="workers, cores, memory and apps of the cluster; "
+                            "with --server, the clusters a scheduler serves")
     status.add_argument("--json", action="store_true", help="print JSON")
+    add_connection_options(status)  # --server only as given: without it, the local cluster
     for q in (up, down, status):
         q.add_argument("--dir", default=str(DEFAULT_DIR), metavar="D",
                        help=f"where the cluster is recorded; default {DEFAULT_DIR}")
@@ -56,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir, workers=args.workers, cores=args.cores, memory=args.memory,
                            port=args.port, ui_port=args.ui_port, rest_port=args.rest_port,
-                           start_timeout_s=args.timeout)
+                           start_timeout_s=args.timeout, recovery=args.recovery)
     cluster.start()
     print(f"master   {cluster.master_url}")
     print(f"web UI   {cluster.master_ui}")
@@ -73,6 +82,8 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    if args.server:
+        return call(args, lambda client: _served(client.cluster(), args.json))
     status = LocalCluster.load(args.dir).status()
     host = measure_host()  # this host: where a scheduler started here runs client-mode drivers
     if args.json:
@@ -83,6 +94,32 @@ def _status(args: argparse.Namespace) -> int:
         print(_text(status))
         print(f"host     {host.describe()}")
     return 0 if status.reachable else 1
+
+
+def _served(row: dict, as_json: bool) -> int:
+    if as_json:
+        print_json(row)
+    else:
+        print("\n".join(served_lines(row)))
+    clusters = row.get("clusters") or [row]
+    return 0 if all(c["reachable"] for c in clusters) else 1
+
+
+def served_lines(row: dict) -> list[str]:
+    """A scheduler's ``GET /api/v1/cluster`` as ``status --server`` prints it: its one cluster,
+    or each of several with its apps."""
+    lines = [f"cluster  {row['cluster']}"]
+    several = row.get("clusters")
+    if several:
+        lines.append(f"{'CLUSTER':<12} {'REACHABLE':<10} {'CORES':>6} {'MEMORY':>10} "
+                     f"{'RUNNING':>8} {'QUEUED':>7}")
+        lines += [f"{c['name']:<12} {'yes' if c['reachable'] else 'NO':<10} {c['cores']:>6} "
+                  f"{c['memory_mib']:>7} MiB {c['running']:>8} {c['queued']:>7}"
+                  for c in several]
+    else:
+        lines.append(f"workers  {len(row['workers'])}, {row['cores']} cores, "
+                     f"{row['memory_mib']} MiB")
+    return lines
 
 
 def _text(s: ClusterStatus) -> str:

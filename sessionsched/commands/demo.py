@@ -17,6 +17,8 @@ What it does, in order:
 5. cleans up everything it started — the apps (killed through the scheduler: their drivers run
    in their own sessions and would outlive it), the scheduler, the cluster — also on Ctrl-C or
    failure. ``--keep DIR`` keeps the state directory and logs there.
+
+``--clusters 2``: the same on two clusters behind the one scheduler (``demo_clusters``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -37,6 +40,7 @@ from rich.table import Table
 from ..cli import UserError
 from ..client import App, SchedulerClient, SchedulerError
 from ..model import AppState
+from . import demo_clusters as two
 from ._serverproc import ServerProcess, ServerStartError
 from .client_cmds import app_table, console, plain, user_error
 from .submit import plan_submission, wrapper_parser
@@ -175,7 +179,8 @@ def follow(client: SchedulerClient, ids: dict[str, DemoApp], out: Console, timeo
             for a in apps:
                 if seen.get(a.id) is not a.state:
                     exit_note = f" (exit code {a.exit_code})" if a.state.terminal else ""
-                    say(f"{a.name:<14} {a.state.value}{exit_note}")
+                    on = f" on {a.raw['cluster']}" if a.raw.get("cluster") else ""
+                    say(f"{a.name:<14} {a.state.value}{on}{exit_note}")
                     seen[a.id] = a.state
             if not boosted and _boost_is_visible(apps, ids):
                 boosted = True
@@ -218,17 +223,9 @@ def summary_table(apps: list[App], ids: dict[str, DemoApp]) -> Table:
     submitted = {app_id: n for n, app_id in enumerate(ids, 1)}  # ids is in submission order
     order = sorted(apps, key=lambda a: (a.started_at is None, a.started_at or a.submitted_at))
     table = Table(title="summary (in start order)", box=None, header_style="bold")
-    for col in (
-        "STARTED",
-        "SUBMITTED",
-        "NAME",
-        "QUEUE",
-        "PRIO",
-        "WAIT s",
-        "RUN s",
-        "STATE",
-        "EXIT",
-    ):
+    several = any("cluster" in a.raw for a in apps)  # as app_table: named behind several
+    for col in ("STARTED", "SUBMITTED", "NAME", "QUEUE", *(("CLUSTER",) if several else ()),
+                "PRIO", "WAIT s", "RUN s", "STATE", "EXIT"):
         table.add_column(col, no_wrap=True)
     for n, a in enumerate(order, 1):
         table.add_row(
@@ -237,6 +234,7 @@ def summary_table(apps: list[App], ids: dict[str, DemoApp]) -> Table:
                 str(submitted[a.id]),
                 a.name,
                 a.queue,
+                *((a.raw.get("cluster") or "-",) if several else ()),
                 str(a.priority),
                 _seconds(a.submitted_at, a.started_at),
                 _seconds(a.started_at, a.finished_at),
@@ -293,19 +291,25 @@ def run(args: argparse.Namespace) -> int:
     )
     workdir.mkdir(parents=True, exist_ok=True)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    cluster = server = None
+    server = None
+    clusters: list = []  # every LocalCluster that may run: each stopped at the end
     succeeded = False
     ids: dict[str, DemoApp] = {}
     client: SchedulerClient | None = None
     try:
         out.print(f"sessionsched demo — working in {workdir}", style="bold", markup=False)
         state_dir = workdir / "state"
-        if args.backend == "memory":
-            out.print("cluster: in memory (no Spark): 1 worker, 2 cores, 2g", markup=False)
+        say = partial(out.print, markup=False)
+        slots = f"{DRIVER_SLOTS} driver slots"
+        if args.clusters == 2:
+            config, slots = two.setup(args.backend, demo_config(None, None, state_dir),
+                                      workdir, clusters, say)
+        elif args.backend == "memory":
+            say("cluster: in memory (no Spark): 1 worker, 2 cores, 2g")
             config = demo_config(None, None, state_dir)
         else:
-            cluster = start_cluster(workdir)
-            out.print(f"cluster: {cluster.master_url} (UI {cluster.master_ui})", markup=False)
+            clusters.append(cluster := start_cluster(workdir))
+            say(f"cluster: {cluster.master_url} (UI {cluster.master_ui})")
             config = demo_config(cluster.master_url, cluster.master_ui, state_dir)
         try:
             server = ServerProcess.start(config, workdir / "server")
@@ -315,14 +319,19 @@ def run(args: argparse.Namespace) -> int:
         client = SchedulerClient(server.url)
         ids = submit_burst(client, workdir, memory=args.backend == "memory")
         out.print(
-            f"submitted {len(ids)} apps; {DRIVER_SLOTS} driver slots, queues root.etl "
+            f"submitted {len(ids)} apps; {slots}, queues root.etl "
             "(stateaware, priority) and root.adhoc (stateaware, fairshare)"
         )
         apps = follow(client, ids, out, args.timeout)
         out.print(summary_table(apps, ids))
         out.print(_verdict(apps, ids), markup=False)
-        succeeded = True
-        return 0
+        if args.clusters == 2:  # on real clusters the masters are asked too
+            masters = two.master_apps(clusters) if clusters else None
+            succeeded, line = two.cluster_verdict(apps, two.placements(client, ids), masters)
+            say(line)
+        else:
+            succeeded = True
+        return 0 if succeeded else 1
     except SchedulerError as e:
         raise user_error(e) from None
     except KeyboardInterrupt:
@@ -335,7 +344,7 @@ def run(args: argparse.Namespace) -> int:
             client.close()
         if server is not None:
             server.stop()
-        if cluster is not None:
+        for cluster in clusters:
             cluster.stop()
         signal.signal(signal.SIGTERM, previous)
         if args.keep or not succeeded:
@@ -376,6 +385,11 @@ def add_parser(subparsers) -> None:
         help="local: a real Spark cluster from pyspark's Spark (default); memory: no Spark, "
         "the memory cluster, done in seconds",
     )
+    p.add_argument(
+        "--clusters", type=int, choices=(1, 2), default=1,
+        help="2: two clusters, a and b, behind the one scheduler (placement spill, one driver "
+        "slot each): apps spill over from a to b; a CLUSTER column and a verdict that each app "
+        "ran on exactly one cluster and both were used (default 1)")
     p.add_argument(
         "--timeout",
         type=float,

@@ -3,6 +3,9 @@
 Lines (stdout): ``fits: yes`` or ``fits: no - <the number that does not fit>``, then for an app
 that fits its queue, ``starts: now`` or ``waits: position N in Q - <reason>``, ``estimated
 start: ≈ HH:MM:SS`` and the counter-offer if there is one. Exit 0 if it fits, 1 if not.
+Behind several clusters, after ``fits: yes``: ``cluster: a`` (the first, in the placement
+rule's order, with room for it now) or ``clusters: a, b (none has room for it now)``; ``fits:
+no`` names each cluster it may use and why it fits none.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ def dry_run_lines(answer: dict) -> list[str]:
     if not answer["fits"]:
         return [f"fits: no - {answer['problem']}"]
     lines = ["fits: yes"]
+    if answer.get("cluster"):  # behind several clusters only
+        lines.append(f"cluster: {answer['cluster']}")
+    elif answer.get("clusters"):
+        lines.append(f"clusters: {', '.join(answer['clusters'])} (none has room for it now)")
     if answer.get("position") is None:
         lines.append(f"starts: now, in {answer['queue']}")
     else:

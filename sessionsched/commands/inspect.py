@@ -1,14 +1,16 @@
 """``sessionsched why ID`` and ``sessionsched top``: why an app waits, and the queues live.
 
-``why ID`` prints, for one app: its state and queue place, its reason code (the API's
-``reason_code`` when the server sends one) and sentence, who is ahead of it in its queue and
-who runs there (each with executors held / target / demand: how big they are), its estimated
-start and its counter-offer (docs/design/estimates.md).
+``why ID`` prints, for one app: its state, queue place and (behind several clusters, once
+placed) cluster, its reason code (the API's ``reason_code`` when the server sends one) and
+sentence, who is ahead of it in its queue and who runs there (each with executors held /
+target / demand: how big they are, and its cluster), its estimated start and its
+counter-offer (docs/design/estimates.md).
 
 ``top`` is a live terminal view (rich ``Live``) refreshed every ``--interval`` seconds until
-Ctrl-C: the queues, the running apps with executors / target / demand, the waiting apps
-with their reasons and estimated starts. Not on a terminal (a pipe, a test) it prints each
-frame in turn; the hidden ``--iterations N`` stops it after N frames.
+Ctrl-C: the queues, the running apps with executors / target / demand (and, behind several
+clusters, each one's cluster), the waiting apps with their reasons and estimated starts. Not
+on a terminal (a pipe, a test) it prints each frame in turn; the hidden ``--iterations N``
+stops it after N frames.
 """
 
 from __future__ import annotations
@@ -33,12 +35,17 @@ def size(app: App) -> str:
     return f"{app.executors}/{app.target}/{app.demand}"
 
 
+def on(app: App) -> str:
+    """", on cluster b" for an app placed behind several clusters; "" else (one cluster)."""
+    return f", on cluster {app.raw['cluster']}" if app.raw.get("cluster") else ""
+
+
 def why_lines(app: App, queue_apps: list[App], queue: dict | None = None) -> list[str]:
     """``why``'s answer; ``queue_apps``: every app of the app's queue, queued in order first;
     ``queue``: its queue's row, for an app that asks for custom resources (their use there)."""
     where = f", position {app.position} in {app.queue}" if app.position else f" in {app.queue}"
     lines = [f"{app.id} ({app.name}, {app.user or 'no user'}): {app.state.value}{where}, "
-             f"priority {app.priority}"]
+             f"priority {app.priority}{on(app)}"]
     if app.state is not AppState.ACCEPTED:
         lines.append(f"not waiting: {app.reason}" if app.reason else "not waiting")
         return lines
@@ -59,7 +66,7 @@ def why_lines(app: App, queue_apps: list[App], queue: dict | None = None) -> lis
         lines.append(f"  ... and {len(ahead) - AHEAD_SHOWN} more")
     lines.append(f"running in {app.queue}: {len(running)}"
                  + (" (executors held/target/demand):" if running else ""))
-    lines += [f"  {a.id} {a.name} {a.state.value} priority {a.priority}, {size(a)}"
+    lines += [f"  {a.id} {a.name} {a.state.value} priority {a.priority}, {size(a)}{on(a)}"
               for a in running[:AHEAD_SHOWN]]
     if len(running) > AHEAD_SHOWN:
         lines.append(f"  ... and {len(running) - AHEAD_SHOWN} more")
@@ -96,14 +103,18 @@ def _table(title: str, cols: tuple[str, ...]) -> Table:
 def frame(client: SchedulerClient, limit: int) -> Group:
     """One screen: queues, running apps, waiting apps (each list cut at ``limit`` rows)."""
     apps = client.apps()
-    running = _table("Running", ("ID", "NAME", "QUEUE", "PRIO", "STATE", "EXEC", "TARGET",
-                                 "DEMAND", "STARTED"))
+    # Behind several clusters a placed app names its cluster (with one, none does).
+    several = any("cluster" in a.raw for a in apps)
+    running = _table("Running", ("ID", "NAME", "QUEUE", *(("CLUSTER",) if several else ()),
+                                 "PRIO", "STATE", "EXEC", "TARGET", "DEMAND", "STARTED"))
     waiting = _table("Waiting", ("ID", "NAME", "QUEUE", "PRIO", "POS", "EST.START", "REASON"))
     live = [a for a in apps if a.state.admitted and not a.state.terminal]
     queued = [a for a in apps if a.state is AppState.ACCEPTED]
     for a in live[:limit]:
-        running.add_row(*plain(a.id, a.name, a.queue, a.priority, a.state.value, a.executors,
-                               a.target, a.demand, clock(a.started_at)))
+        running.add_row(*plain(a.id, a.name, a.queue,
+                               *((a.raw.get("cluster") or "-",) if several else ()),
+                               a.priority, a.state.value, a.executors, a.target, a.demand,
+                               clock(a.started_at)))
     for a in queued[:limit]:
         reason = a.reason or ""
         if a.reason_code:
@@ -151,15 +162,16 @@ def add_parser(subparsers) -> None:
         "why", help="why an application waits, and when it will start",
         description="Why an application waits: its reason (code and sentence), who is ahead "
         "of it and who runs in its queue (executors held/target/demand), its estimated start "
-        "and its counter-offer.")
+        "and its counter-offer; behind several clusters, the cluster each placed app is on.")
     p.add_argument("id", metavar="ID", help="submission id")
     add_connection_options(p)
     p.set_defaults(func=_why)
 
     p = subparsers.add_parser(
         "top", help="a live view of queues and applications",
-        description="A live view of the queues, the running apps (executors/target/demand) "
-        "and the waiting apps (reasons, estimated starts), refreshed in place until Ctrl-C.")
+        description="A live view of the queues, the running apps (executors/target/demand; "
+        "behind several clusters, each one's cluster) and the waiting apps (reasons, "
+        "estimated starts), refreshed in place until Ctrl-C.")
     p.add_argument("--interval", type=float, default=2.0, metavar="S",
                    help="seconds between refreshes (default 2)")
     p.add_argument("--limit", type=int, default=30, metavar="N",

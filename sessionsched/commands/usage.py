@@ -1,6 +1,7 @@
-"""``sessionsched usage [--by queue|user|app] [--since 7d] [--until T] [--json|--csv]``: what
-apps used -- core- and GiB-seconds held, busy, idle, lost to reclaim, their drivers', time
-queued -- per app or added up per queue or user (``GET /api/v1/usage``; docs/operator/usage.md)."""
+"""``sessionsched usage [--by queue|user|app|cluster] [--since 7d] [--until T] [--json|--csv]``:
+what apps used -- core- and GiB-seconds held, busy, idle, lost to reclaim, their drivers', time
+queued -- per app or added up per queue, user or cluster (``GET /api/v1/usage``;
+docs/operator/usage.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from .client_cmds import add_connection_options, call, print_json
 
 FIGURES = ("held_core_s", "busy_core_s", "idle_core_s", "reclaimed_core_s",
            "reclaimed_executors", "held_gib_s", "driver_core_s", "driver_gib_s", "queued_s")
-KEYS = {"app": ("app", "queue", "user", "state"), "queue": ("queue",), "user": ("user",)}
+KEYS = {"app": ("app", "queue", "user", "state"), "queue": ("queue",), "user": ("user",),
+        "cluster": ("cluster",)}
 # Each custom resource's figures (a GPU: ``gpu_held_s``...), after the cores' and memory's.
 RESOURCE_FIGURES = ("held_s", "busy_s", "idle_s", "reclaimed_s", "driver_s")
 
@@ -25,12 +27,13 @@ def add_parser(subparsers) -> None:
         "executors held, the part busy running tasks and the part idle, task work lost to "
         "reclaim, their drivers' core- and GiB-seconds and time queued, and the same in "
         "resource-seconds for each custom resource (GPUs: gpu_held_s...); per app or added up "
-        "per queue or user. --by app: the apps in the books at some time between --since and "
-        "--until, each counted whole; --by queue|user: the hourly rollup's hours that start "
-        "in the window (from the hour --since falls in). A user sees their own apps, an "
-        "admin everyone's.")
-    p.add_argument("--by", choices=("queue", "user", "app"), default="queue",
-                   help="one line per queue (default), user or app")
+        "per queue, user or cluster. --by app: the apps in the books at some time between "
+        "--since and --until, each counted whole (behind several clusters, with the cluster "
+        "it was placed on); --by cluster: those apps added up per cluster (- : never "
+        "placed); --by queue|user: the hourly rollup's hours that start in the window (from "
+        "the hour --since falls in). A user sees their own apps, an admin everyone's.")
+    p.add_argument("--by", choices=("queue", "user", "app", "cluster"), default="queue",
+                   help="one line per queue (default), user, app or cluster")
     p.add_argument("--since", metavar="T",
                    help="from this time: 7d, 12h, 30m, epoch seconds or ISO 8601 (default: all)")
     p.add_argument("--until", metavar="T", help="up to this time, same forms (default: now)")
@@ -44,7 +47,10 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     def action(client: SchedulerClient) -> int:
         lines = client.usage(args.by, args.since, args.until)
-        columns = (*KEYS[args.by], "apps", *FIGURES, *resource_columns(lines))
+        keys = KEYS[args.by]
+        if args.by == "app" and any("cluster" in line for line in lines):  # several clusters
+            keys = (*keys, "cluster")
+        columns = (*keys, "apps", *FIGURES, *resource_columns(lines))
         if args.json:
             print_json(lines)
         elif args.csv:
@@ -70,7 +76,7 @@ def print_table(columns: tuple[str, ...], rows: list[list[str]]) -> None:
     """Columns aligned, whole (a table this wide is read in a wide terminal or a pipe: no
     header is cut short), names left and figures right."""
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-    left = {i for i, c in enumerate(columns) if c in ("app", "queue", "user", "state")}
+    left = {i for i, c in enumerate(columns) if c in ("app", "queue", "user", "state", "cluster")}
 
     def fmt(cells) -> str:
         return "  ".join(c.ljust(w) if i in left else c.rjust(w)

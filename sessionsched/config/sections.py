@@ -204,7 +204,9 @@ class ClusterSection(Strict):
     before a driver / an executor is up; ``spark.dynamicAllocation.executorIdleTimeout``; the
     seconds an app works unless ``spark.sessionsched.memory.work`` says otherwise
     (``backends/memory/job.py``).
-    ``kubernetes``: the ``kubernetes`` backend's settings (``KubernetesSection``)."""
+    ``kubernetes``: the ``kubernetes`` backend's settings (``KubernetesSection``).
+    ``dir``: the ``local`` backend's: where ``sessionsched cluster up --dir`` recorded the
+    cluster (default ``<server.state_dir>/cluster``); one each when several are served."""
 
     backend: Literal["standalone", "local", "memory", "kubernetes"] = "standalone"
     master: str = "spark://127.0.0.1:7077"
@@ -219,6 +221,7 @@ class ClusterSection(Strict):
     executor_idle_timeout_s: float = Field(60.0, gt=0)
     work_s: float = Field(2.0, ge=0)
     kubernetes: KubernetesSection | None = None
+    dir: str | None = Field(None, min_length=1)
 
     @model_validator(mode="after")
     def _memory_settings(self) -> ClusterSection:
@@ -227,6 +230,9 @@ class ClusterSection(Strict):
                 if key in self.model_fields_set:
                     raise ValueError(f"{key} is a setting of the memory backend only "
                                      f"(backend is {self.backend})")
+        if self.dir is not None and self.backend != "local":
+            raise ValueError(f"dir is a setting of the local backend only (backend is "
+                             f"{self.backend})")
         no_equal_workers_beside(self.worker_groups, self.model_fields_set)
         if self.backend == "kubernetes" and self.kubernetes is None:
             raise ValueError("backend kubernetes needs a cluster.kubernetes section (at least "

@@ -11,8 +11,8 @@ Steps:
   2. the notebook polls ``GET /api/v1/apps/{id}`` and shows its place in the queue until the
      scheduler admits it (state STARTING) -- a terminal state raises ``SessionError`` with the
      scheduler's reason; a timeout or Ctrl-C withdraws the session (kill) and re-raises;
-  3. a SparkSession is built in this process against the cluster's master (``GET
-     /api/v1/health`` names it) with dynamic allocation on and what the agent needs for the
+  3. a SparkSession is built in this process against the master of the cluster it was placed
+     on (``master_of``) with dynamic allocation on and what the agent needs for the
      queue's reclaim mode (``agent.launch``), and the agent is attached to its SparkContext.
      The notebook's driver then behaves like any managed app: its executors are capped at the
      scheduler's grant, reclaimed on order, and -- through Spark's own
@@ -167,9 +167,7 @@ class Session:
         from ..agent.attach import attach
         from ..agent.launch import agent_conf, dynamic_allocation_conf
 
-        master = self.client._json("GET", "/api/v1/health").get("master")
-        if not master:
-            raise SessionError("the scheduler did not say which Spark master to use")
+        master = master_of(self.client, self.app_id)
         queue = self.client.app(self.app_id).queue
         rows = {q.name: q.raw for q in self.client.queues()}
         reclaim_timeout_s = float(rows.get(queue, {}).get("reclaim_timeout") or 0)
@@ -204,6 +202,22 @@ class Session:
         if self.spark is not None:
             type(self.spark).stop(self.spark)
         self.client.close()
+
+
+def master_of(client: SchedulerClient, app_id: str) -> str:
+    """The Spark master a session's driver connects to: behind several clusters that of the
+    cluster the scheduler placed it on (``GET /api/v1/cluster``), else the one cluster's
+    (``GET /api/v1/health``)."""
+    cluster = client.app(app_id).raw.get("cluster")
+    if cluster is None:
+        master = client._json("GET", "/api/v1/health").get("master")
+    else:
+        rows = client.cluster().get("clusters") or []
+        master = next((r.get("master") for r in rows if r["name"] == cluster), None)
+    if not master:
+        where = f" of cluster {cluster}" if cluster else ""
+        raise SessionError(f"the scheduler did not say which Spark master{where} to use")
+    return master
 
 
 class _Progress:

@@ -102,14 +102,6 @@ def weight_shares(root: Queue, active: Collection[str] | None = None) -> dict[st
 _NONE = Resources()
 
 
-def _no_need(leaf: str, priority: int) -> Resources:
-    return _NONE
-
-
-def _no_weight(leaf: str, priority: int) -> int:
-    return 0
-
-
 @dataclass
 class Room:
     """What is free for new drivers this cycle (working copy: admission spends it).
@@ -117,7 +109,9 @@ class Room:
     Per-queue figures are keyed by every queue name (parents included), ``drivers_in``,
     ``whole_in``, ``unbounded_in``, ``need_admitted``, ``weight_admitted`` and
     ``weight_share`` by leaf. ``ahead_in``: the leaf's apps started ahead still without an
-    executor (``running_demand``), this cycle's included. ``need_of(leaf, p)``: what the
+    executor (``running_demand``), this cycle's included; ``offered_later(app)``: whether a
+    cluster stepping after this one holds a copy of it (``free_here``; never with one
+    cluster). ``need_of(leaf, p)``: what the
     leaf's admitted apps of priority p or higher want above their floors
     (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
     those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
@@ -135,15 +129,16 @@ class Room:
     host_drivers: int = 0  # drivers on the scheduler's host
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     elsewhere: Mapping[str, int] = field(default_factory=dict)  # ... on other clusters (theirs)
+    offered_later: Callable[[str], bool] = lambda app_id: False
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
     capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``
     drivers_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> in-cluster drivers
     whole_in: dict[str, Resources] = field(default_factory=dict)  # leaf -> ``ledger.whole`` sum
     unbounded_in: dict[str, int] = field(default_factory=dict)  # leaf -> apps with no cap
-    need_of: Callable[[str, int], Resources] = _no_need
+    need_of: Callable[[str, int], Resources] = lambda leaf, priority: _NONE
     need_admitted: dict[str, Resources] = field(default_factory=dict)  # leaf -> this cycle's
-    weight_of: Callable[[str, int], int] = _no_weight
+    weight_of: Callable[[str, int], int] = lambda leaf, priority: 0
     weight_admitted: dict[str, int] = field(default_factory=dict)  # leaf -> this cycle's
     weight_share: dict[str, float] = field(default_factory=dict)  # leaf -> ``weight_shares``
     ahead_in: dict[str, int] = field(default_factory=dict)  # leaf -> started ahead, waiting

@@ -63,7 +63,11 @@ docs/design/admission.md.
      one driver's cores (or slot) idle until room frees. Its first executors still fit beside
      every driver and floor (``reserve_room``) and the fraction still holds, so nothing
      deadlocks;
-``none`` runs checks 1, 3 and 5 only: what stock Spark does.
+  8. ``free_here`` (every mode; behind several clusters only): an app that a cluster stepping
+     after this one in the cycle is offered too (``Room.offered_later``) is admitted here only
+     if its driver and first executors are free here now; otherwise it is that cluster's to
+     take. So it goes where its executors have room now, not where it would wait for them.
+``none`` runs checks 1, 3, 5 and 8 only: what stock Spark does.
 
 ``demand`` paces a burst by room alone: every head that passes checks 1-7 is admitted in the
 same cycle, however many that is (up to the cycle's ``budget`` slice). It has no launch pacing
@@ -88,7 +92,7 @@ from ..model.custom import amount
 from .gang.checks import gang_wait
 from .host_room import driver_slot
 from .ledger import whole
-from .waits import Wait, WaitCode
+from .waits import Wait, WaitCode, first_of, holders, res
 
 if TYPE_CHECKING:
     from .admission import LeafView, Room
@@ -150,7 +154,7 @@ def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                         f"{needs}, the cluster has {res(room.capacity)} and none of it is held")
         return Wait(WaitCode.DRIVER_ROOM,
                     f"{needs}, {res(room.free)} is free of {res(room.capacity)};"
-                    f" {_holders(room, path)}")
+                    f" {holders(room, path)}")
     now = room.free_now
     if head.driver_in_cluster and now is not None and not now.fits(head.driver):
         if (short := now.short_of(head.driver)) is not None:  # a custom resource: named
@@ -175,7 +179,7 @@ def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                 f" {admitted} admitted app(s)" if admitted
                 else f"the cluster has {res(room.capacity)} and no app is admitted")
         return Wait(WaitCode.EXECUTOR_ROOM,
-                    f"no room for {_first(head, n)}, {res(needed)} in all: {left}")
+                    f"no room for {first_of(head, n)}, {res(needed)} in all: {left}")
     return under_max_cores(view, head, path, room)
 
 
@@ -194,6 +198,19 @@ def under_max_cores(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                         f" whose max_cores is {cap}; the floors of its admitted apps hold"
                         f" {floors}")
     return None
+
+
+def free_here(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
+              room: Room) -> Wait | None:
+    if not room.offered_later(head.app_id):
+        return None
+    needed, now = _commitment(head), room.free_now
+    if needed.fits_in_sum(room.free) and (now is None or now.fits(head.executor)):
+        return None
+    return Wait(WaitCode.EXECUTOR_ROOM,
+                f"no room free now for {first_of(head, reservation(head))}, {res(needed)} in"
+                f" all: {res(room.free)} is free on this cluster; a cluster offered it next may"
+                f" have it")
 
 
 def driver_share(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
@@ -251,7 +268,7 @@ def demand_verdict(view: LeafView, head: AppSpec, room: Room) -> tuple[Wait | No
     n = reservation(head)
     return Wait(
         WaitCode.RUNNING_DEMAND,
-        f"the running apps of {q} want {res(need)} above their floors and {_first(head, n)}"
+        f"the running apps of {q} want {res(need)} above their floors and {first_of(head, n)}"
         f" {'need' if n else 'needs'} {res(_commitment(head))}: more than the"
         f" {res(room.uncommitted)} left beside the admitted apps' drivers and floors"
     ), False
@@ -324,11 +341,12 @@ class AdmissionMode:
 
 ADMISSION_MODES: dict[Admission, AdmissionMode] = {
     Admission.DEMAND: AdmissionMode(
-        (queue_limits, driver_slot, driver_share, reserve_room, running_demand)),
+        (queue_limits, driver_slot, driver_share, reserve_room, running_demand, free_here)),
     Admission.STATEAWARE: AdmissionMode(
-        (queue_limits, starting_limit, driver_slot, cluster_driver_room)),
-    Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room), reserves=True),
-    Admission.NONE: AdmissionMode((queue_limits, driver_slot, cluster_driver_room)),
+        (queue_limits, starting_limit, driver_slot, cluster_driver_room, free_here)),
+    Admission.RESERVE: AdmissionMode(
+        (queue_limits, driver_slot, reserve_room, free_here), reserves=True),
+    Admission.NONE: AdmissionMode((queue_limits, driver_slot, cluster_driver_room, free_here)),
 }
 
 
@@ -369,28 +387,6 @@ def verdict(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
         if reason is not None:
             return reason, False
     return None, ahead
-
-
-def res(r: Resources) -> str:
-    """Cores and memory as every reason writes them (negatives, from a cluster that shrank
-    under its apps, as 0: nothing is free)."""
-    return f"{max(r.cores, 0)} cores/{max(r.mem_mib, 0)} MiB"
-
-
-def _first(head: AppSpec, n: int) -> str:
-    """What the head needs room for: its in-cluster driver and its first ``n`` executors."""
-    execs = f"first {n} executor(s)" if n else ""
-    if head.driver_in_cluster:
-        return f"its driver and {execs}" if n else "its driver"
-    return f"its {execs}"
-
-
-def _holders(room: Room, path: tuple[Queue, ...]) -> str:
-    """Who holds the cluster's room that is not free."""
-    admitted = room.admitted_in.get(path[0].name, 0)
-    if admitted:
-        return f"the rest is held by or promised to {admitted} admitted app(s)"
-    return "the rest is held by executors of ended apps, not released yet"
 
 
 def _commitment(spec: AppSpec) -> Resources:

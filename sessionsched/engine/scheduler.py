@@ -103,9 +103,9 @@ class Scheduler:
         self.host_room = host_room
         self.budget = budget
         # Behind several clusters (``clusters.federation``): False while this one cannot be
-        # reached (nothing launched, its apps arbitrated as before); and each queue's apps
-        # running on the others, which its ``max_running_apps`` counts too.
-        self.launching, self.elsewhere = True, {}
+        # reached; each queue's apps running on the others (its ``max_running_apps``); whether
+        # a later cluster is offered an app this step (``Room.offered_later``).
+        self.launching, self.elsewhere, self.offered_later = True, {}, lambda app_id: False
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self._next_release: float | None = None  # an idle session's release falls due
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
@@ -324,7 +324,8 @@ class Scheduler:
 
     def _room(self) -> admission.Room:
         return self._rooms.room(self.books, self.capacity, self.driver_slots, self.host_room,
-                                self.reports, self.elsewhere, self._weight_shares)
+                                self.reports, self.elsewhere, self.offered_later,
+                                self._weight_shares)
 
     # 4. + 5. arbitration and grants
 

@@ -42,7 +42,12 @@ holds back only the apps behind it that need that room too (``host_room``).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..model import AppSpec, Queue, Resources
+
+if TYPE_CHECKING:
+    from .admission import Room
 
 
 class WaitCode(StrEnum):
@@ -85,3 +90,27 @@ def waited_too_long(waited_s: float, max_wait_s: float, queue: str) -> str:
     """The reason an app ends with when it waited its queue's ``max_wait``."""
     return (f"waited too long: {waited_s:.0f}s queued in {queue}, beyond its max_wait of "
             f"{max_wait_s:g}s")
+
+
+# The words every reason uses (``admission_checks``).
+
+def res(r: Resources) -> str:
+    """Cores and memory as every reason writes them (negatives, from a cluster that shrank
+    under its apps, as 0: nothing is free)."""
+    return f"{max(r.cores, 0)} cores/{max(r.mem_mib, 0)} MiB"
+
+
+def first_of(head: AppSpec, n: int) -> str:
+    """What the head needs room for: its in-cluster driver and its first ``n`` executors."""
+    execs = f"first {n} executor(s)" if n else ""
+    if head.driver_in_cluster:
+        return f"its driver and {execs}" if n else "its driver"
+    return f"its {execs}"
+
+
+def holders(room: Room, path: tuple[Queue, ...]) -> str:
+    """Who holds the cluster's room that is not free."""
+    admitted = room.admitted_in.get(path[0].name, 0)
+    if admitted:
+        return f"the rest is held by or promised to {admitted} admitted app(s)"
+    return "the rest is held by executors of ended apps, not released yet"

@@ -44,6 +44,7 @@ from sessionsched.operations.audit_read import AuditRow, audit_rows
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal, waited
 from sessionsched.operations.reads import AppRead, Reads
 from sessionsched.operations.usage_read import parse_when, usage_lines
+from sessionsched.service.clusters.fits import with_clusters
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
 
@@ -160,7 +161,7 @@ class Operations(Reads):
         except CHECKS_FAIL as e:
             return check_failed(e)
         answer = await asyncio.to_thread(self.service.estimator.dry_run, app.spec, app.name)
-        return done((app.queue, answer))
+        return done((app.queue, with_clusters(self.service.view.engine, app.spec, answer)))
 
     async def submit_rest(self, caller: auth.Caller, sender: str, body: Any) -> Outcome:
         """Spark's ``CreateSubmissionRequest``. Done: (the stored app, unknown field names)."""
@@ -283,30 +284,30 @@ class Operations(Reads):
 
     def register(self, caller: auth.Caller, app_id: str, spark_app_id: str | None,
                  control: str, reason: str | None, pid: int | None,
-                 spark_version: str | None) -> Outcome:
+                 spark_version: str | None, attempt: int | None = None) -> Outcome:
         """An agent's registration (never waits for a cycle). Done: the agent's reply."""
         return self._report(caller, app_id, lambda: self.service.desk.register(
-            app_id, spark_app_id, control, reason, pid, spark_version))
+            app_id, spark_app_id, control, reason, pid, spark_version, attempt))
 
     def heartbeat(self, caller: auth.Caller, app_id: str, demand: int,
                   executors: list[Executor], control: str | None,
                   observed_at: float | None = None,
                   removed: dict[str, float] | None = None,
                   changed_after: float | None = None,
-                  profiles: tuple[Profile, ...] = ()) -> Outcome:
+                  profiles: tuple[Profile, ...] = (), attempt: int | None = None) -> Outcome:
         """An agent's report. ``observed_at``, ``removed`` (executor id -> when it left) and
         ``changed_after`` time its executors' changes for the usage figures; ``profiles``, its
         app's resource profiles; an older agent sends none of them."""
         return self._report(caller, app_id, lambda: self.service.desk.heartbeat(
             app_id, demand, executors, control, observed_at, removed, changed_after,
-            profiles))
+            profiles, attempt))
 
     async def watch(self, caller: auth.Caller, app_id: str, version: int,
-                    wait_s: float | None) -> Outcome:
+                    wait_s: float | None, attempt: int | None = None) -> Outcome:
         """A change-driven agent's wait for its decisions (``AgentDesk.watch``): done with its
         answer once its ``version`` is out of date, or after ``AgentDesk.hold_s``."""
         desk = self.service.desk
-        out = self._report(caller, app_id, lambda: desk.watch(app_id, version))
+        out = self._report(caller, app_id, lambda: desk.watch(app_id, version, attempt))
         if out.ok and isinstance(out.value, Future):  # nothing new: wait for a cycle's change
             await asyncio.wait([asyncio.wrap_future(out.value)], timeout=desk.hold_s(wait_s))
             desk.unwatch(app_id, out.value)
@@ -384,7 +385,8 @@ class Operations(Reads):
             start = 0.0 if not since else parse_when(since, now, "since")
             end = now if not until else parse_when(until, now, "until")
             own = None if not self.gate.on or caller.role == auth.ADMIN else caller.user
-            return done(usage_lines(self.service.store, by, start, end, now, own))
+            first = self.service.config.cluster_registry()[0].name
+            return done(usage_lines(self.service.store, by, start, end, now, own, first))
         except ValueError as e:
             return failed(Kind.INVALID, str(e))
         except StoreUnavailable as e:

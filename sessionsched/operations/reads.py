@@ -88,7 +88,8 @@ class Reads:
         return self.service.view.queue_wait_codes()
 
     def health_row(self) -> dict:
-        """The view's health, the store's (a round trip to the database) and the role."""
+        """The view's health, the store's (a round trip to the database) and the role; behind
+        several clusters, each one (whether its backend answers, what it offers)."""
         service = self.service
         row = service.view.health_row()
         store = service.store.health()
@@ -98,6 +99,10 @@ class Reads:
         row["role"], row["leader"] = service.role, service.leader_url
         if service.role in ("standby", "taking over"):  # alive; its books are the leader's
             row["status"] = "standby"
+        if service.view.engine.cluster_rows:  # several clusters: each one's reachability
+            row["clusters"] = [{"name": c.name, "reachable": c.reachable,
+                                "cores": c.capacity.cores, "memory_mib": c.capacity.mem_mib}
+                               for c in service.view.engine.cluster_rows]
         return row
 
     def cluster_row(self) -> dict:
@@ -109,6 +114,7 @@ class Reads:
         # The watch's last report, not the engine's workers: those keep the free room of the
         # report that last changed the workers' sizes.
         workers = self.service.watch.workers
+        backends = getattr(self.service.backend, "backends", {})  # several: each cluster's
         return {
             "reachable": view.health.reachable, "cluster": view.health.describe(),
             "cores": view.engine.capacity.cores, "memory_mib": view.engine.capacity.mem_mib,
@@ -124,7 +130,9 @@ class Reads:
             **({"clusters": [
                 {"name": c.name, "reachable": c.reachable, "cores": c.capacity.cores,
                  "memory_mib": c.capacity.mem_mib, "driver_slots": c.driver_slots,
-                 "running": c.apps, "queued": c.queued} for c in view.engine.cluster_rows]}
+                 "running": c.apps, "queued": c.queued,
+                 "master": getattr(backends.get(c.name), "master", "") or None}
+                for c in view.engine.cluster_rows]}
                if view.engine.cluster_rows else {}),
         }
 

@@ -7,6 +7,8 @@ Read straight from the store (every app, also those forgotten from memory).
   from its stored levels while it lives. The window [since, until) picks the apps that were in
   the books at some time in it (submitted before ``until``, not ended before ``since``); each
   counts whole, not the part of its life inside the window.
+- ``by=cluster``: ``by=app``'s lines added up per cluster (each app whole, on the cluster it
+  was placed on; ``-``: never placed).
 - ``by=queue|user``: the hourly rollup (``store/usage_hours``), which outlives the apps' rows:
   the hours that start inside the window, from the hour ``since`` falls in (a window is whole
   hours), plus what the live apps used since their last change of level (not in the rollup
@@ -38,7 +40,8 @@ from sessionsched.service.usage_meter import live_figures
 from sessionsched.store import Store
 from sessionsched.store.usage_hours import live_usage, load_hours
 
-BY = ("queue", "user", "app")
+BY = ("queue", "user", "app", "cluster")
+NOT_PLACED = "-"  # ``by=cluster``: the apps that never left their queue
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -67,15 +70,17 @@ def parse_when(text: str, now: float, what: str) -> float:
 
 
 def usage_lines(store: Store, by: str, since: float, until: float, now: float,
-                user: str | None = None) -> list[dict]:
-    """One dict per app (``by="app"``, in order of first submission), queue or user: its key
-    columns, ``apps`` (how many were added up) and the figures. ``user``: only this user's
-    apps (a non-admin caller's own)."""
+                user: str | None = None, first_cluster: str | None = None) -> list[dict]:
+    """One dict per app (``by="app"``, in order of first submission), queue, user or cluster:
+    its key columns, ``apps`` (how many were added up) and the figures. ``user``: only this
+    user's apps (a non-admin caller's own). ``first_cluster``: where an app launched with no
+    cluster recorded ran (``by="cluster"``; the one cluster's name, or the first of several)."""
     if by not in BY:
         raise ValueError(f"by {by!r}: one of {', '.join(BY)}")
-    if by != "app":
+    if by in ("queue", "user"):
         return hourly_lines(store, by, since, until, now, user)
     lines: dict[str, dict] = {}
+    where: dict[str, str] = {}  # app -> its cluster (``by=cluster``)
     for r in store.usage_rows(since, until):
         if user is not None and r.user != user:
             continue
@@ -83,8 +88,25 @@ def usage_lines(store: Store, by: str, since: float, until: float, now: float,
         if r.state == "ACCEPTED":  # still queued: its queued_s so far
             figures["queued_s"] = round(max(0.0, now - r.submitted_at), 3)
         lines[r.id] = {"app": r.id, "queue": r.queue, "user": r.user, "state": r.state,
+                       **({"cluster": r.cluster} if r.cluster is not None else {}),
                        "apps": 1, **figures}
+        launched = r.started_at is not None and first_cluster is not None
+        where[r.id] = r.cluster or (first_cluster if launched else NOT_PLACED)
+    if by == "cluster":
+        return cluster_lines(lines, where)
     return list(lines.values())
+
+
+def cluster_lines(lines: dict[str, dict], where: dict[str, str]) -> list[dict]:
+    """``by=app``'s ``lines`` added up per cluster (``where`` each app was placed), in the
+    order of the clusters' names: each app counted whole, as ``by=app`` counts it."""
+    sums: dict[str, dict] = {}
+    for app_id, line in lines.items():
+        total = sums.setdefault(where[app_id], {"cluster": where[app_id]})
+        for k, v in line.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                total[k] = round(total.get(k, 0) + v, 3)
+    return [sums[k] for k in sorted(sums)]
 
 
 def hourly_lines(store: Store, by: str, since: float, until: float, now: float,

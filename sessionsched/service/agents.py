@@ -17,6 +17,11 @@ when it moves (the door waits on it, up to ``keepalive_s``). Such an agent is li
 keep-alives after it was last heard from; one on the old protocol (1 Hz heartbeats, no watch)
 for three heartbeats, as before.
 
+Behind several clusters an agent says the attempt its driver runs as (its launch's
+``SESSIONSCHED_ATTEMPT``): one of an older attempt than its app's (a driver started on a
+cluster the app has since left) is answered with an ended state, so it stops its driver, and
+nothing it reports is taken (``attempt_of``, set by the cycle).
+
 ``reconcile`` (whose word counts for an app's executors: its agent's or the cluster's) runs in
 the cycle on the desk's records.
 """
@@ -40,7 +45,7 @@ from sessionsched.engine.events import (
     SetTarget,
     Witness,
 )
-from sessionsched.model import Executor
+from sessionsched.model import AppState, Executor
 from sessionsched.model.profiles import Profiles
 from sessionsched.service.reads import AppRead, NotFound, ReadModel
 from sessionsched.service.reconcile import AgentState, reconcile
@@ -48,6 +53,8 @@ from sessionsched.service.reconcile import AgentState, reconcile
 log = logging.getLogger("sessionsched.service")
 
 WATCH_JITTER = 0.2  # a watch with nothing to tell is held 80-100 % of its time
+# What an agent of an older attempt is told its app is: ended, so it stops its driver.
+STALE_STATE = AppState.KILLED.value
 
 
 class AgentDesk:
@@ -68,13 +75,20 @@ class AgentDesk:
         self._versions: dict[str, int] = {}  # app -> how many times its answer changed
         self._watches: dict[str, Future] = {}  # app -> its agent's waiting watch (one at most)
         self._closed = False  # the server is stopping: no watch is held any more
+        self._stale_told: dict[str, set[int]] = {}  # app -> older attempts told to stop
+        # The attempt each app's driver runs as (several clusters; None: it has none): an
+        # agent that reports an older one is told to stop, and not listened to.
+        self.attempt_of: Callable[[str], int | None] = lambda _app_id: None
 
     # --- the protocol ------------------------------------------------------------------------
 
     def register(self, app_id: str, spark_app_id: str | None, control: str,
-                 reason: str | None, pid: int | None, spark_version: str | None) -> dict:
+                 reason: str | None, pid: int | None, spark_version: str | None,
+                 attempt: int | None = None) -> dict:
         now = self._clock()
         app = self._app(app_id)
+        if (stale := self._stale(app, attempt, now)) is not None:
+            return stale
         with self._lock:
             agent = self._agents.setdefault(app_id, AgentState(seen_at=now))
             agent.seen_at = now
@@ -93,12 +107,15 @@ class AgentDesk:
     def heartbeat(self, app_id: str, demand: int, executors: list[Executor],
                   control: str | None, observed_at: float | None = None,
                   removed: dict[str, float] | None = None,
-                  changed_after: float | None = None, profiles: Profiles = ()) -> dict:
+                  changed_after: float | None = None, profiles: Profiles = (),
+                  attempt: int | None = None) -> dict:
         """A report. ``observed_at`` (when the agent looked), ``removed`` (when executors gone
         since its last report left) and ``changed_after`` (its look before) ride on the list's
         event for the usage meter, which bounds them by the scheduler's clock."""
         now = self._clock()
         app = self._app(app_id)
+        if (stale := self._stale(app, attempt, now)) is not None:
+            return stale
         events: list[Event] = []
         with self._lock:
             agent = self._agents.setdefault(app_id, AgentState(seen_at=now))
@@ -122,7 +139,7 @@ class AgentDesk:
             self._put(ev)
         return reply
 
-    def watch(self, app_id: str, version: int) -> dict | Future:
+    def watch(self, app_id: str, version: int, attempt: int | None = None) -> dict | Future:
         """A change-driven agent asks what it is told, holding ``version``: the answer now when
         the version moved on (or the app ended), else a future resolved when it moves -- the
         caller waits on it (up to ``hold_s``), ``unwatch``es it and asks for the ``answer``.
@@ -130,6 +147,8 @@ class AgentDesk:
         so far)."""
         now = self._clock()
         app = self._app(app_id)
+        if (stale := self._stale(app, attempt, now)) is not None:
+            return stale
         with self._lock:
             agent = self._agents.setdefault(app_id, AgentState(seen_at=now))
             agent.seen_at = now
@@ -179,6 +198,23 @@ class AgentDesk:
         if app is None:
             raise NotFound(f"no app {app_id!r}: the agent should stop reporting")
         return app
+
+    def _stale(self, app: AppRead, attempt: int | None, now: float) -> dict | None:
+        """The answer to an agent of an older attempt than its app's: stop (a terminal state,
+        ``STALE_STATE``), nothing of its report taken, an audit row the first time; None for
+        the app's own agent, or one that says no attempt (one cluster, an older agent)."""
+        current = self.attempt_of(app.id) if attempt is not None else None
+        if current is None or attempt >= current:
+            return None
+        with self._lock:
+            told = self._stale_told.setdefault(app.id, set())
+            first = attempt not in told
+            told.add(attempt)
+        if first:
+            self._note(app.id, now, f"agent of attempt {attempt} told to stop its driver: "
+                                    f"the app runs as attempt {current}")
+        return {"heartbeat_s": self.heartbeat_s, "keepalive_s": self.keepalive_s,
+                "version": 0, "target": 0, "grant": 0, "state": STALE_STATE, "reclaim": []}
 
     def _reply(self, app: AppRead, agent: AgentState) -> dict:
         """The answer, handing out the pending reclaim orders (once). Lock held."""
@@ -246,6 +282,7 @@ class AgentDesk:
         with self._lock:
             for app_id in app_ids:
                 self._agents.pop(app_id, None)
+                self._stale_told.pop(app_id, None)
                 self._targets.pop(app_id, None)
                 self._versions.pop(app_id, None)
                 if (waiting := self._watches.pop(app_id, None)) is not None:

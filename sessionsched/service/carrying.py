@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING
 from sessionsched.backends.base import Handle, Launch
 from sessionsched.backends.carry import Retries, Waiting, carry_out, error_line
 from sessionsched.engine.agent_terms import launch_decision
+from sessionsched.engine.clusters import LaunchUnavailable
 from sessionsched.engine.events import Decision, DriverExited, LaunchDriver, StopDriver
+from sessionsched.service.clusters import attempt_of, may_move
 from sessionsched.service.launch import build_launch
 from sessionsched.store import AppKind, EventRecord
 
@@ -87,7 +89,12 @@ class Carrier:
             p.fault("launched", *(app_id for app_id, _, _ in carried.launched))
         # Handles a failed write could not record are tried again with the next launches.
         launched, self._unrecorded = self._unrecorded + carried.launched, []
+        moving = {app_id: why.rsplit("; attempt ", 1)[0] for app_id, why in carried.retrying
+                  if may_move(p.engine, app_id)}
         retried = [EventRecord(app_id, now, "retry", f"launch failed, tried again: {why}")
+                   if app_id not in moving else EventRecord(
+                       app_id, now, "retry", f"launch failed, nothing started: "
+                                             f"{moving[app_id]}; moving it to another cluster")
                    for app_id, why in carried.retrying]
         if not launched and not retried:
             return
@@ -98,6 +105,11 @@ class Carrier:
         rows = retried + [EventRecord(app_id, now, "launch", f"driver launched ({h.kind} {h.ref})")
                           for app_id, h, _ in launched]
         self._recording = _Recording(p.write(changes, rows), launched)
+        # Tried again elsewhere, not here: the federation moves it in the next step (that
+        # commit clears the wait on disk, kept until then for a restart to go on with here).
+        self._retries.drop(moving)
+        for app_id, why in moving.items():
+            p.inbox.put(LaunchUnavailable(app_id, why))
         self._recording.committed.add_done_callback(lambda f: self._recorded(f, launched))
         if not carried.retrying:
             # Not waited for: the drivers run already, and the writer commits in order, so
@@ -171,7 +183,8 @@ class Carrier:
         queue_conf = p.engine.queue(sub.queue)
         return build_launch(sub, p.url, p.log_dir, token=p.secret(d.app_id),
                             reclaim_timeout_s=queue_conf.reclaim_timeout_s, terms=d.terms,
-                            ca=p.agent_ca, node_sort=queue_conf.node_sort.value)
+                            ca=p.agent_ca, node_sort=queue_conf.node_sort.value,
+                            attempt=attempt_of(p.engine, d.app_id))
 
     def _kind(self, app_id: str) -> str | None:
         sub = self.p.registry.get(app_id)

@@ -57,6 +57,7 @@ from sessionsched.engine.validate import EventError
 from sessionsched.runtime import gc_pacer
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.carrying import Carrier
+from sessionsched.service.clusters import attempt_of
 from sessionsched.service.inbox import Inbox, Item
 from sessionsched.service.metrics import ServiceMetrics
 from sessionsched.service.reads import ReadModel
@@ -151,6 +152,9 @@ class Cycle:
         self._failures = 0  # commits failed in a row
         self._retry_at = float("-inf")
         self._carrier = Carrier(parts)  # step 6
+        # Agents are checked against the attempt their app's driver runs as (several
+        # clusters); the engine is the cycle's, a fresh one after a failed commit.
+        parts.desk.attempt_of = lambda app_id: attempt_of(self.p.engine, app_id)
 
     @property
     def backend(self) -> ClusterBackend:

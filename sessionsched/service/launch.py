@@ -37,11 +37,15 @@ What a Spark event log cannot know, stamped into every launch's properties (``st
 that the log of an app sessionsched ran carries it (``workload from-eventlogs`` reads them:
 docs/operator/simulator.md): ``spark.sessionsched.submitTime`` and
 ``spark.sessionsched.launchTime`` (epoch milliseconds: its submission, and its driver's launch
-here) and ``spark.sessionsched.queue`` (the leaf it ran in).
+here) and ``spark.sessionsched.queue`` (the leaf it ran in). Behind several clusters, also
+``spark.sessionsched.attempt``: how many times the app was placed (docs/operator/clusters.md),
+so that a driver of an older attempt (a launch that started something after all, on a cluster
+the app has left) can be told apart; one cluster's launches carry no attempt.
 
 The environment gets ``SESSIONSCHED_APP_ID``, ``SESSIONSCHED_SERVER`` and, when the server has
 one for the app, ``SESSIONSCHED_TOKEN`` (docs/design/agent-protocol.md); ``SESSIONSCHED_CA`` when
-``server.tls.ca`` is set (the agent verifies the server with it).
+``server.tls.ca`` is set (the agent verifies the server with it); ``SESSIONSCHED_ATTEMPT`` with
+the attempt (the agent reports it).
 """
 
 from __future__ import annotations
@@ -116,22 +120,28 @@ def service_conf(app: Submission, terms: LaunchTerms | None = None) -> dict[str,
 SUBMIT_TIME = "spark.sessionsched.submitTime"
 LAUNCH_TIME = "spark.sessionsched.launchTime"
 QUEUE = "spark.sessionsched.queue"
+ATTEMPT = "spark.sessionsched.attempt"
+ENV_ATTEMPT = "SESSIONSCHED_ATTEMPT"
 
 
-def stamps(app: Submission, now: float) -> dict[str, str]:
-    """The properties a launch at ``now`` (epoch seconds) stamps (module doc)."""
-    return {SUBMIT_TIME: str(round(app.submitted_at * 1000)), LAUNCH_TIME: str(round(now * 1000)),
-            QUEUE: app.queue}
+def stamps(app: Submission, now: float, attempt: int | None = None) -> dict[str, str]:
+    """The properties a launch at ``now`` (epoch seconds) of ``attempt`` stamps (module doc)."""
+    out = {SUBMIT_TIME: str(round(app.submitted_at * 1000)), LAUNCH_TIME: str(round(now * 1000)),
+           QUEUE: app.queue}
+    if attempt is not None:
+        out[ATTEMPT] = str(attempt)
+    return out
 
 
 def build_launch(
     app: Submission, server_url: str, log_dir: str | Path, token: str | None = None,
     reclaim_timeout_s: float = 0.0, terms: LaunchTerms | None = None, ca: str | None = None,
-    node_sort: str = "fair",
+    node_sort: str = "fair", attempt: int | None = None,
 ) -> Launch:
     """The Launch for an app of kind ``submit``, ``connect`` or ``rest`` (sessions are not
     launched: the notebook starts its own driver once admitted), on the engine's ``terms``
-    (default ``unsized_terms``), placed by its queue's ``node_sort`` (``Launch.node_sort``)."""
+    (default ``unsized_terms``), placed by its queue's ``node_sort`` (``Launch.node_sort``);
+    ``attempt``: its placement behind several clusters (module doc)."""
     terms = terms or unsized_terms(app)
     if app.kind == AppKind.SESSION:
         raise ValueError(f"{app.id} is a notebook session: its notebook starts the driver")
@@ -140,7 +150,9 @@ def build_launch(
         env["SESSIONSCHED_TOKEN"] = token
     if ca and app.kind != AppKind.REST:
         env["SESSIONSCHED_CA"] = ca
-    ours = {**service_conf(app, terms), **stamps(app, time.time())}
+    if attempt is not None:
+        env[ENV_ATTEMPT] = str(attempt)
+    ours = {**service_conf(app, terms), **stamps(app, time.time(), attempt)}
     if app.kind == AppKind.REST:
         return Launch(
             app_id=app.id,

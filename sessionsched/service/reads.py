@@ -11,10 +11,9 @@ waits for one. A ``ReadView`` joins two books, each the only one of its kind in 
   never changes (and where its driver's log is, once launched).
 
 An app whose submission is committed but which no cycle has stepped yet is shown ACCEPTED
-without a position. Ended apps loaded at a restart, and ended apps forgotten beyond
-``server.retained_ended_apps`` (``retention``), are final: they are read from the store.
-``ReadModel.publish`` is the one place that makes a new view (and bumps its ``version``, which
-keys answer caches).
+without a position. Ended apps loaded at a restart, and those forgotten beyond
+``server.retained_ended_apps`` (``retention``), are final: read from the store. ``publish``
+makes each new view (and bumps its ``version``, which keys answer caches).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from sessionsched.engine.view import AppFacts, EngineView
 from sessionsched.engine.waits import Wait, WaitCode
 from sessionsched.model import AppSpec, AppState, Gang, Queue, QueueUsage
 from sessionsched.model.submission import Submission
+from sessionsched.service.clusters.fits import never_fits_anywhere
 from sessionsched.service.registry import Submissions
 from sessionsched.store import StoredApp
 
@@ -189,12 +189,12 @@ class ReadView:
 
     def never_fits(self, spec: AppSpec) -> str | None:
         """Why a submission can never run on the cluster as it is now (``placement.never_fits``
-        on the engine's workers and its queue tree, plans applied), or None. Not asked while the
-        cluster is out of reach or names no worker: the app queues until it can be told."""
-        workers = self.engine.workers
+        on the engine's workers and queue tree, plans applied), or None. Not asked while it is
+        out of reach or names no worker: the app queues until it can be told."""
+        workers = self.engine.workers  # several clusters: None (``clusters.fits``)
         if workers is None or not workers.sizes or (self.health.reachable is not None
                                                     and not self.health.ok):
-            return None
+            return never_fits_anywhere(self.engine, spec) if self.engine.cluster_rows else None
         path = QueueTree.of(self.engine.root).path.get(spec.queue)
         return None if path is None else never_fits(spec, path, workers)
 

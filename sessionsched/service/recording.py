@@ -15,7 +15,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sessionsched.engine.clusters import Placed
+from sessionsched.engine.clusters import Placed, Unplaced
 from sessionsched.engine.events import (
     Decision,
     DriverExited,
@@ -80,6 +80,9 @@ def record_step(
             out.rows.append(EventRecord(d.app_id, now, "placed", f"placed on cluster "
                                         f"{d.cluster} (placement {d.attempt})"))
             continue
+        if isinstance(d, Unplaced):  # queued again: in this commit, before its next launch
+            record_unplaced(out, d, before, now)
+            continue
         if isinstance(d, Reclaim):
             out.rows.append(EventRecord(d.app_id, now, "reclaim", reclaim_detail(d)))
         if not isinstance(d, MarkState):
@@ -103,6 +106,23 @@ def record_step(
             out.rows.append(EventRecord(d.app_id, now, "expired",
                                         f"expired by {EXPIRED_BY}: {reason}", actor=EXPIRED_BY))
     return out
+
+
+def record_unplaced(out: Record, d: Unplaced, before: Mapping[str, Before],
+                    now: float) -> None:
+    """An app taken off a cluster where its launch started nothing: ACCEPTED again, on no
+    cluster, its launch's wait over (it is placed anew, never tried again there)."""
+    change = out.changes.setdefault(d.app_id, {})
+    app = before.get(d.app_id)
+    old = change.get("state", app.state if app is not None else AppState.STARTING)
+    reason = (f"its launch on cluster {d.cluster} started nothing ({d.reason}); queued again "
+              f"for {', '.join(d.copies)}")
+    change.update(state=AppState.ACCEPTED, reason=reason, cluster=None, started_at=None,
+                  launch_wait=None)
+    out.rows.append(EventRecord(d.app_id, now, "moved", f"taken off cluster {d.cluster}: "
+                                f"{reason}"))
+    out.rows.append(EventRecord(d.app_id, now, "state",
+                                f"{old.value} -> {AppState.ACCEPTED.value}: {reason}"))
 
 
 RECLAIM_HOW = {

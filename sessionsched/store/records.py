@@ -32,6 +32,7 @@ class UsageRow(NamedTuple):
     started_at: float | None
     finished_at: float | None
     usage: dict[str, Any] | None
+    cluster: str | None = None  # behind several clusters, the one it was placed on
 
 
 @dataclass

@@ -193,7 +193,7 @@ class Store:
         ``until``, not ended before ``since``), with its usage column, in submission order."""
         ended = func.coalesce(AppRow.finished_at, until)
         q = (select(AppRow.id, AppRow.queue, AppRow.user, AppRow.state, AppRow.submitted_at,
-                    AppRow.started_at, AppRow.finished_at, AppRow.usage)
+                    AppRow.started_at, AppRow.finished_at, AppRow.usage, AppRow.cluster)
              .where(AppRow.submitted_at < until, ended >= since).order_by(AppRow.seq))
         with store_faults(), self.session() as s:
             return [UsageRow(*r) for r in s.execute(q)]

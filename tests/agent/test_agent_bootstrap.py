@@ -12,7 +12,7 @@ import textwrap
 
 from sessionsched.agent.launch import bootstrap_path
 from sessionsched.agent.package import build_zip
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 
 PY = sys.executable
 

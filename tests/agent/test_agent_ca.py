@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from sessionsched.agent.transport import JsonClient, Refused, Unreachable
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.config import ServerConfig
 from sessionsched.intake.new_apps import Defaults, from_argv

@@ -9,7 +9,7 @@ import pytest
 
 from sessionsched.backends import master
 from sessionsched.backends.base import BackendError, BackendUnavailable
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 
 CREATE = {"action": "CreateSubmissionRequest", "appResource": "file:/a.jar", "mainClass": "M"}
 

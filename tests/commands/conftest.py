@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 from tests.support.cli_helpers import (  # noqa: F401 - fixtures
     app_dir,
     offline_server,

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 from sessionsched.commands._serverproc import ServerProcess
 from tests.support.cli_helpers import QUEUES
 from tests.tlscert import make_cert

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 from sessionsched.commands._serverproc import ServerProcess
 from tests.support.cli_helpers import run_cli
 

@@ -3,6 +3,8 @@ of one named ``default``; mistakes are one line naming the key."""
 
 import pytest
 
+from sessionsched.backends import create_backends
+from sessionsched.backends.local import LocalCluster
 from sessionsched.config import ConfigError, ServerConfig, load_server_config
 
 TWO = """
@@ -54,10 +56,12 @@ def test_clusters_are_named_in_their_order(tmp_path):
      "cores is a setting of the memory backend only"),
     ("clusters: []", "clusters: List should have at least 1 item"),
     ("clusters: [{name: a}]\nplacement: nearest", "placement: Input should be 'spill'"),
+    ("clusters: [{name: a, backend: standalone, dir: /tmp/a}]",
+     "dir is a setting of the local backend only (backend is standalone)"),
 ], ids=["both", "duplicate name", "queue names unknown", "one cluster is default",
         "a cap on an unknown cluster",
         "unnamed", "comma in name", "weight", "lost_timeout", "memory setting elsewhere",
-        "empty", "placement"])
+        "empty", "placement", "a local dir elsewhere"])
 def test_bad_clusters_give_one_line_naming_the_key(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
@@ -65,3 +69,24 @@ def test_bad_clusters_give_one_line_naming_the_key(tmp_path, text, message):
     line = str(err.value)
     assert "\n" not in line
     assert message in line, line
+
+
+def test_local_clusters_are_read_each_from_its_own_dir(tmp_path):
+    """Two clusters ``sessionsched cluster up --dir`` recorded (not running: their records
+    are what the backends read), served as ``local`` entries, each from its ``dir``."""
+    for name, port in (("a", 7177), ("b", 7277)):
+        (tmp_path / name).mkdir()
+        LocalCluster(tmp_path / name, port=port, ui_port=port + 3, rest_port=port + 1)._save()
+    config = load_server_config(write(tmp_path, f"""
+server: {{state_dir: {tmp_path / 'state'}}}
+clusters:
+  - {{name: a, backend: local, dir: {tmp_path / 'a'}}}
+  - {{name: b, backend: local, dir: {tmp_path / 'b'}}}
+"""))
+    backends = create_backends(config)
+    try:
+        assert {n: b.master for n, b in backends.items()} == {
+            "a": "spark://127.0.0.1:7177", "b": "spark://127.0.0.1:7277"}
+    finally:
+        for b in backends.values():
+            b.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.server.app import create_app
 from tests.support.cli_helpers import run_cli

@@ -14,7 +14,7 @@ import yaml
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from sessionsched.backends.local import free_port_in
+from sessionsched.backends.ports import free_port_in
 from sessionsched.model import AppSpec, AppState, Resources
 from sessionsched.model.submission import Submission
 from sessionsched.store import EventRecord, Store, StoredApp, Writer

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from sessionsched.backends.local import free_port
 from sessionsched.backends.memory import MemoryCluster
+from sessionsched.backends.ports import free_port
 from sessionsched.model import Resources
 from sessionsched.server.app import asgi, create_app
 from tests.support.cli_helpers import app_dir, offline_server  # noqa: F401 - fixtures

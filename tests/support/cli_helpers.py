@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 from sessionsched.commands._serverproc import ServerProcess
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ DriverExited from the runner's exit file; a process gone without one (it was SIG
 137 if we stopped it, else -1 (unknown).
 
 A driver whose application the master forgot (listed active, the master then unreachable, and
-now listing it nowhere: a master restarted without recovery mode) would wait for executors
-forever: it is stopped and its DriverExited says why (``_check_forgotten``).
+now, ALIVE, listing it nowhere: a master restarted without recovery mode) would wait for
+executors forever: it is stopped and its DriverExited says why (``_check_forgotten``).
 
 Stopping: SIGTERM to the driver's process group at once, SIGKILL to whatever is left after the
 backend's grace (``spawn.GraceStops``).
@@ -98,9 +98,10 @@ class LocalDriver(Part):
         master restarted without recovery mode knows nothing of it, and kills its executors as
         their workers register again: the driver waits for executors forever. Stopped, it
         ends FAILED with a reason saying why (not launched again: it may have done part of
-        its work)."""
+        its work). Only a master that is ALIVE says so: one STANDBY or RECOVERING (with a
+        recovery mode) answers its web UI before it has read its applications back."""
         sid = self.record.spark_app_id
-        if self.stop_requested:
+        if self.stop_requested or view.master.status != "ALIVE":
             return
         if any(a.id == sid for a in view.master.active_apps):
             self.seen_active, self.master_lost = True, False

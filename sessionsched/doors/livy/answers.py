@@ -18,10 +18,12 @@ STATUS = {Kind.INVALID: 400, Kind.UNAUTHORIZED: 401, Kind.FORBIDDEN: 403, Kind.N
 
 
 def reason_info(app) -> dict[str, str | None]:
-    """What ``appInfo`` (a map of strings) says of why an app waits, or how it got its state."""
+    """What ``appInfo`` (a map of strings) says of why an app waits, or how it got its state;
+    behind several clusters, the ``cluster`` it was placed on (absent with one)."""
     code = app.reason_code
     return {"schedulerReason": app.reason or None,
-            "schedulerReasonCode": None if code is None else str(code)}
+            "schedulerReasonCode": None if code is None else str(code),
+            **({"cluster": app.cluster} if app.cluster is not None else {})}
 
 
 def msg(text: str, status: int, headers: dict | None = None) -> JSONResponse:

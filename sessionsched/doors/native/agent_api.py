@@ -28,14 +28,14 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ValidationError
 
 from sessionsched.doors.common.asgi import send_answer
-from sessionsched.doors.native.deps import CallerDep, OpsDep, answer, identify
-from sessionsched.doors.native.schemas import (
+from sessionsched.doors.native.agent_schemas import (
     AgentHeartbeat,
     AgentRegister,
     AgentReply,
     AgentWatch,
-    error_responses,
 )
+from sessionsched.doors.native.deps import CallerDep, OpsDep, answer, identify
+from sessionsched.doors.native.schemas import error_responses
 from sessionsched.doors.native.views import unreadable, validation_detail
 from sessionsched.model import Resources
 from sessionsched.model.custom import custom_of
@@ -51,18 +51,19 @@ router = APIRouter()
 
 def register(ops: Operations, caller: auth.Caller, body: AgentRegister) -> dict:
     return answer(ops.register(caller, body.app_id, body.spark_app_id, body.control,
-                               body.reason, body.pid, body.spark_version))
+                               body.reason, body.pid, body.spark_version, body.attempt))
 
 
 def heartbeat(ops: Operations, caller: auth.Caller, body: AgentHeartbeat) -> dict:
     return answer(ops.heartbeat(caller, body.app_id, body.demand, executors_of(body.executors),
                                 body.control, body.observed_at,
                                 {r.id: r.at for r in body.removed}, body.changed_after,
-                                profiles_of(body.profiles)))
+                                profiles_of(body.profiles), body.attempt))
 
 
 async def watch(ops: Operations, caller: auth.Caller, body: AgentWatch) -> dict:
-    return answer(await ops.watch(caller, body.app_id, body.version, body.wait_s))
+    return answer(await ops.watch(caller, body.app_id, body.version, body.wait_s,
+                                  body.attempt))
 
 
 def profiles_of(reports) -> tuple[Profile, ...]:

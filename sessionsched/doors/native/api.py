@@ -269,11 +269,12 @@ def audit(ops: OpsDep, caller: CallerDep,
 @router.get("/api/v1/usage", response_model=list[UsageOut], response_model_exclude_none=True,
             responses=error_responses(400, 422, 503))
 def usage(request: Request, ops: OpsDep, caller: CallerDep,
-          by: Annotated[Literal["queue", "user", "app"], Query()] = "queue",
+          by: Annotated[Literal["queue", "user", "app", "cluster"], Query()] = "queue",
           since: Annotated[str | None, Query(max_length=64)] = None,
           until: Annotated[str | None, Query(max_length=64)] = None):
     """What apps used (docs/operator/usage.md): core- and GiB-seconds held, busy, idle and lost to
-    reclaim, their drivers', time queued; per app or added up per queue or user. ``since`` /
+    reclaim, their drivers', time queued; per app or added up per queue, user or cluster
+    (several clusters: each app whole on the cluster it was placed on). ``since`` /
     ``until``: ``7d``, ``12h``, epoch seconds or ISO 8601 (default: all, up to now). A reader
     that sends ``Cache-Control: max-age=N`` may get an answer built for another reader of the
     same query (and the same rights) up to N seconds ago (``Age`` says how old): the

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .cluster_schemas import ClusterPartOut
+from .cluster_schemas import ClusterHealthOut, ClusterPartOut
 from .resource_schemas import AppResourcesOut, ClusterResourceOut, NullsLeftOut, QueueResourceOut
 
 
@@ -77,8 +77,7 @@ ERROR_MEANINGS = {
     409: "the app has ended (or is not a notebook session)",
     422: "a body or parameter of the wrong shape (not JSON, a missing or unknown field, a wrong "
          "type): the first problem as `field: message`; nothing stored",
-    503: "the store or the scheduling cycle did not confirm in time: read the app before "
-         "retrying",
+    503: "the store or the scheduling cycle did not confirm in time: read the app before retrying",
     401: "auth mode tokens: no token, or an unknown or revoked one",
     403: "auth mode tokens: a rule refuses it (another user's app, a priority outside the "
          "caller's range, a queue the user may not submit to); the detail names the rule",
@@ -92,7 +91,6 @@ ERROR_MEANINGS = {
 
 def error_responses(*codes: int, text: bool = False) -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of an operation that can refuse with ``codes`` (``ErrorOut``).
-
     ``text``: the operation answers ``text/plain``, but its refusals are JSON all the same
     (FastAPI would give a ``model`` the operation's media type; ``ErrorOut``'s component is
     in the spec from the JSON operations)."""
@@ -164,13 +162,14 @@ class AppOut(NullsLeftOut):
     # Behind several clusters, the cluster it was placed on (absent while queued, and with
     # one cluster: docs/operator/clusters.md).
     cluster: str | None = None
-    # Its custom resources (one app's answer only, GET /api/v1/apps/{id}); absent when it asks
-    # for none.
+    # Its custom resources (one app's answer, GET /api/v1/apps/{id}); absent when it asks none.
     resources: AppResourcesOut | None = None
 
 
-class DryRunOut(BaseModel):
+class DryRunOut(NullsLeftOut):
     """``POST /api/v1/apps/dry-run``: what the submission would meet now; nothing stored."""
+
+    left_out_if_null: ClassVar[tuple[str, ...]] = ("cluster", "clusters")
 
     fits: bool  # whether it could start at all on the cluster as it is
     problem: str | None  # why not, naming the number that does not fit
@@ -179,6 +178,8 @@ class DryRunOut(BaseModel):
     reason: str  # why it would wait ("" : it would not)
     estimated_start: str | None  # ISO 8601 (null: not within the estimate's horizon)
     counter_offer: CounterOfferOut | None
+    cluster: str | None = None  # several clusters: it would start there now (null: none can)
+    clusters: list[str] | None = None  # several clusters: those it may use (absent with one)
 
 
 class QueueOut(NullsLeftOut):
@@ -207,8 +208,7 @@ class QueueOut(NullsLeftOut):
     running: int
     executor_cores: int
     demand_cores: int
-    # The executors' memory its apps hold and want, as the cores above (doors/native/
-    # queue_memory.py): the dashboard's memory bar.
+    # Executors' memory held and wanted, as the cores above (doors/native/queue_memory.py).
     executor_memory_mib: int = 0
     demand_memory_mib: int = 0
     waiting_reason: str | None
@@ -241,11 +241,11 @@ class AuditOut(BaseModel):
 
 
 class UsageOut(BaseModel):
-    """One app, queue or user's usage (docs/operator/usage.md defines each figure). The key columns
-    present are those of ``by``: app (with its queue, user, state), queue, or user. Each custom
-    resource the apps held (a GPU: any name Spark knows) adds five figures named after it, in
-    resource-seconds: ``{name}_held_s``, ``{name}_busy_s``, ``{name}_idle_s``,
-    ``{name}_reclaimed_s``, ``{name}_driver_s`` (``gpu_held_s``...); none without any."""
+    """One app, queue, user or cluster's usage (docs/operator/usage.md defines each figure).
+    The keys are ``by``'s: app (its queue, user, state; cluster behind several), queue, user
+    or cluster. Each custom resource the apps held (a GPU: any name Spark knows) adds five
+    figures named after it, in resource-seconds: ``{name}_held_s``, ``{name}_busy_s``,
+    ``{name}_idle_s``, ``{name}_reclaimed_s``, ``{name}_driver_s`` (``gpu_held_s``...)."""
 
     model_config = ConfigDict(extra="allow", json_schema_extra={"patternProperties": {
         "^.+_(held|busy|idle|reclaimed|driver)_s$": {"type": "number"}}})
@@ -254,6 +254,7 @@ class UsageOut(BaseModel):
     queue: str | None = None
     user: str | None = None
     state: str | None = None
+    cluster: str | None = None
     apps: int  # how many apps are added up
     held_core_s: float
     busy_core_s: float
@@ -266,7 +267,9 @@ class UsageOut(BaseModel):
     queued_s: float
 
 
-class HealthOut(BaseModel):
+class HealthOut(NullsLeftOut):
+    left_out_if_null: ClassVar[tuple[str, ...]] = ("clusters",)
+
     status: str  # "ok" | "degraded" | "standby"
     cluster_reachable: bool | None
     cluster: str
@@ -282,6 +285,7 @@ class HealthOut(BaseModel):
     # The scheduler's host as room for its client-mode drivers (engine/host_room.py): its
     # memory for them (None: not measured), what they hold, how many, driver_slots' cap.
     driver_host: dict[str, int | None] | None = None
+    clusters: list[ClusterHealthOut] | None = None  # several clusters: each (absent with one)
 
 
 class WorkerOut(NullsLeftOut):
@@ -313,84 +317,3 @@ class ClusterOut(NullsLeftOut):
     clusters: list[ClusterPartOut] | None = None
 
     left_out_if_null: ClassVar[tuple[str, ...]] = ("resources", "clusters")
-
-
-# --- agent protocol -----------------------------------------------------------------------
-
-
-class AgentExecutor(BaseModel):
-    id: str
-    idle: bool = False
-    started_at: float = 0.0
-    profile: int = Field(0, ge=0)  # its resource profile (0: the default profile)
-
-
-class AgentProfile(BaseModel):
-    """One resource profile of the app (stage-level scheduling): its executor's shape, its
-    tasks' amounts, and what it wants now."""
-
-    id: int = Field(ge=0)
-    cores: int = Field(1, ge=1)
-    memory_mib: int = Field(1024, ge=1)
-    resources: dict[str, float] = Field(default_factory=dict)
-    task_cpus: float = Field(1.0, gt=0)
-    task_resources: dict[str, float] = Field(default_factory=dict)
-    demand: int = Field(0, ge=0)
-    pending_tasks: int = Field(0, ge=0)
-    running_tasks: int = Field(0, ge=0)
-
-
-class AgentRemoved(BaseModel):
-    id: str
-    at: float  # epoch seconds (the agent's clock): when the executor's driver removed it
-
-
-class AgentRegister(BaseModel):
-    app_id: str
-    spark_app_id: str | None = None
-    spark_version: str | None = None
-    pid: int | None = None
-    control: str = "full"
-    reason: str | None = None
-
-
-class AgentHeartbeat(BaseModel):
-    app_id: str
-    demand: int = Field(0, ge=0)
-    pending_tasks: int = Field(0, ge=0)
-    running_tasks: int = Field(0, ge=0)
-    executors: list[AgentExecutor] = Field(default_factory=list)
-    control: str | None = None
-    # When the agent read these facts, and when the executors gone since its last report
-    # left (epoch seconds, the agent's clock); an older agent sends neither.
-    observed_at: float | None = None
-    removed: list[AgentRemoved] = Field(default_factory=list)
-    changed_after: float | None = None  # the agent's look before, the facts as they were
-    # Every resource profile the driver knows; empty (an older agent): the default profile
-    # alone, its demand ``demand``.
-    profiles: list[AgentProfile] = Field(default_factory=list)
-
-
-class AgentWatch(BaseModel):
-    app_id: str
-    version: int = Field(0, ge=0)
-    wait_s: float | None = Field(None, ge=0)
-
-
-class ReclaimOrder(BaseModel):
-    executor_ids: list[str]
-    mode: str
-    deadline: float | None
-
-
-class AgentReply(BaseModel):
-    heartbeat_s: float
-    keepalive_s: float
-    version: int
-    target: int
-    grant: int
-    state: str
-    reclaim: list[ReclaimOrder]
-    # ``grant`` split over the app's resource profiles (profile id -> executors); empty when
-    # the app reported no profile besides the default.
-    grants: dict[str, int] = Field(default_factory=dict)

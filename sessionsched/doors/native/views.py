@@ -68,7 +68,8 @@ def dry_run_out(queue: str, answer) -> DryRunOut:
     return DryRunOut(fits=answer.fits, problem=answer.problem, queue=queue,
                      position=answer.position, reason=answer.reason,
                      estimated_start=iso(answer.estimate.start_at),
-                     counter_offer=offer_out(answer.estimate.offer))
+                     counter_offer=offer_out(answer.estimate.offer), cluster=answer.cluster,
+                     clusters=list(answer.clusters) or None)
 
 
 def app_out(app: AppRead) -> AppOut:

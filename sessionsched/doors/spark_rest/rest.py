@@ -15,8 +15,10 @@ provider read it line by line. A status answer carries the master's ``workerId``
 What differs from a master, on purpose:
 - ``driverState`` maps our states (ACCEPTED -> SUBMITTED, STARTING/RUNNING -> RUNNING, ended as
   named) and status answers also carry ``schedulerState``, ``queue``, ``priority``,
-  ``position`` (while queued) and ``schedulerReason`` (why it waits or how it ended); a
-  FAILED driver's reason is also its ``message``, which spark-submit prints as the error;
+  ``position`` (while queued), ``schedulerReason`` (why it waits or how it ended) and, behind
+  several clusters, the ``cluster`` it was placed on (Spark 4.0.1's ``SubmitRestProtocolMessage
+  .fromJson`` drops fields it does not know); a FAILED driver's reason is also its
+  ``message``, which spark-submit prints as the error;
 - error messages name the problem in one line instead of a Java stack trace;
 - a create's warnings (e.g. a ``spark.ego.app.schedule.policy`` the queue overrides) are
   appended to its ``message``;
@@ -206,6 +208,8 @@ class SparkRest:
             out["schedulerReason"] = app.reason
         if app.reason_code is not None:
             out["schedulerReasonCode"] = str(app.reason_code)
+        if app.cluster is not None:  # behind several clusters, once placed
+            out["cluster"] = app.cluster
         if placement is not None:
             out["workerId"] = placement.worker_id
             out["workerHostPort"] = placement.worker_host_port

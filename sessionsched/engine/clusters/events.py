@@ -2,8 +2,9 @@
 
 One engine per cluster decides as it always did (``engine.events``); these name the cluster
 where the engine's events cannot: a cluster's facts, an app adopted where it was launched, a
-cluster lost or back, and the one decision the federation adds - where an app was placed,
-said before its launch so the caller commits it first (never launched twice).
+cluster lost or back, a launch that started nothing where its app was placed, and the two
+decisions the federation adds - where an app was placed, said before its launch so the caller
+commits it first (never launched twice), and an app taken off its cluster to be placed anew.
 """
 
 from __future__ import annotations
@@ -41,3 +42,26 @@ class Placed:
     app_id: str
     cluster: str
     attempt: int = 1
+
+
+@dataclass(frozen=True)
+class LaunchUnavailable:
+    """The app's launch on the cluster it was placed on failed before anything was started
+    there (its backend said ``BackendUnavailable``). The federation takes it off that cluster
+    and queues it again in the others it may use and has not tried (``Unplaced``), to be
+    placed anew with its next attempt; with no other, in every cluster it may use."""
+
+    app_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    """Decision: the app left ``cluster``, where nothing was started, and waits again in the
+    queues of ``copies`` (ACCEPTED). Comes before any new ``Placed`` of it, in the same step
+    or a later one, so the caller commits the move before its next launch."""
+
+    app_id: str
+    cluster: str
+    copies: tuple[str, ...]
+    reason: str

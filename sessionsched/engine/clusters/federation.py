@@ -18,6 +18,12 @@ scheduler:
   only; while queued, a priority change goes to every copy, and what the copies decide about
   it (failing after ``max_wait``, killed) is said once, by its home copy (the first cluster it
   waits in, in the listed order).
+- **A launch that started nothing.** ``LaunchUnavailable``: the app's launch failed before
+  anything was started on its cluster (its backend could not be reached). It is taken off
+  that cluster and queued again in the others it may use and has not been placed on since
+  (``Unplaced``, said before any new placement), to be placed anew there with its next
+  attempt; the caller commits the move before that launch. ``may_move`` says whether it has
+  anywhere to go: if not, the caller tries the launch again where it is.
 - **A lost cluster.** ``ClusterReachable(c, False)``: its engine launches nothing; queued apps
   that may use another reachable cluster leave its queue; the rest wait there, for it to come
   back. Its running apps stay on the books and are arbitrated as before (their drivers' agents
@@ -41,7 +47,7 @@ nothing is applied (``routing`` plans the step without changing anything).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ...model import AppSpec, AppState, Queue
@@ -58,10 +64,10 @@ from ..ledger import AppRecord
 from ..scheduler import Scheduler
 from ..tree import QueueTree
 from ..validate import EventError, check_events
-from .events import Placed
+from .events import Placed, Unplaced
 from .limits import elsewhere, limited_queues, running_in
 from .order import PlacementRule, cluster_order
-from .routing import Plan, plan_step
+from .routing import Plan, movable, plan_step
 from .trees import tree_for
 
 # Five times Spark's own ``spark.network.timeout`` (120 s): a master's restart or a short
@@ -72,11 +78,14 @@ LOST_TIMEOUT_S = 600.0
 @dataclass(frozen=True)
 class ClusterSpec:
     """One cluster as the federation knows it: its ``name``, its ``weight`` (the ``weighted``
-    rule) and how long it may stay unreachable before its running apps end FAILED."""
+    rule), how long it may stay unreachable before its running apps end FAILED, and whether
+    it runs every driver itself (``drivers_in_cluster``: Kubernetes, a driver pod for a
+    client-mode app too; its copies count each driver in its room: ``routing.on_cluster``)."""
 
     name: str
     weight: float = 1.0
     lost_timeout_s: float = LOST_TIMEOUT_S
+    drivers_in_cluster: bool = False
 
 
 def allowed_by_queue(path: Sequence[Queue], names: Sequence[str]) -> list[str]:
@@ -145,6 +154,7 @@ class Federation:
         self.queued: dict[str, Queued] = {}
         self.ended_in: dict[str, str] = {}  # app that ended unplaced -> its home copy's cluster
         self.attempts: dict[str, int] = {}
+        self.tried: dict[str, set[str]] = {}  # app moved off -> the clusters it left
         self.placed_count: dict[str, int] = {}
         self.reachable = dict.fromkeys(self.names, True)
         self.down_since: dict[str, float] = {}
@@ -175,6 +185,12 @@ class Federation:
 
     def allowed_by_queue(self, leaf: str) -> list[str]:
         return allowed_by_queue(QueueTree.of(self.root).path[leaf], self.names)
+
+    def may_move(self, app_id: str) -> bool:
+        """Whether a placed app whose launch started nothing has another cluster to go to:
+        one it may use, that answers, and that it has not left already."""
+        where = movable(self, app_id)
+        return where is not None and any(self.reachable[c] for c in where[1])
 
     def waits_for_lost(self, app_id: str) -> str | None:
         """Why a queued app waits when every cluster it waits in is unreachable; else None."""
@@ -228,25 +244,43 @@ class Federation:
         # answers, before anything is launched in the room they hold.
         out: list[Decision] = [StopDriver(app_id) for app_id in sorted(self.lost)
                                if self.owner.get(app_id) in back]
+        out += [Unplaced(app_id, left, tuple(plan.copies[app_id]), why)
+                for app_id, (left, why) in plan.moved.items()]
         # Each cluster's apps per limited queue change only in its own engine's step: kept
         # from one step to the next, counted again after each engine's step.
         counts = self._counts
         if self._limited and not counts:
             counts.update({n: running_in(e, self._limited) for n, e in self.engines.items()})
-        for name in order:
+        for i, name in enumerate(order):
             batch = plan.batches.get(name, [])
             if self._limited:
                 self.engines[name].elsewhere = elsewhere(counts, name)
+            self.engines[name].offered_later = self._offered_later(order[i + 1:])
             withdrawn = self.withdraw[name]  # placed or ended by a cluster before it
             for app_id in withdrawn:
                 batch += [KillRequested(app_id), Forget(app_id)]
             self.withdraw[name] = []
             # Checked above, whole; a withdrawal (a queued copy killed, then forgotten) cannot
             # be refused: the books are only checked again when one was added.
-            out += self._take(name, self.engines[name].step(now, batch, checked=not withdrawn))
+            out += self._take(name, self.engines[name].step(now, batch, checked=not withdrawn),
+                              plan.moved)
             if self._limited:  # its apps as they stand now, for the engines after it
                 counts[name] = running_in(self.engines[name], self._limited)
         return out
+
+    def _offered_later(self, later: Sequence[str]) -> Callable[[str], bool]:
+        """Whether a queued app is offered, after the cluster stepping now, to another that may
+        hold it (``admission_checks.free_here``: then this one takes it only into room free
+        now). A cluster that held it aside last step (it cannot hold it as it is) does not
+        count: the app is not kept from a cluster that can run it for one that cannot."""
+        queued = self.queued
+        held = {name: self.engines[name].held for name in later}
+
+        def offered_later(app_id: str) -> bool:
+            q = queued.get(app_id)
+            return q is not None and any(c in held and app_id not in held[c] for c in q.copies)
+
+        return offered_later
 
     def _commit(self, plan: Plan, now: float) -> None:
         everyone_was_down = not any(self.reachable.values())
@@ -269,8 +303,11 @@ class Federation:
         for app_id, spec in plan.specs.items():
             self.queued[app_id].spec = spec
         self.owner.update(plan.adopted)
+        for app_id, (left, _) in plan.moved.items():
+            del self.owner[app_id]
+            self.tried.setdefault(app_id, set()).add(left)
         for app_id in plan.forgotten:
-            for book in (self.owner, self.ended_in, self.attempts):
+            for book in (self.owner, self.ended_in, self.attempts, self.tried):
                 book.pop(app_id, None)
             self.lost.discard(app_id)
         self.lost.update(plan.lost)
@@ -279,12 +316,17 @@ class Federation:
             self._limited, self._counts = limited_queues(plan.root), {}
         self.withdraw = {name: [] for name in self.names}  # in the plan's batches now
 
-    def _take(self, name: str, decisions: list[Decision]) -> list[Decision]:
+    def _take(self, name: str, decisions: list[Decision],
+              moved: Mapping[str, tuple[str, str]]) -> list[Decision]:
         """What cluster ``name``'s engine decided, as the federation says it: a launch placed
-        first, each app's word from the engine that speaks for it."""
+        first, each app's word from the engine that speaks for it; not what the cluster an app
+        moved off says of its leaving (killed there, where nothing was started: no stop)."""
         out: list[Decision] = []
         for d in decisions:
             app_id = d.app_id  # type: ignore[attr-defined]
+            if app_id in moved and moved[app_id][0] == name and (
+                    isinstance(d, StopDriver) or isinstance(d, MarkState) and d.state.terminal):
+                continue
             if isinstance(d, LaunchDriver):
                 out += [self._place(name, app_id), d]
             elif app_id in self.queued:

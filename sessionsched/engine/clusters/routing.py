@@ -8,8 +8,13 @@ would refuse leaves everything as it was. In each engine's batch, in order:
      those that leave a cluster lost now for one that answers: ``KillRequested`` and
      ``Forget``, so nothing after them can launch them there;
   2. the copies it takes back: the queued apps that may use a cluster back now;
-  3. the batch's own events, routed by app (``_where``);
+  3. the batch's own events, routed by app (``_where``); an app whose launch started nothing
+     (``LaunchUnavailable``) is killed and forgotten on its cluster, and ``Submitted`` again
+     to the queues it moves to (``_move``);
   4. the endings of its running apps once its ``lost_timeout_s`` ran out.
+
+Each engine takes an app's spec as its cluster runs it (``on_cluster``): on a cluster that runs
+every driver itself, a client-mode driver is a pod there, not a process on this host.
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ...model import AppSpec
+from ...model import AppSpec, AppState
 from ..events import (
     Adopted,
     CapacityChanged,
     DriverExited,
+    DriverStarted,
     Event,
     Forget,
     KillRequested,
@@ -31,7 +37,7 @@ from ..events import (
     Tick,
 )
 from ..validate import EventError
-from .events import ClusterReachable, OnCluster
+from .events import ClusterReachable, LaunchUnavailable, OnCluster
 from .trees import tree_for
 
 if TYPE_CHECKING:
@@ -52,6 +58,7 @@ class Plan:
     adopted: dict[str, str] = field(default_factory=dict)  # app -> the cluster it runs on
     forgotten: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # apps ended for their lost cluster
+    moved: dict[str, tuple[str, str]] = field(default_factory=dict)  # app -> (left, why)
     root: object | None = None  # a new queue tree
 
     def to(self, name: str, ev: Event, i: int | None) -> None:
@@ -72,6 +79,21 @@ def plan_step(fed: Federation, now: float, events: list[Event]) -> Plan:
         _route(fed, plan, i, ev)
     _end_lost(fed, plan, now)
     return plan
+
+
+def on_cluster(fed: Federation, name: str, spec: AppSpec) -> AppSpec:
+    """``spec`` as cluster ``name``'s engine takes it (``run_by``)."""
+    return run_by(spec, fed.clusters[name].drivers_in_cluster)
+
+
+def run_by(spec: AppSpec, drivers_in_cluster: bool) -> AppSpec:
+    """``spec`` on a cluster that runs every driver itself (``drivers_in_cluster``) or not. A
+    driver the submission would run on the scheduler's host (client mode, which a standalone
+    cluster needs for Python) runs in the cluster on one that runs every driver itself - a pod
+    on Kubernetes - and takes that cluster's room there, not the host's."""
+    if drivers_in_cluster and spec.driver_on_host:
+        return replace(spec, driver_in_cluster=True)
+    return spec
 
 
 def copies_of(fed: Federation, plan: Plan, app_id: str) -> list[str]:
@@ -102,7 +124,7 @@ def _move_copies(fed: Federation, plan: Plan) -> None:
         for name in back:
             if name in eligible and name not in copies:
                 copies.append(name)
-                plan.to(name, Submitted(q.spec), None)
+                plan.to(name, Submitted(on_cluster(fed, name, q.spec)), None)
         if copies != q.copies:
             plan.copies[app_id] = [n for n in fed.names if n in copies]
 
@@ -111,15 +133,18 @@ def _route(fed: Federation, plan: Plan, i: int, ev: Event) -> None:
     if isinstance(ev, ClusterReachable):
         return
     if isinstance(ev, OnCluster):
-        if isinstance(ev.event, Adopted):
-            plan.adopted[ev.event.spec.app_id] = ev.cluster
-        plan.to(ev.cluster, ev.event, i)
+        inner = ev.event
+        if isinstance(inner, Adopted):
+            plan.adopted[inner.spec.app_id] = ev.cluster
+            inner = replace(inner, spec=on_cluster(fed, ev.cluster, inner.spec))
+        plan.to(ev.cluster, inner, i)
     elif isinstance(ev, CapacityChanged | Adopted):
         if len(fed.names) > 1:
             raise EventError(f"event {i} ({type(ev).__name__}): which cluster? With several, "
                              "it comes wrapped in OnCluster", i, ev)
         if isinstance(ev, Adopted):
             plan.adopted[ev.spec.app_id] = fed.names[0]
+            ev = replace(ev, spec=on_cluster(fed, fed.names[0], ev.spec))
         plan.to(fed.names[0], ev, i)
     elif isinstance(ev, Submitted):
         spec = ev.spec
@@ -133,7 +158,7 @@ def _route(fed: Federation, plan: Plan, i: int, ev: Event) -> None:
         plan.copies[spec.app_id] = up or eligible  # none answers: it waits in all of them
         plan.specs[spec.app_id] = spec
         for name in plan.copies[spec.app_id]:
-            plan.to(name, ev, i)
+            plan.to(name, Submitted(on_cluster(fed, name, spec)), i)
     elif isinstance(ev, QueuesChanged):
         plan.root = ev.root
         for name in fed.names:  # each cluster its caps (``trees``)
@@ -141,6 +166,8 @@ def _route(fed: Federation, plan: Plan, i: int, ev: Event) -> None:
     elif isinstance(ev, Tick):
         for name in fed.names:
             plan.to(name, ev, i)
+    elif isinstance(ev, LaunchUnavailable):
+        _move(fed, plan, i, ev)
     else:
         app_id = ev.app_id  # type: ignore[attr-defined]
         for name in _where(fed, plan, app_id):
@@ -156,10 +183,63 @@ def _where(fed: Federation, plan: Plan, app_id: str) -> list[str]:
     """The engines an event about one app goes to: its cluster's once placed (or adopted);
     while queued, every copy - a kill must reach a copy before its engine steps, whichever
     steps first - and the home copy's word is the one taken (``federation``)."""
-    where = plan.adopted.get(app_id) or fed.owner.get(app_id) or fed.ended_in.get(app_id)
+    where = None if app_id in plan.moved else (
+        plan.adopted.get(app_id) or fed.owner.get(app_id) or fed.ended_in.get(app_id))
     if where is not None:
         return [where]
     return list(copies_of(fed, plan, app_id)) or [fed.names[0]]  # unknown: that one says so
+
+
+def movable(fed: Federation, app_id: str) -> tuple[str, list[str]] | None:
+    """A placed app whose driver has not started: (its cluster, the others it may use and has
+    not been placed on since its launches began failing), in the listed order; else None."""
+    name = fed.owner.get(app_id)
+    rec = None if name is None else fed.engines[name].apps.get(app_id)
+    if rec is None or rec.state is not AppState.STARTING or rec.up_at is not None:
+        return None
+    tried = fed.tried.get(app_id, set()) | {name}
+    return name, [c for c in fed.eligible(rec.spec) if c not in tried]
+
+
+def _move(fed: Federation, plan: Plan, i: int, ev: LaunchUnavailable) -> None:
+    """Off its cluster, into the queues of the others it may use that answer (of those it may
+    use, when none answers; of every one, itself included, when it has tried them all). An
+    app that started, ended, or was told in this batch to end or move, stays as it is."""
+    app_id = ev.app_id
+    where = movable(fed, app_id)
+    if where is None or app_id in plan.moved or app_id in plan.adopted:
+        return
+    name, others = where
+    if any(isinstance(e, KillRequested | DriverExited | DriverStarted | Forget)
+           and e.app_id == app_id for e in plan.batches.get(name, ())):
+        return
+    rec = fed.engines[name].apps[app_id]
+    priority = next((e.priority for e in reversed(plan.batches.get(name, []))
+                     if isinstance(e, PriorityChanged) and e.app_id == app_id), rec.priority)
+    spec = replace(rec.spec, priority=priority)
+    copies = [c for c in others if plan.reachable[c]] or others or fed.eligible(spec)
+    plan.moved[app_id] = (name, ev.reason)
+    plan.to(name, KillRequested(app_id), i)
+    plan.to(name, Forget(app_id), i)
+    plan.copies[app_id] = copies
+    plan.specs[app_id] = spec
+    for c in copies:
+        if c == name or not _keep_copy(plan, c, app_id):
+            plan.to(c, Submitted(spec), i)
+        elif fed.engines[c].apps[app_id].priority != priority:
+            plan.to(c, PriorityChanged(app_id, priority), i)
+
+
+def _keep_copy(plan: Plan, name: str, app_id: str) -> bool:
+    """Its copy in ``name``'s queue, placed elsewhere at the step before and not taken out
+    yet, stays as its place there: the withdrawal planned for it (the federation's own kill
+    and forget) is taken back. Killed, it would end the app, its home copy's word."""
+    batch, origin = plan.batches.get(name, []), plan.origin.get(name, [])
+    planned = [k for k, e in enumerate(batch) if origin[k] is None
+               and isinstance(e, KillRequested | Forget) and e.app_id == app_id]
+    for k in reversed(planned):
+        del batch[k], origin[k]
+    return bool(planned)
 
 
 def _end_lost(fed: Federation, plan: Plan, now: float) -> None:

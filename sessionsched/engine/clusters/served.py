@@ -10,6 +10,10 @@ What it adds to the federation, between the service and it:
   ``Adopted`` after a restart goes to the cluster the store recorded it on (``recorded``),
   never looked for elsewhere; one with no record (launched before the server ran several
   clusters) is the first cluster's, where the one cluster's apps ran.
+- **Each app's attempt** (``attempt_of``): how many times it was placed, as committed. A
+  restart counts them from the store (its placements' rows, ``fed.attempts``), a failed
+  commit takes back the last step's (``fresh``); each launch is tagged with it
+  (``service.launch``), so a driver of an older attempt can be told apart.
 - **One view** of every engine (``clusters.view``).
 - **Decayed usage** stays with each engine and is not written to the store (the store keeps
   one entry per queue and user: per cluster it is not built yet); ``decayed_changes`` is
@@ -25,7 +29,7 @@ from ..events import Adopted, CapacityChanged, Decision, Event
 from ..ledger import AppRecord
 from ..validate import EventError
 from ..view import EngineView
-from .events import OnCluster
+from .events import OnCluster, Placed, Unplaced
 from .federation import ClusterSpec, Federation
 from .order import PlacementRule
 from .view import MergedView
@@ -43,6 +47,8 @@ class ServedFederation:
         self._settings = engine_settings
         self.read_clusters = read_clusters
         self.recorded: dict[str, str] = {}  # app -> the cluster the store has it launched on
+        self._placed_last: list[str] = []  # the apps the last step placed (``fresh``)
+        self._moved_last: dict[str, str] = {}  # app the last step moved -> the cluster it left
         self._views = MergedView()
 
     # --- the Scheduler's surface ------------------------------------------------------------
@@ -88,12 +94,29 @@ class ServedFederation:
         """The cluster the app was placed on (or, adopted at a restart, recorded on)."""
         return self.fed.cluster_of(app_id) or self.recorded.get(app_id)
 
+    def may_move(self, app_id: str) -> bool:
+        """Whether the placed app, its launch having started nothing, may move (``Federation``)."""
+        return self.fed.may_move(app_id)
+
+    def attempt_of(self, app_id: str) -> int | None:
+        """How many times the app was placed: the attempt its driver runs as (None: never)."""
+        return self.fed.attempts.get(app_id)
+
     def fresh(self) -> ServedFederation:
         """A federation holding nothing yet, on the same clusters, that puts each app back
-        on the cluster it is on now (``service.rewind``: put back by ``Adopted`` events)."""
+        on the cluster it is on now (``service.rewind``: put back by ``Adopted`` events).
+        Each app's attempts are its committed placements: those of the last step, whose
+        commit failed, are taken back (its apps are queued again; nothing was launched), and
+        an app it moved is back on the cluster it left."""
         out = ServedFederation(self.fed.root, list(self.fed.clusters.values()),
                                self.fed.placement, self.read_clusters, **self._settings)
-        out.recorded = {**self.recorded, **self.fed.owner}
+        out.recorded = {**self.recorded, **self.fed.owner, **self._moved_last}
+        attempts = out.fed.attempts = dict(self.fed.attempts)
+        for app_id in self._placed_last:
+            if attempts.get(app_id, 0) > 1:
+                attempts[app_id] -= 1
+            else:
+                attempts.pop(app_id, None)
         for name, engine in self.fed.engines.items():
             out.fed.engines[name].load_decayed(engine.decayed())
         return out
@@ -103,12 +126,15 @@ class ServedFederation:
     def step(self, now: float, events: Iterable[Event] = ()) -> list[Decision]:
         batch, origin = self._named(list(events))
         try:
-            return self.fed.step(now, batch)
+            out = self.fed.step(now, batch)
         except EventError as e:
             # Named by the index the caller gave it: the cycle drops that one and steps again.
             if not 0 <= e.index < len(origin):  # one of the federation's own: a bug
                 raise RuntimeError(f"the federation refused its own event: {e}") from None
             raise EventError(str(e), origin[e.index], e.event) from None
+        self._placed_last = [d.app_id for d in out if isinstance(d, Placed)]
+        self._moved_last = {d.app_id: d.cluster for d in out if isinstance(d, Unplaced)}
+        return out
 
     def _named(self, events: list[Event]) -> tuple[list[Event], list[int]]:
         """The events with their cluster named, and each one's index in ``events``."""

@@ -11,12 +11,13 @@ one pass over the apps, skipped while no engine's view changed:
   head's home engine's);
 - ``usage``: summed over the clusters (queued apps counted once), ``capacity`` and driver
   slots summed; ``workers`` none (an app's fit is its cluster's: the engines check it);
-- ``clusters``: each placed app's cluster; ``cluster_rows``: each cluster's own figures.
+- ``clusters``: each placed app's cluster; ``cluster_rows``: each cluster's own figures, its
+  place in the placement rule's order and its engine's own view.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from heapq import merge
 from types import MappingProxyType
 
@@ -24,12 +25,17 @@ from ...model import Queue, QueueUsage, Resources
 from ..view import AppFacts, EngineView
 from ..waits import Wait
 from .federation import Federation
+from .order import cluster_order
 
 
 @dataclass(frozen=True)
 class ClusterRow:
     """One cluster as its engine has it: whether its backend answers, what it offers, the
-    apps running there (placed, not ended) and those queued with a copy in its queue."""
+    apps running there (placed, not ended) and those queued with a copy in its queue;
+    ``order``: its place in the placement rule's order as the books stand (0: offered the
+    queued apps first at the next step); ``view``: its engine's own (its workers, and its
+    tree with ``max_cores_per_cluster`` applied: what a fit on it is asked of);
+    ``drivers_in_cluster``: it runs every driver itself (``routing.run_by``)."""
 
     name: str
     reachable: bool
@@ -37,6 +43,9 @@ class ClusterRow:
     driver_slots: int | None
     apps: int
     queued: int
+    order: int = 0
+    view: EngineView | None = field(default=None, compare=False, repr=False)
+    drivers_in_cluster: bool = False
 
 
 class MergedView:
@@ -90,6 +99,9 @@ def merged(fed: Federation, views: dict[str, EngineView]) -> EngineView:
         if wait is not None:
             waiting[leaf] = wait
     first = views[fed.names[0]]
+    order = cluster_order(fed.placement, fed.names, fed.engines,
+                          {n: c.weight for n, c in fed.clusters.items()}, fed.placed_count)
+    rank = {name: i for i, name in enumerate(order)}
     slots = [v.driver_slots for v in views.values()]
     return EngineView(
         root=fed.root,
@@ -106,16 +118,16 @@ def merged(fed: Federation, views: dict[str, EngineView]) -> EngineView:
         host_used=sum((v.host_used for v in views.values()), Resources()),
         host_drivers=sum(v.host_drivers for v in views.values()),
         clusters=MappingProxyType(dict(fed.owner)),
-        cluster_rows=tuple(_row(fed, name, v) for name, v in views.items()),
+        cluster_rows=tuple(_row(fed, name, v, rank[name]) for name, v in views.items()),
     )
 
 
-def _row(fed: Federation, name: str, view: EngineView) -> ClusterRow:
+def _row(fed: Federation, name: str, view: EngineView, order: int) -> ClusterRow:
     queued = sum(len(p) for p in view.pending.values())
     placed = sum(1 for f in view.apps.values()
                  if f.state.admitted and fed.owner.get(f.app_id) == name)
     return ClusterRow(name, fed.reachable[name], view.capacity, view.driver_slots, placed,
-                      queued)
+                      queued, order, view, fed.clusters[name].drivers_in_cluster)
 
 
 def _usage(root: Queue, views: dict[str, EngineView],

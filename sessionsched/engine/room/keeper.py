@@ -47,6 +47,7 @@ class RoomKeeper:
 
     def room(self, books: Books, capacity: Resources, driver_slots: int | None,
              host_room: Resources | None, reports: WorkerReports, elsewhere: Mapping[str, int],
+             offered_later: Callable[[str], bool],
              weight_shares: Callable[[frozenset[str]], dict[str, float]]) -> Room:
         t = books.ledger.total
         drivers = Resources(t.driver_cores, t.driver_mem_mib)
@@ -68,7 +69,7 @@ class RoomKeeper:
             weight_of=books.needs.weight_at_or_above,
             workers=books.workers,
             free_now=reports.free_now(),
-            elsewhere=elsewhere,
+            elsewhere=elsewhere, offered_later=offered_later,
         )
         self._bring_up_to_date(books)
         room.admitted_in, room.usage_cores = dict(self.admitted), dict(self.usage)

@@ -16,7 +16,7 @@ from sessionsched.engine.clusters.served import ServedFederation
 from sessionsched.engine.scheduler import Scheduler
 from sessionsched.model import Resources
 from sessionsched.store import Store
-from sessionsched.store.clusters import live_clusters
+from sessionsched.store.clusters import live_clusters, live_placements
 
 Engine = Scheduler | ServedFederation
 
@@ -33,7 +33,10 @@ def engine_for(config: ServerConfig, backend: ClusterBackend,
         raise ValueError(f"clusters: {', '.join(c.name for c in registry)} need one backend "
                          "each, as one FederatedBackend in the same order")
     engine = ServedFederation(
-        config.queue_tree(), [ClusterSpec(c.name, c.weight, c.lost_timeout) for c in registry],
+        config.queue_tree(),
+        [ClusterSpec(c.name, c.weight, c.lost_timeout,
+                     drivers_in_cluster=backend.backends[c.name].drivers_in_cluster)
+         for c in registry],
         PlacementRule(config.placement), read_clusters=backend.cluster_reports,
         capacity=Resources(), driver_slots=None, host_room=host_room)
     backend.where = engine.cluster_of
@@ -42,6 +45,21 @@ def engine_for(config: ServerConfig, backend: ClusterBackend,
 
 def recorded_clusters(store: Store, engine: Engine) -> None:
     """Before a restart adopts anything: each launched app's cluster, as its launch's commit
-    recorded it (``Placed``), so it is adopted there only. Nothing to do with one cluster."""
+    recorded it (``Placed``), so it is adopted there only, and how many times each app was
+    placed, so its attempts count on. Nothing to do with one cluster."""
     if isinstance(engine, ServedFederation):
         engine.recorded.update(live_clusters(store))
+        engine.fed.attempts.update(live_placements(store))
+
+
+def attempt_of(engine: Engine, app_id: str) -> int | None:
+    """The attempt the app's driver runs as behind several clusters (its placements); None
+    with one cluster, where an app is launched once and never moved."""
+    return engine.attempt_of(app_id) if isinstance(engine, ServedFederation) else None
+
+
+def may_move(engine: Engine, app_id: str) -> bool:
+    """Whether a launch that started nothing (``BackendUnavailable``) is tried on another
+    cluster rather than again on its own: behind several clusters, when the app has one to go
+    to (``Federation.may_move``)."""
+    return isinstance(engine, ServedFederation) and engine.may_move(app_id)

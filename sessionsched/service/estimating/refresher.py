@@ -94,13 +94,17 @@ DRY_RUN_ID = "dry-run"
 class DryRunAnswer:
     """``fits``: whether the app could start at all on the cluster as it is (``problem``
     says why not); ``position``/``reason``: its place and why it would wait (None/"": it
-    would start at once); ``estimate``: when, and the counter-offer."""
+    would start at once); ``estimate``: when, and the counter-offer. Behind several clusters
+    (``clusters.fits.with_clusters``): ``cluster``, the one it would start on now (None: none
+    has room now), and ``clusters``, those it may use."""
 
     fits: bool
     problem: str | None
     position: int | None
     reason: str
     estimate: StartEstimate
+    cluster: str | None = None
+    clusters: tuple[str, ...] = ()
 
 
 class Estimator:

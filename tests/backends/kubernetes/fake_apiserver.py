@@ -806,7 +806,7 @@ def free_port(lo: int = 41000, hi: int = 41999) -> int:
     workers choose at the same time)."""
     import random
 
-    from sessionsched.backends.local import free_port_in
+    from sessionsched.backends.ports import free_port_in
 
     ports = range(lo, hi + 1)
     return free_port_in(random.sample(ports, len(ports)))

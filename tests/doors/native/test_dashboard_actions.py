@@ -9,7 +9,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from sessionsched.backends.local import free_port
+from sessionsched.backends.ports import free_port
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.config import tokens_file as tokens
 from tests.support.browser import WAIT_MS, submit

@@ -397,3 +397,33 @@ def test_a_parents_max_running_apps_counts_every_cluster():
     out = f.step(1.0, submit(*apps))
     assert sorted(placed(out)) == ["x", "y"]
     assert f.engines["a"].waiting or f.engines["b"].waiting
+
+
+def test_an_app_runs_where_its_executors_are_free_now_not_where_it_would_wait_for_them():
+    """Elastic apps (no executor floor) with their drivers on the scheduler's host: a's engine
+    alone would start y beside x, to share a's cores with it; b has them free now: y runs
+    there. With the room free nowhere, z is the last cluster's to take."""
+    def elastic(app_id):  # its driver on the scheduler's host; up to one whole-cluster executor
+        return app(app_id).executor(4).min(0).max(1)
+
+    f = fed()
+    check(f, out := f.step(1.0, submit(elastic("x"))))
+    assert placed(out) == {"x": "a"}
+    f.step(2.0, [ExecutorsChanged("x", executors("x", 1))])
+    check(f, out := f.step(3.0, submit(elastic("y"))))
+    assert placed(out) == {"y": "b"}
+    f.step(4.0, [ExecutorsChanged("y", executors("y", 1))])
+    check(f, out := f.step(5.0, submit(elastic("z"))))
+    assert placed(out) == {"z": "b"}
+
+
+def test_an_app_a_later_cluster_cannot_hold_is_not_kept_from_the_one_that_can():
+    """b (2 cores) cannot hold y's 4-core executor: a, where y would share x's cores, takes
+    it once b has held it aside."""
+    f = fed(sizes={"a": 4, "b": 2})
+    check(f, f.step(1.0, submit(app("x").executor(4).min(0).max(1))))
+    f.step(2.0, [ExecutorsChanged("x", executors("x", 1))])
+    out = f.step(3.0, submit(app("y").executor(4).min(0).max(1)))
+    out += f.step(4.0, [Tick()])
+    check(f, out)
+    assert placed(out) == {"y": "a"}

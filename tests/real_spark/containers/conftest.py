@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from sessionsched.backends import BackendError
-from sessionsched.backends.local import free_port_in
 from sessionsched.backends.master import MasterClient
+from sessionsched.backends.ports import free_port_in
 from tests.conftest import C1_ONLY
 from tests.real_spark.containers.images import Images, ensure_images
 from tests.real_spark.containers.stack import Stack, remove_leftovers, running_stack

@@ -1,4 +1,4 @@
-// One app's page at /app/ID: its facts, its timeline, why it waits (who is ahead, who runs in
+// One app's page at /app/ID: its facts (its cluster behind several), its timeline, why it waits (who is ahead, who runs in
 // its queue), what it used, its audit rows, a link to its Spark UI where known, its executors
 // over time (executors.js) and its actions (actions.js). The app is read every two seconds;
 // its events when it changed; usage and audit every thirty, and at once after an action.
@@ -27,8 +27,9 @@ function sparkLink(app) {
 }
 
 function facts(app) {
+  // Cluster: behind several clusters, once placed (absent otherwise: the row is left out).
   const rows = [["Name", app.name], ["User", app.user], ["Queue", app.queue],
-    ["Priority", String(app.priority)],
+    ["Cluster", app.cluster ?? ""], ["Priority", String(app.priority)],
     ["State", el("span", {class: "state state-" + app.state}, app.state)],
     ["Kind", app.kind], ["Submitted", when(app.submitted_at)], ["Started", when(app.started_at)],
     ["Ended", when(app.finished_at)], ["Exit code", app.exit_code ?? ""],
@@ -65,7 +66,8 @@ function why(app, queueApps) {
     ...listed("Ahead of it in " + app.queue, ahead, a => [a.position + ". ", appLink(a.id),
       " " + a.name + ", priority " + a.priority + ", " + size(a)]),
     ...listed("Running in " + app.queue, running, a => [appLink(a.id),
-      " " + a.name + " " + a.state + ", priority " + a.priority + ", " + size(a)]),
+      " " + a.name + " " + a.state + ", priority " + a.priority + ", " + size(a) +
+      (a.cluster ? ", on cluster " + a.cluster : "")]),
     el("p", {}, "Estimated start: ", startsAt(app.estimated_start) || "not estimated yet"),
     el("p", {}, "Counter-offer: " + (app.counter_offer ? app.counter_offer.text : "none")),
   ];

@@ -56,7 +56,8 @@ function ageOf(a) {
 }
 
 // ``o``: the overview asked with ``appsQuery()``: its ``apps`` (the first that match),
-// ``apps_matched``, ``apps_total`` and ``apps_users``.
+// ``apps_matched``, ``apps_total``, ``apps_users`` and ``cluster`` (several clusters: a
+// Cluster column).
 export function renderApps(table, o, leaves) {
   options(document.getElementById("f-queue"), leaves);
   options(document.getElementById("f-user"), o.apps_users);
@@ -69,10 +70,14 @@ export function renderApps(table, o, leaves) {
   more.hidden = found.length >= matched;
   more.textContent = "Show " + Math.min(PAGE, matched - found.length) + " more";
   const num = v => el("td", {class: "num"}, v === null || v === undefined ? "" : String(v));
-  fill(table, ["ID", "Name", "User", "Queue", {text: "Priority", cls: "num"}, "State",
+  // Behind several clusters (the cluster view lists them) each placed app's; none with one.
+  const several = Boolean(o.cluster && o.cluster.clusters);
+  fill(table, ["ID", "Name", "User", "Queue", ...(several ? ["Cluster"] : []),
+    {text: "Priority", cls: "num"}, "State",
     {text: "Position", cls: "num"}, {text: "Executors", cls: "num"}, "Time", "Starts",
     "Reason", "Gang", "Counter-offer"], found.map(a => ({cls: a.state, cells: [
-    appLink(a.id), a.name, a.user, a.queue, num(a.priority),
+    appLink(a.id), a.name, a.user, a.queue, ...(several ? [a.cluster ?? ""] : []),
+    num(a.priority),
     el("span", {class: "state state-" + a.state}, a.state), num(a.position),
     el("td", {class: "num", title: "held / target / wanted"},
       a.executors + " / " + a.target + " / " + a.demand),

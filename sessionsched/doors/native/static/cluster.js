@@ -1,7 +1,7 @@
 // The cluster: whether it is reachable, what it offers, each worker's cores and memory used
 // and free (as its backend last reported), its custom resources (GPUs...: any name the API
 // lists in a worker's ``resources`` / ``free_resources``, and the cluster's ``resources``), and
-// the scheduler's host as room for drivers.
+// the scheduler's host as room for drivers; behind several clusters, a row for each.
 
 import {el, fill, mib} from "./common.js";
 
@@ -17,6 +17,17 @@ function usedBar(used, total, label) {
 function resourcesLine(resources) {
   return Object.entries(resources || {}).sort().map(([n, r]) => r.capacity + " " + n + " (" +
     r.used + " used" + (r.free != null ? ", " + r.free + " free" : "") + ")").join(", ");
+}
+
+// Behind several clusters, each one: whether it answers, what it offers, its apps running
+// and queued (hidden with one cluster, which the API lists no ``clusters`` for).
+function clustersTable(table, clusters) {
+  table.hidden = !clusters;
+  if (!clusters) return;
+  fill(table, ["Cluster", "Reachable", "Cores", "Memory", "Running", "Queued"],
+    clusters.map(k => ({cls: k.reachable ? "" : "unreachable", cells: [k.name,
+      k.reachable ? "yes" : "no", String(k.cores), mib(k.memory_mib), String(k.running),
+      String(k.queued)]})));
 }
 
 export function renderCluster(c) {
@@ -46,6 +57,7 @@ export function renderCluster(c) {
   });
   fill(document.getElementById("workers"), ["Worker", "Cores", "Memory", ...names, "Free"],
     workers);
+  clustersTable(document.getElementById("clusters"), c.clusters);
   const h = c.driver_host;
   document.getElementById("driver-room").textContent =
     "Drivers on the scheduler's host: " + h.drivers +

@@ -149,5 +149,8 @@ export function poll(refresh, ms) {
 }
 
 export function healthLine(h) {
-  return h.cluster + (h.plan ? " | " + h.plan : "");
+  // Behind several clusters, whether each answers ("a ok, b unreachable").
+  const each = (h.clusters || []).map(c => c.name + (c.reachable ? " ok" : " unreachable"));
+  return h.cluster + (each.length ? " | clusters: " + each.join(", ") : "") +
+    (h.plan ? " | " + h.plan : "");
 }

@@ -7,7 +7,8 @@ const LABELS = {
   submitted: "Submitted", warning: "Warning", priority: "Priority changed",
   kill: "Kill requested", expired: "Expired", launch: "Launched", retry: "Launch retried",
   driver: "Driver running", exit: "Driver exited", agent: "Agent", adopted: "Found again",
-  reclaim: "Executors taken back",
+  reclaim: "Executors taken back", placed: "Placed on a cluster",
+  moved: "Moved off its cluster",
 };
 
 // "ACCEPTED -> STARTING: driver launched" is its admission; "-> RUNNING" its first executor

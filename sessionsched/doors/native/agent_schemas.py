@@ -1,0 +1,88 @@
+"""The agent protocol's bodies and answer on the native door (docs/design/agent-protocol.md):
+what a driver's agent sends (register, heartbeat, watch) and what it is told. An agent's body
+may carry fields a server does not know (a newer agent's): they are ignored, never refused."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class AgentExecutor(BaseModel):
+    id: str
+    idle: bool = False
+    started_at: float = 0.0
+    profile: int = Field(0, ge=0)  # its resource profile (0: the default profile)
+
+
+class AgentProfile(BaseModel):
+    """One resource profile of the app (stage-level scheduling): its executor's shape, its
+    tasks' amounts, and what it wants now."""
+
+    id: int = Field(ge=0)
+    cores: int = Field(1, ge=1)
+    memory_mib: int = Field(1024, ge=1)
+    resources: dict[str, float] = Field(default_factory=dict)
+    task_cpus: float = Field(1.0, gt=0)
+    task_resources: dict[str, float] = Field(default_factory=dict)
+    demand: int = Field(0, ge=0)
+    pending_tasks: int = Field(0, ge=0)
+    running_tasks: int = Field(0, ge=0)
+
+
+class AgentRemoved(BaseModel):
+    id: str
+    at: float  # epoch seconds (the agent's clock): when the executor's driver removed it
+
+
+class AgentRegister(BaseModel):
+    app_id: str
+    spark_app_id: str | None = None
+    spark_version: str | None = None
+    pid: int | None = None
+    control: str = "full"
+    reason: str | None = None
+    attempt: int | None = Field(None, ge=1)  # its driver's (several clusters): AgentDesk
+
+
+class AgentHeartbeat(BaseModel):
+    app_id: str
+    demand: int = Field(0, ge=0)
+    pending_tasks: int = Field(0, ge=0)
+    running_tasks: int = Field(0, ge=0)
+    executors: list[AgentExecutor] = Field(default_factory=list)
+    control: str | None = None
+    # When the agent read these facts, and when the executors gone since its last report
+    # left (epoch seconds, the agent's clock); an older agent sends neither.
+    observed_at: float | None = None
+    removed: list[AgentRemoved] = Field(default_factory=list)
+    changed_after: float | None = None  # the agent's look before, the facts as they were
+    # Every resource profile the driver knows; empty (an older agent): the default profile
+    # alone, its demand ``demand``.
+    profiles: list[AgentProfile] = Field(default_factory=list)
+    attempt: int | None = Field(None, ge=1)  # as at its registration
+
+
+class AgentWatch(BaseModel):
+    app_id: str
+    version: int = Field(0, ge=0)
+    wait_s: float | None = Field(None, ge=0)
+    attempt: int | None = Field(None, ge=1)  # as at its registration
+
+
+class ReclaimOrder(BaseModel):
+    executor_ids: list[str]
+    mode: str
+    deadline: float | None
+
+
+class AgentReply(BaseModel):
+    heartbeat_s: float
+    keepalive_s: float
+    version: int
+    target: int
+    grant: int
+    state: str
+    reclaim: list[ReclaimOrder]
+    # ``grant`` split over the app's resource profiles (profile id -> executors); empty when
+    # the app reported no profile besides the default.
+    grants: dict[str, int] = Field(default_factory=dict)
