@@ -27,7 +27,7 @@ queues are fair). At each parent the child queue is chosen by:
 A head is admitted when it passes every check of its queue's admission mode
 (``admission_checks``: the checks in order, and the modes ``demand`` - the default -,
 ``stateaware``, ``reserve`` and ``none``); the first check that fails defers its queue for the
-cycle with that reason. Each admission spends the cycle's ``Room`` (``_spend``), so the next
+cycle with that reason. Each admission spends the cycle's ``Room`` (``room.spend``), so the next
 heads see it. At most ``slice_apps`` apps are admitted per call (``budget``). What each mode is
 for and what it measured: docs/design/admission.md.
 """
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..model import AppSpec, Queue, Resources
 from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_MODES: re-exported
@@ -48,12 +49,16 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 )
 from .budget import admission_slice
 from .gang.book import Hold
-from .host_room import WAIT_ROOM, host_need, rooms_needed
-from .ledger import AppRecord, whole
+from .host_room import WAIT_ROOM, rooms_needed
+from .ledger import AppRecord
 from .placement import FreeNow, Workers, held_now
 from .rank import Rank, rank
+from .room.spend import spend
 from .tree import QueueTree
 from .waits import Wait, WaitCode
+
+if TYPE_CHECKING:
+    from .room.limit_waits import LimitWaits
 
 
 @dataclass(slots=True)
@@ -141,8 +146,9 @@ class Room:
     free_now: FreeNow | None = None  # each worker's free room (``placement.free_now``)
     past_cores: Mapping[str, float] = field(default_factory=dict)  # queue -> decayed usage
     # Reserving gangs (``gang.book``): app id -> its hold. ``free`` is net of every hold,
-    # ``uncommitted`` of every gang's whole need; a gang admitted gets its own back (``_spend``).
+    # ``uncommitted`` of every gang's whole need; a gang admitted gets its own back (``spend``).
     gangs: Mapping[str, Hold] = field(default_factory=dict)
+    limit_waits: LimitWaits | None = None  # heads kept waiting for a count (``room``)
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,9 @@ class Plan:
 
 
 def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
-                    slice_apps: int | None = None) -> Plan:
+                    slice_apps: int | None = None,
+                    kept: Mapping[str, tuple[AppSpec, Wait]] | None = None,
+                    view_of: Callable[[str], LeafView] | None = None) -> Plan:
     """Admit heads in fair order until every queue with pending apps is deferred or empty, or
     ``slice_apps`` apps are admitted (``budget``): then every queue still in the walk waits
     with ``budget.ADMISSION_SLICE`` and the next call continues the same walk.
@@ -163,6 +171,9 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     admitted after it was deferred, its checks run again on the room they left (the checks
     only get harder as a cycle admits, so it still waits; the reason's numbers are then those
     of the room readers see, and an earlier check may now be the first to fail).
+
+    ``kept``: leaves without a view whose head waits for a count, as ``room.limit_waits`` kept
+    it (their head and wait); ``view_of`` gives one's view should its checks run again.
 
     Pure apart from spending ``room`` and the views' ``starting`` (the caller's working copies).
     Cost: O(queues) to start, then O(depth x fanout) per admitted or deferred head, then once
@@ -196,7 +207,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             nxt[name] += 1
         return False
 
-    deferred: dict[str, tuple[LeafView, AppSpec, int]] = {}  # leaf -> (view, head, admitted)
+    deferred: dict[str, tuple[LeafView | None, AppSpec, int]] = {}  # leaf -> (view, head, ...)
 
     def defer(name: str, head: AppSpec, reason: Wait, before: int) -> bool:
         """The leaf's app ``head`` waits: the leaf's first such app gives the leaf its wait.
@@ -213,12 +224,19 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         return pass_held(name)
 
     heads: dict[str, Rank] = {}  # leaf -> its head's rank, until the head changes
-    for name in sorted(views):
-        view = views[name]
+    limits, kept = room.limit_waits, kept or {}
+    for name in sorted([*views, *kept]) if kept else sorted(views):
+        if name in kept:  # as ``pass_held`` then ``defer`` would have it
+            head, wait = kept[name]
+            at[name], waiting[name], deferred[name] = head, wait, (None, head, 0)
+            continue
+        view, path = views[name], tree.path[name]
         if not pass_held(name):
             del views[name]
             continue
-        while (reason := defer_reason(view, at[name], tree.path[name], room)) is not None:
+        while (reason := defer_reason(view, at[name], path, room)) is not None:
+            if limits is not None and nxt[name] == 0 and name not in waiting:
+                limits.keep(name, at[name], path, room, reason)
             if not defer(name, at[name], reason, 0):
                 del views[name]
                 break
@@ -283,7 +301,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             if goes_ahead:
                 ahead.add(head.app_id)  # ``running_demand`` let it in ahead
                 room.ahead_in[name] = room.ahead_in.get(name, 0) + 1
-            _spend(room, view, head, path)
+            spend(room, view, head, path)
             nxt[name] += 1
             heads.pop(name, None)
             if not pass_held(name):
@@ -294,6 +312,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         n = len(admitted)
         for name, (view, head, before) in deferred.items():
             if before < n and _said_again(waiting[name], before, tree.path[name], limited_at):
+                view = view or view_of(name)  # type: ignore[misc]
                 waiting[name] = defer_reason(view, head, tree.path[name], room) or waiting[name]
     return Plan(tuple(admitted), waiting, frozenset(ahead), held)
 
@@ -312,65 +331,6 @@ def _said_again(wait: Wait, before: int, path: tuple[Queue, ...],
     if wait.code not in _LEAF_WAITS:
         return True
     return bool(limited_at) and any(limited_at.get(n.name, 0) > before for n in path[:-1])
-
-
-def _spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) -> None:
-    view.starting += 1
-    floor = admitted_floor(head, view.queue)
-    in_cluster = head.driver_in_cluster
-    executor = head.executor
-    reserve = mode_of(view.queue).reserves or head.gang is not None  # a gang's N: promised
-    hold = room.gangs.get(head.app_id) if room.gangs else None
-    if hold is not None:  # its reservation becomes its driver and floor, spent below
-        room.free, room.uncommitted = room.free + hold.held, room.uncommitted + hold.need
-    # Plain ints and dict look-ups, one ``Resources`` built per figure that moves: this runs
-    # for every admitted app, 200 a busy cycle.
-    ex_cores, ex_mem = executor.cores, executor.mem_mib
-    driver_cores, floor_cores = head.driver.cores, floor * ex_cores
-    admitted_in, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in
-    for node in path:
-        name = node.name
-        admitted_in[name] = admitted_in.get(name, 0) + 1
-        usage[name] = usage.get(name, 0.0) + driver_cores
-        floors[name] = floors.get(name, 0) + floor_cores
-    leaf = view.queue.name
-    if in_cluster:
-        d_cores, d_mem = driver_cores, head.driver.mem_mib
-        was = room.drivers_in.get(leaf)
-        room.drivers_in[leaf] = (head.driver if was is None
-                                 else Resources(was.cores + d_cores, was.mem_mib + d_mem))
-    else:
-        d_cores = d_mem = 0
-        if head.driver_on_host:
-            room.driver_slots_free -= 1
-            room.host_drivers += 1
-            if room.host_free is not None:
-                room.host_free = room.host_free - host_need(head)
-        room.drivers_in.setdefault(leaf, _NONE)
-    most = whole(head)
-    if most is None:
-        room.unbounded_in[leaf] = room.unbounded_in.get(leaf, 0) + 1
-    else:
-        was = room.whole_in.get(leaf, _NONE)
-        room.whole_in[leaf] = Resources(was.cores + most[0], was.mem_mib + most[1])
-    first = max(reservation(head) - floor, 0)
-    first_cores, first_mem = first * ex_cores, first * ex_mem
-    if first_cores or first_mem:  # an app with a need has a fairshare weight (``NeedBook``)
-        was = room.need_admitted.get(leaf, _NONE)
-        room.need_admitted[leaf] = Resources(was.cores + first_cores, was.mem_mib + first_mem)
-        room.weight_admitted[leaf] = (room.weight_admitted.get(leaf, 0)
-                                      + view.priority_of[head.app_id])
-    floor_mem = floor * ex_mem
-    free = room.free
-    if reserve:
-        room.free = Resources(free.cores - d_cores - floor_cores, free.mem_mib - d_mem - floor_mem)
-    elif in_cluster:
-        room.free = Resources(free.cores - d_cores, free.mem_mib - d_mem)
-    if room.free_now is not None and in_cluster:
-        room.free_now.spend(head.driver, view.queue.node_sort)
-    left = room.uncommitted
-    room.uncommitted = Resources(left.cores - d_cores - floor_cores,
-                                 left.mem_mib - d_mem - floor_mem)
 
 
 class PendingSpecs:

@@ -147,10 +147,12 @@ def waiting_for_host(books: Books, waiting: Mapping[str, Wait]) -> tuple[list[Ap
     """The queues' heads that wait for the host's room (a driver slot, or its memory), in
     rank order, and the idle sessions queues may release for them: O(admitted apps) while a
     head waits so in a tree that releases sessions, nothing otherwise."""
+    if not any(q.release_idle_sessions_after_s for q in books.leaves.values()):
+        return [], []  # asked first: a look per queue, not per wait (twice a step)
     pending, apps = books.pending, books.apps
     heads = [apps[pending[leaf][0][2]] for leaf, w in waiting.items()
              if w.code in (WaitCode.HOST_ROOM, WaitCode.DRIVER_SLOT) and pending.get(leaf)]
-    if not heads or not any(q.release_idle_sessions_after_s for q in books.leaves.values()):
+    if not heads:
         return [], []
     heads.sort(key=lambda rec: rec.rank)
     quiet = quiet_sessions((apps[a] for a in books.on_books()), books.leaves)

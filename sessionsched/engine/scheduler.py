@@ -69,6 +69,8 @@ from .gang.phase import gang_phase
 from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers, profiles
+from .room.keeper import RoomKeeper
+from .tree import QueueTree
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait, waited_too_long
@@ -109,6 +111,7 @@ class Scheduler:
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
         self.held: dict[str, Wait] = {}  # app -> does_not_fit_now: held aside (last step)
         self._views = ViewKeeper()
+        self._rooms = RoomKeeper()  # admission's room, its per-queue figures kept
         self.books = Books(root, self._views.touch_queue)
         self.books.set_workers(Workers((), capacity))
         self.reports = WorkerReports()  # each worker's free room, for drivers' room now
@@ -278,23 +281,28 @@ class Scheduler:
 
     def _admit(self, now: float, out: list[Decision], past: Past | None) -> None:
         books = self.books
-        views = [
-            admission.LeafView(
-                queue=books.leaves[name],
-                pending=admission.PendingSpecs(pend, self.apps),
-                priority_of=self._priority_of,
-                starting=books.ledger.leaf(name).starting,
-            )
-            for name, pend in books.pending.items() if pend
-        ] if self.launching else []
-        if not views:
+        queued = [(name, pend) for name, pend in books.pending.items() if pend
+                  ] if self.launching else []
+        if not queued:
             self.waiting, self.held = {}, {}
             self._more_to_admit = None
             return
         room = self._room()
         if past is not None:
             room.past_cores = past.queues
-        plan = admission.plan_admissions(self.root, views, room, self.budget.admit)
+        # A head kept waiting for a count (``room.limit_waits``) needs no view: most queues of
+        # a busy cluster, and behind several clusters each engine looks at all of them.
+        views, kept = [], {}
+        limits, path, apps = room.limit_waits, QueueTree.of(self.root).path, self.apps
+        for name, pend in queued:
+            head = apps[pend[0][2]].spec
+            wait = limits.get(name, head, path[name], room)
+            if wait is None:
+                views.append(self._leaf_view(name))
+            else:
+                kept[name] = (head, wait)
+        plan = admission.plan_admissions(self.root, views, room, self.budget.admit, kept,
+                                         self._leaf_view)
         self.waiting, self.held = plan.waiting, plan.held
         sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
         self._more_to_admit = now if sliced else None
@@ -306,53 +314,18 @@ class Scheduler:
             out.append(books.admit(now, rec, ahead=app_id in plan.ahead))
             books.gangs.release(app_id)
 
-    def _room(self) -> admission.Room:
-        books = self.books
-        t = books.ledger.total
-        drivers = Resources(t.driver_cores, t.driver_mem_mib)
-        gangs = books.gangs  # held: not free; needed whole: committed (``gang.book``)
-        room = admission.Room(
-            free=self.capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib)
-            - gangs.held_total,
-            uncommitted=self.capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib)
-            - gangs.need_total,
-            gangs=books.gangs.holds,
-            driver_slots_free=(self.driver_slots or 0) - t.client_drivers,
-            driver_slots=self.driver_slots,
-            host_room=self.host_room,
-            host_free=None if self.host_room is None else self.host_room - Resources(
-                t.host_driver_cores, t.host_driver_mem_mib),
-            host_drivers=t.client_drivers,
-            capacity=self.capacity,
-            need_of=books.needs.need_at_or_above,
-            weight_of=books.needs.weight_at_or_above,
-            workers=books.workers,
-            free_now=self.reports.free_now(),
-            elsewhere=self.elsewhere, offered_later=self.offered_later,
+    def _leaf_view(self, name: str) -> admission.LeafView:
+        return admission.LeafView(
+            queue=self.books.leaves[name],
+            pending=admission.PendingSpecs(self.books.pending[name], self.apps),
+            priority_of=self._priority_of,
+            starting=self.books.ledger.leaf(name).starting,
         )
-        busy = []
-        admitted, usage, floors = room.admitted_in, room.usage_cores, room.floor_cores_in
-        tree = books.tree
-        for name in tree.postorder:  # children before their parent: a parent sums them
-            kids = tree.children[name]
-            if kids:
-                admitted[name] = sum(admitted[k] for k in kids)
-                usage[name] = sum(usage[k] for k in kids)
-                floors[name] = sum(floors[k] for k in kids)
-                continue
-            lt = books.ledger.leaf(name)
-            if lt.live or books.pending.get(name):
-                busy.append(name)
-            room.drivers_in[name] = Resources(lt.driver_cores - lt.alone_driver_cores,
-                                              lt.driver_mem_mib - lt.alone_driver_mem_mib)
-            room.whole_in[name] = Resources(lt.whole_cores, lt.whole_mem_mib)
-            room.unbounded_in[name] = lt.unbounded
-            room.ahead_in[name] = lt.ahead
-            admitted[name] = lt.live
-            usage[name] = float(lt.usage_cores)
-            floors[name] = lt.floor_cores
-        room.weight_share = self._weight_shares(frozenset(busy))
-        return room
+
+    def _room(self) -> admission.Room:
+        return self._rooms.room(self.books, self.capacity, self.driver_slots, self.host_room,
+                                self.reports, self.elsewhere, self.offered_later,
+                                self._weight_shares)
 
     # 4. + 5. arbitration and grants
 

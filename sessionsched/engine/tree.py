@@ -42,6 +42,10 @@ class QueueTree:
             leaf: tuple(q for q in path if q.max_cores is not None)
             for leaf, path in self.path.items()
         }
+        self.under_cap: dict[str, list[str]] = {}  # a queue with ``max_cores`` -> its leaves
+        for leaf, capped in self._capped.items():
+            for q in capped:
+                self.under_cap.setdefault(q.name, []).append(leaf)
 
     def _walk(self, q: Queue, path: tuple[Queue, ...]) -> None:
         path = path + (q,)

@@ -56,6 +56,11 @@ class Arbiter:
         self.targets: dict[str, int] = {}
         self._bonus: dict[str, int] = {}  # remainders given by the last compute
         self._exact = True  # targets == leaf results + bonus (no phase 1/3 cut last time)
+        # parent -> (what its split was worked out from, its children's shares): ``_divide``
+        self._shares: dict[str, tuple[tuple, list[float]]] = {}
+        # ``_node_sums`` as last worked out (tree, low, high), and the leaves moved since
+        self._sums: tuple[QueueTree, dict[str, int], dict[str, int]] | None = None
+        self._moved: set[str] = set()
 
     def set_claim(self, c: Claim) -> None:
         old = self._claims.get(c.app_id)
@@ -67,6 +72,7 @@ class Arbiter:
             self._floors.add(old, -1)
             self._floors.add(c)
             self._claims[c.app_id] = c
+            self._moved.add(c.queue)
             self._books[c.queue].replace(self._held[c.app_id], c)
             self._held[c.app_id] = c
             self._cut.pop(c.app_id, None)  # its book holds it uncut: the next cut sees it anew
@@ -79,6 +85,7 @@ class Arbiter:
         if book is None:  # not ``setdefault``: a LeafBook (and its SortedList) is dear to build
             book = self._books[c.queue] = LeafBook()
         book.add(c)
+        self._moved.add(c.queue)
         self._floors.add(c)
 
     def drop(self, app_id: str) -> None:
@@ -91,6 +98,7 @@ class Arbiter:
     def _remove(self, c: Claim) -> None:
         self._ranked.remove(by_priority_then_seq(c))
         self._books[c.queue].add(self._held.pop(c.app_id), -1)  # as its book holds it
+        self._moved.add(c.queue)
         self._cut.pop(c.app_id, None)
         self._floors.add(c, -1)
 
@@ -110,7 +118,8 @@ class Arbiter:
         low, high = self._node_sums(tree)
         budget = min(self._cores_memory_backs(capacity), high[root.name])
         dom = self._dominant(tree, capacity, totals)
-        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom)
+        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom,
+                           self._shares)
         recomputed = self._leaf_results(tree, cores_of, past, dom)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
         if cut is None and used_mem <= capacity.mem_mib:
@@ -140,6 +149,7 @@ class Arbiter:
             c = claims[app_id]
             now = c if n is None else replace(c, floor=n)
             books[c.queue].replace(held[app_id], now)
+            self._moved.add(c.queue)
             held[app_id] = now
         self._cut = floors
 
@@ -156,10 +166,18 @@ class Arbiter:
 
     def _node_sums(self, tree: QueueTree) -> tuple[dict[str, int], dict[str, int]]:
         """Per queue: (floor cores as phase 1 gave them, wanted cores cut to max_cores and at
-        least the floors)."""
-        low: dict[str, int] = {}
-        high: dict[str, int] = {}
-        for name in tree.postorder:
+        least the floors). Kept between computes: worked out again on the paths of the leaves
+        whose claims moved since (``_moved``), the whole tree for another tree."""
+        kept, moved = self._sums, self._moved
+        if kept is not None and kept[0] is tree:
+            low, high = kept[1], kept[2]
+            paths = tree.path
+            above = {q.name for leaf in moved if leaf in paths for q in paths[leaf]}
+            names = [n for n in tree.postorder if n in above] if above else ()
+        else:
+            low, high = {}, {}
+            names = tree.postorder
+        for name in names:
             q = tree.node[name]
             kids = tree.children[name]
             if kids:
@@ -176,6 +194,7 @@ class Arbiter:
                 w = min(w, q.max_cores)
             low[name] = f
             high[name] = max(w, f)
+        self._sums, self._moved = (tree, low, high), set()
         return low, high
 
     def _leaf_results(
@@ -285,9 +304,12 @@ class Arbiter:
 def _divide(
     tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float,
     past: Past = NO_PAST, dom: drf.Dom | None = None,
+    kept: dict[str, tuple[tuple, list[float]]] | None = None,
 ) -> dict[str, float]:
     """Phase 2 above the leaves: leaf name -> cores (fractional); siblings levelled by
-    (cores + decayed past usage) / weight."""
+    (cores + decayed past usage) / weight. ``kept``: each parent's split by the figures it
+    was worked out from, taken again while they stand (a cycle moves the wants of a few
+    queues; behind several clusters every cluster's engine divides the whole tree)."""
     queue_past = past.queues
     out: dict[str, float] = {}
     stack = [(tree.root.name, float(cores))]
@@ -299,11 +321,19 @@ def _divide(
             continue
         if not kids:
             continue
+        p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
+        memo = None
+        if kept is not None and dom is None:  # weights and min shares: the tree's (``tree``)
+            memo = (tree, c, tuple(kids), tuple([low[k] for k in kids]),
+                    tuple([high[k] for k in kids]), None if p is None else tuple(p))
+            was = kept.get(name)
+            if was is not None and was[0] == memo:
+                stack.extend(zip(kids, was[1], strict=True))
+                continue
         weights = [tree.node[k].weight for k in kids]
         guarantee = [
             float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids
         ]
-        p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
         split = None if dom is None else dom.split(
             tree, name, kids, c, weights, [float(low[k]) for k in kids], guarantee,
             [float(high[k]) for k in kids], p)
@@ -313,6 +343,8 @@ def _divide(
             shares = water_fill(c, weights, [float(low[k]) for k in kids], guarantee, p)
         else:
             shares = water_fill(c, weights, guarantee, [float(high[k]) for k in kids], p)
+        if memo is not None:
+            kept[name] = (memo, shares)
         stack.extend(zip(kids, shares, strict=True))
     return out
 

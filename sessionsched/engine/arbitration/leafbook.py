@@ -5,6 +5,7 @@ sums over them, and the leaf's last result, kept up to date claim by claim.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import islice
 
 from sortedcontainers import SortedList
 
@@ -57,6 +58,9 @@ class LeafBook:
         self.used_mem_mib = 0
         self.sated = False  # the result was set by ``sate``
         self._since: dict[str, None] = {}  # claims set or dropped since the last result
+        # The first claim below its want, its rank key and place (None: none is; False: not
+        # known): phase 4 reads every leaf's each cycle; it moves only with a claim or result.
+        self._head: tuple | None | bool = False
 
     def add(self, c: Claim, sign: int = 1) -> None:
         if sign > 0:
@@ -99,11 +103,13 @@ class LeafBook:
                                         sign)
         self.version += 1
         self._ranked = None
+        self._head = False
         self._since[c.app_id] = None
 
     def _count(self, c: Claim, n: int, sign: int) -> None:
         """Put a claim's result ``n`` into the sums (``sign`` 1) or take it out (-1)."""
         size = c.executor
+        self._head = False
         self.used_cores += sign * n * size.cores
         self.used_mem_mib += sign * n * size.mem_mib
         if size.custom:
@@ -120,10 +126,22 @@ class LeafBook:
         """The smallest executor among the claims below their want (0: none is)."""
         return min(self.unsat_sizes, default=0)
 
-    def unsatisfied(self) -> Iterator[Claim]:
-        """The claims below their want, in rank order (lazily: the remainders rarely go far)."""
+    def head(self) -> tuple[tuple, int] | None:
+        """The rank key of the first claim below its want, and its place in the rank order;
+        None if every claim has its want."""
+        h = self._head
+        if h is False:
+            claims, result = self.claims, self.result
+            h = self._head = next(((k, i) for i, k in enumerate(self._order)
+                                   if result[k[2]] < claims[k[2]].want), None)
+        return h  # type: ignore[return-value]
+
+    def unsatisfied_after(self, at: int) -> Iterator[tuple[tuple, Claim]]:
+        """The claims below their want past place ``at`` of the rank order, with their rank
+        keys, in rank order (lazily: the remainders rarely go far; the places skipped in C)."""
         claims, result = self.claims, self.result
-        return (c for c in (claims[k[2]] for k in self._order) if result[c.app_id] < c.want)
+        return ((k, c) for k, c in ((k, claims[k[2]]) for k in islice(self._order, at + 1, None))
+                if result[k[2]] < c.want)
 
     def ranked(self) -> list[Claim]:
         if self._ranked is None:
@@ -235,6 +253,7 @@ class LeafBook:
             if last.get(app_id) != n:
                 changed.append(app_id)
         self.result = result
+        self._head = False
         self._kept(key, sated=False)
         return changed
 
@@ -242,6 +261,7 @@ class LeafBook:
         """Drop the result, its sums and the greedy walk (the result is recomputed whole)."""
         self.greedy = None
         self.result = {}
+        self._head = False
         self.unsat_sizes = {}
         self.used_cores = self.used_mem_mib = 0
         self.used_custom = ()

@@ -11,7 +11,8 @@ Plain functions over the arbiter's books: nothing is kept here between cycles.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from sortedcontainers import SortedList
 
@@ -20,7 +21,7 @@ from ...model.custom import Custom, combine, scaled
 from ..tree import QueueTree
 from .custom_limits import CustomCaps
 from .leafbook import LeafBook
-from .policies import Claim, by_priority_then_seq
+from .policies import Claim
 
 
 def exact_remainders(
@@ -30,20 +31,59 @@ def exact_remainders(
     """Phase 4 when nothing was cut: app id -> extra executors for the cores and memory
     ``left`` after every leaf's result."""
     unsat = [b for b in books.values() if b.unsat_sizes]
-    smallest = min((b.unsat_min_cores for b in unsat), default=0)
-    if not unsat or left_cores < smallest:  # no executor fits: skip the scan
+    if not any(min(b.unsat_sizes) <= left_cores for b in unsat):  # no executor fits
         return {}
-    used_by_leaf = {name: b.used_cores for name, b in books.items()}
 
     def base(c: Claim) -> int:
         return books[c.queue].result[c.app_id]
 
     return _remainders(
-        lambda: heapq.merge(*(b.unsatisfied() for b in unsat), key=by_priority_then_seq),
-        base, left_cores, left_mem, _capped_used(tree, used_by_leaf), tree, left_custom,
+        lambda: unsatisfied(unsat),
+        base, left_cores, left_mem, _UsedUnderCaps(tree, books), tree, left_custom,
         None if left_custom is None else CustomCaps.of(
             tree, {name: b.used_custom for name, b in books.items() if b.used_custom}),
     )
+
+
+class _UsedUnderCaps(dict):
+    """``_capped_used`` of the leaves' results, summed for a capped queue when the remainders
+    first ask (they ask of a few: the queues above the claims they reach)."""
+
+    def __init__(self, tree: QueueTree, books: Mapping[str, LeafBook]):
+        super().__init__()
+        self._tree, self._books = tree, books
+
+    def __missing__(self, name: str) -> int:
+        books = self._books
+        n = self[name] = sum(books[leaf].used_cores for leaf in self._tree.under_cap[name]
+                             if leaf in books)
+        return n
+
+
+def unsatisfied(books: list[LeafBook]) -> Iterator[Claim]:
+    """The claims below their want in every leaf of ``books``, in rank order: a merge of the
+    leaves that starts from each one's kept ``head`` and reads a leaf past it only once the
+    merge gets there (the remainders rarely go far, and most leaves' heads stay put from one
+    cycle to the next: a leaf costs the merge one entry, not a scan of its claims)."""
+    heap = []
+    for i, b in enumerate(books):
+        h = b.head()
+        if h is not None:
+            heap.append((h[0], i, h[1]))
+    heapq.heapify(heap)  # rank keys end with the app id: no two are equal, ``i`` breaks no tie
+    rest: dict[int, Iterator[tuple[tuple, Claim]]] = {}
+    while heap:
+        key, i, at = heap[0]
+        book = books[i]
+        yield book.claims[key[2]]
+        more = rest.get(i)
+        if more is None:
+            more = rest[i] = book.unsatisfied_after(at)
+        nxt = next(more, None)
+        if nxt is None:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (nxt[0], i, 0))  # its place: read once, by ``more``
 
 
 def memory_cut(
@@ -97,7 +137,7 @@ def memory_cut(
 
 def _capped_used(tree: QueueTree, used_by_leaf: dict[str, int]) -> dict[str, int]:
     """Executor cores given under each queue that has ``max_cores``."""
-    used: dict[str, int] = {}
+    used: dict[str, int] = defaultdict(int)
     for leaf, cores in used_by_leaf.items():
         for q in tree.capped_path(leaf):
             used[q.name] = used.get(q.name, 0) + cores
@@ -151,7 +191,7 @@ def _remainders(
             if base(c) + bonus.get(c.app_id, 0) >= c.want:
                 continue
             capped = tree.capped_path(c.queue)
-            if any(used.get(q.name, 0) + size.cores > q.max_cores for q in capped):
+            if any(used[q.name] + size.cores > q.max_cores for q in capped):
                 continue
             if size.custom and left_custom is not None:
                 if any(left_custom.get(k, 0) < v for k, v in size.custom):
@@ -166,7 +206,7 @@ def _remainders(
             left_cores -= size.cores
             left_mem -= size.mem_mib
             for q in capped:
-                used[q.name] = used.get(q.name, 0) + size.cores
+                used[q.name] = used[q.name] + size.cores
             progress = True
             if left_cores <= 0:
                 break

@@ -22,8 +22,8 @@ def limited_queues(root: Queue) -> dict[str, tuple[str, ...]]:
 
 def running_in(engine: Scheduler, limited: Mapping[str, tuple[str, ...]]) -> dict[str, int]:
     """Limited queue -> its apps admitted (starting or running) on ``engine``'s cluster."""
-    ledger = engine.books.ledger
-    return {queue: sum(ledger.leaf(leaf).live for leaf in leaves)
+    leaf = engine.books.ledger.leaf  # each engine after each step: most limited queues, leaves
+    return {queue: leaf(leaves[0]).live if len(leaves) == 1 else sum(leaf(n).live for n in leaves)
             for queue, leaves in limited.items()}
 
 

@@ -1,0 +1,3 @@
+"""What admission may spend in a cycle (``admission.Room``): built from the books, its
+per-queue figures kept from one cycle to the next (``keeper``), spent by each head admitted
+(``spend``); and the heads kept waiting for a count (``limit_waits``)."""

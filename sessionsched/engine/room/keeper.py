@@ -1,0 +1,128 @@
+"""The cycle's ``admission.Room``, its per-queue figures kept between cycles.
+
+Each leaf's figures come from its ledger totals (``ledger.Ledger.leaf``: a new object only
+after one of its apps changed) and whether it has apps queued; a parent's sum its children's.
+A cycle changes a few leaves, and behind several clusters (``clusters.federation``) each
+cluster's engine builds the room of every leaf every cycle: so each leaf's figures are worked
+out again only when its totals are another object or it gained or lost its queue, and the
+parents' sums only when a leaf's did. Admission spends the room: it gets copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from ...model import Resources
+from ..admission import Room
+from ..ledger import Totals
+from ..tree import QueueTree
+from .limit_waits import LimitWaits
+
+if TYPE_CHECKING:
+    from ..app_books import Books
+    from ..placement import WorkerReports
+
+
+class RoomKeeper:
+    """The per-queue figures of ``Room`` as the books stand, kept per leaf by its ``seen``
+    totals (and queue): built whole again for another tree."""
+
+    def __init__(self) -> None:
+        self._tree: QueueTree | None = None
+        self._reset()
+        self.limit_waits = LimitWaits()
+
+    def _reset(self) -> None:
+        self._seen: dict[str, tuple[Totals, bool]] = {}  # leaf -> (its totals, apps queued)
+        # As ``Room`` names them, every queue in the tree's postorder (parents summed).
+        self.admitted: dict[str, int] = {}
+        self.usage: dict[str, float] = {}
+        self.floors: dict[str, int] = {}
+        self.drivers_in: dict[str, Resources] = {}
+        self.whole_in: dict[str, Resources] = {}
+        self.unbounded_in: dict[str, int] = {}
+        self.ahead_in: dict[str, int] = {}
+        self.busy: frozenset[str] = frozenset()  # the leaves with apps, admitted or queued
+
+    def room(self, books: Books, capacity: Resources, driver_slots: int | None,
+             host_room: Resources | None, reports: WorkerReports, elsewhere: Mapping[str, int],
+             offered_later: Callable[[str], bool],
+             weight_shares: Callable[[frozenset[str]], dict[str, float]]) -> Room:
+        t = books.ledger.total
+        drivers = Resources(t.driver_cores, t.driver_mem_mib)
+        gangs = books.gangs  # held: not free; needed whole: committed (``gang.book``)
+        room = Room(
+            free=capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib)
+            - gangs.held_total,
+            uncommitted=capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib)
+            - gangs.need_total,
+            gangs=gangs.holds,
+            driver_slots_free=(driver_slots or 0) - t.client_drivers,
+            driver_slots=driver_slots,
+            host_room=host_room,
+            host_free=None if host_room is None else host_room - Resources(
+                t.host_driver_cores, t.host_driver_mem_mib),
+            host_drivers=t.client_drivers,
+            capacity=capacity,
+            need_of=books.needs.need_at_or_above,
+            weight_of=books.needs.weight_at_or_above,
+            workers=books.workers,
+            free_now=reports.free_now(),
+            elsewhere=elsewhere, offered_later=offered_later,
+        )
+        self._bring_up_to_date(books)
+        room.admitted_in, room.usage_cores = dict(self.admitted), dict(self.usage)
+        room.floor_cores_in, room.drivers_in = dict(self.floors), dict(self.drivers_in)
+        room.whole_in, room.unbounded_in = dict(self.whole_in), dict(self.unbounded_in)
+        room.ahead_in = dict(self.ahead_in)
+        room.weight_share = weight_shares(self.busy)
+        room.limit_waits = self.limit_waits
+        return room
+
+    def _bring_up_to_date(self, books: Books) -> None:
+        tree, ledger, pending = books.tree, books.ledger, books.pending
+        if tree is not self._tree:
+            self._reset()
+            self._tree = tree
+            self._fill_in_order(tree)
+        seen = self._seen
+        moved = False
+        for name in tree.leaves:
+            lt = ledger.leaf(name)
+            queued = bool(pending.get(name))
+            was = seen.get(name)
+            if was is not None and was[0] is lt and was[1] == queued:
+                continue
+            seen[name] = (lt, queued)
+            moved = True
+            self.drivers_in[name] = Resources(lt.driver_cores - lt.alone_driver_cores,
+                                              lt.driver_mem_mib - lt.alone_driver_mem_mib)
+            self.whole_in[name] = Resources(lt.whole_cores, lt.whole_mem_mib)
+            self.unbounded_in[name] = lt.unbounded
+            self.ahead_in[name] = lt.ahead
+            self.admitted[name] = lt.live
+            self.usage[name] = float(lt.usage_cores)
+            self.floors[name] = lt.floor_cores
+        if not moved:
+            return
+        admitted, usage, floors = self.admitted, self.usage, self.floors
+        busy = []
+        for name in tree.postorder:  # children before their parent: a parent sums them
+            kids = tree.children[name]
+            if kids:
+                admitted[name] = sum(admitted[k] for k in kids)
+                usage[name] = sum(usage[k] for k in kids)
+                floors[name] = sum(floors[k] for k in kids)
+            elif admitted[name] or seen[name][1]:
+                busy.append(name)
+        if frozenset(busy) != self.busy:
+            self.busy = frozenset(busy)
+
+    def _fill_in_order(self, tree: QueueTree) -> None:
+        """Every figure's keys in the order the room had them built (the tree's postorder)."""
+        for name in tree.postorder:
+            self.admitted[name], self.usage[name], self.floors[name] = 0, 0.0, 0
+            if not tree.children[name]:
+                self.drivers_in[name] = self.whole_in[name] = Resources()
+                self.unbounded_in[name] = self.ahead_in[name] = 0
