@@ -16,6 +16,7 @@ import json
 
 from ..backends.local import DEFAULT_DIR, ClusterError, ClusterStatus, LocalCluster
 from ..cli import UserError
+from ..client import SERVER_ENV
 from ..runtime.host_room import measure as measure_host
 from .client_cmds import add_connection_options, call, print_json
 
@@ -48,10 +49,14 @@ def add_parser(subparsers) -> None:
     status = sub.add_parser("status", help="workers, cores, memory and apps of the cluster; "
                             "with --server, the clusters a scheduler serves")
     status.add_argument("--json", action="store_true", help="print JSON")
-    add_connection_options(status)  # --server only as given: without it, the local cluster
+    add_connection_options(status)
+    for action in status._actions:  # only as given: without it, the local cluster's status
+        if action.dest == "server":
+            action.help = ("ask the scheduler at URL for the clusters it serves instead (not "
+                           f"${SERVER_ENV}: without --server, the local cluster)")
     for q in (up, down, status):
         q.add_argument("--dir", default=str(DEFAULT_DIR), metavar="D",
-                       help=f"where the cluster is recorded; default {DEFAULT_DIR}")
+                       help=f"where the local cluster is recorded; default {DEFAULT_DIR}")
     p.set_defaults(func=run)
 
 
