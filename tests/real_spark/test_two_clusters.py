@@ -129,8 +129,10 @@ def test_one_app_on_each_a_lost_master_sends_new_work_to_the_other_and_loses_not
         wait_until(lambda: app(server, second)["state"] == "RUNNING", JVM_S, "second to run")
         spark_ids = {i: app(server, i)["spark_app_id"] for i in (first, second)}
         assert (app(server, first)["cluster"], app(server, second)["cluster"]) == ("a", "b")
-        assert master_apps(a) == {spark_ids[first]: "RUNNING"}
-        assert master_apps(b) == {spark_ids[second]: "RUNNING"}
+        # Each in its own master's active apps only (its state there, RUNNING or WAITING for
+        # more executors, is the master's own bookkeeping and may lag the executors).
+        assert set(master_apps(a)) == {spark_ids[first]}
+        assert set(master_apps(b)) == {spark_ids[second]}
 
         # 2. a's master dies; its worker and first's executor run on.
         os.kill(a.process("master").pid, signal.SIGKILL)
