@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sessionsched.backends.local import LocalCluster  # noqa: E402
 from sessionsched.backends.ports import free_port_in, port_free  # noqa: E402
 from sessionsched.commands._serverproc import ServerProcess  # noqa: E402
+from tests.sparkcluster import stop_server_and_its_apps  # noqa: E402
 
 APP = Path(__file__).resolve().parents[1] / "examples" / "apps" / "sleep_tasks.py"
 CONF = {"spark.executor.cores": "2", "spark.cores.max": "2", "spark.executor.memory": "512m",
@@ -124,13 +125,7 @@ class Rig:
 
     def stop(self) -> None:
         if self.server is not None:
-            try:
-                for a in httpx.get(f"{self.url}/api/v1/apps", timeout=10).json():
-                    if a["state"] in ("ACCEPTED", "STARTING", "RUNNING"):
-                        httpx.post(f"{self.url}/api/v1/apps/{a['id']}/kill", timeout=30)
-            except httpx.HTTPError:
-                pass
-            self.server.stop()
+            stop_server_and_its_apps(self.server)
         for cluster in self.clusters.values():
             cluster.stop()
 

@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 from ..client import (
+    App,
     SchedulerClient,
     SchedulerError,
     default_ca,
@@ -167,8 +168,8 @@ class Session:
         from ..agent.attach import attach
         from ..agent.launch import agent_conf, dynamic_allocation_conf
 
-        master = master_of(self.client, self.app_id)
-        queue = self.client.app(self.app_id).queue
+        app = self.client.app(self.app_id)
+        master, queue = master_of(self.client, app), app.queue
         rows = {q.name: q.raw for q in self.client.queues()}
         reclaim_timeout_s = float(rows.get(queue, {}).get("reclaim_timeout") or 0)
         conf, warnings = dynamic_allocation_conf(user_conf)
@@ -204,11 +205,11 @@ class Session:
         self.client.close()
 
 
-def master_of(client: SchedulerClient, app_id: str) -> str:
+def master_of(client: SchedulerClient, app: App) -> str:
     """The Spark master a session's driver connects to: behind several clusters that of the
     cluster the scheduler placed it on (``GET /api/v1/cluster``), else the one cluster's
     (``GET /api/v1/health``)."""
-    cluster = client.app(app_id).raw.get("cluster")
+    cluster = app.raw.get("cluster")
     if cluster is None:
         master = client._json("GET", "/api/v1/health").get("master")
     else:
