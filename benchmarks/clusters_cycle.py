@@ -10,8 +10,8 @@ Not a test: it prints a table. Usage::
     .venv/bin/python benchmarks/clusters_cycle.py --clusters 4 --scenario steady --cycles 100
 
 The running apps are spread over the clusters in turn (adopted there), each cluster has
-``1/k`` of the cores, memory and driver slots, and its queues ``1/k`` of the cores they share
-out (``max_cores`` and ``min_share`` hold per cluster; ``max_running_apps`` over all); the
+``1/k`` of the cores, memory and driver slots, and its queues ``1/k`` of their ``min_share``
+(it holds per cluster; ``max_cores`` and ``max_running_apps`` hold over all: kept whole); the
 queued apps may use every cluster. What
 it costs: each submission, priority change and expiry of a queued app is applied in every
 cluster's engine, each engine walks its own queues for admission, and each launch takes the
@@ -94,10 +94,9 @@ class FedBench(Bench):
 
 
 def per_cluster(root: Queue, k: int) -> Queue:
-    """The tree with the cores it shares out (``max_cores``, ``min_share``) over k: they hold
-    per cluster (``max_running_apps`` holds over all: kept)."""
+    """The tree with its ``min_share`` over k: it holds per cluster (``max_cores`` and
+    ``max_running_apps`` hold over all: kept)."""
     return replace(root, children=tuple(per_cluster(c, k) for c in root.children),
-                   max_cores=None if root.max_cores is None else root.max_cores // k,
                    min_share_cores=root.min_share_cores // k)
 
 

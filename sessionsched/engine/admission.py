@@ -130,6 +130,8 @@ class Room:
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     elsewhere: Mapping[str, int] = field(default_factory=dict)  # ... on other clusters (theirs)
     offered_later: Callable[[str], bool] = lambda app_id: False
+    # capped queue -> (its max_cores, the floors on the other clusters): ``clusters.cores``
+    max_cores_left: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used
     floor_cores_in: dict[str, int] = field(default_factory=dict)  # queue -> floors' executor cores
     capacity: Resources = Resources()  # the cluster's, for ``max_driver_fraction``

@@ -186,17 +186,21 @@ def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 def under_max_cores(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                     room: Room) -> Wait | None:
     """The head's first executors fit under ``max_cores`` of every queue on its path beside
-    the floors already there (``reserve_room``'s second half; a gang's own check)."""
-    n = reservation(head)
-    cores = n * head.executor.cores
+    the floors already there - on every cluster: ``Room.max_cores_left`` (``reserve_room``'s
+    second half; a gang's own check)."""
+    cores = (n := reservation(head)) * head.executor.cores
     for node in path:
-        cap = node.max_cores
+        if (cap := node.max_cores) is None:
+            continue
         floors = room.floor_cores_in.get(node.name, 0)
-        if cap is not None and floors + cores > cap:
+        over, there = room.max_cores_left.get(node.name, (cap, 0))  # every cluster's, theirs
+        if floors + cores > cap or floors + there + cores > over:
+            limit = cap if floors + cores > cap else f"{over} over every cluster"
+            held = f"{floors} here and {there} on the others" if there else f"{floors}"
             return Wait(WaitCode.QUEUE_MAX_CORES,
                         f"its first {n} executor(s) need {cores} cores under queue {node.name},"
-                        f" whose max_cores is {cap}; the floors of its admitted apps hold"
-                        f" {floors}")
+                        f" whose max_cores is {limit}; the floors of its admitted apps hold"
+                        f" {held}")
     return None
 
 

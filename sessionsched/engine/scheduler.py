@@ -54,7 +54,7 @@ keeps the apps above their target in rank order, so it walks them only while the
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from ..model import AppState, Queue, QueueUsage, Resources
@@ -70,7 +70,7 @@ from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers, profiles
 from .room.keeper import RoomKeeper
-from .tree import QueueTree
+from .tree import QueueTree, with_caps
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait, waited_too_long
@@ -104,8 +104,13 @@ class Scheduler:
         self.budget = budget
         # Behind several clusters (``clusters.federation``): False while this one cannot be
         # reached; each queue's apps running on the others (its ``max_running_apps``); whether
-        # a later cluster is offered an app this step (``Room.offered_later``).
+        # a later cluster is offered an app this step (``Room.offered_later``); ``max_cores``
+        # over every cluster (``clusters.cores``): what floors may fill of each capped queue
+        # here, and the caps arbitration works to, from the books after admission.
         self.launching, self.elsewhere, self.offered_later = True, {}, lambda app_id: False
+        self.max_cores_left: Mapping[str, tuple[int, int]] = {}
+        self.arbitration_caps: Callable[[Books], Mapping[str, int]] | None = None
+        self._capped: tuple[Queue, dict, Queue] | None = None  # root, caps -> root capped
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self._next_release: float | None = None  # an idle session's release falls due
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
@@ -220,7 +225,9 @@ class Scheduler:
         arbiter (``selfcheck.check``); empty when all is true. O(apps): for tests."""
         from .selfcheck import check
 
-        return check(self.books, self.capacity)
+        capped = self._capped  # the tree arbitration divided at the last step
+        return check(self.books, self.capacity,
+                     self.root if self.arbitration_caps is None or capped is None else capped[2])
 
     # --- the step -------------------------------------------------------------------------
 
@@ -249,7 +256,7 @@ class Scheduler:
         self._next_release = min((q.due_at for q in quiet if q.due_at > now), default=None)
         capacity = books.executor_capacity(self.capacity)
         changed = books.arbiter.compute(  # dominant shares (``drf``): of the whole cluster
-            self.root, capacity, NO_PAST if past is None else past, self.capacity)
+            self._arbitration_root(), capacity, NO_PAST if past is None else past, self.capacity)
         touched = books.touched().union(changed)
         self._grant(touched, capacity, out)
         books.reclaimer.step(now, self.apps, books.leaves, touched, books.grants, capacity, out,
@@ -261,6 +268,17 @@ class Scheduler:
             self._views.touch_usage()  # the decayed usage moved: the next view shows it
         self._views.touch(touched_by(events, out))
         return out
+
+    def _arbitration_root(self) -> Queue:
+        """The tree arbitration divides: the engine's, with ``arbitration_caps`` if set (the
+        same object while they do not move: arbitration keeps its sums per tree)."""
+        if self.arbitration_caps is None:
+            return self.root
+        caps = self.arbitration_caps(self.books)
+        kept = self._capped
+        if kept is None or kept[0] is not self.root or kept[1] != caps:
+            kept = self._capped = (self.root, dict(caps), with_caps(self.root, caps))
+        return kept[2]
 
     # 2. StateAware fallback
 
@@ -325,7 +343,7 @@ class Scheduler:
     def _room(self) -> admission.Room:
         return self._rooms.room(self.books, self.capacity, self.driver_slots, self.host_room,
                                 self.reports, self.elsewhere, self.offered_later,
-                                self._weight_shares)
+                                self._weight_shares, self.max_cores_left)
 
     # 4. + 5. arbitration and grants
 

@@ -7,7 +7,7 @@ service's record of who changed what.)
 
 from __future__ import annotations
 
-from ..model import AppState, Resources
+from ..model import AppState, Queue, Resources
 from .app_books import Books
 from .arbitration import compute_targets
 from .grants import Grants
@@ -15,8 +15,10 @@ from .ledger import Ledger
 from .needs import NeedBook
 
 
-def check(books: Books, capacity: Resources) -> list[str]:
-    """The differences between the indexes and the books (empty when all is true)."""
+def check(books: Books, capacity: Resources, root: Queue | None = None) -> list[str]:
+    """The differences between the indexes and the books (empty when all is true).
+    ``root``: the tree arbitration divided, when not the books' own (``max_cores`` over
+    several clusters lowers its caps: ``clusters.cores``)."""
     problems = []
     recs = list(books.apps.values())
     ledger = books.ledger
@@ -32,7 +34,7 @@ def check(books: Books, capacity: Resources) -> list[str]:
     problems += books.needs.check()
     live = [r for r in recs if r.state.admitted]
     claims = [books.claim_of(r) for r in live]
-    fresh = compute_targets(books.root, books.executor_capacity(capacity), claims,
+    fresh = compute_targets(root or books.root, books.executor_capacity(capacity), claims,
                             books.decay.last, capacity)
     for r in live:
         if fresh[r.app_id] != r.target:

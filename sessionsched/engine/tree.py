@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+
 from ..model import Queue
+
+
+def with_caps(root: Queue, caps: Mapping[str, int]) -> Queue:
+    """``root`` with the ``max_cores`` of each queue named in ``caps`` lowered to it (a cap
+    above the queue's own changes nothing); the queues above and beside them are the same
+    objects."""
+    if not caps:
+        return root
+    children = tuple(with_caps(c, caps) for c in root.children)
+    cap = caps.get(root.name)
+    if cap is not None and root.max_cores is not None and root.max_cores <= cap:
+        cap = None
+    if cap is None and all(a is b for a, b in zip(children, root.children, strict=True)):
+        return root
+    return replace(root, children=children, max_cores=root.max_cores if cap is None else cap)
 
 
 class QueueTree:
@@ -12,7 +30,7 @@ class QueueTree:
     # behind several clusters each cluster's engine may have a tree of its own
     # (``clusters.federation``), and their steps take turns.
     _last: list[QueueTree] = []
-    _KEPT = 8
+    _KEPT = 16
 
     @classmethod
     def of(cls, root: Queue) -> QueueTree:

@@ -33,10 +33,11 @@ scheduler:
   scheduler suspects its own network and ends nothing; the lost clocks start again when one
   answers. When the cluster is back, the queued apps that may use it wait in its queue again.
 
-Queue order, priorities, ``max_wait`` and ``max_running_apps`` are the tree's, over every
-cluster (``limits``: each engine counts the apps the others run). ``max_cores``, the starting
-limit and decayed usage hold per cluster: each engine sees only the apps placed on it; a
-queue's ``max_cores_per_cluster`` caps it on one cluster (``trees``).
+Queue order, priorities, ``max_wait``, ``max_running_apps`` and ``max_cores`` are the tree's,
+over every cluster (``limits``: each engine counts the apps the others run; ``cores``: their
+floors and executor cores); decayed usage is summed over every cluster (``decay``). The
+starting limit holds per cluster: each engine sees only the apps placed on it; a queue's
+``max_cores_per_cluster`` caps it on one cluster (``trees``).
 
 Events the federation adds (``clusters.events``): ``OnCluster`` for a cluster's capacity and an
 app adopted where it was launched (bare, they are the first cluster's: one cluster is a
@@ -64,6 +65,7 @@ from ..ledger import AppRecord
 from ..scheduler import Scheduler
 from ..tree import QueueTree
 from ..validate import EventError, check_events
+from .cores import CoresAt, capped_queues, caps, cores_in, left_for_floors
 from .events import Placed, Unplaced
 from .limits import elsewhere, limited_queues, running_in
 from .order import PlacementRule, cluster_order
@@ -153,6 +155,8 @@ class Federation:
         self.root = root
         self._limited = limited_queues(root)  # ``max_running_apps`` over every cluster
         self._counts: dict[str, dict[str, int]] = {}  # cluster -> limited queue -> its apps
+        self._capped = capped_queues(root)  # ``max_cores`` over every cluster (``cores``)
+        self._cores: dict[str, dict[str, CoresAt]] = {}  # cluster -> capped queue -> its cores
         self.owner: dict[str, str] = {}  # placed (or adopted) app -> its cluster
         self.queued: dict[str, Queued] = {}
         self.ended_in: dict[str, str] = {}  # app that ended unplaced -> its home copy's cluster
@@ -254,10 +258,15 @@ class Federation:
         counts = self._counts
         if self._limited and not counts:
             counts.update({n: running_in(e, self._limited) for n, e in self.engines.items()})
+        capped, cores = self._capped if len(self.names) > 1 else {}, self._cores
+        if capped and not cores:
+            cores.update({n: cores_in(e.books, capped) for n, e in self.engines.items()})
         for i, name in enumerate(order):
             batch = plan.batches.get(name, [])
             if self._limited:
                 self.engines[name].elsewhere = elsewhere(counts, name)
+            if capped:
+                self._share_cores(name)
             self.engines[name].offered_later = self._offered_later(order[i + 1:])
             withdrawn = self.withdraw[name]  # placed or ended by a cluster before it
             for app_id in withdrawn:
@@ -269,7 +278,18 @@ class Federation:
                               plan.moved)
             if self._limited:  # its apps as they stand now, for the engines after it
                 counts[name] = running_in(self.engines[name], self._limited)
+            if capped:
+                cores[name] = cores_in(self.engines[name].books, capped)
         return out
+
+    def _share_cores(self, name: str) -> None:
+        """Cluster ``name``'s engine is told, before it steps, what the capped queues hold on
+        the others (``cores``)."""
+        capped, counts, names = self._capped, self._cores, self.names
+        engine = self.engines[name]
+        engine.max_cores_left = left_for_floors(capped, counts, name)
+        engine.arbitration_caps = lambda books: caps(capped, counts, names, name,
+                                                     cores_in(books, capped))
 
     def _offered_later(self, later: Sequence[str]) -> Callable[[str], bool]:
         """Whether a queued app is offered, after the cluster stepping now, to another that may
@@ -317,6 +337,9 @@ class Federation:
         if plan.root is not None:
             self.root = plan.root
             self._limited, self._counts = limited_queues(plan.root), {}
+            self._capped, self._cores = capped_queues(plan.root), {}
+            for engine in self.engines.values():  # set again at its next step, if still capped
+                engine.max_cores_left, engine.arbitration_caps = {}, None
         self.withdraw = {name: [] for name in self.names}  # in the plan's batches now
 
     def _take(self, name: str, decisions: list[Decision],

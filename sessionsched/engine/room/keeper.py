@@ -48,7 +48,8 @@ class RoomKeeper:
     def room(self, books: Books, capacity: Resources, driver_slots: int | None,
              host_room: Resources | None, reports: WorkerReports, elsewhere: Mapping[str, int],
              offered_later: Callable[[str], bool],
-             weight_shares: Callable[[frozenset[str]], dict[str, float]]) -> Room:
+             weight_shares: Callable[[frozenset[str]], dict[str, float]],
+             max_cores_left: Mapping[str, tuple[int, int]]) -> Room:
         t = books.ledger.total
         drivers = Resources(t.driver_cores, t.driver_mem_mib)
         gangs = books.gangs  # held: not free; needed whole: committed (``gang.book``)
@@ -69,7 +70,7 @@ class RoomKeeper:
             weight_of=books.needs.weight_at_or_above,
             workers=books.workers,
             free_now=reports.free_now(),
-            elsewhere=elsewhere, offered_later=offered_later,
+            elsewhere=elsewhere, offered_later=offered_later, max_cores_left=max_cores_left,
         )
         self._bring_up_to_date(books)
         room.admitted_in, room.usage_cores = dict(self.admitted), dict(self.usage)

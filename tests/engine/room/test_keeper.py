@@ -21,7 +21,8 @@ def _figures(room) -> dict:
 def _from_scratch(run: Run) -> dict:
     s = run.sched
     return _figures(RoomKeeper().room(s.books, s.capacity, s.driver_slots, s.host_room,
-                                      s.reports, s.elsewhere, s.offered_later, s._weight_shares))
+                                      s.reports, s.elsewhere, s.offered_later, s._weight_shares,
+                                      s.max_cores_left))
 
 
 def _kept(run: Run) -> dict:

@@ -1,0 +1,189 @@
+"""``max_cores`` over every cluster (``engine.clusters.cores``): a queue's floors on all the
+clusters together never pass its cap at admission, and arbitration keeps its executor cores
+on all of them under it, shared by what each cluster's apps want.
+
+Every case: clusters ``a`` and ``b`` of 8 cores each, one leaf ``root.q``; apps whose drivers
+run on the scheduler's host (they take no cluster cores), with executors of one core.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sessionsched.engine import DemandChanged, ExecutorsChanged, QueuesChanged, Submitted, Tick
+from sessionsched.engine.clusters import ClusterSpec, Federation, OnCluster, Placed
+from sessionsched.engine.clusters.cores import water_fill
+from sessionsched.engine.waits import WaitCode
+from tests.engine.engine_builders import app, executors, leaf, tree
+
+from .test_federation import check, fed, placed
+
+
+def floored(app_id: str, n: int = 2, cluster: str | None = None):
+    """An app whose first ``n`` executors are its floor (minExecutors = maxExecutors = n)."""
+    a = app(app_id).executor(1).min(n).max(n)
+    return a if cluster is None else a._set(clusters=(cluster,))
+
+
+def elastic(app_id: str, cluster: str, most: int = 8):
+    return app(app_id).executor(1).min(0).max(most)._set(clusters=(cluster,))
+
+
+def targets(f: Federation) -> dict[str, int]:
+    """Every admitted app's target, by the engine of its cluster."""
+    return {a: r.target for e in f.engines.values() for a, r in e.apps.items()
+            if r.state.admitted}
+
+
+def on(f: Federation, cluster: str) -> int:
+    """The executor cores root.q is granted on ``cluster``."""
+    return sum(r.grant for r in f.engines[cluster].apps.values() if r.state.admitted)
+
+
+@pytest.mark.parametrize("cap,expected", [
+    (None, 8),
+    (4, 2),
+    (5, 2),
+    (6, 3),
+], ids=["no-cap: every app, on both clusters", "cap-4: two floors of 2 over both",
+        "cap-5: still two (a third floor would pass it)", "cap-6: three"])
+def test_admission_counts_the_floors_on_every_cluster(cap, expected):
+    f = fed({"a": 8, "b": 8}, root=tree(leaf("q", max_cores=cap)))
+    out = f.step(1.0, [Submitted(floored(f"x{i}").spec()) for i in range(8)])
+    check(f, out)
+    assert len(placed(out)) == expected
+    if cap is not None:
+        assert set(placed(out).values()) <= {"a", "b"}
+        waits = [w for e in f.engines.values() for w in e.waiting.values()]
+        assert any(w.code is WaitCode.QUEUE_MAX_CORES and "over every cluster" in w.text
+                   for w in waits)
+
+
+def test_the_wait_names_the_floors_on_the_other_clusters():
+    f = fed({"a": 2, "b": 8}, root=tree(leaf("q", max_cores=4)))
+    check(f, f.step(1.0, [Submitted(floored("x", cluster="a").spec()),
+                          Submitted(floored("y", 4, cluster="b").spec())]))
+    wait = f.engines["b"].waiting["root.q"]
+    assert wait.code is WaitCode.QUEUE_MAX_CORES
+    assert wait.text.endswith("the floors of its admitted apps hold 0 here and 2 on the"
+                                 " others")
+
+
+def test_a_per_cluster_cap_holds_beside_the_global_one():
+    """max_cores 6 over both, at most 2 on a: a takes one floor of 2, b the next two."""
+    f = fed({"a": 8, "b": 8}, root=tree(leaf("q", max_cores=6, cluster_max_cores=(("a", 2),))))
+    out = f.step(1.0, [Submitted(floored(f"x{i}").spec()) for i in range(4)])
+    check(f, out)
+    assert sorted(placed(out).values()) == ["a", "b", "b"]
+
+
+def run_elastic(cap: int | None, steps: list[tuple[str, int]]) -> Federation:
+    """x on a and y on b, elastic; ``steps``: (app, demand) said one after another, each
+    followed by a step in which every app holds what it is granted."""
+    f = fed({"a": 8, "b": 8}, root=tree(leaf("q", max_cores=cap, reclaim_timeout_s=0)))
+    check(f, f.step(1.0, [Submitted(elastic("x", "a").spec()),
+                          Submitted(elastic("y", "b").spec())]))
+    t = 2.0
+    for app_id, demand in steps:
+        f.step(t, [DemandChanged(app_id, demand)])
+        for _ in range(3):  # granted, reclaimed, granted again: held as granted
+            t += 1.0
+            held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
+                    for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+            f.step(t, held or [Tick()])
+        assert f.check() == []
+    return f
+
+
+@pytest.mark.parametrize("cap,steps,expected", [
+    (None, [("x", 6), ("y", 6)], {"x": 6, "y": 6}),
+    (6, [("x", 6)], {"x": 6, "y": 0}),
+    (6, [("x", 6), ("y", 6)], {"x": 3, "y": 3}),
+    (6, [("x", 6), ("y", 2)], {"x": 4, "y": 2}),
+    (6, [("x", 6), ("y", 6), ("x", 0)], {"x": 0, "y": 6}),
+    (6, [("x", 2), ("y", 6)], {"x": 2, "y": 4}),
+], ids=["no-cap: each its demand", "one wants: the whole cap on its cluster",
+        "both want: an even split", "one wants less: the other the rest",
+        "one stops wanting: the other takes it all", "the first wants less: the second the rest"])
+def test_arbitration_shares_the_cap_between_the_clusters(cap, steps, expected):
+    f = run_elastic(cap, steps)
+    assert targets(f) == expected
+    if cap is not None:
+        assert on(f, "a") + on(f, "b") <= cap
+
+
+def test_a_floor_on_one_cluster_takes_cores_back_from_the_others_elastic_apps():
+    """x holds the whole cap on a; y, admitted on b with a floor of 2, gets it, and x is cut to
+    what is left (reclaimed), as on one cluster a new floor takes from the others' shares."""
+    f = run_elastic(6, [("x", 8)])
+    assert targets(f)["x"] == 6
+    check(f, out := f.step(100.0, [Submitted(floored("z", 2, cluster="b").spec())]))
+    assert placed(out) == {"z": "b"}
+    for t in range(101, 105):
+        held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
+                for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+        f.step(float(t), held or [Tick()])
+    assert targets(f) == {"x": 4, "y": 0, "z": 2}
+    assert on(f, "a") + on(f, "b") == 6
+
+
+def test_one_cluster_keeps_its_whole_cap_without_shared_caps():
+    f = Federation(tree(leaf("q", max_cores=4)), [ClusterSpec("a")], driver_slots=None)
+    f.step(0.0, [OnCluster("a", Tick())])
+    assert f.engines["a"].arbitration_caps is None
+
+
+def test_a_new_tree_shares_its_new_caps():
+    f = run_elastic(6, [("x", 8), ("y", 8)])
+    assert targets(f) == {"x": 3, "y": 3}
+    f.step(50.0, [QueuesChanged(tree(leaf("q", max_cores=2, reclaim_timeout_s=0)))])
+    for t in range(51, 55):
+        held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
+                for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+        f.step(float(t), held or [Tick()])
+    assert targets(f) == {"x": 1, "y": 1}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_demands_never_pass_the_cap_once_settled(seed):
+    """Apps on both clusters, floors and demands at random: once every app holds what it is
+    granted, the grants on both clusters together stay under the cap, and every floor is
+    granted."""
+    rnd = random.Random(seed)
+    cap = rnd.randint(4, 10)
+    f = fed({"a": 8, "b": 8}, root=tree(leaf("q", max_cores=cap, reclaim_timeout_s=0)))
+    specs = [app(f"x{i}").executor(1).min(rnd.randint(0, 2)).max(rnd.randint(2, 6))
+             ._set(clusters=(rnd.choice("ab"),)).spec() for i in range(6)]
+    out = f.step(1.0, [Submitted(s) for s in specs])
+    t = 1.0
+    for _ in range(12):
+        t += 1.0
+        admitted = [(a, r) for e in f.engines.values() for a, r in e.apps.items()
+                    if r.state.admitted]
+        events = [DemandChanged(a, rnd.randint(0, 6)) for a, _ in admitted if rnd.random() < .5]
+        out += f.step(t, events or [Tick()])
+        for _ in range(3):
+            t += 1.0
+            held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
+                    for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+            out += f.step(t, held or [Tick()])
+        assert on(f, "a") + on(f, "b") <= cap
+        recs = [r for e in f.engines.values() for r in e.apps.values() if r.state.admitted]
+        assert sum(r.floor for r in recs) <= cap
+        assert all(r.grant >= r.floor for r in recs)
+    assert len([d for d in out if isinstance(d, Placed)]) == len(set(placed(out)))
+
+
+@pytest.mark.parametrize("room,wants,expected", [
+    (6, {"a": 6, "b": 6}, {"a": 3, "b": 3}),
+    (6, {"a": 6, "b": 2}, {"a": 4, "b": 2}),
+    (5, {"a": 6, "b": 6}, {"a": 3, "b": 2}),
+    (5, {"a": 0, "b": 6}, {"a": 0, "b": 5}),
+    (0, {"a": 3, "b": 3}, {"a": 0, "b": 0}),
+    (9, {"a": 1, "b": 2, "c": 9}, {"a": 1, "b": 2, "c": 6}),
+], ids=["even", "the smaller want first", "an odd core to the first", "none wanted",
+        "no room", "three"])
+def test_water_fill(room, wants, expected):
+    assert water_fill(room, wants) == expected
