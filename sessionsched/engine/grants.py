@@ -5,14 +5,17 @@ being reclaimed. Promising them twice would overcommit the cluster, so, in order
 
   1. base(app) = max(held, min(previous grant, target)): what the app keeps in any case
      (an ended app still holding executors: what it holds);
-     free = executor capacity - sum of base over every app on the books.
+     free = executor capacity - sum of base over every app on the books;
+     stays(app) = max(held - executors ordered back, min(previous grant, target)): what it
+     keeps once the executors ordered back are gone.
   2. Shrink: if free < 0 (the capacity shrank), grants not yet filled with executors are cut
      back towards what their app holds, lowest rank first, until free >= 0 (a cut only cancels
      executors Spark has not started yet).
-  3. Growth: apps with target > base, in rank order (1. priority, highest first; 2. submission
-     sequence; 3. app id): grant = base + the executors that fit in free (cores and memory),
-     taken from free as they go; with workers named, only those that also fit on one
-     worker's free room (``place``: ``placement.free_now``).
+  3. Growth: apps with target > stays, in rank order (1. priority, highest first; 2.
+     submission sequence; 3. app id): grant = stays + the executors that fit in free (cores
+     and memory), taken from free as they go; with workers named, only those that also fit
+     on one worker's free room (``place``: ``placement.free_now``). A target raised again
+     while executors ordered back are still leaving is growth too: they go all the same.
   4. Every other app: grant = target (at or below its base: executors above it are reclaimed).
 
 Hence, whenever the executors held fit in the capacity, the sum over apps of max(held, grant)
@@ -21,10 +24,10 @@ bases, the growing apps and the unfilled grants up to date, so a cycle only touc
 changed and apps still waiting to grow.
 
 Reclaim (``reclaim``) reads two more running sums, kept the same way:
-  * short: over the apps still growing after step 3, (target - base) x executor size - what
+  * short: over the apps still growing after step 3, (target - stays) x executor size - what
     free capacity could not grant them (their deficit);
   * freeing: how much the sum of bases drops once the executors already ordered back (and
-    every executor of an ended app) are gone: max(held, grant) - max(held - ordered, grant).
+    every executor of an ended app) are gone: base - stays.
 The same three sums in custom resources (GPUs) for the apps whose executors ask for one, so
 that reclaim frees a GPU where a GPU is short (``reclaim``).
 """
@@ -95,13 +98,17 @@ class Grants:
             grant = rec.grant
             kept = grant if grant < target else target
             base = held if held > kept else kept
-            if target > base:
-                self._growing[app_id] = (rec.rank, base, target, rec)
-                short = target - base
+            left = held - len(rec.reclaiming)
+            stays = left if left > kept else kept
+            # An app grows from what stays: executors ordered back leave whatever its target
+            # does now (Spark cannot call a decommission back), so a target raised again above
+            # what stays is new executors, granted out of free room like any other growth.
+            if target > stays:
+                self._growing[app_id] = (rec.rank, stays, target, rec)
+                short = target - stays
             if base > held:
                 self._unfilled[app_id] = (rec.rank, base, held, rec)
-            left = held - len(rec.reclaiming)
-            freeing = base - (left if left > kept else kept)
+            freeing = base - stays
         else:
             base = freeing = held
         size = rec.spec.executor

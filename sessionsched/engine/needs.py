@@ -65,6 +65,7 @@ class NeedBook:
 
     def __init__(self) -> None:
         self.by_leaf: dict[str, dict[int, Sums]] = {}
+        self.cores_in: dict[str, int] = {}  # leaf -> its apps' needs in cores, every priority
         self._last: dict[str, tuple[str, int, Need]] = {}
         self._priorities: dict[str, SortedList] = {}  # leaf -> the priorities in ``by_leaf``
         # leaf -> [priority asked, cores, MiB, weight at or above it], kept up to date
@@ -89,6 +90,7 @@ class NeedBook:
             else:
                 sums[priority] = (was_cores - cores, was_mem - mem, was_n - 1)
             self._answer(leaf, priority, -cores, -mem, -1)
+            self.cores_in[leaf] -= cores
             del self._last[rec.app_id]
         if new is not None:
             leaf, priority, (cores, mem) = new
@@ -101,6 +103,7 @@ class NeedBook:
                     order = self._priorities[leaf] = SortedList()
                 order.add(priority)
             self._answer(leaf, priority, cores, mem, 1)
+            self.cores_in[leaf] = self.cores_in.get(leaf, 0) + cores
             self._last[rec.app_id] = new
 
     def _answer(self, leaf: str, priority: int, cores: int, mem: int, n: int) -> None:
@@ -149,6 +152,9 @@ class NeedBook:
                      sum(p * n for p, (_, _, n) in sums if p >= priority)]
             if kept != fresh:
                 out.append(f"need of {leaf} at or above {priority}: kept {kept}, sums {fresh}")
+        for leaf, cores in self.cores_in.items():
+            if cores != sum(c for c, _, _ in self.by_leaf.get(leaf, {}).values()):
+                out.append(f"need of {leaf} in cores: kept {cores}, sums {self.by_leaf.get(leaf)}")
         return out
 
     @staticmethod

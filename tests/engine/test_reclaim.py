@@ -332,3 +332,17 @@ def test_a_raised_max_cores_starts_the_queues_waiting_apps():
     assert (run.state("a"), run.state("b")) == ("STARTING", "ACCEPTED")
     out = run.step(QueuesChanged(capped(8, admission="demand")), at=10.0)
     assert launched(out) == ["b"]
+
+
+def test_a_target_raised_again_while_its_executors_leave_is_granted_only_out_of_free_room():
+    """low's 4 executors are being decommissioned for high; high then wants none and low's
+    target is back at 4. Spark cannot call a decommission back: they leave all the same, so
+    low may not be granted them again as if it kept them (its new executors would find their
+    cores gone to whatever was promised them meanwhile); it is granted 4 once they are gone."""
+    run = preempted(30.0)
+    run.step(DemandChanged("high", 4), at=20.0)
+    out = run.step(DemandChanged("high", 0), at=25.0)
+    assert set_targets(out) == {"low": (4, 0), "high": (0, 0)}
+    assert run.sched.check() == []
+    out = run.hold("low", 0, at=30.0)
+    assert set_targets(out) == {"low": (4, 4)}

@@ -37,7 +37,7 @@ class CoresAt(NamedTuple):
 
     floors: int  # the floors of its admitted apps
     above: int  # held or granted above those floors
-    wants: int  # what its apps (queued ones too) want above the floors
+    wants: int  # what its admitted apps want above their floors (``needs``)
 
 
 def capped_queues(root: Queue) -> dict[str, tuple[int, tuple[str, ...]]]:
@@ -49,16 +49,16 @@ def capped_queues(root: Queue) -> dict[str, tuple[int, tuple[str, ...]]]:
 def cores_in(books: Books, capped: Mapping[str, tuple[int, tuple[str, ...]]]
              ) -> dict[str, CoresAt]:
     """Capped queue -> its cores on the cluster whose engine keeps ``books``."""
-    leaf = books.ledger.leaf
+    leaf, needs = books.ledger.leaf, books.needs.cores_in
     out = {}
     for queue, (_, leaves) in capped.items():
-        floors = committed = demand = 0
+        floors = committed = wants = 0
         for name in leaves:
             t = leaf(name)
             floors += t.floor_cores
             committed += t.committed_cores
-            demand += t.demand_cores
-        out[queue] = CoresAt(floors, max(committed - floors, 0), max(demand - floors, 0))
+            wants += needs.get(name, 0)
+        out[queue] = CoresAt(floors, max(committed - floors, 0), wants)
     return out
 
 
@@ -74,13 +74,17 @@ def left_for_floors(capped: Mapping[str, tuple[int, tuple[str, ...]]],
 def caps(capped: Mapping[str, tuple[int, tuple[str, ...]]],
          counts: Mapping[str, Mapping[str, CoresAt]], names: Sequence[str], here: str,
          mine: Mapping[str, CoresAt]) -> dict[str, int]:
-    """Capped queue -> the cap arbitration on ``here`` works to this step (the header):
+    """Capped queue -> the cap arbitration on ``here`` works to this step (the header), for
+    the queues whose apps want more than their cap over every cluster (the others' caps
+    stand: the tree arbitration divides is then the engine's own, and keeps its sums).
     ``mine`` is ``here``'s own count as it stands after this step's admission; ``counts`` the
     others' (``names``: the listed order, which breaks the split's ties)."""
     out = {}
     for queue, (cap, _) in capped.items():
         at = {n: mine[queue] if n == here else counts[n][queue] for n in names if n in counts
               or n == here}
+        if sum(c.floors + max(c.above, c.wants) for c in at.values()) <= cap:
+            continue  # all its apps want fits under it: each cluster may grant them all
         room = max(cap - sum(c.floors for c in at.values()), 0)
         share = water_fill(room, {n: c.wants for n, c in at.items()})[here]
         unused = room - sum(c.above for n, c in at.items() if n != here)
