@@ -70,7 +70,7 @@ from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers, profiles
 from .room.keeper import RoomKeeper
-from .tree import QueueTree, with_caps
+from .tree import QueueTree
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait, waited_too_long
@@ -277,7 +277,8 @@ class Scheduler:
         caps = self.arbitration_caps(self.books)
         kept = self._capped
         if kept is None or kept[0] is not self.root or kept[1] != caps:
-            kept = self._capped = (self.root, dict(caps), with_caps(self.root, caps))
+            capped = self.books.tree.recapped(caps).root
+            kept = self._capped = (self.root, dict(caps), capped)
         return kept[2]
 
     # 2. StateAware fallback

@@ -75,6 +75,42 @@ class QueueTree:
             self._walk(c, path)
         self.postorder.append(q.name)
 
+    def recapped(self, caps: Mapping[str, int]) -> QueueTree:
+        """The index of this tree with the ``max_cores`` of each queue named in ``caps``
+        lowered to it, for queues that have one (behind several clusters arbitration's caps
+        move each step: ``clusters.cores``). Built from this one: the lowered queues and the
+        queues above them are new objects (a new root), and the leaves below a lowered queue
+        get new paths, in which the queues above it stay the old objects (they differ only by
+        their children, which paths are not read for). ``of`` finds it from then on."""
+        lowered = {name: cap for name, cap in caps.items()
+                   if (m := self.node[name].max_cores) is not None and cap < m}
+        if not lowered:
+            return self
+        depth: dict[str, int] = {}  # every queue on a path to a lowered one
+        for name in lowered:
+            for i, q in enumerate(self.path[self.under_cap[name][0]]):
+                depth[q.name] = i
+                if q.name == name:
+                    break
+        new: dict[str, Queue] = {}
+        for name in sorted(depth, key=depth.__getitem__, reverse=True):  # children first
+            q = self.node[name]
+            kids = tuple(new.get(c.name, c) for c in q.children)
+            new[name] = replace(q, children=kids, max_cores=lowered.get(name, q.max_cores))
+        tree = object.__new__(QueueTree)
+        tree.root, tree.node = new[self.root.name], {**self.node, **new}
+        tree.children, tree.postorder, tree.leaves = self.children, self.postorder, self.leaves
+        tree.under_cap = self.under_cap  # the same queues have caps: only their values moved
+        tree.path, tree._capped = dict(self.path), dict(self._capped)
+        for leaf in {leaf for name in lowered for leaf in self.under_cap[name]}:
+            p = tree.path[leaf] = tuple(new[q.name] if q.name in lowered else q
+                                        for q in self.path[leaf])
+            tree._capped[leaf] = tuple(q for q in p if q.max_cores is not None)
+        kept = QueueTree._last
+        kept.append(tree)
+        del kept[:-QueueTree._KEPT]
+        return tree
+
     def capped_path(self, leaf: str) -> tuple[Queue, ...]:
         """The queues on a leaf's path that have a ``max_cores`` cap."""
         return self._capped[leaf]

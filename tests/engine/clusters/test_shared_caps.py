@@ -187,3 +187,32 @@ def test_random_demands_never_pass_the_cap_once_settled(seed):
         "no room", "three"])
 def test_water_fill(room, wants, expected):
     assert water_fill(room, wants) == expected
+
+
+@pytest.mark.parametrize("caps", [
+    {},
+    {"root.p": 3},
+    {"root.p.x": 1},
+    {"root.p": 5, "root.p.x": 2, "root.r": 9},
+    {"root.p": 50},
+], ids=["none", "a parent", "a leaf", "several, one above its own", "above its own: unchanged"])
+def test_a_recapped_index_reads_as_one_built_from_scratch(caps):
+    from sessionsched.engine.tree import QueueTree, with_caps
+    from tests.engine.engine_builders import parent
+
+    root = tree(parent("p", leaf("x", max_cores=4), leaf("y"), max_cores=6),
+                leaf("r", max_cores=8), leaf("s"))
+    base = QueueTree.of(root)
+    fast, slow = base.recapped(caps), QueueTree(with_caps(root, caps))
+    assert QueueTree.of(fast.root) is fast
+    assert {n: q.max_cores for n, q in fast.node.items()} == {
+        n: q.max_cores for n, q in slow.node.items()}
+    for leaf_name in slow.leaves:
+        assert [(q.name, q.max_cores) for q in fast.path[leaf_name]] == [
+            (q.name, q.max_cores) for q in slow.path[leaf_name]]
+        assert [(q.name, q.max_cores) for q in fast.capped_path(leaf_name)] == [
+            (q.name, q.max_cores) for q in slow.capped_path(leaf_name)]
+    assert fast.root.children[0].max_cores == slow.root.children[0].max_cores
+    assert [c.max_cores for c in fast.root.children[0].children] == [
+        c.max_cores for c in slow.root.children[0].children]
+    assert (fast is base) == (not caps or caps == {"root.p": 50})
