@@ -43,7 +43,11 @@ class QueueTree:
             if tree.root is root:
                 kept.append(kept.pop(i))
                 return tree
-        tree = cls(root)
+        return cls._keep(cls(root))
+
+    @classmethod
+    def _keep(cls, tree: QueueTree) -> QueueTree:
+        kept = cls._last
         kept.append(tree)
         del kept[:-cls._KEPT]
         return tree
@@ -56,12 +60,12 @@ class QueueTree:
         self.postorder: list[str] = []
         self._walk(root, ())
         self.leaves: tuple[str, ...] = tuple(self.path)
-        self._capped = {
+        self.capped_paths: dict[str, tuple[Queue, ...]] = {
             leaf: tuple(q for q in path if q.max_cores is not None)
             for leaf, path in self.path.items()
         }
         self.under_cap: dict[str, list[str]] = {}  # a queue with ``max_cores`` -> its leaves
-        for leaf, capped in self._capped.items():
+        for leaf, capped in self.capped_paths.items():
             for q in capped:
                 self.under_cap.setdefault(q.name, []).append(leaf)
 
@@ -101,16 +105,13 @@ class QueueTree:
         tree.root, tree.node = new[self.root.name], {**self.node, **new}
         tree.children, tree.postorder, tree.leaves = self.children, self.postorder, self.leaves
         tree.under_cap = self.under_cap  # the same queues have caps: only their values moved
-        tree.path, tree._capped = dict(self.path), dict(self._capped)
+        tree.path, tree.capped_paths = dict(self.path), dict(self.capped_paths)
         for leaf in {leaf for name in lowered for leaf in self.under_cap[name]}:
             p = tree.path[leaf] = tuple(new[q.name] if q.name in lowered else q
                                         for q in self.path[leaf])
-            tree._capped[leaf] = tuple(q for q in p if q.max_cores is not None)
-        kept = QueueTree._last
-        kept.append(tree)
-        del kept[:-QueueTree._KEPT]
-        return tree
+            tree.capped_paths[leaf] = tuple(q for q in p if q.max_cores is not None)
+        return self._keep(tree)
 
     def capped_path(self, leaf: str) -> tuple[Queue, ...]:
         """The queues on a leaf's path that have a ``max_cores`` cap."""
-        return self._capped[leaf]
+        return self.capped_paths[leaf]
