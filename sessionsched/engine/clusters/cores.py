@@ -73,12 +73,16 @@ def left_for_floors(capped: Mapping[str, tuple[int, tuple[str, ...]]],
 
 def caps(capped: Mapping[str, tuple[int, tuple[str, ...]]],
          counts: Mapping[str, Mapping[str, CoresAt]], names: Sequence[str], here: str,
-         mine: Mapping[str, CoresAt]) -> dict[str, int]:
+         mine: Mapping[str, CoresAt], last: Mapping[str, int]) -> dict[str, int]:
     """Capped queue -> the cap arbitration on ``here`` works to this step (the header), for
     the queues whose apps want more than their cap over every cluster (the others' caps
     stand: the tree arbitration divides is then the engine's own, and keeps its sums).
     ``mine`` is ``here``'s own count as it stands after this step's admission; ``counts`` the
-    others' (``names``: the listed order, which breaks the split's ties)."""
+    others' (``names``: the listed order, which breaks the split's ties); ``last``: the caps
+    it gave ``here`` at its last step. A cap given stands while it still holds this
+    cluster's floors and share and is no higher than what the others leave unheld: a moving
+    cap divides every leaf below it again and moves their grants, so it moves only when
+    this cluster's apps are owed more, or another's take room this one was left."""
     out = {}
     for queue, (cap, _) in capped.items():
         at = {n: mine[queue] if n == here else counts[n][queue] for n in names if n in counts
@@ -89,7 +93,13 @@ def caps(capped: Mapping[str, tuple[int, tuple[str, ...]]],
         share = water_fill(room, {n: c.wants for n, c in at.items()})[here]
         unused = room - sum(c.above for n, c in at.items() if n != here)
         others = sum(c.floors for n, c in at.items() if n != here)
-        out[queue] = min(at[here].floors, max(cap - others, 0)) + max(share, unused, 0)
+        floors = min(at[here].floors, max(cap - others, 0))
+        was = last.get(queue)
+        unheld = cap - sum(c.floors + c.above for n, c in at.items() if n != here)
+        if was is not None and floors + share <= was <= unheld:
+            out[queue] = was
+        else:
+            out[queue] = floors + max(share, unused, 0)
     return out
 
 

@@ -52,6 +52,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ...model import AppSpec, AppState, Queue
+from ..app_books import Books
 from ..events import (
     Decision,
     Event,
@@ -157,6 +158,7 @@ class Federation:
         self._counts: dict[str, dict[str, int]] = {}  # cluster -> limited queue -> its apps
         self._capped = capped_queues(root)  # ``max_cores`` over every cluster (``cores``)
         self._cores: dict[str, dict[str, CoresAt]] = {}  # cluster -> capped queue -> its cores
+        self._caps_given: dict[str, dict[str, int]] = {}  # cluster -> its arbitration's caps
         self.owner: dict[str, str] = {}  # placed (or adopted) app -> its cluster
         self.queued: dict[str, Queued] = {}
         self.ended_in: dict[str, str] = {}  # app that ended unplaced -> its home copy's cluster
@@ -288,8 +290,14 @@ class Federation:
         capped, counts, names = self._capped, self._cores, self.names
         engine = self.engines[name]
         engine.max_cores_left = left_for_floors(capped, counts, name)
-        engine.arbitration_caps = lambda books: caps(capped, counts, names, name,
-                                                     cores_in(books, capped))
+        given = self._caps_given
+
+        def arbitration_caps(books: Books) -> dict[str, int]:
+            out = given[name] = caps(capped, counts, names, name, cores_in(books, capped),
+                                     given.get(name, {}))
+            return out
+
+        engine.arbitration_caps = arbitration_caps
 
     def _offered_later(self, later: Sequence[str]) -> Callable[[str], bool]:
         """Whether a queued app is offered, after the cluster stepping now, to another that may
@@ -337,7 +345,7 @@ class Federation:
         if plan.root is not None:
             self.root = plan.root
             self._limited, self._counts = limited_queues(plan.root), {}
-            self._capped, self._cores = capped_queues(plan.root), {}
+            self._capped, self._cores, self._caps_given = capped_queues(plan.root), {}, {}
             for engine in self.engines.values():  # set again at its next step, if still capped
                 engine.max_cores_left, engine.arbitration_caps = {}, None
         self.withdraw = {name: [] for name in self.names}  # in the plan's batches now
