@@ -14,7 +14,7 @@ import pytest
 
 from sessionsched.engine import DemandChanged, ExecutorsChanged, QueuesChanged, Submitted, Tick
 from sessionsched.engine.clusters import ClusterSpec, Federation, OnCluster, Placed
-from sessionsched.engine.clusters.cores import water_fill
+from sessionsched.engine.clusters.cores import CoresAt, water_fill
 from sessionsched.engine.waits import WaitCode
 from tests.engine.engine_builders import app, executors, leaf, tree
 
@@ -216,3 +216,28 @@ def test_a_recapped_index_reads_as_one_built_from_scratch(caps):
     assert [c.max_cores for c in fast.root.children[0].children] == [
         c.max_cores for c in slow.root.children[0].children]
     assert (fast is base) == (not caps or caps == {"root.p": 50})
+
+
+@pytest.mark.parametrize("last,b,expected", [
+    (None, CoresAt(2, 1, 10), 2 + 9),
+    (8, CoresAt(2, 1, 10), 8),
+    (8, CoresAt(2, 5, 10), 2 + 5),
+    (6, CoresAt(2, 1, 10), 2 + 9),
+    (None, CoresAt(3, 0, 0), 2 + 9),
+    (None, CoresAt(2, 0, 0), None),
+], ids=["first: floors and the larger of share and what b leaves unused",
+        "a cap given stands while b holds no more of it",
+        "b took room a was left: worked out again",
+        "below a's floors and share: worked out again",
+        "b wants nothing: all but b's floors",
+        "everything wanted fits: no cap given"])
+def test_a_cap_given_stands_until_another_cluster_takes_room_or_this_one_is_owed_more(
+        last, b, expected):
+    """max_cores 14; a holds floors of 2 and wants 10 more; b as the case says. The room
+    above every floor is 10: a's share 5 when both want more."""
+    from sessionsched.engine.clusters.cores import caps
+
+    a = CoresAt(2, 0, 10)
+    out = caps({"root.q": (14, ("root.q",))}, {"a": {"root.q": a}, "b": {"root.q": b}},
+               ["a", "b"], "a", {"root.q": a}, {} if last is None else {"root.q": last})
+    assert out == ({} if expected is None else {"root.q": expected})
