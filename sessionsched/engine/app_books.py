@@ -1,26 +1,24 @@
 """The engine's books and every index over them, kept by verbs (after Kueue's ``pkg/cache``).
 
 ``Books`` owns the apps (``AppRecord``) and each index built from them: the queued apps of each
-leaf in rank order and their ``max_wait`` deadlines (a heap), the STARTING apps and their
-timeouts (a heap), the apps on the books, the running totals (``ledger.Ledger``), the elastic
-needs (``needs.NeedBook``), the
-arbiter's claims (``arbitration.Arbiter``), the grant bases (``grants.Grants``), the apps
-above their target (``reclaim.Reclaimer``), and which apps changed. Nothing else writes an
-index: the event handlers (``lifecycle``) and the step's phases (``scheduler``) change an app
-through a verb, and the verb keeps every index that app is in true, now or at the next
-``sync``. (The arbiter and the reclaimer keep what they decide as they decide it:
-``Arbiter.compute``, ``Reclaimer.step``.)
+leaf in rank order (and which are gangs) and their ``max_wait`` deadlines (a heap), the STARTING
+apps and their timeouts (a heap), the apps on the books, the running totals (``ledger.Ledger``),
+the elastic needs (``needs.NeedBook``), the arbiter's claims (``arbitration.Arbiter``), the grant
+bases (``grants.Grants``), the apps above their target (``reclaim.Reclaimer``), and which apps
+changed. Nothing else writes an index: the event handlers (``lifecycle``) and the step's phases
+(``scheduler``) change an app through a verb, and the verb keeps every index that app is in true,
+now or at the next ``sync``. (The arbiter and the reclaimer keep what they decide as they decide
+it: ``Arbiter.compute``, ``Reclaimer.step``.)
 
-The verbs: ``submit`` (queue a new app), ``adopt`` (an app launched before a restart),
-``requeue`` (a new priority), ``unqueue`` (a queued app leaves its queue), ``admit`` (its
-driver is launched), ``mark`` (a new state), ``rebase_grants`` and ``set_target`` (the grant
-phase), ``changed`` (anything else about an app changed: its demand, executors, driver),
-``forget`` (drop it from everything), ``set_tree`` (a new queue tree). ``sync`` brings the
-totals, the needs and the claims up to date with the apps changed since;
-``touched`` names the apps changed this step, for grants and reclaim, until ``end_step``.
-``selfcheck.check`` compares every index with a recount from the apps. ``expired`` and
-``timed_out`` pop the queued apps past their ``max_wait`` and the STARTING apps past their
-``starting_timeout``, each from its heap of deadlines.
+The verbs: ``submit`` (queue a new app), ``adopt`` (an app launched before a restart), ``requeue``
+(a new priority), ``unqueue`` (a queued app leaves its queue), ``admit`` (its driver is launched),
+``mark`` (a new state), ``rebase_grants`` and ``set_target`` (the grant phase), ``changed``
+(anything else about an app changed: its demand, executors, driver), ``forget`` (drop it from
+everything), ``set_tree`` (a new queue tree). ``sync`` brings the totals, the needs and the claims
+up to date with the apps changed since; ``touched`` names the apps changed this step, for grants
+and reclaim, until ``end_step``. ``selfcheck.check`` compares every index with a recount from the
+apps. ``expired`` and ``timed_out`` pop the queued apps past their ``max_wait`` and the STARTING
+apps past their ``starting_timeout``, each from its heap of deadlines.
 """
 
 from __future__ import annotations
@@ -52,6 +50,7 @@ class Books:
         self._listing_changed = listing_changed
         self.apps: dict[str, AppRecord] = {}
         self.pending: dict[str, SortedList] = {}
+        self.queued_gangs: set[str] = set()  # of the queued apps, the gangs (``gang.phase``)
         self._starting: dict[str, AppRecord] = {}
         self._starting_due = Deadlines(self._starting_deadline)  # ``starting_timeout``
         self._wait_due = Deadlines(self._wait_deadline)  # queued apps' ``max_wait``
@@ -391,8 +390,11 @@ class Books:
 
     def _queue(self, rec: AppRecord) -> None:
         self.pending[rec.spec.queue].add(rec.rank)
+        if rec.spec.gang is not None:
+            self.queued_gangs.add(rec.app_id)
         self._listing_changed(rec.spec.queue)
 
     def _unqueue(self, rec: AppRecord) -> None:
         self.pending[rec.spec.queue].remove(rec.rank)
+        self.queued_gangs.discard(rec.app_id)
         self._listing_changed(rec.spec.queue)

@@ -44,6 +44,10 @@ def check(books: Books, capacity: Resources, root: Queue | None = None) -> list[
         base.rebase(r, r.target)
     if base.sums() != books.grants.sums():
         problems.append(f"grant sums {books.grants.sums()} != recount {base.sums()}")
+    gangs = {key[2] for pend in books.pending.values() for key in pend
+             if books.apps[key[2]].spec.gang is not None}
+    if gangs != books.queued_gangs:
+        problems.append(f"queued gangs {sorted(books.queued_gangs)} != recount {sorted(gangs)}")
     problems += books.reclaimer.check(recs)
     if set(books.on_books()) != {r.app_id for r in recs if r.on_books}:
         problems.append("the set of apps on the books is wrong")

@@ -27,6 +27,7 @@ def gang_phase(books, capacity: Resources, now: float, out: list[Decision],
             out.append(books.mark(now, rec, AppState.FAILED, timed_out_reason(hold)))
         else:
             rec.spec = replace(rec.spec, gang=None)  # an ordinary app from now on
+            books.queued_gangs.discard(rec.app_id)
             rec.reason = fell_back_reason(hold)
             books.changed(rec)
     heads = _gang_heads(books, aside)
@@ -41,7 +42,9 @@ def gang_phase(books, capacity: Resources, now: float, out: list[Decision],
 def _gang_heads(books, aside: Container[str]) -> list[AppSpec]:
     """Each leaf's head (its first queued app not held aside ``does_not_fit_now``) that is a
     gang, in rank order. Held aside is what the last step's admission found (``aside``), and
-    for a gang what the cluster says now: a cycle without gangs costs a look per leaf."""
+    for a gang what the cluster says now. A cycle with no gang queued costs nothing."""
+    if not books.queued_gangs:
+        return []
     out = []
     workers = books.workers
     for leaf, pend in books.pending.items():
