@@ -1,7 +1,8 @@
 """Two memory clusters behind one server, stepped by hand (docs/operator/clusters.md): each
 app placed on one cluster and launched there once, a submission's and a queue's clusters
-honoured, an unknown cluster refused, and a restart that adopts each running app on the
-cluster its launch's commit recorded, launching nothing again."""
+honoured, an unknown cluster refused, a queue's ``max_cores`` held over both clusters, and a
+restart that adopts each running app on the cluster its launch's commit recorded, launching
+nothing again."""
 
 from __future__ import annotations
 
@@ -287,3 +288,31 @@ def test_decayed_usage_is_summed_over_the_clusters_and_kept_across_a_restart(sta
     with served(state_dir, two, tmp_path, clock, decaying) as s:
         s.cycle(0.0)  # the first cycle reads the restored books
         assert decayed(s) == pytest.approx(before, rel=0.01)
+
+
+def test_a_queues_max_cores_holds_over_both_clusters_and_is_shared_between_them(state_dir,
+                                                                               tmp_path):
+    """root.capped may hold 4 executor cores over both clusters: an elastic app on a and one
+    on b, each able to use 4, hold 2 each (alone on a cluster, either would hold 4)."""
+    queues = [{"name": "root", "queues": [{"name": "default"},
+                                          {"name": "capped", "max_cores": 4}]}]
+    elastic = {"spark.sessionsched.queue": "capped", "spark.dynamicAllocation.minExecutors": "0",
+               "spark.dynamicAllocation.maxExecutors": "4",
+               "spark.sessionsched.memory.work": "8x600"}  # a stage of 8 long tasks
+    two = Two(cores_on_a=16)
+    with served(state_dir, two, tmp_path, Clock(), queues=queues) as s:
+        on_a = rest_submit(s, "on-a", **elastic, **{"spark.sessionsched.cluster": "a"})
+        s.until_true(lambda: s.app(on_a)["executors"] == 4, "a's app alone holds 4")
+        on_b = rest_submit(s, "on-b", **elastic, **{"spark.sessionsched.cluster": "b"})
+
+        def shared() -> bool:
+            held = s.app(on_a)["executors"], s.app(on_b)["executors"]
+            assert sum(held) <= 4 + 2, held  # b's share granted while a's 2 are reclaimed
+            return held == (2, 2)
+
+        s.until_true(shared, "2 and 2")
+        for _ in range(5):
+            s.cycle(1.0)
+            assert (s.app(on_a)["executors"], s.app(on_b)["executors"]) == (2, 2)
+        [capped] = [q for q in s.client.get("/api/v1/queues").json() if q["name"] == "root.capped"]
+        assert capped["executor_cores"] == 4
