@@ -45,7 +45,17 @@ def check_clusters_lost(r):
     assert r["summary"]["failed"] == 1 and r["summary"]["stuck"] == 0
 
 
+def check_clusters_capped(r):
+    apps = by_name(r)
+    assert {a["state"] for a in apps.values()} == {"FINISHED"}
+    assert [apps[f"etl-{i}"]["cluster"] for i in (1, 2, 3, 4)] == ["a", "b", "a", "b"]
+    assert [apps[f"etl-{i}"]["admitted"] for i in (1, 2, 3)] == [0, 0, 0]
+    first_end = min(apps[f"etl-{i}"]["finished"] for i in (1, 2, 3))
+    assert apps["etl-4"]["admitted"] == first_end  # b had room: the cap over both held it
+
+
 CLUSTER_EXAMPLES = {
+    "clusters-capped": check_clusters_capped,
     "clusters-spill": check_clusters_spill,
     "clusters-outage": check_clusters_outage,
     "clusters-lost": check_clusters_lost,
