@@ -10,8 +10,8 @@ from ..model import Queue
 
 def with_caps(root: Queue, caps: Mapping[str, int]) -> Queue:
     """``root`` with the ``max_cores`` of each queue named in ``caps`` lowered to it (a cap
-    above the queue's own changes nothing); the queues above and beside them are the same
-    objects."""
+    above the queue's own changes nothing). The queues beside the lowered ones are the same
+    objects; those above them are new ones, with the new children."""
     if not caps:
         return root
     children = tuple(with_caps(c, caps) for c in root.children)
