@@ -84,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
     # APScheduler logs every run (INFO) and every skipped overlapping run (WARNING).
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
+    # httpx logs every request at INFO: the masters' pages, read each cycle, would bury the
+    # scheduler's own lines. Kept at --log-level debug, where they help.
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     for warning in config.warnings():  # asked of the backend, not honoured: said, not refused
         logging.getLogger("sessionsched").warning("%s", warning)
     host = f"[{server.host}]" if ":" in server.host else server.host
