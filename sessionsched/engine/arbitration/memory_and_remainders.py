@@ -38,7 +38,7 @@ def exact_remainders(
         return books[c.queue].result[c.app_id]
 
     return _remainders(
-        lambda: unsatisfied(unsat),
+        unsatisfied(unsat),
         base, left_cores, left_mem, _UsedUnderCaps(tree, books), tree, left_custom,
         None if left_custom is None else CustomCaps.of(
             tree, {name: b.used_custom for name, b in books.items() if b.used_custom}),
@@ -127,7 +127,7 @@ def memory_cut(
         and min(c.executor.mem_mib for c in below) <= mem
     ):
         bonus = _remainders(
-            lambda: (c for c in below if final[c.app_id] < c.want),
+            (c for c in below if final[c.app_id] < c.want),
             lambda c: final[c.app_id], cores, mem, _capped_used(tree, used_by_leaf), tree,
             left_after(custom, ((c.executor, final[c.app_id]) for c in claims.values())),
             None if custom is None else CustomCaps.of(tree, _custom_by_leaf(claims, final)),
@@ -167,7 +167,7 @@ def left_after(custom: dict[str, int] | None, given: Iterable[tuple[Resources, i
 
 
 def _remainders(
-    order: Callable[[], Iterable[Claim]],
+    order: Iterable[Claim],
     base: Callable[[Claim], int],
     left_cores: int,
     left_mem: int,
@@ -176,15 +176,21 @@ def _remainders(
     left_custom: dict[str, int] | None = None,
     caps: CustomCaps | None = None,
 ) -> dict[str, int]:
-    """Phase 4: app id -> extra executors. ``order()`` yields the claims below their want in
-    rank order (their targets so far by ``base``); called once per pass. ``left_custom``:
-    the custom resources left (None: not counted), an executor asking for more skipped, as
-    one that would pass a ``max_resources`` on its path (``caps``)."""
+    """Phase 4: app id -> extra executors. ``order`` yields the claims below their want in
+    rank order (their targets so far by ``base``). ``left_custom``: the custom
+    resources left (None: not counted), an executor asking for more skipped, as one that
+    would pass a ``max_resources`` on its path (``caps``).
+
+    A pass gives each claim one executor more, in rank order, until nothing is left. A claim
+    passed over once is passed over for good: what is left only shrinks, what the caps hold
+    only grows, and its target only rises towards its want. So a pass after the first walks
+    only the claims the one before gave to - not, say, every GPU claim again once the GPUs
+    are gone and cores are still left."""
     bonus: dict[str, int] = {}
-    progress = True
-    while progress and left_cores > 0:
-        progress = False
-        for c in order():
+    claims = order
+    while left_cores > 0:
+        given: list[Claim] = []
+        for c in claims:
             size = c.executor
             if size.cores > left_cores or size.mem_mib > left_mem:
                 continue
@@ -207,7 +213,10 @@ def _remainders(
             left_mem -= size.mem_mib
             for q in capped:
                 used[q.name] = used[q.name] + size.cores
-            progress = True
+            given.append(c)
             if left_cores <= 0:
                 break
+        if not given:
+            break
+        claims = given
     return bonus
