@@ -70,7 +70,7 @@ from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers, profiles
 from .room.keeper import RoomKeeper
-from .tree import QueueTree
+from .tree import Caps, QueueTree
 from .validate import check_events
 from .view import EngineView, ViewKeeper, touched_by
 from .waits import Wait, waited_too_long
@@ -109,8 +109,8 @@ class Scheduler:
         # here, and the caps arbitration works to, from the books after admission.
         self.launching, self.elsewhere, self.offered_later = True, {}, lambda app_id: False
         self.max_cores_left: Mapping[str, tuple[int, int]] = {}
-        self.arbitration_caps: Callable[[Books], Mapping[str, int]] | None = None
-        self._capped: tuple[Queue, dict, Queue] | None = None  # root, caps -> root capped
+        self.arbitration_caps: Callable[[Books], Caps] | None = None
+        self._capped: tuple[Queue, Caps, Queue] | None = None  # root, caps -> root capped
         self._more_to_admit: float | None = None  # the last step, if its slice was used up
         self._next_release: float | None = None  # an idle session's release falls due
         self.waiting: dict[str, Wait] = {}  # leaf queue -> why its head waits (last step)
@@ -278,7 +278,7 @@ class Scheduler:
         kept = self._capped
         if kept is None or kept[0] is not self.root or kept[1] != caps:
             capped = self.books.tree.recapped(caps).root
-            kept = self._capped = (self.root, dict(caps), capped)
+            kept = self._capped = (self.root, caps, capped)
         return kept[2]
 
     # 2. StateAware fallback

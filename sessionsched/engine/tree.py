@@ -4,23 +4,48 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
 from ..model import Queue
+from ..model.custom import Custom
 
 
-def with_caps(root: Queue, caps: Mapping[str, int]) -> Queue:
-    """``root`` with the ``max_cores`` of each queue named in ``caps`` lowered to it (a cap
-    above the queue's own changes nothing). The queues beside the lowered ones are the same
-    objects; those above them are new ones, with the new children."""
-    if not caps:
+class Caps(NamedTuple):
+    """Caps lowered for one step (behind several clusters they move each step:
+    ``clusters.cores``, ``clusters.custom_caps``): queue -> ``max_cores``; queue -> the
+    ``max_resources`` amounts lowered (a resource not named keeps the queue's own)."""
+
+    cores: Mapping[str, int] = {}
+    custom: Mapping[str, Custom] = {}
+
+
+def with_caps(root: Queue, caps: Mapping[str, int],
+              custom: Mapping[str, Custom] | None = None) -> Queue:
+    """``root`` with the ``max_cores`` of each queue named in ``caps`` lowered to it, and the
+    ``max_resources`` of each queue named in ``custom`` (a cap above the queue's own, or on a
+    resource it does not cap, changes nothing). The queues beside the lowered ones are the
+    same objects; those above them are new ones, with the new children."""
+    if not caps and not custom:
         return root
-    children = tuple(with_caps(c, caps) for c in root.children)
+    children = tuple(with_caps(c, caps, custom) for c in root.children)
     cap = caps.get(root.name)
     if cap is not None and root.max_cores is not None and root.max_cores <= cap:
         cap = None
-    if cap is None and all(a is b for a, b in zip(children, root.children, strict=True)):
+    limits = _lowered(root.max_resources, (custom or {}).get(root.name, ()))
+    if (cap is None and limits is root.max_resources
+            and all(a is b for a, b in zip(children, root.children, strict=True))):
         return root
-    return replace(root, children=children, max_cores=root.max_cores if cap is None else cap)
+    return replace(root, children=children, max_cores=root.max_cores if cap is None else cap,
+                   max_resources=limits)
+
+
+def _lowered(limits: Custom, caps: Custom) -> Custom:
+    """``limits`` with each amount named in ``caps`` lowered to it (``limits`` itself, the
+    same object, when none is)."""
+    lower = dict(caps)
+    if not any(k in lower and lower[k] < v for k, v in limits):
+        return limits
+    return tuple((k, min(v, lower.get(k, v))) for k, v in limits)
 
 
 class QueueTree:
@@ -79,35 +104,42 @@ class QueueTree:
             self._walk(c, path)
         self.postorder.append(q.name)
 
-    def recapped(self, caps: Mapping[str, int]) -> QueueTree:
-        """The index of this tree with the ``max_cores`` of each queue named in ``caps``
-        lowered to it, for queues that have one (behind several clusters arbitration's caps
-        move each step: ``clusters.cores``). Built from this one: the lowered queues and the
+    def recapped(self, caps: Caps) -> QueueTree:
+        """The index of this tree with the ``max_cores`` and ``max_resources`` of the queues
+        named in ``caps`` lowered to them, where they have one (behind several clusters
+        arbitration's caps move each step). Built from this one: the lowered queues and the
         queues above them are new objects (a new root), and the leaves below a lowered queue
         get new paths, in which the queues above it stay the old objects (they differ only by
         their children, which paths are not read for). ``of`` finds it from then on."""
-        lowered = {name: cap for name, cap in caps.items()
-                   if (m := self.node[name].max_cores) is not None and cap < m}
-        if not lowered:
+        node = self.node
+        lowered = {name: cap for name, cap in caps.cores.items()
+                   if (m := node[name].max_cores) is not None and cap < m}
+        limits = {name: low for name, lower in caps.custom.items()
+                  if (low := _lowered(node[name].max_resources, lower))
+                  is not node[name].max_resources}
+        if not lowered and not limits:
             return self
+        below = {name: [leaf.name for leaf in node[name].leaves()] for name in limits}
+        below.update((name, self.under_cap[name]) for name in lowered)
         depth: dict[str, int] = {}  # every queue on a path to a lowered one
-        for name in lowered:
-            for i, q in enumerate(self.path[self.under_cap[name][0]]):
+        for name, leaves in below.items():
+            for i, q in enumerate(self.path[leaves[0]]):
                 depth[q.name] = i
                 if q.name == name:
                     break
         new: dict[str, Queue] = {}
         for name in sorted(depth, key=depth.__getitem__, reverse=True):  # children first
-            q = self.node[name]
+            q = node[name]
             kids = tuple(new.get(c.name, c) for c in q.children)
-            new[name] = replace(q, children=kids, max_cores=lowered.get(name, q.max_cores))
+            new[name] = replace(q, children=kids, max_cores=lowered.get(name, q.max_cores),
+                                max_resources=limits.get(name, q.max_resources))
         tree = object.__new__(QueueTree)
-        tree.root, tree.node = new[self.root.name], {**self.node, **new}
+        tree.root, tree.node = new[self.root.name], {**node, **new}
         tree.children, tree.postorder, tree.leaves = self.children, self.postorder, self.leaves
         tree.under_cap = self.under_cap  # the same queues have caps: only their values moved
         tree.path, tree.capped_paths = dict(self.path), dict(self.capped_paths)
-        for leaf in {leaf for name in lowered for leaf in self.under_cap[name]}:
-            p = tree.path[leaf] = tuple(new[q.name] if q.name in lowered else q
+        for leaf in {leaf for leaves in below.values() for leaf in leaves}:
+            p = tree.path[leaf] = tuple(new[q.name] if q.name in below else q
                                         for q in self.path[leaf])
             tree.capped_paths[leaf] = tuple(q for q in p if q.max_cores is not None)
         return self._keep(tree)

@@ -54,8 +54,17 @@ def check_clusters_capped(r):
     assert apps["etl-4"]["admitted"] == first_end  # b had room: the cap over both held it
 
 
+def check_clusters_gpu_capped(r):
+    apps = by_name(r)
+    assert {a["state"] for a in apps.values()} == {"FINISHED"}
+    assert [apps[n]["cluster"] for n in ("train-a", "train-b")] == ["a", "b"]
+    for a in apps.values():  # 2 executors of 2 cores (2 of the cap's 4 GPUs), not their 4
+        assert a["usage"]["held_core_s"] / (a["finished"] - a["first_executor"]) == 4.0
+
+
 CLUSTER_EXAMPLES = {
     "clusters-capped": check_clusters_capped,
+    "clusters-gpu-capped": check_clusters_gpu_capped,
     "clusters-spill": check_clusters_spill,
     "clusters-outage": check_clusters_outage,
     "clusters-lost": check_clusters_lost,

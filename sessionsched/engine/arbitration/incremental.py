@@ -19,7 +19,7 @@ targets from scratch, independently: the tests hold the two to each other over r
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from sortedcontainers import SortedList
@@ -61,6 +61,11 @@ class Arbiter:
         # ``_node_sums`` as last worked out (tree, low, high), and the leaves moved since
         self._sums: tuple[QueueTree, dict[str, int], dict[str, int]] | None = None
         self._moved: set[str] = set()
+
+    def claims_in(self, leaf: str) -> Mapping[str, Claim]:
+        """The claims of a leaf's apps, by app id (as last set: read, not to be changed)."""
+        book = self._books.get(leaf)
+        return {} if book is None else book.claims
 
     def set_claim(self, c: Claim) -> None:
         old = self._claims.get(c.app_id)

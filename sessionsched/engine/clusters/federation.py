@@ -33,9 +33,10 @@ scheduler:
   scheduler suspects its own network and ends nothing; the lost clocks start again when one
   answers. When the cluster is back, the queued apps that may use it wait in its queue again.
 
-Queue order, priorities, ``max_wait``, ``max_running_apps`` and ``max_cores`` are the tree's,
-over every cluster (``limits``: each engine counts the apps the others run; ``cores``: their
-floors and executor cores); decayed usage is summed over every cluster (``decay``). The
+Queue order, priorities, ``max_wait``, ``max_running_apps``, ``max_cores`` and
+``max_resources`` are the tree's, over every cluster (``limits``: each engine counts the apps
+the others run; ``shared_caps``: their floors, executor cores and custom resources); decayed
+usage is summed over every cluster (``decay``). The
 starting limit holds per cluster: each engine sees only the apps placed on it; a queue's
 ``max_cores_per_cluster`` caps it on one cluster (``trees``).
 
@@ -52,7 +53,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ...model import AppSpec, AppState, Queue
-from ..app_books import Books
 from ..events import (
     Decision,
     Event,
@@ -66,11 +66,11 @@ from ..ledger import AppRecord
 from ..scheduler import Scheduler
 from ..tree import QueueTree
 from ..validate import EventError, check_events
-from .cores import CoresAt, capped_queues, caps, cores_in, left_for_floors
 from .events import Placed, Unplaced
 from .limits import elsewhere, limited_queues, running_in
 from .order import PlacementRule, cluster_order
 from .routing import Plan, movable, plan_step
+from .shared_caps import SharedCaps
 from .trees import tree_for
 
 # Five times Spark's own ``spark.network.timeout`` (120 s): a master's restart or a short
@@ -156,9 +156,7 @@ class Federation:
         self.root = root
         self._limited = limited_queues(root)  # ``max_running_apps`` over every cluster
         self._counts: dict[str, dict[str, int]] = {}  # cluster -> limited queue -> its apps
-        self._capped = capped_queues(root)  # ``max_cores`` over every cluster (``cores``)
-        self._cores: dict[str, dict[str, CoresAt]] = {}  # cluster -> capped queue -> its cores
-        self._caps_given: dict[str, dict[str, int]] = {}  # cluster -> its arbitration's caps
+        self._caps = SharedCaps(root, self.names)  # ``max_cores``, ``max_resources``
         self.owner: dict[str, str] = {}  # placed (or adopted) app -> its cluster
         self.queued: dict[str, Queued] = {}
         self.ended_in: dict[str, str] = {}  # app that ended unplaced -> its home copy's cluster
@@ -260,15 +258,11 @@ class Federation:
         counts = self._counts
         if self._limited and not counts:
             counts.update({n: running_in(e, self._limited) for n, e in self.engines.items()})
-        capped, cores = self._capped if len(self.names) > 1 else {}, self._cores
-        if capped and not cores:
-            cores.update({n: cores_in(e.books, capped) for n, e in self.engines.items()})
         for i, name in enumerate(order):
             batch = plan.batches.get(name, [])
             if self._limited:
                 self.engines[name].elsewhere = elsewhere(counts, name)
-            if capped:
-                self._share_cores(name)
+            self._caps.before(name, self.engines)
             self.engines[name].offered_later = self._offered_later(order[i + 1:])
             withdrawn = self.withdraw[name]  # placed or ended by a cluster before it
             for app_id in withdrawn:
@@ -280,24 +274,8 @@ class Federation:
                               plan.moved)
             if self._limited:  # its apps as they stand now, for the engines after it
                 counts[name] = running_in(self.engines[name], self._limited)
-            if capped:
-                cores[name] = cores_in(self.engines[name].books, capped)
+            self._caps.after(name, self.engines[name])
         return out
-
-    def _share_cores(self, name: str) -> None:
-        """Cluster ``name``'s engine is told, before it steps, what the capped queues hold on
-        the others (``cores``)."""
-        capped, counts, names = self._capped, self._cores, self.names
-        engine = self.engines[name]
-        engine.max_cores_left = left_for_floors(capped, counts, name)
-        given = self._caps_given
-
-        def arbitration_caps(books: Books) -> dict[str, int]:
-            out = given[name] = caps(capped, counts, names, name, cores_in(books, capped),
-                                     given.get(name, {}))
-            return out
-
-        engine.arbitration_caps = arbitration_caps
 
     def _offered_later(self, later: Sequence[str]) -> Callable[[str], bool]:
         """Whether a queued app is offered, after the cluster stepping now, to another that may
@@ -345,7 +323,7 @@ class Federation:
         if plan.root is not None:
             self.root = plan.root
             self._limited, self._counts = limited_queues(plan.root), {}
-            self._capped, self._cores, self._caps_given = capped_queues(plan.root), {}, {}
+            self._caps = SharedCaps(plan.root, self.names)
             for engine in self.engines.values():  # set again at its next step, if still capped
                 engine.max_cores_left, engine.arbitration_caps = {}, None
         self.withdraw = {name: [] for name in self.names}  # in the plan's batches now

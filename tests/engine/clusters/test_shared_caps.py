@@ -189,33 +189,42 @@ def test_water_fill(room, wants, expected):
     assert water_fill(room, wants) == expected
 
 
-@pytest.mark.parametrize("caps", [
-    {},
-    {"root.p": 3},
-    {"root.p.x": 1},
-    {"root.p": 5, "root.p.x": 2, "root.r": 9},
-    {"root.p": 50},
-], ids=["none", "a parent", "a leaf", "several, one above its own", "above its own: unchanged"])
-def test_a_recapped_index_reads_as_one_built_from_scratch(caps):
-    from sessionsched.engine.tree import QueueTree, with_caps
+@pytest.mark.parametrize("caps,custom", [
+    ({}, {}),
+    ({"root.p": 3}, {}),
+    ({"root.p.x": 1}, {}),
+    ({"root.p": 5, "root.p.x": 2, "root.r": 9}, {}),
+    ({"root.p": 50}, {}),
+    ({}, {"root.p.y": (("gpu", 1),)}),
+    ({"root.p.x": 1}, {"root.p": (("gpu", 2), ("fpga", 9)), "root.s": (("gpu", 3),)}),
+    ({}, {"root.p.y": (("gpu", 5),), "root.s": (("fpga", 1),)}),
+], ids=["none", "a parent", "a leaf", "several, one above its own", "above its own: unchanged",
+        "a leaf's gpus", "cores and gpus, a resource it does not cap", "gpus above its own"])
+def test_a_recapped_index_reads_as_one_built_from_scratch(caps, custom):
+    from sessionsched.engine.tree import Caps, QueueTree, with_caps
     from tests.engine.engine_builders import parent
 
-    root = tree(parent("p", leaf("x", max_cores=4), leaf("y"), max_cores=6),
-                leaf("r", max_cores=8), leaf("s"))
+    root = tree(parent("p", leaf("x", max_cores=4), leaf("y", max_resources=(("gpu", 4),)),
+                       max_cores=6, max_resources=(("gpu", 6),)),
+                leaf("r", max_cores=8), leaf("s", max_resources=(("gpu", 4),)))
     base = QueueTree.of(root)
-    fast, slow = base.recapped(caps), QueueTree(with_caps(root, caps))
+    fast, slow = base.recapped(Caps(caps, custom)), QueueTree(with_caps(root, caps, custom))
     assert QueueTree.of(fast.root) is fast
-    assert {n: q.max_cores for n, q in fast.node.items()} == {
-        n: q.max_cores for n, q in slow.node.items()}
+    assert (fast is base) == (slow.root is root)
+
+    def caps_of(q):
+        return q.max_cores, q.max_resources
+
+    assert {n: caps_of(q) for n, q in fast.node.items()} == {
+        n: caps_of(q) for n, q in slow.node.items()}
     for leaf_name in slow.leaves:
-        assert [(q.name, q.max_cores) for q in fast.path[leaf_name]] == [
-            (q.name, q.max_cores) for q in slow.path[leaf_name]]
+        assert [(q.name, caps_of(q)) for q in fast.path[leaf_name]] == [
+            (q.name, caps_of(q)) for q in slow.path[leaf_name]]
         assert [(q.name, q.max_cores) for q in fast.capped_path(leaf_name)] == [
             (q.name, q.max_cores) for q in slow.capped_path(leaf_name)]
-    assert fast.root.children[0].max_cores == slow.root.children[0].max_cores
-    assert [c.max_cores for c in fast.root.children[0].children] == [
-        c.max_cores for c in slow.root.children[0].children]
-    assert (fast is base) == (not caps or caps == {"root.p": 50})
+    assert caps_of(fast.root.children[0]) == caps_of(slow.root.children[0])
+    assert [caps_of(c) for c in fast.root.children[0].children] == [
+        caps_of(c) for c in slow.root.children[0].children]
 
 
 @pytest.mark.parametrize("last,b,expected", [

@@ -1,0 +1,76 @@
+"""``max_resources`` over every cluster: a queue's custom resources (GPUs and the like) on all
+of them together stay under its caps, as ``cores`` keeps its ``max_cores``.
+
+On one cluster ``max_resources`` is arbitration's (admission counts no custom resource against
+it; an executor that asks more than the cap never fits: ``placement.never_fits``), so behind
+several clusters only arbitration's caps are shared: before each engine's arbitration, each
+capped queue's cap on each resource is split between the clusters as ``cores.caps`` splits a
+``max_cores`` - this cluster's floors first, then of the room above every cluster's floors its
+water-filled share by what each one's apps want above their floors, or what the others leave
+unused - counted in the resource's own units (``CoresAt``: a resource's amounts, not only
+cores'): an admitted app's floor executors, those it holds or is granted above them, and
+those it wants above them, each times what one of its executors asks.
+
+Counted from each leaf's claims (``Arbiter.claims_in``): the apps below the queues that have
+``max_resources``, not the whole books, so its cost is that of those queues' apps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ...model import Queue
+from ...model.custom import Custom
+from ..app_books import Books
+from .cores import CoresAt, caps
+
+Capped = Mapping[str, tuple[Custom, tuple[str, ...]]]
+
+
+def resource_capped(root: Queue) -> dict[str, tuple[Custom, tuple[str, ...]]]:
+    """Each queue with ``max_resources``: (its caps, the leaves below it - itself, for a
+    leaf)."""
+    return {q.name: (q.max_resources, tuple(leaf.name for leaf in q.leaves()))
+            for q in root.walk() if q.max_resources}
+
+
+def custom_in(books: Books, capped: Capped) -> dict[str, dict[str, CoresAt]]:
+    """Queue with ``max_resources`` -> resource it caps -> its amounts on the cluster whose
+    engine keeps ``books``."""
+    apps, claims_in = books.apps, books.arbiter.claims_in
+    out = {}
+    for queue, (limits, leaves) in capped.items():
+        sums = {name: [0, 0, 0] for name, _ in limits}  # floors, above, wants
+        for leaf in leaves:
+            for app_id, c in claims_in(leaf).items():
+                asks, rec = c.executor.custom, apps.get(app_id)
+                if not asks or rec is None:
+                    continue
+                most = max(len(rec.executors), rec.grant)
+                for name, amount in asks:
+                    s = sums.get(name)
+                    if s is not None:
+                        s[0] += c.floor * amount
+                        s[1] += max(most - c.floor, 0) * amount
+                        s[2] += max(c.want - c.floor, 0) * amount
+        out[queue] = {name: CoresAt(*s) for name, s in sums.items()}
+    return out
+
+
+def custom_caps(capped: Capped, counts: Mapping[str, Mapping[str, Mapping[str, CoresAt]]],
+                names: Sequence[str], here: str, mine: Mapping[str, Mapping[str, CoresAt]],
+                last: Mapping[str, Custom]) -> dict[str, Custom]:
+    """Queue -> the ``max_resources`` arbitration on ``here`` works to this step, for the
+    queues whose apps want more of a resource than its cap over every cluster: ``cores.caps``
+    resource by resource (its arguments likewise: ``counts`` the others' amounts, ``mine``
+    ``here``'s after this step's admission, ``last`` the caps given ``here`` last)."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for name in sorted({k for limits, _ in capped.values() for k, _ in limits}):
+        of = {q: (dict(limits)[name], leaves) for q, (limits, leaves) in capped.items()
+              if name in dict(limits)}
+        given = caps(of, {n: {q: c[q][name] for q in of} for n, c in counts.items()}, names,
+                     here, {q: mine[q][name] for q in of},
+                     {q: dict(c)[name] for q, c in last.items() if name in dict(c)})
+        for q, cap in given.items():
+            out.setdefault(q, []).append((name, cap))
+    return {q: tuple(v) for q, v in out.items()}
