@@ -1,8 +1,8 @@
 """Two memory clusters behind one server, stepped by hand (docs/operator/clusters.md): each
 app placed on one cluster and launched there once, a submission's and a queue's clusters
-honoured, an unknown cluster refused, a queue's ``max_cores`` held over both clusters, and a
-restart that adopts each running app on the cluster its launch's commit recorded, launching
-nothing again."""
+honoured, an unknown cluster refused, a queue's ``max_cores`` and ``max_resources`` held over
+both clusters, and a restart that adopts each running app on the cluster its launch's commit
+recorded, launching nothing again."""
 
 from __future__ import annotations
 
@@ -316,3 +316,30 @@ def test_a_queues_max_cores_holds_over_both_clusters_and_is_shared_between_them(
             assert (s.app(on_a)["executors"], s.app(on_b)["executors"]) == (2, 2)
         [capped] = [q for q in s.client.get("/api/v1/queues").json() if q["name"] == "root.capped"]
         assert capped["executor_cores"] == 4
+
+
+def test_a_queues_max_resources_holds_over_both_clusters(state_dir, tmp_path):
+    """root.gpus may hold 4 GPUs over both clusters, each of which has 4: an elastic GPU app
+    on a and one on b, each able to use 4 executors of 1 GPU, hold 2 each."""
+    queues = [{"name": "root", "queues": [{"name": "default"},
+                                          {"name": "gpus", "max_resources": {"gpu": 4}}]}]
+    elastic = {"spark.sessionsched.queue": "gpus", "spark.dynamicAllocation.minExecutors": "0",
+               "spark.dynamicAllocation.maxExecutors": "4",
+               "spark.executor.resource.gpu.amount": "1",
+               "spark.task.resource.gpu.amount": "1",
+               "spark.sessionsched.memory.work": "8x600"}
+    two = Two()
+    size = Resources(16, 16 * 2048, (("gpu", 4),))  # one worker: its GPUs are seen by name
+    two.clusters = {n: MemoryCluster(size, driver_slots=8, driver_start_s=START_S,
+                                     executor_start_s=START_S, work_s=600, sizes=(size,))
+                    for n in "ab"}
+    with served(state_dir, two, tmp_path, Clock(), queues=queues) as s:
+        on_a = rest_submit(s, "on-a", **elastic, **{"spark.sessionsched.cluster": "a"})
+        s.until_true(lambda: s.app(on_a)["executors"] == 4, "a's app alone holds 4 GPUs")
+        on_b = rest_submit(s, "on-b", **elastic, **{"spark.sessionsched.cluster": "b"})
+        s.until_true(lambda: (s.app(on_a)["executors"], s.app(on_b)["executors"]) == (2, 2),
+                     "2 and 2")
+        for _ in range(5):
+            s.cycle(1.0)
+            assert (s.app(on_a)["executors"], s.app(on_b)["executors"]) == (2, 2)
+        assert {s.app(i)["cluster"] for i in (on_a, on_b)} == {"a", "b"}
