@@ -53,7 +53,10 @@ def test_a_submission_is_launched_by_the_cycle_it_wakes_not_by_the_next_tick(tmp
 
 def test_a_reported_demand_is_granted_by_the_cycle_it_wakes(tmp_path):
     (tmp_path / "job.py").write_text("print('hello')\n")
-    cluster = MemoryCluster(Resources(4, 8192), driver_slots=4)
+    # The memory cluster reports its own job's demand (1) as an agent would, once the driver
+    # is up: on a loaded machine a cycle after that would grant 1, not the agent's 2. Its
+    # driver never comes up here: the demand is the agent's alone.
+    cluster = MemoryCluster(Resources(4, 8192), driver_slots=4, driver_start_s=3600.0)
     config = make_config(tmp_path / "state", queues=QUEUES, server={"cycle_ms": 10})
     with TestClient(create_app(config, MemoryBackend(cluster))) as client:
         service = client.app.state.service
