@@ -12,7 +12,7 @@ from ..model.custom import Custom
 
 class Caps(NamedTuple):
     """Caps lowered for one step (behind several clusters they move each step:
-    ``clusters.cores``, ``clusters.custom_caps``): queue -> ``max_cores``; queue -> the
+    ``clusters.cores``, ``clusters.resources``): queue -> ``max_cores``; queue -> the
     ``max_resources`` amounts lowered (a resource not named keeps the queue's own)."""
 
     cores: Mapping[str, int] = {}

@@ -36,9 +36,9 @@ scheduler:
 Queue order, priorities, ``max_wait``, ``max_running_apps``, ``max_cores`` and
 ``max_resources`` are the tree's, over every cluster (``limits``: each engine counts the apps
 the others run; ``shared_caps``: their floors, executor cores and custom resources); decayed
-usage is summed over every cluster (``decay``). The
-starting limit holds per cluster: each engine sees only the apps placed on it; a queue's
-``max_cores_per_cluster`` caps it on one cluster (``trees``).
+usage is summed over every cluster (``decay``). The starting limit holds per cluster: each
+engine sees only the apps placed on it; a queue's ``max_cores_per_cluster`` caps it on one
+cluster (``trees``).
 
 Events the federation adds (``clusters.events``): ``OnCluster`` for a cluster's capacity and an
 app adopted where it was launched (bare, they are the first cluster's: one cluster is a
