@@ -11,32 +11,37 @@ from ..model.custom import Custom
 
 
 class Caps(NamedTuple):
-    """Caps lowered for one step (behind several clusters they move each step:
+    """Caps and guarantees lowered for one step (behind several clusters they move each step:
     ``clusters.cores``, ``clusters.resources``): queue -> ``max_cores``; queue -> the
-    ``max_resources`` amounts lowered (a resource not named keeps the queue's own)."""
+    ``max_resources`` amounts lowered, queue -> the ``min_resources`` amounts lowered (a
+    resource not named keeps the queue's own)."""
 
     cores: Mapping[str, int] = {}
     custom: Mapping[str, Custom] = {}
+    guarantees: Mapping[str, Custom] = {}
 
 
 def with_caps(root: Queue, caps: Mapping[str, int],
-              custom: Mapping[str, Custom] | None = None) -> Queue:
-    """``root`` with the ``max_cores`` of each queue named in ``caps`` lowered to it, and the
-    ``max_resources`` of each queue named in ``custom`` (a cap above the queue's own, or on a
-    resource it does not cap, changes nothing). The queues beside the lowered ones are the
-    same objects; those above them are new ones, with the new children."""
-    if not caps and not custom:
+              custom: Mapping[str, Custom] | None = None,
+              guarantees: Mapping[str, Custom] | None = None) -> Queue:
+    """``root`` with the ``max_cores`` of each queue named in ``caps`` lowered to it, the
+    ``max_resources`` of each queue named in ``custom`` and the ``min_resources`` of each
+    named in ``guarantees`` (an amount above the queue's own, or of a resource it does not
+    name, changes nothing). The queues beside the lowered ones are the same objects; those
+    above them are new ones, with the new children."""
+    if not caps and not custom and not guarantees:
         return root
-    children = tuple(with_caps(c, caps, custom) for c in root.children)
+    children = tuple(with_caps(c, caps, custom, guarantees) for c in root.children)
     cap = caps.get(root.name)
     if cap is not None and root.max_cores is not None and root.max_cores <= cap:
         cap = None
     limits = _lowered(root.max_resources, (custom or {}).get(root.name, ()))
-    if (cap is None and limits is root.max_resources
+    mins = _lowered(root.min_resources, (guarantees or {}).get(root.name, ()))
+    if (cap is None and limits is root.max_resources and mins is root.min_resources
             and all(a is b for a, b in zip(children, root.children, strict=True))):
         return root
     return replace(root, children=children, max_cores=root.max_cores if cap is None else cap,
-                   max_resources=limits)
+                   max_resources=limits, min_resources=mins)
 
 
 def _lowered(limits: Custom, caps: Custom) -> Custom:
@@ -105,21 +110,25 @@ class QueueTree:
         self.postorder.append(q.name)
 
     def recapped(self, caps: Caps) -> QueueTree:
-        """The index of this tree with the ``max_cores`` and ``max_resources`` of the queues
-        named in ``caps`` lowered to them, where they have one (behind several clusters
-        arbitration's caps move each step). Built from this one: the lowered queues and the
-        queues above them are new objects (a new root), and the leaves below a lowered queue
-        get new paths, in which the queues above it stay the old objects (they differ only by
-        their children, which paths are not read for). ``of`` finds it from then on."""
+        """The index of this tree with the ``max_cores``, ``max_resources`` and
+        ``min_resources`` of the queues named in ``caps`` lowered to them, where they have one
+        (behind several clusters arbitration's caps and guarantees move each step). Built from
+        this one: the lowered queues and the queues above them are new objects (a new root),
+        and the leaves below a lowered queue get new paths, in which the queues above it stay
+        the old objects (they differ only by their children, which paths are not read for).
+        ``of`` finds it from then on."""
         node = self.node
         lowered = {name: cap for name, cap in caps.cores.items()
                    if (m := node[name].max_cores) is not None and cap < m}
         limits = {name: low for name, lower in caps.custom.items()
                   if (low := _lowered(node[name].max_resources, lower))
                   is not node[name].max_resources}
-        if not lowered and not limits:
+        mins = {name: low for name, lower in caps.guarantees.items()
+                if (low := _lowered(node[name].min_resources, lower))
+                is not node[name].min_resources}
+        if not lowered and not limits and not mins:
             return self
-        below = {name: [leaf.name for leaf in node[name].leaves()] for name in limits}
+        below = {name: [leaf.name for leaf in node[name].leaves()] for name in (*limits, *mins)}
         below.update((name, self.under_cap[name]) for name in lowered)
         depth: dict[str, int] = {}  # every queue on a path to a lowered one
         for name, leaves in below.items():
@@ -132,7 +141,8 @@ class QueueTree:
             q = node[name]
             kids = tuple(new.get(c.name, c) for c in q.children)
             new[name] = replace(q, children=kids, max_cores=lowered.get(name, q.max_cores),
-                                max_resources=limits.get(name, q.max_resources))
+                                max_resources=limits.get(name, q.max_resources),
+                                min_resources=mins.get(name, q.min_resources))
         tree = object.__new__(QueueTree)
         tree.root, tree.node = new[self.root.name], {**node, **new}
         tree.children, tree.postorder, tree.leaves = self.children, self.postorder, self.leaves

@@ -1,5 +1,6 @@
-"""A queue's caps over every cluster together: ``max_cores`` (``cores``: admission's floors
-and arbitration) and ``max_resources`` (``resources``: arbitration), for the federation.
+"""A queue's caps and guarantees over every cluster together: ``max_cores`` (``cores``:
+admission's floors and arbitration), ``max_resources`` and ``min_resources`` (``resources``:
+arbitration), for the federation.
 
 What each cluster's capped queues hold is counted after its engine's step and kept until its
 next (an engine changes only its own apps); before an engine steps it is told what the others
@@ -16,7 +17,14 @@ from ..app_books import Books
 from ..scheduler import Scheduler
 from ..tree import Caps
 from .cores import CoresAt, capped_queues, caps, cores_in, left_for_floors
-from .resources import custom_caps, custom_in, resource_capped
+from .resources import (
+    counted,
+    custom_caps,
+    custom_guarantees,
+    custom_in,
+    resource_capped,
+    resource_guaranteed,
+)
 
 
 class SharedCaps:
@@ -25,6 +33,8 @@ class SharedCaps:
         many = len(self.names) > 1  # one cluster holds its caps itself
         self.cores_capped = capped_queues(root) if many else {}
         self.custom_capped = resource_capped(root) if many else {}
+        self.guaranteed = resource_guaranteed(root) if many else {}
+        self.counted = counted(self.custom_capped, self.guaranteed)  # custom_in's queues
         self.cores: dict[str, dict[str, CoresAt]] = {}  # cluster -> capped queue -> its cores
         self.custom: dict[str, dict[str, dict[str, CoresAt]]] = {}  # ... -> resource -> amounts
         # cluster -> the caps its arbitration was given last (a cap given stands: ``cores.caps``)
@@ -33,7 +43,7 @@ class SharedCaps:
 
     @property
     def on(self) -> bool:
-        return bool(self.cores_capped or self.custom_capped)
+        return bool(self.cores_capped or self.counted)
 
     def before(self, name: str, engines: Mapping[str, Scheduler]) -> None:
         """Cluster ``name``'s engine is told, before it steps, what the capped queues hold on
@@ -50,10 +60,12 @@ class SharedCaps:
             given = self.given[name] = caps(
                 self.cores_capped, self.cores, self.names, name,
                 cores_in(books, self.cores_capped), self.given.get(name, {}))
+            mine = custom_in(books, self.counted)
             custom = self.given_custom[name] = custom_caps(
-                self.custom_capped, self.custom, self.names, name,
-                custom_in(books, self.custom_capped), self.given_custom.get(name, {}))
-            return Caps(given, custom)
+                self.custom_capped, self.custom, self.names, name, mine,
+                self.given_custom.get(name, {}))
+            return Caps(given, custom, custom_guarantees(self.guaranteed, self.custom,
+                                                         self.names, name, mine))
 
         engine.arbitration_caps = arbitration_caps
 
@@ -61,4 +73,4 @@ class SharedCaps:
         """Cluster ``name``'s capped queues as its engine's step left them."""
         if self.on:
             self.cores[name] = cores_in(engine.books, self.cores_capped)
-            self.custom[name] = custom_in(engine.books, self.custom_capped)
+            self.custom[name] = custom_in(engine.books, self.counted)

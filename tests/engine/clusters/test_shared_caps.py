@@ -250,3 +250,25 @@ def test_a_cap_given_stands_until_another_cluster_takes_room_or_this_one_is_owed
     out = caps({"root.q": (14, ("root.q",))}, {"a": {"root.q": a}, "b": {"root.q": b}},
                ["a", "b"], "a", {"root.q": a}, {} if last is None else {"root.q": last})
     assert out == ({} if expected is None else {"root.q": expected})
+
+
+@pytest.mark.parametrize("guarantees,expected", [
+    ({"root.p.y": (("gpu", 1),)}, {"root.p": 3, "root.p.y": 1, "root.s": 4}),
+    ({"root.p": (("gpu", 1),), "root.s": (("gpu", 9),)}, {"root.p": 1, "root.p.y": 2,
+                                                         "root.s": 4}),
+], ids=["a leaf's guarantee", "a parent's, and one above its own: unchanged"])
+def test_a_recapped_index_lowers_guarantees_as_one_built_from_scratch(guarantees, expected):
+    from sessionsched.engine.tree import Caps, QueueTree, with_caps
+    from tests.engine.engine_builders import parent
+
+    root = tree(parent("p", leaf("x"), leaf("y", min_resources=(("gpu", 2),)),
+                       min_resources=(("gpu", 3),)),
+                leaf("s", min_resources=(("gpu", 4),)))
+    fast = QueueTree.of(root).recapped(Caps(guarantees=guarantees))
+    slow = QueueTree(with_caps(root, {}, None, guarantees))
+    assert {n: q.min_resources for n, q in fast.node.items()} == {
+        n: q.min_resources for n, q in slow.node.items()}
+    for leaf_name in slow.leaves:
+        assert [(q.name, q.min_resources) for q in fast.path[leaf_name]] == [
+            (q.name, q.min_resources) for q in slow.path[leaf_name]]
+    assert {n: dict(fast.node[n].min_resources)["gpu"] for n in expected} == expected

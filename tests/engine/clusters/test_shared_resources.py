@@ -136,3 +136,25 @@ def test_random_demands_never_pass_the_gpu_cap_once_settled(seed):
         floors = sum(r.floor * dict(r.spec.executor.custom).get("gpu", 0) for r in recs)
         assert gpus(f) <= max(cap, floors)
         assert all(r.grant >= r.floor for r in recs)
+
+
+def guaranteed_fed(g_on: str) -> Federation:
+    """root.g (weight 1, min_resources {gpu: 2}) and root.o (weight 3) on both clusters; an
+    elastic GPU app of o on each cluster, and one of g on each cluster in ``g_on``; each wants
+    all 4 GPUs of its cluster. By weight, g's share of a cluster's 4 GPUs is 1."""
+    f = Federation(tree(leaf("g", reclaim_timeout_s=0, min_resources=(("gpu", 2),)),
+                        leaf("o", reclaim_timeout_s=0, weight=3)),
+                   [ClusterSpec("a"), ClusterSpec("b")], driver_slots=None)
+    f.step(0.0, [OnCluster(n, CapacityChanged(Resources(8, 8 * 4096, (("gpu", 4),))))
+                 for n in "ab"])
+    apps = [gpu_app(f"o-{n}", n)._set(queue="root.o") for n in "ab"]
+    apps += [gpu_app(f"g-{n}", n)._set(queue="root.g") for n in g_on]
+    return run(f, apps, [(a.spec().app_id, 4) for a in apps])
+
+
+@pytest.mark.parametrize("g_on,expected", [
+    ("ab", {"g-a": 1, "g-b": 1, "o-a": 3, "o-b": 3}),
+    ("a", {"g-a": 2, "o-a": 2, "o-b": 4}),
+], ids=["g on both: its guarantee of 2 split 1 and 1", "g on a only: its 2 there"])
+def test_a_gpu_guarantee_is_one_over_every_cluster_not_one_on_each(g_on, expected):
+    assert grants(guaranteed_fed(g_on)) == expected
