@@ -108,6 +108,9 @@ class ServerConfig(Strict):
                 uses[f"queues: {full}.clusters"] = q.clusters
             if q.max_cores_per_cluster:
                 uses[f"queues: {full}.max_cores_per_cluster"] = list(q.max_cores_per_cluster)
+            if q.max_resources_per_cluster:
+                uses[f"queues: {full}.max_resources_per_cluster"] = list(
+                    q.max_resources_per_cluster)
         problem = registry_problem(self.cluster_registry(), uses)
         if problem:
             raise ValueError(problem)

@@ -129,6 +129,9 @@ class QueueConfig(Strict):
     clusters: list[str] | None = Field(None, min_length=1)
     # ``max_cores`` on one cluster: ``{a: 40}`` (below ``max_cores``, which holds on each).
     max_cores_per_cluster: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
+    # ``max_resources`` on one cluster: ``{a: {gpu: 2}}`` (below ``max_resources``, which holds
+    # over all of them together).
+    max_resources_per_cluster: dict[str, Amounts] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -177,6 +180,8 @@ class QueueConfig(Strict):
             release_idle_sessions_after_s=limits.get("release_idle_sessions_after"),
             clusters=tuple(self.clusters or ()),
             cluster_max_cores=tuple(sorted(self.max_cores_per_cluster.items())),
+            cluster_max_resources=tuple(sorted(  # a cap of 0 is kept: none on that cluster
+                (c, tuple(sorted(a.items()))) for c, a in self.max_resources_per_cluster.items())),
         )
 
 

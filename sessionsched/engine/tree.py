@@ -26,9 +26,9 @@ def with_caps(root: Queue, caps: Mapping[str, int],
               guarantees: Mapping[str, Custom] | None = None) -> Queue:
     """``root`` with the ``max_cores`` of each queue named in ``caps`` lowered to it, the
     ``max_resources`` of each queue named in ``custom`` and the ``min_resources`` of each
-    named in ``guarantees`` (an amount above the queue's own, or of a resource it does not
-    name, changes nothing). The queues beside the lowered ones are the same objects; those
-    above them are new ones, with the new children."""
+    named in ``guarantees`` (an amount above the queue's own changes nothing; one of a
+    resource it does not name is added). The queues beside the lowered ones are the same
+    objects; those above them are new ones, with the new children."""
     if not caps and not custom and not guarantees:
         return root
     children = tuple(with_caps(c, caps, custom, guarantees) for c in root.children)
@@ -45,12 +45,14 @@ def with_caps(root: Queue, caps: Mapping[str, int],
 
 
 def _lowered(limits: Custom, caps: Custom) -> Custom:
-    """``limits`` with each amount named in ``caps`` lowered to it (``limits`` itself, the
-    same object, when none is)."""
-    lower = dict(caps)
-    if not any(k in lower and lower[k] < v for k, v in limits):
+    """``limits`` with each amount of ``caps`` lowered to it, or added where ``limits`` does
+    not name its resource (``limits`` itself, the same object, when nothing changes)."""
+    have = dict(limits)
+    if all(k in have and have[k] <= v for k, v in caps):
         return limits
-    return tuple((k, min(v, lower.get(k, v))) for k, v in limits)
+    for k, v in caps:
+        have[k] = min(v, have.get(k, v))
+    return tuple(sorted(have.items()))
 
 
 class QueueTree:

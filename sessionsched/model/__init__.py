@@ -264,6 +264,8 @@ class Queue:
     # ``max_cores`` on one cluster (cluster, cores), below whatever ``max_cores`` says for
     # all: each cluster's engine sees its own (``engine.clusters``). Empty: none.
     cluster_max_cores: tuple[tuple[str, int], ...] = ()
+    # ``max_resources`` on one cluster (cluster, its caps), as ``cluster_max_cores``.
+    cluster_max_resources: tuple[tuple[str, Custom], ...] = ()
 
     @property
     def is_leaf(self) -> bool:

@@ -211,6 +211,8 @@ def _first_problem(w: WorkloadConfig) -> str | None:
         [*((f"queues: {q.name}.clusters", list(q.clusters)) for q in root.walk()),
          *((f"queues: {q.name}.max_cores_per_cluster", [c for c, _ in q.cluster_max_cores])
            for q in root.walk()),
+         *((f"queues: {q.name}.max_resources_per_cluster",
+            [c for c, _ in q.cluster_max_resources]) for q in root.walk()),
          *((f"apps[{i}].clusters", a.clusters) for i, a in enumerate(w.apps))])
     if problem:
         return problem

@@ -48,6 +48,10 @@ def test_clusters_are_named_in_their_order(tmp_path):
     ("queues: [{name: default, clusters: [a]}]", "unknown cluster 'a' (clusters: default)"),
     ("clusters: [{name: a}]\nqueues: [{name: default, max_cores_per_cluster: {b: 4}}]",
      "queues: root.default.max_cores_per_cluster: unknown cluster 'b' (clusters: a)"),
+    ("clusters: [{name: a}]\nqueues: [{name: default, max_resources_per_cluster: {b: {gpu: 1}}}]",
+     "queues: root.default.max_resources_per_cluster: unknown cluster 'b' (clusters: a)"),
+    ("clusters: [{name: a}]\nqueues: [{name: default, max_resources_per_cluster: {a: {gpu: -1}}}]",
+     "max_resources_per_cluster.a"),
     ("clusters: [{backend: memory}]", "clusters[0].name: missing"),
     ("clusters: [{name: 'a,b', backend: memory}]", "clusters[0].name: 'a,b': a cluster's name"),
     ("clusters: [{name: a, weight: 0}]", "clusters[0].weight: Input should be greater than 0"),
@@ -59,7 +63,7 @@ def test_clusters_are_named_in_their_order(tmp_path):
     ("clusters: [{name: a, backend: standalone, dir: /tmp/a}]",
      "dir is a setting of the local backend only (backend is standalone)"),
 ], ids=["both", "duplicate name", "queue names unknown", "one cluster is default",
-        "a cap on an unknown cluster",
+        "a cap on an unknown cluster", "a GPU cap on an unknown cluster", "a negative GPU cap",
         "unnamed", "comma in name", "weight", "lost_timeout", "memory setting elsewhere",
         "empty", "placement", "a local dir elsewhere"])
 def test_bad_clusters_give_one_line_naming_the_key(tmp_path, text, message):

@@ -21,7 +21,7 @@ from sessionsched.engine import (
     Tick,
 )
 from sessionsched.engine.clusters import ClusterSpec, Federation, OnCluster
-from sessionsched.model import Resources
+from sessionsched.model import AppState, Resources
 from tests.engine.engine_builders import app, executors, leaf, tree
 
 from .test_federation import check
@@ -158,3 +158,17 @@ def guaranteed_fed(g_on: str) -> Federation:
 ], ids=["g on both: its guarantee of 2 split 1 and 1", "g on a only: its 2 there"])
 def test_a_gpu_guarantee_is_one_over_every_cluster_not_one_on_each(g_on, expected):
     assert grants(guaranteed_fed(g_on)) == expected
+
+
+@pytest.mark.parametrize("cap,on_a,expected", [
+    (None, 1, {"x": 1, "y": 4}),
+    (4, 1, {"x": 1, "y": 3}),
+    (4, 0, {"y": 4}),
+], ids=["a cap on a alone", "beside the cap over both: a's part, b the rest",
+        "none on a: x, asking for a, is never admitted"])
+def test_max_resources_per_cluster_caps_one_cluster(cap, on_a, expected):
+    """``max_resources_per_cluster: {a: {gpu: N}}`` (``Queue.cluster_max_resources``)."""
+    f = run(fed(cap, cluster_max_resources=(("a", (("gpu", on_a),)),)),
+            [gpu_app("x", "a"), gpu_app("y", "b")], [("y", 6)] + [("x", 6)] * bool(on_a))
+    assert grants(f) == expected
+    assert f.apps["x"].state is (AppState.RUNNING if on_a else AppState.ACCEPTED)
