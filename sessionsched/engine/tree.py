@@ -113,8 +113,9 @@ class QueueTree:
 
     def recapped(self, caps: Caps) -> QueueTree:
         """The index of this tree with the ``max_cores``, ``max_resources`` and
-        ``min_resources`` of the queues named in ``caps`` lowered to them, where they have one
-        (behind several clusters arbitration's caps and guarantees move each step). Built from
+        ``min_resources`` of the queues named in ``caps`` lowered to them as ``with_caps``
+        lowers them, a ``max_cores`` only where the queue has one (behind several clusters
+        arbitration's caps and guarantees move each step: they are the capped queues'). Built from
         this one: the lowered queues and the queues above them are new objects (a new root),
         and the leaves below a lowered queue get new paths, in which the queues above it stay
         the old objects (they differ only by their children, which paths are not read for).
