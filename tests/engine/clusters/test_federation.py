@@ -66,6 +66,13 @@ def submit(*apps):
     return [Submitted(a.spec()) for a in apps]
 
 
+def held_as_granted(f: Federation) -> list:
+    """Each admitted app that holds other than it is granted, holding that now (as its agent
+    would report once its executors came or went)."""
+    return [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
+            for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+
+
 def check(f: Federation, decisions) -> None:
     """Every launch right after its placement, on the books: nothing placed twice."""
     for i, d in enumerate(decisions):

@@ -12,13 +12,13 @@ import random
 
 import pytest
 
-from sessionsched.engine import DemandChanged, ExecutorsChanged, QueuesChanged, Submitted, Tick
+from sessionsched.engine import DemandChanged, QueuesChanged, Submitted, Tick
 from sessionsched.engine.clusters import ClusterSpec, Federation, OnCluster, Placed
 from sessionsched.engine.clusters.cores import CoresAt, water_fill
 from sessionsched.engine.waits import WaitCode
-from tests.engine.engine_builders import app, executors, leaf, tree
+from tests.engine.engine_builders import app, leaf, tree
 
-from .test_federation import check, fed, placed
+from .test_federation import check, fed, held_as_granted, placed
 
 
 def floored(app_id: str, n: int = 2, cluster: str | None = None):
@@ -90,8 +90,7 @@ def run_elastic(cap: int | None, steps: list[tuple[str, int]]) -> Federation:
         f.step(t, [DemandChanged(app_id, demand)])
         for _ in range(3):  # granted, reclaimed, granted again: held as granted
             t += 1.0
-            held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
-                    for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+            held = held_as_granted(f)
             f.step(t, held or [Tick()])
         assert f.check() == []
     return f
@@ -122,8 +121,7 @@ def test_a_floor_on_one_cluster_takes_cores_back_from_the_others_elastic_apps():
     check(f, out := f.step(100.0, [Submitted(floored("z", 2, cluster="b").spec())]))
     assert placed(out) == {"z": "b"}
     for t in range(101, 105):
-        held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
-                for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+        held = held_as_granted(f)
         f.step(float(t), held or [Tick()])
     assert targets(f) == {"x": 4, "y": 0, "z": 2}
     assert on(f, "a") + on(f, "b") == 6
@@ -140,8 +138,7 @@ def test_a_new_tree_shares_its_new_caps():
     assert targets(f) == {"x": 3, "y": 3}
     f.step(50.0, [QueuesChanged(tree(leaf("q", max_cores=2, reclaim_timeout_s=0)))])
     for t in range(51, 55):
-        held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
-                for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+        held = held_as_granted(f)
         f.step(float(t), held or [Tick()])
     assert targets(f) == {"x": 1, "y": 1}
 
@@ -166,8 +163,7 @@ def test_random_demands_never_pass_the_cap_once_settled(seed):
         out += f.step(t, events or [Tick()])
         for _ in range(3):
             t += 1.0
-            held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
-                    for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
+            held = held_as_granted(f)
             out += f.step(t, held or [Tick()])
         assert on(f, "a") + on(f, "b") <= cap
         recs = [r for e in f.engines.values() for r in e.apps.values() if r.state.admitted]

@@ -15,16 +15,15 @@ import pytest
 from sessionsched.engine import (
     CapacityChanged,
     DemandChanged,
-    ExecutorsChanged,
     QueuesChanged,
     Submitted,
     Tick,
 )
 from sessionsched.engine.clusters import ClusterSpec, Federation, OnCluster
 from sessionsched.model import AppState, Resources
-from tests.engine.engine_builders import app, executors, leaf, tree
+from tests.engine.engine_builders import app, leaf, tree
 
-from .test_federation import check
+from .test_federation import check, held_as_granted
 
 GPU = (("gpu", 1),)
 
@@ -47,9 +46,7 @@ def settle(f: Federation, t: float) -> float:
     granted again)."""
     for _ in range(3):
         t += 1.0
-        held = [ExecutorsChanged(a, executors(a, r.grant)) for e in f.engines.values()
-                for a, r in e.apps.items() if r.state.admitted and len(r.executors) != r.grant]
-        f.step(t, held or [Tick()])
+        f.step(t, held_as_granted(f) or [Tick()])
     assert f.check() == []
     return t
 
