@@ -167,7 +167,7 @@ def left_after(custom: dict[str, int] | None, given: Iterable[tuple[Resources, i
 
 
 def _remainders(
-    order: Iterable[Claim],
+    claims: Iterable[Claim],
     base: Callable[[Claim], int],
     left_cores: int,
     left_mem: int,
@@ -176,7 +176,7 @@ def _remainders(
     left_custom: dict[str, int] | None = None,
     caps: CustomCaps | None = None,
 ) -> dict[str, int]:
-    """Phase 4: app id -> extra executors. ``order`` yields the claims below their want in
+    """Phase 4: app id -> extra executors. ``claims`` yields the claims below their want in
     rank order (their targets so far by ``base``). ``left_custom``: the custom
     resources left (None: not counted), an executor asking for more skipped, as one that
     would pass a ``max_resources`` on its path (``caps``).
@@ -187,7 +187,6 @@ def _remainders(
     only the claims the one before gave to - not, say, every GPU claim again once the GPUs
     are gone and cores are still left."""
     bonus: dict[str, int] = {}
-    claims = order
     while left_cores > 0:
         given: list[Claim] = []
         for c in claims:
