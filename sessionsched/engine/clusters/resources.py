@@ -90,12 +90,14 @@ def custom_caps(capped: Capped, counts: Mapping[str, Mapping[str, Mapping[str, C
     resource by resource (its arguments likewise: ``counts`` the others' amounts, ``mine``
     ``here``'s after this step's admission, ``last`` the caps given ``here`` last)."""
     out: dict[str, list[tuple[str, int]]] = {}
-    for name in sorted({k for limits, _ in capped.values() for k, _ in limits}):
-        of = {q: (dict(limits)[name], leaves) for q, (limits, leaves) in capped.items()
-              if name in dict(limits)}
+    limits_of = {q: (dict(limits), leaves) for q, (limits, leaves) in capped.items()}
+    last_of = {q: dict(c) for q, c in last.items()}
+    for name in sorted({k for limits, _ in limits_of.values() for k in limits}):
+        of = {q: (limits[name], leaves) for q, (limits, leaves) in limits_of.items()
+              if name in limits}
         given = caps(of, {n: {q: c[q][name] for q in of} for n, c in counts.items()}, names,
                      here, {q: mine[q][name] for q in of},
-                     {q: dict(c)[name] for q, c in last.items() if name in dict(c)})
+                     {q: c[name] for q, c in last_of.items() if name in c})
         for q, cap in given.items():
             out.setdefault(q, []).append((name, cap))
     return {q: tuple(v) for q, v in out.items()}
