@@ -26,7 +26,9 @@ launch of the app. Apps launched at the cycle that took them never waited and ar
 counted in the error over the wait (their count is given). The recurring names are split by
 whether an app of their queue submitted after the estimate was launched before them (what the
 estimate cannot know). ``--oracle`` estimates with every app's actual run instead of its
-history: what error is left is the forward run's model of the cluster.
+history: what error is left is the forward run's model of the cluster; ``--oracle-running``
+with the launched apps' only (the queued ones' from history): what knowing the apps ahead's
+progress exactly could remove at most.
 """
 
 from __future__ import annotations
@@ -113,11 +115,12 @@ class Replay(Simulator):
     """The simulator, estimating every app the first time a cycle has it queued."""
 
     def __init__(self, workload: Workload, names: dict[str, str], default_run_s: float,
-                 truth: dict | None = None):
+                 truth: dict | None = None, queued_truth: bool = True):
         super().__init__(workload)
         self.names = names
         self.default_run_s = default_run_s
         self.truth = truth  # ``--oracle``: a first replay's milestones of every app
+        self.queued_truth = queued_truth  # False: ``--oracle-running`` (the queued: history)
         c = workload.cluster
         self.timings = Timings(c.driver_start_s, c.executor_start_s, c.executor_idle_timeout_s,
                                CYCLE_S, 12 * 3600.0, 60.0)
@@ -167,7 +170,9 @@ class Replay(Simulator):
         for f in view.apps.values():
             spec = self.apps[f.app_id].spec
             if f.state is AppState.ACCEPTED:
-                queued.append(Queued(spec, f.priority, self._run_s(f.app_id, history)))
+                run_s = (self._run_s(f.app_id, history) if self.queued_truth else
+                         run_length(self.names[f.app_id], history, self.default_run_s))
+                queued.append(Queued(spec, f.priority, run_s))
             elif not f.state.terminal and f.launched_at is not None:
                 run_s = self._run_s(f.app_id, history)
                 first = f.first_executor_at
@@ -247,6 +252,10 @@ def main() -> int:
     ap.add_argument("--oracle", action="store_true",
                     help="estimate with every app's actual run (a first replay's): the error "
                          "left is the forward run's model of the cluster, not the history's")
+    ap.add_argument("--oracle-running", action="store_true",
+                    help="as --oracle for the launched apps only (their actual end), the "
+                         "queued ones from history: the error the apps ahead's progress "
+                         "could remove at most")
     ap.add_argument("--scale", action="store_true",
                     help="instead: one forward run's cost at 5,000 launched and 300 queued apps")
     args = ap.parse_args()
@@ -256,11 +265,11 @@ def main() -> int:
     workload, names = recurring(args.days, args.noise, args.seed)
     t0 = time.perf_counter()
     truth = None
-    if args.oracle:  # the estimates change nothing in the replay: a second one is the same
-        first = Replay(workload, names, args.default_run_s)
+    if args.oracle or args.oracle_running:  # the estimates change nothing in the replay: a
+        first = Replay(workload, names, args.default_run_s)  # second one is the same
         first.run()
         truth = first.rec.apps
-    replay = Replay(workload, names, args.default_run_s, truth)
+    replay = Replay(workload, names, args.default_run_s, truth, not args.oracle_running)
     replay.run()
     wall = time.perf_counter() - t0
     waited: dict[str, list[tuple[float, float, bool]]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
@@ -132,6 +132,9 @@ class QueueConfig(Strict):
     # ``max_resources`` on one cluster: ``{a: {gpu: 2}}`` (below ``max_resources``, which holds
     # over all of them together).
     max_resources_per_cluster: dict[str, Amounts] = Field(default_factory=dict)
+    # Behind several clusters: how this queue's apps pick one (``spill``, ``most_free``,
+    # ``weighted``: docs/operator/clusters.md); unset: the parent's (the root's: ``placement``).
+    placement: Literal["spill", "most_free", "weighted"] | None = None
 
     @field_validator("name")
     @classmethod
@@ -182,6 +185,7 @@ class QueueConfig(Strict):
             cluster_max_cores=tuple(sorted(self.max_cores_per_cluster.items())),
             cluster_max_resources=tuple(sorted(  # a cap of 0 is kept: none on that cluster
                 (c, tuple(sorted(a.items()))) for c, a in self.max_resources_per_cluster.items())),
+            placement=self.placement,
         )
 
 

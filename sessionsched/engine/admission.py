@@ -111,7 +111,8 @@ class Room:
     ``weight_share`` by leaf. ``ahead_in``: the leaf's apps started ahead still without an
     executor (``running_demand``), this cycle's included; ``offered_later(app)``: whether a
     cluster stepping after this one holds a copy of it (``free_here``; never with one
-    cluster). ``need_of(leaf, p)``: what the
+    cluster), or the reason it is that cluster's by its queue's own placement rule (a
+    ``str``). ``need_of(leaf, p)``: what the
     leaf's admitted apps of priority p or higher want above their floors
     (``needs.NeedBook.need_at_or_above``), read as the cycle starts; ``weight_of(leaf, p)``:
     those apps' ``fairshare`` weight (``NeedBook.weight_at_or_above``); ``need_admitted`` and
@@ -129,7 +130,7 @@ class Room:
     host_drivers: int = 0  # drivers on the scheduler's host
     admitted_in: dict[str, int] = field(default_factory=dict)  # queue -> admitted apps
     elsewhere: Mapping[str, int] = field(default_factory=dict)  # ... on other clusters (theirs)
-    offered_later: Callable[[str], bool] = lambda app_id: False
+    offered_later: Callable[[str], bool | str] = lambda app_id: False
     # capped queue -> (its max_cores, the floors on the other clusters): ``clusters.cores``
     max_cores_left: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     usage_cores: dict[str, float] = field(default_factory=dict)  # queue -> cores used

@@ -66,7 +66,8 @@ docs/design/admission.md.
   8. ``free_here`` (every mode; behind several clusters only): an app that a cluster stepping
      after this one in the cycle is offered too (``Room.offered_later``) is admitted here only
      if its driver and first executors are free here now; otherwise it is that cluster's to
-     take. So it goes where its executors have room now, not where it would wait for them.
+     take (so it goes where its executors have room now), as it is while a later cluster
+     comes first by its queue's own placement rule and has room for it now.
 ``none`` runs checks 1, 3, 5 and 8 only: what stock Spark does.
 
 ``demand`` paces a burst by room alone: every head that passes checks 1-7 is admitted in the
@@ -206,8 +207,9 @@ def under_max_cores(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 
 def free_here(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
               room: Room) -> Wait | None:
-    if not room.offered_later(head.app_id):
-        return None
+    later = room.offered_later(head.app_id)  # True, or why its queue's rule puts one first
+    if later is not True:
+        return Wait(WaitCode.EXECUTOR_ROOM, later) if later else None
     needed, now = _commitment(head), room.free_now
     if needed.fits_in_sum(room.free) and (now is None or now.fits(head.executor)):
         return None
@@ -333,11 +335,9 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
 @dataclass(frozen=True)
 class AdmissionMode:
     """What a leaf queue's admission mode checks, and what it promises an admitted app.
-
     ``reserves``: an admitted app holds a reservation of ``reservation()`` executors until it
-    has them; arbitration serves it before anything else (its floor is *guaranteed*) and
-    ``free`` room for other drivers excludes it.
-    """
+    has them; arbitration serves it first (its floor is *guaranteed*) and ``free`` room for
+    other drivers excludes it."""
 
     checks: tuple[Check, ...]
     reserves: bool = False
@@ -348,8 +348,8 @@ ADMISSION_MODES: dict[Admission, AdmissionMode] = {
         (queue_limits, driver_slot, driver_share, reserve_room, running_demand, free_here)),
     Admission.STATEAWARE: AdmissionMode(
         (queue_limits, starting_limit, driver_slot, cluster_driver_room, free_here)),
-    Admission.RESERVE: AdmissionMode(
-        (queue_limits, driver_slot, reserve_room, free_here), reserves=True),
+    Admission.RESERVE: AdmissionMode((queue_limits, driver_slot, reserve_room, free_here),
+                                     reserves=True),
     Admission.NONE: AdmissionMode((queue_limits, driver_slot, cluster_driver_room, free_here)),
 }
 
@@ -358,8 +358,7 @@ def mode_of(queue: Queue) -> AdmissionMode:
     return ADMISSION_MODES[queue.admission]
 
 
-def gang_whole(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
-               room: Room) -> Wait | None:
+def gang_whole(view: LeafView, head: AppSpec, path: tuple[Queue, ...], room: Room) -> Wait | None:
     return gang_wait(room.gangs.get(head.app_id), head)
 
 

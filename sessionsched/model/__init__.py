@@ -266,6 +266,9 @@ class Queue:
     cluster_max_cores: tuple[tuple[str, int], ...] = ()
     # ``max_resources`` on one cluster (cluster, its caps), as ``cluster_max_cores``.
     cluster_max_resources: tuple[tuple[str, Custom], ...] = ()
+    # How this queue's apps pick among the clusters they may use (``engine.clusters.order``:
+    # ``spill``, ``most_free``, ``weighted``); set on a parent, inherited. None: the tree's.
+    placement: str | None = None
 
     @property
     def is_leaf(self) -> bool:

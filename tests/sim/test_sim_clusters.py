@@ -62,10 +62,19 @@ def check_clusters_gpu_capped(r):
         assert a["usage"]["held_core_s"] / (a["finished"] - a["first_executor"]) == 4.0
 
 
+def check_clusters_queue_placement(r):
+    apps = by_name(r)
+    assert {a["state"] for a in apps.values()} == {"FINISHED"}
+    assert {n: a["cluster"] for n, a in apps.items()} == {
+        **{f"batch-{i}": "a" for i in (1, 2, 3, 4)}, **{f"spread-{i}": "b" for i in (1, 2, 3, 4)}}
+    assert all(a["admitted"] == a["submitted"] for a in apps.values())
+
+
 CLUSTER_EXAMPLES = {
     "clusters-capped": check_clusters_capped,
     "clusters-gpu-capped": check_clusters_gpu_capped,
     "clusters-spill": check_clusters_spill,
+    "clusters-queue-placement": check_clusters_queue_placement,
     "clusters-outage": check_clusters_outage,
     "clusters-lost": check_clusters_lost,
 }

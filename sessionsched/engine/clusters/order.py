@@ -12,6 +12,13 @@ cluster, and an app launched by one is gone from the queues of the rest before t
 
 Every rule breaks ties by the listed order, and reads only the engines' books: a replay of
 the same events decides the same.
+
+A queue may set its own rule (``Queue.placement``, inherited down the tree): the clusters
+still step in the tree's order, and a cluster passes over a queued app of such a queue - it
+waits there this cycle, as its queue's head, with the reason - while a cluster that comes
+before it by the queue's rule steps after it, may hold the app and has the cores free now for
+it to start (``cores_to_start``: its driver in the cluster and its first executors). Where no
+such cluster has them, the tree's order decides, as for every other app.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
+from ...model import AppSpec, Queue
+from ..placement.never_fits import cores_to_start
 from ..scheduler import Scheduler
 
 
@@ -47,3 +56,22 @@ def cluster_order(rule: PlacementRule, names: Sequence[str], engines: Mapping[st
         return sorted(names, key=lambda n: (placed.get(n, 0) / max(weights.get(n, 1.0), 1e-9),
                                             listed[n]))
     return list(names)
+
+
+def own_rule(path: Sequence[Queue]) -> PlacementRule | None:
+    """The rule of the nearest queue on a leaf's ``path`` (root first) that sets one; None:
+    the tree's."""
+    for queue in reversed(path):
+        if queue.placement is not None:
+            return PlacementRule(queue.placement)
+    return None
+
+
+def room_now(engine: Scheduler, spec: AppSpec) -> bool:
+    """Whether the engine's cluster has the cores free now (as ``free_fraction`` counts them)
+    for ``spec`` (its driver where that cluster runs it: ``routing.run_by``) to start there."""
+    leaf = engine.books.leaves.get(spec.queue)
+    if leaf is None:
+        return False
+    t = engine.books.ledger.total
+    return engine.capacity.cores - t.driver_cores - t.committed_cores >= cores_to_start(spec, leaf)

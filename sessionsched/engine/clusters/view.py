@@ -25,7 +25,7 @@ from ...model import Queue, QueueUsage, Resources
 from ..view import AppFacts, EngineView
 from ..waits import Wait
 from .federation import Federation
-from .order import cluster_order
+from .order import PlacementRule, cluster_order
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class ClusterRow:
     ``order``: its place in the placement rule's order as the books stand (0: offered the
     queued apps first at the next step); ``view``: its engine's own (its workers, and its
     tree with ``max_cores_per_cluster`` applied: what a fit on it is asked of);
-    ``drivers_in_cluster``: it runs every driver itself (``routing.run_by``)."""
+    ``drivers_in_cluster``: it runs every driver itself (``routing.run_by``); ``ranks``: its
+    place by each rule (``order.PlacementRule`` value -> place), for a queue's own rule."""
 
     name: str
     reachable: bool
@@ -46,6 +47,7 @@ class ClusterRow:
     order: int = 0
     view: EngineView | None = field(default=None, compare=False, repr=False)
     drivers_in_cluster: bool = False
+    ranks: tuple[tuple[str, int], ...] = ()
 
 
 class MergedView:
@@ -99,9 +101,11 @@ def merged(fed: Federation, views: dict[str, EngineView]) -> EngineView:
         if wait is not None:
             waiting[leaf] = wait
     first = views[fed.names[0]]
-    order = cluster_order(fed.placement, fed.names, fed.engines,
-                          {n: c.weight for n, c in fed.clusters.items()}, fed.placed_count)
-    rank = {name: i for i, name in enumerate(order)}
+    weights = {n: c.weight for n, c in fed.clusters.items()}
+    ranks = {rule.value: {name: i for i, name in enumerate(
+        cluster_order(rule, fed.names, fed.engines, weights, fed.placed_count))}
+        for rule in PlacementRule}
+    rank = ranks[fed.placement.value]
     slots = [v.driver_slots for v in views.values()]
     return EngineView(
         root=fed.root,
@@ -118,16 +122,19 @@ def merged(fed: Federation, views: dict[str, EngineView]) -> EngineView:
         host_used=sum((v.host_used for v in views.values()), Resources()),
         host_drivers=sum(v.host_drivers for v in views.values()),
         clusters=MappingProxyType(dict(fed.owner)),
-        cluster_rows=tuple(_row(fed, name, v, rank[name]) for name, v in views.items()),
+        cluster_rows=tuple(_row(fed, name, v, rank[name],
+                                tuple((r, places[name]) for r, places in ranks.items()))
+                           for name, v in views.items()),
     )
 
 
-def _row(fed: Federation, name: str, view: EngineView, order: int) -> ClusterRow:
+def _row(fed: Federation, name: str, view: EngineView, order: int,
+         ranks: tuple[tuple[str, int], ...]) -> ClusterRow:
     queued = sum(len(p) for p in view.pending.values())
     placed = sum(1 for f in view.apps.values()
                  if f.state.admitted and fed.owner.get(f.app_id) == name)
     return ClusterRow(name, fed.reachable[name], view.capacity, view.driver_slots, placed,
-                      queued, order, view, fed.clusters[name].drivers_in_cluster)
+                      queued, order, view, fed.clusters[name].drivers_in_cluster, ranks)
 
 
 def _usage(root: Queue, views: dict[str, EngineView],

@@ -65,6 +65,14 @@ def first_executors(spec: AppSpec, leaf: Queue) -> int:
     return spec.min_executors if cap is None else min(spec.min_executors, cap)
 
 
+def cores_to_start(spec: AppSpec, leaf: Queue) -> int:
+    """The cores an app takes on a cluster to start there: its driver's, when it runs in the
+    cluster, and its first executors' (what a dry run and a queue's placement rule count as
+    room for it now)."""
+    need = first_executors(spec, leaf) * spec.executor.cores
+    return need + spec.driver.cores if spec.driver_in_cluster else need
+
+
 def _what(spec: AppSpec, n: int) -> str:
     if spec.gang is not None and n == spec.gang.executors:
         return f"a gang of {n}"

@@ -47,7 +47,7 @@ class RoomKeeper:
 
     def room(self, books: Books, capacity: Resources, driver_slots: int | None,
              host_room: Resources | None, reports: WorkerReports, elsewhere: Mapping[str, int],
-             offered_later: Callable[[str], bool],
+             offered_later: Callable[[str], bool | str],
              weight_shares: Callable[[frozenset[str]], dict[str, float]],
              max_cores_left: Mapping[str, tuple[int, int]]) -> Room:
         t = books.ledger.total

@@ -7,8 +7,9 @@
   names each cluster and why. A cluster out of reach, or naming no worker, cannot be asked:
   the app queues until it can be told, as with one cluster.
 - ``dry_run_place``: for ``submit --dry-run``, the first of those clusters, in the placement
-  rule's order as the books stand, that has room free now for its driver (in the cluster) and
-  first executors, counted in cores; and the clusters it may use.
+  rule's order as the books stand (its queue's own rule, else the tree's), that has room free
+  now for its driver (in the cluster) and first executors, counted in cores; and the
+  clusters it may use.
 
 Each cluster is asked with the app's driver where it runs there: on one that runs every
 driver itself (Kubernetes) a client-mode driver is a pod, in the cluster's room.
@@ -19,10 +20,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sessionsched.engine.clusters.federation import eligible
+from sessionsched.engine.clusters.order import own_rule
 from sessionsched.engine.clusters.routing import run_by
 from sessionsched.engine.clusters.view import ClusterRow
 from sessionsched.engine.placement import never_fits
-from sessionsched.engine.placement.never_fits import first_executors
+from sessionsched.engine.placement.never_fits import cores_to_start
 from sessionsched.engine.view import EngineView
 from sessionsched.model import AppSpec, Queue
 
@@ -81,17 +83,18 @@ def _room_now(row: ClusterRow, spec: AppSpec) -> bool:
     path = path_to(view.root, spec.queue)
     use = view.usage.get(view.root.name)
     held = use.executor_cores + use.driver_cores if use is not None else 0
-    need = first_executors(spec, path[-1]) * spec.executor.cores
-    if spec.driver_in_cluster:
-        need += spec.driver.cores
-    return view.capacity.cores - held >= need
+    return view.capacity.cores - held >= cores_to_start(spec, path[-1])
 
 
 def dry_run_place(engine: EngineView, spec: AppSpec) -> tuple[str | None, tuple[str, ...]]:
-    """(the cluster it would start on now, None: none has room now; the clusters it may use)."""
+    """(the cluster it would start on now, None: none has room now; the clusters it may use),
+    in its queue's placement rule's order (``order.own_rule``), else the tree's."""
     rows = may_use(engine, spec)
-    first = next((r.name for r in sorted(rows, key=lambda r: r.order) if _room_now(r, spec)),
-                 None)
+    path = path_to(engine.root, spec.queue)
+    rule = own_rule(path) if path is not None else None
+    first = next((r.name for r in sorted(rows, key=lambda r: r.order if rule is None
+                                         else dict(r.ranks)[rule.value])
+                  if _room_now(r, spec)), None)
     return first, tuple(r.name for r in rows)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sessionsched.engine import CapacityChanged
+from sessionsched.engine import CapacityChanged, Submitted
 from sessionsched.engine.clusters import ClusterSpec, Federation, OnCluster
 from sessionsched.engine.clusters.view import MergedView
 from sessionsched.model import Resources, Worker
@@ -38,3 +38,19 @@ def test_a_dry_run_counts_a_client_mode_drivers_pod_in_bs_room():
     spec = app("x").executor(4).min(1).max(1).spec()
     assert dry_run_place(view(), spec) == ("a", ("a", "b"))
     assert dry_run_place(view(), replace(spec, clusters=("b",))) == (None, ("b",))
+
+
+def test_a_dry_run_names_the_cluster_its_queues_own_rule_puts_first():
+    """a runs a 2-core app, b nothing: the tree (spill) would start the next app on a, which
+    has room for it; its queue's ``most_free`` puts b first."""
+    def on(root):
+        f = Federation(root, [ClusterSpec("a"), ClusterSpec("b")], driver_slots=None)
+        f.step(0.0, [OnCluster(n, CapacityChanged(FOUR, None, (Worker(f"{n}1", FOUR, FOUR),)))
+                     for n in "ab"])
+        f.step(1.0, [Submitted(app("busy").in_cluster(1).executor(1).min(1).max(1).spec())])
+        assert f.cluster_of("busy") == "a"
+        return MergedView().take(f)
+
+    spec = app("x").executor(1).min(1).max(1).spec()
+    assert dry_run_place(on(one_queue()), spec) == ("a", ("a", "b"))
+    assert dry_run_place(on(one_queue(placement="most_free")), spec) == ("b", ("a", "b"))
