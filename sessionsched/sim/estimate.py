@@ -20,7 +20,11 @@ What is assumed (docs/design/estimates.md says it for users):
   caller, which knows the app's history); it goes on asking for the executors it asks for now
   (its demand), at the pace of those it holds (``Running.stage``);
 - drivers and executors take the ``Timings`` start latencies; a launched app's driver is
-  started again at 0 (one driver start of delay for the apps it holds back).
+  started again at 0 (one driver start of delay for the apps it holds back);
+- behind several clusters (``Live.clusters``) the forward run is the federation's: each
+  cluster one worker of its capacity, each launched app on its own cluster, the queued apps
+  placed by the tree's placement rule and their queues' own, on the clusters they may use.
+  A cluster out of reach is taken as it was last seen.
 
 Counter-offer (``Offer``): an elastic queued app (its cap above its minExecutors, or no cap)
 that must wait for its first ``max(minExecutors, 1)`` executors is run again with fewer - as
@@ -37,9 +41,12 @@ from dataclasses import dataclass, replace
 from ..backends.carry import carry_out
 from ..backends.memory.job import Stage
 from ..engine import Adopted, Event
+from ..engine.clusters import OnCluster, PlacementRule
+from ..engine.clusters.view import MergedView
 from ..engine.host_room import host_need
 from ..engine.view import EngineView
 from ..model import AppSpec, AppState, Queue, Resources
+from .cluster_config import NamedCluster
 from .record import AppTimes
 from .simulator import Simulator, _Cycle, _Submit, launch_for
 from .workload import Cluster, SimApp, Workload
@@ -76,6 +83,7 @@ class Running:
     launched_ago_s: float
     first_executor_ago_s: float | None
     demand: int = 0
+    cluster: str | None = None  # behind several clusters: the one it runs on
 
     def stage(self) -> Stage:
         """Its work left as one wave as wide as it asks (``demand``, or ``width`` while it
@@ -98,13 +106,26 @@ class Queued:
 
 
 @dataclass(frozen=True)
+class LiveCluster:
+    """One of several clusters (``Live.clusters``) as it is now; ``weight``: the ``weighted``
+    placement rule's."""
+
+    name: str
+    capacity: Resources
+    driver_slots: int | None  # None: client-mode drivers unbounded by slots
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
 class Live:
     root: Queue
-    capacity: Resources
+    capacity: Resources  # behind several clusters: theirs summed
     driver_slots: int
     running: tuple[Running, ...]
     queued: tuple[Queued, ...]  # the ones to estimate, in any order
     timings: Timings = TIMINGS
+    clusters: tuple[LiveCluster, ...] = ()  # several clusters, in the listed order
+    placement: str = PlacementRule.SPILL.value  # theirs (``engine.clusters.order``)
 
 
 @dataclass(frozen=True)
@@ -155,7 +176,11 @@ class _Forward(Simulator):
                                       max(q.run_s, 0.1)),),
                         updates=())
                  for q in sorted(queued, key=lambda q: q.spec.seq)]
-        super().__init__(Workload(cluster, live.root, tuple(apps)))
+        named = tuple(NamedCluster(c.name, replace(cluster, capacity=c.capacity,
+                                                   driver_slots=c.driver_slots), c.weight)
+                      for c in live.clusters)
+        super().__init__(Workload(cluster, live.root, tuple(apps), named,
+                                  PlacementRule(live.placement)))
         self.live = live
         self.waiting = {q.spec.app_id for q in queued}
         self._deadline = time.process_time() + t.budget_s
@@ -165,17 +190,21 @@ class _Forward(Simulator):
         # The launched apps are up at 0 with what they held (their drivers and executors take
         # no start latency then); the queued apps are submitted after the first cycle, which
         # puts the launched ones back on the books with their demand.
-        c = self.cluster
-        self._latencies = (c.driver_start_s, c.executor_start_s)
-        c.driver_start_s = c.executor_start_s = 0.0
-        adopted: list[Event] = []
+        self._latencies = (self.cluster.driver_start_s, self.cluster.executor_start_s)
+        for c in self.clusters.values():
+            c.driver_start_s = c.executor_start_s = 0.0
+        several = bool(self.live.clusters)
+        # Several: each cluster's capacity before its apps (the engines have none yet).
+        adopted: list[Event] = self.backend.cluster_reports() if several else []
         for r in self.live.running:
             app = self.apps[r.spec.app_id]
-            self.backend.launch(launch_for(app, self._sorts[app.spec.queue]))
-            adopted.append(Adopted(
-                app.spec, r.state, r.priority, launched_at=-r.launched_ago_s,
-                first_executor_at=(None if r.first_executor_ago_s is None
-                                   else -r.first_executor_ago_s)))
+            launch = launch_for(app, self._sorts[app.spec.queue])
+            where = (r.cluster or self.live.clusters[0].name) if several else ""
+            (self.backend.backends[where] if several else self.backend).launch(launch)
+            ev = Adopted(app.spec, r.state, r.priority, launched_at=-r.launched_ago_s,
+                         first_executor_at=(None if r.first_executor_ago_s is None
+                                            else -r.first_executor_ago_s))
+            adopted.append(OnCluster(where, ev) if several else ev)
             self.rec.apps[app.name].admitted = -r.launched_ago_s
             self._set_state(app.name, r.state)
         # Stepped whole, before the first cycle: the books a restarted scheduler loads, not a
@@ -191,9 +220,11 @@ class _Forward(Simulator):
     def _cycle(self, now: float, n: int) -> bool:
         over = super()._cycle(now, n)
         if n == 0:
-            self.cluster.driver_start_s, self.cluster.executor_start_s = self._latencies
+            for c in self.clusters.values():
+                c.driver_start_s, c.executor_start_s = self._latencies
         elif n == 1:
-            self.first_look = self.sched.view()
+            self.first_look = (MergedView().take(self.sched) if self.live.clusters
+                               else self.sched.view())
         return over
 
     def run_heap(self) -> None:

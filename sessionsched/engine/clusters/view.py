@@ -36,7 +36,9 @@ class ClusterRow:
     queued apps first at the next step); ``view``: its engine's own (its workers, and its
     tree with ``max_cores_per_cluster`` applied: what a fit on it is asked of);
     ``drivers_in_cluster``: it runs every driver itself (``routing.run_by``); ``ranks``: its
-    place by each rule (``order.PlacementRule`` value -> place), for a queue's own rule."""
+    place by each rule (``order.PlacementRule`` value -> place), for a queue's own rule;
+    ``weight`` and ``placement`` (the tree's rule): as configured, for the estimates' forward
+    run (``sim.estimate``)."""
 
     name: str
     reachable: bool
@@ -48,6 +50,8 @@ class ClusterRow:
     view: EngineView | None = field(default=None, compare=False, repr=False)
     drivers_in_cluster: bool = False
     ranks: tuple[tuple[str, int], ...] = ()
+    weight: float = 1.0
+    placement: str = "spill"
 
 
 class MergedView:
@@ -134,7 +138,8 @@ def _row(fed: Federation, name: str, view: EngineView, order: int,
     placed = sum(1 for f in view.apps.values()
                  if f.state.admitted and fed.owner.get(f.app_id) == name)
     return ClusterRow(name, fed.reachable[name], view.capacity, view.driver_slots, placed,
-                      queued, order, view, fed.clusters[name].drivers_in_cluster, ranks)
+                      queued, order, view, fed.clusters[name].drivers_in_cluster, ranks,
+                      fed.clusters[name].weight, fed.placement.value)
 
 
 def _usage(root: Queue, views: dict[str, EngineView],

@@ -10,7 +10,9 @@ store (first executor to end: ``store.work_lengths``), else ``default_run_s``. A
 has that less what it has worked left (``left_s``): the time since its first executor, none
 while it has had none - the time it waited for them is not work done, as its name's history
 does not count it as work either. One past it is assumed to end within ``overrun_s(run_s)``:
-a quarter of its run, at least a minute (docs/design/estimates.md).
+a quarter of its run, at least a minute (docs/design/estimates.md). Behind several clusters
+each launched app names its cluster and each cluster its room (the merged view's cluster
+rows), so the forward run is the federation's (``sim.estimate``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from statistics import median
 
 from sessionsched.model import AppState
 from sessionsched.service.reads import ReadView
-from sessionsched.sim.estimate import TIMINGS, Live, Queued, Running, Timings
+from sessionsched.sim.estimate import TIMINGS, Live, LiveCluster, Queued, Running, Timings
 
 MAX_QUEUED = 300  # queued apps followed per run
 
@@ -74,12 +76,16 @@ def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
             spec=sub.spec, state=facts.state, priority=facts.priority,
             executors=facts.executors, remaining_s=left, launched_ago_s=ran,
             first_executor_ago_s=None if first is None else max(0.0, now - first),
-            demand=facts.demand))
+            demand=facts.demand, cluster=engine.clusters.get(facts.app_id)))
     queued = []
     for facts in queued_facts:
         sub = view.submissions.get(facts.app_id)
         if sub is not None:
             queued.append(Queued(sub.spec, facts.priority,
                                  run_length(sub.name, history, default_run_s)))
+    rows = engine.cluster_rows  # several clusters: each its own in the forward run
     return Live(engine.root, engine.capacity, engine.driver_slots, tuple(running),
-                tuple(queued), timings)
+                tuple(queued), timings,
+                tuple(LiveCluster(r.name, r.capacity, r.driver_slots, r.weight)
+                      for r in rows),
+                rows[0].placement if rows else Live.placement)

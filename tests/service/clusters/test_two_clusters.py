@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -343,3 +344,22 @@ def test_a_queues_max_resources_holds_over_both_clusters(state_dir, tmp_path):
             s.cycle(1.0)
             assert (s.app(on_a)["executors"], s.app(on_b)["executors"]) == (2, 2)
         assert {s.app(i)["cluster"] for i in (on_a, on_b)} == {"a", "b"}
+
+
+def test_an_app_that_may_use_only_the_full_cluster_is_estimated_to_wait_for_it(state_dir,
+                                                                                 tmp_path):
+    """a (4 cores) runs two apps of root.onlya, 2 cores each, for 600 s; b (16) is idle. A
+    third of root.onlya waits for a: its estimate is when one of them ends, not now (with the
+    clusters taken as one, 16 of 20 cores free, it was now)."""
+    two = Two(cores_on_a=4)
+    with served(state_dir, two, tmp_path, Clock()) as s:
+        onlya = {"spark.sessionsched.queue": "onlya"}
+        first = [rest_submit(s, f"first-{i}", **onlya) for i in range(2)]
+        running(s, first)
+        waiting = rest_submit(s, "third", **onlya)
+        s.cycle(1.0)
+        assert s.app(waiting)["state"] == "ACCEPTED"
+        s.service.estimator.refresh(force=True)
+        starts_in = (datetime.fromisoformat(s.app(waiting)["estimated_start"]).timestamp()
+                     - s.clock.now)
+    assert 500 <= starts_in <= 700, starts_in
