@@ -65,6 +65,8 @@ WAIT_ROOM: dict[WaitCode, str] = {
     WaitCode.RUNNING_DEMAND: CLUSTER,
 }
 
+_NONE = Resources()
+
 
 def host_need(spec: AppSpec) -> Resources:
     """What a client-mode driver takes of the scheduler's host: its cores (shown, not bounded)
@@ -187,13 +189,15 @@ def idle_to_release(now: float, heads: list[AppSpec], quiet: list[Quiet], free_m
 
 def release_idle(now: float, books: Books, waiting: Mapping[str, Wait],
                  host_room: Resources | None, driver_slots: int | None,
-                 ) -> list[tuple[AppRecord, str]]:
+                 elsewhere: Resources = _NONE) -> list[tuple[AppRecord, str]]:
     """``idle_to_release`` for the heads ``waiting`` (the last step's) leaves waiting for the
-    host's room, with the room the books leave there."""
+    host's room, with the room the books leave there (and ``elsewhere``: other clusters'
+    drivers on the host)."""
     heads, quiet = waiting_for_host(books, waiting)
     if not quiet:
         return []
     t = books.ledger.total
-    free = None if host_room is None else host_room.mem_mib - t.host_driver_mem_mib
+    free = (None if host_room is None
+            else host_room.mem_mib - t.host_driver_mem_mib - elsewhere.mem_mib)
     slots = None if driver_slots is None else driver_slots - t.client_drivers
     return idle_to_release(now, heads, quiet, free, slots)

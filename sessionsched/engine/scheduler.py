@@ -108,6 +108,9 @@ class Scheduler:
         # over every cluster (``clusters.cores``): what floors may fill of each capped queue
         # here, and the caps arbitration works to, from the books after admission.
         self.launching, self.elsewhere, self.offered_later = True, {}, lambda app_id: False
+        # What the other clusters' drivers on the scheduler's host hold of it, and how many
+        # they are: the host is one, whatever cluster a client-mode driver's app runs on.
+        self.host_elsewhere: tuple[Resources, int] = (_NOTHING, 0)
         self.max_cores_left: Mapping[str, tuple[int, int]] = {}
         self.arbitration_caps: Callable[[Books], Caps] | None = None
         self._capped: tuple[Queue, Caps, Queue] | None = None  # root, caps -> root capped
@@ -244,7 +247,8 @@ class Scheduler:
         self._starting_timeouts(now, out)
         self._waited_too_long(now, out)
         books.sync()
-        released = release_idle(now, books, self.waiting, self.host_room, self.driver_slots)
+        released = release_idle(now, books, self.waiting, self.host_room, self.driver_slots,
+                                self.host_elsewhere[0])
         for rec, why in released:  # for heads the last step left waiting for the host's room
             out += [StopDriver(rec.app_id), books.mark(now, rec, AppState.KILLED, why)]
         if released:
@@ -342,9 +346,13 @@ class Scheduler:
         )
 
     def _room(self) -> admission.Room:
-        return self._rooms.room(self.books, self.capacity, self.driver_slots, self.host_room,
+        room = self._rooms.room(self.books, self.capacity, self.driver_slots, self.host_room,
                                 self.reports, self.elsewhere, self.offered_later,
                                 self._weight_shares, self.max_cores_left)
+        if room.host_free is not None and self.host_elsewhere[1]:  # other clusters' drivers
+            room.host_free -= self.host_elsewhere[0]
+            room.host_drivers += self.host_elsewhere[1]
+        return room
 
     # 4. + 5. arbitration and grants
 

@@ -49,7 +49,7 @@ nothing is applied (``routing`` plans the step without changing anything).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ...model import AppSpec, AppState, Queue
@@ -68,8 +68,9 @@ from ..tree import QueueTree
 from ..validate import EventError, check_events
 from .events import Placed, Unplaced
 from .limits import elsewhere, limited_queues, running_in
-from .order import PlacementRule, cluster_order, own_rule, room_now
-from .routing import Plan, movable, plan_step, run_by
+from .offers import host_used_besides, offered_later
+from .order import PlacementRule, cluster_order, own_rules
+from .routing import Plan, movable, plan_step
 from .shared_caps import SharedCaps
 from .trees import tree_for
 
@@ -268,8 +269,9 @@ class Federation:
             if self._limited:
                 self.engines[name].elsewhere = elsewhere(counts, name)
             self._caps.before(name, self.engines)
-            self.engines[name].offered_later = self._offered_later(name, order[i + 1:], own,
-                                                                   orders)
+            self.engines[name].host_elsewhere = host_used_besides(self.engines, name)
+            self.engines[name].offered_later = offered_later(self, name, order[i + 1:], own,
+                                                             orders)
             withdrawn = self.withdraw[name]  # placed or ended by a cluster before it
             for app_id in withdrawn:
                 batch += [KillRequested(app_id), Forget(app_id)]
@@ -283,46 +285,12 @@ class Federation:
             self._caps.after(name, self.engines[name])
         return out
 
-    def _offered_later(self, here: str, later: Sequence[str],
-                       own: Mapping[str, PlacementRule],
-                       orders: Mapping[PlacementRule, list[str]]) -> Callable[[str], bool | str]:
-        """Whether a queued app is offered, after the cluster stepping now (``here``), to
-        another that may hold it (``admission_checks.free_here``: then this one takes it only
-        into room free now). A cluster that held it aside last step (it cannot hold it as it
-        is) does not count: the app is not kept from a cluster that can run it for one that
-        cannot. For an app of a queue with its own placement rule (``own``: leaf -> rule;
-        ``orders``: each rule's order this step), the reason it is that later cluster's to take
-        when that cluster comes before this one by the rule and has room for it now
-        (``order`` module doc)."""
-        queued, engines, reachable, clusters = (self.queued, self.engines, self.reachable,
-                                                self.clusters)
-        held = {name: engines[name].held for name in later}
-
-        def offered_later(app_id: str) -> bool | str:
-            q = queued.get(app_id)
-            if q is None:
-                return False
-            rule = own.get(q.spec.queue)
-            for c in orders[rule] if rule is not None else ():
-                if c == here:
-                    break
-                if (c in held and c in q.copies and reachable[c] and app_id not in held[c]
-                        and room_now(engines[c], run_by(q.spec, clusters[c].drivers_in_cluster))):
-                    return (f"cluster {c} comes first by its queue's placement {rule.value} "
-                            f"and has the cores free now for it to start")
-            return any(c in held and app_id not in held[c] for c in q.copies)
-
-        return offered_later
-
     def _own_rules(self) -> dict[str, PlacementRule]:
         """The leaves whose placement rule is their own, not the tree's, with it (kept for
         the tree it was read from)."""
         kept = self._own
         if kept is None or kept[0] is not self.root:
-            paths = QueueTree.of(self.root).path
-            rules = {leaf.name: own_rule(paths[leaf.name]) for leaf in self.root.leaves()}
-            kept = self._own = (self.root, {leaf: rule for leaf, rule in rules.items()
-                                            if rule is not None and rule != self.placement})
+            kept = self._own = (self.root, own_rules(self.root, self.placement))
         return kept[1]
 
     def _commit(self, plan: Plan, now: float) -> None:

@@ -29,6 +29,7 @@ from enum import StrEnum
 from ...model import AppSpec, Queue
 from ..placement.never_fits import cores_to_start
 from ..scheduler import Scheduler
+from ..tree import QueueTree
 
 
 class PlacementRule(StrEnum):
@@ -65,6 +66,14 @@ def own_rule(path: Sequence[Queue]) -> PlacementRule | None:
         if queue.placement is not None:
             return PlacementRule(queue.placement)
     return None
+
+
+def own_rules(root: Queue, tree_rule: PlacementRule) -> dict[str, PlacementRule]:
+    """The leaves whose rule is their own, not the tree's, with it."""
+    paths = QueueTree.of(root).path
+    rules = {leaf.name: own_rule(paths[leaf.name]) for leaf in root.leaves()}
+    return {leaf: rule for leaf, rule in rules.items()
+            if rule is not None and rule != tree_rule}
 
 
 def room_now(engine: Scheduler, spec: AppSpec) -> bool:
