@@ -41,7 +41,8 @@ docs/design/admission.md.
      (``placement.free_now``: room split across workers is not room);
   6. ``reserve_room`` (``reserve``, ``demand``): the driver (if in-cluster) plus
      ``reservation()`` executors fit in what is left of the capacity after every admitted
-     app's in-cluster driver and floor, and the executors fit under ``max_cores`` of every
+     app's in-cluster driver and floor (custom resources too: ``commitment``; the reason
+     names the one short), and the executors fit under ``max_cores`` of every
      queue on the path beside the floors already there. Under ``reserve`` arbitration gives
      the reservation before anything else, taking elastic executors back, so every admitted
      app gets its first executors: no deadlock, and no StateAware timeout stall behind a
@@ -90,6 +91,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from ..model.custom import amount
+from .commitment import commitment, reservation
 from .gang.checks import gang_wait
 from .host_room import driver_slot
 from .ledger import whole
@@ -99,17 +101,6 @@ if TYPE_CHECKING:
     from .admission import LeafView, Room
 
 _NONE = Resources()  # shared: every check asks for "nothing" many times a cycle
-
-
-def reservation(spec: AppSpec) -> int:
-    """Executors a ``reserve`` queue sets aside for an app until it holds them:
-    ``max(minExecutors, 1)`` - a gang's N (``AppSpec.gang``) in any queue -, but never more
-    than the app may hold (maxExecutors, slots.max)."""
-    n, gang, cap = spec.min_executors, spec.gang, spec.executor_cap  # ~1,300 asks a busy cycle
-    n = n if n > 1 else 1
-    if gang is not None and gang.executors > n:
-        n = gang.executors
-    return n if cap is None or n <= cap else cap
 
 
 def admitted_floor(spec: AppSpec, queue: Queue) -> int:
@@ -172,11 +163,17 @@ def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
 
 def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                  room: Room) -> Wait | None:
-    needed = _commitment(head)
-    if not needed.fits_in(room.uncommitted):
+    needed, free = commitment(head), room.uncommitted
+    if not needed.fits_in(free):
         n = reservation(head)
         admitted = room.admitted_in.get(path[0].name, 0)
-        left = (f"{res(room.uncommitted)} is left beside the drivers and executor floors of"
+        if needed.fits_in_sum(free):  # a custom resource (GPUs) is short: named
+            name, need = next((k, v) for k, v in needed.custom if v > amount(free.custom, k))
+            return Wait(WaitCode.EXECUTOR_ROOM, f"waiting for {name}: {first_of(head, n)} need"
+                        f" {need} {name}; {max(amount(free.custom, name), 0)} of the cluster's"
+                        f" {amount(room.capacity.custom, name)} {name} is left beside the"
+                        f" in-cluster drivers and executor floors of {admitted} admitted app(s)")
+        left = (f"{res(free)} is left beside the drivers and executor floors of"
                 f" {admitted} admitted app(s)" if admitted
                 else f"the cluster has {res(room.capacity)} and no app is admitted")
         return Wait(WaitCode.EXECUTOR_ROOM,
@@ -210,7 +207,7 @@ def free_here(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
     later = room.offered_later(head.app_id)  # True, or why its queue's rule puts one first
     if later is not True:
         return Wait(WaitCode.EXECUTOR_ROOM, later) if later else None
-    needed, now = _commitment(head), room.free_now
+    needed, now = commitment(head), room.free_now
     if needed.fits_in_sum(room.free) and (now is None or now.fits(head.executor)):
         return None
     return Wait(WaitCode.EXECUTOR_ROOM,
@@ -275,7 +272,7 @@ def demand_verdict(view: LeafView, head: AppSpec, room: Room) -> tuple[Wait | No
     return Wait(
         WaitCode.RUNNING_DEMAND,
         f"the running apps of {q} want {res(need)} above their floors and {first_of(head, n)}"
-        f" {'need' if n else 'needs'} {res(_commitment(head))}: more than the"
+        f" {'need' if n else 'needs'} {res(commitment(head))}: more than the"
         f" {res(room.uncommitted)} left beside the admitted apps' drivers and floors"
     ), False
 
@@ -297,7 +294,7 @@ def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
 def demand_fits(head: AppSpec, need: Resources, room: Room) -> bool:
     """The head's driver and first executors fit beside the running apps' ``need``
     (``need_beside``)."""
-    c, left = _commitment(head), room.uncommitted
+    c, left = commitment(head), room.uncommitted
     return c.cores + need.cores <= left.cores and c.mem_mib + need.mem_mib <= left.mem_mib
 
 
@@ -390,10 +387,3 @@ def verdict(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
         if reason is not None:
             return reason, False
     return None, ahead
-
-
-def _commitment(spec: AppSpec) -> Resources:
-    n, ex = reservation(spec), spec.executor  # one ``Resources`` built: asked 2-3 times a head
-    d = spec.driver if spec.driver_in_cluster else _NONE
-    return Resources(d.cores + n * ex.cores, d.mem_mib + n * ex.mem_mib)
-

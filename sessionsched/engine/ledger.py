@@ -18,6 +18,7 @@ from itertools import compress
 from typing import NamedTuple
 
 from ..model import Admission, AppSpec, AppState, Executor, Queue
+from ..model.custom import Custom, combine, scaled
 from ..model.profiles import Profiles, held_by_shape
 from .host_room import host_need
 from .rank import Rank, rank
@@ -247,6 +248,15 @@ def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
     )
 
 
+def _custom_floor(rec: AppRecord) -> Custom:
+    """The custom resources of an admitted app's executor floor and in-cluster driver."""
+    spec = rec.spec
+    if not rec.state.admitted or not (spec.executor.custom or spec.driver.custom):
+        return ()
+    driver = spec.driver.custom if spec.driver_in_cluster else ()
+    return combine(driver, scaled(spec.executor.custom, rec.floor), 1)
+
+
 _USAGE = Totals._fields.index("usage_cores")
 _FIELDS = range(len(Totals._fields))
 
@@ -262,6 +272,10 @@ class Ledger:
         self._leaves: dict[str, list[int]] = {}
         self._frozen: dict[str | None, Totals] = {}  # leaf (None: the total) -> as last read
         self._last: dict[str, tuple[int, ...]] = {}  # app -> its counts (its leaf never changes)
+        # Custom resources (GPUs) of the admitted apps' executor floors and in-cluster drivers,
+        # summed apart: few apps ask any, and the counts above are plain ints.
+        self.floor_custom: Custom = ()
+        self._custom: dict[str, Custom] = {}
 
     def refresh(self, rec: AppRecord, guaranteed: bool) -> None:
         """Take the app's previous contribution out and its current one (if any) in."""
@@ -294,6 +308,17 @@ class Ledger:
         frozen = self._frozen
         frozen.pop(None, None)
         frozen.pop(leaf, None)
+        spec = rec.spec
+        if spec.executor.custom or spec.driver.custom:
+            self._refresh_custom(rec, new is not None)
+
+    def _refresh_custom(self, rec: AppRecord, on_books: bool) -> None:
+        new = _custom_floor(rec) if on_books else ()
+        old = self._custom.pop(rec.app_id, ())
+        if new:
+            self._custom[rec.app_id] = new
+        if new != old:
+            self.floor_custom = combine(combine(self.floor_custom, old, -1), new, 1)
 
     @property
     def total(self) -> Totals:
@@ -314,6 +339,15 @@ class Ledger:
         """An app's ``usage_cores`` as counted now (0 when it is not on the books)."""
         last = self._last.get(app_id)
         return 0 if last is None else last[_USAGE]
+
+    @staticmethod
+    def recount_custom(records: Iterable[AppRecord]) -> Custom:
+        """``floor_custom`` from scratch (for checks)."""
+        out: Custom = ()
+        for rec in records:
+            if rec.on_books:
+                out = combine(out, _custom_floor(rec), 1)
+        return out
 
     @staticmethod
     def recount(records: Iterable[tuple[AppRecord, bool]]) -> Totals:

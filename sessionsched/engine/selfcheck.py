@@ -29,6 +29,9 @@ def check(books: Books, capacity: Resources, root: Queue | None = None) -> list[
         t = Ledger.recount((r, books.guaranteed(r)) for r in recs if r.spec.queue == leaf)
         if t != ledger.leaf(leaf):
             problems.append(f"totals of {leaf} {ledger.leaf(leaf)} != recount {t}")
+    floors = Ledger.recount_custom(recs)
+    if floors != ledger.floor_custom:
+        problems.append(f"custom floors {ledger.floor_custom} != recount {floors}")
     if NeedBook.recount(recs) != books.needs.by_leaf:
         problems.append(f"elastic needs {books.needs.by_leaf} != recount {NeedBook.recount(recs)}")
     problems += books.needs.check()

@@ -56,7 +56,8 @@ class RoomKeeper:
         room = Room(
             free=capacity - drivers - Resources(t.committed_cores, t.committed_mem_mib)
             - gangs.held_total,
-            uncommitted=capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib)
+            uncommitted=capacity - drivers - Resources(t.floor_cores, t.floor_mem_mib,
+                                                       books.ledger.floor_custom)
             - gangs.need_total,
             gangs=gangs.holds,
             driver_slots_free=(driver_slots or 0) - t.client_drivers,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...model import AppSpec, Queue, Resources
+from ...model.custom import combine, scaled
 from ..admission_checks import admitted_floor, mode_of, reservation
 from ..host_room import host_need
 from ..ledger import whole
@@ -72,5 +73,9 @@ def spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) ->
     if room.free_now is not None and in_cluster:
         room.free_now.spend(head.driver, view.queue.node_sort)
     left = room.uncommitted
+    custom = left.custom  # what the floors and in-cluster drivers leave of GPUs and the like
+    if executor.custom or (in_cluster and head.driver.custom):
+        custom = combine(combine(custom, scaled(executor.custom, floor), -1),
+                         head.driver.custom if in_cluster else (), -1)
     room.uncommitted = Resources(left.cores - d_cores - floor_cores,
-                                 left.mem_mib - d_mem - floor_mem)
+                                 left.mem_mib - d_mem - floor_mem, custom)
