@@ -91,10 +91,10 @@ from typing import TYPE_CHECKING
 
 from ..model import Admission, AppSpec, Policy, Queue, Resources
 from ..model.custom import amount
-from .commitment import commitment, reservation
 from .gang.checks import gang_wait
 from .host_room import driver_slot
 from .ledger import whole
+from .room.commitment import commitment, reservation
 from .waits import Wait, WaitCode, first_of, holders, res
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ admitted leave (``ledger.Ledger.floor_custom``).
 
 from __future__ import annotations
 
-from ..model import AppSpec, Resources
-from ..model.custom import combine, scaled
+from ...model import AppSpec, Resources
+from ...model.custom import combine, scaled
 
 _NONE = Resources()
 
