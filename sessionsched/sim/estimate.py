@@ -24,7 +24,7 @@ What is assumed (docs/design/estimates.md says it for users):
 - behind several clusters (``Live.clusters``) the forward run is the federation's: each
   cluster one worker of its capacity, each launched app on its own cluster, the queued apps
   placed by the tree's placement rule and their queues' own, on the clusters they may use.
-  A cluster out of reach is taken as it was last seen.
+  A cluster out of reach offers no room: an app that may use only it gets no estimate.
 
 Counter-offer (``Offer``): an elastic queued app (its cap above its minExecutors, or no cap)
 that must wait for its first ``max(minExecutors, 1)`` executors is run again with fewer - as
@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from ..backends.carry import carry_out
 from ..backends.memory.job import Stage
 from ..engine import Adopted, Event
-from ..engine.clusters import OnCluster, PlacementRule
+from ..engine.clusters import ClusterReachable, OnCluster, PlacementRule
 from ..engine.clusters.view import MergedView
 from ..engine.host_room import host_need
 from ..engine.view import EngineView
@@ -114,6 +114,7 @@ class LiveCluster:
     capacity: Resources
     driver_slots: int | None  # None: client-mode drivers unbounded by slots
     weight: float = 1.0
+    reachable: bool = True
 
 
 @dataclass(frozen=True)
@@ -194,8 +195,11 @@ class _Forward(Simulator):
         for c in self.clusters.values():
             c.driver_start_s = c.executor_start_s = 0.0
         several = bool(self.live.clusters)
-        # Several: each cluster's capacity before its apps (the engines have none yet).
+        # Several: each cluster's capacity before its apps (the engines have none yet), and
+        # which are out of reach (the federation launches nothing there).
         adopted: list[Event] = self.backend.cluster_reports() if several else []
+        adopted += [ClusterReachable(c.name, False) for c in self.live.clusters
+                    if not c.reachable]
         for r in self.live.running:
             app = self.apps[r.spec.app_id]
             launch = launch_for(app, self._sorts[app.spec.queue])

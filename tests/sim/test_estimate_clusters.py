@@ -43,3 +43,15 @@ def test_a_dry_run_behind_several_clusters_says_where_it_would_wait():
     answer = dry_run(state, pinned)
     assert answer.estimate.start_in_s is not None and answer.estimate.start_in_s >= 100
     assert answer.position == 2  # behind a1, in the one queue over both clusters
+
+
+def test_an_app_that_may_use_only_a_cluster_out_of_reach_gets_no_estimate():
+    """b is out of reach: an app that may use only b gets none (b offers no room while it is
+    lost); one that may use a or b waits for a, not for b's idle cores."""
+    state = live([Queued(replace(spec(1), clusters=("b",)), 5000, 50.0),
+                  Queued(spec(2), 5000, 50.0)])
+    state = replace(state, clusters=(state.clusters[0], replace(state.clusters[1],
+                                                                reachable=False)))
+    got = estimate(state)
+    assert got["a1"].start_in_s is None
+    assert 100 <= got["a2"].start_in_s <= 110

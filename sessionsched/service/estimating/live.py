@@ -86,6 +86,6 @@ def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
     rows = engine.cluster_rows  # several clusters: each its own in the forward run
     return Live(engine.root, engine.capacity, engine.driver_slots, tuple(running),
                 tuple(queued), timings,
-                tuple(LiveCluster(r.name, r.capacity, r.driver_slots, r.weight)
+                tuple(LiveCluster(r.name, r.capacity, r.driver_slots, r.weight, r.reachable)
                       for r in rows),
                 rows[0].placement if rows else Live.placement)
