@@ -18,10 +18,11 @@ from itertools import compress
 from typing import NamedTuple
 
 from ..model import Admission, AppSpec, AppState, Executor, Queue
-from ..model.custom import Custom, combine, scaled
+from ..model.custom import Custom, combine
 from ..model.profiles import Profiles, held_by_shape
 from .host_room import host_need
 from .rank import Rank, rank
+from .room.commitment import custom_with
 
 
 @dataclass(slots=True)
@@ -250,11 +251,7 @@ def _counts(rec: AppRecord, guaranteed: bool) -> tuple[int, ...]:
 
 def _custom_floor(rec: AppRecord) -> Custom:
     """The custom resources of an admitted app's executor floor and in-cluster driver."""
-    spec = rec.spec
-    if not rec.state.admitted or not (spec.executor.custom or spec.driver.custom):
-        return ()
-    driver = spec.driver.custom if spec.driver_in_cluster else ()
-    return combine(driver, scaled(spec.executor.custom, rec.floor), 1)
+    return custom_with(rec.spec, rec.floor) if rec.state.admitted else ()
 
 
 _USAGE = Totals._fields.index("usage_cores")

@@ -7,7 +7,7 @@ admitted leave (``ledger.Ledger.floor_custom``).
 from __future__ import annotations
 
 from ...model import AppSpec, Resources
-from ...model.custom import combine, scaled
+from ...model.custom import Custom, combine, scaled
 
 _NONE = Resources()
 
@@ -27,5 +27,13 @@ def commitment(spec: AppSpec) -> Resources:
     """Its in-cluster driver and ``reservation`` executors, custom resources included."""
     n, ex = reservation(spec), spec.executor  # one ``Resources`` built: asked 2-3 times a head
     d = spec.driver if spec.driver_in_cluster else _NONE
-    custom = combine(d.custom, scaled(ex.custom, n), 1) if ex.custom or d.custom else ()
-    return Resources(d.cores + n * ex.cores, d.mem_mib + n * ex.mem_mib, custom)
+    return Resources(d.cores + n * ex.cores, d.mem_mib + n * ex.mem_mib, custom_with(spec, n))
+
+
+def custom_with(spec: AppSpec, n: int) -> Custom:
+    """The custom resources (GPUs and the like) of the app's in-cluster driver and ``n`` of its
+    executors: what its reservation asks (``commitment``), what its floor holds
+    (``ledger.Ledger.floor_custom``, ``spend``)."""
+    ex = spec.executor.custom
+    d = spec.driver.custom if spec.driver_in_cluster else ()
+    return combine(d, scaled(ex, n), 1) if ex or d else ()

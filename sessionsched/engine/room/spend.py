@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...model import AppSpec, Queue, Resources
-from ...model.custom import combine, scaled
+from ...model.custom import combine
 from ..admission_checks import admitted_floor, mode_of, reservation
 from ..host_room import host_need
 from ..ledger import whole
+from .commitment import custom_with
 
 if TYPE_CHECKING:
     from ..admission import LeafView, Room
@@ -73,9 +74,7 @@ def spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) ->
     if room.free_now is not None and in_cluster:
         room.free_now.spend(head.driver, view.queue.node_sort)
     left = room.uncommitted
-    custom = left.custom  # what the floors and in-cluster drivers leave of GPUs and the like
-    if executor.custom or (in_cluster and head.driver.custom):
-        custom = combine(combine(custom, scaled(executor.custom, floor), -1),
-                         head.driver.custom if in_cluster else (), -1)
+    # what the floors and in-cluster drivers leave of GPUs and the like
+    custom = combine(left.custom, custom_with(head, floor), -1)
     room.uncommitted = Resources(left.cores - d_cores - floor_cores,
                                  left.mem_mib - d_mem - floor_mem, custom)
