@@ -17,8 +17,10 @@ pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
 @pytest.fixture
 def two_clusters(tmp_path):
     """A on-premises cluster a of 4 cores, b of 8: apps spill from a to b."""
+    # work_s: the app's work outlasts any page load (it must still be running when the cluster
+    # rows are read; the default 2 s was over before a slow machine's page came up).
     memory = {"backend": "memory", "memory": "8g", "driver_start_s": 0.2,
-              "executor_start_s": 0.2}
+              "executor_start_s": 0.2, "work_s": 3600}
     config = {
         "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 100},
         "clusters": [{"name": "a", "cores": 4, **memory}, {"name": "b", "cores": 8, **memory}],

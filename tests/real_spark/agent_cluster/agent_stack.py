@@ -27,7 +27,9 @@ QUEUES = [{"name": "root", "queues": [
     {"name": "fair", "policy": "fairshare", "reclaim_timeout": 0, **SA},
     {"name": "default", "policy": "fairshare", "reclaim_timeout": 0, **SA},  # the notebook's
     {"name": "prio", "policy": "priority", "reclaim_timeout": 0, **SA},
-    {"name": "graceful", "policy": "priority", "reclaim_timeout": 60, **SA},
+    # A deadline far above what a graceful decommission takes (seconds), so that on a loaded
+    # machine too the executors leave by themselves: a kill at the deadline would show.
+    {"name": "graceful", "policy": "priority", "reclaim_timeout": 150, **SA},
     {"name": "solo", "policy": "fifo", "max_running_apps": 1, **SA},
 ]}]
 

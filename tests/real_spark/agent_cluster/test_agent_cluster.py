@@ -127,10 +127,10 @@ def test_graceful_reclaim_decommissions_and_loses_no_task(api, tmp_path):
     wait_until(lambda: len(decommissioning(api, a)) >= 4, 30, "Spark to decommission 4 of A's",
                interval_s=0.5)
     release.touch()
-    # ...they finish their running task, hand over their blocks and leave well before the 60 s
-    # deadline; B takes their cores.
-    wait_until(lambda: held(api, a)[0] <= 2, 55, "A's surplus decommissioned")
-    assert time.monotonic() - cut_at < 55
+    # ...they finish their running task, hand over their blocks and leave before the queue's
+    # 150 s deadline (seconds here, 55 s seen on a loaded machine); B takes their cores.
+    wait_until(lambda: held(api, a)[0] <= 2, 140, "A's surplus decommissioned")
+    assert time.monotonic() - cut_at < 140
     wait_until(lambda: held(api, b) == (4,), 60, "B at 4")
     api.kill(b)  # B has had its share: A's remaining tasks get the whole cluster again
     done = wait_until(lambda: finished(api, a), 240, "A to finish")
