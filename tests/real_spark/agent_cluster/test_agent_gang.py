@@ -39,7 +39,7 @@ import pytest
 from agent_stack import START_S, described, held, settle, submit
 
 from sessionsched.client import Submission
-from tests.sparkcluster import SMALL, wait_until
+from tests.sparkcluster import SLACK, SMALL, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -87,7 +87,8 @@ def wait_apps(api, ids, condition, timeout_s, what):
     try:
         return wait_until(condition, timeout_s, what, interval_s=0.5)
     except pytest.fail.Exception:
-        pytest.fail(f"timed out after {timeout_s:g}s waiting for {what}: {states(api, *ids)}")
+        pytest.fail(f"timed out after {SLACK * timeout_s:g}s waiting for {what}: "
+                    f"{states(api, *ids)}")
 
 
 def two_hogs(api, tmp_path, b_conf=None):

@@ -14,7 +14,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from sessionsched.client import SchedulerClient
-from tests.sparkcluster import spark_env, wait_until
+from tests.sparkcluster import SLACK, spark_env, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -30,7 +30,7 @@ def printed(cell) -> str:
 def test_the_shared_cluster_notebook_runs_and_shows_its_splits(server, agent_cluster,
                                                                tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", timeout=300,
+    client = NotebookClient(nb, kernel_name="python3", timeout=SLACK * 300,
                             resources={"metadata": {"path": str(tmp_path)}})
     api = SchedulerClient(server.url)
     try:

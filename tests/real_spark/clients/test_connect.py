@@ -30,6 +30,7 @@ import pytest
 from sessionsched.backends.local import LocalCluster
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import (
+    SLACK,
     free_ports,
     master_ports,
     started_cluster,
@@ -249,11 +250,11 @@ def both(*calls, timeout_s: float = 600) -> list:
     runs = [threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(calls)]
     for t in runs:
         t.start()
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + SLACK * timeout_s
     for t in runs:
         t.join(max(0.0, deadline - time.monotonic()))
     assert len(got) == len(calls), f"{len(calls) - len(got)} call(s) still running after " \
-        f"{timeout_s:g}s"
+        f"{SLACK * timeout_s:g}s"
     for value in got.values():
         if isinstance(value, Exception):
             raise value
@@ -280,7 +281,7 @@ def test_two_sessions_in_a_fairshare_queue_split_1_to_2_then_1_to_1(sched, tmp_p
     settle(sched, (a, b), (3, 3), 120, "the sessions at 3 and 3 executors")
     release.touch()
     for t in runs:
-        t.join(180)
+        t.join(SLACK * 180)
     assert got == {"low": 66, "high": 66}  # sum(range(12)): every task counted once
     low.stop()
     high.stop()
@@ -348,7 +349,7 @@ def test_a_session_waits_while_its_queue_is_full_and_a_killed_one_is_told(sched)
     waiter.join(5)  # held (hold_s 30), then retried by the client: waiting, not failed
     assert waiter.is_alive() and not got
     first.stop()
-    waiter.join(240)
+    waiter.join(SLACK * 240)
     assert got == {"n": 30}
 
     killed = app_of(sched, second)
@@ -372,7 +373,7 @@ def test_a_restarted_scheduler_adopts_the_driver_and_the_session_goes_on(sched):
                               daemon=True)
     # a call while the scheduler is down: UNAVAILABLE, which the client retries
     sched.restart(between=lambda: (during.start(), during.join(2)))
-    during.join(120)
+    during.join(SLACK * 120)
     assert got == {"n": 40}
     after = wait_until(lambda: (a := app(sched, before["id"]))["state"] == "RUNNING" and a,
                        60, "the driver adopted")

@@ -34,7 +34,7 @@ def main(server, queue):
     )
     step("admitted", app=spark.sessionsched.app_id, master=spark.sparkContext.master)
     step("job1", result=job(spark, 3, 2))
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 270  # 90 s on a quiet machine, times tests.sparkcluster.SLACK
     while executors(spark) and time.monotonic() < deadline:
         time.sleep(0.2)
     step("idle", executors=executors(spark))
