@@ -348,9 +348,14 @@ def test_reserve_never_leaves_an_admitted_app_without_its_reservation(root, core
 
     cluster = play(root, cores, 64, slots, history, check=floors_are_targets)
     # Once the cluster has carried out every order, each reservation is granted, not only owed.
-    for _ in range(6):
+    # Reserve admission starts one app at a time (each: its launch, then its first executor),
+    # and each start may move targets and reclaim once more: the rounds to a quiet cluster
+    # grow with the apps (8 apps queued behind one leaf's starting place took 8).
+    for _ in range(6 + 3 * len(cluster.ids)):
         if not cluster.step(cluster.settle()):
             break
+    else:
+        raise AssertionError("the cluster never came to rest")
     for r in reserve_apps(cluster.sched):
         assert r.grant >= r.floor, r.app_id
     # and every reclaim has been carried out: no app is still short while another holds
