@@ -166,24 +166,27 @@ LeafInputs = tuple[list[float], list[float], list[float], list[Uses], list[float
 
 def _leaf_inputs(ranked: Sequence[Claim], capacity: Resources,
                  weight_of: Sequence[float] | None = None) -> LeafInputs:
-    sizes = [c.executor for c in ranked]
-    shapes: dict[tuple, tuple[float, Uses]] = {}  # a leaf's executors: few shapes
-    ratios: list[float] = []
+    # One pass over the claims (a leaf's are prepared again whenever one changes).
+    shapes: dict[Resources, tuple[float, Uses]] = {}  # a leaf's executors: few shapes
+    weights: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
     uses: list[Uses] = []  # read only: shared by a shape's claims
-    for s in sizes:
-        shape = (s.cores, s.mem_mib, s.custom)
-        got = shapes.get(shape)
+    step: list[float] = []
+    for i, c in enumerate(ranked):
+        s = c.executor
+        got = shapes.get(s)
         if got is None:
-            got = shapes[shape] = (ratio(s.cores, s.mem_mib, s.custom, capacity),
-                                   per_core(s.custom, s.cores))
-        ratios.append(got[0])
-        uses.append(got[1])
-    prio = weight_of if weight_of is not None else [float(c.priority) for c in ranked]
-    weights = [w / r for w, r in zip(prio, ratios, strict=True)]
-    lo = [float(c.floor * s.cores) for c, s in zip(ranked, sizes, strict=True)]
-    hi = [float(c.want * s.cores) for c, s in zip(ranked, sizes, strict=True)]
-    # an executor more, in dominant share over weight: who is furthest behind gets the rest
-    step = [s.cores * r / w for s, r, w in zip(sizes, ratios, prio, strict=True)]
+            got = shapes[s] = (ratio(s.cores, s.mem_mib, s.custom, capacity),
+                               per_core(s.custom, s.cores))
+        r, use = got
+        w = weight_of[i] if weight_of is not None else float(c.priority)
+        weights.append(w / r)
+        lo.append(float(c.floor * s.cores))
+        hi.append(float(c.want * s.cores))
+        uses.append(use)
+        # an executor more, in dominant share over weight: who is furthest behind gets the rest
+        step.append(s.cores * r / w)
     return weights, lo, hi, uses, step
 
 
@@ -212,7 +215,7 @@ class DomLeaf:
     def __init__(self, ranked: Sequence[Claim], totals: Resources) -> None:
         self.ranked, self.totals = ranked, totals
         self._inputs = inputs = _leaf_inputs(ranked, totals)
-        self._fair = FairLeaf(ranked, inputs[0])
+        self._fair = FairLeaf(ranked, inputs[:3])
         # the claims that use a custom resource, with what they use per core
         self._uses = [(i, tuple(use.items())) for i, use in enumerate(inputs[3]) if use]
 

@@ -29,10 +29,16 @@ class FairLeaf:
 
     __slots__ = ("_ranked", "_rows", "_bounds", "_lo_sum", "_hi_sum", "_reach", "_at")
 
-    def __init__(self, ranked: Sequence[Claim], weights: list[float] | None = None) -> None:
+    def __init__(self, ranked: Sequence[Claim],
+                 inputs: tuple[list[float], list[float], list[float]] | None = None) -> None:
+        """``inputs``: the water-fill's weights, floors and wants in cores, where the caller
+        has them (``drf.DomLeaf``: weights priority / ratio); its leaf is then divided by
+        ``shares`` only."""
         self._ranked = ranked
-        plain, lo, hi, self._rows = fair_inputs(ranked)
-        weights = plain if weights is None else weights  # (``drf``: priority / ratio)
+        if inputs is None:
+            weights, lo, hi, self._rows = fair_inputs(ranked)
+        else:
+            (weights, lo, hi), self._rows = inputs, []
         self._bounds = list(zip(weights, lo, hi, strict=True))
         self._lo_sum = sum(lo)
         self._hi_sum = sum(hi)
@@ -59,7 +65,7 @@ class FairLeaf:
         it is not a sweep's stop: no claims or cores, the floors at or above the cores, every
         want within them."""
         total = float(cores)
-        if not self._rows or total <= 0 or self._lo_sum >= total or self._hi_sum <= total:
+        if not self._bounds or total <= 0 or self._lo_sum >= total or self._hi_sum <= total:
             return None
         j = bisect_left(self._reach, total)
         if j == len(self._reach):
