@@ -99,11 +99,17 @@ def assert_agrees(u: dict, spark: dict) -> None:
     """sessionsched's figures of an app within 10 % of Spark's, with no allowance for the
     reports' lag: the agent times its reports (the executors' registration and removal as its
     driver has them, the look for idle flags; docs/operator/usage.md), so the figures need none.
-    Held = busy + idle to the rounding of the three figures."""
+    Held = busy + idle to the rounding of the three figures. Where an executor left twice
+    (a decommission: done, then its process's exit, ``spark_eventlog``), its core is held on the
+    worker between the two and Spark's records count none of it: the agent may count part
+    (seen: 1.6 s of a 1.8 s window at load 18, on an idle figure of 13 s), so held and idle
+    may differ by that window beside the 10 %."""
+    window = spark["exit_after_removal_core_s"]
     assert u["held_core_s"] == pytest.approx(u["busy_core_s"] + u["idle_core_s"], abs=0.01)
-    assert u["held_core_s"] == pytest.approx(spark["held_core_s"], rel=0.10)
+    assert u["held_core_s"] == pytest.approx(spark["held_core_s"], rel=0.10, abs=window)
     assert u["busy_core_s"] == pytest.approx(spark["task_s"], rel=0.10)
-    assert u["idle_core_s"] == pytest.approx(spark["held_core_s"] - spark["task_s"], rel=0.10)
+    assert u["idle_core_s"] == pytest.approx(spark["held_core_s"] - spark["task_s"], rel=0.10,
+                                             abs=window)
     # A task that started between the agent's last look and the kill is lost to Spark but was
     # idle in the last report (service/usage_meter/meter.py): up to a heartbeat (1 s here) of it
     # per killed executor on a loaded machine - one executor's worth when none was counted
