@@ -119,7 +119,7 @@ test-setup: lint $(CHROMIUM) postgresql airflow-venv /usr/bin/openssl docker-dae
 # The developer's loop (CONTRIBUTING.md): every test that needs no Spark cluster, no Spark app,
 # no Docker, no browser and no fault injected as root - the engine's tables, the doors, the
 # service stepped in-process on the memory backend, servers in child processes, PostgreSQL.
-# 2 min 58 s on a 2-core machine (pytest 171 s in four workers: it is CPU-bound here); `make
+# 4 min 53 s on a 2-core machine (pytest 290 s in four workers: it is CPU-bound here); `make
 # test` stays the whole suite (and CI's).
 FAST_TESTS := not cluster and not containers and not crashloop and not storefault and not kubelet \
 	and not browser
