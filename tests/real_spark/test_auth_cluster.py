@@ -13,14 +13,14 @@ import pytest
 from sessionsched.backends.spark_home import spark_submit
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.config import tokens_file as tokens
-from tests.sparkcluster import SMALL, conf_args, spark_env, wait_until
+from tests.sparkcluster import SLACK, SMALL, conf_args, spark_env, wait_until
 
 pytestmark = pytest.mark.cluster
 
 
 def run_spark_submit(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([spark_submit(), *args], capture_output=True, text=True,
-                          env=spark_env(), timeout=120, stdin=subprocess.DEVNULL)
+                          env=spark_env(), timeout=SLACK * 120, stdin=subprocess.DEVNULL)
 
 
 def test_spark_submit_with_token_property_and_agent_secret(spark_cluster, jvm_app_jar,

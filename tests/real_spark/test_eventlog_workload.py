@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from sessionsched.eventlog import build
-from tests.sparkcluster import SMALL, conf_args, spark_submit_process
+from tests.sparkcluster import SLACK, SMALL, conf_args, spark_submit_process
 
 pytestmark = pytest.mark.cluster
 
@@ -65,7 +65,7 @@ def test_logs_of_every_codec_and_a_rolling_log_make_a_workload(spark_cluster, tm
     log = tmp_path / "apps.log"
     with spark_submit_process(["--master", spark_cluster.master_url, *conf_args(conf),
                                str(app), *specs], log) as proc:
-        assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+        assert proc.wait(timeout=SLACK * 300) == 0, log.read_text()[-3000:]
 
     names = sorted(p.name for p in logs.iterdir() if not p.name.startswith("."))
     suffixes = sorted(n.rsplit(".", 1)[1] for n in names if not n.startswith("eventlog_v2_"))

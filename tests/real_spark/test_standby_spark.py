@@ -21,6 +21,7 @@ import pytest
 from sessionsched.backends.spark_home import spark_submit
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import (
+    SLACK,
     SMALL,
     conf_args,
     free_ports,
@@ -82,7 +83,7 @@ def test_the_standby_adopts_the_drivers_of_a_killed_leader(spark_cluster, jvm_ap
              "--deploy-mode", "cluster", "--conf", "spark.master.rest.enabled=true",
              *conf_args({**SMALL, "spark.app.name": "jvm-survivor"}), "--class", "SleepApp",
              str(jvm_app_jar), "120000", "1", "0"],
-            capture_output=True, text=True, env=spark_env(), timeout=120,
+            capture_output=True, text=True, env=spark_env(), timeout=SLACK * 120,
             stdin=subprocess.DEVNULL)
         out = created.stdout + created.stderr
         assert created.returncode == 0, out[-2000:]
@@ -121,8 +122,8 @@ def test_the_standby_adopts_the_drivers_of_a_killed_leader(spark_cluster, jvm_ap
         # spark-submit given both addresses (Spark's HA syntax) passes over the dead one.
         both = "spark://" + ",".join(u.removeprefix("http://") for u in (a.url, b.url))
         killed = subprocess.run([spark_submit(), "--master", both, "--kill", jvm],
-                                capture_output=True, text=True, env=spark_env(), timeout=120,
-                                stdin=subprocess.DEVNULL)
+                                capture_output=True, text=True, env=spark_env(),
+                                timeout=SLACK * 120, stdin=subprocess.DEVNULL)
         assert f"{jvm} is killed successfully" in killed.stdout + killed.stderr, \
             (killed.stdout + killed.stderr)[-2000:]
         killed = httpx.post(f"{b.url}/api/v1/apps/{py}/kill", timeout=60)
