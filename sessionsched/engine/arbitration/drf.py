@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model import Resources
 from ...model.custom import Custom, combine
+from .drf_round import Row
 from .drf_round import whole_executors as _whole_executors
 from .fairleaf import FairLeaf
 from .policies import Claim, breakpoints, water_fill
@@ -160,46 +161,53 @@ def leaf(cores: int, ranked: Sequence[Claim], capacity: Resources,
 
 
 # A leaf's division's inputs (``leaf``): per claim its weight (priority / ratio), floor and
-# want in cores, custom resources per core, and ``step`` (``_whole_executors``).
-LeafInputs = tuple[list[float], list[float], list[float], list[Uses], list[float]]
+# want in cores, custom resources per core, and ``step`` and its row (``_whole_executors``).
+LeafInputs = tuple[list[float], list[float], list[float], list[Uses], list[float], list[Row]]
 
 
 def _leaf_inputs(ranked: Sequence[Claim], capacity: Resources,
                  weight_of: Sequence[float] | None = None) -> LeafInputs:
-    # One pass over the claims (a leaf's are prepared again whenever one changes).
-    shapes: dict[Resources, tuple[float, Uses]] = {}  # a leaf's executors: few shapes
+    # One pass over the claims (a leaf's are prepared again whenever one changes), each
+    # shape's figures worked out once: a leaf's executors come in a few shapes, keyed by their
+    # fields (a tuple hashes and compares in C, the dataclass's ``__hash__`` in Python).
+    shapes: dict[tuple, tuple[float, Uses, int, float]] = {}
     weights: list[float] = []
     lo: list[float] = []
     hi: list[float] = []
     uses: list[Uses] = []  # read only: shared by a shape's claims
     step: list[float] = []
+    rows: list[Row] = []
+    add_w, add_lo, add_hi, add_use, add_step, add_row = (
+        weights.append, lo.append, hi.append, uses.append, step.append, rows.append)
     for i, c in enumerate(ranked):
         s = c.executor
-        got = shapes.get(s)
+        key = (s.cores, s.mem_mib, s.custom)
+        got = shapes.get(key)
         if got is None:
-            got = shapes[s] = (ratio(s.cores, s.mem_mib, s.custom, capacity),
-                               per_core(s.custom, s.cores))
-        r, use = got
+            r = ratio(s.cores, s.mem_mib, s.custom, capacity)
+            got = shapes[key] = (r, per_core(s.custom, s.cores), s.cores, s.cores * r)
+        r, use, cores, dom_cores = got
         w = weight_of[i] if weight_of is not None else float(c.priority)
-        weights.append(w / r)
-        lo.append(float(c.floor * s.cores))
-        hi.append(float(c.want * s.cores))
-        uses.append(use)
+        add_w(w / r)
+        add_lo(float(c.floor * cores))
+        add_hi(float(c.want * cores))
+        add_use(use)
         # an executor more, in dominant share over weight: who is furthest behind gets the rest
-        step.append(s.cores * r / w)
-    return weights, lo, hi, uses, step
+        add_step(dom_cores / w)
+        add_row((c.app_id, cores, c.floor, c.want, s.custom))
+    return weights, lo, hi, uses, step, rows
 
 
 def _divide_leaf(cores: int, ranked: Sequence[Claim], inputs: LeafInputs,
                  budget: Mapping[str, int], past: Sequence[float] | None) -> dict[str, int]:
-    weights, lo, hi, uses, step = inputs
+    weights, lo, hi, uses, step, rows = inputs
     budgets = {k: float(v) for k, v in budget.items()}
     if sum(lo) > cores:  # floors first, as every policy (the caller's contract keeps them in)
         shares = water_fill(float(cores), [float(c.priority) for c in ranked], lo, hi)
     else:
         shares = fill(float(cores), weights, lo, hi, past or [0.0] * len(ranked), uses,
                       budgets)
-    return _whole_executors(cores, ranked, shares, dict(budget), step)
+    return _whole_executors(cores, rows, shares, dict(budget), step)
 
 
 class DomLeaf:
@@ -228,7 +236,7 @@ class DomLeaf:
                 for k, u in use:
                     used[k] = used.get(k, 0.0) + x * u
             if all(v < budget.get(k, 0) - _WHOLE for k, v in used.items() if k in budget):
-                return _whole_executors(cores, self.ranked, shares, dict(budget),
+                return _whole_executors(cores, self._inputs[5], shares, dict(budget),
                                         self._inputs[4])
         return _divide_leaf(cores, self.ranked, self._inputs, budget, None)
 
@@ -335,9 +343,7 @@ class Dom:
               ) -> tuple[list[float], list[dict[str, float]]] | None:
         """``children`` for the children ``kids`` of queue ``name`` (None: divide the cores
         as always)."""
-        if name == tree.root.name and name not in self.budgets:
-            self.budgets[name] = root_budget(self.capacity, tree.node[name].max_resources)
-        budget = self.budgets.get(name, {})
+        budget = self._budget(tree, name)
         nodes = [tree.node[k] for k in kids]
         out = children(cores, weights, low, guarantee, high, past,
                        [self.wants.get(k, _NO_WANT) for k in kids],
@@ -348,6 +354,23 @@ class Dom:
                 self.budgets[k] = b
         return out
 
+    def split_on(self, tree, name: str, kids: Sequence[str]) -> tuple:
+        """What ``split`` reads here beside the tree and its arguments: the totals, the
+        parent's budget and the children's wants (a split worked out from the same is the
+        same: ``incremental._divide`` keeps it)."""
+        return (self.totals, self._budget(tree, name),
+                tuple([self.wants.get(k, _NO_WANT) for k in kids]))
+
+    def took(self, kids: Sequence[str], budgets: Sequence[dict[str, float]]) -> None:
+        """The children's budgets of a split kept from an earlier cycle (``split_on``)."""
+        for k, b in zip(kids, budgets, strict=True):
+            self.budgets[k] = b
+
+    def _budget(self, tree, name: str) -> dict[str, float]:
+        if name == tree.root.name and name not in self.budgets:
+            self.budgets[name] = root_budget(self.capacity, tree.node[name].max_resources)
+        return self.budgets.get(name, {})
+
     def leaf_budget(self, leaf: str) -> dict[str, int]:
         return whole(self.budgets.get(leaf, {}))
 
@@ -355,10 +378,27 @@ class Dom:
 _NO_WANT: Want = (Resources(), 0, ())
 
 
-def queue_wants(tree, leaf_wants: Mapping[str, Want]) -> dict[str, Want]:
-    """Every queue's wants summed from its leaves' (``tree``: a ``QueueTree``)."""
-    out: dict[str, Want] = {}
-    for name in tree.postorder:
+def queue_wants(tree, leaf_wants: Mapping[str, Want],
+                last: tuple[Mapping[str, Want], Mapping[str, Want]] | None = None,
+                ) -> dict[str, Want]:
+    """Every queue's wants summed from its leaves' (``tree``: a ``QueueTree``). ``last``: the
+    leaves' wants and this function's answer for them on the same tree, where the caller
+    kept them: only the queues above the leaves whose wants moved since are summed again
+    (a cycle moves a few leaves' wants)."""
+    if last is None:
+        out: dict[str, Want] = {}
+        names = tree.postorder
+    else:
+        was, out = last[0], dict(last[1])
+        paths = tree.path
+        moved = [leaf for leaf in {*leaf_wants, *was}
+                 if leaf_wants.get(leaf) is not was.get(leaf)
+                 and leaf_wants.get(leaf) != was.get(leaf)]
+        above = {q.name for leaf in moved if leaf in paths for q in paths[leaf]}
+        if not above:
+            return out
+        names = [n for n in tree.postorder if n in above]
+    for name in names:
         kids = tree.children[name]
         if kids:
             total, custom_cores, floors = Resources(), 0, ()
@@ -370,4 +410,3 @@ def queue_wants(tree, leaf_wants: Mapping[str, Want]) -> dict[str, Want]:
         else:
             out[name] = leaf_wants.get(name, _NO_WANT)
     return out
-

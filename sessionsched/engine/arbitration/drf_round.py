@@ -7,41 +7,46 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from .policies import Claim
+from ...model.custom import Custom
 
 _EPS = 1e-9
 
 
-def whole_executors(cores: int, ranked: Sequence[Claim], shares: Sequence[float],
+# A claim as the rounding reads it: app id, executor cores, floor, want, executor custom
+# resources (``drf._leaf_inputs`` lays them out once for a leaf's claims).
+Row = tuple[str, int, int, int, Custom]
+
+
+def whole_executors(cores: int, rows: Sequence[Row], shares: Sequence[float],
                      left: dict[str, int], step: Sequence[float]) -> dict[str, int]:
     """Shares (cores) rounded down to whole executors between floor and want; overshoot from
     float error undone from the last in rank order; then the cores and budget left given one
     executor at a time, to the claims in the order of their dominant share / weight with one
     executor more (``step`` per executor; ties in rank order): the rounding's leftovers go to
-    those furthest behind, as DRF's own filling would give them."""
+    those furthest behind, as DRF's own filling would give them. ``rows``: the claims in rank
+    order."""
     out: dict[str, int] = {}
     left_cores = cores
-    for c, share in zip(ranked, shares, strict=True):
-        s = c.executor
-        k = int(share / s.cores + _EPS)  # min(max(k, floor), want)
-        if k < c.floor:
-            k = c.floor
-        if k > c.want:
-            k = c.want
-        out[c.app_id] = k
-        left_cores -= k * s.cores
-        if s.custom:
-            for name, amount in s.custom:
+    for (app_id, size, floor, want, custom), share in zip(rows, shares, strict=True):
+        k = int(share / size + _EPS)  # min(max(k, floor), want)
+        if k < floor:
+            k = floor
+        if k > want:
+            k = want
+        out[app_id] = k
+        left_cores -= k * size
+        if custom:
+            for name, amount in custom:
                 if name in left:
                     left[name] -= k * amount
     # (nothing short, as is usual: no claim would give any back)
-    for c in reversed(ranked) if left_cores < 0 or any(v < 0 for v in left.values()) else ():
-        s = c.executor
-        while out[c.app_id] > c.floor and (
-                left_cores < 0 or any(left.get(k, 0) < 0 for k, _ in s.custom)):
-            out[c.app_id] -= 1
-            left_cores += s.cores
-            for name, amount in s.custom:
+    for app_id, size, floor, _want, custom in (
+            reversed(rows) if left_cores < 0 or any(v < 0 for v in left.values()) else ()):
+        while out[app_id] > floor and (
+                left_cores < 0 or any(left.get(k, 0) < 0 for k, _ in custom)):
+            out[app_id] -= 1
+            left_cores += size
+            for name, amount in custom:
                 if name in left:
                     left[name] += amount
     if left_cores <= 0:
@@ -49,25 +54,22 @@ def whole_executors(cores: int, ranked: Sequence[Claim], shares: Sequence[float]
     # Only the claims that could take one more executor now are ordered: the cores and
     # budget left only shrink, so the others would be passed over all along.
     room = left_cores
-    could = [i for i, c in enumerate(ranked) if out[c.app_id] < c.want
-             and c.executor.cores <= room
-             and not (c.executor.custom
-                      and any(k in left and left[k] < v for k, v in c.executor.custom))]
+    behind = [((out[r[0]] + 1) * step[i], i) for i, r in enumerate(rows)
+              if out[r[0]] < r[3] and r[1] <= room
+              and not (r[4] and any(k in left and left[k] < v for k, v in r[4]))]
     # in that order (a heap: the cores left usually run out after a few)
-    behind = [((out[ranked[i].app_id] + 1) * step[i], i) for i in could]
     heapq.heapify(behind)
     while behind:
-        c = ranked[heapq.heappop(behind)[1]]
-        s = c.executor
+        app_id, size, _floor, want, custom = rows[heapq.heappop(behind)[1]]
         if left_cores <= 0:
             break
-        if out[c.app_id] >= c.want or s.cores > left_cores:
+        if out[app_id] >= want or size > left_cores:
             continue
-        if any(name in left and left[name] < amount for name, amount in s.custom):
+        if any(name in left and left[name] < amount for name, amount in custom):
             continue
-        out[c.app_id] += 1
-        left_cores -= s.cores
-        for name, amount in s.custom:
+        out[app_id] += 1
+        left_cores -= size
+        for name, amount in custom:
             if name in left:
                 left[name] -= amount
     return out

@@ -38,6 +38,10 @@ from .users import divide_leaf
 
 _EPS = 1e-9
 
+# A parent's split as ``_divide`` keeps it: what it was worked out from, the children's shares
+# of cores and (by dominant share) their custom budgets, None where divided by cores alone.
+Split = tuple[tuple, list[float], list[dict[str, float]] | None]
+
 
 class Arbiter:
     """Targets for a changing set of claims, recomputing only the leaves that changed.
@@ -56,11 +60,14 @@ class Arbiter:
         self.targets: dict[str, int] = {}
         self._bonus: dict[str, int] = {}  # remainders given by the last compute
         self._exact = True  # targets == leaf results + bonus (no phase 1/3 cut last time)
-        # parent -> (what its split was worked out from, its children's shares): ``_divide``
-        self._shares: dict[str, tuple[tuple, list[float]]] = {}
+        # parent -> (what its split was worked out from, its children's shares and custom
+        # budgets): ``_divide``
+        self._shares: dict[str, Split] = {}
         # ``_node_sums`` as last worked out (tree, low, high), and the leaves moved since
         self._sums: tuple[QueueTree, dict[str, int], dict[str, int]] | None = None
         self._moved: set[str] = set()
+        # ``_dominant``'s wants as last summed (tree, each leaf's, each queue's): ``drf``
+        self._wants: tuple[QueueTree, dict[str, drf.Want], dict[str, drf.Want]] | None = None
 
     def claims_in(self, leaf: str) -> Mapping[str, Claim]:
         """The claims of a leaf's apps, by app id (as last set: read, not to be changed)."""
@@ -135,11 +142,14 @@ class Arbiter:
                   totals: Resources | None) -> drf.Dom | None:
         """The DRF context on a cluster with custom resources (``drf``), else None."""
         if not drf.applies(capacity):
+            self._wants = None
             return None
-        leaf_wants = {name: (Resources(b.want_cores, b.want_mem_mib, b.want_custom),
-                             b.want_custom_cores, b.floor_custom)
-                      for name, b in self._books.items() if b.claims}
-        return drf.Dom(capacity, drf.queue_wants(tree, leaf_wants), totals)
+        leaf_wants = {name: b.dom_want() for name, b in self._books.items() if b.claims}
+        kept = self._wants
+        wants = drf.queue_wants(tree, leaf_wants,
+                                kept[1:] if kept is not None and kept[0] is tree else None)
+        self._wants = (tree, leaf_wants, wants)
+        return drf.Dom(capacity, wants, totals)
 
     def _set_cut(self, floors: dict[str, int]) -> None:
         """Set in their books, with the floor phase 1 gave them, the claims whose cut moved
@@ -309,12 +319,14 @@ class Arbiter:
 def _divide(
     tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float,
     past: Past = NO_PAST, dom: drf.Dom | None = None,
-    kept: dict[str, tuple[tuple, list[float]]] | None = None,
+    kept: dict[str, Split] | None = None,
 ) -> dict[str, float]:
     """Phase 2 above the leaves: leaf name -> cores (fractional); siblings levelled by
     (cores + decayed past usage) / weight. ``kept``: each parent's split by the figures it
     was worked out from, taken again while they stand (a cycle moves the wants of a few
-    queues; behind several clusters every cluster's engine divides the whole tree)."""
+    queues; behind several clusters every cluster's engine divides the whole tree). By
+    dominant share too: what a split reads of ``dom`` is part of what it was worked out
+    from (``drf.Dom.split_on``)."""
     queue_past = past.queues
     out: dict[str, float] = {}
     stack = [(tree.root.name, float(cores))]
@@ -328,11 +340,15 @@ def _divide(
             continue
         p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
         memo = None
-        if kept is not None and dom is None:  # weights and min shares: the tree's (``tree``)
+        if kept is not None:  # weights and min shares: the tree's (``tree``)
             memo = (tree, c, tuple(kids), tuple([low[k] for k in kids]),
                     tuple([high[k] for k in kids]), None if p is None else tuple(p))
+            if dom is not None:
+                memo = (*memo, *dom.split_on(tree, name, kids))
             was = kept.get(name)
             if was is not None and was[0] == memo:
+                if was[2] is not None:
+                    dom.took(kids, was[2])  # type: ignore[union-attr]
                 stack.extend(zip(kids, was[1], strict=True))
                 continue
         weights = [tree.node[k].weight for k in kids]
@@ -349,7 +365,7 @@ def _divide(
         else:
             shares = water_fill(c, weights, guarantee, [float(high[k]) for k in kids], p)
         if memo is not None:
-            kept[name] = (memo, shares)
+            kept[name] = (memo, shares, None if split is None else split[1])
         stack.extend(zip(kids, shares, strict=True))
     return out
 

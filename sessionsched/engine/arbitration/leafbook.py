@@ -45,6 +45,7 @@ class LeafBook:
         self.floor_custom: Custom = ()  # and of the floors
         self.want_custom_cores = 0  # the cores of the wanted executors that ask for one
         self.used_custom: Custom = ()  # custom resources of the result's executors
+        self._want: tuple[int, tuple[Resources, int, Custom]] | None = None  # ``dom_want``
         # (cores, version, policy, users' past): what the result was computed for
         self.key: tuple | None = None
         self.result: dict[str, int] = {}
@@ -105,6 +106,17 @@ class LeafBook:
         self._ranked = None
         self._head = False
         self._since[c.app_id] = None
+
+    def dom_want(self) -> tuple[Resources, int, Custom]:
+        """The leaf's wants as ``drf.Want``: the wanted executors summed, the cores of those
+        that ask for a custom resource, the floors' custom resources (the same tuple while
+        the claims stand)."""
+        w = self._want
+        if w is None or w[0] != self.version:
+            w = self._want = (self.version, (
+                Resources(self.want_cores, self.want_mem_mib, self.want_custom),
+                self.want_custom_cores, self.floor_custom))
+        return w[1]
 
     def _count(self, c: Claim, n: int, sign: int) -> None:
         """Put a claim's result ``n`` into the sums (``sign`` 1) or take it out (-1)."""
