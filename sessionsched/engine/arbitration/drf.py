@@ -112,17 +112,20 @@ def fill(cores: float, weights: Sequence[float], lo: Sequence[float], hi: Sequen
     while active:
         best, short = math.inf, ""
         for name, budget in left.items():
-            if name:
-                using = [i for i in active if uses[i].get(name)]
-                if not using:
-                    continue
-                a = [uses[i][name] for i in using]
+            if not name:  # the cores: 1 per core (x * 1.0 is x, so not multiplied)
+                if len(active) == n:
+                    at = level(max(budget, 0.0), weights, lo, hi, past)
+                else:
+                    at = level(max(budget, 0.0), [weights[i] for i in active],
+                               [lo[i] for i in active], [hi[i] for i in active],
+                               [past[i] for i in active])
             else:
-                using, a = active, [1.0] * len(active)
-            pairs = list(zip(using, a, strict=True))
-            at = level(max(budget, 0.0), [weights[i] * u for i, u in pairs],
-                       [lo[i] * u for i, u in pairs], [hi[i] * u for i, u in pairs],
-                       [past[i] * u for i, u in pairs])
+                pairs = [(i, uses[i][name]) for i in active if uses[i].get(name)]
+                if not pairs:
+                    continue
+                at = level(max(budget, 0.0), [weights[i] * u for i, u in pairs],
+                           [lo[i] * u for i, u in pairs], [hi[i] * u for i, u in pairs],
+                           [past[i] * u for i, u in pairs])
             if at < best:
                 best, short = at, name
         if best == math.inf:
@@ -307,11 +310,11 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
                       guar, hi, p, uses, budget)
     budgets: list[dict[str, float]] = [{} for _ in range(n)]
     for name, total in budget.items():
-        top = [min(c.get(name, 0.0), dict(m).get(name, math.inf)) for c, m in zip(
-            capped, maxes, strict=True)]
-        floors = [min(float(dict(w[2]).get(name, 0)), t) for w, t in zip(wants, top,
-                                                                          strict=True)]
-        least = [max(min(float(dict(m).get(name, 0)), t), f)
+        top = [min(c.get(name, 0.0), _amount_or(m, name, math.inf))
+               for c, m in zip(capped, maxes, strict=True)]
+        floors = [min(float(_amount_or(w[2], name, 0)), t) for w, t in zip(wants, top,
+                                                                           strict=True)]
+        least = [max(min(float(_amount_or(m, name, 0)), t), f)
                  for m, t, f in zip(mins, top, floors, strict=True)]
         if sum(least) > total:  # floors kept, the guarantees share the rest (as the cores)
             split = water_fill(total, weights, floors, least)
@@ -320,6 +323,14 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
         for b, x in zip(budgets, split, strict=True):
             b[name] = x
     return shares, budgets
+
+
+def _amount_or(custom: Custom, name: str, default: float) -> float:
+    """``dict(custom).get(name, default)``, without the dict (a pair or none, usually)."""
+    for k, v in custom:
+        if k == name:
+            return v
+    return default
 
 
 class Dom:
@@ -346,7 +357,7 @@ class Dom:
         budget = self._budget(tree, name)
         nodes = [tree.node[k] for k in kids]
         out = children(cores, weights, low, guarantee, high, past,
-                       [self.wants.get(k, _NO_WANT) for k in kids],
+                       [self.wants.get(k, NO_WANT) for k in kids],
                        [q.min_resources for q in nodes], [q.max_resources for q in nodes],
                        self.totals, budget)
         if out is not None:
@@ -359,7 +370,7 @@ class Dom:
         parent's budget and the children's wants (a split worked out from the same is the
         same: ``incremental._divide`` keeps it)."""
         return (self.totals, self._budget(tree, name),
-                tuple([self.wants.get(k, _NO_WANT) for k in kids]))
+                tuple([self.wants.get(k, NO_WANT) for k in kids]))
 
     def took(self, kids: Sequence[str], budgets: Sequence[dict[str, float]]) -> None:
         """The children's budgets of a split kept from an earlier cycle (``split_on``)."""
@@ -372,41 +383,46 @@ class Dom:
         return self.budgets.get(name, {})
 
     def leaf_budget(self, leaf: str) -> dict[str, int]:
-        return whole(self.budgets.get(leaf, {}))
+        return whole(self.budgets.get(leaf, _NO_BUDGET))
 
-
-_NO_WANT: Want = (Resources(), 0, ())
-
-
-def queue_wants(tree, leaf_wants: Mapping[str, Want],
-                last: tuple[Mapping[str, Want], Mapping[str, Want]] | None = None,
-                ) -> dict[str, Want]:
-    """Every queue's wants summed from its leaves' (``tree``: a ``QueueTree``). ``last``: the
-    leaves' wants and this function's answer for them on the same tree, where the caller
-    kept them: only the queues above the leaves whose wants moved since are summed again
-    (a cycle moves a few leaves' wants)."""
-    if last is None:
-        out: dict[str, Want] = {}
-        names = tree.postorder
-    else:
-        was, out = last[0], dict(last[1])
-        paths = tree.path
-        moved = [leaf for leaf in {*leaf_wants, *was}
-                 if leaf_wants.get(leaf) is not was.get(leaf)
-                 and leaf_wants.get(leaf) != was.get(leaf)]
-        above = {q.name for leaf in moved if leaf in paths for q in paths[leaf]}
-        if not above:
-            return out
-        names = [n for n in tree.postorder if n in above]
-    for name in names:
-        kids = tree.children[name]
-        if kids:
-            total, custom_cores, floors = Resources(), 0, ()
-            for k in kids:
-                total = total + out[k][0]
-                custom_cores += out[k][1]
-                floors = combine(floors, out[k][2], 1)
-            out[name] = (total, custom_cores, floors)
+    def leaf_view(self, leaf: str, want: Custom) -> tuple[dict[str, int], bool, Custom]:
+        """A leaf's custom budget in whole units; whether it binds (the leaf wants more of a
+        resource than that); and the budget as far as it binds, each amount cut to the
+        leaf's ``want`` (a leaf that wants fewer GPUs than it may have gets the same result
+        for any budget above its want)."""
+        budget = self.leaf_budget(leaf)
+        bound = False
+        for k, v in want:
+            if v > budget.get(k, 0):
+                bound = True
+                break
+        if len(want) == 1 and len(budget) == 1:  # one custom resource: the usual case
+            (k, v), = budget.items()
+            seen: Custom = ((k, min(v, want[0][1] if want[0][0] == k else 0)),)
         else:
-            out[name] = leaf_wants.get(name, _NO_WANT)
+            wanted = dict(want)
+            seen = tuple(sorted((k, min(v, wanted.get(k, 0))) for k, v in budget.items()))
+        return budget, bound, seen
+
+
+NO_WANT: Want = (Resources(), 0, ())
+_NO_BUDGET: dict[str, float] = {}
+
+
+def queue_wants(tree, leaf_wants: Mapping[str, Want]) -> dict[str, Want]:
+    """Every queue's wants summed from its leaves' (``tree``: a ``QueueTree``)."""
+    out: dict[str, Want] = {}
+    for name in tree.postorder:
+        kids = tree.children[name]
+        out[name] = summed([out[k] for k in kids]) if kids else leaf_wants.get(name, NO_WANT)
     return out
+
+
+def summed(wants: Sequence[Want]) -> Want:
+    """A parent's wants: its children's summed."""
+    total, custom_cores, floors = Resources(), 0, ()
+    for w in wants:
+        total = total + w[0]
+        custom_cores += w[1]
+        floors = combine(floors, w[2], 1)
+    return (total, custom_cores, floors)

@@ -25,7 +25,6 @@ from dataclasses import replace
 from sortedcontainers import SortedList
 
 from ...model import Policy, Queue, Resources
-from ...model.custom import covers
 from ..tree import QueueTree
 from . import drf
 from .decay import NO_PAST, Past
@@ -63,11 +62,10 @@ class Arbiter:
         # parent -> (what its split was worked out from, its children's shares and custom
         # budgets): ``_divide``
         self._shares: dict[str, Split] = {}
-        # ``_node_sums`` as last worked out (tree, low, high), and the leaves moved since
-        self._sums: tuple[QueueTree, dict[str, int], dict[str, int]] | None = None
+        # ``_node_sums`` as last worked out (tree, low, high, wants), and the leaves moved since
+        self._sums: tuple[QueueTree, dict[str, int], dict[str, int],
+                          dict[str, drf.Want] | None] | None = None
         self._moved: set[str] = set()
-        # ``_dominant``'s wants as last summed (tree, each leaf's, each queue's): ``drf``
-        self._wants: tuple[QueueTree, dict[str, drf.Want], dict[str, drf.Want]] | None = None
 
     def claims_in(self, leaf: str) -> Mapping[str, Claim]:
         """The claims of a leaf's apps, by app id (as last set: read, not to be changed)."""
@@ -127,9 +125,10 @@ class Arbiter:
             raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
         cut = None if self._floors.fits(tree, capacity) else self._floors.cut(tree, capacity)
         self._set_cut({} if cut is None else cut.floors)
-        low, high = self._node_sums(tree)
+        low, high, wants = self._node_sums(tree, drf.applies(capacity))
         budget = min(self._cores_memory_backs(capacity), high[root.name])
-        dom = self._dominant(tree, capacity, totals)
+        # the DRF context on a cluster with custom resources (``drf``)
+        dom = None if wants is None else drf.Dom(capacity, wants, totals)
         cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom,
                            self._shares)
         recomputed = self._leaf_results(tree, cores_of, past, dom)
@@ -137,19 +136,6 @@ class Arbiter:
         if cut is None and used_mem <= capacity.mem_mib:
             return self._finish_exact(tree, capacity, recomputed)
         return self._finish_cut(tree, capacity, cut)
-
-    def _dominant(self, tree: QueueTree, capacity: Resources,
-                  totals: Resources | None) -> drf.Dom | None:
-        """The DRF context on a cluster with custom resources (``drf``), else None."""
-        if not drf.applies(capacity):
-            self._wants = None
-            return None
-        leaf_wants = {name: b.dom_want() for name, b in self._books.items() if b.claims}
-        kept = self._wants
-        wants = drf.queue_wants(tree, leaf_wants,
-                                kept[1:] if kept is not None and kept[0] is tree else None)
-        self._wants = (tree, leaf_wants, wants)
-        return drf.Dom(capacity, wants, totals)
 
     def _set_cut(self, floors: dict[str, int]) -> None:
         """Set in their books, with the floor phase 1 gave them, the claims whose cut moved
@@ -179,18 +165,20 @@ class Arbiter:
             return capacity.cores
         return min(capacity.cores, capacity.mem_mib * want_cores / want_mem)
 
-    def _node_sums(self, tree: QueueTree) -> tuple[dict[str, int], dict[str, int]]:
+    def _node_sums(self, tree: QueueTree, custom: bool = False
+                   ) -> tuple[dict[str, int], dict[str, int], dict[str, drf.Want] | None]:
         """Per queue: (floor cores as phase 1 gave them, wanted cores cut to max_cores and at
-        least the floors). Kept between computes: worked out again on the paths of the leaves
-        whose claims moved since (``_moved``), the whole tree for another tree."""
+        least the floors, and where ``custom`` resources count its wants as ``drf.Want``, else
+        None). Kept between computes: worked out again on the paths of the leaves whose
+        claims moved since (``_moved``), the whole tree for another tree."""
         kept, moved = self._sums, self._moved
-        if kept is not None and kept[0] is tree:
-            low, high = kept[1], kept[2]
+        if kept is not None and kept[0] is tree and (kept[3] is not None or not custom):
+            low, high, wants = kept[1], kept[2], kept[3] if custom else None
             paths = tree.path
             above = {q.name for leaf in moved if leaf in paths for q in paths[leaf]}
             names = [n for n in tree.postorder if n in above] if above else ()
         else:
-            low, high = {}, {}
+            low, high, wants = {}, {}, {} if custom else None
             names = tree.postorder
         for name in names:
             q = tree.node[name]
@@ -198,6 +186,8 @@ class Arbiter:
             if kids:
                 f = sum(low[k] for k in kids)
                 w = sum(high[k] for k in kids)
+                if wants is not None:
+                    wants[name] = drf.summed([wants[k] for k in kids])
             else:
                 book = self._books.get(name)
                 if book is None:
@@ -205,12 +195,14 @@ class Arbiter:
                 else:
                     w = book.want_cores
                     f = book.floor_cores
+                if wants is not None:
+                    wants[name] = drf.NO_WANT if book is None else book.dom_want()
             if q.max_cores is not None:
                 w = min(w, q.max_cores)
             low[name] = f
             high[name] = max(w, f)
-        self._sums, self._moved = (tree, low, high), set()
-        return low, high
+        self._sums, self._moved = (tree, low, high, wants), set()
+        return low, high, wants
 
     def _leaf_results(
         self, tree: QueueTree, cores_of: dict[str, float], past: Past,
@@ -230,15 +222,10 @@ class Arbiter:
             key = (cores, book.version, policy,
                    None if users is None else tuple(sorted(users.items())))
             if dom is not None and book.want_custom:
-                budget = dom.leaf_budget(name)
-                bound = not covers(book.want_custom, tuple(sorted(budget.items())))
+                budget, bound, seen = dom.leaf_view(name, book.want_custom)
                 # A fifo or priority leaf whose GPUs are no limit divides as if it had none
                 # (below, walked as always); a fairshare leaf by dominant share either way.
                 if bound or policy is Policy.FAIRSHARE:
-                    # The budget as far as it binds: a leaf that wants fewer GPUs than it may
-                    # have gets the same result for any budget (so keeps its key).
-                    want = dict(book.want_custom)
-                    seen = tuple(sorted((k, min(v, want.get(k, 0))) for k, v in budget.items()))
                     key = (*key, dom.totals, seen)
                     if book.key == key:
                         continue
