@@ -5,6 +5,9 @@ its own there: tests/commands/test_cli_estimates.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from datetime import datetime
 
 from sessionsched.backends.memory import WORK
@@ -91,3 +94,24 @@ def test_an_elastic_app_that_waits_for_its_first_executors_gets_a_counter_offer(
         assert (info["estimatedStart"], info["counterOffer"]) == (
             app["estimated_start"], offer["text"])
         assert "counter_offer" in s.client.get("/static/apps.js").text  # the dashboard's
+
+
+def test_the_estimating_process_starts_without_a_first_import():
+    """The server's estimating process (a one-worker pool of the ``spawn`` context) is started
+    on the scheduler's thread at the first refresh with an app queued. Every module that
+    start needs comes with the refresher's own import, so it changes ``sys.modules`` under
+    no other thread of the server (a hypothesis run iterating it once failed so). In a
+    fresh interpreter: the refresher imported, then such a pool started and used."""
+    script = textwrap.dedent("""
+        import multiprocessing, sys
+        from concurrent.futures import ProcessPoolExecutor
+        import sessionsched.service.estimating.refresher
+        before = set(sys.modules)
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            assert pool.submit(abs, -1).result(timeout=120) == 1
+        print(sorted(set(sys.modules) - before))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"imported at the pool's start: {done.stdout}"

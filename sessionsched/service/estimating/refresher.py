@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.popen_spawn_posix  # noqa: F401 - see below
+import multiprocessing.resource_tracker  # noqa: F401
+import multiprocessing.synchronize  # noqa: F401
 import os
 import threading
 import time
@@ -43,6 +46,12 @@ from sessionsched.store import Store
 from sessionsched.store.work_lengths import work_lengths
 
 log = logging.getLogger("sessionsched.estimate")
+
+# The spawned pool's own modules are imported above, with this one, not at the first refresh:
+# there, on the scheduler's thread, a first import would change ``sys.modules`` at a moment
+# no one chose, under whatever another thread of the server was iterating it (a test's
+# hypothesis, describing a strategy, once failed so: "dictionary changed size during
+# iteration").
 
 HISTORY_S = 60.0  # how long the store's run lengths are reused
 RUN_TIMEOUT_S = 120.0  # a forward run that takes longer is given up (and logged)
