@@ -239,7 +239,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             continue
         while (reason := defer_reason(view, at[name], path, room)) is not None:
             if limits is not None and nxt[name] == 0 and name not in waiting:
-                limits.keep(name, at[name], path, room, reason)
+                limits.keep(name, at[name], reason)
             if not defer(name, at[name], reason, 0):
                 del views[name]
                 break
