@@ -229,9 +229,8 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     heads: dict[str, Rank] = {}  # leaf -> its head's rank, until the head changes
     limits, kept = room.limit_waits, kept or {}
     for name in sorted([*views, *kept]) if kept else sorted(views):
-        if name in kept:  # as ``pass_held`` then ``defer`` would have it
-            head, wait = kept[name]
-            at[name], waiting[name], deferred[name] = head, wait, (None, head, 0)
+        if name in kept:  # as ``defer`` would have it (its entry in ``deferred``: if needed)
+            waiting[name] = kept[name][1]
             continue
         view, path = views[name], tree.path[name]
         if not pass_held(name):
@@ -244,7 +243,10 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
                 del views[name]
                 break
 
-    best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
+    # queue -> the leaf the walk picks below it, if any: none below a queue with no leaf left
+    # in the walk (most queues, when most heads wait for a count), so only the paths of those
+    # leaves are settled.
+    best: dict[str, str | None] = dict.fromkeys(tree.postorder)
 
     def head_key(leaf: str) -> Rank:
         key = heads.get(leaf)
@@ -278,8 +280,10 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         if leaf is not None and name != root.name:  # the root is nobody's child
             keys[name] = child_key(name)
 
+    walked = {q.name for name in views for q in tree.path[name]}
     for name in tree.postorder:
-        settle(name)
+        if name in walked:
+            settle(name)
     admitted: list[str] = []
     ahead: set[str] = set()
     limited_at: dict[str, int] = {}  # parent with max_running_apps -> admissions after its last
@@ -313,6 +317,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             settle(node.name)
     if admitted:
         n = len(admitted)
+        deferred.update((name, (None, head, 0)) for name, (head, _) in kept.items())
         for name, (view, head, before) in deferred.items():
             if before < n and _said_again(waiting[name], before, tree.path[name], limited_at):
                 view = view or view_of(name)  # type: ignore[misc]
