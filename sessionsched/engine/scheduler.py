@@ -307,8 +307,8 @@ class Scheduler:
 
     def _admit(self, now: float, out: list[Decision], past: Past | None) -> None:
         books = self.books
-        heads = self._heads.first(books.pending)
-        if not heads or not self.launching:
+        heads = self._heads.first(books.pending) if self.launching else {}
+        if not heads:
             self.waiting, self.held = {}, {}
             self._more_to_admit = None
             return
@@ -318,7 +318,7 @@ class Scheduler:
         # A head kept waiting for a count (``room.limit_waits``) needs no view: most queues of
         # a busy cluster, and behind several clusters each engine looks at all of them.
         room.limit_waits.start(QueueTree.of(self.root), room)
-        look, kept = room.limit_waits.split(heads, self.apps)
+        look, kept = room.limit_waits.split(heads, self._heads.take_read(), self.apps)
         plan = admission.plan_admissions(self.root, [self._leaf_view(n) for n in look], room,
                                          self.budget.admit, kept, self._leaf_view)
         self.waiting, self.held = plan.waiting, plan.held
@@ -343,7 +343,8 @@ class Scheduler:
     def _room(self) -> admission.Room:
         room = self._rooms.room(self.books, self.capacity, self.driver_slots, self.host_room,
                                 self.reports, self.elsewhere, self.offered_later,
-                                self._weight_shares, self.max_cores_left)
+                                self._weight_shares, self.max_cores_left,
+                                self._heads.first(self.books.pending))
         if room.host_free is not None and self.host_elsewhere[1]:  # other clusters' drivers
             room.host_free -= self.host_elsewhere[0]
             room.host_drivers += self.host_elsewhere[1]

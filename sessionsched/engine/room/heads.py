@@ -2,9 +2,11 @@
 
 Admission starts from every queue's head, every cycle, and behind several clusters
 (``clusters.federation``) every cluster's engine holds every queued app: reading a hundred
-heads out of their sorted queues is most of what a cycle of a full cluster costs in admission.
-A leaf's head moves only when its queued apps do, and the books say when that is
-(``Books``' ``listing_changed``): only those leaves are read again.
+heads out of their sorted queues (and each head's record) is most of what a cycle of a full
+cluster costs in admission. A leaf's head moves only when its queued apps do, and the books
+say when that is (``Books``' ``listing_changed``; a gang that falls back to an ordinary app is
+queued again for it, ``gang.phase``): only those leaves are read again, and admission is told
+which they were (``take_read``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class QueueHeads:
         self._moved: set[str] = set()
         self._all = True  # every leaf read again (the first cycle, a new tree)
         self._first: dict[str, Rank] = {}
+        self._read: set[str] | None = None  # read again since ``take_read``; None: every leaf
 
     def moved(self, leaf: str) -> None:
         self._moved.add(leaf)
@@ -35,18 +38,28 @@ class QueueHeads:
     def first(self, pending: Mapping[str, Sequence[Rank]]) -> dict[str, Rank]:
         """The heads as ``pending`` (leaf -> its queued apps' rank keys, head first) has them
         now. The caller reads, never changes, the dict it gets."""
-        moved, old = self._moved, self._first
-        if self._all:
+        moved, first = self._moved, self._first
+        if self._read is not None:
+            self._read |= moved
+        gained = self._all
+        for name in moved if not gained else ():
+            pend = pending.get(name)
+            if pend:
+                if name not in first:
+                    gained = True  # its place among the others: the books' order, read whole
+                    break
+                first[name] = pend[0]
+            else:
+                first.pop(name, None)
+        if gained:
             self._first = {name: pend[0] for name, pend in pending.items() if pend}
-        elif moved:
-            new: dict[str, Rank] = {}
-            for name, pend in pending.items():
-                if name in moved:
-                    if pend:
-                        new[name] = pend[0]
-                elif (key := old.get(name)) is not None:
-                    new[name] = key
-            self._first = new
+            if self._all:
+                self._read = None
         self._all = False
         moved.clear()
         return self._first
+
+    def take_read(self) -> set[str] | None:
+        """The leaves whose head may have moved since the last call (None: any)."""
+        read, self._read = self._read, set()
+        return read

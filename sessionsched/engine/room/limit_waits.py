@@ -21,7 +21,7 @@ all of them, and every engine holds a copy of every queued app.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import TYPE_CHECKING
 
 from ...model import AppSpec
@@ -48,6 +48,7 @@ class LimitWaits:
         self._workers: Workers | None = None
         self._below: dict[str, tuple[str, ...]] = {}  # limited queue -> the leaves below it
         self._counts: dict[str, int] = {}  # limited queue -> its apps, here and elsewhere
+        self._taken: dict[str, tuple[AppSpec, Wait]] = {}  # what the last ``split`` took
 
     def start(self, tree: QueueTree, room: Room) -> None:
         """A cycle's admission starts on ``room`` (nothing admitted yet): the waits kept on
@@ -78,17 +79,24 @@ class LimitWaits:
             else:
                 kept[leaf] = (head, wait)
 
-    def split(self, heads: Mapping[str, Rank], apps: Mapping[str, AppRecord]
-              ) -> tuple[list[str], dict[str, tuple[AppSpec, Wait]]]:
+    def split(self, heads: Mapping[str, Rank], read: Container[str] | None,
+              apps: Mapping[str, AppRecord]) -> tuple[list[str], dict[str, tuple[AppSpec, Wait]]]:
         """The leaves of ``heads`` (leaf -> its head's rank key) whose head must be looked at,
-        in their order; and the others, with their head and its kept wait."""
+        in their order; and the others, with their head and its kept wait. ``read``: the
+        leaves whose head may have moved since the last split (``QueueHeads.read``; None:
+        any): another leaf whose kept wait is the one the last split took is taken again
+        without a look at its head's record."""
         look: list[str] = []
         out: dict[str, tuple[AppSpec, Wait]] = {}
         kept, workers, path = self._kept, self._workers, self._tree.path  # type: ignore[union-attr]
+        last, self._taken = self._taken, out
         for name, key in heads.items():
             k = kept.get(name)
             if k is None:
                 look.append(name)
+                continue
+            if read is not None and name not in read and last.get(name) is k:
+                out[name] = k
                 continue
             head = apps[key[2]].spec
             if k[0] is not head:
