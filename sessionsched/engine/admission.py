@@ -34,8 +34,9 @@ for and what it measured: docs/design/admission.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..model import AppSpec, Queue, Resources
@@ -197,17 +198,21 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         need a room an app ahead of them waits for (``host_room``); False if none is left."""
         view, path = views[name], tree.path[name]
         rooms = shut.get(name)
-        while nxt[name] < len(view.pending):
-            head = view.pending[nxt[name]]
+        i = nxt[name]
+        # Read in one pass from the leaf's place: past a head waiting for the host's room a
+        # busy cycle may go through its whole queue here, in every cluster's engine.
+        for head in _specs_from(view.pending, i):
             if rooms and rooms & rooms_needed(head):
-                nxt[name] += 1  # behind an app waiting for a room it needs too
+                i += 1  # behind an app waiting for a room it needs too
                 continue
             wait = None if room.workers is None else held_now(head, path, room.workers)
             if wait is None:
+                nxt[name] = i
                 at[name] = head
                 return True
             held[head.app_id] = wait
-            nxt[name] += 1
+            i += 1
+        nxt[name] = i
         return False
 
     deferred: dict[str, tuple[LeafView | None, AppSpec, int]] = {}  # leaf -> (view, head, ...)
@@ -341,6 +346,13 @@ def _said_again(wait: Wait, before: int, path: tuple[Queue, ...],
     return bool(limited_at) and any(limited_at.get(n.name, 0) > before for n in path[:-1])
 
 
+def _specs_from(pending: Sequence[AppSpec], i: int) -> Iterator[AppSpec]:
+    """The queued apps from place ``i`` on, in order."""
+    if isinstance(pending, PendingSpecs):
+        return pending.specs_from(i)
+    return islice(pending, i, None)
+
+
 class PendingSpecs:
     """A read-only sequence of AppSpec over a queue's sorted keys (no copy of 100k entries)."""
 
@@ -353,6 +365,10 @@ class PendingSpecs:
 
     def __getitem__(self, i: int) -> AppSpec:
         return self._apps[self._keys[i][2]].spec
+
+    def specs_from(self, i: int) -> Iterator[AppSpec]:
+        apps = self._apps
+        return (apps[key[2]].spec for key in islice(self._keys, i, None))
 
 
 class PriorityOf:
