@@ -60,6 +60,7 @@ from .waits import Wait, WaitCode
 
 if TYPE_CHECKING:
     from .room.limit_waits import LimitWaits
+    from .room.shut_out import ShutOut
 
 
 @dataclass(slots=True)
@@ -153,6 +154,7 @@ class Room:
     # ``uncommitted`` of every gang's whole need; a gang admitted gets its own back (``spend``).
     gangs: Mapping[str, Hold] = field(default_factory=dict)
     limit_waits: LimitWaits | None = None  # heads kept waiting for a count (``room``)
+    shut_out: ShutOut | None = None  # queues whose apps all need a room waited for (``room``)
 
 
 @dataclass(frozen=True)
@@ -199,12 +201,20 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         view, path = views[name], tree.path[name]
         rooms = shut.get(name)
         i = nxt[name]
-        # Read in one pass from the leaf's place: past a head waiting for the host's room a
-        # busy cycle may go through its whole queue here, in every cluster's engine.
+        # Read in one pass from the leaf's place: past a head waiting for the cluster's room a
+        # busy cycle may go through its whole queue here, in every cluster's engine; and what
+        # it found is kept (``room.shut_out``), so the next cycles need not read it again.
+        first, known = None, room.shut_out
         for head in _specs_from(view.pending, i):
+            if rooms and first is None and known is not None:
+                first = rank(view.priority_of[head.app_id], head.seq, head.app_id)
+                if known.all_need(name, first, rooms):
+                    nxt[name] = len(view.pending)
+                    return False
             if rooms and rooms & rooms_needed(head):
                 i += 1  # behind an app waiting for a room it needs too
                 continue
+            first = known = None  # one that needs none of them: nothing to keep
             wait = None if room.workers is None else held_now(head, path, room.workers)
             if wait is None:
                 nxt[name] = i
@@ -212,6 +222,8 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
                 return True
             held[head.app_id] = wait
             i += 1
+        if first is not None and known is not None:
+            known.found(name, first, rooms)  # type: ignore[arg-type]
         nxt[name] = i
         return False
 

@@ -318,6 +318,7 @@ class Scheduler:
         # A head kept waiting for a count (``room.limit_waits``) needs no view: most queues of
         # a busy cluster, and behind several clusters each engine looks at all of them.
         room.limit_waits.start(QueueTree.of(self.root), room)
+        room.shut_out.came_in(self._heads.take_added())
         look, kept = room.limit_waits.split(heads, self._heads.take_read(), self.apps)
         plan = admission.plan_admissions(self.root, [self._leaf_view(n) for n in look], room,
                                          self.budget.admit, kept, self._leaf_view)

@@ -19,7 +19,7 @@ from ..rank import Rank
 class QueueHeads:
     """Leaf -> the rank key of its first queued app, for the leaves with apps queued, in the
     books' order of the leaves. ``moved`` is what the books tell of a leaf whose queued apps
-    changed (it tells ``also`` too: the views are told the same)."""
+    changed (it tells ``also`` too: the views are told the same), and whether one came in."""
 
     def __init__(self, also: Callable[[str], None]) -> None:
         self._also = also
@@ -27,13 +27,17 @@ class QueueHeads:
         self._all = True  # every leaf read again (the first cycle, a new tree)
         self._first: dict[str, Rank] = {}
         self._read: set[str] | None = None  # read again since ``take_read``; None: every leaf
+        self._added: set[str] | None = None  # an app came in since ``take_added``; None: any
 
-    def moved(self, leaf: str) -> None:
+    def moved(self, leaf: str, added: bool = False) -> None:
         self._moved.add(leaf)
+        if added and self._added is not None:
+            self._added.add(leaf)
         self._also(leaf)
 
     def moved_all(self) -> None:
         self._all = True
+        self._added = None
 
     def first(self, pending: Mapping[str, Sequence[Rank]]) -> dict[str, Rank]:
         """The heads as ``pending`` (leaf -> its queued apps' rank keys, head first) has them
@@ -63,3 +67,8 @@ class QueueHeads:
         """The leaves whose head may have moved since the last call (None: any)."""
         read, self._read = self._read, set()
         return read
+
+    def take_added(self) -> set[str] | None:
+        """The leaves an app came into since the last call (None: any)."""
+        added, self._added = self._added, set()
+        return added

@@ -18,6 +18,7 @@ from ..admission import Room
 from ..ledger import Totals
 from ..tree import QueueTree
 from .limit_waits import LimitWaits
+from .shut_out import ShutOut
 
 if TYPE_CHECKING:
     from ..app_books import Books
@@ -32,6 +33,7 @@ class RoomKeeper:
         self._tree: QueueTree | None = None
         self._reset()
         self.limit_waits = LimitWaits()
+        self.shut_out = ShutOut()
 
     def _reset(self) -> None:
         self._seen: dict[str, tuple[Totals, bool]] = {}  # leaf -> (its totals, apps queued)
@@ -84,7 +86,7 @@ class RoomKeeper:
         room.whole_in, room.unbounded_in = dict(self.whole_in), dict(self.unbounded_in)
         room.ahead_in = dict(self.ahead_in)
         room.weight_share = weight_shares(self.busy)
-        room.limit_waits = self.limit_waits
+        room.limit_waits, room.shut_out = self.limit_waits, self.shut_out
         return room
 
     def _bring_up_to_date(self, books: Books, queued: Container[str]) -> None:

@@ -52,7 +52,8 @@ class LimitWaits:
 
     def start(self, tree: QueueTree, room: Room) -> None:
         """A cycle's admission starts on ``room`` (nothing admitted yet): the waits kept on
-        another tree or other workers go, and those below a queue whose count moved."""
+        another tree or other workers go, and those below a queue whose count moved are worked
+        out again (gone if it has room now)."""
         kept = self._kept
         if tree is not self._tree or room.workers is not self._workers:
             kept.clear()
@@ -83,8 +84,8 @@ class LimitWaits:
               apps: Mapping[str, AppRecord]) -> tuple[list[str], dict[str, tuple[AppSpec, Wait]]]:
         """The leaves of ``heads`` (leaf -> its head's rank key) whose head must be looked at,
         in their order; and the others, with their head and its kept wait. ``read``: the
-        leaves whose head may have moved since the last split (``QueueHeads.read``; None:
-        any): another leaf whose kept wait is the one the last split took is taken again
+        leaves whose head may have moved since the last split (``QueueHeads.take_read``;
+        None: any): another leaf whose kept wait is the one the last split took is taken again
         without a look at its head's record."""
         look: list[str] = []
         out: dict[str, tuple[AppSpec, Wait]] = {}
