@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from ..ledger import AppRecord
 from ..rank import Rank
 
 
 class QueueHeads:
     """Leaf -> the rank key of its first queued app, for the leaves with apps queued, in the
     books' order of the leaves. ``moved`` is what the books tell of a leaf whose queued apps
-    changed (it tells ``also`` too: the views are told the same), and whether one came in."""
+    changed (it tells ``also`` too: the views are told the same), and the app that came in."""
 
     def __init__(self, also: Callable[[str], None]) -> None:
         self._also = also
@@ -27,12 +28,13 @@ class QueueHeads:
         self._all = True  # every leaf read again (the first cycle, a new tree)
         self._first: dict[str, Rank] = {}
         self._read: set[str] | None = None  # read again since ``take_read``; None: every leaf
-        self._added: set[str] | None = None  # an app came in since ``take_added``; None: any
+        # Leaf -> the apps that came in since ``take_added``; None: any leaf, any app.
+        self._added: dict[str, list[AppRecord]] | None = None
 
-    def moved(self, leaf: str, added: bool = False) -> None:
+    def moved(self, leaf: str, added: AppRecord | None = None) -> None:
         self._moved.add(leaf)
-        if added and self._added is not None:
-            self._added.add(leaf)
+        if added is not None and self._added is not None:
+            self._added.setdefault(leaf, []).append(added)
         self._also(leaf)
 
     def moved_all(self) -> None:
@@ -68,7 +70,7 @@ class QueueHeads:
         read, self._read = self._read, set()
         return read
 
-    def take_added(self) -> set[str] | None:
-        """The leaves an app came into since the last call (None: any)."""
-        added, self._added = self._added, set()
+    def take_added(self) -> dict[str, list[AppRecord]] | None:
+        """Leaf -> the apps that came into it since the last call (None: any)."""
+        added, self._added = self._added, {}
         return added

@@ -6,14 +6,17 @@ reads on through the queue for one. When the cluster's room is what is short, us
 of the queue is such (every app with an executor needs it), and the walk reads the whole
 queue to find so, cycle after cycle, queue after queue - behind several clusters
 (``clusters.federation``) in every cluster's engine, each holding every queued app. What it
-found holds until an app comes into that queue (a submission, a new priority, a gang
-falling back: ``QueueHeads.take_added``); apps leaving it take nothing from it.
+found holds while each app that comes into that queue (a submission, a new priority, a gang
+falling back: ``QueueHeads.take_added``) needs one of those rooms too or comes ahead of where
+it holds from; apps leaving the queue take nothing from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
 
+from ..host_room import rooms_needed
+from ..ledger import AppRecord
 from ..rank import Rank
 
 
@@ -24,13 +27,18 @@ class ShutOut:
     def __init__(self) -> None:
         self._found: dict[str, tuple[Rank, frozenset[str]]] = {}
 
-    def came_in(self, leaves: Iterable[str] | None) -> None:
-        """Apps came into ``leaves`` (None: any leaf, or the queues changed)."""
-        if leaves is None:
+    def came_in(self, added: Mapping[str, Sequence[AppRecord]] | None) -> None:
+        """Apps came into queues (``added``: leaf -> those apps; None: any, or the queues
+        changed)."""
+        if added is None:
             self._found.clear()
             return
-        for leaf in leaves:
-            self._found.pop(leaf, None)
+        found = self._found
+        for leaf, recs in added.items():
+            kept = found.get(leaf)
+            if kept is not None and any(rec.rank >= kept[0] and not rooms_needed(rec.spec)
+                                        & kept[1] for rec in recs):
+                del found[leaf]
 
     def all_need(self, leaf: str, key: Rank, rooms: frozenset[str]) -> bool:
         """Whether every app of ``leaf`` from ``key`` on is known to need one of ``rooms``."""
