@@ -34,8 +34,9 @@ for and what it measured: docs/design/admission.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..model import AppSpec, Queue, Resources
@@ -59,6 +60,7 @@ from .waits import Wait, WaitCode
 
 if TYPE_CHECKING:
     from .room.limit_waits import LimitWaits
+    from .room.shut_out import ShutOut
 
 
 @dataclass(slots=True)
@@ -152,6 +154,7 @@ class Room:
     # ``uncommitted`` of every gang's whole need; a gang admitted gets its own back (``spend``).
     gangs: Mapping[str, Hold] = field(default_factory=dict)
     limit_waits: LimitWaits | None = None  # heads kept waiting for a count (``room``)
+    shut_out: ShutOut | None = None  # queues whose apps all need a room waited for (``room``)
 
 
 @dataclass(frozen=True)
@@ -197,17 +200,31 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         need a room an app ahead of them waits for (``host_room``); False if none is left."""
         view, path = views[name], tree.path[name]
         rooms = shut.get(name)
-        while nxt[name] < len(view.pending):
-            head = view.pending[nxt[name]]
+        i = nxt[name]
+        # Read in one pass from the leaf's place: past a head waiting for the cluster's room a
+        # busy cycle may go through its whole queue here, in every cluster's engine; and what
+        # it found is kept (``room.shut_out``), so the next cycles need not read it again.
+        first, known = None, room.shut_out
+        for head in _specs_from(view.pending, i):
+            if rooms and first is None and known is not None:
+                first = rank(view.priority_of[head.app_id], head.seq, head.app_id)
+                if known.all_need(name, first, rooms):
+                    nxt[name] = len(view.pending)
+                    return False
             if rooms and rooms & rooms_needed(head):
-                nxt[name] += 1  # behind an app waiting for a room it needs too
+                i += 1  # behind an app waiting for a room it needs too
                 continue
+            first = known = None  # one that needs none of them: nothing to keep
             wait = None if room.workers is None else held_now(head, path, room.workers)
             if wait is None:
+                nxt[name] = i
                 at[name] = head
                 return True
             held[head.app_id] = wait
-            nxt[name] += 1
+            i += 1
+        if first is not None and known is not None:
+            known.found(name, first, rooms)  # type: ignore[arg-type]
+        nxt[name] = i
         return False
 
     deferred: dict[str, tuple[LeafView | None, AppSpec, int]] = {}  # leaf -> (view, head, ...)
@@ -229,9 +246,8 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     heads: dict[str, Rank] = {}  # leaf -> its head's rank, until the head changes
     limits, kept = room.limit_waits, kept or {}
     for name in sorted([*views, *kept]) if kept else sorted(views):
-        if name in kept:  # as ``pass_held`` then ``defer`` would have it
-            head, wait = kept[name]
-            at[name], waiting[name], deferred[name] = head, wait, (None, head, 0)
+        if name in kept:  # as ``defer`` would have it (its entry in ``deferred``: if needed)
+            waiting[name] = kept[name][1]
             continue
         view, path = views[name], tree.path[name]
         if not pass_held(name):
@@ -239,12 +255,15 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             continue
         while (reason := defer_reason(view, at[name], path, room)) is not None:
             if limits is not None and nxt[name] == 0 and name not in waiting:
-                limits.keep(name, at[name], path, room, reason)
+                limits.keep(name, at[name], reason)
             if not defer(name, at[name], reason, 0):
                 del views[name]
                 break
 
-    best: dict[str, str | None] = {}  # queue -> the leaf the walk picks below it, if any
+    # queue -> the leaf the walk picks below it, if any: none below a queue with no leaf left
+    # in the walk (most queues, when most heads wait for a count), so only the paths of those
+    # leaves are settled.
+    best: dict[str, str | None] = dict.fromkeys(tree.postorder)
 
     def head_key(leaf: str) -> Rank:
         key = heads.get(leaf)
@@ -278,8 +297,10 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         if leaf is not None and name != root.name:  # the root is nobody's child
             keys[name] = child_key(name)
 
+    walked = {q.name for name in views for q in tree.path[name]}
     for name in tree.postorder:
-        settle(name)
+        if name in walked:
+            settle(name)
     admitted: list[str] = []
     ahead: set[str] = set()
     limited_at: dict[str, int] = {}  # parent with max_running_apps -> admissions after its last
@@ -313,6 +334,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             settle(node.name)
     if admitted:
         n = len(admitted)
+        deferred.update((name, (None, head, 0)) for name, (head, _) in kept.items())
         for name, (view, head, before) in deferred.items():
             if before < n and _said_again(waiting[name], before, tree.path[name], limited_at):
                 view = view or view_of(name)  # type: ignore[misc]
@@ -336,6 +358,13 @@ def _said_again(wait: Wait, before: int, path: tuple[Queue, ...],
     return bool(limited_at) and any(limited_at.get(n.name, 0) > before for n in path[:-1])
 
 
+def _specs_from(pending: Sequence[AppSpec], i: int) -> Iterator[AppSpec]:
+    """The queued apps from place ``i`` on, in order."""
+    if isinstance(pending, PendingSpecs):
+        return pending.specs_from(i)
+    return islice(pending, i, None)
+
+
 class PendingSpecs:
     """A read-only sequence of AppSpec over a queue's sorted keys (no copy of 100k entries)."""
 
@@ -348,6 +377,10 @@ class PendingSpecs:
 
     def __getitem__(self, i: int) -> AppSpec:
         return self._apps[self._keys[i][2]].spec
+
+    def specs_from(self, i: int) -> Iterator[AppSpec]:
+        apps = self._apps
+        return (apps[key[2]].spec for key in islice(self._keys, i, None))
 
 
 class PriorityOf:

@@ -42,11 +42,11 @@ from .tree import QueueTree
 
 class Books:
     """One engine's books. ``apps`` (app id -> ``AppRecord``), ``pending`` (leaf -> rank keys
-    of its queued apps, head first), ``ledger``, ``needs``, ``arbiter``,
-    ``grants`` and ``reclaimer`` are there to read; only the verbs change them.
-    ``listing_changed(leaf)`` is told whenever a leaf's queued apps change (the views)."""
+    of its queued apps, head first), ``ledger``, ``needs``, ``arbiter``, ``grants`` and
+    ``reclaimer`` are there to read; only the verbs change them. ``listing_changed(leaf,
+    added)`` is told whenever a leaf's queued apps change (``added``: the app that came in)."""
 
-    def __init__(self, root: Queue, listing_changed: Callable[[str], None]) -> None:
+    def __init__(self, root: Queue, listing_changed: Callable[..., None]) -> None:
         self._listing_changed = listing_changed
         self.apps: dict[str, AppRecord] = {}
         self.pending: dict[str, SortedList] = {}
@@ -392,9 +392,9 @@ class Books:
         self.pending[rec.spec.queue].add(rec.rank)
         if rec.spec.gang is not None:
             self.queued_gangs.add(rec.app_id)
-        self._listing_changed(rec.spec.queue)
+        self._listing_changed(rec.spec.queue, rec)
 
     def _unqueue(self, rec: AppRecord) -> None:
         self.pending[rec.spec.queue].remove(rec.rank)
         self.queued_gangs.discard(rec.app_id)
-        self._listing_changed(rec.spec.queue)
+        self._listing_changed(rec.spec.queue, None)

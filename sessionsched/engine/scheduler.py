@@ -69,6 +69,7 @@ from .gang.phase import gang_phase
 from .host_room import release_idle, waiting_for_host
 from .ledger import IDLE_AFTER_S, AppRecord
 from .placement import WorkerReports, Workers, profiles
+from .room.heads import QueueHeads
 from .room.keeper import RoomKeeper
 from .tree import Caps, QueueTree
 from .validate import check_events
@@ -120,7 +121,8 @@ class Scheduler:
         self.held: dict[str, Wait] = {}  # app -> does_not_fit_now: held aside (last step)
         self._views = ViewKeeper()
         self._rooms = RoomKeeper()  # admission's room, its per-queue figures kept
-        self.books = Books(root, self._views.touch_queue)
+        self._heads = QueueHeads(self._views.touch_queue)  # told of a leaf's queue moving
+        self.books = Books(root, self._heads.moved)
         self.books.set_workers(Workers((), capacity))
         self.reports = WorkerReports()  # each worker's free room, for drivers' room now
         self.apps = self.books.apps
@@ -130,6 +132,7 @@ class Scheduler:
     def set_tree(self, root: Queue) -> None:
         """A new queue tree (``QueuesChanged``)."""
         self._views.touch_all()
+        self._heads.moved_all()
         self.books.set_tree(root)
         self._share_by_weight(root)
 
@@ -304,9 +307,8 @@ class Scheduler:
 
     def _admit(self, now: float, out: list[Decision], past: Past | None) -> None:
         books = self.books
-        queued = [(name, pend) for name, pend in books.pending.items() if pend
-                  ] if self.launching else []
-        if not queued:
+        heads = self._heads.first(books.pending) if self.launching else {}
+        if not heads:
             self.waiting, self.held = {}, {}
             self._more_to_admit = None
             return
@@ -315,17 +317,11 @@ class Scheduler:
             room.past_cores = past.queues
         # A head kept waiting for a count (``room.limit_waits``) needs no view: most queues of
         # a busy cluster, and behind several clusters each engine looks at all of them.
-        views, kept = [], {}
-        limits, path, apps = room.limit_waits, QueueTree.of(self.root).path, self.apps
-        for name, pend in queued:
-            head = apps[pend[0][2]].spec
-            wait = limits.get(name, head, path[name], room)
-            if wait is None:
-                views.append(self._leaf_view(name))
-            else:
-                kept[name] = (head, wait)
-        plan = admission.plan_admissions(self.root, views, room, self.budget.admit, kept,
-                                         self._leaf_view)
+        room.limit_waits.start(QueueTree.of(self.root), room)
+        room.shut_out.came_in(self._heads.take_added())
+        look, kept = room.limit_waits.split(heads, self._heads.take_read(), self.apps)
+        plan = admission.plan_admissions(self.root, [self._leaf_view(n) for n in look], room,
+                                         self.budget.admit, kept, self._leaf_view)
         self.waiting, self.held = plan.waiting, plan.held
         sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
         self._more_to_admit = now if sliced else None
@@ -348,7 +344,8 @@ class Scheduler:
     def _room(self) -> admission.Room:
         room = self._rooms.room(self.books, self.capacity, self.driver_slots, self.host_room,
                                 self.reports, self.elsewhere, self.offered_later,
-                                self._weight_shares, self.max_cores_left)
+                                self._weight_shares, self.max_cores_left,
+                                self._heads.first(self.books.pending))
         if room.host_free is not None and self.host_elsewhere[1]:  # other clusters' drivers
             room.host_free -= self.host_elsewhere[0]
             room.host_drivers += self.host_elsewhere[1]

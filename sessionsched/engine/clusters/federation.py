@@ -67,7 +67,7 @@ from ..scheduler import Scheduler
 from ..tree import QueueTree
 from ..validate import EventError, check_events
 from .events import Placed, Unplaced
-from .limits import elsewhere, limited_queues, running_in
+from .limits import Counts, limited_queues
 from .offers import host_used_besides, offered_later
 from .order import PlacementRule, cluster_order, own_rules
 from .routing import Plan, movable, plan_step
@@ -157,7 +157,7 @@ class Federation:
         self.root = root
         self._own: tuple[Queue, dict[str, PlacementRule]] | None = None  # ``_own_rules``
         self._limited = limited_queues(root)  # ``max_running_apps`` over every cluster
-        self._counts: dict[str, dict[str, int]] = {}  # cluster -> limited queue -> its apps
+        self._counts = Counts(self._limited)  # each cluster's apps per limited queue
         self._caps = SharedCaps(root, self.names)  # ``max_cores``, ``max_resources``
         self.owner: dict[str, str] = {}  # placed (or adopted) app -> its cluster
         self.queued: dict[str, Queued] = {}
@@ -262,12 +262,13 @@ class Federation:
         # Each cluster's apps per limited queue change only in its own engine's step: kept
         # from one step to the next, counted again after each engine's step.
         counts = self._counts
-        if self._limited and not counts:
-            counts.update({n: running_in(e, self._limited) for n, e in self.engines.items()})
+        if self._limited and not counts.of:
+            for n, e in self.engines.items():
+                counts.recount(n, e)
         for i, name in enumerate(order):
             batch = plan.batches.get(name, [])
             if self._limited:
-                self.engines[name].elsewhere = elsewhere(counts, name)
+                self.engines[name].elsewhere = counts.elsewhere(name)
             self._caps.before(name, self.engines)
             self.engines[name].host_elsewhere = host_used_besides(self.engines, name)
             self.engines[name].offered_later = offered_later(self, name, order[i + 1:], own,
@@ -281,7 +282,7 @@ class Federation:
             out += self._take(name, self.engines[name].step(now, batch, checked=not withdrawn),
                               plan.moved)
             if self._limited:  # its apps as they stand now, for the engines after it
-                counts[name] = running_in(self.engines[name], self._limited)
+                counts.recount(name, self.engines[name])
             self._caps.after(name, self.engines[name])
         return out
 
@@ -324,7 +325,8 @@ class Federation:
         self.lost.update(plan.lost)
         if plan.root is not None:
             self.root = plan.root
-            self._limited, self._counts = limited_queues(plan.root), {}
+            self._limited = limited_queues(plan.root)
+            self._counts = Counts(self._limited)
             self._caps = SharedCaps(plan.root, self.names)
             for engine in self.engines.values():  # set again at its next step, if still capped
                 engine.max_cores_left, engine.arbitration_caps = {}, None

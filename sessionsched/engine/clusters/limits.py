@@ -27,13 +27,26 @@ def running_in(engine: Scheduler, limited: Mapping[str, tuple[str, ...]]) -> dic
             for queue, leaves in limited.items()}
 
 
-def elsewhere(counts: Mapping[str, Mapping[str, int]], here: str) -> dict[str, int]:
-    """Limited queue -> its apps on every cluster but ``here`` (``counts``: per cluster, as
-    ``running_in`` gives them)."""
-    out: dict[str, int] = {}
-    for name, mine in counts.items():
-        if name != here:
-            for queue, n in mine.items():
-                if n:
-                    out[queue] = out.get(queue, 0) + n
-    return out
+class Counts:
+    """Each cluster's apps per limited queue (``of``: as ``running_in`` gives them), and their
+    sum over every cluster, kept from one step to the next: what an engine is told runs on the
+    others is the sum less its own, not a walk of the other clusters' counts per engine."""
+
+    def __init__(self, limited: Mapping[str, tuple[str, ...]]):
+        self.limited = limited
+        self.of: dict[str, dict[str, int]] = {}
+        self._sum: dict[str, int] = {}
+
+    def recount(self, name: str, engine: Scheduler) -> None:
+        """Cluster ``name``'s counts as its engine's books stand."""
+        new, old, total = running_in(engine, self.limited), self.of.get(name, {}), self._sum
+        for queue, n in new.items():
+            if n != old.get(queue, 0):
+                total[queue] = total.get(queue, 0) + n - old.get(queue, 0)
+        self.of[name] = new
+
+    def elsewhere(self, here: str) -> dict[str, int]:
+        """Limited queue -> its apps on every cluster but ``here``; the queues with none left
+        out."""
+        mine = self.of.get(here, {})
+        return {queue: n - m for queue, n in self._sum.items() if n != (m := mine.get(queue, 0))}

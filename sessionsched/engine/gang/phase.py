@@ -27,9 +27,8 @@ def gang_phase(books, capacity: Resources, now: float, out: list[Decision],
             out.append(books.mark(now, rec, AppState.FAILED, timed_out_reason(hold)))
         else:
             rec.spec = replace(rec.spec, gang=None)  # an ordinary app from now on
-            books.queued_gangs.discard(rec.app_id)
             rec.reason = fell_back_reason(hold)
-            books.changed(rec)
+            books.requeue(rec, rec.priority)  # in its place again: its queue's head looked at
     heads = _gang_heads(books, aside)
     if not heads and not gangs.holds:
         return

@@ -5,12 +5,12 @@ after one of its apps changed) and whether it has apps queued; a parent's sum it
 A cycle changes a few leaves, and behind several clusters (``clusters.federation``) each
 cluster's engine builds the room of every leaf every cycle: so each leaf's figures are worked
 out again only when its totals are another object or it gained or lost its queue, and the
-parents' sums only when a leaf's did. Admission spends the room: it gets copies.
+parents' sums move by its difference. Admission spends the room: it gets copies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from typing import TYPE_CHECKING
 
 from ...model import Resources
@@ -18,6 +18,7 @@ from ..admission import Room
 from ..ledger import Totals
 from ..tree import QueueTree
 from .limit_waits import LimitWaits
+from .shut_out import ShutOut
 
 if TYPE_CHECKING:
     from ..app_books import Books
@@ -32,6 +33,7 @@ class RoomKeeper:
         self._tree: QueueTree | None = None
         self._reset()
         self.limit_waits = LimitWaits()
+        self.shut_out = ShutOut()
 
     def _reset(self) -> None:
         self._seen: dict[str, tuple[Totals, bool]] = {}  # leaf -> (its totals, apps queued)
@@ -44,12 +46,16 @@ class RoomKeeper:
         self.unbounded_in: dict[str, int] = {}
         self.ahead_in: dict[str, int] = {}
         self.busy: frozenset[str] = frozenset()  # the leaves with apps, admitted or queued
+        self._busy: set[str] = set()
 
     def room(self, books: Books, capacity: Resources, driver_slots: int | None,
              host_room: Resources | None, reports: WorkerReports, elsewhere: Mapping[str, int],
              offered_later: Callable[[str], bool | str],
              weight_shares: Callable[[frozenset[str]], dict[str, float]],
-             max_cores_left: Mapping[str, tuple[int, int]]) -> Room:
+             max_cores_left: Mapping[str, tuple[int, int]],
+             queued: Container[str] | None = None) -> Room:
+        """``queued``: the leaves with apps queued (``QueueHeads.first``; None: read from the
+        books)."""
         t = books.ledger.total
         drivers = Resources(t.driver_cores, t.driver_mem_mib)
         gangs = books.gangs  # held: not free; needed whole: committed (``gang.book``)
@@ -73,52 +79,51 @@ class RoomKeeper:
             free_now=reports.free_now(),
             elsewhere=elsewhere, offered_later=offered_later, max_cores_left=max_cores_left,
         )
-        self._bring_up_to_date(books)
+        self._bring_up_to_date(books, queued if queued is not None else
+                               {name for name, pend in books.pending.items() if pend})
         room.admitted_in, room.usage_cores = dict(self.admitted), dict(self.usage)
         room.floor_cores_in, room.drivers_in = dict(self.floors), dict(self.drivers_in)
         room.whole_in, room.unbounded_in = dict(self.whole_in), dict(self.unbounded_in)
         room.ahead_in = dict(self.ahead_in)
         room.weight_share = weight_shares(self.busy)
-        room.limit_waits = self.limit_waits
+        room.limit_waits, room.shut_out = self.limit_waits, self.shut_out
         return room
 
-    def _bring_up_to_date(self, books: Books) -> None:
-        tree, ledger, pending = books.tree, books.ledger, books.pending
+    def _bring_up_to_date(self, books: Books, queued: Container[str]) -> None:
+        tree, ledger = books.tree, books.ledger
         if tree is not self._tree:
             self._reset()
             self._tree = tree
             self._fill_in_order(tree)
-        seen = self._seen
-        moved = False
+        seen, path, busy = self._seen, tree.path, self._busy
+        admitted, usage, floors = self.admitted, self.usage, self.floors
+        busy_moved = False
         for name in tree.leaves:
             lt = ledger.leaf(name)
-            queued = bool(pending.get(name))
+            waits = name in queued
             was = seen.get(name)
-            if was is not None and was[0] is lt and was[1] == queued:
+            if was is not None and was[0] is lt and was[1] == waits:
                 continue
-            seen[name] = (lt, queued)
-            moved = True
+            seen[name] = (lt, waits)
             self.drivers_in[name] = Resources(lt.driver_cores - lt.alone_driver_cores,
                                               lt.driver_mem_mib - lt.alone_driver_mem_mib)
             self.whole_in[name] = Resources(lt.whole_cores, lt.whole_mem_mib)
             self.unbounded_in[name] = lt.unbounded
             self.ahead_in[name] = lt.ahead
-            self.admitted[name] = lt.live
-            self.usage[name] = float(lt.usage_cores)
-            self.floors[name] = lt.floor_cores
-        if not moved:
-            return
-        admitted, usage, floors = self.admitted, self.usage, self.floors
-        busy = []
-        for name in tree.postorder:  # children before their parent: a parent sums them
-            kids = tree.children[name]
-            if kids:
-                admitted[name] = sum(admitted[k] for k in kids)
-                usage[name] = sum(usage[k] for k in kids)
-                floors[name] = sum(floors[k] for k in kids)
-            elif admitted[name] or seen[name][1]:
-                busy.append(name)
-        if frozenset(busy) != self.busy:
+            # The parents' sums move by the leaf's difference (whole numbers: the float usage
+            # sums them exactly, as a sum over the children would).
+            n, used, floor = lt.live, float(lt.usage_cores), lt.floor_cores
+            dn, dused, dfloor = n - admitted[name], used - usage[name], floor - floors[name]
+            admitted[name], usage[name], floors[name] = n, used, floor
+            if dn or dused or dfloor:
+                for q in path[name][:-1]:
+                    admitted[q.name] += dn
+                    usage[q.name] += dused
+                    floors[q.name] += dfloor
+            if bool(n or waits) != (name in busy):
+                busy ^= {name}
+                busy_moved = True
+        if busy_moved:
             self.busy = frozenset(busy)
 
     def _fill_in_order(self, tree: QueueTree) -> None:

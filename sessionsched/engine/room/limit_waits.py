@@ -8,51 +8,112 @@ the queues on its path and their counts (this cluster's and the others'): while 
 and the workers the head was found to fit (``placement.held_now``) are the same, admission
 takes the kept wait instead of looking at the head again: the engine builds no view of that
 queue (``Scheduler._admit``), and the walk starts without it (``admission.plan_admissions``).
+
+That first check reads the counts and nothing of the head. So the counts are compared once a
+cycle, queue by limited queue, not leaf by leaf (``start``), and where one moved the waits kept
+below its queue are worked out again by that check alone: a queue still full keeps its wait
+(its numbers as they stand), one with room again drops it and its head is looked at. And a new
+head of a queue still full (a submission or a priority change ahead of the last one) waits as
+the last one did, once the workers are found to hold it (``split``). Behind several clusters
+each of these reaches every cluster's engine: an app ending on one moves its queue's count in
+all of them, and every engine holds a copy of every queued app.
 """
 
 from __future__ import annotations
 
+from collections.abc import Container, Mapping
 from typing import TYPE_CHECKING
 
-from ...model import AppSpec, Queue
+from ...model import AppSpec
+from ..admission_checks import queue_limits
+from ..placement import Workers, held_now
+from ..rank import Rank
+from ..tree import QueueTree
 from ..waits import Wait, WaitCode
 
 if TYPE_CHECKING:
     from ..admission import Room
+    from ..ledger import AppRecord
 
 _FOR_A_COUNT = (WaitCode.QUEUE_LIMIT, WaitCode.PARENT_QUEUE_FULL)
 
 
 class LimitWaits:
-    """Leaf -> (its head, its path, the workers, the counts, the head's wait)."""
+    """Leaf -> (its head, the head's wait), each kept on the tree, the workers and the counts
+    of the last ``start``."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple] = {}
-        self._limited: dict[str, tuple] = {}  # leaf -> (its path, the limited queues on it)
+        self._kept: dict[str, tuple[AppSpec, Wait]] = {}
+        self._tree: QueueTree | None = None
+        self._workers: Workers | None = None
+        self._below: dict[str, tuple[str, ...]] = {}  # limited queue -> the leaves below it
+        self._counts: dict[str, int] = {}  # limited queue -> its apps, here and elsewhere
+        self._taken: dict[str, tuple[AppSpec, Wait]] = {}  # what the last ``split`` took
 
-    def _counts(self, leaf: str, path: tuple[Queue, ...], room: Room) -> tuple[int, ...]:
-        """What ``queue_limits`` compares with the limits of ``path``: each limited queue's
-        apps, here and on the other clusters."""
-        limited = self._limited.get(leaf)
-        if limited is None or limited[0] is not path:
-            names = tuple(q.name for q in path if q.max_running_apps is not None)
-            limited = self._limited[leaf] = (path, names)
-        admitted, elsewhere = room.admitted_in, room.elsewhere
-        return tuple([admitted.get(n, 0) + elsewhere.get(n, 0) for n in limited[1]])
+    def start(self, tree: QueueTree, room: Room) -> None:
+        """A cycle's admission starts on ``room`` (nothing admitted yet): the waits kept on
+        another tree or other workers go, and those below a queue whose count moved are worked
+        out again (gone if it has room now)."""
+        kept = self._kept
+        if tree is not self._tree or room.workers is not self._workers:
+            kept.clear()
+            self._tree, self._workers = tree, room.workers
+            below: dict[str, list[str]] = {}
+            for leaf in tree.leaves:
+                for q in tree.path[leaf]:
+                    if q.max_running_apps is not None:
+                        below.setdefault(q.name, []).append(leaf)
+            self._below = {name: tuple(leaves) for name, leaves in below.items()}
+            self._counts = {}
+        admitted, elsewhere, was = room.admitted_in, room.elsewhere, self._counts
+        counts = {name: admitted.get(name, 0) + elsewhere.get(name, 0) for name in self._below}
+        if counts == was:
+            return
+        self._counts = counts
+        moved = {leaf for name, n in counts.items() if was.get(name) != n
+                 for leaf in self._below[name] if leaf in kept}
+        for leaf in moved:
+            head = kept[leaf][0]
+            wait = queue_limits(None, head, tree.path[leaf], room)  # type: ignore[arg-type]
+            if wait is None:
+                del kept[leaf]
+            else:
+                kept[leaf] = (head, wait)
 
-    def get(self, leaf: str, head: AppSpec, path: tuple[Queue, ...], room: Room) -> Wait | None:
-        """The head's wait for a count if it was kept for all it depends on, else None."""
-        kept = self._kept.get(leaf)
-        if (kept is None or kept[0] is not head or kept[1] is not path
-                or kept[2] is not room.workers or kept[3] != self._counts(leaf, path, room)):
-            return None
-        return kept[4]
+    def split(self, heads: Mapping[str, Rank], read: Container[str] | None,
+              apps: Mapping[str, AppRecord]) -> tuple[list[str], dict[str, tuple[AppSpec, Wait]]]:
+        """The leaves of ``heads`` (leaf -> its head's rank key) whose head must be looked at,
+        in their order; and the others, with their head and its kept wait. ``read``: the
+        leaves whose head may have moved since the last split (``QueueHeads.take_read``;
+        None: any): another leaf whose kept wait is the one the last split took is taken again
+        without a look at its head's record."""
+        look: list[str] = []
+        out: dict[str, tuple[AppSpec, Wait]] = {}
+        kept, workers, path = self._kept, self._workers, self._tree.path  # type: ignore[union-attr]
+        last, self._taken = self._taken, out
+        for name, key in heads.items():
+            k = kept.get(name)
+            if k is None:
+                look.append(name)
+                continue
+            if read is not None and name not in read and last.get(name) is k:
+                out[name] = k
+                continue
+            head = apps[key[2]].spec
+            if k[0] is not head:
+                # A new head in a queue still full waits as the last one did, once the workers
+                # are found to hold it (else the walk holds it aside and looks behind it).
+                if workers is not None and held_now(head, path[name], workers) is not None:
+                    look.append(name)
+                    continue
+                k = kept[name] = (head, k[1])
+            out[name] = k
+        return look, out
 
-    def keep(self, leaf: str, head: AppSpec, path: tuple[Queue, ...], room: Room,
-             wait: Wait) -> None:
+    def keep(self, leaf: str, head: AppSpec, wait: Wait) -> None:
         """The wait of the leaf's first queued app, which the workers can hold, as the cycle
         starts (no app admitted yet): kept if it is for a count."""
         if wait.code in _FOR_A_COUNT:
-            self._kept[leaf] = (head, path, room.workers, self._counts(leaf, path, room), wait)
+            self._kept[leaf] = (head, wait)
         else:
             self._kept.pop(leaf, None)
