@@ -26,7 +26,7 @@ from sortedcontainers import SortedList
 
 from ...model import Policy, Queue, Resources
 from ..tree import QueueTree
-from . import drf
+from . import drf, drf_tree
 from .decay import NO_PAST, Past
 from .floor_cut import Cut, FloorCut
 from .greedy import ORDERS as GREEDY_ORDERS
@@ -64,7 +64,7 @@ class Arbiter:
         self._shares: dict[str, Split] = {}
         # ``_node_sums`` as last worked out (tree, low, high, wants), and the leaves moved since
         self._sums: tuple[QueueTree, dict[str, int], dict[str, int],
-                          dict[str, drf.Want] | None] | None = None
+                          dict[str, drf_tree.Want] | None] | None = None
         self._moved: set[str] = set()
 
     def claims_in(self, leaf: str) -> Mapping[str, Claim]:
@@ -128,7 +128,7 @@ class Arbiter:
         low, high, wants = self._node_sums(tree, drf.applies(capacity))
         budget = min(self._cores_memory_backs(capacity), high[root.name])
         # the DRF context on a cluster with custom resources (``drf``)
-        dom = None if wants is None else drf.Dom(capacity, wants, totals)
+        dom = None if wants is None else drf_tree.Dom(capacity, wants, totals)
         cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom,
                            self._shares)
         recomputed = self._leaf_results(tree, cores_of, past, dom)
@@ -166,9 +166,9 @@ class Arbiter:
         return min(capacity.cores, capacity.mem_mib * want_cores / want_mem)
 
     def _node_sums(self, tree: QueueTree, custom: bool = False
-                   ) -> tuple[dict[str, int], dict[str, int], dict[str, drf.Want] | None]:
+                   ) -> tuple[dict[str, int], dict[str, int], dict[str, drf_tree.Want] | None]:
         """Per queue: (floor cores as phase 1 gave them, wanted cores cut to max_cores and at
-        least the floors, and where ``custom`` resources count its wants as ``drf.Want``, else
+        least the floors, and where ``custom`` resources count its wants as ``drf_tree.Want``, else
         None). Kept between computes: worked out again on the paths of the leaves whose
         claims moved since (``_moved``), the whole tree for another tree."""
         kept, moved = self._sums, self._moved
@@ -187,7 +187,7 @@ class Arbiter:
                 f = sum(low[k] for k in kids)
                 w = sum(high[k] for k in kids)
                 if wants is not None:
-                    wants[name] = drf.summed([wants[k] for k in kids])
+                    wants[name] = drf_tree.summed([wants[k] for k in kids])
             else:
                 book = self._books.get(name)
                 if book is None:
@@ -196,7 +196,7 @@ class Arbiter:
                     w = book.want_cores
                     f = book.floor_cores
                 if wants is not None:
-                    wants[name] = drf.NO_WANT if book is None else book.dom_want()
+                    wants[name] = drf_tree.NO_WANT if book is None else book.dom_want()
             if q.max_cores is not None:
                 w = min(w, q.max_cores)
             low[name] = f
@@ -206,7 +206,7 @@ class Arbiter:
 
     def _leaf_results(
         self, tree: QueueTree, cores_of: dict[str, float], past: Past,
-        dom: drf.Dom | None = None,
+        dom: drf_tree.Dom | None = None,
     ) -> list[str]:
         """Recompute the leaves whose cores, claims (phase 1's cut among them), policy or
         users' past usage changed; returns the apps whose leaf result changed."""
@@ -305,7 +305,7 @@ class Arbiter:
 
 def _divide(
     tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float,
-    past: Past = NO_PAST, dom: drf.Dom | None = None,
+    past: Past = NO_PAST, dom: drf_tree.Dom | None = None,
     kept: dict[str, Split] | None = None,
 ) -> dict[str, float]:
     """Phase 2 above the leaves: leaf name -> cores (fractional); siblings levelled by
@@ -313,7 +313,7 @@ def _divide(
     was worked out from, taken again while they stand (a cycle moves the wants of a few
     queues; behind several clusters every cluster's engine divides the whole tree). By
     dominant share too: what a split reads of ``dom`` is part of what it was worked out
-    from (``drf.Dom.split_on``)."""
+    from (``drf_tree.Dom.split_on``)."""
     queue_past = past.queues
     out: dict[str, float] = {}
     stack = [(tree.root.name, float(cores))]

@@ -108,7 +108,7 @@ class LeafBook:
         self._since[c.app_id] = None
 
     def dom_want(self) -> tuple[Resources, int, Custom]:
-        """The leaf's wants as ``drf.Want``: the wanted executors summed, the cores of those
+        """The leaf's wants as ``drf_tree.Want``: the wanted executors summed, the cores of those
         that ask for a custom resource, the floors' custom resources (the same tuple while
         the claims stand)."""
         w = self._want

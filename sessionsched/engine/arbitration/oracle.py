@@ -14,7 +14,7 @@ from dataclasses import replace
 from ...model import Queue, Resources
 from ...model.custom import combine, scaled
 from ..tree import QueueTree
-from . import drf
+from . import drf, drf_tree
 from .custom_limits import CustomCaps
 from .decay import NO_PAST, Past
 from .policies import Claim, by_priority_then_seq, water_fill
@@ -132,7 +132,7 @@ def floors_and_wants(
 
 def divide(tree: QueueTree, name: str, cores: float, low: dict[str, int],
            high: dict[str, int], out: dict[str, float], past: Past = NO_PAST,
-           dom: drf.Dom | None = None) -> None:
+           dom: drf_tree.Dom | None = None) -> None:
     """Water-fill ``cores`` among the children of ``name`` that want anything, each between
     its guarantee (floors, or ``min_share`` as far as it wants that much) and its want, so
     that (cores + decayed past usage) / weight is levelled; if the guarantees do not fit,
@@ -171,14 +171,14 @@ def phase2_shares(tree: QueueTree, capacity: Resources, ranked: Sequence[Claim],
     cores_of: dict[str, float] = {}
     dom = None
     if drf.applies(capacity):
-        leaf_wants: dict[str, drf.Want] = {}
+        leaf_wants: dict[str, drf_tree.Want] = {}
         for c in ranked:
             summed, custom_cores, floor_custom = leaf_wants.get(c.queue, (Resources(), 0, ()))
             wanted = c.executor.times(c.want)
             leaf_wants[c.queue] = (
                 summed + wanted, custom_cores + (wanted.cores if c.executor.custom else 0),
                 combine(floor_custom, scaled(c.executor.custom, floors[c.app_id]), 1))
-        dom = drf.Dom(capacity, drf.queue_wants(tree, leaf_wants), totals)
+        dom = drf_tree.Dom(capacity, drf_tree.queue_wants(tree, leaf_wants), totals)
     divide(tree, root, float(total), low, high, cores_of, past, dom)
     by_leaf: dict[str, list[Claim]] = {}
     for c in ranked:
