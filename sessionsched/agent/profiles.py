@@ -12,9 +12,13 @@ reads each id found there:
   profile leaves out (memory, cores) is the app's own ``spark.executor.*``, as Spark does;
 * its demand (``maxNumExecutorsNeededPerResourceProfile(id)``) and its pending and running
   tasks (the manager's listener, per profile), every look;
-* each executor's profile, once per executor: the manager's
-  ``executorMonitor().getResourceProfileId(id)`` (-1 while the monitor has not seen it yet:
-  reported as the default profile until it has).
+* each executor's profile, once per executor: the backend's
+  ``getExecutorResourceProfileId(id)``, which knows it from the executor's registration on,
+  else the manager's ``executorMonitor().getResourceProfileId(id)`` (-1 while neither knows
+  it: reported as the default profile until one does). The monitor alone learns of a new
+  executor from the listener bus, a moment after the backend lists it: a new GPU executor
+  reported as a default one in between is over that profile's grant, and the scheduler may
+  take back a working GPU executor for it (which Spark then starts again).
 
 Capping: the manager has one ``maxNumExecutors`` for every profile (its own ramp-up stops
 there), so ``caps`` writes the largest profile cap there, lowers each profile's target above
@@ -156,10 +160,19 @@ class ProfileReader:
         java = self._as_java(scala_map)
         return {str(k): float(java.get(k).amount()) for k in java.keySet()}
 
-    def executor_profile(self, executor_id: str) -> int:
+    def executor_profile(self, executor_id: str, backend=None) -> int:
+        """An executor's profile id (module doc); ``backend``: the driver's scheduler backend,
+        asked first."""
         rp = self._of_executor.get(executor_id)
         if rp is None:
-            rp = int(self._eam.executorMonitor().getResourceProfileId(executor_id))
+            rp = UNKNOWN_PROFILE
+            if backend is not None:
+                try:
+                    rp = int(backend.getExecutorResourceProfileId(executor_id))
+                except Exception:  # a backend without it: the monitor's word alone
+                    rp = UNKNOWN_PROFILE
+            if rp == UNKNOWN_PROFILE:
+                rp = int(self._eam.executorMonitor().getResourceProfileId(executor_id))
             if rp == UNKNOWN_PROFILE:
                 return 0
             self._of_executor[executor_id] = rp

@@ -247,7 +247,7 @@ class SparkControl:
 
     def _profile_of(self, executor_id: str) -> int:
         try:
-            return self._profiles.executor_profile(executor_id)
+            return self._profiles.executor_profile(executor_id, self._backend)
         except Exception:  # a Spark without the monitor's hook: the default profile
             return DEFAULT_PROFILE
 

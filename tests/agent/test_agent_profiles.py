@@ -124,6 +124,30 @@ def test_caps_per_profile(targets, caps, ceiling, field, after, requested):
     assert requests == requested
 
 
+def _no_such_method(_executor_id):
+    raise AttributeError("getExecutorResourceProfileId")  # as py4j on a Spark without it
+
+
+# the backend's answer (or a backend without the method), the monitor's, the profile reported
+EXECUTOR_PROFILES = {
+    "registered with the backend, not yet seen by the monitor: the backend's": (1, -1, 1),
+    "the backend no longer lists it: the monitor's": (-1, 2, 2),
+    "a backend without the method: the monitor's": (_no_such_method, 1, 1),
+    "known to neither yet: the default profile": (-1, -1, 0),
+}
+
+
+@pytest.mark.parametrize("backend_says, monitor_says, reported", EXECUTOR_PROFILES.values(),
+                         ids=EXECUTOR_PROFILES.keys())
+def test_an_executors_profile(backend_says, monitor_says, reported):
+    monitor = SimpleNamespace(getResourceProfileId=lambda _eid: monitor_says)
+    eam = SimpleNamespace(executorMonitor=lambda: monitor)
+    lookup = backend_says if callable(backend_says) else (lambda _eid: backend_says)
+    backend = SimpleNamespace(getExecutorResourceProfileId=lookup)
+    reader = ProfileReader(stand_in_jvm([]), None, eam, {})
+    assert reader.executor_profile("3", backend) == reported
+
+
 class StandInProfiles(StandInSpark):
     """The stand-in driver with a GPU profile: its demand the test sets; the caps per profile
     the agent orders."""
