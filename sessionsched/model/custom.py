@@ -42,11 +42,12 @@ def covers(need: Custom, have: Custom) -> bool:
     return all(v <= got.get(k, 0) for k, v in need)
 
 
-def amount(custom: Custom, name: str) -> int:
+def amount(custom: Custom, name: str, default: float = 0) -> float:
+    """``name``'s amount in ``custom`` (``default`` where it has none)."""
     for k, v in custom:
         if k == name:
             return v
-    return 0
+    return default
 
 
 def describe(custom: Custom) -> str:

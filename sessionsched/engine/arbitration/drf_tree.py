@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ...model import Resources
-from ...model.custom import Custom, combine
+from ...model.custom import Custom, amount, combine
 from .drf import Uses, fill, ratio, whole
 from .policies import water_fill
 
@@ -80,11 +80,11 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
                       guar, hi, p, uses, budget)
     budgets: list[dict[str, float]] = [{} for _ in range(n)]
     for name, total in budget.items():
-        top = [min(c.get(name, 0.0), _amount_or(m, name, math.inf))
+        top = [min(c.get(name, 0.0), amount(m, name, math.inf))
                for c, m in zip(capped, maxes, strict=True)]
-        floors = [min(float(_amount_or(w[2], name, 0)), t) for w, t in zip(wants, top,
+        floors = [min(float(amount(w[2], name)), t) for w, t in zip(wants, top,
                                                                            strict=True)]
-        least = [max(min(float(_amount_or(m, name, 0)), t), f)
+        least = [max(min(float(amount(m, name)), t), f)
                  for m, t, f in zip(mins, top, floors, strict=True)]
         if sum(least) > total:  # floors kept, the guarantees share the rest (as the cores)
             split = water_fill(total, weights, floors, least)
@@ -93,14 +93,6 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
         for b, x in zip(budgets, split, strict=True):
             b[name] = x
     return shares, budgets
-
-
-def _amount_or(custom: Custom, name: str, default: float) -> float:
-    """``dict(custom).get(name, default)``, without the dict (a pair or none, usually)."""
-    for k, v in custom:
-        if k == name:
-            return v
-    return default
 
 
 class Dom:
@@ -166,12 +158,8 @@ class Dom:
             if v > budget.get(k, 0):
                 bound = True
                 break
-        if len(want) == 1 and len(budget) == 1:  # one custom resource: the usual case
-            (k, v), = budget.items()
-            seen: Custom = ((k, min(v, want[0][1] if want[0][0] == k else 0)),)
-        else:
-            wanted = dict(want)
-            seen = tuple(sorted((k, min(v, wanted.get(k, 0))) for k, v in budget.items()))
+        wanted = dict(want)
+        seen = tuple(sorted((k, min(v, wanted.get(k, 0))) for k, v in budget.items()))
         return budget, bound, seen
 
 
