@@ -18,9 +18,11 @@ so that apps wait. A day is ``DAY_S`` of simulated time.
 
 The estimate is the server's: at the first cycle that has the app queued, the engine's view
 of that cycle is turned into the estimator's input as ``service/estimating/live.py`` does
-(launched apps with their remaining work from the median of their name's earlier FINISHED
-runs, first executor to end - the replay's own history - else ``--default-run-s``, less
-the time since their first executor; the queued apps), and
+(launched apps with their remaining work from their progress by stage and their name's earlier
+runs by stage - ``service/estimating/stages.py``, their stages read from the simulated cluster
+as their agents report them - else from the median of their name's earlier FINISHED runs,
+first executor to end, or ``--default-run-s``, less the time since their first executor; the
+queued apps with their name's median run - the replay's own history), and
 ``sim.estimate.estimate`` runs the engine forward on it. The actual start is the replay's
 launch of the app. Apps launched at the cycle that took them never waited and are not
 counted in the error over the wait (their count is given). The recurring names are split by
@@ -28,17 +30,13 @@ whether an app of their queue submitted after the estimate was launched before t
 estimate cannot know). ``--oracle`` estimates with every app's actual run instead of its
 history: what error is left is the forward run's model of the cluster; ``--oracle-running``
 with the launched apps' only (the queued ones' from history): what knowing the apps ahead's
-progress exactly could remove at most. ``--stage-progress``: what the server does not have
-yet - each launched app's work left from its progress by stage (its current stage's tasks
-pending and running, read from the simulated cluster as Spark's status tracker would give
-them) and its name's earlier runs by stage (each stage's median task length), at the pace of
-the executors it holds.
+progress exactly could remove at most. ``--run-length-only``: the launched apps' work left
+from their names' run lengths alone, as the server had it before its agents reported stages.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import statistics
 import sys
@@ -49,11 +47,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sessionsched.backends.memory.job import Stage  # noqa: E402
-from sessionsched.backends.memory.spark import Phase  # noqa: E402
 from sessionsched.config import build_queue_tree  # noqa: E402
 from sessionsched.model import AppSpec, AppState, Resources  # noqa: E402
+from sessionsched.model.stages import Run  # noqa: E402
 from sessionsched.service.estimating.live import left_s, run_length  # noqa: E402
-from sessionsched.sim.estimate import Live, Queued, Running, Timings, estimate  # noqa: E402
+from sessionsched.service.estimating.stages import left_by_stage  # noqa: E402
+from sessionsched.sim.estimate import (  # noqa: E402
+    Live,
+    Queued,
+    Running,
+    Timings,
+    estimate,
+    width,
+)
 from sessionsched.sim.simulator import Simulator  # noqa: E402
 from sessionsched.sim.workload import Cluster, SimApp, Workload  # noqa: E402
 
@@ -122,13 +128,13 @@ class Replay(Simulator):
 
     def __init__(self, workload: Workload, names: dict[str, str], default_run_s: float,
                  truth: dict | None = None, queued_truth: bool = True,
-                 stage_progress: bool = False):
+                 stage_progress: bool = True):
         super().__init__(workload)
         self.names = names
         self.default_run_s = default_run_s
         self.truth = truth  # ``--oracle``: a first replay's milestones of every app
         self.queued_truth = queued_truth  # False: ``--oracle-running`` (the queued: history)
-        self.stage_progress = stage_progress  # ``--stage-progress``
+        self.stage_progress = stage_progress  # off: ``--run-length-only``
         c = workload.cluster
         self.timings = Timings(c.driver_start_s, c.executor_start_s, c.executor_idle_timeout_s,
                                CYCLE_S, 12 * 3600.0, 60.0)
@@ -173,43 +179,19 @@ class Replay(Simulator):
             return t.finished - (t.admitted if t.first_executor is None else t.first_executor)
         return run_length(self.names[app_id], history, self.default_run_s)
 
-    def _stage_history(self, now: float) -> dict[str, list[tuple[float, ...]]]:
-        """``--stage-progress``: per name, the task length of each stage of its runs that had
-        finished by ``now`` (what an event log, or an agent's reports, would have given)."""
-        out: dict[str, list[tuple[float, ...]]] = {}
+    def _stage_runs(self, now: float) -> dict[str, list[Run]]:
+        """Per name, the completed stages of its runs that had finished by ``now``, as their
+        agents reported them (what ``store.work_lengths.stage_runs`` reads back)."""
+        out: dict[str, list[Run]] = {}
         for app_id, t in self.rec.apps.items():
             if t.state is AppState.FINISHED and t.finished is not None and t.finished <= now:
                 out.setdefault(self.names[app_id], []).append(
-                    tuple(s.task_s for s in self.apps[app_id].stages))
+                    tuple(self.cluster.apps[app_id].done_stages))
         return out
-
-    def _left_by_stage(self, app_id: str, runs: list[tuple[float, ...]], now: float
-                       ) -> float | None:
-        """``--stage-progress``: a launched app's work left at the pace of its executors now -
-        its current stage's running tasks (at least as long as they have run) and pending
-        ones in waves, then each later stage - with each stage's task length the median of
-        its name's earlier ``runs``; None where it is not running a stage or has no history."""
-        sa = self.cluster.apps.get(app_id)
-        if (not runs or sa is None or sa.phase not in (Phase.RUNNING, Phase.PREPROCESSING)
-                or not 0 <= sa.stage < len(sa.job.stages)):
-            return None
-        stages = sa.job.stages
-        task_s = [statistics.median(r[j] for r in runs) for j in range(len(stages))]
-        slots = max(sa.active() or sa.job.max_executors or 1, 1) * sa.cores_per_executor
-        began = [b for e in sa.executors.values() for b in e.began.values()]
-        now_s = task_s[sa.stage]
-        left = 0.0
-        if began:
-            oldest = now - min(began)
-            now_s = max(now_s, oldest)
-            left = now_s - oldest
-        left += math.ceil(sa.pending / slots) * now_s
-        return left + sum(math.ceil(stages[j].tasks / slots) * task_s[j]
-                          for j in range(sa.stage + 1, len(stages)))
 
     def _live(self, view, now: float, history: dict[str, list[float]]) -> Live:
         running, queued = [], []
-        by_stage = self._stage_history(now) if self.stage_progress else {}
+        by_stage = self._stage_runs(now) if self.stage_progress else {}
         for f in view.apps.values():
             spec = self.apps[f.app_id].spec
             if f.state is AppState.ACCEPTED:
@@ -221,9 +203,12 @@ class Replay(Simulator):
                 first = f.first_executor_at
                 left = (left_s(run_s, now, first) if self.truth is None
                         else self.truth[f.app_id].finished - now)
-                if self.stage_progress:
-                    staged = self._left_by_stage(f.app_id, by_stage.get(self.names[f.app_id],
-                                                                        []), now)
+                sa = self.cluster.apps.get(f.app_id)
+                progress = None if sa is None else sa.progress(now)
+                if self.stage_progress and progress is not None and self.truth is None:
+                    staged = left_by_stage(progress, by_stage.get(self.names[f.app_id], []),
+                                           f.executors or width(spec), spec.executor.cores,
+                                           now)
                     left = left if staged is None else staged
                 running.append(Running(
                     spec, f.state, f.priority, f.executors, left,
@@ -303,9 +288,9 @@ def main() -> int:
                     help="as --oracle for the launched apps only (their actual end), the "
                          "queued ones from history: the error the apps ahead's progress "
                          "could remove at most")
-    ap.add_argument("--stage-progress", action="store_true",
-                    help="the launched apps' work left from their progress by stage and "
-                         "their names' earlier runs by stage (what the server has not yet)")
+    ap.add_argument("--run-length-only", action="store_true",
+                    help="the launched apps' work left from their names' run lengths alone, "
+                         "not from their progress by stage (the server before it had them)")
     ap.add_argument("--scale", action="store_true",
                     help="instead: one forward run's cost at 5,000 launched and 300 queued apps")
     args = ap.parse_args()
@@ -320,7 +305,7 @@ def main() -> int:
         first.run()
         truth = first.rec.apps
     replay = Replay(workload, names, args.default_run_s, truth, not args.oracle_running,
-                    args.stage_progress)
+                    not args.run_length_only)
     replay.run()
     wall = time.perf_counter() - t0
     waited: dict[str, list[tuple[float, float, bool]]] = {}

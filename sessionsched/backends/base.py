@@ -10,11 +10,13 @@ them may block for long: ``launch`` starts a process or sends one request and re
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..engine.events import Decision, Event
 from ..model import Resources, Worker
+from ..model.stages import Progress
 
 
 class BackendError(Exception):
@@ -167,6 +169,13 @@ class ClusterBackend(ABC):
         learnt), DriverExited (with the exit code), ExecutorsChanged (the cluster's own view of
         an app's executors), CapacityChanged. Events for one app come in the order they
         happened."""
+
+    def stage_progress(self, now: float) -> Mapping[str, Progress]:
+        """Its apps' Spark stages (``model.stages``), by app id: those running now and those
+        that ended since the last call. Default: none - on a real cluster each driver's agent
+        reports them with its heartbeats. A backend whose drivers have no agent (the memory
+        cluster) says them here, as their agents would."""
+        return {}
 
     def close(self) -> None:  # noqa: B027 - an optional hook, a no-op unless overridden
         """Release resources held by the backend (not the drivers: they outlive the service)."""

@@ -14,6 +14,7 @@ from dataclasses import replace
 from ..engine.clusters import ClusterReachable, OnCluster
 from ..engine.events import CapacityChanged, Decision, Event
 from ..model import Resources, Worker
+from ..model.stages import Progress
 from .base import BackendError, ClusterBackend, Handle, Launch, Placement
 
 
@@ -118,6 +119,15 @@ class FederatedBackend(ClusterBackend):
             for ev in polled:
                 events.append(OnCluster(name, ev) if isinstance(ev, CapacityChanged) else ev)
         return events
+
+    def stage_progress(self, now: float) -> dict[str, Progress]:
+        out: dict[str, Progress] = {}
+        for backend in self.backends.values():
+            try:
+                out.update(backend.stage_progress(now))
+            except Exception:  # noqa: BLE001, S112 - a hint for the estimates: the next look
+                continue
+        return out
 
     def cluster_reports(self) -> list[Event]:
         """Each cluster's capacity and workers, read now, as the federation takes them

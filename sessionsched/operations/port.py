@@ -38,6 +38,7 @@ from sessionsched.intake.guard import RateLimit, Refused, check_submission
 from sessionsched.intake.uploads import UploadError, UploadStore, check_sha
 from sessionsched.model import Executor
 from sessionsched.model.profiles import Profile
+from sessionsched.model.stages import Stages
 from sessionsched.model.submission import AppKind, Submission
 from sessionsched.operations import auth
 from sessionsched.operations.audit_read import AuditRow, audit_rows
@@ -291,16 +292,15 @@ class Operations(Reads):
 
     def heartbeat(self, caller: auth.Caller, app_id: str, demand: int,
                   executors: list[Executor], control: str | None,
-                  observed_at: float | None = None,
-                  removed: dict[str, float] | None = None,
-                  changed_after: float | None = None,
-                  profiles: tuple[Profile, ...] = (), attempt: int | None = None) -> Outcome:
+                  observed_at: float | None = None, removed: dict[str, float] | None = None,
+                  changed_after: float | None = None, profiles: tuple[Profile, ...] = (),
+                  attempt: int | None = None, stages: Stages | None = None) -> Outcome:
         """An agent's report. ``observed_at``, ``removed`` (executor id -> when it left) and
         ``changed_after`` time its executors' changes for the usage figures; ``profiles``, its
-        app's resource profiles; an older agent sends none of them."""
+        app's resource profiles; ``stages``, its Spark stages; an older agent sends none."""
         return self._report(caller, app_id, lambda: self.service.desk.heartbeat(
             app_id, demand, executors, control, observed_at, removed, changed_after,
-            profiles, attempt))
+            profiles, attempt, stages))
 
     async def watch(self, caller: auth.Caller, app_id: str, version: int,
                     wait_s: float | None, attempt: int | None = None) -> Outcome:

@@ -47,6 +47,8 @@ from sessionsched.engine.events import (
 )
 from sessionsched.model import AppState, Executor
 from sessionsched.model.profiles import Profiles
+from sessionsched.model.stages import Progress, Stages
+from sessionsched.service.estimating.progress import ProgressBook
 from sessionsched.service.reads import AppRead, NotFound, ReadModel
 from sessionsched.service.reconcile import AgentState, reconcile
 
@@ -60,14 +62,17 @@ STALE_STATE = AppState.KILLED.value
 class AgentDesk:
     def __init__(self, reads: ReadModel, put: Callable[[Event], None],
                  note: Callable[[str, float, str], None], heartbeat_s: float,
-                 clock: Callable[[], float], keepalive_s: float = 10.0):
-        """``put``: an event for the next cycle; ``note(app_id, at, detail)``: an audit row."""
+                 clock: Callable[[], float], keepalive_s: float = 10.0,
+                 progress: ProgressBook | None = None):
+        """``put``: an event for the next cycle; ``note(app_id, at, detail)``: an audit row;
+        ``progress``: where the apps' stages go (the estimated starts'; never an event)."""
         self._reads = reads
         self._put = put
         self._note = note
         self.heartbeat_s = heartbeat_s
         self.keepalive_s = keepalive_s
         self._clock = clock
+        self._progress = progress
         self._lock = threading.Lock()
         self._agents: dict[str, AgentState] = {}
         # app -> (target, grant, grant per resource profile), from SetTarget
@@ -108,10 +113,11 @@ class AgentDesk:
                   control: str | None, observed_at: float | None = None,
                   removed: dict[str, float] | None = None,
                   changed_after: float | None = None, profiles: Profiles = (),
-                  attempt: int | None = None) -> dict:
+                  attempt: int | None = None, stages: Stages | None = None) -> dict:
         """A report. ``observed_at`` (when the agent looked), ``removed`` (when executors gone
         since its last report left) and ``changed_after`` (its look before) ride on the list's
-        event for the usage meter, which bounds them by the scheduler's clock."""
+        event for the usage meter, which bounds them by the scheduler's clock. ``stages``
+        (completed, running) go to the progress book, as of now by the scheduler's clock."""
         now = self._clock()
         app = self._app(app_id)
         if (stale := self._stale(app, attempt, now)) is not None:
@@ -137,6 +143,8 @@ class AgentDesk:
             reply = self._reply(app, agent)
         for ev in events:
             self._put(ev)
+        if stages is not None and self._progress is not None:
+            self._progress.report(app_id, Progress(*stages, now))
         return reply
 
     def watch(self, app_id: str, version: int, attempt: int | None = None) -> dict | Future:

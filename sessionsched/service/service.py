@@ -48,7 +48,7 @@ from sessionsched.service import faulthook, plans
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.clusters import Engine, engine_for, recorded_clusters
 from sessionsched.service.cycle import Cycle, Parts
-from sessionsched.service.estimating import Estimator
+from sessionsched.service.estimating import Estimator, ProgressBook
 from sessionsched.service.inbox import Inbox, Waker, stop_cycles
 from sessionsched.service.metrics import ServiceMetrics, snapshot
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
@@ -98,12 +98,13 @@ class Service:
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
         self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage)
         self.usage_thread = MeterThread(self.usage, lambda rows, h: self.write(rows, [], hours=h))
-        self.watch = ClusterWatch(backend)
+        self.estimator = Estimator(self.reads, self.store, clock, server.estimate_default_run_s,
+                                   progress=ProgressBook(self.write))
+        self.watch = ClusterWatch(backend, self.estimator.progress)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock,
-                              server.agent_keepalive_s)
+                              server.agent_keepalive_s, self.estimator.progress)
         self.sessions = SessionWatch(server.session_timeout)
         self.retention = Retention(server.retained_ended_apps, self.store)
-        self.estimator = Estimator(self.reads, self.store, clock, server.estimate_default_run_s)
         self._cycle = Cycle(Parts(
             engine=engine, inbox=self.inbox, watch=self.watch, desk=self.desk,
             sessions=self.sessions, retention=self.retention, registry=self.registry,
@@ -139,8 +140,7 @@ class Service:
         """ValueError if the store holds live apps in queues the configuration no longer has:
         they could neither start nor be shown their place, so the server does not start."""
         leaves = {q.name for q in self.config.queue_tree().leaves()}
-        lost = {q: n for q, n in self.store.live_queues().items() if q not in leaves}
-        if lost:
+        if lost := {q: n for q, n in self.store.live_queues().items() if q not in leaves}:
             held = ", ".join(f"{q} ({n} app(s))" for q, n in sorted(lost.items()))
             raise ValueError(f"queues missing from the configuration still hold live apps: "
                              f"{held}; put them back (or kill those apps first)")

@@ -15,17 +15,22 @@ import logging
 from sessionsched.backends.base import BackendError, ClusterBackend, Handle
 from sessionsched.engine.events import CapacityChanged, DriverExited, Event
 from sessionsched.model import Resources, Worker
+from sessionsched.service.estimating.progress import ProgressBook
 from sessionsched.service.reads import ClusterHealth
 
 log = logging.getLogger("sessionsched.service")
 
 CAPACITY_EVERY_S = 2.0  # re-read the cluster's capacity at least this often
+# How often a backend that knows its apps' stages itself is asked for them: an agent's report
+# of them is as old as its keep-alive; the estimates that read them are made every few seconds.
+PROGRESS_EVERY_S = 2.0
 GONE = "its driver was gone when the scheduler restarted"
 
 
 class ClusterWatch:
-    def __init__(self, backend: ClusterBackend):
+    def __init__(self, backend: ClusterBackend, progress: ProgressBook | None = None):
         self.backend = backend
+        self.progress = progress
         self.health = ClusterHealth()
         self.adopt_retry: dict[str, Handle] = {}  # adopted while the backend could not check
         self._capacity_read_at = float("-inf")
@@ -33,6 +38,7 @@ class ClusterWatch:
         # reach): what the dashboard shows. Replaced whole, so a reader in another thread
         # sees one report or the next, never half of one.
         self.workers: tuple[Worker, ...] = ()
+        self._progress_read_at = float("-inf")
 
     def observe(self, now: float) -> list[Event]:
         """The backend's events (not yet reconciled with the agents'), capacity when due."""
@@ -40,6 +46,10 @@ class ClusterWatch:
             polled = list(self.backend.poll(now))
         except Exception as e:  # noqa: BLE001 - BackendError, or a backend bug: same answer
             return self._unreachable(now, e)
+        if self.progress is not None and now - self._progress_read_at >= PROGRESS_EVERY_S:
+            self._progress_read_at = now
+            for app_id, p in self.backend.stage_progress(now).items():
+                self.progress.report(app_id, p)
         if any(isinstance(e, CapacityChanged) for e in polled):
             self._capacity_read_at = now
         elif not self.health.reachable or now - self._capacity_read_at >= CAPACITY_EVERY_S:

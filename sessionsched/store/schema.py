@@ -61,6 +61,11 @@ class AppRow(Base):
     # launch decision (``Placed``), so a restart adopts it there only. NULL while queued, with
     # one cluster (its apps run there) and in older rows. Added by ``Store`` (APP_COLUMNS).
     cluster: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # Its completed Spark stages as its agent reported them (``model.stages.run_to_json``:
+    # ``[[tasks, mean task s], ...]`` in the order they completed), rewritten as they grow:
+    # what a later run of its name is estimated by (``work_lengths.stage_runs``). NULL: none
+    # reported. Added by ``Store`` (APP_COLUMNS).
+    stages: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
 
     __table_args__ = (
         Index("ix_apps_state", "state"),
@@ -85,7 +90,7 @@ class EventRow(Base):
 
 
 APP_COLUMNS = {"launch_wait": "JSON", "usage": "JSON", "usage_open": "BOOLEAN",
-               "cluster": "VARCHAR(64)"}
+               "cluster": "VARCHAR(64)", "stages": "JSON"}
 AUDIT_COLUMNS = {"actor": "VARCHAR(200)", "sender": "VARCHAR(200)", "old_value": "TEXT",
                  "new_value": "TEXT"}
 

@@ -115,3 +115,27 @@ def test_the_estimating_process_starts_without_a_first_import():
                           timeout=180)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", f"imported at the pool's start: {done.stdout}"
+
+
+def test_a_running_apps_stages_against_its_names_earlier_runs_set_the_wait(stepped):
+    """Its name's earlier run took 10 s, then 60 s; today its first stage took 40 s. Once in
+    its second stage it has about 60 s left (the stages' rule), not its run's length less what
+    it has worked (about 30 s less)."""
+    from sessionsched.model.stages import DoneStage
+    from sessionsched.store.work_lengths import stage_runs
+    sized = {f"{DYN}.minExecutors": "4", f"{DYN}.maxExecutors": "4"}
+    with stepped(policy="fifo") as s:
+        s.until(s.submit("etl", **{WORK: "4x10,4x60"}, **sized), "FINISHED", cycles=400)
+        assert stage_runs(s.service.store, ["etl"]) == {
+            "etl": [(DoneStage(4, 10.0), DoneStage(4, 60.0))]}
+
+        today = s.submit("etl", **{WORK: "4x40,4x60"}, **sized)
+        book = s.service.estimator.progress
+        s.until_true(lambda: (p := book.snapshot([today]).get(today)) and len(p.done) == 1,
+                     "its second stage", cycles=400)
+        waiting = s.submit("etl", **sized)
+        s.cycle()
+        assert s.app(waiting)["state"] == "ACCEPTED"
+        s.service.estimator.refresh(force=True)
+        wait = epoch(s.app(waiting)["estimated_start"]) - s.clock.now
+        assert 45 < wait < 65, wait

@@ -40,6 +40,7 @@ from ...engine.events import (
     Witness,
 )
 from ...model import Executor, Resources, Worker
+from ...model.stages import Progress
 from ..base import BackendError, BackendUnavailable, ClusterBackend, Handle, Launch
 from .cluster import MemoryCluster
 from .job import LAUNCH_FAILURES, job_from_launch
@@ -69,6 +70,7 @@ class MemoryBackend(ClusterBackend):
         self._managed: dict[str, tuple[str, tuple[Executor, ...]]] = {}  # spark id -> (app, view)
         self._capacity_sent: tuple | None = None  # capacity, slots, workers' names and sizes
         self._attempts: dict[str, int] = {}  # launches tried per app (``launchFailures``)
+        self._ended: dict[str, Progress] = {}  # apps' last stages, ended since last asked
 
     # --- contract -------------------------------------------------------------------------
 
@@ -118,6 +120,14 @@ class MemoryBackend(ClusterBackend):
     def steer(self, decisions: list[Decision]) -> None:
         self.cluster.steer(decisions)
 
+    def stage_progress(self, now: float) -> dict[str, Progress]:
+        out, self._ended = self._ended, {}
+        for app_id in self._apps:
+            sa = self.cluster.apps.get(app_id)
+            if sa is not None and (p := sa.progress(now)) is not None:
+                out[app_id] = p
+        return out
+
     def poll(self, now: float) -> list[Event]:
         self.cluster.advance(now)
         events: list[Event] = []
@@ -159,6 +169,8 @@ class MemoryBackend(ClusterBackend):
             out.append(DriverStarted(app_id, sa.spark_app_id))
         if sa.phase is Phase.DONE:
             del self._apps[app_id]  # its executors died with it
+            if (last := sa.progress(self.cluster.now)) is not None:
+                self._ended[app_id] = last
             out.append(DriverExited(app_id, sa.exit_code if sa.exit_code is not None else -1))
             return out
         where = self.cluster.pool.worker_of

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ...model import Resources
+from ...model.stages import MAX_DONE, ActiveStage, DoneStage, Progress
 from ...model.usage import AppUsage
 from .job import Job
 
@@ -84,8 +85,11 @@ class SparkApp:
     ended_at: float | None = None
     exit_code: int | None = None
     usage: AppUsage = field(default_factory=AppUsage)  # counted by the cluster as it happens
+    # Its completed stages, as its agent reports them (``progress``)
+    done_stages: list[DoneStage] = field(default_factory=list)
     _made: int = 0
     _started: int = 0  # tasks the current stage started (again after a loss, too)
+    _task_s: float = 0.0  # and their times summed
 
     @property
     def name(self) -> str:
@@ -136,12 +140,16 @@ class SparkApp:
         if self.stage >= len(self.job.stages):
             return False
         self.pending = self.job.stages[self.stage].tasks
-        self._started = 0
+        self._started, self._task_s = 0, 0.0
         return True
 
     def driver_work(self) -> float:
         """After a stage: the seconds the driver works alone before the next stage (its
-        ``gap_s``) or, after the last, before it exits (``tail_s``); PREPROCESSING meanwhile."""
+        ``gap_s``) or, after the last, before it exits (``tail_s``); PREPROCESSING meanwhile.
+        The stage is done: its agent would list it now."""
+        if self._started and len(self.done_stages) < MAX_DONE:
+            self.done_stages.append(DoneStage(self.job.stages[self.stage].tasks,
+                                              self._task_s / self._started))
         stages = self.job.stages
         work = stages[self.stage + 1].gap_s if self.stage + 1 < len(stages) else self.job.tail_s
         if work > 0:
@@ -151,7 +159,22 @@ class SparkApp:
     def next_task_s(self) -> float:
         """The time of the next task the current stage starts (``Stage.task_time``)."""
         self._started += 1
-        return self.job.stages[self.stage].task_time(self._started - 1)
+        task_s = self.job.stages[self.stage].task_time(self._started - 1)
+        self._task_s += task_s
+        return task_s
+
+    def progress(self, now: float) -> Progress | None:
+        """Its stages as its agent would report them now (``model.stages``); None before its
+        first stage."""
+        if self.stage < 0:
+            return None
+        active: tuple[ActiveStage, ...] = ()
+        if self.phase is Phase.RUNNING and self.stage < len(self.job.stages):
+            tasks = self.job.stages[self.stage].tasks
+            began = [b for e in self.executors.values() for b in e.began.values()]
+            active = (ActiveStage(tasks, tasks - self.pending - self.running, self.running,
+                                  now - min(began) if began else None),)
+        return Progress(tuple(self.done_stages), active, now)
 
     def placements(self) -> list[str]:
         """Executor ids for the pending tasks that can start now, round-robin (module doc)."""

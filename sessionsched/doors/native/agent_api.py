@@ -40,6 +40,7 @@ from sessionsched.doors.native.views import unreadable, validation_detail
 from sessionsched.model import Resources
 from sessionsched.model.custom import custom_of
 from sessionsched.model.profiles import Profile
+from sessionsched.model.stages import MAX_ACTIVE, MAX_DONE, ActiveStage, DoneStage, Stages
 from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.port import Operations, executors_of
@@ -58,7 +59,8 @@ def heartbeat(ops: Operations, caller: auth.Caller, body: AgentHeartbeat) -> dic
     return answer(ops.heartbeat(caller, body.app_id, body.demand, executors_of(body.executors),
                                 body.control, body.observed_at,
                                 {r.id: r.at for r in body.removed}, body.changed_after,
-                                profiles_of(body.profiles), body.attempt))
+                                profiles_of(body.profiles), body.attempt,
+                                stages_of(body.stages)))
 
 
 async def watch(ops: Operations, caller: auth.Caller, body: AgentWatch) -> dict:
@@ -73,6 +75,14 @@ def profiles_of(reports) -> tuple[Profile, ...]:
             {k: int(v) for k, v in p.resources.items()})), p.demand, p.pending_tasks,
             p.running_tasks, p.task_cpus, tuple(sorted(p.task_resources.items())))
          for p in reports), key=lambda p: p.profile_id))
+
+
+def stages_of(report) -> Stages | None:
+    if report is None:
+        return None
+    return (tuple(DoneStage(s.tasks, s.task_s) for s in report.done[:MAX_DONE]),
+            tuple(ActiveStage(s.tasks, s.done, s.running, s.oldest_running_s)
+                  for s in report.active[:MAX_ACTIVE]))
 
 
 Handler = Callable[[Operations, auth.Caller, BaseModel], dict | Awaitable[dict]]

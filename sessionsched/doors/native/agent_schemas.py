@@ -29,6 +29,27 @@ class AgentProfile(BaseModel):
     running_tasks: int = Field(0, ge=0)
 
 
+class AgentDoneStage(BaseModel):
+    tasks: int = Field(ge=0)
+    task_s: float = Field(ge=0)  # its tasks' mean length
+
+
+class AgentActiveStage(BaseModel):
+    tasks: int = Field(ge=0)
+    done: int = Field(0, ge=0)
+    running: int = Field(0, ge=0)
+    oldest_running_s: float | None = Field(None, ge=0)
+
+
+class AgentStages(BaseModel):
+    """The app's Spark stages: those completed, in the order they completed, and those
+    running now (``model.stages``); for the estimated starts only. Longer lists than an
+    agent sends are cut, not refused: the rest of its report counts."""
+
+    done: list[AgentDoneStage] = Field(default_factory=list)
+    active: list[AgentActiveStage] = Field(default_factory=list)
+
+
 class AgentRemoved(BaseModel):
     id: str
     at: float  # epoch seconds (the agent's clock): when the executor's driver removed it
@@ -60,6 +81,7 @@ class AgentHeartbeat(BaseModel):
     # alone, its demand ``demand``.
     profiles: list[AgentProfile] = Field(default_factory=list)
     attempt: int | None = Field(None, ge=1)  # as at its registration
+    stages: AgentStages | None = None  # an older agent, or one that could not read them
 
 
 class AgentWatch(BaseModel):

@@ -10,7 +10,9 @@ store (first executor to end: ``store.work_lengths``), else ``default_run_s``. A
 has that less what it has worked left (``left_s``): the time since its first executor, none
 while it has had none - the time it waited for them is not work done, as its name's history
 does not count it as work either. One past it is assumed to end within ``overrun_s(run_s)``:
-a quarter of its run, at least a minute (docs/design/estimates.md). Behind several clusters
+a quarter of its run, at least a minute (docs/design/estimates.md). A launched app whose
+agent reported its stages, of a name whose earlier runs had theirs stored, has instead what
+its stages say it has left (``stages.left_by_stage``). Behind several clusters
 each launched app names its cluster and each cluster its room (the merged view's cluster
 rows), so the forward run is the federation's (``sim.estimate``).
 """
@@ -19,13 +21,33 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from statistics import median
 
 from sessionsched.model import AppState
+from sessionsched.model.stages import Progress, Run
+from sessionsched.service.estimating.stages import left_by_stage
 from sessionsched.service.reads import ReadView
-from sessionsched.sim.estimate import TIMINGS, Live, LiveCluster, Queued, Running, Timings
+from sessionsched.sim.estimate import (
+    TIMINGS,
+    Live,
+    LiveCluster,
+    Queued,
+    Running,
+    Timings,
+    width,
+)
 
 MAX_QUEUED = 300  # queued apps followed per run
+
+
+@dataclass(frozen=True)
+class History:
+    """What the store says of the names' earlier FINISHED runs, newest first: how long each
+    worked (``store.work_lengths``), and the stages of those that reported them."""
+
+    runs: Mapping[str, list[float]] = field(default_factory=dict)
+    stages: Mapping[str, list[Run]] = field(default_factory=dict)
 
 
 def run_length(name: str, history: Mapping[str, list[float]], default_run_s: float) -> float:
@@ -60,18 +82,25 @@ def names_of(view: ReadView, facts: list) -> set[str]:
 
 
 def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
-              history: Mapping[str, list[float]], default_run_s: float,
-              timings: Timings = TIMINGS) -> Live:
+              history: History, default_run_s: float, timings: Timings = TIMINGS,
+              progress: Mapping[str, Progress] | None = None) -> Live:
+    """``progress``: the launched apps' stages as last reported (``ProgressBook``)."""
     engine = view.engine
+    progress = progress or {}
     running: list[Running] = []
     for facts in launched:
         sub = view.submissions.get(facts.app_id)
         if sub is None:
             continue
-        run_s = run_length(sub.name, history, default_run_s)
+        run_s = run_length(sub.name, history.runs, default_run_s)
         ran = max(0.0, now - facts.launched_at)
         first = facts.first_executor_at
         left = left_s(run_s, now, first)
+        stages = progress.get(facts.app_id)
+        if stages is not None and (staged := left_by_stage(  # the pace of ``Running.stage``
+                stages, history.stages.get(sub.name, ()), facts.executors or width(sub.spec),
+                sub.spec.executor.cores, now)) is not None:
+            left = staged
         running.append(Running(
             spec=sub.spec, state=facts.state, priority=facts.priority,
             executors=facts.executors, remaining_s=left, launched_ago_s=ran,
@@ -82,7 +111,7 @@ def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
         sub = view.submissions.get(facts.app_id)
         if sub is not None:
             queued.append(Queued(sub.spec, facts.priority,
-                                 run_length(sub.name, history, default_run_s)))
+                                 run_length(sub.name, history.runs, default_run_s)))
     rows = engine.cluster_rows  # several clusters: each its own in the forward run
     return Live(engine.root, engine.capacity, engine.driver_slots, tuple(running),
                 tuple(queued), timings,

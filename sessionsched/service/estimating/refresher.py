@@ -30,7 +30,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sessionsched.model import AppSpec
-from sessionsched.service.estimating.live import chosen, live_from, names_of, run_length
+from sessionsched.service.estimating.live import History, chosen, live_from, names_of, run_length
+from sessionsched.service.estimating.progress import ProgressBook
 from sessionsched.service.reads import CounterOffer, ReadModel, StartEstimate
 from sessionsched.sim.estimate import (
     TIMINGS,
@@ -43,7 +44,7 @@ from sessionsched.sim.estimate import (
     never_fits,
 )
 from sessionsched.store import Store
-from sessionsched.store.work_lengths import work_lengths
+from sessionsched.store.work_lengths import stage_runs, work_lengths
 
 log = logging.getLogger("sessionsched.estimate")
 
@@ -118,15 +119,18 @@ class DryRunAnswer:
 
 class Estimator:
     def __init__(self, reads: ReadModel, store: Store, clock: Callable[[], float],
-                 default_run_s: float, timings: Timings = TIMINGS):
+                 default_run_s: float, timings: Timings = TIMINGS,
+                 progress: ProgressBook | None = None):
+        """``progress``: the launched apps' stages as their agents report them."""
         self.reads = reads
+        self.progress = progress or ProgressBook()
         self.store = store
         self.clock = clock
         self.default_run_s = default_run_s
         self.timings = timings
         self._pool: ProcessPoolExecutor | None = None
         self._in_process = False  # ``start_process``
-        self._history: dict[str, list[float]] = {}
+        self._history = History()
         self._history_at = float("-inf")
         self._history_names: set[str] = set()
         self.last_run_s = 0.0  # wall time of the last forward run
@@ -163,13 +167,14 @@ class Estimator:
         view = self.reads.view
         now = self.clock()
         launched, queued = chosen(view)
+        progress = self.progress.snapshot([f.app_id for f in launched])
         if not queued:
             if view.estimates:
                 self.reads.publish(estimates={}, estimated_at=now)
             return
         history = self._lengths(names_of(view, launched + queued))
         live = live_from(view, now, launched, queued, history, self.default_run_s,
-                         self.timings)
+                         self.timings, progress)
         self.local_s = time.perf_counter() - t0
         pool = self._process()
         try:
@@ -201,9 +206,10 @@ class Estimator:
         spec = replace(spec, app_id=DRY_RUN_ID, seq=max((f.seq for f in queued), default=0)
                        + len(view.engine.apps) + 1, submitted_at=now)
         history = self._lengths(names_of(view, launched + queued) | {name})
+        progress = self.progress.snapshot([f.app_id for f in launched])
         live = live_from(view, now, launched, queued, history, self.default_run_s,
-                         self.timings)
-        app = Queued(spec, spec.priority, run_length(name, history, self.default_run_s))
+                         self.timings, progress)
+        app = Queued(spec, spec.priority, run_length(name, history.runs, self.default_run_s))
         answer: DryRun | None = None
         pool = self._process()
         if pool is not None:
@@ -216,11 +222,13 @@ class Estimator:
         return DryRunAnswer(True, None, answer.position, answer.reason,
                             absolute(now, answer.estimate))
 
-    def _lengths(self, names: set[str]) -> dict[str, list[float]]:
-        """Run lengths by name from the store, read again once a minute or for new names."""
+    def _lengths(self, names: set[str]) -> History:
+        """Run lengths and stages by name from the store, read again once a minute or for new
+        names."""
         fresh = time.monotonic() - self._history_at < HISTORY_S
         if not (fresh and names <= self._history_names):
-            self._history = work_lengths(self.store, names)
+            self._history = History(work_lengths(self.store, names),
+                                    stage_runs(self.store, names))
             self._history_names = set(names)
             self._history_at = time.monotonic()
         return self._history

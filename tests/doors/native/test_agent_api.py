@@ -50,6 +50,9 @@ def test_unknown_app_is_404_for_the_agent(client):
     pytest.param({"app_id": "driver-x", "demand": "many"},
                  "demand: Input should be a valid integer, unable to parse string as an integer",
                  id="demand-not-a-number"),
+    pytest.param({"app_id": "driver-x", "stages": {"done": [{"tasks": 8, "task_s": -1}]}},
+                 "stages.done.0.task_s: Input should be greater than or equal to 0",
+                 id="negative-task-length"),
     pytest.param(b"", "request body is missing", id="empty"),
     pytest.param(b'{"app_id": "driver-x",', "request body is not valid JSON: ",
                  id="cut-short"),
@@ -82,6 +85,34 @@ def test_a_report_the_engine_refuses_is_dropped_and_the_rest_go_through(client):
     wait_until(lambda: client.get(f"/api/v1/apps/{b}").json()["position"] == 2,
                what="b to join its queue in spite of the refused report")
     assert client.get(f"/api/v1/apps/{a}").json()["executors"] == 0
+
+
+def test_a_report_of_stages_goes_to_the_estimates_and_its_completed_ones_to_the_store(
+        serve, offline_app):
+    from sessionsched.model.stages import ActiveStage, DoneStage
+    app = offline_app()
+    with serve(app) as client:
+        a = client.post("/api/v1/sessions", json={"name": "staged"}).json()["id"]
+        stages = {"done": [{"tasks": 8, "task_s": 2.5}],
+                  "active": [{"tasks": 4, "done": 1, "running": 3, "oldest_running_s": 0.5},
+                             {"tasks": 2}],
+                  "future": "a newer agent's field"}
+        r = client.post("/api/v1/agent/heartbeat", json={"app_id": a, "stages": stages})
+        assert r.status_code == 200, r.text
+        service = app.state.service
+        progress = service.estimator.progress.snapshot([a])[a]
+        assert (progress.done, progress.active) == (
+            (DoneStage(8, 2.5),), (ActiveStage(4, 1, 3, 0.5), ActiveStage(2, 0, 0, None)))
+        assert wait_until(lambda: stages_column(service.store, a),
+                          what="its completed stage on its row") == [[8, 2.5]]
+
+
+def stages_column(store, app_id: str) -> list | None:
+    from sqlalchemy import select
+
+    from sessionsched.store.schema import AppRow
+    with store.session() as s:
+        return s.execute(select(AppRow.stages).where(AppRow.id == app_id)).scalar()
 
 
 def test_sessions_get_targets_grants_and_reclaim_orders_once(serve, state_dir):
