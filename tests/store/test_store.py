@@ -251,3 +251,45 @@ def test_usage_reads_back_by_window_and_an_older_database_gets_its_column(store_
         assert [r.finished_at for r in older.usage_rows(0.0, 100.0)] == [5.0, None]
     finally:
         older.close()
+
+
+def test_a_runs_stages_read_back_by_name_and_an_older_database_gets_their_column(store_url,
+                                                                                 store):
+    """The apps' ``stages`` column (what the estimates read of a name's earlier runs:
+    docs/design/estimates.md) on a database made before it; ``stage_runs`` gives a name's
+    FINISHED runs that reported stages, newest first."""
+    from dataclasses import replace
+
+    from sessionsched.model.stages import DoneStage
+    from sessionsched.store.work_lengths import stage_runs
+
+    with store.engine.begin() as c:
+        c.execute(text("ALTER TABLE apps DROP COLUMN stages"))
+    older = Store(store_url)
+
+    def run(i: int, state: AppState, finished_at: float | None) -> StoredApp:
+        app = make_app(i, state=state, started_at=1.0, finished_at=finished_at)
+        return replace(app, submission=replace(app.submission, spec=replace(
+            app.submission.spec, name="nightly")))
+
+    apps = [run(1, AppState.FINISHED, 10.0), run(2, AppState.FINISHED, 20.0),
+            run(3, AppState.FAILED, 30.0), run(4, AppState.FINISHED, 40.0),
+            run(5, AppState.RUNNING, None)]
+    try:
+        w = Writer(older)
+        w.start()
+        try:
+            w.submit(lambda s: Store.add_apps(s, apps)).result(5)
+            w.submit(lambda s: Store.update_apps(s, [
+                {"id": apps[0].id, "stages": [[8, 2.5], [4, 10.0]]},
+                {"id": apps[1].id, "stages": [[8, 3.0]]},
+                {"id": apps[2].id, "stages": [[8, 9.0]]},  # FAILED: not a run to its end
+                {"id": apps[4].id, "stages": [[8, 1.0]]},  # not ended yet
+            ])).result(5)
+        finally:
+            w.stop()
+        # app 4 finished last but reported no stages: not a run of stages
+        assert stage_runs(older, ["nightly", "never-run"]) == {"nightly": [
+            (DoneStage(8, 3.0),), (DoneStage(8, 2.5), DoneStage(4, 10.0))]}
+    finally:
+        older.close()
