@@ -71,8 +71,8 @@ def task_seconds(run_ms: int, deserialize_ms: int, serialize_ms: int, tasks: int
     """A completed stage's mean task time: the status store keeps per-stage sums of its tasks'
     metrics, not of their launch-to-finish times, so this is the executor's part of a task
     (deserializing it, running it, serializing its result) without the scheduler's delay and
-    the fetch of a large result. The sums include failed attempts' (the work was done), the
-    count is the completed tasks'."""
+    the fetch of a large result. The sums include a failed attempt's time where its executor
+    reported it (not a lost executor's), the count is the completed tasks'."""
     return round((run_ms + deserialize_ms + serialize_ms) / 1000.0 / tasks, 3) if tasks else 0.0
 
 
@@ -112,6 +112,7 @@ class StageReader:
         self._sc = sc
         self.book = StageBook()
         self.done: list[DoneStage] = []
+        self._spark = None  # (its status tracker, its status store)
         self._oldest = True  # the status store answers a stage's oldest running task
         self._running_by_launch = None  # taskList's sort and filter: (Some("lt"), [RUNNING])
         self._failed = False  # a read failed (logged once)
@@ -120,8 +121,10 @@ class StageReader:
         """The stages as of ``now`` (epoch seconds, the driver's clock); None if Spark could
         not say. Never raises."""
         try:
-            jsc = self._sc._jsc
-            tracker, store = jsc.statusTracker(), jsc.sc().statusStore()
+            if self._spark is None:  # the context's for its life: three py4j calls saved a look
+                jsc = self._sc._jsc
+                self._spark = jsc.statusTracker(), jsc.sc().statusStore()
+            tracker, store = self._spark
             active = sorted(int(i) for i in tracker.getActiveStageIds())
             if len(self.done) < MAX_DONE:
                 self._read_done(store, active)
