@@ -138,6 +138,8 @@ class StageReader:
             return None
 
     def _read_done(self, store, active: list[int]) -> None:
+        """Each stage the book names, read once it is settled; the completed ones appended in
+        the order they completed (Spark's completion time: several may have since the last)."""
         statuses: dict[int, str | None] = {}
         completed = []
         for stage_id in self.book.to_read(active):
@@ -151,11 +153,8 @@ class StageReader:
             statuses[stage_id] = status = str(stage.status().name())
             if status == "COMPLETE":
                 ended = stage.completionTime()
-                completed.append((ended.get().getTime() if ended.isDefined() else 0, stage_id,
-                                  DoneStage(int(stage.numTasks()), task_seconds(
-                                      stage.executorRunTime(), stage.executorDeserializeTime(),
-                                      stage.resultSerializationTime(),
-                                      stage.numCompleteTasks()))))
+                at_ms = ended.get().getTime() if ended.isDefined() else 0
+                completed.append((at_ms, stage_id, _done_stage(stage)))
         self.book.settle(active, statuses)
         self.done.extend(s for _, _, s in sorted(completed, key=lambda c: c[:2]))
 
@@ -192,6 +191,13 @@ class StageReader:
                      "time (%s); stages are reported without it", _first_line(e))
             return None
         return round(max(now - launched, 0.0), 3)
+
+
+def _done_stage(stage) -> DoneStage:
+    """A completed stage, from the status store's ``v1.StageData``."""
+    return DoneStage(int(stage.numTasks()), task_seconds(
+        stage.executorRunTime(), stage.executorDeserializeTime(),
+        stage.resultSerializationTime(), stage.numCompleteTasks()))
 
 
 def _first_line(e: BaseException) -> str:
