@@ -2,7 +2,7 @@
 
 Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
   1. reads the facts from Spark (demand, pending/running tasks, executors with idle state; the
-     app's stages, ``stages.StageReader``, which ride on the reports sent anyway);
+     app's stages, ``stages.StageReader``, only for a report that goes out anyway);
   2. sends them (``register`` first, then ``heartbeat``) and reads the answer;
   3. applies the answer: the ``grant`` becomes the dynamic-allocation cap, each reclaim order is
      carried out once (``reclaim.ReclaimExecutor``), a terminal ``state`` stops the SparkContext;
@@ -52,7 +52,7 @@ from .profiles import ProfileCaps
 from .protocol import Answer
 from .reclaim import ReclaimExecutor
 from .spark_control import SparkControl, SparkControlError, SparkFacts
-from .stages import StageReader
+from .stages import StageReader, stages_body
 from .transport import JsonClient, Refused, Unreachable
 from .watch import Watch
 
@@ -87,7 +87,7 @@ class Agent:
         self.on_terminal = on_terminal
         self.clock = clock
         self.reclaim = ReclaimExecutor(control)
-        self.stages = stages  # the app's stages, read at each look that builds a report
+        self.stages = stages  # the app's stages, read for each report sent
         self.registered = False
         self.last_answer: Answer | None = None
         self.grant: int | None = None
@@ -202,6 +202,8 @@ class Agent:
                     tuple((p["id"], p["demand"]) for p in body.get("profiles", ())))
             quiet = (beat and self.change_driven and sent == self._sent
                      and now < self._report_due)
+            if not quiet and self.stages is not None and (stages := self.stages.look(looked)):
+                body["stages"] = stages_body(stages)  # read for a report that goes out only
             answer = None if quiet else self._exchange(body, now)
             if answer is not None:
                 if not beat:
@@ -281,8 +283,7 @@ class Agent:
             self._gone[eid] = self.control.removed_at(eid) or looked
         return protocol.heartbeat_body(self.app_id, facts, self.control.probe.control,
                                        observed_at=looked, removed=self._gone,
-                                       changed_after=self._changed_after or None,
-                                       stages=self.stages.look(looked) if self.stages else None)
+                                       changed_after=self._changed_after or None)
 
     def ended(self, at: float, timeout_s: float = 2.0) -> None:
         """The SparkContext was stopped at ``at`` (``attach`` wraps ``SparkContext.stop``): its

@@ -1,7 +1,7 @@
 """Where the app is in its stages: the stages it completed and the ones running now, for the
 scheduler's estimate of the work a running app has left (docs/design/agent-protocol.md,
-"Stages"). Read when a heartbeat's body is built, never on the quarter-second pulse; a report
-that carries them is one the agent sends anyway (a change, a keep-alive).
+"Stages"). Read only for a report the agent sends anyway (a change, a keep-alive), never on
+the quarter-second pulse nor at a look that sends nothing.
 
 Spark's own records, reached over py4j like the rest of the agent's (``spark_control``):
 
@@ -11,7 +11,8 @@ Spark's own records, reached over py4j like the rest of the agent's (``spark_con
 * how long the oldest running task of each has run: the status store's
   ``taskList(stage, attempt, 0, 1, Some("lt"), true, [RUNNING])``, its running task with the
   earliest launch time (``"lt"``, ``TaskIndexNames.LAUNCH_TIME``), one call that sorts the
-  stage's tasks inside the JVM; a Spark without it reports the stages without that time;
+  stage's tasks inside the JVM: asked only of a stage of at most ``MAX_SORTED`` tasks (the
+  driver's CPU), and a Spark without it reports the stages without that time;
 * each completed stage once, when it has left the running ones: the status store's
   ``lastStageAttempt(id)``, its status, task count, completion time and the stage's sums of
   its tasks' times.
@@ -35,6 +36,7 @@ log = logging.getLogger("sessionsched.agent")
 MAX_DONE = 200
 MAX_ACTIVE = 20  # the running stages reported, lowest ids first
 MAX_READS = 20  # completed stages read in one look, at most: the rest are read at the next
+MAX_SORTED = 10_000  # tasks of a stage whose oldest running one is looked for, at most
 LAUNCH_TIME = "lt"  # the status store's index of its tasks by launch time
 STILL_OPEN = frozenset({"ACTIVE", "PENDING"})  # a stage that may yet run: read it again later
 
@@ -164,11 +166,10 @@ class StageReader:
             info = tracker.getStageInfo(stage_id)
             if info is None:  # ended since it was listed
                 continue
-            running = int(info.numActiveTasks())
+            running, tasks = int(info.numActiveTasks()), int(info.numTasks())
             oldest = (self._oldest_running_s(store, stage_id, info.currentAttemptId(), now)
-                      if running else None)
-            out.append(ActiveStage(int(info.numTasks()), int(info.numCompletedTasks()),
-                                   running, oldest))
+                      if running and tasks <= MAX_SORTED else None)
+            out.append(ActiveStage(tasks, int(info.numCompletedTasks()), running, oldest))
         return tuple(out)
 
     def _oldest_running_s(self, store, stage_id: int, attempt: int, now: float):

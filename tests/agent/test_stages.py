@@ -182,6 +182,18 @@ def test_the_first_completed_stages_and_running_ones_are_capped(monkeypatch):
     assert reader.look(1.0).done == facts.done
 
 
+def test_a_stage_too_large_to_sort_in_the_driver_is_reported_without_its_oldest_task():
+    store = StandInStore()
+    store.active = {0: (stages.MAX_SORTED, 0, 4), 1: (stages.MAX_SORTED + 1, 0, 4)}
+    store.launched = {0: 7.0, 1: 7.0}
+    asked = []
+    sort = store.taskList
+    store.taskList = lambda stage_id, *a: asked.append(stage_id) or sort(stage_id, *a)
+    assert StageReader(stand_in_sc(store)).look(10.0).active == (
+        ActiveStage(stages.MAX_SORTED, 0, 4, 3.0), ActiveStage(stages.MAX_SORTED + 1, 0, 4, None))
+    assert asked == [0]
+
+
 def test_a_spark_without_the_launch_time_reports_the_stages_without_it(caplog):
     store = StandInStore()
     store.active = {0: (4, 0, 2)}
@@ -263,7 +275,9 @@ def test_stages_ride_on_the_reports_sent_anyway_and_bring_none_of_their_own():
         agent._cycle(now)
     beats = [b for path, b in client.sent if path == protocol.HEARTBEAT_PATH]
     assert len(beats) == 2  # the stages moved at every look: no report of their own
-    assert [b["stages"]["active"][0]["done"] for b in beats] == [2, 6]  # as of each look
+    # read for each report that went out (the registration too), not at the quiet looks
+    assert reader.looks == len(client.sent) == 3
+    assert [b["stages"]["active"][0]["done"] for b in beats] == [2, 3]
     reader.broken = True
     agent.control.demand_now = 1
     agent._cycle(11.0)
