@@ -1,7 +1,8 @@
 """The agent loop: a daemon thread in the driver that reports facts and applies decisions.
 
 Every ``heartbeat_s`` (the server's answer sets it, default 1 s) it:
-  1. reads the facts from Spark (demand, pending/running tasks, executors with idle state);
+  1. reads the facts from Spark (demand, pending/running tasks, executors with idle state; the
+     app's stages, ``stages.StageReader``, only for a report that goes out anyway);
   2. sends them (``register`` first, then ``heartbeat``) and reads the answer;
   3. applies the answer: the ``grant`` becomes the dynamic-allocation cap, each reclaim order is
      carried out once (``reclaim.ReclaimExecutor``), a terminal ``state`` stops the SparkContext;
@@ -51,6 +52,7 @@ from .profiles import ProfileCaps
 from .protocol import Answer
 from .reclaim import ReclaimExecutor
 from .spark_control import SparkControl, SparkControlError, SparkFacts
+from .stages import StageReader, stages_body
 from .transport import JsonClient, Refused, Unreachable
 from .watch import Watch
 
@@ -71,6 +73,7 @@ class Agent:
         spark_version: str = "",
         heartbeat_s: float = 1.0,
         max_backoff_s: float = 15.0,
+        stages: StageReader | None = None,
         on_terminal: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
     ):
@@ -84,6 +87,7 @@ class Agent:
         self.on_terminal = on_terminal
         self.clock = clock
         self.reclaim = ReclaimExecutor(control)
+        self.stages = stages  # the app's stages, read for each report sent
         self.registered = False
         self.last_answer: Answer | None = None
         self.grant: int | None = None
@@ -120,13 +124,9 @@ class Agent:
         if self.control.probe.full:
             self._set_cap(0)
         else:
-            log.warning(
-                "sessionsched agent: %s: executor control unavailable (%s); reporting "
-                "control: admission-only. The app runs normally; the scheduler only orders "
-                "its driver.",
-                self.app_id,
-                self.control.probe.reason,
-            )
+            log.warning("sessionsched agent: %s: executor control unavailable (%s); reporting "
+                        "control: admission-only. The app runs normally; the scheduler only "
+                        "orders its driver.", self.app_id, self.control.probe.reason)
         self._thread = threading.Thread(target=self._run, name="sessionsched-agent", daemon=True)
         self._thread.start()
 
@@ -202,6 +202,8 @@ class Agent:
                     tuple((p["id"], p["demand"]) for p in body.get("profiles", ())))
             quiet = (beat and self.change_driven and sent == self._sent
                      and now < self._report_due)
+            if not quiet and self.stages is not None and (stages := self.stages.look(looked)):
+                body["stages"] = stages_body(stages)  # read for a report that goes out only
             answer = None if quiet else self._exchange(body, now)
             if answer is not None:
                 if not beat:
@@ -314,11 +316,8 @@ class Agent:
         self.last_answer = answer
         self.heartbeat_s = answer.heartbeat_s
         if answer.terminal:
-            log.warning(
-                "sessionsched agent: the scheduler reports %s as %s; stopping its SparkContext",
-                self.app_id,
-                answer.state,
-            )
+            log.warning("sessionsched agent: the scheduler reports %s as %s; stopping its "
+                        "SparkContext", self.app_id, answer.state)
             self._stop.set()
             if self.on_terminal is not None:
                 self.on_terminal(answer.state)

@@ -28,6 +28,7 @@ import time
 
 from .agent import Agent
 from .spark_control import SparkControl
+from .stages import StageReader
 from .transport import JsonClient
 
 log = logging.getLogger("sessionsched.agent")
@@ -71,6 +72,7 @@ def attach(
                 spark_app_id=sc.applicationId,
                 spark_version=sc.version,
                 heartbeat_s=heartbeat_s,
+                stages=StageReader(sc),
                 on_terminal=lambda state: _stop_context(sc),
             )
             agent.start()

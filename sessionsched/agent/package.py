@@ -23,6 +23,7 @@ DRIVER_MODULES = (
     "protocol.py",
     "reclaim.py",
     "spark_control.py",
+    "stages.py",
     "task_slots.py",
     "transport.py",
     "watch.py",

@@ -62,6 +62,8 @@ class JsonClient:
             if base != self.base_url:
                 log.warning("sessionsched agent: now reporting to %s", base)
                 self.base_url = base
+            if log.isEnabledFor(logging.DEBUG):  # what the server took, for a look at the wire
+                log.debug("sessionsched agent: sent %s %s", path, json.dumps(body))
             return answer
         raise Unreachable("no scheduler address")
 

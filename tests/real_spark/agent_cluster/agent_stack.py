@@ -18,6 +18,8 @@ CORES = 6
 START_S = 240
 # Spark's driver (CoarseGrainedSchedulerBackend, INFO) for each executor it decommissions.
 DECOMMISSION = re.compile(r"Notify executor (\S+) to decommission")
+# The agent's debug line for each heartbeat it sent (sessionsched/agent/transport.py).
+SENT_HEARTBEAT = re.compile(r"sessionsched agent: sent /api/v1/agent/heartbeat (\{.*\})$", re.M)
 APP = Path(__file__).parent / "apps" / "sleepy_job.py"
 # The arbitration tests need a second app admitted beside one that wants every core, which
 # `stateaware` does once the first has an executor; `demand` (the default) would start one
@@ -81,6 +83,12 @@ def report(api, app_id):
         if line.startswith("REPORT "):
             return json.loads(line.removeprefix("REPORT "))
     return None
+
+
+def sent_reports(api, app_id) -> list[dict]:
+    """The heartbeats the app's agent sent, from its driver log (``sleepy_job.py
+    --log-reports``)."""
+    return [json.loads(m.group(1)) for m in SENT_HEARTBEAT.finditer(api.log(app_id, tail=100000))]
 
 
 def decommissioning(api, app_id):

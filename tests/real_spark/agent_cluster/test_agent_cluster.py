@@ -25,6 +25,7 @@ from agent_stack import (
     finished,
     held,
     report,
+    sent_reports,
     settle,
     submit,
     usage_of,
@@ -48,7 +49,7 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
     release, events, go_b = tmp_path / "release-a", tmp_path / "events", tmp_path / "go-b"
     a = submit(api, "prio-a", "root.prio", 3000, "--tasks", 12, "--seconds", 600,
                "--until", release, "--linger-s", 60, "--linger-while-executors",
-               conf=event_log_conf(events), idle_timeout_s=IDLE_TIMEOUT_S)
+               "--log-reports", conf=event_log_conf(events), idle_timeout_s=IDLE_TIMEOUT_S)
     # B's driver starts meanwhile (admitted once A has an executor), its job held: it asks
     # for nothing until the test lets it. B is sent once A is admitted: sent in the same
     # cycle, B (9000) would go first and, asking for nothing while it starts, hold the
@@ -79,6 +80,15 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
     done = wait_until(lambda: finished(api, a), 120, "A to finish")
     assert (done.state.value, done.exit_code) == ("FINISHED", 0)
     assert "LINGER no executor left" in api.log(a, tail=400)  # Spark's timeout took them all
+    # A's reports said where it was in its stages (the bodies its agent sent, from its driver
+    # log): its one stage running, then done, 12 tasks, their times within the job's.
+    stages = [b["stages"] for b in sent_reports(api, a) if "stages" in b]
+    running = [s for st in stages for s in st["active"] if s["running"]]
+    print(f"A's stages: last reported {stages[-1]}; running, as reported: {running}")
+    assert running and all(s["tasks"] == 12 for s in running)
+    assert all(0 <= s["oldest_running_s"] <= r["seconds"] for s in running)
+    (stage,) = stages[-1]["done"]
+    assert stage["tasks"] == 12 and 0 < stage["task_s"] <= r["seconds"]
     # Usage (docs/operator/usage.md) agrees with what Spark's own records say of A's whole life (its
     # event log): held, busy, idle and the task time lost to the kill, and the queue's figures
     # are its apps'.

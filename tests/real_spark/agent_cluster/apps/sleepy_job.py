@@ -1,7 +1,7 @@
 """A PySpark app for the agent's cluster tests: one job of sleeping tasks, then a report line.
 
     sleepy_job.py --tasks N --seconds S [--until PATH] [--job-after PATH] [--detach-agent-at E]
-                  [--linger-s L] [--linger-while-executors]
+                  [--linger-s L] [--linger-while-executors] [--log-reports]
 
 Prints ``REPORT {"result": ..., "failed_tasks": ..., "seconds": ...}``: the job's result (the
 sum of the task indexes, so a lost or duplicated task shows) and the number of failed task
@@ -23,10 +23,14 @@ it is: the app runs on as if its agent had died. ``--linger-s`` keeps the driver
 the job (idle: its executors leave at Spark's idle timeout); with
 ``--linger-while-executors`` it ends as soon as it has none left (at most L seconds): an app
 that idles with its executors until their idle timeout, then ends.
+
+``--log-reports`` turns the agent's log to debug: the driver log then has each body the agent
+sent, as the server took it (``sent PATH {json}``), for a test to read what was reported.
 """
 
 import argparse
 import json
+import logging
 import os
 import sys
 import threading
@@ -75,7 +79,10 @@ def main() -> int:
     parser.add_argument("--detach-agent-at", type=int, default=0)
     parser.add_argument("--linger-s", type=float, default=0.0)
     parser.add_argument("--linger-while-executors", action="store_true")
+    parser.add_argument("--log-reports", action="store_true")
     args = parser.parse_args()
+    if args.log_reports:  # before the SparkContext: its agent's first report is logged too
+        logging.getLogger("sessionsched.agent").setLevel(logging.DEBUG)
 
     spark = SparkSession.builder.getOrCreate()
     sc = spark.sparkContext
