@@ -32,6 +32,9 @@ from agent_stack import (
 )
 from spark_eventlog import event_log_conf, spark_usage
 
+from sessionsched.model.stages import DoneStage
+from sessionsched.store import Store
+from sessionsched.store.work_lengths import stage_runs
 from tests.sparkcluster import wait_until
 
 pytestmark = pytest.mark.cluster
@@ -89,6 +92,13 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
     assert all(0 <= s["oldest_running_s"] <= r["seconds"] for s in running)
     (stage,) = stages[-1]["done"]
     assert stage["tasks"] == 12 and 0 < stage["task_s"] <= r["seconds"]
+    # ... and the server kept them on A's row, for the estimates of the next runs of its name
+    store = Store(f"sqlite:///{tmp_path / 'agent-server' / 'state' / 'sessionsched.db'}")
+    try:
+        assert stage_runs(store, ["prio-a"]) == {
+            "prio-a": [(DoneStage(stage["tasks"], stage["task_s"]),)]}
+    finally:
+        store.close()
     # Usage (docs/operator/usage.md) agrees with what Spark's own records say of A's whole life (its
     # event log): held, busy, idle and the task time lost to the kill, and the queue's figures
     # are its apps'.
