@@ -73,8 +73,10 @@ QUEUES = [{"name": "root", "queues": [
 ]}]
 
 
-def recurring(days: int, noise: float, seed: int) -> tuple[Workload, dict[str, str]]:
-    """The workload, and each app id's recurring name."""
+def recurring(days: int, noise: float, seed: int, skew: float = 0.0
+              ) -> tuple[Workload, dict[str, str]]:
+    """The workload, and each app id's recurring name. ``skew``: a stage's tasks spread evenly
+    from (1 - skew) to (1 + skew) times its task length (0: all alike)."""
     rnd = random.Random(seed)
     templates = []
     for i in range(NAMES):
@@ -103,7 +105,8 @@ def recurring(days: int, noise: float, seed: int) -> tuple[Workload, dict[str, s
                            priority=t["priority"], name=t["name"],
                            executor=Resources(2, 4096), min_executors=t["min"],
                            max_executors=t["width"], driver=Resources(1, 1024))
-            stages = tuple(Stage(n, s * rnd.lognormvariate(0, noise)) for n, s in t["stages"])
+            stages = tuple(_stage(n, s * rnd.lognormvariate(0, noise), skew)
+                           for n, s in t["stages"])
             apps.append(SimApp(spec=spec, startup_s=t["startup"], stages=stages, updates=()))
     apps.sort(key=lambda a: a.spec.submitted_at)
     apps = [SimApp(spec=_with_seq(a.spec, i), startup_s=a.startup_s, stages=a.stages,
@@ -111,6 +114,12 @@ def recurring(days: int, noise: float, seed: int) -> tuple[Workload, dict[str, s
     cluster = Cluster(Resources(24, 96 * 1024), 16, 5.0, 3.0, 60.0, CYCLE_S,
                       days * DAY_S + DAY_S)
     return Workload(cluster, build_queue_tree(_queue_configs()), tuple(apps)), names
+
+
+def _stage(tasks: int, task_s: float, skew: float) -> Stage:
+    if not skew:
+        return Stage(tasks, task_s)
+    return Stage(tasks, task_s, (task_s * (1 - skew), task_s, task_s * (1 + skew)))
 
 
 def _with_seq(spec: AppSpec, seq: int) -> AppSpec:
@@ -280,6 +289,9 @@ def main() -> int:
     ap.add_argument("--days", type=int, default=6)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--noise", type=float, default=0.2, help="sigma of log task lengths")
+    ap.add_argument("--skew", type=float, default=0.0,
+                    help="a stage's tasks spread from (1 - skew) to (1 + skew) times its "
+                         "task length (0: a stage's tasks all alike)")
     ap.add_argument("--default-run-s", type=float, default=600.0)
     ap.add_argument("--oracle", action="store_true",
                     help="estimate with every app's actual run (a first replay's): the error "
@@ -297,7 +309,7 @@ def main() -> int:
     if args.scale:
         forward_at_scale(5000, 300)
         return 0
-    workload, names = recurring(args.days, args.noise, args.seed)
+    workload, names = recurring(args.days, args.noise, args.seed, args.skew)
     t0 = time.perf_counter()
     truth = None
     if args.oracle or args.oracle_running:  # the estimates change nothing in the replay: a
@@ -335,8 +347,9 @@ def main() -> int:
                 waited.setdefault(f"of them, {'' if late else 'not '}overtaken by a later "
                                   f"arrival", []).append(entry)
     print(f"{len(workload.apps)} apps over {args.days} days (seed {args.seed}, noise "
-          f"{args.noise}); {len(workload.apps) - len(replay.estimates)} launched by the cycle "
-          f"that took them (never queued), {len(replay.estimates)} estimated when queued, "
+          f"{args.noise}, skew {args.skew}); {len(workload.apps) - len(replay.estimates)} "
+          f"launched by the cycle that took them (never queued), {len(replay.estimates)} "
+          f"estimated when queued, "
           f"{not_waiting} of them launched within {2 * CYCLE_S:g} s (not counted), "
           f"{no_estimate} without an estimate; replay {wall:.0f} s wall, forward runs p50 "
           f"{1000 * pct(replay.runs_s, 0.5):.0f} ms, max {1000 * max(replay.runs_s):.0f} ms")

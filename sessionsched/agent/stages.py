@@ -15,7 +15,8 @@ Spark's own records, reached over py4j like the rest of the agent's (``spark_con
   driver's CPU), and a Spark without it reports the stages without that time;
 * each completed stage once, when it has left the running ones: the status store's
   ``lastStageAttempt(id)``, its status, task count, completion time and the stage's sums of
-  its tasks' times.
+  its tasks' times; and for a running stage with tasks completed, the same sums so far (its
+  tasks' mean time today).
 
 A stage that began and ended between two looks (a second apart) was never seen running: stage
 ids are handed out in order (``DAGScheduler.nextStageId``), so the ids below the highest one
@@ -53,6 +54,7 @@ class ActiveStage:
     done: int  # tasks completed
     running: int  # tasks running now
     oldest_running_s: float | None  # how long its longest-running task has run; None: unknown
+    task_s: float | None = None  # its completed tasks' mean time; None: none completed yet
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ def stages_body(facts: StageFacts) -> dict:
     return {
         "done": [{"tasks": s.tasks, "task_s": s.task_s} for s in facts.done],
         "active": [{"tasks": s.tasks, "done": s.done, "running": s.running,
-                    "oldest_running_s": s.oldest_running_s} for s in facts.active],
+                    "oldest_running_s": s.oldest_running_s, "task_s": s.task_s}
+                   for s in facts.active],
     }
 
 
@@ -167,9 +170,11 @@ class StageReader:
             if info is None:  # ended since it was listed
                 continue
             running, tasks = int(info.numActiveTasks()), int(info.numTasks())
+            done = int(info.numCompletedTasks())
             oldest = (self._oldest_running_s(store, stage_id, info.currentAttemptId(), now)
                       if running and tasks <= MAX_SORTED else None)
-            out.append(ActiveStage(tasks, int(info.numCompletedTasks()), running, oldest))
+            out.append(ActiveStage(tasks, done, running, oldest,
+                                   _mean_so_far(store, stage_id) if done else None))
         return tuple(out)
 
     def _oldest_running_s(self, store, stage_id: int, attempt: int, now: float):
@@ -192,6 +197,17 @@ class StageReader:
                      "time (%s); stages are reported without it", _first_line(e))
             return None
         return round(max(now - launched, 0.0), 3)
+
+
+def _mean_so_far(store, stage_id: int) -> float | None:
+    """A running stage's completed tasks' mean time (its status store's sums so far): how long
+    its tasks take today, which its earlier runs' may not say. None if the store cannot say."""
+    try:
+        stage = store.lastStageAttempt(stage_id)
+        return task_seconds(stage.executorRunTime(), stage.executorDeserializeTime(),
+                            stage.resultSerializationTime(), stage.numCompleteTasks()) or None
+    except Exception:  # noqa: BLE001 - evicted or ended since listed: the rest still counts
+        return None
 
 
 def _done_stage(stage) -> DoneStage:

@@ -29,6 +29,7 @@ class ActiveStage:
     done: int  # tasks completed
     running: int  # tasks running now
     oldest_running_s: float | None = None  # how long its longest-running task has run
+    task_s: float | None = None  # its completed tasks' mean length (None: none completed)
 
     @property
     def pending(self) -> int:

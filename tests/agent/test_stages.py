@@ -165,7 +165,8 @@ def test_a_look_reads_the_running_stages_and_each_completed_one_once():
     assert stages.stages_body(facts) == {
         "done": [{"tasks": 2, "task_s": 0.5}, {"tasks": 4, "task_s": 2.0},
                  {"tasks": 40, "task_s": 1.0}],
-        "active": [{"tasks": 10, "done": 0, "running": 0, "oldest_running_s": None}]}
+        "active": [{"tasks": 10, "done": 0, "running": 0, "oldest_running_s": None,
+                    "task_s": None}]}
 
 
 def test_the_first_completed_stages_and_running_ones_are_capped(monkeypatch):
@@ -180,6 +181,16 @@ def test_the_first_completed_stages_and_running_ones_are_capped(monkeypatch):
     assert facts.active == (ActiveStage(1, 0, 0, None),)
     store.stored = {}  # with the first two kept, no completed stage is read any more
     assert reader.look(1.0).done == facts.done
+
+
+def test_a_running_stage_with_tasks_done_says_their_mean_time_so_far():
+    store = StandInStore()
+    store.active = {0: (40, 10, 4), 1: (8, 0, 2)}
+    store.stored = {0: _stage("ACTIVE", 40, 25_000, 0)}  # sums of its 10 completed tasks
+    store.stored[0].numCompleteTasks = lambda: 10
+    store.launched = {0: 9.0, 1: 9.5}
+    assert StageReader(stand_in_sc(store)).look(10.0).active == (
+        ActiveStage(40, 10, 4, 1.0, 2.5), ActiveStage(8, 0, 2, 0.5, None))
 
 
 def test_a_stage_too_large_to_sort_in_the_driver_is_reported_without_its_oldest_task():
@@ -230,10 +241,10 @@ def test_a_completed_stages_mean_task_time(sums, mean):
 
 
 BODIES = {
-    "stages read": (StageFacts((DoneStage(40, 2.31),), (ActiveStage(40, 12, 4, 1.8),)),
+    "stages read": (StageFacts((DoneStage(40, 2.31),), (ActiveStage(40, 12, 4, 1.8, 2.5),)),
                     {"done": [{"tasks": 40, "task_s": 2.31}],
                      "active": [{"tasks": 40, "done": 12, "running": 4,
-                                 "oldest_running_s": 1.8}]}),
+                                 "oldest_running_s": 1.8, "task_s": 2.5}]}),
     "none yet": (StageFacts((), ()), {"done": [], "active": []}),
     "not read: left out": (None, None),
 }

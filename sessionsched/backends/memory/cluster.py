@@ -266,7 +266,7 @@ class MemoryCluster:
         e = sa.executors.get(ev.executor_id)
         if e is None or e.tasks.pop(ev.task_id, None) is None:
             return  # the executor was killed and the task went back to pending
-        del e.began[ev.task_id]
+        sa.stage_done_s += now - e.began.pop(ev.task_id)
         sa.running -= 1
         self.busy.tasks(sa.job.task_amounts, -1)
         sa.usage.tasks(now, -1, sa.job.task_amounts)

@@ -90,6 +90,7 @@ class SparkApp:
     _made: int = 0
     _started: int = 0  # tasks the current stage started (again after a loss, too)
     _task_s: float = 0.0  # and their times summed
+    stage_done_s: float = 0.0  # the current stage's completed tasks' times, summed
 
     @property
     def name(self) -> str:
@@ -140,7 +141,7 @@ class SparkApp:
         if self.stage >= len(self.job.stages):
             return False
         self.pending = self.job.stages[self.stage].tasks
-        self._started, self._task_s = 0, 0.0
+        self._started, self._task_s, self.stage_done_s = 0, 0.0, 0.0
         return True
 
     def driver_work(self) -> float:
@@ -172,8 +173,9 @@ class SparkApp:
         if self.phase is Phase.RUNNING and self.stage < len(self.job.stages):
             tasks = self.job.stages[self.stage].tasks
             began = [b for e in self.executors.values() for b in e.began.values()]
-            active = (ActiveStage(tasks, tasks - self.pending - self.running, self.running,
-                                  now - min(began) if began else None),)
+            done = tasks - self.pending - self.running
+            active = (ActiveStage(tasks, done, self.running, now - min(began) if began else None,
+                                  self.stage_done_s / done if done else None),)
         return Progress(tuple(self.done_stages), active, now)
 
     def placements(self) -> list[str]:

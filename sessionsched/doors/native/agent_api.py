@@ -81,7 +81,7 @@ def stages_of(report) -> Stages | None:
     if report is None:
         return None
     return (tuple(DoneStage(s.tasks, s.task_s) for s in report.done[:MAX_DONE]),
-            tuple(ActiveStage(s.tasks, s.done, s.running, s.oldest_running_s)
+            tuple(ActiveStage(s.tasks, s.done, s.running, s.oldest_running_s, s.task_s)
                   for s in report.active[:MAX_ACTIVE]))
 
 

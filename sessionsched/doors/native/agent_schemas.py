@@ -39,6 +39,7 @@ class AgentActiveStage(BaseModel):
     done: int = Field(0, ge=0)
     running: int = Field(0, ge=0)
     oldest_running_s: float | None = Field(None, ge=0)
+    task_s: float | None = Field(None, ge=0)  # its completed tasks' mean length so far
 
 
 class AgentStages(BaseModel):

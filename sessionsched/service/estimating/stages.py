@@ -6,12 +6,14 @@ tells how far it is. So, when its agent reported its stages and its name has ear
 with stages stored, what it has left is counted stage by stage:
 
 - each stage running now: its running tasks go on until they reach the stage's task length
-  (and at least as long as they have already run), its pending tasks follow in waves as wide
-  as the app runs tasks at once;
+  (from its history: at least as long as they have already run), its pending tasks follow in
+  waves as wide as the app runs tasks at once;
 - then each stage its earlier runs had after these, in waves of their task counts;
 
 each stage's task length (and a later stage's task count) the median of the same stage - by
-its place in the order the stages completed - over the name's earlier runs.
+its place in the order the stages completed - over the name's earlier runs; but a running
+stage with tasks completed has its own: their mean length so far says how long its tasks take
+today, which its earlier runs (another day's input, another cluster's load) may not.
 
 How many tasks the app runs at once (``slots``): while a stage has tasks pending and some
 running, every task slot the app holds is running one, so its running tasks are its slots -
@@ -45,10 +47,10 @@ def left_by_stage(progress: Progress, runs: Sequence[Run], executors: int,
     slots = _slots(progress.active, executors, executor_cores)
     left = 0.0
     for i, stage in enumerate(progress.active):
-        task_s = _task_s(runs, first + i)
+        task_s = stage.task_s if stage.task_s is not None else _task_s(runs, first + i)
         if task_s is None:
             return None
-        left += _stage_left(stage, task_s, slots, since)
+        left += _stage_left(stage, task_s, slots, since, stage.task_s is not None)
     usual = math.ceil(median(len(r) for r in runs))  # how many stages its runs have
     for place in range(first + len(progress.active), usual):
         had = [r[place] for r in runs if len(r) > place]
@@ -58,13 +60,16 @@ def left_by_stage(progress: Progress, runs: Sequence[Run], executors: int,
     return left
 
 
-def _stage_left(stage: ActiveStage, task_s: float, slots: int, since: float) -> float:
+def _stage_left(stage: ActiveStage, task_s: float, slots: int, since: float, own: bool) -> float:
+    """``own``: ``task_s`` is the stage's own (its completed tasks' mean), not its history's."""
     wave_s = task_s
     left = 0.0
     if stage.running:
         ran = None if stage.oldest_running_s is None else stage.oldest_running_s + since
         if ran is None:  # not known how far its tasks are: half way, on average
             left = task_s / 2
+        elif own:  # its pace today is known: a task past it is a straggler, not the pace
+            left = max(task_s - ran, 0.0)
         else:
             wave_s = max(task_s, ran)  # a stage slower than its history is seen as such
             left = wave_s - ran
