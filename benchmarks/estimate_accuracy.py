@@ -32,6 +32,8 @@ history: what error is left is the forward run's model of the cluster; ``--oracl
 with the launched apps' only (the queued ones' from history): what knowing the apps ahead's
 progress exactly could remove at most. ``--run-length-only``: the launched apps' work left
 from their names' run lengths alone, as the server had it before its agents reported stages.
+``--skew S``: a stage's tasks spread evenly from (1 - S) to (1 + S) times its task length (by
+default a stage's tasks are of one length, the rule's own assumption).
 """
 
 from __future__ import annotations
