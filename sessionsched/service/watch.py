@@ -5,7 +5,9 @@
 be reached, capacity is nil: nothing is admitted, everything queues. A backend failure of any
 kind is taken as "unreachable": the cycle goes on with the inbox's events, so no submission
 waits on a broken backend. Drivers adopted at a restart while the backend could not tell
-whether they live are checked again every cycle (``retry_adoptions``).
+whether they live are checked again every cycle (``retry_adoptions``). A backend that knows
+its apps' stages itself (``ClusterBackend.stage_progress``: the memory cluster; on a real one
+the agents report them) is asked for them every ``PROGRESS_EVERY_S``, for the estimates.
 """
 
 from __future__ import annotations
