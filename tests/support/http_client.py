@@ -8,7 +8,9 @@ times a second (``tests/sparkcluster.py``'s ``wait_until``), and such polling to
 half of a core for the whole wait (tests/real_spark/test_two_clusters.py: its pytest process
 13.8 s of CPU in a 62 s run). As ``httpx.get`` does, each request opens a connection of its
 own and closes it (no keep-alive): a killed or restarted server is met the same way. Calls
-that need a TLS setting of their own (``verify=``) still build their client."""
+that need a TLS setting of their own (``verify=``) still build their client, and so do the
+standby tests' bursts of submissions (tests/server/test_standby.py,
+tests/server/test_standby_clusters.py): their rate was set with that cost in it."""
 
 from __future__ import annotations
 
