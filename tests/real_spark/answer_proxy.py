@@ -11,8 +11,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-from tests.support.http_client import HTTP
-
 HOLD_S = 60.0  # at most this long (the client gives up well before)
 
 
@@ -72,7 +70,7 @@ def _handler(proxy: AnswerProxy) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _send_on(self, body: bytes) -> httpx.Response:
-            return HTTP.request(self.command, proxy.master_rest + self.path, content=body,
+            return httpx.request(self.command, proxy.master_rest + self.path, content=body,
                                  headers={"Content-Type": "application/json"}, timeout=30,
                                  trust_env=False)
 
@@ -80,7 +78,7 @@ def _handler(proxy: AnswerProxy) -> type[BaseHTTPRequestHandler]:
             if self.path.endswith("/submissions/create"):
                 with proxy._lock:
                     proxy.forwarded_creates += 1
-            answer = self._send_on(body) if self.command == "POST" else HTTP.get(
+            answer = self._send_on(body) if self.command == "POST" else httpx.get(
                 proxy.master_rest + self.path, timeout=30, trust_env=False)
             self.send_response(answer.status_code)
             self.send_header("Content-Type", answer.headers.get("content-type", "text/plain"))
