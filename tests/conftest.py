@@ -4,11 +4,14 @@ kept on one worker (tests/xdist_groups.py); every JVM a test starts compiles wit
 when one was built (``make test`` builds it), maps the class-data-sharing archive of Spark's
 classes (tests/jvm_archive.py: ``~/.cache/sessionsched/jvm-archive``; a JVM whose class path
 does not fit it goes on without it, silently; ``SESSIONSCHED_JVM_ARCHIVE=off`` turns it off).
-Both through ``JAVA_TOOL_OPTIONS``, below."""
+Both through ``JAVA_TOOL_OPTIONS``, below. Every Python a test starts has
+``tests/support/pythonpath`` on its path (its ``sitecustomize.py``: pyspark imported from the
+installed package, not from pyspark.zip)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +37,12 @@ C1_ONLY = "-XX:TieredStopAtLevel=1"
 # (xdist's workers inherit the environment it set).
 ARCHIVE_OPTION = "-XX:SharedArchiveFile="
 
+# Every Python they start (drivers, executors' Python workers, servers, CLI calls) gets this
+# folder on its path: its sitecustomize.py has the drivers and workers Spark starts import
+# pyspark from the installed, byte-compiled package instead of compiling it again from
+# pyspark.zip in each (a driver's and an executor's Python start about half the CPU).
+PYTHONPATH_DIR = str(Path(__file__).parent / "support" / "pythonpath")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     xdist_groups.choose_file(config)
@@ -44,6 +53,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not any(o.startswith(ARCHIVE_OPTION) for o in java_options):
         java_options.extend((jvm_archive.java_options() or "").split())
     os.environ["JAVA_TOOL_OPTIONS"] = " ".join(java_options)
+    python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if PYTHONPATH_DIR not in python_path:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*python_path, PYTHONPATH_DIR])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

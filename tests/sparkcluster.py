@@ -190,11 +190,13 @@ def stop_server_and_its_apps(server) -> None:
     live app through the API first, then stops the server."""
     import httpx
 
+    from tests.support.http_client import HTTP
+
     if server.proc.poll() is None:
         try:
-            for app in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json():
+            for app in HTTP.get(f"{server.url}/api/v1/apps", timeout=10).json():
                 if app["state"] in ("ACCEPTED", "STARTING", "RUNNING"):
-                    httpx.post(f"{server.url}/api/v1/apps/{app['id']}/kill", timeout=30)
+                    HTTP.post(f"{server.url}/api/v1/apps/{app['id']}/kill", timeout=30)
         except httpx.HTTPError:
             pass
     server.stop()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import httpx
 import pytest
 
 from sessionsched.agent import protocol
@@ -21,6 +20,7 @@ from sessionsched.agent.transport import JsonClient
 from sessionsched.commands._serverproc import ServerProcess
 from tests.agent.test_agent_protocol import StandInSpark, session
 from tests.sparkcluster import wait_until
+from tests.support.http_client import HTTP
 
 GPU_SHAPE = Shape(1, 2048, (("gpu", 1.0),), 1.0, (("gpu", 1.0),))
 DEFAULT_SHAPE = Shape(2, 4096)
@@ -199,7 +199,7 @@ def test_a_gpu_stage_is_granted_executors_of_its_profile_and_gives_them_back(ser
                    "two executors of the GPU profile granted")
         spark.executors_now = (ExecutorFact("1", 1.0, False, profile=1),
                                ExecutorFact("2", 2.0, False, profile=1))
-        wait_until(lambda: httpx.get(f"{server.url}/api/v1/apps/{app_id}").json()["executors"]
+        wait_until(lambda: HTTP.get(f"{server.url}/api/v1/apps/{app_id}").json()["executors"]
                    == 2, 30, "the GPU executors on the books")
         # The stage ends, a default one starts; Spark releases the idle GPU executors.
         spark.gpu_demand, spark.demand_now = 0, 2

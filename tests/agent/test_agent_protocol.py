@@ -28,6 +28,7 @@ from sessionsched.agent.spark_control import FULL, ExecutorFact, Probe, SparkFac
 from sessionsched.agent.transport import JsonClient
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import wait_until
+from tests.support.http_client import HTTP
 
 KEEPALIVE_S = 3.0
 
@@ -124,11 +125,11 @@ def test_a_change_driven_agent_reports_changes_and_is_told_by_its_watch(server):
         # The executors come: one report of them; a kill reaches the agent by its watch.
         spark.executors_now = tuple(ExecutorFact(str(i), 1_763_744_400.0 + i, False)
                                     for i in range(3))
-        wait_until(lambda: httpx.get(f"{server.url}/api/v1/apps/{app_id}").json()["executors"]
+        wait_until(lambda: HTTP.get(f"{server.url}/api/v1/apps/{app_id}").json()["executors"]
                    == 3, 30, "the executors on the books")
         ended = threading.Event()
         agent.on_terminal = lambda state: ended.set()
-        httpx.post(f"{server.url}/api/v1/apps/{app_id}/kill")
+        HTTP.post(f"{server.url}/api/v1/apps/{app_id}/kill")
         assert ended.wait(KEEPALIVE_S), "the kill did not come by the watch before a keep-alive"
     finally:
         agent.stop()

@@ -14,6 +14,7 @@ from sessionsched.backends.spark_home import spark_submit
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.config import tokens_file as tokens
 from tests.sparkcluster import SLACK, SMALL, conf_args, spark_env, wait_until
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -55,7 +56,7 @@ def test_spark_submit_with_token_property_and_agent_secret(spark_cluster, jvm_ap
         assert admin.get(f"/api/v1/apps/{sid}").json()["user"] == "alice"
 
         # A Python app through the native API: its agent registers with the app's secret.
-        r = httpx.post(f"{server.url}/api/v1/apps", timeout=30,
+        r = HTTP.post(f"{server.url}/api/v1/apps", timeout=30,
                        headers={"Authorization": f"Bearer {alice}"},
                        json={"argv": [*conf_args(SMALL), str(pyspark_app), "--hold-s", "60"],
                              "cwd": str(pyspark_app.parent)})

@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 import subprocess
 
-import httpx
 import pytest
 
 from sessionsched.backends.spark_home import spark_submit
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import SMALL, conf_args, spark_env, stop_server_and_its_apps, wait_until
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -39,15 +39,15 @@ def server(tmp_path, spark_cluster):
 
 
 def app(server: ServerProcess, app_id: str) -> dict:
-    return httpx.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
+    return HTTP.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
 
 
 def events(server: ServerProcess, app_id: str) -> list[dict]:
-    return httpx.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
+    return HTTP.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
 
 
 def master_json(spark_cluster) -> dict:
-    return httpx.get(f"{spark_cluster.master_ui}/json/", timeout=10).json()
+    return HTTP.get(f"{spark_cluster.master_ui}/json/", timeout=10).json()
 
 
 # --- unmodified spark-submit in REST cluster mode --------------------------------------------
@@ -86,12 +86,12 @@ def test_spark_submit_rest_create_status_update_kill(spark_cluster, jvm_app_jar,
     assert status.returncode == 0, status.stderr[-2000:]
 
     # Conductor's update: by driver id, then by the Spark application id.
-    r = httpx.post(f"{server.url}/v1/submissions/update/{sid}", timeout=30,
+    r = HTTP.post(f"{server.url}/v1/submissions/update/{sid}", timeout=30,
                    json={"action": "UpdateSubmissionRequest", "priority": "9000"})
     assert r.json()["message"] == f"Update request for driver {sid} submitted."
     spark_app_id = wait_until(lambda: app(server, sid)["spark_app_id"], 60,
                               "the Spark application id")
-    r = httpx.post(f"{server.url}/v1/submissions/update/{spark_app_id}", timeout=30,
+    r = HTTP.post(f"{server.url}/v1/submissions/update/{spark_app_id}", timeout=30,
                    json={"action": "UpdateSubmissionRequest", "priority": "10000"})
     assert r.json()["message"] == f"Update request for application {spark_app_id} submitted."
     assert app(server, sid)["priority"] == 10000

@@ -24,7 +24,6 @@ import os
 import re
 import signal
 
-import httpx
 import pytest
 
 from sessionsched.backends.local import LocalCluster
@@ -40,6 +39,7 @@ from tests.sparkcluster import (
     stop_server_and_its_apps,
     wait_until,
 )
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -77,23 +77,23 @@ def create(server: ServerProcess, jar, name: str, task_ms: int) -> str:
                             # one executor: a standalone app takes every free core by default
                             "spark.cores.max": "1", **SMALL},
     }
-    r = httpx.post(f"{server.url}/v1/submissions/create", json=body, timeout=30)
+    r = HTTP.post(f"{server.url}/v1/submissions/create", json=body, timeout=30)
     assert (r.status_code, r.json()["success"]) == (200, True), r.text
     return r.json()["submissionId"]
 
 
 def app(server: ServerProcess, app_id: str) -> dict:
-    return httpx.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
+    return HTTP.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
 
 
 def health(server: ServerProcess) -> dict:
-    return httpx.get(f"{server.url}/api/v1/health", timeout=10).json()
+    return HTTP.get(f"{server.url}/api/v1/health", timeout=10).json()
 
 
 def submit_python(server: ServerProcess, app_path, *app_args: str, name: str) -> str:
     """A client-mode PySpark app through the native API, with one executor."""
     argv = [*conf_args({**SMALL, "spark.cores.max": "1"}), str(app_path), *app_args]
-    r = httpx.post(f"{server.url}/api/v1/apps", timeout=30,
+    r = HTTP.post(f"{server.url}/api/v1/apps", timeout=30,
                    json={"argv": argv, "cwd": str(app_path.parent), "name": name})
     assert r.status_code == 201, r.text
     return r.json()["id"]
@@ -101,7 +101,7 @@ def submit_python(server: ServerProcess, app_path, *app_args: str, name: str) ->
 
 def launches(server: ServerProcess, app_id: str) -> list[str]:
     """The handle of each launch event of the app (a cluster driver's: the master's id)."""
-    events = httpx.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
+    events = HTTP.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
     return [re.fullmatch(r"driver launched \((?:cluster-driver|process) (\S+)\)", e["detail"])[1]
             for e in events if e["kind"] == "launch"]
 
@@ -115,7 +115,7 @@ def placed(server: ServerProcess, app_id: str) -> dict | None:
 
 def master_drivers(cluster: LocalCluster) -> dict[str, str]:
     """Every driver the (current) master knows: id -> state."""
-    view = httpx.get(f"{cluster.master_ui}/json/", timeout=10).json()
+    view = HTTP.get(f"{cluster.master_ui}/json/", timeout=10).json()
     return {d["id"]: d["state"] for d in view["activedrivers"] + view["completeddrivers"]}
 
 
@@ -170,7 +170,7 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
         h = wait_until(lambda: (h := health(server))["cluster_reachable"] is False and h,
                        NOTICE_S, "health to say the cluster is unreachable")
         assert h["status"] == "degraded" and "cluster unreachable" in h["cluster"]
-        metrics = httpx.get(f"{server.url}/metrics", timeout=10).text
+        metrics = HTTP.get(f"{server.url}/metrics", timeout=10).text
         assert "\nsessionsched_cluster_reachable 0.0\n" in metrics
         late = create(server, jvm_app_jar, "late", 500)
         assert "cluster unreachable" in wait_until(
@@ -189,7 +189,7 @@ def test_killed_worker_and_master_lose_nothing_and_launch_nothing_twice(
         own_cluster.start()
         wait_until(lambda: all(app(server, i)["state"] in ("FINISHED", "FAILED", "KILLED")
                                for i in (waiting, late, orphan)), JVM_S, "every app to end")
-        apps = {a["id"]: a for a in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json()}
+        apps = {a["id"]: a for a in HTTP.get(f"{server.url}/api/v1/apps", timeout=10).json()}
         assert set(apps) == {doomed, waiting, late, orphan}  # nothing lost
         assert [(apps[i]["state"], apps[i]["exit_code"]) for i in (waiting, late)] == [
             ("FINISHED", 0), ("FINISHED", 0)]

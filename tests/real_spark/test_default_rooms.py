@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import threading
 
-import httpx
 import pytest
 
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import conf_args, free_ports, stop_server_and_its_apps, wait_until
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -32,10 +32,10 @@ def test_notebooks_a_connect_session_and_a_batch_app_are_admitted_at_once(
     server = ServerProcess.start(config, tmp_path / "server")
     url = server.url
     try:
-        batch = httpx.post(f"{url}/api/v1/apps", timeout=30, json={
+        batch = HTTP.post(f"{url}/api/v1/apps", timeout=30, json={
             "argv": [*conf_args(SMALL), str(pyspark_app), "--hold-s", "600"],
             "cwd": str(pyspark_app.parent), "name": "batch"}).json()["id"]
-        notebooks = [httpx.post(f"{url}/api/v1/sessions", timeout=30,
+        notebooks = [HTTP.post(f"{url}/api/v1/sessions", timeout=30,
                                 json={"name": f"nb-{i}", "conf": SMALL}).json()["id"]
                      for i in range(2)]
 
@@ -52,7 +52,7 @@ def test_notebooks_a_connect_session_and_a_batch_app_are_admitted_at_once(
         threading.Thread(target=connect, daemon=True).start()
 
         def all_admitted() -> list[dict] | None:
-            apps = httpx.get(f"{url}/api/v1/apps", timeout=10).json()
+            apps = HTTP.get(f"{url}/api/v1/apps", timeout=10).json()
             ours = [a for a in apps if a["id"] in (batch, *notebooks) or a["kind"] == "connect"]
             return ours if len(ours) == 4 and all(a["state"] != "ACCEPTED" for a in ours) \
                 else None
@@ -60,12 +60,12 @@ def test_notebooks_a_connect_session_and_a_batch_app_are_admitted_at_once(
         try:
             apps = wait_until(all_admitted, ADMITTED_S, "all four admitted")
         except BaseException:
-            listing = httpx.get(f"{url}/api/v1/apps", timeout=10).json()
+            listing = HTTP.get(f"{url}/api/v1/apps", timeout=10).json()
             pytest.fail("not all four admitted: " + "; ".join(
                 f"{a['kind']} {a['state']} {a.get('reason_code')} {a['reason']}"
                 for a in listing))
         assert sorted(a["kind"] for a in apps) == ["connect", "session", "session", "submit"]
-        health = httpx.get(f"{url}/api/v1/health", timeout=10).json()["driver_host"]
+        health = HTTP.get(f"{url}/api/v1/health", timeout=10).json()["driver_host"]
         assert health["driver_slots"] is None and health["memory_mib"] > 0
     finally:
         stop_server_and_its_apps(server)

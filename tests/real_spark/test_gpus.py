@@ -34,7 +34,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from sessionsched.backends import procs
@@ -54,6 +53,7 @@ from tests.sparkcluster import (
     wait_idle,
     wait_until,
 )
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -256,7 +256,7 @@ TASK_LINE = re.compile(r"^gpu-\w: task \d+: gpu (\S*)$", re.M)
 
 def gpus_by_app(worker_ui: str) -> dict[str, list[str]]:
     """Each app's GPU addresses over its executors on the worker, from the worker's /json/."""
-    data = httpx.get(f"{worker_ui.rstrip('/')}/json/", timeout=5).json()
+    data = HTTP.get(f"{worker_ui.rstrip('/')}/json/", timeout=5).json()
     held: dict[str, list[str]] = {}
     for e in data.get("executors", []):
         gpu = (e.get("resources") or {}).get("gpu") or {}

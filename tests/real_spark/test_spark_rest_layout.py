@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 
 from tests.doors.spark_rest.test_spark_rest import create_body
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -60,7 +60,7 @@ def test_answers_are_laid_out_as_the_masters(spark_cluster, client, method, path
         body = unknown_fields_body()
     kwargs = ({"content": body, "headers": {"content-type": "application/json"}}
               if isinstance(body, bytes) else {"json": body} if body is not None else {})
-    theirs = httpx.request(method, spark_cluster.rest_url + path, timeout=30, **kwargs)
+    theirs = HTTP.request(method, spark_cluster.rest_url + path, timeout=30, **kwargs)
     ours = client.request(method, path, **kwargs)
     assert (ours.status_code, ours.headers["content-type"]) == (
         theirs.status_code, theirs.headers["content-type"])

@@ -31,6 +31,7 @@ from tests.sparkcluster import (
     wait_until,
 )
 from tests.support.cli_helpers import run_cli
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -49,17 +50,17 @@ def config(db_url: str, port: int, peer: int, state_dir, spark_cluster) -> dict:
 
 
 def app(url: str, app_id: str) -> dict:
-    return httpx.get(f"{url}/api/v1/apps/{app_id}", timeout=10, follow_redirects=True).json()
+    return HTTP.get(f"{url}/api/v1/apps/{app_id}", timeout=10, follow_redirects=True).json()
 
 
 def kinds(url: str, app_id: str) -> list[str]:
-    return [e["kind"] for e in httpx.get(f"{url}/api/v1/apps/{app_id}/events", timeout=10,
+    return [e["kind"] for e in HTTP.get(f"{url}/api/v1/apps/{app_id}/events", timeout=10,
                                          follow_redirects=True).json()]
 
 
 def role(url: str) -> str | None:
     try:
-        return httpx.get(f"{url}/api/v1/health", timeout=5).json()["role"]
+        return HTTP.get(f"{url}/api/v1/health", timeout=5).json()["role"]
     except httpx.TransportError:
         return None
 
@@ -126,13 +127,13 @@ def test_the_standby_adopts_the_drivers_of_a_killed_leader(spark_cluster, jvm_ap
                                 timeout=SLACK * 120, stdin=subprocess.DEVNULL)
         assert f"{jvm} is killed successfully" in killed.stdout + killed.stderr, \
             (killed.stdout + killed.stderr)[-2000:]
-        killed = httpx.post(f"{b.url}/api/v1/apps/{py}/kill", timeout=60)
+        killed = HTTP.post(f"{b.url}/api/v1/apps/{py}/kill", timeout=60)
         assert killed.status_code == 200 and killed.json()["state"] == "KILLED", killed.text
         assert app(b.url, jvm)["state"] == "KILLED"
         master = spark_cluster.master_ui
-        wait_until(lambda: not httpx.get(f"{master}/json/", timeout=10).json()["activeapps"],
+        wait_until(lambda: not HTTP.get(f"{master}/json/", timeout=10).json()["activeapps"],
                    120, "both applications to leave the master")
-        done = httpx.get(f"{master}/json/", timeout=10).json()["completedapps"]
+        done = HTTP.get(f"{master}/json/", timeout=10).json()["completedapps"]
         names = [x["name"] for x in done]
         assert names.count("jvm-survivor") == 1 and names.count("py-survivor") == 1
     finally:

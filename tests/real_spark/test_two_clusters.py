@@ -41,6 +41,7 @@ from tests.sparkcluster import (
     stop_server_and_its_apps,
     wait_until,
 )
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -76,34 +77,34 @@ def two(tmp_path):
 
 
 def app(server: ServerProcess, app_id: str) -> dict:
-    return httpx.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
+    return HTTP.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
 
 
 def submit_whole(server: ServerProcess, app_path, until, name: str) -> str:
     """A client-mode PySpark app of one 2-core executor, running until ``until`` exists."""
     argv = [*conf_args(WHOLE), str(app_path), "--tasks", "1", "--task-s", "1",
             "--until", str(until)]
-    r = httpx.post(f"{server.url}/api/v1/apps", timeout=30,
+    r = HTTP.post(f"{server.url}/api/v1/apps", timeout=30,
                    json={"argv": argv, "cwd": str(app_path.parent), "name": name})
     assert r.status_code == 201, r.text
     return r.json()["id"]
 
 
 def launches(server: ServerProcess, app_id: str) -> int:
-    events = httpx.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
+    events = HTTP.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
     return sum(e["kind"] == "launch" for e in events)
 
 
 def reachable(server: ServerProcess) -> dict[str, bool]:
     """Each cluster's reachability as ``/metrics`` says it."""
-    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    text = HTTP.get(f"{server.url}/metrics", timeout=10).text
     return {name: float(v) == 1.0 for name, v in re.findall(
         r'^sessionsched_clusters_reachable\{cluster="(\w+)"\} (\S+)$', text, re.M)}
 
 
 def master_apps(cluster: LocalCluster, which: str = "activeapps") -> dict[str, str]:
     """The applications the (current) master lists as active (or ``which``): id -> state."""
-    view = httpx.get(f"{cluster.master_ui}/json/", timeout=10).json()
+    view = HTTP.get(f"{cluster.master_ui}/json/", timeout=10).json()
     return {a["id"]: a["state"] for a in view[which]}
 
 
@@ -115,7 +116,7 @@ def seen_by(server: ServerProcess, clusters: dict[str, LocalCluster]) -> str:
              **{f"master {n}": f"{c.master_ui}/json/" for n, c in clusters.items()}}
     for what, url in reads.items():
         try:
-            out.append(f"{what}: {httpx.get(url, timeout=10).text[:3000]}")
+            out.append(f"{what}: {HTTP.get(url, timeout=10).text[:3000]}")
         except httpx.HTTPError as e:
             out.append(f"{what}: unreadable ({e})")
     return "\n".join(out)
@@ -182,10 +183,10 @@ def test_one_app_on_each_a_lost_master_sends_new_work_to_the_other_and_loses_not
         # first is ended here if it has not finished: whether a driver goes on working after
         # its master's recovery is Spark's part (a loaded run once saw it wait past 180 s).
         if app(server, first)["state"] == "RUNNING":
-            httpx.post(f"{server.url}/api/v1/apps/{first}/kill", timeout=30)
+            HTTP.post(f"{server.url}/api/v1/apps/{first}/kill", timeout=30)
         wait_until(lambda: app(server, first)["state"] in ("FINISHED", "KILLED"), JVM_S,
                    "first to end")
-        apps = {x["id"]: x for x in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json()}
+        apps = {x["id"]: x for x in HTTP.get(f"{server.url}/api/v1/apps", timeout=10).json()}
         assert {i: (x["state"], x["cluster"]) for i, x in apps.items() if i != first} == {
             second: ("FINISHED", "b"), third: ("FINISHED", "b")}
         assert apps[first]["cluster"] == "a"

@@ -14,7 +14,6 @@ Not the session's ``spark_cluster``: a worker is stopped here.
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from sessionsched.backends import procs
@@ -30,6 +29,7 @@ from tests.sparkcluster import (
     stop_server_and_its_apps,
     wait_until,
 )
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -50,12 +50,12 @@ def two_workers(tmp_path):
 
 def submit(server: ServerProcess, app_path, props: dict, *args: str, name: str):
     argv = [*conf_args({**SMALL, **props}), str(app_path), *args]
-    return httpx.post(f"{server.url}/api/v1/apps", timeout=30,
+    return HTTP.post(f"{server.url}/api/v1/apps", timeout=30,
                       json={"argv": argv, "cwd": str(app_path.parent), "name": name})
 
 
 def app(server: ServerProcess, app_id: str) -> dict:
-    return httpx.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
+    return HTTP.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
 
 
 def test_per_worker_fit_and_a_lost_worker(two_workers, pyspark_app, tmp_path):
@@ -69,7 +69,7 @@ def test_per_worker_fit_and_a_lost_worker(two_workers, pyspark_app, tmp_path):
     }
     server = ServerProcess.start(config, tmp_path / "server")
     try:
-        wait_until(lambda: httpx.get(f"{server.url}/api/v1/health", timeout=10).json()
+        wait_until(lambda: HTTP.get(f"{server.url}/api/v1/health", timeout=10).json()
                    ["status"] == "ok", NOTICE_S, "health to say ok")
 
         # 1. larger than either worker: refused, with the number; nothing stored or launched
@@ -81,7 +81,7 @@ def test_per_worker_fit_and_a_lost_worker(two_workers, pyspark_app, tmp_path):
                  f"an executor of 1 cores/3072 MiB fits no worker ({workers})")):
             r = submit(server, pyspark_app, props, name="too-big")
             assert (r.status_code, r.json()) == (400, {"detail": f"never fits: {line}"})
-        assert httpx.get(f"{server.url}/api/v1/apps", timeout=10).json() == []
+        assert HTTP.get(f"{server.url}/api/v1/apps", timeout=10).json() == []
 
         # 2. a worker stopped under a queued app
         # the first app runs until the test lets it end, once the app behind it is held

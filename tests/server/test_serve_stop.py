@@ -12,6 +12,7 @@ import httpx
 
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import free_port, wait_until
+from tests.support.http_client import HTTP
 
 
 def test_a_closed_desk_answers_every_watch_at_once(stepped):
@@ -35,11 +36,11 @@ def test_serve_stopped_with_a_held_watch_answers_it_and_exits(tmp_path):
     server = ServerProcess.start(config, tmp_path / "server")
     answers: list[float] = []  # when each watch was answered
     try:
-        a = httpx.post(f"{server.url}/api/v1/sessions", json={"name": "nb"}, timeout=10
+        a = HTTP.post(f"{server.url}/api/v1/sessions", json={"name": "nb"}, timeout=10
                        ).json()["id"]
-        wait_until(lambda: httpx.get(f"{server.url}/api/v1/apps/{a}", timeout=10
+        wait_until(lambda: HTTP.get(f"{server.url}/api/v1/apps/{a}", timeout=10
                                      ).json()["state"] == "STARTING", 60, "the session admitted")
-        version = httpx.post(f"{server.url}/api/v1/agent/register", timeout=10,
+        version = HTTP.post(f"{server.url}/api/v1/agent/register", timeout=10,
                              json={"app_id": a, "control": "full"}).json()["version"]
 
         def agent() -> None:  # watches, one after the other, until the server is gone; the
@@ -47,7 +48,7 @@ def test_serve_stopped_with_a_held_watch_answers_it_and_exits(tmp_path):
             v = version - 1
             try:
                 while True:
-                    r = httpx.post(f"{server.url}/api/v1/agent/watch", timeout=300,
+                    r = HTTP.post(f"{server.url}/api/v1/agent/watch", timeout=300,
                                    json={"app_id": a, "version": v})
                     answers.append(time.monotonic())
                     v = r.json()["version"]

@@ -27,6 +27,7 @@ from sessionsched.store import Store
 from sessionsched.store.leadership import Leadership, lock_key
 from tests.sparkcluster import free_ports, wait_until
 from tests.support.cli_helpers import REPO, SLEEP_TASKS, run_cli
+from tests.support.http_client import HTTP
 
 ENDED = ("FINISHED", "FAILED", "KILLED")
 
@@ -44,7 +45,7 @@ def ha_config(db_url: str, port: int, state_dir: Path) -> dict:
 
 def health(url: str) -> dict | None:
     try:
-        return httpx.get(f"{url}/api/v1/health", timeout=5).json()
+        return HTTP.get(f"{url}/api/v1/health", timeout=5).json()
     except httpx.TransportError:
         return None
 
@@ -61,7 +62,7 @@ def submit(url: str, name: str) -> str:
 
 
 def usage_by_app(url: str) -> dict[str, dict]:
-    r = httpx.get(f"{url}/api/v1/usage", params={"by": "app"}, timeout=10)
+    r = HTTP.get(f"{url}/api/v1/usage", params={"by": "app"}, timeout=10)
     assert r.status_code == 200, r.text
     return {u["app"]: u for u in r.json()}
 
@@ -81,15 +82,15 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
 
         # --- what the standby answers ---------------------------------------------------
         first = submit(a.url, "before-0")
-        r = httpx.get(f"{b.url}/api/v1/apps/{first}?x=1", timeout=10)
+        r = HTTP.get(f"{b.url}/api/v1/apps/{first}?x=1", timeout=10)
         assert r.status_code == 307 and r.headers["location"] == f"{a.url}/api/v1/apps/{first}?x=1"
         r = httpx.post(f"{b.url}/api/v1/apps/{first}/priority", json={"priority": 7000},
                        timeout=10, follow_redirects=True)  # a write, through the standby
         assert r.status_code == 200 and r.json()["priority"] == 7000
-        assert httpx.get(f"{b.url}/v1/submissions/readyz", timeout=10).status_code == 503
-        assert httpx.get(f"{a.url}/v1/submissions/readyz", timeout=10).status_code == 200
-        assert "sessionsched_leader 0.0" in httpx.get(f"{b.url}/metrics", timeout=10).text
-        assert "sessionsched_leader 1.0" in httpx.get(f"{a.url}/metrics", timeout=10).text
+        assert HTTP.get(f"{b.url}/v1/submissions/readyz", timeout=10).status_code == 503
+        assert HTTP.get(f"{a.url}/v1/submissions/readyz", timeout=10).status_code == 200
+        assert "sessionsched_leader 0.0" in HTTP.get(f"{b.url}/metrics", timeout=10).text
+        assert "sessionsched_leader 1.0" in HTTP.get(f"{a.url}/metrics", timeout=10).text
         # Our CLI against the standby's address: the submission lands on the leader.
         done = run_cli("submit", "--server", b.url, str(SLEEP_TASKS), cwd=REPO)
         assert done.returncode == 0, done.stderr
@@ -151,7 +152,7 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
 
         # --- nothing lost, nothing twice, nothing launched twice, nothing stuck -------------
         def all_ended() -> list[dict] | None:
-            apps = httpx.get(f"{b.url}/api/v1/apps", timeout=10).json()
+            apps = HTTP.get(f"{b.url}/api/v1/apps", timeout=10).json()
             return apps if all(x["state"] in ENDED for x in apps) else None
 
         apps = {x["id"]: x for x in wait_until(all_ended, 120, "every app to end",
@@ -191,7 +192,7 @@ def test_the_standby_redirects_then_takes_over_after_the_leaders_kill_9(pg_serve
         # takeover: every app has ended, and once the meter wrote the last end the queues'
         # lines add up to the apps' (each app line rounded to the millisecond).
         def rolled_up() -> list[dict] | None:
-            lines = httpx.get(f"{b.url}/api/v1/usage", params={"by": "queue"}, timeout=10).json()
+            lines = HTTP.get(f"{b.url}/api/v1/usage", params={"by": "queue"}, timeout=10).json()
             return lines if sum(q["apps"] for q in lines) == len(usage_after) else None
 
         lines = wait_until(rolled_up, 30, "the queues' lines to count every app")
@@ -304,7 +305,7 @@ def test_a_leader_rides_out_a_postgresql_restart_and_leads_on(pg_server, tmp_pat
         assert a.proc.poll() is None and health(a.url)["role"] == "leader"
         assert "leadership regained; nobody led in between" in a.log_path.read_text()
         assert len(lock_sessions(db_url)) == 1
-        assert {x["id"] for x in httpx.get(f"{a.url}/api/v1/apps", timeout=10).json()} >= {after}
+        assert {x["id"] for x in HTTP.get(f"{a.url}/api/v1/apps", timeout=10).json()} >= {after}
     finally:
         a.stop()
 

@@ -36,6 +36,7 @@ from sessionsched.store import Store
 from tests.server.test_standby import health
 from tests.sparkcluster import wait_until
 from tests.support.cli_helpers import REPO, SLEEP_TASKS
+from tests.support.http_client import HTTP
 
 KILLS = 3
 MAX_APPS = 150  # the burst's bound; it is stopped once the last takeover launched again
@@ -142,7 +143,7 @@ def test_three_leaders_killed_in_a_burst_over_two_clusters_launch_nothing_twice(
         thread.join(30)
 
         def all_ended() -> list[dict] | None:
-            apps = httpx.get(f"{leader.url}/api/v1/apps", timeout=10).json()
+            apps = HTTP.get(f"{leader.url}/api/v1/apps", timeout=10).json()
             return apps if all(x["state"] in ("FINISHED", "FAILED", "KILLED")
                                for x in apps) else None
 

@@ -23,6 +23,7 @@ from sessionsched.commands._serverproc import ServerProcess, ServerStartError
 from sessionsched.service.faulthook import POINTS
 from sessionsched.store import Store
 from tests.sparkcluster import wait_until
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.crashloop
 
@@ -112,7 +113,7 @@ def test_kills_at_the_fault_points_lose_nothing_and_launch_nothing_twice(tmp_pat
     server = ServerProcess.start(config(state_dir), tmp_path / "last")
     try:
         def all_ended() -> list[dict] | None:
-            apps = httpx.get(f"{server.url}/api/v1/apps", timeout=10).json()
+            apps = HTTP.get(f"{server.url}/api/v1/apps", timeout=10).json()
             return apps if all(a["state"] in TERMINAL for a in apps) else None
 
         apps = wait_until(all_ended, 90, "every app to end after the last restart")

@@ -10,7 +10,6 @@ import os
 import signal
 from pathlib import Path
 
-import httpx
 import pytest
 
 from sessionsched.backends.memory import WORK, MemoryCluster
@@ -18,6 +17,7 @@ from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.model import Resources
 from tests.sparkcluster import free_ports, wait_until
 from tests.support.cli_helpers import REPO, SLEEP_TASKS
+from tests.support.http_client import HTTP
 from tests.support.stepped_service import Clock, stepped_service
 
 HALF_LIFE_S = 600.0
@@ -69,17 +69,17 @@ def serve_config(state_dir: Path, port: int, **server) -> dict:
 
 
 def queues_of(url: str) -> list[dict]:
-    return httpx.get(f"{url}/api/v1/queues", timeout=10, follow_redirects=True).json()
+    return HTTP.get(f"{url}/api/v1/queues", timeout=10, follow_redirects=True).json()
 
 
 def burn_then_read(url: str) -> dict:
     """An app in root.b runs 4 one-core tasks of 5 s and ends; the decayed usage then."""
-    r = httpx.post(f"{url}/api/v1/apps", timeout=10, json={
+    r = HTTP.post(f"{url}/api/v1/apps", timeout=10, json={
         "argv": [str(SLEEP_TASKS)], "cwd": str(REPO), "name": "burn", "queue": "root.b",
         "conf": {**ONE_CORE, WORK: f"4x{TASK_S:g}"}})
     assert r.status_code == 201, r.text
     app_id = r.json()["id"]
-    wait_until(lambda: httpx.get(f"{url}/api/v1/apps/{app_id}", timeout=10).json()["state"]
+    wait_until(lambda: HTTP.get(f"{url}/api/v1/apps/{app_id}", timeout=10).json()["state"]
                in ("FINISHED", "FAILED", "KILLED"), 120, "the app to end")
     # Ended: no usage any more, so the numbers only decay from here (by 2^(-s/600) a second).
     return decayed(queues_of(url))
@@ -100,7 +100,7 @@ def usage_settled(url: str) -> dict:
     """Once the ended app's last figures are written (the meter writes a moment after the
     cycle: by app and by queue then agree), the queue and user lines."""
     def get(by: str) -> list[dict]:
-        return httpx.get(f"{url}/api/v1/usage", params={"by": by}, timeout=10).json()
+        return HTTP.get(f"{url}/api/v1/usage", params={"by": by}, timeout=10).json()
 
     def settled() -> dict | None:
         apps, queues = get("app"), {q["queue"]: q for q in get("queue")}
@@ -153,11 +153,11 @@ def test_decayed_usage_survives_a_takeover(pg_server, tmp_path):
         usage_before = usage_settled(a.url)
         b = ServerProcess.start(serve_config(tmp_path / "b", port_b, db_url=db_url,
                                              standby=True), tmp_path / "b")
-        wait_until(lambda: httpx.get(f"{b.url}/api/v1/health", timeout=5).json()["leader"],
+        wait_until(lambda: HTTP.get(f"{b.url}/api/v1/health", timeout=5).json()["leader"],
                    30, "the standby to learn who leads")
         os.kill(a.proc.pid, signal.SIGKILL)
         a.proc.wait(10)
-        wait_until(lambda: httpx.get(f"{b.url}/api/v1/health", timeout=5).json()["role"]
+        wait_until(lambda: HTTP.get(f"{b.url}/api/v1/health", timeout=5).json()["role"]
                    == "leader", 30, "the standby to take over")
         assert_kept(before, decayed(queues_of(b.url)))
         assert usage_settled(b.url) == usage_before

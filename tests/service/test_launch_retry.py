@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -17,6 +16,7 @@ from sessionsched.backends.memory import LAUNCH_FAILURES, WORK, MemoryBackend
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.server.app import create_app
 from tests.sparkcluster import free_port, wait_until
+from tests.support.http_client import HTTP
 from tests.support.server_helpers import make_config, rows
 from tests.support.stepped_service import Clock, Stepped
 
@@ -142,7 +142,7 @@ def test_serve_killed_during_the_back_off_launches_the_app_once_it_is_back(tmp_p
     config["server"]["port"] = free_port()
     server = ServerProcess.start(config, tmp_path / "first")
     try:
-        r = httpx.post(f"{server.url}/v1/submissions/create", json=body, timeout=10)
+        r = HTTP.post(f"{server.url}/v1/submissions/create", json=body, timeout=10)
         app_id = r.json()["submissionId"]
         assert server.proc.wait(60) == -9  # killed itself in the back-off
     finally:
@@ -153,11 +153,11 @@ def test_serve_killed_during_the_back_off_launches_the_app_once_it_is_back(tmp_p
     server = ServerProcess.start(config, tmp_path / "second")
     try:
         def ended() -> dict | None:
-            a = httpx.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
+            a = HTTP.get(f"{server.url}/api/v1/apps/{app_id}", timeout=10).json()
             return a if a["state"] in ("FINISHED", "FAILED", "KILLED") else None
 
         app = wait_until(ended, 60, f"{app_id} to end after the restart")
-        events = httpx.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
+        events = HTTP.get(f"{server.url}/api/v1/apps/{app_id}/events", timeout=10).json()
     finally:
         server.stop()
     assert (app["state"], app["exit_code"]) == ("FINISHED", 0), app

@@ -18,6 +18,7 @@ from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.model import AppState
 from sessionsched.service.restore import RELAUNCHED
 from sessionsched.store import Store
+from tests.support.http_client import HTTP
 from tests.support.server_helpers import make_config, rows, wait_until
 
 
@@ -162,7 +163,7 @@ def test_a_crash_loses_no_acknowledged_submission(tmp_path, state_dir, offline_c
     server = ServerProcess.start(config, tmp_path / "second")
     try:
         listed = wait_until(
-            lambda: (a := httpx.get(f"{server.url}/api/v1/apps", timeout=10).json())
+            lambda: (a := HTTP.get(f"{server.url}/api/v1/apps", timeout=10).json())
             and all(x["position"] for x in a) and a, 30, "every app queued again")
     finally:
         server.stop()

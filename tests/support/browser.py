@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from sessionsched.backends.memory import WORK
 from sessionsched.commands._serverproc import ServerProcess
+from tests.support.http_client import HTTP
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -86,7 +86,7 @@ def tab(browser) -> Iterator[Tab]:
 
 def submit(server: ServerProcess, work: Path, name: str, priority: int,
            queue: str = "root.etl", conf: dict[str, str] | None = None) -> str:
-    r = httpx.post(f"{server.url}/api/v1/apps", timeout=30, json={
+    r = HTTP.post(f"{server.url}/api/v1/apps", timeout=30, json={
         "argv": ["job.py"], "cwd": str(work), "name": name, "priority": priority,
         "queue": queue, "conf": conf or {}})
     assert r.status_code == 201, r.text
@@ -138,6 +138,6 @@ def busy_server(tmp_path):
 
 
 def api(server: ServerProcess, path: str):
-    r = httpx.get(f"{server.url}{path}", timeout=30)
+    r = HTTP.get(f"{server.url}{path}", timeout=30)
     assert r.status_code == 200, r.text
     return r.json()

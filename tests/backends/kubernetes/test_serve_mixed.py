@@ -17,7 +17,6 @@ Not the session's ``spark_cluster``: this one is a's alone, counted whole.
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from sessionsched.backends.local import LocalCluster
@@ -32,6 +31,7 @@ from tests.sparkcluster import (
     stop_server_and_its_apps,
     wait_until,
 )
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -54,13 +54,13 @@ def cluster_a(tmp_path):
 
 def master_apps(cluster: LocalCluster) -> dict[str, str]:
     """Every application a's master knows, active or completed: id -> state."""
-    view = httpx.get(f"{cluster.master_ui}/json/", timeout=10).json()
+    view = HTTP.get(f"{cluster.master_ui}/json/", timeout=10).json()
     return {a["id"]: a["state"] for which in ("activeapps", "completedapps")
             for a in view[which]}
 
 
 def read(server: ServerProcess, path: str):
-    return httpx.get(f"{server.url}/api/v1/{path}", timeout=10).json()
+    return HTTP.get(f"{server.url}/api/v1/{path}", timeout=10).json()
 
 
 def pod_posts(fake) -> int:
@@ -88,7 +88,7 @@ def test_a_kubernetes_cluster_beside_a_standalone_one(cluster_a, fake, pyspark_a
     def submit(name: str, *conf: str) -> str:
         argv = [*conf_args(WHOLE), *conf, str(pyspark_app), "--tasks", "1", "--task-s", "1",
                 "--until", str(flags[name])]
-        r = httpx.post(f"{server.url}/api/v1/apps", timeout=30, json={
+        r = HTTP.post(f"{server.url}/api/v1/apps", timeout=30, json={
             "argv": argv, "cwd": str(work), "name": name, "priority": 6000})
         assert r.status_code == 201, r.text
         return r.json()["id"]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import yaml
 
 from sessionsched.backends.memory import EXIT_CODE, WORK
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import wait_until
 from tests.support.cli_helpers import REPO, SLEEP_TASKS, run_cli
+from tests.support.http_client import HTTP
 
 EXAMPLE = REPO / "spark-conf" / "sessionsched-memory.yaml"
 
@@ -38,7 +38,7 @@ def rest_create(url: str, name: str, priority: int) -> dict:
             WORK: "4x1",  # 4 one-second tasks
         },
     }
-    answer = httpx.post(f"{url}/v1/submissions/create", json=body, timeout=30).json()
+    answer = HTTP.post(f"{url}/v1/submissions/create", json=body, timeout=30).json()
     assert answer["success"] is True, answer
     return answer
 
@@ -66,7 +66,7 @@ def test_a_burst_runs_to_its_end_without_spark(tmp_path):
         submitted = time.monotonic()
 
         def all_ended() -> dict | None:
-            apps = {a["id"]: a for a in httpx.get(f"{server.url}/api/v1/apps", timeout=10).json()}
+            apps = {a["id"]: a for a in HTTP.get(f"{server.url}/api/v1/apps", timeout=10).json()}
             ended = all(apps[i]["state"] in ("FINISHED", "FAILED", "KILLED") for i in ids)
             return apps if ended else None
 
@@ -78,7 +78,7 @@ def test_a_burst_runs_to_its_end_without_spark(tmp_path):
             assert apps[app_id]["spark_app_id"], apps[app_id]  # the memory driver's made-up id
             assert apps[app_id]["first_executor_at"] is not None, apps[app_id]
         rest_id = next(i for i in ids if apps[i]["name"] == "etl-0")
-        status = httpx.get(f"{server.url}/v1/submissions/status/{rest_id}", timeout=10).json()
+        status = HTTP.get(f"{server.url}/v1/submissions/status/{rest_id}", timeout=10).json()
         assert status["driverState"] == "FINISHED"
         print(f"\n{len(ids)} apps on the memory backend: submitted in {submitted - started:.1f}s "
               f"(CLI processes), all ended {ended - submitted:.1f}s later")

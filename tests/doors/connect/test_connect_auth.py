@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.config import tokens_file as tokens
 from tests.sparkcluster import free_port, wait_until
+from tests.support.http_client import HTTP
 
 pytest.importorskip("pyspark.sql.connect.session")
 
@@ -75,7 +75,7 @@ def test_a_user_token_opens_no_session_beyond_its_rights(door, params, refused):
     server, port, made = door
     spark = session(port, token=made["alice"], **params)
     assert refused in first_call_error(spark)
-    assert httpx.get(f"{server.url}/api/v1/apps", timeout=10,
+    assert HTTP.get(f"{server.url}/api/v1/apps", timeout=10,
                      headers={"Authorization": f"Bearer {made['root']}"}).json() == []
 
 
@@ -90,7 +90,7 @@ def test_a_session_queues_as_a_connect_app_and_is_its_owners(door):
     text = first_call_error(spark)  # held hold_s, then UNAVAILABLE: the client would retry
     assert "UNAVAILABLE" in text and "waits in queue root.default (position 1" in text, text
     root = {"Authorization": f"Bearer {made['root']}"}
-    (app,) = httpx.get(f"{server.url}/api/v1/apps", headers=root, timeout=10).json()
+    (app,) = HTTP.get(f"{server.url}/api/v1/apps", headers=root, timeout=10).json()
     assert (app["kind"], app["user"], app["priority"], app["state"]) == \
         ("connect", "alice", 4000, "ACCEPTED")
     # bob's token on alice's session (its id is what a client sends): not his
@@ -99,7 +99,7 @@ def test_a_session_queues_as_a_connect_app_and_is_its_owners(door):
         raw_config_error(port, made["bob"], sid, "bob")
     # the client's spark.stop() before the driver ran: the queued app is killed
     session(port, token=made["alice"], user_id="alice", session_id=sid).stop()
-    wait_until(lambda: httpx.get(f"{server.url}/api/v1/apps/{app['id']}", headers=root,
+    wait_until(lambda: HTTP.get(f"{server.url}/api/v1/apps/{app['id']}", headers=root,
                                  timeout=10).json()["state"] == "KILLED", 30,
                "the released session's queued app to be killed")
 
@@ -128,20 +128,20 @@ def test_a_users_sessions_share_one_app_in_a_user_level_queue(door):
               ("alice", "alice", "bob")]
     texts = [first_call_error(s) for s in opened]  # each held hold_s, then UNAVAILABLE
     assert all("waits in queue root.team" in t for t in texts), texts
-    listed = httpx.get(f"{server.url}/api/v1/apps", headers=root, timeout=10).json()
+    listed = HTTP.get(f"{server.url}/api/v1/apps", headers=root, timeout=10).json()
     assert sorted((a["user"], a["kind"], a["queue"]) for a in listed) == [
         ("alice", "connect", "root.team"), ("bob", "connect", "root.team")]
     alices = next(a["id"] for a in listed if a["user"] == "alice")
     assert texts[0].count(alices) and texts[1].count(alices), texts  # one app, two sessions
-    metrics = httpx.get(f"{server.url}/metrics", timeout=10).text
+    metrics = HTTP.get(f"{server.url}/metrics", timeout=10).text
     assert 'sessionsched_connect_sessions{queue="root.team",state="ACCEPTED"} 3.0' in metrics
     # her first session released while the driver is queued: her second one keeps the app
     opened[0].stop()
-    assert httpx.get(f"{server.url}/api/v1/apps/{alices}", headers=root,
+    assert HTTP.get(f"{server.url}/api/v1/apps/{alices}", headers=root,
                      timeout=10).json()["state"] == "ACCEPTED"
-    metrics = httpx.get(f"{server.url}/metrics", timeout=10).text
+    metrics = HTTP.get(f"{server.url}/metrics", timeout=10).text
     assert 'sessionsched_connect_sessions{queue="root.team",state="ACCEPTED"} 2.0' in metrics
     opened[1].stop()  # her last one: the queued app is killed
-    wait_until(lambda: httpx.get(f"{server.url}/api/v1/apps/{alices}", headers=root,
+    wait_until(lambda: HTTP.get(f"{server.url}/api/v1/apps/{alices}", headers=root,
                                  timeout=10).json()["state"] == "KILLED", 30,
                "her queued app killed with her last session")

@@ -23,6 +23,7 @@ from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.config import tokens_file as tokens
 from tests.doors.connect.connect_standin import config_answer, standin_driver
 from tests.sparkcluster import free_port, wait_until
+from tests.support.http_client import HTTP
 from tests.tlscert import make_cert
 
 pytest.importorskip("pyspark.sql.connect.proto")
@@ -213,7 +214,7 @@ def test_a_session_killed_between_two_calls_is_refused_at_the_next(door):
     door.call("alice")
     app = door.app()
     root = {"Authorization": f"Bearer {door.made['root']}"}
-    assert httpx.post(f"{door.server.url}/api/v1/apps/{app['id']}/kill", headers=root,
+    assert HTTP.post(f"{door.server.url}/api/v1/apps/{app['id']}/kill", headers=root,
                       timeout=10).status_code == 200
     wait_until(lambda: door.app()["state"] == "KILLED", 30, "the session's app to be killed")
     code, details = door.refused("alice")

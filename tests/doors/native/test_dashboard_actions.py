@@ -5,7 +5,6 @@ the rule named, and without one the page shows the app but cannot act."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -14,13 +13,14 @@ from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.config import tokens_file as tokens
 from tests.support.browser import WAIT_MS, submit
 from tests.support.cli_helpers import QUEUES
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
 
 
 def get(server: ServerProcess, path: str, token: str | None = None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    r = httpx.get(f"{server.url}{path}", headers=headers, timeout=30)
+    r = HTTP.get(f"{server.url}{path}", headers=headers, timeout=30)
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -94,7 +94,7 @@ def give_token(page: Page, token: str) -> None:
 
 def test_with_tokens_on_the_page_acts_only_as_its_token_may(team_server, app_dir, tab):
     server, made = team_server
-    r = httpx.post(f"{server.url}/api/v1/apps", timeout=30,
+    r = HTTP.post(f"{server.url}/api/v1/apps", timeout=30,
                    headers={"Authorization": f"Bearer {made['alice']}"},
                    json={"argv": ["job.py"], "cwd": str(app_dir), "name": "alices"})
     assert r.status_code == 201, r.text
@@ -165,7 +165,7 @@ def closed_server(tmp_path):
 def test_without_an_anonymous_user_the_page_asks_for_a_token_before_it_shows_anything(
         closed_server, app_dir, tab):
     server, made = closed_server
-    r = httpx.post(f"{server.url}/api/v1/apps", timeout=30,
+    r = HTTP.post(f"{server.url}/api/v1/apps", timeout=30,
                    headers={"Authorization": f"Bearer {made['alice']}"},
                    json={"argv": ["job.py"], "cwd": str(app_dir), "name": "alices"})
     assert r.status_code == 201, r.text

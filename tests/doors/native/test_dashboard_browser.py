@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -20,6 +19,7 @@ from tests.support.browser import (
     row,
     submit,
 )
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
 
@@ -53,7 +53,7 @@ def test_health_queues_and_apps_in_priority_order_follow_a_priority_change(
     expect(row(page, "apps", low)).to_have_class("ACCEPTED")
 
     # Raise the low one above the other through the API; the page follows by itself.
-    r = httpx.post(f"{offline_server.url}/api/v1/apps/{low}/priority", json={"priority": 10000},
+    r = HTTP.post(f"{offline_server.url}/api/v1/apps/{low}/priority", json={"priority": 10000},
                    timeout=30)
     assert r.status_code == 200, r.text
     expect(cell(page, "apps", low, "Priority")).to_have_text("10000", timeout=WAIT_MS)
@@ -73,7 +73,7 @@ def test_app_names_are_shown_as_text_never_as_markup(offline_server, app_dir, ta
     expect(cell(page, "apps", entity, "Name")).to_have_text(exactly("a&amp;b \"q\" 'q'"))
     assert page.locator("img").count() == 0
     # One more poll renders the tables again (the priority shows it): still nothing runs.
-    r = httpx.post(f"{offline_server.url}/api/v1/apps/{hostile}/priority", json={"priority": 9500},
+    r = HTTP.post(f"{offline_server.url}/api/v1/apps/{hostile}/priority", json={"priority": 9500},
                    timeout=30)
     assert r.status_code == 200, r.text
     expect(cell(page, "apps", hostile, "Priority")).to_have_text("9500", timeout=WAIT_MS)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.browser import LONG, WAIT_MS, api, submit
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
 
@@ -60,7 +60,7 @@ def test_usage_is_stacked_per_queue_and_user_and_adds_up_to_the_totals(
     expect(page.locator("#usage-caption")).to_have_text(
         "Core-hours busy per user, last 24 hours, by hour; stacked (a bar's top is all of "
         "them).", timeout=WAIT_MS)
-    users = {u["user"] for u in httpx.get(f"{busy_server.url}/api/v1/usage?by=user",
+    users = {u["user"] for u in HTTP.get(f"{busy_server.url}/api/v1/usage?by=user",
                                          timeout=30).json()}
     expect(page.locator("#usage tbody td:first-child")).to_have_text(sorted(users),
                                                                    timeout=WAIT_MS)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import time
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -23,6 +22,7 @@ from tests.support.browser import (
     row,
     submit,
 )
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
 
@@ -164,10 +164,10 @@ def test_the_apps_table_shows_its_first_rows_and_more_on_demand(offline_server, 
 
 def test_an_apps_page_tells_its_events_in_order(offline_server, app_dir, tab):
     app_id = submit(offline_server, app_dir, HOSTILE, 5000)
-    r = httpx.post(f"{offline_server.url}/api/v1/apps/{app_id}/priority",
+    r = HTTP.post(f"{offline_server.url}/api/v1/apps/{app_id}/priority",
                    json={"priority": 9000}, timeout=30)
     assert r.status_code == 200, r.text
-    r = httpx.post(f"{offline_server.url}/api/v1/apps/{app_id}/kill", timeout=30)
+    r = HTTP.post(f"{offline_server.url}/api/v1/apps/{app_id}/kill", timeout=30)
     assert r.status_code == 200, r.text
     kinds = [e["kind"] for e in api(offline_server, f"/api/v1/apps/{app_id}/events")]
     assert kinds[0] == "submitted" and {"priority", "kill", "state"} <= set(kinds), kinds
@@ -201,7 +201,7 @@ def test_no_request_leaves_the_schedulers_origin(offline_server, app_dir, tab):
     away = [u for u in tab.requests if not u.startswith(offline_server.url + "/")]
     assert away == [], f"requests beyond {offline_server.url}: {away}"
     # The pages say so themselves: a policy that lets them reach their origin only.
-    policy = httpx.get(f"{offline_server.url}/", timeout=30).headers["content-security-policy"]
+    policy = HTTP.get(f"{offline_server.url}/", timeout=30).headers["content-security-policy"]
     assert "default-src 'self'" in policy and "connect-src 'self'" in policy
     assert tab.errors == [] and tab.dialogs == []
 

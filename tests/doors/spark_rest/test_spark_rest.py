@@ -3,12 +3,12 @@ master's StandaloneRestServer answers, and our additions."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from sessionsched.commands._serverproc import ServerProcess
 from sessionsched.doors.spark_rest.rest import SPARK_VERSION
 from sessionsched.engine.waits import WaitCode
+from tests.support.http_client import HTTP
 from tests.support.server_helpers import rows, wait_until
 
 JSON_TYPE = "application/json;charset=utf-8"
@@ -260,9 +260,9 @@ def test_status_over_real_http_matches_the_routed_answer(tmp_path, offline_confi
     routed path gives (checked in-process above)."""
     server = ServerProcess.start(offline_config(tmp_path / "state"), tmp_path / "serve")
     try:
-        sid = httpx.post(f"{server.url}/v1/submissions/create", json=create_body(),
+        sid = HTTP.post(f"{server.url}/v1/submissions/create", json=create_body(),
                          timeout=10).json()["submissionId"]
-        out = wait_until(lambda: (r := httpx.get(f"{server.url}/v1/submissions/status/{sid}",
+        out = wait_until(lambda: (r := HTTP.get(f"{server.url}/v1/submissions/status/{sid}",
                                                  timeout=10)).json().get("position") and r,
                          what="the driver to be queued")
         assert out.headers["content-type"] == JSON_TYPE
@@ -274,9 +274,9 @@ def test_status_over_real_http_matches_the_routed_answer(tmp_path, offline_confi
                         "schedulerReason": body["schedulerReason"],
                         "schedulerReasonCode": body["schedulerReasonCode"]}
         assert body["schedulerReasonCode"] in {c.value for c in WaitCode}
-        unknown = httpx.get(f"{server.url}/v1/submissions/status/driver-nope", timeout=10)
+        unknown = HTTP.get(f"{server.url}/v1/submissions/status/driver-nope", timeout=10)
         assert (unknown.status_code, unknown.json()["success"]) == (200, False)
-        missing = httpx.get(f"{server.url}/v1/submissions/status/", timeout=10)
+        missing = HTTP.get(f"{server.url}/v1/submissions/status/", timeout=10)
         assert (missing.status_code, missing.json()["message"]) == (
             400, "Submission ID is missing in status request.")
     finally:

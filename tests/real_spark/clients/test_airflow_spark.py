@@ -9,8 +9,9 @@ import re
 import sqlite3
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -18,7 +19,7 @@ DRIVER = re.compile(r"driver-\d{14}-\d{4}")
 
 
 def our_app(sched, app_id: str) -> dict:
-    return httpx.get(f"{sched.url}/api/v1/apps/{app_id}", timeout=10).json()
+    return HTTP.get(f"{sched.url}/api/v1/apps/{app_id}", timeout=10).json()
 
 
 def masters_driver_id(sched, app_id: str) -> str:
@@ -36,8 +37,8 @@ def test_operator_follows_a_driver_to_finished(airflow, sched, spark_cluster, jv
     app = our_app(sched, out["driver"])
     assert (app["state"], app["kind"]) == ("FINISHED", "rest")
     # Our status answer and the master's for the same driver: same worker, same layout.
-    ours = httpx.get(f"{sched.url}/v1/submissions/status/{out['driver']}", timeout=10)
-    theirs = httpx.get(f"{spark_cluster.rest_url}/v1/submissions/status/"
+    ours = HTTP.get(f"{sched.url}/v1/submissions/status/{out['driver']}", timeout=10)
+    theirs = HTTP.get(f"{spark_cluster.rest_url}/v1/submissions/status/"
                        f"{masters_driver_id(sched, out['driver'])}", timeout=10)
     ours_body, theirs_body = ours.json(), theirs.json()
     assert theirs_body["driverState"] == ours_body["driverState"] == "FINISHED"

@@ -24,7 +24,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from sessionsched.backends.local import LocalCluster
@@ -38,6 +37,7 @@ from tests.sparkcluster import (
     wait_idle,
     wait_until,
 )
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -115,7 +115,7 @@ def sched(module_sched, connect_cluster) -> Iterator[Sched]:
     yield module_sched
     for app in apps(module_sched):
         if app["state"] in ("ACCEPTED", "STARTING", "RUNNING"):
-            httpx.post(f"{module_sched.url}/api/v1/apps/{app['id']}/kill", timeout=30)
+            HTTP.post(f"{module_sched.url}/api/v1/apps/{app['id']}/kill", timeout=30)
     wait_until(lambda: all(a["state"] in ("FINISHED", "FAILED", "KILLED")
                            for a in apps(module_sched)), 120, "every app to end")
     wait_idle(connect_cluster, 120)
@@ -129,7 +129,7 @@ def remote(sched, **params):
 
 
 def apps(sched) -> list[dict]:
-    return httpx.get(f"{sched.url}/api/v1/apps", timeout=10).json()
+    return HTTP.get(f"{sched.url}/api/v1/apps", timeout=10).json()
 
 
 def app_of(sched, session) -> dict:
@@ -138,7 +138,7 @@ def app_of(sched, session) -> dict:
 
 
 def app(sched, app_id: str) -> dict:
-    return httpx.get(f"{sched.url}/api/v1/apps/{app_id}", timeout=10).json()
+    return HTTP.get(f"{sched.url}/api/v1/apps/{app_id}", timeout=10).json()
 
 
 def ended(sched, app_id: str) -> dict:

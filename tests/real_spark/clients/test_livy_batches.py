@@ -4,8 +4,9 @@ followed to ``success``; a failing one ends ``dead``; ``delete_batch`` kills a r
 
 from __future__ import annotations
 
-import httpx
 import pytest
+
+from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.cluster
 
@@ -24,7 +25,7 @@ def test_a_batch_runs_to_success(airflow, sched, pyspark_app):
     assert batch["appInfo"]["driverLogUrl"].endswith(f"/api/v1/apps/{batch['submissionId']}/log")
     assert out["logs"]["from"] == 0 and out["logs"]["total"] > 0
     assert any(line == f"SPARK_APP_ID {batch['appId']}" for line in out["logs"]["log"])
-    native = httpx.get(f"{sched.url}/api/v1/apps/{batch['submissionId']}", timeout=10).json()
+    native = HTTP.get(f"{sched.url}/api/v1/apps/{batch['submissionId']}", timeout=10).json()
     assert (native["state"], native["priority"], native["spark_app_id"]) == (
         "FINISHED", 7000, batch["appId"])
 
@@ -38,6 +39,6 @@ def test_a_failing_batch_is_dead(airflow, pyspark_app):
 def test_delete_batch_kills_a_running_batch(airflow, sched, pyspark_app):
     out, log = airflow("livy-kill", str(pyspark_app), "--tasks", "1", "--hold-s", "300")
     assert "running" in out["states"] and out["states"][-1] == "killed", log[-3000:]
-    native = httpx.get(f"{sched.url}/api/v1/apps/{out['batch']['submissionId']}",
+    native = HTTP.get(f"{sched.url}/api/v1/apps/{out['batch']['submissionId']}",
                        timeout=10).json()
     assert native["state"] == "KILLED"

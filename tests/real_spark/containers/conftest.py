@@ -28,6 +28,7 @@ from tests.conftest import C1_ONLY
 from tests.real_spark.containers.images import Images, ensure_images
 from tests.real_spark.containers.stack import Stack, remove_leftovers, running_stack
 from tests.sparkcluster import wait_until
+from tests.support.http_client import HTTP
 
 # Below the kernel's ephemeral ports (32768-60999): a port chosen here is bound only when the
 # containers start, seconds later, and meanwhile a process another test starts on port 0 may
@@ -78,13 +79,13 @@ class RunningStack:
         return f"http://127.0.0.1:{self.ports.master_ui}"
 
     def app(self, app_id: str) -> dict:
-        return httpx.get(f"{self.url}/api/v1/apps/{app_id}", timeout=10).raise_for_status().json()
+        return HTTP.get(f"{self.url}/api/v1/apps/{app_id}", timeout=10).raise_for_status().json()
 
     def apps(self) -> list[dict]:
-        return httpx.get(f"{self.url}/api/v1/apps", timeout=10).raise_for_status().json()
+        return HTTP.get(f"{self.url}/api/v1/apps", timeout=10).raise_for_status().json()
 
     def master_json(self) -> dict:
-        return httpx.get(f"{self.master_ui}/json/", timeout=10).raise_for_status().json()
+        return HTTP.get(f"{self.master_ui}/json/", timeout=10).raise_for_status().json()
 
     def healthy(self) -> bool:
         """The scheduler answers and docker's HEALTHCHECK (the image's) says so too."""
@@ -172,7 +173,7 @@ def _print_logs(running: RunningStack) -> None:
         print(f"--- {service}\n{running.stack.logs(service)}", file=sys.stderr)
     try:
         for app in running.apps():
-            log = httpx.get(f"{running.url}/api/v1/apps/{app['id']}/log",
+            log = HTTP.get(f"{running.url}/api/v1/apps/{app['id']}/log",
                             params={"tail": 40}, timeout=10).text
             print(f"--- {app['id']} {app['name']} {app['state']}\n{log}", file=sys.stderr)
     except httpx.HTTPError as e:

@@ -10,12 +10,12 @@ import shutil
 import subprocess
 import sys
 
-import httpx
 import pytest
 
 from sessionsched.backends.spark_home import spark_submit
 from tests.real_spark.containers.conftest import RunningStack, client_env
 from tests.sparkcluster import SMALL, conf_args, wait_until
+from tests.support.http_client import HTTP
 
 # The first test also waits for the images (a cold build is minutes) and the stack to start.
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1200)]
@@ -90,7 +90,7 @@ def test_spark_submit_and_sessionsched_submit_run_to_finished(stack, apps):
     assert completed.get(jvm_app["spark_app_id"]) == "container-jvm"
     assert py_app["spark_app_id"] in completed
     # The REST door answers status with the scheduler's id, as a Spark master would.
-    status = httpx.get(f"{stack.url}/v1/submissions/status/{jvm}", timeout=10).json()
+    status = HTTP.get(f"{stack.url}/v1/submissions/status/{jvm}", timeout=10).json()
     assert status["driverState"] == "FINISHED"
 
 
