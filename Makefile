@@ -99,9 +99,9 @@ docker-daemon: | postgresql
 # In TEST_WORKERS processes (pytest-xdist; 3 on this project's 2-core machines): the tests
 # mostly wait (on JVMs starting, sleeping tasks, servers in child processes), so the rest of
 # the suite runs beside the real-cluster tests, and a third worker fills the waits (measured
-# when the suite was smaller: a clean clone's pytest 823 s against 873 with two; 1,376 s with
-# three now, CPU-bound: the suite's ~2,100-2,500 CPU-seconds on two cores; every wait is on a
-# condition, sized for a slow JVM start on a loaded machine). Tests on a module's fixture stay together on
+# when the suite was smaller: a clean clone's pytest 823 s against 873 with two; now 922 s
+# with three against 945 with four, CPU-bound: the suite's ~1,500 CPU-seconds on two cores;
+# every wait is on a condition, sized for a slow JVM start on a loaded machine). Tests on a module's fixture stay together on
 # one worker; the real-cluster tests spread over all of them, each worker starting the session's
 # clusters once, and go out first, the seconds-long tests last (tests/xdist_groups.py). Every
 # JVM the tests start compiles with C1 only and maps the archive above (tests/conftest.py).
