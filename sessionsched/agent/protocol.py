@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from .profiles import profile_body
 from .spark_control import SparkFacts
-from .stages import StageFacts, stages_body
 
 REGISTER_PATH = "/api/v1/agent/register"
 HEARTBEAT_PATH = "/api/v1/agent/heartbeat"
@@ -92,16 +91,15 @@ def register_body(
 def heartbeat_body(app_id: str, facts: SparkFacts, control: str,
                    observed_at: float | None = None,
                    removed: dict[str, float] | None = None,
-                   changed_after: float | None = None,
-                   stages: StageFacts | None = None) -> dict:
+                   changed_after: float | None = None) -> dict:
     """``observed_at``: when the agent read these facts; ``removed``: executor id -> when it
     left, for executors gone since the last report; ``changed_after``: the agent's last look
     before, that still found the facts as they were (their changes happened in between). All
     optional: an older server ignores them, and an older agent's report without them is
     counted as it arrives. Each executor of a profile other than the default says its
     ``profile``, and ``profiles`` lists every profile read (an older server ignores both).
-    ``stages``: the stages the app completed and the ones running, as of ``observed_at``; left
-    out when the agent could not read them (an older server ignores it)."""
+    The agent adds ``stages`` (``stages.stages_body``) to a report it sends, not here: they are
+    read only for one that goes out."""
     body = {
         "app_id": app_id,
         "demand": facts.demand,
@@ -116,8 +114,6 @@ def heartbeat_body(app_id: str, facts: SparkFacts, control: str,
     }
     if facts.profiles:
         body["profiles"] = [profile_body(p) for p in facts.profiles]
-    if stages is not None:
-        body["stages"] = stages_body(stages)
     if observed_at is not None:
         body["observed_at"] = observed_at
         body["removed"] = [{"id": eid, "at": at} for eid, at in (removed or {}).items()]

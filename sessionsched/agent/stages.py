@@ -203,18 +203,20 @@ def _mean_so_far(store, stage_id: int) -> float | None:
     """A running stage's completed tasks' mean time (its status store's sums so far): how long
     its tasks take today, which its earlier runs' may not say. None if the store cannot say."""
     try:
-        stage = store.lastStageAttempt(stage_id)
-        return task_seconds(stage.executorRunTime(), stage.executorDeserializeTime(),
-                            stage.resultSerializationTime(), stage.numCompleteTasks()) or None
+        return _mean_task_s(store.lastStageAttempt(stage_id)) or None
     except Exception:  # noqa: BLE001 - evicted or ended since listed: the rest still counts
         return None
 
 
 def _done_stage(stage) -> DoneStage:
     """A completed stage, from the status store's ``v1.StageData``."""
-    return DoneStage(int(stage.numTasks()), task_seconds(
-        stage.executorRunTime(), stage.executorDeserializeTime(),
-        stage.resultSerializationTime(), stage.numCompleteTasks()))
+    return DoneStage(int(stage.numTasks()), _mean_task_s(stage))
+
+
+def _mean_task_s(stage) -> float:
+    """Its completed tasks' mean time, from a ``v1.StageData``'s sums (``task_seconds``)."""
+    return task_seconds(stage.executorRunTime(), stage.executorDeserializeTime(),
+                        stage.resultSerializationTime(), stage.numCompleteTasks())
 
 
 def _first_line(e: BaseException) -> str:
