@@ -89,7 +89,6 @@ class SparkApp:
     done_stages: list[DoneStage] = field(default_factory=list)
     _made: int = 0
     _started: int = 0  # tasks the current stage started (again after a loss, too)
-    _task_s: float = 0.0  # and their times summed
     stage_done_s: float = 0.0  # the current stage's completed tasks' times, summed
 
     @property
@@ -141,16 +140,16 @@ class SparkApp:
         if self.stage >= len(self.job.stages):
             return False
         self.pending = self.job.stages[self.stage].tasks
-        self._started, self._task_s, self.stage_done_s = 0, 0.0, 0.0
+        self._started, self.stage_done_s = 0, 0.0
         return True
 
     def driver_work(self) -> float:
         """After a stage: the seconds the driver works alone before the next stage (its
         ``gap_s``) or, after the last, before it exits (``tail_s``); PREPROCESSING meanwhile.
         The stage is done: its agent would list it now."""
-        if self._started and len(self.done_stages) < MAX_DONE:
-            self.done_stages.append(DoneStage(self.job.stages[self.stage].tasks,
-                                              self._task_s / self._started))
+        tasks = self.job.stages[self.stage].tasks
+        if tasks and len(self.done_stages) < MAX_DONE:  # every task completed: their mean
+            self.done_stages.append(DoneStage(tasks, self.stage_done_s / tasks))
         stages = self.job.stages
         work = stages[self.stage + 1].gap_s if self.stage + 1 < len(stages) else self.job.tail_s
         if work > 0:
@@ -160,9 +159,7 @@ class SparkApp:
     def next_task_s(self) -> float:
         """The time of the next task the current stage starts (``Stage.task_time``)."""
         self._started += 1
-        task_s = self.job.stages[self.stage].task_time(self._started - 1)
-        self._task_s += task_s
-        return task_s
+        return self.job.stages[self.stage].task_time(self._started - 1)
 
     def progress(self, now: float) -> Progress | None:
         """Its stages as its agent would report them now (``model.stages``); None before its
