@@ -4,13 +4,16 @@ kept on one worker (tests/xdist_groups.py); every JVM a test starts compiles wit
 when one was built (``make test`` builds it), maps the class-data-sharing archive of Spark's
 classes (tests/jvm_archive.py: ``~/.cache/sessionsched/jvm-archive``; a JVM whose class path
 does not fit it goes on without it, silently; ``SESSIONSCHED_JVM_ARCHIVE=off`` turns it off).
-Both through ``JAVA_TOOL_OPTIONS``, below. Every Python a test starts has
+Both through ``JAVA_TOOL_OPTIONS``, below, as is the JVMs' temporary directory: one of the
+run's own, removed when the run ends. Every Python a test starts has
 ``tests/support/pythonpath`` on its path (its ``sitecustomize.py``: pyspark imported from the
 installed package, not from pyspark.zip)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -43,6 +46,15 @@ ARCHIVE_OPTION = "-XX:SharedArchiveFile="
 # pyspark.zip in each (a driver's and an executor's Python start about half the CPU).
 PYTHONPATH_DIR = str(Path(__file__).parent / "support" / "pythonpath")
 
+# Spark keeps its scratch (``spark-*``, ``blockmgr-*``: spark.local.dir falls back to it) and
+# its native codecs' copies (``liblz4-java-*.so``) in the JVM's temporary directory, and a JVM
+# a test stops with SIGKILL (a driver killed, a master crashed on purpose) never deletes them:
+# /tmp gained a few hundred per run. Every JVM of the run gets a directory of the run's own,
+# made by the first process (xdist's workers inherit the environment it set) and removed by it
+# at the end, when every process the tests started has been stopped.
+TMPDIR_OPTION = "-Djava.io.tmpdir="
+_OWN_JVM_TMPDIR: list[str] = []  # the directory this process made, to remove at the end
+
 
 def pytest_configure(config: pytest.Config) -> None:
     xdist_groups.choose_file(config)
@@ -52,10 +64,18 @@ def pytest_configure(config: pytest.Config) -> None:
         java_options.append(C1_ONLY)
     if not any(o.startswith(ARCHIVE_OPTION) for o in java_options):
         java_options.extend((jvm_archive.java_options() or "").split())
+    if not any(o.startswith(TMPDIR_OPTION) for o in java_options):
+        _OWN_JVM_TMPDIR.append(tempfile.mkdtemp(prefix="sessionsched-tests-jvm-"))
+        java_options.append(TMPDIR_OPTION + _OWN_JVM_TMPDIR[0])
     os.environ["JAVA_TOOL_OPTIONS"] = " ".join(java_options)
     python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if PYTHONPATH_DIR not in python_path:
         os.environ["PYTHONPATH"] = os.pathsep.join([*python_path, PYTHONPATH_DIR])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for path in _OWN_JVM_TMPDIR:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
