@@ -25,9 +25,10 @@
   evenly spaced quantiles as it had tasks when it had fewer than 11) and
   ``after``: the stages it read from that ran (a skipped stage's output was reused).
 - ``conf``: the app's resource properties (``spark.{driver,executor,task}.resource.*``,
-  ``spark.task.cpus``) and gang properties (``spark.sessionsched.gang.*`` and YuniKorn's
-  driver annotations), which ride on the simulated launch; a gang that does not parse is left
-  out, with a note.
+  ``spark.task.cpus``), with dynamic allocation its two backlog timeouts (Spark's defaults
+  where it set none: the simulated app ramps its requests up as Spark did), and gang
+  properties (``spark.sessionsched.gang.*`` and YuniKorn's driver annotations), which ride on
+  the simulated launch; a gang that does not parse is left out, with a note.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import statistics
 from dataclasses import dataclass
 
 from ..model import PRIORITY_DEFAULT, parse_mem_mib, parse_priority
+from ..spark.allocation import BACKLOG, SPARK_BACKLOG_S, SUSTAINED_BACKLOG, backlog_timeouts
 from ..spark.gang_properties import gang_from_conf
 from .events import AppFacts, StageFacts
 
@@ -143,8 +145,23 @@ def _stage(s: StageFacts, ran: set[int]) -> dict:
     return entry
 
 
+def _dynamic(props: dict) -> bool:
+    return str(props.get("spark.dynamicAllocation.enabled", "")).strip().lower() == "true"
+
+
+def _ramp(props: dict, notes: list[str]) -> dict[str, str]:
+    """Its backlog timeouts as it ran (Spark's defaults where unset), so that the simulated
+    app ramps its executor requests up as Spark did (``spark/allocation.py``)."""
+    try:
+        first, then = backlog_timeouts(props) or (SPARK_BACKLOG_S, SPARK_BACKLOG_S)
+    except ValueError as e:
+        notes.append(f"Spark's backlog timeouts taken for its own: {e}")
+        first = then = SPARK_BACKLOG_S
+    return {BACKLOG: f"{first:g}s", SUSTAINED_BACKLOG: f"{then:g}s"}
+
+
 def _executors(props: dict, facts: AppFacts, stages: bool) -> tuple[int, int | None]:
-    if str(props.get("spark.dynamicAllocation.enabled", "")).strip().lower() == "true":
+    if _dynamic(props):
         low = _whole(props, "spark.dynamicAllocation.minExecutors", 0) or 0
         high = _whole(props, "spark.dynamicAllocation.maxExecutors", None)
         return low, (None if high is None or high >= INT_MAX or high < 1 else max(high, low))
@@ -206,6 +223,8 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
         app["exit_code"] = facts.exit_code
     conf = {k: v for k, v in sorted(props.items())
             if k.startswith(RESOURCE_PREFIXES) or k == "spark.task.cpus"}
+    if _dynamic(props):
+        conf.update(_ramp(props, notes))
     gang = {k: v for k, v in sorted(props.items()) if k.startswith(GANG_PREFIXES)}
     try:
         gang_from_conf(gang)

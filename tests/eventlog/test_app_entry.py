@@ -92,6 +92,31 @@ def test_conf_carries_resources_and_a_gang_that_parses():
                              "spark.sessionsched.gang.size": "2", "spark.task.cpus": "2"}
 
 
+RAMPS = {
+    "Spark's defaults where it set none": ({}, ("1s", "1s")),
+    "its own, the sustained one as the first by default": (
+        {"spark.dynamicAllocation.schedulerBacklogTimeout": "500ms"}, ("0.5s", "0.5s")),
+    "both its own": ({"spark.dynamicAllocation.schedulerBacklogTimeout": "2s",
+                      "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout": "5s"},
+                     ("2s", "5s")),
+}
+
+
+@pytest.mark.parametrize("props,timeouts", RAMPS.values(), ids=RAMPS.keys())
+def test_an_elastic_app_carries_the_backlog_timeouts_it_ramped_by(props, timeouts):
+    conf = entry(props={"spark.dynamicAllocation.enabled": "true", **props}).app["conf"]
+    assert (conf["spark.dynamicAllocation.schedulerBacklogTimeout"],
+            conf["spark.dynamicAllocation.sustainedSchedulerBacklogTimeout"]) == timeouts
+
+
+def test_a_static_app_carries_none_and_a_bad_timeout_is_noted():
+    assert "conf" not in entry(props={"spark.dynamicAllocation.enabled": "false"}).app
+    e = entry(props={"spark.dynamicAllocation.enabled": "true",
+                     "spark.dynamicAllocation.schedulerBacklogTimeout": "soon"})
+    assert e.app["conf"]["spark.dynamicAllocation.schedulerBacklogTimeout"] == "1s"
+    assert any("spark.dynamicAllocation.schedulerBacklogTimeout='soon'" in n for n in e.notes)
+
+
 def test_a_gang_that_does_not_parse_is_left_out_with_a_note():
     e = entry(props={"spark.sessionsched.gang.size": "many"})
     assert "conf" not in e.app

@@ -3,13 +3,11 @@ backend's cluster (one code for both).
 
 Model (a Spark standalone cluster; the app's side is in ``spark.py``, the room in ``pool.py``,
 what its timers fire in ``cluster_timers.py``, apps it did not launch in ``externals.py``):
-- Time is the caller's. ``advance(now)`` runs every timer due up to ``now`` in order (ties in
-  the order they were set, ``timers.py``); the cluster never reads a clock. Between two calls
-  nothing happens; calls that change the cluster (``launch``, ``stop``, ``steer``) act at the
-  time of the last ``advance`` (0 before the first).
-- The cluster is ``workers`` equal workers (``pool.py``): a driver or an executor runs on one
-  of them. In-cluster drivers hold their cores and memory from launch until they exit;
-  client-mode drivers hold a driver slot. Executors hold theirs from launch
+- Time is the caller's: ``advance(now)`` runs every timer due up to ``now`` in order (ties in
+  the order they were set, ``timers.py``). Between two calls nothing happens; ``launch``,
+  ``stop`` and ``steer`` act at the time of the last ``advance`` (0 before the first).
+- ``workers`` equal workers (``pool.py``): in-cluster drivers hold their cores and memory from
+  launch until they exit, client-mode drivers a driver slot, executors theirs from launch
   (``executor_start_s`` before they are usable) until they are gone. What does not fit one
   worker waits for room, as in a standalone master. ``lose_worker`` takes a worker away with
   what runs on it (drivers there exit 1, executors are lost, their tasks go back to pending).
@@ -17,23 +15,19 @@ what its timers fire in ``cluster_timers.py``, apps it did not launch in ``exter
   works ``startup_s`` before asking for executors, runs its stages (its own work between and
   after them: ``spark.py``), and exits with its job's exit code (a job without stages exits
   when ``startup_s`` is over, never asking for an executor); ``stop`` ends it at once with 143.
-- ``steer`` carries out what a driver agent would: ``SetTarget.grant`` caps the app's
-  executors; ``Reclaim`` KILL kills now (running tasks go back to pending), DECOMMISSION stops
-  new tasks and lets the executor leave when its tasks are done (killed at the deadline), IDLE
-  releases the executor if it is idle and else skips the order (the engine orders it again once
-  it is idle). It gives back before it takes: a lower grant cancels executors still starting
-  and reclaims free room before any app grows, so one step's decisions never overfill it.
+- ``steer`` does what a driver agent would: ``SetTarget.grant`` caps the app's executors;
+  ``Reclaim`` KILL kills now (running tasks go back to pending), DECOMMISSION stops new tasks
+  and lets the executor leave when they are done (killed at the deadline), IDLE releases it if
+  idle, else skips the order (given again once it is idle). It gives back before it takes: a
+  lower grant cancels requests still waiting for room (not launched ones) before any app grows.
 - External apps (``start_external``): Spark apps nobody launched through a backend (another
   team's, or a notebook's driver), holding executors; a backend takes their usage off its
   capacity unless told they are managed.
 
-Watching (``watch``): the cluster adds the name of every app whose driver, executors or tasks
-it changes to each watcher's set, so a backend reports on the apps that changed, not on every
-app it runs (at 10,000 running apps, a report of each per cycle was most of a cycle's time).
-
-Counters for the simulator: ``busy`` (``busy.core_s``, cores running tasks integrated over
-time; per resource, each task by its amounts: ``busy.py``), ``last_event_s``,
-``reclaim_kills``, ``pool.executor_waits``; per app, ``SparkApp.usage`` (``model.usage``).
+Watching (``watch``): each watcher's set gets the name of every app whose driver, executors
+or tasks changed, so a backend reports on those only (at 10,000 running apps, a report of each
+per cycle was most of a cycle's time). Counters for the simulator: ``busy`` (``busy.py``),
+``last_event_s``, ``reclaim_kills``, ``pool.executor_waits``; per app, ``SparkApp.usage``.
 """
 
 from __future__ import annotations
@@ -43,8 +37,8 @@ import itertools
 from ...engine.events import Decision, Reclaim, SetTarget
 from ...model import ReclaimMode, Resources
 from ..base import BackendError
+from . import cluster_timers as timer
 from .busy import BusyMeter
-from .cluster_timers import Deadline, DriverUp, ExecutorUp, IdleCheck, StartupDone, TaskDone
 from .externals import ONE_CORE, External, end_external, start_external, usage_but
 from .job import Job
 from .lost import lose_worker
@@ -57,11 +51,10 @@ STOPPED_EXIT = 143  # a driver stopped by the scheduler, as SIGTERM's shell code
 
 class MemoryCluster:
     """``capacity``: cores and memory of all ``workers`` together (equal workers);
-    ``driver_slots``: client-mode
-    drivers at once on the scheduler host. Latencies and ``executor_idle_timeout_s``
-    (``spark.dynamicAllocation.executorIdleTimeout``) in seconds; ``work_s``: the work of a job
-    that names none (``job.py``). The object holds the drivers: it outlives any backend over
-    it, as a real cluster outlives the scheduler."""
+    ``driver_slots``: client-mode drivers at once on the scheduler host. Latencies and
+    ``executor_idle_timeout_s`` (Spark's ``executorIdleTimeout``) in seconds; ``work_s``: the
+    work of a job that names none (``job.py``). It holds the drivers: it outlives any backend
+    over it, as a real cluster outlives the scheduler."""
 
     def __init__(
         self,
@@ -227,17 +220,17 @@ class MemoryCluster:
         if sa.phase is Phase.DONE:
             return  # anything still in flight for an app that ended is moot
         self._touch(sa)
-        if isinstance(ev, DriverUp):
+        if isinstance(ev, timer.DriverUp):
             sa.phase = Phase.PREPROCESSING
             sa.driver_up_at = now
-            self._push(now + sa.job.startup_s, StartupDone(sa.name))
-        elif isinstance(ev, StartupDone):
+            self._push(now + sa.job.startup_s, timer.StartupDone(sa.name))
+        elif isinstance(ev, timer.StartupDone):
             sa.phase = Phase.RUNNING
             if not sa.start_next_stage():  # no stage: the driver did its work alone
                 self._end(now, sa, sa.job.exit_code)
                 return
             self._settle(now, sa)
-        elif isinstance(ev, ExecutorUp):
+        elif isinstance(ev, timer.ExecutorUp):
             if sa.starting.pop(ev.executor_id, None) is None:
                 return  # the request was cancelled
             sa.executors[ev.executor_id] = SimExecutor(
@@ -247,22 +240,25 @@ class MemoryCluster:
                 sa.first_executor_at = now
             sa.usage.executor_of(now, sa.executor_size, 1)
             self._settle(now, sa)
-        elif isinstance(ev, TaskDone):
+        elif isinstance(ev, timer.TaskDone):
             self._task_done(now, sa, ev)
-        elif isinstance(ev, IdleCheck):
+        elif isinstance(ev, timer.IdleCheck):
             e = sa.executors.get(ev.executor_id)
             if e is None or e.tasks or e.idle_since != ev.idle_since or e.leaving:
                 return
             if sa.active() > sa.job.min_executors:
                 self._remove(sa, e)
                 self._settle(now, sa)
-        elif isinstance(ev, Deadline):
+        elif isinstance(ev, timer.RampDue):
+            if sa.add_at == ev.at:  # else the ramp moved on since: a newer one is set
+                self._settle(now, sa)
+        elif isinstance(ev, timer.Deadline):
             e = sa.executors.get(ev.executor_id)
             if e is not None:
                 self._reclaim_kill(now, sa, e)
                 self._settle(now, sa)
 
-    def _task_done(self, now: float, sa: SparkApp, ev: TaskDone) -> None:
+    def _task_done(self, now: float, sa: SparkApp, ev: timer.TaskDone) -> None:
         e = sa.executors.get(ev.executor_id)
         if e is None or e.tasks.pop(ev.task_id, None) is None:
             return  # the executor was killed and the task went back to pending
@@ -272,7 +268,7 @@ class MemoryCluster:
         sa.usage.tasks(now, -1, sa.job.task_amounts)
         if sa.pending == 0 and sa.running == 0:
             if (work := sa.driver_work()) > 0:  # the driver alone first (spark.py)
-                self._push(now + work, StartupDone(sa.name))
+                self._push(now + work, timer.StartupDone(sa.name))
             elif not sa.start_next_stage():
                 self._end(now, sa, sa.job.exit_code)
                 return
@@ -285,7 +281,7 @@ class MemoryCluster:
         sa.usage.driver_of(self.now, sa.job.driver, 1)
         if sa.job.in_cluster:
             self.driver_cores += sa.job.driver.cores
-        self._push(self.now + self.driver_start_s, DriverUp(sa.name))
+        self._push(self.now + self.driver_start_s, timer.DriverUp(sa.name))
 
     def _started(self, started: Started) -> None:
         """Drivers and executors that were waiting for room and got it now."""
@@ -294,7 +290,7 @@ class MemoryCluster:
         for name, eid in started.executors:
             ready = self.now + self.executor_start_s
             self.apps[name].starting[eid] = ready
-            self._push(ready, ExecutorUp(name, eid))
+            self._push(ready, timer.ExecutorUp(name, eid))
 
     def _reclaim(self, now: float, sa: SparkApp, d: Reclaim) -> None:
         for eid in d.executor_ids:
@@ -312,7 +308,7 @@ class MemoryCluster:
                 continue
             e.leaving = True
             if d.mode is ReclaimMode.DECOMMISSION and d.deadline is not None:
-                self._push(max(d.deadline, now), Deadline(sa.name, eid))
+                self._push(max(d.deadline, now), timer.Deadline(sa.name, eid))
             if not e.tasks:
                 self._remove(sa, e)
         self._settle(now, sa)
@@ -331,7 +327,7 @@ class MemoryCluster:
                 sa.running += 1
                 self.busy.tasks(sa.job.task_amounts, 1)
                 sa.usage.tasks(now, 1, sa.job.task_amounts)
-                self._push(now + task_s, TaskDone(sa.name, eid, task_id))
+                self._push(now + task_s, timer.TaskDone(sa.name, eid, task_id))
         for e in list(sa.executors.values()):
             if e.tasks:
                 e.idle_since = None
@@ -340,15 +336,19 @@ class MemoryCluster:
             elif e.idle_since is None:
                 e.idle_since = now
                 timeout = self.executor_idle_timeout_s
-                self._push(now + timeout, IdleCheck(sa.name, e.executor_id, now))
+                self._push(now + timeout, timer.IdleCheck(sa.name, e.executor_id, now))
+        if (at := sa.ramp(now)) is not None:
+            self._push(at, timer.RampDue(sa.name, at))
         want = sa.starting_wanted()
         size = sa.executor_size
         while len(sa.starting) < want:
             eid = sa.new_executor_id()
             sa.starting[eid] = None  # asked for; a start time once the master found room
             self._started(self.pool.request_executor(sa.name, eid, size, sa.job.node_sort))
-        while len(sa.starting) > want:
-            self._cancel_executor(sa, next(reversed(sa.starting)))
+        # Only requests waiting for room are cancelled, newest first: a launched one comes up
+        waiting = [eid for eid, ready in sa.starting.items() if ready is None]
+        while len(sa.starting) > want and waiting:
+            self._cancel_executor(sa, waiting.pop())
 
     def _cancel_executor(self, sa: SparkApp, eid: str) -> None:
         del sa.starting[eid]

@@ -6,7 +6,8 @@ thing that happens to a driver or an executor when its time comes.
 - ``ExecutorUp``: a requested executor is usable (``executor_start_s`` after it got room);
 - ``TaskDone``: a task finished on an executor;
 - ``IdleCheck``: an executor idle since ``idle_since`` reached the idle timeout;
-- ``Deadline``: a decommissioning executor's deadline: killed if still there.
+- ``Deadline``: a decommissioning executor's deadline: killed if still there;
+- ``RampDue``: a ramping app's next request is due (``SparkApp.ramp``).
 """
 
 from __future__ import annotations
@@ -48,3 +49,9 @@ class IdleCheck:
 class Deadline:
     app: str
     executor_id: str
+
+
+@dataclass(frozen=True)
+class RampDue:
+    app: str
+    at: float

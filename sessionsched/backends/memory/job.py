@@ -28,6 +28,11 @@ The work, by properties this backend alone reads (nothing runs: no file is opene
 * ``spark.sessionsched.memory.launchFailures``: how many launches of the app fail first as if
   the master could not be reached (``BackendUnavailable``: tried again). Default 0.
 
+With dynamic allocation and either of Spark's backlog timeouts set
+(``spark.dynamicAllocation.schedulerBacklogTimeout``, ``sustainedSchedulerBacklogTimeout``:
+``spark/allocation.py``), the driver ramps its executor requests up as Spark's allocation
+manager does (``spark.py``); with neither, it asks for its whole demand at once.
+
 Tasks per executor by Spark's rule (``Job.slots``): the fewest that ``spark.executor.cores`` //
 ``spark.task.cpus`` or any task resource allows (``spark.executor.resource.{name}.amount``
 over ``spark.task.resource.{name}.amount``: a task amount of 0.5 runs two tasks on each
@@ -46,6 +51,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ...model import NodeSort, Resources
+from ...spark.allocation import backlog_timeouts
 from ...spark.resource_props import resource_ask, tasks_per_executor
 from ...spark.submit_args import (
     Prop,
@@ -113,6 +119,9 @@ class Job:
     exit_code: int = 0
     launch_failures: int = 0
     node_sort: NodeSort = NodeSort.FAIR  # where its driver and executors go (``Pool``)
+    # Spark's backlog timeouts, (first, sustained) seconds: its requests ramp up (``spark.py``);
+    # None: it asks for its whole demand at once
+    backlog_s: tuple[float, float] | None = None
     # Derived from the properties above (module doc), so left out of comparisons:
     slots: int = field(default=1, compare=False)  # tasks one executor runs at once
     # what one running task uses: (name, amount), "cores" and "memory" (MiB) first
@@ -156,6 +165,8 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         launch_failures=(_whole(props[LAUNCH_FAILURES], LAUNCH_FAILURES)
                          if LAUNCH_FAILURES in props else 0),
         node_sort=NodeSort(launch.node_sort),
+        backlog_s=(backlog_timeouts({k: p.value for k, p in props.items()})
+                   if sched.dynamic_allocation is not False else None),
         slots=per_executor,
         task_amounts=(("cores", float(cpus)), ("memory", executor.mem_mib / per_executor),
                       *sorted(ask.task.items())),

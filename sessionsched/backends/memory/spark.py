@@ -17,13 +17,21 @@ Assumptions of the model (Spark standalone, dynamic allocation on):
   executor goes back to pending and starts over (its work is lost).
 - Task placement: round-robin over the executors in the order they came up, one task per
   executor per round (Spark's ``resourceOffers`` spreads tasks the same way, minus its shuffle).
-- Demand (Spark's ``maxNumExecutorsNeeded``): ``ceil((pending + running) / task slots)``,
-  capped by ``max_executors``. Spark ramps its request up exponentially every backlog timeout;
-  the model asks for all of it at once (the scheduler's grant is the real limit here).
-- Allocation: the app wants ``min(max(min_executors, demand), grant)`` working executors and
+- Demand (Spark's ``maxNumExecutorsNeeded``, what its agent reports): ``ceil((pending +
+  running) / task slots)``, capped by ``max_executors``.
+- Requests: with the job's backlog timeouts (``Job.backlog_s``), as Spark's allocation manager
+  ramps them (``ramp``): once tasks have waited the first timeout it asks for 1 executor more,
+  then after each sustained timeout of backlog for twice as many more as the last time (1, 2,
+  4, ...: reset to 1 when a round adds fewer, and when the backlog clears), never above the
+  demand or the grant (the agent's cap); a falling demand lowers the request at once. Without
+  them it asks for its whole demand at once. This matters when grants move: a request not yet
+  made can still go to another app, an executor launched cannot.
+- Allocation: the app wants ``min(max(min_executors, request), grant)`` working executors and
   never holds more than ``grant`` executors alive or starting (the master's executor limit), so
   executors it is giving back (decommissioning) count against its grant until they are gone.
-  Surplus requests still starting are cancelled, newest first.
+  Surplus requests still waiting for room are cancelled, newest first; an executor already
+  launched comes up all the same (the master's limit stops launches, it kills nothing), and
+  is taken back as surplus by the scheduler's reclaim.
 - Idle timeout: an executor idle for ``executor_idle_timeout_s`` is released, unless that would
   leave fewer than ``min_executors`` working executors (Spark keeps the minimum).
 """
@@ -77,6 +85,10 @@ class SparkApp:
     starting: dict[str, float | None] = field(default_factory=dict)
     driver_placed: bool = False  # the driver has its slot or its cores (it may still be starting)
     grant: int = 0
+    # Spark's allocation manager (``ramp``): its executor target, how many it adds next, when
+    target: int = 0
+    to_add: int = 1
+    add_at: float | None = None
     driver_id: str = ""
     spark_app_id: str = ""
     launched_at: float = 0.0
@@ -118,11 +130,40 @@ class SparkApp:
         cap = self.job.max_executors
         return need if cap is None else min(need, cap)
 
+    def ramp(self, now: float) -> float | None:
+        """Spark's allocation manager, for a job with backlog timeouts (module doc): moves
+        ``target`` as Spark's moves its ``numExecutorsTarget``. Returns the time of its next
+        add when that time is new (the cluster sets a timer for it), else None."""
+        if self.job.backlog_s is None:
+            return None
+        before, (first, sustained) = self.add_at, self.job.backlog_s
+        need, low = self.demand(), self.job.min_executors  # no demand between stages
+        cap = self.grant if self.job.max_executors is None else min(self.grant,
+                                                                  self.job.max_executors)
+        if need < self.target:
+            self.target, self.to_add = max(need, low), 1
+        self.target = min(self.target, max(cap, low))  # the agent lowers it to the grant
+        if self.pending == 0 or self.phase is not Phase.RUNNING:
+            self.add_at, self.to_add = None, 1
+        elif self.add_at is None:
+            self.add_at = now + first
+        elif now >= self.add_at:
+            if self.target >= cap:
+                self.to_add = 1
+            else:
+                old = self.target
+                more = min(max(old, len(self.executors)) + self.to_add, need)
+                self.target = max(min(more, cap), low)
+                self.to_add = self.to_add * 2 if self.target - old == self.to_add else 1
+            self.add_at = now + sustained
+        return self.add_at if self.add_at != before else None
+
     def starting_wanted(self) -> int:
         """How many executors should be starting, by the allocation rule in the module doc."""
         if self.phase is not Phase.RUNNING:
             return 0
-        desired = max(self.job.min_executors, self.demand())
+        request = self.demand() if self.job.backlog_s is None else self.target
+        desired = max(self.job.min_executors, request)
         cap = self.job.max_executors
         if cap is not None:
             desired = min(desired, cap)

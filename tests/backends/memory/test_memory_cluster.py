@@ -217,6 +217,35 @@ def test_an_engine_that_grants_too_much_cannot_overfill_the_cluster():
     assert r.apps[0].state == "FINISHED"
 
 
+def test_an_app_with_backlog_timeouts_ramps_its_requests_as_spark_does():
+    # 40 one-task-of-20 s tasks on 1-core executors from t=2 (the driver's start), on 8 cores:
+    # asked for 1 at 3 (first timeout 1 s), 1 + 2 at 5 (sustained 2 s), 3 + 4 = 7 at 7, and
+    # the grant's 8 at 9 (3 + 4 + 8 capped: the next round's add starts again at 1).
+    conf = {"spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
+            "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout": "2s"}
+    w = workload(app("a", max_executors=40, stages=[stage(40, 20)], conf=conf))
+    r = run(w, ScriptedEngine(grant=8))
+    up_by = [executors_at(r, "a", t) for t in (3.5, 5.5, 7.5, 9.5)]  # each 1 s to start
+    assert up_by == [0, 1, 3, 7]
+    assert executors_at(r, "a", 10.5) == 8
+
+
+def test_without_backlog_timeouts_an_app_asks_for_its_whole_demand_at_once():
+    w = workload(app("a", max_executors=40, stages=[stage(40, 20)]))
+    assert executors_at(run(w, ScriptedEngine(grant=8)), "a", 3.5) == 8
+
+
+def test_a_lower_grant_cancels_what_waits_for_room_not_what_the_master_launched():
+    # 8 cores: of a grant of 9 at t=2, eight executors are launched (up at 3) and the ninth
+    # waits. The grant falls to 4 at once: the ninth is cancelled; the eight come up all the
+    # same, as a standalone master's lower limit kills nothing, for a reclaim to take back.
+    w = workload(app("a", max_executors=20, stages=[stage(20, 5)]))
+    r = run(w, ScriptedEngine(grant=9, script={2.0: [SetTarget("a", 4, 4)]}))
+    assert r.executor_waits == 1
+    assert executors_at(r, "a", 3.5) == 8
+    assert r.timeline.executors["a"].max() == 8
+
+
 @pytest.mark.parametrize("grant,waits", [(5, 0), (6, 1)], ids=["grant fits", "grant too big"])
 def test_in_cluster_drivers_count_against_the_cluster(grant, waits):
     # 8 cores: a 3-core in-cluster driver leaves 5 for executors.

@@ -40,6 +40,11 @@ JOBS = {
                                                    "spark.sessionsched.memory.startup": "30"}),
         Job("d", (), startup_s=30.0),
     ),
+    "Spark's backlog timeouts: its requests ramp up": (
+        Launch("b", "b", argv=("job.py",), conf={
+            "spark.dynamicAllocation.schedulerBacklogTimeout": "500ms"}),
+        Job("b", (Stage(1, 2.0),), backlog_s=(0.5, 0.5)),
+    ),
     "static allocation: spark.executor.instances": (
         Launch("x", "x", argv=("--num-executors", "3", "--conf",
                                "spark.dynamicAllocation.enabled=false", "job.py")),
@@ -63,6 +68,9 @@ REFUSED = {
     "bad exit code": (Launch("e", "e", argv=("job.py",),
                              conf={"spark.sessionsched.memory.exitCode": "oops"}),
                       "spark.sessionsched.memory.exitCode='oops': expected a whole number"),
+    "bad backlog timeout": (Launch("t", "t", argv=("job.py",), conf={
+        "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout": "-1s"}),
+        "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout='-1s'"),
     "bad executor memory": (Launch("e", "e", argv=("--executor-memory", "lots", "job.py")),
                             "spark.executor.memory='lots' (from --executor-memory)"),
 }
