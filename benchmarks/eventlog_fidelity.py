@@ -12,8 +12,8 @@ at once, each writing a zstd event log. Then ``sessionsched workload from-eventl
 the workload from those logs with the same server config and the cluster's shape (each app's
 ``submit`` its submission, which sessionsched stamped into its properties; the cluster's
 latencies fitted from the logs), and ``sessionsched simulate --config`` runs it under that
-config. ``--keep DIR`` saves the real run (logs, times, config) and ``--reuse DIR`` simulates
-a saved one again without Spark.
+config. ``--keep DIR`` saves the real run (logs, times, config, the scheduler's database and
+log) and ``--reuse DIR`` simulates a saved one again without Spark.
 
 Printed per app, in seconds from the first submission: real and simulated launch (the
 scheduler's ``started_at``: its driver launched), first executor and end, and
@@ -225,8 +225,8 @@ def main() -> None:
     p.add_argument("--cores", type=int, default=4)
     p.add_argument("--ports", default="47000-47999")
     p.add_argument("--out", help="write the figures as JSON here")
-    p.add_argument("--keep", metavar="DIR", help="save the real run (its event logs, times "
-                   "and server config) in DIR, for --reuse")
+    p.add_argument("--keep", metavar="DIR", help="save the real run (its event logs, times, "
+                   "server config, the scheduler's database and log) in DIR, for --reuse")
     p.add_argument("--reuse", metavar="DIR", help="no real run: the one --keep saved in DIR")
     args = p.parse_args()
     first, _, last = args.ports.partition("-")
@@ -245,6 +245,10 @@ def main() -> None:
                 keep = Path(args.keep)
                 keep.mkdir(parents=True, exist_ok=True)
                 shutil.copytree(logs, keep / "logs", dirs_exist_ok=True)
+                # the scheduler's own record of the day (its reclaims, launches, states)
+                for kept in (work / "state" / "sessionsched.db", work / "server" / "server.log"):
+                    if kept.exists():
+                        shutil.copy2(kept, keep / kept.name)
                 (keep / "real.json").write_text(json.dumps(
                     {"config": config, "real": real, "cores": args.cores}, indent=2) + "\n")
         print("\nwithout the fitted constants (the simulator's defaults)")
