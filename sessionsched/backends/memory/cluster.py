@@ -43,18 +43,17 @@ from .externals import ONE_CORE, External, end_external, start_external, usage_b
 from .job import Job
 from .lost import lose_worker
 from .pool import Pool, Started
-from .spark import Phase, SimExecutor, SparkApp
+from .spark import Phase, SimExecutor, SparkApp, surplus
 from .timers import CLUSTER, EventHeap, spark_stamp
 
 STOPPED_EXIT = 143  # a driver stopped by the scheduler, as SIGTERM's shell code
 
 
 class MemoryCluster:
-    """``capacity``: cores and memory of all ``workers`` together (equal workers);
-    ``driver_slots``: client-mode drivers at once on the scheduler host. Latencies and
-    ``executor_idle_timeout_s`` (Spark's ``executorIdleTimeout``) in seconds; ``work_s``: the
-    work of a job that names none (``job.py``). It holds the drivers: it outlives any backend
-    over it, as a real cluster outlives the scheduler."""
+    """``capacity``: all ``workers``' cores and memory; ``driver_slots``: client-mode drivers
+    at once on the scheduler host. Latencies and ``executor_idle_timeout_s`` (Spark's
+    ``executorIdleTimeout``) in seconds; ``work_s``: the work of a job that names none. It
+    holds the drivers: it outlives any backend over it, as a cluster outlives the scheduler."""
 
     def __init__(
         self,
@@ -344,7 +343,8 @@ class MemoryCluster:
         while len(sa.starting) < want:
             eid = sa.new_executor_id()
             sa.starting[eid] = None  # asked for; a start time once the master found room
-            self._started(self.pool.request_executor(sa.name, eid, size, sa.job.node_sort))
+            self._started(self.pool.request_executor(sa.name, eid, size, sa.job.node_sort,
+                                                     lambda: surplus(self.apps.values())))
         # Only requests waiting for room are cancelled, newest first: a launched one comes up
         waiting = [eid for eid, ready in sa.starting.items() if ready is None]
         while len(sa.starting) > want and waiting:

@@ -21,11 +21,16 @@ Two waits say different things about the scheduler:
 - an executor that does not fit beside what is in use and what waiting drivers need
   (``executor_waits``, counted even if it starts at once, ahead of such a driver): a grant the
   cluster could not honour - the engine promised the same cores twice. Tests keep it at 0.
+  One that would fit once the executors held above their apps' grants are gone is counted
+  apart (``surplus_waits``): those were launched before their grant fell (a standalone
+  master's lower limit kills none), and the engine takes them back by reclaim, as a real
+  master's next executor waits for it.
 Client-mode drivers run on the scheduler host and use a driver slot, not the pool.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...engine.placement.sorting import pick, whole
@@ -63,6 +68,7 @@ class Pool:
         self.driver_slots = driver_slots
         self.slots_used = 0
         self.executor_waits = 0
+        self.surplus_waits = 0
         self._placed: dict[str, tuple[int, Resources]] = {}  # key -> (worker, size)
         self._drivers: dict[str, tuple[Resources, NodeSort]] = {}  # waiting: app -> (size, sort)
         # waiting: executor id -> (app, size, its app's node sort)
@@ -127,10 +133,17 @@ class Pool:
     # --- executors ------------------------------------------------------------------------
 
     def request_executor(self, app: str, executor_id: str, size: Resources,
-                         sort: NodeSort = FAIR) -> Started:
+                         sort: NodeSort = FAIR,
+                         surplus: Callable[[], Resources | None] | None = None) -> Started:
+        """``surplus``: the room held by executors above their apps' grants, None for none
+        (module doc)."""
         promised = _sum(s for s, _ in self._drivers.values())
         if not (self.used + promised + size).fits_in(self.capacity) or self._where(size) is None:
-            self.executor_waits += 1
+            held = surplus() if surplus is not None else None
+            if held is not None and (self.used - held + promised + size).fits_in(self.capacity):
+                self.surplus_waits += 1
+            else:
+                self.executor_waits += 1
         self._executors[executor_id] = (app, size, sort)
         return self._start()
 

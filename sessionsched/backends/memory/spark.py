@@ -38,6 +38,7 @@ Assumptions of the model (Spark standalone, dynamic allocation on):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -231,3 +232,16 @@ class SparkApp:
                 if free[eid] == 0:
                     del free[eid]
         return out
+
+
+def surplus(apps: Iterable[SparkApp]) -> Resources | None:
+    """The room held by executors above their apps' grants, up or launched and starting (a
+    grant fell after they were launched: ``pool.py``); None if none."""
+    held = None
+    for sa in apps:
+        launched = sum(1 for ready in sa.starting.values() if ready is not None)
+        over = len(sa.executors) + launched - sa.grant
+        if over > 0 and sa.phase is not Phase.DONE:
+            more = sa.executor_size.times(over)
+            held = more if held is None else held + more
+    return held

@@ -246,6 +246,26 @@ def test_a_lower_grant_cancels_what_waits_for_room_not_what_the_master_launched(
     assert r.timeline.executors["a"].max() == 8
 
 
+def test_room_held_by_executors_launched_before_a_lower_grant_is_no_double_promise():
+    # a's 8 executors are launched at 2 (up at 3), as b's driver comes up; then a's grant
+    # falls to 4 and b is granted 4: b's executors wait for room a still holds. That is a real
+    # master's wait (the engine takes a's surplus back by reclaim), not cores promised twice:
+    # counted apart.
+    class Engine(ScriptedEngine):
+        def step(self, now, events):
+            out = [d if not (isinstance(d, SetTarget) and d.app_id == "b") else SetTarget("b", 0, 0)
+                   for d in super().step(now, events)]  # b: nothing until 2
+            return out + ([SetTarget("a", 4, 4), SetTarget("b", 4, 4)] if now == 2.0 else [])
+
+    w = workload(app("a", max_executors=8, stages=[stage(40, 5)]),
+                 app("b", max_executors=4, stages=[stage(8, 5)]))
+    sim = Simulator(w, scheduler=Engine(grant=8, script={}))
+    r = sim.run()
+    (cluster,) = sim.clusters.values()
+    assert (r.executor_waits, cluster.pool.surplus_waits) == (0, 4)
+    assert executors_at(r, "a", 3.5) == 8 and executors_at(r, "b", 3.5) == 0
+
+
 @pytest.mark.parametrize("grant,waits", [(5, 0), (6, 1)], ids=["grant fits", "grant too big"])
 def test_in_cluster_drivers_count_against_the_cluster(grant, waits):
     # 8 cores: a 3-core in-cluster driver leaves 5 for executors.
