@@ -27,11 +27,11 @@ Assumptions of the model (Spark standalone, dynamic allocation on):
   them it asks for its whole demand at once. This matters when grants move: a request not yet
   made can still go to another app, an executor launched cannot.
 - Allocation: the app wants ``min(max(min_executors, request), grant)`` working executors and
-  never holds more than ``grant`` executors alive or starting (the master's executor limit), so
-  executors it is giving back (decommissioning) count against its grant until they are gone.
-  Surplus requests still waiting for room are cancelled, newest first; an executor already
-  launched comes up all the same (the master's limit stops launches, it kills nothing), and
-  is taken back as surplus by the scheduler's reclaim.
+  launches none while ``grant`` executors are alive or starting (the master's executor limit),
+  so executors it is giving back (decommissioning) count against its grant until they are
+  gone. When the grant falls, requests still waiting for room are cancelled, newest first; an
+  executor already launched comes up all the same (the limit stops launches, it kills
+  nothing), above the grant, until the scheduler's reclaim takes it back.
 - Idle timeout: an executor idle for ``executor_idle_timeout_s`` is released, unless that would
   leave fewer than ``min_executors`` working executors (Spark keeps the minimum).
 """
