@@ -13,7 +13,7 @@ the workload from those logs with the same server config and the cluster's shape
 ``submit`` its submission, which sessionsched stamped into its properties; the cluster's
 latencies fitted from the logs), and ``sessionsched simulate --config`` runs it under that
 config. ``--keep DIR`` saves the real run (logs, times, config, the scheduler's database and
-log) and ``--reuse DIR`` simulates a saved one again without Spark.
+log, the drivers' logs) and ``--reuse DIR`` simulates a saved one again without Spark.
 
 Printed per app, in seconds from the first submission: real and simulated launch (the
 scheduler's ``started_at``: its driver launched), first executor and end, and
@@ -226,7 +226,8 @@ def main() -> None:
     p.add_argument("--ports", default="47000-47999")
     p.add_argument("--out", help="write the figures as JSON here")
     p.add_argument("--keep", metavar="DIR", help="save the real run (its event logs, times, "
-                   "server config, the scheduler's database and log) in DIR, for --reuse")
+                   "server config, the scheduler's database and log, the drivers' logs) in "
+                   "DIR, for --reuse")
     p.add_argument("--reuse", metavar="DIR", help="no real run: the one --keep saved in DIR")
     args = p.parse_args()
     first, _, last = args.ports.partition("-")
@@ -245,10 +246,14 @@ def main() -> None:
                 keep = Path(args.keep)
                 keep.mkdir(parents=True, exist_ok=True)
                 shutil.copytree(logs, keep / "logs", dirs_exist_ok=True)
-                # the scheduler's own record of the day (its reclaims, launches, states)
+                # the scheduler's own record of the day (its reclaims, launches, states), and
+                # the drivers' logs (each agent logs the grants it was given)
                 for kept in (work / "state" / "sessionsched.db", work / "server" / "server.log"):
                     if kept.exists():
                         shutil.copy2(kept, keep / kept.name)
+                if (work / "state" / "logs").is_dir():
+                    shutil.copytree(work / "state" / "logs", keep / "driver-logs",
+                                    dirs_exist_ok=True)
                 (keep / "real.json").write_text(json.dumps(
                     {"config": config, "real": real, "cores": args.cores}, indent=2) + "\n")
         print("\nwithout the fitted constants (the simulator's defaults)")
