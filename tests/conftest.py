@@ -76,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     for path in _OWN_JVM_TMPDIR:
         shutil.rmtree(path, ignore_errors=True)
+    xdist_groups.forget_file(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

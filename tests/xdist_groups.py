@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -81,6 +82,13 @@ def choose_file(config: pytest.Config) -> None:
     """In the controller, before the workers start: where they write the groups."""
     if _parallel(config) and not hasattr(config, "workerinput"):
         os.environ[ENV] = str(Path(tempfile.mkdtemp(prefix="sessionsched-xdist-")) / "groups")
+
+
+def forget_file(config: pytest.Config) -> None:
+    """In the controller, at the end of the run: the groups' directory goes."""
+    path = os.environ.get(ENV)
+    if path is not None and _parallel(config) and not hasattr(config, "workerinput"):
+        shutil.rmtree(Path(path).parent, ignore_errors=True)
 
 
 def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
