@@ -155,7 +155,7 @@ def _ramp(props: dict, notes: list[str]) -> dict[str, str]:
     try:
         first, then = backlog_timeouts(props) or (SPARK_BACKLOG_S, SPARK_BACKLOG_S)
     except ValueError as e:
-        notes.append(f"Spark's backlog timeouts taken for its own: {e}")
+        notes.append(f"its backlog timeouts do not parse ({e}): Spark's defaults taken")
         first = then = SPARK_BACKLOG_S
     return {BACKLOG: f"{first:g}s", SUSTAINED_BACKLOG: f"{then:g}s"}
 

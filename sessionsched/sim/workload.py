@@ -88,6 +88,7 @@ from ..model import (
     Resources,
     parse_priority,
 )
+from ..spark.allocation import backlog_timeouts
 from ..spark.gang_properties import gang_from_conf
 from ..spark.resource_props import resource_ask
 from .cluster_config import Cluster, ClusterConfig, MiB, NamedCluster
@@ -264,6 +265,7 @@ def _first_problem(w: WorkloadConfig) -> str | None:
         try:
             gang_from_conf(app.conf)
             resource_ask(app.conf)
+            backlog_timeouts(app.conf)
         except ValueError as e:
             return f"{where}.conf: {e}"
         spec = _sim_app(app, i, root).spec

@@ -196,6 +196,10 @@ BAD = {
         bad("apps.0.conf", {"spark.sessionsched.gang.size": "eight"}),
         "apps[0].conf: spark.sessionsched.gang.size='eight': expected a whole number >= 1",
     ),
+    "a backlog timeout that is not a time": (
+        bad("apps.0.conf", {"spark.dynamicAllocation.schedulerBacklogTimeout": "soon"}),
+        "apps[0].conf: spark.dynamicAllocation.schedulerBacklogTimeout='soon': expected seconds",
+    ),
     "a size in conf as well as in the app's keys": (
         bad("apps.0.conf", {"spark.executor.cores": 2}),
         "apps[0].conf: spark.executor.cores: set it as the app's executor.cores",
