@@ -39,7 +39,13 @@ import statistics
 from dataclasses import dataclass
 
 from ..model import PRIORITY_DEFAULT, parse_mem_mib, parse_priority
-from ..spark.allocation import BACKLOG, SPARK_BACKLOG_S, SUSTAINED_BACKLOG, backlog_timeouts
+from ..spark.allocation import (
+    BACKLOG,
+    SPARK_BACKLOG_S,
+    SUSTAINED_BACKLOG,
+    backlog_timeouts,
+    dynamic_allocation,
+)
 from ..spark.gang_properties import gang_from_conf
 from .events import AppFacts, StageFacts
 
@@ -145,10 +151,6 @@ def _stage(s: StageFacts, ran: set[int]) -> dict:
     return entry
 
 
-def _dynamic(props: dict) -> bool:
-    return str(props.get("spark.dynamicAllocation.enabled", "")).strip().lower() == "true"
-
-
 def _ramp(props: dict, notes: list[str]) -> dict[str, str]:
     """Its backlog timeouts as it ran (Spark's defaults where unset), so that the simulated
     app ramps its executor requests up as Spark did (``spark/allocation.py``)."""
@@ -161,7 +163,7 @@ def _ramp(props: dict, notes: list[str]) -> dict[str, str]:
 
 
 def _executors(props: dict, facts: AppFacts, stages: bool) -> tuple[int, int | None]:
-    if _dynamic(props):
+    if dynamic_allocation(props):
         low = _whole(props, "spark.dynamicAllocation.minExecutors", 0) or 0
         high = _whole(props, "spark.dynamicAllocation.maxExecutors", None)
         return low, (None if high is None or high >= INT_MAX or high < 1 else max(high, low))
@@ -223,7 +225,7 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
         app["exit_code"] = facts.exit_code
     conf = {k: v for k, v in sorted(props.items())
             if k.startswith(RESOURCE_PREFIXES) or k == "spark.task.cpus"}
-    if _dynamic(props):
+    if dynamic_allocation(props):
         conf.update(_ramp(props, notes))
     gang = {k: v for k, v in sorted(props.items()) if k.startswith(GANG_PREFIXES)}
     try:

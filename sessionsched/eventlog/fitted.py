@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import statistics
 
+from ..spark.allocation import dynamic_allocation
 from ..spark.gang_properties import parse_time_s
 from .events import AppFacts
 
@@ -65,7 +66,7 @@ def idle_timeouts_s(apps: list[AppFacts]) -> list[float]:
     out = []
     for f in apps:
         props = f.properties
-        if str(props.get("spark.dynamicAllocation.enabled", "")).strip().lower() != "true":
+        if not dynamic_allocation(props):
             continue
         try:
             out.append(parse_time_s(IDLE_TIMEOUT, str(props[IDLE_TIMEOUT]))

@@ -15,6 +15,11 @@ SUSTAINED_BACKLOG = "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout"
 SPARK_BACKLOG_S = 1.0
 
 
+def dynamic_allocation(props: Mapping[str, str]) -> bool:
+    """Whether the app ran with dynamic allocation, as a log's properties say."""
+    return str(props.get("spark.dynamicAllocation.enabled", "")).strip().lower() == "true"
+
+
 def backlog_timeouts(props: Mapping[str, str]) -> tuple[float, float] | None:
     """The two timeouts in seconds when either is set (the other as Spark defaults it), else
     None; ValueError (one line, naming the property) for one that does not parse."""
