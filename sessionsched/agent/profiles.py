@@ -20,13 +20,19 @@ reads each id found there:
   reported as a default one in between is over that profile's grant, and the scheduler may
   take back a working GPU executor for it (which Spark then starts again).
 
-Capping: the manager has one ``maxNumExecutors`` for every profile (its own ramp-up stops
-there), so ``caps`` writes the largest profile cap there, lowers each profile's target above
-its own cap, and then asks the backend for the full map of targets
-(``requestTotalExecutors(Map[id -> n], ...)``: the backend replaces its whole request, so a
-map with one profile would drop the others). Between the manager raising a profile's target
-(towards the shared maximum) and the agent's next look (a quarter second) a profile may ask
-for more than its cap; the scheduler sees the surplus executors and takes them back.
+Capping: the manager has one ``maxNumExecutors`` for every profile, and the moment it adds
+to a profile's target it asks the backend, whose master launches at once; lowering that
+target a moment later stops further launches but kills none (a launched executor registers
+anyway). So once an app has several profiles ``cap`` writes 0 there - the manager adds to no
+profile - and sets each profile's target itself, every look: its need
+(``maxNumExecutorsNeededPerResourceProfile``) within its cap, lowered to the cap when above
+it, then asks the backend for the full map of targets (``requestTotalExecutors(Map[id -> n],
+...)``: the backend replaces its whole request, so a map with one profile would drop the
+others). The manager still lowers a target to the need as tasks finish, and still removes
+idle executors. One window stays: the first stage of an app's first other profile comes
+while the one cap is still the grant, and if another profile's tasks are backlogged already
+(the manager's backlog timer is one for all profiles) it may get an executor before the
+agent's next look (a quarter second); the scheduler sees the surplus and takes it back.
 
 Standard library only (the agent ships alone); py4j objects come from ``SparkControl``.
 """
@@ -180,21 +186,21 @@ class ProfileReader:
 
     def cap(self, caps: dict[int, int], ceiling: int, field, backend) -> None:
         """Hold each profile at its cap (module doc); a profile not in ``caps`` at 0."""
-        most = max([0, *caps.values()])
-        most = min(most, ceiling)
-        if field.getInt(self._eam) != most:
-            field.setInt(self._eam, most)
-        targets = self._eam.numExecutorsTargetPerResourceProfileId()
+        if field.getInt(self._eam) != 0:
+            field.setInt(self._eam, 0)
+        eam = self._eam
+        targets = eam.numExecutorsTargetPerResourceProfileId()
         java = self._as_java(targets)
         current = {int(k): int(java.get(k)) for k in java.keySet()}
-        lowered = False
+        moved = False
         for rp, n in current.items():
             cap = min(caps.get(rp, 0), ceiling)
-            if n > cap:
-                targets.update(rp, cap)
-                current[rp] = cap
-                lowered = True
-        if lowered:
+            goal = min(cap, max(n, int(eam.maxNumExecutorsNeededPerResourceProfile(rp))))
+            if goal != n:
+                targets.update(rp, goal)
+                current[rp] = goal
+                moved = True
+        if moved:
             to_map = self._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap
             backend.requestTotalExecutors(
                 to_map(current), to_map(dict.fromkeys(current, 0)), to_map({}))

@@ -100,26 +100,33 @@ def stand_in_jvm(requests: list):
     )
 
 
+# the manager's targets, each profile's need, the caps, the user's maxExecutors; the targets
+# after, the maps requested of the backend
 CAPS = {
     "each profile lowered to its cap, the full map requested":
-        ({0: 4, 1: 4}, {0: 1, 1: 2}, 8, 2, {0: 1, 1: 2}, [{0: 1, 1: 2}]),
-    "a profile left out is held at 0": ({0: 2, 1: 3}, {0: 2}, 8, 2, {0: 2, 1: 0}, [{0: 2, 1: 0}]),
-    "under every cap: nothing requested": ({0: 1, 1: 1}, {0: 2, 1: 2}, 8, 2, {0: 1, 1: 1}, []),
-    "never above the user's maxExecutors": ({0: 5}, {0: 9}, 4, 4, {0: 4}, [{0: 4}]),
+        ({0: 4, 1: 4}, {0: 4, 1: 4}, {0: 1, 1: 2}, 8, {0: 1, 1: 2}, [{0: 1, 1: 2}]),
+    "a profile left out is held at 0":
+        ({0: 2, 1: 3}, {0: 2, 1: 3}, {0: 2}, 8, {0: 2, 1: 0}, [{0: 2, 1: 0}]),
+    "each raised to its need within its cap, by the agent, not the manager":
+        ({0: 0, 1: 0}, {0: 1, 1: 4}, {0: 2, 1: 2}, 8, {0: 1, 1: 2}, [{0: 1, 1: 2}]),
+    "between its need and its cap: left to Spark, which lowers it to the need":
+        ({0: 1, 1: 1}, {0: 0, 1: 1}, {0: 2, 1: 2}, 8, {0: 1, 1: 1}, []),
+    "never above the user's maxExecutors": ({0: 5}, {0: 9}, {0: 9}, 4, {0: 4}, [{0: 4}]),
 }
 
 
-@pytest.mark.parametrize("targets, caps, ceiling, field, after, requested", CAPS.values(),
+@pytest.mark.parametrize("targets, needs, caps, ceiling, after, requested", CAPS.values(),
                          ids=CAPS.keys())
-def test_caps_per_profile(targets, caps, ceiling, field, after, requested):
+def test_caps_per_profile(targets, needs, caps, ceiling, after, requested):
     requests: list = []
     held = _Targets(targets)
-    eam = SimpleNamespace(numExecutorsTargetPerResourceProfileId=lambda: held)
+    eam = SimpleNamespace(numExecutorsTargetPerResourceProfileId=lambda: held,
+                          maxNumExecutorsNeededPerResourceProfile=lambda rp: needs[rp])
     backend = SimpleNamespace(requestTotalExecutors=lambda n, local, hosts: requests.append(n))
     reader = ProfileReader(stand_in_jvm(requests), None, eam, {})
     max_field = _Field(ceiling)
     reader.cap(caps, ceiling, max_field, backend)
-    assert max_field.value == field  # the manager's one maximum: the largest cap
+    assert max_field.value == 0  # the manager raises no profile's target: the agent does
     assert dict(held) == after
     assert requests == requested
 

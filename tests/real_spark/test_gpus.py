@@ -11,7 +11,9 @@ PID at the module's end. One cluster, not one per test: each of its starts is th
   profile (one core and a GPU) and reports its demand, the scheduler grants executors of it
   within the app's queue limit (``max_cores: 2`` where the GPU stage's four tasks would ask
   for four executors and the worker has four GPUs), fitted on the worker that has the GPUs;
-  the tasks read their GPU addresses from ``TaskContext.resources()``; once the stage is over
+  the tasks read their GPU addresses from ``TaskContext.resources()``; the scheduler's target
+  for the app never above those 2, its record of the app's executors above it only for a
+  moment (surplus it takes back); once the stage is over
   the GPU executors are given back (Spark's idle timeout, the cap of that profile back to 0)
   while the app lives on.
 - Two GPU apps in one ``fairshare`` queue split the GPU worker's GPUs: two apps of
@@ -59,6 +61,7 @@ pytestmark = pytest.mark.cluster
 
 JVM_S = 240  # bound on JVM starts on a loaded host
 GPUS = (("gpu", 4),)  # the GPU worker's
+SURPLUS_S = 60  # bound on taking back executors over the grant, on a loaded host
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,7 @@ def test_a_stage_of_a_gpu_profile_gets_executors_of_it_within_the_grant(gpu_clus
             argv += ["--conf", f"{k}={v}"]
         argv += [str(app), str(script), str(until)]
         app_id = api.submit(Submission(tuple(argv), str(tmp_path), queue="root.gpu")).id
-        most_seen = 0
+        most_target, over_since = 0, None
 
         def log() -> str:
             try:
@@ -218,10 +221,20 @@ def test_a_stage_of_a_gpu_profile_gets_executors_of_it_within_the_grant(gpu_clus
                 return ""
 
         def gpu_done():
-            nonlocal most_seen
-            most_seen = max(most_seen, api.app(app_id).executors)
-            if api.app(app_id).state.terminal:
+            nonlocal most_target, over_since
+            seen = api.app(app_id)
+            most_target = max(most_target, seen.target)
+            if seen.state.terminal:
                 pytest.fail(f"the app ended: {log()}")
+            # Above the grant only for a moment: a default executor the master launched
+            # before the grant moved to the GPU profile registers anyway (a standalone master
+            # stops launches at a lower limit, it kills none), and is taken back as surplus.
+            if seen.executors <= 2:
+                over_since = None
+            elif over_since is None:
+                over_since = time.monotonic()
+            elif time.monotonic() - over_since > SURPLUS_S:
+                pytest.fail(f"{seen.executors} executors for {SURPLUS_S} s, over a grant of 2")
             return line(log(), "AFTER")
 
         after = wait_until(gpu_done, 2 * JVM_S, "the GPU stage done and its executors gone",
@@ -235,7 +248,7 @@ def test_a_stage_of_a_gpu_profile_gets_executors_of_it_within_the_grant(gpu_clus
         # of 1-core executors), though the stage asked for four and the worker has 4 GPUs.
         gpu_most = gpu["most"].get("1", 0)
         assert 1 <= gpu_most <= 2, gpu
-        assert most_seen <= 2
+        assert most_target == 2
         # Given back after the stage, while the app lives on.
         assert after["held"].get("1", 0) == 0, after
         assert api.app(app_id).state.value == "RUNNING"
