@@ -322,11 +322,25 @@ class SparkControl:
         try:
             seq = self._jvm.org.apache.spark.api.python.PythonUtils.toSeq(list(executor_ids))
             killed = self._backend.killExecutors(seq, False, False, force)
-            return [str(x) for x in self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(killed)]
+            done = [str(x) for x in self._jvm.scala.jdk.javaapi.CollectionConverters.asJava(killed)]
         except Exception as e:
             raise SparkControlError(
                 f"killing executors {executor_ids} failed: {_one_line(e)}"
             ) from e
+        self._tell_monitor(killed, done)
+        return done
+
+    def _tell_monitor(self, killed, done: list[str]) -> None:
+        """The allocation manager's monitor marks executors it removes itself as going; ones
+        the agent killed it would still time out as idle while the driver lists them (5 s in
+        standalone), and ask the backend to kill them ten times a second, warning each time
+        that none could be. Best effort: the kill stands either way."""
+        if not done:
+            return
+        try:
+            self._eam.executorMonitor().executorsKilled(killed)
+        except Exception as e:
+            log.debug("sessionsched agent: the executor monitor was not told of %s: %s", done, e)
 
     def decommission(self, executor_ids: list[str]) -> list[str]:
         """Gracefully decommission: no new tasks, running ones finish, shuffle and cached blocks
