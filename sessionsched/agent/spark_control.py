@@ -301,11 +301,6 @@ class SparkControl:
         except Exception as e:
             raise SparkControlError(f"setting the profiles' caps failed: {_one_line(e)}") from e
 
-    def cap(self) -> int:
-        """The manager's current maximum (what ``set_cap`` last wrote, or the user's)."""
-        self._require_full()
-        return int(self._max_field.getInt(self._eam))
-
     def target(self) -> int:
         """The manager's current target for the default profile."""
         self._require_full()
@@ -327,20 +322,15 @@ class SparkControl:
             raise SparkControlError(
                 f"killing executors {executor_ids} failed: {_one_line(e)}"
             ) from e
-        self._tell_monitor(killed, done)
-        return done
-
-    def _tell_monitor(self, killed, done: list[str]) -> None:
-        """The allocation manager's monitor marks executors it removes itself as going; ones
-        the agent killed it would still time out as idle while the driver lists them (5 s in
-        standalone), and ask the backend to kill them ten times a second, warning each time
-        that none could be. Best effort: the kill stands either way."""
-        if not done:
-            return
+        # Marked as going in the manager's monitor, as the manager marks its own kills: else it
+        # times them out as idle while the driver lists them (5 s in standalone) and asks to
+        # kill them ten times a second, warning each time. Best effort: the kill stands.
         try:
-            self._eam.executorMonitor().executorsKilled(killed)
+            if done:
+                self._eam.executorMonitor().executorsKilled(killed)
         except Exception as e:
             log.debug("sessionsched agent: the executor monitor was not told of %s: %s", done, e)
+        return done
 
     def decommission(self, executor_ids: list[str]) -> list[str]:
         """Gracefully decommission: no new tasks, running ones finish, shuffle and cached blocks
