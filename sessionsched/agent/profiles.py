@@ -186,9 +186,9 @@ class ProfileReader:
 
     def cap(self, caps: dict[int, int], ceiling: int, field, backend) -> None:
         """Hold each profile at its cap (module doc); a profile not in ``caps`` at 0."""
-        if field.getInt(self._eam) != 0:
-            field.setInt(self._eam, 0)
         eam = self._eam
+        if field.getInt(eam) != 0:
+            field.setInt(eam, 0)
         targets = eam.numExecutorsTargetPerResourceProfileId()
         java = self._as_java(targets)
         current = {int(k): int(java.get(k)) for k in java.keySet()}
