@@ -166,38 +166,45 @@ def leaf(cores: int, ranked: Sequence[Claim], capacity: Resources,
 # A leaf's division's inputs (``leaf``): per claim its weight (priority / ratio), floor and
 # want in cores, custom resources per core, and ``step`` and its row (``_whole_executors``).
 LeafInputs = tuple[list[float], list[float], list[float], list[Uses], list[float], list[Row]]
+# A leaf's claims' figures for ``_leaf_inputs``, by app id: (the claim, its figures).
+ClaimInputs = dict[str, tuple[Claim, tuple]]
 
 
 def _leaf_inputs(ranked: Sequence[Claim], capacity: Resources,
-                 weight_of: Sequence[float] | None = None) -> LeafInputs:
+                 weight_of: Sequence[float] | None = None,
+                 kept: ClaimInputs | None = None) -> LeafInputs:
     # One pass over the claims (a leaf's are prepared again whenever one changes), each
     # shape's figures worked out once: a leaf's executors come in a few shapes, keyed by their
     # fields (a tuple hashes and compares in C, the dataclass's ``__hash__`` in Python).
+    # ``kept``: each claim's figures as last worked out for these totals, taken again for a
+    # claim that is the same object (a cycle sets a few of a leaf's claims).
     shapes: dict[tuple, tuple[float, Uses, int, float]] = {}
-    weights: list[float] = []
-    lo: list[float] = []
-    hi: list[float] = []
-    uses: list[Uses] = []  # read only: shared by a shape's claims
-    step: list[float] = []
-    rows: list[Row] = []
-    add_w, add_lo, add_hi, add_use, add_step, add_row = (
-        weights.append, lo.append, hi.append, uses.append, step.append, rows.append)
+    per: list[tuple] = []
+    add = per.append
     for i, c in enumerate(ranked):
+        if kept is not None:
+            got = kept.get(c.app_id)
+            if got is not None and got[0] is c:
+                add(got[1])
+                continue
         s = c.executor
         key = (s.cores, s.mem_mib, s.custom)
-        got = shapes.get(key)
-        if got is None:
+        shape = shapes.get(key)
+        if shape is None:
             r = ratio(s.cores, s.mem_mib, s.custom, capacity)
-            got = shapes[key] = (r, per_core(s.custom, s.cores), s.cores, s.cores * r)
-        r, use, cores, dom_cores = got
+            shape = shapes[key] = (r, per_core(s.custom, s.cores), s.cores, s.cores * r)
+        r, use, cores, dom_cores = shape
         w = weight_of[i] if weight_of is not None else float(c.priority)
-        add_w(w / r)
-        add_lo(float(c.floor * cores))
-        add_hi(float(c.want * cores))
-        add_use(use)
-        # an executor more, in dominant share over weight: who is furthest behind gets the rest
-        add_step(dom_cores / w)
-        add_row((c.app_id, cores, c.floor, c.want, s.custom))
+        # an executor more, in dominant share over weight (``step``): who is furthest
+        # behind gets the rest
+        row = (w / r, float(c.floor * cores), float(c.want * cores), use, dom_cores / w,
+               (c.app_id, cores, c.floor, c.want, s.custom))
+        if kept is not None:
+            kept[c.app_id] = (c, row)
+        add(row)
+    if not per:
+        return [], [], [], [], [], []
+    weights, lo, hi, uses, step, rows = (list(x) for x in zip(*per, strict=True))
     return weights, lo, hi, uses, step, rows
 
 
@@ -223,9 +230,12 @@ class DomLeaf:
 
     __slots__ = ("ranked", "totals", "_inputs", "_fair", "_uses")
 
-    def __init__(self, ranked: Sequence[Claim], totals: Resources) -> None:
+    def __init__(self, ranked: Sequence[Claim], totals: Resources,
+                 kept: ClaimInputs | None = None) -> None:
+        """``kept``: the claims' figures (``_leaf_inputs``) for these ``totals``, kept by the
+        caller from one leaf's ``DomLeaf`` to the next."""
         self.ranked, self.totals = ranked, totals
-        self._inputs = inputs = _leaf_inputs(ranked, totals)
+        self._inputs = inputs = _leaf_inputs(ranked, totals, kept=kept)
         self._fair = FairLeaf(ranked, inputs[:3])
         # the claims that use a custom resource, with what they use per core
         self._uses = [(i, tuple(use.items())) for i, use in enumerate(inputs[3]) if use]

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ...model import Resources
-from ...model.custom import Custom, amount, combine
+from ...model.custom import Custom, amount, custom_of
 from .drf import Uses, fill, ratio, whole
 from .policies import water_fill
 
@@ -53,10 +53,23 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
     ratios: list[float] = []
     capped: list[dict[str, float]] = []  # each child's wants, cut to the parent's budget
     for i, (w, custom_cores, _floors) in enumerate(wants):
-        want = {k: min(float(v), budget.get(k, 0.0)) for k, v in w.custom}
-        part = min((want[k] / v for k, v in w.custom if v), default=1.0)
+        if not w.custom:  # no custom resource: its cores are the bundle (the common child)
+            hi[i] = max(min(hi[i], w.cores), low[i])
+            guar[i] = min(max(guar[i], low[i]), hi[i])
+            uses.append(_NO_USE)
+            capped.append(_NO_USE)
+            ratios.append(ratio(w.cores, w.mem_mib, (), capacity))
+            continue
+        want = {}
+        part = 1.0  # the least part of a custom want the parent's budget covers
+        for k, v in w.custom:  # (no amount is 0: ``model.custom``)
+            have = budget.get(k, 0.0)
+            x = want[k] = float(v) if v <= have else have
+            if x / v < part:
+                part = x / v
         useful = w.cores - custom_cores + custom_cores * part
-        hi[i] = max(min(hi[i], useful), low[i])
+        h = hi[i] if hi[i] <= useful else useful
+        hi[i] = h if h >= low[i] else low[i]
         use = {k: v / useful for k, v in want.items() if v} if useful > 0 else {}
         for name, cap in maxes[i]:  # cut to the cores that carry the cap
             u = use.get(name)
@@ -70,8 +83,7 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
         uses.append(use)
         capped.append(want)
         scale = useful / w.cores if w.cores else 1.0
-        ratios.append(ratio(useful, w.mem_mib * scale, tuple(
-            (k, v) for k, v in want.items()), capacity))
+        ratios.append(ratio(useful, w.mem_mib * scale, tuple(want.items()), capacity))
     p = list(past) if past is not None else [0.0] * n
     if sum(guar) > cores:
         shares = water_fill(cores, weights, list(low), guar, past)
@@ -79,13 +91,17 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
         shares = fill(cores, [w / r for w, r in zip(weights, ratios, strict=True)],
                       guar, hi, p, uses, budget)
     budgets: list[dict[str, float]] = [{} for _ in range(n)]
+    limited = any(mins) or any(maxes)
     for name, total in budget.items():
-        top = [min(c.get(name, 0.0), amount(m, name, math.inf))
-               for c, m in zip(capped, maxes, strict=True)]
-        floors = [min(float(amount(w[2], name)), t) for w, t in zip(wants, top,
-                                                                           strict=True)]
-        least = [max(min(float(amount(m, name)), t), f)
-                 for m, t, f in zip(mins, top, floors, strict=True)]
+        top = [c.get(name, 0.0) for c in capped]
+        if limited:
+            top = [min(t, amount(m, name, math.inf)) for t, m in zip(top, maxes, strict=True)]
+        floors = [min(float(amount(w[2], name)), t) for w, t in zip(wants, top, strict=True)]
+        if limited:
+            least = [max(min(float(amount(m, name)), t), f)
+                     for m, t, f in zip(mins, top, floors, strict=True)]
+        else:  # max(min(0.0, t), f): the floor (t and f are at least 0)
+            least = floors
         if sum(least) > total:  # floors kept, the guarantees share the rest (as the cores)
             split = water_fill(total, weights, floors, least)
         else:
@@ -164,6 +180,7 @@ class Dom:
 
 
 NO_WANT: Want = (Resources(), 0, ())
+_NO_USE: dict = {}  # shared, never written
 _NO_BUDGET: dict[str, float] = {}
 
 
@@ -177,10 +194,16 @@ def queue_wants(tree, leaf_wants: Mapping[str, Want]) -> dict[str, Want]:
 
 
 def summed(wants: Sequence[Want]) -> Want:
-    """A parent's wants: its children's summed."""
-    total, custom_cores, floors = Resources(), 0, ()
-    for w in wants:
-        total = total + w[0]
-        custom_cores += w[1]
-        floors = combine(floors, w[2], 1)
-    return (total, custom_cores, floors)
+    """A parent's wants: its children's summed (in whole numbers, each part at once)."""
+    cores = mem_mib = custom_cores = 0
+    custom: dict[str, int] = {}
+    floors: dict[str, int] = {}
+    for total, cc, floor in wants:
+        cores += total.cores
+        mem_mib += total.mem_mib
+        custom_cores += cc
+        for k, v in total.custom:
+            custom[k] = custom.get(k, 0) + v
+        for k, v in floor:
+            floors[k] = floors.get(k, 0) + v
+    return (Resources(cores, mem_mib, custom_of(custom)), custom_cores, custom_of(floors))

@@ -42,7 +42,6 @@ class BudgetGreedyLeaf(GreedyLeaf):
         floors = dict(floor_custom)
         start = (cores - floor_cores, *(budget[k] - floors.get(k, 0) for k in self.names))
         order, claims, result, seen = self._order, self._claims, self.result, self._left_before
-        app_at = -4
         if start != self._start:
             at, left = 0, start  # everything may move: walk from the head
         elif self._lo is None:
@@ -52,30 +51,67 @@ class BudgetGreedyLeaf(GreedyLeaf):
             left = start
             if at > 0:
                 prev = order[at - 1]
-                extra = result[prev[app_at]] - prev[-3]
-                left = tuple(a - extra * v for a, v in zip(seen[prev[app_at]], prev[-1],
+                extra = result[prev[_APP_AT]] - prev[-3]
+                left = tuple(a - extra * v for a, v in zip(seen[prev[_APP_AT]], prev[-1],
                                                            strict=True))
         past = 0 if self._hi is None else order.bisect_right(self._hi)  # after every change
         self._start, self._lo, self._hi = start, None, None
         out: list[Change] = []
-        for i, key in enumerate(order.islice(at), at):
-            app_id = key[app_at]
-            if i >= past and seen.get(app_id) == left:
-                break  # as ``GreedyLeaf.walk``: from here on every claim gets what it got
-            floor, extra, need = key[-3], key[-2], key[-1]
-            for a, v in zip(left, need, strict=True):
-                if v:
-                    room = max(a, 0) // v
-                    if room < extra:
-                        extra = room
-            if extra < 0:
-                extra = 0
-            n = floor + extra
-            seen[app_id] = left
-            if extra:
-                left = tuple(a - extra * v for a, v in zip(left, need, strict=True))
+        walk = _walk_pair if len(start) == 2 else _walk
+        for app_id, n in walk(order.islice(at), at, past, left, seen):
             was = result.get(app_id)
             if was != n:
                 result[app_id] = n
                 out.append((claims[app_id], was, n))
         return out
+
+
+_APP_AT = -4  # where an entry holds its app id (``GreedyLeaf._entry``)
+
+
+def _walk(entries, at: int, past: int, left: tuple, seen: dict[str, tuple]):
+    """Each entry's app id and result from ``left`` on (``walk_within``'s loop): stops past
+    place ``past`` at the first claim that sees the ``left`` it saw (``seen``, updated)."""
+    for i, key in enumerate(entries, at):
+        app_id = key[_APP_AT]
+        if i >= past and seen.get(app_id) == left:
+            return
+        floor, extra, need = key[-3], key[-2], key[-1]
+        for a, v in zip(left, need, strict=True):
+            if v:
+                room = max(a, 0) // v
+                if room < extra:
+                    extra = room
+        if extra < 0:
+            extra = 0
+        seen[app_id] = left
+        if extra:
+            left = tuple(a - extra * v for a, v in zip(left, need, strict=True))
+        yield app_id, floor + extra
+
+
+def _walk_pair(entries, at: int, past: int, left: tuple, seen: dict[str, tuple]):
+    """``_walk`` for the cores and one custom resource (the usual leaf: GPUs), unrolled:
+    the same integer operations."""
+    cores, custom = left
+    for i, key in enumerate(entries, at):
+        app_id = key[_APP_AT]
+        if i >= past and seen.get(app_id) == left:
+            return
+        floor, extra, (size, amount) = key[-3], key[-2], key[-1]
+        if size:
+            room = (cores if cores > 0 else 0) // size
+            if room < extra:
+                extra = room
+        if amount:
+            room = (custom if custom > 0 else 0) // amount
+            if room < extra:
+                extra = room
+        if extra < 0:
+            extra = 0
+        seen[app_id] = left
+        if extra:
+            cores -= extra * size
+            custom -= extra * amount
+            left = (cores, custom)
+        yield app_id, floor + extra

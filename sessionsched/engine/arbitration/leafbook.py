@@ -11,7 +11,7 @@ from sortedcontainers import SortedList
 
 from ...model import Policy, Resources
 from ...model.custom import Custom, combine, scaled
-from .drf import DomLeaf
+from .drf import ClaimInputs, DomLeaf
 from .fairleaf import FairLeaf
 from .greedy import GreedyLeaf
 from .greedy_budget import BudgetGreedyLeaf
@@ -54,6 +54,7 @@ class LeafBook:
         self._fair_version = -1
         self._dom: DomLeaf | None = None  # a fairshare leaf's by dominant share (``drf``)
         self._dom_version = -1
+        self._dom_claims: ClaimInputs = {}  # each claim's figures for ``_dom`` (``drf``)
         self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
         self.used_cores = 0
         self.used_mem_mib = 0
@@ -206,7 +207,10 @@ class LeafBook:
         they or the totals changed."""
         d = self._dom
         if d is None or self._dom_version != self.version or d.totals != totals:
-            d = self._dom = DomLeaf(self.ranked(), totals)
+            kept = self._dom_claims
+            if d is None or d.totals != totals or len(kept) > 2 * len(self.claims) + 8:
+                kept = self._dom_claims = {}  # other totals, or many claims gone since
+            d = self._dom = DomLeaf(self.ranked(), totals, kept)
             self._dom_version = self.version
         return d
 
