@@ -145,7 +145,7 @@ def fill(cores: float, weights: Sequence[float], lo: Sequence[float], hi: Sequen
 
 
 def whole(budget: Mapping[str, float]) -> dict[str, int]:
-    return {name: max(int(v + _WHOLE), 0) for name, v in budget.items()}
+    return {name: int(v + _WHOLE) if v > 0 else 0 for name, v in budget.items()}
 
 
 def wants_custom(ranked: Sequence[Claim]) -> bool:

@@ -53,10 +53,12 @@ def whole_executors(cores: int, rows: Sequence[Row], shares: Sequence[float],
         return out
     # Only the claims that could take one more executor now are ordered: the cores and
     # budget left only shrink, so the others would be passed over all along.
-    room = left_cores
-    behind = [((out[r[0]] + 1) * step[i], i) for i, r in enumerate(rows)
-              if out[r[0]] < r[3] and r[1] <= room
-              and not (r[4] and any(k in left and left[k] < v for k, v in r[4]))]
+    behind = []
+    for i, (app_id, size, _floor, want, custom) in enumerate(rows):
+        k = out[app_id]
+        if k < want and size <= left_cores and not (
+                custom and any(name in left and left[name] < v for name, v in custom)):
+            behind.append(((k + 1) * step[i], i))
     # in that order (a heap: the cores left usually run out after a few)
     heapq.heapify(behind)
     while behind:

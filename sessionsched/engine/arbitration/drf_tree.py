@@ -167,7 +167,8 @@ class Dom:
         """A leaf's custom budget in whole units; whether it binds (the leaf wants more of a
         resource than that); and the budget as far as it binds, each amount cut to the
         leaf's ``want`` (a leaf that wants fewer GPUs than it may have gets the same result
-        for any budget above its want)."""
+        for any budget above its want). Read for every leaf that wants one, every cycle: the
+        budget's names come sorted (``root_budget``, then each split in its parent's order)."""
         budget = self.leaf_budget(leaf)
         bound = False
         for k, v in want:
@@ -175,8 +176,11 @@ class Dom:
                 bound = True
                 break
         wanted = dict(want)
-        seen = tuple(sorted((k, min(v, wanted.get(k, 0))) for k, v in budget.items()))
-        return budget, bound, seen
+        seen = []
+        for k, v in budget.items():
+            w = wanted.get(k, 0)
+            seen.append((k, v if v <= w else w))
+        return budget, bound, tuple(seen)
 
 
 NO_WANT: Want = (Resources(), 0, ())
