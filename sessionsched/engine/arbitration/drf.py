@@ -37,7 +37,7 @@ a custom amount counts as the cores that carry it at the queue's wanted custom p
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ...model import Resources
 from ...model.custom import Custom
@@ -57,19 +57,22 @@ def applies(capacity: Resources) -> bool:
     return DOMINANT and bool(capacity.custom)
 
 
-def ratio(cores: float, mem_mib: float, custom: Custom, capacity: Resources) -> float:
-    """A bundle's dominant share times the cluster's cores, over its cores (>= 1)."""
+def ratio(cores: float, mem_mib: float, custom: Iterable[tuple[str, float]],
+          capacity: Resources) -> float:
+    """A bundle's dominant share times the cluster's cores, over its cores (>= 1); ``custom``:
+    its (name, amount) pairs."""
     if cores <= 0 or capacity.cores <= 0:
         return 1.0
     share = cores / capacity.cores
     if capacity.mem_mib > 0 and mem_mib / capacity.mem_mib > share:
         share = mem_mib / capacity.mem_mib
-    if custom:
-        totals = dict(capacity.custom)
+    if custom:  # a pair or two each: looked up in place
         for name, amount in custom:
-            total = totals.get(name, 0)
-            if total > 0 and amount / total > share:
-                share = amount / total
+            for have, total in capacity.custom:
+                if have == name:
+                    if total > 0 and amount / total > share:
+                        share = amount / total
+                    break
     return share * capacity.cores / cores
 
 

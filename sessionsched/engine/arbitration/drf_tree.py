@@ -83,7 +83,7 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
         uses.append(use)
         capped.append(want)
         scale = useful / w.cores if w.cores else 1.0
-        ratios.append(ratio(useful, w.mem_mib * scale, tuple(want.items()), capacity))
+        ratios.append(ratio(useful, w.mem_mib * scale, want.items(), capacity))
     p = list(past) if past is not None else [0.0] * n
     if sum(guar) > cores:
         shares = water_fill(cores, weights, list(low), guar, past)
