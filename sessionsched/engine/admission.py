@@ -168,10 +168,12 @@ class Plan:
 def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
                     slice_apps: int | None = None,
                     kept: Mapping[str, tuple[AppSpec, Wait]] | None = None,
-                    view_of: Callable[[str], LeafView] | None = None) -> Plan:
+                    view_of: Callable[[str], LeafView] | None = None,
+                    slice_of: int | None = None) -> Plan:
     """Admit heads in fair order until every queue with pending apps is deferred or empty, or
     ``slice_apps`` apps are admitted (``budget``): then every queue still in the walk waits
-    with ``budget.ADMISSION_SLICE`` and the next call continues the same walk.
+    with ``budget.ADMISSION_SLICE`` (of ``slice_of`` apps: the whole slice, of which
+    ``slice_apps`` may be what is left) and the next call continues the same walk.
 
     A deferred queue's wait is the one its head has once the walk is over: if apps were
     admitted after it was deferred, its checks run again on the room they left (the checks
@@ -306,7 +308,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     limited_at: dict[str, int] = {}  # parent with max_running_apps -> admissions after its last
     while best[root.name] is not None:
         if slice_apps is not None and len(admitted) >= slice_apps:
-            sliced = admission_slice(slice_apps)  # one Wait, shared
+            sliced = admission_slice(slice_apps if slice_of is None else slice_of)  # one Wait
             waiting.update({name: sliced for name in views if name not in waiting})
             break
         name = best[root.name]

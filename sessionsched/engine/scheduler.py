@@ -109,6 +109,7 @@ class Scheduler:
         # over every cluster (``clusters.cores``): what floors may fill of each capped queue
         # here, and the caps arbitration works to, from the books after admission.
         self.launching, self.elsewhere, self.offered_later = True, {}, lambda app_id: False
+        self.slice_left: int | None = None  # the federation's admission slice, as left to it
         # What the other clusters' drivers on the scheduler's host hold of it, and how many
         # they are: the host is one, whatever cluster a client-mode driver's app runs on.
         self.host_elsewhere: tuple[Resources, int] = (_NOTHING, 0)
@@ -320,10 +321,11 @@ class Scheduler:
         room.limit_waits.start(QueueTree.of(self.root), room)
         room.shut_out.came_in(self._heads.take_added())
         look, kept = room.limit_waits.split(heads, self._heads.take_read(), self.apps)
+        most = self.budget.admit if self.slice_left is None else self.slice_left
         plan = admission.plan_admissions(self.root, [self._leaf_view(n) for n in look], room,
-                                         self.budget.admit, kept, self._leaf_view)
+                                         most, kept, self._leaf_view, self.budget.admit)
         self.waiting, self.held = plan.waiting, plan.held
-        sliced = self.budget.admit is not None and len(plan.admit) >= self.budget.admit
+        sliced = most is not None and len(plan.admit) >= most
         self._more_to_admit = now if sliced else None
         for app_id in plan.admit:
             rec = self.apps[app_id]

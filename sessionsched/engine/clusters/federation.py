@@ -14,6 +14,9 @@ scheduler:
   commits the cluster before the launch, and the app's copies in the other clusters are taken
   out (killed and forgotten) before those clusters step again. Engines step one after the
   other within a step, so two clusters cannot launch one app: it is placed exactly once.
+- **One admission slice.** The engines step in the placement rule's order, and each admits
+  at most what the ones before it left of the step's slice (``budget``): a step behind
+  several clusters launches no more drivers than one cluster's would, so it stays as short.
 - **An app's events go where it is.** Once placed, its events go to its cluster's engine
   only; while queued, a priority change goes to every copy, and what the copies decide about
   it (failing after ``max_wait``, killed) is said once, by its home copy (the first cluster it
@@ -265,6 +268,7 @@ class Federation:
         if self._limited and not counts.of:
             for n, e in self.engines.items():
                 counts.recount(n, e)
+        left = self.engines[self.names[0]].budget.admit  # the step's admission slice, shared
         for i, name in enumerate(order):
             batch = plan.batches.get(name, [])
             if self._limited:
@@ -279,8 +283,12 @@ class Federation:
             self.withdraw[name] = []
             # Checked above, whole; a withdrawal (a queued copy killed, then forgotten) cannot
             # be refused: the books are only checked again when one was added.
-            out += self._take(name, self.engines[name].step(now, batch, checked=not withdrawn),
-                              plan.moved)
+            engine = self.engines[name]
+            engine.slice_left = left
+            decided = engine.step(now, batch, checked=not withdrawn)
+            if left is not None:
+                left = max(left - sum(isinstance(d, LaunchDriver) for d in decided), 0)
+            out += self._take(name, decided, plan.moved)
             if self._limited:  # its apps as they stand now, for the engines after it
                 counts.recount(name, self.engines[name])
             self._caps.after(name, self.engines[name])

@@ -26,6 +26,7 @@ from sessionsched.engine import (
     Submitted,
     Tick,
 )
+from sessionsched.engine.budget import ADMISSION_SLICE, CycleBudget
 from sessionsched.engine.clusters import (
     ClusterReachable,
     ClusterSpec,
@@ -457,3 +458,32 @@ def test_decayed_usage_is_the_trees_over_every_cluster(shared, first):
     out = f.step(3602.0, [DriverExited("b1", 0)])
     check(f, out)
     assert placed(out) == {first: "b"}
+
+
+def test_a_burst_behind_two_clusters_launches_one_slice_a_step_in_rank_order():
+    # 1-core apps (client-mode drivers, one 1-core executor) on two clusters of 8 cores: 16
+    # fit at once; the admission slice is 3 a step for the whole federation, not for each
+    # engine, so a step behind several clusters stays as short as one cluster's
+    sizes = {"a": 8, "b": 8}
+    f = Federation(one_queue(), [ClusterSpec(n) for n in sizes], PlacementRule.SPILL,
+                   driver_slots=None, budget=CycleBudget(admit=3))
+    f.step(0.0, [OnCluster(n, CapacityChanged(Resources(c, c * 4096))) for n, c in sizes.items()])
+    burst = [app(f"x{i:02d}").executor(1).min(0).max(1) for i in range(12)]
+    launched: list[str] = []
+    out = f.step(1.0, submit(*burst))
+    for t in range(2, 8):
+        check(f, out)
+        now = [d.app_id for d in out if isinstance(d, LaunchDriver)]
+        assert len(now) <= 3, now
+        launched += now
+        if len(launched) < 12:
+            waits = {e.waiting["root.q"].text for e in f.engines.values()
+                     if "root.q" in e.waiting}
+            assert ADMISSION_SLICE.format(n=3) in waits
+        out = f.step(float(t), [])
+    assert launched == [f"x{i:02d}" for i in range(12)]  # each once, in submission order
+    assert set(placed_on(f, launched)) == {"a", "b"}  # both clusters took some
+
+
+def placed_on(f: Federation, apps: list[str]) -> list[str]:
+    return [f.owner[a] for a in apps]
