@@ -40,7 +40,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from ...model import Resources
-from ...model.custom import Custom
+from ...model.custom import Custom, amount
 from .drf_round import Row
 from .drf_round import whole_executors as _whole_executors
 from .fairleaf import FairLeaf
@@ -66,18 +66,15 @@ def ratio(cores: float, mem_mib: float, custom: Iterable[tuple[str, float]],
     share = cores / capacity.cores
     if capacity.mem_mib > 0 and mem_mib / capacity.mem_mib > share:
         share = mem_mib / capacity.mem_mib
-    if custom:  # a pair or two each: looked up in place
-        for name, amount in custom:
-            for have, total in capacity.custom:
-                if have == name:
-                    if total > 0 and amount / total > share:
-                        share = amount / total
-                    break
+    for name, want in custom:  # the cluster's amount looked up in its pairs: a few each
+        total = amount(capacity.custom, name)
+        if total > 0 and want / total > share:
+            share = want / total
     return share * capacity.cores / cores
 
 
 def per_core(custom: Custom, cores: float) -> Uses:
-    return {name: amount / cores for name, amount in custom} if cores > 0 else {}
+    return {name: v / cores for name, v in custom} if cores > 0 else {}
 
 
 def level(total: float, weights: Sequence[float], lo: Sequence[float],
@@ -148,7 +145,7 @@ def fill(cores: float, weights: Sequence[float], lo: Sequence[float], hi: Sequen
 
 
 def whole(budget: Mapping[str, float]) -> dict[str, int]:
-    return {name: int(v + _WHOLE) if v > 0 else 0 for name, v in budget.items()}
+    return {name: max(int(v + _WHOLE), 0) for name, v in budget.items()}
 
 
 def wants_custom(ranked: Sequence[Claim]) -> bool:

@@ -53,13 +53,6 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
     ratios: list[float] = []
     capped: list[dict[str, float]] = []  # each child's wants, cut to the parent's budget
     for i, (w, custom_cores, _floors) in enumerate(wants):
-        if not w.custom:  # no custom resource: its cores are the bundle (the common child)
-            hi[i] = max(min(hi[i], w.cores), low[i])
-            guar[i] = min(max(guar[i], low[i]), hi[i])
-            uses.append(_NO_USE)
-            capped.append(_NO_USE)
-            ratios.append(ratio(w.cores, w.mem_mib, (), capacity))
-            continue
         want = {}
         part = 1.0  # the least part of a custom want the parent's budget covers
         for k, v in w.custom:  # (no amount is 0: ``model.custom``)
@@ -167,8 +160,7 @@ class Dom:
         """A leaf's custom budget in whole units; whether it binds (the leaf wants more of a
         resource than that); and the budget as far as it binds, each amount cut to the
         leaf's ``want`` (a leaf that wants fewer GPUs than it may have gets the same result
-        for any budget above its want). Read for every leaf that wants one, every cycle: the
-        budget's names come sorted (``root_budget``, then each split in its parent's order)."""
+        for any budget above its want)."""
         budget = self.leaf_budget(leaf)
         bound = False
         for k, v in want:
@@ -176,15 +168,11 @@ class Dom:
                 bound = True
                 break
         wanted = dict(want)
-        seen = []
-        for k, v in budget.items():
-            w = wanted.get(k, 0)
-            seen.append((k, v if v <= w else w))
-        return budget, bound, tuple(seen)
+        seen = tuple(sorted((k, min(v, wanted.get(k, 0))) for k, v in budget.items()))
+        return budget, bound, seen
 
 
 NO_WANT: Want = (Resources(), 0, ())
-_NO_USE: dict = {}  # shared, never written
 _NO_BUDGET: dict[str, float] = {}
 
 
