@@ -50,7 +50,7 @@ def user_config(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
                              f"holds a token; run: chmod 600 {path}")
     try:
         data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise SchedulerError(f"{path}: not a readable YAML file ({e})") from None
     if not isinstance(data, dict):
         raise SchedulerError(f"{path}: expected a mapping (token: ..., ca: ...)")

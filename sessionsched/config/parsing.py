@@ -61,6 +61,8 @@ def load_yaml(path: str | Path) -> Any:
         text = p.read_text()
     except OSError as e:
         raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {e.start} does not decode)") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -67,6 +67,9 @@ def read_entries(path: str | Path) -> list[TokenEntry]:
         return []
     except OSError as e:
         raise TokenFileError(f"{p}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise TokenFileError(f"{p}: not a sessionsched tokens file (byte {e.start} does not "
+                             "decode as UTF-8)") from None
     try:
         data = json.loads(text) if text.strip() else {"tokens": []}
         return [TokenEntry(**row) for row in data["tokens"]]

@@ -2,6 +2,9 @@
 
 import pytest
 
+from sessionsched.client.errors import SchedulerError
+from sessionsched.client.settings import CONFIG_ENV as CLIENT_CONFIG_ENV
+from sessionsched.client.settings import user_config
 from sessionsched.config import (
     ConfigError,
     QueueConfig,
@@ -10,6 +13,7 @@ from sessionsched.config import (
     load_server_config,
     resolve_queue,
 )
+from sessionsched.config.tokens_file import TokenFileError, read_entries
 from sessionsched.engine.arbitration.decay import half_lives
 from sessionsched.model import Admission, Policy, ReclaimMode
 
@@ -209,6 +213,36 @@ def test_bad_file_gives_one_line_naming_the_problem(tmp_path, text, message):
 def test_missing_file_is_named(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         load_server_config(tmp_path / "nope.yaml")
+
+
+def _server_config(path):
+    load_server_config(path)
+
+
+def _tokens_file(path):
+    read_entries(path)
+
+
+def _client_file(path):
+    path.chmod(0o600)  # a client file others may read is refused before it is read
+    user_config({CLIENT_CONFIG_ENV: str(path)})
+
+
+NOT_TEXT = {  # each reader of a file a user writes, given bytes that are not UTF-8
+    "server config": (_server_config, ConfigError, "not UTF-8 text (byte 5 does not decode)"),
+    "tokens file": (_tokens_file, TokenFileError, "byte 5 does not decode as UTF-8"),
+    "client file": (_client_file, SchedulerError, "not a readable YAML file"),
+}
+
+
+@pytest.mark.parametrize("read, error, message", NOT_TEXT.values(), ids=NOT_TEXT.keys())
+def test_a_file_that_is_not_text_is_named_in_one_line(tmp_path, read, error, message):
+    path = tmp_path / "file"
+    path.write_bytes(b"queue\xff\xfe: x\n")
+    with pytest.raises(error) as err:
+        read(path)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(str(path)) and message in line, line
 
 
 @pytest.mark.parametrize(
