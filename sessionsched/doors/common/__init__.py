@@ -1,2 +1,2 @@
-"""What every door shares below its protocol: ASGI plumbing (``asgi``) and the request's
-sender (``requests``)."""
+"""What every door shares below its protocol: ASGI plumbing (``asgi``), the request's
+sender (``requests``) and a body read as JSON (``bodies``)."""

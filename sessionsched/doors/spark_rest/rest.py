@@ -37,7 +37,6 @@ port's outcomes into Spark's answers.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
@@ -45,6 +44,7 @@ from starlette.responses import Response
 from starlette.routing import Route, Router
 
 from sessionsched.doors.common.asgi import send_answer
+from sessionsched.doors.common.bodies import json_body
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.spark import SPARK_VERSION
 from sessionsched.doors.common.times import estimate_fields
@@ -100,11 +100,9 @@ async def _json_body(request: Request) -> Any:
     if not raw.strip():
         raise ValueError("empty request body")
     try:
-        return json.loads(raw)
+        return json_body(raw)
     except ValueError as e:
         raise ValueError(f"not JSON: {e}") from None
-    except RecursionError:
-        raise ValueError("not JSON: nested too deeply") from None
 
 
 class SparkRest:

@@ -119,6 +119,14 @@ MALFORMED = [
     ("property-not-text", create_body(props={"spark.executor.cores": 2}),
      "Malformed request: Validation of message CreateSubmissionRequest failed! sparkProperties "
      "values must be strings: spark.executor.cores"),
+    # a lone surrogate: stored, then its answer could not be written (an empty 500)
+    ("lone-surrogate", b'{"action": "CreateSubmissionRequest", "appResource": "a.jar", '
+                       b'"mainClass": "M", "\\ud800": 1}',
+     "Malformed request: not JSON: a lone surrogate '\\ud800' is not Unicode text"),
+    ("not-utf8", b'{"action": "\xff"}',
+     "Malformed request: not JSON: not UTF-8 (byte 0xff at position 12)"),
+    ("too-many-digits", b'{"priority": 1' + b"0" * 5000 + b"}",
+     "Malformed request: not JSON: a number of more than 4300 digits"),
 ]
 
 
@@ -207,10 +215,15 @@ def test_update_reorders_the_queue(client, db):
     ({"action": "UpdateSubmissionRequest"}, "Malformed request: priority is missing"),
     ({"priority": "10"}, "Malformed request: Validation of message None failed! expected action "
                          "UpdateSubmissionRequest"),
-], ids=["zero", "text", "missing", "no-action"])
+    (b'{"action": "UpdateSubmissionRequest", "priority": 10, "\\udfff": 1}',
+     "Malformed request: not JSON: a lone surrogate '\\udfff' is not Unicode text"),
+], ids=["zero", "text", "missing", "no-action", "lone-surrogate"])
 def test_malformed_update_changes_nothing(client, db, payload, message):
     sid = create(client)["submissionId"]
-    r = client.post(f"/v1/submissions/update/{sid}", json=payload)
+    if isinstance(payload, bytes):
+        r = client.post(f"/v1/submissions/update/{sid}", content=payload)
+    else:
+        r = client.post(f"/v1/submissions/update/{sid}", json=payload)
     assert r.status_code == 400
     assert r.json() == {"action": "ErrorResponse", "message": message,
                         "serverSparkVersion": SPARK_VERSION}
