@@ -5,9 +5,12 @@ credentials), 403 naming the rule, a limit's own status (429 with ``Retry-After`
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from sessionsched.doors.common.bodies import json_body
 from sessionsched.model.text import one_line
 from sessionsched.operations import auth
 from sessionsched.operations.outcomes import Kind, Outcome
@@ -28,6 +31,14 @@ def reason_info(app) -> dict[str, str | None]:
 
 def msg(text: str, status: int, headers: dict | None = None) -> JSONResponse:
     return JSONResponse({"msg": one_line(text)}, status, headers)
+
+
+async def json_of(request: Request) -> Any:
+    """The request's body as JSON (null when empty); ``ValueError`` naming why it is not."""
+    try:
+        return json_body(await request.body() or b"null")
+    except ValueError as e:
+        raise ValueError(f"request body is not valid JSON: {e}") from None
 
 
 def refusal(out: Outcome) -> JSONResponse:

@@ -28,7 +28,6 @@ as from every door; who may do what is checked once per request by ``auth.guard`
 
 from __future__ import annotations
 
-import json
 from importlib import metadata
 from typing import Any
 
@@ -38,7 +37,7 @@ from starlette.routing import Route
 
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.times import estimate_fields
-from sessionsched.doors.livy.answers import caller, msg, reason_info, refusal
+from sessionsched.doors.livy.answers import caller, json_of, msg, reason_info, refusal
 from sessionsched.doors.livy.interactive import LivySessions
 from sessionsched.doors.livy.schemas import LivyBatchIn, ValidationError, first_error
 from sessionsched.model import AppState
@@ -136,16 +135,15 @@ class Livy:
 
     async def create(self, request: Request) -> Response:
         try:
-            body = json.loads(await request.body() or b"null")
+            body = await json_of(request)
             if not isinstance(body, dict):
                 raise ValueError("the body must be a JSON object (Livy's batch request)")
             batch = LivyBatchIn.model_validate(body)
             argv = batch.argv()
         except ValidationError as e:
             return msg(first_error(e), 400)
-        except (ValueError, RecursionError) as e:
-            return msg(str(e) if not isinstance(e, json.JSONDecodeError)
-                       else f"request body is not valid JSON: {e}", 400)
+        except ValueError as e:
+            return msg(str(e), 400)
         out = await self.ops.submit_argv(caller(request), sender(request), argv,
                                          self.ops.workdir, batch.spark_conf(), {}, batch.queue,
                                          None, batch.name)

@@ -43,7 +43,7 @@ from starlette.routing import Route
 
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.times import estimate_fields
-from sessionsched.doors.livy.answers import caller, msg, reason_info, refusal
+from sessionsched.doors.livy.answers import caller, json_of, msg, reason_info, refusal
 from sessionsched.doors.livy.repl import now_ms, repl_routes
 from sessionsched.doors.livy.schemas import LivySessionIn, StatementIn, ValidationError, first_error
 from sessionsched.model import AppState
@@ -157,7 +157,7 @@ class LivySessions:
 
     async def create(self, request: Request) -> Response:
         try:
-            body = json.loads(await request.body() or b"null")
+            body = await json_of(request)
             if not isinstance(body, dict):
                 raise ValueError("the body must be a JSON object (Livy's session request)")
             req = LivySessionIn.model_validate(body)
@@ -166,7 +166,7 @@ class LivySessions:
             conf = req.spark_conf()
         except ValidationError as e:
             return msg(first_error(e), 400)
-        except (ValueError, RecursionError) as e:
+        except ValueError as e:
             return msg(str(e), 400)
         out = await self.ops.submit_session(caller(request), sender(request), req.name,
                                             req.queue, None, conf, on_host=True)
@@ -263,13 +263,13 @@ class LivySessions:
     async def add_statement(self, request: Request) -> Response:
         try:
             s = self.find(request)
-            body = StatementIn.model_validate(json.loads(await request.body() or b"null"))
+            body = StatementIn.model_validate(await json_of(request))
         except LookupError as e:
             return msg(str(e), 404)
         except ValidationError as e:
             return msg(first_error(e), 400)
         except ValueError as e:
-            return msg(f"request body is not valid JSON: {e}", 400)
+            return msg(str(e), 400)
         app = self.ops.app(s.app_id)
         if s.stopping or app.state.terminal or s.proc.poll() is not None:
             why = "".join(f": {r}" for r in _released(app))

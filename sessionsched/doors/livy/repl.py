@@ -8,14 +8,13 @@ cancelled meanwhile). Only the session's own app secret (or an admin) may use th
 
 from __future__ import annotations
 
-import json
 import time
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from sessionsched.doors.livy.answers import msg
+from sessionsched.doors.livy.answers import json_of, msg
 
 
 def now_ms() -> int:
@@ -50,12 +49,16 @@ def repl_routes(sessions) -> list[Route]:
     async def result(request: Request) -> Response:
         try:
             s = sessions.find(request, touch=False)
-            body = json.loads(await request.body())
-            n, output = int(body["id"]), body["output"]
         except LookupError as e:
             return msg(str(e), 404)
-        except (ValueError, KeyError, TypeError) as e:
+        try:
+            body = await json_of(request)
+            if not isinstance(body, dict) or type(body.get("id")) is not int or \
+                    "output" not in body:
+                raise ValueError('expected {"id": STATEMENT NUMBER, "output": ...}')
+        except ValueError as e:
             return msg(f"bad result: {e}", 400)
+        n, output = body["id"], body["output"]
         with sessions.lock:
             if 0 <= n < len(s.statements):
                 st = s.statements[n]

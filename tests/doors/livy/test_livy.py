@@ -4,6 +4,9 @@ against a real cluster: tests/real_spark/clients/test_livy_batches.py."""
 
 from __future__ import annotations
 
+import subprocess
+from types import SimpleNamespace
+
 import pytest
 
 from tests.support.server_helpers import rows
@@ -98,6 +101,13 @@ REFUSED = [
     ("bad-priority", {"file": "local:/x.py", "conf": {"spark.ego.priority": "high"}},
      "spark.ego.priority='high' (from conf): priority 'high' is not a whole number from 1 to "
      "10000"),
+    # stored, then the answer (and every list of batches) failed on it: a 500
+    ("lone-surrogate", b'{"file": "local:/x.py", "proxyUser": "\\ud800"}',
+     "request body is not valid JSON: a lone surrogate '\\ud800' is not Unicode text"),
+    ("not-utf8", b'{"file": "\xff"}',
+     "request body is not valid JSON: not UTF-8 (byte 0xff at position 10)"),
+    ("nested-too-deeply", b"[" * 100_000 + b"]" * 100_000,
+     "request body is not valid JSON: nested too deeply"),
 ]
 
 
@@ -116,3 +126,68 @@ def test_refused_batches_store_nothing(client, db, body, msg):
 def test_version(client):
     out = client.get("/version").json()
     assert out["version"] == "0.8.0-incubating"
+
+
+class IdleRepl:
+    """A session's REPL process that never reports: its session stays as created. It ends
+    with the test (``ended``), and with it the sessions' sweeper."""
+
+    ended = False
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def poll(self):
+        return 0 if IdleRepl.ended else None
+
+
+@pytest.fixture
+def session(client, monkeypatch):
+    """A Livy session's number, its REPL an ``IdleRepl``."""
+    from sessionsched.doors.livy import interactive
+    monkeypatch.setattr(interactive, "subprocess", SimpleNamespace(
+        Popen=IdleRepl, DEVNULL=subprocess.DEVNULL, STDOUT=subprocess.STDOUT))
+    monkeypatch.setattr(IdleRepl, "ended", False)
+    r = client.post("/sessions", json={"kind": "pyspark"})
+    assert r.status_code == 201, r.text
+    yield r.json()["id"]
+    IdleRepl.ended = True
+
+
+def test_a_session_with_a_lone_surrogate_is_refused_and_not_kept(client, session, db):
+    """Found: stored, answered 500, and every later ``GET /sessions`` a 500 too."""
+    r = client.post("/sessions", content=b'{"proxyUser": "\\udc00"}')
+    assert (r.status_code, r.json()) == (400, {
+        "msg": "request body is not valid JSON: a lone surrogate '\\udc00' is not Unicode text"})
+    assert rows(db, "select count(*) from apps") == [(1,)]  # the fixture's session alone
+    assert [s["id"] for s in client.get("/sessions").json()["sessions"]] == [session]
+
+
+@pytest.mark.parametrize("body,msg", [
+    (b'{"code": "\\ud800"}',
+     "request body is not valid JSON: a lone surrogate '\\ud800' is not Unicode text"),
+    (b"[" * 100_000 + b"]" * 100_000, "request body is not valid JSON: nested too deeply"),
+    (b'{"code": 1}', "code: Input should be a valid string"),
+], ids=["lone-surrogate", "nested-too-deeply", "code-not-text"])
+def test_a_refused_statement_is_not_kept(client, session, body, msg):
+    """Found: a lone surrogate was kept, answered 500, and the session's statements (its
+    REPL's next one too) a 500 from then on; a deeply nested body a 500."""
+    r = client.post(f"/sessions/{session}/statements", content=body)
+    assert (r.status_code, r.json()) == (400, {"msg": msg})
+    r = client.get(f"/sessions/{session}/statements")
+    assert (r.status_code, r.json()) == (200, {"total_statements": 0, "statements": []})
+    assert client.get(f"/livy-repl/{session}/next").json() == {"id": None}
+
+
+@pytest.mark.parametrize("body", [
+    b'{"id": 0}', b'{"id": Infinity, "output": {}}', b"[0]", b"[" * 100_000 + b"]" * 100_000,
+], ids=["no-output", "infinite-id", "not-an-object", "nested-too-deeply"])
+def test_a_malformed_repl_result_is_a_400(client, session, body):
+    """Found: a result without output a 404 "'output'"; an infinite or deeply nested one a
+    500."""
+    assert client.post(f"/sessions/{session}/statements", json={"code": "1"}).status_code == 201
+    assert client.get(f"/livy-repl/{session}/next").json() == {"id": 0, "code": "1"}
+    r = client.post(f"/livy-repl/{session}/result", content=body)
+    assert r.status_code == 400
+    assert r.json()["msg"].startswith("bad result: ")
+    assert client.get(f"/sessions/{session}/statements/0").json()["state"] == "running"
