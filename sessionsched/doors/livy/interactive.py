@@ -310,7 +310,7 @@ class LivySessions:
         self._orphans(s)
         raw = request.path_params["n"]
         with self.lock:
-            if not raw.isdigit() or int(raw) >= len(s.statements):
+            if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(s.statements):
                 raise LookupError(f"statement {raw} not found in session {s.seq}")
             return s, s.statements[int(raw)]
 

@@ -191,3 +191,13 @@ def test_a_malformed_repl_result_is_a_400(client, session, body):
     assert r.status_code == 400
     assert r.json()["msg"].startswith("bad result: ")
     assert client.get(f"/sessions/{session}/statements/0").json()["state"] == "running"
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/sessions/{}/statements/²"),
+                                         ("POST", "/sessions/{}/statements/²/cancel")],
+                         ids=["get", "cancel"])
+def test_a_statement_number_of_other_digits_is_not_found(client, session, method, path):
+    """Found: "²" passed str.isdigit() and int() refused it: a 500."""
+    r = client.request(method, path.format(session))
+    assert (r.status_code, r.json()) == (
+        404, {"msg": f"statement ² not found in session {session}"})
