@@ -14,7 +14,6 @@ Malformed headers raise ``auth.Unauthorized`` (401).
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Mapping
 
 from sessionsched.operations.auth import Unauthorized
@@ -45,7 +44,7 @@ def credentials(authorization: str | None) -> tuple[str | None, str | None]:
                            "with the token as the password")
     try:
         text = base64.b64decode(value.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # not base64 (binascii.Error), not ASCII, not UTF-8 once decoded
         raise Unauthorized("Basic auth: not base64 of 'user:password'") from None
     user, sep, password = text.partition(":")
     if not sep or not password:

@@ -57,6 +57,8 @@ def test_batches_with_basic_auth_and_the_rules(state_dir, offline_cluster, team,
             (basic("bob", made["alice"]), "Basic auth user 'bob' is not the token's user (alice)"),
             (basic("alice", "ss_guessed"), "unknown or revoked token"),
             ({"Authorization": "Basic !!"}, "Basic auth: not base64 of 'user:password'"),
+            ({"Authorization": "Basic é".encode()},  # was a 500 (b64decode's ValueError)
+             "Basic auth: not base64 of 'user:password'"),
             (basic("alice", ""), "Basic auth: the password must be a sessionsched token"),
             ({"Authorization": "Digest x"}, "the Authorization header must be 'Bearer TOKEN' "
                                             "or Basic auth with the token as the password"),
