@@ -4,7 +4,12 @@ may carry fields a server does not know (a newer agent's): they are ignored, nev
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field
+
+# A custom resource's amount (an executor's, a task's): NaN or infinity is no amount.
+Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class AgentExecutor(BaseModel):
@@ -21,9 +26,9 @@ class AgentProfile(BaseModel):
     id: int = Field(ge=0)
     cores: int = Field(1, ge=1)
     memory_mib: int = Field(1024, ge=1)
-    resources: dict[str, float] = Field(default_factory=dict)
+    resources: dict[str, Amount] = Field(default_factory=dict)
     task_cpus: float = Field(1.0, gt=0)
-    task_resources: dict[str, float] = Field(default_factory=dict)
+    task_resources: dict[str, Amount] = Field(default_factory=dict)
     demand: int = Field(0, ge=0)
     pending_tasks: int = Field(0, ge=0)
     running_tasks: int = Field(0, ge=0)
