@@ -2,10 +2,10 @@
 "Limits").
 
 - ``check_submission``: every string of a checked submission at most ``auth.max_string``
-  characters and at most ``MAX_ITEMS`` arguments/properties/variables; environment variables
-  only from ``auth.env_allow`` (``LD_PRELOAD`` or ``PYSPARK_DRIVER_PYTHON`` would change what
-  the driver runs); a client-mode driver's application file inside ``auth.allowed_paths``
-  when that is set;
+  characters, without a NUL character or a lone surrogate, and at most ``MAX_ITEMS``
+  arguments/properties/variables; environment variables only from ``auth.env_allow``
+  (``LD_PRELOAD`` or ``PYSPARK_DRIVER_PYTHON`` would change what the driver runs); a
+  client-mode driver's application file inside ``auth.allowed_paths`` when that is set;
 - ``RateLimit``: submissions per user per minute (429 with ``Retry-After``).
 
 The request body limit applied to every door is ``doors/common/asgi.BodyLimit``; the token
@@ -45,9 +45,20 @@ def _check_strings(what: str, values, limit: int) -> None:
     if len(values) > MAX_ITEMS:
         raise Refused(f"{what}: {len(values)} items, at most {MAX_ITEMS}")
     for v in values:
-        if isinstance(v, str) and len(v) > limit:
+        if not isinstance(v, str):
+            continue
+        if len(v) > limit:
             raise Refused(f"{what}: a value of {len(v)} characters, at most {limit} "
                           f"(it starts {v[:40]!r})")
+        # Neither goes into a driver's arguments or environment, nor into a UTF-8 store row.
+        if "\x00" in v:
+            raise Refused(f"{what}: a value with a NUL character ({v[:40]!r})")
+        if not v.isascii():
+            try:
+                v.encode()
+            except UnicodeEncodeError as e:
+                raise Refused(f"{what}: a value with a lone surrogate {v[e.start]!r}, not "
+                              f"Unicode text ({v[:40]!r})") from None
 
 
 def check_submission(app: Submission, auth: AuthSection, uploads_root: str | None = None) -> None:

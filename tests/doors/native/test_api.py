@@ -79,6 +79,8 @@ BAD_SUBMISSIONS = [
     ("conf-value-not-text", {"conf": {"spark.a": 1}}, 422,
      "conf.spark.a: Input should be a valid string"),
     ("unknown-field", {"bogus": 1}, 422, "bogus: Extra inputs are not permitted"),
+    ("nul-in-an-argument", {"argv": ["job.py", "a\x00b"]}, 400,
+     "argv: a value with a NUL character ('a\\x00b')"),
 ]
 
 
@@ -92,6 +94,25 @@ def test_bad_submission_is_refused_and_nothing_is_stored(client, app_file, db, c
     assert client.get("/api/v1/apps").json() == []
     assert rows(db, "select count(*) from apps") == [(0,)]
     assert rows(db, "select count(*) from events") == [(0,)]
+
+
+@pytest.mark.parametrize("path,raw,detail", [
+    ("/api/v1/apps", '{{"argv": ["job.py", "\\ud800"], "cwd": "{cwd}"}}',
+     "argv: a value with a lone surrogate '\\ud800', not Unicode text ('\\ud800')"),
+    ("/api/v1/apps", '{{"argv": ["job.py"], "cwd": "{cwd}", "conf": {{"spark.x": "a\\udfff"}}}}',
+     "conf: a value with a lone surrogate '\\udfff', not Unicode text ('a\\udfff')"),
+    ("/api/v1/sessions", '{{"name": "\\ud800"}}',
+     "name: a value with a lone surrogate '\\ud800', not Unicode text ('\\ud800')"),
+], ids=["in-argv", "in-conf", "in-a-session-name"])
+def test_a_lone_surrogate_is_refused_and_nothing_is_stored(client, app_file, db, path, raw,
+                                                           detail):
+    """Found: stored (an argument or property that no driver's command line can hold), or a
+    503 quoting the store's UnicodeEncodeError (a name)."""
+    r = client.post(path, content=raw.format(cwd=app_file.parent).encode(),
+                    headers={"content-type": "application/json"})
+    assert (r.status_code, r.json()) == (400, {"detail": detail})
+    assert client.get("/api/v1/apps").json() == []
+    assert rows(db, "select count(*) from apps") == [(0,)]
 
 
 def test_body_that_is_not_json_is_refused(client, db):
