@@ -35,6 +35,9 @@ class ClusterConfig(Strict):
     )  # spark.dynamicAllocation.executorIdleTimeout
     cycle_s: float = Field(1.0, gt=0)
     max_time_s: float = Field(86400.0, gt=0)
+    # The CPUs the starts of drivers and executors share (``backends.memory.starts``); None:
+    # each takes its latency, whatever starts beside it.
+    host_cpus: float | None = Field(None, gt=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _one_way(self) -> ClusterConfig:
@@ -65,7 +68,8 @@ class ClusterConfig(Strict):
             driver_start_s=self.driver_start_s, executor_start_s=self.executor_start_s,
             executor_idle_timeout_s=self.executor_idle_timeout_s, cycle_s=self.cycle_s,
             max_time_s=self.max_time_s, workers=self.workers,
-            sizes=group_sizes(self.worker_groups) if self.worker_groups else ())
+            sizes=group_sizes(self.worker_groups) if self.worker_groups else (),
+            host_cpus=self.host_cpus)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class Cluster:
     max_time_s: float
     workers: int = 1  # equal workers sharing ``capacity``
     sizes: tuple[Resources, ...] = ()  # or these workers (``worker_groups``)
+    host_cpus: float | None = None
 
 
 @dataclass(frozen=True)

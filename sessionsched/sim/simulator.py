@@ -38,7 +38,15 @@ from dataclasses import dataclass
 from ..backends.base import Launch
 from ..backends.carry import carry_out
 from ..backends.federated import FederatedBackend
-from ..backends.memory import EXIT_CODE, STARTUP, TAIL, WORK, MemoryBackend, MemoryCluster
+from ..backends.memory import (
+    EXIT_CODE,
+    STARTUP,
+    TAIL,
+    WARMUP,
+    WORK,
+    MemoryBackend,
+    MemoryCluster,
+)
 from ..backends.memory.pool import Overcommit
 from ..backends.memory.spark import Phase, SparkApp
 from ..backends.memory.timers import CYCLE, WORKLOAD, EventHeap
@@ -76,6 +84,8 @@ def launch_for(app: SimApp, node_sort: str = "fair") -> Launch:
     }
     if app.tail_s:
         conf[TAIL] = repr(app.tail_s)
+    if app.warmup_s:
+        conf[WARMUP] = repr(app.warmup_s)
     if app.exit_code:
         conf[EXIT_CODE] = str(app.exit_code)
     if spec.max_executors is not None:
@@ -339,7 +349,7 @@ def _memory_cluster(c: Cluster) -> MemoryCluster:
     return MemoryCluster(
         c.capacity, c.driver_slots, driver_start_s=c.driver_start_s,
         executor_start_s=c.executor_start_s, executor_idle_timeout_s=c.executor_idle_timeout_s,
-        workers=c.workers, sizes=c.sizes,
+        workers=c.workers, sizes=c.sizes, host_cpus=c.host_cpus,
     )
 
 

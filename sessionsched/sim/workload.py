@@ -40,7 +40,11 @@ Decisions the format leaves open:
   only read by people).
 - ``gap_s`` (a stage's) and ``tail_s`` (an app's): seconds the driver works alone between two
   stages and after its last one (an app's own code between and after its Spark jobs, read
-  from its event log), asking for no executor meanwhile.
+  from its event log), asking for no executor meanwhile; ``warmup_s`` (an app's): how much
+  longer the first task on each of its executors takes (its Python worker starting; read
+  from its log), a killed executor's replacement paying it again.
+- ``host_cpus`` (the cluster's): the CPUs its drivers' and executors' starts share, as on one
+  machine (``backends.memory.starts``); unset, each start takes its latency.
 - ``stages: []`` is a driver that never asks for executors: it works ``startup_s`` in the
   driver alone and exits (as YuniKorn says of its StateAware timeout, "not all
   applications will request more than one allocation"); ``exit_code`` (default 0) is the
@@ -168,6 +172,7 @@ class AppConfig(_Strict):
     slots_max: int | None = Field(None, ge=1)
     startup_s: float = Field(0.0, ge=0)
     tail_s: float = Field(0.0, ge=0)  # the driver's own work after its last stage
+    warmup_s: float = Field(0.0, ge=0)  # each executor's first task takes this much longer
     stages: list[StageConfig]  # [] : the driver works startup_s alone, asks for no executor
     exit_code: int = 0  # the driver's exit code when its work is done (non-zero: FAILED)
     updates: list[UpdateConfig] = Field(default_factory=list)
@@ -315,6 +320,7 @@ class SimApp:
     exit_code: int = 0
     tail_s: float = 0.0
     conf: Mapping[str, str] = field(default_factory=dict)  # the app's ``conf:``, as written
+    warmup_s: float = 0.0
 
     @property
     def name(self) -> str:
@@ -371,6 +377,7 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
         exit_code=a.exit_code,
         conf=dict(a.conf),
         tail_s=a.tail_s,
+        warmup_s=a.warmup_s,
     )
 
 

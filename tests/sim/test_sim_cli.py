@@ -186,6 +186,14 @@ BAD = {
         bad("apps.0.submit", -1),
         "apps[0].submit: Input should be greater than or equal to 0",
     ),
+    "negative warm-up": (
+        bad("apps.0.warmup_s", -2),
+        "apps[0].warmup_s: Input should be greater than or equal to 0",
+    ),
+    "no host CPUs": (
+        bad("cluster.host_cpus", 0),
+        "cluster.host_cpus: Input should be greater than 0",
+    ),
     "malformed gang annotation": (
         bad("apps.0.conf", {"spark.kubernetes.driver.annotation.yunikorn.apache.org/"
                             "schedulingPolicyParameters": "gangSchedulingStyle=Firm"}),

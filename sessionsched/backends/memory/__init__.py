@@ -7,13 +7,25 @@ clock. The simulator runs on it; ``cluster.backend: memory`` runs the server on 
 * ``job``: what a ``Launch`` runs (sizes from its Spark properties; the work from
   ``spark.sessionsched.memory.*``);
 * the cluster's parts: ``spark`` (one app: phases, stages, dynamic allocation), ``pool``
-  (cores and memory, handed out as a master does), ``cluster_timers`` (what its timers fire),
-  ``externals`` (apps nobody launched through a backend), ``timers`` (the event heap).
+  (cores and memory, handed out as a master does), ``starts`` (drivers and executors starting
+  on a host's CPUs), ``reclaims`` (the agent's reclaim orders), ``cluster_timers`` (what its
+  timers fire), ``externals`` (apps nobody launched through a backend), ``timers`` (the event
+  heap).
 """
 
 from .backend import MemoryBackend
 from .cluster import MemoryCluster
-from .job import EXIT_CODE, LAUNCH_FAILURES, STARTUP, TAIL, WORK, Job, Stage, job_from_launch
+from .job import (
+    EXIT_CODE,
+    LAUNCH_FAILURES,
+    STARTUP,
+    TAIL,
+    WARMUP,
+    WORK,
+    Job,
+    Stage,
+    job_from_launch,
+)
 
-__all__ = ["EXIT_CODE", "LAUNCH_FAILURES", "STARTUP", "TAIL", "WORK", "Job", "MemoryBackend",
-           "MemoryCluster", "Stage", "job_from_launch"]
+__all__ = ["EXIT_CODE", "LAUNCH_FAILURES", "STARTUP", "TAIL", "WARMUP", "WORK", "Job",
+           "MemoryBackend", "MemoryCluster", "Stage", "job_from_launch"]

@@ -11,6 +11,8 @@ what its timers fire in ``cluster_timers.py``, apps it did not launch in ``exter
   (``executor_start_s`` before they are usable) until they are gone. What does not fit one
   worker waits for room, as in a standalone master. ``lose_worker`` takes a worker away with
   what runs on it (drivers there exit 1, executors are lost, their tasks go back to pending).
+- Starts: with ``host_cpus``, the drivers and executors starting at once share that many CPUs
+  and each takes longer in a crowd (``starts.py``); without, each takes its latency.
 - A launched driver is up after ``driver_start_s`` (it gets a made-up Spark app id then),
   works ``startup_s`` before asking for executors, runs its stages (its own work between and
   after them: ``spark.py``), and exits with its job's exit code (a job without stages exits
@@ -35,7 +37,7 @@ from __future__ import annotations
 import itertools
 
 from ...engine.events import Decision, Reclaim, SetTarget
-from ...model import ReclaimMode, Resources
+from ...model import Resources
 from ..base import BackendError
 from . import cluster_timers as timer
 from .busy import BusyMeter
@@ -43,7 +45,9 @@ from .externals import ONE_CORE, External, end_external, start_external, usage_b
 from .job import Job
 from .lost import lose_worker
 from .pool import Pool, Started
+from .reclaims import reclaim, reclaim_kill
 from .spark import Phase, SimExecutor, SparkApp, surplus
+from .starts import Starts
 from .timers import CLUSTER, EventHeap, spark_stamp
 
 STOPPED_EXIT = 143  # a driver stopped by the scheduler, as SIGTERM's shell code
@@ -66,6 +70,7 @@ class MemoryCluster:
         work_s: float = 2.0,
         workers: int = 1,
         sizes: tuple[Resources, ...] = (),
+        host_cpus: float | None = None,
     ):
         self.driver_slots = driver_slots
         self.driver_start_s = driver_start_s
@@ -84,6 +89,7 @@ class MemoryCluster:
         self._task_ids = itertools.count(1)
         self._ids = itertools.count(1)
         self._watchers: list[set[str]] = []
+        self.starts = Starts(host_cpus)  # drivers' and executors' starts (``starts``)
 
     @property
     def capacity(self) -> Resources:
@@ -188,7 +194,7 @@ class MemoryCluster:
         for d in decisions:
             sa = self.apps.get(d.app_id)
             if isinstance(d, Reclaim) and sa is not None and sa.phase is not Phase.DONE:
-                self._reclaim(now, sa, d)
+                reclaim(self, now, sa, d)
         for sa in shrunk + grown:
             self._settle(now, sa)
 
@@ -215,6 +221,11 @@ class MemoryCluster:
     # --- timers ---------------------------------------------------------------------------
 
     def _handle(self, now: float, ev: object) -> None:
+        if isinstance(ev, timer.DriverUp | timer.ExecutorUp):
+            moved = self.starts.finish(now, ev)
+            if moved is None:
+                return  # a start whose end moved since: its later timer stands
+            self._push_all(moved)
         sa = self.apps[ev.app]  # type: ignore[attr-defined]
         if sa.phase is Phase.DONE:
             return  # anything still in flight for an app that ended is moot
@@ -254,7 +265,7 @@ class MemoryCluster:
         elif isinstance(ev, timer.Deadline):
             e = sa.executors.get(ev.executor_id)
             if e is not None:
-                self._reclaim_kill(now, sa, e)
+                reclaim_kill(self, now, sa, e)
                 self._settle(now, sa)
 
     def _task_done(self, now: float, sa: SparkApp, ev: timer.TaskDone) -> None:
@@ -280,37 +291,26 @@ class MemoryCluster:
         sa.usage.driver_of(self.now, sa.job.driver, 1)
         if sa.job.in_cluster:
             self.driver_cores += sa.job.driver.cores
-        self._push(self.now + self.driver_start_s, timer.DriverUp(sa.name))
+        self._start(timer.DriverUp(sa.name), self.driver_start_s)
 
     def _started(self, started: Started) -> None:
         """Drivers and executors that were waiting for room and got it now."""
         for name in started.drivers:
             self._driver_placed(self.apps[name])
         for name, eid in started.executors:
-            ready = self.now + self.executor_start_s
-            self.apps[name].starting[eid] = ready
-            self._push(ready, timer.ExecutorUp(name, eid))
+            self.apps[name].starting[eid] = self._start(timer.ExecutorUp(name, eid),
+                                                        self.executor_start_s)
 
-    def _reclaim(self, now: float, sa: SparkApp, d: Reclaim) -> None:
-        for eid in d.executor_ids:
-            e = sa.executors.get(eid)
-            if e is None:  # already gone (idle timeout) since the engine last heard
-                continue
-            if d.mode is ReclaimMode.KILL:
-                self._reclaim_kill(now, sa, e)
-                continue
-            if d.mode is ReclaimMode.IDLE:
-                # As the agent does: release it if idle, else skip the order; the engine sees
-                # it busy in the next report and orders it again once it is idle.
-                if not e.tasks:
-                    self._remove(sa, e)
-                continue
-            e.leaving = True
-            if d.mode is ReclaimMode.DECOMMISSION and d.deadline is not None:
-                self._push(max(d.deadline, now), timer.Deadline(sa.name, eid))
-            if not e.tasks:
-                self._remove(sa, e)
-        self._settle(now, sa)
+    def _start(self, up: timer.DriverUp | timer.ExecutorUp, work_s: float) -> float:
+        """A driver's or executor's start begins now: the time it is up, as things stand
+        (``starts``: others starting beside it may move it)."""
+        moved = self.starts.begin(self.now, up, work_s)
+        self._push_all(moved)
+        return moved[up]
+
+    def _push_all(self, ends: dict) -> None:
+        for up, at in ends.items():
+            self._push(at, up)
 
     def _settle(self, now: float, sa: SparkApp) -> None:
         """After any change to an app: start the tasks that can start, note idle executors
@@ -319,11 +319,8 @@ class MemoryCluster:
             return
         if sa.phase is Phase.RUNNING:
             for eid in sa.placements():
-                task_id, task_s = next(self._task_ids), sa.next_task_s()
-                sa.executors[eid].tasks[task_id] = now + task_s
-                sa.executors[eid].began[task_id] = now
-                sa.pending -= 1
-                sa.running += 1
+                task_id = next(self._task_ids)
+                task_s = sa.start_task(eid, task_id, now)
                 self.busy.tasks(sa.job.task_amounts, 1)
                 sa.usage.tasks(now, 1, sa.job.task_amounts)
                 self._push(now + task_s, timer.TaskDone(sa.name, eid, task_id))
@@ -354,12 +351,6 @@ class MemoryCluster:
         del sa.starting[eid]
         if not self.pool.cancel(eid):
             self._give(eid)
-
-    def _reclaim_kill(self, now: float, sa: SparkApp, e: SimExecutor) -> None:
-        self.reclaim_kills.append((now, sa.name, e.executor_id, len(e.tasks)))
-        # Each task's work so far is lost (it runs again from the start).
-        sa.usage.tasks_lost(sum(now - began for began in e.began.values()), sa.job.task_amounts)
-        self._kill(sa, e)
 
     def _kill(self, sa: SparkApp, e: SimExecutor) -> None:
         lost = len(e.tasks)

@@ -23,6 +23,9 @@ The work, by properties this backend alone reads (nothing runs: no file is opene
   (pre-processing; the StateAware "starting" phase). Default 0.
 * ``spark.sessionsched.memory.tail``: seconds the driver works after its last stage before it
   exits (``spark.stop()``, the app's own code after its last job). Default 0.
+* ``spark.sessionsched.memory.warmup``: seconds each executor's first task takes beyond its
+  time (the executor's Python worker starting, its code compiling: measured from event logs,
+  ``eventlog.app_entry.warm_up``). Default 0.
 * ``spark.sessionsched.memory.exitCode``: the driver's exit code after its work (non-zero: the
   app FAILED). Default 0.
 * ``spark.sessionsched.memory.launchFailures``: how many launches of the app fail first as if
@@ -66,6 +69,7 @@ STARTUP = "spark.sessionsched.memory.startup"
 TAIL = "spark.sessionsched.memory.tail"
 EXIT_CODE = "spark.sessionsched.memory.exitCode"
 LAUNCH_FAILURES = "spark.sessionsched.memory.launchFailures"
+WARMUP = "spark.sessionsched.memory.warmup"
 DEFAULT_MEM_MIB = 1024
 
 
@@ -116,6 +120,7 @@ class Job:
     max_executors: int | None = None
     startup_s: float = 0.0
     tail_s: float = 0.0  # the driver's work after its last stage, before it exits
+    warmup_s: float = 0.0  # added to the first task each executor runs
     exit_code: int = 0
     launch_failures: int = 0
     node_sort: NodeSort = NodeSort.FAIR  # where its driver and executors go (``Pool``)
@@ -160,6 +165,7 @@ def job_from_launch(launch: Launch, default_work_s: float) -> Job:
         max_executors=max_executors,
         startup_s=_seconds(props, STARTUP, 0.0),
         tail_s=_seconds(props, TAIL, 0.0),
+        warmup_s=_seconds(props, WARMUP, 0.0),
         stages=_stages(props, per_executor, default_work_s),
         exit_code=_exit_code(props),
         launch_failures=(_whole(props[LAUNCH_FAILURES], LAUNCH_FAILURES)

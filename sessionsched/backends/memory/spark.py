@@ -65,6 +65,7 @@ class SimExecutor:
     began: dict[int, float] = field(default_factory=dict)  # task id -> started at
     idle_since: float | None = None
     leaving: bool = False  # decommissioning: takes no new task, leaves when its tasks are done
+    warm: bool = False  # it has started a task: the job's warm-up is behind it
 
     @property
     def free_cores(self) -> int:
@@ -202,6 +203,20 @@ class SparkApp:
         """The time of the next task the current stage starts (``Stage.task_time``)."""
         self._started += 1
         return self.job.stages[self.stage].task_time(self._started - 1)
+
+    def start_task(self, executor_id: str, task_id: int, now: float) -> float:
+        """The current stage's next task, started now on the executor: its time, with the job's
+        warm-up on top if it is the first task the executor runs (``Job.warmup_s``)."""
+        task_s = self.next_task_s()
+        e = self.executors[executor_id]
+        if not e.warm:
+            e.warm = True
+            task_s += self.job.warmup_s
+        e.tasks[task_id] = now + task_s
+        e.began[task_id] = now
+        self.pending -= 1
+        self.running += 1
+        return task_s
 
     def progress(self, now: float) -> Progress | None:
         """Its stages as its agent would report them now (``model.stages``); None before its
