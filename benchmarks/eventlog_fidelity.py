@@ -1,7 +1,7 @@
 """How close the simulator comes to a real day it is given the event logs of.
 
     python benchmarks/eventlog_fidelity.py [--cores 4] [--ports 47000-47999] [--out FILE.json]
-                                           [--keep DIR | --reuse DIR]
+                                           [--keep DIR | --reuse DIR] [--host-cpus N]
 
 Not a test. Real parts only, all on 127.0.0.1: a local standalone cluster from pyspark's Spark
 (1 worker of ``--cores`` cores; the tasks sleep, so it may advertise more cores than the
@@ -11,9 +11,11 @@ allocation) of different sizes and priorities in both queues, one a burst of fou
 at once, each writing a zstd event log. Then ``sessionsched workload from-eventlogs`` builds
 the workload from those logs with the same server config and the cluster's shape (each app's
 ``submit`` its submission, which sessionsched stamped into its properties; the cluster's
-latencies fitted from the logs), and ``sessionsched simulate --config`` runs it under that
-config. ``--keep DIR`` saves the real run (logs, times, config, the scheduler's database and
-log, the drivers' logs) and ``--reuse DIR`` simulates a saved one again without Spark.
+latencies fitted from the logs; ``--host-cpus``: this machine's CPU count unless given (0:
+not given), the CPUs every driver and executor started on, which their starts share), and
+``sessionsched simulate --config`` runs it under that config. ``--keep DIR`` saves the real
+run (logs, times, config, the scheduler's database and log, the drivers' logs) and ``--reuse
+DIR`` simulates a saved one again without Spark.
 
 Printed per app, in seconds from the first submission: real and simulated launch (the
 scheduler's ``started_at``: its driver launched), first executor and end, and
@@ -21,7 +23,8 @@ scheduler's ``started_at``: its driver launched), first executor and end, and
 error as a share of the real one; per figure the median and the worst; the makespan (the
 last end) and its error; whether the apps were launched in the same order. Three times:
 without what ``from-eventlogs`` fitted from the logs (the simulator's default latencies, no
-driver work between or after stages), as built, and as built with ``--calibrate``.
+driver work between or after stages, no executor warm-up, no shared CPUs), as built, and as
+built with ``--calibrate``.
 Everything started here is stopped by PID, also on failure.
 """
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -138,11 +142,11 @@ def run_real(cores: int, ports: tuple[int, int], work: Path, logs: Path) -> tupl
         cluster.stop()
 
 
-FITTED = ("driver_start_s", "executor_start_s", "executor_idle_timeout_s")
+FITTED = ("driver_start_s", "executor_start_s", "executor_idle_timeout_s", "host_cpus")
 
 
 def simulated(config: dict, real: dict, cores: int, work: Path, logs: Path,
-              fitted: bool = True, calibrate: bool = False) -> dict:
+              fitted: bool = True, calibrate: bool = False, host_cpus: float = 0) -> dict:
     """The workload ``from-eventlogs`` builds from the logs (``--calibrate`` with
     ``calibrate``), simulated under ``config``; with ``fitted`` False, without what it fitted
     from them (the cluster's latencies, the drivers' own work between and after stages): the
@@ -155,6 +159,7 @@ def simulated(config: dict, real: dict, cores: int, work: Path, logs: Path,
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     if main(["workload", "from-eventlogs", str(logs), "-o", str(day), "--config",
              str(config_path), "--cluster", f"workers=1,cores={cores},memory=8g",
+             *(["--host-cpus", f"{host_cpus:g}"] if host_cpus else []),
              *(["--calibrate"] if calibrate else [])]) != 0:
         raise RuntimeError("no workload from the logs")
     data = yaml.safe_load(day.read_text())
@@ -165,6 +170,7 @@ def simulated(config: dict, real: dict, cores: int, work: Path, logs: Path,
             data["cluster"].pop(key, None)
         for app in data["apps"]:
             app.pop("tail_s", None)
+            app.pop("warmup_s", None)
             for stage in app["stages"]:
                 stage.pop("gap_s", None)
         day.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -229,6 +235,9 @@ def main() -> None:
                    "server config, the scheduler's database and log, the drivers' logs) in "
                    "DIR, for --reuse")
     p.add_argument("--reuse", metavar="DIR", help="no real run: the one --keep saved in DIR")
+    p.add_argument("--host-cpus", type=float, default=None, metavar="N",
+                   help="the CPUs the real run's JVMs started on (default: this machine's, or "
+                   "what --keep saved; 0: the model without)")
     args = p.parse_args()
     first, _, last = args.ports.partition("-")
     with tempfile.TemporaryDirectory(prefix="eventlog-fidelity-") as tmp:
@@ -238,6 +247,8 @@ def main() -> None:
         if args.reuse:
             saved = json.loads((Path(args.reuse) / "real.json").read_text())
             config, real, args.cores = saved["config"], saved["real"], saved["cores"]
+            if args.host_cpus is None:
+                args.host_cpus = saved.get("host_cpus")
             shutil.copytree(Path(args.reuse) / "logs", logs)
         else:
             logs.mkdir()
@@ -255,15 +266,19 @@ def main() -> None:
                     shutil.copytree(work / "state" / "logs", keep / "driver-logs",
                                     dirs_exist_ok=True)
                 (keep / "real.json").write_text(json.dumps(
-                    {"config": config, "real": real, "cores": args.cores}, indent=2) + "\n")
+                    {"config": config, "real": real, "cores": args.cores,
+                     "host_cpus": os.cpu_count()}, indent=2) + "\n")
+        cpus = os.cpu_count() if args.host_cpus is None else args.host_cpus
+        print(f"host CPUs {cpus:g}" if cpus else "host CPUs not given", file=sys.stderr)
         print("\nwithout the fitted constants (the simulator's defaults)")
         defaults = simulated(config, real, args.cores, work, logs, fitted=False)
         figures_defaults = report(real, defaults)
         print("\nas built, with the constants fitted from the logs")
-        sim = simulated(config, real, args.cores, work, logs)
+        sim = simulated(config, real, args.cores, work, logs, host_cpus=cpus)
         figures = report(real, sim)
         print("\nas built with --calibrate (executor_start_s by simulation)")
-        calibrated = simulated(config, real, args.cores, work, logs, calibrate=True)
+        calibrated = simulated(config, real, args.cores, work, logs, calibrate=True,
+                               host_cpus=cpus)
         figures_calibrated = report(real, calibrated)
         print("\n".join(line for line in (work / "day.yaml").read_text().splitlines()
                         if line.startswith("#   ")))

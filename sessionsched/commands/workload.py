@@ -1,5 +1,6 @@
 """``sessionsched workload from-eventlogs PATH... -o FILE.yaml [--config SERVER_CONFIG]
-[--cluster workers=N,cores=C,memory=M] [--queue-map RULE]... [--priority-map RULE]...``
+[--cluster workers=N,cores=C,memory=M] [--queue-map RULE]... [--priority-map RULE]...
+[--host-cpus N] [--calibrate]``
 
 Builds a simulator workload (docs/operator/simulator.md) from Spark event logs
 (``sessionsched.eventlog``): one app per log, plain or compressed as Spark writes them, single
@@ -61,6 +62,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="client-mode drivers the scheduler's host runs at once (default: the "
                    "config's cluster.driver_slots, else 8 or the most client-mode apps the logs "
                    "show at once if more)")
+    e.add_argument("--host-cpus", type=float, metavar="N",
+                   help="the CPUs of the one machine the logged drivers and executors started "
+                   "on (a local cluster): the workload's cluster.host_cpus, so that starts "
+                   "beside each other share them, and the fitted starts are the CPU time each "
+                   "had (default: each start takes its time)")
     e.add_argument("--calibrate", action="store_true",
                    help="set cluster.executor_start_s to the value whose simulated apps end "
                    "closest to the logged ones (one simulation per value tried)")
@@ -87,8 +93,11 @@ def _source(args: argparse.Namespace):  # -> eventlog.build.Source
         raise UserError(f"{flag} {err}") from None
     if args.driver_slots is not None and args.driver_slots < 1:
         raise UserError(f"--driver-slots {args.driver_slots}: at least 1")
+    cpus = args.host_cpus
+    if cpus is not None and not 0 < cpus < float("inf"):
+        raise UserError(f"--host-cpus {cpus:g}: a number of CPUs above 0")
     source = Source(shape=shape, queue_rules=queue_rules, priority_rules=priority_rules,
-                    driver_slots=args.driver_slots, calibrate=args.calibrate)
+                    driver_slots=args.driver_slots, calibrate=args.calibrate, host_cpus=cpus)
     if args.config is None:
         return source
     config = load_server_config(args.config)  # ConfigError: one line, exit code 2
@@ -97,7 +106,7 @@ def _source(args: argparse.Namespace):  # -> eventlog.build.Source
                   queues=load_yaml(args.config).get("queues") or [
                       q.model_dump(mode="json", exclude_defaults=True) for q in config.queues],
                   config_name=str(args.config), cycle_s=config.server.cycle_ms / 1000.0,
-                  calibrate=args.calibrate,
+                  calibrate=args.calibrate, host_cpus=cpus,
                   defaults=Defaults(queue=config.defaults.queue,
                                     priority=config.defaults.priority))
 

@@ -134,8 +134,36 @@ def quantiles(durations_s: list[float], n: int = 10) -> list[float]:
     return out
 
 
-def _stage(s: StageFacts, ran: set[int]) -> dict:
-    durations = [max(d / 1000.0, 0.001) for d in s.durations_ms]
+def warm_up(facts: AppFacts) -> tuple[float, dict[int, list[int]]]:
+    """How much longer an executor's first task took than its stage's others (the median over
+    the executors whose first task completed), and by stage the durations of those first
+    tasks, to leave out of the stage's task times (the warm-up is counted once, apart)."""
+    firsts: dict[int, list[int]] = {}
+    for t in facts.first_tasks:
+        if t.done:
+            firsts.setdefault(t.stage_id, []).append(t.duration_ms)
+    extra = []
+    for s in facts.stages:
+        mine = firsts.get(s.stage_id)
+        if not mine:
+            continue
+        rest = list(s.durations_ms)
+        for d in mine:
+            if d in rest:
+                rest.remove(d)
+        if not rest:
+            firsts.pop(s.stage_id)  # no other task to compare with: kept as they ran
+            continue
+        usual = statistics.median(rest)
+        extra += [(d - usual) / 1000.0 for d in mine]
+    return (max(statistics.median(extra), 0.0) if extra else 0.0), firsts
+
+
+def _stage(s: StageFacts, ran: set[int], firsts: list[int] | None = None) -> dict:
+    kept = list(s.durations_ms)
+    for d in firsts or ():
+        kept.remove(d)
+    durations = [max(d / 1000.0, 0.001) for d in kept]
     if not durations:  # no task's end was logged: the stage's span stands for each task
         span = ((s.completed_ms or 0) - (s.submitted_ms or 0)) / 1000.0
         durations = [max(span, 0.001)]
@@ -212,7 +240,9 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
                 default=facts.first_job_ms if facts.first_job_ms is not None else facts.end_ms)
     app["startup_s"] = round(max(first - facts.start_ms, 0) / 1000.0, 3)
     ran = {s.stage_id for s in facts.stages}
-    app["stages"] = [_stage(s, ran) for s in facts.stages]
+    warm_s, firsts = warm_up(facts)
+    app["stages"] = [_stage(s, ran, firsts.get(s.stage_id) if warm_s else None)
+                     for s in facts.stages]
     ended = None  # the latest end of the stages submitted so far
     for s, entry in zip(facts.stages, app["stages"], strict=True):
         if ended is not None and s.submitted_ms is not None and s.submitted_ms > ended:
@@ -221,6 +251,8 @@ def app_entry(facts: AppFacts, submit_s: float, name: str, queue_rules: tuple[Ru
             ended = s.completed_ms if ended is None else max(ended, s.completed_ms)
     if ended is not None and facts.end_ms > ended:
         app["tail_s"] = round((facts.end_ms - ended) / 1000.0, 3)
+    if warm_s:
+        app["warmup_s"] = round(warm_s, 3)
     if facts.exit_code:
         app["exit_code"] = facts.exit_code
     conf = {k: v for k, v in sorted(props.items())

@@ -49,6 +49,7 @@ class Source:
     driver_slots: int | None = None
     cycle_s: float | None = None  # the config's scheduler cycle (``server.cycle_ms``)
     calibrate: bool = False  # executor_start_s by simulation (``calibrate``)
+    host_cpus: float | None = None  # the one machine's CPUs the logged starts shared (``fitted``)
 
 
 @dataclass(frozen=True)
@@ -166,8 +167,10 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
                "max_time_s": float(max(MIN_RUN_S, math.ceil(2 * span_s)))}
     if source.cycle_s is not None:
         cluster["cycle_s"] = source.cycle_s
-    fitted, how = fitted_cluster(apps)
+    fitted, how = fitted_cluster(apps, source.host_cpus)
     cluster.update(fitted)
+    if source.host_cpus is not None:
+        cluster["host_cpus"] = source.host_cpus
     stamped = sum(1 for f in apps if stamped_submit_ms(f) is not None)
     header = ["A workload from Spark event logs, by `sessionsched workload from-eventlogs`.",
               *(["Each app's submit is its submission as sessionsched stamped it, relative to "

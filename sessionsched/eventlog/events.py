@@ -45,6 +45,18 @@ class ExecutorFacts:
 
 
 @dataclass(frozen=True)
+class FirstTask:
+    """The first task an executor ran, whatever its end: a task killed with its executor says
+    only that it took longer than it ran (``done`` False)."""
+
+    executor_id: str
+    stage_id: int
+    index: int
+    duration_ms: int
+    done: bool
+
+
+@dataclass(frozen=True)
 class AppFacts:
     app_id: str
     name: str
@@ -57,6 +69,7 @@ class AppFacts:
     stages: tuple[StageFacts, ...]  # in the order they were first submitted
     executors: tuple[ExecutorFacts, ...]
     first_job_ms: int | None
+    first_tasks: tuple[FirstTask, ...] = ()
 
 
 @dataclass
@@ -92,6 +105,7 @@ class _App:
     stages: dict[int, _Stage] = field(default_factory=dict)  # insertion order: submission
     executors: dict[str, list] = field(default_factory=dict)
     first_job_ms: int | None = None
+    first_tasks: dict[str, tuple[int, FirstTask]] = field(default_factory=dict)  # by launch
 
 
 def _records(lines: list[str]) -> list[Mapping]:
@@ -145,6 +159,7 @@ def parse_app(lines: list[str]) -> AppFacts:
         stages=tuple(s.facts() for s in app.stages.values() if s.submitted_ms is not None),
         executors=executors,
         first_job_ms=app.first_job_ms,
+        first_tasks=tuple(t for _, t in app.first_tasks.values()),
     )
 
 
@@ -201,15 +216,20 @@ def _stage(app: _App, rec: Mapping) -> None:
 def _task_end(app: _App, rec: Mapping) -> None:
     reason = rec.get("Task End Reason") or {}
     info = rec.get("Task Info") or {}
-    if reason.get("Reason") != "Success" or info.get("Failed") or info.get("Killed"):
-        return
     sid = int(rec.get("Stage ID", -1))
-    stage = app.stages.setdefault(sid, _Stage(sid))
     launched, finished = info.get("Launch Time"), info.get("Finish Time")
     if launched is None or not finished:
         return
-    stage.durations[int(info.get("Index", len(stage.durations)))] = max(
-        0, int(finished) - int(launched))
+    done = reason.get("Reason") == "Success" and not info.get("Failed") and not info.get("Killed")
+    stage = app.stages.setdefault(sid, _Stage(sid))
+    index = int(info.get("Index", len(stage.durations)))
+    took = max(0, int(finished) - int(launched))
+    eid = str(info.get("Executor ID", ""))
+    first = app.first_tasks.get(eid)
+    if eid and eid != "driver" and (first is None or int(launched) < first[0]):
+        app.first_tasks[eid] = (int(launched), FirstTask(eid, sid, index, took, done))
+    if done:
+        stage.durations[index] = took
 
 
 _HANDLERS = {

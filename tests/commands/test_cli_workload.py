@@ -57,6 +57,8 @@ def test_config_cluster_and_rules_to_stdout(logs, tmp_path, capsys):
     (["--queue-map", "etl"], "expected user:PATTERN=VALUE"),
     (["--priority-map", "name:x=urgent"], "priority 'urgent' is not a whole number"),
     (["-o", "/no/such/dir/w.yaml"], "directory /no/such/dir does not exist"),
+    (["--host-cpus", "0"], "--host-cpus 0: a number of CPUs above 0"),
+    (["--host-cpus", "inf"], "--host-cpus inf: a number of CPUs above 0"),
 ])
 def test_bad_options_are_one_line(logs, args, line, capsys):
     out = [] if "-o" in args else ["-o", "-"]

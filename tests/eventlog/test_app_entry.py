@@ -3,6 +3,8 @@ sizes, executor bounds, stages, conf (named cases)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from eventlog_builders import T0, app_log, stage
 
@@ -138,3 +140,40 @@ def test_bad_rules(text):
 def test_quantiles_of_one_and_of_many():
     assert quantiles([2.0], 4) == [2.0] * 5
     assert quantiles([4.0, 0.0, 2.0], 4) == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def on_executors(tasks: list[tuple[str, int, int, str]], stage_id: int = 0) -> list[str]:
+    """An app whose stage ran ``tasks``: (executor, launch s, seconds, end reason) each."""
+    lines = app_log(stages=[stage(stage_id, [])])
+    ends = [json.dumps({"Event": "SparkListenerTaskEnd", "Stage ID": stage_id,
+                        "Task End Reason": {"Reason": reason},
+                        "Task Info": {"Index": i, "Executor ID": eid,
+                                      "Launch Time": T0 + at * 1000,
+                                      "Finish Time": T0 + (at + took) * 1000,
+                                      "Failed": reason != "Success"}})
+            for i, (eid, at, took, reason) in enumerate(tasks)]
+    return lines[:-2] + ends + lines[-2:]
+
+
+OK, LOST = "Success", "ExecutorLostFailure"
+WARM_UPS = {
+    # each executor's first task 3 and 2 s longer than the stage's usual 2 s: 2.5, and the
+    # first tasks leave the stage's task times
+    "each executor's first task": ([("1", 0, 5, OK), ("2", 0, 4, OK), ("1", 5, 2, OK),
+                                    ("2", 4, 2, OK), ("1", 7, 2, OK), ("2", 6, 2, OK)],
+                                   2.5, 2.0),
+    # a first task killed with its executor says only that it ran so long: not counted; the
+    # task it lost reran on executor 1, after its own first
+    "a killed first task": ([("1", 0, 5, OK), ("3", 0, 9, LOST), ("1", 5, 2, OK),
+                             ("1", 7, 2, OK)], 3.0, 2.0),
+    # every task the first on its executor: nothing to compare with, the tasks kept as they ran
+    "only first tasks": ([("1", 0, 5, OK), ("2", 0, 4, OK)], None, 4.5),
+    # a log without executor ids (local mode): no first tasks known
+    "no executor ids": ([("", 0, 5, OK), ("", 5, 2, OK)], None, 3.5),
+}
+
+
+@pytest.mark.parametrize("tasks, warmup_s, task_s", WARM_UPS.values(), ids=WARM_UPS.keys())
+def test_an_executors_first_task_is_its_warm_up(tasks, warmup_s, task_s):
+    app = app_entry(parse_app(on_executors(tasks)), 0.0, "a").app
+    assert (app.get("warmup_s"), app["stages"][0]["task_s"]) == (warmup_s, task_s)

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from sessionsched.eventlog.app_entry import app_entry
 from sessionsched.eventlog.build import Source, build
 from sessionsched.eventlog.events import AppFacts, ExecutorFacts, StageFacts
 from sessionsched.eventlog.fitted import (
-    driver_starts_s,
-    executor_starts_s,
+    driver_spans,
+    executor_spans,
     fitted_cluster,
     idle_timeouts_s,
+    work_s,
 )
 from sessionsched.eventlog.shape import parse_shape
 from tests.eventlog.eventlog_builders import T0, app_log, stage
@@ -78,7 +80,8 @@ def test_a_stage_submitted_while_another_ran_has_no_gap():
 
 def test_driver_start_needs_the_launch_stamp():
     stamped = facts(props={"spark.sessionsched.launchTime": str(T0 - 8000)})
-    assert driver_starts_s([stamped, facts()]) == [8.0]
+    assert driver_spans([stamped, facts()]) == [(T0 - 8000, T0)]
+    assert fitted_cluster([stamped, facts()])[0]["driver_start_s"] == 8.0
 
 
 def test_executor_start_is_from_the_later_of_the_demand_and_a_freed_core():
@@ -88,7 +91,40 @@ def test_executor_start_is_from_the_later_of_the_demand_and_a_freed_core():
               [ExecutorFacts("1", "h", 1, T0 + 12_000, T0 + 37_000)])
     b = facts([StageFacts(0, "s", 1, (), T0 + 20_000, T0 + 50_000, (1000,))],
               [ExecutorFacts("2", "h", 1, T0 + 40_000, None)])
-    assert executor_starts_s([a, b]) == [10.0, 3.0]
+    assert executor_spans([a, b]) == [(T0 + 2000, T0 + 12_000), (T0 + 37_000, T0 + 40_000)]
+    assert work_s(executor_spans([a, b]), [], None) == [10.0, 3.0]
+
+
+CPU_TIME = {  # (span, the starts under way, CPUs) -> the CPU time the span had, in seconds
+    "alone": ((0, 4000), [(0, 4000)], 2, 4.0),
+    "as many as the CPUs": ((0, 4000), [(0, 4000)] * 2, 2, 4.0),
+    "four on two CPUs": ((0, 4000), [(0, 4000)] * 4, 2, 2.0),
+    # 2 s alone, then 2 s beside another on 1 CPU
+    "joined half-way": ((0, 4000), [(0, 4000), (2000, 6000)], 1, 3.0),
+    "no CPUs given: its length": ((0, 4000), [(0, 4000)] * 4, None, 4.0),
+}
+
+
+@pytest.mark.parametrize("span, crowd, cpus, expected", CPU_TIME.values(), ids=CPU_TIME.keys())
+def test_with_the_host_cpus_a_start_is_the_cpu_time_it_had(span, crowd, cpus, expected):
+    assert work_s([span], crowd, cpus) == [expected]
+
+
+def test_the_host_cpus_go_into_the_workload_and_its_fitted_starts(tmp_path):
+    # Two apps launched together, each driver 8 s to its start, beside each other on 1 CPU:
+    # 4 s of CPU each.
+    for name in ("a", "b"):
+        props = {"spark.sessionsched.launchTime": str(T0 - 8000)}
+        (tmp_path / name).write_text("\n".join(app_log(name, app_id=f"app-{name}",
+                                                         props=props)) + "\n")
+    shape = parse_shape("workers=1,cores=2,memory=4g")
+    plain = build([tmp_path], Source(shape=shape))
+    assert yaml.safe_load(plain.text)["cluster"]["driver_start_s"] == 8.0
+    assert "host_cpus" not in yaml.safe_load(plain.text)["cluster"]
+    shared = build([tmp_path], Source(shape=shape, host_cpus=1))
+    cluster = yaml.safe_load(shared.text)["cluster"]
+    assert (cluster["driver_start_s"], cluster["host_cpus"]) == (4.0, 1)
+    assert "as CPU time of 1 shared with the starts beside it" in shared.text
 
 
 def test_the_idle_timeout_is_the_apps_own():
