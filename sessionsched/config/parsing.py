@@ -29,7 +29,9 @@ def enum_value(enum: type[Enum], value: Any) -> Any:
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # YAML's .inf and .nan pass every bound (``ge=0``, ``gt=0``) they are not refused by, and
+    # a time or a weight of either has no meaning: a run never ending, NaN in the results.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 def format_validation_error(err: ValidationError) -> str:
     """The first problem as ``path.to[0].field: message``."""

@@ -17,7 +17,7 @@ MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as config's
 
 
 class ClusterConfig(Strict):

@@ -223,6 +223,13 @@ BAD = {
                       conf={"spark.sessionsched.gang.size": 12})]},
         "apps[0]: never fits: 12 executor(s) of 1 cores/1024 MiB",
     ),
+    "a cycle that never comes": (
+        bad("cluster.cycle_s", float("inf")), "cluster.cycle_s: Input should be a finite number",
+    ),
+    "a task that never ends": (
+        bad("apps.0.stages", [{"tasks": 1, "task_s": float("inf")}]),
+        "apps[0].stages[0].task_s: Input should be a finite number",
+    ),
     "no apps": (bad("apps", []), "apps: List should have at least 1 item"),
     "top level is a list": ([GOOD], "expected a mapping at the top level"),
     "not YAML": ("apps: [\n", "not valid YAML"),
