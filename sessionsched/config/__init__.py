@@ -31,6 +31,7 @@ from .queues import (
     share_level_of,
 )
 from .sections import (
+    MAX_WORKERS,
     MEMORY_ONLY,
     ClusterSection,
     ConnectSection,
@@ -44,7 +45,8 @@ from .sections import (
 )
 
 __all__ = [
-    "DEFAULT_ENV_ALLOW", "DEFAULT_QUEUES", "GROUP_NAME", "MEMORY_ONLY", "STANDBY_NEEDS_POSTGRESQL",
+    "DEFAULT_ENV_ALLOW", "DEFAULT_QUEUES", "GROUP_NAME", "MAX_WORKERS", "MEMORY_ONLY",
+    "STANDBY_NEEDS_POSTGRESQL",
     "DEFAULT_CLUSTER", "AuthSection", "ClusterSection", "NamedCluster", "ConfigError",
     "ConnectSection", "DefaultsSection",
     "KubernetesSection",

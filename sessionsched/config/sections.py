@@ -163,6 +163,10 @@ def _mem_mib(value: Any) -> Any:
     return parse_mem_mib(value) if isinstance(value, str) else value
 
 
+# Modelled workers are listed one by one (the memory backend, the simulator): a count far beyond
+# any real cluster's would fill the memory listing them (10**30 overflowed), not be refused.
+MAX_WORKERS = 100_000
+
 MEMORY_ONLY = ("workers", "cores", "memory", "worker_groups", "driver_start_s",
                "executor_start_s", "executor_idle_timeout_s", "work_s")
 EQUAL_WORKERS = ("workers", "cores", "memory")
@@ -173,7 +177,7 @@ class WorkerGroup(Strict):
     (custom resources: name -> whole amount, e.g. ``{gpu: 4}``) each: a modelled cluster of
     workers that are not all alike (the memory backend, the simulator)."""
 
-    count: int = Field(1, ge=1)
+    count: int = Field(1, ge=1, le=MAX_WORKERS)
     cores: int = Field(ge=1)
     memory: Annotated[int, BeforeValidator(_mem_mib), Field(ge=1)]
     resources: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
@@ -212,7 +216,7 @@ class ClusterSection(Strict):
     master: str = "spark://127.0.0.1:7077"
     master_ui: str = "http://127.0.0.1:8080"
     driver_slots: int | None = Field(None, ge=1)
-    workers: int = Field(1, ge=1)
+    workers: int = Field(1, ge=1, le=MAX_WORKERS)
     cores: int = Field(2, ge=1)
     memory: Annotated[int, BeforeValidator(_mem_mib), Field(ge=1)] = 2048
     worker_groups: list[WorkerGroup] | None = Field(None, min_length=1)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from ..config import WorkerGroup, group_sizes, no_equal_workers_beside
+from ..config import MAX_WORKERS, WorkerGroup, group_sizes, no_equal_workers_beside
 from ..model import Resources, Worker, parse_mem_mib
 
 MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
@@ -23,7 +23,7 @@ class Strict(BaseModel):
 class ClusterConfig(Strict):
     cores: int = Field(64, ge=1)
     memory: MiB = parse_mem_mib("256g")
-    workers: int = Field(1, ge=1)
+    workers: int = Field(1, ge=1, le=MAX_WORKERS)
     # Workers not all alike instead (each group's cores and memory are per worker):
     # [{count, cores, memory, resources: {gpu: 4}}].
     worker_groups: list[WorkerGroup] | None = Field(None, min_length=1)

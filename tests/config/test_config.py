@@ -164,6 +164,8 @@ def test_defaults_are_one_default_queue():
         ("cluster: {backend: memory, memory: lots}",
          "cluster.memory: 'lots' is not a size like 512m or 2g"),
         ("cluster: {backend: memory, workers: 0}", "cluster.workers: Input should be greater"),
+        ("cluster: {backend: memory, worker_groups: [{count: 1000000000000, cores: 4, "
+         "memory: 4g}]}", "cluster.worker_groups[0].count: Input should be less than or equal"),
         ("cluster: {workers: 2}",
          "cluster: workers is a setting of the memory backend only (backend is standalone)"),
         ("server: {standby: true}", "server.standby: a standby needs a PostgreSQL store shared "
@@ -176,6 +178,8 @@ def test_defaults_are_one_default_queue():
     ids=[
         "unknown policy",
         "unknown admission",
+        "connect share level unknown",
+        "connect door with the kubernetes backend",
         "driver fraction above 1",
         "driver fraction 0",
         "driver fraction in a plan",
@@ -194,14 +198,13 @@ def test_defaults_are_one_default_queue():
         "unknown default queue",
         "default priority out of range",
         "port not a number",
-        "connect share level unknown",
-        "connect door with the kubernetes backend",
         "auth tokens without a tokens file",
         "broken yaml",
         "not a mapping",
         "unknown backend",
         "memory backend: bad worker memory",
         "memory backend: no workers",
+        "memory backend: more workers than memory can list",
         "memory backend settings with another backend",
         "standby on SQLite",
         "advertise url without a scheme",

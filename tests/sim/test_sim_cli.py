@@ -230,6 +230,14 @@ BAD = {
         bad("apps.0.stages", [{"tasks": 1, "task_s": float("inf")}]),
         "apps[0].stages[0].task_s: Input should be a finite number",
     ),
+    "more workers than memory can list": (
+        bad("cluster.workers", 10**30),
+        "cluster.workers: Input should be less than or equal to 100000",
+    ),
+    "a worker group that would never end being listed": (
+        {**GOOD, "cluster": {"worker_groups": [{"count": 10**12, "cores": 8, "memory": "32g"}]}},
+        "cluster.worker_groups[0].count: Input should be less than or equal to 100000",
+    ),
     "no apps": (bad("apps", []), "apps: List should have at least 1 item"),
     "top level is a list": ([GOOD], "expected a mapping at the top level"),
     "not YAML": ("apps: [\n", "not valid YAML"),
