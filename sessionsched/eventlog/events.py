@@ -11,8 +11,9 @@ A task's time is its wall time on the executor, launch to finish: what held the 
 that ran more than once (a retried attempt) is one stage: its tasks' last successful runs.
 
 A log that is not one app's whole run raises ``UnreadableLog``: a first line that is not a
-Spark event, a line cut short, no application start or no application end (the driver was
-killed, or the log was copied while the app ran).
+Spark event, a line cut short, an event whose fields are not of the types Spark writes (a
+time that is no number, a list for a map), no application start or no application end (the
+driver was killed, or the log was copied while the app ran).
 """
 
 from __future__ import annotations
@@ -102,13 +103,16 @@ class _App:
     props: dict[str, str] = field(default_factory=dict)
     start: Mapping | None = None
     end: Mapping | None = None
+    start_ms: int = 0
+    end_ms: int = 0  # 0: the end event has no time (the app's start is taken)
     stages: dict[int, _Stage] = field(default_factory=dict)  # insertion order: submission
     executors: dict[str, list] = field(default_factory=dict)
     first_job_ms: int | None = None
     first_tasks: dict[str, tuple[int, FirstTask]] = field(default_factory=dict)  # by launch
 
 
-def _records(lines: list[str]) -> list[Mapping]:
+def _records(lines: list[str]) -> list[tuple[int, Mapping]]:
+    """Each Spark event with its line's number."""
     out = []
     for n, line in enumerate(lines, 1):
         try:
@@ -123,7 +127,7 @@ def _records(lines: list[str]) -> list[Mapping]:
             if n == 1:
                 raise UnreadableLog("not a Spark event log (its first line is no Spark event)")
             continue
-        out.append(record)
+        out.append((n, record))
     if not out:
         raise UnreadableLog("empty")
     return out
@@ -132,15 +136,22 @@ def _records(lines: list[str]) -> list[Mapping]:
 def parse_app(lines: list[str]) -> AppFacts:
     """The facts of the one app whose log ``lines`` are; UnreadableLog (module doc)."""
     app = _App()
-    for rec in _records(lines):
-        _HANDLERS.get(rec["Event"], _ignore)(app, rec)
+    for n, rec in _records(lines):
+        try:
+            _HANDLERS.get(rec["Event"], _ignore)(app, rec)
+        except (TypeError, ValueError, AttributeError, OverflowError):
+            # A field no Spark writes so (``int()`` of a list, of "soon", of 1e400; ``.get``
+            # on a string): the log was damaged or made by hand, and is left out like one cut
+            # short, not the end of the whole command.
+            raise UnreadableLog(f"damaged (line {n}: a field is not of the type Spark "
+                                "writes)") from None
     if app.start is None:
         raise UnreadableLog("incomplete: no SparkListenerApplicationStart")
     if app.end is None:
         raise UnreadableLog("incomplete: no SparkListenerApplicationEnd (cut short, or copied "
                             "while the app ran)")
-    start_ms = int(app.start.get("Timestamp") or 0)
-    end_ms = int(app.end.get("Timestamp") or start_ms)
+    start_ms = app.start_ms
+    end_ms = app.end_ms or start_ms
     exit_code = app.end.get("ExitCode")  # Spark 4 writes it; earlier Sparks do not
     if not isinstance(exit_code, int) or isinstance(exit_code, bool):
         exit_code = None
@@ -180,10 +191,12 @@ def _environment(app: _App, rec: Mapping) -> None:
 
 def _app_start(app: _App, rec: Mapping) -> None:
     app.start = rec
+    app.start_ms = int(rec.get("Timestamp") or 0)
 
 
 def _app_end(app: _App, rec: Mapping) -> None:
     app.end = rec
+    app.end_ms = int(rec.get("Timestamp") or 0)
 
 
 def _executor_added(app: _App, rec: Mapping) -> None:

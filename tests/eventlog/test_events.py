@@ -63,6 +63,19 @@ def test_no_exit_code_before_spark_4():
     assert parse_app(app_log(exit_code=None)).exit_code is None
 
 
+def _set(lines: list[str], event: str, *keys: str, value) -> list[str]:
+    """``lines`` with one field of the first ``event`` set to ``value`` (``keys``: its path)."""
+    out = list(lines)
+    at = next(i for i, line in enumerate(out) if json.loads(line)["Event"] == event)
+    record = json.loads(out[at])
+    node = record
+    for key in keys[:-1]:
+        node = node[key]
+    node[keys[-1]] = value
+    out[at] = json.dumps(record)
+    return out
+
+
 REFUSED = {
     "empty": ([], "empty"),
     "foreign-text": (["hello world"], "not a Spark event log (its first line is not JSON)"),
@@ -70,6 +83,18 @@ REFUSED = {
     "cut-last-line": (app_log()[:-1] + [app_log()[-1][:20]],
                       "truncated (its last line is cut short)"),
     "damaged-middle": (app_log()[:3] + ["{oops"] + app_log()[3:], "damaged (line 4 is not JSON)"),
+    "a time that is no number": (
+        _set(app_log(), "SparkListenerApplicationStart", "Timestamp", value="soon"),
+        "damaged (line 3: a field is not of the type Spark writes)"),
+    "a task count of 1e400": (
+        _set(app_log(), "SparkListenerStageSubmitted", "Stage Info", "Number of Tasks",
+              value=1e400), "damaged (line 6: a field is not of the type Spark writes)"),
+    "a string for a map": (
+        _set(app_log(), "SparkListenerEnvironmentUpdate", "Spark Properties", value="x"),
+        "damaged (line 2: a field is not of the type Spark writes)"),
+    "an event name that is a list": (
+        _set(app_log(), "SparkListenerJobStart", "Event", value=["x"]),
+        "damaged (line 5: a field is not of the type Spark writes)"),
     "no-app-start": ([line for line in app_log() if "ApplicationStart" not in line],
                      "incomplete: no SparkListenerApplicationStart"),
     "no-app-end": (app_log()[:-1], "incomplete: no SparkListenerApplicationEnd (cut short, "
