@@ -90,10 +90,14 @@ def infer_shape(apps: list[AppFacts], executor_mib: list[int], needs: list[Need]
         first_mib = n.first_executors * n.executor_mib + (n.driver_mib if n.in_cluster else 0)
         cores = max(cores, math.ceil(first / workers))
         mem = max(mem, math.ceil(first_mib / workers))
-        # the first executors must also fit whole on the workers, not only in their sum
-        while min(cores // n.executor_cores, mem // n.executor_mib) * workers < n.first_executors:
-            cores += n.executor_cores
-            mem += n.executor_mib
+        # the first executors must also fit whole on the workers, not only in their sum: each
+        # worker grown by as many executors as it lacks, counted, not added one by one (a log's
+        # minExecutors may be up to 2**31 - 1)
+        lacking = (-(-n.first_executors // workers)
+                   - min(cores // n.executor_cores, mem // n.executor_mib))
+        if lacking > 0:
+            cores += lacking * n.executor_cores
+            mem += lacking * n.executor_mib
     return Shape(workers, cores, mem)
 
 

@@ -50,3 +50,12 @@ def test_raised_until_every_app_could_start():
     shape = infer_shape([a], [4096], [_need(cores=3, mib=4096, first=2, in_cluster=True,
                                              driver_cores=2)])
     assert shape.workers == 1 and shape.cores >= 8 and shape.mem_mib >= 9216
+
+
+@pytest.mark.timeout(10)
+def test_a_floor_beyond_float_precision_is_counted_not_walked():
+    # 10**29 first executors: the per-worker share, rounded as a float, fell 8.6e12 executors
+    # short, and the workers then grew by one executor at a time
+    a = parse_app(app_log(executors=[]))
+    shape = infer_shape([a], [1024], [_need(first=10**29)])
+    assert min(shape.cores, shape.mem_mib // 1024) == 10**29
