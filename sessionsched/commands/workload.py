@@ -122,6 +122,8 @@ def run_from_eventlogs(args: argparse.Namespace) -> int:
     try:
         built = build([Path(p) for p in args.paths], source)
     except NoApps as e:
+        for line in e.skipped:
+            print(line, file=sys.stderr)
         raise UserError(str(e)) from None
     for line in built.skipped:
         print(line, file=sys.stderr)

@@ -61,7 +61,12 @@ class Built:
 
 
 class NoApps(ValueError):
-    """No log could be read: there is no workload."""
+    """No log could be read: there is no workload. ``skipped``: why each log was left out,
+    as ``Built.skipped`` says it (without them the user would learn only that none was read)."""
+
+    def __init__(self, message: str, skipped: list[str]):
+        super().__init__(message)
+        self.skipped = tuple(skipped)
 
 
 def read_apps(paths: list[Path]) -> tuple[list[tuple[LogSource, AppFacts]], list[str]]:
@@ -88,11 +93,15 @@ def _unique_names(apps: list[AppFacts]) -> list[str]:
 
 
 def queues_named(entries: list[Entry]) -> list[dict]:
-    """A tree of the queues the apps name (module doc), in the server config's schema."""
+    """A tree of the queues the apps name (module doc), in the server config's schema. A name
+    that is no queue path (``root.``, ``a..b``) adds ``default`` instead: its app goes there,
+    with a note (``_place_queues``), and the tree stays one the workload's check takes."""
     tree: dict = {}
     for e in entries:
         q = e.app.get("queue")
         parts = (q or "default").removeprefix("root.").split(".")
+        if not all(_is_queue_name(p) for p in parts):
+            parts = ["default"]
         node = tree
         for part in parts:
             node = node.setdefault(part, {})
@@ -101,6 +110,14 @@ def queues_named(entries: list[Entry]) -> list[dict]:
         return [{"name": k, **({"queues": configs(v)} if v else {})} for k, v in node.items()]
 
     return [{"name": "root", "queues": configs(tree)}]
+
+
+def _is_queue_name(name: str) -> bool:
+    try:
+        QueueConfig(name=name)
+    except ValueError:  # pydantic's ValidationError is one
+        return False
+    return True
 
 
 def _place_queues(entries: list[Entry], queues: list[dict], default: str | None) -> list[Entry]:
@@ -141,7 +158,7 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
     read, skipped = read_apps(paths)
     if not read:
         raise NoApps("no event log could be read" + (f" ({len(skipped)} skipped)"
-                                                     if skipped else ""))
+                                                     if skipped else ""), skipped)
     read.sort(key=lambda pair: (submit_ms(pair[1]), pair[1].start_ms))
     apps = [facts for _, facts in read]
     t0 = submit_ms(apps[0])
@@ -187,7 +204,7 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
     entries, dropped = _checked(header, cluster, queues, entries)
     skipped += dropped
     if not entries:
-        raise NoApps("no app of the logs could run on the cluster")
+        raise NoApps("no app of the logs could run on the cluster", skipped)
     text = render(header, cluster, queues, entries)
     if source.calibrate:
         completions = {name: (f.end_ms - submit_ms(f)) / 1000.0

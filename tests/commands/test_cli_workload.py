@@ -68,7 +68,22 @@ def test_bad_options_are_one_line(logs, args, line, capsys):
     assert len(err.splitlines()) == 1
 
 
-def test_no_readable_log_is_exit_2(tmp_path, capsys):
+def test_no_readable_log_is_exit_2_and_says_why_each_was_left_out(tmp_path, capsys):
     (tmp_path / "junk.json").write_text("junk\n")
+    (tmp_path / "junk.zstd").write_bytes(b"\x00\x01junk")
     assert main(["workload", "from-eventlogs", str(tmp_path), "-o", "-"]) == 2
-    assert "no event log could be read" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines() == [
+        f"{tmp_path / 'junk.json'}: skipped: not a Spark event log (its first line is not JSON)",
+        f"{tmp_path / 'junk.zstd'}: skipped: not a zstd stream",
+        "sessionsched workload: no event log could be read (2 skipped)"]
+
+
+def test_a_queue_property_that_is_no_queue_name_sends_its_app_to_the_default(logs, capsys):
+    (logs / "app-1").write_bytes(text(app_log(name="a", props={
+        "spark.sessionsched.queue": "root."})))
+    assert main(["workload", "from-eventlogs", str(logs / "app-1"), str(logs / "app-2"),
+                 "-o", "-"]) == 0
+    out = capsys.readouterr().out
+    assert "# queue 'root.' left out (unknown queue 'root.'; known queues: root.default): " \
+           "the default" in out
+    assert [a.get("queue") for a in yaml.safe_load(out)["apps"]] == [None, None]
