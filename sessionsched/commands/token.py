@@ -60,6 +60,8 @@ def _revoke(args: argparse.Namespace) -> int:
     except (TokenFileError, OSError) as e:
         raise UserError(str(e)) from None
     if n == 0:
-        raise UserError(f"no token {'with id ' + args.id if args.id else 'of ' + args.user}")
+        # --id "" is given, yet falsy: test for None, not truth
+        raise UserError(f"no token with id {args.id!r}" if args.id is not None
+                        else f"no token of {args.user!r}")
     print(f"revoked {n} token{'s' if n > 1 else ''}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sessionsched.cli import main
 from sessionsched.client import default_server
 from tests.support.cli_helpers import cli_env, run_cli
 
@@ -63,3 +64,12 @@ def test_submit_help_lists_the_wrapper_options():
     assert r.returncode == 0
     for option in ("--queue Q", "--priority N", "--wait", "--server URL", "--token T"):
         assert option in r.stdout
+
+
+@pytest.mark.parametrize("who, message", [
+    (["--id", ""], "no token with id ''"), (["--user", "nobody"], "no token of 'nobody'")])
+def test_revoking_no_token_is_one_line(tmp_path, capsys, who, message):
+    tokens = str(tmp_path / "tokens.json")
+    assert main(["token", "create", "--file", tokens, "--user", "alice"]) == 0
+    assert main(["token", "revoke", "--file", tokens, *who]) == 2
+    assert capsys.readouterr().err == f"sessionsched token: {message}\n"
