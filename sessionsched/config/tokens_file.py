@@ -72,9 +72,25 @@ def read_entries(path: str | Path) -> list[TokenEntry]:
                              "decode as UTF-8)") from None
     try:
         data = json.loads(text) if text.strip() else {"tokens": []}
-        return [TokenEntry(**row) for row in data["tokens"]]
+        return [_entry(row) for row in data["tokens"]]
     except (ValueError, KeyError, TypeError) as e:
         raise TokenFileError(f"{p}: not a sessionsched tokens file ({e})") from None
+
+
+def _entry(row: dict) -> TokenEntry:
+    """A row of the file, its fields of their types: a file edited by hand with a null id or a
+    created of "x" would otherwise fail later, in ``token list`` or at a request."""
+    if not isinstance(row, dict):
+        raise ValueError(f"a token is a map of id, user, role, sha256, created; not {row!r}")
+    entry = TokenEntry(**row)
+    for name in ("id", "user", "role", "sha256"):
+        if not isinstance(getattr(entry, name), str):
+            raise ValueError(f"{name} {getattr(entry, name)!r} is not a string")
+    created = entry.created
+    if isinstance(created, bool) or not isinstance(created, int | float) or not (
+            0 <= created < 2**32):  # seconds since 1970, as time.time() wrote it
+        raise ValueError(f"created {created!r} is not a time in seconds")
+    return entry
 
 
 def write_entries(path: str | Path, entries: list[TokenEntry]) -> None:

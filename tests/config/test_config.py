@@ -1,5 +1,7 @@
 """Config validation: good files load, bad ones give one line naming the path and the problem."""
 
+import json
+
 import pytest
 
 from sessionsched.client.errors import SchedulerError
@@ -254,6 +256,26 @@ def test_a_file_that_is_not_text_is_named_in_one_line(tmp_path, read, error, mes
         read(path)
     line = str(err.value)
     assert "\n" not in line and line.startswith(str(path)) and message in line, line
+
+
+ROW = {"id": "0123456789ab", "user": "alice", "role": "user", "sha256": "ab" * 32,
+       "created": 1.7e9}
+BAD_TOKENS = {  # a tokens file edited by hand: refused when read, not at a later use
+    "a null id": ({**ROW, "id": None}, "id None is not a string"),
+    "a created that is no time": ({**ROW, "created": "x"}, "created 'x' is not a time"),
+    "a created beyond any date": ({**ROW, "created": 1e300}, "created 1e+300 is not a time"),
+    "a token that is no map": (None, "a token is a map of id, user, role, sha256, created"),
+}
+
+
+@pytest.mark.parametrize("row, message", BAD_TOKENS.values(), ids=BAD_TOKENS.keys())
+def test_a_tokens_file_row_of_wrong_types_is_named(tmp_path, row, message):
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({"tokens": [ROW, row]}))
+    with pytest.raises(TokenFileError) as err:
+        read_entries(path)
+    line = str(err.value)
+    assert line.startswith(f"{path}: not a sessionsched tokens file (") and message in line
 
 
 @pytest.mark.parametrize(
