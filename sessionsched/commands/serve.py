@@ -93,16 +93,14 @@ def run(args: argparse.Namespace) -> int:
     host = f"[{server.host}]" if ":" in server.host else server.host
     tls = server.tls
     if tls is not None:
-        for what, path in (("cert", tls.cert), ("key", tls.key), ("ca", tls.ca)):
-            if path is None:
-                continue
-            if not os.access(path, os.R_OK):
-                raise UserError(f"server.tls.{what}: cannot read {path}")
+        _check_tls(tls)
     scheme = "https" if tls is not None else "http"
     try:
         app = create_app(config, url=server.advertise_url or f"{scheme}://{host}:{server.port}")
     except (BackendError, LookupError, ValueError, StoreUnavailable) as e:
         raise UserError(f"cannot start: {e}") from None
+    except OSError as e:  # the state directory's files: server.state_dir is a file, say
+        raise UserError(f"cannot start: {e.filename or ''}: {e.strerror or e}") from None
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     # Full GC passes over the books would otherwise cost a cycle (and every read) ~0.25 s
     # at 20,000 apps (``runtime.gc_pacer``).
@@ -119,3 +117,22 @@ def run(args: argparse.Namespace) -> int:
     with GcPacer():
         http.run()
     return 0 if http.started else STARTUP_FAILURE
+
+
+def _check_tls(tls) -> None:
+    """The certificate and its key loaded as uvicorn will load them, now: a directory or a
+    file that is no PEM would otherwise fail in uvicorn, as a traceback, after the store
+    and the backend were opened."""
+    import ssl
+
+    for what, path in (("cert", tls.cert), ("key", tls.key), ("ca", tls.ca)):
+        if path is None:
+            continue
+        if not os.path.isfile(path) or not os.access(path, os.R_OK):
+            raise UserError(f"server.tls.{what}: cannot read {path}"
+                            + (" (a directory)" if os.path.isdir(path) else ""))
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(tls.cert, tls.key)
+    except (ssl.SSLError, ValueError) as e:
+        raise UserError(f"server.tls: {tls.cert} and {tls.key} are not a PEM certificate and "
+                        f"its private key ({getattr(e, 'reason', None) or e})") from None

@@ -34,6 +34,8 @@ _SQLITE_CAUSES = (
     ("readonly database", "the database is read-only"),
     ("database is locked", "the database is locked"),
     ("no space left", "disk full"),
+    ("file is not a database", "the database file is not an SQLite database"),
+    ("database disk image is malformed", "the database file is damaged"),
 )
 
 

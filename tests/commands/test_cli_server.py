@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.sparkcluster import wait_until
 from tests.support.cli_helpers import cli_env, run_cli
@@ -167,3 +169,47 @@ def test_server_from_the_environment(offline_server, app_dir):
     assert r.returncode == 0, r.stderr
     r2 = run_cli("status", r.stdout.strip(), "--json", env=env)
     assert r2.returncode == 0 and json.loads(r2.stdout)["id"] == r.stdout.strip()
+
+
+def _state_dir_a_file(tmp: Path) -> dict:
+    (tmp / "state").write_text("")
+    return {"server": {"state_dir": str(tmp / "state")}}
+
+
+def _database_not_sqlite(tmp: Path) -> dict:
+    (tmp / "state").mkdir()
+    (tmp / "state" / "sessionsched.db").write_text("notes, not a database " * 10)
+    return {"server": {"state_dir": str(tmp / "state")}}
+
+
+def _tls(cert: str, key: str):
+    def config(tmp: Path) -> dict:
+        (tmp / "junk.pem").write_text("junk\n")
+        (tmp / "a-dir").mkdir()
+        return {"server": {"state_dir": str(tmp / "state"),
+                           "tls": {"cert": str(tmp / cert), "key": str(tmp / key)}}}
+    return config
+
+
+SERVE_REFUSED = {  # a server config whose files cannot serve: one line, exit 2, before listening
+    "state_dir is a file": (_state_dir_a_file, "cannot start: {tmp}/state/drivers: Not a "
+                                               "directory"),
+    "a database file that is not SQLite's": (
+        _database_not_sqlite, "cannot start: state store unavailable: the database file is "
+                              "not an SQLite database"),
+    "a TLS certificate that is a directory": (
+        _tls("a-dir", "junk.pem"), "server.tls.cert: cannot read {tmp}/a-dir (a directory)"),
+    "a TLS certificate that is no PEM": (
+        _tls("junk.pem", "junk.pem"), "server.tls: {tmp}/junk.pem and {tmp}/junk.pem are not "
+                                      "a PEM certificate and its private key ("),
+}
+
+
+@pytest.mark.parametrize("config, message", SERVE_REFUSED.values(), ids=SERVE_REFUSED.keys())
+def test_serve_refuses_files_it_cannot_use_in_one_line(tmp_path, config, message):
+    path = tmp_path / "server.yaml"
+    path.write_text(yaml.safe_dump(config(tmp_path)))
+    r = run_cli("serve", "--config", str(path), "--port", "1")  # refused before it listens
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("sessionsched serve: " + message.format(tmp=tmp_path)), r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
