@@ -72,6 +72,20 @@ def _writable(path: str, what: str) -> Path:
     return p
 
 
+def _plottable(path: str) -> Path:
+    """Matplotlib draws in the format the name's suffix says (none: png); one it does not
+    write was found only after the run, as a ValueError's traceback."""
+    p = _writable(path, "--plot")
+    suffix = p.suffix.removeprefix(".").lower()
+    if suffix:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # slow: only with --plot
+
+        kinds = FigureCanvasAgg.get_supported_filetypes()
+        if suffix not in kinds:
+            raise UserError(f"--plot {path}: no format .{suffix} (one of {', '.join(kinds)})")
+    return p
+
+
 def _check(args: argparse.Namespace) -> None:
     if args.compare is None:
         if args.workload is None:
@@ -111,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     # Check where results go before a long run, not after.
     json_out = None if args.json in (None, "-") else _writable(args.json, "--json")
-    plot_out = None if args.plot is None else _writable(args.plot, "--plot")
+    plot_out = None if args.plot is None else _plottable(args.plot)
     if args.compare is not None:
         from .compare_text import run_compare
 

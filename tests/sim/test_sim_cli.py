@@ -261,6 +261,10 @@ ARGS = {
         ["simulate", "{good}", "--json", "{tmp}/no/such/dir/r.json"],
         "--json {tmp}/no/such/dir/r.json: directory {tmp}/no/such/dir does not exist",
     ),
+    "--plot in a format matplotlib does not write": (
+        ["simulate", "{good}", "--plot", "{tmp}/run.txt"],
+        "--plot {tmp}/run.txt: no format .txt (one of ",
+    ),
     "--plot onto a directory": (
         ["simulate", "{good}", "--plot", "{tmp}"],
         "--plot {tmp}: is a directory",
