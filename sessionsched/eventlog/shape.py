@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..config import MAX_WORKERS
 from ..model import parse_mem_mib
 from .events import AppFacts
 
@@ -44,6 +45,8 @@ def parse_shape(text: str) -> Shape:
     shape = Shape(int(fields["workers"]), int(fields["cores"]), parse_mem_mib(fields["memory"]))
     if min(shape.workers, shape.cores, shape.mem_mib) < 1:
         raise ValueError(f"{text!r}: workers, cores and memory are above 0")
+    if shape.workers > MAX_WORKERS:  # said here, not as the written workload's problem
+        raise ValueError(f"{text!r}: at most {MAX_WORKERS} workers")
     return shape
 
 

@@ -19,6 +19,7 @@ def test_a_given_shape():
     ("workers=3,cores=8,memory=16g,disk=1", "expected workers=N,cores=C,memory=M"),
     ("workers=x,cores=8,memory=1g", "whole numbers"),
     ("workers=0,cores=8,memory=1g", "above 0"),
+    ("workers=99999999999999999999,cores=1,memory=1g", "at most 100000 workers"),
     ("workers=1,cores=8,memory=lots", "not a size"),
 ])
 def test_bad_shapes(text, why):
