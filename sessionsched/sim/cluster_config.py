@@ -37,7 +37,7 @@ class ClusterConfig(Strict):
     max_time_s: float = Field(86400.0, gt=0)
     # The CPUs the starts of drivers and executors share (``backends.memory.starts``); None:
     # each takes its latency, whatever starts beside it.
-    host_cpus: float | None = Field(None, gt=0, allow_inf_nan=False)
+    host_cpus: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _one_way(self) -> ClusterConfig:
