@@ -47,7 +47,7 @@ from ..spark.allocation import (
     dynamic_allocation,
 )
 from ..spark.gang_properties import gang_from_conf
-from .events import AppFacts, StageFacts
+from .events import AppFacts, FirstTask, StageFacts
 
 QUEUE_KEY = "spark.sessionsched.queue"
 PRIORITY_KEY = "spark.ego.priority"
@@ -135,28 +135,34 @@ def quantiles(durations_s: list[float], n: int = 10) -> list[float]:
 
 
 def warm_up(facts: AppFacts) -> tuple[float, dict[int, list[int]]]:
-    """How much longer an executor's first task took than its stage's others (the median over
-    the executors whose first task completed), and by stage the durations of those first
-    tasks, to leave out of the stage's task times (the warm-up is counted once, apart)."""
-    firsts: dict[int, list[int]] = {}
+    """What a new executor costs beyond its stage's usual task: from when it was added (or
+    its stage submitted, if later) to its first task's end, less the median of the stage's
+    other tasks - the task offered to it, its Python worker starting. The median over the
+    executors whose first task completed; and by stage the durations of those first tasks, to
+    leave out of the stage's task times (the warm-up is counted once, apart)."""
+    firsts: dict[int, list[FirstTask]] = {}
     for t in facts.first_tasks:
         if t.done:
-            firsts.setdefault(t.stage_id, []).append(t.duration_ms)
+            firsts.setdefault(t.stage_id, []).append(t)
     extra = []
     for s in facts.stages:
         mine = firsts.get(s.stage_id)
         if not mine:
             continue
         rest = list(s.durations_ms)
-        for d in mine:
-            if d in rest:
-                rest.remove(d)
+        for t in mine:
+            if t.duration_ms in rest:
+                rest.remove(t.duration_ms)
         if not rest:
             firsts.pop(s.stage_id)  # no other task to compare with: kept as they ran
             continue
         usual = statistics.median(rest)
-        extra += [(d - usual) / 1000.0 for d in mine]
-    return (max(statistics.median(extra), 0.0) if extra else 0.0), firsts
+        for t in mine:
+            since = max(t.added_ms or t.launch_ms, s.submitted_ms or 0)
+            waited = max(t.launch_ms - since, 0) if t.launch_ms else 0
+            extra.append((waited + t.duration_ms - usual) / 1000.0)
+    return ((max(statistics.median(extra), 0.0) if extra else 0.0),
+            {sid: [t.duration_ms for t in ts] for sid, ts in firsts.items()})
 
 
 def _stage(s: StageFacts, ran: set[int], firsts: list[int] | None = None) -> dict:

@@ -48,13 +48,16 @@ class ExecutorFacts:
 @dataclass(frozen=True)
 class FirstTask:
     """The first task an executor ran, whatever its end: a task killed with its executor says
-    only that it took longer than it ran (``done`` False)."""
+    only that it took longer than it ran (``done`` False). ``added_ms``: when the executor
+    was added, if the log says."""
 
     executor_id: str
     stage_id: int
     index: int
     duration_ms: int
     done: bool
+    launch_ms: int = 0
+    added_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,9 @@ def _task_end(app: _App, rec: Mapping) -> None:
     eid = str(info.get("Executor ID", ""))
     first = app.first_tasks.get(eid)
     if eid and eid != "driver" and (first is None or int(launched) < first[0]):
-        app.first_tasks[eid] = (int(launched), FirstTask(eid, sid, index, took, done))
+        seen = app.executors.get(eid)
+        app.first_tasks[eid] = (int(launched), FirstTask(eid, sid, index, took, done,
+                                                         int(launched), seen and seen[2]))
     if done:
         stage.durations[index] = took
 

@@ -143,7 +143,8 @@ def test_quantiles_of_one_and_of_many():
 
 
 def on_executors(tasks: list[tuple[str, int, int, str]], stage_id: int = 0) -> list[str]:
-    """An app whose stage ran ``tasks``: (executor, launch s, seconds, end reason) each."""
+    """An app whose stage ran ``tasks``: (executor, launch s, seconds, end reason) each; its
+    executor 1 added at 1 s, its stage submitted at 2 s (``app_log``)."""
     lines = app_log(stages=[stage(stage_id, [])])
     ends = [json.dumps({"Event": "SparkListenerTaskEnd", "Stage ID": stage_id,
                         "Task End Reason": {"Reason": reason},
@@ -166,6 +167,10 @@ WARM_UPS = {
     # task it lost reran on executor 1, after its own first
     "a killed first task": ([("1", 0, 5, OK), ("3", 0, 9, LOST), ("1", 5, 2, OK),
                              ("1", 7, 2, OK)], 3.0, 2.0),
+    # executor 1 (added at 1 s, the stage submitted at 2 s) got its first task at 3 s: that
+    # second counts too, 1 + 5 - 2
+    "offered its first task late": ([("1", 3, 5, OK), ("1", 8, 2, OK), ("1", 10, 2, OK)],
+                                    4.0, 2.0),
     # every task the first on its executor: nothing to compare with, the tasks kept as they ran
     "only first tasks": ([("1", 0, 5, OK), ("2", 0, 4, OK)], None, 4.5),
     # a log without executor ids (local mode): no first tasks known
