@@ -144,25 +144,23 @@ def warm_up(facts: AppFacts) -> tuple[float, dict[int, list[int]]]:
     for t in facts.first_tasks:
         if t.done:
             firsts.setdefault(t.stage_id, []).append(t)
-    extra = []
+    extra: list[float] = []
+    apart: dict[int, list[int]] = {}
     for s in facts.stages:
-        mine = firsts.get(s.stage_id)
-        if not mine:
-            continue
-        rest = list(s.durations_ms)
-        for t in mine:
-            if t.duration_ms in rest:
+        rest, mine = list(s.durations_ms), []
+        for t in firsts.get(s.stage_id, ()):
+            if t.duration_ms in rest:  # else its task ran again later: not among the times
                 rest.remove(t.duration_ms)
-        if not rest:
-            firsts.pop(s.stage_id)  # no other task to compare with: kept as they ran
+                mine.append(t)
+        if not mine or not rest:  # none, or nothing to compare with: kept as they ran
             continue
         usual = statistics.median(rest)
         for t in mine:
             since = max(t.added_ms or t.launch_ms, s.submitted_ms or 0)
             waited = max(t.launch_ms - since, 0) if t.launch_ms else 0
             extra.append((waited + t.duration_ms - usual) / 1000.0)
-    return ((max(statistics.median(extra), 0.0) if extra else 0.0),
-            {sid: [t.duration_ms for t in ts] for sid, ts in firsts.items()})
+        apart[s.stage_id] = [t.duration_ms for t in mine]
+    return (max(statistics.median(extra), 0.0) if extra else 0.0), apart
 
 
 def _stage(s: StageFacts, ran: set[int], firsts: list[int] | None = None) -> dict:

@@ -142,17 +142,19 @@ def test_quantiles_of_one_and_of_many():
     assert quantiles([4.0, 0.0, 2.0], 4) == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
-def on_executors(tasks: list[tuple[str, int, int, str]], stage_id: int = 0) -> list[str]:
-    """An app whose stage ran ``tasks``: (executor, launch s, seconds, end reason) each; its
-    executor 1 added at 1 s, its stage submitted at 2 s (``app_log``)."""
+def on_executors(tasks: list[tuple], stage_id: int = 0) -> list[str]:
+    """An app whose stage ran ``tasks``: (executor, launch s, seconds, end reason[, index])
+    each, the index its place unless given; its executor 1 added at 1 s, its stage submitted
+    at 2 s (``app_log``)."""
     lines = app_log(stages=[stage(stage_id, [])])
     ends = [json.dumps({"Event": "SparkListenerTaskEnd", "Stage ID": stage_id,
-                        "Task End Reason": {"Reason": reason},
-                        "Task Info": {"Index": i, "Executor ID": eid,
-                                      "Launch Time": T0 + at * 1000,
-                                      "Finish Time": T0 + (at + took) * 1000,
-                                      "Failed": reason != "Success"}})
-            for i, (eid, at, took, reason) in enumerate(tasks)]
+                        "Task End Reason": {"Reason": task[3]},
+                        "Task Info": {"Index": task[4] if len(task) > 4 else i,
+                                      "Executor ID": task[0],
+                                      "Launch Time": T0 + task[1] * 1000,
+                                      "Finish Time": T0 + (task[1] + task[2]) * 1000,
+                                      "Failed": task[3] != "Success"}})
+            for i, task in enumerate(tasks)]
     return lines[:-2] + ends + lines[-2:]
 
 
@@ -171,6 +173,10 @@ WARM_UPS = {
     # second counts too, 1 + 5 - 2
     "offered its first task late": ([("1", 3, 5, OK), ("1", 8, 2, OK), ("1", 10, 2, OK)],
                                     4.0, 2.0),
+    # executor 2's first task (index 1) ran again, and its second run is the stage's time:
+    # only executor 1's first counts
+    "a first task run again": ([("1", 0, 5, OK), ("2", 0, 7, OK), ("1", 5, 2, OK),
+                                ("1", 7, 2, OK, 1)], 3.0, 2.0),
     # every task the first on its executor: nothing to compare with, the tasks kept as they ran
     "only first tasks": ([("1", 0, 5, OK), ("2", 0, 4, OK)], None, 4.5),
     # a log without executor ids (local mode): no first tasks known

@@ -31,9 +31,6 @@ class Starts:
         self._due: dict[Hashable, float] = {}  # start -> the time its timer was last pushed for
         self._at = 0.0  # when ``_left`` was last brought up to date
 
-    def __len__(self) -> int:
-        return len(self._left)
-
     def begin(self, now: float, start: Hashable, work_s: float) -> dict[Hashable, float]:
         """A start of ``work_s`` begins now; returns the starts whose end moved, with the time
         to push each one's timer for (the new one's among them)."""
