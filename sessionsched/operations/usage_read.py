@@ -20,6 +20,7 @@ Times: ``7d``, ``12h``, ``30m``, ``90s``, ``2w`` (that long before now), epoch s
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timezone
 
@@ -53,17 +54,21 @@ class BadWhen(ValueError):
 def parse_when(text: str, now: float, what: str) -> float:
     """``text`` as epoch seconds (module doc for the forms)."""
     t = text.strip()
+    bad = f"{what} {text!r} is not a time (like 7d, 12h, epoch seconds or ISO 8601)"
     if m := _AGO.match(t):
         return now - float(m.group(1)) * _UNIT_S[m.group(2)]
     try:
-        return float(t)
+        seconds = float(t)
     except ValueError:
         pass
+    else:  # nan, inf and 1e400 parse as floats, and no time is either
+        if not math.isfinite(seconds):
+            raise BadWhen(bad)
+        return seconds
     try:
         when = datetime.fromisoformat(t.replace("Z", "+00:00"))
     except ValueError:
-        raise BadWhen(f"{what} {text!r} is not a time (like 7d, 12h, epoch seconds or ISO 8601)")\
-            from None
+        raise BadWhen(bad) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.timestamp()

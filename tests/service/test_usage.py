@@ -13,6 +13,7 @@ import logging
 import pytest
 
 from sessionsched.backends.memory import WORK
+from sessionsched.operations.usage_read import BadWhen, parse_when
 
 STEP_S = 0.5  # cycle spacing: the server sees each change at most this late
 # 4 tasks of 3 s on four 1-core executors, then one task of 6 s: three executors idle until
@@ -183,3 +184,15 @@ def test_queue_and_user_lines_count_the_hours_inside_the_window(stepped):
     started = edge - 2800
     assert 3600 - 800 - 300 <= before["busy_core_s"] <= edge - started
     assert (before["apps"], after["apps"], whole["apps"]) == (1, 0, 1)  # submitted before
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf", "1e400", "last week"])
+def test_a_time_that_is_no_time_is_refused_by_name(text):
+    with pytest.raises(BadWhen, match=f"since '{text}' is not a time"):
+        parse_when(text, 1_000_000.0, "since")
+
+
+def test_times_as_epoch_seconds_ago_and_iso():
+    now = 1_000_000.0
+    assert [parse_when(t, now, "since") for t in ("0", "7d", "1970-01-01T00:00:10Z")] == [
+        0.0, now - 7 * 86400, 10.0]
