@@ -56,6 +56,30 @@ def format_validation_error(err: ValidationError) -> str:
     return f"{path}: {msg}{tail}" if path else f"{msg}{tail}"
 
 
+class _OnceLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping: it would keep the last
+    and drop the first without a word (a second ``apps:``, half a workload lost). Keys a merge
+    (``<<: *template``) brings in may still be set again: that is what a merge is for."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    twice = key in seen
+                except TypeError:  # unhashable: the safe loader refuses it itself
+                    continue
+                if twice:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found {key!r} twice", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_yaml(path: str | Path) -> Any:
     """Parsed YAML, or ConfigError naming the file and the problem."""
     p = Path(path)
@@ -66,7 +90,7 @@ def load_yaml(path: str | Path) -> Any:
     except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: not UTF-8 text (byte {e.start} does not decode)") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_OnceLoader)  # a SafeLoader: builds no Python object
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""

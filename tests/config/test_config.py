@@ -228,6 +228,18 @@ def test_missing_file_is_named(tmp_path):
         load_server_config(tmp_path / "nope.yaml")
 
 
+def test_a_setting_given_twice_is_refused_a_merged_one_may_be_set_again(tmp_path):
+    with pytest.raises(ConfigError, match="line 4 not valid YAML: found 'queue' twice"):
+        load_server_config(write(tmp_path, "defaults:\n  queue: root.etl\n  priority: 1\n"
+                                           "  queue: root.adhoc\n"))
+    merged = ("defaults: {queue: root.etl}\nqueues:\n  - name: root\n    queues:\n"
+              "      - &q {name: etl, policy: fifo}\n"
+              "      - {<<: *q, name: adhoc, policy: fairshare}\n")
+    root = load_server_config(write(tmp_path, merged)).queue_tree()
+    assert [(q.name, q.policy) for q in root.leaves()] == [
+        ("root.etl", Policy.FIFO), ("root.adhoc", Policy.FAIRSHARE)]
+
+
 def _server_config(path):
     load_server_config(path)
 

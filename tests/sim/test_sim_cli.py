@@ -241,6 +241,9 @@ BAD = {
     "no apps": (bad("apps", []), "apps: List should have at least 1 item"),
     "top level is a list": ([GOOD], "expected a mapping at the top level"),
     "not YAML": ("apps: [\n", "not valid YAML"),
+    # PyYAML would keep the second and drop the first: half a workload lost without a word
+    "a key twice": ("apps: [{name: a, stages: []}]\napps: [{name: b, stages: []}]\n",
+                    "line 2 not valid YAML: found 'apps' twice"),
 }
 
 
