@@ -283,13 +283,14 @@ def wrapper_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--priority", metavar="N", help="1..10000, higher first (sets spark.ego.priority)"
     )
-    p.add_argument(
+    wait_or_test = p.add_mutually_exclusive_group()  # a dry run has nothing to wait for
+    wait_or_test.add_argument(
         "--wait",
         action="store_true",
         help="follow the app's state and queue position until it ends; exit with its "
         "exit code (FAILED without one: 1, KILLED: 143); Ctrl-C stops waiting, not the app",
     )
-    p.add_argument(
+    wait_or_test.add_argument(
         "--dry-run", action="store_true",
         help="store nothing: say whether the app fits the cluster at all, why it would wait "
         "and when it would start (Slurm's sbatch --test-only); exit 1 if it can never fit")

@@ -168,19 +168,21 @@ def from_rest(body: Any, defaults: Defaults) -> tuple[Submission, list[str]]:
             f"Validation of message {action} failed! expected action CreateSubmissionRequest"
         )
     failed = "Validation of message CreateSubmissionRequest failed!"
-    resource = body.get("appResource")
-    if not isinstance(resource, str) or not resource.strip():
-        raise SubmissionError(f"{failed} 'appResource' is missing")
-    main_class = body.get("mainClass")
-    if not isinstance(main_class, str) or not main_class.strip():
-        raise SubmissionError("Main class is missing.")
-    for key, kind, what in (
+    for key, kind, what in (  # a value of another type is not a missing one: said apart
+        ("appResource", str, "string"),
+        ("mainClass", str, "string"),
         ("sparkProperties", dict, "object"),
         ("environmentVariables", dict, "object"),
         ("appArgs", list, "array"),
     ):
         if body.get(key) is not None and not isinstance(body[key], kind):
             raise SubmissionError(f"{failed} '{key}' must be a JSON {what}")
+    resource = body.get("appResource")
+    if not resource or not resource.strip():
+        raise SubmissionError(f"{failed} 'appResource' is missing")
+    main_class = body.get("mainClass")
+    if not main_class or not main_class.strip():
+        raise SubmissionError("Main class is missing.")
     spark_props = body.get("sparkProperties") or {}
     # Strings, as spark-submit sends them: they are forwarded to the master and the driver.
     for key in ("sparkProperties", "environmentVariables"):

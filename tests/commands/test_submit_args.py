@@ -213,3 +213,10 @@ EXIT_CODES = {
 @pytest.mark.parametrize("state,code,expected", EXIT_CODES.values(), ids=EXIT_CODES.keys())
 def test_wait_exit_code_mirrors_the_app(state, code, expected):
     assert exit_code_of(ended(state, code)) == expected
+
+
+def test_a_dry_run_has_nothing_to_wait_for(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        wrapper_parser().parse_args(["--dry-run", "--wait"])
+    assert exit_.value.code == 2
+    assert "argument --wait: not allowed with argument --dry-run" in capsys.readouterr().err

@@ -103,6 +103,13 @@ MALFORMED = [
     ("no-app-resource", create_body(appResource=None),
      "Malformed request: Validation of message CreateSubmissionRequest failed! 'appResource' is "
      "missing"),
+    # present but of another type: said so, not "missing"
+    ("app-resource-not-text", create_body(appResource=5),
+     "Malformed request: Validation of message CreateSubmissionRequest failed! 'appResource' "
+     "must be a JSON string"),
+    ("main-class-not-text", create_body(mainClass=["x"]),
+     "Malformed request: Validation of message CreateSubmissionRequest failed! 'mainClass' "
+     "must be a JSON string"),
     ("bad-cores", create_body(props={"spark.driver.cores": "abc"}),
      "Malformed request: Validation of message CreateSubmissionRequest failed! "
      "spark.driver.cores='abc' (from sparkProperties): expected a whole number >= 1"),
