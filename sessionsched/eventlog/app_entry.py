@@ -157,7 +157,7 @@ def warm_up(facts: AppFacts) -> tuple[float, dict[int, list[int]]]:
         usual = statistics.median(rest)
         for t in mine:
             since = max(t.added_ms or t.launch_ms, s.submitted_ms or 0)
-            waited = max(t.launch_ms - since, 0) if t.launch_ms else 0
+            waited = max(t.launch_ms - since, 0)
             extra.append((waited + t.duration_ms - usual) / 1000.0)
         apart[s.stage_id] = [t.duration_ms for t in mine]
     return (max(statistics.median(extra), 0.0) if extra else 0.0), apart

@@ -56,8 +56,8 @@ class FirstTask:
     index: int
     duration_ms: int
     done: bool
-    launch_ms: int = 0
-    added_ms: int | None = None
+    launch_ms: int
+    added_ms: int | None
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class _App:
     stages: dict[int, _Stage] = field(default_factory=dict)  # insertion order: submission
     executors: dict[str, list] = field(default_factory=dict)
     first_job_ms: int | None = None
-    first_tasks: dict[str, tuple[int, FirstTask]] = field(default_factory=dict)  # by launch
+    first_tasks: dict[str, FirstTask] = field(default_factory=dict)  # by executor id
 
 
 def _records(lines: list[str]) -> list[tuple[int, Mapping]]:
@@ -173,7 +173,7 @@ def parse_app(lines: list[str]) -> AppFacts:
         stages=tuple(s.facts() for s in app.stages.values() if s.submitted_ms is not None),
         executors=executors,
         first_job_ms=app.first_job_ms,
-        first_tasks=tuple(t for _, t in app.first_tasks.values()),
+        first_tasks=tuple(app.first_tasks.values()),
     )
 
 
@@ -236,16 +236,17 @@ def _task_end(app: _App, rec: Mapping) -> None:
     launched, finished = info.get("Launch Time"), info.get("Finish Time")
     if launched is None or not finished:
         return
+    launched = int(launched)
     done = reason.get("Reason") == "Success" and not info.get("Failed") and not info.get("Killed")
     stage = app.stages.setdefault(sid, _Stage(sid))
     index = int(info.get("Index", len(stage.durations)))
-    took = max(0, int(finished) - int(launched))
+    took = max(0, int(finished) - launched)
     eid = str(info.get("Executor ID", ""))
     first = app.first_tasks.get(eid)
-    if eid and eid != "driver" and (first is None or int(launched) < first[0]):
+    if eid and eid != "driver" and (first is None or launched < first.launch_ms):
         seen = app.executors.get(eid)
-        app.first_tasks[eid] = (int(launched), FirstTask(eid, sid, index, took, done,
-                                                         int(launched), seen and seen[2]))
+        app.first_tasks[eid] = FirstTask(eid, sid, index, took, done, launched,
+                                         seen and seen[2])
     if done:
         stage.durations[index] = took
 
