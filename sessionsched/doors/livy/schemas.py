@@ -8,7 +8,10 @@ passed on as Spark property strings.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic.functional_validators import BeforeValidator
 
 __all__ = ["LivyBatchIn", "LivySessionIn", "StatementIn", "ValidationError", "first_error"]
 
@@ -20,6 +23,18 @@ LIVY_OPTIONS = (
     ("driverCores", "--driver-cores"), ("executorMemory", "--executor-memory"),
     ("executorCores", "--executor-cores"), ("numExecutors", "--num-executors"),
 )
+
+
+def _not_a_bool(value: object) -> object:
+    # Pydantic's lax mode reads ``true`` as 1; Livy's own server refuses a boolean where it
+    # wants a number, and a client that sends one has mixed up its fields.
+    if isinstance(value, bool):
+        raise ValueError("Input should be a whole number, not true or false")
+    return value
+
+
+# Livy's counts: whole numbers (a numeric string such as "2" is read as Livy reads it).
+Count = Annotated[int, BeforeValidator(_not_a_bool), Field(ge=1)]
 
 
 class LivyBatchIn(BaseModel):
@@ -34,10 +49,10 @@ class LivyBatchIn(BaseModel):
     files: list[str] = []
     archives: list[str] = []
     driverMemory: str | None = None
-    driverCores: int | None = Field(None, ge=1)
+    driverCores: Count | None = None
     executorMemory: str | None = None
-    executorCores: int | None = Field(None, ge=1)
-    numExecutors: int | None = Field(None, ge=1)
+    executorCores: Count | None = None
+    numExecutors: Count | None = None
     name: str | None = None
     queue: str | None = None
     conf: dict[str, StrictBool | int | float | str] = {}
@@ -71,7 +86,10 @@ def first_error(err: ValidationError) -> str:
     loc = ".".join(str(p) for p in first.get("loc", ()))
     if first.get("type") == "extra_forbidden":
         return f"unknown field {loc!r}"
-    return f"{loc}: {first.get('msg', 'invalid')}" if loc else first.get("msg", "invalid")
+    msg = first.get("msg", "invalid")
+    if first.get("type") == "value_error":  # our own check's words, without Pydantic's prefix
+        msg = str(first.get("ctx", {}).get("error", msg))
+    return f"{loc}: {msg}" if loc else msg
 
 
 class LivySessionIn(BaseModel):
@@ -82,12 +100,12 @@ class LivySessionIn(BaseModel):
     proxyUser: str | None = None
     queue: str | None = None
     conf: dict[str, bool | int | float | str] = {}
-    heartbeatTimeoutInSecond: int = Field(0, ge=0)
+    heartbeatTimeoutInSecond: Annotated[int, BeforeValidator(_not_a_bool), Field(ge=0)] = 0
     driverMemory: str | None = None
-    driverCores: int | None = Field(None, ge=1)
+    driverCores: Count | None = None
     executorMemory: str | None = None
-    executorCores: int | None = Field(None, ge=1)
-    numExecutors: int | None = Field(None, ge=1)
+    executorCores: Count | None = None
+    numExecutors: Count | None = None
     jars: list[str] = []
     pyFiles: list[str] = []
     files: list[str] = []

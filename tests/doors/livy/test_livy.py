@@ -94,6 +94,9 @@ REFUSED = [
      "application file /nonexistent/job.py not found (looked in {cwd})"),
     ("zero-cores", {"file": "local:/x.py", "driverCores": 0},
      "driverCores: Input should be greater than or equal to 1"),
+    # Pydantic's lax mode read it as 1 executor core
+    ("boolean-count", {"file": "local:/x.py", "executorCores": True},
+     "executorCores: Input should be a whole number, not true or false"),
     ("unknown-queue", {"file": "local:/x.py", "queue": "gpu"},
      "unknown queue 'gpu'; known queues: root.default, root.etl"),
     ("master-in-conf", {"file": "local:/x.py", "conf": {"spark.master": "local"}},
@@ -161,6 +164,14 @@ def test_a_session_with_a_lone_surrogate_is_refused_and_not_kept(client, session
         "msg": "request body is not valid JSON: a lone surrogate '\\udc00' is not Unicode text"})
     assert rows(db, "select count(*) from apps") == [(1,)]  # the fixture's session alone
     assert [s["id"] for s in client.get("/sessions").json()["sessions"]] == [session]
+
+
+def test_a_session_with_a_boolean_count_is_refused_and_not_kept(client, session, db):
+    """Found: ``true`` read as 1 by Pydantic's lax mode (a heartbeat timeout of 1 s)."""
+    r = client.post("/sessions", json={"kind": "pyspark", "heartbeatTimeoutInSecond": True})
+    assert (r.status_code, r.json()) == (400, {
+        "msg": "heartbeatTimeoutInSecond: Input should be a whole number, not true or false"})
+    assert rows(db, "select count(*) from apps") == [(1,)]  # the fixture's session alone
 
 
 @pytest.mark.parametrize("body,msg", [
