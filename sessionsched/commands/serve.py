@@ -19,6 +19,7 @@ import sys
 
 from ..cli import UserError
 from ..config import STANDBY_NEEDS_POSTGRESQL, load_server_config
+from ..config.sections import checked_host
 
 # How long a thread holding the interpreter lock keeps it while another waits. A cycle's
 # CPU-bound step holds it; each of a read's hand-overs (socket, handler, answer) may wait this
@@ -75,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
         server = server.model_copy(update={"standby": True})
     if not 1 <= server.port <= 65535:
         raise UserError(f"--port {server.port}: expected 1..65535")
+    try:
+        checked_host(server.host)
+    except ValueError as e:
+        raise UserError(f"--host {e}") from None
     config = config.model_copy(update={"server": server})
     try:
         check_listen(server.host, config.auth.mode)

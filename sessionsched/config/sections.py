@@ -71,6 +71,11 @@ class ServerSection(Strict):
     estimate_s: float = Field(5.0, ge=0, le=3600)
     estimate_default_run_s: float = Field(600.0, gt=0)
 
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        return checked_host(v)
+
     @field_validator("advertise_url")
     @classmethod
     def _advertised(cls, v: str | None) -> str | None:
@@ -80,6 +85,15 @@ class ServerSection(Strict):
     @classmethod
     def _peers(cls, v: list[str]) -> list[str]:
         return [_base_url(u) for u in v]
+
+
+def checked_host(v: str) -> str:
+    """``v`` if it can be a host to listen on: a name or an address (IPv6 with its zone too).
+    Anything else would fail only at the bind, after the store was opened, or be printed raw
+    in the refusal to listen."""
+    if not re.fullmatch(r"[A-Za-z0-9._:%\[\]-]+", v):
+        raise ValueError(f"{v!r}: expected a host name or an IP address")
+    return v
 
 
 def _base_url(v: str) -> str:

@@ -213,3 +213,16 @@ def test_serve_refuses_files_it_cannot_use_in_one_line(tmp_path, config, message
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("sessionsched serve: " + message.format(tmp=tmp_path)), r.stderr
     assert r.stderr.count("\n") == 1, r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--host", "a b"), "--host 'a b': expected a host name or an IP address"),
+    # printed raw in the refusal to listen without auth before
+    (("--config", "{tmp}/nul.yaml"), "{tmp}/nul.yaml: server.host: '\\x00': expected a host "
+                                     "name or an IP address"),
+], ids=["space", "nul-in-config"])
+def test_serve_refuses_a_host_that_is_no_name_or_address(tmp_path, args, message):
+    (tmp_path / "nul.yaml").write_text('server:\n  host: "\\0"\n')
+    r = run_cli("serve", *(a.format(tmp=tmp_path) for a in args))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"sessionsched serve: {message.format(tmp=tmp_path)}\n"
