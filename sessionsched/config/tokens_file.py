@@ -46,6 +46,9 @@ class TokenEntry:
     created: float
 
 
+_FIELDS = tuple(TokenEntry.__dataclass_fields__)
+
+
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -72,6 +75,8 @@ def read_entries(path: str | Path) -> list[TokenEntry]:
                              "decode as UTF-8)") from None
     try:
         data = json.loads(text) if text.strip() else {"tokens": []}
+        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+            raise ValueError('expected {"tokens": [...]}')
         return [_entry(row) for row in data["tokens"]]
     except (ValueError, KeyError, TypeError) as e:
         raise TokenFileError(f"{p}: not a sessionsched tokens file ({e})") from None
@@ -82,6 +87,12 @@ def _entry(row: dict) -> TokenEntry:
     created of "x" would otherwise fail later, in ``token list`` or at a request."""
     if not isinstance(row, dict):
         raise ValueError(f"a token is a map of id, user, role, sha256, created; not {row!r}")
+    missing = [f for f in _FIELDS if f not in row]
+    unknown = [f for f in row if f not in _FIELDS]
+    if missing or unknown:
+        raise ValueError(f"a token has the fields {', '.join(_FIELDS)}; "
+                         + (f"{row.get('id', 'one')!r} lacks {', '.join(missing)}" if missing
+                            else f"{', '.join(map(repr, unknown))} is not one of them"))
     entry = TokenEntry(**row)
     for name in ("id", "user", "role", "sha256"):
         if not isinstance(getattr(entry, name), str):

@@ -277,6 +277,12 @@ BAD_TOKENS = {  # a tokens file edited by hand: refused when read, not at a late
     "a created that is no time": ({**ROW, "created": "x"}, "created 'x' is not a time"),
     "a created beyond any date": ({**ROW, "created": 1e300}, "created 1e+300 is not a time"),
     "a token that is no map": (None, "a token is a map of id, user, role, sha256, created"),
+    # said in Python's words before ("__init__() missing 1 required positional argument")
+    "a row without a field": ({k: v for k, v in ROW.items() if k != "sha256"},
+                              "a token has the fields id, user, role, sha256, created; "
+                              "'0123456789ab' lacks sha256"),
+    "a row with a field too many": ({**ROW, "expires": 1},
+                                    "'expires' is not one of them"),
 }
 
 
