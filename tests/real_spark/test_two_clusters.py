@@ -140,7 +140,10 @@ def test_one_app_on_each_a_lost_master_sends_new_work_to_the_other_and_loses_not
 
         # 1. Two whole-cluster apps: one on each.
         first = submit_whole(server, pyspark_app, flags["first"], "first")
-        wait_until(lambda: app(server, first)["state"] == "RUNNING", JVM_S, "first to run")
+        # Its executor, not RUNNING: on a loaded machine its driver may be up for 5 s before
+        # its job asks for one, and is then RUNNING as an idle driver that holds nothing (the
+        # demand admission's rule), so a would still be free for the second.
+        wait_until(lambda: app(server, first)["executors"] >= 1, JVM_S, "first's executor")
         second = submit_whole(server, pyspark_app, flags["second"], "second")
         wait_until(lambda: app(server, second)["state"] == "RUNNING", JVM_S, "second to run")
         spark_ids = {i: app(server, i)["spark_app_id"] for i in (first, second)}
