@@ -273,7 +273,8 @@ def wrapper_parser() -> argparse.ArgumentParser:
         "[--ca PEM] [--wait | --dry-run] [--upload|--no-upload] <spark-submit args…>",
         description="Submit a Spark application to the scheduler's queues. Every spark-submit "
         "argument (options, the application file, its arguments) passes through unchanged, "
-        "except --master (the scheduler picks the cluster). Python apps run in client mode. "
+        "except --master (the scheduler picks the cluster). Python apps run in client mode on "
+        "the scheduler's host (on Kubernetes, as a driver pod). "
         "Wrapper options are taken from before the application file; after it, every argument "
         "is the app's. Properties are read from --conf, --properties-file and "
         "$SPARK_CONF_DIR/spark-defaults.conf as spark-submit does (spark.ego.priority, "
