@@ -141,12 +141,16 @@ class ServerConfig(Strict):
         server logs them as it starts; nothing is refused)."""
         out = []
         packed = [q.name for q in self.queue_tree().leaves() if q.node_sort is NodeSort.BINPACKING]
-        if packed and self.cluster.backend == "standalone":
+        # A standalone master places for itself: ``standalone``'s and ``local``'s (a local
+        # standalone cluster), whether served alone (``cluster:``) or among ``clusters:``.
+        masters = [c.name for c in self.cluster_registry() if c.backend in ("standalone", "local")]
+        if packed and masters:
+            where = f" ({', '.join(masters)})" if self.clusters is not None else ""
             out.append(
                 f"node_sort binpacking ({', '.join(packed)}) is not honoured on a standalone"
-                " cluster: its master places executors itself, spread over the workers unless"
-                " it runs with spark.deploy.spreadOut=false (then packed for every app), and"
-                " chooses the worker of a cluster-mode driver (docs/design/placement.md)")
+                f" cluster{where}: its master places executors itself, spread over the workers"
+                " unless it runs with spark.deploy.spreadOut=false (then packed for every app),"
+                " and chooses the worker of a cluster-mode driver (docs/design/placement.md)")
         return out
 
     def connect_share_level(self, leaf: str) -> ShareLevel:

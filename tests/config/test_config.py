@@ -435,3 +435,18 @@ def test_binpacking_on_a_standalone_cluster_is_warned_in_one_line(tmp_path, back
                                   " honoured on a standalone cluster")
     assert "spark.deploy.spreadOut" in warnings[0]
     assert load_server_config(write(tmp_path, "cluster: {backend: standalone}")).warnings() == []
+
+
+@pytest.mark.parametrize("clusters, warned", [
+    ("cluster: {backend: local}", ""),  # a local standalone cluster: its master places too
+    ("clusters: [{name: a, backend: memory}, {name: b, backend: memory}]", None),
+    ("clusters: [{name: a, backend: memory}, {name: b, backend: local}]", " (b)"),
+])
+def test_binpacking_is_warned_for_every_standalone_master_served(tmp_path, clusters, warned):
+    warnings = load_server_config(write(tmp_path, f"{clusters}\n{SORTS}")).warnings()
+    if warned is None:
+        assert warnings == []
+        return
+    assert len(warnings) == 1
+    assert warnings[0].startswith("node_sort binpacking (root.etl, root.science.big) is not"
+                                  f" honoured on a standalone cluster{warned}: ")
