@@ -95,6 +95,21 @@ def test_dry_run_answers_fits_reason_and_start_and_stores_nothing(busy_server, q
     assert len(apps(busy_server)) == before  # nothing stored
 
 
+def test_dry_run_says_no_for_what_a_submission_is_refused(busy_server, tmp_path):
+    """A gang of 5 on the one 4-core worker: the cluster's sums do not show it (no executor is
+    too large, minExecutors is 0), the check on the workers does."""
+    (tmp_path / "job.py").write_text("print('hello')\n")
+    gang = ("--conf=spark.sessionsched.gang.size=5", "job.py")
+    refused = run_cli("submit", "--server", busy_server.url, *gang, cwd=tmp_path)
+    assert refused.returncode == 2
+    never = ("5 executor(s) of 1 cores/1024 MiB (a gang of 5) do not fit the cluster: its "
+             "workers hold 4 (1 worker of 4 cores/8192 MiB)")
+    assert refused.stderr.strip() == f"sessionsched submit: never fits: {never}"
+    r = run_cli("submit", "--server", busy_server.url, "--dry-run", *gang, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout
+    assert r.stdout.strip() == f"fits: no - {never}"
+
+
 def test_why_names_the_reason_who_is_ahead_and_the_estimate(busy_server, queue_of_four):
     ids, _, _ = queue_of_four
     r = cli(busy_server, "why", ids[3])

@@ -198,8 +198,10 @@ class Estimator:
         nothing published. Run where the refreshes run (the estimating process, if started)."""
         view = self.reads.view
         now = self.clock()
+        # The cluster's sums, then what a submission is refused for (``ReadView.never_fits``:
+        # per worker, a gang whole, the caps on its queue's path).
         problem = never_fits(spec, view.engine.capacity, view.engine.driver_slots,
-                             view.engine.host_room)
+                             view.engine.host_room) or view.never_fits(spec)
         if problem is not None:
             return DryRunAnswer(False, problem, None, "", StartEstimate(None))
         launched, queued = chosen(view)
