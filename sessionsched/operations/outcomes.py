@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
+from sessionsched.intake.guard import Refused
+from sessionsched.intake.new_apps import SubmissionError
 from sessionsched.model.text import one_line
+from sessionsched.operations.auth import Forbidden
 from sessionsched.service.reads import NotFound
 from sessionsched.service.service import Conflict
 from sessionsched.store import StoreUnavailable
@@ -92,3 +95,17 @@ async def waited(future: Future, timeout_s: float, what: str) -> Outcome:
                                        "the scheduler is overloaded, try again")
     except Exception as e:  # noqa: BLE001 - every failure is an answer, never a 500 page
         return of_service_error(e) or failed(Kind.UNAVAILABLE, str(e))
+
+
+# What a submission's checks raise (``new_apps``, the gate's rules, the caps and rate limit),
+# and what each is as an outcome: one mapping for submissions and dry runs alike.
+CHECKS_FAIL = (SubmissionError, Forbidden, Refused)
+
+
+def check_failed(e: Exception) -> Outcome:
+    if isinstance(e, SubmissionError):
+        return failed(Kind.INVALID, str(e))
+    if isinstance(e, Forbidden):
+        return failed(Kind.FORBIDDEN, str(e))
+    assert isinstance(e, Refused)
+    return failed(Kind.REFUSED, str(e), e.status, e.retry_after)

@@ -33,8 +33,8 @@ from dataclasses import replace
 from typing import Any
 
 from sessionsched.intake import new_apps, remote
-from sessionsched.intake.depth import DepthCaps, leaf_named
-from sessionsched.intake.guard import RateLimit, Refused, check_submission
+from sessionsched.intake.depth import DepthCaps
+from sessionsched.intake.guard import RateLimit, check_submission
 from sessionsched.intake.uploads import UploadError, UploadStore, check_sha
 from sessionsched.model import Executor
 from sessionsched.model.profiles import Profile
@@ -42,7 +42,16 @@ from sessionsched.model.stages import Stages
 from sessionsched.model.submission import AppKind, Submission
 from sessionsched.operations import auth
 from sessionsched.operations.audit_read import AuditRow, audit_rows
-from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal, waited
+from sessionsched.operations.outcomes import (
+    CHECKS_FAIL,
+    Kind,
+    Outcome,
+    check_failed,
+    done,
+    failed,
+    service_refusal,
+    waited,
+)
 from sessionsched.operations.reads import AppRead, Reads
 from sessionsched.operations.usage_read import parse_when, usage_lines
 from sessionsched.service.clusters.fits import with_clusters
@@ -54,20 +63,6 @@ __all__ = ["AppRead", "AuditRow", "CYCLE_WAIT_S", "Operations", "SUBMIT_WAIT_S"]
 SUBMIT_WAIT_S = 30.0  # a submission: until it is committed
 CYCLE_WAIT_S = 10.0  # a priority change, a kill, a session stop: until a cycle applies it
 AGENT_SUBMITS = "an agent secret may only report for its own app"
-
-
-# What a submission's checks raise (``new_apps``, the gate's rules, the caps and rate limit),
-# and what each is as an outcome: one mapping for submissions and dry runs alike.
-CHECKS_FAIL = (new_apps.SubmissionError, auth.Forbidden, Refused)
-
-
-def check_failed(e: Exception) -> Outcome:
-    if isinstance(e, new_apps.SubmissionError):
-        return failed(Kind.INVALID, str(e))
-    if isinstance(e, auth.Forbidden):
-        return failed(Kind.FORBIDDEN, str(e))
-    assert isinstance(e, Refused)
-    return failed(Kind.REFUSED, str(e), e.status, e.retry_after)
 
 
 class Operations(Reads):
@@ -159,6 +154,7 @@ class Operations(Reads):
         try:
             app = self._admit(caller, new_apps.from_argv(
                 argv, cwd, conf, env, queue, priority, name, self.defaults, check_file=False))
+            self._place(app)()  # a full queue refuses it as it would the submission
         except CHECKS_FAIL as e:
             return check_failed(e)
         answer = await asyncio.to_thread(self.service.estimator.dry_run, app.spec, app.name)
@@ -200,10 +196,7 @@ class Operations(Reads):
             never = self.service.view.never_fits(app.spec)
             if never is not None:
                 return failed(Kind.REFUSED, f"never fits: {never}", 400)
-            # The leaf as it runs now (plans applied), counted under the caps' lock.
-            leaf = leaf_named(self.service.view.engine.root, app.queue)
-            place = self.depth.take(leaf, app.user,
-                                    lambda user: self.service.view.queued(app.queue, user))
+            place = self._place(app)
         except CHECKS_FAIL as e:
             return check_failed(e)
         try:
@@ -214,6 +207,11 @@ class Operations(Reads):
         # Given back once the write is done: the service's count then holds the app, or not.
         future.add_done_callback(lambda _f: place())
         return await waited(future, SUBMIT_WAIT_S, what)
+
+    def _place(self, app: Submission) -> Callable[[], None]:
+        """A place in its queue (the leaf as it runs now, plans applied), or 429 if full."""
+        view = self.service.view
+        return self.depth.take_in(view.engine.root, app.queue, app.user, view.queued)
 
     def _admit(self, caller: auth.Caller, app: Submission) -> Submission:
         """A checked submission made the caller's: refused (``Forbidden``, ``guard.Refused``)

@@ -133,6 +133,10 @@ def test_every_door_refuses_a_submission_over_max_queued_apps_and_stores_nothing
 
     r = native(capped, app_file)
     assert (r.status_code, r.json()) == (429, {"detail": FULL})
+    # a dry run is refused as the submission is (it answered with a position before)
+    r = capped.post("/api/v1/apps/dry-run", json={
+        "argv": [app_file.name], "cwd": str(app_file.parent), "queue": "default"})
+    assert (r.status_code, r.json()) == (429, {"detail": FULL})
     r = capped.post("/api/v1/sessions", json={"name": "nb", "queue": "default"})
     assert (r.status_code, r.json()) == (429, {"detail": FULL})
     r = capped.post("/v1/submissions/create", json=rest_body(app_file))
