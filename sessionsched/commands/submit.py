@@ -208,11 +208,8 @@ def plan_submission(
     _refuse_dropped_options(spark)
     if spark.app_file is None:
         raise UserError("no application file given: submit [options] <app.py|app.jar> [app args]")
-    if spark.is_python and sched.deploy_mode == "cluster":
-        raise UserError(
-            "Python apps run in client mode on a standalone cluster (the scheduler launches "
-            "the driver on its host); drop --deploy-mode cluster / spark.submit.deployMode"
-        )
+    # A Python app's --deploy-mode cluster is the server's to judge: it knows the backend
+    # (refused on a standalone cluster, a driver pod either way on Kubernetes).
     path = _local_path(spark.app_file, cwd)
     if path is not None:
         if not path.is_file():
@@ -299,7 +296,7 @@ def wrapper_parser() -> argparse.ArgumentParser:
     upload.add_argument(
         "--upload", dest="upload", action="store_true", default=None,
         help="upload the application file and the local --py-files, --files and --jars with "
-        "the submission (the default when the server is not on this host)")
+        "the submission (the default when the server's address is not loopback)")
     upload.add_argument(
         "--no-upload", dest="upload", action="store_false",
         help="send paths only: the server reads the files from its own disk (the default "

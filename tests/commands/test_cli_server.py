@@ -163,6 +163,19 @@ def test_submit_refused_by_the_server_is_one_line(offline_server, app_dir):
     assert json_of("apps", "--json", "--server", offline_server.url) == []  # nothing stored
 
 
+@pytest.mark.parametrize("mode", [["--deploy-mode", "cluster"],
+                                  ["--conf", "spark.submit.deployMode=cluster"]],
+                         ids=["option", "conf"])
+def test_a_python_app_in_cluster_mode_is_the_servers_to_refuse(offline_server, app_dir, mode):
+    """The wrapper refused it itself, in words for a standalone cluster, whatever the backend
+    (on Kubernetes the server takes it: a driver pod either way)."""
+    r = run_cli("submit", "--server", offline_server.url, *mode, "job.py", cwd=app_dir)
+    assert (r.returncode, r.stderr) == (2, "sessionsched submit: Python apps run in client "
+                                           "mode on a standalone cluster; drop --deploy-mode "
+                                           "cluster\n")
+    assert json_of("apps", "--json", "--server", offline_server.url) == []
+
+
 def test_server_from_the_environment(offline_server, app_dir):
     env = cli_env(SESSIONSCHED_SERVER=offline_server.url)
     r = run_cli("submit", "job.py", cwd=app_dir, env=env)

@@ -142,14 +142,6 @@ REFUSED = {
         ["--conf", "spark.master=local", "app.py"],
         "--master is chosen by the scheduler",
     ),
-    "python in cluster mode": (
-        ["--deploy-mode", "cluster", "app.py"],
-        "Python apps run in client mode",
-    ),
-    "python in cluster mode by conf": (
-        ["--conf", "spark.submit.deployMode=cluster", "app.py"],
-        "Python apps run in client mode",
-    ),
     "--status": (["--status", "driver-1"], "use 'sessionsched status ID'"),
     "--kill": (["--kill", "driver-1"], "use 'sessionsched kill ID'"),
     "no app file": (["--name", "x"], "no application file given"),
