@@ -30,11 +30,12 @@ Client-mode drivers run on the scheduler host and use a driver slot, not the poo
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...engine.placement.sorting import pick, whole
 from ...model import NodeSort, Resources, Worker
+from .rooms import WorkerIndex
 
 FAIR = NodeSort.FAIR
 
@@ -73,53 +74,91 @@ class Pool:
         self._drivers: dict[str, tuple[Resources, NodeSort]] = {}  # waiting: app -> (size, sort)
         # waiting: executor id -> (app, size, its app's node sort)
         self._executors: dict[str, tuple[str, Resources, NodeSort]] = {}
+        # Kept as they change, so that no placement reads every worker (``rooms``): each alive
+        # worker's free room, indexed; the sums; the whole workers; the alive workers' sizes.
+        self._index = {name: i for i, name in enumerate(self.names)}
+        self._free: list[Resources | None] = list(self.sizes)
+        self._rooms = WorkerIndex()
+        for i, room in enumerate(self._free):
+            self._rooms.add(i, room)
+        self._capacity = _sum(self.sizes)
+        self._used = Resources()
+        self._promised = Resources()  # the waiting drivers' sizes
+        self._whole = n
+        self._alive_sizes = Counter(self.sizes)
 
     # --- the workers ----------------------------------------------------------------------
 
     @property
     def capacity(self) -> Resources:
         """The alive workers' cores and memory together."""
-        return _sum(s for s, up in zip(self.sizes, self.alive, strict=True) if up)
+        return self._capacity
 
     @property
     def used(self) -> Resources:
-        return _sum(self.used_on)
+        return self._used
 
     def workers(self) -> tuple[Worker, ...]:
         """The alive workers, with what is free on each now."""
-        return tuple(Worker(name, size, size - used)
-                     for name, size, used, up in zip(self.names, self.sizes, self.used_on,
-                                                     self.alive, strict=True) if up)
+        return tuple(Worker(name, size, free)
+                     for name, size, free in zip(self.names, self.sizes, self._free, strict=True)
+                     if free is not None)
 
     def whole(self) -> int:
         """How many alive workers have nothing on them (``sorting.whole``)."""
-        return whole(self._free(), self.sizes)
+        return self._whole
 
     def fits_one(self, size: Resources) -> bool:
         """Some alive worker is at least ``size``."""
-        return any(size.fits_in(s) for s, up in zip(self.sizes, self.alive, strict=True) if up)
+        return any(n and size.fits_in(s) for s, n in self._alive_sizes.items())
 
     def lose(self, name: str) -> list[str]:
         """The worker ``name`` is gone: the keys of what ran on it (the caller ends them; their
         room is not given back: the worker offers nothing from now on)."""
-        i = self.names.index(name)
-        self.alive[i] = False
+        i = self._index[name]
         gone = [key for key, (w, _) in self._placed.items() if w == i]
         for key in gone:
             del self._placed[key]
+        if self.alive[i]:
+            self._set_free(i, None)
+            self._capacity = self._capacity - self.sizes[i]
+            self._used = self._used - self.used_on[i]
+            self._alive_sizes[self.sizes[i]] -= 1
+        self.alive[i] = False
         self.used_on[i] = Resources()
         return gone
 
     def back(self, name: str) -> Started:
         """The worker ``name`` is back (empty, as a restarted worker): what starts on it."""
-        i = self.names.index(name)
-        self.alive[i], self.used_on[i] = True, Resources()
+        i = self._index[name]
+        if not self.alive[i]:
+            self.alive[i] = True
+            self.used_on[i] = Resources()
+            self._set_free(i, self.sizes[i])
+            self._capacity = self._capacity + self.sizes[i]
+            self._alive_sizes[self.sizes[i]] += 1
         return self._start()
+
+    def _set_free(self, i: int, room: Resources | None) -> None:
+        """Worker ``i``'s free room is now ``room`` (None: lost), in the index and the count
+        of whole workers."""
+        was = self._free[i]
+        if was is not None:
+            self._rooms.remove(i, was)
+            self._whole -= was == self.sizes[i]
+        if room is not None:
+            self._rooms.add(i, room)
+            self._whole += room == self.sizes[i]
+        self._free[i] = room
 
     # --- drivers --------------------------------------------------------------------------
 
     def request_driver(self, app: str, size: Resources, sort: NodeSort = FAIR) -> Started:
+        was = self._drivers.get(app)
+        if was is not None:
+            self._promised = self._promised - was[0]
         self._drivers[app] = (size, sort)
+        self._promised = self._promised + size
         return self._start()
 
     def take_slot(self, what: str) -> None:
@@ -137,7 +176,7 @@ class Pool:
                          surplus: Callable[[], Resources | None] | None = None) -> Started:
         """``surplus``: the room held by executors above their apps' grants, None for none
         (module doc)."""
-        promised = _sum(s for s, _ in self._drivers.values())
+        promised = self._promised
         if not (self.used + promised + size).fits_in(self.capacity) or self._where(size) is None:
             held = surplus() if surplus is not None else None
             if held is not None and (self.used - held + promised + size).fits_in(self.capacity):
@@ -156,9 +195,11 @@ class Pool:
 
     def cancel(self, key: str) -> bool:
         """Withdraw a waiting driver (by app) or executor (by id); False if it had started."""
-        return (
-            self._drivers.pop(key, None) is not None or self._executors.pop(key, None) is not None
-        )
+        driver = self._drivers.pop(key, None)
+        if driver is not None:
+            self._promised = self._promised - driver[0]
+            return True
+        return self._executors.pop(key, None) is not None
 
     def worker_of(self, key: str) -> str:
         """The name of the worker a started driver or executor runs on ("" if none)."""
@@ -175,6 +216,8 @@ class Pool:
         if hit is not None:
             i, size = hit
             self.used_on[i] = self.used_on[i] - size
+            self._used = self._used - size
+            self._set_free(i, self._free[i] + size)  # type: ignore[operator]  # alive: placed
         return self._start()
 
     def _start(self) -> Started:
@@ -183,6 +226,7 @@ class Pool:
             if self._where(size) is not None:
                 self._take(app, size, sort)
                 del self._drivers[app]
+                self._promised = self._promised - size
                 started.drivers.append(app)
         for eid, (app, size, sort) in list(self._executors.items()):
             if self._where(size) is not None:
@@ -191,14 +235,9 @@ class Pool:
                 started.executors.append((app, eid))
         return started
 
-    def _free(self) -> list[Resources | None]:
-        """Each worker's free room now (None: lost)."""
-        return [s - used if up else None
-                for s, used, up in zip(self.sizes, self.used_on, self.alive, strict=True)]
-
     def _where(self, size: Resources, sort: NodeSort = FAIR) -> int | None:
         """The worker ``size`` goes to by ``sort`` (``sorting.pick``), None if none holds it."""
-        return pick(self._free(), size, sort)
+        return self._rooms.pick(size, sort)
 
     def _take(self, key: str, size: Resources, sort: NodeSort = FAIR) -> None:
         i = self._where(size, sort)
@@ -208,6 +247,8 @@ class Pool:
                 f"{self.used.mem_mib} MiB of {self.capacity.cores}/{self.capacity.mem_mib} in use"
             )
         self.used_on[i] = self.used_on[i] + size
+        self._used = self._used + size
+        self._set_free(i, self._free[i] - size)  # type: ignore[operator]  # picked: alive
         self._placed[key] = (i, size)
 
 

@@ -16,8 +16,10 @@ room for it. The GPU workers' cores and memory stay free for the GPU executors, 
 nowhere else; a GPU worker whose GPUs are all taken is a worker like any other. With no custom
 resource anywhere the rule changes nothing.
 
-``pick`` is what the memory backend, the simulator and the Kubernetes backend place by, and
-what the engine models its own launches with (``free_now``). O(workers) per pick.
+``pick`` is the rule the memory backend, the simulator and the Kubernetes backend place by,
+and what the engine models its own launches with (``free_now``). O(workers) per pick; the
+memory backend keeps its workers indexed by free room to pick the same worker in
+O(log distinct free rooms) (``backends/memory/rooms.py``).
 """
 
 from __future__ import annotations
