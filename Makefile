@@ -30,15 +30,21 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# Debian's packages, installed as root or through sudo when missing. `make -j` may run two
+# installs at once, and apt-get takes one at a time (dpkg's lock): each waits for the lock
+# here, so a target needs only the packages it uses (an order-only prerequisite between them
+# would install the one it names too).
+APT := $(SUDO) flock /tmp/sessionsched-apt.lock
+
 # The dashboard's browser tests drive Debian's chromium (Playwright's own browser download is
-# not used). Installed here, as root or through sudo, when it is missing.
+# not used).
 $(CHROMIUM):
-	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -q && \
+	$(APT) sh -c 'apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium'
 
 # The HTTPS test makes its certificate with openssl.
-/usr/bin/openssl: | $(CHROMIUM)
-	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -q && \
+/usr/bin/openssl:
+	$(APT) sh -c 'apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl'
 
 demo: install
@@ -50,8 +56,8 @@ lint: install
 # The store tests start their own PostgreSQL server from Debian's postgresql binaries
 # (/usr/lib/postgresql/*/bin). Installed when missing, without the package's own "main"
 # cluster (a server on port 5432 nobody asked for).
-postgresql: | /usr/bin/openssl
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(SUDO) sh -c 'apt-get update -q && \
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(APT) sh -c 'apt-get update -q && \
 	  mkdir -p /etc/postgresql-common/createcluster.d && \
 	  echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/sessionsched.conf && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql'
@@ -80,7 +86,7 @@ jvm-archive: install
 # root or through sudo.
 # When neither is possible: one line saying so, and the rest of the suite runs (the container
 # tests then fail with a line of their own).
-docker-daemon: | postgresql
+docker-daemon:
 	@if docker info >/dev/null 2>&1 && command -v docker-compose >/dev/null \
 	    && command -v debootstrap >/dev/null; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as=sudo; else \
@@ -88,7 +94,7 @@ docker-daemon: | postgresql
 	    "this is neither root nor sudo: tests/real_spark/containers will fail" >&2; exit 0; fi; \
 	if ! command -v dockerd >/dev/null || ! command -v docker-compose >/dev/null \
 	    || ! command -v debootstrap >/dev/null; then \
-	  $$as sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+	  $$as flock /tmp/sessionsched-apt.lock sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -q docker.io docker-compose debootstrap' || exit 1; fi; \
 	if ! docker info >/dev/null 2>&1; then \
 	  $$as sh -c 'nohup setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &'; \
@@ -108,7 +114,7 @@ docker-daemon: | postgresql
 #
 # What the suite needs is set up side by side (`-j`): the JVM archive's build (CPU) beside
 # the Airflow virtualenv and the Debian packages (the network); the apt-get users one at a
-# time (each waits for the one before: order-only prerequisites), dpkg takes one at a time.
+# time (each waits for the others' lock: `APT`), dpkg takes one at a time.
 TEST_WORKERS ?= 3
 test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=target test-setup
