@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from ..model import NodeSort, Queue
 from .access import DEFAULT_ENV_ALLOW, GROUP_NAME, AuthSection, PriorityRange, UploadsSection
@@ -102,6 +102,10 @@ class ServerConfig(Strict):
                     resolve_any_queue(self.queues, name)
                 except LookupError as e:
                     raise ValueError(f"plans[{i}].queues: {e}") from None
+            try:  # the tree as the plan leaves it, so that a plan never fails as it fires
+                self.queue_tree(plan)
+            except ValidationError as e:
+                raise ValueError(f"plans[{i}]: {format_validation_error(e)}") from None
         if self.clusters is not None and "cluster" in self.model_fields_set:
             raise ValueError(BOTH_SET)
         uses = {}

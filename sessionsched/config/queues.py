@@ -7,7 +7,14 @@ from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..config.plan_times import at_trigger, cron_trigger, date_time  # as the server runs plans
 from ..model import WHOLE_NUMBER, Admission, NodeSort, Policy, Queue
@@ -218,6 +225,11 @@ def resolve_queue(root: Queue, name: str) -> Queue:
     raise LookupError(f"unknown queue {name!r}; known queues: {known}")
 
 
+# What a plan may set but not turn off with null: every queue has one of each.
+NO_OFF = ("admission", "starting_limit", "starting_timeout", "policy", "weight", "min_share",
+          "reclaim_timeout", "max_driver_fraction")
+
+
 class QueueOverride(Strict):
     """Queue settings a time-of-day plan changes; unset fields keep the configured value."""
 
@@ -239,6 +251,16 @@ class QueueOverride(Strict):
     max_queued_apps_per_user: int | None = Field(None, ge=1)
     usage_half_life: HalfLife | None = None
     release_idle_sessions_after: float | None = Field(None, gt=0)
+
+    # A null on a setting that has no "off" would reach the engine as the setting itself
+    # (a weight of None): it is refused here, where the plan is read, not when it fires.
+    @field_validator(*NO_OFF, mode="before")
+    @classmethod
+    def _not_null(cls, v: Any, info: ValidationInfo) -> Any:
+        if v is None:
+            raise ValueError(f"null turns off a limit, and {info.field_name} is not one: "
+                             "leave it out to keep the configured value")
+        return v
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)
@@ -316,9 +338,12 @@ def apply_overrides(
     wanted = {resolve_any_queue(queues, k): v.changes() for k, v in overrides.items()}
 
     def rebuild(q: QueueConfig, parent: str) -> QueueConfig:
+        # Validated, not copied (``model_copy`` checks nothing): a queue as a plan leaves it
+        # is held to every rule a configured queue is.
         full = f"{parent}.{q.name}" if parent else q.name
-        update = dict(wanted.get(full, {}))
-        update["queues"] = [rebuild(c, full) for c in q.queues]
-        return q.model_copy(update=update)
+        fields = {k: getattr(q, k) for k in q.model_fields_set}
+        fields.update(wanted.get(full, {}))
+        fields["queues"] = [rebuild(c, full) for c in q.queues]
+        return QueueConfig.model_validate(fields)
 
     return [rebuild(q, "") for q in root_configs(queues)]

@@ -228,8 +228,19 @@ def test_a_one_shot_plan_is_current_once_its_second_has_come_and_is_scheduled_on
      "time); give exactly one"),
     ({"at": "2026-12-24T14:00:00", "timezone": "Mars/Olympus"},
      "plans[0]: at '2026-12-24T14:00:00': 'No time zone found with key Mars/Olympus'"),
+    # A null on a setting without an "off" ran the queue with a weight (policy, ...) of None
+    # once the plan fired: GET /api/v1/queues answered 500.
+    ({"cron": "0 8 * * *", "queues": {"default": {"weight": None}}},
+     "plans[0].queues.default.weight: null turns off a limit, and weight is not one: leave it "
+     "out to keep the configured value"),
+    ({"cron": "0 8 * * *", "queues": {"default": {"policy": None}}},
+     "plans[0].queues.default.policy: null turns off a limit, and policy is not one: leave it "
+     "out to keep the configured value"),
+    ({"cron": "0 8 * * *", "queues": {"default": {"max_cores": 0}}},
+     "plans[0].queues.default.max_cores: Input should be greater than or equal to 1"),
 ], ids=["four-fields", "bad-weekday", "unknown-queue", "zero-weight", "unknown-setting",
-        "at-a-number", "at-not-a-time", "neither-cron-nor-at", "both-cron-and-at", "at-bad-zone"])
+        "at-a-number", "at-not-a-time", "neither-cron-nor-at", "both-cron-and-at", "at-bad-zone",
+        "null-weight", "null-policy", "zero-max-cores"])
 def test_bad_plans_are_config_errors(plan, message):
     with pytest.raises(ConfigError) as err:
         parse_model(ServerConfig, {"plans": [plan]}, "f.yaml")
