@@ -53,7 +53,7 @@ from sessionsched.operations.outcomes import (
     waited,
 )
 from sessionsched.operations.reads import AppRead, Reads
-from sessionsched.operations.usage_read import parse_when, usage_lines
+from sessionsched.operations.usage_read import usage_lines, window
 from sessionsched.service.clusters.fits import with_clusters
 from sessionsched.service.service import Service
 from sessionsched.store import StoreUnavailable
@@ -380,8 +380,7 @@ class Operations(Reads):
             return allowed
         now = self.service.clock()
         try:
-            start = 0.0 if not since else parse_when(since, now, "since")
-            end = now if not until else parse_when(until, now, "until")
+            start, end = window(since, until, now)
             own = None if not self.gate.on or caller.role == auth.ADMIN else caller.user
             first = self.service.config.cluster_registry()[0].name
             return done(usage_lines(self.service.store, by, start, end, now, own, first))

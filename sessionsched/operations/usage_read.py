@@ -74,6 +74,19 @@ def parse_when(text: str, now: float, what: str) -> float:
     return when.timestamp()
 
 
+def window(since: str | None, until: str | None, now: float) -> tuple[float, float]:
+    """[since, until) as epoch seconds (unset: from the start, to now). An empty or inverted
+    window is refused: it would answer an empty list, as if nothing had run (``--since 1d
+    --until 7d``, read as "up to 7 days", is one)."""
+    start = 0.0 if not since else parse_when(since, now, "since")
+    end = now if not until else parse_when(until, now, "until")
+    if end <= start:
+        shown = {"since": since or "0", "until": until or "now"}
+        raise BadWhen(f"until {shown['until']!r} is not after since {shown['since']!r}: the "
+                      "window [since, until) holds no time")
+    return start, end
+
+
 def usage_lines(store: Store, by: str, since: float, until: float, now: float,
                 user: str | None = None, first_cluster: str | None = None) -> list[dict]:
     """One dict per app (``by="app"``, in order of first submission), queue, user or cluster:

@@ -13,7 +13,7 @@ import logging
 import pytest
 
 from sessionsched.backends.memory import WORK
-from sessionsched.operations.usage_read import BadWhen, parse_when
+from sessionsched.operations.usage_read import BadWhen, parse_when, window
 
 STEP_S = 0.5  # cycle spacing: the server sees each change at most this late
 # 4 tasks of 3 s on four 1-core executors, then one task of 6 s: three executors idle until
@@ -90,10 +90,14 @@ def test_a_window_picks_the_apps_that_lived_in_it(stepped):
         old = [line["app"] for line in usage(s, until="30m")]
         both = [line["app"] for line in usage(s, since="0")]
         bad = s.client.get("/api/v1/usage", params={"since": "last week"})
+        inverted = s.client.get("/api/v1/usage", params={"since": "1d", "until": "7d"})
     assert (recent, old, both) == ([second], [first], [first, second])
     assert bad.status_code == 400
     assert bad.json()["detail"] == ("since 'last week' is not a time (like 7d, 12h, epoch "
                                     "seconds or ISO 8601)")
+    assert inverted.status_code == 400  # it answered [], as if nothing had run
+    assert inverted.json()["detail"] == ("until '7d' is not after since '1d': the window "
+                                         "[since, until) holds no time")
 
 
 def test_a_restart_counts_on_from_what_the_store_kept(stepped):
@@ -190,6 +194,34 @@ def test_queue_and_user_lines_count_the_hours_inside_the_window(stepped):
 def test_a_time_that_is_no_time_is_refused_by_name(text):
     with pytest.raises(BadWhen, match=f"since '{text}' is not a time"):
         parse_when(text, 1_000_000.0, "since")
+
+
+# A window that holds no time answered an empty list, as if nothing had run.
+WINDOWS = [
+    # name, since, until, the window or the refusal
+    ("unset", None, None, (0.0, 1_000_000.0)),
+    ("since only", "7d", None, (1_000_000.0 - 7 * 86400, 1_000_000.0)),
+    ("until only", None, "10", (0.0, 10.0)),
+    ("inverted", "1d", "7d", "until '7d' is not after since '1d': the window [since, until) "
+                             "holds no time"),
+    ("empty", "100", "100", "until '100' is not after since '100': the window [since, until) "
+                            "holds no time"),
+    ("since ahead of now", "2099-01-01", None, "until 'now' is not after since '2099-01-01': "
+                                               "the window [since, until) holds no time"),
+    ("until before 1970", None, "-5", "until '-5' is not after since '0': the window [since, "
+                                      "until) holds no time"),
+]
+
+
+@pytest.mark.parametrize("since,until,expected", [w[1:] for w in WINDOWS],
+                         ids=[w[0] for w in WINDOWS])
+def test_a_window_that_holds_no_time_is_refused(since, until, expected):
+    if isinstance(expected, str):
+        with pytest.raises(BadWhen) as err:
+            window(since, until, 1_000_000.0)
+        assert str(err.value) == expected
+    else:
+        assert window(since, until, 1_000_000.0) == expected
 
 
 def test_times_as_epoch_seconds_ago_and_iso():
