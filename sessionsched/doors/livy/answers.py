@@ -53,3 +53,27 @@ def refusal(out: Outcome) -> JSONResponse:
 def caller(request: Request) -> auth.Caller:
     """Who is asking, as ``livy.auth.guard`` identified them (the admin with auth off)."""
     return getattr(request.state, "caller", auth.NOBODY)
+
+
+def int_param(request: Request, name: str, default: int | None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"query parameter {name}={raw!r} is not a whole number") from None
+
+
+def log_page(request: Request, lines: list[str], default_size: int) -> tuple[int, list[str]]:
+    """``GET .../log?from=&size=`` as Livy answers it (its ``SessionServlet.serializeLogs``):
+    ``size`` lines from ``from``; without ``from`` (or a negative one), the last ``size``; a
+    negative ``size``, every line from ``from``. ValueError names a parameter that is not a
+    whole number."""
+    start = int_param(request, "from", -1)
+    size = int_param(request, "size", default_size)
+    if size < 0:
+        size = len(lines)
+    if start < 0:
+        start = max(len(lines) - size, 0)
+    return start, lines[start:start + size]

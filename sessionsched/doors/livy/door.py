@@ -13,7 +13,7 @@ Routes (Livy's shapes; errors ``{"msg": "..."}`` with 400 or 404):
   submitted as a batch or through spark-submit; notebook sessions are not batches);
 - ``GET /batches/ID``, ``GET /batches/ID/state`` -> ``{"id", "state"}``;
 - ``GET /batches/ID/log?from=&size=`` -> ``{"id", "from", "total", "log"}`` (the driver's log,
-  its last 256 KiB; ``from`` defaults to the last ``size`` (100) lines, as Livy's);
+  its last 256 KiB; paged as Livy pages it: ``answers.log_page``);
 - ``DELETE /batches/ID`` -> ``{"msg": "deleted"}`` (kills it; an ended batch stays in the
   books, unlike Livy, and is answered the same);
 - ``GET /version``;
@@ -37,7 +37,15 @@ from starlette.routing import Route
 
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.times import estimate_fields
-from sessionsched.doors.livy.answers import caller, json_of, msg, reason_info, refusal
+from sessionsched.doors.livy.answers import (
+    caller,
+    int_param,
+    json_of,
+    log_page,
+    msg,
+    reason_info,
+    refusal,
+)
 from sessionsched.doors.livy.interactive import LivySessions
 from sessionsched.doors.livy.schemas import LivyBatchIn, ValidationError, first_error
 from sessionsched.model import AppState
@@ -59,16 +67,6 @@ LIVY_STATE = {
     AppState.KILLED: "killed",
 }
 BATCH_KINDS = (AppKind.SUBMIT, AppKind.REST)
-
-
-def _int_param(request: Request, name: str, default: int | None) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"query parameter {name}={raw!r} is not a whole number") from None
 
 
 class Livy:
@@ -159,8 +157,8 @@ class Livy:
 
     async def list(self, request: Request) -> Response:
         try:
-            start = _int_param(request, "from", 0)
-            size = _int_param(request, "size", 100)
+            start = int_param(request, "from", 0)
+            size = int_param(request, "size", 100)
         except ValueError as e:
             return msg(str(e), 400)
         apps = self.batches()
@@ -187,18 +185,12 @@ class Livy:
             app = self._find(request)
         except LookupError as e:
             return msg(str(e), 404)
+        lines = self.log_lines(app.id)
         try:
-            start = _int_param(request, "from", None)
-            size = _int_param(request, "size", DEFAULT_LOG_SIZE)
+            start, page = log_page(request, lines, DEFAULT_LOG_SIZE)
         except ValueError as e:
             return msg(str(e), 400)
-        lines = self.log_lines(app.id)
-        if size < 0:  # Livy: a negative size means everything
-            start, size = 0, len(lines)
-        if start is None or start < 0:
-            start = max(len(lines) - size, 0)
-        return JSONResponse({"id": app.seq, "from": start, "total": len(lines),
-                             "log": lines[start:start + size]})
+        return JSONResponse({"id": app.seq, "from": start, "total": len(lines), "log": page})
 
     async def delete(self, request: Request) -> Response:
         try:

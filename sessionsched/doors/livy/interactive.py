@@ -43,7 +43,7 @@ from starlette.routing import Route
 
 from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.times import estimate_fields
-from sessionsched.doors.livy.answers import caller, json_of, msg, reason_info, refusal
+from sessionsched.doors.livy.answers import caller, json_of, log_page, msg, reason_info, refusal
 from sessionsched.doors.livy.repl import now_ms, repl_routes
 from sessionsched.doors.livy.schemas import LivySessionIn, StatementIn, ValidationError, first_error
 from sessionsched.model import AppState
@@ -231,17 +231,14 @@ class LivySessions:
     async def log(self, request: Request) -> Response:
         try:
             s = self.find(request)
-            start = int(request.query_params.get("from") or -1)
-            size = int(request.query_params.get("size") or 100)
         except LookupError as e:
             return msg(str(e), 404)
-        except ValueError:
-            return msg("from and size must be whole numbers", 400)
         lines = self._log(s)
-        if start < 0:
-            start = max(len(lines) - size, 0)
-        return JSONResponse({"id": s.seq, "from": start, "total": len(lines),
-                             "log": lines[start:start + size]})
+        try:
+            start, page = log_page(request, lines, 100)
+        except ValueError as e:
+            return msg(str(e), 400)
+        return JSONResponse({"id": s.seq, "from": start, "total": len(lines), "log": page})
 
     async def delete(self, request: Request) -> Response:
         try:

@@ -4,6 +4,7 @@ against a real cluster: tests/real_spark/clients/test_livy_batches.py."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from types import SimpleNamespace
 
@@ -202,6 +203,48 @@ def test_a_malformed_repl_result_is_a_400(client, session, body):
     assert r.status_code == 400
     assert r.json()["msg"].startswith("bad result: ")
     assert client.get(f"/sessions/{session}/statements/0").json()["state"] == "running"
+
+
+# ``GET .../log?from=&size=`` on both doors, as Livy's ``serializeLogs`` pages a log. Found: a
+# session's log took a negative size as "fewer than none" (an empty page from past the end),
+# where the batches' door and Livy give every line.
+LINES = [f"line {i}" for i in range(5)]
+LOG_PAGES = [
+    # name, query, (from, lines) or the refusal
+    ("default: the last 100", "", (0, LINES)),
+    ("the last two", "size=2", (3, LINES[3:])),
+    ("two from the second", "from=1&size=2", (1, LINES[1:3])),
+    ("negative size: every line", "size=-1", (0, LINES)),
+    ("negative size from the third", "from=2&size=-1", (2, LINES[2:])),
+    ("from past the end", "from=99", (99, [])),
+    ("huge", f"from={10**30}&size={10**30}", (10**30, [])),
+    ("from not a number", "from=x", "query parameter from='x' is not a whole number"),
+    ("size not a number", "size=1e3", "query parameter size='1e3' is not a whole number"),
+]
+
+
+@pytest.mark.parametrize("query,expected", [p[1:] for p in LOG_PAGES],
+                         ids=[p[0] for p in LOG_PAGES])
+def test_a_log_is_paged_as_livy_pages_it(query, expected):
+    from starlette.requests import Request
+
+    from sessionsched.doors.livy.answers import log_page
+    request = Request({"type": "http", "query_string": query.encode(), "headers": []})
+    if isinstance(expected, str):
+        with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+            log_page(request, LINES, 100)
+    else:
+        assert log_page(request, LINES, 100) == expected
+
+
+def test_a_sessions_log_is_paged_as_a_batchs(client, session, app_file):
+    bid = post(client, file=str(app_file)).json()["id"]
+    for path in (f"/sessions/{session}/log", f"/batches/{bid}/log"):
+        everything = client.get(path, params={"size": -1}).json()
+        assert (everything["from"], everything["total"]) == (0, 0), path
+        bad = client.get(path, params={"from": "x"})
+        assert (bad.status_code, bad.json()) == (
+            400, {"msg": "query parameter from='x' is not a whole number"}), path
 
 
 @pytest.mark.parametrize("method,path", [("GET", "/sessions/{}/statements/²"),
