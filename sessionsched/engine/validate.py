@@ -16,7 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..model import PRIORITY_MAX, PRIORITY_MIN, AppSpec, AppState, Queue, Resources
+from ..model import (
+    EXIT_CODE_MAX,
+    EXIT_CODE_MIN,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    AppSpec,
+    AppState,
+    Queue,
+    Resources,
+)
 from .events import (
     Adopted,
     CapacityChanged,
@@ -210,6 +219,15 @@ def _executors_problem(ev: ExecutorsChanged, current: AppState) -> str | None:
     return None
 
 
+# A code past the store's column failed every commit after it, each cycle put back and
+# stepped again, for ever: refused here, whatever reports it.
+def _exit_code_problem(code: object) -> str | None:
+    if not _whole(code) or not EXIT_CODE_MIN <= code <= EXIT_CODE_MAX:
+        return (f"exit code {code!r} is not a whole number from {EXIT_CODE_MIN} to "
+                f"{EXIT_CODE_MAX}")
+    return None
+
+
 def _no_problem(ev: object, current: AppState) -> str | None:
     return None
 
@@ -219,8 +237,7 @@ _APP_EVENT_PROBLEMS: dict[type, Callable[[Any, AppState], str | None]] = {
     PriorityChanged: lambda ev, current: _priority_problem(ev.priority),
     KillRequested: _no_problem,
     DriverStarted: _no_problem,
-    DriverExited: lambda ev, current: (
-        None if _whole(ev.exit_code) else f"exit code {ev.exit_code!r} is not a whole number"),
+    DriverExited: lambda ev, current: _exit_code_problem(ev.exit_code),
     ExecutorsChanged: _executors_problem,
     DemandChanged: lambda ev, current: (
         None if _whole(ev.demand) and ev.demand >= 0

@@ -16,6 +16,8 @@ from .custom import Custom, combine, covers, scaled
 PRIORITY_MIN = 1
 PRIORITY_MAX = 10000
 PRIORITY_DEFAULT = 5000
+# A driver's exit code as a process's status is kept (Kubernetes', the store's INTEGER column).
+EXIT_CODE_MIN, EXIT_CODE_MAX = -(2**31), 2**31 - 1
 # ASCII digits only: "²".isdigit() is true and "٣" matches \d, but int() or Spark refuse them.
 WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 _SIZE = re.compile(r"([0-9]+)\s*([kmgtp]i?b?|b)?", re.IGNORECASE)

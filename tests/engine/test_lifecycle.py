@@ -334,6 +334,13 @@ def bad_specs():
             "listed twice",
         ),
         "negative capacity": (CapacityChanged(Resources(-1, 0)), "capacity -1 cores"),
+        # Taken, it failed every commit after it (the store's INTEGER column): the scheduler
+        # put each cycle back and stepped it again, for ever.
+        "exit code past 32 bits": (
+            DriverExited("a", 10**23),
+            "exit code 100000000000000000000000 is not a whole number from -2147483648 to "
+            "2147483647",
+        ),
         "queue with apps removed": (
             QueuesChanged(tree(leaf("other"))),
             "cannot be removed: root.q",

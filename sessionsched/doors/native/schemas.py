@@ -11,6 +11,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sessionsched.model import EXIT_CODE_MAX, EXIT_CODE_MIN
+
 from .cluster_schemas import ClusterHealthOut, ClusterPartOut
 from .resource_schemas import AppResourcesOut, ClusterResourceOut, NullsLeftOut, QueueResourceOut
 
@@ -60,7 +62,7 @@ class PriorityIn(_In):
 
 
 class StopIn(_In):
-    exit_code: int = 0
+    exit_code: int = Field(0, ge=EXIT_CODE_MIN, le=EXIT_CODE_MAX)
 
 
 class ErrorOut(BaseModel):

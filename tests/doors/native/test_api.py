@@ -274,6 +274,24 @@ def test_stopping_something_that_is_not_a_session(client, app_file):
         409, {"detail": f"{app['id']} is not a notebook session (kind submit)"})
 
 
+def test_a_session_stopped_with_an_exit_code_past_32_bits_is_refused(state_dir):
+    """Found: taken, the code failed every commit after it (the store's INTEGER column): each
+    cycle was put back and stepped again, for ever, and the stop answered 503 "overloaded"."""
+    from sessionsched.server.app import create_app
+    from tests.support.server_helpers import make_config
+    cfg = make_config(state_dir, server={"cycle_ms": 50},
+                      cluster={"backend": "memory", "workers": 1, "cores": 4, "memory": "8g"})
+    with TestClient(create_app(cfg)) as c:
+        app_id = c.post("/api/v1/sessions", json={"name": "nb"}).json()["id"]
+        wait_until(lambda: c.get(f"/api/v1/apps/{app_id}").json()["state"] == "STARTING", 30,
+                   "the session admitted")
+        r = c.post(f"/api/v1/sessions/{app_id}/stop", json={"exit_code": 10**23})
+        assert (r.status_code, r.json()) == (422, {
+            "detail": "exit_code: Input should be less than or equal to 2147483647"})
+        r = c.post(f"/api/v1/sessions/{app_id}/stop", json={"exit_code": 3})
+        assert (r.status_code, r.json()["state"], r.json()["exit_code"]) == (200, "FAILED", 3)
+
+
 # --- health, queues, metrics -----------------------------------------------------------------
 
 
