@@ -74,6 +74,22 @@ def clusters_problem(clusters: list[NamedClusterConfig] | None, cluster_set: boo
         if unknown:
             return (f"{where}: unknown cluster {unknown[0]!r} (clusters: "
                     f"{', '.join(names) or 'none named: use `clusters:`'})")
+    return outages_problem(outages, clusters[0].max_time_s if clusters else None)
+
+
+def outages_problem(outages: list[OutageConfig], end_s: float | None) -> str | None:
+    """Outages of one cluster that overlap or touch (the simulator would bring it back at the
+    first one's end, or, listed the other way round, at the second's start), or one that
+    starts after the run's end (it would never happen, without a word)."""
+    for i, o in enumerate(outages):
+        if end_s is not None and o.at >= end_s:
+            return (f"cluster_down[{i}].at: {o.at:g} is not before the end of the run "
+                    f"(clusters[0].max_time_s {end_s:g})")
+        for j, other in enumerate(outages[:i]):
+            if other.cluster == o.cluster and o.at <= other.until and other.at <= o.until:
+                return (f"cluster_down[{i}]: {o.cluster} is already down from {other.at:g} to "
+                        f"{other.until:g} (cluster_down[{j}]): give one window from "
+                        f"{min(o.at, other.at):g} to {max(o.until, other.until):g}")
     return None
 
 

@@ -123,8 +123,23 @@ def test_one_cluster_as_clusters_decides_as_cluster():
     ({"placement": "nearest"}, "placement"),
     ({"queues": [{"name": "q", "max_cores_per_cluster": {"z": 4}}]},
      "queues: root.q.max_cores_per_cluster: unknown cluster 'z' (clusters: a, b)"),
+    # Taken, b came back at the first one's end (100), half-way through the second.
+    ({"cluster_down": [{"cluster": "b", "at": 10, "until": 100},
+                       {"cluster": "b", "at": 50, "until": 200}]},
+     "cluster_down[1]: b is already down from 10 to 100 (cluster_down[0]): give one window "
+     "from 10 to 200"),
+    # Listed the other way round, the two at 100 came in order: b up from 100 to 200.
+    ({"cluster_down": [{"cluster": "b", "at": 100, "until": 200},
+                       {"cluster": "b", "at": 10, "until": 100}]},
+     "cluster_down[1]: b is already down from 100 to 200 (cluster_down[0]): give one window "
+     "from 10 to 200"),
+    # Taken, it never happened, without a word (a submission that late is refused).
+    ({"cluster_down": [{"cluster": "b", "at": 90000, "until": 90001}]},
+     "cluster_down[0].at: 90000 is not before the end of the run (clusters[0].max_time_s "
+     "86400)"),
 ], ids=["cluster-and-clusters", "queue-names-an-unknown-cluster", "outage-of-an-unknown-cluster",
-        "outage-ends-before-it-starts", "unknown-placement", "a-cap-on-an-unknown-cluster"])
+        "outage-ends-before-it-starts", "unknown-placement", "a-cap-on-an-unknown-cluster",
+        "outages-that-overlap", "outages-that-touch", "outage-after-the-end"])
 def test_a_workloads_cluster_mistakes_are_named(top, message):
     with pytest.raises(ConfigError) as e:
         workload(**top)
