@@ -42,6 +42,12 @@ class ClusterConfig(Strict):
     @model_validator(mode="after")
     def _one_way(self) -> ClusterConfig:
         no_equal_workers_beside(self.worker_groups, self.model_fields_set)
+        # Taken, the workers had no core (or no MiB) each, and every app was refused as
+        # "never fits", the cluster's mistake named as each app's.
+        if not self.worker_groups and (self.cores < self.workers or self.memory < self.workers):
+            what = "core" if self.cores < self.workers else "MiB of memory"
+            raise ValueError(f"{self.workers} workers share {self.cores} cores and "
+                             f"{self.memory} MiB (the whole cluster's): one would get no {what}")
         return self
 
     def sizes(self) -> tuple[Resources, ...]:

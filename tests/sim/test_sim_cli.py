@@ -230,6 +230,12 @@ BAD = {
         bad("apps.0.stages", [{"tasks": 1, "task_s": float("inf")}]),
         "apps[0].stages[0].task_s: Input should be a finite number",
     ),
+    # Taken, each worker had 0 cores and every app was refused as "never fits".
+    "more workers than cores": (
+        {**GOOD, "cluster": {**GOOD["cluster"], "cores": 2, "workers": 4}},
+        "cluster: 4 workers share 2 cores and 32768 MiB (the whole cluster's): one would get "
+        "no core",
+    ),
     "more workers than memory can list": (
         bad("cluster.workers", 10**30),
         "cluster.workers: Input should be less than or equal to 100000",
