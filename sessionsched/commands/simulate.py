@@ -64,6 +64,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _writable(path: str, what: str) -> Path:
+    if not path.strip():  # Path("") is the working directory: "is a directory" named no file
+        raise UserError(f"{what}: the file name is empty")
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{what} {path}: is a directory")
@@ -89,12 +91,12 @@ def _plottable(path: str) -> Path:
 def _check(args: argparse.Namespace) -> None:
     if args.compare is None:
         if args.workload is None:
-            raise UserError("simulate: give a WORKLOAD.yaml, or --compare A.yaml B.yaml")
+            raise UserError("give a WORKLOAD.yaml, or --compare A.yaml B.yaml")
         for flag, value in (("--config-a", args.config_a), ("--config-b", args.config_b)):
             if value is not None:
                 raise UserError(f"{flag}: only with --compare (one run: --config)")
     elif args.workload is not None:
-        raise UserError(f"simulate: {args.workload}: --compare takes both workloads itself "
+        raise UserError(f"{args.workload}: --compare takes both workloads itself "
                         "(--compare A.yaml B.yaml)")
 
 

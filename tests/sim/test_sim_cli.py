@@ -274,6 +274,14 @@ ARGS = {
         ["simulate", "{good}", "--plot", "{tmp}/run.txt"],
         "--plot {tmp}/run.txt: no format .txt (one of ",
     ),
+    # It said "--json : is a directory" (the working directory, the empty name's).
+    "--json with an empty name": (["simulate", "{good}", "--json", ""],
+                                  "--json: the file name is empty"),
+    "--plot with an empty name": (["simulate", "{good}", "--plot", " "],
+                                  "--plot: the file name is empty"),
+    # It said "sessionsched simulate: simulate: ...".
+    "no workload": (["simulate"],
+                    "sessionsched simulate: give a WORKLOAD.yaml, or --compare A.yaml B.yaml"),
     "--plot onto a directory": (
         ["simulate", "{good}", "--plot", "{tmp}"],
         "--plot {tmp}: is a directory",
