@@ -11,7 +11,8 @@ What the config replaces:
   (``workers`` of ``cores`` and ``memory`` each: all three once it sets one, as the memory
   backend would run them) and ``driver_start_s``, ``executor_start_s``,
   ``executor_idle_timeout_s``. A standalone cluster's shape is its workers', which a config
-  does not hold: the workload's stays.
+  does not hold: the workload's stays. So do a workload's several ``clusters``, its
+  ``placement`` and ``cluster_down``; a config that sets keys of one cluster is refused there.
 The result is checked as the workload file is (``workload.WorkloadConfig``): an app that could
 never start on the config's cluster or queues refuses the replay with one line.
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import (
+    ConfigError,
     ServerConfig,
     load_server_config,
     load_yaml,
@@ -53,7 +55,10 @@ def replay(path: str | Path, config_path: str | Path) -> Replayed:
     ConfigError with one line for a bad file or a replay that could never run."""
     cfg = workload_config(path)
     config = load_server_config(config_path)
-    replayed, moved = under_config(cfg, config)
+    try:
+        replayed, moved = under_config(cfg, config)
+    except ConfigError as e:
+        raise ConfigError(f"{config_path}: {e}") from None
     source = f"{path} under {config_path}"
     return Replayed(to_workload(parse_model(WorkloadConfig, replayed, source)), tuple(moved))
 
@@ -73,8 +78,20 @@ def under_config(cfg: WorkloadConfig, config: ServerConfig) -> tuple[dict, list[
             except LookupError:
                 moved.append(app.name)
         apps.append(_app(app, queue, config))
-    return {"cluster": _cluster(cfg.cluster, config), "queues": list(config.queues),
-            "apps": apps}, moved
+    # Several clusters, their placement and outages are the workload's, as a standalone
+    # config's cluster is (it holds no sizes): dropped, the run went on one default cluster.
+    several = {k: getattr(cfg, k) for k in ("clusters", "placement", "cluster_down")
+               if k in cfg.model_fields_set}
+    if "clusters" in several:
+        replaced = [k for k in ("driver_slots", *SHAPE, *TIMES)
+                    if k in config.cluster.model_fields_set]
+        if replaced:
+            raise ConfigError(f"cluster.{replaced[0]}: sets one cluster, and the workload has "
+                              f"several (clusters: {', '.join(c.name for c in cfg.clusters)}): "
+                              "set it on the workload's clusters instead")
+        return {**several, "queues": list(config.queues), "apps": apps}, moved
+    return {"cluster": _cluster(cfg.cluster, config), **several,
+            "queues": list(config.queues), "apps": apps}, moved
 
 
 def _app(app: AppConfig, queue: str, config: ServerConfig) -> AppConfig:

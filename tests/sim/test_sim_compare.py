@@ -116,6 +116,34 @@ def test_what_a_config_replaces(tmp_path, config, holds):
     assert holds(replay(w, c).workload)
 
 
+# BIG_AND_SMALL on two clusters, b down for a while.
+TWO_CLUSTERS = {**{k: v for k, v in BIG_AND_SMALL.items() if k != "cluster"},
+                "clusters": [{"name": "a", "cores": 8, "memory": "32g"},
+                             {"name": "b", "cores": 4, "memory": "16g"}],
+                "placement": "most_free", "cluster_down": [{"cluster": "b", "at": 5, "until": 50}]}
+
+
+def test_a_workloads_clusters_outages_and_placement_stay_under_a_config(tmp_path):
+    """Found: dropped, the run went on one default cluster of 64 cores, the outage unrun (an
+    app that named a cluster was refused: 'unknown cluster ... none named: use clusters:')."""
+    w, (c,) = files(tmp_path, TWO_CLUSTERS, one_queue("fifo"))
+    replayed = replay(w, c).workload
+    assert [(n.name, n.cluster.capacity.cores) for n in replayed.clusters] == [("a", 8), ("b", 4)]
+    assert [(o.cluster, o.at_s, o.until_s) for o in replayed.outages] == [("b", 5, 50)]
+    assert replayed.placement.value == "most_free"
+    assert replayed.root.leaves()[0].policy.value == "fifo"
+
+
+def test_a_config_that_sets_one_cluster_is_refused_for_several(tmp_path):
+    config = {"cluster": {"backend": "memory", "workers": 2, "cores": 4}}
+    w, (c,) = files(tmp_path, TWO_CLUSTERS, config)
+    with pytest.raises(ConfigError) as e:
+        replay(w, c)
+    assert str(e.value) == (f"{c}: cluster.workers: sets one cluster, and the workload has "
+                            "several (clusters: a, b): set it on the workload's clusters "
+                            "instead")
+
+
 # name: (server config, the one line's end)
 BAD = {
     "an executor larger than the config's workers": (
