@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from ..config import MAX_WORKERS
-from ..model import parse_mem_mib
+from ..model import WHOLE_NUMBER, parse_mem_mib
 from .events import AppFacts
 
 
@@ -36,11 +36,14 @@ def parse_shape(text: str) -> Shape:
         key, eq, value = part.partition("=")
         if not eq or key.strip() not in ("workers", "cores", "memory"):
             raise ValueError(f"{text!r}: expected workers=N,cores=C,memory=M")
+        if key.strip() in fields:  # the last one would win without a word
+            raise ValueError(f"{text!r}: {key.strip()} given twice")
         fields[key.strip()] = value.strip()
     missing = [k for k in ("workers", "cores", "memory") if k not in fields]
     if missing:
         raise ValueError(f"{text!r}: {', '.join(missing)} missing (workers=N,cores=C,memory=M)")
-    if not fields["workers"].isdigit() or not fields["cores"].isdigit():
+    # ASCII digits: "²".isdigit() is true, and int() refused it with its own words.
+    if not (WHOLE_NUMBER.fullmatch(fields["workers"]) and WHOLE_NUMBER.fullmatch(fields["cores"])):
         raise ValueError(f"{text!r}: workers and cores are whole numbers")
     shape = Shape(int(fields["workers"]), int(fields["cores"]), parse_mem_mib(fields["memory"]))
     if min(shape.workers, shape.cores, shape.mem_mib) < 1:

@@ -21,6 +21,10 @@ def test_a_given_shape():
     ("workers=0,cores=8,memory=1g", "above 0"),
     ("workers=99999999999999999999,cores=1,memory=1g", "at most 100000 workers"),
     ("workers=1,cores=8,memory=lots", "not a size"),
+    # int() refused it: "invalid literal for int() with base 10: '²'"
+    ("workers=²,cores=8,memory=1g", "whole numbers"),
+    # the last one won without a word
+    ("workers=2,cores=8,memory=1g,workers=3", "workers given twice"),
 ])
 def test_bad_shapes(text, why):
     with pytest.raises(ValueError, match=why):
