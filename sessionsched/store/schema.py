@@ -11,6 +11,10 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+# The longest Spark application id a row holds: a longer one is refused where it comes in
+# (an agent's registration), for PostgreSQL would refuse the whole cycle's commit.
+SPARK_APP_ID_MAX = 128
+
 
 class Base(DeclarativeBase):
     pass
@@ -33,7 +37,7 @@ class AppRow(Base):
     first_executor_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    spark_app_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    spark_app_id: Mapped[str | None] = mapped_column(String(SPARK_APP_ID_MAX), nullable=True)
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     argv: Mapped[list[str]] = mapped_column(JSON, default=list)
     conf: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)

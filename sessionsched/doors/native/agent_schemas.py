@@ -6,16 +6,23 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from sessionsched.store.schema import SPARK_APP_ID_MAX
 
 # A custom resource's amount (an executor's, a task's): NaN or infinity is no amount.
 Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# A time (epoch seconds, the agent's clock) and a length of time: NaN or infinity is neither,
+# and one would reach the usage figures and the estimates through every min() and max().
+Time = Annotated[float, Field(allow_inf_nan=False)]
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class AgentExecutor(BaseModel):
     id: str
     idle: bool = False
-    started_at: float = 0.0
+    started_at: Time = 0.0
     profile: int = Field(0, ge=0)  # its resource profile (0: the default profile)
 
 
@@ -27,7 +34,7 @@ class AgentProfile(BaseModel):
     cores: int = Field(1, ge=1)
     memory_mib: int = Field(1024, ge=1)
     resources: dict[str, Amount] = Field(default_factory=dict)
-    task_cpus: float = Field(1.0, gt=0)
+    task_cpus: float = Field(1.0, gt=0, allow_inf_nan=False)
     task_resources: dict[str, Amount] = Field(default_factory=dict)
     demand: int = Field(0, ge=0)
     pending_tasks: int = Field(0, ge=0)
@@ -36,15 +43,15 @@ class AgentProfile(BaseModel):
 
 class AgentDoneStage(BaseModel):
     tasks: int = Field(ge=0)
-    task_s: float = Field(ge=0)  # its tasks' mean length
+    task_s: Seconds  # its tasks' mean length
 
 
 class AgentActiveStage(BaseModel):
     tasks: int = Field(ge=0)
     done: int = Field(0, ge=0)
     running: int = Field(0, ge=0)
-    oldest_running_s: float | None = Field(None, ge=0)
-    task_s: float | None = Field(None, ge=0)  # its completed tasks' mean length so far
+    oldest_running_s: Seconds | None = None
+    task_s: Seconds | None = None  # its completed tasks' mean length so far
 
 
 class AgentStages(BaseModel):
@@ -58,12 +65,12 @@ class AgentStages(BaseModel):
 
 class AgentRemoved(BaseModel):
     id: str
-    at: float  # epoch seconds (the agent's clock): when the executor's driver removed it
+    at: Time  # epoch seconds (the agent's clock): when the executor's driver removed it
 
 
 class AgentRegister(BaseModel):
     app_id: str
-    spark_app_id: str | None = None
+    spark_app_id: str | None = Field(None, max_length=SPARK_APP_ID_MAX)
     spark_version: str | None = None
     pid: int | None = None
     control: str = "full"
@@ -80,14 +87,37 @@ class AgentHeartbeat(BaseModel):
     control: str | None = None
     # When the agent read these facts, and when the executors gone since its last report
     # left (epoch seconds, the agent's clock); an older agent sends neither.
-    observed_at: float | None = None
+    observed_at: Time | None = None
     removed: list[AgentRemoved] = Field(default_factory=list)
-    changed_after: float | None = None  # the agent's look before, the facts as they were
+    changed_after: Time | None = None  # the agent's look before, the facts as they were
     # Every resource profile the driver knows; empty (an older agent): the default profile
     # alone, its demand ``demand``.
     profiles: list[AgentProfile] = Field(default_factory=list)
     attempt: int | None = Field(None, ge=1)  # as at its registration
     stages: AgentStages | None = None  # an older agent, or one that could not read them
+
+    # An id twice is no list of a driver's executors (the engine would drop the report, and
+    # the desk keep it as taken) nor of its profiles (which one's shape and demand count?).
+    @field_validator("executors")
+    @classmethod
+    def _executors_once(cls, executors: list[AgentExecutor]) -> list[AgentExecutor]:
+        _once("executor", [e.id for e in executors])
+        return executors
+
+    @field_validator("profiles")
+    @classmethod
+    def _profiles_once(cls, profiles: list[AgentProfile]) -> list[AgentProfile]:
+        _once("profile", [p.id for p in profiles])
+        return profiles
+
+
+def _once(what: str, ids: list) -> None:
+    seen = set()
+    for i in ids:
+        if i in seen:
+            raise PydanticCustomError("listed_twice", "{what} {id} is listed twice",
+                                      {"what": what, "id": repr(i)})
+        seen.add(i)
 
 
 class AgentWatch(BaseModel):

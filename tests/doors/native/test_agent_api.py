@@ -62,6 +62,25 @@ def test_unknown_app_is_404_for_the_agent(client):
     pytest.param({"app_id": "driver-x", "profiles": [{"id": 0, "task_resources": {"gpu": -1}}]},
                  "profiles.0.task_resources.gpu: Input should be greater than or equal to 0",
                  id="negative-task-resource"),
+    # were taken: the times and lengths went into the usage figures and the estimates
+    pytest.param(b'{"app_id": "driver-x", "observed_at": NaN}',
+                 "observed_at: Input should be a finite number", id="nan-look"),
+    pytest.param(b'{"app_id": "driver-x", "removed": [{"id": "1", "at": Infinity}]}',
+                 "removed.0.at: Input should be a finite number", id="infinite-removal"),
+    pytest.param(b'{"app_id": "driver-x", "executors": [{"id": "1", "started_at": NaN}]}',
+                 "executors.0.started_at: Input should be a finite number",
+                 id="nan-executor-start"),
+    pytest.param(b'{"app_id": "driver-x", "stages": {"done": [{"tasks": 1, "task_s": 1e400}]}}',
+                 "stages.done.0.task_s: Input should be a finite number",
+                 id="infinite-task-length"),
+    pytest.param(b'{"app_id": "driver-x", "profiles": [{"id": 1, "task_cpus": Infinity}]}',
+                 "profiles.0.task_cpus: Input should be a finite number",
+                 id="infinite-task-cpus"),
+    # was answered 200 while the engine dropped the report, and the desk kept it as taken
+    pytest.param({"app_id": "driver-x", "executors": [{"id": "1"}, {"id": "1", "idle": True}]},
+                 "executors: executor '1' is listed twice", id="executor-twice"),
+    pytest.param({"app_id": "driver-x", "profiles": [{"id": 0}, {"id": 0, "demand": 3}]},
+                 "profiles: profile 0 is listed twice", id="profile-twice"),
     pytest.param(b"", "request body is missing", id="empty"),
     pytest.param(b'{"app_id": "driver-x",', "request body is not valid JSON: ",
                  id="cut-short"),
@@ -75,6 +94,19 @@ def test_bad_heartbeat_is_refused_in_one_line(client, body, detail):
     assert r.status_code == 422
     assert r.json()["detail"].startswith(detail)
     assert "\n" not in r.json()["detail"]
+
+
+@pytest.mark.parametrize(("body", "detail"), [
+    # was taken, and on PostgreSQL every cycle after failed to commit (its column holds 128)
+    pytest.param({"app_id": "driver-x", "spark_app_id": "app-" + "9" * 125},
+                 "spark_app_id: String should have at most 128 characters", id="long-spark-id"),
+    pytest.param({"app_id": "driver-x", "pid": "one"},
+                 "pid: Input should be a valid integer, unable to parse string as an integer",
+                 id="pid-not-a-number"),
+])
+def test_bad_registration_is_refused_in_one_line(client, body, detail):
+    r = client.post("/api/v1/agent/register", json=body)
+    assert (r.status_code, r.json()["detail"]) == (422, detail)
 
 
 def test_other_methods_on_agent_routes_are_fastapis(client):
