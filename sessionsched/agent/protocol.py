@@ -9,6 +9,7 @@ and never watches (the old protocol).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .profiles import profile_body
@@ -47,31 +48,72 @@ class Answer:
 
     @classmethod
     def from_json(cls, body: dict, default_heartbeat_s: float) -> Answer:
+        """A ``ValueError`` naming the field for an answer the agent cannot act on (a proxy's
+        JSON, a garbled field): the agent and its watch take it as no answer and ask again."""
+        body = _object(body, "answer")
         orders = []
-        for o in body.get("reclaim") or ():
+        for o in _list(body.get("reclaim"), "reclaim"):
+            o = _object(o, "reclaim order")
             mode = str(o.get("mode", ""))
             if mode not in MODES:
                 raise ValueError(f"unknown reclaim mode {mode!r}")
             deadline = o.get("deadline")
             orders.append(
                 ReclaimOrder(
-                    tuple(str(i) for i in o.get("executor_ids") or ()),
+                    # a string here is no list: its characters are not executor ids to kill
+                    tuple(str(i) for i in _list(o.get("executor_ids"), "executor_ids")),
                     mode,
-                    float(deadline) if deadline is not None else None,
+                    _finite(deadline, "deadline") if deadline is not None else None,
                 )
             )
-        heartbeat_s = float(body.get("heartbeat_s") or default_heartbeat_s)
+        heartbeat_s = _finite(body.get("heartbeat_s") or default_heartbeat_s, "heartbeat_s")
         keepalive_s = body.get("keepalive_s")
+        grants = _object(body.get("grants") or {}, "grants")
         return cls(
             heartbeat_s=min(max(heartbeat_s, 0.1), 60.0),
-            target=int(body.get("target") or 0),
-            grant=int(body.get("grant") or 0),
+            target=_whole(body.get("target") or 0, "target"),
+            grant=_whole(body.get("grant") or 0, "grant"),
             state=str(body.get("state") or ""),
             reclaim=tuple(orders),
-            keepalive_s=min(max(float(keepalive_s), 1.0), 300.0) if keepalive_s else None,
-            version=int(body.get("version") or 0),
-            grants=tuple(sorted((int(k), int(v)) for k, v in (body.get("grants") or {}).items())),
+            keepalive_s=(min(max(_finite(keepalive_s, "keepalive_s"), 1.0), 300.0)
+                         if keepalive_s else None),
+            version=_whole(body.get("version") or 0, "version"),
+            grants=tuple(sorted((_whole(k, "grants"), _whole(v, f"grants.{k}"))
+                                for k, v in grants.items())),
         )
+
+
+def _object(value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what}: not a JSON object ({type(value).__name__})")
+    return value
+
+
+def _list(value, what: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{what}: not a JSON list ({type(value).__name__})")
+    return value
+
+
+def _finite(value, what: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what}: {value!r:.40} is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{what}: {value!r} is not a finite number")
+    return number
+
+
+def _whole(value, what: str) -> int:
+    if isinstance(value, int):
+        return value
+    number = _finite(value, what)
+    if not number.is_integer():
+        raise ValueError(f"{what}: {value!r} is not a whole number")
+    return int(number)
 
 
 def register_body(

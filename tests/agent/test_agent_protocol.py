@@ -246,3 +246,39 @@ def test_reports_are_timed_and_a_stopped_context_sends_a_last_one(old_server):
             [], 1_763_744_406.0, 0)
     finally:
         agent.stop()
+
+
+@pytest.mark.parametrize(("answer", "problem"), [
+    # each was an AttributeError or OverflowError, which ended the agent's watch thread (it
+    # retries a ValueError only) or reached the agent's loop as a Spark error
+    pytest.param([], "answer: not a JSON object (list)", id="a-list"),
+    pytest.param(None, "answer: not a JSON object (NoneType)", id="null"),
+    pytest.param({"reclaim": [1]}, "reclaim order: not a JSON object (int)", id="order-a-number"),
+    pytest.param({"reclaim": {"mode": "kill"}}, "reclaim: not a JSON list (dict)",
+                 id="orders-an-object"),
+    pytest.param({"grants": [1, 2]}, "grants: not a JSON object (list)", id="grants-a-list"),
+    pytest.param({"target": float("inf")}, "target: inf is not a finite number",
+                 id="infinite-target"),
+    # were taken: a string's characters as executor ids to kill, NaN as when to wait
+    pytest.param({"reclaim": [{"mode": "kill", "executor_ids": "12"}]},
+                 "executor_ids: not a JSON list (str)", id="ids-a-string"),
+    pytest.param({"heartbeat_s": float("nan")}, "heartbeat_s: nan is not a finite number",
+                 id="nan-heartbeat"),
+    pytest.param({"reclaim": [{"mode": "decommission", "deadline": float("nan")}]},
+                 "deadline: nan is not a finite number", id="nan-deadline"),
+])
+def test_an_answer_the_agent_cannot_act_on_is_no_answer(answer, problem):
+    """A ValueError naming the field: the agent and its watch ask again, as for a body that
+    is not JSON at all (``transport.Unreachable``)."""
+    from sessionsched.agent.protocol import Answer
+    with pytest.raises(ValueError) as e:
+        Answer.from_json(answer, 1.0)
+    assert str(e.value) == problem
+
+
+def test_an_answer_with_fields_left_out_takes_their_defaults():
+    from sessionsched.agent.protocol import Answer
+    answer = Answer.from_json({"target": 3, "grants": {"1": 2},
+                               "reclaim": [{"mode": "kill", "executor_ids": [7, "8"]}]}, 1.5)
+    assert (answer.heartbeat_s, answer.target, answer.grant, answer.grants, answer.keepalive_s,
+            answer.reclaim[0].executor_ids) == (1.5, 3, 0, ((1, 2),), None, ("7", "8"))
