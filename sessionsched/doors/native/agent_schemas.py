@@ -17,39 +17,42 @@ Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 # and one would reach the usage figures and the estimates through every min() and max().
 Time = Annotated[float, Field(allow_inf_nan=False)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# What a driver counts (executors, tasks, a profile's id, cores, MiB) is a Java int in Spark:
+# a larger number is no driver's, and would be shown and summed as the app's demand.
+INT_MAX = 2**31 - 1
 
 
 class AgentExecutor(BaseModel):
     id: str
     idle: bool = False
     started_at: Time = 0.0
-    profile: int = Field(0, ge=0)  # its resource profile (0: the default profile)
+    profile: int = Field(0, ge=0, le=INT_MAX)  # its resource profile (0: the default one)
 
 
 class AgentProfile(BaseModel):
     """One resource profile of the app (stage-level scheduling): its executor's shape, its
     tasks' amounts, and what it wants now."""
 
-    id: int = Field(ge=0)
-    cores: int = Field(1, ge=1)
-    memory_mib: int = Field(1024, ge=1)
+    id: int = Field(ge=0, le=INT_MAX)
+    cores: int = Field(1, ge=1, le=INT_MAX)
+    memory_mib: int = Field(1024, ge=1, le=INT_MAX)
     resources: dict[str, Amount] = Field(default_factory=dict)
     task_cpus: float = Field(1.0, gt=0, allow_inf_nan=False)
     task_resources: dict[str, Amount] = Field(default_factory=dict)
-    demand: int = Field(0, ge=0)
-    pending_tasks: int = Field(0, ge=0)
-    running_tasks: int = Field(0, ge=0)
+    demand: int = Field(0, ge=0, le=INT_MAX)
+    pending_tasks: int = Field(0, ge=0, le=INT_MAX)
+    running_tasks: int = Field(0, ge=0, le=INT_MAX)
 
 
 class AgentDoneStage(BaseModel):
-    tasks: int = Field(ge=0)
+    tasks: int = Field(ge=0, le=INT_MAX)
     task_s: Seconds  # its tasks' mean length
 
 
 class AgentActiveStage(BaseModel):
-    tasks: int = Field(ge=0)
-    done: int = Field(0, ge=0)
-    running: int = Field(0, ge=0)
+    tasks: int = Field(ge=0, le=INT_MAX)
+    done: int = Field(0, ge=0, le=INT_MAX)
+    running: int = Field(0, ge=0, le=INT_MAX)
     oldest_running_s: Seconds | None = None
     task_s: Seconds | None = None  # its completed tasks' mean length so far
 
@@ -80,9 +83,9 @@ class AgentRegister(BaseModel):
 
 class AgentHeartbeat(BaseModel):
     app_id: str
-    demand: int = Field(0, ge=0)
-    pending_tasks: int = Field(0, ge=0)
-    running_tasks: int = Field(0, ge=0)
+    demand: int = Field(0, ge=0, le=INT_MAX)
+    pending_tasks: int = Field(0, ge=0, le=INT_MAX)
+    running_tasks: int = Field(0, ge=0, le=INT_MAX)
     executors: list[AgentExecutor] = Field(default_factory=list)
     control: str | None = None
     # When the agent read these facts, and when the executors gone since its last report

@@ -76,6 +76,12 @@ def test_unknown_app_is_404_for_the_agent(client):
     pytest.param(b'{"app_id": "driver-x", "profiles": [{"id": 1, "task_cpus": Infinity}]}',
                  "profiles.0.task_cpus: Input should be a finite number",
                  id="infinite-task-cpus"),
+    # were taken, shown as the app's demand (no Spark counts past a Java int)
+    pytest.param({"app_id": "driver-x", "demand": 10**23},
+                 "demand: Input should be less than or equal to 2147483647", id="huge-demand"),
+    pytest.param({"app_id": "driver-x", "profiles": [{"id": 1, "cores": 10**400}]},
+                 "profiles.0.cores: Input should be less than or equal to 2147483647",
+                 id="huge-profile"),
     # was answered 200 while the engine dropped the report, and the desk kept it as taken
     pytest.param({"app_id": "driver-x", "executors": [{"id": "1"}, {"id": "1", "idle": True}]},
                  "executors: executor '1' is listed twice", id="executor-twice"),
