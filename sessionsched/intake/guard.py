@@ -2,10 +2,11 @@
 "Limits").
 
 - ``check_submission``: every string of a checked submission at most ``auth.max_string``
-  characters, without a NUL character or a lone surrogate, and at most ``MAX_ITEMS``
-  arguments/properties/variables; environment variables only from ``auth.env_allow``
-  (``LD_PRELOAD`` or ``PYSPARK_DRIVER_PYTHON`` would change what the driver runs); a
-  client-mode driver's application file inside ``auth.allowed_paths`` when that is set;
+  characters (its user at most ``USER_MAX``, what a store row holds), without a NUL
+  character or a lone surrogate, and at most ``MAX_ITEMS`` arguments/properties/variables;
+  environment variables only from ``auth.env_allow`` (``LD_PRELOAD`` or
+  ``PYSPARK_DRIVER_PYTHON`` would change what the driver runs); a client-mode driver's
+  application file inside ``auth.allowed_paths`` when that is set;
 - ``RateLimit``: submissions per user per minute (429 with ``Retry-After``).
 
 The request body limit applied to every door is ``doors/common/asgi.BodyLimit``; the token
@@ -27,6 +28,7 @@ from pathlib import Path
 from sessionsched.config import AuthSection
 from sessionsched.model.submission import AppKind, Submission
 from sessionsched.spark.submit_args import SparkArgsError, parse_spark_submit
+from sessionsched.store.schema import USER_MAX
 
 MAX_ITEMS = 1000
 
@@ -78,6 +80,9 @@ def check_submission(app: Submission, auth: AuthSection, uploads_root: str | Non
         _check_strings("appResource", [req.get("appResource") or ""], limit)
         _check_strings("mainClass", [req.get("mainClass") or ""], limit)
     _check_strings("environment", [*env.keys(), *env.values()], limit)
+    if len(app.user) > USER_MAX:
+        raise Refused(f"user: a name of {len(app.user)} characters, at most {USER_MAX} "
+                      f"(it starts {app.user[:40]!r})")
     refused = sorted(k for k in env if not any(fnmatchcase(k, p) for p in auth.env_allow))
     if refused:
         raise Refused(f"environment variable {refused[0]} may not be passed to a driver "

@@ -14,6 +14,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 # The longest Spark application id a row holds: a longer one is refused where it comes in
 # (an agent's registration), for PostgreSQL would refuse the whole cycle's commit.
 SPARK_APP_ID_MAX = 128
+# The longest user name a row holds (a submission's, with auth off its own word): refused
+# longer by the intake's guard, for PostgreSQL would refuse the row.
+USER_MAX = 128
 
 
 class Base(DeclarativeBase):
@@ -27,7 +30,7 @@ class AppRow(Base):
     seq: Mapped[int] = mapped_column(Integer, unique=True)
     kind: Mapped[str] = mapped_column(String(16))
     name: Mapped[str] = mapped_column(Text)
-    user: Mapped[str] = mapped_column(String(128))
+    user: Mapped[str] = mapped_column(String(USER_MAX))
     queue: Mapped[str] = mapped_column(String(256))
     priority: Mapped[int] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(16))
@@ -143,7 +146,7 @@ class DecayedRow(Base):
 
     kind: Mapped[str] = mapped_column(String(8), primary_key=True)
     queue: Mapped[str] = mapped_column(String(256), primary_key=True)
-    user: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user: Mapped[str] = mapped_column(String(USER_MAX), primary_key=True)
     past_cores: Mapped[float] = mapped_column(Float)
     since: Mapped[float] = mapped_column(Float)
     cores: Mapped[float] = mapped_column(Float)
@@ -158,7 +161,7 @@ class UsageHourRow(Base):
 
     hour: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds, UTC hour
     queue: Mapped[str] = mapped_column(String(256), primary_key=True)
-    user: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user: Mapped[str] = mapped_column(String(USER_MAX), primary_key=True)
     apps: Mapped[float] = mapped_column(Float, default=0.0)
     held_core_s: Mapped[float] = mapped_column(Float, default=0.0)
     busy_core_s: Mapped[float] = mapped_column(Float, default=0.0)
@@ -179,7 +182,7 @@ class UsageHourResourceRow(Base):
 
     hour: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds, UTC hour
     queue: Mapped[str] = mapped_column(String(256), primary_key=True)
-    user: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user: Mapped[str] = mapped_column(String(USER_MAX), primary_key=True)
     resource: Mapped[str] = mapped_column(String(128), primary_key=True)
     held_s: Mapped[float] = mapped_column(Float, default=0.0)
     busy_s: Mapped[float] = mapped_column(Float, default=0.0)

@@ -46,6 +46,11 @@ REFUSED = {
         {"name": "x" * 300}, 400,
         "name: a value of 300 characters, at most 200 (it starts 'xxxxxxxxxxxxxxxxxxxxxxxx"
         "xxxxxxxxxxxxxxxx')"),
+    # was stored on SQLite, and on PostgreSQL answered 503 quoting the INSERT that failed
+    "a user name past the store's 128 characters": (
+        {"conf": {"spark.sessionsched.user": "u" * 129}}, 400,
+        "user: a name of 129 characters, at most 128 (it starts 'uuuuuuuuuuuuuuuuuuuuuuuu"
+        "uuuuuuuuuuuuuuuu')"),
 }
 
 
