@@ -102,6 +102,11 @@ class _Connection(asyncio.Protocol):
         self.calls = Calls()
         self.server = frames.ServerSide()
         self.received = bytearray()  # what may be passed on, read before the route
+        # all the client sent before the route, for an answer of the front's own: a first
+        # call refused while its frames are read (not a UUID, no such method) is not in
+        # ``received``, and an answer that names no call is a bare GOAWAY, which the client
+        # takes as UNAVAILABLE and retries for minutes
+        self.sent = bytearray()
         self.chunks: asyncio.Queue[bytes | None] = asyncio.Queue()  # None: the client left
         self.client: asyncio.Transport | None = None
         self.driver: asyncio.Transport | None = None
@@ -231,6 +236,7 @@ class _Connection(asyncio.Protocol):
                         get = None
                         if chunk is None:
                             return False
+                        self.sent += chunk
                         self.received += self.calls.feed(chunk)[0]
         finally:
             if get is not None:
@@ -238,7 +244,7 @@ class _Connection(asyncio.Protocol):
         return True
 
     def _answer(self, code: int, message: str, body: bytes | None = None) -> None:
-        self.client.write(frames.answer(bytes(self.received), code, message, body))
+        self.client.write(frames.answer(bytes(self.sent), code, message, body))
         self._close()
 
     def _close(self) -> None:
@@ -273,6 +279,7 @@ class _Connection(asyncio.Protocol):
             self.door.relay.senders[self.relayed_from] = self.peer
         self.driver.write(bytes(self.received))
         self.received.clear()
+        self.sent.clear()
         # what came since the route: passed on in order, before the rest
         while not self.chunks.empty() and not self.closing:
             chunk = self.chunks.get_nowait()
