@@ -103,11 +103,20 @@ def routing(method: Method, raw: bytes, whole: bool = True) -> Routing | None:
             user = base_pb2.UserContext.FromString(fields[2]).user_id if 2 in fields else ""
         except Exception as e:  # protobuf's DecodeError and kin
             raise BadRequest(f"{method.path}: its user_context: {e}") from None
-    try:
-        uuid.UUID(sid)
-    except ValueError:
-        raise BadRequest(f"session_id {sid!r} is not a UUID") from None
+    if not _canonical_uuid(sid):
+        raise BadRequest(f"session_id {sid[:64]!r} is not a UUID (8-4-4-4-12 hex digits, as "
+                         "Spark requires)")
     return Routing(sid, user or None)
+
+
+def _canonical_uuid(sid: str) -> bool:
+    """Python reads a UUID in braces, after ``urn:uuid:`` or without its hyphens too; Spark's
+    driver (Java's ``UUID.fromString``) refuses those, so such a session would queue an app
+    whose driver then refuses its every call."""
+    try:
+        return str(uuid.UUID(sid)) == sid.lower()
+    except ValueError:
+        return False
 
 
 def _leading_fields(method: Method, raw: bytes) -> dict[int, bytes] | None:

@@ -29,6 +29,8 @@ def test_a_request_is_routed_by_its_session_and_user():
     assert wire.routing(EXECUTE, raw) == wire.Routing(SID, "alice")
     bare = base_pb2.ExecutePlanRequest(session_id=SID).SerializeToString()
     assert wire.routing(EXECUTE, bare) == wire.Routing(SID, None)
+    upper = base_pb2.ExecutePlanRequest(session_id=SID.upper()).SerializeToString()
+    assert wire.routing(EXECUTE, upper) == wire.Routing(SID.upper(), None)  # Java reads it
 
 
 @pytest.mark.parametrize("keep, expected", [
@@ -50,7 +52,14 @@ def test_a_large_first_request_is_routed_by_its_first_bytes(keep, expected):
     (base_pb2.ExecutePlanRequest(session_id="s1").SerializeToString(),
      "session_id 's1' is not a UUID"),
     (b"\xff\xff\xff", "not a ExecutePlanRequest"),
-], ids=["session-id-not-a-uuid", "not-the-request-type"])
+    # were taken (Python reads them as UUIDs), and a driver queued that refuses them
+    (base_pb2.ExecutePlanRequest(session_id=f"urn:uuid:{SID}").SerializeToString(),
+     f"session_id 'urn:uuid:{SID}' is not a UUID"),
+    (base_pb2.ExecutePlanRequest(session_id=f"{{{SID}}}").SerializeToString(),
+     "is not a UUID \\(8-4-4-4-12 hex digits, as Spark requires\\)"),
+    (base_pb2.ExecutePlanRequest(session_id=SID.replace("-", "")).SerializeToString(),
+     f"session_id '{SID.replace('-', '')}' is not a UUID"),
+], ids=["session-id-not-a-uuid", "not-the-request-type", "a-urn", "in-braces", "no-hyphens"])
 def test_a_request_that_cannot_be_routed_is_one_line(raw, error):
     with pytest.raises(wire.BadRequest, match=error):
         wire.routing(EXECUTE, raw)
