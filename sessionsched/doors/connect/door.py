@@ -78,8 +78,15 @@ STATUS = {Kind.UNAUTHORIZED: grpc.StatusCode.UNAUTHENTICATED,
           Kind.REFUSED: grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 
+# A refusal of a limit by its HTTP status: only a cap (429) is a resource exhausted; a string
+# too long (400) is the caller's to change, and RESOURCE_EXHAUSTED would say wait.
+REFUSED = {400: grpc.StatusCode.INVALID_ARGUMENT, 403: grpc.StatusCode.PERMISSION_DENIED,
+           413: grpc.StatusCode.INVALID_ARGUMENT}
+
+
 def _refusal(out: Outcome) -> Refusal:
-    return Refusal(STATUS.get(out.kind, grpc.StatusCode.UNAVAILABLE), out.message)
+    code = REFUSED.get(out.status) if out.kind is Kind.REFUSED else None
+    return Refusal(code or STATUS.get(out.kind, grpc.StatusCode.UNAVAILABLE), out.message)
 
 
 SET_POOL_S = 30.0
