@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ..client import (
+    ApiError,
     App,
     SchedulerClient,
     SchedulerError,
@@ -68,9 +71,18 @@ def session(
 
     ``conf``: Spark properties for the session (they win over what sessionsched adds).
     ``wait_s``: how long to wait in the queue before withdrawing the session.
+
+    An argument this side can tell is wrong (a ``conf`` that is no mapping of properties, a
+    ``wait_s`` that is no number of seconds) is a ``TypeError`` or ``ValueError`` raised before
+    anything is submitted; the scheduler's refusals (a queue, a priority) are ``SessionError``.
     """
     from pyspark import SparkContext
 
+    if server is not None and not isinstance(server, str):
+        raise TypeError(f"server: expected a URL such as http://host:6066, not "
+                        f"{type(server).__name__} {server!r}")
+    wait_s = _seconds("wait_s", wait_s)
+    user_conf = _conf(conf)
     if SparkContext._active_spark_context is not None:
         raise SessionError("a SparkContext is already running in this process; stop it first")
     server = (server or default_server()).rstrip("/")
@@ -79,13 +91,14 @@ def session(
         client = SchedulerClient(server, token, ca=default_ca())
     except SchedulerError as e:
         raise SessionError(str(e)) from None
-    user_conf = {str(k): str(v) for k, v in (conf or {}).items()}
     body = {"name": app_name, "queue": queue, "priority": priority, "conf": user_conf}
     try:
         app = client._json("POST", "/api/v1/sessions", json=body)
     except SchedulerError as e:
         client.close()
-        raise SessionError(f"the scheduler refused the session: {e}") from None
+        # only an answer is a refusal: no server there, or no URL, says so in its own words
+        said = f"the scheduler refused the session: {e}" if isinstance(e, ApiError) else str(e)
+        raise SessionError(said) from None
     handle = Session(client, app["id"], server, token)
     try:
         handle.wait_for_admission(wait_s, _Progress(app_name) if progress else None)
@@ -94,6 +107,39 @@ def session(
         handle._abandon()
         raise
     return handle.spark
+
+
+def _seconds(name: str, value: Any) -> float:
+    """A wait in seconds: NaN would never run out (a session queued for good), and a wait
+    that is no number would fail only after the session was submitted."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name}: expected a number of seconds, not {type(value).__name__} "
+                        f"{value!r}")
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{name}: expected a number of seconds >= 0, not {value!r}")
+    return float(value)
+
+
+def _conf(conf: Any) -> dict[str, str]:
+    """Spark properties as text, the way Spark writes them: a bool as true/false (Python's
+    str() would give "True"), a number as itself; None or an object is no property value."""
+    if conf is None:
+        return {}
+    if not isinstance(conf, Mapping):
+        raise TypeError(f"conf: expected a mapping of Spark properties (a dict), not "
+                        f"{type(conf).__name__}")
+    out = {}
+    for key, value in conf.items():
+        if not isinstance(key, str):
+            raise TypeError(f"conf: a property name must be a string, not "
+                            f"{type(key).__name__} {key!r}")
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif not isinstance(value, str | int | float):
+            raise TypeError(f"conf: {key} must be a string or a number, not "
+                            f"{type(value).__name__} {value!r}")
+        out[key] = str(value)
+    return out
 
 
 class Session:
