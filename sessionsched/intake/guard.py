@@ -83,6 +83,8 @@ def check_submission(app: Submission, auth: AuthSection, uploads_root: str | Non
     if len(app.user) > USER_MAX:
         raise Refused(f"user: a name of {len(app.user)} characters, at most {USER_MAX} "
                       f"(it starts {app.user[:40]!r})")
+    if not app.user.isprintable():  # a newline in it would forge a line of the audit log
+        raise Refused(f"user: a name with a control character ({app.user[:40]!r})")
     refused = sorted(k for k in env if not any(fnmatchcase(k, p) for p in auth.env_allow))
     if refused:
         raise Refused(f"environment variable {refused[0]} may not be passed to a driver "

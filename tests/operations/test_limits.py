@@ -51,6 +51,10 @@ REFUSED = {
         {"conf": {"spark.sessionsched.user": "u" * 129}}, 400,
         "user: a name of 129 characters, at most 128 (it starts 'uuuuuuuuuuuuuuuuuuuuuuuu"
         "uuuuuuuuuuuuuuuu')"),
+    # was stored, and written into the audit log's lines as it came
+    "a user name with a newline": (
+        {"conf": {"spark.sessionsched.user": "bob\nINFO audit: alice killed"}}, 400,
+        "user: a name with a control character ('bob\\nINFO audit: alice killed')"),
 }
 
 
