@@ -58,6 +58,10 @@ log = logging.getLogger("sessionsched.connect")
 FIRST_CALL_S = 60.0  # a client's channel connects for a call: it comes at once
 MAX_SILENT_HOLD_S = 50.0
 CONNECT_S = 10.0
+# What a client may send before its first call is routed: a call's headers and the first
+# window of its request (64 KB: the front grants no more) take far less; more is a header block
+# that never ends or a flood, each held in memory until the route.
+MAX_UNROUTED = 4 << 20
 CLOSE_S = 5.0  # after its answer, the client may still be sending: read it out, then close
 # what a side may have unsent before the other side's reading pauses: a result streams back
 # without a pause every 64 KB (asyncio's default)
@@ -237,6 +241,10 @@ class _Connection(asyncio.Protocol):
                         if chunk is None:
                             return False
                         self.sent += chunk
+                        if len(self.sent) > MAX_UNROUTED:
+                            raise frames.ProtocolError(
+                                f"{len(self.sent)} bytes sent before its first call was "
+                                f"routed, at most {MAX_UNROUTED}")
                         self.received += self.calls.feed(chunk)[0]
         finally:
             if get is not None:

@@ -18,6 +18,7 @@ pytest.importorskip("pyspark.sql.connect.proto")
 from pyspark.sql.connect.proto import base_pb2  # noqa: E402
 
 from sessionsched.doors.connect import door as connect_door  # noqa: E402
+from sessionsched.doors.connect import frames  # noqa: E402
 from sessionsched.doors.connect.front import Front  # noqa: E402
 from sessionsched.operations.outcomes import Kind, failed  # noqa: E402
 
@@ -85,6 +86,47 @@ def test_a_first_call_that_cannot_be_routed_is_answered_naming_the_problem(path,
     code = UNIMPLEMENTED if path.endswith("Bogus") else INVALID
     assert fields["grpc-status"] == code
     assert fields["grpc-message"].startswith(problem)
+
+
+async def flood(frames_n: int) -> tuple[bytes, float]:
+    """A header block that never ends (CONTINUATION after CONTINUATION, 16 KB each) sent to a
+    front: what it answered, and how long until it closed the connection."""
+    door = types.SimpleNamespace(refusal=connect_door.ConnectDoor.refusal, shared=set())
+    front = Front(door, loopback_only=True)
+    server = await asyncio.get_running_loop().create_server(front.connection, "127.0.0.1", 0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.sockets[0].getsockname()[1])
+        block = b"\0" * 16384
+        head = frames.PREFACE + frames._frame(frames.SETTINGS, 0, 0, b"")
+        writer.write(head + frames._frame(frames.HEADERS, 0, 1, block))
+        answered = b""
+        async with asyncio.timeout(15):
+            for _ in range(frames_n):
+                writer.write(frames._frame(frames.CONTINUATION, 0, 1, block))
+                try:
+                    await writer.drain()
+                except ConnectionError:
+                    break
+            while chunk := await reader.read(65536):
+                answered += chunk
+        writer.close()
+        return answered, loop.time() - started
+    except ConnectionError:
+        return b"", loop.time() - started
+    finally:
+        server.close()
+        await front.stop()
+        await server.wait_closed()
+
+
+def test_a_header_block_that_never_ends_closes_the_connection():
+    """Was held in memory whole, as long as the client kept sending (the first call's wait
+    only bounds the time)."""
+    answered, took_s = asyncio.run(flood(frames_n=400))  # 6.4 MB, past MAX_UNROUTED
+    assert answered == frames.FRONT_SETTINGS and took_s < 15
 
 
 # a limit's refusal was RESOURCE_EXHAUSTED whatever the limit: a value too long is not a wait
