@@ -48,6 +48,7 @@ from sessionsched.engine.events import (
 from sessionsched.model import AppState, Executor
 from sessionsched.model.profiles import Profiles
 from sessionsched.model.stages import Progress, Stages
+from sessionsched.model.text import one_line
 from sessionsched.service.estimating.progress import ProgressBook
 from sessionsched.service.reads import AppRead, NotFound, ReadModel
 from sessionsched.service.reconcile import AgentState, reconcile
@@ -105,7 +106,12 @@ class AgentDesk:
         detail = f"agent registered: control {control}, pid {pid}, Spark {spark_version}"
         if control != "full":
             detail += f" ({reason or 'no reason given'})"
-            log.warning("%s: agent has %s control: %s", app_id, control, reason)
+        # the agent's words, free text (an exception's, with its newlines): one line each, so
+        # that none reads as a line of the audit trail or the log of its own
+        detail = one_line(detail)
+        if control != "full":
+            log.warning("%s: agent has %s control: %s", app_id, one_line(control),
+                        one_line(reason or ""))
         self._note(app_id, now, detail)
         return reply
 

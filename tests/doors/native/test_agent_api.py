@@ -115,6 +115,20 @@ def test_bad_registration_is_refused_in_one_line(client, body, detail):
     assert (r.status_code, r.json()["detail"]) == (422, detail)
 
 
+def test_a_registration_is_audited_in_one_line(client):
+    """The reason an agent gives for limited control is free text (a Java exception's, say):
+    its newlines were written into the audit trail and the server's log as they came."""
+    a = client.post("/api/v1/sessions", json={"name": "limited"}).json()["id"]
+    r = client.post("/api/v1/agent/register", json={
+        "app_id": a, "control": "admission-only",
+        "reason": "py4j.Py4JException: no method\n\tat py4j.Gateway.invoke"})
+    assert r.status_code == 200
+    (agent,) = wait_until(lambda: [e for e in client.get(f"/api/v1/apps/{a}/events").json()
+                                   if e["kind"] == "agent"], what="the registration's row")
+    assert agent["detail"] == ("agent registered: control admission-only, pid None, Spark None "
+                               "(py4j.Py4JException: no method\\n\\tat py4j.Gateway.invoke)")
+
+
 def test_other_methods_on_agent_routes_are_fastapis(client):
     r = client.get("/api/v1/agent/heartbeat")
     assert (r.status_code, r.json()) == (405, {"detail": "Method Not Allowed"})
