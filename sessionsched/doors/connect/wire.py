@@ -16,6 +16,7 @@ fields of a request that route it. Everything else passes through as serialized 
 from __future__ import annotations
 
 import base64
+import binascii
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -168,7 +169,7 @@ def forwarded(metadata) -> tuple[str | None, tuple[tuple[str, str | bytes], ...]
     out = []
     for key, value in metadata or ():
         if key.endswith("-bin"):  # binary: as it came (base64 text as read off the wire)
-            out.append((key, value if isinstance(value, bytes) else _unbase64(value)))
+            out.append((key, value if isinstance(value, bytes) else _unbase64(key, value)))
         elif key == "authorization":
             authorization = value if authorization is None else authorization
         elif key not in NOT_FORWARDED and not key.startswith(":"):
@@ -176,8 +177,11 @@ def forwarded(metadata) -> tuple[str | None, tuple[tuple[str, str | bytes], ...]
     return authorization, tuple(out)
 
 
-def _unbase64(text: str) -> bytes:
-    return base64.b64decode(text + "=" * (-len(text) % 4))  # gRPC may leave out the padding
+def _unbase64(key: str, text: str) -> bytes:
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4))  # gRPC may leave out the padding
+    except binascii.Error as e:  # a client of its own making: gRPC's never sends one
+        raise BadRequest(f"metadata {key}: not base64 ({e})") from None
 
 
 def params(metadata) -> Params:

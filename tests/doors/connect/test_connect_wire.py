@@ -76,6 +76,17 @@ def test_queue_and_priority_come_from_the_metadata(metadata, queue, priority):
     assert (p.queue, p.priority) == (queue, priority)
 
 
+def test_binary_metadata_that_is_not_base64_is_a_bad_request():
+    """Was binascii.Error out of the route: logged with its stack, the connection closed
+    without an answer."""
+    assert wire.forwarded([("x-trace-bin", "aGk")])[1] == (("x-trace-bin", b"hi"),)
+    with pytest.raises(wire.BadRequest) as e:
+        wire.forwarded([("x-trace-bin", "a")])
+    assert str(e.value) == ("metadata x-trace-bin: not base64 (Invalid base64-encoded string: "
+                            "number of data characters (1) cannot be 1 more than a multiple "
+                            "of 4)")
+
+
 def test_spark_parameters_are_driver_properties_and_the_token_is_not_forwarded():
     p = wire.params([("authorization", "Bearer T"), ("user-agent", "_SPARK_CONNECT_PYTHON"),
                      ("spark.executor.memory", "2g"), ("spark.ego.priority", "10"),
