@@ -165,6 +165,11 @@ class Session:
 
     def stop(self, exit_code: int = 0) -> None:
         """Stop Spark and end the session on the scheduler. Safe to call more than once."""
+        if isinstance(exit_code, bool) or not isinstance(exit_code, int):
+            # checked before anything stops: the scheduler would refuse the code after Spark
+            # had stopped, and the session be left open until its timeout
+            raise TypeError(f"exit_code: expected a whole number, not "
+                            f"{type(exit_code).__name__} {exit_code!r}")
         if self.ended:
             return
         self.ended = True

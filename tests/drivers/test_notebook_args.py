@@ -115,3 +115,20 @@ def test_conf_values_are_written_as_spark_reads_them():
         "spark.sql.adaptive.enabled": "false", "spark.executor.cores": "2",
         "spark.memory.fraction": "0.5", "spark.app.name": "x"}
     assert _conf(None) == {}
+
+
+@pytest.mark.parametrize("code", ["1", 1.0, None, True], ids=["text", "float", "none", "bool"])
+def test_a_stop_with_an_exit_code_not_whole_stops_nothing(shared_offline_server, code):
+    """Was: Spark stopped, then the scheduler's 422 only logged -- the session left open on
+    the scheduler until its timeout."""
+    from sessionsched.drivers.notebook import Session
+
+    client = SchedulerClient(shared_offline_server.url)
+    app_id = client._json("POST", "/api/v1/sessions", json={"name": "nb-stop"})["id"]
+    handle = Session(client, app_id, shared_offline_server.url, None)
+    with pytest.raises(TypeError, match="^exit_code: expected a whole number, not "):
+        handle.stop(code)
+    assert not handle.ended
+    handle.stop(0)
+    with SchedulerClient(shared_offline_server.url) as c:
+        assert c.app(app_id).state.terminal
