@@ -20,6 +20,7 @@ from urllib.parse import quote
 import h2.config
 import h2.connection
 import h2.events
+import h2.exceptions
 from hpack import Decoder, Encoder, NeverIndexedHeaderTuple
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -277,6 +278,13 @@ def goaway(last_stream: int, message: str) -> bytes:
     return _frame(GOAWAY, 0, 0, struct.pack(">LL", last_stream, 0) + message.encode()[:256])
 
 
+def _split(received: bytes) -> list[bytes]:
+    """The connection preface and each whole frame of ``received``, apart."""
+    done, spans = Frames(preface=received.startswith(PREFACE)).feed(received)
+    head = [PREFACE] if done.startswith(PREFACE) else []
+    return head + [done[start - 9:end] for _kind, _flags, _stream, start, end in spans]
+
+
 def answer(received: bytes, code: int, message: str, body: bytes | None = None) -> bytes:
     """All the front writes on a connection it answers itself (``received``: all it read of
     it): its first call's answer (``body``, a serialized response, with status 0; else the
@@ -285,8 +293,13 @@ def answer(received: bytes, code: int, message: str, body: bytes | None = None) 
     conn = h2.connection.H2Connection(h2.config.H2Configuration(
         client_side=False, header_encoding="utf-8", validate_inbound_headers=False))
     conn.initiate_connection()
-    first = next((e.stream_id for e in conn.receive_data(received)
-                  if isinstance(e, h2.events.RequestReceived)), None)
+    first = None
+    try:  # frame by frame: a frame h2 refuses after the first call leaves that call answered
+        for frame in _split(received):
+            first = first or next((e.stream_id for e in conn.receive_data(frame)
+                                   if isinstance(e, h2.events.RequestReceived)), None)
+    except h2.exceptions.H2Error:
+        pass
     if first is not None:
         head = [(":status", "200"), ("content-type", "application/grpc")]
         if body is None:

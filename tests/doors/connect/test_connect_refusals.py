@@ -33,7 +33,7 @@ def request(session_id: str, flag: int = 0) -> bytes:
     return bytes([flag]) + len(body).to_bytes(4, "big") + body
 
 
-async def first_call(path: str, message: bytes) -> dict[str, str]:
+async def first_call(path: str, message: bytes, after: bytes = b"") -> dict[str, str]:
     """The grpc- fields of the answer to one call, sent as gRPC's client sends it, on a front
     whose door routes nothing (what is refused here is refused before the route)."""
     door = types.SimpleNamespace(refusal=connect_door.ConnectDoor.refusal, shared=set())
@@ -48,7 +48,7 @@ async def first_call(path: str, message: bytes) -> dict[str, str]:
                            (":authority", "sched:15002"), ("content-type", "application/grpc"),
                            ("te", "trailers")])
         c.send_data(1, message, end_stream=True)
-        writer.write(c.data_to_send())
+        writer.write(c.data_to_send() + after)
         fields: dict[str, str] = {}
         async with asyncio.timeout(10):
             while not fields:
@@ -86,6 +86,15 @@ def test_a_first_call_that_cannot_be_routed_is_answered_naming_the_problem(path,
     code = UNIMPLEMENTED if path.endswith("Bogus") else INVALID
     assert fields["grpc-status"] == code
     assert fields["grpc-message"].startswith(problem)
+
+
+def test_a_frame_h2_refuses_after_the_first_call_leaves_its_answer():
+    """A DATA frame on stream 0 after a call refused was h2's ProtocolError out of the
+    front's answer: logged with its stack, the connection closed with no answer."""
+    fields = asyncio.run(first_call(f"{SERVICE}/Config", request("s1"),
+                                    after=frames._frame(frames.DATA, 0, 0, b"xx")))
+    assert fields["grpc-status"] == INVALID
+    assert fields["grpc-message"].startswith("session_id 's1' is not a UUID")
 
 
 async def flood(frames_n: int) -> tuple[bytes, float]:
