@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from ..model import NodeSort, Queue
 from .access import DEFAULT_ENV_ALLOW, GROUP_NAME, AuthSection, PriorityRange, UploadsSection
 from .clusters import BOTH_SET, DEFAULT_CLUSTER, NamedCluster, as_registry, registry_problem
+from .guarantees import unreachable_guarantees
 from .parsing import ConfigError, Strict, format_validation_error, load_yaml, parse_model
 from .queues import (
     DEFAULT_QUEUES,
@@ -141,9 +142,9 @@ class ServerConfig(Strict):
         return build_queue_tree(apply_overrides(self.queues, plan.queues))
 
     def warnings(self) -> list[str]:
-        """What this configuration asks that its backend cannot honour, one line each (the
-        server logs them as it starts; nothing is refused)."""
-        out = []
+        """What this configuration asks that its backend cannot honour, or that can never be
+        met, one line each (the server logs them as it starts; nothing is refused)."""
+        out = unreachable_guarantees(self.queue_tree())
         packed = [q.name for q in self.queue_tree().leaves() if q.node_sort is NodeSort.BINPACKING]
         # A standalone master places for itself: ``standalone``'s and ``local``'s (a local
         # standalone cluster), whether served alone (``cluster:``) or among ``clusters:``.

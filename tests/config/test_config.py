@@ -450,3 +450,30 @@ def test_binpacking_is_warned_for_every_standalone_master_served(tmp_path, clust
     assert len(warnings) == 1
     assert warnings[0].startswith("node_sort binpacking (root.etl, root.science.big) is not"
                                   f" honoured on a standalone cluster{warned}: ")
+
+
+GUARANTEES = """
+defaults: {queue: root.ok}
+queues:
+  - name: root
+    queues:
+      - name: etl
+        max_cores: 20
+        queues:
+          - {name: a, min_share: 15}
+          - {name: b, min_share: 30, max_cores: 25}
+      - {name: adhoc, min_share: 50, max_cores: 40}
+      - {name: ok, min_share: 10, max_cores: 10}
+"""
+
+
+def test_a_guarantee_above_a_cap_on_its_path_is_warned_not_refused(tmp_path):
+    config = load_server_config(write(tmp_path, "cluster: {backend: memory}\n" + GUARANTEES))
+    assert config.warnings() == [
+        "queue root.etl: its children's min_share add up to 45, above its max_cores 20; they "
+        "share at most 20 cores by weight",
+        # the tighter cap is the parent's, not its own 25
+        "queue root.etl.b: min_share 30 is above root.etl's max_cores 20; it can give at most "
+        "20 cores",
+        "queue root.adhoc: min_share 50 is above its max_cores 40; it can give at most 40 cores",
+    ]
