@@ -138,7 +138,10 @@ class AgentDesk:
             # An admission-only agent cannot read its executors: the cluster's view stands.
             # (A report of the same executors may still say when one left: its own event.)
             if agent.control == "full" and (seen != agent.executors or removed):
-                agent.executors = seen
+                # Kept as seen only for a launched app: the engine refuses executors of one
+                # still queued, and the same report after its launch must then count.
+                if app.state is not AppState.ACCEPTED:
+                    agent.executors = seen
                 events.append(ExecutorsChanged(app_id, tuple(executors), Witness.AGENT,
                                                observed_at, tuple((removed or {}).items()),
                                                changed_after))

@@ -46,3 +46,27 @@ def test_a_reported_change_is_decided_in_the_next_cycle_and_told_by_the_watch(st
         # A kill wakes it.
         s.done(s.service.kill(a))
         assert watch(held)["state"] == "KILLED"
+
+
+def test_executors_reported_while_queued_are_taken_once_the_app_is_launched(stepped):
+    """The engine refuses executors for an app it has not launched; the agent desk kept them as
+    seen all the same, so the same report after the launch raised nothing and the app's
+    executors were never counted."""
+    with stepped(max_running_apps=1) as s:
+        c = s.client
+        first = c.post("/api/v1/sessions", json={"name": "first"}).json()["id"]
+        s.until(first, "STARTING")
+        second = c.post("/api/v1/sessions", json={"name": "second"}).json()["id"]
+        s.cycle(0.2)
+        assert s.app(second)["state"] == "ACCEPTED"  # behind max_running_apps
+        executors = [{"id": "1", "idle": False, "started_at": s.clock.now}]
+        report = {"app_id": second, "demand": 1, "executors": executors, "control": "full"}
+        assert c.post("/api/v1/agent/heartbeat", json=report).status_code == 200
+        s.cycle(0.2)
+        assert s.app(second)["executors"] == 0
+
+        s.done(s.service.kill(first))
+        s.until(second, "STARTING")
+        assert c.post("/api/v1/agent/heartbeat", json=report).status_code == 200
+        s.until(second, "RUNNING")
+        assert s.app(second)["executors"] == 1
