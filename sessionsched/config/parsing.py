@@ -7,12 +7,14 @@ The CLI prints that line and exits 2; nobody sees a traceback for a bad file.
 
 from __future__ import annotations
 
+import types
+import typing
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 
 class ConfigError(ValueError):
@@ -32,6 +34,36 @@ class Strict(BaseModel):
     # YAML's .inf and .nan pass every bound (``ge=0``, ``gt=0``) they are not refused by, and
     # a time or a weight of either has no meaning: a run never ending, NaN in the results.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    # Pydantic's lax mode reads YAML's true as 1 and false as 0 where a number is wanted:
+    # ``max_cores: true`` capped a queue at 1 core without a word.
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, v: Any, info: ValidationInfo) -> Any:
+        if isinstance(v, bool) and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and _number_not_bool(field.annotation):
+                raise ValueError(f"expected a number, not {str(v).lower()}")
+        return v
+
+
+def _number_not_bool(annotation: Any) -> bool:
+    """``annotation`` (a field's type: Annotated, unions, Optional unwrapped) takes a number
+    and not a bool."""
+    kinds: set[Any] = set()
+
+    def gather(t: Any) -> None:
+        origin = typing.get_origin(t)
+        if origin is typing.Annotated:
+            gather(typing.get_args(t)[0])
+        elif origin is typing.Union or origin is types.UnionType:
+            for arg in typing.get_args(t):
+                gather(arg)
+        else:
+            kinds.add(t)
+
+    gather(annotation)
+    return bool(kinds & {int, float}) and bool not in kinds
 
 def format_validation_error(err: ValidationError) -> str:
     """The first problem as ``path.to[0].field: message``."""

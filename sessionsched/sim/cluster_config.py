@@ -8,16 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from ..config import MAX_WORKERS, WorkerGroup, group_sizes, no_equal_workers_beside
+from ..config.parsing import Strict
 from ..model import Resources, Worker, parse_mem_mib
 
 MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as config's
 
 
 class ClusterConfig(Strict):

@@ -146,6 +146,10 @@ def test_defaults_are_one_default_queue():
         ("queues: [{name: a, reclaim_timeout: .nan}]",
          "queues[0].reclaim_timeout: Input should be a finite number"),
         ("queues: [{name: a, weight: .inf}]", "queues[0].weight: Input should be a finite number"),
+        # Pydantic's lax mode read true as 1: a queue capped at 1 core without a word
+        ("queues: [{name: a, max_cores: true}]", "queues[0].max_cores: expected a number, not "
+                                                 "true"),
+        ("server: {cycle_ms: false}", "server.cycle_ms: expected a number, not false"),
         ("server: {session_timeout: .inf}",
          "server.session_timeout: Input should be a finite number"),
         ("queues: [{name: a, starting_limit: 0}]", "queues[0].starting_limit: Input should be"),
@@ -192,6 +196,8 @@ def test_defaults_are_one_default_queue():
         "bad reclaim timeout",
         "reclaim timeout NaN",
         "infinite weight",
+        "a cap given as true",
+        "a cycle given as false",
         "infinite session timeout",
         "zero starting limit",
         "dotted name",

@@ -131,6 +131,8 @@ BAD = {
         "queues[0].queues[0].policy: 'fairness' is not one of fifo, priority, fairshare",
     ),
     "no stages": (bad("apps.0.stages", None), "apps[0].stages: missing"),
+    "a count given as true": (bad("cluster.workers", True),
+                              "cluster.workers: expected a number, not true"),
     "task without time": (
         bad("apps.0.stages", [{"tasks": 3}]),
         "apps[0].stages[0].task_s: missing",
