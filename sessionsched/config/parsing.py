@@ -40,16 +40,22 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_for_a_number(cls, v: Any, info: ValidationInfo) -> Any:
-        if isinstance(v, bool) and info.field_name is not None:
-            field = cls.model_fields.get(info.field_name)
-            if field is not None and _number_not_bool(field.annotation):
-                raise ValueError(f"expected a number, not {str(v).lower()}")
+        field = cls.model_fields.get(info.field_name or "")
+        if field is None:
+            return v
+        if isinstance(v, bool) and _number_not_bool(_kinds(field.annotation)):
+            raise ValueError(f"expected a number, not {str(v).lower()}")
+        if isinstance(v, dict):  # a map of numbers ({gpu: 4}, {a: 40}): each value too
+            maps = [t for t in _kinds(field.annotation) if typing.get_origin(t) is dict]
+            if maps and _number_not_bool(_kinds(typing.get_args(maps[0])[1])):
+                for key, value in v.items():
+                    if isinstance(value, bool):
+                        raise ValueError(f"{key}: expected a number, not {str(value).lower()}")
         return v
 
 
-def _number_not_bool(annotation: Any) -> bool:
-    """``annotation`` (a field's type: Annotated, unions, Optional unwrapped) takes a number
-    and not a bool."""
+def _kinds(annotation: Any) -> set[Any]:
+    """The types a field's ``annotation`` takes: Annotated and unions (Optional) unwrapped."""
     kinds: set[Any] = set()
 
     def gather(t: Any) -> None:
@@ -63,6 +69,10 @@ def _number_not_bool(annotation: Any) -> bool:
             kinds.add(t)
 
     gather(annotation)
+    return kinds
+
+
+def _number_not_bool(kinds: set[Any]) -> bool:
     return bool(kinds & {int, float}) and bool not in kinds
 
 def format_validation_error(err: ValidationError) -> str:

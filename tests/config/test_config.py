@@ -150,6 +150,9 @@ def test_defaults_are_one_default_queue():
         ("queues: [{name: a, max_cores: true}]", "queues[0].max_cores: expected a number, not "
                                                  "true"),
         ("server: {cycle_ms: false}", "server.cycle_ms: expected a number, not false"),
+        ("cluster: {backend: memory, worker_groups: [{count: 1, cores: 4, memory: 4g, "
+         "resources: {gpu: true}}]}",
+         "cluster.worker_groups[0].resources: gpu: expected a number, not true"),
         ("server: {session_timeout: .inf}",
          "server.session_timeout: Input should be a finite number"),
         ("queues: [{name: a, starting_limit: 0}]", "queues[0].starting_limit: Input should be"),
@@ -198,6 +201,7 @@ def test_defaults_are_one_default_queue():
         "infinite weight",
         "a cap given as true",
         "a cycle given as false",
+        "a map's number given as true",
         "infinite session timeout",
         "zero starting limit",
         "dotted name",
