@@ -144,8 +144,9 @@ class ServerConfig(Strict):
     def warnings(self) -> list[str]:
         """What this configuration asks that its backend cannot honour, or that can never be
         met, one line each (the server logs them as it starts; nothing is refused)."""
-        out = unreachable_guarantees(self.queue_tree())
-        packed = [q.name for q in self.queue_tree().leaves() if q.node_sort is NodeSort.BINPACKING]
+        tree = self.queue_tree()
+        out = unreachable_guarantees(tree)
+        packed = [q.name for q in tree.leaves() if q.node_sort is NodeSort.BINPACKING]
         # A standalone master places for itself: ``standalone``'s and ``local``'s (a local
         # standalone cluster), whether served alone (``cluster:``) or among ``clusters:``.
         masters = [c.name for c in self.cluster_registry() if c.backend in ("standalone", "local")]

@@ -17,8 +17,6 @@ from ..model import Resources, Worker, parse_mem_mib
 MiB = Annotated[int, BeforeValidator(parse_mem_mib)]
 
 
-
-
 class ClusterConfig(Strict):
     cores: int = Field(64, ge=1)
     memory: MiB = parse_mem_mib("256g")

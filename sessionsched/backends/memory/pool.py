@@ -64,8 +64,6 @@ class Pool:
         size = Resources(capacity.cores // n, capacity.mem_mib // n)
         self.names = [f"worker-{i + 1}" for i in range(n)]
         self.sizes = list(sizes) or [size] * n
-        self.alive = [True] * n
-        self.used_on = [Resources()] * n
         self.driver_slots = driver_slots
         self.slots_used = 0
         self.executor_waits = 0
@@ -74,8 +72,9 @@ class Pool:
         self._drivers: dict[str, tuple[Resources, NodeSort]] = {}  # waiting: app -> (size, sort)
         # waiting: executor id -> (app, size, its app's node sort)
         self._executors: dict[str, tuple[str, Resources, NodeSort]] = {}
-        # Kept as they change, so that no placement reads every worker (``rooms``): each alive
-        # worker's free room, indexed; the sums; the whole workers; the alive workers' sizes.
+        # Kept as they change, so that no placement reads every worker (``rooms``): each
+        # worker's free room (None: lost), indexed; the sums; the whole workers; the alive
+        # workers' sizes.
         self._index = {name: i for i, name in enumerate(self.names)}
         self._free: list[Resources | None] = list(self.sizes)
         self._rooms = WorkerIndex()
@@ -98,6 +97,12 @@ class Pool:
     def used(self) -> Resources:
         return self._used
 
+    @property
+    def used_on(self) -> list[Resources]:
+        """What each worker has in use (a lost one: nothing)."""
+        return [Resources() if free is None else size - free
+                for size, free in zip(self.sizes, self._free, strict=True)]
+
     def workers(self) -> tuple[Worker, ...]:
         """The alive workers, with what is free on each now."""
         return tuple(Worker(name, size, free)
@@ -119,21 +124,18 @@ class Pool:
         gone = [key for key, (w, _) in self._placed.items() if w == i]
         for key in gone:
             del self._placed[key]
-        if self.alive[i]:
+        free = self._free[i]
+        if free is not None:
             self._set_free(i, None)
             self._capacity = self._capacity - self.sizes[i]
-            self._used = self._used - self.used_on[i]
+            self._used = self._used - (self.sizes[i] - free)
             self._alive_sizes[self.sizes[i]] -= 1
-        self.alive[i] = False
-        self.used_on[i] = Resources()
         return gone
 
     def back(self, name: str) -> Started:
         """The worker ``name`` is back (empty, as a restarted worker): what starts on it."""
         i = self._index[name]
-        if not self.alive[i]:
-            self.alive[i] = True
-            self.used_on[i] = Resources()
+        if self._free[i] is None:
             self._set_free(i, self.sizes[i])
             self._capacity = self._capacity + self.sizes[i]
             self._alive_sizes[self.sizes[i]] += 1
@@ -215,7 +217,6 @@ class Pool:
         hit = self._placed.pop(key, None)
         if hit is not None:
             i, size = hit
-            self.used_on[i] = self.used_on[i] - size
             self._used = self._used - size
             self._set_free(i, self._free[i] + size)  # type: ignore[operator]  # alive: placed
         return self._start()
@@ -246,7 +247,6 @@ class Pool:
                 f"{size.cores} cores/{size.mem_mib} MiB fit no worker: {self.used.cores} cores/"
                 f"{self.used.mem_mib} MiB of {self.capacity.cores}/{self.capacity.mem_mib} in use"
             )
-        self.used_on[i] = self.used_on[i] + size
         self._used = self._used + size
         self._set_free(i, self._free[i] - size)  # type: ignore[operator]  # picked: alive
         self._placed[key] = (i, size)
