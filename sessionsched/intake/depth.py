@@ -86,11 +86,6 @@ class DepthCaps:
 
         return give_back
 
-    def take_in(self, root: Queue, queue: str, user: str,
-                queued: Callable[[str, str | None], tuple[int, int]]) -> Ticket:
-        """``take`` in the leaf called ``queue`` of ``root``'s tree; ``queued(queue, user)``."""
-        return self.take(leaf_named(root, queue), user, lambda u: queued(queue, u))
-
     def in_flight(self) -> int:
         """Places handed out and not given back (tests)."""
         with self._lock:

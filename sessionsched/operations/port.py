@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from sessionsched.intake import new_apps, remote
-from sessionsched.intake.depth import DepthCaps
+from sessionsched.intake.depth import DepthCaps, leaf_named
 from sessionsched.intake.guard import RateLimit, check_submission
 from sessionsched.intake.uploads import UploadError, UploadStore, check_sha
 from sessionsched.model import Executor
@@ -211,7 +211,8 @@ class Operations(Reads):
     def _place(self, app: Submission) -> Callable[[], None]:
         """A place in its queue (the leaf as it runs now, plans applied), or 429 if full."""
         view = self.service.view
-        return self.depth.take_in(view.engine.root, app.queue, app.user, view.queued)
+        leaf = leaf_named(view.engine.root, app.queue)
+        return self.depth.take(leaf, app.user, lambda user: view.queued(app.queue, user))
 
     def _admit(self, caller: auth.Caller, app: Submission) -> Submission:
         """A checked submission made the caller's: refused (``Forbidden``, ``guard.Refused``)

@@ -81,8 +81,7 @@ def window(since: str | None, until: str | None, now: float) -> tuple[float, flo
     start = 0.0 if not since else parse_when(since, now, "since")
     end = now if not until else parse_when(until, now, "until")
     if end <= start:
-        shown = {"since": since or "0", "until": until or "now"}
-        raise BadWhen(f"until {shown['until']!r} is not after since {shown['since']!r}: the "
+        raise BadWhen(f"until {until or 'now'!r} is not after since {since or '0'!r}: the "
                       "window [since, until) holds no time")
     return start, end
 
