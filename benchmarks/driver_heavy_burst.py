@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sessionsched.model import Admission  # noqa: E402
 from sessionsched.sim import load_workload, simulate  # noqa: E402
-from sessionsched.sim.workload import Workload, with_admission  # noqa: E402
+from sessionsched.sim.queue_trees import with_admission  # noqa: E402
+from sessionsched.sim.workload import Workload  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "workloads"
 WORKLOAD = EXAMPLES / "burst-driver-heavy.yaml"

@@ -1,14 +1,17 @@
-"""``sessionsched simulate WORKLOAD.yaml [--config SERVER] [--json OUT] [--plot OUT.png]
-[--admission MODE]``; ``sessionsched simulate --compare A.yaml B.yaml [--config SERVER]
-[--config-a SERVER] [--config-b SERVER] [--json OUT] [--plot OUT.png] [--admission MODE]``
+"""``sessionsched simulate WORKLOAD.yaml [--config SERVER [--start WHEN]] [--json OUT]
+[--plot OUT.png] [--admission MODE]``; ``sessionsched simulate --compare A.yaml B.yaml
+[--config SERVER] [--config-a SERVER] [--config-b SERVER] [--start WHEN] [--json OUT]
+[--plot OUT.png] [--admission MODE]``
 
 Runs a workload through the discrete-event simulator (``sessionsched.sim``), which drives the
 same engine as the server. Without ``--json`` it prints a table of the apps and the summary;
 ``--json OUT`` writes the result as JSON instead (``-`` for stdout); ``--plot`` draws
 executors, states and queue lengths over time; ``--admission`` runs every leaf queue with one
 admission mode instead of the file's; ``--config`` runs it under a server config's queues,
-defaults and cluster instead of the file's (``sim/replay.py``). ``--compare`` runs two (two
-workloads, or one twice under ``--config-a`` and ``--config-b``, each winning over
+defaults and cluster instead of the file's (``sim/replay.py``), and with ``--start`` (the date
+and time the run's 0 stands for) its time-of-day plans fire at their times in the run
+(``sim/queue_trees.py``; without it they are not run, and a line says so). ``--compare`` runs
+two (two workloads, or one twice under ``--config-a`` and ``--config-b``, each winning over
 ``--config`` for its side) and prints them side by side (``sim/compare.py``); ``--json``
 then writes both results and the comparison, ``--plot`` draws both. A run with stuck apps is
 a result, not an error: exit code 0. A bad workload or config: one line, exit code 2.
@@ -20,6 +23,7 @@ import argparse
 import json
 import sys
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from rich import box
@@ -27,11 +31,12 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import UserError
+from ..config.plan_times import date_time
 from ..model import Admission
 from ..runtime.gc_pacer import GcPacer
 from ..sim import SimResult, simulate
+from ..sim.queue_trees import with_admission
 from ..sim.replay import Replayed, load
-from ..sim.workload import with_admission
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,6 +52,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="run under this server config's queues (with their admission), "
                    "defaults and cluster instead of the workload's; an app whose queue it "
                    "lacks runs in its default queue")
+    p.add_argument("--start", metavar="WHEN",
+                   help="with a config: the date and time the run's 0 stands for (ISO 8601, "
+                   "2026-12-01T08:00; an offset optional, local time without), so that the "
+                   "config's time-of-day plans fire at their times in the run; without it "
+                   "they are not run")
     p.add_argument("--compare", nargs=2, metavar=("A.yaml", "B.yaml"),
                    help="run two workloads (or one, twice, with --config-a/--config-b) and "
                    "print them side by side: queue wait and completion per queue, "
@@ -98,29 +108,47 @@ def _check(args: argparse.Namespace) -> None:
     elif args.workload is not None:
         raise UserError(f"{args.workload}: --compare takes both workloads itself "
                         "(--compare A.yaml B.yaml)")
+    args.start_at = None if args.start is None else _start(args)
 
 
-def _load(path: str, config: str | None, admission: str | None) -> Replayed:
-    replayed = load(path, config)
+def _start(args: argparse.Namespace) -> datetime:
+    if not (args.config or args.config_a or args.config_b):
+        raise UserError("--start: runs a server config's plans: give --config too")
+    try:
+        at = date_time(args.start)
+    except ValueError as e:
+        raise UserError(f"--start: {e}") from None
+    return at if at.tzinfo is not None else at.astimezone()  # local time, as a plan's
+
+
+def _load(path: str, config: str | None, admission: str | None,
+          start: datetime | None = None) -> Replayed:
+    replayed = load(path, config, start)
     if admission is None:
         return replayed
     return replace(replayed, workload=with_admission(replayed.workload, Admission(admission)))
 
 
-def _run(replayed: Replayed, config: str | None) -> SimResult:
+def _run(replayed: Replayed, config: str | None, start: datetime | None = None) -> SimResult:
     with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gc_pacer``)
         result = simulate(replayed.workload)
-    for line in moved_lines(replayed.moved, config):
+    for line in notes(replayed, config, start):
         print(line, file=sys.stderr)
     return result
 
 
-def moved_lines(moved: tuple[str, ...], config: str | None) -> list[str]:
-    if not moved:
-        return []
-    shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
-    return [f"{config}: {len(moved)} app(s) name a queue it lacks and run in its default "
-            f"queue: {shown}"]
+def notes(replayed: Replayed, config: str | None, start: datetime | None) -> list[str]:
+    """What the run under ``config`` left out or changed, a line each."""
+    out = []
+    moved = replayed.moved
+    if moved:
+        shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+        out.append(f"{config}: {len(moved)} app(s) name a queue it lacks and run in its "
+                   f"default queue: {shown}")
+    if replayed.plans and start is None:
+        out.append(f"{config}: its {replayed.plans} time-of-day plan(s) did not run: give "
+                   "--start WHEN (the date and time the run's 0 stands for) to run them")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
         from .compare_text import run_compare
 
         return run_compare(args, json_out, plot_out)
-    result = _run(_load(args.workload, args.config, args.admission), args.config)
+    result = _run(_load(args.workload, args.config, args.admission, args.start_at), args.config,
+                  args.start_at)
     if args.json is not None:
         text = json.dumps(result.to_json(), indent=2) + "\n"
         if json_out is None:
@@ -202,6 +231,7 @@ def print_table(result: SimResult, title: str) -> None:
         f"whole workers {_t(s['whole_workers'])} on average, {s['whole_workers_min']} at fewest",
         f"engine: {e['cycles']} cycles, {e['cycle_ms_p50']:g} ms p50, {e['cycle_ms_max']:g} ms max",
         f"run ended at t={result.end_s:g}s: {result.end_reason}",
+        *(f"t={at:g}s: {plan} fired" for at, plan in result.plans),
     ]
     for line in lines:
         console.print(line, highlight=False)

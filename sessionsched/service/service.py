@@ -32,7 +32,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from sessionsched.backends.base import ClusterBackend
-from sessionsched.config import ServerConfig
+from sessionsched.config import ServerConfig, plan_times
 from sessionsched.engine.events import (
     DriverExited,
     KillRequested,
@@ -44,7 +44,7 @@ from sessionsched.model import AppState
 from sessionsched.model.submission import AppKind, Submission
 from sessionsched.model.text import one_line
 from sessionsched.runtime.host_room import measure as measure_host
-from sessionsched.service import faulthook, plans
+from sessionsched.service import faulthook
 from sessionsched.service.agents import AgentDesk
 from sessionsched.service.clusters import Engine, engine_for, recorded_clusters
 from sessionsched.service.cycle import Cycle, Parts
@@ -201,19 +201,19 @@ class Service:
         if not self.config.plans:
             return
         now = datetime.now().astimezone()  # one moment: each plan is applied or scheduled
-        index = plans.current_plan(self.config.plans, now)
+        index = plan_times.current_plan(self.config.plans, now)
         if index is not None:
             self.apply_plan(index)
-        for i, trigger in plans.still_to_fire(self.config.plans, now):
+        for i, trigger in plan_times.still_to_fire(self.config.plans, now):
             self._scheduler.add_job(self.apply_plan, trigger, args=[i], id=f"plan-{i}",
                                     coalesce=True, misfire_grace_time=60)
 
     def apply_plan(self, index: int) -> None:
         """Run the queues with plan ``index`` from the next cycle on."""
         plan = self.config.plans[index]
-        self.reads.publish(plan=plans.describe(plan))
+        self.reads.publish(plan=plan_times.describe(plan))
         self.inbox.put(QueuesChanged(self.config.queue_tree(plan)))
-        log.info("queue %s applied", plans.describe(plan))
+        log.info("queue %s applied", plan_times.describe(plan))
 
     # --- reads ------------------------------------------------------------------------------
 

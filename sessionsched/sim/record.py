@@ -100,3 +100,4 @@ class Record:
     reclaim_kills: list[tuple[float, str, str, int]] = field(default_factory=list)
     # Per launched app, what it used (``sessionsched/model/usage.py``'s figures) at the end.
     usage: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    plans: list[tuple[float, str]] = field(default_factory=list)  # (time, plan) as each fired

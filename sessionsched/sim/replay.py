@@ -13,13 +13,17 @@ What the config replaces:
   ``executor_idle_timeout_s``. A standalone cluster's shape is its workers', which a config
   does not hold: the workload's stays. So do a workload's several ``clusters``, its
   ``placement`` and ``cluster_down``; a config that sets keys of one cluster is refused there.
+- ``plans``: run when the replay is given a ``start`` (the date and time of the run's 0), as
+  a server started then would run them (``queue_trees.planned``); without one, only counted
+  (``Replayed.plans``), for the caller to say they did not run.
 The result is checked as the workload file is (``workload.WorkloadConfig``): an app that could
 never start on the config's cluster or queues refuses the replay with one line.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 from ..config import (
@@ -30,6 +34,7 @@ from ..config import (
     parse_model,
     resolve_queue,
 )
+from .queue_trees import planned
 from .workload import AppConfig, ClusterConfig, Workload, WorkloadConfig, to_workload
 
 SHAPE = ("workers", "cores", "memory")
@@ -40,6 +45,7 @@ TIMES = ("driver_start_s", "executor_start_s", "executor_idle_timeout_s")
 class Replayed:
     workload: Workload
     moved: tuple[str, ...] = ()  # apps whose queue the config's tree lacks (run in its default)
+    plans: int = 0  # the config's time-of-day plans (run only with a ``start``)
 
 
 def workload_config(path: str | Path) -> WorkloadConfig:
@@ -50,9 +56,11 @@ def workload_config(path: str | Path) -> WorkloadConfig:
     return parse_model(WorkloadConfig, data, str(path))
 
 
-def replay(path: str | Path, config_path: str | Path) -> Replayed:
-    """The workload in ``path`` under the server config in ``config_path`` (module doc);
-    ConfigError with one line for a bad file or a replay that could never run."""
+def replay(path: str | Path, config_path: str | Path, start: datetime | None = None
+           ) -> Replayed:
+    """The workload in ``path`` under the server config in ``config_path`` (module doc), its
+    plans run from ``start`` (aware) if given; ConfigError with one line for a bad file or a
+    replay that could never run."""
     cfg = workload_config(path)
     config = load_server_config(config_path)
     try:
@@ -60,7 +68,14 @@ def replay(path: str | Path, config_path: str | Path) -> Replayed:
     except ConfigError as e:
         raise ConfigError(f"{config_path}: {e}") from None
     source = f"{path} under {config_path}"
-    return Replayed(to_workload(parse_model(WorkloadConfig, replayed, source)), tuple(moved))
+    workload = to_workload(parse_model(WorkloadConfig, replayed, source))
+    if start is not None and config.plans:
+        try:
+            changes = planned(config, start, workload.cluster.max_time_s)
+        except ValueError as e:
+            raise ConfigError(f"{config_path}: plans: {e}") from None
+        workload = replace(workload, queue_changes=changes)
+    return Replayed(workload, tuple(moved), len(config.plans))
 
 
 def under_config(cfg: WorkloadConfig, config: ServerConfig) -> tuple[dict, list[str]]:
@@ -115,11 +130,12 @@ def _cluster(c: ClusterConfig, config: ServerConfig) -> ClusterConfig:
     return c.model_copy(update=update)
 
 
-def load(path: str | Path, config_path: str | Path | None) -> Replayed:
-    """The workload, under ``config_path`` when one is given."""
+def load(path: str | Path, config_path: str | Path | None,
+         start: datetime | None = None) -> Replayed:
+    """The workload, under ``config_path`` when one is given (its plans run from ``start``)."""
     if config_path is None:
         from .workload import load_workload
 
         return Replayed(load_workload(path))
-    return replay(path, config_path)
+    return replay(path, config_path, start)
 

@@ -33,6 +33,8 @@ Definitions (seconds from the start of the run):
   largest driver or executor a worker holds), the time-weighted mean from 0 to ``makespan``;
   ``whole_workers_min``: the fewest at any cycle. The queues' ``node_sort`` decides it
   (``binpacking`` keeps workers whole, ``fair`` spreads: docs/design/placement.md).
+- ``plans`` (only when a server config's time-of-day plans ran: ``simulate --config --start``):
+  each plan as it fired, ``at`` its second of the run (0 for the one in force at the start).
 - ``engine``: number of ``Scheduler.step`` calls and their wall-clock cost (the only figures
   that differ between two runs of one workload).
 """
@@ -77,6 +79,7 @@ class SimResult:
     cluster_cores: int
     executor_waits: int = 0  # granted executors that had to wait for room (pool.py); not in JSON
     several_clusters: bool = False  # each app's ``cluster`` in the JSON
+    plans: tuple[tuple[float, str], ...] = ()  # (time, plan) as each of a config's fired
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +101,7 @@ class SimResult:
             ],
             "summary": dict(self.summary),
             "engine": dict(self.engine),
+            **({"plans": [{"at": _r(t), "plan": p} for t, p in self.plans]} if self.plans else {}),
         }
 
     @property
@@ -218,6 +222,7 @@ def build_result(workload: Workload, rec: Record) -> SimResult:
         cluster_cores=cores,
         executor_waits=rec.executor_waits,
         several_clusters=bool(workload.clusters),
+        plans=tuple(rec.plans),
     )
 
 

@@ -55,6 +55,7 @@ from ..engine import (
     Event,
     MarkState,
     PriorityChanged,
+    QueuesChanged,
     Scheduler,
     Submitted,
 )
@@ -62,6 +63,7 @@ from ..engine.clusters import ClusterReachable, ClusterSpec, Federation, Placed
 from ..model import AppState
 from ..runtime import gc_pacer
 from .cluster_config import Cluster, NamedCluster
+from .queue_trees import QueueChange
 from .record import AppTimes, Record, Series
 from .result import SimResult, build_result
 from .workload import SimApp, Workload
@@ -168,8 +170,9 @@ class Simulator:
         """Longer than every timeout in play: a run quiet for this long cannot change again."""
         c = self.w.cluster
         timeouts = [c.driver_start_s, c.executor_start_s, c.executor_idle_timeout_s]
-        for q in self.w.root.leaves():
-            timeouts += [q.starting_timeout_s, max(q.reclaim_timeout_s, 0.0)]
+        for root in (self.w.root, *(change.root for change in self.w.queue_changes)):
+            for q in root.leaves():
+                timeouts += [q.starting_timeout_s, max(q.reclaim_timeout_s, 0.0)]
         return max(timeouts) + 2 * c.cycle_s
 
     # --- the loop -------------------------------------------------------------------------
@@ -182,6 +185,8 @@ class Simulator:
         for out in self.w.outages:
             self._push(out.at_s, WORKLOAD, ClusterReachable(out.cluster, False))
             self._push(out.until_s, WORKLOAD, ClusterReachable(out.cluster, True))
+        for change in self.w.queue_changes:
+            self._push(change.at_s, WORKLOAD, change)
         self.heap.push(0.0, CYCLE, _Cycle(0))
         while self.heap:
             now, _, ev = self.heap.pop()
@@ -331,9 +336,14 @@ class Simulator:
                     self.rec.apps[d.app_id].finished = d.at
                     self._ended_queued += 1
 
-    def _handle(self, now: float, ev: _Submit | _Update | ClusterReachable) -> None:
+    def _handle(self, now: float, ev: _Submit | _Update | ClusterReachable | QueueChange
+                ) -> None:
         if isinstance(ev, ClusterReachable):
             self._outbox.append(ev)
+            return
+        if isinstance(ev, QueueChange):
+            self._outbox.append(QueuesChanged(ev.root))
+            self.rec.plans.append((now, ev.plan))
             return
         app = self.apps[ev.app]
         if isinstance(ev, _Submit):

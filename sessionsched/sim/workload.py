@@ -66,7 +66,7 @@ Decisions the format leaves open:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -86,7 +86,6 @@ from ..engine.placement import Workers, never_fits
 from ..engine.tree import QueueTree
 from ..model import (
     PRIORITY_DEFAULT,
-    Admission,
     AppSpec,
     Queue,
     Resources,
@@ -98,6 +97,7 @@ from ..spark.resource_props import resource_ask
 from .cluster_config import Cluster, ClusterConfig, MiB, NamedCluster
 from .cluster_config import Strict as _Strict
 from .clusters_config import NamedClusterConfig, Outage, OutageConfig, clusters_problem
+from .queue_trees import QueueChange
 
 # What the app's own keys set: in ``conf`` they would be a second, conflicting source.
 OWN_KEYS = {
@@ -335,6 +335,7 @@ class Workload:
     clusters: tuple[NamedCluster, ...] = ()  # several clusters (``clusters_config``)
     placement: PlacementRule = PlacementRule.SPILL
     outages: tuple[Outage, ...] = ()
+    queue_changes: tuple[QueueChange, ...] = ()  # a config's plans (``queue_trees``)
 
 
 def to_workload(cfg: WorkloadConfig) -> Workload:
@@ -379,17 +380,6 @@ def _sim_app(a: AppConfig, seq: int, root: Queue) -> SimApp:
         tail_s=a.tail_s,
         warmup_s=a.warmup_s,
     )
-
-
-def with_admission(workload: Workload, admission: Admission) -> Workload:
-    """The same workload with every leaf queue admitting by ``admission`` (to compare modes)."""
-
-    def rebuild(q: Queue) -> Queue:
-        if q.is_leaf:
-            return replace(q, admission=admission)
-        return replace(q, children=tuple(rebuild(c) for c in q.children))
-
-    return replace(workload, root=rebuild(workload.root))
 
 
 def load_workload(path: str | Path) -> Workload:

@@ -1,5 +1,6 @@
 """``sessionsched simulate --config`` and ``--compare``: a workload under another server
-config, two runs side by side (table, JSON, plot), and one line, exit 2, for bad input."""
+config (its time-of-day plans with ``--start``), two runs side by side (table, JSON, plot), and
+one line, exit 2, for bad input."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import yaml
 from sessionsched.cli import main
 from tests.sim.sim_builders import BIG_AND_SMALL, one_queue
 
+PLAN = {"at": "2026-11-23T09:00:00Z", "queues": {"default": {"max_cores": 2}}}
+FIRED = "plan 'at 2026-11-23T09:00:00+00:00': default max_cores=2"
+
 
 @pytest.fixture
 def paths(tmp_path):
@@ -18,7 +22,8 @@ def paths(tmp_path):
     for name, content in (("w", BIG_AND_SMALL), ("fifo", one_queue("fifo")),
                           ("fair", one_queue("fairshare")),
                           ("tiny", {"cluster": {"backend": "memory", "cores": 1}}),
-                          ("bad", {"queues": [{"name": "root", "policy": "fairness"}]})):
+                          ("bad", {"queues": [{"name": "root", "policy": "fairness"}]}),
+                          ("planned", one_queue("fifo", plans=[PLAN]))):
         p = tmp_path / f"{name}.yaml"
         p.write_text(yaml.safe_dump(content))
         out[name] = str(p)
@@ -32,6 +37,30 @@ def test_config_runs_the_workload_under_its_queues(paths, capsys):
     assert {a["queue"] for a in result["apps"]} == {"root.default"}
     assert captured.err == (f"{paths['fifo']}: 2 app(s) name a queue it lacks and run in its "
                             "default queue: big, small\n")
+
+
+def test_plans_run_with_start_and_are_said_not_to_without(paths, capsys):
+    assert main(["simulate", paths["w"], "--config", paths["planned"], "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert "plans" not in json.loads(captured.out)
+    assert captured.err.splitlines()[-1] == (
+        f"{paths['planned']}: its 1 time-of-day plan(s) did not run: give --start WHEN (the "
+        "date and time the run's 0 stands for) to run them")
+    # 08:59:30 UTC (+01:00 given: an offset is kept): the plan fires 30 s into the run
+    assert main(["simulate", paths["w"], "--config", paths["planned"], "--start",
+                 "2026-11-23T09:59:30+01:00", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["plans"] == [
+        {"at": 30.0, "plan": FIRED}]
+    assert "plan(s) did not run" not in captured.err
+    assert main(["simulate", paths["w"], "--config", paths["planned"], "--start",
+                 "2026-11-23T08:59:30Z"]) == 0
+    assert f"t=30s: {FIRED} fired" in capsys.readouterr().out.splitlines()
+    assert main(["simulate", "--compare", paths["w"], paths["w"], "--config-b", paths["planned"],
+                 "--start", "2026-11-23T10:00:00Z", "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "plans" not in doc["a"]  # the workload's own queues: no plan
+    assert doc["b"]["plans"] == [{"at": 0.0, "plan": FIRED}]
 
 
 def test_compare_prints_both_side_by_side(paths, capsys):
@@ -88,6 +117,10 @@ BAD = {
                                      "under {tiny}: apps[0]: never fits"),
     "--json into a missing directory": (["simulate", "--compare", "{w}", "{w}", "--json",
                                          "{tmp}/no/c.json"], "does not exist"),
+    "--start without a config": (["simulate", "{w}", "--start", "2026-11-23T08:00"],
+                                 "--start: runs a server config's plans: give --config too"),
+    "--start that is no time": (["simulate", "{w}", "--config", "{planned}", "--start", "9am"],
+                                "--start: '9am' is not a date and time like 2026-12-24T14:00:00"),
 }
 
 

@@ -11,7 +11,7 @@ from sim_builders import app, queue, stage, workload
 
 from sessionsched.model import Admission
 from sessionsched.sim import load_workload, simulate
-from sessionsched.sim.workload import with_admission
+from sessionsched.sim.queue_trees import with_admission
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "workloads"
