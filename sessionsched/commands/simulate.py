@@ -116,9 +116,9 @@ def _start(args: argparse.Namespace) -> datetime:
         raise UserError("--start: runs a server config's plans: give --config too")
     try:
         at = date_time(args.start)
-    except ValueError as e:
-        raise UserError(f"--start: {e}") from None
-    return at if at.tzinfo is not None else at.astimezone()  # local time, as a plan's
+        return at if at.tzinfo is not None else at.astimezone()  # local time, as a plan's
+    except (ValueError, OverflowError) as e:  # a time the local zone cannot hold: year 1
+        raise UserError(f"--start {args.start}: {e}") from None
 
 
 def _load(path: str, config: str | None, admission: str | None,

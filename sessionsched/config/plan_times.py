@@ -151,15 +151,22 @@ def firings(plans: list[PlanConfig], start: datetime, end: datetime,
         if isinstance(trig, DateTrigger):  # its next time is its only one, whatever the now
             at = trig.run_date if trig.run_date <= end else None
         else:
-            at = trig.get_next_fire_time(None, start + timedelta(seconds=1))
+            at = _next(trig, None, start)
         while at is not None and at <= end:
             out.append((at, i))
             if len(out) > most:
                 raise ValueError(f"the plans fire more than {most:,} times between "
                                  f"{start.isoformat()} and {end.isoformat()}")
-            at = (None if isinstance(trig, DateTrigger)
-                  else trig.get_next_fire_time(at, at + timedelta(seconds=1)))
+            at = None if isinstance(trig, DateTrigger) else _next(trig, at, at)
     return sorted(out)
+
+
+def _next(trig: CronTrigger, previous: datetime | None, after: datetime) -> datetime | None:
+    """The cron's next firing after ``after``; None past the calendar's end (year 9999)."""
+    try:
+        return trig.get_next_fire_time(previous, after + timedelta(seconds=1))
+    except OverflowError:
+        return None
 
 
 def describe(plan: PlanConfig) -> str:

@@ -39,7 +39,12 @@ def planned(config: ServerConfig, start: datetime, span_s: float) -> tuple[Queue
     trees: dict[int, Queue] = {}
     last = plan_times.current_plan(plans, start)
     fired = [] if last is None else [(start, last)]
-    fired += plan_times.firings(plans, start, start + timedelta(seconds=span_s))
+    try:
+        end = start + timedelta(seconds=span_s)
+    except OverflowError:
+        raise ValueError(f"a run from {start.isoformat()} of max_time_s {span_s:g} s ends past "
+                         "the calendar's end (year 9999)") from None
+    fired += plan_times.firings(plans, start, end)
     changes = []
     for at, i in fired:
         if changes and i == last:

@@ -163,3 +163,10 @@ def test_firings_past_reason_are_refused_with_the_span():
                        r"2026-11-23T08:00:00\+00:00 and 2026-11-23T10:00:00\+00:00$"):
         plans.firings(cfg.plans, MONDAY_0800, MONDAY_0800 + 2 * H, most=100)
     assert len(plans.firings(cfg.plans, MONDAY_0800, MONDAY_0800 + 2 * H)) == 120
+
+
+def test_firings_end_with_the_calendar():
+    cfg = ServerConfig.model_validate({"plans": [{"cron": "0 0 1 1 *", "timezone": "UTC"}]})
+    start = datetime(9990, 6, 1, tzinfo=timezone.utc)
+    got = plans.firings(cfg.plans, start, datetime.max.replace(tzinfo=timezone.utc))
+    assert [at.year for at, _ in got] == list(range(9991, 10000))
