@@ -10,10 +10,11 @@ executors, states and queue lengths over time; ``--admission`` runs every leaf q
 admission mode instead of the file's; ``--config`` runs it under a server config's queues,
 defaults and cluster instead of the file's (``sim/replay.py``), and with ``--start`` (the date
 and time the run's 0 stands for) its time-of-day plans fire at their times in the run
-(``sim/queue_trees.py``; without it they are not run, and a line says so). ``--compare`` runs
-two (two workloads, or one twice under ``--config-a`` and ``--config-b``, each winning over
-``--config`` for its side) and prints them side by side (``sim/compare.py``); ``--json``
-then writes both results and the comparison, ``--plot`` draws both. A run with stuck apps is
+(``sim/queue_trees.py``; default: the workload's ``start:``; without either they are not
+run, and a line says so). ``--compare`` runs two (two workloads, or one twice under
+``--config-a`` and ``--config-b``, each winning over ``--config`` for its side) and prints
+them side by side (``sim/compare.py``); ``--json`` then writes both results and the
+comparison, ``--plot`` draws both. A run with stuck apps is
 a result, not an error: exit code 0. A bad workload or config: one line, exit code 2.
 """
 
@@ -31,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import UserError
-from ..config.plan_times import date_time
+from ..config.plan_times import aware, date_time
 from ..model import Admission
 from ..runtime.gc_pacer import GcPacer
 from ..sim import SimResult, simulate
@@ -55,8 +56,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--start", metavar="WHEN",
                    help="with a config: the date and time the run's 0 stands for (ISO 8601, "
                    "2026-12-01T08:00; an offset optional, local time without), so that the "
-                   "config's time-of-day plans fire at their times in the run; without it "
-                   "they are not run")
+                   "config's time-of-day plans fire at their times in the run (default: the "
+                   "workload's start:, which from-eventlogs writes; without either they are "
+                   "not run)")
     p.add_argument("--compare", nargs=2, metavar=("A.yaml", "B.yaml"),
                    help="run two workloads (or one, twice, with --config-a/--config-b) and "
                    "print them side by side: queue wait and completion per queue, "
@@ -115,10 +117,9 @@ def _start(args: argparse.Namespace) -> datetime:
     if not (args.config or args.config_a or args.config_b):
         raise UserError("--start: runs a server config's plans: give --config too")
     try:
-        at = date_time(args.start)
-        return at if at.tzinfo is not None else at.astimezone()  # local time, as a plan's
-    except (ValueError, OverflowError) as e:  # a time the local zone cannot hold: year 1
-        raise UserError(f"--start {args.start}: {e}") from None
+        return aware(date_time(args.start))
+    except ValueError as e:
+        raise UserError(f"--start: {e}") from None
 
 
 def _load(path: str, config: str | None, admission: str | None,
@@ -145,7 +146,7 @@ def notes(replayed: Replayed, config: str | None, start: datetime | None) -> lis
         shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
         out.append(f"{config}: {len(moved)} app(s) name a queue it lacks and run in its "
                    f"default queue: {shown}")
-    if replayed.plans and start is None:
+    if replayed.plans and start is None and not replayed.started:
         out.append(f"{config}: its {replayed.plans} time-of-day plan(s) did not run: give "
                    "--start WHEN (the date and time the run's 0 stands for) to run them")
     return out

@@ -84,6 +84,17 @@ def date_time(value: object) -> datetime:
                      "such as +01:00 or Z optional)")
 
 
+def aware(at: datetime) -> datetime:
+    """``at`` with its offset; one without is in the local zone (as a plan's ``at`` with no
+    ``timezone``). ValueError for a time the local zone cannot hold (the year 1)."""
+    if at.tzinfo is not None:
+        return at
+    try:
+        return at.astimezone()
+    except (ValueError, OverflowError) as e:
+        raise ValueError(f"{at.isoformat()}: {e} in the local time zone") from None
+
+
 def at_trigger(at: datetime, timezone: str | None = None) -> DateTrigger:
     """A one-shot trigger at ``at``; a time without an offset is in ``timezone`` (default the
     local zone). ValueError (or a zone error) names the problem."""

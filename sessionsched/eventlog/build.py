@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -162,6 +163,8 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
     read.sort(key=lambda pair: (submit_ms(pair[1]), pair[1].start_ms))
     apps = [facts for _, facts in read]
     t0 = submit_ms(apps[0])
+    # what the run's 0 stands for: a server config's plans fire from it (``simulate --config``)
+    start = datetime.fromtimestamp(t0 / 1000.0, timezone.utc).isoformat(timespec="milliseconds")
     entries = [app_entry(facts, (submit_ms(facts) - t0) / 1000.0, name, source.queue_rules,
                          source.priority_rules, source.defaults)
                for facts, name in zip(apps, _unique_names(apps), strict=True)]
@@ -201,27 +204,27 @@ def build(paths: list[Path], source: Source | None = None) -> Built:
                else "Queues: the ones the apps name, with the defaults."),
               (f"Cluster: inferred from the logs, {describe(shape)} (a lower bound)."
                if said else f"Cluster: given, {describe(shape)}.")]
-    entries, dropped = _checked(header, cluster, queues, entries)
+    entries, dropped = _checked(header, cluster, queues, entries, start)
     skipped += dropped
     if not entries:
         raise NoApps("no app of the logs could run on the cluster", skipped)
-    text = render(header, cluster, queues, entries)
+    text = render(header, cluster, queues, entries, start)
     if source.calibrate:
         completions = {name: (f.end_ms - submit_ms(f)) / 1000.0
                        for f, name in zip(apps, _unique_names(apps), strict=True)}
         cluster["executor_start_s"], line = calibrated_executor_start(text, completions)
         fits = [i for i, h in enumerate(header) if h.startswith("  executor_start_s")]
         header.insert(fits[0] + 1 if fits else len(header), f"  {line}")
-        text = render(header, cluster, queues, entries)
+        text = render(header, cluster, queues, entries, start)
     return Built(text, len(entries), tuple(skipped), tuple(said))
 
 
-def _checked(header: list[str], cluster: dict, queues: list,
-             entries: list[Entry]) -> tuple[list[Entry], list[str]]:
+def _checked(header: list[str], cluster: dict, queues: list, entries: list[Entry],
+             start: str) -> tuple[list[Entry], list[str]]:
     """The entries the simulator's own check accepts, and a line for each it refuses."""
     dropped: list[str] = []
     while entries:
-        data = yaml.safe_load(render(header, cluster, queues, entries))
+        data = yaml.safe_load(render(header, cluster, queues, entries, start))
         try:
             parse_model(WorkloadConfig, data, "the workload")
             break

@@ -16,8 +16,11 @@ def _flow(value: object) -> str:
                           width=10**6).strip()[1:-1]
 
 
-def render(header: list[str], cluster: dict, queues: list, entries: list[Entry]) -> str:
+def render(header: list[str], cluster: dict, queues: list, entries: list[Entry],
+           start: str | None = None) -> str:
     lines = [f"# {h}" if h else "#" for h in header]
+    if start is not None:
+        lines.append(f"start: {_flow(start)}")
     lines.append(f"cluster: {_flow(cluster)}")
     lines.append(yaml.safe_dump({"queues": queues}, sort_keys=False,
                                 default_flow_style=None, width=100).rstrip())

@@ -13,9 +13,9 @@ What the config replaces:
   ``executor_idle_timeout_s``. A standalone cluster's shape is its workers', which a config
   does not hold: the workload's stays. So do a workload's several ``clusters``, its
   ``placement`` and ``cluster_down``; a config that sets keys of one cluster is refused there.
-- ``plans``: run when the replay is given a ``start`` (the date and time of the run's 0), as
-  a server started then would run them (``queue_trees.planned``); without one, only counted
-  (``Replayed.plans``), for the caller to say they did not run.
+- ``plans``: run from a ``start`` (the date and time of the run's 0: the caller's, else the
+  workload's ``start:``), as a server started then would run them (``queue_trees.planned``);
+  without one, only counted (``Replayed.plans``), for the caller to say they did not run.
 The result is checked as the workload file is (``workload.WorkloadConfig``): an app that could
 never start on the config's cluster or queues refuses the replay with one line.
 """
@@ -34,6 +34,7 @@ from ..config import (
     parse_model,
     resolve_queue,
 )
+from ..config.plan_times import aware
 from .queue_trees import planned
 from .workload import AppConfig, ClusterConfig, Workload, WorkloadConfig, to_workload
 
@@ -46,6 +47,7 @@ class Replayed:
     workload: Workload
     moved: tuple[str, ...] = ()  # apps whose queue the config's tree lacks (run in its default)
     plans: int = 0  # the config's time-of-day plans (run only with a ``start``)
+    started: bool = False  # they ran (from a ``start``)
 
 
 def workload_config(path: str | Path) -> WorkloadConfig:
@@ -59,8 +61,8 @@ def workload_config(path: str | Path) -> WorkloadConfig:
 def replay(path: str | Path, config_path: str | Path, start: datetime | None = None
            ) -> Replayed:
     """The workload in ``path`` under the server config in ``config_path`` (module doc), its
-    plans run from ``start`` (aware) if given; ConfigError with one line for a bad file or a
-    replay that could never run."""
+    plans run from ``start`` (aware; else the workload's ``start:``); ConfigError with one
+    line for a bad file or a replay that could never run."""
     cfg = workload_config(path)
     config = load_server_config(config_path)
     try:
@@ -69,13 +71,18 @@ def replay(path: str | Path, config_path: str | Path, start: datetime | None = N
         raise ConfigError(f"{config_path}: {e}") from None
     source = f"{path} under {config_path}"
     workload = to_workload(parse_model(WorkloadConfig, replayed, source))
+    if start is None and cfg.start is not None:
+        try:
+            start = aware(cfg.start)
+        except ValueError as e:
+            raise ConfigError(f"{path}: start: {e}") from None
     if start is not None and config.plans:
         try:
             changes = planned(config, start, workload.cluster.max_time_s)
         except ValueError as e:
             raise ConfigError(f"{config_path}: plans: {e}") from None
         workload = replace(workload, queue_changes=changes)
-    return Replayed(workload, tuple(moved), len(config.plans))
+    return Replayed(workload, tuple(moved), len(config.plans), start is not None)
 
 
 def under_config(cfg: WorkloadConfig, config: ServerConfig) -> tuple[dict, list[str]]:

@@ -1,6 +1,7 @@
 """Simulator workload YAML -> validated, typed workload (docs/operator/simulator.md).
 
 ```yaml
+start: 2026-12-01T08:00:00+00:00   # optional: what the run's 0 stands for (a config's plans)
 cluster: {cores: 64, memory: 256g, workers: 1, driver_slots: 8, driver_start_s: 5,
           executor_start_s: 3, executor_idle_timeout_s: 60, cycle_s: 1, max_time_s: 86400}
 queues: [...]      # the server config's `queues` schema; default: one queue root.default
@@ -13,6 +14,10 @@ apps:
 ```
 
 Decisions the format leaves open:
+- ``start`` (optional): the date and time the run's 0 stands for (``from-eventlogs`` writes
+  the first app's), from which ``simulate --config`` fires the config's time-of-day plans
+  (``queue_trees``; ``--start`` wins); a time without an offset is local. It changes nothing
+  else: the workload's own queues have no plans.
 - ``cycle_s`` (how often the scheduler steps) and ``max_time_s`` (the run is stopped there and
   unfinished apps count as stuck) are cluster settings.
 - Memory is a Spark size (``512m``, ``2g``); a bare number is MiB, as for ``spark.executor.memory``.
@@ -67,6 +72,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -81,6 +87,7 @@ from ..config import (
     parse_model,
     resolve_queue,
 )
+from ..config.plan_times import date_time
 from ..engine.clusters import PlacementRule, eligible, tree_for
 from ..engine.placement import Workers, never_fits
 from ..engine.tree import QueueTree
@@ -188,6 +195,9 @@ class AppConfig(_Strict):
 
 
 class WorkloadConfig(_Strict):
+    # The date and time the run's 0 stands for (``from-eventlogs``: the first app's), for a
+    # server config's plans to fire on (``simulate --config``; ``queue_trees``).
+    start: Annotated[datetime, BeforeValidator(date_time)] | None = None
     cluster: ClusterConfig = ClusterConfig()
     clusters: list[NamedClusterConfig] | None = Field(None, min_length=1)
     placement: PlacementRule = PlacementRule.SPILL

@@ -120,7 +120,7 @@ BAD = {
     "--start without a config": (["simulate", "{w}", "--start", "2026-11-23T08:00"],
                                  "--start: runs a server config's plans: give --config too"),
     "--start that is no time": (["simulate", "{w}", "--config", "{planned}", "--start", "9am"],
-                                "--start 9am: '9am' is not a date and time like 2026-12-24T14:00"),
+                                "--start: '9am' is not a date and time like 2026-12-24T14:00:00"),
     "--start at the calendar's end": (["simulate", "{w}", "--config", "{planned}", "--start",
                                        "9999-12-31T23:00Z"], "{planned}: plans: a run from "
                                       "9999-12-31T23:00:00+00:00 of max_time_s 86400 s ends "

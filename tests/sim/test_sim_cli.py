@@ -247,6 +247,9 @@ BAD = {
         "cluster.worker_groups[0].count: Input should be less than or equal to 100000",
     ),
     "no apps": (bad("apps", []), "apps: List should have at least 1 item"),
+    "a start that is no date and time": (
+        {**GOOD, "start": "monday"},
+        "start: 'monday' is not a date and time like 2026-12-24T14:00:00"),
     "top level is a list": ([GOOD], "expected a mapping at the top level"),
     "not YAML": ("apps: [\n", "not valid YAML"),
     # PyYAML would keep the second and drop the first: half a workload lost without a word

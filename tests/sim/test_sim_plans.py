@@ -104,3 +104,18 @@ def test_admission_for_every_leaf_holds_under_each_plan_too(files):
     assert [q.admission for ch in changed.queue_changes for q in ch.root.leaves()] == [
         Admission.NONE] * 6  # 2 leaves, 3 trees
     assert replace(changed, queue_changes=()).root.leaves()[0].admission is Admission.NONE
+
+
+def test_the_workloads_start_runs_the_plans_and_start_given_wins(files):
+    """A workload from event logs knows what its 0 stands for (``start:``, the first app's
+    time): the config's plans fire from there unless the caller says otherwise."""
+    w, c = files
+    w.write_text(yaml.safe_dump({**BIG_AND_SMALL, "start": "2026-11-23T08:59:00Z"}))
+    own = replay(w, c)
+    assert own.started
+    assert [(ch.at_s, etl_cap(ch.root)) for ch in own.workload.queue_changes][:2] == [
+        (0, 4), (60, 2)]
+    given = replay(w, c, MONDAY + timedelta(hours=10))
+    assert [(ch.at_s, etl_cap(ch.root)) for ch in given.workload.queue_changes][:1] == [(0, 2)]
+    w.write_text(yaml.safe_dump(BIG_AND_SMALL))
+    assert not replay(w, c).started and replay(w, c).workload.queue_changes == ()
