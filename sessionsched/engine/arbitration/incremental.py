@@ -30,7 +30,7 @@ from . import drf, drf_tree
 from .decay import NO_PAST, Past
 from .floor_cut import Cut, FloorCut
 from .greedy import ORDERS as GREEDY_ORDERS
-from .leafbook import LeafBook
+from .leafbook import BelowWant, LeafBook
 from .memory_and_remainders import exact_remainders, left_after, memory_cut
 from .policies import Claim, by_priority_then_seq, water_fill
 from .users import divide_leaf
@@ -54,6 +54,7 @@ class Arbiter:
         self._held: dict[str, Claim] = {}  # the claims as their books hold them: floors as cut
         self._ranked = SortedList()  # rank keys of all claims, for the phases that go by rank
         self._books: dict[str, LeafBook] = {}
+        self._below = BelowWant()  # every book's claims below their want (phase 4)
         self._floors = FloorCut()  # the claims with a floor: phase 1
         self._cut: dict[str, int] = {}  # floors as phase 1 last cut them, as the books hold them
         self.targets: dict[str, int] = {}
@@ -93,7 +94,7 @@ class Arbiter:
         self._ranked.add(by_priority_then_seq(c))
         book = self._books.get(c.queue)
         if book is None:  # not ``setdefault``: a LeafBook (and its SortedList) is dear to build
-            book = self._books[c.queue] = LeafBook()
+            book = self._books[c.queue] = LeafBook(self._below)
         book.add(c)
         self._moved.add(c.queue)
         self._floors.add(c)
@@ -213,7 +214,7 @@ class Arbiter:
         changed: list[str] = []
         for name, book in self._books.items():
             if not book.claims:
-                if book.result or book.unsat_sizes or book.used_cores or book.used_mem_mib:
+                if book.result or book.has_below or book.used_cores or book.used_mem_mib:
                     book.settle(None, {}, ())  # its last apps left: forget their results
                 continue
             cores = max(math.floor(cores_of.get(name, 0.0) + _EPS), 0)
@@ -266,9 +267,10 @@ class Arbiter:
         books = self._books
         left_cores = capacity.cores - sum(b.used_cores for b in books.values())
         left_mem = capacity.mem_mib - sum(b.used_mem_mib for b in books.values())
-        bonus = exact_remainders(tree, left_cores, left_mem, books, left_after(
-            _custom_counted(capacity), ((Resources(0, 0, b.used_custom), 1)
-                                        for b in books.values() if b.used_custom)))
+        bonus = exact_remainders(tree, left_cores, left_mem, books, self._below, self._held,
+                                 left_after(_custom_counted(capacity),
+                                            ((Resources(0, 0, b.used_custom), 1)
+                                             for b in books.values() if b.used_custom)))
         if self._exact:
             candidates: Iterable[str] = set(recomputed) | self._bonus.keys() | bonus.keys()
         else:

@@ -4,8 +4,7 @@ sums over them, and the leaf's last result, kept up to date claim by claim.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from itertools import islice
+from collections.abc import Iterable
 
 from sortedcontainers import SortedList
 
@@ -28,11 +27,14 @@ class LeafBook:
     recomputed whole (``fairshare``: from its ``FairLeaf``, prepared once for the claims as
     they stand, so a leaf whose cores alone moved only rounds again; a leaf whose users' past
     usage decays: ``users.divide_leaf``).
-    ``used_*`` and ``unsat_sizes`` follow the result claim by claim either way. When phase 1
+    ``used_*`` and the claims below their want (in ``below``, which the arbiter's leaves
+    share) follow the result claim by claim either way. When phase 1
     cuts floors, the arbiter sets the cut claims here with their floors as cut: to the book
     they are claims like any other."""
 
-    def __init__(self) -> None:
+    def __init__(self, below: BelowWant | None = None) -> None:
+        self.below = BelowWant() if below is None else below
+        self._below: dict[str, tuple[tuple, int]] = {}  # this leaf's there: (rank key, cores)
         self.claims: dict[str, Claim] = {}
         self._order = SortedList()  # rank keys of the claims, kept as they change
         self._ranked: list[Claim] | None = []  # claims in rank order, laid out when asked
@@ -55,14 +57,10 @@ class LeafBook:
         self._dom: DomLeaf | None = None  # a fairshare leaf's by dominant share (``drf``)
         self._dom_version = -1
         self._dom_claims: ClaimInputs = {}  # each claim's figures for ``_dom`` (``drf``)
-        self.unsat_sizes: dict[int, int] = {}  # executor cores -> claims below their want
         self.used_cores = 0
         self.used_mem_mib = 0
         self.sated = False  # the result was set by ``sate``
         self._since: dict[str, None] = {}  # claims set or dropped since the last result
-        # The first claim below its want, its rank key and place (None: none is; False: not
-        # known): phase 4 reads every leaf's each cycle; it moves only with a claim or result.
-        self._head: tuple | None | bool = False
 
     def add(self, c: Claim, sign: int = 1) -> None:
         if sign > 0:
@@ -105,7 +103,6 @@ class LeafBook:
                                         sign)
         self.version += 1
         self._ranked = None
-        self._head = False
         self._since[c.app_id] = None
 
     def dom_want(self) -> tuple[Resources, int, Custom]:
@@ -122,39 +119,21 @@ class LeafBook:
     def _count(self, c: Claim, n: int, sign: int) -> None:
         """Put a claim's result ``n`` into the sums (``sign`` 1) or take it out (-1)."""
         size = c.executor
-        self._head = False
         self.used_cores += sign * n * size.cores
         self.used_mem_mib += sign * n * size.mem_mib
         if size.custom:
             self.used_custom = combine(self.used_custom, scaled(size.custom, n), sign)
         if n < c.want:
-            count = self.unsat_sizes.get(size.cores, 0) + sign
-            if count:
-                self.unsat_sizes[size.cores] = count
+            if sign > 0:
+                entry = self._below[c.app_id] = (by_priority_then_seq(c), size.cores)
+                self.below.add(*entry)
             else:
-                del self.unsat_sizes[size.cores]
+                self.below.remove(*self._below.pop(c.app_id))
 
     @property
-    def unsat_min_cores(self) -> int:
-        """The smallest executor among the claims below their want (0: none is)."""
-        return min(self.unsat_sizes, default=0)
-
-    def head(self) -> tuple[tuple, int] | None:
-        """The rank key of the first claim below its want, and its place in the rank order;
-        None if every claim has its want."""
-        h = self._head
-        if h is False:
-            claims, result = self.claims, self.result
-            h = self._head = next(((k, i) for i, k in enumerate(self._order)
-                                   if result[k[2]] < claims[k[2]].want), None)
-        return h  # type: ignore[return-value]
-
-    def unsatisfied_after(self, at: int) -> Iterator[tuple[tuple, Claim]]:
-        """The claims below their want past place ``at`` of the rank order, with their rank
-        keys, in rank order (lazily: the remainders rarely go far; the places skipped in C)."""
-        claims, result = self.claims, self.result
-        return ((k, c) for k, c in ((k, claims[k[2]]) for k in islice(self._order, at + 1, None))
-                if result[k[2]] < c.want)
+    def has_below(self) -> bool:
+        """Some claim's result is below its want."""
+        return bool(self._below)
 
     def ranked(self) -> list[Claim]:
         if self._ranked is None:
@@ -269,7 +248,6 @@ class LeafBook:
             if last.get(app_id) != n:
                 changed.append(app_id)
         self.result = result
-        self._head = False
         self._kept(key, sated=False)
         return changed
 
@@ -277,7 +255,34 @@ class LeafBook:
         """Drop the result, its sums and the greedy walk (the result is recomputed whole)."""
         self.greedy = None
         self.result = {}
-        self._head = False
-        self.unsat_sizes = {}
+        for entry in self._below.values():
+            self.below.remove(*entry)
+        self._below = {}
         self.used_cores = self.used_mem_mib = 0
         self.used_custom = ()
+
+
+class BelowWant:
+    """The claims whose result is below their want in every leaf of an arbiter, by rank key,
+    and how many of each executor size: each leaf's book keeps its own here as it counts its
+    results, so phase 4 reads them in rank order from the first (``exact_remainders``), not by
+    merging every leaf's each cycle (behind several clusters every cluster's engine has a
+    share of every leaf)."""
+
+    __slots__ = ("keys", "sizes")
+
+    def __init__(self) -> None:
+        self.keys = SortedList()  # rank keys (the app id last)
+        self.sizes: dict[int, int] = {}  # executor cores -> claims below their want
+
+    def add(self, key: tuple, cores: int) -> None:
+        self.keys.add(key)
+        self.sizes[cores] = self.sizes.get(cores, 0) + 1
+
+    def remove(self, key: tuple, cores: int) -> None:
+        self.keys.remove(key)
+        left = self.sizes[cores] - 1
+        if left:
+            self.sizes[cores] = left
+        else:
+            del self.sizes[cores]

@@ -10,9 +10,8 @@ Plain functions over the arbiter's books: nothing is kept here between cycles.
 
 from __future__ import annotations
 
-import heapq
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from sortedcontainers import SortedList
 
@@ -20,25 +19,25 @@ from ...model import Resources
 from ...model.custom import Custom, combine, scaled
 from ..tree import QueueTree
 from .custom_limits import CustomCaps
-from .leafbook import LeafBook
+from .leafbook import BelowWant, LeafBook
 from .policies import Claim
 
 
 def exact_remainders(
     tree: QueueTree, left_cores: int, left_mem: int, books: Mapping[str, LeafBook],
-    left_custom: dict[str, int] | None = None,
+    below: BelowWant, held: Mapping[str, Claim], left_custom: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """Phase 4 when nothing was cut: app id -> extra executors for the cores and memory
-    ``left`` after every leaf's result."""
-    unsat = [b for b in books.values() if b.unsat_sizes]
-    if not any(min(b.unsat_sizes) <= left_cores for b in unsat):  # no executor fits
+    ``left`` after every leaf's result. ``below``: the claims below their want in the
+    ``books``, ``held``: each claim as its book holds it."""
+    if not below.sizes or min(below.sizes) > left_cores:  # no executor fits
         return {}
 
     def base(c: Claim) -> int:
         return books[c.queue].result[c.app_id]
 
     return _remainders(
-        unsatisfied(unsat),
+        (held[key[2]] for key in below.keys),
         base, left_cores, left_mem, _UsedUnderCaps(tree, books), tree, left_custom,
         None if left_custom is None else CustomCaps.of(
             tree, {name: b.used_custom for name, b in books.items() if b.used_custom}),
@@ -58,32 +57,6 @@ class _UsedUnderCaps(dict):
         n = self[name] = sum(books[leaf].used_cores for leaf in self._tree.under_cap[name]
                              if leaf in books)
         return n
-
-
-def unsatisfied(books: list[LeafBook]) -> Iterator[Claim]:
-    """The claims below their want in every leaf of ``books``, in rank order: a merge of the
-    leaves that starts from each one's kept ``head`` and reads a leaf past it only once the
-    merge gets there (the remainders rarely go far, and most leaves' heads stay put from one
-    cycle to the next: a leaf costs the merge one entry, not a scan of its claims)."""
-    heap = []
-    for i, b in enumerate(books):
-        h = b.head()
-        if h is not None:
-            heap.append((h[0], i, h[1]))
-    heapq.heapify(heap)  # rank keys end with the app id: no two are equal, ``i`` breaks no tie
-    rest: dict[int, Iterator[tuple[tuple, Claim]]] = {}
-    while heap:
-        key, i, at = heap[0]
-        book = books[i]
-        yield book.claims[key[2]]
-        more = rest.get(i)
-        if more is None:
-            more = rest[i] = book.unsatisfied_after(at)
-        nxt = next(more, None)
-        if nxt is None:
-            heapq.heappop(heap)
-        else:
-            heapq.heapreplace(heap, (nxt[0], i, 0))  # its place: read once, by ``more``
 
 
 def memory_cut(
