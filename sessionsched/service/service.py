@@ -99,7 +99,7 @@ class Service:
         self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage)
         self.usage_thread = MeterThread(self.usage, lambda rows, h: self.write(rows, [], hours=h))
         self.estimator = Estimator(self.reads, self.store, clock, server.estimate_default_run_s,
-                                   progress=ProgressBook(self.write))
+                                   progress=ProgressBook(self.write), config=config)
         self.watch = ClusterWatch(backend, self.estimator.progress)
         self.desk = AgentDesk(self.reads, self.inbox.put, self._note, server.heartbeat_s, clock,
                               server.agent_keepalive_s, self.estimator.progress)

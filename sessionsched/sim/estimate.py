@@ -19,6 +19,8 @@ What is assumed (docs/design/estimates.md says it for users):
   ran past it is assumed to end within ``overrun_s`` (``Running.remaining_s``, set by the
   caller, which knows the app's history); it goes on asking for the executors it asks for now
   (its demand), at the pace of those it holds (``Running.stage``);
+- the queues change as the config's time-of-day plans will change them (``Live.queue_changes``:
+  a plan that raises a queue's ``max_cores`` at 18:00 starts its apps then, not never);
 - drivers and executors take the ``Timings`` start latencies; a launched app's driver is
   started again at 0 (one driver start of delay for the apps it holds back);
 - behind several clusters (``Live.clusters``) the forward run is the federation's: each
@@ -47,6 +49,7 @@ from ..engine.host_room import host_need
 from ..engine.view import EngineView
 from ..model import AppSpec, AppState, Queue, Resources
 from .cluster_config import NamedCluster
+from .queue_trees import QueueChange
 from .record import AppTimes
 from .simulator import Simulator, _Cycle, _Submit, launch_for
 from .workload import Cluster, SimApp, Workload
@@ -127,6 +130,8 @@ class Live:
     timings: Timings = TIMINGS
     clusters: tuple[LiveCluster, ...] = ()  # several clusters, in the listed order
     placement: str = PlacementRule.SPILL.value  # theirs (``engine.clusters.order``)
+    # how the config's time-of-day plans will change the queues from now (``queue_trees``)
+    queue_changes: tuple[QueueChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,7 +186,8 @@ class _Forward(Simulator):
                                                    driver_slots=c.driver_slots), c.weight)
                       for c in live.clusters)
         super().__init__(Workload(cluster, live.root, tuple(apps), named,
-                                  PlacementRule(live.placement)))
+                                  PlacementRule(live.placement),
+                                  queue_changes=live.queue_changes))
         self.live = live
         self.waiting = {q.spec.app_id for q in queued}
         self._deadline = time.process_time() + t.budget_s
@@ -217,6 +223,7 @@ class _Forward(Simulator):
         carry_out(decisions, self.backend, self._launch_for)
         for name in self.waiting:
             self._push(0.0, 1, _Submit(name))
+        self._push_queue_changes()
         self.heap.push(0.0, 0, _Cycle(0))
         self.run_heap()
         return {name: self.rec.apps[name].admitted for name in self.waiting}

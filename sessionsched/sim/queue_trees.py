@@ -1,5 +1,6 @@
 """The workload's queue tree as a run goes: a server config's time-of-day plans fired on the
-simulator's clock (``planned``), or every leaf given one admission mode (``with_admission``).
+simulator's clock (``planned``; ``upcoming`` for the estimates' run from now), or every leaf
+given one admission mode (``with_admission``).
 
 A plan fires by the wall clock (``cron``, ``at``: ``config.plan_times``), the simulator counts
 seconds from 0: ``start`` says which date and time its 0 stands for. The plan that fired last
@@ -12,7 +13,7 @@ changes nothing and is left out.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from ..config import ServerConfig, plan_times
@@ -55,6 +56,14 @@ def planned(config: ServerConfig, start: datetime, span_s: float) -> tuple[Queue
                                    plan_times.describe(plans[i])))
         last = i
     return tuple(changes)
+
+
+def upcoming(config: ServerConfig, now_s: float, span_s: float) -> tuple[QueueChange, ...]:
+    """How the config's plans will change its queues within ``span_s`` seconds of ``now_s``
+    (seconds since the epoch): for a forward run that starts from the queues as they are now,
+    which the plan in force already made (the estimates': ``estimate.Live``)."""
+    start = datetime.fromtimestamp(now_s, timezone.utc)
+    return tuple(c for c in planned(config, start, span_s) if c.at_s > 0)
 
 
 def with_admission(workload: Workload, admission: Admission) -> Workload:

@@ -185,8 +185,7 @@ class Simulator:
         for out in self.w.outages:
             self._push(out.at_s, WORKLOAD, ClusterReachable(out.cluster, False))
             self._push(out.until_s, WORKLOAD, ClusterReachable(out.cluster, True))
-        for change in self.w.queue_changes:
-            self._push(change.at_s, WORKLOAD, change)
+        self._push_queue_changes()
         self.heap.push(0.0, CYCLE, _Cycle(0))
         while self.heap:
             now, _, ev = self.heap.pop()
@@ -210,6 +209,10 @@ class Simulator:
                 self.rec.usage[name] = sa.usage.at(self._clock).figures()
         self.rec.reclaim_kills.sort()
         return build_result(self.w, self.rec)
+
+    def _push_queue_changes(self) -> None:
+        for change in self.w.queue_changes:  # a config's plans (``queue_trees``)
+            self._push(change.at_s, WORKLOAD, change)
 
     def _push(self, at: float, priority: int, ev: object) -> None:
         self._facts += 1

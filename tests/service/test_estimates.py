@@ -8,9 +8,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from datetime import datetime
+import time
+from datetime import datetime, timezone
 
 from sessionsched.backends.memory import WORK
+from tests.support.stepped_service import Clock, stepped_service
 
 DYN = "spark.dynamicAllocation"
 
@@ -139,3 +141,24 @@ def test_a_running_apps_stages_against_its_names_earlier_runs_set_the_wait(stepp
         s.service.estimator.refresh(force=True)
         wait = epoch(s.app(waiting)["estimated_start"]) - s.clock.now
         assert 45 < wait < 65, wait
+
+
+def test_the_estimate_fires_the_plans_to_come(state_dir, cluster, tmp_path):
+    """One app at a time in ``root.default``, the first assumed to work for ten hours (no
+    earlier run of its name: the default run length); the config's plan lets two run an hour
+    from now: the second's estimated start is then, not ten hours away."""
+    clock = Clock()
+    clock.now = float(int(time.time()))  # the plans' own scheduler runs on the wall clock
+    at = datetime.fromtimestamp(clock.now + 3600, timezone.utc).isoformat()
+    plans = [{"at": at, "queues": {"default": {"max_running_apps": 2}}}]
+    queues = [{"name": "root", "queues": [{"name": "default", "policy": "fifo",
+                                           "max_running_apps": 1}]}]
+    with stepped_service(state_dir, cluster, tmp_path, clock, queues, plans=plans,
+                         server={"estimate_default_run_s": 36000}) as s:
+        first = s.submit("long", **{WORK: "4x36000"})
+        s.until(first, "RUNNING")
+        second = s.submit("next", **{WORK: "30"})
+        s.cycle()
+        s.service.estimator.refresh(force=True)
+        after_the_plan = epoch(s.app(second)["estimated_start"]) - epoch(at)
+        assert 0 <= after_the_plan <= 10, after_the_plan

@@ -19,6 +19,7 @@ from sessionsched.sim.estimate import (
     much_sooner,
     never_fits,
 )
+from sessionsched.sim.queue_trees import QueueChange
 
 LEAF = "root.default"
 FAST = Timings(driver_start_s=1.0, executor_start_s=1.0, cycle_s=1.0, horizon_s=3600.0)
@@ -118,3 +119,14 @@ def test_dry_run_says_place_reason_and_start_and_leaves_the_state_alone():
 ], ids=["fits", "executor-too-big", "driver-too-big", "floor-too-big"])
 def test_never_fits(app, expected):
     assert never_fits(app, Resources(4, 8192), 8) == expected
+
+
+def test_a_plan_that_will_raise_a_queues_limit_starts_its_app_then_not_never():
+    """a0 runs 2 hours under ``max_running_apps: 1``; a plan lets a second app run in 10
+    minutes. The forward run changes the queues when the plan will: a1 starts then, not after
+    a0 (and without the plan, not within the hour's horizon at all)."""
+    state = live([running(0, 7200.0)], [Queued(spec(1), 5000, 60.0)], max_running_apps=1)
+    assert estimate(state)["a1"].start_in_s is None
+    later = QueueChange(600.0, tree(max_running_apps=2), "a plan")
+    got = estimate(replace(state, queue_changes=(later,)))["a1"].start_in_s
+    assert 600 <= got <= 600 + 2 * FAST.cycle_s, got

@@ -13,7 +13,7 @@ import yaml
 from sessionsched.config import ServerConfig
 from sessionsched.model import Admission
 from sessionsched.sim import simulate
-from sessionsched.sim.queue_trees import planned, with_admission
+from sessionsched.sim.queue_trees import planned, upcoming, with_admission
 from sessionsched.sim.replay import replay
 from tests.sim.sim_builders import BIG_AND_SMALL
 
@@ -119,3 +119,11 @@ def test_the_workloads_start_runs_the_plans_and_start_given_wins(files):
     assert [(ch.at_s, etl_cap(ch.root)) for ch in given.workload.queue_changes][:1] == [(0, 2)]
     w.write_text(yaml.safe_dump(BIG_AND_SMALL))
     assert not replay(w, c).started and replay(w, c).workload.queue_changes == ()
+
+
+def test_upcoming_leaves_out_the_plan_in_force_now():
+    """The estimates run forward from the queues as they are, which the plan in force made."""
+    config = ServerConfig.model_validate(CONFIG)
+    now = (MONDAY + timedelta(hours=8, minutes=30)).timestamp()
+    assert [(c.at_s, etl_cap(c.root)) for c in upcoming(config, now, 12 * H)] == [
+        (0.5 * H, 2), (9.5 * H, 4)]

@@ -28,9 +28,9 @@ class LeafBook:
     they stand, so a leaf whose cores alone moved only rounds again; a leaf whose users' past
     usage decays: ``users.divide_leaf``).
     ``used_*`` and the claims below their want (in ``below``, which the arbiter's leaves
-    share) follow the result claim by claim either way. When phase 1
-    cuts floors, the arbiter sets the cut claims here with their floors as cut: to the book
-    they are claims like any other."""
+    share) follow the result claim by claim either way. When phase 1 cuts floors, the arbiter
+    sets the cut claims here with their floors as cut: to the book they are claims like any
+    other."""
 
     def __init__(self, below: BelowWant | None = None) -> None:
         self.below = BelowWant() if below is None else below

@@ -37,6 +37,7 @@ from sessionsched.sim.estimate import (
     Timings,
     width,
 )
+from sessionsched.sim.queue_trees import QueueChange
 
 MAX_QUEUED = 300  # queued apps followed per run
 
@@ -83,8 +84,10 @@ def names_of(view: ReadView, facts: list) -> set[str]:
 
 def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
               history: History, default_run_s: float, timings: Timings = TIMINGS,
-              progress: Mapping[str, Progress] | None = None) -> Live:
-    """``progress``: the launched apps' stages as last reported (``ProgressBook``)."""
+              progress: Mapping[str, Progress] | None = None,
+              queue_changes: tuple[QueueChange, ...] = ()) -> Live:
+    """``progress``: the launched apps' stages as last reported (``ProgressBook``);
+    ``queue_changes``: what the config's plans will change from now (``queue_trees.upcoming``)."""
     engine = view.engine
     progress = progress or {}
     running: list[Running] = []
@@ -117,4 +120,4 @@ def live_from(view: ReadView, now: float, launched: list, queued_facts: list,
                 tuple(queued), timings,
                 tuple(LiveCluster(r.name, r.capacity, r.driver_slots, r.weight, r.reachable)
                       for r in rows),
-                rows[0].placement if rows else Live.placement)
+                rows[0].placement if rows else Live.placement, queue_changes)

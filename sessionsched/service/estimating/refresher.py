@@ -29,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from sessionsched.config import ServerConfig
 from sessionsched.model import AppSpec
 from sessionsched.service.estimating.live import History, chosen, live_from, names_of, run_length
 from sessionsched.service.estimating.progress import ProgressBook
@@ -43,6 +44,7 @@ from sessionsched.sim.estimate import (
     estimate,
     never_fits,
 )
+from sessionsched.sim.queue_trees import QueueChange, upcoming
 from sessionsched.store import Store
 from sessionsched.store.work_lengths import stage_runs, work_lengths
 
@@ -120,9 +122,12 @@ class DryRunAnswer:
 class Estimator:
     def __init__(self, reads: ReadModel, store: Store, clock: Callable[[], float],
                  default_run_s: float, timings: Timings = TIMINGS,
-                 progress: ProgressBook | None = None):
-        """``progress``: the launched apps' stages as their agents report them."""
+                 progress: ProgressBook | None = None, config: ServerConfig | None = None):
+        """``progress``: the launched apps' stages as their agents report them; ``config``:
+        the server's, whose time-of-day plans the forward runs fire as they will
+        (``queue_trees.upcoming``)."""
         self.reads = reads
+        self.plans = config if config is not None and config.plans else None
         self.progress = progress or ProgressBook()
         self.store = store
         self.clock = clock
@@ -174,7 +179,7 @@ class Estimator:
             return
         history = self._lengths(names_of(view, launched + queued))
         live = live_from(view, now, launched, queued, history, self.default_run_s,
-                         self.timings, progress)
+                         self.timings, progress, self._changes(now))
         self.local_s = time.perf_counter() - t0
         pool = self._process()
         try:
@@ -210,7 +215,7 @@ class Estimator:
         history = self._lengths(names_of(view, launched + queued) | {name})
         progress = self.progress.snapshot([f.app_id for f in launched])
         live = live_from(view, now, launched, queued, history, self.default_run_s,
-                         self.timings, progress)
+                         self.timings, progress, self._changes(now))
         app = Queued(spec, spec.priority, run_length(name, history.runs, self.default_run_s))
         answer: DryRun | None = None
         pool = self._process()
@@ -223,6 +228,15 @@ class Estimator:
             answer = dry_run(live, app)
         return DryRunAnswer(True, None, answer.position, answer.reason,
                             absolute(now, answer.estimate))
+
+    def _changes(self, now: float) -> tuple[QueueChange, ...]:
+        if self.plans is None:
+            return ()
+        try:
+            return upcoming(self.plans, now, self.timings.horizon_s)
+        except ValueError as e:  # an estimate is a hint: without the plans, not none at all
+            log.warning("the plans' changes to come could not be worked out: %s", e)
+            return ()
 
     def _lengths(self, names: set[str]) -> History:
         """Run lengths and stages by name from the store, read again once a minute or for new
