@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # the workload holds the changes: imported for the types only
     from .workload import Workload
 
 
+_EPOCH = datetime(1970, 1, 2, tzinfo=timezone.utc)  # a day in: a date in every zone
+
+
 @dataclass(frozen=True)
 class QueueChange:
     """From ``at_s`` on, the queues are ``root``: ``plan`` (``plan_times.describe``) fired."""
@@ -36,6 +39,8 @@ def planned(config: ServerConfig, start: datetime, span_s: float) -> tuple[Queue
     """The config's plans as they change its queues over a run whose 0 is ``start`` (an aware
     date and time) and that lasts ``span_s`` seconds. ValueError when they would fire past
     all reason (``plan_times.firings``)."""
+    if start < _EPOCH:  # APScheduler's triggers answer nonsense before it
+        raise ValueError(f"a run from {start.isoformat()}: plans are worked out from 1970 on")
     plans = config.plans
     trees: dict[int, Queue] = {}
     last = plan_times.current_plan(plans, start)

@@ -121,6 +121,9 @@ BAD = {
                                  "--start: runs a server config's plans: give --config too"),
     "--start that is no time": (["simulate", "{w}", "--config", "{planned}", "--start", "9am"],
                                 "--start: '9am' is not a date and time like 2026-12-24T14:00:00"),
+    "--start before 1970": (["simulate", "{w}", "--config", "{planned}", "--start",
+                             "1969-07-20T20:17Z"], "{planned}: plans: a run from "
+                            "1969-07-20T20:17:00+00:00: plans are worked out from 1970 on"),
     "--start at the calendar's end": (["simulate", "{w}", "--config", "{planned}", "--start",
                                        "9999-12-31T23:00Z"], "{planned}: plans: a run from "
                                       "9999-12-31T23:00:00+00:00 of max_time_s 86400 s ends "
