@@ -180,6 +180,30 @@ def _next(trig: CronTrigger, previous: datetime | None, after: datetime) -> date
         return None
 
 
+def next_change(plans: list[PlanConfig], now: datetime, current: int | None,
+                most: int = 1000) -> tuple[datetime, int] | None:
+    """When the queues next change after ``now``, and by which plan: the next firing of one
+    that is not ``current`` (the plan in force; at one time the later plan runs, as in
+    ``current_plan``). None if no other plan will fire (within ``most`` firings of it)."""
+    triggers = dict(still_to_fire(plans, now))
+    after = now
+    for _ in range(most):
+        times: dict[int, datetime] = {}
+        for i, trig in triggers.items():
+            at = (trig.run_date if trig.run_date > after else None) if isinstance(
+                trig, DateTrigger) else _next(trig, None, after)
+            if at is not None:
+                times[i] = at
+        if not times:
+            return None
+        first = min(times.values())
+        runs = max(i for i, at in times.items() if at == first)
+        if runs != current:
+            return first, runs
+        after = first
+    return None
+
+
 def describe(plan: PlanConfig) -> str:
     changes = "; ".join(
         f"{name} " + ", ".join(f"{k}={v.value if hasattr(v, 'value') else v}"

@@ -171,11 +171,11 @@ class ReadView:
     submissions: Submissions
     final: Mapping[str, AppRead]  # ended apps loaded at a restart: never in the engine
     health: ClusterHealth = ClusterHealth()
-    plan: str | None = None
+    plan: str | None = None  # the time-of-day plan in force (``service.plans``)
+    next_plan: str | None = None  # the next one that will change the queues, and when
     master: str = ""
     last_cycle_at: float | None = None
-    # The queued apps' estimated starts, as the last background run left them
-    # (``service/estimating``), and when that run looked at the state (None: none yet).
+    # queued apps' estimated starts (``service/estimating``), when that run looked (None: none)
     estimates: Mapping[str, StartEstimate] = field(default_factory=dict)
     estimated_at: float | None = None
     # Built on first use, per view (not copied by ``replace``: each view has its own).
@@ -361,7 +361,7 @@ class ReadView:
             "cluster_reachable": self.health.reachable,
             "cluster": self.health.describe(),
             "master": self.master,
-            "plan": self.plan,
+            "plan": self.plan, "next_plan": self.next_plan,
             "apps": len(self.submissions) + len(self.final),
             "last_cycle_at": self.last_cycle_at,
             "driver_host": self.host_row(),

@@ -25,19 +25,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from sessionsched.backends.base import ClusterBackend
-from sessionsched.config import ServerConfig, plan_times
+from sessionsched.config import ServerConfig
 from sessionsched.engine.events import (
     DriverExited,
     KillRequested,
     PriorityChanged,
-    QueuesChanged,
     Submitted,
 )
 from sessionsched.model import AppState
@@ -51,6 +49,7 @@ from sessionsched.service.cycle import Cycle, Parts
 from sessionsched.service.estimating import Estimator, ProgressBook
 from sessionsched.service.inbox import Inbox, Waker, stop_cycles
 from sessionsched.service.metrics import ServiceMetrics, snapshot
+from sessionsched.service.plans import Plans
 from sessionsched.service.reads import AppRead, NotFound, ReadModel, ReadView
 from sessionsched.service.registry import Submissions
 from sessionsched.service.restore import restore, restore_decayed
@@ -95,6 +94,7 @@ class Service:
         self.reads = ReadModel(ReadView(
             version=0, engine=engine.view(), submissions=self.registry, final={},
             master=backend.master or config.cluster_registry()[0].master))
+        self.plans = Plans(config, self.reads, self.inbox.put)
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
         self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage)
         self.usage_thread = MeterThread(self.usage, lambda rows, h: self.write(rows, [], hours=h))
@@ -161,7 +161,7 @@ class Service:
         self._cycle.resume(restored.waiting)
         for event in restored.events:
             self.inbox.put(event)
-        self._start_plans()
+        self.plans.start(self._scheduler)
         if run_cycles:
             # The restored apps enter the engine before the first request is answered: a
             # reader never sees an adopted RUNNING app as waiting.
@@ -197,23 +197,9 @@ class Service:
         with self._cycle_lock:
             self._cycle.run()
 
-    def _start_plans(self) -> None:
-        if not self.config.plans:
-            return
-        now = datetime.now().astimezone()  # one moment: each plan is applied or scheduled
-        index = plan_times.current_plan(self.config.plans, now)
-        if index is not None:
-            self.apply_plan(index)
-        for i, trigger in plan_times.still_to_fire(self.config.plans, now):
-            self._scheduler.add_job(self.apply_plan, trigger, args=[i], id=f"plan-{i}",
-                                    coalesce=True, misfire_grace_time=60)
-
     def apply_plan(self, index: int) -> None:
-        """Run the queues with plan ``index`` from the next cycle on."""
-        plan = self.config.plans[index]
-        self.reads.publish(plan=plan_times.describe(plan))
-        self.inbox.put(QueuesChanged(self.config.queue_tree(plan)))
-        log.info("queue %s applied", plan_times.describe(plan))
+        """Run the queues with time-of-day plan ``index`` from the next cycle on."""
+        self.plans.apply(index)
 
     # --- reads ------------------------------------------------------------------------------
 

@@ -170,3 +170,29 @@ def test_firings_end_with_the_calendar():
     start = datetime(9990, 6, 1, tzinfo=timezone.utc)
     got = plans.firings(cfg.plans, start, datetime.max.replace(tzinfo=timezone.utc))
     assert [at.year for at, _ in got] == list(range(9991, 10000))
+
+
+# --- the next change (health's next_plan) ---------------------------------------------------
+
+NEXT = [
+    # name, plans, the plan in force -> (hours after MONDAY_0800, plan index) or None
+    ("the other plan's next firing", [{"cron": "0 9 * * *"}, {"cron": "0 18 * * *"}], 0,
+     (10, 1)),
+    ("the plan in force firing again changes nothing: skipped",
+     [{"cron": "0 * * * *"}, {"cron": "0 18 * * *"}], 0, (10, 1)),
+    ("none in force yet: the first to fire", [{"cron": "0 18 * * *"}, {"cron": "0 12 * * *"}],
+     None, (4, 1)),
+    ("a one-shot past is never next", [{"at": "2026-11-23T07:00:00Z"}, {"cron": "0 9 * * *"}],
+     1, None),
+    ("at one time the later plan runs: the one in force, later in the list, wins again",
+     [{"cron": "0 9 * * *"}, {"cron": "0 9 * * 1"}, {"cron": "0 12 * * *"}], 1, (4, 2)),
+    ("no other plan: none", [{"cron": "0 9 * * *"}], 0, None),
+]
+
+
+@pytest.mark.parametrize("given,current,expected", [r[1:] for r in NEXT],
+                         ids=[r[0] for r in NEXT])
+def test_next_change(given, current, expected):
+    cfg = ServerConfig.model_validate({"plans": [{"timezone": "UTC", **p} for p in given]})
+    got = plans.next_change(cfg.plans, MONDAY_0800, current)
+    assert (None if got is None else ((got[0] - MONDAY_0800) / H, got[1])) == expected

@@ -52,9 +52,10 @@ def run_cli(
 
 
 @contextmanager
-def offline_scheduler(directory: Path):
+def offline_scheduler(directory: Path, **more):
     """A real scheduler whose cluster cannot be reached: submissions are accepted and queue,
-    nothing is launched, so queue positions stay put while a test looks at them."""
+    nothing is launched, so queue positions stay put while a test looks at them. ``more``:
+    further sections of its config (``plans``)."""
     closed = free_port()
     config = {
         "server": {"state_dir": str(directory / "state"), "cycle_ms": 50},
@@ -66,6 +67,7 @@ def offline_scheduler(directory: Path):
         },
         "defaults": {"queue": "root.etl"},
         "queues": QUEUES,
+        **more,
     }
     server = ServerProcess.start(config, directory / "server")
     try:

@@ -278,6 +278,8 @@ class HealthOut(NullsLeftOut):
     store: str  # "ok" | "state store unavailable: <reason>"
     master: str  # the Spark master URL: where a notebook session starts its driver's executors
     plan: str | None
+    # the next time-of-day plan that will change the queues: "plan '<cron>': <changes> at <time>"
+    next_plan: str | None = None
     apps: int
     last_cycle_at: str | None
     # Active/standby (server/leader.py): "single" (SQLite), "leader", "standby" or

@@ -327,7 +327,9 @@ def test_the_time_of_day_plan_in_force_shapes_the_queues(offline_app):
         queues = wait_until(lambda: (q := {x["name"]: x for x in c.get("/api/v1/queues").json()})
                             ["root.etl"]["weight"] == 7 and q, what="the plan's weight")
         assert queues["root.default"]["weight"] == 1
-        assert c.get("/api/v1/health").json()["plan"] == "plan '* * * * *': etl weight=7.0"
+        health = c.get("/api/v1/health").json()
+        assert health["plan"] == "plan '* * * * *': etl weight=7.0"
+        assert health["next_plan"] is None  # firing again over itself changes nothing
 
 
 def test_a_one_shot_plan_fires_at_its_second_and_one_past_is_not_run_late(offline_app, caplog):
@@ -341,11 +343,14 @@ def test_a_one_shot_plan_fires_at_its_second_and_one_past_is_not_run_late(offlin
              for s, w in ((-20, 5), (-10, 6), (ahead_s, 9))]
     said = [f"plan 'at {p['at']}': etl weight={p['queues']['etl']['weight']:.1f}" for p in plans]
     with TestClient(offline_app(plans=plans)) as c:
-        assert c.get("/api/v1/health").json()["plan"] == said[1]
+        health = c.get("/api/v1/health").json()
+        assert health["plan"] == said[1]
+        assert health["next_plan"] == f"{said[2]} at {plans[2]['at']}"  # and no other after
         wait_until(lambda: {x["name"]: x for x in c.get("/api/v1/queues").json()}
                    ["root.etl"]["weight"] == 9, ahead_s + 30, "the plan ahead's weight")
         assert datetime.now(timezone.utc) >= now + timedelta(seconds=ahead_s)
-        assert c.get("/api/v1/health").json()["plan"] == said[2]
+        health = c.get("/api/v1/health").json()
+        assert (health["plan"], health["next_plan"]) == (said[2], None)
     applied = [r.getMessage() for r in caplog.records if r.getMessage().startswith("queue plan")]
     assert applied == [f"queue {said[1]} applied", f"queue {said[2]} applied"]
 

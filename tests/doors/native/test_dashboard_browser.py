@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from playwright.sync_api import expect
@@ -19,9 +20,21 @@ from tests.support.browser import (
     row,
     submit,
 )
+from tests.support.cli_helpers import offline_scheduler
 from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
+
+
+def test_the_health_line_names_the_plan_in_force_and_the_next(tmp_path, tab):
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    plans = [{"at": (now + timedelta(hours=h)).isoformat(), "queues": {"etl": {"weight": w}}}
+             for h, w in ((-1, 3), (1, 4))]
+    with offline_scheduler(tmp_path, plans=plans) as server:
+        page = tab.open(f"{server.url}/")
+        expect(page.locator("#health")).to_contain_text(
+            f" | plan 'at {plans[0]['at']}': etl weight=3.0 | next: plan 'at {plans[1]['at']}': "
+            f"etl weight=4.0 at {plans[1]['at']}", timeout=WAIT_MS)
 
 
 def test_health_queues_and_apps_in_priority_order_follow_a_priority_change(

@@ -152,5 +152,5 @@ export function healthLine(h) {
   // Behind several clusters, whether each answers ("a ok, b unreachable").
   const each = (h.clusters || []).map(c => c.name + (c.reachable ? " ok" : " unreachable"));
   return h.cluster + (each.length ? " | clusters: " + each.join(", ") : "") +
-    (h.plan ? " | " + h.plan : "");
+    (h.plan ? " | " + h.plan : "") + (h.next_plan ? " | next: " + h.next_plan : "");
 }
