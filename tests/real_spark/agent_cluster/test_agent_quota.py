@@ -5,7 +5,7 @@ that raises the cap again gives the queue's waiting app its executors.
 
 The test runs a server of its own config on the agent tests' cluster (``conftest.py``; no other
 server runs apps there meanwhile). Plans are configuration, read when the server starts
-(``config/plan_times.py``), so the test adds each one as a user would: it writes the config with
+(``service/plans.py``), so the test adds each one as a user would: it writes the config with
 the plan and restarts the server (its drivers run on and are adopted), each plan a one-shot
 (``at``, to the second) a few seconds after the restart - once the condition it waits for holds
 (A holds its executors; B waits under the cap), never at a time guessed ahead for a slow
