@@ -1,6 +1,6 @@
 """Time-of-day queue plans (config ``plans``): when each fires, by its ``cron`` (every matching
 minute) or once at its ``at`` (to the second), as APScheduler triggers. One reading for the
-config's validation, the server (``service.Service``, which fires each by its trigger) and the
+config's validation, the server (``service.plans``, which fires each by its trigger) and the
 simulator (``sim.queue_trees``, which fires them on its clock).
 
 From a plan's firing on, the queues run with the configured settings plus that plan's
