@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,8 @@ import httpx
 import yaml
 
 from ..backends.ports import free_port
+
+_TRIES = 3  # starts of a server whose port was taken before it bound it (``start``)
 
 
 class ServerStartError(RuntimeError):
@@ -45,15 +48,38 @@ class ServerProcess:
     verify: ssl.SSLContext | bool = True
 
     @classmethod
-    def start(cls, config: dict, workdir: Path, ready_timeout_s: float = 60.0) -> ServerProcess:
+    def start(cls, config: dict, workdir: Path, ready_timeout_s: float = 60.0,
+              pick_port: Callable[[], int] = free_port) -> ServerProcess:
         """Write ``config`` (a server YAML as a dict; ``server.port``, unless given, is set to
-        a free port) into ``workdir`` and start ``sessionsched serve`` on it; return once it
-        answers."""
+        a free port of ``pick_port``) into ``workdir`` and start ``sessionsched serve`` on it;
+        return once it answers.
+
+        A port found free is bound by the server only later, and an outgoing connection of
+        any process may take it meanwhile (its local port drawn from the same range): a
+        server that then finds its port in use is started again on another, twice at most."""
+        given = (config.get("server") or {}).get("port")
+        log_path = workdir / "server.log"
+        attempt = 1
+        while True:
+            seen = log_path.stat().st_size if log_path.exists() else 0
+            try:
+                return cls._start(config, workdir, ready_timeout_s, given or pick_port())
+            except ServerStartError:
+                with open(log_path, "rb") as log:
+                    log.seek(seen)
+                    taken = b"address already in use" in log.read()
+                if given or not taken or attempt == _TRIES:
+                    raise
+            attempt += 1
+
+    @classmethod
+    def _start(cls, config: dict, workdir: Path, ready_timeout_s: float,
+               port: int) -> ServerProcess:
         workdir.mkdir(parents=True, exist_ok=True)
         config = copy.deepcopy(config)
         server = config.setdefault("server", {})
         server["host"] = "127.0.0.1"
-        server["port"] = server.get("port") or free_port()
+        server["port"] = port
         config_path = workdir / "sessionsched.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         log_path = workdir / "server.log"

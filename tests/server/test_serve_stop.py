@@ -1,16 +1,19 @@
 """A scheduler told to stop while agents hold watches answers them and exits at once, not after
 their keep-alive (``AgentDesk.close``, ``server/http_server.py``): on the service stepped by
-hand, and on a real ``sessionsched serve`` process stopped by SIGTERM."""
+hand, and on a real ``sessionsched serve`` process stopped by SIGTERM. And a real server whose
+port was taken before it bound it is started again on another (``ServerProcess.start``)."""
 
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 import time
 
 import httpx
+import pytest
 
-from sessionsched.commands._serverproc import ServerProcess
+from sessionsched.commands._serverproc import ServerProcess, ServerStartError
 from tests.sparkcluster import free_port, wait_until
 from tests.support.http_client import HTTP
 
@@ -65,3 +68,26 @@ def test_serve_stopped_with_a_held_watch_answers_it_and_exits(tmp_path):
     assert code == -signal.SIGTERM
     watching.join(30)
     assert not watching.is_alive()
+
+
+def test_a_server_whose_port_is_taken_before_it_binds_starts_again_on_another(tmp_path):
+    """A port found free may be taken by another process's outgoing connection before the
+    server binds it; ``ServerProcess.start`` starts it again on the next port it picks. A
+    port given in the config is the caller's: its server is not moved."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        other = free_port()
+        picks = iter([taken, other])
+        config = {"server": {"state_dir": str(tmp_path / "state")},
+                  "cluster": {"backend": "memory", "workers": 1, "cores": 2}}
+        server = ServerProcess.start(config, tmp_path / "server", pick_port=lambda: next(picks))
+        try:
+            assert server.url == f"http://127.0.0.1:{other}"
+            assert b"address already in use" in (tmp_path / "server" / "server.log").read_bytes()
+        finally:
+            server.stop()
+        given = {**config, "server": {**config["server"], "port": taken}}
+        with pytest.raises(ServerStartError, match="exited with code"):
+            ServerProcess.start(given, tmp_path / "given")

@@ -17,7 +17,7 @@ from tests.backends.kubernetes.fake_apiserver import FakeApiServer, free_port
 
 @pytest.fixture
 def fake():
-    """A fresh fake API server on a free port of 41000-41999, stopped after the test."""
+    """A fresh fake API server on a free port of 21000-21999, stopped after the test."""
     server = FakeApiServer(free_port()).start()
     try:
         yield server

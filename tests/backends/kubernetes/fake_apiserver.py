@@ -801,9 +801,11 @@ class FakeApiServer:
             pass  # the client went away
 
 
-def free_port(lo: int = 41000, hi: int = 41999) -> int:
+def free_port(lo: int = 21000, hi: int = 21999) -> int:
     """A free port of lo..hi drawn at random (not the first: tests running in parallel
-    workers choose at the same time)."""
+    workers choose at the same time). The Kubernetes tests' range is below the kernel's
+    ephemeral ports (32768-60999 on Linux), from which every outgoing connection draws its
+    local port: a port found free there may be taken before the server binds it."""
     import random
 
     from sessionsched.backends.ports import free_port_in

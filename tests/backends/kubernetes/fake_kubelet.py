@@ -27,7 +27,7 @@ BACKEND_CLASS = "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBacken
 
 class FakeKubelet:
     def __init__(self, fake: FakeApiServer, namespace: str, work_dir: Path,
-                 ports: range = range(41600, 41999)) -> None:
+                 ports: range = range(21600, 21999)) -> None:
         self.fake, self.namespace, self.work_dir, self.ports = fake, namespace, work_dir, ports
         self.procs: dict[str, subprocess.Popen] = {}
         self._stop = threading.Event()

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.kubelet
 
 def test_agent_caps_and_kills_on_the_real_kubernetes_scheduler_backend(fake, tmp_path):
     fake.add_node("n1", cpu="8", memory="16Gi")
-    port = free_port(41500, 41599)
+    port = free_port(21500, 21599)
     cmd = [spark_submit(), "--master", f"k8s://{fake.url}", "--deploy-mode", "client",
            "--conf", f"spark.kubernetes.namespace={NS}",
            "--conf", "spark.kubernetes.container.image=spark:4.0.1",

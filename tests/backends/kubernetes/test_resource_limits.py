@@ -95,7 +95,7 @@ def test_spark_submit_gives_the_driver_pod_its_gpu_limit_and_the_executors_their
 @pytest.mark.kubelet
 def test_the_driver_gives_its_executor_pods_their_gpu_limit(fake, tmp_path):
     fake.add_node("n1", cpu="8", memory="16Gi")
-    port = free_port(41500, 41599)
+    port = free_port(21500, 21599)
     app = tmp_path / "wait.py"
     app.write_text("import time\nfrom pyspark import SparkContext\nSparkContext()\n"
                    "time.sleep(600)\n")

@@ -5,10 +5,6 @@ scheduler adopts a running driver instead of submitting it again."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import httpx
 
 from sessionsched.commands._serverproc import ServerProcess
@@ -21,27 +17,8 @@ LABEL = "sessionsched.io/app-id"
 
 
 def serve(config: dict, workdir) -> ServerProcess:
-    """``sessionsched serve`` on a port of this test's range (ServerProcess.start picks any)."""
-    import yaml
-
-    workdir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    config["server"].update(host="127.0.0.1", port=port)
-    path = workdir / "sessionsched.yaml"
-    path.write_text(yaml.safe_dump(config))
-    log_path = workdir / "server.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sessionsched.cli", "serve", "--config", str(path)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
-            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    server = ServerProcess(proc, f"http://127.0.0.1:{port}", path, log_path)
-    try:
-        server.wait_ready(60)
-    except BaseException:
-        server.stop()
-        raise
-    return server
+    """``sessionsched serve`` on a port of this test's range (``free_port``)."""
+    return ServerProcess.start(config, workdir, pick_port=free_port)
 
 
 def test_serve_launches_tracks_kills_and_adopts_driver_pods(fake, tmp_path):
