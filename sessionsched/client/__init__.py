@@ -158,6 +158,10 @@ class SchedulerClient:
     def queues(self) -> list[QueueInfo]:
         return [QueueInfo.from_json(q) for q in self._json("GET", "/api/v1/queues")]
 
+    def health(self) -> dict[str, Any]:
+        """``GET /api/v1/health``: the scheduler's state in one object (docs/user/api.md)."""
+        return self._json("GET", "/api/v1/health")
+
     def cluster(self) -> dict[str, Any]:
         """``GET /api/v1/cluster``: the cluster (behind several, each one) as the scheduler
         last saw it."""

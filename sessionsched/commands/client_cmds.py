@@ -298,8 +298,13 @@ def _queues(args: argparse.Namespace) -> int:
         queues = client.queues()
         if args.json:
             print_json([q.raw for q in queues])
-        else:
-            console().print(queue_table(queues))
+            return 0
+        out = console()
+        out.print(queue_table(queues))
+        health = client.health()  # the time-of-day plan the settings above are under
+        for label, key in (("plan in force", "plan"), ("next", "next_plan")):
+            if health.get(key):
+                out.print(f"{label}: {health[key]}", highlight=False, soft_wrap=True)
         return 0
 
     return call(args, action)
@@ -353,7 +358,8 @@ def add_parser(subparsers) -> None:
         description="List every queue as a tree (parents too) with its settings as they are "
         "now, the time-of-day plan in force applied (admission, policy, weight, max_cores, "
         "max_running_apps, max_wait, max_queued_apps, max_queued_apps_per_user: '-' for no "
-        "limit; settings that act on leaf queues only are blank on a parent) and its load.",
+        "limit; settings that act on leaf queues only are blank on a parent) and its load; "
+        "then the plan in force and the next one that will change the queues, if any.",
     )
     p.add_argument("--json", action="store_true", help="print the server's JSON list")
     add_connection_options(p)

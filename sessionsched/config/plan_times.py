@@ -182,26 +182,30 @@ def _next(trig: CronTrigger, previous: datetime | None, after: datetime) -> date
 
 def next_change(plans: list[PlanConfig], now: datetime, current: int | None,
                 most: int = 1000) -> tuple[datetime, int] | None:
-    """When the queues next change after ``now``, and by which plan: the next firing of one
-    that is not ``current`` (the plan in force; at one time the later plan runs, as in
-    ``current_plan``). None if no other plan will fire (within ``most`` firings of it)."""
+    """When the queues next change after ``now``, and by which plan: the next firing of a plan
+    other than ``current`` (the one in force), unless ``current`` fires at that time too and
+    wins it (at one time the later plan runs, as in ``current_plan``). None if no other plan
+    will fire (or every one of its next ``most`` firings is such a tie)."""
     triggers = dict(still_to_fire(plans, now))
+    mine = None if current is None else triggers.pop(current, None)
     after = now
     for _ in range(most):
-        times: dict[int, datetime] = {}
-        for i, trig in triggers.items():
-            at = (trig.run_date if trig.run_date > after else None) if isinstance(
-                trig, DateTrigger) else _next(trig, None, after)
-            if at is not None:
-                times[i] = at
+        times = {i: at for i, trig in triggers.items() if (at := _after(trig, after)) is not None}
         if not times:
             return None
         first = min(times.values())
         runs = max(i for i, at in times.items() if at == first)
-        if runs != current:
+        if mine is None or runs > current or _after(mine, first - timedelta(seconds=1)) != first:
             return first, runs
         after = first
     return None
+
+
+def _after(trig: Trigger, after: datetime) -> datetime | None:
+    """The trigger's next firing after ``after``."""
+    if isinstance(trig, DateTrigger):
+        return trig.run_date if trig.run_date > after else None
+    return _next(trig, None, after)
 
 
 def describe(plan: PlanConfig) -> str:

@@ -21,9 +21,11 @@ QUEUES = [{"name": "root", "max_queued_apps_per_user": 5, "queues": [
         {"name": "nb", "max_wait": 90},
         {"name": "batch", "max_queued_apps_per_user": None}]},
 ]}]
-# "Every minute" has always fired within the last minute: in force from the start.
+# "Every minute" has always fired within the last minute: in force from the start; the
+# one-shot is the next plan that will change the queues.
 PLANS = [{"cron": "* * * * *", "queues": {"science": {"max_cores": 8, "max_wait": 600},
-                                          "etl": {"weight": 3}}}]
+                                          "etl": {"weight": 3}}},
+         {"at": "2099-01-01T00:00:00Z", "queues": {"etl": {"weight": 9}}}]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,12 @@ def test_queues_json_is_the_servers_view_with_the_plan_applied(server):
 def test_queues_draws_the_tree_with_each_queues_caps(server):
     r = run_cli("queues", "--server", server.url)
     assert r.returncode == 0, r.stderr
-    header, *lines = r.stdout.splitlines()
+    header, *lines, plan, after = r.stdout.splitlines()
+    # the plan the settings are under, and the next that will change them
+    assert plan == ("plan in force: plan '* * * * *': science max_cores=8, max_wait=600.0; "
+                    "etl weight=3.0")
+    assert after == ("next: plan 'at 2099-01-01T00:00:00+00:00': etl weight=9.0 at "
+                     "2099-01-01T00:00:00+00:00")
     for column in ("QUEUE", "ADMISSION", "POLICY", "WEIGHT", "MAX CORES", "MAX RUNNING",
                    "MAX WAIT", "MAX QUEUED", "PER USER", "PENDING", "CODE", "WAITING"):
         assert column in header

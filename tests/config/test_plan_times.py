@@ -187,6 +187,10 @@ NEXT = [
     ("at one time the later plan runs: the one in force, later in the list, wins again",
      [{"cron": "0 9 * * *"}, {"cron": "0 9 * * 1"}, {"cron": "0 12 * * *"}], 1, (4, 2)),
     ("no other plan: none", [{"cron": "0 9 * * *"}], 0, None),
+    ("a plan in force every minute does not hide one days ahead",
+     [{"cron": "* * * * *"}, {"at": "2026-11-26T08:00:00Z"}], 0, (72, 1)),
+    ("a tie the other plan wins is a change", [{"cron": "0 9 * * *"}, {"cron": "0 9 * * 1"}],
+     0, (1, 1)),
 ]
 
 
