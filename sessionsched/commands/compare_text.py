@@ -33,7 +33,7 @@ def run_compare(args: argparse.Namespace, json_out: Path | None, plot_out: Path 
     start = args.start_at
     loaded = (_load(path_a, config_a, args.admission, start),
               _load(path_b, config_b, args.admission, start))
-    a, b = _run(loaded[0], config_a, start), _run(loaded[1], config_b, start)
+    a, b = _run(loaded[0], config_a), _run(loaded[1], config_b)
     figures = compare(a, b)
     if args.json is not None:
         doc = {"a": {"label": labels[0], **a.to_json()}, "b": {"label": labels[1], **b.to_json()},

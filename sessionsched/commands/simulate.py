@@ -130,15 +130,15 @@ def _load(path: str, config: str | None, admission: str | None,
     return replace(replayed, workload=with_admission(replayed.workload, Admission(admission)))
 
 
-def _run(replayed: Replayed, config: str | None, start: datetime | None = None) -> SimResult:
+def _run(replayed: Replayed, config: str | None) -> SimResult:
     with GcPacer():  # no full GC pass over a large run's books inside a cycle (``gc_pacer``)
         result = simulate(replayed.workload)
-    for line in notes(replayed, config, start):
+    for line in notes(replayed, config):
         print(line, file=sys.stderr)
     return result
 
 
-def notes(replayed: Replayed, config: str | None, start: datetime | None) -> list[str]:
+def notes(replayed: Replayed, config: str | None) -> list[str]:
     """What the run under ``config`` left out or changed, a line each."""
     out = []
     moved = replayed.moved
@@ -146,7 +146,7 @@ def notes(replayed: Replayed, config: str | None, start: datetime | None) -> lis
         shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
         out.append(f"{config}: {len(moved)} app(s) name a queue it lacks and run in its "
                    f"default queue: {shown}")
-    if replayed.plans and start is None and not replayed.started:
+    if replayed.plans and not replayed.started:
         out.append(f"{config}: its {replayed.plans} time-of-day plan(s) did not run: give "
                    "--start WHEN (the date and time the run's 0 stands for) to run them")
     return out
@@ -161,8 +161,7 @@ def run(args: argparse.Namespace) -> int:
         from .compare_text import run_compare
 
         return run_compare(args, json_out, plot_out)
-    result = _run(_load(args.workload, args.config, args.admission, args.start_at), args.config,
-                  args.start_at)
+    result = _run(_load(args.workload, args.config, args.admission, args.start_at), args.config)
     if args.json is not None:
         text = json.dumps(result.to_json(), indent=2) + "\n"
         if json_out is None:

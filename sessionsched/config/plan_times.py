@@ -127,7 +127,7 @@ def last_fire_time(plan: PlanConfig, now: datetime) -> datetime | None:
         steps = 0
         while at is not None and at <= now and steps < _MAX_STEPS:
             previous = at
-            at = trig.get_next_fire_time(at, at + timedelta(seconds=1))
+            at = _after(trig, at)
             steps += 1
         if previous is not None:
             return previous
@@ -159,25 +159,14 @@ def firings(plans: list[PlanConfig], start: datetime, end: datetime,
     ValueError past ``most`` firings (a cron of every minute over a long span)."""
     out: list[tuple[datetime, int]] = []
     for i, trig in still_to_fire(plans, start):
-        if isinstance(trig, DateTrigger):  # its next time is its only one, whatever the now
-            at = trig.run_date if trig.run_date <= end else None
-        else:
-            at = _next(trig, None, start)
+        at = _after(trig, start)
         while at is not None and at <= end:
             out.append((at, i))
             if len(out) > most:
                 raise ValueError(f"the plans fire more than {most:,} times between "
                                  f"{start.isoformat()} and {end.isoformat()}")
-            at = None if isinstance(trig, DateTrigger) else _next(trig, at, at)
+            at = _after(trig, at)
     return sorted(out)
-
-
-def _next(trig: CronTrigger, previous: datetime | None, after: datetime) -> datetime | None:
-    """The cron's next firing after ``after``; None past the calendar's end (year 9999)."""
-    try:
-        return trig.get_next_fire_time(previous, after + timedelta(seconds=1))
-    except OverflowError:
-        return None
 
 
 def next_change(plans: list[PlanConfig], now: datetime, current: int | None,
@@ -202,10 +191,14 @@ def next_change(plans: list[PlanConfig], now: datetime, current: int | None,
 
 
 def _after(trig: Trigger, after: datetime) -> datetime | None:
-    """The trigger's next firing after ``after``."""
+    """The trigger's next firing after ``after``: a one-shot's time if still ahead, a cron's
+    next (None past the calendar's end, the year 9999)."""
     if isinstance(trig, DateTrigger):
         return trig.run_date if trig.run_date > after else None
-    return _next(trig, None, after)
+    try:
+        return trig.get_next_fire_time(None, after + timedelta(seconds=1))
+    except OverflowError:
+        return None
 
 
 def describe(plan: PlanConfig) -> str:

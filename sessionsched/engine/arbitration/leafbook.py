@@ -32,9 +32,9 @@ class LeafBook:
     sets the cut claims here with their floors as cut: to the book they are claims like any
     other."""
 
-    def __init__(self, below: BelowWant | None = None) -> None:
-        self.below = BelowWant() if below is None else below
-        self._below: dict[str, tuple[tuple, int]] = {}  # this leaf's there: (rank key, cores)
+    def __init__(self, below: BelowWant) -> None:
+        self.below = below
+        self._mine: dict[str, tuple[tuple, int]] = {}  # this leaf's in ``below``: key, cores
         self.claims: dict[str, Claim] = {}
         self._order = SortedList()  # rank keys of the claims, kept as they change
         self._ranked: list[Claim] | None = []  # claims in rank order, laid out when asked
@@ -125,15 +125,15 @@ class LeafBook:
             self.used_custom = combine(self.used_custom, scaled(size.custom, n), sign)
         if n < c.want:
             if sign > 0:
-                entry = self._below[c.app_id] = (by_priority_then_seq(c), size.cores)
+                entry = self._mine[c.app_id] = (by_priority_then_seq(c), size.cores)
                 self.below.add(*entry)
             else:
-                self.below.remove(*self._below.pop(c.app_id))
+                self.below.remove(*self._mine.pop(c.app_id))
 
     @property
     def has_below(self) -> bool:
         """Some claim's result is below its want."""
-        return bool(self._below)
+        return bool(self._mine)
 
     def ranked(self) -> list[Claim]:
         if self._ranked is None:
@@ -255,9 +255,9 @@ class LeafBook:
         """Drop the result, its sums and the greedy walk (the result is recomputed whole)."""
         self.greedy = None
         self.result = {}
-        for entry in self._below.values():
+        for entry in self._mine.values():
             self.below.remove(*entry)
-        self._below = {}
+        self._mine = {}
         self.used_cores = self.used_mem_mib = 0
         self.used_custom = ()
 

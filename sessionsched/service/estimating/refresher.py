@@ -127,7 +127,7 @@ class Estimator:
         the server's, whose time-of-day plans the forward runs fire as they will
         (``queue_trees.upcoming``)."""
         self.reads = reads
-        self.plans = config if config is not None and config.plans else None
+        self._planned = config if config is not None and config.plans else None  # (``_changes``)
         self.progress = progress or ProgressBook()
         self.store = store
         self.clock = clock
@@ -230,10 +230,10 @@ class Estimator:
                             absolute(now, answer.estimate))
 
     def _changes(self, now: float) -> tuple[QueueChange, ...]:
-        if self.plans is None:
+        if self._planned is None:
             return ()
         try:
-            return upcoming(self.plans, now, self.timings.horizon_s)
+            return upcoming(self._planned, now, self.timings.horizon_s)
         except ValueError as e:  # an estimate is a hint: without the plans, not none at all
             log.warning("the plans' changes to come could not be worked out: %s", e)
             return ()
