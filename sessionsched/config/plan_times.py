@@ -192,11 +192,13 @@ def next_change(plans: list[PlanConfig], now: datetime, current: int | None,
 
 def _after(trig: Trigger, after: datetime) -> datetime | None:
     """The trigger's next firing after ``after``: a one-shot's time if still ahead, a cron's
-    next (None past the calendar's end, the year 9999)."""
+    next (None past the calendar's end, the year 9999). A cron looks from the next whole
+    second after ``after`` (APScheduler rounds up to the second): from a second and a bit it
+    would skip a firing at the next whole second."""
     if isinstance(trig, DateTrigger):
         return trig.run_date if trig.run_date > after else None
     try:
-        return trig.get_next_fire_time(None, after + timedelta(seconds=1))
+        return trig.get_next_fire_time(None, after + timedelta(microseconds=1))
     except OverflowError:
         return None
 

@@ -157,6 +157,15 @@ def test_firings(given, span, expected):
     assert [((at - MONDAY_0800) / H, i) for at, i in got] == expected
 
 
+def test_firings_from_between_two_seconds_keep_the_next_whole_one():
+    """A run's 0 from an event log's first app has milliseconds (08:59:59.500): the 09:00
+    firing half a second later is the run's, not skipped for the next day's."""
+    cfg = ServerConfig.model_validate({"plans": [{"cron": "0 9 * * *", "timezone": "UTC"}]})
+    start = MONDAY_0800 + timedelta(minutes=59, seconds=59.5)
+    assert plans.firings(cfg.plans, start, start + 2 * H) == [(MONDAY_0800 + H, 0)]
+    assert plans.next_change(cfg.plans, start, None) == (MONDAY_0800 + H, 0)
+
+
 def test_firings_past_reason_are_refused_with_the_span():
     cfg = ServerConfig.model_validate({"plans": [{"cron": "* * * * *", "timezone": "UTC"}]})
     with pytest.raises(ValueError, match=r"^the plans fire more than 100 times between "
