@@ -123,13 +123,21 @@ def assert_agrees(u: dict, spark: dict) -> None:
     (a decommission: done, then its process's exit, ``spark_eventlog``), its core is held on the
     worker between the two and Spark's records count none of it: the agent may count part
     (seen: 1.6 s of a 1.8 s window at load 18, on an idle figure of 13 s), so held and idle
-    may differ by that window beside the 10 %."""
+    may differ by that window beside the 10 %.
+
+    Idle is the small difference of two large figures, so its 10 % is 1-2 % of the held time,
+    tighter than either: the errors busy is allowed add up in it. Each busy/idle change is placed
+    halfway through its look's span (a quarter second, up to a heartbeat on a loaded machine),
+    and a task a kill threw away that started after the last look counts idle (the lost-work
+    allowance below). Over an app's dozens of changes, loaded CI runs saw idle 1.9 s over
+    Spark's 17.8 s (1.8 % of the 104 s held) and 1.5 s over 8.0 s. So idle may also differ by
+    3 % of the held time."""
     window = spark["exit_after_removal_core_s"]
     assert u["held_core_s"] == pytest.approx(u["busy_core_s"] + u["idle_core_s"], abs=0.01)
     assert u["held_core_s"] == pytest.approx(spark["held_core_s"], rel=0.10, abs=window)
     assert u["busy_core_s"] == pytest.approx(spark["task_s"], rel=0.10)
     assert u["idle_core_s"] == pytest.approx(spark["held_core_s"] - spark["task_s"], rel=0.10,
-                                             abs=window)
+                                             abs=window + 0.03 * spark["held_core_s"])
     # A task that started between the agent's last look and the kill is lost to Spark but was
     # idle in the last report (service/usage_meter/meter.py): up to a heartbeat (1 s here) of it
     # per killed executor on a loaded machine - one executor's worth when none was counted
