@@ -12,7 +12,9 @@ Phase 1 normally has nothing to cut (checked from running sums); when it has,
 ``floor_cut.FloorCut`` walks only the claims it cuts, and the leaf books hold each cut
 claim with its floor as cut (a claim whose cut moved is set in its book again: to its leaf,
 phase 1's cut is one more change of claims). Phases 3 and 4 (``memory_and_remainders``) go
-over every claim in a cycle where floors or memory were cut. ``oracle`` computes the same
+over every claim in a cycle where floors or memory were cut, unless the cut left no core above
+the floors: then every target is its floor as cut, and only the claims set since the last such
+cycle are looked at. ``oracle`` computes the same
 targets from scratch, independently: the tests hold the two to each other over random histories.
 """
 
@@ -60,6 +62,11 @@ class Arbiter:
         self.targets: dict[str, int] = {}
         self._bonus: dict[str, int] = {}  # remainders given by the last compute
         self._exact = True  # targets == leaf results + bonus (no phase 1/3 cut last time)
+        # Every target is its claim's floor as cut (phase 1 left no core above the floors last
+        # time), and the claims whose held form was set since: only theirs can move while it
+        # stays so (``_finish_cut``).
+        self._at_floors = False
+        self._set_since: set[str] = set()
         # parent -> (what its split was worked out from, its children's shares and custom
         # budgets): ``_divide``
         self._shares: dict[str, Split] = {}
@@ -86,11 +93,13 @@ class Arbiter:
             self._moved.add(c.queue)
             self._books[c.queue].replace(self._held[c.app_id], c)
             self._held[c.app_id] = c
+            self._set_since.add(c.app_id)
             self._cut.pop(c.app_id, None)  # its book holds it uncut: the next cut sees it anew
             return
         if old is not None:
             self._remove(old)
         self._claims[c.app_id] = self._held[c.app_id] = c
+        self._set_since.add(c.app_id)
         self._ranked.add(by_priority_then_seq(c))
         book = self._books.get(c.queue)
         if book is None:  # not ``setdefault``: a LeafBook (and its SortedList) is dear to build
@@ -135,8 +144,12 @@ class Arbiter:
         recomputed = self._leaf_results(tree, cores_of, past, dom)
         used_mem = sum(b.used_mem_mib for b in self._books.values())
         if cut is None and used_mem <= capacity.mem_mib:
-            return self._finish_exact(tree, capacity, recomputed)
-        return self._finish_cut(tree, capacity, cut)
+            changed = self._finish_exact(tree, capacity, recomputed)
+            self._at_floors = False
+        else:
+            changed = self._finish_cut(tree, capacity, cut)
+        self._set_since = set()
+        return changed
 
     def _set_cut(self, floors: dict[str, int]) -> None:
         """Set in their books, with the floor phase 1 gave them, the claims whose cut moved
@@ -153,6 +166,7 @@ class Arbiter:
             books[c.queue].replace(held[app_id], now)
             self._moved.add(c.queue)
             held[app_id] = now
+            self._set_since.add(app_id)
         self._cut = floors
 
     def _cores_memory_backs(self, capacity: Resources) -> float:
@@ -290,10 +304,20 @@ class Arbiter:
             mem = capacity.mem_mib - self._floors.mem_mib
         else:
             cores, mem = cut.left.cores, cut.left.mem_mib
+        self._exact = False
+        if cores <= 0:
+            # No core above the floors (a burst's drivers took the room the floors were
+            # promised): every executor has a core at least, so none grows past its floor and
+            # none takes a remainder; every target is its floor as cut. Only the claims set
+            # since the last such cycle can have moved: they alone are looked at.
+            held = self._held
+            ids = self._set_since if self._at_floors else held.keys()
+            self._bonus, self._at_floors = {}, True
+            return self._update((a, held[a].floor) for a in ids if a in held)
+        self._at_floors = False
         final, bonus = memory_cut(tree, self._ranked, self._held, self._books, cores, mem,
                                   _custom_counted(capacity))
         self._bonus = bonus
-        self._exact = False
         return self._update((a, n + bonus.get(a, 0)) for a, n in final.items())
 
     def _update(self, pairs: Iterable[tuple[str, int]]) -> list[str]:

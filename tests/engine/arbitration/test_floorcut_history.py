@@ -146,3 +146,28 @@ def test_the_arbiter_over_kept_cuts_gives_the_targets_from_scratch(case, seed):
         fresh = compute_targets(root, capacity, list(claims.values()))
         assert arbiter.targets == fresh
         assert set(moved) == {a for a, n in fresh.items() if before.get(a) != n}
+
+
+def test_cycles_with_no_core_above_the_cut_floors_move_only_the_claims_set_between_them():
+    # Floors of 4 x 2 cores on 5 cores: the third is cut to 1, the fourth to 0, and no core is
+    # left above the floors (a burst's drivers took the room), so every target is its floor as
+    # cut, cycle after cycle; what moves in between is the claims set then and the cut they
+    # shift.
+    root = UNCAPPED
+    claims = {f"app{i}": Claim(f"app{i}", "root.a.fifo", 5000, i, Resources(1, 1024), 2, 4)
+              for i in range(1, 5)}
+    arbiter = Arbiter()
+    for c in claims.values():
+        arbiter.set_claim(c)
+    capacity = Resources(5, 64 * 1024)
+    assert sorted(arbiter.compute(root, capacity)) == ["app1", "app2", "app3", "app4"]
+    assert arbiter.targets == {"app1": 2, "app2": 2, "app3": 1, "app4": 0}
+    assert arbiter.compute(root, capacity) == []  # nothing set: nothing moves
+    claims["app1"] = replace(claims["app1"], floor=1, want=1)  # gives a core back...
+    arbiter.set_claim(claims["app1"])
+    assert sorted(arbiter.compute(root, capacity)) == ["app1", "app3"]
+    assert arbiter.targets == {"app1": 1, "app2": 2, "app3": 2, "app4": 0}  # ...to the cut one
+    assert arbiter.targets == compute_targets(root, capacity, list(claims.values()))
+    arbiter.drop("app2")
+    assert arbiter.compute(root, capacity) == ["app4"]  # 5 cores of floors on 5: not cut
+    assert arbiter.targets == {"app1": 1, "app3": 2, "app4": 2}
