@@ -124,14 +124,19 @@ _QUEUES = TypeAdapter(list[QueueOut])
 async def list_apps(request: Request, ops: OpsDep, _caller: CallerDep,
                     queue: str | None = None, state: str | None = None):
     leaf = answer(ops.leaf(queue)) if queue else None
-    wanted = None
-    if state:
-        try:
-            wanted = AppState(state.strip().upper())
-        except ValueError:
-            names = ", ".join(s.value for s in AppState)
-            raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
-    return respond(request, apps_json(request, ops, leaf, wanted))
+    return respond(request, apps_json(request, ops, leaf, state_param(state)))
+
+
+def state_param(state: str | None) -> AppState | None:
+    """An app state asked for by a ``state`` query parameter, any case; a 400 naming the
+    states for one that is none of them."""
+    if not state:
+        return None
+    try:
+        return AppState(state.strip().upper())
+    except ValueError:
+        names = ", ".join(s.value for s in AppState)
+        raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
 
 
 def apps_json(request: Request, ops: Operations, leaf: str | None = None,

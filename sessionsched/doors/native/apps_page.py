@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 
-from sessionsched.doors.native.api import _row_json
+from sessionsched.doors.native.api import _row_json, state_param
 from sessionsched.doors.native.shared_answers import shared
 from sessionsched.model import AppState
 from sessionsched.operations.port import Operations
@@ -38,15 +38,8 @@ class AppsQuery:
         """The query the parameters ask for; None when they ask for none (the whole list)."""
         if not (queue or user or state or search) and limit is None:
             return None
-        wanted = None
-        if state:
-            try:
-                wanted = AppState(state.strip().upper())
-            except ValueError:
-                names = ", ".join(s.value for s in AppState)
-                raise HTTPException(400, f"unknown state {state!r}; one of {names}") from None
         text = (search or "").strip().lower()
-        return AppsQuery(queue or None, user or None, wanted, text or None, limit)
+        return AppsQuery(queue or None, user or None, state_param(state), text or None, limit)
 
 
 def page_json(request: Request, ops: Operations, query: AppsQuery) -> bytes:
