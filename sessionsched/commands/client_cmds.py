@@ -17,7 +17,6 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -36,6 +35,7 @@ from ..client import (
     default_token,
 )
 from ..model import AppState, parse_priority
+from .console import console
 from .gang_text import gang_line, gang_mark
 from .resource_text import app_line, queue_cell, resource_names
 
@@ -77,12 +77,6 @@ def call(args: argparse.Namespace, action: Callable[[SchedulerClient], int]) -> 
             return action(client)
     except SchedulerError as e:
         raise user_error(e) from None
-
-
-def console() -> Console:
-    # Not a terminal (a pipe, a test): do not squeeze tables into 80 columns.
-    out = Console()
-    return out if out.is_terminal else Console(width=200)
 
 
 def print_json(data: object) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from ..cli import UserError
 from ..sim.compare import compare
+from .console import console
 
 
 def label(path: str, config: str | None) -> str:
@@ -85,30 +85,30 @@ def _table(title: str, first: str) -> Table:
 
 
 def print_compare(figures: dict[str, Any], labels: tuple[str, str]) -> None:
-    console = Console()
+    out = console()
     for side, text in zip("AB", labels, strict=True):
-        console.print(f"{side}: {text}", highlight=False)
+        out.print(f"{side}: {text}", highlight=False)
     summary = _table("summary (times in seconds)", "")
     for key, ab in figures["summary"].items():
         pct = key == "utilization"
         summary.add_row(key, _v(ab["a"], pct), _v(ab["b"], pct), _delta(ab["a"], ab["b"], pct))
-    console.print(summary)
+    out.print(summary)
     queues = _table("per queue: queue wait and completion (s)", "queue")
     for q, ab in figures["queues"].items():
         a, b = ab["a"], ab["b"]
         queues.add_row(f"{q} ({a['apps']}|{b['apps']} apps)", "", "", "")
         for key in ("mean_wait", "p95_wait", "mean_completion", "p95_completion"):
             queues.add_row(f"  {key}", _v(a[key]), _v(b[key]), _delta(a[key], b[key]))
-    console.print(queues)
+    out.print(queues)
     usage = _table("usage, summed over the apps (s, core-s)", "")
     for key, x in figures["usage"]["a"].items():
         y = figures["usage"]["b"][key]
         usage.add_row(key, _v(x), _v(y), _delta(x, y))
-    console.print(usage)
+    out.print(usage)
     for title, rows in (("apps that gain most in B", figures["gains"]),
                         ("apps that lose most in B", figures["losses"])):
         if not rows:
-            console.print(f"{title}: none", highlight=False)
+            out.print(f"{title}: none", highlight=False)
             continue
         table = _table(f"{title}: completion (s)", "app")
         for r in rows:
@@ -116,4 +116,4 @@ def print_compare(figures: dict[str, Any], labels: tuple[str, str]) -> None:
                           else r["state_a"], _v(r["completion_b"]) if r["completion_b"]
                           is not None else r["state_b"],
                           "-" if r["delta_s"] is None else f"{r['delta_s']:+g}")
-        console.print(table)
+        out.print(table)

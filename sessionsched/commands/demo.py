@@ -42,7 +42,8 @@ from ..client import App, SchedulerClient, SchedulerError
 from ..model import AppState
 from . import demo_clusters as two
 from ._serverproc import ServerProcess, ServerStartError
-from .client_cmds import app_table, console, plain, user_error
+from .client_cmds import app_table, plain, user_error
+from .console import console
 from .submit import plan_submission, wrapper_parser
 
 APP_FILE = Path(__file__).resolve().parents[2] / "examples" / "apps" / "sleep_tasks.py"

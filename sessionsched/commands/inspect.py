@@ -25,7 +25,8 @@ from rich.text import Text
 
 from ..client import App, SchedulerClient
 from ..model import AppState
-from .client_cmds import add_connection_options, call, clock, console, estimated, plain, queue_table
+from .client_cmds import add_connection_options, call, clock, estimated, plain, queue_table
+from .console import console
 from .resource_text import app_line, queue_lines
 
 AHEAD_SHOWN = 10  # apps ahead listed by ``why`` (the count is always given)

@@ -28,7 +28,6 @@ from datetime import datetime
 from pathlib import Path
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from ..cli import UserError
@@ -38,6 +37,7 @@ from ..runtime.gc_pacer import GcPacer
 from ..sim import SimResult, simulate
 from ..sim.queue_trees import with_admission
 from ..sim.replay import Replayed, load
+from .console import console
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -198,7 +198,7 @@ def _t(x: float | None) -> str:
 
 
 def print_table(result: SimResult, title: str) -> None:
-    console = Console()
+    out = console()
     table = Table(
         title=title, box=box.SIMPLE_HEAD, caption="times in seconds from the start", pad_edge=False
     )
@@ -221,7 +221,7 @@ def print_table(result: SimResult, title: str) -> None:
             _t(a.finished),
             style=style,
         )
-    console.print(table)
+    out.print(table)
     s = result.summary
     e = result.engine
     lines = [
@@ -234,4 +234,4 @@ def print_table(result: SimResult, title: str) -> None:
         *(f"t={at:g}s: {plan} fired" for at, plan in result.plans),
     ]
     for line in lines:
-        console.print(line, highlight=False)
+        out.print(line, highlight=False)

@@ -65,6 +65,12 @@ def _shift(level: dict[str, float], amounts: Iterable[tuple[str, float]], n: flo
             level[name] = v
 
 
+def idle_of(held: float, busy: float) -> float:
+    """Idle as reported: held less busy as each is reported (to the millisecond), so that the
+    three figures add up as printed; rounding held - busy on its own could miss by 0.001."""
+    return round(round(held, 3) - round(busy, 3), 3)
+
+
 def resource_figures(res_s: Mapping[str, list[float]]) -> dict[str, float]:
     """The per-resource figures as reported (``{name}_held_s`` ...), names in order."""
     out: dict[str, float] = {}
@@ -72,7 +78,7 @@ def resource_figures(res_s: Mapping[str, list[float]]) -> dict[str, float]:
         held, busy, reclaimed, driver = res_s[name]
         out[f"{name}_held_s"] = round(held, 3)
         out[f"{name}_busy_s"] = round(busy, 3)
-        out[f"{name}_idle_s"] = round(held - busy, 3)
+        out[f"{name}_idle_s"] = idle_of(held, busy)
         out[f"{name}_reclaimed_s"] = round(reclaimed, 3)
         out[f"{name}_driver_s"] = round(driver, 3)
     return out
@@ -222,7 +228,7 @@ class AppUsage:
         return {
             "held_core_s": round(self.held_core_s, 3),
             "busy_core_s": round(self.busy_core_s, 3),
-            "idle_core_s": round(self.held_core_s - self.busy_core_s, 3),
+            "idle_core_s": idle_of(self.held_core_s, self.busy_core_s),
             "reclaimed_core_s": round(self.reclaimed_core_s, 3),
             "reclaimed_executors": self.reclaimed_executors,
             "held_gib_s": round(self.held_mib_s / MIB_PER_GIB, 3),
@@ -302,7 +308,7 @@ def hourly_figures(row: list[float]) -> dict[str, float | int]:
     out: dict[str, float | int] = {"apps": int(round(f.pop("apps")))}
     for k in ("held_core_s", "busy_core_s"):
         out[k] = round(f[k], 3)
-    out["idle_core_s"] = round(f["held_core_s"] - f["busy_core_s"], 3)
+    out["idle_core_s"] = idle_of(f["held_core_s"], f["busy_core_s"])
     out["reclaimed_core_s"] = round(f["reclaimed_core_s"], 3)
     out["reclaimed_executors"] = int(round(f["reclaimed_executors"]))
     for k in ("held_gib_s", "driver_core_s", "driver_gib_s", "queued_s"):

@@ -137,3 +137,12 @@ def test_bad_input_is_one_line_exit_2(paths, capsys, argv, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
     assert message.format(**paths) in err
+
+
+def test_the_table_off_a_terminal_keeps_whole_names(capsys):
+    # Piped or written to a file, rich would squeeze the table into 80 columns: the cluster
+    # column of several clusters pushed it past that, and names were cut to "batch…".
+    assert main(["simulate", "examples/workloads/clusters-spill.yaml"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert ["batch-7", "a", "root.batch", "5000", "FINISHED"] in [r[:5] for r in rows]
+    assert not any("…" in cell for r in rows for cell in r)

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from sessionsched.engine.events import ExecutorsChanged, MarkState, Reclaim
 from sessionsched.model import AppSpec, AppState, Executor, ReclaimMode, Resources
-from sessionsched.model.usage import HOUR_S, HOURLY, AppUsage
+from sessionsched.model.usage import HOUR_S, HOURLY, AppUsage, hourly_figures
 from sessionsched.service import usage_meter
 from sessionsched.service.usage_meter import MeterThread, UsageMeter
 
@@ -57,6 +57,20 @@ def test_levels_driver_and_queue_time_add_up_to_the_end():
         "driver_mib_s": 2048 * 30.0, "queued_s": 10.0}
     (totals,) = m.totals().values()
     assert totals[:3] == [80.0, 60.0, 20.0]  # held, busy, idle
+
+
+def test_the_reported_figures_add_up_as_printed():
+    # Each figure is rounded to the millisecond: idle is held less busy as they are printed,
+    # not held - busy rounded on its own (0.0498 -> 0.05, and 2.049 + 0.05 is not 2.098).
+    u = AppUsage(held_core_s=2.0984, busy_core_s=2.0486,
+                 res_s={"gpu": [2.0984, 2.0486, 0.0, 0.0]})
+    f = u.figures()
+    assert (f["held_core_s"], f["busy_core_s"], f["idle_core_s"]) == (2.098, 2.049, 0.049)
+    assert (f["gpu_held_s"], f["gpu_busy_s"], f["gpu_idle_s"]) == (2.098, 2.049, 0.049)
+    hour = hourly_figures([2.0984 if k == "held_core_s" else 2.0486 if k == "busy_core_s"
+                           else 0.0 for k in HOURLY])
+    assert (hour["held_core_s"], hour["busy_core_s"], hour["idle_core_s"]) == (
+        2.098, 2.049, 0.049)
 
 
 def test_a_report_that_changes_no_level_writes_nothing():
