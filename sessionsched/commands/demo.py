@@ -93,15 +93,10 @@ def demo_config(master: str | None, master_ui: str | None, state_dir: Path) -> d
         "server": {"state_dir": str(state_dir), "cycle_ms": 200},
         "cluster": {**cluster, "driver_slots": DRIVER_SLOTS},
         "defaults": {"queue": "root.etl", "priority": 5000},
-        "queues": [
-            {
-                "name": "root",
-                "queues": [
-                    {"name": "etl", "admission": "stateaware", "policy": "priority"},
-                    {"name": "adhoc", "admission": "stateaware", "policy": "fairshare"},
-                ],
-            }
-        ],
+        "queues": [{"name": "root", "queues": [
+            {"name": "etl", "admission": "stateaware", "policy": "priority"},
+            {"name": "adhoc", "admission": "stateaware", "policy": "fairshare"},
+        ]}],
     }
 
 
