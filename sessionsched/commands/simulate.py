@@ -197,6 +197,15 @@ def _t(x: float | None) -> str:
     return "-" if x is None else f"{x:g}"
 
 
+def _by_resource(summary: dict) -> str:
+    """Beside the cores' utilization, the memory's and each custom resource's, where the
+    cluster has one (a GPU queue's GPUs may be busy while its cores idle)."""
+    by = summary.get("utilization_by_resource") or {}
+    if set(by) <= {"cores", "memory"}:
+        return ""
+    return " (" + ", ".join(f"{k} {v:.1%}" for k, v in by.items() if k != "cores") + ")"
+
+
 def print_table(result: SimResult, title: str) -> None:
     out = console()
     table = Table(
@@ -227,7 +236,8 @@ def print_table(result: SimResult, title: str) -> None:
     lines = [
         f"makespan {_t(s['makespan'])} s   completed {s['completed']}   stuck {s['stuck']}",
         f"completion mean {_t(s['mean_completion'])} s   p95 {_t(s['p95_completion'])} s",
-        f"utilization {s['utilization']:.1%}   fairness (Jain) {_t(s['fairness_jain'])}",
+        f"utilization {s['utilization']:.1%}{_by_resource(s)}   fairness (Jain) "
+        f"{_t(s['fairness_jain'])}",
         f"whole workers {_t(s['whole_workers'])} on average, {s['whole_workers_min']} at fewest",
         f"engine: {e['cycles']} cycles, {e['cycle_ms_p50']:g} ms p50, {e['cycle_ms_max']:g} ms max",
         f"run ended at t={result.end_s:g}s: {result.end_reason}",

@@ -146,3 +146,14 @@ def test_the_table_off_a_terminal_keeps_whole_names(capsys):
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert ["batch-7", "a", "root.batch", "5000", "FINISHED"] in [r[:5] for r in rows]
     assert not any("…" in cell for r in rows for cell in r)
+
+
+def test_the_summary_names_each_resources_utilization_where_the_cluster_has_gpus(capsys):
+    workload = "examples/workloads/gpu-fairshare.yaml"
+    assert main(["simulate", workload, "--json", "-"]) == 0
+    by = json.loads(capsys.readouterr().out)["summary"]["utilization_by_resource"]
+    assert main(["simulate", workload]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("utilization")]
+    assert line.startswith(f"utilization {by['cores']:.1%} (memory {by['memory']:.1%}, "
+                           f"gpu {by['gpu']:.1%})   ")
+    assert by["gpu"] > by["cores"]  # the GPU apps keep the GPUs busier than the cores
