@@ -7,6 +7,7 @@ The CLI prints that line and exits 2; nobody sees a traceback for a bad file.
 
 from __future__ import annotations
 
+import difflib
 import types
 import typing
 from enum import Enum
@@ -76,26 +77,46 @@ def _number_not_bool(kinds: set[Any]) -> bool:
     return bool(kinds & {int, float}) and bool not in kinds
 
 def format_validation_error(err: ValidationError) -> str:
-    """The first problem as ``path.to[0].field: message``."""
-    first = err.errors()[0]
+    """The first problem as ``path.to[0].field: message``. An unknown setting goes first: a
+    missing one beside it is most often the same key misspelt (``stagess:``, and ``stages``
+    missing), which is then named in it and not counted again."""
+    errors = err.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    more = len(errors) - 1
+    msg = first["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(prefix)
+    if first["type"] == "extra_forbidden":
+        msg = "unknown setting"
+        meant = _misspelt(first["loc"], errors)
+        if meant is not None:
+            msg += f"; did you mean {meant!r}?"
+            more -= 1
+    elif first["type"] == "missing":
+        msg = "missing"
+    path = _path(first["loc"])
+    tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{path}: {msg}{tail}" if path else f"{msg}{tail}"
+
+
+def _path(loc: tuple) -> str:
     path = ""
-    for part in first["loc"]:
+    for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
         elif part in ("function-after", "function-before") or str(part).startswith("function"):
             continue
         else:
             path += f".{part}" if path else str(part)
-    msg = first["msg"]
-    for prefix in ("Value error, ", "Assertion failed, "):
-        msg = msg.removeprefix(prefix)
-    if first["type"] == "extra_forbidden":
-        msg = "unknown setting"
-    elif first["type"] == "missing":
-        msg = "missing"
-    more = len(err.errors()) - 1
-    tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{path}: {msg}{tail}" if path else f"{msg}{tail}"
+    return path
+
+
+def _misspelt(loc: tuple, errors: list) -> str | None:
+    """The missing setting beside the unknown one at ``loc`` whose name is closest to it."""
+    missing = [str(e["loc"][-1]) for e in errors
+               if e["type"] == "missing" and e["loc"][:-1] == loc[:-1]]
+    close = difflib.get_close_matches(str(loc[-1]), missing, n=1)
+    return close[0] if close else None
 
 
 class _OnceLoader(yaml.SafeLoader):

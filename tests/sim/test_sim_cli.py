@@ -138,6 +138,11 @@ BAD = {
         "apps[0].stages[0].task_s: missing",
     ),
     "unknown app setting": (bad("apps.0.colour", "red"), "apps[0].colour: unknown setting"),
+    "a setting misspelt": (  # named first, not the 'stages' it leaves missing
+        {**GOOD, "apps": [{**{k: v for k, v in GOOD["apps"][0].items() if k != "stages"},
+                           "stagess": GOOD["apps"][0]["stages"]}, *GOOD["apps"][1:]]},
+        "apps[0].stagess: unknown setting; did you mean 'stages'?",
+    ),
     "unknown cluster setting": (bad("cluster.nodes", 3), "cluster.nodes: unknown setting"),
     "bad memory": (
         bad("cluster.memory", "12x"),
