@@ -91,6 +91,12 @@ class ServerConfig(Strict):
         try:
             resolve_queue(self.queue_tree(), self.defaults.queue)
         except LookupError as e:
+            if "queue" not in self.defaults.model_fields_set:  # the default, not the file's
+                leaves = ", ".join(q.name for q in self.queue_tree().leaves())
+                raise ValueError(
+                    f"defaults.queue: not set, and its default {self.defaults.queue!r} is no "
+                    f"queue here: set it to the one of {leaves} that apps naming none go to"
+                ) from None
             raise ValueError(f"defaults.queue: {e}") from None
         for full, q in full_names(root_configs(self.queues)).items():
             unknown = [g for g in q.submit_groups or () if g not in self.auth.groups]

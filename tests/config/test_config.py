@@ -163,6 +163,11 @@ def test_defaults_are_one_default_queue():
             "defaults: {queue: nope}",
             "defaults.queue: unknown queue 'nope'; known queues: root.default",
         ),
+        (  # a tree without root.default, and defaults.queue not set
+            "queues: [{name: root, queues: [{name: etl}, {name: ml}]}]",
+            "defaults.queue: not set, and its default 'root.default' is no queue here: set it to "
+            "the one of root.etl, root.ml that apps naming none go to",
+        ),
         ("defaults: {priority: 20000}", "defaults.priority: priority 20000 is outside 1..10000"),
         ("server: {port: http}", "server.port: Input should be a valid integer"),
         ("auth: {mode: tokens}", "auth: mode tokens needs tokens_file (made by 'sessionsched "
@@ -208,6 +213,7 @@ def test_defaults_are_one_default_queue():
         "duplicate sibling",
         "unknown key",
         "unknown default queue",
+        "the default queue not set, and not in the tree",
         "default priority out of range",
         "port not a number",
         "auth tokens without a tokens file",
