@@ -76,10 +76,11 @@ def _kinds(annotation: Any) -> set[Any]:
 def _number_not_bool(kinds: set[Any]) -> bool:
     return bool(kinds & {int, float}) and bool not in kinds
 
-def format_validation_error(err: ValidationError) -> str:
+def format_validation_error(err: ValidationError, model: type[BaseModel] | None = None) -> str:
     """The first problem as ``path.to[0].field: message``. An unknown setting goes first: a
     missing one beside it is most often the same key misspelt (``stagess:``, and ``stages``
-    missing), which is then named in it and not counted again."""
+    missing), which is then named in it and not counted again; else, given the ``model``
+    validated, the closest setting it takes there (``polcy:``, ``policy``)."""
     errors = err.errors()
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     more = len(errors) - 1
@@ -92,6 +93,8 @@ def format_validation_error(err: ValidationError) -> str:
         if meant is not None:
             msg += f"; did you mean {meant!r}?"
             more -= 1
+        elif (meant := _closest_setting(model, first["loc"])) is not None:
+            msg += f"; did you mean {meant!r}?"
     elif first["type"] == "missing":
         msg = "missing"
     path = _path(first["loc"])
@@ -109,6 +112,41 @@ def _path(loc: tuple) -> str:
         else:
             path += f".{part}" if path else str(part)
     return path
+
+
+def _closest_setting(model: type[BaseModel] | None, loc: tuple) -> str | None:
+    """The setting of ``model`` closest in name to the unknown key at ``loc``: the model's
+    fields are followed down the path (a list's items, a map's values, an optional's value)."""
+    t: Any = model
+    for part in loc[:-1]:
+        if str(part).startswith("function"):
+            continue
+        t = _inside(t, part)
+    t = _inside(t, None)
+    if not (isinstance(t, type) and issubclass(t, BaseModel)):
+        return None
+    close = difflib.get_close_matches(str(loc[-1]), list(t.model_fields), n=1)
+    return close[0] if close else None
+
+
+def _inside(t: Any, part: str | int | None) -> Any:
+    """What ``t`` holds at ``part`` of a path (None: ``t`` itself, its optional unwrapped)."""
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin is typing.Annotated:
+        return _inside(args[0], part)
+    if origin is typing.Union or origin is types.UnionType:
+        inner = [_inside(a, part) for a in args if a is not type(None)]
+        return next((i for i in inner if i is not None), None)
+    if part is None:
+        return t
+    if isinstance(t, type) and issubclass(t, BaseModel):
+        field = t.model_fields.get(str(part))
+        return None if field is None else field.annotation
+    if origin in (list, tuple) and isinstance(part, int) and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    return None
 
 
 def _misspelt(loc: tuple, errors: list) -> str | None:
@@ -167,4 +205,4 @@ def parse_model(model: type[BaseModel], data: Any, source: str) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"{source}: {format_validation_error(e)}") from None
+        raise ConfigError(f"{source}: {format_validation_error(e, model)}") from None

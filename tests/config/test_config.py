@@ -159,6 +159,11 @@ def test_defaults_are_one_default_queue():
         ("queues: [{name: a.b}]", "queues[0].name: 'a.b' is not a queue name"),
         ("queues: [{name: a}, {name: a}]", "two children named 'a'"),
         ("queues: [{name: a, colour: red}]", "queues[0].colour: unknown setting"),
+        ("queues: [{name: root, queues: [{name: a, polcy: fifo}]}]\ndefaults: {queue: a}",
+         "queues[0].queues[0].polcy: unknown setting; did you mean 'policy'?"),
+        ("cluster: {backend: memory, worker_groups: [{count: 1, cores: 4, memory: 4g, "
+         "resourcess: {gpu: 1}}]}",
+         "cluster.worker_groups[0].resourcess: unknown setting; did you mean 'resources'?"),
         (
             "defaults: {queue: nope}",
             "defaults.queue: unknown queue 'nope'; known queues: root.default",
@@ -212,6 +217,8 @@ def test_defaults_are_one_default_queue():
         "dotted name",
         "duplicate sibling",
         "unknown key",
+        "a misspelt key, deep in the tree",
+        "a misspelt key in a list of a section",
         "unknown default queue",
         "the default queue not set, and not in the tree",
         "default priority out of range",
