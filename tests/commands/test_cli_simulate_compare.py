@@ -5,6 +5,7 @@ one line, exit 2, for bad input."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,6 +13,7 @@ import yaml
 from sessionsched.cli import main
 from tests.sim.sim_builders import BIG_AND_SMALL, one_queue
 
+WORKLOADS = Path(__file__).resolve().parents[2] / "examples" / "workloads"
 PLAN = {"at": "2026-11-23T09:00:00Z", "queues": {"default": {"max_cores": 2}}}
 FIRED = "plan 'at 2026-11-23T09:00:00+00:00': default max_cores=2"
 
@@ -142,14 +144,14 @@ def test_bad_input_is_one_line_exit_2(paths, capsys, argv, message):
 def test_the_table_off_a_terminal_keeps_whole_names(capsys):
     # Piped or written to a file, rich would squeeze the table into 80 columns: the cluster
     # column of several clusters pushed it past that, and names were cut to "batch…".
-    assert main(["simulate", "examples/workloads/clusters-spill.yaml"]) == 0
+    assert main(["simulate", str(WORKLOADS / "clusters-spill.yaml")]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert ["batch-7", "a", "root.batch", "5000", "FINISHED"] in [r[:5] for r in rows]
     assert not any("…" in cell for r in rows for cell in r)
 
 
 def test_the_summary_names_each_resources_utilization_where_the_cluster_has_gpus(capsys):
-    workload = "examples/workloads/gpu-fairshare.yaml"
+    workload = str(WORKLOADS / "gpu-fairshare.yaml")
     assert main(["simulate", workload, "--json", "-"]) == 0
     by = json.loads(capsys.readouterr().out)["summary"]["utilization_by_resource"]
     assert main(["simulate", workload]) == 0
