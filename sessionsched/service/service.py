@@ -197,10 +197,6 @@ class Service:
         with self._cycle_lock:
             self._cycle.run()
 
-    def apply_plan(self, index: int) -> None:
-        """Run the queues with time-of-day plan ``index`` from the next cycle on."""
-        self.plans.apply(index)
-
     # --- reads ------------------------------------------------------------------------------
 
     @property

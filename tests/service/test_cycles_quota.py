@@ -1,7 +1,7 @@
 """A lowered queue cap is enforced with nobody waiting, and a raised one starts the queue's
 waiting apps: the service stepped by hand on a 6-core memory cluster (``stepped_service.py``),
-the caps changed by the time-of-day plans' own entry point (``Service.apply_plan``, what their
-cron trigger calls)."""
+the caps changed by the time-of-day plans' own entry point (``service.plans.Plans.apply``, what
+their cron trigger calls)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_a_lowered_cap_takes_executors_back_and_a_raised_one_starts_the_waiting_
     a = s.submit("busy", **MIN_TWO, **{WORK: "30x120"})  # wants 30 executors for minutes
     s.until_true(lambda: s.executors(a) == (CORES,), "A to take the whole idle cluster")
 
-    s.service.apply_plan(LOWER)  # max_cores 6 -> 2; nobody else wants a core
+    s.service.plans.apply(LOWER)  # max_cores 6 -> 2; nobody else wants a core
     settle(s, (a,), (2,), "A down to the new cap (reclaim_timeout 0: killed at once)")
     assert s.app(a)["state"] == "RUNNING" and s.app(a)["target"] == 2
 
@@ -47,7 +47,7 @@ def test_a_lowered_cap_takes_executors_back_and_a_raised_one_starts_the_waiting_
     assert waiting["state"] == "ACCEPTED" and waiting["reason_code"] == "queue_max_cores", waiting
     assert "whose max_cores is 2" in waiting["reason"], waiting
 
-    s.service.apply_plan(RAISE)  # back to 6: B's two reserved executors fit beside A's floor
+    s.service.plans.apply(RAISE)  # back to 6: B's two reserved executors fit beside A's floor
     done = s.until(b, "FINISHED", cycles=200)
     assert done["exit_code"] == 0 and done["first_executor_at"]
     settle(s, (a,), (CORES,), "A back to the whole cluster once B is done")
