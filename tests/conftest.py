@@ -1,6 +1,7 @@
 """Fixtures for every test: a real local Spark cluster and its helpers (tests/sparkcluster.py),
 a real PostgreSQL server (tests/pgserver.py); in a parallel run, the tests on one real cluster
-kept on one worker (tests/xdist_groups.py); every JVM a test starts compiles with C1 only and,
+kept on one worker (tests/xdist_groups.py); a test hung past its timeout ends its worker, its
+stacks printed at the end (tests/hang_watch.py); every JVM a test starts compiles with C1 only and,
 when one was built (``make test`` builds it), maps the class-data-sharing archive of Spark's
 classes (tests/jvm_archive.py: ``~/.cache/sessionsched/jvm-archive``; a JVM whose class path
 does not fit it goes on without it, silently; ``SESSIONSCHED_JVM_ARCHIVE=off`` turns it off).
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import jvm_archive, wait_bounds, xdist_groups
+from tests import hang_watch, jvm_archive, wait_bounds, xdist_groups
 from tests.pgserver import pg_server  # noqa: F401
 from tests.sparkcluster import jvm_app_jar, pyspark_app, spark_cluster  # noqa: F401
 from tests.support.environment import _environment_as_it_was  # noqa: F401 - every test's
@@ -59,6 +60,7 @@ _OWN_JVM_TMPDIR: list[str] = []  # the directory this process made, to remove at
 def pytest_configure(config: pytest.Config) -> None:
     xdist_groups.choose_file(config)
     wait_bounds.choose_file(config)
+    hang_watch.start(config)
     java_options = os.environ.get("JAVA_TOOL_OPTIONS", "").split()
     if C1_ONLY not in java_options:
         java_options.append(C1_ONLY)
@@ -90,3 +92,4 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     wait_bounds.summary(terminalreporter, config)
+    hang_watch.summary(terminalreporter, config)

@@ -134,15 +134,23 @@ def test_version(client):
 
 class IdleRepl:
     """A session's REPL process that never reports: its session stays as created. It ends
-    with the test (``ended``), and with it the sessions' sweeper."""
+    with the test that made it (``end_all``), and with it the sessions' sweeper: one left
+    running ended its session an hour later, from a test long gone."""
 
-    ended = False
+    made: list[IdleRepl] = []
 
     def __init__(self, *args, **kwargs):
-        pass
+        self.ended = False
+        IdleRepl.made.append(self)
 
     def poll(self):
-        return 0 if IdleRepl.ended else None
+        return 0 if self.ended else None
+
+    @classmethod
+    def end_all(cls) -> None:
+        for repl in cls.made:
+            repl.ended = True
+        cls.made.clear()
 
 
 @pytest.fixture
@@ -151,11 +159,12 @@ def session(client, monkeypatch):
     from sessionsched.doors.livy import interactive
     monkeypatch.setattr(interactive, "subprocess", SimpleNamespace(
         Popen=IdleRepl, DEVNULL=subprocess.DEVNULL, STDOUT=subprocess.STDOUT))
-    monkeypatch.setattr(IdleRepl, "ended", False)
-    r = client.post("/sessions", json={"kind": "pyspark"})
-    assert r.status_code == 201, r.text
-    yield r.json()["id"]
-    IdleRepl.ended = True
+    try:
+        r = client.post("/sessions", json={"kind": "pyspark"})
+        assert r.status_code == 201, r.text
+        yield r.json()["id"]
+    finally:
+        IdleRepl.end_all()
 
 
 def test_a_session_with_a_lone_surrogate_is_refused_and_not_kept(client, session, db):
