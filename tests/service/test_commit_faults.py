@@ -36,7 +36,7 @@ def kill_over_http(s, app_id: str) -> dict:
     """POST .../kill from another thread while this one runs the cycles; the answer."""
     answer: dict = {}
     t = threading.Thread(target=lambda: answer.update(
-        r=s.client.post(f"/api/v1/apps/{app_id}/kill")))
+        r=s.client.post(f"/api/v1/apps/{app_id}/kill")), daemon=True)
     t.start()
     for _ in range(200):
         t.join(0.05)

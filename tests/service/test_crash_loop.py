@@ -54,7 +54,8 @@ class Clients:
         self._lock = threading.Lock()
 
     def run(self, url: str, n: int = 4) -> list[threading.Thread]:
-        threads = [threading.Thread(target=self._client, args=(url,)) for _ in range(n)]
+        threads = [threading.Thread(target=self._client, args=(url,), daemon=True)
+                   for _ in range(n)]
         for t in threads:
             t.start()
         return threads

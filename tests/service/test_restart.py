@@ -149,7 +149,8 @@ def test_a_crash_loses_no_acknowledged_submission(tmp_path, state_dir, offline_c
 
     server = ServerProcess.start(config, tmp_path / "first")
     try:
-        threads = [threading.Thread(target=client, args=(server.url,)) for _ in range(8)]
+        threads = [threading.Thread(target=client, args=(server.url,), daemon=True)
+                   for _ in range(8)]
         for t in threads:
             t.start()
         wait_until(lambda: len(acked) >= 300, 60, "300 acknowledged submissions")
