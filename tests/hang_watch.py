@@ -25,7 +25,9 @@ from pathlib import Path
 import pytest
 
 ENV = "SESSIONSCHED_HANG_DIR"
-GRACE_S = 120.0  # what the timeout's own failure and the teardown after it may still take
+# What the timeout's own failure and the teardown after it may still take (shorter for this
+# module's own test: tests/test_hang_watch.py).
+GRACE_S = float(os.environ.get("SESSIONSCHED_HANG_GRACE_S", "120"))
 EXIT_S = 300.0  # a process's end, from its session's finish
 NO_TIMEOUT_S = 3600.0  # a test whose timeout is turned off (0) is still watched
 _file: list = []  # where this process writes
@@ -33,11 +35,14 @@ _worker: list = []  # a worker's own file, emptied whenever no test overran
 
 
 def timeout_of(item: pytest.Item) -> float:
-    """The timeout pytest-timeout applies to ``item``: its mark's, else the configured one."""
+    """The timeout pytest-timeout applies to ``item``: its mark's, else ``--timeout``'s, else
+    the configured one."""
     mark = item.get_closest_marker("timeout")
     value = None
     if mark is not None:
         value = mark.kwargs.get("timeout", mark.args[0] if mark.args else None)
+    if value is None:
+        value = item.config.getoption("timeout", None)
     if value is None:
         value = item.config.getini("timeout") or 0
     return float(value) or NO_TIMEOUT_S
