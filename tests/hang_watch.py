@@ -57,6 +57,7 @@ def start(config: pytest.Config) -> None:
         _worker.append(open(path, "w+"))  # noqa: SIM115 - open as long as the process
         _file.append(_worker[0])
     else:
+        os.environ.pop(ENV, None)  # an outer run's, inherited: not this run's to print
         if config.getoption("dist", "no") != "no":  # workers will start
             os.environ[ENV] = tempfile.mkdtemp(prefix="sessionsched-hangs-")
         _file.append(os.fdopen(os.dup(2), "w"))
