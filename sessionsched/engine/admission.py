@@ -229,7 +229,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         nxt[name] = i
         return False
 
-    deferred: dict[str, tuple[LeafView | None, AppSpec, int]] = {}  # leaf -> (view, head, ...)
+    deferred: dict[str, tuple[LeafView, AppSpec, int]] = {}  # leaf -> (view, head, ...)
 
     def defer(name: str, head: AppSpec, reason: Wait, before: int) -> bool:
         """The leaf's app ``head`` waits: the leaf's first such app gives the leaf its wait.
@@ -247,10 +247,9 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
 
     heads: dict[str, Rank] = {}  # leaf -> its head's rank, until the head changes
     limits, kept = room.limit_waits, kept or {}
-    for name in sorted([*views, *kept]) if kept else sorted(views):
-        if name in kept:  # as ``defer`` would have it (its entry in ``deferred``: if needed)
-            waiting[name] = kept[name][1]
-            continue
+    # The kept waits as ``defer`` would have them (their entries in ``deferred``: if needed).
+    waiting.update({name: k[1] for name, k in kept.items()})
+    for name in sorted(views):
         view, path = views[name], tree.path[name]
         if not pass_held(name):
             del views[name]
@@ -336,11 +335,14 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
             settle(node.name)
     if admitted:
         n = len(admitted)
-        deferred.update((name, (None, head, 0)) for name, (head, _) in kept.items())
         for name, (view, head, before) in deferred.items():
             if before < n and _said_again(waiting[name], before, tree.path[name], limited_at):
-                view = view or view_of(name)  # type: ignore[misc]
                 waiting[name] = defer_reason(view, head, tree.path[name], room) or waiting[name]
+        for name, (head, wait) in kept.items():  # deferred before the first admission
+            if wait.code not in _LEAF_WAITS or limited_at and _said_again(
+                    wait, 0, tree.path[name], limited_at):
+                waiting[name] = defer_reason(view_of(name), head,  # type: ignore[misc]
+                                             tree.path[name], room) or waiting[name]
     return Plan(tuple(admitted), waiting, frozenset(ahead), held)
 
 

@@ -21,7 +21,7 @@ all of them, and every engine holds a copy of every queued app.
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ...model import AppSpec
@@ -49,6 +49,9 @@ class LimitWaits:
         self._below: dict[str, tuple[str, ...]] = {}  # limited queue -> the leaves below it
         self._counts: dict[str, int] = {}  # limited queue -> its apps, here and elsewhere
         self._taken: dict[str, tuple[AppSpec, Wait]] = {}  # what the last ``split`` took
+        self._looked: list[str] = []  # the leaves the last ``split`` had looked at
+        self._dirty: set[str] = set()  # leaves whose kept wait changed since that ``split``
+        self._whole = True  # the next ``split`` goes through every head
 
     def start(self, tree: QueueTree, room: Room) -> None:
         """A cycle's admission starts on ``room`` (nothing admitted yet): the waits kept on
@@ -57,6 +60,7 @@ class LimitWaits:
         kept = self._kept
         if tree is not self._tree or room.workers is not self._workers:
             kept.clear()
+            self._whole = True
             self._tree, self._workers = tree, room.workers
             below: dict[str, list[str]] = {}
             for leaf in tree.leaves:
@@ -72,6 +76,7 @@ class LimitWaits:
         self._counts = counts
         moved = {leaf for name, n in counts.items() if was.get(name) != n
                  for leaf in self._below[name] if leaf in kept}
+        self._dirty |= moved
         for leaf in moved:
             head = kept[leaf][0]
             wait = queue_limits(None, head, tree.path[leaf], room)  # type: ignore[arg-type]
@@ -80,24 +85,37 @@ class LimitWaits:
             else:
                 kept[leaf] = (head, wait)
 
-    def split(self, heads: Mapping[str, Rank], read: Container[str] | None,
+    def split(self, heads: Mapping[str, Rank], read: Collection[str] | None,
               apps: Mapping[str, AppRecord]) -> tuple[list[str], dict[str, tuple[AppSpec, Wait]]]:
         """The leaves of ``heads`` (leaf -> its head's rank key) whose head must be looked at,
-        in their order; and the others, with their head and its kept wait. ``read``: the
-        leaves whose head may have moved since the last split (``QueueHeads.take_read``;
-        None: any): another leaf whose kept wait is the one the last split took is taken again
-        without a look at its head's record."""
-        look: list[str] = []
-        out: dict[str, tuple[AppSpec, Wait]] = {}
+        in name order; and the others, with their head and its kept wait (the caller reads,
+        never changes, that dict). ``read``: the leaves whose head may have moved since the
+        last split (``QueueHeads.take_read``; None: any).
+
+        Only those leaves, the ones whose kept wait changed since (``start``, ``keep``) and
+        the ones looked at last time are gone through again; every other leaf keeps what the
+        last split took for it, without a look at its head's record. A full cluster's cycle
+        moves a few heads of a hundred, and behind several clusters every engine splits them.
+        """
         kept, workers, path = self._kept, self._workers, self._tree.path  # type: ignore[union-attr]
-        last, self._taken = self._taken, out
-        for name, key in heads.items():
+        if read is None or self._whole:
+            names: Iterable[str] = heads
+            out: dict[str, tuple[AppSpec, Wait]] = {}
+            self._whole = False
+        else:
+            names = {*read, *self._dirty, *self._looked}
+            out = self._taken
+            for name in names:
+                out.pop(name, None)
+        self._dirty = set()
+        look: list[str] = []
+        for name in names:
+            key = heads.get(name)
+            if key is None:
+                continue
             k = kept.get(name)
             if k is None:
                 look.append(name)
-                continue
-            if read is not None and name not in read and last.get(name) is k:
-                out[name] = k
                 continue
             head = apps[key[2]].spec
             if k[0] is not head:
@@ -108,11 +126,14 @@ class LimitWaits:
                     continue
                 k = kept[name] = (head, k[1])
             out[name] = k
+        look.sort()
+        self._taken, self._looked = out, look
         return look, out
 
     def keep(self, leaf: str, head: AppSpec, wait: Wait) -> None:
         """The wait of the leaf's first queued app, which the workers can hold, as the cycle
         starts (no app admitted yet): kept if it is for a count."""
+        self._dirty.add(leaf)
         if wait.code in _FOR_A_COUNT:
             self._kept[leaf] = (head, wait)
         else:
