@@ -269,6 +269,7 @@ class Ledger:
         self._leaves: dict[str, list[int]] = {}
         self._frozen: dict[str | None, Totals] = {}  # leaf (None: the total) -> as last read
         self._last: dict[str, tuple[int, ...]] = {}  # app -> its counts (its leaf never changes)
+        self._watchers: list[set[str]] = []  # ``watch``
         # Custom resources (GPUs) of the admitted apps' executor floors and in-cluster drivers,
         # summed apart: few apps ask any, and the counts above are plain ints.
         self.floor_custom: Custom = ()
@@ -302,11 +303,11 @@ class Ledger:
             for i in compress(_FIELDS, moved):
                 total[i] += moved[i]
                 sums[i] += moved[i]
-        frozen = self._frozen
-        frozen.pop(None, None)
-        frozen.pop(leaf, None)
-        spec = rec.spec
-        if spec.executor.custom or spec.driver.custom:
+        self._frozen.pop(None, None)
+        self._frozen.pop(leaf, None)
+        for watcher in self._watchers:
+            watcher.add(leaf)
+        if rec.spec.executor.custom or rec.spec.driver.custom:
             self._refresh_custom(rec, new is not None)
 
     def _refresh_custom(self, rec: AppRecord, on_books: bool) -> None:
@@ -316,6 +317,12 @@ class Ledger:
             self._custom[rec.app_id] = new
         if new != old:
             self.floor_custom = combine(combine(self.floor_custom, old, -1), new, 1)
+
+    def watch(self) -> set[str]:
+        """A set the ledger adds each leaf to whose totals change; the watcher empties it."""
+        moved: set[str] = set()
+        self._watchers.append(moved)
+        return moved
 
     @property
     def total(self) -> Totals:
@@ -328,8 +335,7 @@ class Ledger:
         t = self._frozen.get(name)
         if t is None:
             sums = self._leaves.get(name)
-            t = NOTHING if sums is None else Totals._make(sums)
-            self._frozen[name] = t
+            t = self._frozen[name] = NOTHING if sums is None else Totals._make(sums)
         return t
 
     def usage_of(self, app_id: str) -> int:

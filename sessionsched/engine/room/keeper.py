@@ -10,12 +10,12 @@ parents' sums move by its difference. Admission spends the room: it gets copies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ...model import Resources
 from ..admission import Room
-from ..ledger import Totals
+from ..ledger import Ledger, Totals
 from ..tree import QueueTree
 from .limit_waits import LimitWaits
 from .shut_out import ShutOut
@@ -31,6 +31,9 @@ class RoomKeeper:
 
     def __init__(self) -> None:
         self._tree: QueueTree | None = None
+        self._ledger: Ledger | None = None
+        self._moved: set[str] = set()  # leaves whose totals changed (``Ledger.watch``)
+        self._queued: frozenset[str] = frozenset()  # the leaves with apps queued, as last seen
         self._reset()
         self.limit_waits = LimitWaits()
         self.shut_out = ShutOut()
@@ -53,7 +56,7 @@ class RoomKeeper:
              offered_later: Callable[[str], bool | str],
              weight_shares: Callable[[frozenset[str]], dict[str, float]],
              max_cores_left: Mapping[str, tuple[int, int]],
-             queued: Container[str] | None = None) -> Room:
+             queued: Collection[str] | None = None) -> Room:
         """``queued``: the leaves with apps queued (``QueueHeads.first``; None: read from the
         books)."""
         t = books.ledger.total
@@ -89,16 +92,29 @@ class RoomKeeper:
         room.limit_waits, room.shut_out = self.limit_waits, self.shut_out
         return room
 
-    def _bring_up_to_date(self, books: Books, queued: Container[str]) -> None:
+    def _bring_up_to_date(self, books: Books, queued: Collection[str]) -> None:
+        """The leaves whose totals changed or that gained or lost their queue since the last
+        call (every leaf, for another tree or ledger) are worked out again."""
         tree, ledger = books.tree, books.ledger
+        if ledger is not self._ledger:
+            self._ledger, self._moved = ledger, ledger.watch()
+            self._tree = None
+        now_queued = frozenset(queued)
         if tree is not self._tree:
             self._reset()
             self._tree = tree
             self._fill_in_order(tree)
+            names: Iterable[str] = tree.leaves
+        else:
+            names = [n for n in sorted(self._moved | (now_queued ^ self._queued))
+                     if n in self._seen]
+        self._moved.clear()
+        self._queued = now_queued
+        queued = now_queued
         seen, path, busy = self._seen, tree.path, self._busy
         admitted, usage, floors = self.admitted, self.usage, self.floors
         busy_moved = False
-        for name in tree.leaves:
+        for name in names:
             lt = ledger.leaf(name)
             waits = name in queued
             was = seen.get(name)
