@@ -334,7 +334,7 @@ class Federation:
         if plan.root is not None:
             self.root = plan.root
             self._limited = limited_queues(plan.root)
-            self._counts = Counts(self._limited)
+            self._counts.retree(self._limited)
             self._caps = SharedCaps(plan.root, self.names)
             for engine in self.engines.values():  # set again at its next step, if still capped
                 engine.max_cores_left, engine.arbitration_caps = {}, None

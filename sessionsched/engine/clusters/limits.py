@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...model import Queue
+from ..ledger import Ledger
 from ..scheduler import Scheduler
 
 
@@ -30,20 +31,46 @@ def running_in(engine: Scheduler, limited: Mapping[str, tuple[str, ...]]) -> dic
 class Counts:
     """Each cluster's apps per limited queue (``of``: as ``running_in`` gives them), and their
     sum over every cluster, kept from one step to the next: what an engine is told runs on the
-    others is the sum less its own, not a walk of the other clusters' counts per engine."""
+    others is the sum less its own, not a walk of the other clusters' counts per engine. A
+    cluster's are counted again only for the limited queues above the leaves whose totals
+    changed in its engine's books (``Ledger.watch``): a step moves a few of a hundred."""
 
     def __init__(self, limited: Mapping[str, tuple[str, ...]]):
+        self._watched: dict[str, tuple[Ledger, set[str]]] = {}  # cluster -> its ledger's watch
+        self.retree(limited)
+
+    def retree(self, limited: Mapping[str, tuple[str, ...]]) -> None:
+        """Another tree's limited queues: every cluster is counted whole at its next recount."""
         self.limited = limited
         self.of: dict[str, dict[str, int]] = {}
         self._sum: dict[str, int] = {}
+        self._above: dict[str, list[str]] = {}  # leaf -> the limited queues over it
+        for queue, leaves in limited.items():
+            for leaf in leaves:
+                self._above.setdefault(leaf, []).append(queue)
 
     def recount(self, name: str, engine: Scheduler) -> None:
         """Cluster ``name``'s counts as its engine's books stand."""
-        new, old, total = running_in(engine, self.limited), self.of.get(name, {}), self._sum
-        for queue, n in new.items():
-            if n != old.get(queue, 0):
-                total[queue] = total.get(queue, 0) + n - old.get(queue, 0)
-        self.of[name] = new
+        ledger = engine.books.ledger
+        watched = self._watched.get(name)
+        if watched is None or watched[0] is not ledger:
+            watched = self._watched[name] = (ledger, ledger.watch())
+        moved, mine = watched[1], self.of.get(name)
+        if mine is None:
+            mine = self.of[name] = {}
+            was: dict[str, int] = {}
+            now = running_in(engine, self.limited)
+        else:
+            queues = {q for leaf in moved for q in self._above.get(leaf, ())}
+            now = running_in(engine, {q: self.limited[q] for q in queues}) if queues else {}
+            was = mine
+        moved.clear()
+        total = self._sum
+        for queue, n in now.items():
+            before = was.get(queue, 0)
+            if n != before:
+                total[queue] = total.get(queue, 0) + n - before
+        mine.update(now)
 
     def elsewhere(self, here: str) -> dict[str, int]:
         """Limited queue -> its apps on every cluster but ``here``; the queues with none left
