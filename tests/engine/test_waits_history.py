@@ -16,7 +16,9 @@ cluster's capacity and driver slots changing. After each step, for every leaf wi
 * every app behind the head has ``behind_app``, naming the head and how many are ahead of it;
 * an app is held aside with ``does_not_fit_now`` exactly when ``placement.never_fits`` says the
   cluster as it is now cannot hold it (the capacity shrinks in these histories), with that
-  line; the head is the first app not held aside.
+  line; the head is the first app not held aside;
+* admission's room as the engine keeps it between steps (each leaf worked out again only when
+  its totals or its queue moved) is the room a keeper that has seen nothing builds.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from sessionsched.engine.budget import UNBOUNDED, CycleBudget
 from sessionsched.engine.ledger import Ledger
 from sessionsched.engine.needs import NeedBook
 from sessionsched.engine.placement import Workers, never_fits
+from sessionsched.engine.room.keeper import RoomKeeper
 from sessionsched.engine.scheduler import Scheduler
 from sessionsched.engine.view import ViewKeeper
 from sessionsched.engine.waits import PRECEDENCE, Wait, WaitCode
@@ -356,7 +359,25 @@ def play(seed: int, steps: int, budget: CycleBudget = UNBOUNDED) -> Counter:
         out = cluster.step(events)
         launched = sum(1 for d in out if isinstance(d, LaunchDriver))
         check_waits(sched, budget.admit is not None and launched >= budget.admit, seen, out)
+        assert room_figures(sched._room()) == room_figures(fresh_keeper_room(sched))
     return seen
+
+
+ROOM_FIGURES = ("admitted_in", "usage_cores", "floor_cores_in", "drivers_in", "whole_in",
+                "unbounded_in", "ahead_in", "weight_share", "free", "uncommitted",
+                "driver_slots_free", "host_free", "host_drivers")
+
+
+def room_figures(room: Room) -> dict:
+    return {f: getattr(room, f) for f in ROOM_FIGURES}
+
+
+def fresh_keeper_room(sched: Scheduler) -> Room:
+    """The room as a keeper that has seen nothing before builds it: the engine's keeper works
+    out again only the leaves that moved since its last call (``engine/room/keeper.py``)."""
+    return RoomKeeper().room(sched.books, sched.capacity, sched.driver_slots, sched.host_room,
+                             sched.reports, sched.elsewhere, sched.offered_later,
+                             sched._weight_shares, sched.max_cores_left)
 
 
 @pytest.mark.parametrize("seed", range(40), ids=[f"history {s}" for s in range(40)])
