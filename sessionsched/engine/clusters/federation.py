@@ -223,6 +223,7 @@ class Federation:
         cluster only (copies being withdrawn aside), a queued app queued exactly where its
         copies are."""
         out = [f"{name}: {p}" for name, e in self.engines.items() for p in e.check()]
+        out += self._counts.check(self.engines)
         for name, engine in self.engines.items():
             for app_id, rec in engine.apps.items():
                 if app_id in self.withdraw[name]:

@@ -72,6 +72,19 @@ class Counts:
                 total[queue] = total.get(queue, 0) + n - before
         mine.update(now)
 
+    def check(self, engines: Mapping[str, Scheduler]) -> list[str]:
+        """The kept counts against a count of every cluster's books (``Federation.check``)."""
+        out = [f"{name}: apps per limited queue {mine}, its books say {now}"
+               for name, mine in self.of.items()
+               if mine != (now := running_in(engines[name], self.limited))]
+        summed: dict[str, int] = {}
+        for mine in self.of.values():
+            for queue, n in mine.items():
+                summed[queue] = summed.get(queue, 0) + n
+        if {q: n for q, n in summed.items() if n} != {q: n for q, n in self._sum.items() if n}:
+            out.append(f"apps per limited queue over every cluster {self._sum}, not {summed}")
+        return out
+
     def elsewhere(self, here: str) -> dict[str, int]:
         """Limited queue -> its apps on every cluster but ``here``; the queues with none left
         out."""
