@@ -4,7 +4,9 @@
 placed) cluster, its reason code (the API's ``reason_code`` when the server sends one) and
 sentence, who is ahead of it in its queue and who runs there (each with executors held /
 target / demand: how big they are, and its cluster), its estimated start and its
-counter-offer (docs/design/estimates.md).
+counter-offer (docs/design/estimates.md). For an app that runs: its executors held against its
+target and demand, how its queue divides when it is given less than it wants, and what the
+cluster has free while it holds fewer than its target (``executor_lines``).
 
 ``top`` is a live terminal view (rich ``Live``) refreshed every ``--interval`` seconds until
 Ctrl-C: the queues, the running apps with executors / target / demand (and, behind several
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from rich.console import Group
 from rich.live import Live
@@ -41,14 +45,20 @@ def on(app: App) -> str:
     return f", on cluster {app.raw['cluster']}" if app.raw.get("cluster") else ""
 
 
-def why_lines(app: App, queue_apps: list[App], queue: dict | None = None) -> list[str]:
+def why_lines(app: App, queue_apps: list[App], queue: dict | None = None,
+              cluster: Mapping[str, Any] | None = None) -> list[str]:
     """``why``'s answer; ``queue_apps``: every app of the app's queue, queued in order first;
-    ``queue``: its queue's row, for an app that asks for custom resources (their use there)."""
+    ``queue``: its queue's row (its policy; for an app that asks for custom resources, their
+    use there); ``cluster``: the cluster's answer, for an admitted app holding fewer executors
+    than its target (``executor_lines``)."""
     where = f", position {app.position} in {app.queue}" if app.position else f" in {app.queue}"
     lines = [f"{app.id} ({app.name}, {app.user or 'no user'}): {app.state.value}{where}, "
              f"priority {app.priority}{on(app)}"]
     if app.state is not AppState.ACCEPTED:
         lines.append(f"not waiting: {app.reason}" if app.reason else "not waiting")
+        if app.state.admitted and not app.state.terminal:
+            lines += executor_lines(app, cluster)
+            lines += running_lines(app, queue_apps, queue)
         return lines
     if app.reason_code:
         lines.append(f"reason code: {app.reason_code}")
@@ -58,33 +68,81 @@ def why_lines(app: App, queue_apps: list[App], queue: dict | None = None) -> lis
         lines += queue_lines(queue)
     ahead = [a for a in queue_apps if a.state is AppState.ACCEPTED and a.position
              and app.position and a.position < app.position]
-    running = [a for a in queue_apps if a.state.admitted and not a.state.terminal]
     lines.append(f"ahead of it in {app.queue}: {len(ahead)} queued"
                  + (" (executors held/target/demand):" if ahead else ""))
     lines += [f"  {a.position}. {a.id} {a.name} priority {a.priority}, {size(a)}"
               for a in ahead[:AHEAD_SHOWN]]
     if len(ahead) > AHEAD_SHOWN:
         lines.append(f"  ... and {len(ahead) - AHEAD_SHOWN} more")
-    lines.append(f"running in {app.queue}: {len(running)}"
-                 + (" (executors held/target/demand):" if running else ""))
-    lines += [f"  {a.id} {a.name} {a.state.value} priority {a.priority}, {size(a)}{on(a)}"
-              for a in running[:AHEAD_SHOWN]]
-    if len(running) > AHEAD_SHOWN:
-        lines.append(f"  ... and {len(running) - AHEAD_SHOWN} more")
+    lines += running_lines(app, queue_apps)
     start = estimated(app)
     lines.append(f"estimated start: {start if start != '-' else 'not estimated yet'}")
     lines.append(f"counter-offer: {app.offer_text or 'none'}")
     return lines
 
 
+def running_lines(app: App, queue_apps: list[App], queue: dict | None = None) -> list[str]:
+    """The apps running in ``app``'s queue, each with executors held/target/demand; for an
+    admitted app given less than it wants, headed by how its queue divides (its policy)."""
+    running = [a for a in queue_apps if a.state.admitted and not a.state.terminal]
+    if app.state.admitted and app.target < app.demand and queue and queue.get("policy"):
+        head = (f"its target is below its demand: {app.queue} ({queue['policy']}) divides its"
+                f" executors among {len(running)} running app(s)")
+    else:
+        head = f"running in {app.queue}: {len(running)}"
+    lines = [head + (" (executors held/target/demand):" if running else "")]
+    lines += [f"  {a.id} {a.name} {a.state.value} priority {a.priority}, {size(a)}{on(a)}"
+              for a in running[:AHEAD_SHOWN]]
+    if len(running) > AHEAD_SHOWN:
+        lines.append(f"  ... and {len(running) - AHEAD_SHOWN} more")
+    return lines
+
+
+def executor_lines(app: App, cluster: Mapping[str, Any] | None) -> list[str]:
+    """An admitted app's executors: held against its target (its share now) and its demand
+    (what it asks for); while it holds fewer than its target, what the cluster has free for
+    them at the backend's last report - per custom resource its executors ask for, whether
+    one worker has that much free (an executor runs on one worker). ``cluster``: the API's
+    ``/api/v1/cluster`` answer (None: not read); behind several clusters its workers are
+    every cluster's, so no figure is drawn from them."""
+    lines = [f"executors: {app.executors} held, target {app.target}, demand {app.demand}"]
+    if app.executors >= app.target or not cluster or cluster.get("clusters"):
+        return lines
+    workers = cluster.get("workers") or []
+    asks = (app.raw.get("resources") or {}).get("executor") or {}
+    for name, each in sorted(asks.items()):
+        free = (cluster.get("resources") or {}).get(name, {})
+        most = max(((w.get("free_resources") or {}).get(name, 0) for w in workers), default=0)
+        whole = (f"{free['free']} of {free['capacity']} free in the cluster"
+                 if free.get("free") is not None else "")
+        if most < each:
+            whole = whole or f"the most on one worker: {most:g}"
+            lines.append(f"waiting for {name}: each executor asks {each:g} {name} and no"
+                         f" worker has that much free ({whole}); it comes as apps above their"
+                         " target give executors back")
+            return lines
+    if workers:
+        most = max(workers, key=lambda w: (w["free_cores"], w["free_memory_mib"]))
+        free_cores = sum(w["free_cores"] for w in workers)
+        free_mem = sum(w["free_memory_mib"] for w in workers)
+        lines.append(f"the cluster has {free_cores} cores/{free_mem} MiB free (the most on one"
+                     f" worker: {most['free_cores']} cores/{most['free_memory_mib']} MiB):"
+                     " executors granted may still be starting, or wait for room that other"
+                     " apps give back")
+    return lines
+
+
 def _why(args: argparse.Namespace) -> int:
     def action(client: SchedulerClient) -> int:
         app = client.app(args.id)
-        queue_apps = client.apps(queue=app.queue) if app.state is AppState.ACCEPTED else []
+        live = not app.state.terminal
+        queue_apps = client.apps(queue=app.queue) if live else []
         queue = None
-        if app.state is AppState.ACCEPTED and app.raw.get("resources"):
+        if live and (app.state.admitted or app.raw.get("resources")):
             queue = next((q.raw for q in client.queues() if q.name == app.queue), None)
-        print("\n".join(why_lines(app, queue_apps, queue)))
+        short = app.state.admitted and live and app.executors < app.target
+        cluster = client.cluster() if short else None
+        print("\n".join(why_lines(app, queue_apps, queue, cluster)))
         return 0
 
     return call(args, action)
@@ -163,7 +221,10 @@ def add_parser(subparsers) -> None:
         "why", help="why an application waits, and when it will start",
         description="Why an application waits: its reason (code and sentence), who is ahead "
         "of it and who runs in its queue (executors held/target/demand), its estimated start "
-        "and its counter-offer; behind several clusters, the cluster each placed app is on.")
+        "and its counter-offer; behind several clusters, the cluster each placed app is on. "
+        "For a running app: its executors held against its target and demand, how its queue "
+        "divides, and, while it holds fewer than its target, what the cluster has free (per "
+        "custom resource: on one worker).")
     p.add_argument("id", metavar="ID", help="submission id")
     add_connection_options(p)
     p.set_defaults(func=_why)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import urllib.request
 
+import pytest
+
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import wait_until
 from tests.support.cli_helpers import run_cli
@@ -83,3 +85,126 @@ def test_why_names_the_apps_resources_and_their_use_in_its_queue():
     assert "gpu in root.ml: 3 held, capped at 4, guaranteed 2" in lines
     plain = App.from_json({k: v for k, v in app.raw.items() if k != "resources"})
     assert not any("gpu in" in line or "custom" in line for line in why_lines(plain, [plain]))
+
+
+def _admitted(held: int, target: int, demand: int, asks: dict | None = None, **kw):
+    from sessionsched.client import App
+
+    return App.from_json({
+        "id": "driver-2", "name": "train", "user": "ann", "queue": "root.ml", "priority": 5000,
+        "state": "RUNNING", "position": None, "reason": "driver launched",
+        "executors": held, "target": target, "demand": demand, **kw,
+        **({"resources": {"executor": asks, "driver": {}, "held": {}}} if asks else {})})
+
+
+def _cluster(free_gpus: tuple[int, ...], several: bool = False) -> dict:
+    workers = [{"name": f"w{i}", "cores": 8, "memory_mib": 16384, "free_cores": 4 - i,
+                "free_memory_mib": 8192, "resources": {"gpu": 2}, "free_resources": {"gpu": n}}
+               for i, n in enumerate(free_gpus)]
+    answer = {"workers": workers, "resources": {"gpu": {"capacity": 2 * len(workers), "used": 0,
+                                                         "free": sum(free_gpus)}}}
+    return {**answer, "clusters": [{"name": "a"}, {"name": "b"}]} if several else answer
+
+
+WHY_ADMITTED = {  # name: (app, cluster, lines expected, lines not expected (by their start))
+    "no GPU free on any worker": (
+        _admitted(0, 1, 2, {"gpu": 1}), _cluster((0, 0)),
+        ["executors: 0 held, target 1, demand 2",
+         "waiting for gpu: each executor asks 1 gpu and no worker has that much free (0 of 4"
+         " free in the cluster); it comes as apps above their target give executors back"],
+        ["the cluster has"]),
+    "a GPU free, but not two on one worker": (
+        _admitted(0, 1, 1, {"gpu": 2}), _cluster((1, 1)),
+        ["waiting for gpu: each executor asks 2 gpu and no worker has that much free (2 of 4"
+         " free in the cluster); it comes as apps above their target give executors back"],
+        []),
+    "GPUs free: the cores and memory free are said": (
+        _admitted(1, 2, 2, {"gpu": 1}), _cluster((1, 0)),
+        ["the cluster has 7 cores/16384 MiB free (the most on one worker: 4 cores/8192 MiB):"
+         " executors granted may still be starting, or wait for room that other apps give"
+         " back"],
+        ["waiting for"]),
+    "no custom resource asked": (
+        _admitted(0, 3, 3), _cluster((0, 0)),
+        ["the cluster has 7 cores/16384 MiB free (the most on one worker: 4 cores/8192 MiB):"
+         " executors granted may still be starting, or wait for room that other apps give"
+         " back"],
+        ["waiting for"]),
+    "as many as its target: nothing is short": (
+        _admitted(2, 2, 5, {"gpu": 1}), _cluster((0, 0)),
+        ["executors: 2 held, target 2, demand 5"], ["waiting for", "the cluster has"]),
+    "behind several clusters the workers are every cluster's: no figure": (
+        _admitted(0, 1, 1, {"gpu": 1}, cluster="a"), _cluster((0, 0), several=True),
+        ["executors: 0 held, target 1, demand 1"], ["waiting for", "the cluster has"]),
+}
+
+
+@pytest.mark.parametrize("case", list(WHY_ADMITTED))
+def test_why_says_what_an_admitted_apps_executors_wait_for(case):
+    from sessionsched.commands.inspect import executor_lines
+
+    app, cluster, expected, unexpected = WHY_ADMITTED[case]
+    lines = executor_lines(app, cluster)
+    assert all(line in lines for line in expected), lines
+    assert not any(line.startswith(u) for line in lines for u in unexpected), lines
+
+
+@pytest.mark.parametrize("target,demand,policy,head", [
+    (1, 2, "fairshare", "its target is below its demand: root.ml (fairshare) divides its"
+                        " executors among 2 running app(s) (executors held/target/demand):"),
+    (2, 2, "fairshare", "running in root.ml: 2 (executors held/target/demand):"),
+    (1, 2, None, "running in root.ml: 2 (executors held/target/demand):"),
+], ids=["given less than it wants", "given what it wants", "no queue row"])
+def test_why_says_how_the_queue_divides_when_an_app_gets_less_than_it_wants(
+        target, demand, policy, head):
+    from sessionsched.commands.inspect import why_lines
+
+    app = _admitted(0, target, demand)
+    other = _admitted(2, 2, 2, id="driver-3")
+    queue = {"name": "root.ml", "policy": policy} if policy else None
+    lines = why_lines(app, [app, other], queue)
+    assert lines[1:4] == ["not waiting: driver launched",
+                          f"executors: 0 held, target {target}, demand {demand}", head]
+    assert "  driver-3 train RUNNING priority 5000, 2/2/2" in lines
+
+
+def test_why_of_an_app_whose_executors_wait_for_a_gpu_held_by_another(tmp_path, app_dir):
+    """Two GPU apps in a fairshare queue on one worker of 2 GPUs; the first holds both and,
+    with ``reclaim_timeout: -1``, gives one back only once idle: the second's share is one
+    GPU executor it cannot have yet, and ``why`` says what it waits for."""
+    config = {
+        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
+        "cluster": {"backend": "memory", "driver_start_s": 0.2, "executor_start_s": 0.2,
+                    "worker_groups": [{"count": 1, "cores": 8, "memory": "16g",
+                                       "resources": {"gpu": 2}}]},
+        "defaults": {"queue": "root.ml"},
+        "queues": [{"name": "root", "queues": [{"name": "ml", "policy": "fairshare",
+                                                "reclaim_timeout": -1}]}],
+    }
+    two = ("spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1",
+           "spark.dynamicAllocation.maxExecutors=2", "spark.sessionsched.memory.work=2x600")
+    conf = [a for c in two for a in ("--conf", c)]
+    server = ServerProcess.start(config, tmp_path / "server")
+    try:
+        first = run_cli("submit", "--server", server.url, *conf, "job.py", cwd=app_dir)
+        assert first.returncode == 0, first.stderr
+        wait_until(lambda: get(server, f"/api/v1/apps/{first.stdout.strip()}")
+                   .get("resources", {}).get("held") == {"gpu": 2}, 60,
+                   "the first app to hold both GPUs")
+        second = run_cli("submit", "--server", server.url, *conf, "job.py", cwd=app_dir)
+        assert second.returncode == 0, second.stderr
+        app_id = second.stdout.strip()
+        wait_until(lambda: get(server, f"/api/v1/apps/{app_id}")["target"] == 1, 60,
+                   "the second app's share of one GPU executor")
+        # The workers' free room is the backend's last report (re-read every few seconds).
+        wait_until(lambda: get(server, "/api/v1/cluster")["resources"]["gpu"]["free"] == 0,
+                   60, "the cluster to report no GPU free")
+        why = run_cli("why", "--server", server.url, app_id)
+    finally:
+        server.stop()
+    assert why.returncode == 0, why.stderr
+    assert "executors: 0 held, target 1, demand 2" in why.stdout
+    assert ("waiting for gpu: each executor asks 1 gpu and no worker has that much free (0 of 2"
+            " free in the cluster)") in why.stdout
+    assert "its target is below its demand: root.ml (fairshare) divides its executors among 2" \
+        in why.stdout
