@@ -12,8 +12,8 @@ being reclaimed. Promising them twice would overcommit the cluster, so, in order
      back towards what their app holds, lowest rank first, until free >= 0 (a cut only cancels
      executors Spark has not started yet).
   3. Growth: apps with target > stays, in rank order (1. priority, highest first; 2.
-     submission sequence; 3. app id): grant = stays + the executors that fit in free (cores
-     and memory), taken from free as they go; with workers named, only those that also fit
+     submission sequence; 3. app id): grant = stays + the executors that fit in free (cores,
+     memory and each custom resource they ask for), taken from free as they go; with workers named, only those that also fit
      on one worker's free room (``place``: ``placement.free_now``). A target raised again
      while executors ordered back are still leaving is growth too: they go all the same.
   4. Every other app: grant = target (at or below its base: executors above it are reclaimed).
@@ -165,6 +165,11 @@ class Grants:
                 free_cores += cut * size.cores
                 free_mem += cut * size.mem_mib
                 out[app_id] = base - cut
+        # Custom resources (GPUs) free, for the executors that ask for one: with one worker
+        # or none named there is no ``place`` to count them, and a GPU granted twice waits.
+        free_custom = dict(capacity.custom)
+        for name, amount in self.custom_base.items():
+            free_custom[name] = free_custom.get(name, 0) - amount
         growing = sorted(self._growing.items(), key=lambda kv: kv[1][0])
         for app_id, (_, base, target, rec) in growing:
             base = out.get(app_id, base)
@@ -172,11 +177,15 @@ class Grants:
             more = min(target - base, max(free_cores, 0) // size.cores)
             if size.mem_mib:
                 more = min(more, max(free_mem, 0) // size.mem_mib)
+            for name, amount in size.custom:
+                more = min(more, max(free_custom.get(name, 0), 0) // amount)
             more = max(more, 0)
             if place is not None and more:
                 more = place(rec, more)
             free_cores -= more * size.cores
             free_mem -= more * size.mem_mib
+            for name, amount in size.custom:
+                free_custom[name] = free_custom.get(name, 0) - more * amount
             out[app_id] = base + more
         return out
 
