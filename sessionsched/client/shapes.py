@@ -47,6 +47,9 @@ class App:
     # While queued (docs/design/estimates.md): when it is estimated to start, and the counter-offer
     # (``executors``, ``estimated_start``, ``instead_of``, ``text``) if it has one.
     estimated_start: datetime | None = None
+    # Its target placed on the workers as they free (docs/user/api.md; an older server sends
+    # none: taken as its target).
+    grant: int = 0
     counter_offer: dict[str, Any] | None = None
     # A gang's ``executors``, ``timeout_s``, ``style`` and, while it reserves, ``reservation``
     # (docs/user/api.md); None: not a gang.
@@ -74,6 +77,7 @@ class App:
             executors=int(data.get("executors") or 0),
             target=int(data.get("target") or 0),
             demand=int(data.get("demand") or 0),
+            grant=int(data.get("grant", data.get("target")) or 0),
             spark_app_id=data.get("spark_app_id"),
             kind=data.get("kind") or "",
             reason=data.get("reason"),

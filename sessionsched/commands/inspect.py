@@ -4,9 +4,9 @@
 placed) cluster, its reason code (the API's ``reason_code`` when the server sends one) and
 sentence, who is ahead of it in its queue and who runs there (each with executors held /
 target / demand: how big they are, and its cluster), its estimated start and its
-counter-offer (docs/design/estimates.md). For an app that runs: its executors held against its
-target and demand, how its queue divides when it is given less than it wants, and what the
-cluster has free while it holds fewer than its target (``executor_lines``).
+counter-offer (docs/design/estimates.md). For an app that runs: its executors held and granted
+against its target and demand, how its queue divides when it is given less than it wants, and
+what the cluster has free while it is granted less than its target (``executor_lines``).
 
 ``top`` is a live terminal view (rich ``Live``) refreshed every ``--interval`` seconds until
 Ctrl-C: the queues, the running apps with executors / target / demand (and, behind several
@@ -49,7 +49,7 @@ def why_lines(app: App, queue_apps: list[App], queue: dict | None = None,
               cluster: Mapping[str, Any] | None = None) -> list[str]:
     """``why``'s answer; ``queue_apps``: every app of the app's queue, queued in order first;
     ``queue``: its queue's row (its policy; for an app that asks for custom resources, their
-    use there); ``cluster``: the cluster's answer, for an admitted app holding fewer executors
+    use there); ``cluster``: the cluster's answer, for an admitted app granted fewer executors
     than its target (``executor_lines``)."""
     where = f", position {app.position} in {app.queue}" if app.position else f" in {app.queue}"
     lines = [f"{app.id} ({app.name}, {app.user or 'no user'}): {app.state.value}{where}, "
@@ -99,24 +99,28 @@ def running_lines(app: App, queue_apps: list[App], queue: dict | None = None) ->
 
 
 def executor_lines(app: App, cluster: Mapping[str, Any] | None) -> list[str]:
-    """An admitted app's executors: held against its target (its share now) and its demand
-    (what it asks for); while it holds fewer than its target, what the cluster has free for
-    them at the backend's last report - per custom resource its executors ask for, whether
-    one worker has that much free (an executor runs on one worker). ``cluster``: the API's
-    ``/api/v1/cluster`` answer (None: not read); behind several clusters its workers are
-    every cluster's, so no figure is drawn from them."""
-    lines = [f"executors: {app.executors} held, target {app.target}, demand {app.demand}"]
-    if app.executors >= app.target or not cluster or cluster.get("clusters"):
+    """An admitted app's executors: held, granted (its target placed on the workers as they
+    free: what its agent lets it hold now), its target (its share now) and its demand (what it
+    asks for). Granted ones not up yet are starting. While its grant is below its target, what
+    the cluster has free for the rest at the backend's last report - per custom resource its
+    executors ask for, whether one worker has that much free (an executor runs on one worker),
+    else the cores and memory free. ``cluster``: the API's ``/api/v1/cluster`` answer (None:
+    not read); behind several clusters its workers are every cluster's, so no figure is drawn
+    from them."""
+    lines = [f"executors: {app.executors} held, {app.grant} granted, target {app.target},"
+             f" demand {app.demand}"]
+    if app.executors < app.grant:
+        lines.append(f"{app.grant - app.executors} granted executor(s) starting")
+    if app.grant >= app.target or not cluster or cluster.get("clusters"):
         return lines
     workers = cluster.get("workers") or []
     asks = (app.raw.get("resources") or {}).get("executor") or {}
     for name, each in sorted(asks.items()):
         free = (cluster.get("resources") or {}).get(name, {})
         most = max(((w.get("free_resources") or {}).get(name, 0) for w in workers), default=0)
-        whole = (f"{free['free']} of {free['capacity']} free in the cluster"
-                 if free.get("free") is not None else "")
         if most < each:
-            whole = whole or f"the most on one worker: {most:g}"
+            whole = (f"{free['free']} of {free['capacity']} free in the cluster"
+                     if free.get("free") is not None else f"the most on one worker: {most:g}")
             lines.append(f"waiting for {name}: each executor asks {each:g} {name} and no"
                          f" worker has that much free ({whole}); it comes as apps above their"
                          " target give executors back")
@@ -125,10 +129,10 @@ def executor_lines(app: App, cluster: Mapping[str, Any] | None) -> list[str]:
         most = max(workers, key=lambda w: (w["free_cores"], w["free_memory_mib"]))
         free_cores = sum(w["free_cores"] for w in workers)
         free_mem = sum(w["free_memory_mib"] for w in workers)
-        lines.append(f"the cluster has {free_cores} cores/{free_mem} MiB free (the most on one"
-                     f" worker: {most['free_cores']} cores/{most['free_memory_mib']} MiB):"
-                     " executors granted may still be starting, or wait for room that other"
-                     " apps give back")
+        lines.append(f"waiting for room: the cluster has {free_cores} cores/{free_mem} MiB free"
+                     f" (the most on one worker: {most['free_cores']} cores/"
+                     f"{most['free_memory_mib']} MiB); it comes as apps above their target give"
+                     " executors back")
     return lines
 
 
@@ -140,7 +144,7 @@ def _why(args: argparse.Namespace) -> int:
         queue = None
         if live and (app.state.admitted or app.raw.get("resources")):
             queue = next((q.raw for q in client.queues() if q.name == app.queue), None)
-        short = app.state.admitted and live and app.executors < app.target
+        short = app.state.admitted and live and app.grant < app.target
         cluster = client.cluster() if short else None
         print("\n".join(why_lines(app, queue_apps, queue, cluster)))
         return 0
@@ -222,9 +226,9 @@ def add_parser(subparsers) -> None:
         description="Why an application waits: its reason (code and sentence), who is ahead "
         "of it and who runs in its queue (executors held/target/demand), its estimated start "
         "and its counter-offer; behind several clusters, the cluster each placed app is on. "
-        "For a running app: its executors held against its target and demand, how its queue "
-        "divides, and, while it holds fewer than its target, what the cluster has free (per "
-        "custom resource: on one worker).")
+        "For a running app: its executors held and granted against its target and demand, "
+        "how its queue divides, and, while it is granted less than its target, what the "
+        "cluster has free (per custom resource: on one worker).")
     p.add_argument("id", metavar="ID", help="submission id")
     add_connection_options(p)
     p.set_defaults(func=_why)

@@ -117,6 +117,8 @@ class AppRead:
     spark_app_id: str | None
     warnings: tuple[str, ...]
     log_path: str | None
+    # Its target placed on the workers as they free: what the agent lets it hold now.
+    grant: int = 0
     # While queued: the last background estimate's (``service/estimating``); None otherwise.
     estimated_start: float | None = None
     counter_offer: CounterOffer | None = None
@@ -146,7 +148,7 @@ class AppRead:
             reason_code=reason_code, submitted_at=sub.submitted_at, started_at=facts.launched_at,
             first_executor_at=facts.first_executor_at, finished_at=facts.finished_at,
             exit_code=facts.exit_code, executors=facts.executors, target=facts.target,
-            demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
+            grant=facts.grant, demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
             log_path=log_path, estimated_start=estimate.start_at,
             counter_offer=estimate.offer, gang=sub.spec.gang, reservation=reservation)
 

@@ -87,13 +87,14 @@ def test_why_names_the_apps_resources_and_their_use_in_its_queue():
     assert not any("gpu in" in line or "custom" in line for line in why_lines(plain, [plain]))
 
 
-def _admitted(held: int, target: int, demand: int, asks: dict | None = None, **kw):
+def _admitted(held: int, grant: int, target: int, demand: int, asks: dict | None = None,
+              **kw):
     from sessionsched.client import App
 
     return App.from_json({
         "id": "driver-2", "name": "train", "user": "ann", "queue": "root.ml", "priority": 5000,
         "state": "RUNNING", "position": None, "reason": "driver launched",
-        "executors": held, "target": target, "demand": demand, **kw,
+        "executors": held, "grant": grant, "target": target, "demand": demand, **kw,
         **({"resources": {"executor": asks, "driver": {}, "held": {}}} if asks else {})})
 
 
@@ -106,36 +107,34 @@ def _cluster(free_gpus: tuple[int, ...], several: bool = False) -> dict:
     return {**answer, "clusters": [{"name": "a"}, {"name": "b"}]} if several else answer
 
 
+ROOM = ("waiting for room: the cluster has 7 cores/16384 MiB free (the most on one worker: 4"
+        " cores/8192 MiB); it comes as apps above their target give executors back")
+
 WHY_ADMITTED = {  # name: (app, cluster, lines expected, lines not expected (by their start))
     "no GPU free on any worker": (
-        _admitted(0, 1, 2, {"gpu": 1}), _cluster((0, 0)),
-        ["executors: 0 held, target 1, demand 2",
+        _admitted(0, 0, 1, 2, {"gpu": 1}), _cluster((0, 0)),
+        ["executors: 0 held, 0 granted, target 1, demand 2",
          "waiting for gpu: each executor asks 1 gpu and no worker has that much free (0 of 4"
          " free in the cluster); it comes as apps above their target give executors back"],
-        ["the cluster has"]),
+        ["waiting for room", "0 granted executor(s)"]),
     "a GPU free, but not two on one worker": (
-        _admitted(0, 1, 1, {"gpu": 2}), _cluster((1, 1)),
+        _admitted(0, 0, 1, 1, {"gpu": 2}), _cluster((1, 1)),
         ["waiting for gpu: each executor asks 2 gpu and no worker has that much free (2 of 4"
          " free in the cluster); it comes as apps above their target give executors back"],
         []),
     "GPUs free: the cores and memory free are said": (
-        _admitted(1, 2, 2, {"gpu": 1}), _cluster((1, 0)),
-        ["the cluster has 7 cores/16384 MiB free (the most on one worker: 4 cores/8192 MiB):"
-         " executors granted may still be starting, or wait for room that other apps give"
-         " back"],
-        ["waiting for"]),
+        _admitted(1, 1, 2, 2, {"gpu": 1}), _cluster((1, 0)), [ROOM], ["waiting for gpu"]),
     "no custom resource asked": (
-        _admitted(0, 3, 3), _cluster((0, 0)),
-        ["the cluster has 7 cores/16384 MiB free (the most on one worker: 4 cores/8192 MiB):"
-         " executors granted may still be starting, or wait for room that other apps give"
-         " back"],
-        ["waiting for"]),
-    "as many as its target: nothing is short": (
-        _admitted(2, 2, 5, {"gpu": 1}), _cluster((0, 0)),
-        ["executors: 2 held, target 2, demand 5"], ["waiting for", "the cluster has"]),
+        _admitted(0, 0, 3, 3), _cluster((0, 0)), [ROOM], ["waiting for gpu"]),
+    "granted its whole target: nothing awaited": (
+        _admitted(2, 2, 2, 5, {"gpu": 1}), _cluster((0, 0)),
+        ["executors: 2 held, 2 granted, target 2, demand 5"], ["waiting for", "2 granted"]),
+    "granted, not up yet: starting": (
+        _admitted(0, 2, 2, 2, {"gpu": 1}), _cluster((0, 0)),
+        ["2 granted executor(s) starting"], ["waiting for"]),
     "behind several clusters the workers are every cluster's: no figure": (
-        _admitted(0, 1, 1, {"gpu": 1}, cluster="a"), _cluster((0, 0), several=True),
-        ["executors: 0 held, target 1, demand 1"], ["waiting for", "the cluster has"]),
+        _admitted(0, 0, 1, 1, {"gpu": 1}, cluster="a"), _cluster((0, 0), several=True),
+        ["executors: 0 held, 0 granted, target 1, demand 1"], ["waiting for"]),
 }
 
 
@@ -159,12 +158,13 @@ def test_why_says_how_the_queue_divides_when_an_app_gets_less_than_it_wants(
         target, demand, policy, head):
     from sessionsched.commands.inspect import why_lines
 
-    app = _admitted(0, target, demand)
-    other = _admitted(2, 2, 2, id="driver-3")
+    app = _admitted(0, target, target, demand)
+    other = _admitted(2, 2, 2, 2, id="driver-3")
     queue = {"name": "root.ml", "policy": policy} if policy else None
     lines = why_lines(app, [app, other], queue)
-    assert lines[1:4] == ["not waiting: driver launched",
-                          f"executors: 0 held, target {target}, demand {demand}", head]
+    assert lines[1:5] == ["not waiting: driver launched",
+                          f"executors: 0 held, {target} granted, target {target}, demand {demand}",
+                          f"{target} granted executor(s) starting", head]
     assert "  driver-3 train RUNNING priority 5000, 2/2/2" in lines
 
 
@@ -203,7 +203,7 @@ def test_why_of_an_app_whose_executors_wait_for_a_gpu_held_by_another(tmp_path, 
     finally:
         server.stop()
     assert why.returncode == 0, why.stderr
-    assert "executors: 0 held, target 1, demand 2" in why.stdout
+    assert "executors: 0 held, 0 granted, target 1, demand 2" in why.stdout
     assert ("waiting for gpu: each executor asks 1 gpu and no worker has that much free (0 of 2"
             " free in the cluster)") in why.stdout
     assert "its target is below its demand: root.ml (fairshare) divides its executors among 2" \

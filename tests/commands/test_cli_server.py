@@ -15,7 +15,7 @@ from tests.support.cli_helpers import cli_env, run_cli
 
 APP_KEYS = {
     "id", "name", "user", "queue", "priority", "state", "position", "submitted_at",
-    "started_at", "first_executor_at", "finished_at", "exit_code", "executors", "target",
+    "started_at", "first_executor_at", "finished_at", "exit_code", "executors", "target", "grant",
     "demand", "spark_app_id", "kind", "reason", "reason_code", "warnings", "estimated_start",
     "counter_offer",
     "gang",  # the gang it asked for and its reservation (null: not a gang; docs/design/gangs.md)

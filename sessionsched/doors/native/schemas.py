@@ -157,6 +157,9 @@ class AppOut(NullsLeftOut):
     reason: str
     reason_code: str | None  # while it waits: why, from a closed set (docs/user/reasons.md)
     warnings: list[str]
+    # Its target placed on the workers as they free: the executors it may hold now (what its
+    # agent caps dynamic allocation at; below ``target`` while room for the rest is awaited).
+    grant: int = 0
     # While queued (ISO 8601; null: not estimated yet, or not within the estimate's horizon).
     estimated_start: str | None = None
     counter_offer: CounterOfferOut | None = None

@@ -88,6 +88,7 @@ def app_out(app: AppRead) -> AppOut:
         exit_code=app.exit_code,
         executors=app.executors,
         target=app.target,
+        grant=app.grant,
         demand=app.demand,
         spark_app_id=app.spark_app_id,
         kind=app.kind,
