@@ -13,9 +13,10 @@ being reclaimed. Promising them twice would overcommit the cluster, so, in order
      executors Spark has not started yet).
   3. Growth: apps with target > stays, in rank order (1. priority, highest first; 2.
      submission sequence; 3. app id): grant = stays + the executors that fit in free (cores,
-     memory and each custom resource they ask for), taken from free as they go; with workers named, only those that also fit
-     on one worker's free room (``place``: ``placement.free_now``). A target raised again
-     while executors ordered back are still leaving is growth too: they go all the same.
+     memory and each custom resource they ask for), taken from free as they go; with
+     workers named, only those that also fit on one worker's free room (``place``:
+     ``placement.free_now``). A target raised again while executors ordered back are still
+     leaving is growth too: they go all the same.
   4. Every other app: grant = target (at or below its base: executors above it are reclaimed).
 
 Hence, whenever the executors held fit in the capacity, the sum over apps of max(held, grant)

@@ -5,8 +5,8 @@ Every reader - the native API, Spark REST status, the dashboard, ``/metrics``, a
 takes ``ReadModel.view`` once and answers from it, so it can never see half a cycle, and never
 waits for one. A ``ReadView`` joins two books, each the only one of its kind in memory:
 
-- the engine's frozen view (``EngineView``): each app's scheduling state, priority, times,
-  executors, target, demand and queue place;
+- the engine's frozen view (``EngineView``): each app's state, priority, times, executors,
+  target, grant, demand and queue place;
 - the registry of accepted apps (``Submissions``): what each app was submitted with, which
   never changes (and where its driver's log is, once launched).
 
@@ -81,8 +81,7 @@ class CounterOffer:
 
 @dataclass(frozen=True)
 class StartEstimate:
-    """When a queued app is estimated to start (None: not within the estimate's horizon),
-    and its counter-offer if it has one."""
+    """When a queued app is estimated to start (None: beyond the horizon); its counter-offer."""
 
     start_at: float | None
     offer: CounterOffer | None = None
@@ -117,8 +116,7 @@ class AppRead:
     spark_app_id: str | None
     warnings: tuple[str, ...]
     log_path: str | None
-    # Its target placed on the workers as they free: what the agent lets it hold now.
-    grant: int = 0
+    grant: int = 0  # its target placed on the workers as they free: what its agent allows
     # While queued: the last background estimate's (``service/estimating``); None otherwise.
     estimated_start: float | None = None
     counter_offer: CounterOffer | None = None
@@ -148,8 +146,8 @@ class AppRead:
             reason_code=reason_code, submitted_at=sub.submitted_at, started_at=facts.launched_at,
             first_executor_at=facts.first_executor_at, finished_at=facts.finished_at,
             exit_code=facts.exit_code, executors=facts.executors, target=facts.target,
-            grant=facts.grant, demand=facts.demand, spark_app_id=facts.spark_app_id, warnings=sub.warnings,
-            log_path=log_path, estimated_start=estimate.start_at,
+            grant=facts.grant, demand=facts.demand, spark_app_id=facts.spark_app_id,
+            warnings=sub.warnings, log_path=log_path, estimated_start=estimate.start_at,
             counter_offer=estimate.offer, gang=sub.spec.gang, reservation=reservation)
 
     @staticmethod
