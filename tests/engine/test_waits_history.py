@@ -360,6 +360,8 @@ def play(seed: int, steps: int, budget: CycleBudget = UNBOUNDED) -> Counter:
         launched = sum(1 for d in out if isinstance(d, LaunchDriver))
         check_waits(sched, budget.admit is not None and launched >= budget.admit, seen, out)
         assert room_figures(sched._room()) == room_figures(fresh_keeper_room(sched))
+        queued = {leaf for leaf, pending in sched.books.pending.items() if len(pending)}
+        assert set(sched.waiting) <= queued, "a wait kept for a queue with nothing queued"
     return seen
 
 
