@@ -47,8 +47,24 @@ def _port_range(text: str) -> tuple[int, int]:
     return int(low), int(high)
 
 
+def _worker_share(low: int, high: int) -> tuple[int, int]:
+    """This pytest-xdist worker's slice of ``low``-``high`` (the whole range without workers).
+    A port is checked free when it is chosen and bound only once its JVM is up, seconds
+    later; two workers choosing in one range were once given the same port meanwhile, and
+    the second JVM could not bind it. A replacement for a crashed worker (``gw3`` of three)
+    shares a slice with a live one, as they all shared the range before."""
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if count <= 1 or not worker[2:].isdigit():
+        return low, high
+    size = (high - low + 1) // count
+    first = low + (int(worker[2:]) % count) * size
+    return first, first + size - 1
+
+
 # Agents sharing a machine each set their own range in SESSIONSCHED_TEST_PORTS ("LOW-HIGH").
-PORT_RANGE = _port_range(os.environ.get("SESSIONSCHED_TEST_PORTS", "17000-17999"))
+PORT_RANGE = _worker_share(*_port_range(os.environ.get("SESSIONSCHED_TEST_PORTS",
+                                                       "17000-17999")))
 
 SMALL = {
     "spark.executor.cores": "1",

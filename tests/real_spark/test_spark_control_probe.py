@@ -5,6 +5,11 @@ for."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from sessionsched.agent.spark_control import public_methods
@@ -26,21 +31,39 @@ def test_public_methods_reads_erased_signatures(text, expected):
     assert public_methods(text) == expected
 
 
+# Run in a Python of its own: launching the gateway forks this process (pyspark's
+# ``preexec_fn``), and a pytest worker that ran the Spark Connect tests before holds grpc's
+# threads, whose fork handling once ended the child before it could start the JVM. Its own
+# process also gives the JVM's standard error to the failure message.
+PROBE = """
+import json, sys
+from pyspark.java_gateway import launch_gateway
+from sessionsched.agent.spark_control import public_methods
+gateway = launch_gateway()
+try:
+    jvm, out = gateway.jvm, {}
+    for name in sys.argv[1:]:
+        methods = jvm.java.lang.Class.forName(name).getMethods()
+        one_by_one = sorted({(m.getName(), m.getParameterCount()) for m in methods})
+        read = sorted(public_methods(str(jvm.scala.runtime.ScalaRunTime.stringOf(methods))))
+        out[name] = [one_by_one, read]
+    print(json.dumps(out))
+finally:
+    gateway.shutdown()
+    gateway.proc.stdin.close()  # the JVM exits when its stdin closes (pyspark's contract)
+    gateway.proc.wait(30)
+"""
+CLASSES = ("org.apache.spark.ExecutorAllocationManager",
+           "org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend")
+
+
 @pytest.mark.cluster
 def test_public_methods_matches_reflection_method_by_method_on_sparks_classes():
-    from pyspark.java_gateway import launch_gateway
-
-    gateway = launch_gateway()
-    try:
-        jvm = gateway.jvm
-        for name in ("org.apache.spark.ExecutorAllocationManager",
-                     "org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend"):
-            methods = jvm.java.lang.Class.forName(name).getMethods()
-            one_by_one = {(m.getName(), m.getParameterCount()) for m in methods}
-            assert len(one_by_one) > 20
-            assert public_methods(str(jvm.scala.runtime.ScalaRunTime.stringOf(methods))) \
-                == one_by_one
-    finally:
-        gateway.shutdown()
-        gateway.proc.stdin.close()  # the JVM exits when its stdin closes (pyspark's contract)
-        gateway.proc.wait(30)
+    done = subprocess.run([sys.executable, "-c", PROBE, *CLASSES], capture_output=True,
+                          text=True, timeout=180, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(found) == sorted(CLASSES)
+    for one_by_one, read in found.values():
+        assert len(one_by_one) > 20
+        assert read == one_by_one
