@@ -31,12 +31,15 @@ import psycopg
 import pytest
 
 from sessionsched.backends.ports import free_port_in
+from tests.support.ports import worker_share
 
 # The range this project's machines reserve for it, below the kernel's ephemeral ports (an
 # outgoing connection may take one of those between the check and the bind);
 # ``$SESSIONSCHED_PG_PORTS`` ("LOW-HIGH") picks another (agents sharing a machine).
-PORT_RANGE = tuple(int(p) for p in os.environ.get("SESSIONSCHED_PG_PORTS",
-                                                  "24000-24999").split("-", 1))
+# Each pytest-xdist worker chooses in a slice of it (``support.ports``): (low, high), half open.
+_LOW, _HIGH = (int(p) for p in os.environ.get("SESSIONSCHED_PG_PORTS", "24000-24999").split("-", 1))
+_SHARE = worker_share(range(_LOW, _HIGH))
+PORT_RANGE = (_SHARE.start, _SHARE.stop)
 START_TIMEOUT_S = 60.0  # a loaded 2-core machine
 STOP_TIMEOUT_S = 30.0
 

@@ -39,6 +39,7 @@ from sessionsched.backends.local import ClusterError, LocalCluster
 from sessionsched.backends.ports import free_port_in, port_free
 from sessionsched.backends.spark_home import spark_home, spark_jars, spark_submit
 from tests import wait_bounds
+from tests.support.ports import worker_share
 
 T = TypeVar("T")
 
@@ -47,24 +48,11 @@ def _port_range(text: str) -> tuple[int, int]:
     return int(low), int(high)
 
 
-def _worker_share(low: int, high: int) -> tuple[int, int]:
-    """This pytest-xdist worker's slice of ``low``-``high`` (the whole range without workers).
-    A port is checked free when it is chosen and bound only once its JVM is up, seconds
-    later; two workers choosing in one range were once given the same port meanwhile, and
-    the second JVM could not bind it. A replacement for a crashed worker (``gw3`` of three)
-    shares a slice with a live one, as they all shared the range before."""
-    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if count <= 1 or not worker[2:].isdigit():
-        return low, high
-    size = (high - low + 1) // count
-    first = low + (int(worker[2:]) % count) * size
-    return first, first + size - 1
-
-
 # Agents sharing a machine each set their own range in SESSIONSCHED_TEST_PORTS ("LOW-HIGH").
-PORT_RANGE = _worker_share(*_port_range(os.environ.get("SESSIONSCHED_TEST_PORTS",
-                                                       "17000-17999")))
+# Each pytest-xdist worker chooses in a slice of it (``support.ports``).
+_LOW, _HIGH = _port_range(os.environ.get("SESSIONSCHED_TEST_PORTS", "17000-17999"))
+_SHARE = worker_share(range(_LOW, _HIGH + 1))
+PORT_RANGE = (_SHARE.start, _SHARE.stop - 1)
 
 SMALL = {
     "spark.executor.cores": "1",
