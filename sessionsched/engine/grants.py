@@ -141,6 +141,14 @@ class Grants:
                 sums[k] = sums.get(k, 0) + sign * v
         self.short_custom_cores += sign * c[3]
 
+    def free_custom(self, capacity: Resources) -> dict[str, int]:
+        """Each custom resource of ``capacity`` (or of a base) less the bases' (below 0 when
+        the capacity shrank under them)."""
+        free = dict(capacity.custom)
+        for name, amount in self.custom_base.items():
+            free[name] = free.get(name, 0) - amount
+        return free
+
     def sums(self) -> tuple[int, ...]:
         """Every running sum, to compare with a recount (``selfcheck``)."""
         return (self.cores, self.mem_mib, self.short_cores, self.short_mem_mib,
@@ -168,9 +176,7 @@ class Grants:
                 out[app_id] = base - cut
         # Custom resources (GPUs) free, for the executors that ask for one: with one worker
         # or none named there is no ``place`` to count them, and a GPU granted twice waits.
-        free_custom = dict(capacity.custom)
-        for name, amount in self.custom_base.items():
-            free_custom[name] = free_custom.get(name, 0) - amount
+        free_custom = self.free_custom(capacity)
         growing = sorted(self._growing.items(), key=lambda kv: kv[1][0])
         for app_id, (_, base, target, rec) in growing:
             base = out.get(app_id, base)

@@ -356,6 +356,5 @@ def _custom_workers(workers: Workers) -> frozenset[str]:
 def _custom_need(g: Grants, capacity: Resources) -> dict[str, int]:
     """Per custom resource: what the short apps lack, less what is free of it and what the
     orders out will free."""
-    have, base, freeing = dict(capacity.custom), g.custom_base, g.freeing_custom
-    return {k: v - (have.get(k, 0) - base.get(k, 0)) - freeing.get(k, 0)
-            for k, v in g.short_custom.items() if v > 0}
+    free, freeing = g.free_custom(capacity), g.freeing_custom
+    return {k: v - free.get(k, 0) - freeing.get(k, 0) for k, v in g.short_custom.items() if v > 0}
