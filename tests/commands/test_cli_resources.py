@@ -13,7 +13,7 @@ import pytest
 
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import wait_until
-from tests.support.cli_helpers import run_cli
+from tests.support.cli_helpers import gpu_memory_config, run_cli
 
 GPU = ("spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1",
        "spark.dynamicAllocation.maxExecutors=1")
@@ -26,14 +26,7 @@ def get(server, path: str):
 
 
 def test_gpu_capacity_and_use_in_the_api_the_cli_and_the_metrics(tmp_path, app_dir):
-    config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
-        "cluster": {"backend": "memory", "driver_start_s": 0.2, "executor_start_s": 0.2,
-                    "worker_groups": [{"count": 2, "cores": 4, "memory": "8g",
-                                       "resources": {"gpu": 2}}]},
-        "defaults": {"queue": "root.ml"},
-        "queues": [{"name": "root", "queues": [{"name": "ml"}]}],
-    }
+    config = gpu_memory_config(tmp_path / "state", 2, 4, "8g", 2, [{"name": "ml"}])
     server = ServerProcess.start(config, tmp_path / "server")
     try:
         conf = [a for c in ("spark.sessionsched.memory.work=1x60", *GPU) for a in ("--conf", c)]
@@ -172,15 +165,8 @@ def test_why_of_an_app_whose_executors_wait_for_a_gpu_held_by_another(tmp_path, 
     """Two GPU apps in a fairshare queue on one worker of 2 GPUs; the first holds both and,
     with ``reclaim_timeout: -1``, gives one back only once idle: the second's share is one
     GPU executor it cannot have yet, and ``why`` says what it waits for."""
-    config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
-        "cluster": {"backend": "memory", "driver_start_s": 0.2, "executor_start_s": 0.2,
-                    "worker_groups": [{"count": 1, "cores": 8, "memory": "16g",
-                                       "resources": {"gpu": 2}}]},
-        "defaults": {"queue": "root.ml"},
-        "queues": [{"name": "root", "queues": [{"name": "ml", "policy": "fairshare",
-                                                "reclaim_timeout": -1}]}],
-    }
+    config = gpu_memory_config(tmp_path / "state", 1, 8, "16g", 2, [
+        {"name": "ml", "policy": "fairshare", "reclaim_timeout": -1}])
     two = ("spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1",
            "spark.dynamicAllocation.maxExecutors=2", "spark.sessionsched.memory.work=2x600")
     conf = [a for c in two for a in ("--conf", c)]

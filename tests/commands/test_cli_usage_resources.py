@@ -12,20 +12,14 @@ import urllib.request
 
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import wait_until
-from tests.support.cli_helpers import run_cli
+from tests.support.cli_helpers import gpu_memory_config, run_cli
 
 GPU = ("spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1")
 
 
 def test_gpu_resource_seconds_per_app_and_queue(tmp_path, app_dir):
-    config = {
-        "server": {"state_dir": str(tmp_path / "state"), "cycle_ms": 50},
-        "cluster": {"backend": "memory", "driver_start_s": 0.2, "executor_start_s": 0.2,
-                    "worker_groups": [{"count": 1, "cores": 4, "memory": "8g",
-                                       "resources": {"gpu": 2}}]},
-        "defaults": {"queue": "root.gpu"},
-        "queues": [{"name": "root", "queues": [{"name": "gpu"}, {"name": "cpu"}]}],
-    }
+    config = gpu_memory_config(tmp_path / "state", 1, 4, "8g", 2,
+                               [{"name": "gpu"}, {"name": "cpu"}])
     server = ServerProcess.start(config, tmp_path / "server")
     try:
         ids = []

@@ -99,3 +99,18 @@ def app_dir(tmp_path) -> Path:
     d.mkdir()
     (d / "job.py").write_text("print('hello')\n")
     return d
+
+
+def gpu_memory_config(state: Path, workers: int, cores: int, memory: str, gpus: int,
+                      leaves: list[dict]) -> dict:
+    """A scheduler's config on a memory cluster of ``workers`` alike, each declaring ``gpus``
+    GPUs, quick to start drivers and executors; its queues: ``leaves`` under root, the first
+    the default."""
+    return {
+        "server": {"state_dir": str(state), "cycle_ms": 50},
+        "cluster": {"backend": "memory", "driver_start_s": 0.2, "executor_start_s": 0.2,
+                    "worker_groups": [{"count": workers, "cores": cores, "memory": memory,
+                                       "resources": {"gpu": gpus}}]},
+        "defaults": {"queue": f"root.{leaves[0]['name']}"},
+        "queues": [{"name": "root", "queues": leaves}],
+    }
