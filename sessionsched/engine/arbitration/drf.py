@@ -78,7 +78,7 @@ def per_core(custom: Custom, cores: float) -> Uses:
 
 
 def level(total: float, weights: Sequence[float], lo: Sequence[float],
-          hi: Sequence[float], past: Sequence[float]) -> float:
+          hi: Sequence[float], past: Sequence[float] | None) -> float:
     """The level L where sum clamp(w_i L - p_i, lo_i, hi_i) reaches ``total`` (``water_fill``'s
     sweep): ``math.inf`` if everyone's ``hi`` fits, 0 if not even the ``lo`` do."""
     if sum(hi) <= total:
@@ -99,49 +99,61 @@ def level(total: float, weights: Sequence[float], lo: Sequence[float],
 
 
 def fill(cores: float, weights: Sequence[float], lo: Sequence[float], hi: Sequence[float],
-         past: Sequence[float], uses: Sequence[Uses], budgets: Mapping[str, float]
+         past: Sequence[float] | None, uses: Sequence[Uses], budgets: Mapping[str, float]
          ) -> list[float]:
     """Progressive filling (module doc): each party's cores x_i = clamp(w_i L - p_i, lo_i,
     hi_i), L raised until a resource - the ``cores`` or a custom one in ``budgets``, of which
     party i uses ``uses[i][name]`` per core - runs out; the parties using it stop there, the
-    others go on. The ``lo`` always fit the cores (the caller's guarantee)."""
+    others go on. The ``lo`` always fit the cores (the caller's guarantee); ``past`` None: no
+    one's past counts (the sweeps then skip the additions)."""
     n = len(weights)
     out = [0.0] * n
     left: dict[str, float] = {"": cores, **budgets}  # "": the cores
-    active = list(range(n))
-    while active:
+    active: Sequence[int] = range(n)
+    while True:
         best, short = math.inf, ""
         for name, budget in left.items():
+            if budget < 0.0:
+                budget = 0.0
             if not name:  # the cores: 1 per core (x * 1.0 is x, so not multiplied)
                 if len(active) == n:
-                    at = level(max(budget, 0.0), weights, lo, hi, past)
+                    at = level(budget, weights, lo, hi, past)
                 else:
-                    at = level(max(budget, 0.0), [weights[i] for i in active],
-                               [lo[i] for i in active], [hi[i] for i in active],
-                               [past[i] for i in active])
+                    at = level(budget, [weights[i] for i in active], [lo[i] for i in active],
+                               [hi[i] for i in active],
+                               None if past is None else [past[i] for i in active])
             else:
-                pairs = [(i, uses[i][name]) for i in active if uses[i].get(name)]
+                pairs = [(i, u) for i in active if (u := uses[i].get(name))]
                 if not pairs:
                     continue
-                at = level(max(budget, 0.0), [weights[i] * u for i, u in pairs],
+                at = level(budget, [weights[i] * u for i, u in pairs],
                            [lo[i] * u for i, u in pairs], [hi[i] * u for i, u in pairs],
-                           [past[i] * u for i, u in pairs])
+                           None if past is None else [past[i] * u for i, u in pairs])
             if at < best:
                 best, short = at, name
         if best == math.inf:
             for i in active:
                 out[i] = hi[i]
-            break
-        stop = [i for i in active if not short or uses[i].get(short)]
-        for i in stop:
-            x = min(max(weights[i] * best - past[i], lo[i]), hi[i])
+            return out
+        rest = []  # the parties that do not use the resource that ran out: they go on
+        for i in active:
+            use = uses[i]
+            if short and not use.get(short):
+                rest.append(i)
+                continue
+            x = weights[i] * best if past is None else weights[i] * best - past[i]
+            if x < lo[i]:  # min(max(x, lo), hi)
+                x = lo[i]
+            if x > hi[i]:
+                x = hi[i]
             out[i] = x
             left[""] -= x
-            for name, u in uses[i].items():
+            for name, u in use.items():
                 if name in left:
                     left[name] -= x * u
-        active = [i for i in active if short and not uses[i].get(short)]
-    return out
+        if not rest:
+            return out
+        active = rest
 
 
 def whole(budget: Mapping[str, float]) -> dict[str, int]:
@@ -215,8 +227,7 @@ def _divide_leaf(cores: int, ranked: Sequence[Claim], inputs: LeafInputs,
     if sum(lo) > cores:  # floors first, as every policy (the caller's contract keeps them in)
         shares = water_fill(float(cores), [float(c.priority) for c in ranked], lo, hi)
     else:
-        shares = fill(float(cores), weights, lo, hi, past or [0.0] * len(ranked), uses,
-                      budgets)
+        shares = fill(float(cores), weights, lo, hi, past, uses, budgets)
     return _whole_executors(cores, rows, shares, dict(budget), step)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model import Resources
 from ...model.custom import Custom, amount, custom_of
-from .drf import Uses, fill, ratio, whole
+from .drf import Uses, fill, whole
 from .policies import water_fill
 
 
@@ -44,14 +44,19 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
     ``max_resources``: the child's custom budget. (A bundle's custom resource per core is a
     mean over its apps, too thin where a child's GPU app sits beside CPU apps to give it
     GPUs by its cores.)"""
-    if not any(w[0].custom for w in wants):
+    for w in wants:
+        if w[0].custom:
+            break
+    else:
         return None
     n = len(weights)
     hi = list(high)
     guar = list(guarantee)
     uses: list[Uses] = []
-    ratios: list[float] = []
+    dom_weights: list[float] = []  # weight / ratio (``drf.ratio``, worked out here inline)
     capped: list[dict[str, float]] = []  # each child's wants, cut to the parent's budget
+    total_cores, total_mem = capacity.cores, capacity.mem_mib
+    totals = dict(capacity.custom)
     for i, (w, custom_cores, _floors) in enumerate(wants):
         want = {}
         part = 1.0  # the least part of a custom want the parent's budget covers
@@ -62,27 +67,41 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
                 part = x / v
         useful = w.cores - custom_cores + custom_cores * part
         h = hi[i] if hi[i] <= useful else useful
-        hi[i] = h if h >= low[i] else low[i]
+        h = hi[i] = h if h >= low[i] else low[i]
         use = {k: v / useful for k, v in want.items() if v} if useful > 0 else {}
-        for name, cap in maxes[i]:  # cut to the cores that carry the cap
-            u = use.get(name)
-            if u:
-                hi[i] = max(min(hi[i], cap / u), low[i])
-        for name, least in mins[i]:  # raised to the cores that carry the guarantee
-            u = use.get(name)
-            if u:
-                guar[i] = max(guar[i], min(least / u, hi[i]))
-        guar[i] = min(max(guar[i], low[i]), hi[i])
+        if maxes[i] or mins[i]:
+            for name, cap in maxes[i]:  # cut to the cores that carry the cap
+                u = use.get(name)
+                if u:
+                    h = hi[i] = max(min(h, cap / u), low[i])
+            for name, least in mins[i]:  # raised to the cores that carry the guarantee
+                u = use.get(name)
+                if u:
+                    guar[i] = max(guar[i], min(least / u, h))
+        g = guar[i]
+        if g < low[i]:  # min(max(g, low), hi)
+            g = low[i]
+        guar[i] = g if g <= h else h
         uses.append(use)
         capped.append(want)
-        scale = useful / w.cores if w.cores else 1.0
-        ratios.append(ratio(useful, w.mem_mib * scale, want.items(), capacity))
-    p = list(past) if past is not None else [0.0] * n
+        # ``ratio(useful, w.mem_mib * scale, want.items(), capacity)``, its operations inline
+        if useful <= 0 or total_cores <= 0:
+            r = 1.0
+        else:
+            share = useful / total_cores
+            mem = w.mem_mib * (useful / w.cores if w.cores else 1.0)
+            if total_mem > 0 and mem / total_mem > share:
+                share = mem / total_mem
+            for name, x in want.items():
+                t = totals.get(name, 0)
+                if t > 0 and x / t > share:
+                    share = x / t
+            r = share * total_cores / useful
+        dom_weights.append(weights[i] / r)
     if sum(guar) > cores:
         shares = water_fill(cores, weights, list(low), guar, past)
     else:
-        shares = fill(cores, [w / r for w, r in zip(weights, ratios, strict=True)],
-                      guar, hi, p, uses, budget)
+        shares = fill(cores, dom_weights, guar, hi, past, uses, budget)
     budgets: list[dict[str, float]] = [{} for _ in range(n)]
     limited = any(mins) or any(maxes)
     for name, total in budget.items():
