@@ -252,6 +252,11 @@ class DomLeaf:
         self._uses = [(i, tuple(use.items())) for i, use in enumerate(inputs[3]) if use]
 
     def divide(self, cores: int, budget: Mapping[str, int]) -> dict[str, int]:
+        inputs = self._inputs
+        if self._fair.lo_sum == cores:
+            # The floors take every core (phase 1 cut them to the cores, or a burst's drivers
+            # left no more): ``fill`` stops everyone at level 0, so each share is its floor.
+            return _whole_executors(cores, inputs[5], inputs[1], dict(budget), inputs[4])
         shares = self._fair.shares(cores)
         if shares is not None:
             used: dict[str, float] = {}
@@ -260,6 +265,5 @@ class DomLeaf:
                 for k, u in use:
                     used[k] = used.get(k, 0.0) + x * u
             if all(v < budget.get(k, 0) - _WHOLE for k, v in used.items() if k in budget):
-                return _whole_executors(cores, self._inputs[5], shares, dict(budget),
-                                        self._inputs[4])
-        return _divide_leaf(cores, self.ranked, self._inputs, budget, None)
+                return _whole_executors(cores, inputs[5], shares, dict(budget), inputs[4])
+        return _divide_leaf(cores, self.ranked, inputs, budget, None)
