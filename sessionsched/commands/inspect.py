@@ -5,8 +5,9 @@ placed) cluster, its reason code (the API's ``reason_code`` when the server send
 sentence, who is ahead of it in its queue and who runs there (each with executors held /
 target / demand: how big they are, and its cluster), its estimated start and its
 counter-offer (docs/design/estimates.md). For an app that runs: its executors held and granted
-against its target and demand, how its queue divides when it is given less than it wants, and
-what the cluster has free while it is granted less than its target (``executor_lines``).
+against its target and demand, and the server's notes on why it holds fewer than it wants
+(``operations.executor_notes``: how its queue divides, what the cluster has free while it is
+granted less than its target).
 
 ``top`` is a live terminal view (rich ``Live``) refreshed every ``--interval`` seconds until
 Ctrl-C: the queues, the running apps with executors / target / demand (and, behind several
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping
-from typing import Any
 
 from rich.console import Group
 from rich.live import Live
@@ -45,20 +44,18 @@ def on(app: App) -> str:
     return f", on cluster {app.raw['cluster']}" if app.raw.get("cluster") else ""
 
 
-def why_lines(app: App, queue_apps: list[App], queue: dict | None = None,
-              cluster: Mapping[str, Any] | None = None) -> list[str]:
+def why_lines(app: App, queue_apps: list[App], queue: dict | None = None) -> list[str]:
     """``why``'s answer; ``queue_apps``: every app of the app's queue, queued in order first;
-    ``queue``: its queue's row (its policy; for an app that asks for custom resources, their
-    use there); ``cluster``: the cluster's answer, for an admitted app granted fewer executors
-    than its target (``executor_lines``)."""
+    ``queue``: its queue's row (for an app that asks for custom resources, their use
+    there)."""
     where = f", position {app.position} in {app.queue}" if app.position else f" in {app.queue}"
     lines = [f"{app.id} ({app.name}, {app.user or 'no user'}): {app.state.value}{where}, "
              f"priority {app.priority}{on(app)}"]
     if app.state is not AppState.ACCEPTED:
         lines.append(f"not waiting: {app.reason}" if app.reason else "not waiting")
         if app.state.admitted and not app.state.terminal:
-            lines += executor_lines(app, cluster)
-            lines += running_lines(app, queue_apps, queue)
+            lines += executor_lines(app)
+            lines += running_lines(app, queue_apps)
         return lines
     if app.reason_code:
         lines.append(f"reason code: {app.reason_code}")
@@ -81,15 +78,16 @@ def why_lines(app: App, queue_apps: list[App], queue: dict | None = None,
     return lines
 
 
-def running_lines(app: App, queue_apps: list[App], queue: dict | None = None) -> list[str]:
+SHARED = "target_below_demand"  # the note that heads the list of the queue's running apps
+
+
+def running_lines(app: App, queue_apps: list[App]) -> list[str]:
     """The apps running in ``app``'s queue, each with executors held/target/demand; for an
-    admitted app given less than it wants, headed by how its queue divides (its policy)."""
+    admitted app given less than it wants, headed by how its queue divides (the server's
+    note: its policy)."""
     running = [a for a in queue_apps if a.state.admitted and not a.state.terminal]
-    if app.state.admitted and app.target < app.demand and queue and queue.get("policy"):
-        head = (f"its target is below its demand: {app.queue} ({queue['policy']}) divides its"
-                f" executors among {len(running)} running app(s)")
-    else:
-        head = f"running in {app.queue}: {len(running)}"
+    head = next((n["text"] for n in notes(app) if n.get("code") == SHARED),
+                f"running in {app.queue}: {len(running)}")
     lines = [head + (" (executors held/target/demand):" if running else "")]
     lines += [f"  {a.id} {a.name} {a.state.value} priority {a.priority}, {size(a)}{on(a)}"
               for a in running[:AHEAD_SHOWN]]
@@ -98,42 +96,20 @@ def running_lines(app: App, queue_apps: list[App], queue: dict | None = None) ->
     return lines
 
 
-def executor_lines(app: App, cluster: Mapping[str, Any] | None) -> list[str]:
+def notes(app: App) -> list[dict]:
+    """The server's notes on why an admitted app holds fewer executors than it wants
+    (``operations.executor_notes``; none from a server older than them)."""
+    return list(app.raw.get("executor_notes") or ())
+
+
+def executor_lines(app: App) -> list[str]:
     """An admitted app's executors: held, granted (its target placed on the workers as they
     free: what its agent lets it hold now), its target (its share now) and its demand (what it
-    asks for). Granted ones not up yet are starting. While its grant is below its target, what
-    the cluster has free for the rest at the backend's last report - per custom resource its
-    executors ask for, whether one worker has that much free (an executor runs on one worker),
-    else the cores and memory free. ``cluster``: the API's ``/api/v1/cluster`` answer (None:
-    not read); behind several clusters its workers are every cluster's, so no figure is drawn
-    from them."""
-    lines = [f"executors: {app.executors} held, {app.grant} granted, target {app.target},"
-             f" demand {app.demand}"]
-    if app.executors < app.grant:
-        lines.append(f"{app.grant - app.executors} granted executor(s) starting")
-    if app.grant >= app.target or not cluster or cluster.get("clusters"):
-        return lines
-    workers = cluster.get("workers") or []
-    asks = (app.raw.get("resources") or {}).get("executor") or {}
-    for name, each in sorted(asks.items()):
-        free = (cluster.get("resources") or {}).get(name, {})
-        most = max(((w.get("free_resources") or {}).get(name, 0) for w in workers), default=0)
-        if most < each:
-            whole = (f"{free['free']} of {free['capacity']} free in the cluster"
-                     if free.get("free") is not None else f"the most on one worker: {most:g}")
-            lines.append(f"waiting for {name}: each executor asks {each:g} {name} and no"
-                         f" worker has that much free ({whole}); it comes as apps above their"
-                         " target give executors back")
-            return lines
-    if workers:
-        most = max(workers, key=lambda w: (w["free_cores"], w["free_memory_mib"]))
-        free_cores = sum(w["free_cores"] for w in workers)
-        free_mem = sum(w["free_memory_mib"] for w in workers)
-        lines.append(f"waiting for room: the cluster has {free_cores} cores/{free_mem} MiB free"
-                     f" (the most on one worker: {most['free_cores']} cores/"
-                     f"{most['free_memory_mib']} MiB); it comes as apps above their target give"
-                     " executors back")
-    return lines
+    asks for); then the server's notes on the gaps between them (but the one that heads the
+    queue's running apps)."""
+    return [f"executors: {app.executors} held, {app.grant} granted, target {app.target},"
+            f" demand {app.demand}",
+            *(n["text"] for n in notes(app) if n.get("code") != SHARED)]
 
 
 def _why(args: argparse.Namespace) -> int:
@@ -142,11 +118,9 @@ def _why(args: argparse.Namespace) -> int:
         live = not app.state.terminal
         queue_apps = client.apps(queue=app.queue) if live else []
         queue = None
-        if live and (app.state.admitted or app.raw.get("resources")):
+        if app.state is AppState.ACCEPTED and app.raw.get("resources"):
             queue = next((q.raw for q in client.queues() if q.name == app.queue), None)
-        short = app.state.admitted and live and app.grant < app.target
-        cluster = client.cluster() if short else None
-        print("\n".join(why_lines(app, queue_apps, queue, cluster)))
+        print("\n".join(why_lines(app, queue_apps, queue)))
         return 0
 
     return call(args, action)

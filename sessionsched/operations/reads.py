@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessionsched.config import resolve_queue
+from sessionsched.engine.tree import QueueTree
 from sessionsched.model import AppState
+from sessionsched.operations.executor_notes import ExecutorNote, Executors, executor_notes
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal
 from sessionsched.service.metrics import CONTENT_TYPE
 from sessionsched.service.reads import AppRead
@@ -82,6 +84,24 @@ class Reads:
             return None
         return {"executor": dict(sub.spec.executor.custom), "driver": dict(sub.spec.driver.custom),
                 "held": app_held(sub.spec, view.engine.apps.get(app_id))}
+
+    def executor_notes(self, app: AppRead) -> list[ExecutorNote]:
+        """Why an admitted app holds fewer executors than it wants (``executor_notes``); none
+        for an app that is not running."""
+        if not app.state.admitted:
+            return []
+        view = self.service.view
+        sub = view.submissions.get(app.id)
+        leaf = QueueTree.of(view.engine.root).node.get(app.queue)
+        running = sum(1 for f in view.engine.apps.values()
+                      if f.queue == app.queue and f.state.admitted)
+        figures = Executors(app.executors, app.grant, app.target, app.demand, app.queue,
+                            None if leaf is None else leaf.policy.value, running,
+                            () if sub is None else sub.spec.executor.custom)
+        if view.engine.cluster_rows:  # several clusters: the watch's workers are all of theirs
+            return executor_notes(figures, None)
+        workers = self.service.watch.workers
+        return executor_notes(figures, workers, cluster_resources(view, workers))
 
     def queue_wait_codes(self) -> dict[str, str]:
         """Each waiting leaf queue's reason code (``queue_rows``' reason), by name."""

@@ -91,73 +91,26 @@ def _admitted(held: int, grant: int, target: int, demand: int, asks: dict | None
         **({"resources": {"executor": asks, "driver": {}, "held": {}}} if asks else {})})
 
 
-def _cluster(free_gpus: tuple[int, ...], several: bool = False) -> dict:
-    workers = [{"name": f"w{i}", "cores": 8, "memory_mib": 16384, "free_cores": 4 - i,
-                "free_memory_mib": 8192, "resources": {"gpu": 2}, "free_resources": {"gpu": n}}
-               for i, n in enumerate(free_gpus)]
-    answer = {"workers": workers, "resources": {"gpu": {"capacity": 2 * len(workers), "used": 0,
-                                                         "free": sum(free_gpus)}}}
-    return {**answer, "clusters": [{"name": "a"}, {"name": "b"}]} if several else answer
+STARTING = {"code": "executors_starting", "text": "2 granted executor(s) starting"}
+SHARED = {"code": "target_below_demand", "text": "its target is below its demand: root.ml"
+          " (fairshare) divides its executors among 2 running app(s)"}
 
 
-ROOM = ("waiting for room: the cluster has 7 cores/16384 MiB free (the most on one worker: 4"
-        " cores/8192 MiB); it comes as apps above their target give executors back")
-
-WHY_ADMITTED = {  # name: (app, cluster, lines expected, lines not expected (by their start))
-    "no GPU free on any worker": (
-        _admitted(0, 0, 1, 2, {"gpu": 1}), _cluster((0, 0)),
-        ["executors: 0 held, 0 granted, target 1, demand 2",
-         "waiting for gpu: each executor asks 1 gpu and no worker has that much free (0 of 4"
-         " free in the cluster); it comes as apps above their target give executors back"],
-        ["waiting for room", "0 granted executor(s)"]),
-    "a GPU free, but not two on one worker": (
-        _admitted(0, 0, 1, 1, {"gpu": 2}), _cluster((1, 1)),
-        ["waiting for gpu: each executor asks 2 gpu and no worker has that much free (2 of 4"
-         " free in the cluster); it comes as apps above their target give executors back"],
-        []),
-    "GPUs free: the cores and memory free are said": (
-        _admitted(1, 1, 2, 2, {"gpu": 1}), _cluster((1, 0)), [ROOM], ["waiting for gpu"]),
-    "no custom resource asked": (
-        _admitted(0, 0, 3, 3), _cluster((0, 0)), [ROOM], ["waiting for gpu"]),
-    "granted its whole target: nothing awaited": (
-        _admitted(2, 2, 2, 5, {"gpu": 1}), _cluster((0, 0)),
-        ["executors: 2 held, 2 granted, target 2, demand 5"], ["waiting for", "2 granted"]),
-    "granted, not up yet: starting": (
-        _admitted(0, 2, 2, 2, {"gpu": 1}), _cluster((0, 0)),
-        ["2 granted executor(s) starting"], ["waiting for"]),
-    "behind several clusters the workers are every cluster's: no figure": (
-        _admitted(0, 0, 1, 1, {"gpu": 1}, cluster="a"), _cluster((0, 0), several=True),
-        ["executors: 0 held, 0 granted, target 1, demand 1"], ["waiting for"]),
-}
-
-
-@pytest.mark.parametrize("case", list(WHY_ADMITTED))
-def test_why_says_what_an_admitted_apps_executors_wait_for(case):
-    from sessionsched.commands.inspect import executor_lines
-
-    app, cluster, expected, unexpected = WHY_ADMITTED[case]
-    lines = executor_lines(app, cluster)
-    assert all(line in lines for line in expected), lines
-    assert not any(line.startswith(u) for line in lines for u in unexpected), lines
-
-
-@pytest.mark.parametrize("target,demand,policy,head", [
-    (1, 2, "fairshare", "its target is below its demand: root.ml (fairshare) divides its"
-                        " executors among 2 running app(s) (executors held/target/demand):"),
-    (2, 2, "fairshare", "running in root.ml: 2 (executors held/target/demand):"),
-    (1, 2, None, "running in root.ml: 2 (executors held/target/demand):"),
-], ids=["given less than it wants", "given what it wants", "no queue row"])
-def test_why_says_how_the_queue_divides_when_an_app_gets_less_than_it_wants(
-        target, demand, policy, head):
+@pytest.mark.parametrize("notes,lines_after", [
+    ([STARTING, SHARED], ["executors: 0 held, 2 granted, target 2, demand 3",
+                          "2 granted executor(s) starting",
+                          SHARED["text"] + " (executors held/target/demand):"]),
+    ([], ["executors: 0 held, 2 granted, target 2, demand 3",
+          "running in root.ml: 2 (executors held/target/demand):"]),
+], ids=["the server's notes, the queue's division heading its running apps",
+        "no note (a server older than them): the figures alone"])
+def test_why_prints_the_servers_notes_on_a_running_apps_executors(notes, lines_after):
     from sessionsched.commands.inspect import why_lines
 
-    app = _admitted(0, target, target, demand)
+    app = _admitted(0, 2, 2, 3, executor_notes=notes)
     other = _admitted(2, 2, 2, 2, id="driver-3")
-    queue = {"name": "root.ml", "policy": policy} if policy else None
-    lines = why_lines(app, [app, other], queue)
-    assert lines[1:5] == ["not waiting: driver launched",
-                          f"executors: 0 held, {target} granted, target {target}, demand {demand}",
-                          f"{target} granted executor(s) starting", head]
+    lines = why_lines(app, [app, other])
+    assert lines[1:2 + len(lines_after)] == ["not waiting: driver launched", *lines_after]
     assert "  driver-3 train RUNNING priority 5000, 2/2/2" in lines
 
 
@@ -186,8 +139,11 @@ def test_why_of_an_app_whose_executors_wait_for_a_gpu_held_by_another(tmp_path, 
         wait_until(lambda: get(server, "/api/v1/cluster")["resources"]["gpu"]["free"] == 0,
                    60, "the cluster to report no GPU free")
         why = run_cli("why", "--server", server.url, app_id)
+        answer = get(server, f"/api/v1/apps/{app_id}")
     finally:
         server.stop()
+    assert [(n["code"], n.get("resource")) for n in answer["executor_notes"]] == [
+        ("resource_short", "gpu"), ("target_below_demand", None)]
     assert why.returncode == 0, why.stderr
     assert "executors: 0 held, 0 granted, target 1, demand 2" in why.stdout
     assert ("waiting for gpu: each executor asks 1 gpu and no worker has that much free (0 of 2"

@@ -22,7 +22,7 @@ from sessionsched.doors.common.requests import sender
 from sessionsched.doors.common.times import iso
 from sessionsched.doors.native.deps import CallerDep, OpsDep, answer
 from sessionsched.doors.native.queue_memory import queue_memory
-from sessionsched.doors.native.resource_schemas import AppResourcesOut
+from sessionsched.doors.native.resource_schemas import AppResourcesOut, ExecutorNoteOut
 from sessionsched.doors.native.schemas import (
     AppIn,
     AppOut,
@@ -59,6 +59,9 @@ def _out(ops: Operations, app_id: str) -> AppOut:
     out = app_out(app)
     held = ops.app_resources(app_id)  # one app's answer only: no cost to the lists
     out.resources = None if held is None else AppResourcesOut.model_validate(held)
+    if app.state.admitted:
+        out.executor_notes = [ExecutorNoteOut(code=n.code.value, text=n.text, resource=n.resource)
+                              for n in ops.executor_notes(app)]
     return out
 
 

@@ -52,3 +52,14 @@ class ClusterResourceOut(BaseModel):
     capacity: int
     used: int
     free: int | None = None
+
+
+class ExecutorNoteOut(BaseModel):
+    """Why an app that runs holds fewer executors than it wants (one app's answer, GET
+    /api/v1/apps/{id}): ``code`` one of ``target_below_demand``, ``resource_short`` (then
+    ``resource`` names it), ``room_short``, ``executors_starting``; ``text`` the sentence with
+    its numbers (docs/user/watching.md#why-an-app-waits)."""
+
+    code: str
+    text: str
+    resource: str | None = None

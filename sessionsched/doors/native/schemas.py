@@ -14,7 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from sessionsched.model import EXIT_CODE_MAX, EXIT_CODE_MIN
 
 from .cluster_schemas import ClusterHealthOut, ClusterPartOut
-from .resource_schemas import AppResourcesOut, ClusterResourceOut, NullsLeftOut, QueueResourceOut
+from .resource_schemas import (
+    AppResourcesOut,
+    ClusterResourceOut,
+    ExecutorNoteOut,
+    NullsLeftOut,
+    QueueResourceOut,
+)
 
 
 class _In(BaseModel):
@@ -135,7 +141,7 @@ class GangOut(BaseModel):
 
 
 class AppOut(NullsLeftOut):
-    left_out_if_null: ClassVar[tuple[str, ...]] = ("resources", "cluster")
+    left_out_if_null: ClassVar[tuple[str, ...]] = ("resources", "cluster", "executor_notes")
 
     id: str
     name: str
@@ -169,6 +175,9 @@ class AppOut(NullsLeftOut):
     cluster: str | None = None
     # Its custom resources (one app's answer, GET /api/v1/apps/{id}); absent when it asks none.
     resources: AppResourcesOut | None = None
+    # Why it holds fewer executors than it wants (one app's answer, while it runs; absent
+    # otherwise).
+    executor_notes: list[ExecutorNoteOut] | None = None
 
 
 class DryRunOut(NullsLeftOut):

@@ -1,8 +1,9 @@
 """The dashboard's views in a real headless Chromium (tests/support/browser.py): the queue bars
 against the API's figures on a memory cluster whose apps run and hold executors; the apps
 table narrowed by its filters and its search, its first rows only and more on demand; an
-app's page telling its events in order; and every request the pages make staying on the
-scheduler's own origin."""
+app's page telling its events in order, who is ahead of it, and what a running app's
+executors wait for; and every request the pages make staying on the scheduler's own
+origin."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from sessionsched.commands._serverproc import ServerProcess
+from tests.sparkcluster import wait_until
 from tests.support.browser import (
     HOSTILE,
     LONG,
@@ -22,6 +24,7 @@ from tests.support.browser import (
     row,
     submit,
 )
+from tests.support.cli_helpers import gpu_memory_config
 from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
@@ -218,4 +221,36 @@ def test_an_apps_page_says_who_is_ahead_of_it(offline_server, app_dir, tab):
     app = api(offline_server, f"/api/v1/apps/{last}")
     expect(why.locator(".badge")).to_have_text(app["reason_code"])
     expect(page.locator("#facts")).to_contain_text("Priority1000")
+    assert tab.errors == [] and tab.dialogs == []
+
+
+def test_an_apps_page_says_what_its_executors_wait_for(tmp_path, app_dir, tab):
+    """Two GPU apps in a fairshare queue on one worker of 2 GPUs; the first holds both and
+    gives one back only once idle (``reclaim_timeout: -1``): the second's page says its
+    executors, granted below its target, wait for a GPU, and that its queue divides."""
+    config = gpu_memory_config(tmp_path / "state", 1, 8, "16g", 2, [
+        {"name": "ml", "policy": "fairshare", "reclaim_timeout": -1}])
+    conf = {"spark.executor.resource.gpu.amount": "1", "spark.task.resource.gpu.amount": "1",
+            "spark.dynamicAllocation.maxExecutors": "2",
+            "spark.sessionsched.memory.work": "2x600"}
+    server = ServerProcess.start(config, tmp_path / "server")
+    try:
+        first = submit(server, app_dir, "first", 5000, "root.ml", conf)
+        wait_until(lambda: api(server, f"/api/v1/apps/{first}").get("resources", {})
+                   .get("held") == {"gpu": 2}, 60, "the first app to hold both GPUs")
+        second = submit(server, app_dir, "second", 5000, "root.ml", conf)
+        wait_until(lambda: [n["code"] for n in api(server, f"/api/v1/apps/{second}")
+                            .get("executor_notes", [])] == ["resource_short",
+                                                            "target_below_demand"],
+                   60, "the second app's notes: a GPU short, its queue dividing")
+        page = tab.open(f"{server.url}/app/{second}")
+        why = page.locator("#why")
+        expect(why).to_contain_text("Executors: 0 held, 0 granted, target 1, demand 2",
+                                    timeout=WAIT_MS)
+        for note in api(server, f"/api/v1/apps/{second}")["executor_notes"]:
+            expect(why.locator(f'p.note[data-code="{note["code"]}"]')).to_have_text(
+                note["text"])
+        expect(page.locator("#facts")).to_contain_text("0 held, 0 granted, 1 target, 2 wanted")
+    finally:
+        server.stop()
     assert tab.errors == [] and tab.dialogs == []

@@ -1,7 +1,8 @@
-// One app's page at /app/ID: its facts (its cluster behind several), its timeline, why it waits (who is ahead, who runs in
-// its queue), what it used, its audit rows, a link to its Spark UI where known, its executors
-// over time (executors.js) and its actions (actions.js). The app is read every two seconds;
-// its events when it changed; usage and audit every thirty, and at once after an action.
+// One app's page at /app/ID: its facts (its cluster behind several), its timeline, why it
+// waits (who is ahead, who runs in its queue) or holds fewer executors than it wants, what it
+// used, its audit rows, a link to its Spark UI where known, its executors over time
+// (executors.js) and its actions (actions.js). The app is read every two seconds; its events
+// when it changed; usage and audit every thirty, and at once after an action.
 
 import {HttpError, appLink, el, fill, gangText, get, healthLine, poll, since, span,
   startsAt, time} from "./common.js";
@@ -33,7 +34,8 @@ function facts(app) {
     ["State", el("span", {class: "state state-" + app.state}, app.state)],
     ["Kind", app.kind], ["Submitted", when(app.submitted_at)], ["Started", when(app.started_at)],
     ["Ended", when(app.finished_at)], ["Exit code", app.exit_code ?? ""],
-    ["Executors", app.executors + " held, " + app.target + " target, " + app.demand + " wanted"],
+    ["Executors", app.executors + " held, " + app.grant + " granted, " + app.target + " target, " +
+      app.demand + " wanted"],
     ["Spark application", sparkLink(app)], ["Gang", gangText(app.gang)],
     ["Warnings", app.warnings.join("; ")]];
   return rows.filter(([, v]) => v !== "" && v !== null)
@@ -50,10 +52,16 @@ function listed(title, apps, line) {
     apps.length ? el("ul", {class: "plain"}, items) : ""];
 }
 
-// ``sessionsched why``'s answer (commands/inspect.py), drawn.
+// ``sessionsched why``'s answer (commands/inspect.py), drawn. An app that runs: its executors,
+// and the server's notes on why it holds fewer than it wants (operations/executor_notes.py).
 function why(app, queueApps) {
   if (app.state !== "ACCEPTED") {
-    return [el("p", {}, "Not waiting" + (app.reason ? ": " + app.reason : ""))];
+    const out = [el("p", {}, "Not waiting" + (app.reason ? ": " + app.reason : ""))];
+    if (app.state !== "STARTING" && app.state !== "RUNNING") return out;
+    out.push(el("p", {}, "Executors: " + app.executors + " held, " + app.grant +
+      " granted, target " + app.target + ", demand " + app.demand));
+    return out.concat((app.executor_notes || []).map(n =>
+      el("p", {class: "note", "data-code": n.code}, n.text)));
   }
   const ahead = queueApps.filter(a => a.state === "ACCEPTED" && a.position && app.position &&
     a.position < app.position);

@@ -1,0 +1,81 @@
+"""Why an app that runs holds fewer executors than it wants (``operations.executor_notes``),
+by named cases: the figures of an admitted app against the workers as the watch last saw
+them."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessionsched.model import Resources, Worker
+from sessionsched.operations.executor_notes import Executors, NoteCode, executor_notes
+
+
+def _app(held: int, grant: int, target: int, demand: int, asks: dict | None = None,
+         policy: str | None = "fairshare", running: int = 2) -> Executors:
+    return Executors(held, grant, target, demand, "root.ml", policy, running,
+                     tuple(sorted((asks or {}).items())))
+
+
+def _workers(*free_gpus: int) -> list[Worker]:
+    """Workers of 8 cores/16 GiB and 2 GPUs, worker i with 4 - i cores free."""
+    return [Worker(f"w{i}", Resources(8, 16384, (("gpu", 2),)),
+                   Resources(4 - i, 8192, (("gpu", n),) if n else ()))
+            for i, n in enumerate(free_gpus)]
+
+
+def _free(*free_gpus: int) -> dict:
+    return {"gpu": {"capacity": 2 * len(free_gpus), "used": 0, "free": sum(free_gpus)}}
+
+
+ROOM = ("waiting for room: the cluster has 7 cores/16384 MiB free (the most on one worker: 4"
+        " cores/8192 MiB); it comes as apps above their target give executors back")
+SHARED = ("its target is below its demand: root.ml (fairshare) divides its executors among 2"
+          " running app(s)")
+
+CASES = {  # name: (app, workers, free, the notes expected: (code, text))
+    "no GPU free on any worker": (
+        _app(0, 0, 1, 2, {"gpu": 1}), _workers(0, 0), _free(0, 0),
+        [(NoteCode.RESOURCE_SHORT,
+          "waiting for gpu: each executor asks 1 gpu and no worker has that much free (0 of 4"
+          " free in the cluster); it comes as apps above their target give executors back"),
+         (NoteCode.TARGET_BELOW_DEMAND, SHARED)]),
+    "a GPU free, but not two on one worker": (
+        _app(0, 0, 1, 1, {"gpu": 2}), _workers(1, 1), _free(1, 1),
+        [(NoteCode.RESOURCE_SHORT,
+          "waiting for gpu: each executor asks 2 gpu and no worker has that much free (2 of 4"
+          " free in the cluster); it comes as apps above their target give executors back")]),
+    "the cluster's free amount not known: the most on one worker": (
+        _app(0, 0, 1, 1, {"gpu": 2}), _workers(1, 1), None,
+        [(NoteCode.RESOURCE_SHORT,
+          "waiting for gpu: each executor asks 2 gpu and no worker has that much free (the"
+          " most on one worker: 1); it comes as apps above their target give executors"
+          " back")]),
+    "GPUs free: the cores and memory free are said": (
+        _app(1, 1, 2, 2, {"gpu": 1}), _workers(1, 0), _free(1, 0),
+        [(NoteCode.ROOM_SHORT, ROOM)]),
+    "no custom resource asked": (
+        _app(0, 0, 3, 3), _workers(0, 0), _free(0, 0), [(NoteCode.ROOM_SHORT, ROOM)]),
+    "granted its whole target: only how the queue divides": (
+        _app(2, 2, 2, 5, {"gpu": 1}), _workers(0, 0), _free(0, 0),
+        [(NoteCode.TARGET_BELOW_DEMAND, SHARED)]),
+    "granted, not up yet: starting": (
+        _app(0, 2, 2, 2, {"gpu": 1}), _workers(0, 0), _free(0, 0),
+        [(NoteCode.EXECUTORS_STARTING, "2 granted executor(s) starting")]),
+    "behind several clusters the workers are every cluster's: no figure": (
+        _app(0, 0, 1, 1, {"gpu": 1}), None, None, []),
+    "no worker named: no figure": (
+        _app(0, 0, 1, 1), [], None, []),
+    "its queue's policy not known: nothing said of it": (
+        _app(3, 3, 3, 5, policy=None), _workers(0, 0), _free(0, 0), []),
+    "held, granted, target and demand all met: nothing to say": (
+        _app(3, 3, 3, 3, {"gpu": 1}), _workers(0, 0), _free(0, 0), []),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_an_admitted_apps_notes(case):
+    app, workers, free, expected = CASES[case]
+    notes = executor_notes(app, workers, free)
+    assert [(n.code, n.text) for n in notes] == expected
+    assert [n.resource for n in notes] == [
+        "gpu" if code is NoteCode.RESOURCE_SHORT else None for code, _ in expected]
