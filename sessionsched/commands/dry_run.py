@@ -3,9 +3,11 @@
 Lines (stdout): ``fits: yes`` or ``fits: no - <the number that does not fit>``, then for an app
 that fits its queue, ``starts: now`` or ``waits: position N in Q - <reason>``, ``estimated
 start: ≈ HH:MM:SS`` and the counter-offer if there is one. Exit 0 if it fits, 1 if not.
-Behind several clusters, after ``fits: yes``: ``cluster: a`` (the first, in the placement
-rule's order, with room for it now) or ``clusters: a, b (none has room for it now)``; ``fits:
-no`` names each cluster it may use and why it fits none.
+Behind several clusters, after ``fits: yes``: ``cluster: a`` (where it would start: for an app
+that would start at once, the first cluster in the placement rule's order with room for it
+now; for one that would wait, the one it would start on after the apps queued ahead of it
+there) or ``clusters: a, b (none would start it within 12 h)``; ``fits: no`` names each
+cluster it may use and why it fits none.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ def dry_run_lines(answer: dict) -> list[str]:
         return [f"fits: no - {answer['problem']}"]
     lines = ["fits: yes"]
     if answer.get("cluster"):  # behind several clusters only
-        lines.append(f"cluster: {answer['cluster']}")
+        later = "" if answer.get("position") is None else " (once it can start there)"
+        lines.append(f"cluster: {answer['cluster']}{later}")
     elif answer.get("clusters"):
-        lines.append(f"clusters: {', '.join(answer['clusters'])} (none has room for it now)")
+        lines.append(f"clusters: {', '.join(answer['clusters'])} (none would start it within"
+                     " 12 h)")
     if answer.get("position") is None:
         lines.append(f"starts: now, in {answer['queue']}")
     else:

@@ -311,11 +311,14 @@ def estimate(live: Live, offers_max: int = 8) -> dict[str, Estimate]:
 @dataclass(frozen=True)
 class DryRun:
     """What a submission would meet (``dry_run``): its place and why it would wait, as the
-    engine has them after taking it (position None, reason "": it would start at once)."""
+    engine has them after taking it (position None, reason "": it would start at once);
+    behind several clusters, the one the forward run starts it on (the apps queued ahead of it
+    counted; None: not within the horizon, or one cluster)."""
 
     estimate: Estimate
     position: int | None
     reason: str
+    cluster: str | None = None
 
 
 def dry_run(live: Live, app: Queued) -> DryRun:
@@ -329,8 +332,9 @@ def dry_run(live: Live, app: Queued) -> DryRun:
         position = look.position(app.spec.app_id)
         wait = look.wait_of(app.spec.app_id, position)
         reason = wait.text if wait is not None else ""
+    cluster = sim.rec.apps[app.spec.app_id].cluster
     offer = _offer(with_it, app, start) if _offered(app, start) else None
-    return DryRun(Estimate(start, offer), position, reason)
+    return DryRun(Estimate(start, offer), position, reason, cluster)
 
 
 def never_fits(spec: AppSpec, capacity: Resources, driver_slots: int | None,

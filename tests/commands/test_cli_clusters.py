@@ -92,11 +92,14 @@ def test_why_names_the_cluster_of_each_app_running_in_the_queue():
 @pytest.mark.parametrize(("answer", "second"), [
     ({"fits": True, "queue": "root.default", "position": None, "cluster": "b",
       "clusters": ["a", "b"]}, "cluster: b"),
-    ({"fits": True, "queue": "root.default", "position": None, "clusters": ["a", "b"]},
-     "clusters: a, b (none has room for it now)"),
+    ({"fits": True, "queue": "root.default", "position": 2, "cluster": "a",
+      "clusters": ["a", "b"]}, "cluster: a (once it can start there)"),
+    ({"fits": True, "queue": "root.default", "position": 2, "clusters": ["a", "b"]},
+     "clusters: a, b (none would start it within 12 h)"),
     ({"fits": True, "queue": "root.default", "position": None},
      "starts: now, in root.default"),
-], ids=["room on b", "room on none now", "one cluster"])
+], ids=["room on b", "it waits, then starts on a", "on none within the horizon",
+        "one cluster"])
 def test_dry_run_names_the_cluster_behind_several(answer, second):
     assert dry_run_lines(answer)[:2] == ["fits: yes", second]
 

@@ -43,6 +43,7 @@ def test_a_dry_run_behind_several_clusters_says_where_it_would_wait():
     answer = dry_run(state, pinned)
     assert answer.estimate.start_in_s is not None and answer.estimate.start_in_s >= 100
     assert answer.position == 2  # behind a1, in the one queue over both clusters
+    assert answer.cluster == "a"  # the only one it may use
 
 
 def test_an_app_that_may_use_only_a_cluster_out_of_reach_gets_no_estimate():
@@ -55,3 +56,18 @@ def test_an_app_that_may_use_only_a_cluster_out_of_reach_gets_no_estimate():
     got = estimate(state)
     assert got["a1"].start_in_s is None
     assert 100 <= got["a2"].start_in_s <= 110
+
+
+def test_a_dry_run_names_the_cluster_it_would_start_on_the_apps_queued_ahead_counted():
+    """b has its cores free now, but a1, queued ahead and allowed only b, takes them for 500 s;
+    a frees at 100 s (a0 ends): the new app would start on a, not on b, where the cores are
+    free now."""
+    ahead = Queued(replace(spec(1, min_executors=3, max_executors=3), clusters=("b",)), 5000,
+                   500.0)
+    answer = dry_run(live([ahead]), Queued(spec(2, min_executors=3, max_executors=3), 5000,
+                                           50.0))
+    assert answer.position is not None  # it waits (a1 starts on b first)
+    assert answer.cluster == "a"
+    assert 100 <= answer.estimate.start_in_s <= 110
+    alone = dry_run(live([]), Queued(spec(2, min_executors=3, max_executors=3), 5000, 50.0))
+    assert (alone.position, alone.cluster) == (None, "b")  # nothing ahead: b's free cores

@@ -9,7 +9,9 @@
 - ``dry_run_place``: for ``submit --dry-run``, the first of those clusters, in the placement
   rule's order as the books stand (its queue's own rule, else the tree's), that has room free
   now for its driver (in the cluster) and first executors, counted in cores; and the
-  clusters it may use.
+  clusters it may use. That is where an app that would start at once starts; one that would
+  wait starts where the dry run's forward run over every cluster starts it, the apps queued
+  ahead of it there counted (``sim.estimate.dry_run``).
 
 Each cluster is asked with the app's driver where it runs there: on one that runs every
 driver itself (Kubernetes) a client-mode driver is a pod, in the cluster's room.
@@ -99,13 +101,16 @@ def dry_run_place(engine: EngineView, spec: AppSpec) -> tuple[str | None, tuple[
 
 
 def with_clusters(engine: EngineView, spec: AppSpec, answer):
-    """A dry run's answer (``estimating.DryRunAnswer``) with, behind several clusters, where it
-    would go: refused as a submission would be if it fits none it may use, else the cluster it
-    would start on now and those it may use. With one cluster: ``answer`` as it is."""
+    """A dry run's answer (``estimating.DryRunAnswer``, ``cluster`` the forward run's) with,
+    behind several clusters, where it would go: refused as a submission would be if it fits
+    none it may use; else, for an app that would start at once, the first cluster with room
+    for it now (``dry_run_place``), for one that would wait the forward run's; and the
+    clusters it may use. With one cluster: ``answer`` as it is."""
     if not engine.cluster_rows:
         return answer
     never = never_fits_anywhere(engine, spec)
     if never is not None:
         return replace(answer, fits=False, problem=never)
-    cluster, clusters = dry_run_place(engine, spec)
+    now, clusters = dry_run_place(engine, spec)
+    cluster = now if answer.position is None and now is not None else answer.cluster
     return replace(answer, cluster=cluster, clusters=clusters)

@@ -107,8 +107,8 @@ class DryRunAnswer:
     """``fits``: whether the app could start at all on the cluster as it is (``problem``
     says why not); ``position``/``reason``: its place and why it would wait (None/"": it
     would start at once); ``estimate``: when, and the counter-offer. Behind several clusters
-    (``clusters.fits.with_clusters``): ``cluster``, the one it would start on now (None: none
-    has room now), and ``clusters``, those it may use."""
+    (``clusters.fits.with_clusters``): ``cluster``, the one it would start on (None: none
+    within the estimate's horizon), and ``clusters``, those it may use."""
 
     fits: bool
     problem: str | None
@@ -227,7 +227,7 @@ class Estimator:
         if answer is None:
             answer = dry_run(live, app)
         return DryRunAnswer(True, None, answer.position, answer.reason,
-                            absolute(now, answer.estimate))
+                            absolute(now, answer.estimate), answer.cluster)
 
     def _changes(self, now: float) -> tuple[QueueChange, ...]:
         if self._planned is None:
