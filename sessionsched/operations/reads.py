@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessionsched.config import resolve_queue
-from sessionsched.engine.tree import QueueTree
 from sessionsched.model import AppState
 from sessionsched.operations.executor_notes import ExecutorNote, Executors, executor_notes
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal
@@ -92,7 +91,8 @@ class Reads:
             return []
         view = self.service.view
         sub = view.submissions.get(app.id)
-        leaf = QueueTree.of(view.engine.root).node.get(app.queue)
+        # walked, not ``QueueTree.of``'s kept indexes: the cycle reorders them on its thread
+        leaf = next((q for q in view.engine.root.walk() if q.name == app.queue), None)
         running = sum(1 for f in view.engine.apps.values()
                       if f.queue == app.queue and f.state.admitted)
         figures = Executors(app.executors, app.grant, app.target, app.demand, app.queue,
