@@ -61,6 +61,10 @@ def test_priority_policy_and_kill_reclaim_the_victims_job_still_completes(api, t
     b = submit(api, "prio-b", "root.prio", 9000, "--tasks", 4, "--seconds", 600,
                "--job-after", go_b)
     wait_until(lambda: held(api, a) == (CORES,), START_S, "A to take the whole cluster")
+    # Each of A's executors busy (on a loaded machine its tasks start seconds after the
+    # executors register): the cut below then kills busy executors, whose tasks fail.
+    wait_until(lambda: (sent_reports(api, a) or [{}])[-1].get("running_tasks") == CORES,
+               START_S, "A's tasks to run on every executor")
     # B asks for 4 (4 tasks, busy until B is killed) at a higher priority: it gets 4, A keeps
     # the other 2.
     go_b.touch()
