@@ -40,7 +40,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from ...model import Resources
-from ...model.custom import Custom, amount
+from ...model.custom import Custom
 from .drf_round import Row
 from .drf_round import whole_executors as _whole_executors
 from .fairleaf import FairLeaf
@@ -61,16 +61,24 @@ def ratio(cores: float, mem_mib: float, custom: Iterable[tuple[str, float]],
           capacity: Resources) -> float:
     """A bundle's dominant share times the cluster's cores, over its cores (>= 1); ``custom``:
     its (name, amount) pairs."""
-    if cores <= 0 or capacity.cores <= 0:
+    return ratio_of(cores, mem_mib, custom, capacity.cores, capacity.mem_mib,
+                    dict(capacity.custom))
+
+
+def ratio_of(cores: float, mem_mib: float, custom: Iterable[tuple[str, float]],
+             total_cores: float, total_mem: float, totals: Mapping[str, int]) -> float:
+    """``ratio`` with the cluster's figures taken apart, for a caller that asks it of many
+    bundles (``drf_tree.children``: read once, not per child)."""
+    if cores <= 0 or total_cores <= 0:
         return 1.0
-    share = cores / capacity.cores
-    if capacity.mem_mib > 0 and mem_mib / capacity.mem_mib > share:
-        share = mem_mib / capacity.mem_mib
-    for name, want in custom:  # the cluster's amount looked up in its pairs: a few each
-        total = amount(capacity.custom, name)
+    share = cores / total_cores
+    if total_mem > 0 and mem_mib / total_mem > share:
+        share = mem_mib / total_mem
+    for name, want in custom:
+        total = totals.get(name, 0)
         if total > 0 and want / total > share:
             share = want / total
-    return share * capacity.cores / cores
+    return share * total_cores / cores
 
 
 def per_core(custom: Custom, cores: float) -> Uses:

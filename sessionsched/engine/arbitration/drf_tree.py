@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from ...model import Resources
 from ...model.custom import Custom, amount, custom_of
-from .drf import Uses, fill, whole
+from .drf import Uses, fill, ratio_of, whole
 from .policies import water_fill
 
 
@@ -53,7 +53,7 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
     hi = list(high)
     guar = list(guarantee)
     uses: list[Uses] = []
-    dom_weights: list[float] = []  # weight / ratio (``drf.ratio``, worked out here inline)
+    dom_weights: list[float] = []  # weight / ratio (``drf.ratio``)
     capped: list[dict[str, float]] = []  # each child's wants, cut to the parent's budget
     total_cores, total_mem = capacity.cores, capacity.mem_mib
     totals = dict(capacity.custom)
@@ -84,20 +84,9 @@ def children(cores: float, weights: Sequence[float], low: Sequence[float],
         guar[i] = g if g <= h else h
         uses.append(use)
         capped.append(want)
-        # ``ratio(useful, w.mem_mib * scale, want.items(), capacity)``, its operations inline
-        if useful <= 0 or total_cores <= 0:
-            r = 1.0
-        else:
-            share = useful / total_cores
-            mem = w.mem_mib * (useful / w.cores if w.cores else 1.0)
-            if total_mem > 0 and mem / total_mem > share:
-                share = mem / total_mem
-            for name, x in want.items():
-                t = totals.get(name, 0)
-                if t > 0 and x / t > share:
-                    share = x / t
-            r = share * total_cores / useful
-        dom_weights.append(weights[i] / r)
+        scale = useful / w.cores if w.cores else 1.0  # its memory in the part it can use
+        dom_weights.append(weights[i] / ratio_of(useful, w.mem_mib * scale, want.items(),
+                                                 total_cores, total_mem, totals))
     if sum(guar) > cores:
         shares = water_fill(cores, weights, list(low), guar, past)
     else:
