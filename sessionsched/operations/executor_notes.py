@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sessionsched.model import Worker
-from sessionsched.model.custom import Custom
+from sessionsched.model.custom import Custom, amount
 
 
 class NoteCode(StrEnum):
@@ -85,7 +85,7 @@ def _short(asks: Custom, workers: Sequence[Worker],
            free: Mapping[str, Mapping[str, int | None]]) -> ExecutorNote:
     """What the executors granted below the target wait for (module doc)."""
     for name, each in asks:
-        most = max((dict(w.free.custom).get(name, 0) for w in workers), default=0)
+        most = max((amount(w.free.custom, name) for w in workers), default=0)
         if most < each:
             totals = free.get(name, {})
             whole = (f"{totals['free']} of {totals['capacity']} free in the cluster"

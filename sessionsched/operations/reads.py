@@ -11,6 +11,7 @@ from sessionsched.config import resolve_queue
 from sessionsched.model import AppState
 from sessionsched.operations.executor_notes import ExecutorNote, Executors, executor_notes
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal
+from sessionsched.service.clusters.fits import path_to
 from sessionsched.service.metrics import CONTENT_TYPE
 from sessionsched.service.reads import AppRead
 from sessionsched.service.resource_view import app_held, cluster_resources, queue_resources
@@ -91,12 +92,11 @@ class Reads:
             return []
         view = self.service.view
         sub = view.submissions.get(app.id)
-        # walked, not ``QueueTree.of``'s kept indexes: the cycle reorders them on its thread
-        leaf = next((q for q in view.engine.root.walk() if q.name == app.queue), None)
-        running = sum(1 for f in view.engine.apps.values()
-                      if f.queue == app.queue and f.state.admitted)
+        path = path_to(view.engine.root, app.queue)
+        use = view.engine.usage.get(app.queue)
         figures = Executors(app.executors, app.grant, app.target, app.demand, app.queue,
-                            None if leaf is None else leaf.policy.value, running,
+                            None if path is None else path[-1].policy.value,
+                            0 if use is None else use.starting + use.running,
                             () if sub is None else sub.spec.executor.custom)
         if view.engine.cluster_rows:  # several clusters: the watch's workers are all of theirs
             return executor_notes(figures, None)
