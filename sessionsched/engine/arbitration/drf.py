@@ -261,10 +261,6 @@ class DomLeaf:
 
     def divide(self, cores: int, budget: Mapping[str, int]) -> dict[str, int]:
         inputs = self._inputs
-        if self._fair.lo_sum == cores:
-            # The floors take every core (phase 1 cut them to the cores, or a burst's drivers
-            # left no more): ``fill`` stops everyone at level 0, so each share is its floor.
-            return _whole_executors(cores, inputs[5], inputs[1], dict(budget), inputs[4])
         shares = self._fair.shares(cores)
         if shares is not None:
             used: dict[str, float] = {}

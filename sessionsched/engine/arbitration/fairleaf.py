@@ -27,7 +27,7 @@ class FairLeaf:
     """``fairshare(cores, ranked)`` for any ``cores``, the sweep done once (``ranked``: the
     leaf's claims in rank order, as ``fairshare`` takes them; not changed while this is used)."""
 
-    __slots__ = ("_ranked", "_rows", "_bounds", "lo_sum", "_hi_sum", "_reach", "_at")
+    __slots__ = ("_ranked", "_rows", "_bounds", "_lo_sum", "_hi_sum", "_reach", "_at")
 
     def __init__(self, ranked: Sequence[Claim],
                  inputs: tuple[list[float], list[float], list[float]] | None = None) -> None:
@@ -40,14 +40,14 @@ class FairLeaf:
         else:
             (weights, lo, hi), self._rows = inputs, []
         self._bounds = list(zip(weights, lo, hi, strict=True))
-        self.lo_sum = sum(lo)
+        self._lo_sum = sum(lo)
         self._hi_sum = sum(hi)
         # ``water_fill``'s sweep, run to the end: at each breakpoint where it would ask
         # whether ``total`` is reached, what it has filled there (``reach``, growing) and the
         # level, filled and slope it would finish from.
         reach_at: list[float] = []
         at_state: list[tuple[float, float, float]] = []
-        level, filled, slope = 0.0, float(self.lo_sum), 0.0
+        level, filled, slope = 0.0, float(self._lo_sum), 0.0
         for at, kind, i in breakpoints(weights, lo, hi):
             if at > level and slope > 0:
                 reach = filled + slope * (at - level)
@@ -61,11 +61,15 @@ class FairLeaf:
         self._at = at_state
 
     def shares(self, cores: int) -> list[float] | None:
-        """The water-fill's shares of ``cores`` (``drf.level``'s sweep, kept), or None where
-        it is not a sweep's stop: no claims or cores, the floors at or above the cores, every
-        want within them."""
+        """The water-fill's shares of ``cores`` (``drf.level``'s sweep, kept): each claim's
+        floor where the floors take every core (progressive filling stops everyone at level
+        0 there: the floors exactly, not a level times a weight), or None where it is not a
+        sweep's stop: no claims or cores, the floors above the cores, every want within
+        them."""
         total = float(cores)
-        if not self._bounds or total <= 0 or self.lo_sum >= total or self._hi_sum <= total:
+        if self._bounds and total > 0 and self._lo_sum == total:
+            return [low for _, low, _ in self._bounds]
+        if not self._bounds or total <= 0 or self._lo_sum >= total or self._hi_sum <= total:
             return None
         j = bisect_left(self._reach, total)
         if j == len(self._reach):
@@ -78,7 +82,7 @@ class FairLeaf:
         """App id -> executors: what ``fairshare(cores, ranked)`` gives."""
         total = float(cores)
         rows = self._rows
-        if not rows or total <= 0 or self.lo_sum > total or self._hi_sum <= total:
+        if not rows or total <= 0 or self._lo_sum > total or self._hi_sum <= total:
             return fairshare(cores, self._ranked)
         j = bisect_left(self._reach, total)  # the first breakpoint where it is reached
         if j == len(self._reach):  # not reached at all: as ``water_fill``'s for-else
