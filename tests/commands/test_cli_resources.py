@@ -13,7 +13,7 @@ import pytest
 
 from sessionsched.commands._serverproc import ServerProcess
 from tests.sparkcluster import wait_until
-from tests.support.cli_helpers import gpu_memory_config, run_cli
+from tests.support.cli_helpers import TWO_GPU_EXECUTORS, gpu_memory_config, run_cli
 
 GPU = ("spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1",
        "spark.dynamicAllocation.maxExecutors=1")
@@ -120,9 +120,7 @@ def test_why_of_an_app_whose_executors_wait_for_a_gpu_held_by_another(tmp_path, 
     GPU executor it cannot have yet, and ``why`` says what it waits for."""
     config = gpu_memory_config(tmp_path / "state", 1, 8, "16g", 2, [
         {"name": "ml", "policy": "fairshare", "reclaim_timeout": -1}])
-    two = ("spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1",
-           "spark.dynamicAllocation.maxExecutors=2", "spark.sessionsched.memory.work=2x600")
-    conf = [a for c in two for a in ("--conf", c)]
+    conf = [a for k, v in TWO_GPU_EXECUTORS.items() for a in ("--conf", f"{k}={v}")]
     server = ServerProcess.start(config, tmp_path / "server")
     try:
         first = run_cli("submit", "--server", server.url, *conf, "job.py", cwd=app_dir)

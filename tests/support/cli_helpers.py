@@ -114,3 +114,12 @@ def gpu_memory_config(state: Path, workers: int, cores: int, memory: str, gpus: 
         "defaults": {"queue": f"root.{leaves[0]['name']}"},
         "queues": [{"name": "root", "queues": leaves}],
     }
+
+
+# A memory-cluster app of up to two executors of 1 GPU each, each task taking a GPU, its work
+# one stage of 2 tasks of 600 s: it holds its GPUs while the test looks (the executor-notes
+# tests share it).
+TWO_GPU_EXECUTORS = {"spark.executor.resource.gpu.amount": "1",
+                     "spark.task.resource.gpu.amount": "1",
+                     "spark.dynamicAllocation.maxExecutors": "2",
+                     "spark.sessionsched.memory.work": "2x600"}

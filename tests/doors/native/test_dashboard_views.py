@@ -24,7 +24,7 @@ from tests.support.browser import (
     row,
     submit,
 )
-from tests.support.cli_helpers import gpu_memory_config
+from tests.support.cli_helpers import TWO_GPU_EXECUTORS, gpu_memory_config
 from tests.support.http_client import HTTP
 
 pytestmark = pytest.mark.browser  # chromium: left out of make test-fast
@@ -230,9 +230,7 @@ def test_an_apps_page_says_what_its_executors_wait_for(tmp_path, app_dir, tab):
     executors, granted below its target, wait for a GPU, and that its queue divides."""
     config = gpu_memory_config(tmp_path / "state", 1, 8, "16g", 2, [
         {"name": "ml", "policy": "fairshare", "reclaim_timeout": -1}])
-    conf = {"spark.executor.resource.gpu.amount": "1", "spark.task.resource.gpu.amount": "1",
-            "spark.dynamicAllocation.maxExecutors": "2",
-            "spark.sessionsched.memory.work": "2x600"}
+    conf = TWO_GPU_EXECUTORS
     server = ServerProcess.start(config, tmp_path / "server")
     try:
         first = submit(server, app_dir, "first", 5000, "root.ml", conf)
