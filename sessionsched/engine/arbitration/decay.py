@@ -17,7 +17,7 @@ drivers must not cost her executors).
 How it is used (D is in cores, so it adds to current usage):
   1. admission (``admission.plan_admissions``): the child queue with the lowest
      (usage + D) / weight first;
-  2. arbitration (phase 2, ``oracle.divide`` and ``incremental._divide``): the water-fill
+  2. arbitration (phase 2, ``oracle.divide`` and ``parents.divide``): the water-fill
      between sibling queues levels (cores given + D) / weight, each queue's cores still
      between its guarantee and its want (``policies.water_fill`` with ``past``);
   3. in a fairshare leaf that decays, apps are grouped by user and the users levelled the same

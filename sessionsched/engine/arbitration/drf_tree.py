@@ -147,7 +147,7 @@ class Dom:
     def split_on(self, tree, name: str, kids: Sequence[str]) -> tuple:
         """What ``split`` reads here beside the tree and its arguments: the totals, the
         parent's budget and the children's wants (a split worked out from the same is the
-        same: ``incremental._divide`` keeps it)."""
+        same: ``parents.divide`` keeps it)."""
         return (self.totals, self._budget(tree, name),
                 tuple([self.wants.get(k, NO_WANT) for k in kids]))
 

@@ -63,6 +63,8 @@ class FloorCut:
         self._pre_cores = 0  # the prefix's floors
         self._pre_mem = 0
         self._pre_leaf: dict[str, int] = {}
+        self._fits: tuple = ()  # ``fits``' last answer, by what it read: most cycles ask again
+        self._version = 0  # of the floors: moved by every ``add``
 
     def add(self, c: Claim, sign: int = 1) -> None:
         """A claim set (``sign`` 1) or dropped (-1): the exact claim that was added."""
@@ -76,6 +78,7 @@ class FloorCut:
             del self._claims[c.app_id]
             self._order.remove(key)
         cores, mem = sign * c.floor * c.executor.cores, sign * c.floor * c.executor.mem_mib
+        self._version += 1
         self.cores += cores
         self.mem_mib += mem
         _bump(self._leaf_cores, c.queue, cores)
@@ -88,9 +91,14 @@ class FloorCut:
         """Every floor fits the capacity and every ``max_cores`` (the oracle's test)."""
         if self.cores > capacity.cores or self.mem_mib > capacity.mem_mib:
             return False
+        kept = self._fits
+        if kept and kept[0] is tree and kept[1] == self._version:
+            return kept[2]
         under = _capped(tree, self._leaf_cores)
-        return all(q.max_cores is None or under.get(q.name, 0) <= q.max_cores
-                   for q in tree.node.values())
+        fit = all(q.max_cores is None or under.get(q.name, 0) <= q.max_cores
+                  for q in tree.node.values())
+        self._fits = (tree, self._version, fit)
+        return fit
 
     def cut(self, tree: QueueTree, capacity: Resources) -> Cut:
         """Phase 1's cut for ``capacity`` (call it when the floors do not ``fit``)."""

@@ -21,7 +21,7 @@ targets from scratch, independently: the tests hold the two to each other over r
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from sortedcontainers import SortedList
@@ -34,14 +34,33 @@ from .floor_cut import Cut, FloorCut
 from .greedy import ORDERS as GREEDY_ORDERS
 from .leafbook import BelowWant, LeafBook
 from .memory_and_remainders import exact_remainders, left_after, memory_cut
-from .policies import Claim, by_priority_then_seq, water_fill
+from .parents import Split, divide
+from .policies import Claim, by_priority_then_seq
 from .users import divide_leaf
 
 _EPS = 1e-9
 
-# A parent's split as ``_divide`` keeps it: what it was worked out from, the children's shares
-# of cores and (by dominant share) their custom budgets, None where divided by cores alone.
-Split = tuple[tuple, list[float], list[dict[str, float]] | None]
+
+class Summed:
+    """Two figures of every leaf book (``of``), summed, kept by the difference of the books
+    that moved: a sum over every leaf each compute is a cost per leaf, which behind several
+    clusters every cluster's engine pays."""
+
+    def __init__(self, of: Callable[[LeafBook], tuple[int, int]]):
+        self.of = of
+        self.cores = self.mem_mib = 0
+        self._each: dict[str, tuple[int, int]] = {}
+
+    def update(self, books: Mapping[str, LeafBook], moved: Iterable[str]) -> None:
+        each, of = self._each, self.of
+        for name in moved:
+            book = books.get(name)
+            new = (0, 0) if book is None else of(book)
+            old = each.get(name, (0, 0))
+            if new != old:
+                each[name] = new
+                self.cores += new[0] - old[0]
+                self.mem_mib += new[1] - old[1]
 
 
 class Arbiter:
@@ -68,12 +87,17 @@ class Arbiter:
         self._at_floors = False
         self._set_since: set[str] = set()
         # parent -> (what its split was worked out from, its children's shares and custom
-        # budgets): ``_divide``
+        # budgets): ``parents.divide``
         self._shares: dict[str, Split] = {}
         # ``_node_sums`` as last worked out (tree, low, high, wants), and the leaves moved since
         self._sums: tuple[QueueTree, dict[str, int], dict[str, int],
                           dict[str, drf_tree.Want] | None] | None = None
         self._moved: set[str] = set()
+        self._cores_of: dict[str, float] = {}  # each leaf's cores, as phase 2 last gave them
+        self._plain = False  # the last compute read no users' past and no dominant share
+        # The books' wanted and (leaf results') used cores and memory, summed (``Summed``).
+        self._wanted = Summed(lambda b: (b.want_cores, b.want_mem_mib))
+        self._used = Summed(lambda b: (b.used_cores, b.used_mem_mib))
 
     def claims_in(self, leaf: str) -> Mapping[str, Claim]:
         """The claims of a leaf's apps, by app id (as last set: read, not to be changed)."""
@@ -130,20 +154,34 @@ class Arbiter:
         ``past``: decayed past usage (``decay``), the same the oracle is given; ``totals``:
         what dominant shares are shares of (``drf``; None: ``capacity``)."""
         tree = QueueTree.of(root)
-        unknown = sorted(q for q, b in self._books.items() if b.claims and q not in tree.path)
+        books = self._books
+        # For the tree the sums were kept for, only a leaf moved since can have new claims.
+        look = (self._moved if self._sums is not None and self._sums[0] is tree
+                else books.keys())
+        unknown = sorted(q for q in look if q not in tree.path and books[q].claims)
         if unknown:
             raise ValueError(f"claims in queues that are not leaves: {', '.join(unknown)}")
         cut = None if self._floors.fits(tree, capacity) else self._floors.cut(tree, capacity)
         self._set_cut({} if cut is None else cut.floors)
-        low, high, wants = self._node_sums(tree, drf.applies(capacity))
-        budget = min(self._cores_memory_backs(capacity), high[root.name])
+        moved = self._moved  # the leaves whose claims moved since the last compute
+        low, high, wants, fresh = self._node_sums(tree, drf.applies(capacity))
+        budget = min(self._cores_memory_backs(capacity, moved), high[root.name])
         # the DRF context on a cluster with custom resources (``drf``)
         dom = None if wants is None else drf_tree.Dom(capacity, wants, totals)
-        cores_of = _divide(tree, low, high, max(budget, low[root.name], 0), past, dom,
-                           self._shares)
-        recomputed = self._leaf_results(tree, cores_of, past, dom)
-        used_mem = sum(b.used_mem_mib for b in self._books.values())
-        if cut is None and used_mem <= capacity.mem_mib:
+        cores_of = divide(tree, low, high, max(budget, low[root.name], 0), past, dom,
+                           self._shares, fresh)
+        last, self._cores_of = self._cores_of, cores_of
+        # Which leaves can have another result: with the tree as it was, and no users' past
+        # or dominant share read now or last time, only those whose claims or cores moved.
+        plain, was_plain = dom is None and not past.users, self._plain
+        self._plain = plain
+        only = None
+        if fresh is not None and plain and was_plain:
+            only = moved.union([n for n, v in cores_of.items() if last.get(n) != v],
+                               [n for n in last if n not in cores_of])
+        recomputed = self._leaf_results(tree, cores_of, past, dom, only)
+        self._used.update(books, books.keys() if only is None else only)
+        if cut is None and self._used.mem_mib <= capacity.mem_mib:
             changed = self._finish_exact(tree, capacity, recomputed)
             self._at_floors = False
         else:
@@ -169,24 +207,27 @@ class Arbiter:
             self._set_since.add(app_id)
         self._cut = floors
 
-    def _cores_memory_backs(self, capacity: Resources) -> float:
+    def _cores_memory_backs(self, capacity: Resources, moved: Iterable[str]) -> float:
         """The cores phase 2 divides: all of them, or when the wanted executors need more
         memory than the cluster has, the cores its memory backs at their mean MiB per core.
         Dividing cores that memory cannot back would leave phase 3 to cut the shares in rank
         order: a fairshare queue would be run as fifo whenever memory is the scarce part."""
-        want_cores = sum(b.want_cores for b in self._books.values())
-        want_mem = sum(b.want_mem_mib for b in self._books.values())
+        self._wanted.update(self._books, moved)
+        want_cores, want_mem = self._wanted.cores, self._wanted.mem_mib
         if want_mem <= capacity.mem_mib or want_cores <= 0:
             return capacity.cores
         return min(capacity.cores, capacity.mem_mib * want_cores / want_mem)
 
     def _node_sums(self, tree: QueueTree, custom: bool = False
-                   ) -> tuple[dict[str, int], dict[str, int], dict[str, drf_tree.Want] | None]:
+                   ) -> tuple[dict[str, int], dict[str, int], dict[str, drf_tree.Want] | None,
+                              set[str] | None]:
         """Per queue: (floor cores as phase 1 gave them, wanted cores cut to max_cores and at
         least the floors, and where ``custom`` resources count its wants as ``drf_tree.Want``, else
-        None). Kept between computes: worked out again on the paths of the leaves whose
-        claims moved since (``_moved``), the whole tree for another tree."""
+        None), and the queues worked out again (None: all). Kept between computes: worked
+        out again on the paths of the leaves whose claims moved since (``_moved``), the whole
+        tree for another tree."""
         kept, moved = self._sums, self._moved
+        above: set[str] | None = None
         if kept is not None and kept[0] is tree and (kept[3] is not None or not custom):
             low, high, wants = kept[1], kept[2], kept[3] if custom else None
             paths = tree.path
@@ -217,16 +258,19 @@ class Arbiter:
             low[name] = f
             high[name] = max(w, f)
         self._sums, self._moved = (tree, low, high, wants), set()
-        return low, high, wants
+        return low, high, wants, above
 
     def _leaf_results(
         self, tree: QueueTree, cores_of: dict[str, float], past: Past,
-        dom: drf_tree.Dom | None = None,
+        dom: drf_tree.Dom | None = None, only: set[str] | None = None,
     ) -> list[str]:
         """Recompute the leaves whose cores, claims (phase 1's cut among them), policy or
-        users' past usage changed; returns the apps whose leaf result changed."""
+        users' past usage changed; returns the apps whose leaf result changed. ``only``: the
+        leaves that can have changed, when known (the others' keys are as they were)."""
         changed: list[str] = []
-        for name, book in self._books.items():
+        books = self._books
+        for name, book in (books.items() if only is None else
+                           [(n, b) for n, b in books.items() if n in only]):
             if not book.claims:
                 if book.result or book.has_below or book.used_cores or book.used_mem_mib:
                     book.settle(None, {}, ())  # its last apps left: forget their results
@@ -279,8 +323,8 @@ class Arbiter:
         """Phase 4 when nothing was cut: targets are leaf results plus remainders.
         ``recomputed``: the apps whose leaf result changed this time."""
         books = self._books
-        left_cores = capacity.cores - sum(b.used_cores for b in books.values())
-        left_mem = capacity.mem_mib - sum(b.used_mem_mib for b in books.values())
+        left_cores = capacity.cores - self._used.cores
+        left_mem = capacity.mem_mib - self._used.mem_mib
         bonus = exact_remainders(tree, left_cores, left_mem, books, self._below, self._held,
                                  left_after(_custom_counted(capacity),
                                             ((Resources(0, 0, b.used_custom), 1)
@@ -327,60 +371,6 @@ class Arbiter:
                 self.targets[app_id] = n
                 changed.append(app_id)
         return changed
-
-
-def _divide(
-    tree: QueueTree, low: dict[str, int], high: dict[str, int], cores: float,
-    past: Past = NO_PAST, dom: drf_tree.Dom | None = None,
-    kept: dict[str, Split] | None = None,
-) -> dict[str, float]:
-    """Phase 2 above the leaves: leaf name -> cores (fractional); siblings levelled by
-    (cores + decayed past usage) / weight. ``kept``: each parent's split by the figures it
-    was worked out from, taken again while they stand (a cycle moves the wants of a few
-    queues; behind several clusters every cluster's engine divides the whole tree). By
-    dominant share too: what a split reads of ``dom`` is part of what it was worked out
-    from (``drf_tree.Dom.split_on``)."""
-    queue_past = past.queues
-    out: dict[str, float] = {}
-    stack = [(tree.root.name, float(cores))]
-    while stack:
-        name, c = stack.pop()
-        kids = [k for k in tree.children[name] if high[k] > 0]
-        if not tree.children[name]:
-            out[name] = c
-            continue
-        if not kids:
-            continue
-        p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
-        memo = None
-        if kept is not None:  # weights and min shares: the tree's (``tree``)
-            memo = (tree, c, tuple(kids), tuple([low[k] for k in kids]),
-                    tuple([high[k] for k in kids]), None if p is None else tuple(p))
-            if dom is not None:
-                memo = (*memo, *dom.split_on(tree, name, kids))
-            was = kept.get(name)
-            if was is not None and was[0] == memo:
-                if was[2] is not None:
-                    dom.took(kids, was[2])  # type: ignore[union-attr]
-                stack.extend(zip(kids, was[1], strict=True))
-                continue
-        weights = [tree.node[k].weight for k in kids]
-        guarantee = [
-            float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids
-        ]
-        split = None if dom is None else dom.split(
-            tree, name, kids, c, weights, [float(low[k]) for k in kids], guarantee,
-            [float(high[k]) for k in kids], p)
-        if split is not None:  # a custom resource is wanted below: by dominant share
-            shares = split[0]
-        elif sum(guarantee) > c:
-            shares = water_fill(c, weights, [float(low[k]) for k in kids], guarantee, p)
-        else:
-            shares = water_fill(c, weights, guarantee, [float(high[k]) for k in kids], p)
-        if memo is not None:
-            kept[name] = (memo, shares, None if split is None else split[1])
-        stack.extend(zip(kids, shares, strict=True))
-    return out
 
 
 def _custom_counted(capacity: Resources) -> dict[str, int] | None:
