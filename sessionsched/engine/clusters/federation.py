@@ -282,11 +282,12 @@ class Federation:
             for app_id in withdrawn:
                 batch += [KillRequested(app_id), Forget(app_id)]
             self.withdraw[name] = []
-            # Checked above, whole; a withdrawal (a queued copy killed, then forgotten) cannot
-            # be refused: the books are only checked again when one was added.
+            # Checked above, whole. A withdrawal cannot be refused: the copy is queued here
+            # still (a kill of a queued app reaches every copy, so none launched one this
+            # batch kills), and a queued copy killed is ended, holding nothing: forgotten.
             engine = self.engines[name]
             engine.slice_left = left
-            decided = engine.step(now, batch, checked=not withdrawn)
+            decided = engine.step(now, batch, checked=True)
             if left is not None:
                 left = max(left - sum(isinstance(d, LaunchDriver) for d in decided), 0)
             out += self._take(name, decided, plan.moved)
