@@ -94,7 +94,7 @@ class Arbiter:
                           dict[str, drf_tree.Want] | None] | None = None
         self._moved: set[str] = set()
         self._cores_of: dict[str, float] = {}  # each leaf's cores, as phase 2 last gave them
-        self._plain = False  # the last compute read no users' past and no dominant share
+        self._read = (True, True)  # whether the last compute read users' past, dominant shares
         # The books' wanted and (leaf results') used cores and memory, summed (``Summed``).
         self._wanted = Summed(lambda b: (b.want_cores, b.want_mem_mib))
         self._used = Summed(lambda b: (b.used_cores, b.used_mem_mib))
@@ -172,13 +172,16 @@ class Arbiter:
                            self._shares, fresh)
         last, self._cores_of = self._cores_of, cores_of
         # Which leaves can have another result: with the tree as it was, and no users' past
-        # or dominant share read now or last time, only those whose claims or cores moved.
-        plain, was_plain = dom is None and not past.users, self._plain
-        self._plain = plain
+        # read now or last time, only those whose claims or cores moved - and those whose
+        # wants ask a custom resource, while dominant shares are read (now or last time).
+        read, was = (bool(past.users), dom is not None), self._read
+        self._read = read
         only = None
-        if fresh is not None and plain and was_plain:
+        if fresh is not None and not read[0] and not was[0]:
             only = moved.union([n for n, v in cores_of.items() if last.get(n) != v],
                                [n for n in last if n not in cores_of])
+            if read[1] or was[1]:
+                only.update([n for n, b in books.items() if b.want_custom])
         recomputed = self._leaf_results(tree, cores_of, past, dom, only)
         self._used.update(books, books.keys() if only is None else only)
         if cut is None and self._used.mem_mib <= capacity.mem_mib:
