@@ -54,6 +54,8 @@ class AppInfo:
     cores: int  # granted now
     memory_per_executor_mib: int
     start_ms: int
+    # custom resources each executor of its default profile asks (``resourcesperexecutor``)
+    resources_per_executor: Custom = ()
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class DriverInfo:
     worker_id: str | None
     start_ms: int = 0
     main_class: str = ""  # the driver's main class (``mainclass``)
+    resources: Custom = ()  # custom resources given to it (``resources``)
 
     @property
     def exit_code(self) -> int | None:
@@ -141,7 +144,25 @@ def _app(a: Mapping) -> AppInfo:
         cores=_req(a, "cores", int, where),
         memory_per_executor_mib=_req(a, "memoryperexecutor", int, where),
         start_ms=_req(a, "starttime", int, where),
+        resources_per_executor=_requirements(a.get("resourcesperexecutor"), where),
     )
+
+
+def _requirements(value: object, where: str) -> Custom:
+    """An application's ``resourcesperexecutor``: [{"name", "amount"}] (absent before Spark 3)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: 'resourcesperexecutor' is not a list")
+    amounts: dict[str, int] = {}
+    for req in value:
+        name = req.get("name") if isinstance(req, Mapping) else None
+        n = req.get("amount") if isinstance(req, Mapping) else None
+        if not isinstance(name, str) or not isinstance(n, int) or isinstance(n, bool):
+            raise ValueError(f"{where}: 'resourcesperexecutor' holds {req!r}, not a name and a"
+                             " whole amount")
+        amounts[name] = amounts.get(name, 0) + n
+    return custom_of(amounts)
 
 
 def _driver(d: Mapping) -> DriverInfo:
@@ -155,13 +176,15 @@ def _driver(d: Mapping) -> DriverInfo:
         worker_id=worker if isinstance(worker, str) and worker != "None" else None,
         start_ms=_req(d, "starttime", int, where),
         main_class=str(d.get("mainclass") or ""),
+        resources=_resources(d, "resources", "driver"),
     )
 
 
-def _resources(w: Mapping, key: str) -> Custom:
-    """A worker's ``resources``/``resourcesfree``: name -> {"name", "addresses"}, counted
-    (absent on a worker without custom resources, or a master before Spark 3)."""
-    where = f"master JSON worker {key!r}"
+def _resources(w: Mapping, key: str, of: str = "worker") -> Custom:
+    """A worker's ``resources``/``resourcesfree`` or a driver's ``resources``: name ->
+    {"name", "addresses"}, counted (absent where there are none, or from a master before
+    Spark 3)."""
+    where = f"master JSON {of} {key!r}"
     value = w.get(key) or {}
     if not isinstance(value, Mapping):
         raise ValueError(f"{where}: not a JSON object")
@@ -237,10 +260,10 @@ def capacity_for_managed(
     """Alive workers' cores and memory minus what the cluster gives to applications and
     cluster-mode drivers that are not managed (not in ``managed_apps`` / ``managed_drivers``).
 
-    An unmanaged application holds the cores the master granted it and the memory of its
-    executors (from the workers' lists); an unmanaged driver holds its cores and memory while
-    it runs. Never below zero. Custom resources (GPUs) are the alive workers' sum: what
-    unmanaged apps hold of them is not taken off (docs/operator/resources.md).
+    An unmanaged application holds the cores the master granted it, and the memory and
+    custom resources (GPUs) of its executors (counted from the workers' lists, each executor
+    of what the application asks per executor); an unmanaged driver holds its cores, memory
+    and custom resources while it runs. Never below zero.
     """
     apps, drivers = set(managed_apps), set(managed_drivers)
     alive = view.master.alive_workers()
@@ -248,15 +271,20 @@ def capacity_for_managed(
     foreign = {a.id for a in view.master.active_apps} - apps
     foreign_cores = sum(a.cores for a in view.master.active_apps if a.id in foreign)
     foreign_mem = sum(e.memory_mib for e in view.executors if e.spark_app_id in foreign)
+    custom = ()
+    for w in alive:
+        custom = combine(custom, w.resources, 1)
+    per_executor = {a.id: a.resources_per_executor for a in view.master.active_apps
+                    if a.id in foreign and a.resources_per_executor}
+    for e in view.executors if per_executor else ():
+        custom = combine(custom, per_executor.get(e.spark_app_id, ()), -1)
     for d in view.master.drivers:
         if d.state == "RUNNING" and d.id not in drivers:
             foreign_cores += d.cores
             foreign_mem += d.memory_mib
-    custom = ()
-    for w in alive:
-        custom = combine(custom, w.resources, 1)
+            custom = combine(custom, d.resources, -1)
     return Resources(max(total.cores - foreign_cores, 0), max(total.mem_mib - foreign_mem, 0),
-                     custom)
+                     tuple((k, v) for k, v in custom if v > 0))
 
 
 def presumed_ours(

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 from sessionsched.backends import procs
-from sessionsched.backends.clusterview import ClusterView, workers_of
+from sessionsched.backends.clusterview import ClusterView, capacity_for_managed, workers_of
 from sessionsched.backends.local import WORKER_CLASS, LocalCluster
 from sessionsched.backends.master import MasterClient
 from sessionsched.backends.spark_home import spark_class, spark_home
@@ -330,6 +330,14 @@ def test_two_gpu_apps_in_a_fairshare_queue_split_the_gpus(gpu_cluster, tmp_path)
         # Two GPUs each, the two apps' disjoint: all four in use.
         first, second = held.values()
         assert sorted(first + second) == ["0", "1", "2", "3"], held
+        # As the master and the workers describe them, each app's executors ask one GPU: to a
+        # scheduler that did not manage the first app, its two GPUs are not there to give.
+        view = master.read()
+        first_id = next(iter(held))
+        assert {a.id: a.resources_per_executor for a in view.master.active_apps} == {
+            a: (("gpu", 1),) for a in held}
+        assert capacity_for_managed(view, [a for a in held if a != first_id], ()).custom == (
+            ("gpu", 2),)
         until.touch()
         wait_until(lambda: all(api.app(i).state.terminal for i in ids), 120, "both apps to end")
         mark("both ended")
