@@ -11,6 +11,7 @@ starting timeout) -> FINISHED | FAILED | KILLED; a queued app can be killed or w
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..model import AppState
@@ -130,7 +131,15 @@ def driver_exited(s: Scheduler, now: float, ev: DriverExited, out: list[Decision
 def executors_changed(s: Scheduler, now: float, ev: ExecutorsChanged, out: list[Decision]) -> None:
     rec = s.apps[ev.app_id]
     executors = ev.executors
+    was = rec.executors
     rec.executors = {e.executor_id: e for e in executors}
+    if was and any(e.worker for e in was.values()):
+        # A witness that does not know an executor's worker (the agent) keeps what another
+        # said (the cluster's lists): an executor never moves.
+        for e in executors:
+            old = was.get(e.executor_id)
+            if not e.worker and old is not None and old.worker:
+                rec.executors[e.executor_id] = replace(e, worker=old.worker)
     rec.demand = agent_terms.demand_after_report(ev.seen_by, len(executors), rec.demand)
     reclaim.executors_changed(rec, s.books.leaves[rec.spec.queue])
     if rec.reserved and rec.held >= rec.reserved:

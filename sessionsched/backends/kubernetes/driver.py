@@ -130,5 +130,7 @@ class Tracked:
         return [DriverExited(self.app_id, code)]
 
     def _executors(self, running: list[dict], now: float) -> Event | None:
-        ids = (pods.labels(p).get("spark-exec-id") or p["metadata"]["name"] for p in running)
-        return self.seen.update(self.app_id, ids, now)
+        ids = [pods.labels(p).get("spark-exec-id") or p["metadata"]["name"] for p in running]
+        nodes = {i: (p.get("spec") or {}).get("nodeName") or "" for i, p in zip(ids, running,
+                                                                                strict=True)}
+        return self.seen.update(self.app_id, ids, now, nodes)

@@ -16,8 +16,7 @@ class AdoptedApp(Part):
     def observe(self, view: ClusterView, now: float) -> list[Event]:
         sid = self.record.spark_app_id
         if any(a.id == sid for a in view.master.active_apps):
-            changed = self.seen.update(self.app_id, (e.executor_id for e in view.executors_of(sid)),
-                                       now)
+            changed = self.executors(view, sid, now)
             return [changed] if changed is not None else []
         if any(a.id == sid for a in view.master.completed_apps):
             self.exited = True

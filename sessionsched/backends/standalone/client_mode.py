@@ -81,8 +81,7 @@ class LocalDriver(Part):
         out = self.started()
         sid = self.record.spark_app_id
         if sid:
-            changed = self.seen.update(self.app_id,
-                                       (e.executor_id for e in view.executors_of(sid)), now)
+            changed = self.executors(view, sid, now)
             if changed is not None:
                 out.append(changed)
             self._check_forgotten(view, stops, now)

@@ -72,9 +72,7 @@ class WorkerDriver(Part):
         out = self.started()
         rec = self.record
         if rec.spark_app_id:
-            changed = self.seen.update(self.app_id,
-                                       (e.executor_id for e in view.executors_of(rec.spark_app_id)),
-                                       now)
+            changed = self.executors(view, rec.spark_app_id, now)
             if changed is not None:
                 out.append(changed)
         driver = view.master.driver(rec.driver_id)

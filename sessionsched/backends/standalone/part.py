@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...engine.events import DriverStarted, Event
+from ...engine.events import DriverStarted, Event, ExecutorsChanged
+from ..clusterview import ClusterView
 from ..driver_files import DriverRecord
 from ..executors_seen import ExecutorsSeen
 
@@ -22,6 +23,13 @@ class Part:
     @property
     def app_id(self) -> str:
         return self.record.app_id
+
+    def executors(self, view: ClusterView, spark_app_id: str,
+                  now: float) -> ExecutorsChanged | None:
+        """The app's executors in the workers' lists, each on its worker, if they changed."""
+        on = view.executors_of(spark_app_id)
+        return self.seen.update(self.app_id, (e.executor_id for e in on), now,
+                                {e.executor_id: e.worker_id for e in on})
 
     def started(self) -> list[Event]:
         """DriverStarted, once, as soon as the Spark application id is known."""

@@ -198,6 +198,8 @@ def test_capacity_is_allocatable_minus_what_others_use(fake, tmp_path, app_py):
         fake.set_pod_phase(NS, pod["metadata"]["name"], "Running", node="n1")
         executor_pod(fake, pod, 1, node="n2")
         events = collect(backend, lambda ev: of(ev, ExecutorsChanged))
+        assert [(e.executor_id, e.worker) for e in of(events, ExecutorsChanged)[-1].executors
+                ] == [("1", "n2")]  # on its pod's node
         cores, mem = backend.capacity()[0].cores, backend.capacity()[0].mem_mib
         assert (cores, mem) == (4, 13312 - 1408)
         n2 = backend.workers()[1]  # our executor is not taken off its size, only its free room

@@ -28,7 +28,9 @@ from sessionsched.backends.clusterview import (
     workers_of,
 )
 from sessionsched.backends.commands import redacted, rest_request, submit_command
+from sessionsched.backends.driver_files import DriverRecord
 from sessionsched.backends.standalone import RUNNER, StandaloneBackend
+from sessionsched.backends.standalone.adopted import AdoptedApp
 from sessionsched.engine.events import DriverExited
 from sessionsched.model import Resources, Worker
 from tests.sparkcluster import free_port, wait_until
@@ -429,3 +431,17 @@ def test_a_driver_the_master_stops_listing_ends_after_its_wait_on_the_given_cloc
             assert "no longer lists driver driver-1" in exited[0].reason
         finally:
             backend.close()
+
+
+def test_an_adopted_apps_executors_are_reported_each_on_its_worker():
+    """The workers' lists name each executor's worker: reclaim for an executor short of a GPU
+    takes executors on the GPU workers (engine/reclaim.py)."""
+    master = parse_master({"url": "spark://m:1", "status": "ALIVE",
+                           "workers": [_worker("w1", 8, 8192), _worker("w2", 8, 8192)],
+                           "activeapps": [_app("app-1", 2)]})
+    view = ClusterView(master, (ExecutorInfo("app-1", "1", 512, "w2"),
+                                ExecutorInfo("app-1", "0", 512, "w1")))
+    part = AdoptedApp(DriverRecord("a", "external", 0.0, spark_app_id="app-1"))
+    (changed,) = part.observe(view, now=5.0)
+    assert [(e.executor_id, e.worker) for e in changed.executors] == [("0", "w1"), ("1", "w2")]
+    assert part.observe(view, now=6.0) == []  # the same executors: reported once
