@@ -332,8 +332,16 @@ def test_two_gpu_apps_in_a_fairshare_queue_split_the_gpus(gpu_cluster, tmp_path)
         assert sorted(first + second) == ["0", "1", "2", "3"], held
         # As the master and the workers describe them, each app's executors ask one GPU: to a
         # scheduler that did not manage the first app, its two GPUs are not there to give.
-        view = master.read()
+        # (Read until the workers' lists show both of its executors: a list read a moment
+        # after the worker's own page may lag it on a loaded machine.)
         first_id = next(iter(held))
+
+        def listed() -> ClusterView | None:
+            v = master.read()
+            return v if len(v.executors_of(first_id)) == 2 else None
+
+        view = wait_until(listed, JVM_S, "the first app's 2 executors in the workers' lists",
+                          interval_s=0.3)
         assert {a.id: a.resources_per_executor for a in view.master.active_apps} == {
             a: (("gpu", 1),) for a in held}
         assert capacity_for_managed(view, [a for a in held if a != first_id], ()).custom == (
