@@ -23,6 +23,7 @@ class ExecutorsSeen:
         """ExecutorsChanged if ``current_ids`` differ from the last report. ``workers``:
         executor id -> the worker it runs on, where known (an executor never moves)."""
         current = set(current_ids)
+        workers = workers or {}
         for eid in current - self.first_seen.keys():
             self.first_seen[eid] = now
         for eid in self.first_seen.keys() - current:
@@ -32,7 +33,7 @@ class ExecutorsSeen:
         self.reported = frozenset(current)
         executors = sorted(
             (Executor(eid, started_at=self.first_seen[eid], idle=False,
-                      worker=(workers or {}).get(eid, "")) for eid in current),
+                      worker=workers.get(eid, "")) for eid in current),
             key=lambda e: (e.started_at, _numeric(e.executor_id)),
         )
         return ExecutorsChanged(app_id, tuple(executors))

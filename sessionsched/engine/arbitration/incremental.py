@@ -165,7 +165,8 @@ class Arbiter:
         self._set_cut({} if cut is None else cut.floors)
         moved = self._moved  # the leaves whose claims moved since the last compute
         low, high, wants, fresh = self._node_sums(tree, drf.applies(capacity))
-        budget = min(self._cores_memory_backs(capacity, moved), high[root.name])
+        self._wanted.update(books, moved)
+        budget = min(self._cores_memory_backs(capacity), high[root.name])
         # the DRF context on a cluster with custom resources (``drf``)
         dom = None if wants is None else drf_tree.Dom(capacity, wants, totals)
         cores_of = divide(tree, low, high, max(budget, low[root.name], 0), past, dom,
@@ -210,12 +211,11 @@ class Arbiter:
             self._set_since.add(app_id)
         self._cut = floors
 
-    def _cores_memory_backs(self, capacity: Resources, moved: Iterable[str]) -> float:
+    def _cores_memory_backs(self, capacity: Resources) -> float:
         """The cores phase 2 divides: all of them, or when the wanted executors need more
         memory than the cluster has, the cores its memory backs at their mean MiB per core.
         Dividing cores that memory cannot back would leave phase 3 to cut the shares in rank
         order: a fairshare queue would be run as fifo whenever memory is the scarce part."""
-        self._wanted.update(self._books, moved)
         want_cores, want_mem = self._wanted.cores, self._wanted.mem_mib
         if want_mem <= capacity.mem_mib or want_cores <= 0:
             return capacity.cores

@@ -45,9 +45,8 @@ def divide(
             continue
         if same and name not in fresh:  # type: ignore[operator]
             was = kept.get(name)  # type: ignore[union-attr]
-            if (was is not None and was[0][0] is tree and was[0][1] == c
-                    and len(was[0]) == 6 and was[0][5] is None):  # none read then either
-                stack.extend(zip(was[0][2], was[1], strict=True))
+            if _stands(was, tree, c):
+                stack.extend(zip(was[0][2], was[1], strict=True))  # type: ignore[index]
                 continue
         kids = [k for k in children if high[k] > 0]
         if not kids:
@@ -82,3 +81,13 @@ def divide(
             kept[name] = (memo, shares, None if split is None else split[1])
         stack.extend(zip(kids, shares, strict=True))
     return out
+
+
+def _stands(was: Split | None, tree: QueueTree, c: float) -> bool:
+    """A kept split worked out on ``tree`` for ``c`` cores from the tree's figures alone: its
+    memo (``divide``: tree, cores, children, their floors and wants, past usage, then what
+    it read of the dominant shares) holds no past usage and nothing of ``Dom``."""
+    if was is None:
+        return False
+    memo = was[0]
+    return memo[0] is tree and memo[1] == c and len(memo) == 6 and memo[5] is None
