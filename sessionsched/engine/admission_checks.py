@@ -50,9 +50,11 @@ docs/design/admission.md.
   7. ``running_demand`` (``demand``): the same driver and first executors also fit beside what
      the leaf's admitted apps of the head's priority or higher still want above their floors
      (``needs``: their reported demand; an app still STARTING without an executor wants its
-     first executors). The head is admitted only into room its queue's running apps do not
-     need: work-conserving. In a ``fairshare`` leaf their need counts only up to what they
-     keep with the head in (``_kept_beside``): arbitration will give the head its weighted
+     first executors), custom resources too: a head that asks for a GPU waits while they want
+     every GPU left (the reason names it), one that asks for none is not held back by their
+     GPUs. The head is admitted only into room its queue's running apps do not need:
+     work-conserving. In a ``fairshare`` leaf their need counts only up to what they
+     keep with the head in (``room.demand``): arbitration will give the head its weighted
      share anyway, so holding it back while the others want more than theirs would only
      delay it. In ``fifo`` and ``priority`` leaves a head of equal priority gets what the
      running apps leave, so their whole need holds it back. One exception, the *driver
@@ -89,12 +91,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import Admission, AppSpec, Policy, Queue, Resources
+from ..model import Admission, AppSpec, Queue, Resources
 from ..model.custom import amount
 from .gang.checks import gang_wait
 from .host_room import driver_slot
 from .ledger import whole
 from .room.commitment import commitment, reservation
+from .room.demand import demand_verdict
 from .waits import Wait, WaitCode, first_of, holders, res
 
 if TYPE_CHECKING:
@@ -257,76 +260,6 @@ def _all_fit_whole(leaf: str, head: AppSpec, reach: float, mem_reach: float,
 def running_demand(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
                    room: Room) -> Wait | None:
     return demand_verdict(view, head, room)[0]
-
-
-def demand_verdict(view: LeafView, head: AppSpec, room: Room) -> tuple[Wait | None, bool]:
-    """``running_demand``'s wait, and whether it lets the head in as the driver ahead (only
-    its first executors lack room): admission marks such an app ``ahead``."""
-    need = need_beside(view, head, room)
-    if demand_fits(head, need, room):
-        return None, False
-    if _may_go_ahead(view, head, need, room):
-        return None, True
-    q = view.queue.name
-    n = reservation(head)
-    return Wait(
-        WaitCode.RUNNING_DEMAND,
-        f"the running apps of {q} want {res(need)} above their floors and {first_of(head, n)}"
-        f" {'need' if n else 'needs'} {res(commitment(head))}: more than the"
-        f" {res(room.uncommitted)} left beside the admitted apps' drivers and floors"
-    ), False
-
-
-def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
-    """What the leaf's admitted apps of the head's priority or higher want above their floors
-    (in a ``fairshare`` leaf: up to what they keep with the head in)."""
-    q = view.queue.name
-    priority = view.priority_of[head.app_id]
-    need, extra = room.need_of(q, priority), room.need_admitted.get(q)
-    if extra is not None:  # apps admitted this cycle
-        need = need + extra
-    if view.queue.policy is Policy.FAIRSHARE and need != _NONE:
-        weight = room.weight_of(q, priority) + room.weight_admitted.get(q, 0)
-        need = _kept_beside(head, priority, need, weight, room)
-    return need
-
-
-def demand_fits(head: AppSpec, need: Resources, room: Room) -> bool:
-    """The head's driver and first executors fit beside the running apps' ``need``
-    (``need_beside``)."""
-    c, left = commitment(head), room.uncommitted
-    return c.cores + need.cores <= left.cores and c.mem_mib + need.mem_mib <= left.mem_mib
-
-
-def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) -> bool:
-    """The head may start ahead of the room for its first executors: its driver alone fits
-    beside the running apps' need, and no app of its leaf started ahead still waits for its
-    first executor (one per leaf)."""
-    if room.ahead_in.get(view.queue.name, 0):
-        return False
-    d, left = head.driver if head.driver_in_cluster else _NONE, room.uncommitted
-    return d.cores + need.cores <= left.cores and d.mem_mib + need.mem_mib <= left.mem_mib
-
-
-def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
-                 room: Room) -> Resources:
-    """In a ``fairshare`` leaf: the part of the running apps' ``need`` they keep with the head
-    admitted beside them. Arbitration would give the head its weighted share of the room left
-    for executors (weight = priority), taken from theirs, so their need counts only up to their
-    part, ``weight / (weight + priority)`` of that room (rounded up); the head is then held
-    back only when its own share could not hold its first executors. Each app's real share is
-    ``min(its need, its part)``; taking the part of the sum instead is never smaller, so never
-    lets in a head that the exact division would keep out."""
-    driver = head.driver if head.driver_in_cluster else _NONE
-    left = room.uncommitted - driver
-    if weight <= 0 or left.cores <= 0:
-        return need
-    total = weight + priority
-
-    def part(x: int) -> int:
-        return -(-max(x, 0) * weight // total)  # ceil, in whole cores and MiB
-
-    return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from engine_builders import app
 from sessionsched.engine.ledger import AppRecord
 from sessionsched.engine.needs import NeedBook, elastic_need
 from sessionsched.model import AppState, Resources
+from sessionsched.model.custom import combine
 
 LEAVES = ["root.a", "root.b"]
 
@@ -16,8 +17,11 @@ LEAVES = ["root.a", "root.b"]
 def by_scan(recs, leaf, priority):
     needs = [(elastic_need(r), r.priority) for r in recs
              if r.spec.queue == leaf and r.priority >= priority]
-    needs = [(n, p) for n, p in needs if n != (0, 0)]
-    return (Resources(sum(n[0] for n, _ in needs), sum(n[1] for n, _ in needs)),
+    needs = [(n, p) for n, p in needs if n[0] or n[1] or n[2]]
+    custom = ()
+    for n, _ in needs:
+        custom = combine(custom, n[2], 1)
+    return (Resources(sum(n[0] for n, _ in needs), sum(n[1] for n, _ in needs), custom),
             sum(p for _, p in needs))
 
 
@@ -29,8 +33,9 @@ def test_kept_answers_equal_a_scan_of_the_book(seed):
     for i in range(300):
         op = rnd.random()
         if op < 0.4 or not recs:  # a new app, or one of them changes
-            spec = (app(f"app{i}").queue(rnd.choice(LEAVES)).executor(rnd.choice((1, 2)))
-                    .max(rnd.choice((2, 4))).spec())
+            gpus = rnd.choice(((), (), (("gpu", 1),), (("fpga", 1), ("gpu", 2))))
+            spec = (app(f"app{i}").queue(rnd.choice(LEAVES))
+                    .executor(rnd.choice((1, 2)), 1024, gpus).max(rnd.choice((2, 4))).spec())
             rec = recs[spec.app_id] = AppRecord(spec, priority=rnd.choice((1, 10, 20, 30, 40)))
         else:
             rec = recs[rnd.choice(sorted(recs))]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...model import AppSpec, Queue, Resources
-from ...model.custom import combine
+from ...model.custom import combine, scaled
 from ..admission_checks import admitted_floor, mode_of, reservation
 from ..host_room import host_need
 from ..ledger import whole
@@ -62,7 +62,9 @@ def spend(room: Room, view: LeafView, head: AppSpec, path: tuple[Queue, ...]) ->
     first_cores, first_mem = first * ex_cores, first * ex_mem
     if first_cores or first_mem:  # an app with a need has a fairshare weight (``NeedBook``)
         was = room.need_admitted.get(leaf, _NONE)
-        room.need_admitted[leaf] = Resources(was.cores + first_cores, was.mem_mib + first_mem)
+        first_custom = scaled(executor.custom, first) if executor.custom else ()
+        room.need_admitted[leaf] = Resources(was.cores + first_cores, was.mem_mib + first_mem,
+                                             combine(was.custom, first_custom, 1))
         room.weight_admitted[leaf] = (room.weight_admitted.get(leaf, 0)
                                       + view.priority_of[head.app_id])
     floor_mem = floor * ex_mem
