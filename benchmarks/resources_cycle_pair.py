@@ -50,13 +50,18 @@ class GpuWorkload(Workload):
     """``engine_cycle.Workload`` whose apps ask for a GPU per executor at ``share`` (drawn from
     a generator of its own: every other draw is the same with or without)."""
 
-    def __init__(self, *args, share: float = 0.0, **kw) -> None:
+    def __init__(self, *args, share: float = 0.0, gpu_queues: int = 0, **kw) -> None:
         super().__init__(*args, **kw)
         self.share = share
         self.gpu_rng = random.Random(7)
+        # With ``gpu_queues``: only the apps of the first so many leaves ask (one team's
+        # queues), each of them with the ``share``'s chance.
+        self.gpu_leaves = frozenset(self.leaves[:gpu_queues]) if gpu_queues else None
 
     def spec(self, leaf: str | None = None) -> AppSpec:
         spec = super().spec(leaf)
+        if self.gpu_leaves is not None and spec.queue not in self.gpu_leaves:
+            return spec
         if self.share and self.gpu_rng.random() < self.share:
             e = spec.executor
             spec = replace(spec, executor=Resources(e.cores, e.mem_mib, GPU))
@@ -67,10 +72,11 @@ class ResBench(Bench):
     """``engine_cycle.Bench`` on a cluster with ``gpus`` GPUs (0: none) and the apps of a
     ``GpuWorkload``."""
 
-    def __init__(self, running: int, queued: int, scenario: str, share: float, gpus: int):
+    def __init__(self, running: int, queued: int, scenario: str, share: float, gpus: int,
+                 gpu_queues: int = 0):
         self.scenario = scenario
         self.wl = wl = GpuWorkload(running, queued, expiring=scenario == "max-wait", gangs=0.0,
-                                   share=share)
+                                   share=share, gpu_queues=gpu_queues)
         self.cores = cores = running * 3
         self.mem_mib = mem_mib = cores * (1024 if scenario == "memory-bound" else 4096)
         self.custom = (("gpu", gpus),) if gpus else ()
@@ -91,9 +97,10 @@ class ResBench(Bench):
 
 
 def pair(pacer: gc_pacer.GcPacer, scenario: str, running: int, queued: int, cycles: int,
-         share: float, cores_per_gpu: int) -> dict:
+         share: float, cores_per_gpu: int, gpu_queues: int = 0) -> dict:
     plain = ResBench(running, queued, scenario, 0.0, 0)
-    gpu = ResBench(running, queued, scenario, share, max(running * 3 // cores_per_gpu, 1))
+    gpu = ResBench(running, queued, scenario, share, max(running * 3 // cores_per_gpu, 1),
+                   gpu_queues)
     r = stepped_in_turn(pacer, plain, gpu, cycles)
     r["cpu"] = dict(zip(("plain", "gpu"), r["cpu"], strict=True))
     r["launched"] = dict(zip(("plain", "gpu"), r["launched"], strict=True))
@@ -108,11 +115,16 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=60)
     ap.add_argument("--gpu-apps", type=float, default=0.1)
     ap.add_argument("--cores-per-gpu", type=int, default=12)
+    ap.add_argument("--gpu-queues", type=int, default=0,
+                    help="only the apps of the first N leaf queues (of 100) ask for GPUs, each"
+                         " with the --gpu-apps chance; 0 (default): the apps of every leaf")
     args = ap.parse_args()
     rows = [(args.scenario, args.running or 10_000)] if args.scenario else list(ROWS)
+    where = f" of the first {args.gpu_queues} leaves" if args.gpu_queues else ""
     print(f"cores, memory and GPUs (1 per {args.cores_per_gpu} cores, {args.gpu_apps:.0%} of the"
-          f" apps asking) against cores and memory, {args.queued:,} queued, {args.cycles} cycles"
-          f" per row, stepped in turn; max_wait {MAX_WAIT_S:g} s in max-wait")
+          f" apps{where} asking) against cores and memory, {args.queued:,} queued,"
+          f" {args.cycles} cycles per row, stepped in turn; max_wait {MAX_WAIT_S:g} s in"
+          f" max-wait")
     head = (f"{'scenario':<15} {'running':>8} {'p50 2 res':>9} {'p50 3 res':>9} "
             f"{'mean 2 res':>10} {'mean 3 res':>10} {'ratio p50':>9} {'gpus dearer':>11} "
             f"{'launched':>13}")
@@ -121,7 +133,7 @@ def main() -> None:
     with gc_pacer.GcPacer() as pacer:
         for scenario, n in rows:
             r = pair(pacer, scenario, n, args.queued, args.cycles, args.gpu_apps,
-                     args.cores_per_gpu)
+                     args.cores_per_gpu, args.gpu_queues)
             plain, gpu = r["cpu"]["plain"], r["cpu"]["gpu"]
             print(f"{scenario:<15} {n:>8,} {statistics.median(plain):>9.2f} "
                   f"{statistics.median(gpu):>9.2f} {statistics.mean(plain):>10.2f} "
