@@ -12,7 +12,11 @@ Not a test: it prints a table. Usage::
 With GPUs the cluster has one GPU per ``--cores-per-gpu`` cores (so GPUs are as scarce as the
 cores, or scarcer) and ``--gpu-apps`` of the apps, running and queued, ask for one GPU per
 executor; which apps is drawn apart from the rest, so both engines play the same workload
-but for the GPUs. What it costs: each queue's division by dominant share where GPUs are asked
+but for the GPUs. By default they are spread over all 100 leaf queues, so nearly every leaf
+and parent divides by dominant share: the dearest layout. ``--gpu-queues N`` puts them in the
+first N leaves only, as where one team's queues run the GPU work (``--gpu-queues 10
+--gpu-apps 1``: every app of one parent's 10 leaves, a tenth of all apps, as by default).
+What it costs: each queue's division by dominant share where GPUs are asked
 (``engine.arbitration.drf``), the fairshare leaves whose GPUs are short divided by
 progressive filling when they change (a fifo/priority leaf's walk within its GPU budget is
 kept: ``greedy_budget``), the GPUs counted in grants and reclaim. Target: the cycle with

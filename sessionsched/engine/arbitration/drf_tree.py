@@ -144,6 +144,10 @@ class Dom:
                 self.budgets[k] = b
         return out
 
+    def asks(self, name: str) -> bool:
+        """Whether a queue's wants ask a custom resource (a parent's: some child's do)."""
+        return bool(self.wants.get(name, NO_WANT)[0].custom)
+
     def split_on(self, tree, name: str, kids: Sequence[str]) -> tuple:
         """What ``split`` reads here beside the tree and its arguments: the totals, the
         parent's budget and the children's wants (a split worked out from the same is the

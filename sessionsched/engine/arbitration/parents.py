@@ -52,23 +52,26 @@ def divide(
         if not kids:
             continue
         p = [queue_past.get(k, 0.0) for k in kids] if queue_past else None
+        # By dominant share only where a child asks a custom resource: elsewhere the split
+        # by dominant share is the cores' (``drf_tree.children``), so it is not even looked at.
+        by_dom = dom if dom is not None and dom.asks(name) else None
         memo = None
         if kept is not None:  # weights and min shares: the tree's (``tree``)
             memo = (tree, c, tuple(kids), tuple([low[k] for k in kids]),
                     tuple([high[k] for k in kids]), None if p is None else tuple(p))
-            if dom is not None:
-                memo = (*memo, *dom.split_on(tree, name, kids))
+            if by_dom is not None:
+                memo = (*memo, *by_dom.split_on(tree, name, kids))
             was = kept.get(name)
             if was is not None and was[0] == memo:
                 if was[2] is not None:
-                    dom.took(kids, was[2])  # type: ignore[union-attr]
+                    by_dom.took(kids, was[2])  # type: ignore[union-attr]
                 stack.extend(zip(kids, was[1], strict=True))
                 continue
         weights = [tree.node[k].weight for k in kids]
         guarantee = [
             float(max(low[k], min(tree.node[k].min_share_cores, high[k]))) for k in kids
         ]
-        split = None if dom is None else dom.split(
+        split = None if by_dom is None else by_dom.split(
             tree, name, kids, c, weights, [float(low[k]) for k in kids], guarantee,
             [float(high[k]) for k in kids], p)
         if split is not None:  # a custom resource is wanted below: by dominant share
