@@ -36,6 +36,7 @@ from sortedcontainers import SortedList
 from ..model import AppState, Resources
 from ..model.custom import Custom, combine, scaled
 from .ledger import AppRecord
+from .placement import profiles
 
 _NONE = Resources()
 # (cores, MiB, custom): plain ints and the custom pairs, as this runs for every changed app;
@@ -63,7 +64,30 @@ def elastic_need(rec: AppRecord) -> Need:
     if n <= 0:
         return _NO_NEED
     size = rec.spec.executor
+    if rec.profiles:
+        return _by_profile(rec, want, floor)
     return (n * size.cores, n * size.mem_mib, scaled(size.custom, n) if size.custom else ())
+
+
+def _by_profile(rec: AppRecord, want: int, floor: int) -> Need:
+    """An app with stage-level profiles: its ``want`` executors split over its profiles as
+    its grant would be (``placement.profiles.split``), each by its profile's shape, less its
+    floor, which the ledger counts by the app's own shape (each figure at least 0): a stage
+    that asks for GPU executors wants GPUs though the app's own executors ask for none."""
+    cores = mem = 0
+    custom: Custom = ()
+    for profile_id, k in profiles.split(rec, want):
+        size = profiles.shape(rec, profile_id)
+        cores += k * size.cores
+        mem += k * size.mem_mib
+        if size.custom:
+            custom = combine(custom, scaled(size.custom, k), 1)
+    own = rec.spec.executor
+    if own.custom:
+        custom = combine(custom, scaled(own.custom, floor), -1)
+    custom = tuple((name, v) for name, v in custom if v > 0)
+    cores, mem = max(cores - floor * own.cores, 0), max(mem - floor * own.mem_mib, 0)
+    return (cores, mem, custom) if cores or mem or custom else _NO_NEED
 
 
 class NeedBook:

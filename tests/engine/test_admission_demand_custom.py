@@ -17,6 +17,7 @@ from engine_builders import Run, app, launched, one_queue
 
 from sessionsched.engine import CapacityChanged, DemandChanged
 from sessionsched.model import Resources, Worker
+from sessionsched.model.profiles import Profile
 
 GPU = (("gpu", 1),)
 
@@ -58,6 +59,18 @@ def the_running_apps_gpu_demand_holds_a_gpu_head_back():
     # 12 cores nobody wants, but no GPU: b's first executor would wait for one
     run = cluster()
     wants_every_gpu(run)
+    with_one_ahead(run)
+    return run, run.submit(gpu_app("b"))
+
+
+def a_running_apps_gpu_stage_holds_a_gpu_head_back():
+    # a's own executors ask for no GPU: it holds one and wants it; a stage of a GPU profile
+    # (rdd.withResources) wants 4 executors more, all 4 GPUs
+    run = cluster()
+    assert launched(run.submit(app("a").priority(5000))) == ["a"]
+    run.step(DemandChanged("a", 5, (Profile(0, Resources(1, 1024), 1),
+                                    Profile(1, Resources(1, 1024, GPU), 4))))
+    run.hold("a", 1)
     with_one_ahead(run)
     return run, run.submit(gpu_app("b"))
 
@@ -116,6 +129,9 @@ CASES = {
              "waiting for gpu: the running apps of root.q want 5 gpu above their floors and"
              " its first 1 executor(s) need 1 gpu: more than the 4 gpu left beside the"
              " admitted apps' drivers and floors"),
+    "a running app's stage of a GPU profile holds a GPU head back":
+        Case(a_running_apps_gpu_stage_holds_a_gpu_head_back, [],
+             "waiting for gpu: the running apps of root.q want 5 gpu above their floors"),
     "the running apps' GPU demand does not hold a CPU head back":
         Case(the_running_apps_gpu_demand_does_not_hold_a_cpu_head_back, ["b"], None),
     "GPUs the running apps do not want let a GPU head in":
