@@ -50,7 +50,7 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 )
 from .budget import admission_slice
 from .gang.book import Hold
-from .host_room import WAIT_ROOM, rooms_needed
+from .host_room import room_of, rooms_needed
 from .ledger import AppRecord
 from .placement import FreeNow, Workers, held_now
 from .rank import Rank, rank
@@ -237,7 +237,7 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
         if name not in waiting:
             waiting[name] = reason
             deferred[name] = (views[name], head, before)
-        for_room = WAIT_ROOM.get(reason.code)
+        for_room = room_of(reason)
         if for_room is None:
             return False
         shut[name] = shut.get(name, frozenset()) | {for_room}

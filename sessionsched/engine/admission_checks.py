@@ -94,7 +94,7 @@ from typing import TYPE_CHECKING
 from ..model import Admission, AppSpec, Queue, Resources
 from ..model.custom import amount
 from .gang.checks import gang_wait
-from .host_room import driver_slot
+from .host_room import driver_slot, resource_room
 from .ledger import whole
 from .room.commitment import commitment, reservation
 from .room.demand import demand_verdict
@@ -156,7 +156,8 @@ def cluster_driver_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
             name, need, most, free = short
             return Wait(WaitCode.DRIVER_ROOM, f"waiting for {name}: its driver needs {need} {name}"
                         f" on one worker, the most free on one worker is {most} ({free} free in"
-                        f" all, {amount(room.capacity.custom, name)} in the cluster)")
+                        f" all, {amount(room.capacity.custom, name)} in the cluster)",
+                        resource_room(name))
         return Wait(WaitCode.DRIVER_ROOM,
                     f"no room for its driver on any one worker: it needs {res(head.driver)},"
                     f" the most free on one worker is {res(now.most())} ({res(room.free)} free"
@@ -175,7 +176,8 @@ def reserve_room(view: LeafView, head: AppSpec, path: tuple[Queue, ...],
             return Wait(WaitCode.EXECUTOR_ROOM, f"waiting for {name}: {first_of(head, n)} need"
                         f" {need} {name}; {max(amount(free.custom, name), 0)} of the cluster's"
                         f" {amount(room.capacity.custom, name)} {name} is left beside the"
-                        f" in-cluster drivers and executor floors of {admitted} admitted app(s)")
+                        f" in-cluster drivers and executor floors of {admitted} admitted app(s)",
+                        resource_room(name))
         left = (f"{res(free)} is left beside the drivers and executor floors of"
                 f" {admitted} admitted app(s)" if admitted
                 else f"the cluster has {res(room.capacity)} and no app is admitted")

@@ -14,12 +14,14 @@ bounds the host: Spark gives a client-mode driver no cores (``spark.driver.cores
 cluster mode only), its threads share the host's cores as any process's do, while its heap is
 held for as long as it runs and an out-of-memory kill is what a full host costs.
 
-Rooms and head-of-line (``admission.plan_admissions``): a wait is *for* a room (``WAIT_ROOM``)
-- the host's, or the cluster's (its in-cluster driver, its first executors) -, or for a count
-every app of the queue needs (``max_running_apps``, ``starting_limit``, a gang's reservation),
-which holds the whole queue. An app behind a head that waits for a room it does not need
-(``rooms_needed``) is looked at as if the head were not there; one that needs a room some app
-ahead of it waits for stays behind, so apps that wait for the same room keep their order.
+Rooms and head-of-line (``admission.plan_admissions``): a wait is *for* a room (``room_of``)
+- the host's, the cluster's (its in-cluster driver, its first executors), or a custom
+resource's where cores and memory would fit and only the GPUs (say) are short -, or for a
+count every app of the queue needs (``max_running_apps``, ``starting_limit``, a gang's
+reservation), which holds the whole queue. An app behind a head that waits for a room it does
+not need (``rooms_needed``: an app that asks for no GPU needs no GPU's room) is looked at as
+if the head were not there; one that needs a room some app ahead of it waits for stays
+behind, so apps that wait for the same room keep their order.
 
 Idle sessions on the host (``idle_to_release``): a Livy or Connect session's driver runs on
 the scheduler's host and holds its room between its user's jobs. In a queue with
@@ -77,13 +79,39 @@ def host_need(spec: AppSpec) -> Resources:
     return Resources(d.cores, d.mem_mib + over)
 
 
+def resource_room(name: str) -> str:
+    """The room of custom resource ``name`` (named apart from the host's and the cluster's)."""
+    return f"resource {name}"
+
+
+def room_of(wait: Wait) -> str | None:
+    """The room a wait is for; None: a count, which holds its whole queue."""
+    return wait.room if wait.room is not None else WAIT_ROOM.get(wait.code)
+
+
+_WITH_RESOURCES: dict[tuple, frozenset[str]] = {}  # (rooms, custom names) -> their union
+
+
 def rooms_needed(spec: AppSpec) -> frozenset[str]:
     """The rooms an app needs to start: the host's for a driver there, the cluster's for an
-    in-cluster driver or any executor (an app that may hold none needs none of it)."""
-    cluster = spec.driver_in_cluster or spec.executor_cap != 0
+    in-cluster driver or any executor (an app that may hold none needs none of it), and each
+    custom resource's that its in-cluster driver or its executors ask for."""
+    executors = spec.executor_cap != 0
+    cluster = spec.driver_in_cluster or executors
     if spec.driver_on_host:
-        return BOTH if cluster else HOST_ONLY
-    return CLUSTER_ONLY if cluster else NEITHER
+        rooms = BOTH if cluster else HOST_ONLY
+    else:
+        rooms = CLUSTER_ONLY if cluster else NEITHER
+    custom = spec.executor.custom if executors else ()
+    if spec.driver_in_cluster and spec.driver.custom:
+        custom = (*custom, *spec.driver.custom)
+    if not custom:
+        return rooms
+    key = (rooms, tuple(name for name, _ in custom))
+    out = _WITH_RESOURCES.get(key)
+    if out is None:
+        out = _WITH_RESOURCES[key] = rooms | {resource_room(name) for name in key[1]}
+    return out
 
 
 def driver_place(spec: AppSpec) -> str:

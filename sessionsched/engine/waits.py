@@ -82,6 +82,9 @@ class Wait(NamedTuple):
 
     code: WaitCode
     text: str
+    # The room waited for where the code alone does not say it: a custom resource's
+    # (``host_room.resource_room``) when that is what is short, not the cluster's cores.
+    room: str | None = None
 
     def __str__(self) -> str:
         return self.text

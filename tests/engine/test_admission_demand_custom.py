@@ -82,6 +82,15 @@ def the_running_apps_gpu_demand_does_not_hold_a_cpu_head_back():
     return run, run.submit(app("b"))
 
 
+def a_cpu_app_behind_a_head_waiting_for_gpus_is_looked_at_past_it():
+    # c asks for no GPU: the room b waits for is not one it needs (head-of-line holds only
+    # the apps that need the room the head waits for); d asks for one and stays behind b
+    run = cluster()
+    wants_every_gpu(run)
+    with_one_ahead(run)
+    return run, run.submit(gpu_app("b"), app("c"), gpu_app("d"))
+
+
 def gpus_nobody_wants_let_a_gpu_head_in():
     run = cluster()
     assert launched(run.submit(gpu_app("a"))) == ["a"]
@@ -134,6 +143,9 @@ CASES = {
              "waiting for gpu: the running apps of root.q want 5 gpu above their floors"),
     "the running apps' GPU demand does not hold a CPU head back":
         Case(the_running_apps_gpu_demand_does_not_hold_a_cpu_head_back, ["b"], None),
+    "a CPU app behind a head waiting for GPUs is looked at past it, a GPU app is not":
+        Case(a_cpu_app_behind_a_head_waiting_for_gpus_is_looked_at_past_it, ["c"],
+             "waiting for gpu"),
     "GPUs the running apps do not want let a GPU head in":
         Case(gpus_nobody_wants_let_a_gpu_head_in, ["b"], None),
     "GPU demand going down lets the head in":

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ...model import AppSpec, Policy, Resources
 from ...model.custom import Custom, amount
+from ..host_room import resource_room
 from ..waits import Wait, WaitCode, first_of, res
 from .commitment import commitment, reservation
 
@@ -38,7 +39,7 @@ def demand_verdict(view: LeafView, head: AppSpec, room: Room) -> tuple[Wait | No
             f" {name} above their floors and {first_of(head, n)} {verb}"
             f" {amount(c.custom, name):g} {name}: more than the"
             f" {max(amount(left.custom, name), 0):g} {name} left beside the admitted apps'"
-            f" drivers and floors"
+            f" drivers and floors", resource_room(name)
         ), False
     return Wait(
         WaitCode.RUNNING_DEMAND,

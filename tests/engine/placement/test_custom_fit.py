@@ -216,18 +216,20 @@ def test_an_app_waits_for_the_gpus_its_first_executors_need_beside_the_admitted_
     """A GPU worker of 8 cores/2 gpus beside a plain one: ``a`` holds both GPUs as its floor
     (minExecutors 2 of 1 gpu); ``b`` asks 1 GPU for its first executor. Cores are plenty, so
     ``b`` would start a driver that waits for a GPU no floor gives back: it waits queued with
-    the GPU named, and starts when ``a`` ends. ``c`` asks no GPU, in a queue of its own."""
+    the GPU named, and starts when ``a`` ends. ``c`` asks no GPU, in a queue of its own; ``d``
+    asks none behind ``b``: it does not need the room ``b`` waits for, so it starts past it."""
     run = Run(tree(leaf("g", admission=mode), leaf("c", admission=mode)), cores=16)
     ws = (Worker("gpu", size(8, 2, 32), size(8, 2, 32)), Worker("cpu", size(8), size(8)))
     run.step(CapacityChanged.of_workers(ws, 4))
     out = run.submit(app("a").queue("root.g").executor(1, GB, gpu(1)).min(2).max(2))
     assert launched(out) == ["a"]
     out = run.submit(app("b").queue("root.g").executor(1, GB, gpu(1)).min(1).max(1),
-                     app("c").queue("root.c").executor(1, GB).min(1).max(1))
-    assert launched(out) == ["c"]
+                     app("c").queue("root.c").executor(1, GB).min(1).max(1),
+                     app("d").queue("root.g").executor(1, GB).min(1).max(1))
+    assert sorted(launched(out)) == ["c", "d"]
     wait = run.sched.view().waiting["root.g"]
     assert wait.text == ("waiting for gpu: its first 1 executor(s) need 1 gpu; 0 of the cluster's 2"
-                         " gpu is left beside the in-cluster drivers and executor floors of 2"
+                         " gpu is left beside the in-cluster drivers and executor floors of 3"
                          " admitted app(s)"), wait
     out = run.step(DriverExited("a", 0))
     assert launched(out) == ["b"]
