@@ -306,6 +306,18 @@ def check_gpu_caps(r):
     assert 5.5 <= mean_cores_held(prod) <= 6.0
 
 
+def check_gpu_demand(r):
+    apps = by_name(r)
+    assert {a["state"] for a in r["apps"]} == {"FINISHED"}
+    train = [apps[f"train-{i}"] for i in range(1, 7)]
+    # the 4 GPUs hold the first executors of four; a fifth driver starts ahead of its own
+    assert [a["admitted"] for a in train[:5]] == [0.0] * 5
+    # the sixth waits queued while the GPUs are wanted, not as a driver started to idle
+    assert train[5]["admitted"] >= train[0]["finished"]
+    # the ETL apps ask for no GPU: admitted when submitted, past train-6 waiting for GPUs
+    assert apps["etl-1"]["admitted"] == apps["etl-2"]["admitted"] == 20.0
+
+
 SINGLE = {
     "notebooks-idle": check_notebooks_idle,
     "notebooks-idle-wake": check_notebooks_idle_wake,
@@ -329,6 +341,7 @@ SINGLE = {
     "gang-two-queues": check_gang_two_queues,
     "gpu-fairshare": check_gpu_fairshare,
     "gpu-caps": check_gpu_caps,
+    "gpu-demand": check_gpu_demand,
 }
 SINGLE.update(CLUSTER_EXAMPLES)  # several clusters: tests/sim/test_sim_clusters.py
 
