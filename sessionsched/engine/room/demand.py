@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...model import AppSpec, Policy, Resources
-from ...model.custom import Custom, amount
+from ...model.custom import amount
 from ..host_room import resource_room
 from ..waits import Wait, WaitCode, first_of, res
 from .commitment import commitment, reservation
@@ -23,23 +23,23 @@ def demand_verdict(view: LeafView, head: AppSpec, room: Room) -> tuple[Wait | No
     """``running_demand``'s wait, and whether it lets the head in as the driver ahead (only
     its first executors lack room): admission marks such an app ``ahead``."""
     need = need_beside(view, head, room)
-    if demand_fits(head, need, room):
+    c, left = commitment(head), room.uncommitted
+    short = _short(c, need, left)
+    if short is None:
         return None, False
     if _may_go_ahead(view, head, need, room):
         return None, True
     q = view.queue.name
     n = reservation(head)
-    c, left = commitment(head), room.uncommitted
     verb = "need" if n else "needs"
-    if c.cores + need.cores <= left.cores and c.mem_mib + need.mem_mib <= left.mem_mib:
-        name = _short_custom(c.custom, need.custom, left.custom)  # a GPU or the like: named
+    if short:  # a GPU or the like: named
         return Wait(
             WaitCode.RUNNING_DEMAND,
-            f"waiting for {name}: the running apps of {q} want {amount(need.custom, name):g}"
-            f" {name} above their floors and {first_of(head, n)} {verb}"
-            f" {amount(c.custom, name):g} {name}: more than the"
-            f" {max(amount(left.custom, name), 0):g} {name} left beside the admitted apps'"
-            f" drivers and floors", resource_room(name)
+            f"waiting for {short}: the running apps of {q} want {amount(need.custom, short):g}"
+            f" {short} above their floors and {first_of(head, n)} {verb}"
+            f" {amount(c.custom, short):g} {short}: more than the"
+            f" {max(amount(left.custom, short), 0):g} {short} left beside the admitted apps'"
+            f" drivers and floors", resource_room(short)
         ), False
     return Wait(
         WaitCode.RUNNING_DEMAND,
@@ -63,20 +63,15 @@ def need_beside(view: LeafView, head: AppSpec, room: Room) -> Resources:
     return need
 
 
-def demand_fits(head: AppSpec, need: Resources, room: Room) -> bool:
-    """The head's driver and first executors fit beside the running apps' ``need``
-    (``need_beside``)."""
-    c, left = commitment(head), room.uncommitted
-    return (c.cores + need.cores <= left.cores and c.mem_mib + need.mem_mib <= left.mem_mib
-            and (not c.custom or _short_custom(c.custom, need.custom, left.custom) is None))
-
-
-def _short_custom(asked: Custom, need: Custom, left: Custom) -> str | None:
-    """The first custom resource of ``asked`` that does not fit beside ``need`` in ``left``
-    (what the floors and drivers leave: ``Room.uncommitted``); None if each does. Only what
-    the head asks counts: the running apps' GPUs are no reason to hold back a CPU app."""
-    for name, v in asked:
-        if v + amount(need, name) > amount(left, name):
+def _short(asked: Resources, need: Resources, left: Resources) -> str | None:
+    """What keeps ``asked`` from fitting beside ``need`` in ``left`` (what the floors and
+    drivers leave: ``Room.uncommitted``): None if it fits; "" for cores or memory; else the
+    first custom resource of ``asked`` short. Only what is asked counts: the running apps'
+    GPUs are no reason to hold back a CPU app."""
+    if asked.cores + need.cores > left.cores or asked.mem_mib + need.mem_mib > left.mem_mib:
+        return ""
+    for name, v in asked.custom:
+        if v + amount(need.custom, name) > amount(left.custom, name):
             return name
     return None
 
@@ -87,9 +82,8 @@ def _may_go_ahead(view: LeafView, head: AppSpec, need: Resources, room: Room) ->
     first executor (one per leaf)."""
     if room.ahead_in.get(view.queue.name, 0):
         return False
-    d, left = head.driver if head.driver_in_cluster else _NONE, room.uncommitted
-    return (d.cores + need.cores <= left.cores and d.mem_mib + need.mem_mib <= left.mem_mib
-            and (not d.custom or _short_custom(d.custom, need.custom, left.custom) is None))
+    d = head.driver if head.driver_in_cluster else _NONE
+    return _short(d, need, room.uncommitted) is None
 
 
 def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
@@ -110,6 +104,6 @@ def _kept_beside(head: AppSpec, priority: int, need: Resources, weight: int,
     def part(x: int) -> int:
         return -(-max(x, 0) * weight // total)  # ceil, in whole cores, MiB and units
 
-    custom = tuple((name, min(v, part(int(amount(left.custom, name))))) for name, v in need.custom)
+    kept = ((name, min(v, part(int(amount(left.custom, name))))) for name, v in need.custom)
     return Resources(min(need.cores, part(left.cores)), min(need.mem_mib, part(left.mem_mib)),
-                     tuple((name, v) for name, v in custom if v))
+                     tuple((name, v) for name, v in kept if v))
