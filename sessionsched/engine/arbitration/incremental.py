@@ -95,6 +95,9 @@ class Arbiter:
         self._moved: set[str] = set()
         self._cores_of: dict[str, float] = {}  # each leaf's cores, as phase 2 last gave them
         self._read = (True, True)  # whether the last compute read users' past, dominant shares
+        # The last compute's totals of the dominant shares and each queue's custom budget
+        # (``drf_tree.Dom``): a leaf whose budget stands since divides as it did.
+        self._dom_was: tuple[Resources, dict[str, dict[str, float]]] | None = None
         # The books' wanted and (leaf results') used cores and memory, summed (``Summed``).
         self._wanted = Summed(lambda b: (b.want_cores, b.want_mem_mib))
         self._used = Summed(lambda b: (b.used_cores, b.used_mem_mib))
@@ -182,7 +185,8 @@ class Arbiter:
             only = moved.union([n for n, v in cores_of.items() if last.get(n) != v],
                                [n for n in last if n not in cores_of])
             if read[1] or was[1]:
-                only.update([n for n, b in books.items() if b.want_custom])
+                only.update(self._budget_moved(dom))
+        self._dom_was = None if dom is None else (dom.totals, dom.budgets)
         recomputed = self._leaf_results(tree, cores_of, past, dom, only)
         self._used.update(books, books.keys() if only is None else only)
         if cut is None and self._used.mem_mib <= capacity.mem_mib:
@@ -192,6 +196,17 @@ class Arbiter:
             changed = self._finish_cut(tree, capacity, cut)
         self._set_since = set()
         return changed
+
+    def _budget_moved(self, dom: drf_tree.Dom | None) -> list[str]:
+        """The leaves asking a custom resource whose division may have moved though their
+        claims and cores did not: every one where dominant shares were not read both now and
+        last time, or their totals moved; else those whose custom budget moved (a leaf's
+        division reads nothing else of ``dom``: ``_leaf_results``)."""
+        books, was = self._books, self._dom_was
+        if dom is None or was is None or was[0] != dom.totals:
+            return [n for n, b in books.items() if b.want_custom]
+        now, last = dom.budgets, was[1]
+        return [n for n, b in books.items() if b.want_custom and now.get(n) != last.get(n)]
 
     def _set_cut(self, floors: dict[str, int]) -> None:
         """Set in their books, with the floor phase 1 gave them, the claims whose cut moved
