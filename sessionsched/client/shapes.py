@@ -59,6 +59,15 @@ class App:
     def offer_text(self) -> str | None:
         return (self.counter_offer or {}).get("text")
 
+    @property
+    def executor_wait(self) -> str | None:
+        """While it runs short of executors, what it waits for (docs/user/api.md):
+        ``resource_short(gpu)`` naming the resource, else the code; None otherwise (and from
+        a server older than it)."""
+        code = self.raw.get("executor_wait_code")
+        resource = self.raw.get("executor_wait_resource")
+        return f"{code}({resource})" if code and resource else code
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> App:
         return cls(

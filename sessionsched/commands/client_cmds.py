@@ -128,7 +128,7 @@ def app_table(apps: Iterable[App], title: str | None = None) -> Table:
                 clock(a.submitted_at),
                 "-" if a.exit_code is None else str(a.exit_code),
                 estimated(a),
-                a.reason_code or "-",
+                a.reason_code or a.executor_wait or "-",
                 reason,
             )
         )

@@ -6,7 +6,7 @@ sentence, who is ahead of it in its queue and who runs there (each with executor
 target / demand: how big they are, and its cluster), its estimated start and its
 counter-offer (docs/design/estimates.md). For an app that runs: its executors held and granted
 against its target and demand, and the server's notes on why it holds fewer than it wants
-(``operations.executor_notes``: how its queue divides, what the cluster has free while it is
+(``model.executor_notes``: how its queue divides, what the cluster has free while it is
 granted less than its target).
 
 ``top`` is a live terminal view (rich ``Live``) refreshed every ``--interval`` seconds until
@@ -98,7 +98,7 @@ def running_lines(app: App, queue_apps: list[App]) -> list[str]:
 
 def notes(app: App) -> list[dict]:
     """The server's notes on why an admitted app holds fewer executors than it wants
-    (``operations.executor_notes``; none from a server older than them)."""
+    (``model.executor_notes``; none from a server older than them)."""
     return list(app.raw.get("executor_notes") or ())
 
 
@@ -143,7 +143,8 @@ def frame(client: SchedulerClient, limit: int) -> Group:
     # Behind several clusters a placed app names its cluster (with one, none does).
     several = any("cluster" in a.raw for a in apps)
     running = _table("Running", ("ID", "NAME", "QUEUE", *(("CLUSTER",) if several else ()),
-                                 "PRIO", "STATE", "EXEC", "TARGET", "DEMAND", "STARTED"))
+                                 "PRIO", "STATE", "EXEC", "TARGET", "DEMAND", "STARTED",
+                                 "WAITS FOR"))
     waiting = _table("Waiting", ("ID", "NAME", "QUEUE", "PRIO", "POS", "EST.START", "REASON"))
     live = [a for a in apps if a.state.admitted and not a.state.terminal]
     queued = [a for a in apps if a.state is AppState.ACCEPTED]
@@ -151,7 +152,7 @@ def frame(client: SchedulerClient, limit: int) -> Group:
         running.add_row(*plain(a.id, a.name, a.queue,
                                *((a.raw.get("cluster") or "-",) if several else ()),
                                a.priority, a.state.value, a.executors, a.target, a.demand,
-                               clock(a.started_at)))
+                               clock(a.started_at), a.executor_wait or "-"))
     for a in queued[:limit]:
         reason = a.reason or ""
         if a.reason_code:

@@ -9,12 +9,23 @@ from pathlib import Path
 
 from sessionsched.config import resolve_queue
 from sessionsched.model import AppState
-from sessionsched.operations.executor_notes import ExecutorNote, Executors, executor_notes
+from sessionsched.model.executor_notes import (
+    ExecutorNote,
+    NoteCode,
+    executor_notes,
+    executor_wait,
+)
 from sessionsched.operations.outcomes import Kind, Outcome, done, failed, service_refusal
-from sessionsched.service.clusters.fits import path_to
 from sessionsched.service.metrics import CONTENT_TYPE
 from sessionsched.service.reads import AppRead
-from sessionsched.service.resource_view import app_held, cluster_resources, queue_resources
+from sessionsched.service.resource_view import (
+    app_held,
+    cluster_resources,
+    executor_figures,
+    executor_waits,
+    queue_resources,
+    seen_workers,
+)
 from sessionsched.service.service import Service
 
 __all__ = ["AppRead", "Reads"]
@@ -88,20 +99,26 @@ class Reads:
     def executor_notes(self, app: AppRead) -> list[ExecutorNote]:
         """Why an admitted app holds fewer executors than it wants (``executor_notes``); none
         for an app that is not running."""
-        if not app.state.admitted:
-            return []
         view = self.service.view
-        sub = view.submissions.get(app.id)
-        path = path_to(view.engine.root, app.queue)
-        use = view.engine.usage.get(app.queue)
-        figures = Executors(app.executors, app.grant, app.target, app.demand, app.queue,
-                            None if path is None else path[-1].policy.value,
-                            0 if use is None else use.starting + use.running,
-                            () if sub is None else sub.spec.executor.custom)
-        if view.engine.cluster_rows:  # several clusters: the watch's workers are all of theirs
-            return executor_notes(figures, None)
-        workers = self.service.watch.workers
-        return executor_notes(figures, workers, cluster_resources(view, workers))
+        facts = view.engine.apps.get(app.id)
+        if not app.state.admitted or facts is None:
+            return []
+        return executor_notes(executor_figures(view, facts),
+                              seen_workers(view, self.service.watch.workers))
+
+    def executor_wait(self, app: AppRead) -> tuple[NoteCode, str | None] | None:
+        """``executor_waits``' code for one app (None for an app that is not running)."""
+        view = self.service.view
+        facts = view.engine.apps.get(app.id)
+        if not app.state.admitted or facts is None:
+            return None
+        return executor_wait(executor_figures(view, facts),
+                             seen_workers(view, self.service.watch.workers))
+
+    def executor_waits(self) -> dict[str, tuple[NoteCode, str | None]]:
+        """Each running app's one code of why it holds fewer executors than it wants, and the
+        resource that is short (``executor_wait``), by app id: the lists' and ``/metrics``'."""
+        return executor_waits(self.service.view, self.service.watch.workers)
 
     def queue_wait_codes(self) -> dict[str, str]:
         """Each waiting leaf queue's reason code (``queue_rows``' reason), by name."""

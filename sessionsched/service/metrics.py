@@ -1,8 +1,9 @@
 """Prometheus metrics (``GET /metrics``).
 
 Counters and the cycle histogram are updated as things happen; the gauges (apps per state per
-queue, queue lengths, waiting apps per queue and reason code, the cores gangs have reserved
-and need per queue, cluster reachability) are read
+queue, queue lengths, waiting apps per queue and reason code, running apps short of
+executors per queue and what they wait for, the cores gangs have reserved and need per queue,
+cluster reachability) are read
 from the service's books at scrape time, so they can never drift from what the API shows. Each
 service has its own registry: two services in one process (tests) do not collide.
 """
@@ -18,9 +19,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from sessionsched.engine.waits import WaitCode
-from sessionsched.model import AppState
+from sessionsched.model import AppState, Worker
 from sessionsched.model.usage import COUNTED
-from sessionsched.service.resource_view import cluster_resources, queue_resources
+from sessionsched.service.resource_view import (
+    cluster_resources,
+    executor_waits,
+    queue_resources,
+)
 from sessionsched.service.usage_meter import RES_COUNTED, UsageMeter
 
 if TYPE_CHECKING:
@@ -62,6 +67,16 @@ class _BooksCollector(Collector):
         for (queue, code), n in sorted(snap["waiting"].items()):
             waiting.add_metric([queue, code], n)
         yield waiting
+        short = GaugeMetricFamily(
+            "sessionsched_apps_short_of_executors",
+            "Running applications holding fewer executors than they want, by leaf queue and what"
+            " they wait for (the code of model/executor_notes.py; resource: the custom resource"
+            " no worker has free for one executor, for resource_short)",
+            labels=["queue", "code", "resource"],
+        )
+        for (queue, code, resource), n in sorted(snap["short"].items()):
+            short.add_metric([queue, code, resource], n)
+        yield short
         reserved = GaugeMetricFamily(
             "sessionsched_gang_reserved_cores",
             "Cores set aside for gangs waiting to be whole, by leaf queue (docs/design/gangs.md)",
@@ -228,8 +243,9 @@ def count_states(apps: Iterable[tuple[str, AppState]]) -> dict[tuple[str, str], 
     return out
 
 
-def snapshot(view: ReadView) -> dict:
-    """What the books collector reads at a scrape, from the service's read view."""
+def snapshot(view: ReadView, workers: Iterable[Worker] | None = None) -> dict:
+    """What the books collector reads at a scrape, from the service's read view and the
+    workers at the backend's last report."""
     usage = view.engine.usage
     return {
         "apps": count_states(view.states()),
@@ -238,12 +254,22 @@ def snapshot(view: ReadView) -> dict:
         "executor_cores": {name: u.executor_cores for name, u in usage.items()},
         "reachable": bool(view.health.reachable),
         "waiting": waiting_by_code(view),
+        "short": short_by_code(view, workers),
         "gangs": gang_cores(view),
         "host": [(kind, r.mem_mib) for kind, r in (("room", view.engine.host_room),
                                                    ("used", view.engine.host_used)) if r],
         "resources": resource_snapshot(view),
         "clusters": view.engine.cluster_rows,
     }
+
+
+def short_by_code(view: ReadView, workers: Iterable[Worker] | None
+                  ) -> dict[tuple[str, str, str], int]:
+    """Running apps short of executors by (leaf queue, code, resource or ""):
+    ``resource_view.executor_waits``. O(apps + workers)."""
+    apps = view.engine.apps
+    return dict(Tally((apps[a].queue, str(code), resource or "")
+                      for a, (code, resource) in executor_waits(view, workers).items()))
 
 
 def resource_snapshot(view: ReadView) -> dict | None:

@@ -10,6 +10,10 @@ cluster with GPUs only.
 A queue's caps and guarantees per resource (``max_resources`` / ``min_resources`` beside
 ``max_cores``) are read by ``queue_caps``: queues without such settings have none, and the
 displays show "-" until a queue sets them.
+
+Why a running app holds fewer executors than it wants (``model.executor_notes``) is drawn
+from the same view and the watch's workers: ``executor_figures`` for one app,
+``executor_waits`` for every one (the lists of apps, ``/metrics``), on any cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +22,13 @@ from collections.abc import Iterable, Mapping
 
 from sessionsched.engine.view import AppFacts
 from sessionsched.model import AppSpec, AppState, Queue, Worker
+from sessionsched.model.executor_notes import (
+    Executors,
+    NoteCode,
+    WorkersSeen,
+    executor_wait,
+    workers_seen,
+)
 
 from .reads import ReadView
 
@@ -110,3 +121,48 @@ def cluster_resources(view: ReadView, workers: Iterable[Worker] | None
     return {name: {"capacity": amount, "used": used.get(name, 0),
                    "free": free.get(name, 0) if workers else None}
             for name, amount in capacity}
+
+
+def executor_figures(view: ReadView, facts: AppFacts, policies: Mapping[str, str] | None = None
+                     ) -> Executors:
+    """An admitted app's executor figures (``model.executor_notes.Executors``); ``policies``:
+    each leaf's policy, where the caller reads many apps (else read from the tree)."""
+    if policies is None:
+        policies = leaf_policies(view.engine.root)
+    sub = view.submissions.get(facts.app_id)
+    use = view.engine.usage.get(facts.queue)
+    return Executors(facts.executors, facts.grant, facts.target, facts.demand, facts.queue,
+                     policies.get(facts.queue),
+                     0 if use is None else use.starting + use.running,
+                     () if sub is None else sub.spec.executor.custom)
+
+
+def leaf_policies(root: Queue) -> dict[str, str]:
+    return {leaf.name: leaf.policy.value for leaf in root.leaves()}
+
+
+def seen_workers(view: ReadView, workers: Iterable[Worker] | None) -> WorkersSeen | None:
+    """The watch's workers as the notes read them; None behind several clusters, where they
+    are every cluster's (``model.executor_notes``)."""
+    if view.engine.cluster_rows:
+        return None
+    workers = list(workers or ())
+    return workers_seen(workers, cluster_resources(view, workers))
+
+
+def executor_waits(view: ReadView, workers: Iterable[Worker] | None
+                   ) -> dict[str, tuple[NoteCode, str | None]]:
+    """Each running app's one code (``model.executor_notes.executor_wait``) and the resource
+    that is short, by app id; apps that hold what they want are left out. O(apps + workers)."""
+    seen = seen_workers(view, workers)
+    policies = leaf_policies(view.engine.root)
+    out = {}
+    for app_id, facts in view.engine.apps.items():
+        if not facts.state.admitted:
+            continue
+        if facts.executors >= facts.demand and facts.grant <= facts.executors:
+            continue  # holds what it wants, nothing granted on the way: nothing to say
+        wait = executor_wait(executor_figures(view, facts, policies), seen)
+        if wait is not None:
+            out[app_id] = wait
+    return out

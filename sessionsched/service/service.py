@@ -96,7 +96,8 @@ class Service:
             master=backend.master or config.cluster_registry()[0].master))
         self.plans = Plans(config, self.reads, self.inbox.put)
         self.usage = UsageMeter(lambda app_id: (a := self.registry.get(app_id)) and a.spec)
-        self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view), self.usage)
+        self.metrics = ServiceMetrics(lambda: snapshot(self.reads.view, self.watch.workers),
+                                      self.usage)
         self.usage_thread = MeterThread(self.usage, lambda rows, h: self.write(rows, [], hours=h))
         self.estimator = Estimator(self.reads, self.store, clock, server.estimate_default_run_s,
                                    progress=ProgressBook(self.write), config=config)

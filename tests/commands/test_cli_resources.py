@@ -138,10 +138,26 @@ def test_why_of_an_app_whose_executors_wait_for_a_gpu_held_by_another(tmp_path, 
                    60, "the cluster to report no GPU free")
         why = run_cli("why", "--server", server.url, app_id)
         answer = get(server, f"/api/v1/apps/{app_id}")
+        # The lists and /metrics say it too, one code per app: the first app holds all it
+        # wants and says nothing.
+        rows = {a["id"]: a for a in get(server, "/api/v1/apps")}
+        apps = run_cli("apps", "--server", server.url)
+        metrics = get(server, "/metrics")
     finally:
         server.stop()
     assert [(n["code"], n.get("resource")) for n in answer["executor_notes"]] == [
         ("resource_short", "gpu"), ("target_below_demand", None)]
+    assert (answer["executor_wait_code"], answer["executor_wait_resource"]) == (
+        "resource_short", "gpu")
+    assert (rows[app_id]["executor_wait_code"], rows[app_id]["executor_wait_resource"]) == (
+        "resource_short", "gpu")
+    first_id = first.stdout.strip()
+    assert "executor_wait_code" not in rows[first_id], rows[first_id]
+    assert apps.returncode == 0, apps.stderr
+    line = next(x for x in apps.stdout.splitlines() if x.startswith(app_id))
+    assert "resource_short(gpu)" in line, apps.stdout
+    assert ('sessionsched_apps_short_of_executors{code="resource_short",queue="root.ml",'
+            'resource="gpu"} 1.0') in metrics, metrics
     assert why.returncode == 0, why.stderr
     assert "executors: 0 held, 0 granted, target 1, demand 2" in why.stdout
     assert ("waiting for gpu: each executor asks 1 gpu and no worker has that much free (0 of 2"

@@ -62,6 +62,14 @@ def _out(ops: Operations, app_id: str) -> AppOut:
     if app.state.admitted:
         out.executor_notes = [ExecutorNoteOut(code=n.code.value, text=n.text, resource=n.resource)
                               for n in ops.executor_notes(app)]
+        with_wait(out, ops.executor_wait(app))
+    return out
+
+
+def with_wait(out: AppOut, wait: tuple[str, str | None] | None) -> AppOut:
+    """``out`` with its executors' one code (``Reads.executor_waits``), where it has one."""
+    if wait is not None:
+        out.executor_wait_code, out.executor_wait_resource = str(wait[0]), wait[1]
     return out
 
 
@@ -146,18 +154,21 @@ def apps_json(request: Request, ops: Operations, leaf: str | None = None,
               wanted: AppState | None = None) -> Answer:
     """The list, built once per published view and query (``shared_answers``)."""
     def build() -> bytes:
-        return b"[" + b",".join([_row_json(app) for app in ops.apps(leaf, wanted)]) + b"]"
+        waits = ops.executor_waits()
+        return b"[" + b",".join([_row_json(app, waits.get(app.id))
+                                 for app in ops.apps(leaf, wanted)]) + b"]"
     return shared(request).of_version(("apps", leaf, wanted), ops.version, build)
 
 
 @functools.lru_cache(maxsize=16384)
-def _row_json(app: AppRead) -> bytes:
-    """One app's row of a list, encoded by pydantic-core (FastAPI would validate the rows
-    just built, turn them into dicts and encode those with the json module: 0.37 ms for 100
-    rows, not 0.09), and kept: an app that did not change since the last list (an equal
-    ``AppRead``: most apps, between two cycles) costs a lookup, not an answer built again
-    (a third of a one-queue list's time at 10,000 apps)."""
-    return _APP_ROW.dump_json(app_out(app))
+def _row_json(app: AppRead, wait: tuple[str, str | None] | None = None) -> bytes:
+    """One app's row of a list, with its executors' one code (``with_wait``), encoded by
+    pydantic-core (FastAPI would validate the rows just built, turn them into dicts and
+    encode those with the json module: 0.37 ms for 100 rows, not 0.09), and kept: an app that
+    did not change since the last list (an equal ``AppRead`` and code: most apps, between two
+    cycles) costs a lookup, not an answer built again (a third of a one-queue list's time at
+    10,000 apps)."""
+    return _APP_ROW.dump_json(with_wait(app_out(app), wait))
 
 
 _APP_ROW = TypeAdapter(AppOut)

@@ -50,7 +50,8 @@ def page_json(request: Request, ops: Operations, query: AppsQuery) -> bytes:
         found = [a for a in apps if _matches(a, query)]
         shown = found if query.limit is None else found[:query.limit]
         users = sorted({a.user for a in apps if a.user})
-        return (b'"apps":[' + b",".join([_row_json(a) for a in shown]) +
+        waits = ops.executor_waits()
+        return (b'"apps":[' + b",".join([_row_json(a, waits.get(a.id)) for a in shown]) +
                 b'],"apps_matched":' + str(len(found)).encode() +
                 b',"apps_total":' + str(len(apps)).encode() +
                 b',"apps_users":' + json.dumps(users).encode())

@@ -141,7 +141,9 @@ class GangOut(BaseModel):
 
 
 class AppOut(NullsLeftOut):
-    left_out_if_null: ClassVar[tuple[str, ...]] = ("resources", "cluster", "executor_notes")
+    left_out_if_null: ClassVar[tuple[str, ...]] = ("resources", "cluster", "executor_notes",
+                                                   "executor_wait_code",
+                                                   "executor_wait_resource")
 
     id: str
     name: str
@@ -178,6 +180,11 @@ class AppOut(NullsLeftOut):
     # Why it holds fewer executors than it wants (one app's answer, while it runs; absent
     # otherwise).
     executor_notes: list[ExecutorNoteOut] | None = None
+    # While it runs holding fewer executors than it wants, on every answer, lists included:
+    # the first of those notes' codes by what it waits for (model/executor_notes.py), and the
+    # custom resource that is short (``resource_short``); absent otherwise.
+    executor_wait_code: str | None = None
+    executor_wait_resource: str | None = None
 
 
 class DryRunOut(NullsLeftOut):

@@ -53,7 +53,7 @@ function listed(title, apps, line) {
 }
 
 // ``sessionsched why``'s answer (commands/inspect.py), drawn. An app that runs: its executors,
-// and the server's notes on why it holds fewer than it wants (operations/executor_notes.py).
+// and the server's notes on why it holds fewer than it wants (model/executor_notes.py).
 function why(app, queueApps) {
   if (app.state !== "ACCEPTED") {
     const out = [el("p", {}, "Not waiting" + (app.reason ? ": " + app.reason : ""))];

@@ -1,13 +1,19 @@
-"""Why an app that runs holds fewer executors than it wants (``operations.executor_notes``),
-by named cases: the figures of an admitted app against the workers as the watch last saw
-them."""
+"""Why an app that runs holds fewer executors than it wants (``model.executor_notes``), by
+named cases: the figures of an admitted app against the workers as the watch last saw them;
+each case's notes, and the one code a list gives it."""
 
 from __future__ import annotations
 
 import pytest
 
 from sessionsched.model import Resources, Worker
-from sessionsched.operations.executor_notes import Executors, NoteCode, executor_notes
+from sessionsched.model.executor_notes import (
+    Executors,
+    NoteCode,
+    executor_notes,
+    executor_wait,
+    workers_seen,
+)
 
 
 def _app(held: int, grant: int, target: int, demand: int, asks: dict | None = None,
@@ -75,7 +81,40 @@ CASES = {  # name: (app, workers, free, the notes expected: (code, text))
 @pytest.mark.parametrize("case", list(CASES))
 def test_an_admitted_apps_notes(case):
     app, workers, free, expected = CASES[case]
-    notes = executor_notes(app, workers, free)
+    notes = executor_notes(app, workers_seen(workers, free))
     assert [(n.code, n.text) for n in notes] == expected
     assert [n.resource for n in notes] == [
         "gpu" if code is NoteCode.RESOURCE_SHORT else None for code, _ in expected]
+
+
+# The one code per app (a list's, ``/metrics``'): the room it waits for, before its queue's
+# division, before executors starting; the case's expected code and resource.
+WAITS = {
+    "no GPU free on any worker": (NoteCode.RESOURCE_SHORT, "gpu"),
+    "a GPU free, but not two on one worker": (NoteCode.RESOURCE_SHORT, "gpu"),
+    "the cluster's free amount not known: the most on one worker": (NoteCode.RESOURCE_SHORT,
+                                                                      "gpu"),
+    "GPUs free: the cores and memory free are said": (NoteCode.ROOM_SHORT, None),
+    "no custom resource asked": (NoteCode.ROOM_SHORT, None),
+    "granted its whole target: only how the queue divides": (NoteCode.TARGET_BELOW_DEMAND, None),
+    "granted, not up yet: starting": (NoteCode.EXECUTORS_STARTING, None),
+    "behind several clusters the workers are every cluster's: no figure": None,
+    "no worker named: no figure": None,
+    "its queue's policy not known: nothing said of it": None,
+    "held, granted, target and demand all met: nothing to say": None,
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_an_admitted_apps_one_code(case):
+    app, workers, free, _ = CASES[case]
+    assert executor_wait(app, workers_seen(workers, free)) == WAITS[case]
+
+
+def test_the_room_a_list_names_comes_before_starting_executors_and_the_queues_division():
+    app = _app(1, 2, 4, 6, {"gpu": 1})  # one starting, two short of a GPU, two by its queue
+    seen = workers_seen(_workers(0, 0), _free(0, 0))
+    assert [n.code for n in executor_notes(app, seen)] == [
+        NoteCode.EXECUTORS_STARTING, NoteCode.RESOURCE_SHORT, NoteCode.TARGET_BELOW_DEMAND]
+    assert executor_wait(app, seen) == (NoteCode.RESOURCE_SHORT, "gpu")
+    assert executor_wait(_app(1, 2, 2, 6), seen) == (NoteCode.TARGET_BELOW_DEMAND, None)
