@@ -249,6 +249,13 @@ def test_an_apps_page_says_what_its_executors_wait_for(tmp_path, app_dir, tab):
             expect(why.locator(f'p.note[data-code="{note["code"]}"]')).to_have_text(
                 note["text"])
         expect(page.locator("#facts")).to_contain_text("0 held, 0 granted, 1 target, 2 wanted")
+        # The apps table gives every running app short of executors its one code.
+        page = tab.open(f"{server.url}/")
+        badge = cell(page, "apps", second, "Reason").locator(".badge")
+        expect(badge).to_have_text("resource_short(gpu)", timeout=WAIT_MS)
+        expect(badge).to_have_attribute(
+            "title", "its executors wait for gpu: no worker has it free for one")
+        expect(cell(page, "apps", first, "Reason")).to_have_text("")
     finally:
         server.stop()
     assert tab.errors == [] and tab.dialogs == []

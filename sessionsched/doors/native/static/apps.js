@@ -58,6 +58,23 @@ function ageOf(a) {
 // ``o``: the overview asked with ``appsQuery()``: its ``apps`` (the first that match),
 // ``apps_matched``, ``apps_total``, ``apps_users`` and ``cluster`` (several clusters: a
 // Cluster column).
+// A running app short of executors: its one code (docs/user/watching.md#why-an-app-waits) as a
+// badge, the resource named; its page has the notes with the numbers.
+const WAITS = {
+  resource_short: r => "its executors wait for " + r + ": no worker has it free for one",
+  room_short: () => "its executors wait for room (cores, memory) on the workers",
+  target_below_demand: () => "its queue's policy divides the queue's executors among its apps",
+  executors_starting: () => "granted executors starting",
+};
+
+function executorWait(a, open) {
+  const code = a.executor_wait_code;
+  if (!code) return "";
+  const r = a.executor_wait_resource;
+  const say = WAITS[code];
+  return badge(r ? code + "(" + r + ")" : code, say ? say(r) : code, a.id, open);
+}
+
 export function renderApps(table, o, leaves) {
   options(document.getElementById("f-queue"), leaves);
   options(document.getElementById("f-user"), o.apps_users);
@@ -82,7 +99,7 @@ export function renderApps(table, o, leaves) {
     el("td", {class: "num", title: "held / target / wanted"},
       a.executors + " / " + a.target + " / " + a.demand),
     ageOf(a), startsAt(a.estimated_start),
-    a.state === "ACCEPTED" ? badge(a.reason_code, a.reason, a.id, open) : "",
+    a.state === "ACCEPTED" ? badge(a.reason_code, a.reason, a.id, open) : executorWait(a, open),
     gangText(a.gang),
     a.counter_offer ? el("td", {class: "wrap"}, a.counter_offer.text) : "",
   ]})));
