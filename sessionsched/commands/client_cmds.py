@@ -338,7 +338,9 @@ def add_parser(subparsers) -> None:
         "apps",
         help="list applications",
         description="List applications: queued ones in queue order first, then the rest "
-        "by submission.",
+        "by submission. CODE: why a queued app waits (docs/user/reasons.md), or what a "
+        "running app's executors wait for (resource_short(gpu), room_short, "
+        "target_below_demand, executors_starting).",
     )
     p.add_argument("--queue", metavar="Q", help="only this queue")
     p.add_argument("--state", metavar="S", help="only this state (ACCEPTED, RUNNING, ...)")
