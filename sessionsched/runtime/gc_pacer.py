@@ -48,6 +48,17 @@ def between_cycles() -> None:
         _installed.between_cycles()
 
 
+def oldest_count() -> int:
+    """The objects in the oldest generation, not frozen. Counted from C alone (``map`` calls
+    ``gc.get_objects`` and ``len`` with no bytecode between them): the list references every
+    object there, and a thread switch while it is alive would show another thread an object
+    it is still building as referenced twice - a tuple filled from a generator, moved to the
+    oldest generation by a collection mid-build, then fails to grow ("SystemError:
+    Objects/tupleobject.c: bad argument to internal function", seen in a server importing
+    pyspark while its cycle thread counted)."""
+    return sum(map(len, map(gc.get_objects, (2,))))
+
+
 class GcPacer:
     """Freeze the survivors of any full collection slower than ``budget_ms``, and collect the
     oldest generation between cycles once it holds ``max_old`` unfrozen objects (module doc)."""
@@ -92,7 +103,7 @@ class GcPacer:
         if young == self._young_passes:
             return
         self._young_passes = young
-        if len(gc.get_objects(generation=2)) > self.max_old:
+        if oldest_count() > self.max_old:
             self.settle()
 
     def settle(self) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import sys
+import threading
 import weakref
 
 import pytest
@@ -148,3 +150,49 @@ def test_between_cycles_without_a_pacer_does_nothing(pacer_of):
     promoted(5_000)
     gc_pacer.between_cycles()
     assert pacer.freezes == 0 and gc.get_freeze_count() == 0
+
+
+def test_counting_the_oldest_generation_never_shows_a_tuple_being_built_to_another_thread():
+    """A thread fills a tuple from a generator; mid-way a full collection moves the tuple being
+    built into the oldest generation, and the builder waits while another thread counts that
+    generation. Any Python-level moment the counting list is alive (here: the profiler's
+    ``c_return`` of ``gc.get_objects``, where a thread switch could come) lets the builder go
+    on and finish: with the list holding a second reference, its tuple cannot grow."""
+    paused, resume, seen = threading.Event(), threading.Event(), []
+
+    def items():
+        for i in range(100):
+            if i == 50:
+                gc.collect()
+                paused.set()
+                assert resume.wait(30), "the counting thread never let the builder go on"
+            yield i
+
+    def let_the_builder_on(frame, event, arg):
+        if event == "c_return" and arg is gc.get_objects:
+            seen.append(event)
+            resume.set()
+            finished.wait(30)
+
+    finished = threading.Event()
+    built: list = []
+
+    def build():
+        try:
+            built.append(tuple(items()))
+        except SystemError as e:  # the failure this guards against
+            built.append(e)
+        finished.set()
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    assert paused.wait(30)
+    sys.setprofile(let_the_builder_on)
+    try:
+        n = gc_pacer.oldest_count()
+    finally:
+        sys.setprofile(None)
+    resume.set()
+    builder.join(30)
+    assert built == [tuple(range(100))]
+    assert n > 0 and seen == [], "the count's list was alive at a Python-level moment"
