@@ -50,7 +50,7 @@ from .admission_checks import (  # noqa: F401 - mode_of, reservation, ADMISSION_
 )
 from .budget import admission_slice
 from .gang.book import Hold
-from .host_room import room_of, rooms_needed
+from .host_room import CLUSTER, room_of, rooms_needed
 from .ledger import AppRecord
 from .placement import FreeNow, Workers, held_now
 from .rank import Rank, rank
@@ -155,6 +155,8 @@ class Room:
     gangs: Mapping[str, Hold] = field(default_factory=dict)
     limit_waits: LimitWaits | None = None  # heads kept waiting for a count (``room``)
     shut_out: ShutOut | None = None  # queues whose apps all need a room waited for (``room``)
+    # leaf -> queued apps needing no cluster room (``room.heads``; None: not counted)
+    off_cluster_in: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -200,8 +202,10 @@ def plan_admissions(root: Queue, leaves: Sequence[LeafView], room: Room,
     def pass_held(name: str) -> bool:
         """Move the leaf's head past the apps the cluster cannot hold now, and past those that
         need a room an app ahead of them waits for (``host_room``); False if none is left."""
-        view, path = views[name], tree.path[name]
-        rooms = shut.get(name)
+        view, path, rooms, off = views[name], tree.path[name], shut.get(name), room.off_cluster_in
+        if rooms and CLUSTER in rooms and off is not None and not off.get(name, 0):
+            nxt[name] = len(view.pending)  # all need the cluster's room: none is read
+            return False
         i = nxt[name]
         # Read in one pass from the leaf's place: past a head waiting for the cluster's room a
         # busy cycle may go through its whole queue here, in every cluster's engine; and what

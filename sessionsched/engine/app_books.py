@@ -44,7 +44,7 @@ class Books:
     """One engine's books. ``apps`` (app id -> ``AppRecord``), ``pending`` (leaf -> rank keys
     of its queued apps, head first), ``ledger``, ``needs``, ``arbiter``, ``grants`` and
     ``reclaimer`` are there to read; only the verbs change them. ``listing_changed(leaf,
-    added)`` is told whenever a leaf's queued apps change (``added``: the app that came in)."""
+    added, left)`` is told whenever a leaf's queued apps change (the app that came in, left)."""
 
     def __init__(self, root: Queue, listing_changed: Callable[..., None]) -> None:
         self._listing_changed = listing_changed
@@ -397,4 +397,4 @@ class Books:
     def _unqueue(self, rec: AppRecord) -> None:
         self.pending[rec.spec.queue].remove(rec.rank)
         self.queued_gangs.discard(rec.app_id)
-        self._listing_changed(rec.spec.queue, None)
+        self._listing_changed(rec.spec.queue, None, rec)

@@ -92,12 +92,18 @@ def room_of(wait: Wait) -> str | None:
 _WITH_RESOURCES: dict[tuple, frozenset[str]] = {}  # (rooms, custom names) -> their union
 
 
+def needs_cluster(spec: AppSpec) -> bool:
+    """Whether the app needs the cluster's room to start: an in-cluster driver or any executor
+    (an app that may hold none needs none of it)."""
+    return spec.driver_in_cluster or spec.executor_cap != 0
+
+
 def rooms_needed(spec: AppSpec) -> frozenset[str]:
-    """The rooms an app needs to start: the host's for a driver there, the cluster's for an
-    in-cluster driver or any executor (an app that may hold none needs none of it), and each
-    custom resource's that its in-cluster driver or its executors ask for."""
+    """The rooms an app needs to start: the host's for a driver there, the cluster's
+    (``needs_cluster``), and each custom resource's that its in-cluster driver or its
+    executors ask for."""
     executors = spec.executor_cap != 0
-    cluster = spec.driver_in_cluster or executors
+    cluster = needs_cluster(spec)
     if spec.driver_on_host:
         rooms = BOTH if cluster else HOST_ONLY
     else:

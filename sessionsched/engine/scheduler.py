@@ -233,8 +233,8 @@ class Scheduler:
         from .selfcheck import check
 
         capped = self._capped  # the tree arbitration divided at the last step
-        return check(self.books, self.capacity,
-                     self.root if self.arbitration_caps is None or capped is None else capped[2])
+        root = self.root if self.arbitration_caps is None or capped is None else capped[2]
+        return check(self.books, self.capacity, root, self._heads.off_cluster)
 
     # --- the step -------------------------------------------------------------------------
 
@@ -320,6 +320,7 @@ class Scheduler:
         # a busy cluster, and behind several clusters each engine looks at all of them.
         room.limit_waits.start(QueueTree.of(self.root), room)
         room.shut_out.came_in(self._heads.take_added())
+        room.off_cluster_in = self._heads.off_cluster
         look, kept = room.limit_waits.split(heads, self._heads.take_read(), self.apps)
         most = self.budget.admit if self.slice_left is None else self.slice_left
         plan = admission.plan_admissions(self.root, [self._leaf_view(n) for n in look], room,

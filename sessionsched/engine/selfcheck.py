@@ -7,18 +7,24 @@ service's record of who changed what.)
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
+
 from ..model import AppState, Queue, Resources
 from .app_books import Books
 from .arbitration import compute_targets
 from .grants import Grants
+from .host_room import needs_cluster
 from .ledger import Ledger
 from .needs import NeedBook
 
 
-def check(books: Books, capacity: Resources, root: Queue | None = None) -> list[str]:
+def check(books: Books, capacity: Resources, root: Queue | None = None,
+          off_cluster: Mapping[str, int] | None = None) -> list[str]:
     """The differences between the indexes and the books (empty when all is true).
     ``root``: the tree arbitration divided, when not the books' own (``max_cores`` over
-    several clusters lowers its caps: ``clusters.cores``)."""
+    several clusters lowers its caps: ``clusters.cores``); ``off_cluster``: each leaf's queued
+    apps needing no cluster room, as ``room.heads`` counts them."""
     problems = []
     recs = list(books.apps.values())
     ledger = books.ledger
@@ -67,4 +73,10 @@ def check(books: Books, capacity: Resources, root: Queue | None = None) -> list[
                         if r.spec.queue == leaf and r.state is AppState.ACCEPTED)
         if list(pend) != queued:
             problems.append(f"queue {leaf} lists {len(pend)} apps, the books {len(queued)}")
+    if off_cluster is not None:
+        off = Counter(leaf for leaf, pend in books.pending.items() for key in pend
+                      if not needs_cluster(books.apps[key[2]].spec))
+        if {k: n for k, n in off_cluster.items() if n} != dict(off):
+            problems.append(f"queued apps needing no cluster room {dict(off_cluster)} !="
+                            f" recount {dict(off)}")
     return problems

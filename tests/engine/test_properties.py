@@ -85,7 +85,7 @@ app_params = st.fixed_dictionaries(
         "in_cluster": st.booleans(),
         "executor": st.sampled_from([(1, 1024), (2, 2048), (4, 1024), (1, 4096)]),
         "min": st.sampled_from([0, 0, 0, 1, 2]),
-        "max": st.sampled_from([None, None, 2, 6]),
+        "max": st.sampled_from([None, None, 2, 6, 0]),  # 0: may start with no cluster room
         "slots_max": st.sampled_from([None, None, 4]),
         "demand": st.integers(0, 12),
     }

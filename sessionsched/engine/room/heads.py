@@ -7,12 +7,19 @@ cluster costs in admission. A leaf's head moves only when its queued apps do, an
 say when that is (``Books``' ``listing_changed``; a gang that falls back to an ordinary app is
 queued again for it, ``gang.phase``): only those leaves are read again, and admission is told
 which they were (``take_read``).
+
+It counts, too, each leaf's queued apps that need no room of the cluster (``off_cluster``:
+no executor, the driver on the scheduler's host or with its user): where there is none, a
+head waiting for the cluster's room holds back its whole queue, and admission need not read
+the queue to find so (``admission.plan_admissions``) - which behind several clusters each
+engine did for each queue whose head waited so, a thousand apps at a time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from ..host_room import needs_cluster
 from ..ledger import AppRecord
 from ..rank import Rank
 
@@ -20,7 +27,9 @@ from ..rank import Rank
 class QueueHeads:
     """Leaf -> the rank key of its first queued app, for the leaves with apps queued, in the
     books' order of the leaves. ``moved`` is what the books tell of a leaf whose queued apps
-    changed (it tells ``also`` too: the views are told the same), and the app that came in."""
+    changed (it tells ``also`` too: the views are told the same), and the app that came in or
+    left. ``off_cluster``: leaf -> its queued apps that need no cluster room (module doc;
+    read, never changed, by the caller)."""
 
     def __init__(self, also: Callable[[str], None]) -> None:
         self._also = also
@@ -30,11 +39,18 @@ class QueueHeads:
         self._read: set[str] | None = None  # read again since ``take_read``; None: every leaf
         # Leaf -> the apps that came in since ``take_added``; None: any leaf, any app.
         self._added: dict[str, list[AppRecord]] | None = None
+        self.off_cluster: dict[str, int] = {}
 
-    def moved(self, leaf: str, added: AppRecord | None = None) -> None:
+    def moved(self, leaf: str, added: AppRecord | None = None,
+              left: AppRecord | None = None) -> None:
         self._moved.add(leaf)
-        if added is not None and self._added is not None:
-            self._added.setdefault(leaf, []).append(added)
+        if added is not None:
+            if self._added is not None:
+                self._added.setdefault(leaf, []).append(added)
+            if not needs_cluster(added.spec):
+                self.off_cluster[leaf] = self.off_cluster.get(leaf, 0) + 1
+        if left is not None and not needs_cluster(left.spec):
+            self.off_cluster[leaf] -= 1
         self._also(leaf)
 
     def moved_all(self) -> None:

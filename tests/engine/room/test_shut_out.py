@@ -31,3 +31,18 @@ def test_a_queue_read_through_is_read_again_only_for_an_app_that_needs_none_of_t
     out = run.step(Submitted(app("a5").queue("a").max(0).spec()), at=5.0)
     assert launched(out) == ["a5"]
     assert run.sched.waiting["root.a"].code == "driver_room"
+
+
+def test_a_queue_whose_apps_all_need_the_cluster_room_is_not_read_even_once(monkeypatch):
+    """Its books count the queued apps that need no cluster room: with none, a head waiting
+    for that room holds back the rest without one of them being read; one such app coming in
+    is found and started past the head."""
+    run = Run(tree(leaf("a", admission="none")), slots=10, cores=4)
+    assert launched(run.submit(app("a1").queue("a").in_cluster(4))) == ["a1"]
+    asked = _read(monkeypatch)
+    run.submit(app("a2").queue("a").in_cluster(2), app("a3").queue("a"), app("a4").queue("a"),
+               at=1.0)
+    assert run.sched.waiting["root.a"].code == "driver_room"
+    assert asked == []
+    out = run.step(Submitted(app("a5").queue("a").max(0).spec()), at=2.0)
+    assert launched(out) == ["a5"] and "a5" in asked
