@@ -117,7 +117,10 @@ def executor_notes(app: Executors, seen: WorkersSeen | None) -> list[ExecutorNot
 def executor_wait(app: Executors, seen: WorkersSeen | None
                   ) -> tuple[NoteCode, str | None] | None:
     """The one code a list gives the app (module doc), with the resource that is short; None
-    when it holds what it wants (or nothing is known of why not)."""
+    when it holds what it wants (``wants_more``; its notes may still say its target is below
+    its demand, as for an app giving executors back), or nothing is known of why not."""
+    if not wants_more(app.held, app.grant, app.demand):
+        return None
     if app.grant < app.target and seen is not None:
         name = short_of(app.asks, seen)
         return (NoteCode.ROOM_SHORT, None) if name is None else (NoteCode.RESOURCE_SHORT, name)
@@ -126,6 +129,12 @@ def executor_wait(app: Executors, seen: WorkersSeen | None
     if app.held < app.grant:
         return NoteCode.EXECUTORS_STARTING, None
     return None
+
+
+def wants_more(held: int, grant: int, demand: int) -> bool:
+    """Whether an admitted app holds fewer executors than it wants (its demand), or has some
+    granted on the way: the apps a list gives a code (``executor_wait``)."""
+    return held < demand or held < grant
 
 
 def short_of(asks: Custom, seen: WorkersSeen) -> str | None:

@@ -27,6 +27,7 @@ from sessionsched.model.executor_notes import (
     NoteCode,
     WorkersSeen,
     executor_wait,
+    wants_more,
     workers_seen,
 )
 
@@ -160,8 +161,8 @@ def executor_waits(view: ReadView, workers: Iterable[Worker] | None
     for app_id, facts in view.engine.apps.items():
         if not facts.state.admitted:
             continue
-        if facts.executors >= facts.demand and facts.grant <= facts.executors:
-            continue  # holds what it wants, nothing granted on the way: nothing to say
+        if not wants_more(facts.executors, facts.grant, facts.demand):
+            continue  # before its figures are built: most apps of a busy cluster
         wait = executor_wait(executor_figures(view, facts, policies), seen)
         if wait is not None:
             out[app_id] = wait

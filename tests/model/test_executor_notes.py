@@ -118,3 +118,12 @@ def test_the_room_a_list_names_comes_before_starting_executors_and_the_queues_di
         NoteCode.EXECUTORS_STARTING, NoteCode.RESOURCE_SHORT, NoteCode.TARGET_BELOW_DEMAND]
     assert executor_wait(app, seen) == (NoteCode.RESOURCE_SHORT, "gpu")
     assert executor_wait(_app(1, 2, 2, 6), seen) == (NoteCode.TARGET_BELOW_DEMAND, None)
+
+
+def test_an_app_holding_its_demand_has_no_code_though_its_target_is_below():
+    """Being taken down to its share (it holds 4, wants 4, its target is 2): its notes say its
+    queue divides, but it is not short of executors, so no list counts it."""
+    app = _app(4, 4, 2, 4)
+    seen = workers_seen(_workers(0, 0), _free(0, 0))
+    assert [n.code for n in executor_notes(app, seen)] == [NoteCode.TARGET_BELOW_DEMAND]
+    assert executor_wait(app, seen) is None

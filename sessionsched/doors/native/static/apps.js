@@ -55,9 +55,6 @@ function ageOf(a) {
   return time(at, a.state.toLowerCase() + " " + span(since(at)));
 }
 
-// ``o``: the overview asked with ``appsQuery()``: its ``apps`` (the first that match),
-// ``apps_matched``, ``apps_total``, ``apps_users`` and ``cluster`` (several clusters: a
-// Cluster column).
 // A running app short of executors: its one code (docs/user/watching.md#why-an-app-waits) as a
 // badge, the resource named; its page has the notes with the numbers.
 const WAITS = {
@@ -75,6 +72,9 @@ function executorWait(a, open) {
   return badge(r ? code + "(" + r + ")" : code, say ? say(r) : code, a.id, open);
 }
 
+// ``o``: the overview asked with ``appsQuery()``: its ``apps`` (the first that match),
+// ``apps_matched``, ``apps_total``, ``apps_users`` and ``cluster`` (several clusters: a
+// Cluster column).
 export function renderApps(table, o, leaves) {
   options(document.getElementById("f-queue"), leaves);
   options(document.getElementById("f-user"), o.apps_users);
